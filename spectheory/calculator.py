@@ -1,0 +1,120 @@
+"""The optimal-gamma calculator behind ``spectheory gamma``: one table per alpha, as text, LaTeX or JSON."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from spectheory._validation import as_cost, as_probability, as_real
+from spectheory.speedup import (
+    continuous_optimal_gamma,
+    expected_tokens,
+    improvement_lower_bound,
+    operations_factor,
+    optimal_gamma,
+    oracle_speedup,
+    walltime_improvement,
+)
+
+__all__ = ["MAX_TABLE_GAMMA", "GammaRow", "GammaTable", "gamma_table", "format_text", "format_latex"]
+
+#: The table has one row per gamma = 0..gamma_max; ``spectheory.speedup.optimal_gamma`` has no such cap.
+MAX_TABLE_GAMMA = 1024
+
+
+@dataclass(frozen=True)
+class GammaRow:
+    """One gamma: Eq. 1, Theorem 3.8 and Theorem 3.11."""
+
+    gamma: int
+    expected_tokens: float
+    speedup: float
+    ops_factor: float
+
+
+@dataclass(frozen=True)
+class GammaTable:
+    """Everything the calculator says about one alpha; ``speedup`` etc. are at the optimal gamma."""
+
+    alpha: float
+    c: float
+    c_hat: float
+    gamma_max: int
+    optimal_gamma: int
+    speedup: float
+    expected_tokens: float
+    ops_factor: float
+    continuous_optimal_gamma: float | None  # None where the speedup grows without bound in gamma
+    improvement_lower_bound: float
+    oracle_speedup: float
+    table: tuple[GammaRow, ...]
+
+    def as_dict(self) -> dict:
+        """A JSON-ready dict (no infinities)."""
+        return asdict(self)
+
+
+def gamma_table(alpha: float, c: float, c_hat: float, gamma_max: int) -> GammaTable:
+    """The calculator's result for one alpha, over gamma = 0..gamma_max (0 = autoregressive)."""
+    alpha = float(as_probability("alpha", alpha))
+    c, c_hat = float(as_cost("c", c)), float(as_cost("c_hat", c_hat))
+    gamma_max = int(as_real("gamma_max", gamma_max, low=1, high=MAX_TABLE_GAMMA, integer=True))
+    gammas = np.arange(gamma_max + 1)
+    tokens = expected_tokens(alpha, gammas)
+    speedups = walltime_improvement(alpha, gammas, c)
+    ops = operations_factor(alpha, gammas, c_hat)
+    rows = tuple(GammaRow(int(g), float(e), float(s), float(o)) for g, e, s, o in zip(gammas, tokens, speedups, ops))
+    best = int(optimal_gamma(alpha, c, gamma_max))
+    continuous = float(continuous_optimal_gamma(alpha, c))
+    return GammaTable(
+        alpha=alpha, c=c, c_hat=c_hat, gamma_max=gamma_max, optimal_gamma=best,
+        speedup=rows[best].speedup, expected_tokens=rows[best].expected_tokens,
+        ops_factor=rows[best].ops_factor,
+        continuous_optimal_gamma=continuous if math.isfinite(continuous) else None,
+        improvement_lower_bound=float(improvement_lower_bound(alpha, c)),
+        oracle_speedup=float(oracle_speedup(alpha, c)),
+        table=rows,
+    )
+
+
+def _summary(result: GammaTable) -> str:
+    continuous = ("unbounded" if result.continuous_optimal_gamma is None
+                  else f"{result.continuous_optimal_gamma:.2f}")
+    verdict = ("speculation helps (alpha > c)" if result.alpha > result.c
+               else "speculation does not help (alpha <= c)")
+    return (f"optimal gamma {result.optimal_gamma}: {result.speedup:.3f}x speedup, "
+            f"{result.expected_tokens:.3f} tokens per target call, {result.ops_factor:.3f}x operations; "
+            f"continuous optimum {continuous}; {verdict}; Corollary 3.9 bound "
+            f"{result.improvement_lower_bound:.3f}x; oracle gamma {result.oracle_speedup:.3f}x")
+
+
+def format_text(result: GammaTable) -> str:
+    """A plain-text table with the optimum marked by '*'."""
+    lines = [f"alpha = {result.alpha:g}, c = {result.c:g}, c_hat = {result.c_hat:g}, "
+             f"gamma = 0..{result.gamma_max} (0 = autoregressive)",
+             "    gamma  expected_tokens  speedup  ops_factor"]
+    for row in result.table:
+        mark = "*" if row.gamma == result.optimal_gamma else " "
+        lines.append(f"  {mark} {row.gamma:5d}  {row.expected_tokens:15.4f}  {row.speedup:7.4f}  "
+                     f"{row.ops_factor:10.4f}")
+    lines.append(_summary(result))
+    return "\n".join(lines)
+
+
+def format_latex(result: GammaTable) -> str:
+    """A booktabs tabular, the optimum in bold, the formulas and the summary as LaTeX comments."""
+    lines = [f"% alpha = {result.alpha:g}, c = {result.c:g}, c_hat = {result.c_hat:g}",
+             r"% E = \frac{1-\alpha^{\gamma+1}}{1-\alpha}, S = \frac{E}{\gamma c + 1}, "
+             r"\mathrm{ops} = \frac{\gamma \hat{c} + \gamma + 1}{E}",
+             f"% {_summary(result)}",
+             r"\begin{tabular}{rrrr}", r"\toprule",
+             r"$\gamma$ & expected tokens & speedup & operations \\", r"\midrule"]
+    for row in result.table:
+        cells = [f"{row.gamma}", f"{row.expected_tokens:.3f}", f"{row.speedup:.3f}", f"{row.ops_factor:.3f}"]
+        if row.gamma == result.optimal_gamma:
+            cells = [rf"\textbf{{{cell}}}" for cell in cells]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""Acceptance beyond the i.i.d. assumption: position-dependent and Markov-correlated (THEORY.md §3).
+
+Eq. 1 assumes every draft position is accepted independently with the same probability alpha. Here
+the acceptance probability depends on the position inside the iteration, or on a hidden "regime"
+(easy span, hard span, ...) that follows a Markov chain along the token stream, so that acceptances
+are correlated. The mean acceptance alpha is then the stationary mean over token positions, which is
+what the paper estimates (E[beta] over the prefixes met while decoding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spectheory._validation import as_count, as_distribution, as_probability
+from spectheory.speedup import expected_tokens
+
+__all__ = [
+    "expected_tokens_positional",
+    "MarkovAcceptance",
+    "markov_expected_tokens_from",
+    "markov_iteration_start_distribution",
+    "markov_expected_tokens",
+    "markov_eq1_bias",
+]
+
+
+def expected_tokens_positional(acceptance) -> np.ndarray:
+    """E[tokens per iteration] = 1 + sum_{i=1..gamma} prod_{j<=i} a_j (THEORY.md §3).
+
+    ``acceptance: [..., gamma]``, a_i = P(draft i accepted | drafts 1..i-1 accepted). Reduces to Eq. 1
+    when every a_i = alpha.
+    """
+    acceptance = as_probability("acceptance", acceptance)
+    if acceptance.ndim == 0:
+        raise ValueError("acceptance must have a last axis of positions, got a scalar")
+    return 1 + np.cumprod(acceptance, axis=-1).sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class MarkovAcceptance:
+    """Regimes following a Markov chain along the token stream, each with its acceptance probability.
+
+    ``transition: [K, K]`` row-stochastic and irreducible, transition[r, s] = P(regime s at the next
+    position | regime r); ``acceptance: [K]``, the probability that a draft token is accepted at a
+    position in regime r. Validated once, here; the functions below take an instance.
+    """
+
+    transition: np.ndarray
+    acceptance: np.ndarray
+
+    def __post_init__(self) -> None:
+        transition = as_distribution("transition", self.transition)  # [K, K]
+        acceptance = as_probability("acceptance", self.acceptance)  # [K]
+        if acceptance.ndim != 1 or transition.shape != acceptance.shape * 2:
+            raise ValueError(f"transition must have shape (K, K) and acceptance shape (K,), got "
+                             f"{transition.shape} and {acceptance.shape}")
+        object.__setattr__(self, "transition", transition)
+        object.__setattr__(self, "acceptance", acceptance)
+
+    @property
+    def stationary(self) -> np.ndarray:
+        """The stationary regime distribution pi over token positions, pi P = pi.  # [K]"""
+        return _stationary(self.transition)
+
+    @property
+    def mean_acceptance(self) -> float:
+        """alpha = pi . acceptance: E[beta] over the positions of the token stream."""
+        return float(self.stationary @ self.acceptance)
+
+
+def _stationary(transition: np.ndarray) -> np.ndarray:
+    """The stationary distribution of an irreducible chain: solve pi (P - I) = 0 with sum(pi) = 1."""
+    size = transition.shape[0]
+    system = np.vstack([transition.T - np.eye(size), np.ones(size)])  # [K + 1, K]
+    target = np.zeros(size + 1)
+    target[-1] = 1.0
+    solution, *_ = np.linalg.lstsq(system, target, rcond=None)
+    return solution
+
+
+def _accepted_paths(chain: MarkovAcceptance, gamma: int) -> list[np.ndarray]:
+    """U_0..U_gamma with U_i[r, s] = P(drafts 1..i accepted, regime s at position i | regime r at 0).
+
+    U_0 = I and U_{i+1} = U_i diag(acceptance) P: accepted at the current position, then move on.
+    """
+    step = chain.acceptance[:, None] * chain.transition  # [K, K] = diag(a) P
+    paths = [np.eye(len(chain.acceptance))]
+    for _ in range(gamma):
+        paths.append(paths[-1] @ step)
+    return paths
+
+
+def markov_expected_tokens_from(chain: MarkovAcceptance, gamma: int) -> np.ndarray:
+    """E[tokens in one iteration | regime r at its first position], for each r: 1 + sum_i U_i 1.  # [K]"""
+    gamma = int(as_count("gamma", gamma))
+    return 1 + sum(path.sum(axis=1) for path in _accepted_paths(chain, gamma)[1:])
+
+
+def markov_iteration_start_distribution(chain: MarkovAcceptance, gamma: int) -> np.ndarray:
+    """The long-run regime distribution at the first position of an iteration.  # [K]
+
+    Iterations start right after a rejected position (its correction token) or after the bonus token,
+    so this is not the token-level stationary distribution: the chain of start regimes has kernel
+    sum_{i<gamma} U_i diag(1 - a) P + U_gamma P.
+    """
+    gamma = int(as_count("gamma", gamma))
+    paths = _accepted_paths(chain, gamma)
+    rejected = (1 - chain.acceptance)[:, None] * chain.transition  # [K, K] = diag(1 - a) P
+    kernel = sum(path @ rejected for path in paths[:-1]) + paths[-1] @ chain.transition
+    return _stationary(kernel)
+
+
+def markov_expected_tokens(chain: MarkovAcceptance, gamma: int) -> float:
+    """Long-run mean tokens per iteration (tokens / iterations) under Markov-modulated acceptance."""
+    start = markov_iteration_start_distribution(chain, gamma)
+    return float(start @ markov_expected_tokens_from(chain, gamma))
+
+
+def markov_eq1_bias(chain: MarkovAcceptance, gamma: int) -> float:
+    """Exact long-run tokens per iteration minus Eq. 1 at the same mean alpha (pi . acceptance)."""
+    return markov_expected_tokens(chain, gamma) - float(expected_tokens(chain.mean_acceptance, gamma))

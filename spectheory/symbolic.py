@@ -1,0 +1,207 @@
+"""Sympy twins of every closed form, their derivations, LaTeX export, and exact-rational checks.
+
+The numeric functions in ``spectheory`` are tested against these expressions at drawn points. Where a
+closed form is an algorithm rather than a formula (Markov acceptance), the twin is an independent
+derivation in exact arithmetic, not a transcription of the numeric code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import sympy as sp
+
+__all__ = [
+    "alpha", "gamma", "c", "c_hat", "m_hat", "n_tokens", "block_size",
+    "EXPECTED_TOKENS", "WALLTIME_IMPROVEMENT", "OPERATIONS_FACTOR", "IMPROVEMENT_LOWER_BOUND",
+    "MEMORY_TRAFFIC_REDUCTION", "ORACLE_SPEEDUP", "OPTIMAL_GAMMA", "MODEL_CALLS_SEPARATE",
+    "MODEL_CALLS_COMBINED", "ClosedForm", "CLOSED_FORMS",
+    "d_lk", "total_variation", "acceptance_probability", "rejection_sampling_acceptance",
+    "expected_tokens_positional", "expected_block_size", "markov_expected_tokens",
+    "derive_optimal_gamma", "derive_oracle_speedup", "derive_lemma_3_3",
+    "speculative_sampling_law", "latex",
+]
+
+alpha = sp.Symbol("alpha", nonnegative=True)
+gamma = sp.Symbol("gamma", nonnegative=True)
+c = sp.Symbol("c", nonnegative=True)
+c_hat = sp.Symbol("hat{c}", nonnegative=True)
+m_hat = sp.Symbol("hat{m}", nonnegative=True)
+n_tokens = sp.Symbol("m", positive=True)
+block_size = sp.Symbol("hat{k}", positive=True)
+
+#: Eq. 1: expected tokens per iteration with i.i.d. acceptance.
+EXPECTED_TOKENS = (1 - alpha ** (gamma + 1)) / (1 - alpha)
+#: Theorem 3.8: walltime improvement.
+WALLTIME_IMPROVEMENT = EXPECTED_TOKENS / (gamma * c + 1)
+#: Theorem 3.11: factor of arithmetic operations.
+OPERATIONS_FACTOR = (gamma * c_hat + gamma + 1) / EXPECTED_TOKENS
+#: Corollary 3.9: the gamma = 1 speedup, a lower bound on the optimum.
+IMPROVEMENT_LOWER_BOUND = (1 + alpha) / (1 + c)
+#: Section 3.4: reduction of memory reads per token (draft reads m_hat of the target's bytes per call).
+MEMORY_TRAFFIC_REDUCTION = EXPECTED_TOKENS / (gamma * m_hat + 1)
+#: Section 3.5: oracle-gamma speedup (see derive_oracle_speedup).
+ORACLE_SPEEDUP = 1 / (1 - alpha + c * alpha)
+#: The continuous maximiser of Theorem 3.8 (see derive_optimal_gamma); W_{-1} is the right branch.
+OPTIMAL_GAMMA = ((1 + sp.LambertW(-sp.exp(-1) * alpha ** ((1 - c) / c), -1)) / sp.log(alpha) - 1 / c)
+#: Stern et al. section 4: model calls for m tokens with mean accepted block size k_hat.
+MODEL_CALLS_SEPARATE = 2 * n_tokens / block_size
+MODEL_CALLS_COMBINED = n_tokens / block_size + 1
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """A closed form, the symbols it takes (in order), and where it comes from."""
+
+    expression: sp.Expr
+    symbols: tuple[sp.Symbol, ...]
+    reference: str
+
+
+CLOSED_FORMS: dict[str, ClosedForm] = {
+    "expected_tokens": ClosedForm(EXPECTED_TOKENS, (alpha, gamma), "Leviathan et al. Eq. 1"),
+    "walltime_improvement": ClosedForm(WALLTIME_IMPROVEMENT, (alpha, gamma, c), "Theorem 3.8"),
+    "operations_factor": ClosedForm(OPERATIONS_FACTOR, (alpha, gamma, c_hat), "Theorem 3.11"),
+    "improvement_lower_bound": ClosedForm(IMPROVEMENT_LOWER_BOUND, (alpha, c), "Corollary 3.9"),
+    "memory_traffic_reduction": ClosedForm(MEMORY_TRAFFIC_REDUCTION, (alpha, gamma, m_hat), "Section 3.4"),
+    "oracle_speedup": ClosedForm(ORACLE_SPEEDUP, (alpha, c), "Section 3.5, oracle gamma"),
+    "continuous_optimal_gamma": ClosedForm(OPTIMAL_GAMMA, (alpha, c), "Section 3.5, Lambert W"),
+    "model_calls_separate": ClosedForm(MODEL_CALLS_SEPARATE, (n_tokens, block_size), "Stern et al. §4"),
+    "model_calls_combined": ClosedForm(MODEL_CALLS_COMBINED, (n_tokens, block_size), "Stern et al. §4"),
+}
+
+
+def latex() -> dict[str, str]:
+    """LaTeX for every closed form, keyed like ``CLOSED_FORMS``."""
+    return {name: sp.latex(form.expression) for name, form in CLOSED_FORMS.items()}
+
+
+# --- distributions over a small vocabulary (sequences of sympy numbers or symbols) -------------------
+
+
+def d_lk(p: Sequence, q: Sequence) -> sp.Expr:
+    """D_LK(p, q) = sum_x |p(x) - (p(x) + q(x)) / 2|."""
+    return sp.Add(*[sp.Abs(pi - (pi + qi) / 2) for pi, qi in zip(p, q)])
+
+
+def total_variation(p: Sequence, q: Sequence) -> sp.Expr:
+    """TV(p, q) = sum_x |p(x) - q(x)| / 2."""
+    return sp.Add(*[sp.Abs(pi - qi) for pi, qi in zip(p, q)]) / 2
+
+
+def acceptance_probability(p: Sequence, q: Sequence, lenience=1) -> sp.Expr:
+    """beta = sum_x min(p(x) / l, q(x))."""
+    return sp.Add(*[sp.Min(pi / lenience, qi) for pi, qi in zip(p, q)])
+
+
+def rejection_sampling_acceptance(p: Sequence, q: Sequence) -> sp.Expr:
+    """sum_x p(x) / M with M = max over p(x) > 0 of p(x) / q(x) (0 when some q(x) = 0 < p(x))."""
+    if any(pi > 0 and qi == 0 for pi, qi in zip(p, q)):
+        return sp.Integer(0)
+    bound = sp.Max(*[pi / qi for pi, qi in zip(p, q) if pi > 0])
+    return sp.Add(*p) / bound
+
+
+def derive_lemma_3_3(size: int = 3) -> sp.Expr:
+    """D_LK - (1 - sum min(p, q)) for symbolic p, q on ``size`` outcomes; simplifies to 0 (Lemma 3.3)."""
+    p = sp.symbols(f"p0:{size}", nonnegative=True)
+    q = sp.symbols(f"q0:{size}", nonnegative=True)
+    # Impose sum p = sum q = 1 by substituting the last entries.
+    constraints = {p[-1]: 1 - sp.Add(*p[:-1]), q[-1]: 1 - sp.Add(*q[:-1])}
+    difference = d_lk(p, q) - (1 - acceptance_probability(p, q))
+    # |p - q| / 2 = (p + q)/2 - min(p, q) holds termwise: rewrite Min through Abs and simplify.
+    termwise = difference.replace(sp.Min, lambda a, b: (a + b - sp.Abs(a - b)) / 2)
+    return sp.simplify(termwise.subs(constraints))
+
+
+# --- position-dependent, blockwise and Markov acceptance ---------------------------------------------
+
+
+def expected_tokens_positional(acceptance: Sequence) -> sp.Expr:
+    """1 + sum_{i} prod_{j<=i} a_j."""
+    return 1 + sp.Add(*[sp.Mul(*acceptance[: i + 1]) for i in range(len(acceptance))])
+
+
+def expected_block_size(head_accuracies: Sequence, min_block_size: int = 1) -> sp.Expr:
+    """l + sum_{i>l} prod_{l<j<=i} a_j over heads 2..k."""
+    return (min_block_size - 1) + expected_tokens_positional(head_accuracies[min_block_size - 1:])
+
+
+def markov_expected_tokens(transition: Sequence[Sequence], acceptance: Sequence, gamma_value: int) -> sp.Expr:
+    """Long-run tokens per iteration under Markov-modulated acceptance, exactly.
+
+    Derived independently of ``spectheory.positional``: the token stream is a Markov chain on
+    (regime r, index i of the position inside its iteration). From (r, i < gamma) the draft is
+    accepted with probability a_r, leading to (s, i + 1), or rejected, leading to (s, 0); from
+    (r, gamma) (the bonus token) it goes to (s, 0); s ~ P[r]. One position in E[tokens] starts an
+    iteration, so E[tokens] = 1 / (stationary mass of the states with i = 0).
+    """
+    transition = sp.Matrix(transition)
+    regimes, width = len(acceptance), gamma_value + 1
+    chain = sp.zeros(regimes * width, regimes * width)
+    for r in range(regimes):
+        for i in range(width):
+            for s in range(regimes):
+                move = transition[r, s]
+                if i < gamma_value:
+                    chain[r * width + i, s * width + i + 1] += acceptance[r] * move
+                    chain[r * width + i, s * width] += (1 - acceptance[r]) * move
+                else:
+                    chain[r * width + i, s * width] += move
+    size = regimes * width
+    system = (chain.T - sp.eye(size)).col_join(sp.ones(1, size))
+    stationary = system.solve_least_squares(sp.Matrix([0] * size + [1]))
+    return 1 / sum(stationary[r * width] for r in range(regimes))
+
+
+# --- derivations --------------------------------------------------------------------------------------
+
+
+def derive_optimal_gamma() -> sp.Expr:
+    """Solve dS/dgamma = 0 for Theorem 3.8 with sympy; returns its solution (principal branch).
+
+    sympy answers (c W(z) + c - log alpha) / (c log alpha) = (1 + W(z)) / log(alpha) - 1/c with
+    z = -exp((log alpha - c)/c) / alpha = -exp(-1) alpha^((1-c)/c) in (-1/e, 0). On the principal branch
+    W_0(z) > -1, which makes gamma negative; the maximiser with gamma >= 0 is the W_{-1} branch,
+    ``OPTIMAL_GAMMA``.
+    """
+    a, g, cost = sp.symbols("alpha gamma c", positive=True)
+    speedup = (1 - a ** (g + 1)) / ((1 - a) * (g * cost + 1))
+    (solution,) = sp.solve(sp.diff(speedup, g), g)
+    return solution.subs({a: alpha, g: gamma, cost: c})
+
+
+def derive_oracle_speedup() -> sp.Expr:
+    """E[N + 1] / E[N c + 1] for N ~ Geometric (P(N = n) = alpha^n (1 - alpha)), simplified.
+
+    The oracle drafts the N tokens that will be accepted (N draft calls, one target call) and emits
+    N + 1 tokens; renewal-reward makes the long-run speedup the ratio of expectations.
+    """
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    odds = sp.Symbol("t", positive=True)  # alpha = 1 / (1 + t) in (0, 1): the series converge
+    law = (1 / (1 + odds)) ** n * (1 - 1 / (1 + odds))
+    tokens = sp.summation((n + 1) * law, (n, 0, sp.oo))
+    cost = sp.summation((n * c + 1) * law, (n, 0, sp.oo))
+    return sp.simplify((tokens / cost).subs(odds, 1 / alpha - 1))
+
+
+# --- exact law of speculative sampling ----------------------------------------------------------------
+
+
+def speculative_sampling_law(p: Sequence[Fraction], q: Sequence[Fraction],
+                             lenience: Fraction = Fraction(1)) -> list[Fraction]:
+    """The exact law of one token from speculative sampling (Leviathan et al. §2.3, appendix A.1).
+
+    Draw x ~ q, accept with min(1, p(x) / (l q(x))); on rejection draw from norm(max(0, p - q)).
+    With l = 1 the result is p for every q; with l < 1 no entry exceeds p(x) / l (appendix A.5).
+    Rational in, rational out, no rounding.
+    """
+    accepted = [min(qi, pi / lenience) for pi, qi in zip(p, q)]  # q(x) min(1, p / (l q))
+    rejected = 1 - sum(accepted)
+    residual = [max(Fraction(0), pi - qi) for pi, qi in zip(p, q)]
+    mass = sum(residual)
+    if rejected == 0:
+        return accepted
+    return [acc + rejected * res / mass for acc, res in zip(accepted, residual)]
