@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
@@ -101,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
     except ValueError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): silence the flush at exit, as the Python docs advise.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return USAGE_ERROR
 
 
