@@ -30,8 +30,8 @@ def expected_tokens(alpha, gamma) -> np.ndarray:
     """E[tokens per iteration] = (1 - alpha^(gamma+1)) / (1 - alpha) (Eq. 1); gamma + 1 at alpha = 1.
 
     Computed as expm1((gamma+1) log alpha) / (alpha - 1), which keeps full precision as alpha -> 1;
-    exact (gamma + 1) at alpha = 1 and at gamma = 0. ``gamma`` may be real (for the continuous optimum) or +inf (the limit
-    1 / (1 - alpha)).
+    exact (gamma + 1) at alpha = 1 and at gamma = 0. ``gamma`` may be real (for the continuous optimum)
+    or +inf (the limit 1 / (1 - alpha)).
     """
     alpha = as_probability("alpha", alpha)
     gamma = as_count("gamma", gamma, integer=False, allow_inf=True)

@@ -90,7 +90,7 @@ def test_distribution_functions_against_sympy(seed, size):
     p = random_rational_distribution(rng, size, zeros=True)
     q = random_rational_distribution(rng, size, zeros=True)
     l = Fraction(rng.randint(1, 10), 10)
-    p_sym, q_sym = [sp.Rational(x.numerator, x.denominator) for x in p], [sp.Rational(x.numerator, x.denominator) for x in q]
+    p_sym, q_sym = ([sp.Rational(x.numerator, x.denominator) for x in dist] for dist in (p, q))
     p_num, q_num = np.array(p, dtype=float), np.array(q, dtype=float)
     pairs = [
         (acceptance.d_lk(p_num, q_num), symbolic.d_lk(p_sym, q_sym)),
