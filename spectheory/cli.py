@@ -25,7 +25,7 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: D401 - argparse's hook
+    def error(self, message: str):
         raise _UsageError(f"{self.prog}: error: {message}")
 
 
