@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from spectheory._validation import as_distribution_pair
+from spectheory.positional import accepted_count_distribution
 
 __all__ = ["MAX_BLOCKS", "VERIFIERS", "draft_blocks", "accepted_length_given_block",
            "accepted_length_distribution", "expected_accepted_tokens"]
@@ -54,16 +55,8 @@ def accepted_length_given_block(target, draft, blocks, *, verifier: str) -> np.n
     positions = np.arange(draft.shape[0])
     ratio = target[positions, blocks] / draft[positions, blocks]  # [N, gamma], P_i(x_i) / Q_i(x_i)
     if verifier == "token":
-        reach = np.cumprod(np.minimum(1.0, ratio), axis=1)  # [N, gamma], P(tau >= i), i = 1..gamma
-        return _law_from_reach(reach)
+        return accepted_count_distribution(np.minimum(1.0, ratio))
     return _block_tau_law(target, draft, ratio)
-
-
-def _law_from_reach(reach: np.ndarray) -> np.ndarray:
-    """P(tau = i) from P(tau >= i) for i = 1..gamma: ``[N, gamma] -> [N, gamma + 1]``."""
-    ones, zeros = np.ones((len(reach), 1)), np.zeros((len(reach), 1))
-    at_least = np.concatenate([ones, reach, zeros], axis=1)  # P(tau >= i), i = 0..gamma + 1
-    return at_least[:, :-1] - at_least[:, 1:]
 
 
 def _block_tau_law(target: np.ndarray, draft: np.ndarray, ratio: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from spectheory.speedup import expected_tokens
 
 __all__ = [
     "expected_tokens_positional",
+    "accepted_count_distribution",
     "MarkovAcceptance",
     "markov_expected_tokens_from",
     "markov_iteration_start_distribution",
@@ -36,6 +37,21 @@ def expected_tokens_positional(acceptance) -> np.ndarray:
     if acceptance.ndim == 0:
         raise ValueError("acceptance must have a last axis of positions, got a scalar")
     return 1 + np.cumprod(acceptance, axis=-1).sum(axis=-1)
+
+
+def accepted_count_distribution(acceptance) -> np.ndarray:
+    """The law of the number n of accepted draft tokens, ``[..., gamma] -> [..., gamma + 1]``.
+
+    P(n = k) = prod_{j<=k} a_j (1 - a_{k+1}) for k < gamma and prod_{j<=gamma} a_j for k = gamma; with
+    every a_j = alpha this is the truncated geometric law behind Eq. 1 (tokens per iteration = n + 1).
+    """
+    acceptance = as_probability("acceptance", acceptance)
+    if acceptance.ndim == 0:
+        raise ValueError("acceptance must have a last axis of positions, got a scalar")
+    reach = np.cumprod(acceptance, axis=-1)  # [..., gamma], P(n >= k) for k = 1..gamma
+    edge = np.ones(reach.shape[:-1] + (1,))
+    at_least = np.concatenate([edge, reach, 0 * edge], axis=-1)  # P(n >= k), k = 0..gamma + 1
+    return at_least[..., :-1] - at_least[..., 1:]
 
 
 @dataclass(frozen=True)

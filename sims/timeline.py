@@ -1,0 +1,114 @@
+"""Event timelines of draft and target calls (Leviathan et al. Figure 5) and the walltime they add up to.
+
+Time is measured in target calls: a target call (one position autoregressively, or gamma + 1 positions
+in parallel) costs 1, a draft call costs c, and encoder-decoder models first run each model's encoder
+once (``target_encoder``, ``draft_encoder``, in the same unit). Speculative decoding runs gamma draft
+calls then one verifying target call per iteration; autoregressive decoding runs one target call per
+token. The walltime improvement is the autoregressive time for the same tokens over the speculative time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sims._stats import Estimate, as_positive_int, ratio_estimate
+from spectheory._validation import as_cost, as_count
+
+__all__ = ["Timeline", "speculative_timeline", "autoregressive_timeline", "walltime_speedup"]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The calls of one decode in time order, ``[E]`` each; units of time are target calls.
+
+    ``model``: "draft" or "target"; ``phase``: "encode", "draft", "verify" (a parallel target call)
+    or "decode" (an autoregressive target call); ``iteration``: the iteration a call belongs to (-1 for
+    encoders); ``accepted``: accepted draft tokens at a "verify" call, -1 elsewhere. ``tokens`` is the
+    number of tokens the decode emitted.
+    """
+
+    model: np.ndarray
+    phase: np.ndarray
+    start: np.ndarray
+    duration: np.ndarray
+    iteration: np.ndarray
+    accepted: np.ndarray
+    tokens: int
+
+    @property
+    def total_time(self) -> float:
+        """When the last call ends."""
+        return float(self.start[-1] + self.duration[-1]) if len(self.start) else 0.0
+
+
+def _encoders(target_encoder: float, draft_encoder: float) -> list[tuple[str, float]]:
+    """The encoder calls that precede decoding, draft's first (Figure 5 draws both)."""
+    costs = [("draft", float(as_cost("draft_encoder", draft_encoder))),
+             ("target", float(as_cost("target_encoder", target_encoder)))]
+    return [(model, cost) for model, cost in costs if cost > 0]
+
+
+def _assemble(prefix: list[tuple[str, float]], model, phase, duration, iteration, accepted, tokens: int) -> Timeline:
+    """Encoder calls followed by the decoding calls, laid end to end."""
+    model = np.concatenate([[m for m, _ in prefix], model]).astype(str)
+    phase = np.concatenate([["encode"] * len(prefix), phase]).astype(str)
+    duration = np.concatenate([[cost for _, cost in prefix], duration]).astype(float)
+    start = np.concatenate([[0.0], np.cumsum(duration)[:-1]])
+    iteration = np.concatenate([np.full(len(prefix), -1), iteration]).astype(np.int64)
+    accepted = np.concatenate([np.full(len(prefix), -1), accepted]).astype(np.int64)
+    return Timeline(model, phase, start, duration, iteration, accepted, tokens)
+
+
+def speculative_timeline(accepted, gamma: int, c: float, *, target_encoder: float = 0.0,
+                         draft_encoder: float = 0.0) -> Timeline:
+    """The timeline of iterations that accepted ``accepted: [I]`` draft tokens each, with ``gamma`` drafts.
+
+    Each iteration: gamma draft calls of duration c, then one verify call of duration 1 that emits
+    accepted + 1 tokens.
+    """
+    gamma = int(as_count("gamma", gamma))
+    c = float(as_cost("c", c))
+    accepted = np.asarray(as_count("accepted", accepted), dtype=np.int64)
+    if accepted.ndim != 1 or np.any(accepted > gamma):
+        raise ValueError(f"accepted must be a 1-D array of counts in [0, gamma = {gamma}], got {accepted!r}")
+    iterations = len(accepted)
+    per_iteration = gamma + 1
+    model = np.tile(["draft"] * gamma + ["target"], iterations)
+    phase = np.tile(["draft"] * gamma + ["verify"], iterations)
+    duration = np.tile([c] * gamma + [1.0], iterations)
+    iteration = np.repeat(np.arange(iterations), per_iteration)
+    marks = np.full((iterations, per_iteration), -1, dtype=np.int64)
+    marks[:, -1] = accepted
+    return _assemble(_encoders(target_encoder, draft_encoder), model, phase, duration, iteration,
+                     marks.ravel(), int((accepted + 1).sum()))
+
+
+def autoregressive_timeline(tokens: int, *, target_encoder: float = 0.0) -> Timeline:
+    """One target call per token, after the target's encoder."""
+    tokens = int(as_count("tokens", tokens))
+    return _assemble(_encoders(target_encoder, 0.0), np.full(tokens, "target"), np.full(tokens, "decode"),
+                     np.ones(tokens), np.arange(tokens), np.full(tokens, -1), tokens)
+
+
+def walltime_speedup(accepted, gamma: int, c: float, *, target_encoder: float = 0.0,
+                     draft_encoder: float = 0.0) -> Estimate:
+    """Autoregressive over speculative time for the same tokens, over sequences ``accepted: [S, I]``.
+
+    Each row is one decode of I iterations; its speculative time is the total of its timeline, its
+    autoregressive time that of decoding the same number of tokens one by one. The estimate is the
+    ratio of summed times over sequences, with the delta-method standard error; without encoders it
+    tends to Theorem 3.8's (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)).
+    """
+    accepted = np.asarray(as_count("accepted", accepted), dtype=np.int64)
+    if accepted.ndim != 2:
+        raise ValueError(f"accepted must have shape (sequences, iterations), got {accepted.shape}")
+    as_positive_int("iterations per sequence", accepted.shape[1])
+    c = float(as_cost("c", c))
+    gamma = int(as_count("gamma", gamma))
+    encoders = sum(cost for _, cost in _encoders(target_encoder, draft_encoder))
+    tokens = (accepted + 1).sum(axis=1)  # [S]
+    speculative = encoders + accepted.shape[1] * (gamma * c + 1)  # the total of speculative_timeline
+    autoregressive = float(as_cost("target_encoder", target_encoder)) + tokens
+    return ratio_estimate(autoregressive, np.full(len(tokens), speculative))
