@@ -21,33 +21,49 @@ def categorical(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
 
 def leading_true_count(mask: np.ndarray) -> np.ndarray:
     """The number of leading ``True`` entries along the last axis: ``[..., G] -> [...]`` int64."""
-    return np.cumprod(mask, axis=-1, dtype=np.int8).sum(axis=-1, dtype=np.int64)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape[-1] == 0:
+        return np.zeros(mask.shape[:-1], dtype=np.int64)
+    first_false = np.argmin(mask, axis=-1)  # 0 when the row is all True, fixed below
+    return np.where(mask.all(axis=-1), mask.shape[-1], first_false).astype(np.int64)
 
 
 class RowSampler:
-    """Draws from the rows of a fixed table ``[K, V]`` by one binary search per draw, O(log(K V)).
+    """Draws from the rows of a fixed table ``[K, V]`` in O(1) expected time per draw (guide tables).
 
-    The row CDFs are laid end to end as k + CDF_k, so that ``np.searchsorted`` finds the token of many
-    draws from many different rows in one call, without building a ``[draws, V]`` array. Rows need not
-    be normalised; an all-zero row is never drawn from (asking for it raises). Offsetting by k costs
-    log2(K) bits of the uniform's 53, a resolution of about K 2^-53 per draw.
+    Each row's CDF is cut into V equal-probability buckets and ``guide[k, b]`` remembers the first token
+    whose CDF exceeds b / V; a draw u jumps there and steps forward while the CDF is <= u, about one step
+    on average, without building a ``[draws, V]`` array (Chen and Asau's guide-table method, Devroye
+    1986, section III.2.4). Rows need not be normalised; drawing from an all-zero row raises. A token of
+    zero probability is never returned.
     """
 
     def __init__(self, table: np.ndarray) -> None:
         table = np.asarray(table, dtype=np.float64)  # [K, V]
-        totals = table.sum(axis=1)  # [K]
-        self._empty = totals <= 0
+        rows, vocabulary = table.shape
+        self._empty = table.sum(axis=1) <= 0  # [K]
         safe = np.where(self._empty[:, None], 1.0, table)  # rows that must never be drawn from
         cdf = np.cumsum(safe, axis=1) / safe.sum(axis=1, keepdims=True)  # [K, V]
-        self._flat = (cdf + np.arange(len(table))[:, None]).ravel()  # [K V], increasing
-        self._vocabulary = table.shape[1]
-        positive = safe > 0
-        self._last_positive = table.shape[1] - 1 - np.argmax(positive[:, ::-1], axis=1)  # [K]
+        last_positive = vocabulary - 1 - np.argmax(safe[:, ::-1] > 0, axis=1)  # [K]
+        cdf[np.arange(vocabulary) >= last_positive[:, None]] = 1.0  # the scan always stops by here
+        offsets = np.arange(rows)[:, None]
+        bucket_starts = (np.arange(vocabulary) / vocabulary)[None, :] + offsets  # [K, V]
+        flat = (cdf + offsets).ravel()  # [K V], increasing across rows
+        guide = np.searchsorted(flat, bucket_starts.ravel(), side="right").reshape(rows, vocabulary)
+        self._cdf = cdf.ravel()  # [K V]
+        self._guide = guide.ravel()  # [K V], flat index of the first token with CDF > b / V
+        self._vocabulary = vocabulary
 
     def draw(self, rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
         """One token per entry of ``rows: [...]`` (row indices into the table) -> ``[...]`` int64."""
         rows = np.asarray(rows, dtype=np.int64)
         if np.any(self._empty[rows]):
             raise ValueError("cannot draw from an all-zero row of the table")
-        position = np.searchsorted(self._flat, rows + rng.random(rows.shape), side="right")
-        return np.minimum(position - rows * self._vocabulary, self._last_positive[rows])
+        u = rng.random(rows.shape).ravel()
+        base = rows.ravel() * self._vocabulary
+        flat = self._guide[base + (u * self._vocabulary).astype(np.int64)]  # [n], flat token index
+        active = np.flatnonzero(self._cdf[flat] <= u)
+        while active.size:
+            flat[active] += 1
+            active = active[self._cdf[flat[active]] <= u[active]]
+        return (flat - base).reshape(rows.shape)

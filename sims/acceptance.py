@@ -61,9 +61,21 @@ class MarkovRun:
 
 
 def simulate_iid(rng: np.random.Generator, alpha: float, gamma: int, iterations: int) -> AcceptanceRun:
-    """Each draft token accepted independently with probability ``alpha`` (the assumption of Eq. 1)."""
+    """Each draft token accepted independently with probability ``alpha`` (the assumption of Eq. 1).
+
+    The run of successes before the first failure of independent Bernoulli(alpha) trials has
+    P(run >= k) = alpha^k, so it is drawn by inversion from one uniform per iteration,
+    run = floor(log U / log alpha) with U in (0, 1], and cut at gamma (``simulate_positional`` draws
+    every trial instead, at gamma times the cost).
+    """
+    rng = as_generator(rng)
+    alpha = float(as_probability("alpha", alpha))
     gamma = int(as_count("gamma", gamma))
-    return simulate_positional(rng, np.full(gamma, float(as_probability("alpha", alpha))), iterations)
+    iterations = as_positive_int("iterations", iterations)
+    if alpha in (0.0, 1.0):
+        return AcceptanceRun(gamma, np.full(iterations, gamma if alpha == 1 else 0, dtype=np.int64))
+    run = np.floor(np.log1p(-rng.random(iterations)) / np.log(alpha))  # [N], log U with U = 1 - random in (0, 1]
+    return AcceptanceRun(gamma, np.minimum(run, gamma).astype(np.int64))
 
 
 def simulate_positional(rng: np.random.Generator, acceptance, iterations: int) -> AcceptanceRun:

@@ -131,6 +131,8 @@ def _positions(rng: np.random.Generator, contexts: Contexts, gamma: int, iterati
     """The context index of every position of every iteration.  # [N, gamma + 1]"""
     count = len(contexts.weights)
     if schedule is None:
+        if np.all(contexts.weights == contexts.weights[0]):
+            return rng.integers(count, size=(iterations, gamma + 1))  # equally likely: skip choice's CDF
         return rng.choice(count, size=(iterations, gamma + 1), p=contexts.weights)
     schedule = np.asarray(schedule)
     if schedule.shape != (gamma + 1,) or not np.issubdtype(schedule.dtype, np.integer) \

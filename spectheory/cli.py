@@ -11,7 +11,13 @@ import os
 import sys
 from typing import Sequence
 
+import numpy as np
+from tqdm import tqdm
+
+from sims.families import FAMILIES
+from sims.run import PROCESSES, SimulationSpec, run_simulation
 from spectheory import __version__
+from spectheory.block_verification import VERIFIERS
 from spectheory.calculator import format_latex, format_text, gamma_table
 from spectheory.speedup import alpha_from_tokens_per_iteration
 
@@ -81,11 +87,83 @@ def _run_gamma(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_simulate(commands) -> None:
+    simulate = commands.add_parser(
+        "simulate",
+        help="Monte-Carlo tokens per iteration and speedup, beside their closed forms",
+        description="Simulate speculative iterations and compare the mean tokens per iteration (with its "
+                    "standard error) and the walltime speedup with the closed forms: Eq. 1 and Theorem 3.8 "
+                    "(iid, token-level), the position-dependent product (positional), the exact Markov "
+                    "expectation (markov).",
+    )
+    simulate.add_argument("--process", choices=PROCESSES, default="iid",
+                          help="acceptance process (default iid); token-level draws real tokens from a family")
+    simulate.add_argument("--alpha", type=float, help="acceptance rate for iid; target mean alpha for token-level")
+    simulate.add_argument("--gamma", type=int, help="draft tokens per iteration (positional: defaults to the "
+                                                    "number of --acceptance rates)")
+    simulate.add_argument("--acceptance", type=float, nargs="+", metavar="A",
+                          help="positional: acceptance rate of draft position 1, 2, ... given the ones before")
+    simulate.add_argument("--regime-acceptance", type=float, nargs="+", metavar="A",
+                          help="markov: acceptance rate in each regime")
+    simulate.add_argument("--transition", type=float, nargs="+", metavar="P",
+                          help="markov: K x K regime transition matrix, row-major")
+    simulate.add_argument("--family", choices=FAMILIES, default="mixture",
+                          help="token-level: synthetic (p, q) family (default mixture)")
+    simulate.add_argument("--vocabulary", type=int, default=100, help="token-level: vocabulary size (default 100)")
+    simulate.add_argument("--lenience", type=float, default=1.0, help="token-level: lenience l in (0, 1] (default 1)")
+    simulate.add_argument("--verifier", choices=VERIFIERS, default="token",
+                          help="token-level: token (Algorithm 1) or block (Sun et al.) verification")
+    simulate.add_argument("--c", type=float, default=0.0, help="cost of a draft call relative to a target call")
+    simulate.add_argument("--n", type=int, default=100_000, help="iterations to simulate (default 100000)")
+    simulate.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.set_defaults(run=_run_simulate)
+
+
+def _simulation_spec(args: argparse.Namespace) -> SimulationSpec:
+    gamma = args.gamma
+    if gamma is None:
+        if args.process != "positional" or args.acceptance is None:
+            raise _UsageError("spectheory simulate: error: --gamma is required")
+        gamma = len(args.acceptance)
+    return SimulationSpec(process=args.process, gamma=gamma, c=args.c, iterations=args.n, alpha=args.alpha,
+                          acceptance=None if args.acceptance is None else tuple(args.acceptance),
+                          regime_acceptance=None if args.regime_acceptance is None else tuple(args.regime_acceptance),
+                          transition=None if args.transition is None else tuple(args.transition),
+                          family=args.family, vocabulary=args.vocabulary, lenience=args.lenience,
+                          verifier=args.verifier)
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    spec = _simulation_spec(args)
+    if args.seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {args.seed}")
+
+    def progress(chunks):
+        return tqdm(chunks, desc="simulate", unit="chunk", delay=1.0, disable=None, file=sys.stderr)
+
+    summary = run_simulation(np.random.default_rng(args.seed), spec, seed=args.seed, progress=progress)
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2, allow_nan=False))
+        return 0
+    print(f"process {spec.process}, gamma = {spec.gamma}, c = {spec.c:g}, {spec.iterations} iterations, "
+          f"seed {args.seed}; alpha = {summary.alpha:.6f}")
+    print(f"tokens per iteration: simulated {summary.mean_tokens_per_iteration:.5f} "
+          f"+- {summary.standard_error:.5f} (1 SE), theory {summary.theory_tokens_per_iteration:.5f}, "
+          f"z = {summary.z_score:+.2f}")
+    print(f"walltime speedup:     simulated {summary.speedup:.5f} +- {summary.speedup_standard_error:.5f}, "
+          f"theory {summary.theory_speedup:.5f}")
+    if "eq1_at_mean_alpha" in summary.extra:
+        print(f"Eq. 1 at the same mean alpha would say {summary.extra['eq1_at_mean_alpha']:.5f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description="Speculative decoding: theory, simulation, decoders, audits.")
     parser.add_argument("--version", action="version", version=f"spectheory {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
     _add_gamma(commands)
+    _add_simulate(commands)
     return parser
 
 

@@ -1,0 +1,181 @@
+"""One simulation held against its closed form, run in chunks with a progress bar: ``spectheory simulate``.
+
+A ``SimulationSpec`` names the acceptance process and its parameters; ``run_simulation`` draws the
+iterations chunk by chunk (memory stays bounded, the bar moves), pools the chunks' sufficient
+statistics, and returns a ``SimulationSummary`` with the simulated and the theoretical tokens per
+iteration and speedup (Theorem 3.8: tokens / (gamma c + 1) in units of target calls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from sims._stats import Moments, as_generator, as_positive_int
+from sims.acceptance import simulate_markov, simulate_positional
+from sims.families import FAMILIES, family_contexts
+from sims.token_level import simulate_speculative
+from spectheory._validation import as_cost, as_count, as_lenience, as_probability
+from spectheory.block_verification import VERIFIERS
+from spectheory.positional import (
+    MarkovAcceptance,
+    accepted_count_distribution,
+    expected_tokens_positional,
+    markov_expected_tokens,
+)
+from spectheory.speedup import expected_tokens
+
+__all__ = ["PROCESSES", "SimulationSpec", "SimulationSummary", "run_simulation"]
+
+PROCESSES = ("iid", "positional", "markov", "token-level")
+
+#: Iterations per chunk (streams per chunk for markov); a chunk is the unit of progress and of memory.
+CHUNK = 1 << 16
+MARKOV_CHUNK = 500
+
+#: Counted iterations per Markov stream; ``iterations`` is split into streams of this length.
+MARKOV_STREAM = 200
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """What to simulate. ``alpha`` for iid and token-level; ``acceptance`` ([gamma]) for positional;
+    ``regime_acceptance`` ([K]) and ``transition`` ([K, K]) for markov; ``family``, ``vocabulary``,
+    ``contexts``, ``lenience`` and ``verifier`` for token-level."""
+
+    process: str
+    gamma: int
+    c: float = 0.0
+    iterations: int = 100_000
+    alpha: float | None = None
+    acceptance: tuple | None = None
+    regime_acceptance: tuple | None = None
+    transition: tuple | None = None
+    family: str = "mixture"
+    vocabulary: int = 100
+    contexts: int = 64
+    lenience: float = 1.0
+    verifier: str = "token"
+
+    def __post_init__(self) -> None:
+        if self.process not in PROCESSES:
+            raise ValueError(f"process must be one of {PROCESSES}, got {self.process!r}")
+        if self.process == "positional":
+            as_count("gamma", self.gamma)  # gamma = 0 (no acceptance rates) is autoregressive decoding
+        else:
+            as_positive_int("gamma", self.gamma)
+        as_cost("c", self.c)
+        as_positive_int("iterations", self.iterations)
+        needs = {"iid": "alpha", "token-level": "alpha", "positional": "acceptance", "markov": "regime_acceptance"}
+        if getattr(self, needs[self.process]) is None:
+            raise ValueError(f"process {self.process!r} needs {needs[self.process]}")
+        if self.process in ("iid", "token-level"):
+            as_probability("alpha", self.alpha)
+        if self.process == "positional" and len(self.acceptance) != self.gamma:
+            raise ValueError(f"acceptance must have gamma = {self.gamma} entries, got {len(self.acceptance)}")
+        if self.process == "markov":
+            self.chain()  # validates transition and regime_acceptance
+        if self.process == "token-level":
+            if self.family not in FAMILIES:
+                raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
+            if self.verifier not in VERIFIERS:
+                raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
+            as_lenience(self.lenience)
+            as_positive_int("vocabulary", self.vocabulary)
+            as_positive_int("contexts", self.contexts)
+
+    def chain(self) -> MarkovAcceptance:
+        """The Markov chain of a markov spec (``transition`` is row-major, K x K)."""
+        regimes = len(self.regime_acceptance)
+        if self.transition is None or len(self.transition) != regimes ** 2:
+            raise ValueError(f"transition must have K^2 = {regimes ** 2} entries (row-major), got "
+                             f"{None if self.transition is None else len(self.transition)}")
+        return MarkovAcceptance(np.reshape(self.transition, (regimes, regimes)), np.asarray(self.regime_acceptance))
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    """Simulated against theoretical tokens per iteration and speedup; JSON-ready via ``as_dict``."""
+
+    spec: SimulationSpec
+    seed: int | None
+    alpha: float
+    mean_tokens_per_iteration: float
+    standard_error: float
+    theory_tokens_per_iteration: float
+    speedup: float
+    speedup_standard_error: float
+    theory_speedup: float
+    accepted_distribution: list
+    theory_accepted_distribution: list | None
+    extra: dict
+
+    @property
+    def z_score(self) -> float:
+        """(simulated - theory) / standard error of the tokens per iteration."""
+        difference = self.mean_tokens_per_iteration - self.theory_tokens_per_iteration
+        return difference / self.standard_error if self.standard_error > 0 else (0.0 if difference == 0 else np.inf)
+
+    def as_dict(self) -> dict:
+        document = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
+        document.update(process=self.spec.process, gamma=self.spec.gamma, c=self.spec.c,
+                        iterations=self.spec.iterations, z_score=self.z_score, **self.extra)
+        document["spec"] = {key: value for key, value in asdict(self.spec).items() if value is not None}
+        return document
+
+
+def _chunks(total: int, size: int, progress) -> list[int]:
+    """``total`` split into chunks of ``size`` (the last one smaller), wrapped in ``progress``."""
+    sizes = [size] * (total // size) + ([total % size] if total % size else [])
+    return progress(sizes) if progress else sizes
+
+
+def run_simulation(rng: np.random.Generator, spec: SimulationSpec, *, seed: int | None = None,
+                   progress=None) -> SimulationSummary:
+    """Simulate ``spec`` and set it beside its closed form; ``progress`` wraps the chunk loop (e.g. tqdm).
+
+    For markov, ``iterations`` is split over streams of ``MARKOV_STREAM`` counted iterations (at least 2).
+    """
+    rng = as_generator(rng)
+    if not isinstance(spec, SimulationSpec):
+        raise ValueError(f"spec must be a SimulationSpec, got {type(spec).__name__}")
+    tokens, histogram, extra = Moments(), np.zeros(spec.gamma + 1), {}
+    if spec.process == "markov":
+        chain = spec.chain()
+        alpha, theory, theory_law = chain.mean_acceptance, markov_expected_tokens(chain, spec.gamma), None
+        for streams in _chunks(max(2, spec.iterations // MARKOV_STREAM), MARKOV_CHUNK, progress):
+            run = simulate_markov(rng, chain, spec.gamma, streams=streams, iterations_per_stream=MARKOV_STREAM)
+            tokens += Moments.of(run.tokens_per_stream / run.iterations_per_stream)
+            histogram += run.accepted_counts
+        extra["eq1_at_mean_alpha"] = float(expected_tokens(alpha, spec.gamma))
+    elif spec.process == "token-level":
+        contexts = family_contexts(rng, spec.family, spec.vocabulary, spec.contexts, spec.alpha)
+        alpha = contexts.alpha(spec.lenience)
+        theory_law = accepted_count_distribution(np.full(spec.gamma, alpha)).tolist()
+        theory = float(expected_tokens(alpha, spec.gamma))
+        accepted, beta = Moments(), Moments()
+        for size in _chunks(spec.iterations, CHUNK, progress):
+            run = simulate_speculative(rng, contexts, spec.gamma, size, lenience=spec.lenience, verifier=spec.verifier)
+            tokens += Moments.of(run.accepted + 1)
+            histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
+            accepted += Moments.of(run.accepted, np.minimum(run.accepted + 1, spec.gamma))
+            decided = ~np.isnan(run.verified_beta)
+            beta += Moments.of(np.where(decided, run.verified_beta, 0).sum(axis=1), decided.sum(axis=1))
+        extra.update(alpha_from_acceptances=accepted.ratio().mean, alpha_from_beta=beta.ratio().mean,
+                     draft_calls=spec.iterations * spec.gamma, target_calls=spec.iterations)
+    else:
+        rates = np.full(spec.gamma, spec.alpha) if spec.process == "iid" else as_probability(
+            "acceptance", spec.acceptance)
+        alpha = float(np.mean(rates)) if len(rates) else 1.0
+        theory = float(expected_tokens_positional(rates)) if len(rates) else 1.0
+        theory_law = accepted_count_distribution(rates).tolist() if len(rates) else [1.0]
+        for size in _chunks(spec.iterations, CHUNK, progress):
+            run = simulate_positional(rng, rates, size)
+            tokens += Moments.of(run.accepted + 1)
+            histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
+    estimate = tokens.ratio()
+    cost = spec.gamma * spec.c + 1  # target calls per iteration
+    return SimulationSummary(spec, seed, float(alpha), estimate.mean, estimate.standard_error, float(theory),
+                             estimate.mean / cost, estimate.standard_error / cost, float(theory) / cost,
+                             (histogram / histogram.sum()).tolist(), theory_law, extra)
