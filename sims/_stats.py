@@ -23,11 +23,14 @@ class Estimate:
     units: int
 
     def z_score(self, theory: float) -> float:
-        """(mean - theory) / standard_error; 0 when both agree exactly, inf when only the SE is 0."""
+        """(mean - theory) / standard_error. With a zero standard error (a constant sample) it is 0 when
+        the two agree to rounding (1e-12 relative) and infinite otherwise."""
         difference = self.mean - theory
-        if difference == 0:
+        if self.standard_error > 0:
+            return difference / self.standard_error
+        if abs(difference) <= 1e-12 * max(1.0, abs(theory)):
             return 0.0
-        return difference / self.standard_error if self.standard_error > 0 else float(np.copysign(np.inf, difference))
+        return float(np.copysign(np.inf, difference))
 
     def as_dict(self) -> dict:
         return {"mean": self.mean, "standard_error": self.standard_error, "units": self.units}

@@ -107,11 +107,12 @@ def mix_to_acceptance(p, r, beta) -> np.ndarray:
     p, r = as_distribution_pair(p, r)
     beta = as_probability("beta", beta)
     distance = total_variation(p, r)  # [...]
-    reachable = np.broadcast_to(beta >= 1 - distance - 1e-12, np.broadcast_shapes(beta.shape, distance.shape))
-    if not np.all(reachable):
-        index = tuple(int(i) for i in np.argwhere(~reachable)[0])
-        raise ValueError(f"beta must be at least 1 - TV(p, r) = {float(1 - np.broadcast_to(distance, reachable.shape)[index]):.6g} "
-                         f"for this pair, got {float(np.broadcast_to(beta, reachable.shape)[index]):.6g} at index {index}")
+    floor, beta = np.broadcast_arrays(1 - distance, beta)
+    unreachable = beta < floor - 1e-12
+    if np.any(unreachable):
+        index = tuple(int(i) for i in np.argwhere(unreachable)[0])
+        raise ValueError(f"beta must be at least 1 - TV(p, r) = {floor[index]:.6g} for this pair, got "
+                         f"{beta[index]:.6g}" + (f" at index {index}" if index else ""))
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(distance > 0, (1 - beta) / distance, 0.0)[..., None]  # [..., 1]
     return _renormalised((1 - lam) * p + lam * r)
@@ -123,9 +124,9 @@ def contexts_with_alpha(rng: np.random.Generator, vocabulary: int, count: int, a
 
     Targets p ~ Dirichlet(concentration); per-context betas b_k drawn from a Beta law with mean alpha
     whose standard deviation is ``spread`` times the largest possible one (0: every beta equals alpha),
-    shifted to have mean exactly alpha and clipped to [1/V, 1]; each draft mixes p with a point mass on
-    p's least likely token (``mix_to_acceptance``), a confident draft that is sometimes badly wrong.
-    The returned contexts' ``alpha()`` is the realised mean; it equals ``alpha`` unless clipping bites.
+    kept inside [max(1/V, min p), 1] and shifted until their mean is exactly alpha; each draft mixes p
+    with a point mass on p's least likely token (``mix_to_acceptance``), a confident draft that is
+    sometimes badly wrong.
     """
     rng = as_generator(rng)
     vocabulary, count = as_positive_int("vocabulary", vocabulary), as_positive_int("count", count)
@@ -133,8 +134,7 @@ def contexts_with_alpha(rng: np.random.Generator, vocabulary: int, count: int, a
     spread = float(as_real("spread", spread, low=0.0, high=1.0))
     p = _renormalised(rng.dirichlet(np.full(vocabulary, concentration), size=count))  # [count, V]
     r = np.eye(vocabulary)[np.argmin(p, axis=1)]  # [count, V], mass on the least likely token
-    betas = _betas_with_mean(rng, alpha, spread, count)
-    betas = np.clip(betas, np.maximum(1.0 / vocabulary, p.min(axis=1) + 1e-12), 1.0)
+    betas = _betas_with_mean(rng, alpha, spread, np.maximum(1.0 / vocabulary, p.min(axis=1) + 1e-12))
     return Contexts(p, mix_to_acceptance(p, r, betas), np.full(count, 1.0 / count))
 
 
@@ -179,13 +179,20 @@ def _tuned_to(p: np.ndarray, q: np.ndarray, alpha: float) -> np.ndarray:
     return _renormalised(np.where((beta < alpha)[:, None], shrunk, mixed))
 
 
-def _betas_with_mean(rng: np.random.Generator, alpha: float, spread: float, count: int) -> np.ndarray:
-    """``count`` draws from a Beta law with mean alpha and sd = spread sqrt(alpha (1 - alpha)), re-centred."""
+def _betas_with_mean(rng: np.random.Generator, alpha: float, spread: float, floors: np.ndarray) -> np.ndarray:
+    """Draws from a Beta law with mean alpha and sd = spread sqrt(alpha (1 - alpha)), one per entry of
+    ``floors``, then shifted and clipped to [floors, 1] so that their mean is alpha (to 1e-15 when feasible)."""
+    count = len(floors)
     if spread == 0 or alpha in (0.0, 1.0):
-        return np.full(count, alpha)
-    total = 1 / spread ** 2 - 1  # a + b: var = alpha (1 - alpha) / (a + b + 1)
-    draws = rng.beta(max(alpha * total, 1e-3), max((1 - alpha) * total, 1e-3), size=count)
-    return draws - draws.mean() + alpha
+        betas = np.full(count, alpha)
+    else:
+        total = 1 / spread ** 2 - 1  # a + b: var = alpha (1 - alpha) / (a + b + 1)
+        betas = rng.beta(max(alpha * total, 1e-3), max((1 - alpha) * total, 1e-3), size=count)
+    low, high = -1.0, 1.0  # the shift s with mean(clip(betas + s, floors, 1)) = alpha, by bisection
+    for _ in range(_BISECTION_STEPS):
+        middle = (low + high) / 2
+        low, high = (middle, high) if np.clip(betas + middle, floors, 1.0).mean() < alpha else (low, middle)
+    return np.clip(betas + high, floors, 1.0)
 
 
 def _renormalised(values: np.ndarray) -> np.ndarray:

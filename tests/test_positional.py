@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from spectheory.positional import (
     MarkovAcceptance,
+    accepted_count_distribution,
     expected_tokens_positional,
     markov_eq1_bias,
     markov_expected_tokens,
@@ -34,6 +35,24 @@ def test_positional_against_enumeration_of_accept_patterns(seed, gamma):
         accepted = next((i for i, a in enumerate(pattern) if not a), gamma)
         total += probability * (accepted + 1)
     assert float(expected_tokens_positional(rates)) == pytest.approx(total, rel=1e-12)
+
+
+@given(seeds, st.integers(1, 8))
+def test_accepted_count_distribution_against_enumeration_of_accept_patterns(seed, gamma):
+    rates = np.random.default_rng(seed).random(gamma)
+    law = np.zeros(gamma + 1)
+    for pattern in itertools.product([0, 1], repeat=gamma):
+        probability = np.prod([r if a else 1 - r for r, a in zip(rates, pattern)])
+        law[next((i for i, a in enumerate(pattern) if not a), gamma)] += probability
+    assert np.allclose(accepted_count_distribution(rates), law, rtol=1e-12, atol=1e-15)
+    assert float(accepted_count_distribution(rates) @ np.arange(gamma + 1)) + 1 == pytest.approx(
+        float(expected_tokens_positional(rates)), rel=1e-12)
+
+
+def test_accepted_count_distribution_is_the_truncated_geometric():
+    # alpha = 0.5, gamma = 3: P(n) = 1/2, 1/4, 1/8 and the remaining 1/8 at n = gamma.
+    assert accepted_count_distribution(np.full(3, 0.5)).tolist() == [0.5, 0.25, 0.125, 0.125]
+    assert accepted_count_distribution(np.full((2, 4), [[1.0], [0.0]])).tolist() == [[0, 0, 0, 0, 1], [1, 0, 0, 0, 0]]
 
 
 def random_chain(seed, regimes):
