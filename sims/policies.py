@@ -31,6 +31,10 @@ __all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracl
 #: Hugging Face's default ``num_assistant_tokens``, where the heuristic schedule starts.
 HEURISTIC_START = 5
 
+#: Uncounted iterations before the heuristic is measured: it climbs 2 per iteration from 5 and settles
+#: near alpha^d = 1/3 (+2 as often as -1 on average), d = 109 at alpha = 0.99.
+HEURISTIC_BURN_IN = 100
+
 #: Thresholds tried for the confidence and rejection-prediction policies (the best is reported); with
 #: threshold 0 the confidence policy, and with threshold 1 the rejection policy, never stop early.
 DEFAULT_THRESHOLDS = (0.0, 0.001, 0.003, 0.01, 0.03) + tuple(np.round(np.linspace(0.05, 0.95, 19), 2)) + (1.0,)
@@ -144,24 +148,26 @@ def rejection_threshold(draws: PositionDraws, threshold: float, cap: int | None 
 
 
 def heuristic(rng: np.random.Generator, contexts: Contexts, streams: int, iterations: int, max_gamma: int, *,
-              start: int = HEURISTIC_START) -> PolicyRun:
+              start: int = HEURISTIC_START, burn_in: int = 0) -> PolicyRun:
     """Hugging Face's schedule: draft d tokens, then d + 2 if all were accepted, else max(1, d - 1).
 
-    Iterations of a stream depend on each other, so streams are the independent units; the loop runs
-    over iterations, each vectorised over streams.
+    Each of ``streams`` streams runs ``burn_in`` uncounted iterations (the schedule climbing from
+    ``start``), then ``iterations`` counted ones. Iterations of a stream depend on each other, so
+    streams are the independent units; the loop runs over iterations, each vectorised over streams.
     """
     streams = as_positive_int("streams", streams)
     iterations = as_positive_int("iterations", iterations)
+    burn_in = int(as_real("burn_in", burn_in, low=0, integer=True))
     current = np.full(streams, int(as_real("start", start, low=1, high=max_gamma, integer=True)))
-    drafts = np.empty((streams, iterations), dtype=np.int64)
-    accepted = np.empty((streams, iterations), dtype=np.int64)
-    for i in range(iterations):
+    drafts = np.empty((streams, burn_in + iterations), dtype=np.int64)
+    accepted = np.empty((streams, burn_in + iterations), dtype=np.int64)
+    for i in range(burn_in + iterations):
         draws = draw_positions(rng, contexts, streams, int(current.max()))
         drafts[:, i] = current
         accepted[:, i] = np.minimum(draws.acceptable_run, current)
         current = np.where(accepted[:, i] == current, np.minimum(current + 2, max_gamma),
                            np.maximum(current - 1, 1))
-    return PolicyRun(drafts, accepted)
+    return PolicyRun(drafts[:, burn_in:], accepted[:, burn_in:])
 
 
 @dataclass(frozen=True)
@@ -213,13 +219,13 @@ def _default_max_gamma(alpha: float) -> int:
 
 
 def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterations: int = 20000,
-                     max_gamma: int | None = None, streams: int = 200,
+                     max_gamma: int | None = None, streams: int = 100,
                      thresholds=DEFAULT_THRESHOLDS) -> list[PolicyComparison]:
     """Every policy on the same draws, for each cost ratio in ``cs``, knobs tuned per c.
 
     ``max_gamma`` defaults to ``_default_max_gamma(alpha)``; at most ``MAX_POSITIONS`` positions are
     drawn, so ``iterations`` shrinks for large gamma. The heuristic runs ``streams`` streams of
-    ``iterations // streams`` iterations.
+    ``HEURISTIC_BURN_IN`` uncounted and then max(100, ``iterations // streams``) counted iterations.
     """
     rng = as_generator(rng)
     alpha = contexts.alpha()
@@ -227,7 +233,8 @@ def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterat
     iterations = max(2, min(as_positive_int("iterations", iterations), MAX_POSITIONS // max_gamma))
     draws = draw_positions(rng, contexts, iterations, max_gamma)
     fixed = {g: fixed_gamma(draws, g) for g in range(1, max_gamma + 1)}
-    scheduled = heuristic(rng, contexts, streams, max(2, iterations // streams), max_gamma)
+    scheduled = heuristic(rng, contexts, streams, max(100, iterations // streams), max_gamma,
+                          burn_in=HEURISTIC_BURN_IN)
     optimal = oracle(draws)
     cumulative_risk = _cumulative_risk(draws)
     confident = {h: _confident_run(draws, h) for h in thresholds}  # drafts before the cap, per threshold
@@ -284,3 +291,49 @@ def policy_gain_grid(rng: np.random.Generator, alphas, cs, *, vocabulary: int = 
     theory = oracle_gain(realised[:, None], cs[None, :], gamma_max=1024)
     return GainGrid(alphas, cs, gains["oracle"], gains["confidence"], gains["rejection"], gains["heuristic"],
                     theory, rows)
+
+
+def _claim_summary(grid: GainGrid) -> dict:
+    """Where each policy's gain over the best fixed gamma peaks on the grid, and the closed form's peak."""
+    summary = {}
+    for name in POLICY_NAMES + ("theory_oracle",):
+        gains = getattr(grid, name)
+        i, j = np.unravel_index(np.argmax(gains), gains.shape)
+        summary[name] = {"max_gain": float(gains[i, j]), "alpha": float(grid.alphas[i]), "c": float(grid.cs[j])}
+    return summary
+
+
+def main(argv=None) -> int:
+    """``python -m sims.policies``: the policy gain grid over alpha in [0.5, 0.99] and c in [0, 0.1], as JSON."""
+    import argparse
+    import json
+    import sys
+
+    from tqdm import tqdm
+
+    parser = argparse.ArgumentParser(prog="python -m sims.policies", description=main.__doc__)
+    parser.add_argument("--out", help="write the JSON document here (it is printed otherwise)")
+    parser.add_argument("--iterations", type=int, default=20000, help="iterations per alpha (default 20000)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    alphas = np.round(np.linspace(0.5, 0.99, 15), 3)
+    cs = np.round(np.linspace(0.0, 0.1, 11), 3)
+    grid = policy_gain_grid(np.random.default_rng(args.seed), alphas, cs, iterations=args.iterations,
+                            progress=lambda items: tqdm(items, desc="alpha", disable=None, file=sys.stderr))
+    document = {"command": "python -m sims.policies " + " ".join(argv if argv is not None else sys.argv[1:]),
+                "seed": args.seed, "iterations": args.iterations, "family": "contexts_with_alpha(V=32, K=64, "
+                "spread=0.5, concentration=0.3)", "peaks": _claim_summary(grid), **grid.as_dict()}
+    text = json.dumps(document, indent=1)
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write(text + "\n")
+    else:
+        print(text)
+    for name, peak in document["peaks"].items():
+        print(f"{name:>14}: max gain {peak['max_gain']:.3f} at alpha = {peak['alpha']}, c = {peak['c']}",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

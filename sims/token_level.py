@@ -183,7 +183,8 @@ def _verify_block_slab(rng: np.random.Generator, target: np.ndarray, drafted_fro
     path = np.ones((count, gamma + 1))  # [n, gamma + 1], p_0..p_gamma
     for i in range(gamma):
         path[:, i + 1] = np.minimum(1.0, path[:, i] * ratio[:, i])
-    leftover = np.maximum(path[:, :, None] * target - drafted_from, 0.0)  # [n, gamma + 1, V], max(0, p_i P_{i+1} - Q_{i+1})
+    # [n, gamma + 1, V], max(0, p_i P_{i+1} - Q_{i+1}) at index i
+    leftover = np.maximum(path[:, :, None] * target - drafted_from, 0.0)
     excess = leftover[:, :gamma].sum(axis=2)  # [n, gamma], Z_{i+1} for i < gamma
     denominator = excess + 1 - path[:, :gamma]
     # p_i = 1 and Z_{i+1} = 0 only when everything so far was accepted with certainty: keep it.

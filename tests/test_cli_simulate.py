@@ -64,7 +64,8 @@ def test_simulate_text_report(capsys):
     (["--process", "markov", "--regime-acceptance", "0.9", "0.2", "--transition", "1", "0", "0.5", "0.6",
       "--gamma", "3"], "sum of transition over its last axis must be 1"),
     (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--lenience", "0"], "lenience must be in (0, 1]"),
-    (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--vocabulary", "0"], "vocabulary must be a positive"),
+    (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--vocabulary", "0"],
+     "vocabulary must be a positive"),
     (["--process", "token-level", "--alpha", "0.001", "--gamma", "3"], "alpha must be"),
     (["--process", "nope"], "invalid choice"),
 ])

@@ -198,7 +198,8 @@ def test_heuristic_follows_plus_two_minus_one_rule():
     rng = np.random.default_rng(6)
     run = heuristic(rng, contexts_with_alpha(rng, 20, 16, 0.8), 50, 30, 40)
     full = run.accepted == run.drafts  # [streams, iterations]
-    expected_next = np.where(full[:, :-1], np.minimum(run.drafts[:, :-1] + 2, 40), np.maximum(run.drafts[:, :-1] - 1, 1))
+    before = run.drafts[:, :-1]
+    expected_next = np.where(full[:, :-1], np.minimum(before + 2, 40), np.maximum(before - 1, 1))
     assert np.array_equal(run.drafts[:, 1:], expected_next)
     assert np.all(run.drafts[:, 0] == 5)
 
