@@ -139,8 +139,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {args.seed}")
 
-    def progress(chunks):
-        return tqdm(chunks, desc="simulate", unit="chunk", delay=1.0, disable=None, file=sys.stderr)
+    def progress(sizes):
+        """Counts iterations (streams for markov), shown on a terminal once a run takes over a second."""
+        unit = " streams" if spec.process == "markov" else " iterations"
+        with tqdm(total=sum(sizes), desc="simulate", unit=unit, unit_scale=True, delay=1.0, disable=None,
+                  file=sys.stderr) as bar:
+            for size in sizes:
+                yield size
+                bar.update(size)
 
     summary = run_simulation(np.random.default_rng(args.seed), spec, seed=args.seed, progress=progress)
     if args.json:
