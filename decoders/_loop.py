@@ -1,0 +1,108 @@
+"""What every generation loop shares: prompt checks and prefill, output bookkeeping, phase timing."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import torch
+
+__all__ = ["as_prompts", "prefill", "Output", "PhaseTimer", "check_models", "check_room"]
+
+
+def as_prompts(prompts, vocab_size: int) -> list[list[int]]:
+    """Prompts as lists of token ids: a ``[B, L]`` tensor or a list of non-empty sequences."""
+    if isinstance(prompts, torch.Tensor):
+        if prompts.dim() != 2:
+            raise ValueError(f"a prompt tensor must have shape (batch, length), got {tuple(prompts.shape)}")
+        prompts = prompts.tolist()
+    prompts = [list(map(int, prompt)) for prompt in prompts]
+    if not prompts or any(len(prompt) == 0 for prompt in prompts):
+        raise ValueError("prompts must be a non-empty batch of non-empty token sequences")
+    if any(not 0 <= token < vocab_size for prompt in prompts for token in prompt):
+        raise ValueError(f"prompt tokens must be in [0, {vocab_size})")
+    return prompts
+
+
+def check_models(target, draft=None) -> None:
+    if draft is not None and draft.vocab_size != target.vocab_size:
+        raise ValueError(f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, "
+                         f"target {target.vocab_size}")
+
+
+def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
+    """A clear error when a prompt plus the tokens to come cannot fit the model's context."""
+    if model.max_context is None:
+        return
+    longest = max(len(prompt) for prompt in prompts)
+    if longest + extra > model.max_context:
+        raise ValueError(f"prompt length {longest} + {what} {extra} exceeds the model's context of "
+                         f"{model.max_context} tokens")
+
+
+def prefill(model, prompts: list[list[int]], held: int = 1):
+    """A new state holding each prompt but its last ``held`` tokens (at most the whole prompt but one)."""
+    state = model.new_state(len(prompts))
+    counts = torch.tensor([len(prompt) - held for prompt in prompts], device=model.device).clamp(min=0)
+    width = int(counts.max())
+    if width > 0:
+        tokens = torch.zeros(len(prompts), width, dtype=torch.int64, device=model.device)
+        for b, prompt in enumerate(prompts):
+            body = prompt[:max(len(prompt) - held, 0)]
+            tokens[b, :len(body)] = torch.tensor(body, dtype=torch.int64)
+        model.forward(tokens, state, counts)
+    return state
+
+
+class Output:
+    """Per-row generated tokens with end-of-sequence and ``max_new_tokens``."""
+
+    def __init__(self, batch: int, max_new_tokens: int, eos: int | None) -> None:
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        self.rows = [[] for _ in range(batch)]
+        self.done = [False] * batch
+        self.max_new_tokens, self.eos = max_new_tokens, eos
+
+    def extend(self, b: int, tokens: list[int]) -> None:
+        """Append row b's new tokens, stopping at end-of-sequence or at max_new_tokens."""
+        if self.done[b]:
+            return
+        for token in tokens:
+            self.rows[b].append(token)
+            if token == self.eos or len(self.rows[b]) >= self.max_new_tokens:
+                self.done[b] = True
+                return
+
+    @property
+    def finished(self) -> bool:
+        return all(self.done)
+
+
+class PhaseTimer:
+    """Wall time per phase; with ``profile`` each phase is bracketed by CUDA synchronisations."""
+
+    def __init__(self, device: torch.device, profile: bool) -> None:
+        self.cuda = device.type == "cuda"
+        self.profile = profile
+        self.seconds: dict[str, float] = {}
+        self._start = time.perf_counter()
+
+    def _sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    @contextmanager
+    def phase(self, name: str):
+        if not self.profile:
+            yield
+            return
+        self._sync()
+        start = time.perf_counter()
+        yield
+        self._sync()
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def finish(self) -> dict:
+        self._sync()
+        return dict(self.seconds, total=time.perf_counter() - self._start)

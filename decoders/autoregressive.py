@@ -1,0 +1,40 @@
+"""The baseline: prefill, then one target call and one sampled token per step, with the KV cache."""
+
+from __future__ import annotations
+
+import torch
+
+from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
+from decoders.random import Randomness
+from decoders.results import DecodeStats, Generation
+from decoders.sampling import Sampling, adjusted_probs
+
+__all__ = ["autoregressive_step", "generate_autoregressive"]
+
+
+def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness) -> torch.Tensor:
+    """Feed each row's last token ``[B]`` and sample the next one ``[B]`` from the adjusted distribution."""
+    logits = model.forward(last[:, None], state)  # [B, 1, V]
+    return randomness.categorical(adjusted_probs(logits[:, 0], sampling))
+
+
+@torch.no_grad()
+def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sampling, randomness: Randomness,
+                            eos: int | None = None, profile: bool = False) -> Generation:
+    """Sample up to ``max_new_tokens`` per row (rows stop at ``eos``); prompts may differ in length."""
+    prompts = as_prompts(prompts, model.vocab_size)
+    output = Output(len(prompts), max_new_tokens, eos)
+    check_room(model, prompts, max_new_tokens, "max_new_tokens")
+    timer = PhaseTimer(model.device, profile)
+    with timer.phase("prefill"):
+        state = prefill(model, prompts)
+    last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
+    steps = 0
+    while not output.finished:
+        with timer.phase("decode"):
+            last = autoregressive_step(model, state, last, sampling, randomness)
+        steps += 1
+        for b, token in enumerate(last.tolist()):
+            output.extend(b, [token])
+    stats = DecodeStats(steps, steps, 0, (), (), timer.finish())
+    return Generation(tuple(tuple(row) for row in output.rows), stats)

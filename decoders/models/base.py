@@ -1,0 +1,58 @@
+"""The model protocol every decoder uses, and the per-row state it keeps (DESIGN.md, "Models").
+
+``forward(tokens [B, S], state, counts [B])`` runs the model on the first ``counts[b]`` tokens of each
+row (the rest of the row is padding), appends them to the row's state and returns logits ``[B, S, V]``
+for every new position (garbage at padding). ``truncate(state, lengths [B])`` cuts each row back to its
+first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers of tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate"]
+
+
+class ModelState(Protocol):
+    lengths: torch.Tensor  # [B] int64, tokens held per row
+
+    def clone(self) -> "ModelState":
+        """An independent copy (the exact audit forks states along its branches)."""
+
+
+class LanguageModel(Protocol):
+    vocab_size: int
+    max_context: int | None  # None: unbounded
+    device: torch.device
+
+    def new_state(self, batch_size: int) -> ModelState:
+        """An empty state for ``batch_size`` rows."""
+
+    def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``[B, S, V]`` for the new tokens ``[B, S]``; appends ``counts`` (default: all S) per row."""
+
+    def truncate(self, state: ModelState, lengths: torch.Tensor) -> None:
+        """Cut each row back to ``lengths[b]`` tokens (never longer than it holds)."""
+
+
+def check_step(model: LanguageModel, tokens: torch.Tensor, state: ModelState,
+               counts: torch.Tensor | None) -> torch.Tensor:
+    """Validates a forward call; returns ``counts`` as an int64 tensor on the model's device."""
+    if tokens.dim() != 2 or tokens.shape[0] != state.lengths.shape[0]:
+        raise ValueError(f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, "
+                         f"got {tuple(tokens.shape)}")
+    if counts is None:
+        counts = torch.full_like(state.lengths, tokens.shape[1])
+    if model.max_context is not None and bool((state.lengths + counts > model.max_context).any()):
+        raise ValueError(f"sequence length {int((state.lengths + counts).max())} exceeds the model's context "
+                         f"of {model.max_context} tokens")
+    return counts
+
+
+def check_truncate(state: ModelState, lengths: torch.Tensor) -> torch.Tensor:
+    lengths = torch.as_tensor(lengths, dtype=torch.int64, device=state.lengths.device)
+    if lengths.shape != state.lengths.shape or bool(((lengths < 0) | (lengths > state.lengths)).any()):
+        raise ValueError(f"lengths must be in [0, held] per row, held {state.lengths.tolist()}, got {lengths.tolist()}")
+    return lengths

@@ -1,0 +1,176 @@
+"""Models whose state is just the token history: n-gram, tabular, uniform (random) and copy drafts.
+
+Each computes the next-token logits at a position from the tokens up to it, so "rolling back" after a
+rejection is cutting the history. ``HistoryModel`` holds the shared bookkeeping; subclasses implement
+``_logits(history, ends)``: logits ``[B, S, V]`` for the prefixes ``history[b, :ends[b, s]]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from decoders.models.base import check_step, check_truncate
+
+__all__ = ["HistoryState", "HistoryModel", "NGramModel", "TabularModel", "UniformModel", "CopyDraft"]
+
+
+@dataclass
+class HistoryState:
+    """``tokens: [B, capacity]`` (valid up to ``lengths[b]``) and ``lengths: [B]``."""
+
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+
+    def clone(self) -> "HistoryState":
+        return HistoryState(self.tokens.clone(), self.lengths.clone())
+
+
+class HistoryModel:
+    """Bookkeeping shared by the history models; ``max_context`` is None (unbounded)."""
+
+    max_context = None
+
+    def __init__(self, vocab_size: int, device: torch.device | str = "cpu") -> None:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        self.vocab_size = vocab_size
+        self.device = torch.device(device)
+
+    def new_state(self, batch_size: int) -> HistoryState:
+        return HistoryState(torch.zeros(batch_size, 64, dtype=torch.int64, device=self.device),
+                            torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+
+    def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None) -> torch.Tensor:
+        counts = check_step(self, tokens, state, counts)
+        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
+            raise ValueError(f"tokens must be in [0, {self.vocab_size})")
+        batch, new = tokens.shape
+        needed = int((state.lengths + new).max())
+        if needed > state.tokens.shape[1]:
+            grown = torch.zeros(batch, max(needed, 2 * state.tokens.shape[1]), dtype=torch.int64, device=self.device)
+            grown[:, :state.tokens.shape[1]] = state.tokens
+            state.tokens = grown
+        offsets = torch.arange(new, device=self.device)
+        positions = state.lengths[:, None] + offsets  # [B, S]
+        state.tokens.scatter_(1, positions, tokens)  # padding lands past the row's end: harmless
+        ends = positions + 1  # [B, S], each new position sees the history through itself
+        logits = self._logits(state.tokens, ends)
+        state.lengths = state.lengths + counts
+        return logits
+
+    __call__ = forward
+
+    def truncate(self, state: HistoryState, lengths: torch.Tensor) -> None:
+        state.lengths = check_truncate(state, lengths)
+
+    def _logits(self, history: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def _last_tokens(history: torch.Tensor, ends: torch.Tensor, n: int, pad: int = 0) -> torch.Tensor:
+    """The ``n`` tokens before each end, left-padded with ``pad``: ``[B, S] -> [B, S, n]``."""
+    if n == 0:
+        return history.new_zeros(ends.shape + (0,))
+    index = ends[..., None] - n + torch.arange(n, device=history.device)  # [B, S, n]
+    gathered = torch.gather(history, 1, index.clamp(min=0).flatten(1)).view(index.shape)
+    return torch.where(index >= 0, gathered, pad)
+
+
+def _context_index(context: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Tokens ``[..., n]`` -> a row index into a table of V^n contexts (most recent token last)."""
+    weights = vocab_size ** torch.arange(context.shape[-1] - 1, -1, -1, device=context.device)
+    return (context * weights).sum(dim=-1)
+
+
+class TabularModel(HistoryModel):
+    """Next-token logits looked up by the last ``order`` tokens: ``table: [V^order, V]`` (tiny exact tests).
+
+    Shorter prefixes are left-padded with token 0. ``TabularModel.random`` draws a table.
+    """
+
+    def __init__(self, table: torch.Tensor, order: int, device: torch.device | str = "cpu") -> None:
+        vocab_size = table.shape[-1]
+        if table.shape != (vocab_size ** order, vocab_size):
+            raise ValueError(f"table must have shape (V^order, V) = ({vocab_size ** order}, {vocab_size}), "
+                             f"got {tuple(table.shape)}")
+        super().__init__(vocab_size, device)
+        self.order = order
+        self.table = table.to(self.device)
+
+    @classmethod
+    def random(cls, generator: torch.Generator, vocab_size: int, order: int, *, sharpness: float = 2.0,
+               dtype=torch.float64) -> "TabularModel":
+        """A table of Gaussian logits with standard deviation ``sharpness``."""
+        table = sharpness * torch.randn(vocab_size ** order, vocab_size, generator=generator, dtype=dtype)
+        return cls(table, order)
+
+    def _logits(self, history, ends):
+        return self.table[_context_index(_last_tokens(history, ends, self.order), self.vocab_size)]
+
+
+class NGramModel(TabularModel):
+    """An n-gram model (order n - 1 tokens of context) with add-k smoothing, fitted on token sequences."""
+
+    @classmethod
+    def fit(cls, sequences, vocab_size: int, n: int, *, smoothing: float = 0.1) -> "NGramModel":
+        """Counts of (n - 1 previous tokens, next token) over ``sequences`` (iterables of ints)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 3:
+            raise ValueError(f"n must be 1 (unigram), 2 (bigram) or 3 (trigram), got {n!r}")
+        if not smoothing > 0:
+            raise ValueError(f"smoothing must be > 0, got {smoothing!r}")
+        counts = torch.zeros(vocab_size ** (n - 1) * vocab_size, dtype=torch.float64)
+        for sequence in sequences:
+            tokens = torch.as_tensor(list(sequence), dtype=torch.int64)
+            if len(tokens) == 0:
+                continue
+            if bool(((tokens < 0) | (tokens >= vocab_size)).any()):
+                raise ValueError(f"sequence tokens must be in [0, {vocab_size})")
+            padded = torch.cat([torch.zeros(n - 1, dtype=torch.int64), tokens])
+            windows = padded.unfold(0, n, 1)  # [len, n], context then next token
+            index = _context_index(windows[:, :-1], vocab_size) * vocab_size + windows[:, -1]
+            counts += torch.bincount(index, minlength=counts.numel()).to(torch.float64)
+        table = (counts.view(-1, vocab_size) + smoothing).log()
+        return cls(table - table.logsumexp(dim=-1, keepdim=True), n - 1)
+
+
+class UniformModel(HistoryModel):
+    """The random draft: uniform over the vocabulary whatever the context."""
+
+    def _logits(self, history, ends):
+        return torch.zeros(ends.shape + (self.vocab_size,), device=self.device)
+
+
+class CopyDraft(HistoryModel):
+    """Prompt lookup: find the longest earlier occurrence of the context's suffix (at most ``max_match``
+    tokens, at least ``min_match``) and propose the token that followed it. Deterministic: q is one-hot.
+    Where nothing matches the logits are all -inf, which the speculative decoder reads as "no proposal".
+    """
+
+    def __init__(self, vocab_size: int, *, min_match: int = 1, max_match: int = 8,
+                 device: torch.device | str = "cpu") -> None:
+        super().__init__(vocab_size, device)
+        if not 1 <= min_match <= max_match:
+            raise ValueError(f"need 1 <= min_match <= max_match, got {min_match} and {max_match}")
+        self.min_match, self.max_match = min_match, max_match
+
+    def _logits(self, history, ends):
+        logits = torch.full(ends.shape + (self.vocab_size,), -math.inf, device=self.device)
+        rows, ends_list = history.tolist(), ends.tolist()
+        for b, row in enumerate(rows):
+            for s, end in enumerate(ends_list[b]):
+                following = self._lookup(row[:end])
+                if following is not None:
+                    logits[b, s, following] = 0.0
+        return logits
+
+    def _lookup(self, context: list) -> int | None:
+        """The token after the latest earlier occurrence of the longest matching suffix, or None."""
+        for size in range(min(self.max_match, len(context) - 1), self.min_match - 1, -1):
+            suffix = context[-size:]
+            for start in range(len(context) - size - 1, -1, -1):  # latest occurrence first
+                if context[start:start + size] == suffix:
+                    return context[start + size]
+        return None

@@ -1,0 +1,135 @@
+"""TinyGPT: a decoder-only transformer with a per-row KV cache that can be cut back after a rejection.
+
+Pre-LayerNorm blocks, learned positions, causal attention through ``scaled_dot_product_attention``.
+Each row writes its new keys/values at its own positions, so rows of different lengths share a batch;
+a query at absolute position t attends to the row's positions <= t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from decoders.models.base import check_step, check_truncate
+
+__all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
+
+
+@dataclass(frozen=True)
+class TinyGPTConfig:
+    vocab_size: int
+    d_model: int = 128
+    n_layer: int = 2
+    n_head: int = 4
+    max_context: int = 256
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_context"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model must be divisible by n_head, got {self.d_model} and {self.n_head}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class KVState:
+    """Keys and values ``[layers, B, H, max_context + 1, d_head]`` each (the last slot takes the writes
+    of padding positions), and ``lengths: [B]`` tokens held."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    lengths: torch.Tensor
+
+    def clone(self) -> "KVState":
+        return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone())
+
+
+class _Block(nn.Module):
+    def __init__(self, config: TinyGPTConfig) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.norm_attention = nn.LayerNorm(config.d_model)
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.project = nn.Linear(config.d_model, config.d_model)
+        self.norm_mlp = nn.LayerNorm(config.d_model)
+        self.mlp = nn.Sequential(nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(),
+                                 nn.Linear(4 * config.d_model, config.d_model))
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x, layer_keys, layer_values, write_at, mask):
+        """x: [B, S, D]; layer caches [B, H, L, Dh]; write_at: [B, S] positions; mask: [B, 1, S, K]."""
+        batch, new, width = x.shape
+        q, k, v = self.qkv(self.norm_attention(x)).split(width, dim=-1)
+        q, k, v = (t.view(batch, new, self.n_head, -1).transpose(1, 2) for t in (q, k, v))  # [B, H, S, Dh]
+        index = write_at[:, None, :, None].expand(-1, self.n_head, -1, k.shape[-1])
+        layer_keys.scatter_(2, index, k)
+        layer_values.scatter_(2, index, v)
+        keys, values = layer_keys[:, :, :mask.shape[-1]], layer_values[:, :, :mask.shape[-1]]
+        attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # [B, H, S, Dh]
+        x = x + self.dropout(self.project(attended.transpose(1, 2).reshape(batch, new, width)))
+        return x + self.dropout(self.mlp(self.norm_mlp(x)))
+
+
+class TinyGPT(nn.Module):
+    """The model protocol of ``decoders.models.base`` over a small GPT (``hidden`` exposes the last layer)."""
+
+    def __init__(self, config: TinyGPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.vocab_size = config.vocab_size
+        self.max_context = config.max_context
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.position = nn.Embedding(config.max_context, config.d_model)
+        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_layer))
+        self.norm = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.head.weight = self.embed.weight  # tied input and output embeddings
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    def new_state(self, batch_size: int) -> KVState:
+        c = self.config
+        shape = (c.n_layer, batch_size, c.n_head, c.max_context + 1, c.d_model // c.n_head)
+        dtype = self.embed.weight.dtype
+        return KVState(torch.zeros(shape, device=self.device, dtype=dtype),
+                       torch.zeros(shape, device=self.device, dtype=dtype),
+                       torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+
+    def hidden(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Final-layer states ``[B, S, D]`` of the new tokens; appends ``counts`` tokens per row to ``state``."""
+        counts = check_step(self, tokens, state, counts)
+        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
+            raise ValueError(f"tokens must be in [0, {self.vocab_size}), got {tokens.min().item()}..{tokens.max().item()}")
+        batch, new = tokens.shape
+        offsets = torch.arange(new, device=self.device)
+        positions = state.lengths[:, None] + offsets  # [B, S], absolute positions
+        # Padding positions (s >= counts[b]) write into the spare last slot, never into the row.
+        write_at = torch.where(offsets < counts[:, None], positions, self.max_context)
+        visible = int((state.lengths + counts).max())
+        key_positions = torch.arange(visible, device=self.device)
+        mask = (key_positions[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, S, K]
+        x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
+        for layer, block in enumerate(self.blocks):
+            x = block(x, state.keys[layer], state.values[layer], write_at, mask)
+        state.lengths = state.lengths + counts
+        return self.norm(x)
+
+    def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.hidden(tokens, state, counts))
+
+    def truncate(self, state: KVState, lengths: torch.Tensor) -> None:
+        state.lengths = check_truncate(state, lengths)
+
+    def logits_of_sequences(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, S, V]`` of whole sequences from an empty cache (training and tests)."""
+        return self(tokens, self.new_state(tokens.shape[0]))

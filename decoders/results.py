@@ -1,0 +1,58 @@
+"""Result values of every decoder run: the tokens and their statistics (DESIGN.md, "Results are values")."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["DecodeStats", "Generation"]
+
+
+@dataclass(frozen=True)
+class DecodeStats:
+    """Statistics of one run.
+
+    ``accepted_per_iteration``: per iteration, the accepted draft tokens of each row still generating
+    (rows that had finished are left out); tokens per iteration add the correction/bonus token.
+    ``betas``: beta = sum min(p, q) at every verified draft position, whose mean estimates alpha.
+    ``seconds``: wall time per phase (prefill, draft, verify, accept, correct, or decode), each measured
+    between CUDA synchronisations when ``profile`` was on; ``total`` always.
+    """
+
+    iterations: int
+    target_calls: int
+    draft_calls: int
+    accepted_per_iteration: tuple
+    betas: tuple
+    seconds: dict
+
+    @property
+    def mean_accepted_tokens_per_iteration(self) -> float:
+        """Mean accepted draft tokens per iteration and row, without the correction/bonus token."""
+        counts = [n for row in self.accepted_per_iteration for n in row]
+        return sum(counts) / len(counts) if counts else 0.0
+
+    @property
+    def mean_tokens_per_iteration(self) -> float:
+        """Mean tokens emitted per iteration and row, with the correction/bonus token."""
+        counts = [n for row in self.accepted_per_iteration for n in row]
+        return 1 + self.mean_accepted_tokens_per_iteration if counts else 0.0
+
+    @property
+    def alpha_estimate(self) -> float | None:
+        """Mean beta over the verified positions (Leviathan et al.'s alpha estimate); None if none."""
+        return sum(self.betas) / len(self.betas) if self.betas else None
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), mean_accepted_tokens_per_iteration=self.mean_accepted_tokens_per_iteration,
+                    mean_tokens_per_iteration=self.mean_tokens_per_iteration, alpha_estimate=self.alpha_estimate)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The new tokens of each row (prompt excluded, up to and including end-of-sequence) and the stats."""
+
+    tokens: tuple
+    stats: DecodeStats
+
+    def as_dict(self) -> dict:
+        return {"tokens": [list(row) for row in self.tokens], "stats": self.stats.as_dict()}

@@ -1,0 +1,73 @@
+"""Logits -> the distribution that is actually sampled: temperature, top-k, top-p, argmax (THEORY.md §1).
+
+Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, so that the q used in
+the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax
+distribution, ties going to the lowest token id. The caller's tensor is never modified.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Sampling", "adjusted_probs", "GREEDY"]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How logits become a sampling distribution: ``temperature`` >= 0 (0 = argmax), optional ``top_k``
+    >= 1 (keep the k largest logits, ties at the k-th kept) and ``top_p`` in (0, 1] (keep the smallest
+    set of most likely tokens whose mass reaches top_p), applied in that order."""
+
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
+                or not math.isfinite(self.temperature) or self.temperature < 0:
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int)
+                                       or self.top_k < 1):
+            raise ValueError(f"top_k must be a positive integer or None, got {self.top_k!r}")
+        if self.top_p is not None and (not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+GREEDY = Sampling(temperature=0.0)
+
+
+def adjusted_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """``logits: [..., V]`` -> probabilities ``[..., V]`` (float32 or wider) under ``sampling``.
+
+    Raises ``ValueError`` on NaN logits (one host synchronisation). A row whose logits are all -inf has
+    no distribution and raises too.
+    """
+    if not isinstance(sampling, Sampling):
+        raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
+    scores = logits.to(torch.promote_types(logits.dtype, torch.float32))  # a copy when the dtype changes
+    invalid = torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)
+    if bool(invalid.any()):
+        raise ValueError("logits must not contain NaN and each row needs a finite entry")
+    if sampling.greedy:
+        best = scores.argmax(dim=-1, keepdim=True)  # the first maximum: the lowest id wins ties
+        return torch.zeros_like(scores).scatter_(-1, best, 1.0)
+    scores = scores / sampling.temperature  # a new tensor: the caller's logits stay as they were
+    if sampling.top_k is not None and sampling.top_k < scores.shape[-1]:
+        kth = torch.topk(scores, sampling.top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if sampling.top_p is not None and sampling.top_p < 1:
+        ordered, order = torch.sort(probs, dim=-1, descending=True)
+        mass_before = torch.cumsum(ordered, dim=-1) - ordered  # [..., V], mass of the more likely tokens
+        drop_sorted = mass_before >= sampling.top_p  # never drops the most likely token
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        probs = probs.masked_fill(drop, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs

@@ -1,0 +1,216 @@
+"""Speculative decoding (Leviathan et al. Algorithm 1; block verification of Sun et al., THEORY.md §1, §4).
+
+One iteration (``speculative_step``) drafts gamma tokens, verifies them in one target call, accepts
+and corrects, then cuts both caches back. The invariants between iterations, per row with committed
+sequence S: the target's state holds S without its last token; the draft's holds S without its last
+``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every draft token, since the
+last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
+by returning all -inf logits at a position (the copy draft); the token after its last proposal then
+comes from the target's distribution, as a bonus token does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, prefill
+from decoders.random import Randomness
+from decoders.results import DecodeStats, Generation
+from decoders.sampling import Sampling, adjusted_probs
+
+__all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "speculative_step", "generate_speculative"]
+
+VERIFIERS = ("token", "block")
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    """gamma >= 1 draft tokens per iteration; lenience l in (0, 1] (token verifier only); the verifier."""
+
+    gamma: int
+    sampling: Sampling
+    lenience: float = 1.0
+    verifier: str = "token"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.gamma, bool) or not isinstance(self.gamma, int) or self.gamma < 1:
+            raise ValueError(f"gamma must be a positive integer, got {self.gamma!r}")
+        if not isinstance(self.sampling, Sampling):
+            raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
+        if not isinstance(self.lenience, (int, float)) or not 0 < self.lenience <= 1:
+            raise ValueError(f"lenience must be in (0, 1], got {self.lenience!r}")
+        if self.verifier not in VERIFIERS:
+            raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
+        if self.verifier == "block" and self.lenience != 1:
+            raise ValueError(f"lenience must be 1 with the block verifier, got {self.lenience!r}")
+
+
+@dataclass
+class Committed:
+    """Decoding state between iterations: both models' states, the last two committed tokens of each
+    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2)."""
+
+    target_state: object
+    draft_state: object
+    tail: torch.Tensor
+    draft_pending: torch.Tensor
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """One iteration: ``tokens: [B, gamma + 1]`` of which the first ``accepted + 1`` are new; ``betas``
+    at the verified proposed positions (``[B, gamma]``, NaN elsewhere)."""
+
+    tokens: torch.Tensor
+    accepted: torch.Tensor
+    betas: torch.Tensor
+
+
+def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
+    """Draft phase: tokens ``[B, gamma]``, their distributions ``[B, gamma, V]``, proposed mask ``[B, gamma]``."""
+    pending = committed.draft_pending
+    first = torch.where((pending == 2)[:, None], committed.tail, torch.stack([committed.tail[:, 1],
+                                                                               committed.tail[:, 0]], dim=1))
+    feed, counts = first, pending
+    tokens, dists, proposed = [], [], []
+    still = torch.ones_like(pending, dtype=torch.bool)
+    for i in range(config.gamma):
+        logits = draft.forward(feed, committed.draft_state, counts)  # [B, S, V]
+        logits = logits[torch.arange(len(counts)), counts - 1]  # [B, V], after the last fed token
+        still = still & torch.isfinite(logits).any(dim=-1)
+        logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
+        q = adjusted_probs(logits, config.sampling)
+        token = randomness.categorical(q)
+        tokens.append(token), dists.append(q), proposed.append(still)
+        feed, counts = token[:, None], torch.ones_like(counts)
+    return torch.stack(tokens, 1), torch.stack(dists, 1), torch.stack(proposed, 1)
+
+
+def _accept_tokens(p, q, drafted, proposed, lenience: float, randomness: Randomness) -> torch.Tensor:
+    """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
+    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]  # [B, gamma]
+    q_x = torch.gather(q, 2, drafted[..., None])[..., 0]  # > 0 where proposed: x_i was drawn from q_i
+    ratio = torch.where(proposed, p_x / (lenience * q_x).clamp(min=torch.finfo(q_x.dtype).tiny), 0.0)
+    accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
+    return torch.cumprod(accepted.to(torch.int64), dim=1).sum(dim=1)
+
+
+def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
+    """Block verification (Sun et al.) over each row's m proposed tokens: tau ``[B]`` and the weights of
+    the next token's law ``[B, V]`` (THEORY.md §4, with gamma = m per row)."""
+    batch, gamma = drafted.shape
+    m = proposed.sum(dim=1)  # [B], proposals are a prefix
+    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
+    q_x = torch.gather(q, 2, drafted[..., None])[..., 0].clamp(min=torch.finfo(q.dtype).tiny)
+    ratio = torch.where(proposed, p_x / q_x, 0.0)  # [B, gamma]
+    path = [torch.ones(batch, dtype=p.dtype, device=p.device)]  # p_0..p_gamma
+    for i in range(gamma):
+        path.append(torch.clamp(path[-1] * ratio[:, i], max=1.0))
+    path = torch.stack(path, dim=1)  # [B, gamma + 1]
+    q_padded = torch.cat([q, torch.zeros_like(q[:, :1])], dim=1)  # [B, gamma + 1, V], Q_{gamma+1} := 0
+    leftover = (path[..., None] * p - q_padded).clamp(min=0.0)  # [B, gamma + 1, V], max(0, p_i P_{i+1} - Q_{i+1})
+    excess = leftover.sum(dim=-1)  # [B, gamma + 1], Z_{i+1}
+    denominator = excess + 1 - path
+    stop = torch.where(denominator > 0, excess / denominator.clamp(min=torch.finfo(p.dtype).tiny), 1.0)
+    index = torch.arange(gamma + 1, device=p.device)
+    stop = torch.where(index == m[:, None], path, stop)  # h_m = p_m
+    stop = torch.where(index > m[:, None], 0.0, stop)
+    stop[:, 0] = 1.0  # tau = 0 when nothing later hits
+    hits = randomness.bernoulli(stop[:, 1:])  # [B, gamma]
+    hits = torch.cat([torch.ones_like(hits[:, :1]), hits], dim=1)
+    tau = gamma - torch.argmax(hits.flip(1).to(torch.int64), dim=1)  # the largest hit
+    rows = torch.arange(batch)
+    residual = leftover[rows, tau]
+    # tau < m with no leftover mass has probability 0; rounding can still pick it: fall back to P_{tau+1}.
+    use_residual = (tau < m) & (residual.sum(dim=-1) > 0)
+    return tau, torch.where(use_residual[:, None], residual, p[rows, tau])
+
+
+def speculative_step(target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
+                     timer: PhaseTimer | None = None) -> StepOutcome:
+    """One iteration of Algorithm 1 (or block verification); updates ``committed`` in place."""
+    timer = timer or PhaseTimer(target.device, profile=False)
+    batch, gamma = committed.tail.shape[0], config.gamma
+    held_draft = committed.draft_state.lengths - committed.draft_pending  # [B], S without its pending tail
+    held_target = committed.target_state.lengths.clone()  # [B], S without its last token
+    with timer.phase("draft"):
+        drafted, q, proposed = _draft(draft, committed, config, randomness)
+    with timer.phase("verify"):
+        feed = torch.cat([committed.tail[:, 1:], drafted], dim=1)  # [B, gamma + 1]
+        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling)  # [B, gamma + 1, V]
+    with timer.phase("accept"):
+        if config.verifier == "token":
+            accepted = _accept_tokens(p, q, drafted, proposed, config.lenience, randomness)
+            rows = torch.arange(batch)
+            at = accepted.clamp(max=gamma - 1)
+            rejected = (accepted < gamma) & proposed[rows, at]
+            residual = (p[rows, accepted] - torch.where(rejected[:, None], q[rows, at], 0.0)).clamp(min=0.0)
+            empty = residual.sum(dim=-1, keepdim=True) <= 0  # rounding left no residual mass: fall back to p
+            next_weights = torch.where(empty, p[rows, accepted], residual)
+        else:
+            accepted, next_weights = _accept_block(p, q, drafted, proposed, randomness)
+        decided = (torch.arange(gamma, device=p.device) < (accepted + 1)[:, None]) & proposed
+        betas = torch.where(decided, torch.minimum(p[:, :-1], q).sum(dim=-1), float("nan"))
+    with timer.phase("correct"):
+        last = randomness.categorical(next_weights)  # [B]
+        tokens = torch.cat([drafted, torch.zeros_like(drafted[:, :1])], dim=1)
+        tokens[torch.arange(batch), accepted] = last
+        target.truncate(committed.target_state, held_target + 1 + accepted)
+        draft.truncate(committed.draft_state, held_draft + committed.draft_pending + accepted.clamp(max=gamma - 1))
+        previous = torch.where(accepted > 0, drafted[torch.arange(batch), (accepted - 1).clamp(min=0)],
+                               committed.tail[:, 1])
+        committed.tail = torch.stack([previous, last], dim=1)
+        committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)
+    return StepOutcome(tokens, accepted, betas)
+
+
+def _snapshot(committed: Committed) -> tuple:
+    return (committed.target_state.lengths, committed.draft_state.lengths, committed.tail, committed.draft_pending)
+
+
+def _freeze(target, draft, committed: Committed, before: tuple, done: torch.Tensor) -> None:
+    """Rows that had already finished keep their pre-step state, so they never outgrow the context."""
+    target_lengths, draft_lengths, tail, pending = before
+    target.truncate(committed.target_state, torch.where(done, target_lengths, committed.target_state.lengths))
+    draft.truncate(committed.draft_state, torch.where(done, draft_lengths, committed.draft_state.lengths))
+    committed.tail = torch.where(done[:, None], tail, committed.tail)
+    committed.draft_pending = torch.where(done, pending, committed.draft_pending)
+
+
+@torch.no_grad()
+def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config: SpeculativeConfig,
+                         randomness: Randomness, eos: int | None = None, profile: bool = False) -> Generation:
+    """Speculative decoding of up to ``max_new_tokens`` per row; rows may accept different numbers of tokens."""
+    check_models(target, draft)
+    if not isinstance(config, SpeculativeConfig):
+        raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
+    prompts = as_prompts(prompts, target.vocab_size)
+    room = max_new_tokens + config.gamma + 1
+    check_room(target, prompts, room, "max_new_tokens + gamma + 1")
+    check_room(draft, prompts, room, "max_new_tokens + gamma + 1")
+    output = Output(len(prompts), max_new_tokens, eos)
+    timer = PhaseTimer(target.device, profile)
+    with timer.phase("prefill"):
+        committed = Committed(prefill(target, prompts), prefill(draft, prompts),
+                              torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts],
+                                           device=target.device),
+                              torch.ones(len(prompts), dtype=torch.int64, device=target.device))
+    accepted_log, betas, iterations = [], [], 0
+    while not output.finished:
+        active = [b for b, done in enumerate(output.done) if not done]
+        before = _snapshot(committed)
+        outcome = speculative_step(target, draft, committed, config, randomness, timer)
+        _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
+        iterations += 1
+        accepted = outcome.accepted.tolist()
+        tokens = outcome.tokens.tolist()
+        row_betas = outcome.betas.tolist()
+        accepted_log.append(tuple(accepted[b] for b in active))
+        for b in active:
+            output.extend(b, tokens[b][:accepted[b] + 1])
+            betas.extend(value for value in row_betas[b] if value == value)  # drop NaN
+    stats = DecodeStats(iterations, iterations, iterations * config.gamma, tuple(accepted_log), tuple(betas),
+                        timer.finish())
+    return Generation(tuple(tuple(row) for row in output.rows), stats)
