@@ -1,0 +1,131 @@
+"""Blockwise parallel decoding (Stern et al. 2018; THEORY.md §5) with a combined scoring-and-proposal model.
+
+``BlockwiseGPT`` puts k heads on a ``TinyGPT``: head 1 is the base model's own output, heads 2..k share
+one feed-forward layer (hidden k * d_hidden, output k * d_model) with a residual connection from the
+decoder output to each of the k outputs, and the base's vocabulary projection. One model call per
+iteration both verifies the proposed block and proposes the next one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
+from decoders.models.tinygpt import TinyGPT
+from decoders.results import DecodeStats, Generation
+
+__all__ = ["BlockwiseGPT", "BlockwiseConfig", "CRITERIA", "generate_blockwise"]
+
+CRITERIA = ("exact", "top_k", "distance")
+
+
+class BlockwiseGPT(nn.Module):
+    """A ``TinyGPT`` with ``heads`` proposal heads; ``head_logits`` returns ``[B, S, k, V]``."""
+
+    def __init__(self, base: TinyGPT, heads: int, d_hidden: int | None = None) -> None:
+        super().__init__()
+        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+            raise ValueError(f"heads must be a positive integer, got {heads!r}")
+        d_model = base.config.d_model
+        d_hidden = d_hidden or 4 * d_model
+        self.base, self.heads = base, heads
+        self.vocab_size, self.max_context = base.vocab_size, base.max_context
+        self.proposal = nn.Sequential(nn.Linear(d_model, heads * d_hidden), nn.ReLU(),
+                                      nn.Linear(heads * d_hidden, heads * d_model))
+
+    @property
+    def device(self) -> torch.device:
+        return self.base.device
+
+    def new_state(self, batch_size: int):
+        return self.base.new_state(batch_size)
+
+    def truncate(self, state, lengths) -> None:
+        self.base.truncate(state, lengths)
+
+    def forward(self, tokens, state, counts=None) -> torch.Tensor:
+        """The base model's logits (head 1), so the model also serves as an ordinary target."""
+        return self.base(tokens, state, counts)
+
+    def head_logits(self, tokens, state, counts=None) -> torch.Tensor:
+        """Logits of every head at every new position: ``[B, S, k, V]``; head 1 is the base model."""
+        hidden = self.base.hidden(tokens, state, counts)  # [B, S, D]
+        batch, new, width = hidden.shape
+        outputs = hidden[:, :, None, :] + self.proposal(hidden).view(batch, new, self.heads, width)  # residual
+        outputs = torch.cat([hidden[:, :, None, :], outputs[:, :, 1:]], dim=2)  # head 1 = the base output
+        return self.base.head(outputs)
+
+
+@dataclass(frozen=True)
+class BlockwiseConfig:
+    """Acceptance of proposals: "exact" (equal to the base's greedy token), "top_k" (among its ``top_k``
+    most likely tokens) or "distance" (|proposal - greedy| <= ``epsilon`` for ordinal tokens); the first
+    ``min_block_size`` tokens of a block are always accepted."""
+
+    criterion: str = "exact"
+    top_k: int = 1
+    epsilon: int = 0
+    min_block_size: int = 1
+
+    def __post_init__(self) -> None:
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
+        if self.top_k < 1 or self.epsilon < 0 or self.min_block_size < 1:
+            raise ValueError(f"need top_k >= 1, epsilon >= 0, min_block_size >= 1, got {self.top_k}, "
+                             f"{self.epsilon}, {self.min_block_size}")
+
+
+def _agrees(proposals: torch.Tensor, logits: torch.Tensor, config: BlockwiseConfig) -> torch.Tensor:
+    """Whether each proposal ``[B, k - 1]`` passes the criterion against base logits ``[B, k - 1, V]``."""
+    greedy = logits.argmax(dim=-1)
+    if config.criterion == "exact":
+        return proposals == greedy
+    if config.criterion == "distance":
+        return (proposals - greedy).abs() <= config.epsilon
+    top = torch.topk(logits, min(config.top_k, logits.shape[-1]), dim=-1).indices
+    return (top == proposals[..., None]).any(dim=-1)
+
+
+@torch.no_grad()
+def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, config: BlockwiseConfig = BlockwiseConfig(),
+                       eos: int | None = None, profile: bool = False) -> Generation:
+    """Greedy blockwise parallel decoding; with the exact criterion the output is the base's greedy decoding.
+
+    Each iteration feeds the proposed block [y_1, y_2..y_k] (y_1 is the base's greedy token, certain),
+    accepts y_1 and the longest run of proposals passing the criterion (at least ``min_block_size``
+    tokens), and reads the next block from the outputs at the last accepted position.
+    """
+    if config.min_block_size > model.heads:
+        raise ValueError(f"min_block_size must be at most heads = {model.heads}, got {config.min_block_size}")
+    prompts = as_prompts(prompts, model.vocab_size)
+    check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
+    output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
+    batch, k = len(prompts), model.heads
+    rows = torch.arange(batch)
+    with timer.phase("prefill"):
+        state = prefill(model, prompts)
+        last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)
+        heads = model.head_logits(last, state)[:, 0]  # [B, k, V] after the prompt
+    block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
+    accepted_log, calls = [], 1
+    while not output.finished:
+        active = [b for b, done in enumerate(output.done) if not done]
+        held = state.lengths.clone()
+        with timer.phase("verify"):
+            heads = model.head_logits(block, state)  # [B, k, k, V], one call: verify and propose
+            calls += 1
+            passes = _agrees(block[:, 1:], heads[:, :-1, 0], config)  # proposal i+1 vs base after position i
+            passes[:, :config.min_block_size - 1] = True
+            size = 1 + torch.cumprod(passes.to(torch.int64), dim=1).sum(dim=1)  # [B], accepted block size
+            model.truncate(state, held + size)
+            block_tokens = block.tolist()
+            block = heads[rows, size - 1].argmax(dim=-1)  # the next block, from the last accepted position
+        sizes = size.tolist()
+        accepted_log.append(tuple(sizes[b] - 1 for b in active))
+        for b in active:
+            output.extend(b, block_tokens[b][:sizes[b]])
+    stats = DecodeStats(len(accepted_log), calls, 0, tuple(accepted_log), (), timer.finish())
+    return Generation(tuple(tuple(row) for row in output.rows), stats)

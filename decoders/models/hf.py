@@ -1,0 +1,84 @@
+"""A Hugging Face causal language model behind the project's model protocol (optional ``hf`` extra).
+
+Rows of equal length (always, at batch 1) run incrementally on a ``DynamicCache`` that is cropped after
+a rejection; when rows differ in length the adapter recomputes from the token history (right-padded,
+which causal attention never sees), slower but exact. Nothing is downloaded: pass a model you built.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+
+from decoders.models.base import check_step, check_truncate
+
+__all__ = ["HFCausalLM", "HFState"]
+
+
+@dataclass
+class HFState:
+    tokens: torch.Tensor  # [B, capacity] history
+    lengths: torch.Tensor  # [B]
+    cache: object = None  # a DynamicCache holding the first ``cached`` tokens of every row, or None
+    cached: int = 0
+
+    def clone(self) -> "HFState":
+        return HFState(self.tokens.clone(), self.lengths.clone(), copy.deepcopy(self.cache), self.cached)
+
+
+class HFCausalLM:
+    """Wraps e.g. ``transformers.GPT2LMHeadModel(config)``; ``forward`` returns float logits."""
+
+    def __init__(self, model) -> None:
+        self.model = model.eval()
+        self.vocab_size = int(model.config.vocab_size)
+        self.max_context = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def new_state(self, batch_size: int) -> HFState:
+        return HFState(torch.zeros(batch_size, 0, dtype=torch.int64, device=self.device),
+                       torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+
+    @torch.no_grad()
+    def forward(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None) -> torch.Tensor:
+        from transformers import DynamicCache
+
+        counts = check_step(self, tokens, state, counts)
+        batch, new = tokens.shape
+        starts = state.lengths.clone()
+        width = int((starts + new).max())
+        if width > state.tokens.shape[1]:
+            grown = torch.zeros(batch, width, dtype=torch.int64, device=self.device)
+            grown[:, :state.tokens.shape[1]] = state.tokens
+            state.tokens = grown
+        state.tokens.scatter_(1, starts[:, None] + torch.arange(new, device=self.device), tokens)
+        uniform = bool((starts == starts[0]).all()) and bool((counts == new).all())
+        if uniform and (state.cache is None and int(starts[0]) == 0 or state.cache is not None
+                        and state.cached == int(starts[0])):
+            cache = state.cache if state.cache is not None else DynamicCache()
+            logits = self.model(input_ids=tokens, past_key_values=cache, use_cache=True).logits
+            state.cache, state.cached = cache, int(starts[0]) + new
+        else:  # ragged rows: recompute every row from its history
+            logits_all = self.model(input_ids=state.tokens[:, :width], use_cache=False).logits  # [B, W, V]
+            index = (starts[:, None] + torch.arange(new, device=self.device)).clamp(max=width - 1)
+            logits = torch.gather(logits_all, 1, index[..., None].expand(-1, -1, logits_all.shape[-1]))
+            state.cache, state.cached = None, 0
+        state.lengths = starts + counts
+        return logits.float()
+
+    __call__ = forward
+
+    def truncate(self, state: HFState, lengths: torch.Tensor) -> None:
+        state.lengths = check_truncate(state, lengths)
+        keep = int(state.lengths[0])
+        if state.cache is not None and bool((state.lengths == keep).all()) and 0 < keep <= state.cached:
+            if keep < state.cached:
+                state.cache.crop(keep - state.cached)  # a negative count removes that many tokens
+            state.cached = keep
+        else:
+            state.cache, state.cached = None, 0
