@@ -104,7 +104,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
     output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
     batch, k = len(prompts), model.heads
-    rows = torch.arange(batch)
+    rows = torch.arange(batch, device=model.device)
     with timer.phase("prefill"):
         state = prefill(model, prompts)
         last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)

@@ -78,7 +78,7 @@ def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: R
     still = torch.ones_like(pending, dtype=torch.bool)
     for i in range(config.gamma):
         logits = draft.forward(feed, committed.draft_state, counts)  # [B, S, V]
-        logits = logits[torch.arange(len(counts)), counts - 1]  # [B, V], after the last fed token
+        logits = logits[torch.arange(len(counts), device=counts.device), counts - 1]  # [B, V], after the last fed token
         still = still & torch.isfinite(logits).any(dim=-1)
         logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
         q = adjusted_probs(logits, config.sampling)
@@ -121,7 +121,7 @@ def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torc
     hits = randomness.bernoulli(stop[:, 1:])  # [B, gamma]
     hits = torch.cat([torch.ones_like(hits[:, :1]), hits], dim=1)
     tau = gamma - torch.argmax(hits.flip(1).to(torch.int64), dim=1)  # the largest hit
-    rows = torch.arange(batch)
+    rows = torch.arange(batch, device=p.device)
     residual = leftover[rows, tau]
     # tau < m with no leftover mass has probability 0; rounding can still pick it: fall back to P_{tau+1}.
     use_residual = (tau < m) & (residual.sum(dim=-1) > 0)
@@ -143,7 +143,7 @@ def speculative_step(target, draft, committed: Committed, config: SpeculativeCon
     with timer.phase("accept"):
         if config.verifier == "token":
             accepted = _accept_tokens(p, q, drafted, proposed, config.lenience, randomness)
-            rows = torch.arange(batch)
+            rows = torch.arange(batch, device=p.device)
             at = accepted.clamp(max=gamma - 1)
             rejected = (accepted < gamma) & proposed[rows, at]
             residual = (p[rows, accepted] - torch.where(rejected[:, None], q[rows, at], 0.0)).clamp(min=0.0)
@@ -156,10 +156,10 @@ def speculative_step(target, draft, committed: Committed, config: SpeculativeCon
     with timer.phase("correct"):
         last = randomness.categorical(next_weights)  # [B]
         tokens = torch.cat([drafted, torch.zeros_like(drafted[:, :1])], dim=1)
-        tokens[torch.arange(batch), accepted] = last
+        tokens[torch.arange(batch, device=last.device), accepted] = last
         target.truncate(committed.target_state, held_target + 1 + accepted)
         draft.truncate(committed.draft_state, held_draft + committed.draft_pending + accepted.clamp(max=gamma - 1))
-        previous = torch.where(accepted > 0, drafted[torch.arange(batch), (accepted - 1).clamp(min=0)],
+        previous = torch.where(accepted > 0, drafted[torch.arange(batch, device=drafted.device), (accepted - 1).clamp(min=0)],
                                committed.tail[:, 1])
         committed.tail = torch.stack([previous, last], dim=1)
         committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)

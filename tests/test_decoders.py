@@ -1,0 +1,266 @@
+"""The reference decoders against greedy autoregressive decoding, fresh forwards, and their error contract.
+
+CUDA variants run only where a GPU is present. The sampled-law checks are chi-square tests with a
+fixed seed; a correct decoder fails one with probability 1e-4.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from decoders.autoregressive import generate_autoregressive
+from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
+from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.random import TorchRandomness, seeded
+from decoders.sampling import GREEDY, Sampling, adjusted_probs
+from decoders.speculative import SpeculativeConfig, generate_speculative
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+VOCAB = 24
+PROMPTS = [[1, 2, 3], [4], [5, 6, 7, 8, 9], [3, 3]]
+
+
+def tiny_gpt(seed, d_model=32, n_layer=2, device="cpu"):
+    torch.manual_seed(seed)  # model initialisation only; decoding draws through a Randomness
+    config = TinyGPTConfig(vocab_size=VOCAB, d_model=d_model, n_layer=n_layer, n_head=4, max_context=96)
+    return TinyGPT(config).eval().to(device)
+
+
+def repetitive_corpus():
+    return [[(3 * i + j) % VOCAB for i in range(40)] for j in range(5)]
+
+
+def drafts(target):
+    generator = torch.Generator().manual_seed(0)
+    return {
+        "transformer": tiny_gpt(1, d_model=16, n_layer=1, device=target.device),
+        "unigram": NGramModel.fit(repetitive_corpus(), VOCAB, 1),
+        "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
+        "copy": CopyDraft(VOCAB),
+        "random": UniformModel(VOCAB),
+        "tabular": TabularModel.random(generator, VOCAB, 2),
+        "target itself": target,
+    }
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tiny_gpt(0)
+
+
+@pytest.fixture(scope="module")
+def greedy_reference(target):
+    return generate_autoregressive(target, PROMPTS, max_new_tokens=24, sampling=GREEDY, randomness=seeded(0))
+
+
+@pytest.mark.parametrize("verifier", ("token", "block"))
+@pytest.mark.parametrize("batch", (1, 4))
+@pytest.mark.parametrize("draft_name", ("transformer", "unigram", "bigram", "copy", "random", "tabular",
+                                        "target itself"))
+def test_greedy_speculative_against_autoregressive(target, greedy_reference, draft_name, batch, verifier):
+    draft = drafts(target)[draft_name]
+    for gamma in range(1, 9):
+        generation = generate_speculative(target, draft, PROMPTS[:batch], max_new_tokens=24,
+                                          config=SpeculativeConfig(gamma, GREEDY, verifier=verifier),
+                                          randomness=seeded(gamma))
+        assert generation.tokens == greedy_reference.tokens[:batch], (draft_name, gamma, verifier)
+
+
+@pytest.mark.parametrize("heads", (1, 2, 4, 8))
+@pytest.mark.parametrize("batch", (1, 4))
+def test_exact_blockwise_against_greedy_base(target, greedy_reference, heads, batch):
+    model = BlockwiseGPT(target, heads).eval()
+    generation = generate_blockwise(model, PROMPTS[:batch], max_new_tokens=24)
+    assert generation.tokens == greedy_reference.tokens[:batch]
+    assert generation.stats.target_calls == generation.stats.iterations + 1  # one call per iteration, after the first
+
+
+def test_blockwise_approximate_criteria_and_minimum_block_size(target):
+    model = BlockwiseGPT(target, 4).eval()
+    exact = generate_blockwise(model, PROMPTS, max_new_tokens=24)
+    loose = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig("top_k", top_k=VOCAB))
+    assert loose.stats.mean_accepted_tokens_per_iteration == 3  # every proposal is in the full top-k
+    forced = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig(min_block_size=3))
+    assert all(n >= 2 for row in forced.stats.accepted_per_iteration for n in row)  # blocks of >= 3 tokens
+    near = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig("distance", epsilon=VOCAB))
+    assert near.stats.mean_accepted_tokens_per_iteration >= exact.stats.mean_accepted_tokens_per_iteration
+    with pytest.raises(ValueError, match="min_block_size must be at most heads"):
+        generate_blockwise(model, PROMPTS, max_new_tokens=4, config=BlockwiseConfig(min_block_size=5))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy"))
+def test_cache_rollback_against_fresh_forward(model_name, device):
+    model = tiny_gpt(2, device=device) if model_name == "tinygpt" else {
+        "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
+        "tabular": TabularModel.random(torch.Generator().manual_seed(1), VOCAB, 3),
+        "copy": CopyDraft(VOCAB)}[model_name]
+    tokens = torch.randint(0, VOCAB, (3, 12), generator=torch.Generator().manual_seed(3)).to(model.device)
+    with torch.no_grad():
+        fresh = model.forward(tokens, model.new_state(3))
+        state = model.new_state(3)
+        model.forward(tokens[:, :9], state)
+        model.forward(torch.randint(0, VOCAB, (3, 3)).to(model.device), state)  # tokens that get rejected
+        model.truncate(state, torch.tensor([5, 7, 4], device=model.device))
+        for b, length in enumerate((5, 7, 4)):  # each row re-runs from its own cut
+            row_state = state.clone()
+            again = model.forward(tokens[:, length:length + 3], row_state)
+            torch.testing.assert_close(again[b].nan_to_num(neginf=-1e9), fresh[b, length:length + 3].nan_to_num(neginf=-1e9),
+                                       atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_decoding_against_rows_alone(device):
+    target = tiny_gpt(0, device=device)
+    draft = tiny_gpt(1, d_model=16, n_layer=1, device=device)
+    config = SpeculativeConfig(4, GREEDY)
+    together = generate_speculative(target, draft, PROMPTS, max_new_tokens=20, config=config, randomness=seeded(0, device))
+    for b, prompt in enumerate(PROMPTS):
+        alone = generate_speculative(target, draft, [prompt], max_new_tokens=20, config=config,
+                                     randomness=seeded(0, device))
+        assert alone.tokens[0] == together.tokens[b]
+    blockwise = BlockwiseGPT(target, 3).eval()
+    rows = generate_blockwise(blockwise, PROMPTS, max_new_tokens=20).tokens
+    assert rows == tuple(generate_blockwise(blockwise, [prompt], max_new_tokens=20).tokens[0] for prompt in PROMPTS)
+
+
+def test_same_seed_same_tokens_different_seed_different_samples(target):
+    draft = drafts(target)["transformer"]
+    hot = Sampling(4.0)  # the untrained target is peaked; a high temperature makes samples vary
+    config = SpeculativeConfig(3, hot)
+    runs = [generate_speculative(target, draft, PROMPTS, max_new_tokens=30, config=config, randomness=seeded(seed))
+            for seed in (7, 7, 8)]
+    assert runs[0].tokens == runs[1].tokens and runs[0].tokens != runs[2].tokens
+    ar = [generate_autoregressive(target, PROMPTS, max_new_tokens=30, sampling=hot, randomness=seeded(seed))
+          for seed in (7, 7, 8)]
+    assert ar[0].tokens == ar[1].tokens and ar[0].tokens != ar[2].tokens
+
+
+def exact_three_token_law(table, prompt_token, temperature):
+    probs = torch.softmax(table / temperature, dim=-1).numpy()
+    law = {}
+    for sequence in itertools.product(range(table.shape[-1]), repeat=3):
+        probability, previous = 1.0, prompt_token
+        for token in sequence:
+            probability, previous = probability * probs[previous, token], token
+        law[sequence] = probability
+    return law
+
+
+@pytest.mark.parametrize("verifier, gamma, temperature", [("token", 2, 1.0), ("token", 4, 0.7), ("block", 2, 1.0),
+                                                         ("block", 3, 0.7)])
+def test_sampled_law_of_three_tokens_against_target(verifier, gamma, temperature):
+    """30000 rows of a batch against the target's exact law of three tokens (27 cells, chi-square)."""
+    generator = torch.Generator().manual_seed(3)
+    target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
+    generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
+                                      config=SpeculativeConfig(gamma, Sampling(temperature), verifier=verifier))
+    law = exact_three_token_law(target.table, 1, temperature)
+    observed = np.array([sum(1 for row in generation.tokens if row == key) for key in law])
+    p_value = stats.chisquare(observed, np.array(list(law.values())) * 30000).pvalue
+    assert p_value > 1e-4, f"p = {p_value:.2e}"
+
+
+def test_statistics_of_a_run(target):
+    draft = drafts(target)["transformer"]
+    generation = generate_speculative(target, draft, PROMPTS, max_new_tokens=16, profile=True,
+                                      config=SpeculativeConfig(3, Sampling(1.0)), randomness=seeded(0))
+    stats_ = generation.stats
+    assert stats_.draft_calls == 3 * stats_.iterations and stats_.target_calls == stats_.iterations
+    assert stats_.mean_tokens_per_iteration == pytest.approx(1 + stats_.mean_accepted_tokens_per_iteration)
+    assert 0 <= stats_.alpha_estimate <= 1
+    assert {"prefill", "draft", "verify", "accept", "correct", "total"} <= set(stats_.seconds)
+    assert all(len(row) == 16 for row in generation.tokens)
+    assert set(generation.as_dict()) == {"tokens", "stats"}
+
+
+def test_end_of_sequence_stops_each_row(target, greedy_reference):
+    eos = greedy_reference.tokens[0][3]
+    generation = generate_speculative(target, drafts(target)["bigram"], PROMPTS, max_new_tokens=24, eos=eos,
+                                      config=SpeculativeConfig(4, GREEDY), randomness=seeded(0))
+    for row, reference in zip(generation.tokens, greedy_reference.tokens):
+        cut = reference.index(eos) + 1 if eos in reference else len(reference)
+        assert row == reference[:cut]
+
+
+def test_lenience_accepts_more():
+    generator = torch.Generator().manual_seed(4)
+    target, draft = TabularModel.random(generator, 6, 1), TabularModel.random(generator, 6, 1)
+    runs = {lenience: generate_speculative(target, draft, [[0]] * 500, max_new_tokens=8, randomness=seeded(1),
+                                           config=SpeculativeConfig(4, Sampling(1.0), lenience=lenience))
+            for lenience in (1.0, 0.3)}
+    assert runs[0.3].stats.mean_tokens_per_iteration > runs[1.0].stats.mean_tokens_per_iteration
+
+
+def test_adjusted_probs_settings_and_no_mutation():
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.5], [0.0, 0.0, 0.0, 0.0]])
+    original = logits.clone()
+    assert adjusted_probs(logits, GREEDY).tolist() == [[0, 1, 0, 0], [1, 0, 0, 0]]  # ties: lowest id
+    top2 = adjusted_probs(logits, Sampling(1.0, top_k=2))
+    assert (top2[0] > 0).tolist() == [False, True, True, False]
+    nucleus = adjusted_probs(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])), Sampling(1.0, top_p=0.8))
+    torch.testing.assert_close(nucleus, torch.tensor([[0.625, 0.375, 0.0, 0.0]]))
+    hot = adjusted_probs(logits, Sampling(0.5))
+    torch.testing.assert_close(hot[0], torch.softmax(logits[0] / 0.5, dim=-1))
+    assert torch.equal(logits, original)
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda: Sampling(top_p=0.0), "top_p must be in (0, 1]"),
+    (lambda: Sampling(top_p=1.5), "top_p must be in (0, 1]"),
+    (lambda: Sampling(temperature=-1.0), "temperature must be a finite number >= 0"),
+    (lambda: Sampling(top_k=0), "top_k must be a positive integer"),
+    (lambda: SpeculativeConfig(-1, GREEDY), "gamma must be a positive integer, got -1"),
+    (lambda: SpeculativeConfig(0, GREEDY), "gamma must be a positive integer, got 0"),
+    (lambda: SpeculativeConfig(2, GREEDY, lenience=0.0), "lenience must be in (0, 1]"),
+    (lambda: SpeculativeConfig(2, GREEDY, lenience=1.5), "lenience must be in (0, 1]"),
+    (lambda: SpeculativeConfig(2, GREEDY, verifier="block", lenience=0.5), "lenience must be 1 with the block"),
+    (lambda: adjusted_probs(torch.tensor([[0.0, float("nan")]]), GREEDY), "logits must not contain NaN"),
+    (lambda: TorchRandomness(42), "generator must be a torch.Generator"),
+])
+def test_bad_settings_raise_value_errors(make, fragment):
+    with pytest.raises(ValueError) as error:
+        make()
+    assert fragment in str(error.value)
+
+
+def test_bad_decoding_inputs_raise_value_errors(target):
+    config = SpeculativeConfig(2, GREEDY)
+    with pytest.raises(ValueError, match="draft and target vocabularies differ: draft has 7 tokens, target 24"):
+        generate_speculative(target, UniformModel(7), PROMPTS, max_new_tokens=4, config=config, randomness=seeded(0))
+    with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
+        generate_speculative(target, UniformModel(VOCAB), [[1] * 95], max_new_tokens=4, config=config,
+                             randomness=seeded(0))
+    with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
+        generate_autoregressive(target, [[1] * 97], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
+    with pytest.raises(ValueError, match="prompt tokens must be in"):
+        generate_autoregressive(target, [[VOCAB]], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
+    with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
+        generate_autoregressive(target, PROMPTS, max_new_tokens=0, sampling=GREEDY, randomness=seeded(0))
+    nan_model = TabularModel(torch.full((VOCAB, VOCAB), float("nan")), 1)
+    with pytest.raises(ValueError, match="logits must not contain NaN"):
+        generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=Sampling(1.0), randomness=seeded(0))
+
+
+def test_hugging_face_adapter_against_generate():
+    transformers = pytest.importorskip("transformers")
+    from decoders.models.hf import HFCausalLM
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    adapter = HFCausalLM(model)
+    prompt = [[1, 2, 3, 4]]
+    ours = generate_autoregressive(adapter, prompt, max_new_tokens=15, sampling=GREEDY, randomness=seeded(0))
+    reference = model.generate(torch.tensor(prompt), max_new_tokens=15, do_sample=False, pad_token_id=0,
+                               eos_token_id=None)
+    assert ours.tokens[0] == tuple(reference[0, 4:].tolist())
+    ragged = generate_speculative(adapter, tiny_gpt(1, d_model=16, n_layer=1), PROMPTS, max_new_tokens=10,
+                                  config=SpeculativeConfig(3, GREEDY), randomness=seeded(0))
+    assert ragged.tokens == generate_autoregressive(adapter, PROMPTS, max_new_tokens=10, sampling=GREEDY,
+                                                    randomness=seeded(0)).tokens
