@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Sampling", "adjusted_probs", "GREEDY"]
+__all__ = ["Sampling", "adjusted_probs", "check_probs", "GREEDY"]
 
 
 @dataclass(frozen=True)
@@ -43,17 +43,16 @@ class Sampling:
 GREEDY = Sampling(temperature=0.0)
 
 
-def adjusted_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool = True) -> torch.Tensor:
     """``logits: [..., V]`` -> probabilities ``[..., V]`` (float32 or wider) under ``sampling``.
 
-    Raises ``ValueError`` on NaN logits (one host synchronisation). A row whose logits are all -inf has
-    no distribution and raises too.
+    With ``validate`` raises ``ValueError`` on NaN logits or a row of all -inf (one host synchronisation);
+    decoders pass ``validate=False`` in their inner loops and call ``check_probs`` once per iteration.
     """
     if not isinstance(sampling, Sampling):
         raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
     scores = logits.to(torch.promote_types(logits.dtype, torch.float32))  # a copy when the dtype changes
-    invalid = torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)
-    if bool(invalid.any()):
+    if validate and bool((torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)).any()):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")
     if sampling.greedy:
         best = scores.argmax(dim=-1, keepdim=True)  # the first maximum: the lowest id wins ties
@@ -71,3 +70,9 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
         probs = probs.masked_fill(drop, 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
+
+
+def check_probs(*probs: torch.Tensor) -> None:
+    """The deferred form of ``adjusted_probs``' validation: NaN anywhere (NaN or all -inf logits) raises."""
+    if any(bool(torch.isnan(p).any()) for p in probs):
+        raise ValueError("logits must not contain NaN and each row needs a finite entry")

@@ -18,7 +18,7 @@ import torch
 from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, prefill
 from decoders.random import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import Sampling, adjusted_probs, check_probs
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "speculative_step", "generate_speculative"]
 
@@ -61,11 +61,14 @@ class Committed:
 @dataclass(frozen=True)
 class StepOutcome:
     """One iteration: ``tokens: [B, gamma + 1]`` of which the first ``accepted + 1`` are new; ``betas``
-    at the verified proposed positions (``[B, gamma]``, NaN elsewhere)."""
+    at the verified proposed positions (``[B, gamma]``, NaN elsewhere); the target's ``p: [B, gamma + 1, V]``
+    and the draft's ``q: [B, gamma, V]`` adjusted distributions."""
 
     tokens: torch.Tensor
     accepted: torch.Tensor
     betas: torch.Tensor
+    p: torch.Tensor
+    q: torch.Tensor
 
 
 def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
@@ -81,7 +84,7 @@ def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: R
         logits = logits[torch.arange(len(counts), device=counts.device), counts - 1]  # [B, V], after the last fed token
         still = still & torch.isfinite(logits).any(dim=-1)
         logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
-        q = adjusted_probs(logits, config.sampling)
+        q = adjusted_probs(logits, config.sampling, validate=False)
         token = randomness.categorical(q)
         tokens.append(token), dists.append(q), proposed.append(still)
         feed, counts = token[:, None], torch.ones_like(counts)
@@ -139,7 +142,7 @@ def speculative_step(target, draft, committed: Committed, config: SpeculativeCon
         drafted, q, proposed = _draft(draft, committed, config, randomness)
     with timer.phase("verify"):
         feed = torch.cat([committed.tail[:, 1:], drafted], dim=1)  # [B, gamma + 1]
-        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling)  # [B, gamma + 1, V]
+        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
     with timer.phase("accept"):
         if config.verifier == "token":
             accepted = _accept_tokens(p, q, drafted, proposed, config.lenience, randomness)
@@ -163,7 +166,7 @@ def speculative_step(target, draft, committed: Committed, config: SpeculativeCon
                                committed.tail[:, 1])
         committed.tail = torch.stack([previous, last], dim=1)
         committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)
-    return StepOutcome(tokens, accepted, betas)
+    return StepOutcome(tokens, accepted, betas, p, q)
 
 
 def _snapshot(committed: Committed) -> tuple:
@@ -204,7 +207,8 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         outcome = speculative_step(target, draft, committed, config, randomness, timer)
         _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
         iterations += 1
-        accepted = outcome.accepted.tolist()
+        accepted = outcome.accepted.tolist()  # the iteration's one host synchronisation
+        check_probs(outcome.p, outcome.q)
         tokens = outcome.tokens.tolist()
         row_betas = outcome.betas.tolist()
         accepted_log.append(tuple(accepted[b] for b in active))

@@ -140,8 +140,8 @@ def test_same_seed_same_tokens_different_seed_different_samples(target):
     assert ar[0].tokens == ar[1].tokens and ar[0].tokens != ar[2].tokens
 
 
-def exact_three_token_law(table, prompt_token, temperature):
-    probs = torch.softmax(table / temperature, dim=-1).numpy()
+def exact_three_token_law(table, prompt_token, sampling):
+    probs = adjusted_probs(table, sampling).numpy()
     law = {}
     for sequence in itertools.product(range(table.shape[-1]), repeat=3):
         probability, previous = 1.0, prompt_token
@@ -151,17 +151,20 @@ def exact_three_token_law(table, prompt_token, temperature):
     return law
 
 
-@pytest.mark.parametrize("verifier, gamma, temperature", [("token", 2, 1.0), ("token", 4, 0.7), ("block", 2, 1.0),
-                                                         ("block", 3, 0.7)])
-def test_sampled_law_of_three_tokens_against_target(verifier, gamma, temperature):
+@pytest.mark.parametrize("verifier, gamma, sampling", [
+    ("token", 2, Sampling(1.0)), ("token", 4, Sampling(0.7)), ("token", 3, Sampling(1.0, top_k=2)),
+    ("token", 2, Sampling(1.3, top_p=0.8)), ("block", 2, Sampling(1.0)), ("block", 3, Sampling(0.7, top_k=2))])
+def test_sampled_law_of_three_tokens_against_target(verifier, gamma, sampling):
     """30000 rows of a batch against the target's exact law of three tokens (27 cells, chi-square)."""
     generator = torch.Generator().manual_seed(3)
     target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
     generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
-                                      config=SpeculativeConfig(gamma, Sampling(temperature), verifier=verifier))
-    law = exact_three_token_law(target.table, 1, temperature)
+                                      config=SpeculativeConfig(gamma, sampling, verifier=verifier))
+    law = exact_three_token_law(target.table, 1, sampling)
     observed = np.array([sum(1 for row in generation.tokens if row == key) for key in law])
-    p_value = stats.chisquare(observed, np.array(list(law.values())) * 30000).pvalue
+    expected = np.array(list(law.values()))
+    assert observed[expected == 0].sum() == 0, "a token outside the top-k/top-p support was emitted"
+    p_value = stats.chisquare(observed[expected > 0], expected[expected > 0] * 30000).pvalue
     assert p_value > 1e-4, f"p = {p_value:.2e}"
 
 

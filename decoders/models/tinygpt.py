@@ -47,9 +47,10 @@ class KVState:
     keys: torch.Tensor
     values: torch.Tensor
     lengths: torch.Tensor
+    bound: int = 0  # a host-side upper bound on lengths.max(), so that forward needs no synchronisation
 
     def clone(self) -> "KVState":
-        return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone())
+        return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone(), self.bound)
 
 
 class _Block(nn.Module):
@@ -107,28 +108,37 @@ class TinyGPT(nn.Module):
 
     def hidden(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         """Final-layer states ``[B, S, D]`` of the new tokens; appends ``counts`` tokens per row to ``state``."""
-        counts = check_step(self, tokens, state, counts)
-        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
-            raise ValueError(f"tokens must be in [0, {self.vocab_size}), got {tokens.min().item()}..{tokens.max().item()}")
         batch, new = tokens.shape
+        if state.bound + new > self.max_context or tokens.device.type == "cpu":
+            # Exact checks cost a host synchronisation on an accelerator: only when the bound says it may fail.
+            counts = check_step(self, tokens, state, counts)
+            if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
+                raise ValueError(f"tokens must be in [0, {self.vocab_size}), got "
+                                 f"{tokens.min().item()}..{tokens.max().item()}")
+        elif counts is None:
+            counts = torch.full_like(state.lengths, new)
         offsets = torch.arange(new, device=self.device)
         positions = state.lengths[:, None] + offsets  # [B, S], absolute positions
         # Padding positions (s >= counts[b]) write into the spare last slot, never into the row.
         write_at = torch.where(offsets < counts[:, None], positions, self.max_context)
-        visible = int((state.lengths + counts).max())
+        visible = min(state.bound + new, self.max_context)  # keys past a row's end are masked anyway
         key_positions = torch.arange(visible, device=self.device)
         mask = (key_positions[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, S, K]
         x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], write_at, mask)
         state.lengths = state.lengths + counts
+        state.bound = visible
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.hidden(tokens, state, counts))
 
-    def truncate(self, state: KVState, lengths: torch.Tensor) -> None:
-        state.lengths = check_truncate(state, lengths)
+    def truncate(self, state: KVState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
+        """Cut rows back; ``bound``, a known upper bound on the new lengths, spares a synchronisation."""
+        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
+            torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
 
     def logits_of_sequences(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, S, V]`` of whole sequences from an empty cache (training and tests)."""
