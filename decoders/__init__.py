@@ -1,5 +1,7 @@
-"""Reference draft/target decoders in torch, audited for exact distribution preservation (issue: decoders).
+"""Reference draft/target decoders in torch, written so that the audits can prove them exact.
 
-Empty for now: sampling, the randomness interface, models with rollback-able caches, autoregressive,
-speculative and blockwise decoders, audits and the speed harness land here.
+``sampling`` (logits -> sampled distribution), ``random`` (the randomness interface), ``models`` (the
+model protocol and its implementations), ``autoregressive``, ``speculative`` and ``blockwise`` (the
+decoders, each a step function plus a loop), ``results`` (what every run returns). Audits, training,
+the model zoo and the speed harness come next.
 """
