@@ -36,7 +36,7 @@ def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
         return
     longest = max(len(prompt) for prompt in prompts)
     if longest + extra > model.max_context:
-        raise ValueError(f"prompt length {longest} + {what} {extra} exceeds the model's context of "
+        raise ValueError(f"prompt length {longest} plus {what} ({extra}) exceeds the model's context of "
                          f"{model.max_context} tokens")
 
 
