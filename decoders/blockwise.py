@@ -103,7 +103,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     prompts = as_prompts(prompts, model.vocab_size)
     check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
     output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
-    batch, k = len(prompts), model.heads
+    batch = len(prompts)
     rows = torch.arange(batch, device=model.device)
     with timer.phase("prefill"):
         state = prefill(model, prompts)

@@ -19,10 +19,10 @@ from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_r
 from decoders.random import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs
+from spectheory.block_verification import VERIFIERS
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "speculative_step", "generate_speculative"]
 
-VERIFIERS = ("token", "block")
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,16 @@ def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: R
     return torch.stack(tokens, 1), torch.stack(dists, 1), torch.stack(proposed, 1)
 
 
+def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
+    """P_i(x_i) / Q_i(x_i) at the proposed positions, 0 elsewhere.  # [B, gamma]"""
+    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
+    q_x = torch.gather(q, 2, drafted[..., None])[..., 0]  # > 0 where proposed: x_i was drawn from q_i
+    return torch.where(proposed, p_x / q_x.clamp(min=torch.finfo(q_x.dtype).tiny), 0.0)
+
+
 def _accept_tokens(p, q, drafted, proposed, lenience: float, randomness: Randomness) -> torch.Tensor:
     """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
-    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]  # [B, gamma]
-    q_x = torch.gather(q, 2, drafted[..., None])[..., 0]  # > 0 where proposed: x_i was drawn from q_i
-    ratio = torch.where(proposed, p_x / (lenience * q_x).clamp(min=torch.finfo(q_x.dtype).tiny), 0.0)
+    ratio = _draft_ratio(p, q, drafted, proposed) / lenience
     accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
     return torch.cumprod(accepted.to(torch.int64), dim=1).sum(dim=1)
 
@@ -105,9 +110,7 @@ def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torc
     the next token's law ``[B, V]`` (THEORY.md §4, with gamma = m per row)."""
     batch, gamma = drafted.shape
     m = proposed.sum(dim=1)  # [B], proposals are a prefix
-    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
-    q_x = torch.gather(q, 2, drafted[..., None])[..., 0].clamp(min=torch.finfo(q.dtype).tiny)
-    ratio = torch.where(proposed, p_x / q_x, 0.0)  # [B, gamma]
+    ratio = _draft_ratio(p, q, drafted, proposed)
     path = [torch.ones(batch, dtype=p.dtype, device=p.device)]  # p_0..p_gamma
     for i in range(gamma):
         path.append(torch.clamp(path[-1] * ratio[:, i], max=1.0))
@@ -120,9 +123,8 @@ def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torc
     index = torch.arange(gamma + 1, device=p.device)
     stop = torch.where(index == m[:, None], path, stop)  # h_m = p_m
     stop = torch.where(index > m[:, None], 0.0, stop)
-    stop[:, 0] = 1.0  # tau = 0 when nothing later hits
-    hits = randomness.bernoulli(stop[:, 1:])  # [B, gamma]
-    hits = torch.cat([torch.ones_like(hits[:, :1]), hits], dim=1)
+    hits = randomness.bernoulli(stop[:, 1:])  # [B, gamma], h_1..h_gamma
+    hits = torch.cat([torch.ones_like(hits[:, :1]), hits], dim=1)  # h_0 = 1: tau = 0 when nothing later hits
     tau = gamma - torch.argmax(hits.flip(1).to(torch.int64), dim=1)  # the largest hit
     rows = torch.arange(batch, device=p.device)
     residual = leftover[rows, tau]
@@ -203,11 +205,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     accepted_log, betas, iterations = [], [], 0
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
-        before = _snapshot(committed)
+        before = _snapshot(committed) if len(active) < len(prompts) else None
         outcome = speculative_step(target, draft, committed, config, randomness, timer)
-        _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
+        if before is not None:  # only once some row has finished: no extra work while all rows generate
+            _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
         iterations += 1
-        accepted = outcome.accepted.tolist()  # the iteration's one host synchronisation
+        accepted = outcome.accepted.tolist()
         check_probs(outcome.p, outcome.q)
         tokens = outcome.tokens.tolist()
         row_betas = outcome.betas.tolist()

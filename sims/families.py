@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sims._stats import as_generator, as_positive_int
-from spectheory._validation import as_distribution, as_distribution_pair, as_lenience, as_probability, as_real
+from spectheory._validation import as_distribution, as_distribution_pair, as_probability, as_real
 from spectheory.acceptance import acceptance_probability, expected_acceptance, total_variation
 
 __all__ = ["FAMILIES", "Contexts", "dirichlet_pairs", "zipf_pairs", "mix_to_acceptance", "contexts_with_alpha",
@@ -133,7 +133,7 @@ def contexts_with_alpha(rng: np.random.Generator, vocabulary: int, count: int, a
     alpha = float(as_real("alpha", alpha, low=1.0 / vocabulary, high=1.0))
     spread = float(as_real("spread", spread, low=0.0, high=1.0))
     p = _renormalised(rng.dirichlet(np.full(vocabulary, concentration), size=count))  # [count, V]
-    r = np.eye(vocabulary)[np.argmin(p, axis=1)]  # [count, V], mass on the least likely token
+    r = _least_likely_point_mass(p)  # [count, V]
     betas = _betas_with_mean(rng, alpha, spread, np.maximum(1.0 / vocabulary, p.min(axis=1) + 1e-12))
     return Contexts(p, mix_to_acceptance(p, r, betas), np.full(count, 1.0 / count))
 
@@ -164,10 +164,9 @@ def _tuned_to(p: np.ndarray, q: np.ndarray, alpha: float) -> np.ndarray:
     """
     alpha = float(as_probability("alpha", alpha))
     beta = 1 - total_variation(p, q)  # [K]
-    smallest = np.argmin(p, axis=1)  # [K]
-    if np.any(alpha < p[np.arange(len(p)), smallest]):
+    point = _least_likely_point_mass(p)  # [K, V]
+    if np.any(alpha < p.min(axis=1)):
         raise ValueError(f"alpha must be at least 1/V for this family, got {alpha!r}")
-    point = np.eye(p.shape[1])[smallest]  # [K, V]
     low, high = np.zeros(len(p)), np.ones(len(p))  # [K], bracket of t
     for _ in range(_BISECTION_STEPS):
         middle = (low + high) / 2
@@ -193,6 +192,11 @@ def _betas_with_mean(rng: np.random.Generator, alpha: float, spread: float, floo
         middle = (low + high) / 2
         low, high = (middle, high) if np.clip(betas + middle, floors, 1.0).mean() < alpha else (low, middle)
     return np.clip(betas + high, floors, 1.0)
+
+
+def _least_likely_point_mass(p: np.ndarray) -> np.ndarray:
+    """One-hot rows on each row's least likely token: the confidently wrong draft.  # [K, V]"""
+    return np.eye(p.shape[1])[np.argmin(p, axis=1)]
 
 
 def _renormalised(values: np.ndarray) -> np.ndarray:

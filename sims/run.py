@@ -12,12 +12,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sims._stats import Moments, as_generator, as_positive_int
-from sims.acceptance import simulate_markov, simulate_positional
-from sims.families import FAMILIES, family_contexts
+from sims._stats import Estimate, Moments, as_generator, as_positive_int
+from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
+from sims.families import family_contexts
 from sims.token_level import simulate_speculative
-from spectheory._validation import as_cost, as_count, as_lenience, as_probability
-from spectheory.block_verification import VERIFIERS
+from spectheory._validation import as_cost, as_count, as_probability
 from spectheory.positional import (
     MarkovAcceptance,
     accepted_count_distribution,
@@ -76,14 +75,7 @@ class SimulationSpec:
             raise ValueError(f"acceptance must have gamma = {self.gamma} entries, got {len(self.acceptance)}")
         if self.process == "markov":
             self.chain()  # validates transition and regime_acceptance
-        if self.process == "token-level":
-            if self.family not in FAMILIES:
-                raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
-            if self.verifier not in VERIFIERS:
-                raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
-            as_lenience(self.lenience)
-            as_positive_int("vocabulary", self.vocabulary)
-            as_positive_int("contexts", self.contexts)
+        # token-level settings are checked where they are used: family_contexts and simulate_speculative
 
     def chain(self) -> MarkovAcceptance:
         """The Markov chain of a markov spec (``transition`` is row-major, K x K)."""
@@ -114,8 +106,8 @@ class SimulationSummary:
     @property
     def z_score(self) -> float:
         """(simulated - theory) / standard error of the tokens per iteration."""
-        difference = self.mean_tokens_per_iteration - self.theory_tokens_per_iteration
-        return difference / self.standard_error if self.standard_error > 0 else (0.0 if difference == 0 else np.inf)
+        estimate = Estimate(self.mean_tokens_per_iteration, self.standard_error, self.spec.iterations)
+        return estimate.z_score(self.theory_tokens_per_iteration)
 
     def as_dict(self) -> dict:
         document = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
@@ -159,9 +151,8 @@ def run_simulation(rng: np.random.Generator, spec: SimulationSpec, *, seed: int 
             run = simulate_speculative(rng, contexts, spec.gamma, size, lenience=spec.lenience, verifier=spec.verifier)
             tokens += Moments.of(run.accepted + 1)
             histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
-            accepted += Moments.of(run.accepted, np.minimum(run.accepted + 1, spec.gamma))
-            decided = ~np.isnan(run.verified_beta)
-            beta += Moments.of(np.where(decided, run.verified_beta, 0).sum(axis=1), decided.sum(axis=1))
+            accepted += run.acceptance_moments()
+            beta += run.beta_moments()
         extra.update(alpha_from_acceptances=accepted.ratio().mean, alpha_from_beta=beta.ratio().mean,
                      draft_calls=spec.iterations * spec.gamma, target_calls=spec.iterations)
     else:
@@ -171,7 +162,8 @@ def run_simulation(rng: np.random.Generator, spec: SimulationSpec, *, seed: int 
         theory = float(expected_tokens_positional(rates)) if len(rates) else 1.0
         theory_law = accepted_count_distribution(rates).tolist() if len(rates) else [1.0]
         for size in _chunks(spec.iterations, CHUNK, progress):
-            run = simulate_positional(rng, rates, size)
+            run = simulate_iid(rng, spec.alpha, spec.gamma, size) if spec.process == "iid" else \
+                simulate_positional(rng, rates, size)
             tokens += Moments.of(run.accepted + 1)
             histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
     estimate = tokens.ratio()

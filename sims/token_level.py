@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sims._draws import RowSampler, categorical, leading_true_count
-from sims._stats import Estimate, as_generator, as_positive_int, mean_estimate, ratio_estimate
+from sims._stats import Estimate, Moments, as_generator, as_positive_int, mean_estimate, ratio_estimate
 from sims.families import Contexts
 from spectheory._validation import as_cost, as_distribution_pair, as_lenience
 from spectheory.acceptance import rejection_sampling_acceptance
@@ -70,15 +70,22 @@ class TokenLevelRun:
         """Mean accepted draft tokens per iteration, without the correction/bonus token."""
         return mean_estimate(self.accepted)
 
+    def acceptance_moments(self) -> Moments:
+        """Per iteration: accepted drafts over drafts the verifier decided on (chunks of a run pool these)."""
+        return Moments.of(self.accepted, np.minimum(self.accepted + 1, self.gamma))
+
+    def beta_moments(self) -> Moments:
+        """Per iteration: the sum of beta over the verified positions, over their number."""
+        verified = ~np.isnan(self.verified_beta)
+        return Moments.of(np.where(verified, self.verified_beta, 0.0).sum(axis=1), verified.sum(axis=1))
+
     def alpha_from_acceptances(self) -> Estimate:
         """Accepted drafts / drafts the verifier decided on: alpha from acceptance counts (token verifier)."""
-        verified = np.minimum(self.accepted + 1, self.gamma)
-        return ratio_estimate(self.accepted, verified)
+        return self.acceptance_moments().ratio()
 
     def alpha_from_beta(self) -> Estimate:
         """Mean beta = sum min(p, q) over the verified positions: alpha as Leviathan et al. estimate it."""
-        verified = ~np.isnan(self.verified_beta)
-        return ratio_estimate(np.where(verified, self.verified_beta, 0.0).sum(axis=1), verified.sum(axis=1))
+        return self.beta_moments().ratio()
 
     def operations_per_token(self, c_hat: float) -> Estimate:
         """Arithmetic per emitted token relative to autoregressive decoding (Theorem 3.11).
