@@ -104,7 +104,8 @@ def test_cache_rollback_against_fresh_forward(model_name, device):
         fresh = model.forward(tokens, model.new_state(3))
         state = model.new_state(3)
         model.forward(tokens[:, :9], state)
-        model.forward(torch.randint(0, VOCAB, (3, 3)).to(model.device), state)  # tokens that get rejected
+        rejected = torch.randint(0, VOCAB, (3, 3), generator=torch.Generator().manual_seed(4))
+        model.forward(rejected.to(model.device), state)  # tokens that get rejected
         model.truncate(state, torch.tensor([5, 7, 4], device=model.device))
         for b, length in enumerate((5, 7, 4)):  # each row re-runs from its own cut
             row_state = state.clone()
@@ -160,12 +161,34 @@ def test_sampled_law_of_three_tokens_against_target(verifier, gamma, sampling):
     target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
     generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
                                       config=SpeculativeConfig(gamma, sampling, verifier=verifier))
+    p_value = three_token_p_value(generation, target, sampling)
+    assert p_value > 1e-4, f"p = {p_value:.2e}"
+
+
+def three_token_p_value(generation, target, sampling) -> float:
+    """Chi-square p-value of the rows' three tokens against the target's exact law (0 off its support)."""
     law = exact_three_token_law(target.table, 1, sampling)
     observed = np.array([sum(1 for row in generation.tokens if row == key) for key in law])
     expected = np.array(list(law.values()))
-    assert observed[expected == 0].sum() == 0, "a token outside the top-k/top-p support was emitted"
-    p_value = stats.chisquare(observed[expected > 0], expected[expected > 0] * 30000).pvalue
-    assert p_value > 1e-4, f"p = {p_value:.2e}"
+    if observed[expected == 0].sum() > 0:
+        return 0.0
+    return stats.chisquare(observed[expected > 0], expected[expected > 0] * observed.sum()).pvalue
+
+
+@pytest.mark.parametrize("verifier", ("token", "block"))
+def test_sampled_law_negative_control_fails(monkeypatch, verifier):
+    """The same test has power: with the draft's q misreported to the accept test as a flatter one
+    (the classic q mismatch), the law moves and the p-value falls below 1e-4."""
+    import decoders.speculative as speculative
+
+    true_ratio = speculative._draft_ratio
+    monkeypatch.setattr(speculative, "_draft_ratio", lambda p, q, drafted, proposed: true_ratio(
+        p, torch.full_like(q, 1.0 / q.shape[-1]), drafted, proposed))
+    generator = torch.Generator().manual_seed(3)
+    target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
+    generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
+                                      config=SpeculativeConfig(2, Sampling(1.0), verifier=verifier))
+    assert three_token_p_value(generation, target, Sampling(1.0)) < 1e-4
 
 
 def test_statistics_of_a_run(target):

@@ -46,6 +46,13 @@ def test_iid_tokens_per_iteration_against_eq_1(alpha, gamma):
     assert_within_band(run.tokens_per_iteration(), expected_tokens(alpha, gamma), alpha=alpha, gamma=gamma)
 
 
+def test_band_negative_control():
+    """The 4-SE band has power: the simulation at alpha = 0.8 leaves it around Eq. 1 at alpha = 0.79."""
+    run = simulate_iid(np.random.default_rng(1001), 0.8, 7, 200_000)
+    with pytest.raises(AssertionError, match="z = "):
+        assert_within_band(run.tokens_per_iteration(), expected_tokens(0.79, 7), alpha=0.79, gamma=7)
+
+
 @pytest.mark.parametrize("alpha, gamma", itertools.product((0.3, 0.8, 0.97), (2, 6)))
 def test_bernoulli_trials_against_eq_1_and_truncated_geometric(alpha, gamma):
     """Every trial drawn (simulate_positional with equal rates): mean and full law of the accepted count."""

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate"]
+__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate", "append_history"]
 
 
 class ModelState(Protocol):
@@ -56,3 +56,18 @@ def check_truncate(state: ModelState, lengths: torch.Tensor) -> torch.Tensor:
     if lengths.shape != state.lengths.shape or bool(((lengths < 0) | (lengths > state.lengths)).any()):
         raise ValueError(f"lengths must be in [0, held] per row, held {state.lengths.tolist()}, got {lengths.tolist()}")
     return lengths
+
+
+def append_history(history: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Write ``tokens: [B, S]`` into ``history: [B, C]`` at each row's ``lengths[b]`` onwards, growing the
+    buffer (doubling) when it is too short. Padding lands past a row's end, where it is never read.
+    Returns the (possibly new) history and the positions written, ``[B, S]``."""
+    batch, new = tokens.shape
+    needed = int((lengths + new).max())
+    if needed > history.shape[1]:
+        grown = torch.zeros(batch, max(needed, 2 * history.shape[1]), dtype=history.dtype, device=history.device)
+        grown[:, :history.shape[1]] = history
+        history = grown
+    positions = lengths[:, None] + torch.arange(new, device=history.device)
+    history.scatter_(1, positions, tokens)
+    return history, positions

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders.models.base import check_step, check_truncate
+from decoders.models.base import append_history, check_step, check_truncate
 
 __all__ = ["HFCausalLM", "HFState"]
 
@@ -52,11 +52,7 @@ class HFCausalLM:
         batch, new = tokens.shape
         starts = state.lengths.clone()
         width = int((starts + new).max())
-        if width > state.tokens.shape[1]:
-            grown = torch.zeros(batch, width, dtype=torch.int64, device=self.device)
-            grown[:, :state.tokens.shape[1]] = state.tokens
-            state.tokens = grown
-        state.tokens.scatter_(1, starts[:, None] + torch.arange(new, device=self.device), tokens)
+        state.tokens, _ = append_history(state.tokens, starts, tokens)
         uniform = bool((starts == starts[0]).all()) and bool((counts == new).all())
         if uniform and (state.cache is None and int(starts[0]) == 0 or state.cache is not None
                         and state.cached == int(starts[0])):

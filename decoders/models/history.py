@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders.models.base import check_step, check_truncate
+from decoders.models.base import append_history, check_step, check_truncate
 
 __all__ = ["HistoryState", "HistoryModel", "NGramModel", "TabularModel", "UniformModel", "CopyDraft"]
 
@@ -47,15 +47,7 @@ class HistoryModel:
         counts = check_step(self, tokens, state, counts)
         if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
             raise ValueError(f"tokens must be in [0, {self.vocab_size})")
-        batch, new = tokens.shape
-        needed = int((state.lengths + new).max())
-        if needed > state.tokens.shape[1]:
-            grown = torch.zeros(batch, max(needed, 2 * state.tokens.shape[1]), dtype=torch.int64, device=self.device)
-            grown[:, :state.tokens.shape[1]] = state.tokens
-            state.tokens = grown
-        offsets = torch.arange(new, device=self.device)
-        positions = state.lengths[:, None] + offsets  # [B, S]
-        state.tokens.scatter_(1, positions, tokens)  # padding lands past the row's end: harmless
+        state.tokens, positions = append_history(state.tokens, state.lengths, tokens)  # [B, S]
         ends = positions + 1  # [B, S], each new position sees the history through itself
         logits = self._logits(state.tokens, ends)
         state.lengths = state.lengths + counts
