@@ -1,6 +1,6 @@
 """Speculative decoding (Leviathan et al. Algorithm 1; block verification of Sun et al., THEORY.md §1, §4).
 
-One iteration (``speculative_step``) drafts gamma tokens, verifies them in one target call, accepts
+One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts
 and corrects, then cuts both caches back. The invariants between iterations, per row with committed
 sequence S: the target's state holds S without its last token; the draft's holds S without its last
 ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every draft token, since the
@@ -21,8 +21,8 @@ from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs
 from spectheory.block_verification import VERIFIERS
 
-__all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "speculative_step", "generate_speculative"]
-
+__all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
+           "generate_speculative"]
 
 
 @dataclass(frozen=True)
@@ -71,26 +71,6 @@ class StepOutcome:
     q: torch.Tensor
 
 
-def _draft(draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
-    """Draft phase: tokens ``[B, gamma]``, their distributions ``[B, gamma, V]``, proposed mask ``[B, gamma]``."""
-    pending = committed.draft_pending
-    first = torch.where((pending == 2)[:, None], committed.tail, torch.stack([committed.tail[:, 1],
-                                                                               committed.tail[:, 0]], dim=1))
-    feed, counts = first, pending
-    tokens, dists, proposed = [], [], []
-    still = torch.ones_like(pending, dtype=torch.bool)
-    for i in range(config.gamma):
-        logits = draft.forward(feed, committed.draft_state, counts)  # [B, S, V]
-        logits = logits[torch.arange(len(counts), device=counts.device), counts - 1]  # [B, V], after the last fed token
-        still = still & torch.isfinite(logits).any(dim=-1)
-        logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
-        q = adjusted_probs(logits, config.sampling, validate=False)
-        token = randomness.categorical(q)
-        tokens.append(token), dists.append(q), proposed.append(still)
-        feed, counts = token[:, None], torch.ones_like(counts)
-    return torch.stack(tokens, 1), torch.stack(dists, 1), torch.stack(proposed, 1)
-
-
 def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
     """P_i(x_i) / Q_i(x_i) at the proposed positions, 0 elsewhere.  # [B, gamma]"""
     p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
@@ -98,19 +78,11 @@ def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
     return torch.where(proposed, p_x / q_x.clamp(min=torch.finfo(q_x.dtype).tiny), 0.0)
 
 
-def _accept_tokens(p, q, drafted, proposed, lenience: float, randomness: Randomness) -> torch.Tensor:
-    """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
-    ratio = _draft_ratio(p, q, drafted, proposed) / lenience
-    accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
-    return torch.cumprod(accepted.to(torch.int64), dim=1).sum(dim=1)
-
-
-def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
+def _accept_block(p, q, ratio, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
     """Block verification (Sun et al.) over each row's m proposed tokens: tau ``[B]`` and the weights of
     the next token's law ``[B, V]`` (THEORY.md §4, with gamma = m per row)."""
-    batch, gamma = drafted.shape
+    batch, gamma = ratio.shape
     m = proposed.sum(dim=1)  # [B], proposals are a prefix
-    ratio = _draft_ratio(p, q, drafted, proposed)
     path = [torch.ones(batch, dtype=p.dtype, device=p.device)]  # p_0..p_gamma
     for i in range(gamma):
         path.append(torch.clamp(path[-1] * ratio[:, i], max=1.0))
@@ -133,42 +105,107 @@ def _accept_block(p, q, drafted, proposed, randomness: Randomness) -> tuple[torc
     return tau, torch.where(use_residual[:, None], residual, p[rows, tau])
 
 
-def speculative_step(target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
-                     timer: PhaseTimer | None = None) -> StepOutcome:
-    """One iteration of Algorithm 1 (or block verification); updates ``committed`` in place."""
-    timer = timer or PhaseTimer(target.device, profile=False)
-    batch, gamma = committed.tail.shape[0], config.gamma
-    held_draft = committed.draft_state.lengths - committed.draft_pending  # [B], S without its pending tail
-    held_target = committed.target_state.lengths.clone()  # [B], S without its last token
-    with timer.phase("draft"):
-        drafted, q, proposed = _draft(draft, committed, config, randomness)
-    with timer.phase("verify"):
+class SpeculativeStep:
+    """One iteration of Algorithm 1 (or block verification) in named phases: ``draft``, ``verify``,
+    ``accept`` and ``correct``, then ``rollback``. Calling it runs the iteration and updates ``committed``
+    in place. The planted-bug decoders of ``decoders.audit.mutants`` override one phase each."""
+
+    def draft_probs(self, logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
+        """The draft's distribution to sample from and the q the accept test uses: the same one. # [B, V] each"""
+        q = adjusted_probs(logits, sampling, validate=False)
+        return q, q
+
+    def draft(self, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
+        """Tokens ``[B, gamma]``, the q of the accept test ``[B, gamma, V]``, the proposed mask ``[B, gamma]``."""
+        pending = committed.draft_pending
+        first = torch.where((pending == 2)[:, None], committed.tail,
+                            torch.stack([committed.tail[:, 1], committed.tail[:, 0]], dim=1))
+        feed, counts = first, pending
+        tokens, dists, proposed = [], [], []
+        still = torch.ones_like(pending, dtype=torch.bool)
+        rows = torch.arange(len(counts), device=counts.device)
+        for _ in range(config.gamma):
+            logits = draft.forward(feed, committed.draft_state, counts)[rows, counts - 1]  # [B, V], after the last fed token
+            still = still & torch.isfinite(logits).any(dim=-1)
+            logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
+            sample_from, q = self.draft_probs(logits, config.sampling)
+            token = randomness.categorical(sample_from)
+            tokens.append(token), dists.append(q), proposed.append(still)
+            feed, counts = token[:, None], torch.ones_like(counts)
+        return torch.stack(tokens, 1), torch.stack(dists, 1), torch.stack(proposed, 1)
+
+    def verify(self, target, committed: Committed, drafted: torch.Tensor, config: SpeculativeConfig) -> torch.Tensor:
+        """One target call on the last committed token and the drafts: p ``[B, gamma + 1, V]``."""
         feed = torch.cat([committed.tail[:, 1:], drafted], dim=1)  # [B, gamma + 1]
-        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
-    with timer.phase("accept"):
-        if config.verifier == "token":
-            accepted = _accept_tokens(p, q, drafted, proposed, config.lenience, randomness)
-            rows = torch.arange(batch, device=p.device)
-            at = accepted.clamp(max=gamma - 1)
-            rejected = (accepted < gamma) & proposed[rows, at]
-            residual = (p[rows, accepted] - torch.where(rejected[:, None], q[rows, at], 0.0)).clamp(min=0.0)
-            empty = residual.sum(dim=-1, keepdim=True) <= 0  # rounding left no residual mass: fall back to p
-            next_weights = torch.where(empty, p[rows, accepted], residual)
-        else:
-            accepted, next_weights = _accept_block(p, q, drafted, proposed, randomness)
-        decided = (torch.arange(gamma, device=p.device) < (accepted + 1)[:, None]) & proposed
-        betas = torch.where(decided, torch.minimum(p[:, :-1], q).sum(dim=-1), float("nan"))
-    with timer.phase("correct"):
-        last = randomness.categorical(next_weights)  # [B]
-        tokens = torch.cat([drafted, torch.zeros_like(drafted[:, :1])], dim=1)
-        tokens[torch.arange(batch, device=last.device), accepted] = last
+        return adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
+
+    def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
+        """p_i(x_i) / q_i(x_i) at the proposed positions, 0 elsewhere. # [B, gamma]"""
+        return _draft_ratio(p, q, drafted, proposed)
+
+    def accept(self, ratio, proposed, config: SpeculativeConfig, randomness: Randomness) -> torch.Tensor:
+        """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
+        accepted = randomness.bernoulli((ratio / config.lenience).clamp(max=1.0)) & proposed  # [B, gamma]
+        return torch.cumprod(accepted.to(torch.int64), dim=1).sum(dim=1)
+
+    def next_weights(self, p, q, accepted, proposed) -> torch.Tensor:
+        """The law of the token after the accepted ones: norm(max(0, p - q)) after a rejection, else p. # [B, V]"""
+        gamma = q.shape[1]
+        rows = torch.arange(len(accepted), device=p.device)
+        at = accepted.clamp(max=gamma - 1)
+        rejected = (accepted < gamma) & proposed[rows, at]
+        residual = (p[rows, accepted] - torch.where(rejected[:, None], q[rows, at], 0.0)).clamp(min=0.0)
+        empty = residual.sum(dim=-1, keepdim=True) <= 0  # rounding left no residual mass: fall back to p
+        return torch.where(empty, p[rows, accepted], residual)
+
+    def correct(self, weights, drafted, proposed, accepted, randomness: Randomness) -> torch.Tensor:
+        """The token after the accepted ones, drawn from ``weights``. # [B]"""
+        return randomness.categorical(weights)
+
+    def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
+        """Cut both states back to the invariants of the module docstring."""
         target.truncate(committed.target_state, held_target + 1 + accepted)
         draft.truncate(committed.draft_state, held_draft + committed.draft_pending + accepted.clamp(max=gamma - 1))
-        previous = torch.where(accepted > 0, drafted[torch.arange(batch, device=drafted.device), (accepted - 1).clamp(min=0)],
-                               committed.tail[:, 1])
-        committed.tail = torch.stack([previous, last], dim=1)
-        committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)
-    return StepOutcome(tokens, accepted, betas, p, q)
+
+    def __call__(self, target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
+                 timer: PhaseTimer | None = None) -> StepOutcome:
+        timer = timer or PhaseTimer(target.device, profile=False)
+        batch, gamma = committed.tail.shape[0], config.gamma
+        rows = torch.arange(batch, device=committed.tail.device)
+        held_draft = committed.draft_state.lengths - committed.draft_pending  # [B], S without its pending tail
+        held_target = committed.target_state.lengths.clone()  # [B], S without its last token
+        with timer.phase("draft"):
+            drafted, q, proposed = self.draft(draft, committed, config, randomness)
+        with timer.phase("verify"):
+            p = self.verify(target, committed, drafted, config)
+        with timer.phase("accept"):
+            ratio = self.ratio(p, q, drafted, proposed)
+            if config.verifier == "token":
+                accepted = self.accept(ratio, proposed, config, randomness)
+                weights = self.next_weights(p, q, accepted, proposed)
+            else:
+                accepted, weights = _accept_block(p, q, ratio, proposed, randomness)
+            decided = (torch.arange(gamma, device=p.device) < (accepted + 1)[:, None]) & proposed
+            betas = torch.where(decided, torch.minimum(p[:, :-1], q).sum(dim=-1), float("nan"))
+        with timer.phase("correct"):
+            last = self.correct(weights, drafted, proposed, accepted, randomness)  # [B]
+            tokens = torch.cat([drafted, torch.zeros_like(drafted[:, :1])], dim=1)
+            tokens[rows, accepted] = last
+            self.rollback(target, draft, committed, held_target, held_draft, accepted, gamma)
+            previous = torch.where(accepted > 0, drafted[rows, (accepted - 1).clamp(min=0)], committed.tail[:, 1])
+            committed.tail = torch.stack([previous, last], dim=1)
+            committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)
+        return StepOutcome(tokens, accepted, betas, p, q)
+
+
+REFERENCE_STEP = SpeculativeStep()
+
+
+def start(target, draft, prompts: list[list[int]]) -> Committed:
+    """Prefill both models: the target and the draft hold each prompt but its last token."""
+    tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
+    return Committed(prefill(target, prompts), prefill(draft, prompts), tail,
+                     torch.ones(len(prompts), dtype=torch.int64, device=target.device))
 
 
 def _snapshot(committed: Committed) -> tuple:
@@ -186,8 +223,10 @@ def _freeze(target, draft, committed: Committed, before: tuple, done: torch.Tens
 
 @torch.no_grad()
 def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config: SpeculativeConfig,
-                         randomness: Randomness, eos: int | None = None, profile: bool = False) -> Generation:
-    """Speculative decoding of up to ``max_new_tokens`` per row; rows may accept different numbers of tokens."""
+                         randomness: Randomness, eos: int | None = None, profile: bool = False,
+                         step: SpeculativeStep = REFERENCE_STEP) -> Generation:
+    """Speculative decoding of up to ``max_new_tokens`` per row; rows may accept different numbers of tokens.
+    ``step`` is the iteration to repeat (the audits pass planted-bug variants)."""
     check_models(target, draft)
     if not isinstance(config, SpeculativeConfig):
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
@@ -198,15 +237,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     output = Output(len(prompts), max_new_tokens, eos)
     timer = PhaseTimer(target.device, profile)
     with timer.phase("prefill"):
-        committed = Committed(prefill(target, prompts), prefill(draft, prompts),
-                              torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts],
-                                           device=target.device),
-                              torch.ones(len(prompts), dtype=torch.int64, device=target.device))
+        committed = start(target, draft, prompts)
     accepted_log, betas, iterations = [], [], 0
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         before = _snapshot(committed) if len(active) < len(prompts) else None
-        outcome = speculative_step(target, draft, committed, config, randomness, timer)
+        outcome = step(target, draft, committed, config, randomness, timer)
         if before is not None:  # only once some row has finished: no extra work while all rows generate
             _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
         iterations += 1

@@ -164,12 +164,112 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+AUDIT_DRAFTS = "tabular, tinygpt, ngram, copy, random"  # decoders.audit.setups.DRAFTS (imported lazily: torch)
+AUDIT_MUTANTS = ("residual-from-p, ratio-q-over-p, q-at-temperature-1, filter-on-target-only, no-rollback, "
+                 "verify-one-late, rejected-token-kept, one-uniform, bonus-from-draft, silent-lenience")
+
+
+def _add_audit(commands) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="prove or test that a decoder samples exactly the target's distribution",
+        description="Audit a decoder configuration on tiny seeded models. By default a statistical audit: n "
+                    "sampled continuations tested with randomized PIT (Kolmogorov-Smirnov under three token "
+                    "orderings) and a G-test on the first tokens, Bonferroni-combined. With --exact, the "
+                    "decoder's exact law of the first --horizon tokens by enumerating its random choices. "
+                    "Exit status 0 when it passes, 1 when it fails, 2 for bad arguments.",
+    )
+    audit.add_argument("--decoder", choices=("speculative", "autoregressive"), default="speculative",
+                       help="the decoder to audit (default speculative)")
+    audit.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: {AUDIT_MUTANTS}")
+    audit.add_argument("--target", choices=("tabular", "tinygpt"), default="tinygpt",
+                       help="tiny target model (default tinygpt)")
+    audit.add_argument("--draft", default="tabular", help=f"tiny draft model: {AUDIT_DRAFTS} (default tabular)")
+    audit.add_argument("--vocabulary", type=int, default=5, help="vocabulary of the tiny models (default 5)")
+    audit.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
+    audit.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2)")
+    audit.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
+    audit.add_argument("--top-k", type=int, help="keep the k most likely tokens")
+    audit.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
+    audit.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
+    audit.add_argument("--prompt", type=int, nargs="+", default=[1, 2], metavar="TOKEN", help="prompt (default 1 2)")
+    audit.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4)")
+    audit.add_argument("--n", type=int, default=20_000, help="statistical: samples (default 20000)")
+    audit.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
+    audit.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
+    audit.add_argument("--exact", nargs="?", const="dp", choices=("dp", "whole-run"),
+                       help="enumerate exactly instead: dp (prefix dynamic programme, default) or whole-run")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    audit.set_defaults(run=_run_audit)
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    import torch
+
+    from decoders.audit import exact, setups, statistical
+    from decoders.audit.mutants import mutant
+    from decoders.autoregressive import generate_autoregressive
+    from decoders.sampling import Sampling
+    from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
+
+    for name in ("horizon", "n"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"{name} must be a positive integer, got {getattr(args, name)}")
+    if args.seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {args.seed}")
+    if args.mutant is not None and args.decoder != "speculative":
+        raise ValueError(f"mutants are speculative decoders, got --decoder {args.decoder}")
+    sampling = Sampling(args.temperature, args.top_k, args.top_p)
+    config = SpeculativeConfig(args.gamma, sampling, args.lenience, args.verifier)
+    step = REFERENCE_STEP if args.mutant is None else mutant(args.mutant).step
+    dtype = torch.float64 if args.exact else torch.float32
+    target = setups.tiny_target(args.target, args.vocabulary, dtype=dtype)
+    draft = setups.tiny_draft(args.draft, target, dtype=dtype) if args.decoder == "speculative" else None
+    if any(not 0 <= token < args.vocabulary for token in args.prompt):
+        raise ValueError(f"prompt tokens must be in [0, {args.vocabulary}), got {args.prompt}")
+    if args.decoder == "speculative":
+        generate = setups.speculative_run(target, draft, args.prompt, config, args.horizon, step=step)
+        described = (f"speculative ({args.mutant or 'reference'}), {args.verifier} verifier, gamma {args.gamma}, "
+                     f"lenience {args.lenience:g}, draft {args.draft}")
+    else:
+        def generate(prompts, randomness):
+            return generate_autoregressive(target, prompts, max_new_tokens=args.horizon, sampling=sampling,
+                                           randomness=randomness).tokens
+        described = "autoregressive"
+    described += f"; target {args.target}, V = {args.vocabulary}, {sampling}, prompt {args.prompt}, horizon {args.horizon}"
+    if args.exact:
+        reference = exact.autoregressive_law(target, args.prompt, sampling, args.horizon)
+        if args.exact == "dp" and args.decoder == "speculative":
+            law, branches = exact.speculative_law(target, draft, args.prompt, config, args.horizon, step=step)
+        else:
+            law, branches = exact.whole_run_law(lambda randomness: generate([args.prompt], randomness)[0])
+        report = exact.compare_laws(law, reference, method=args.exact, horizon=args.horizon, branches=branches)
+        summary = (f"exact ({args.exact}): {report.branches} branches, {report.sequences} sequences, total mass "
+                   f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total variation "
+                   f"{report.total_variation:.3g}, tolerance {report.tolerance:g}")
+    else:
+        report = statistical.audit_sampler(setups.sampler(generate, args.prompt, args.horizon), target, args.prompt,
+                                           sampling, n=args.n, horizon=args.horizon, seed=args.seed, draft=draft,
+                                           level=args.level)
+        tests = ", ".join(f"{name} {value:.3g}" for name, value in report.test_p_values.items())
+        summary = (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
+                   f"{tests}), level {report.level:g}; detects a per-position TV of {report.detectable_tv:.4f} "
+                   f"with 90% power; {report.seconds:.1f} s")
+    if args.json:
+        print(json.dumps({"decoder": described, **report.as_dict()}, indent=2, allow_nan=False))
+    else:
+        print(f"audit: {described}")
+        print(f"{summary}: {'PASS' if report.passed else 'FAIL'}")
+    return 0 if report.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description="Speculative decoding: theory, simulation, decoders, audits.")
     parser.add_argument("--version", action="version", version=f"spectheory {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
     _add_gamma(commands)
     _add_simulate(commands)
+    _add_audit(commands)
     return parser
 
 

@@ -33,11 +33,12 @@ class HistoryModel:
 
     max_context = None
 
-    def __init__(self, vocab_size: int, device: torch.device | str = "cpu") -> None:
+    def __init__(self, vocab_size: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
         self.vocab_size = vocab_size
         self.device = torch.device(device)
+        self.dtype = dtype  # of the logits (float64 for the exact audits)
 
     def new_state(self, batch_size: int) -> HistoryState:
         return HistoryState(torch.zeros(batch_size, 64, dtype=torch.int64, device=self.device),
@@ -88,7 +89,7 @@ class TabularModel(HistoryModel):
         if table.shape != (vocab_size ** order, vocab_size):
             raise ValueError(f"table must have shape (V^order, V) = ({vocab_size ** order}, {vocab_size}), "
                              f"got {tuple(table.shape)}")
-        super().__init__(vocab_size, device)
+        super().__init__(vocab_size, device, table.dtype)
         self.order = order
         self.table = table.to(self.device)
 
@@ -132,7 +133,7 @@ class UniformModel(HistoryModel):
     """The random draft: uniform over the vocabulary whatever the context."""
 
     def _logits(self, history, ends):
-        return torch.zeros(ends.shape + (self.vocab_size,), device=self.device)
+        return torch.zeros(ends.shape + (self.vocab_size,), device=self.device, dtype=self.dtype)
 
 
 class CopyDraft(HistoryModel):
@@ -142,14 +143,14 @@ class CopyDraft(HistoryModel):
     """
 
     def __init__(self, vocab_size: int, *, min_match: int = 1, max_match: int = 8,
-                 device: torch.device | str = "cpu") -> None:
-        super().__init__(vocab_size, device)
+                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(vocab_size, device, dtype)
         if not 1 <= min_match <= max_match:
             raise ValueError(f"need 1 <= min_match <= max_match, got {min_match} and {max_match}")
         self.min_match, self.max_match = min_match, max_match
 
     def _logits(self, history, ends):
-        logits = torch.full(ends.shape + (self.vocab_size,), -math.inf, device=self.device)
+        logits = torch.full(ends.shape + (self.vocab_size,), -math.inf, device=self.device, dtype=self.dtype)
         rows, ends_list = history.tolist(), ends.tolist()
         for b, row in enumerate(rows):
             for s, end in enumerate(ends_list[b]):

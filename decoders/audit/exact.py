@@ -1,0 +1,223 @@
+"""Exact audits: the law of a decoder's output, summed in float64 over every outcome of its random draws.
+
+``Enumerator`` implements the randomness interface. Row r of every draw follows ``scripts[r]`` (the
+outcome indices of its successive draws); past its script it takes the first outcome of positive
+probability and records each other one as a new script. Every row of a run is therefore one complete
+branch, with its probability, and running the recorded scripts covers every branch exactly once. The
+decoders' own code runs along every branch (DESIGN.md, "Decoders are steps plus a loop").
+
+Two ways to sum the law of the first ``horizon`` new tokens:
+
+- ``speculative_law`` (a dynamic programme over prefixes): one iteration at a time, from each reachable
+  prefix freshly prefilled, all branches of all prefixes of one length in one batch. Fast; it trusts
+  that an iteration depends on the committed prefix only, so it does not test the rollback between
+  iterations.
+- ``whole_run_law``: the full generation loop, once per branch, batch size 1, so that state carried
+  across iterations (caches, their rollback, the draft's pending tokens) is covered too.
+
+``compare_laws`` holds either against ``autoregressive_law``, the target's own law computed from fresh
+forward passes over whole prefixes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from decoders.random import Randomness
+from decoders.sampling import Sampling, adjusted_probs
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
+
+__all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "whole_run_law",
+           "compare_laws", "lenience_bound_violations", "TOLERANCE"]
+
+Law = dict  # tuple of token ids -> probability
+TOLERANCE = 1e-9  # float64 sums over at most a few thousand branches are good to ~1e-15
+
+
+class Enumerator:
+    """A ``Randomness`` that runs ``len(scripts)`` branches side by side, one per batch row.
+
+    Every draw is a set of independent draws per row: ``categorical(probs [N, ..., V])`` and
+    ``bernoulli(probs [N, ...])``, with the batch first. Their joint outcome (one index per row) is what
+    a script records. After the run ``probability: [N]`` holds each branch's probability and
+    ``branches`` the new scripts, as ``(row, script)`` pairs.
+    """
+
+    def __init__(self, scripts: Sequence[Sequence[int]]) -> None:
+        self.lengths = np.array([len(script) for script in scripts], dtype=np.int64)  # [N]
+        self.scripts = np.full((len(scripts), max(self.lengths.max(initial=0), 1)), -1, dtype=np.int64)
+        for row, script in enumerate(scripts):
+            self.scripts[row, :len(script)] = script
+        self.probability = np.ones(len(scripts))  # [N]
+        self.taken: list[np.ndarray] = []  # one [N] array of joint outcomes per draw
+        self.branches: list[tuple[int, tuple[int, ...]]] = []
+
+    @property
+    def rows(self) -> int:
+        return len(self.lengths)
+
+    def _draw(self, factors: torch.Tensor) -> np.ndarray:
+        """``factors: [N, m, K]``, each row m independent draws over K outcomes -> joint outcome ``[N]``."""
+        if factors.shape[0] != self.rows:
+            raise ValueError(f"an enumerated draw needs the batch ({self.rows} rows) first, got {tuple(factors.shape)}")
+        factors = factors.detach().to("cpu", torch.float64).numpy()
+        weights = factors[:, 0]
+        for i in range(1, factors.shape[1]):
+            weights = (weights[:, :, None] * factors[:, i, None, :]).reshape(self.rows, -1)  # [N, K^(i+1)]
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise ValueError("an enumerated draw got NaN, infinite or negative probabilities")
+        call = len(self.taken)
+        scripted = call < self.lengths  # [N]
+        possible = weights > 0
+        first = possible.argmax(axis=1)  # [N], the default outcome past the script
+        choice = np.where(scripted, self.scripts[:, min(call, self.scripts.shape[1] - 1)], first)
+        rows, outcomes = np.nonzero(possible & ~scripted[:, None] & (np.arange(weights.shape[1]) != first[:, None]))
+        if len(rows):
+            path = np.stack(self.taken, axis=1) if self.taken else np.zeros((self.rows, 0), dtype=np.int64)
+            self.branches.extend((int(r), tuple(path[r].tolist()) + (int(o),)) for r, o in zip(rows, outcomes))
+        self.probability *= weights[np.arange(self.rows), choice]
+        self.taken.append(choice)
+        return choice
+
+    @staticmethod
+    def _digits(joint: np.ndarray, m: int, k: int) -> np.ndarray:
+        """Joint outcomes ``[N]`` -> the m draws ``[N, m]`` (the first draw is the most significant digit)."""
+        return np.stack([(joint // k ** (m - 1 - i)) % k for i in range(m)], axis=1)
+
+    def categorical(self, probs: torch.Tensor) -> torch.Tensor:
+        k = probs.shape[-1]
+        flat = probs.reshape(self.rows, -1, k).to(torch.float64)  # [N, m, V]
+        joint = self._draw(flat / flat.sum(dim=-1, keepdim=True))
+        return torch.as_tensor(self._digits(joint, flat.shape[1], k), device=probs.device).reshape(probs.shape[:-1])
+
+    def bernoulli(self, probs: torch.Tensor) -> torch.Tensor:
+        p = probs.reshape(self.rows, -1).to(torch.float64).clamp(0.0, 1.0)  # [N, m]
+        joint = self._draw(torch.stack([1 - p, p], dim=-1))
+        return torch.as_tensor(self._digits(joint, p.shape[1], 2) == 1, device=probs.device).reshape(probs.shape)
+
+
+def _progress(total: int | None, description: str, progress: bool | None):
+    """A tqdm bar on stderr when it is a terminal (``progress=None``), always (True) or never (False)."""
+    return tqdm(total=total, desc=description, unit="branch", delay=1, disable=None if progress is None else not progress,
+                leave=False)
+
+
+@torch.no_grad()
+def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizon: int) -> Law:
+    """The target's law of the next ``horizon`` tokens: each prefix's conditional from a fresh forward pass."""
+    _check_horizon(horizon)
+    level = {(): 1.0}
+    for _ in range(horizon):
+        prefixes = list(level)
+        tokens = torch.tensor([list(prompt) + list(prefix) for prefix in prefixes], device=target.device)  # [K, L]
+        logits = target.forward(tokens, target.new_state(len(prefixes)))[:, -1]  # [K, V]
+        probs = adjusted_probs(logits.to(torch.float64), sampling).cpu().numpy()
+        level = {prefix + (token,): level[prefix] * probs[k, token]
+                 for k, prefix in enumerate(prefixes) for token in np.flatnonzero(probs[k] > 0).tolist()}
+    return level
+
+
+@torch.no_grad()
+def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
+                    step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None) -> tuple[Law, int]:
+    """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches,
+    by a dynamic programme over prefixes: the branches of one iteration from every prefix of one length run
+    as one batch (each prefix freshly prefilled), and their outcomes extend the prefixes."""
+    _check_horizon(horizon)
+    law, frontier, branches = defaultdict(float), {(): 1.0}, 0
+    with _progress(None, "exact (prefix DP)", progress) as bar:
+        while frontier:
+            length = min(len(prefix) for prefix in frontier)
+            prefixes = [prefix for prefix in frontier if len(prefix) == length]
+            masses = [frontier.pop(prefix) for prefix in prefixes]
+            sources, scripts = list(range(len(prefixes))), [()] * len(prefixes)
+            while scripts:
+                enumerator = Enumerator(scripts)
+                committed = start(target, draft, [list(prompt) + list(prefixes[s]) for s in sources])
+                outcome = step(target, draft, committed, config, enumerator)
+                tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
+                for row, source in enumerate(sources):
+                    child = (prefixes[source] + tuple(tokens[row][:accepted[row] + 1]))[:horizon]
+                    mass = masses[source] * enumerator.probability[row]
+                    if mass == 0:  # a script replayed where rounding has closed its branch
+                        continue
+                    if len(child) == horizon:
+                        law[child] += mass
+                    else:
+                        frontier[child] = frontier.get(child, 0.0) + mass
+                branches += enumerator.rows
+                bar.update(enumerator.rows)
+                sources = [sources[row] for row, _ in enumerator.branches]
+                scripts = [script for _, script in enumerator.branches]
+    return dict(law), branches
+
+
+def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None) -> tuple[Law, int]:
+    """The exact law of ``run(randomness)`` (one generation of batch size 1, returning its tokens) and the
+    number of branches: the whole loop is run once along every branch of its random draws."""
+    law, scripts, branches = defaultdict(float), [()], 0
+    with _progress(None, "exact (whole runs)", progress) as bar:
+        while scripts:
+            script = scripts.pop()
+            enumerator = Enumerator([script])
+            law[tuple(run(enumerator))] += enumerator.probability[0]
+            scripts.extend(new for _, new in enumerator.branches)
+            branches += 1
+            bar.update(1)
+    return dict(law), branches
+
+
+@dataclass(frozen=True)
+class ExactReport:
+    """An exact law held against the target's: max |difference| and total variation over sequences."""
+
+    method: str
+    horizon: int
+    branches: int
+    sequences: int
+    total_mass: float
+    max_abs_difference: float
+    total_variation: float
+    largest_deviations: tuple  # ((tokens, law, target law), ...), the five largest |differences|
+    tolerance: float = TOLERANCE
+
+    @property
+    def passed(self) -> bool:
+        return self.max_abs_difference <= self.tolerance
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "horizon": self.horizon, "branches": self.branches,
+                "sequences": self.sequences, "total_mass": self.total_mass,
+                "max_abs_difference": self.max_abs_difference, "total_variation": self.total_variation,
+                "largest_deviations": [{"tokens": list(tokens), "law": law, "target": target}
+                                       for tokens, law, target in self.largest_deviations],
+                "tolerance": self.tolerance, "passed": self.passed}
+
+
+def compare_laws(law: Law, reference: Law, *, method: str, horizon: int, branches: int) -> ExactReport:
+    """Max absolute difference and total variation, 1/2 sum |law - reference|, over the union of supports."""
+    sequences = sorted(set(law) | set(reference))
+    differences = np.array([law.get(s, 0.0) - reference.get(s, 0.0) for s in sequences])
+    order = np.argsort(-np.abs(differences))[:5]
+    return ExactReport(method, horizon, branches, len(sequences), math.fsum(law.values()),
+                       float(np.abs(differences).max(initial=0.0)), 0.5 * math.fsum(np.abs(differences)),
+                       tuple((sequences[i], law.get(sequences[i], 0.0), reference.get(sequences[i], 0.0)) for i in order))
+
+
+def lenience_bound_violations(law: Law, reference: Law, lenience: float, *, slack: float = 1e-12) -> list[tuple]:
+    """Sequences sampled with probability above p(sequence) / l^length, the guarantee of lenience l
+    (Leviathan et al. A.5: no token above p(x) / l, so no sequence above the product)."""
+    return [tokens for tokens, probability in law.items()
+            if probability > reference.get(tokens, 0.0) / lenience ** len(tokens) + slack]
+
+
+def _check_horizon(horizon: int) -> None:
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")

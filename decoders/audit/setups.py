@@ -1,0 +1,95 @@
+"""What the audits run on: tiny seeded float64 models, and decoders wrapped as black-box samplers.
+
+The tiny models are small enough for exact enumeration (vocabulary <= 5) and have peaked, varied
+conditionals, so that a wrong sampler moves visible mass. Everything is float64: the exact audit compares
+laws to 1e-9, beyond float32's resolution.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from tqdm import tqdm
+
+from decoders.autoregressive import generate_autoregressive
+from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.random import Randomness, TorchRandomness
+from decoders.sampling import Sampling
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative
+
+__all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run"]
+
+TARGETS = ("tabular", "tinygpt")
+DRAFTS = ("tabular", "tinygpt", "ngram", "copy", "random")
+EMBEDDING_STD = 0.3  # peaked but varied conditionals at this size (a fresh TinyGPT's are nearly uniform)
+
+
+def _tiny_gpt(vocab_size: int, seed: int, d_model: int, dtype: torch.dtype) -> TinyGPT:
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)  # parameter initialisation only; the global state is restored
+    model = TinyGPT(TinyGPTConfig(vocab_size, d_model=d_model, n_layer=1, n_head=2, max_context=64))
+    torch.nn.init.normal_(model.embed.weight, std=EMBEDDING_STD)
+    torch.random.set_rng_state(generator_state)
+    return model.to(dtype).eval()
+
+
+def _check_vocabulary(vocab_size: int) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not 2 <= vocab_size <= 64:
+        raise ValueError(f"vocab_size must be an integer in [2, 64] for the tiny models, got {vocab_size!r}")
+
+
+def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = torch.float64):
+    """A tabular (order 2) or TinyGPT target; float32 suffices for statistical audits and is faster."""
+    _check_vocabulary(vocab_size)
+    if kind == "tabular":
+        return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 2, dtype=dtype)
+    if kind == "tinygpt":
+        return _tiny_gpt(vocab_size, seed, 16, dtype)
+    raise ValueError(f"target must be one of {TARGETS}, got {kind!r}")
+
+
+def tiny_draft(kind: str, target, seed: int = 1, dtype: torch.dtype = torch.float64):
+    """A draft for ``target``: an order-1 table, a smaller TinyGPT, a bigram fitted on the target's
+    samples, the copy draft (prompt lookup) or the uniform random draft."""
+    vocab_size = target.vocab_size
+    if kind == "tabular":
+        return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 1, dtype=dtype)
+    if kind == "tinygpt":
+        return _tiny_gpt(vocab_size, seed, 8, dtype)
+    if kind == "ngram":
+        prompts = [[token] for token in range(vocab_size)] * 8
+        samples = generate_autoregressive(target, prompts, max_new_tokens=24, sampling=Sampling(1.0),
+                                          randomness=TorchRandomness(torch.Generator().manual_seed(seed)))
+        fitted = NGramModel.fit([prompt + list(row) for prompt, row in zip(prompts, samples.tokens)], vocab_size, 2)
+        return NGramModel(fitted.table.to(dtype), fitted.order)
+    if kind == "copy":
+        return CopyDraft(vocab_size, dtype=dtype)
+    if kind == "random":
+        return UniformModel(vocab_size, dtype=dtype)
+    raise ValueError(f"draft must be one of {DRAFTS}, got {kind!r}")
+
+
+def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
+                    step: SpeculativeStep = REFERENCE_STEP) -> Callable[[list, Randomness], tuple]:
+    """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row."""
+    def generate(prompts, randomness):
+        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config,
+                                    randomness=randomness, step=step).tokens
+    return generate
+
+
+def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int], horizon: int, *,
+            batch: int = 8192, progress: bool | None = None) -> Callable[[int, torch.Generator], torch.Tensor]:
+    """``sample(n, generator) -> [n, horizon]``: ``generate`` run in batches of ``batch`` copies of the prompt."""
+    def sample(n: int, generator: torch.Generator) -> torch.Tensor:
+        randomness, rows = TorchRandomness(generator), []
+        with tqdm(total=n, desc="sampling", unit="seq", delay=1, leave=False,
+                  disable=None if progress is None else not progress) as bar:
+            for begin in range(0, n, batch):
+                size = min(batch, n - begin)
+                rows.extend(generate([list(prompt)] * size, randomness))
+                bar.update(size)
+        return torch.tensor(rows, dtype=torch.int64).reshape(n, horizon)
+    return sample

@@ -1,0 +1,172 @@
+"""Statistical audits of black-box samplers against a target model's law.
+
+``audit_sampler`` draws n continuations and tests them with the sequential randomized probability
+integral transform: for token y_t after prefix y_<t, u = F_t(y_t - 1) + V p_t(y_t) with V ~ U(0, 1),
+where p_t is the target's adjusted conditional and F_t its CDF under a token ordering. Exactly when the
+sampler draws from the target, every u is U(0, 1), independently across positions and samples
+(Rosenblatt's transform). Each position is tested with Kolmogorov-Smirnov under three orderings: by
+token id, by target probability, and by draft/target ratio when a draft is given (the ratio is where
+the classic q-mismatch bugs move mass). A G-test on the joint law of the first tokens (exact from the
+target, when the table is small enough for n) and a support check (a token of target probability 0
+refutes the sampler outright) complete it. The combined p-value is Bonferroni's over all tests.
+
+Power: a deviation at one position whose excess mass is contiguous in one of the orderings (e.g. mass
+moved to the likeliest tokens, what a temperature or filtering bug does) shifts that position's PIT
+CDF by exactly its total variation. ``detectable_tv`` is the smallest such total variation detected with
+probability >= 90% at this n and level: the KS critical value plus 1.2816 times the largest standard
+deviation of an empirical CDF (1/2), over sqrt(n) (Kolmogorov's asymptotic tail 2 exp(-2 n d^2)).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from scipy import stats
+
+from decoders.audit.exact import autoregressive_law
+from decoders.sampling import Sampling, adjusted_probs
+
+__all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv"]
+
+ORDERINGS = ("id", "target_probability", "draft_ratio")
+POWER_Z = 1.2815515655446004  # the standard normal's 0.9 quantile
+MIN_EXPECTED = 5.0  # G-test cells expected to hold fewer samples are pooled
+CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """``p_value`` is the Bonferroni combination of every test (``tests`` of them); ``passed`` when it is at
+    least ``level``. ``test_p_values`` holds each test's own p-value (per ordering: its smallest
+    per-position p times the horizon), ``position_p_values`` the per-ordering, per-position KS p-values."""
+
+    passed: bool
+    p_value: float
+    level: float
+    n: int
+    horizon: int
+    tests: int
+    test_p_values: dict
+    position_p_values: dict
+    joint_tokens: int  # length of the prefix whose joint law was G-tested (0: none)
+    impossible_tokens: int  # sampled tokens of target probability 0
+    detectable_tv: float
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
+                "horizon": self.horizon, "tests": self.tests, "test_p_values": dict(self.test_p_values),
+                "position_p_values": {k: list(v) for k, v in self.position_p_values.items()},
+                "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
+                "detectable_tv": self.detectable_tv, "seconds": self.seconds}
+
+
+def detectable_tv(n: int, tests: int, level: float) -> float:
+    """The per-position total variation detected with 90% power (module docstring)."""
+    critical = math.sqrt(math.log(2 * tests / level) / 2)  # sqrt(n) D exceeds it with probability level / tests
+    return (critical + POWER_Z * 0.5) / math.sqrt(n)
+
+
+@torch.no_grad()
+def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
+    one forward pass. Rows where the model has no finite logit (a draft with no proposal) are all zeros."""
+    prompt = torch.as_tensor(list(prompt), dtype=torch.int64)
+    tokens = torch.cat([prompt.expand(len(continuations), -1), continuations.cpu()], dim=1).to(model.device)
+    logits = model.forward(tokens[:, :-1], model.new_state(len(tokens)))[:, len(prompt) - 1:]  # [b, T, V]
+    finite = torch.isfinite(logits).any(dim=-1, keepdim=True)
+    probs = adjusted_probs(torch.where(finite, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
+    return torch.where(finite, probs, 0.0).cpu()
+
+
+def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:
+    """p_t(y_t) ``[n, T]`` and, per ordering, F_t(y_t - 1) ``[n, T]``, a chunk of samples at a time."""
+    p_y, ahead = [], {order: [] for order in orderings}
+    for begin in range(0, len(tokens), CHUNK):
+        y = tokens[begin:begin + CHUNK]
+        p = conditionals(target, prompt, y, sampling)  # [b, T, V]
+        q = conditionals(draft, prompt, y, sampling) if draft is not None else None
+        p_y.append(torch.gather(p, -1, y[..., None])[..., 0])
+        for order in orderings:
+            ahead[order].append(_ahead(p, y, order, q))
+    return torch.cat(p_y), {order: torch.cat(parts) for order, parts in ahead.items()}
+
+
+def _ahead(p: torch.Tensor, y: torch.Tensor, order: str, q: torch.Tensor | None) -> torch.Tensor:
+    """Mass F_t(y_t - 1) of the tokens ordered before y_t. ``p, q: [n, T, V]``, ``y: [n, T]`` -> ``[n, T]``."""
+    ids = torch.arange(p.shape[-1])
+    before_in_id = ids < y[..., None]  # ties broken by id
+    if order == "id":
+        mask = before_in_id
+    elif order == "target_probability":  # likeliest first
+        p_y = torch.gather(p, -1, y[..., None])
+        mask = (p > p_y) | ((p == p_y) & before_in_id)
+    else:  # largest q / p first, compared as q(x) p(y) > q(y) p(x) so that p = 0 needs no division
+        p_y, q_y = torch.gather(p, -1, y[..., None]), torch.gather(q, -1, y[..., None])
+        left, right = q * p_y, q_y * p
+        mask = (left > right) | ((left == right) & before_in_id)
+    return (p * mask).sum(dim=-1)
+
+
+def _joint_test(tokens: np.ndarray, target, prompt, sampling: Sampling, n: int) -> tuple[int, float]:
+    """G-test of the first k tokens' joint law, k the longest prefix (at most 3) with V^k <= n / 5."""
+    vocab, horizon = target.vocab_size, tokens.shape[1]
+    k = 0
+    while k < min(horizon, 3) and vocab ** (k + 1) * MIN_EXPECTED <= n:
+        k += 1
+    if k == 0:
+        return 0, 1.0
+    law = autoregressive_law(target, prompt, sampling, k)
+    cells = {prefix: i for i, prefix in enumerate(law)}
+    expected = np.array([law[prefix] for prefix in cells]) * n
+    index = np.array([cells.get(tuple(row), -1) for row in tokens[:, :k].tolist()])
+    observed = np.bincount(index[index >= 0], minlength=len(cells)).astype(float)  # outside the support: counted apart
+    small = expected < MIN_EXPECTED
+    if small.any():
+        observed = np.append(observed[~small], observed[small].sum())
+        expected = np.append(expected[~small], expected[small].sum())
+    expected *= observed.sum() / expected.sum()
+    if len(expected) < 2:
+        return k, 1.0
+    return k, float(stats.power_divergence(observed, expected, lambda_="log-likelihood").pvalue)
+
+
+def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target, prompt: Sequence[int],
+                  sampling: Sampling, *, n: int, horizon: int, seed: int, draft=None, level: float = 0.01) -> AuditReport:
+    """Test that ``sample(n, generator) -> [n, horizon]`` continuations of ``prompt`` follow ``target``'s law
+    under ``sampling`` (``target`` and ``draft`` are models of the project's protocol)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    started = time.perf_counter()
+    generator = torch.Generator().manual_seed(int(seed))
+    tokens = torch.as_tensor(sample(n, generator)).cpu().to(torch.int64)
+    if tokens.shape != (n, horizon):
+        raise ValueError(f"sample(n, generator) must return shape ({n}, {horizon}), got {tuple(tokens.shape)}")
+    if bool(((tokens < 0) | (tokens >= target.vocab_size)).any()):
+        raise ValueError(f"sampled tokens must be in [0, {target.vocab_size})")
+    orderings = ORDERINGS if draft is not None else ORDERINGS[:2]
+    p_y, ahead = _pit_terms(target, draft, prompt, tokens, sampling, orderings)  # [n, T] each
+    noise = torch.rand(n, horizon, generator=generator, dtype=torch.float64)
+    position_p = {}
+    for order in orderings:
+        u = (ahead[order] + noise * p_y).clamp(0.0, 1.0).numpy()  # [n, T], i.i.d. U(0, 1) under the target
+        position_p[order] = tuple(float(stats.kstest(u[:, t], "uniform").pvalue) for t in range(horizon))
+    joint_tokens, joint_p = _joint_test(tokens.numpy(), target, prompt, sampling, n)
+    impossible = int((p_y <= 0).sum())
+    raw = [value for values in position_p.values() for value in values] + [joint_p]
+    tests = len(raw) + 1  # and the support check
+    test_p = {f"pit_{order}": min(1.0, horizon * min(values)) for order, values in position_p.items()}
+    test_p["joint_first_tokens"] = joint_p
+    test_p["support"] = 0.0 if impossible else 1.0
+    combined = 0.0 if impossible else min(1.0, tests * min(raw))
+    return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, joint_tokens,
+                       impossible, detectable_tv(n, tests, level), time.perf_counter() - started)
