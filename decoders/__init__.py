@@ -2,6 +2,7 @@
 
 ``sampling`` (logits -> sampled distribution), ``random`` (the randomness interface), ``models`` (the
 model protocol and its implementations), ``autoregressive``, ``speculative`` and ``blockwise`` (the
-decoders, each a step function plus a loop), ``results`` (what every run returns). Audits, training,
-the model zoo and the speed harness come next.
+decoders, each a step function plus a loop), ``results`` (what every run returns), ``audit`` (exact and
+statistical distribution-preservation audits, planted-bug decoders). Training, the model zoo and the
+speed harness come next.
 """

@@ -11,6 +11,7 @@ import pytest
 import torch
 from scipy import stats
 
+from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
@@ -176,18 +177,14 @@ def three_token_p_value(generation, target, sampling) -> float:
 
 
 @pytest.mark.parametrize("verifier", ("token", "block"))
-def test_sampled_law_negative_control_fails(monkeypatch, verifier):
-    """The same test has power: with the draft's q misreported to the accept test as a flatter one
-    (the classic q mismatch), the law moves and the p-value falls below 1e-4."""
-    import decoders.speculative as speculative
-
-    true_ratio = speculative._draft_ratio
-    monkeypatch.setattr(speculative, "_draft_ratio", lambda p, q, drafted, proposed: true_ratio(
-        p, torch.full_like(q, 1.0 / q.shape[-1]), drafted, proposed))
+def test_sampled_law_negative_control_fails(verifier):
+    """The same test has power: with the accept ratio inverted to q/p (a planted bug from
+    decoders.audit.mutants), the law moves and the p-value falls below 1e-4."""
     generator = torch.Generator().manual_seed(3)
     target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
     generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
-                                      config=SpeculativeConfig(2, Sampling(1.0), verifier=verifier))
+                                      config=SpeculativeConfig(2, Sampling(1.0), verifier=verifier),
+                                      step=mutant("ratio-q-over-p").step)
     assert three_token_p_value(generation, target, Sampling(1.0)) < 1e-4
 
 

@@ -26,12 +26,8 @@ class ResidualFromTarget(SpeculativeStep):
 
 class InvertedRatio(SpeculativeStep):
     def ratio(self, p, q, drafted, proposed):
-        return _draft_ratio(q_as_p(q, p), p[:, :-1], drafted, proposed)  # q / p instead of p / q
-
-
-def q_as_p(q, p):
-    """q padded to p's gamma + 1 positions, so that ``_draft_ratio`` reads q where it reads p."""
-    return torch.cat([q, p[:, -1:]], dim=1)
+        q_in_place_of_p = torch.cat([q, p[:, -1:]], dim=1)  # [B, gamma + 1, V], read where p is read
+        return _draft_ratio(q_in_place_of_p, p[:, :-1], drafted, proposed)  # q / p instead of p / q
 
 
 class DraftTestedAtTemperatureOne(SpeculativeStep):

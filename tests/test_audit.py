@@ -1,0 +1,279 @@
+"""The audits against the target's autoregressive law, the planted-bug decoders they must catch, and
+their calibration.
+
+Exact audits compare laws to 1e-9 (``TOLERANCE``); a deviation counts as caught above 1e-6. Statistical
+audits use fixed seeds: a correct decoder fails one at level ``LEVEL`` with probability at most 1e-4
+(Bonferroni), and a mutant counts as caught at p < 1e-4.
+"""
+
+import itertools
+import json
+
+import pytest
+import torch
+from scipy import stats
+
+from decoders.audit.exact import (TOLERANCE, Enumerator, autoregressive_law, compare_laws, lenience_bound_violations,
+                                  speculative_law, whole_run_law)
+from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
+from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
+from decoders.autoregressive import generate_autoregressive
+from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
+from decoders.random import TorchRandomness
+from decoders.sampling import GREEDY, Sampling
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
+from spectheory.cli import AUDIT_DRAFTS, AUDIT_MUTANTS, main
+
+SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
+             "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}
+PROMPT = [1, 2]
+CAUGHT = 1e-6
+STATISTICAL_N = 50_000  # the issue's bound for catching every mutant
+MUTANT_GAMMA, MUTANT_HORIZON = 2, 4
+
+
+def exact_report(law_and_branches, target, sampling, horizon, method="dp"):
+    law, branches = law_and_branches
+    return compare_laws(law, autoregressive_law(target, PROMPT, sampling, horizon), method=method, horizon=horizon,
+                        branches=branches)
+
+
+@pytest.fixture(scope="module")
+def tabular_target():
+    return tiny_target("tabular", 5)
+
+
+@pytest.fixture(scope="module")
+def gpt_target():
+    return tiny_target("tinygpt", 5)
+
+
+@pytest.mark.parametrize("draft_kind", DRAFTS)
+def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind):
+    """Every verifier x sampling x gamma 1-3 from every draft: V = 5, T = 4, exact to 1e-9."""
+    draft = tiny_draft(draft_kind, tabular_target)
+    for verifier, (name, sampling), gamma in itertools.product(("token", "block"), SAMPLINGS.items(), (1, 2, 3)):
+        config = SpeculativeConfig(gamma, sampling, verifier=verifier)
+        report = exact_report(speculative_law(tabular_target, draft, PROMPT, config, 4), tabular_target, sampling, 4)
+        assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (verifier, name, gamma, report.as_dict())
+
+
+@pytest.mark.parametrize("target_kind, draft_kind, gamma", [("tinygpt", "tabular", 2), ("tinygpt", "copy", 1),
+                                                            ("tinygpt", "tinygpt", 1), ("tabular", "ngram", 1)])
+def test_exact_whole_run_law_against_autoregressive(target_kind, draft_kind, gamma):
+    """The full loop, caches and rollback included, along every branch (V = 3, T = 3: several iterations,
+    some after a fully accepted one)."""
+    target = tiny_target(target_kind, 3)
+    draft = tiny_draft(draft_kind, target)
+    for sampling in (Sampling(1.0), Sampling(1.0, top_k=2)):
+        generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(gamma, sampling), 3)
+        report = exact_report(whole_run_law(lambda randomness: generate([PROMPT], randomness)[0]), target,
+                              sampling, 3, "whole-run")
+        assert report.passed and report.branches > 20, report.as_dict()
+
+
+def test_exact_lenience_deviates_within_its_bound(tabular_target):
+    """Lenience l < 1 is reported as deviating, and no sequence exceeds p / l^length; the bound of l = 1
+    (exactness) is violated, so the check has power."""
+    draft = tiny_draft("tabular", tabular_target)
+    for lenience in (0.5, 0.8):
+        law, branches = speculative_law(tabular_target, draft, PROMPT, SpeculativeConfig(2, Sampling(1.0), lenience), 4)
+        reference = autoregressive_law(tabular_target, PROMPT, Sampling(1.0), 4)
+        report = compare_laws(law, reference, method="dp", horizon=4, branches=branches)
+        assert report.max_abs_difference > CAUGHT and not report.passed
+        assert lenience_bound_violations(law, reference, lenience) == []
+        assert len(lenience_bound_violations(law, reference, 1.0)) > 0
+
+
+def test_exact_blockwise_criteria_against_greedy_target(gpt_target):
+    """Exact-match blockwise decoding is the target's greedy law; the approximate criteria deviate."""
+    model = BlockwiseGPT(gpt_target, 4).to(torch.float64).eval()
+    for config, exact in ((BlockwiseConfig(), True), (BlockwiseConfig("top_k", top_k=3), False),
+                          (BlockwiseConfig("distance", epsilon=2), False)):
+        report = exact_report(whole_run_law(lambda randomness: generate_blockwise(
+            model, [PROMPT], max_new_tokens=4, config=config).tokens[0]), model, GREEDY, 4, "whole-run")
+        assert report.passed == exact and (exact or report.max_abs_difference > CAUGHT), (config, report.as_dict())
+
+
+def mutant_models(gpt_target):
+    return gpt_target, tiny_draft("tabular", gpt_target)
+
+
+@pytest.mark.parametrize("bug", MUTANTS, ids=lambda bug: bug.name)
+def test_mutant_caught_by_exact_audit(gpt_target, bug):
+    """The prefix DP for bugs within an iteration; whole runs for the one between iterations (no rollback),
+    which the DP, prefilling every prefix afresh, cannot see."""
+    target, draft = mutant_models(gpt_target)
+    config = SpeculativeConfig(MUTANT_GAMMA, bug.shows_with)
+    if bug.name == "no-rollback":
+        small_target = tiny_target("tinygpt", 3)
+        small_draft = tiny_draft("tabular", small_target)
+        generate = speculative_run(small_target, small_draft, PROMPT, SpeculativeConfig(1, bug.shows_with), 3,
+                                   step=bug.step)
+        report = exact_report(whole_run_law(lambda randomness: generate([PROMPT], randomness)[0]), small_target,
+                              bug.shows_with, 3, "whole-run")
+        dp = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON, step=bug.step), target,
+                          bug.shows_with, MUTANT_HORIZON)
+        assert dp.passed  # documented blind spot of the DP
+    else:
+        report = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON, step=bug.step), target,
+                              bug.shows_with, MUTANT_HORIZON)
+        reference = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON), target,
+                                 bug.shows_with, MUTANT_HORIZON)
+        assert reference.passed
+    assert report.max_abs_difference > CAUGHT and not report.passed, report.as_dict()
+
+
+@pytest.fixture(scope="module")
+def float32_models():
+    target = tiny_target("tinygpt", 5, dtype=torch.float32)
+    return target, tiny_draft("tabular", target, dtype=torch.float32)
+
+
+def statistical_audit(models, step, sampling, seed=0, n=STATISTICAL_N):
+    target, draft = models
+    generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, sampling), MUTANT_HORIZON,
+                               step=step)
+    return audit_sampler(sampler(generate, PROMPT, MUTANT_HORIZON), target, PROMPT, sampling, n=n,
+                         horizon=MUTANT_HORIZON, seed=seed, draft=draft)
+
+
+@pytest.mark.parametrize("bug", MUTANTS, ids=lambda bug: bug.name)
+def test_mutant_caught_by_statistical_audit(float32_models, bug):
+    report = statistical_audit(float32_models, bug.step, bug.shows_with)
+    assert report.p_value < 1e-4 and not report.passed, report.test_p_values
+
+
+@pytest.mark.parametrize("sampling", SAMPLINGS.values(), ids=SAMPLINGS.keys())
+def test_reference_passes_statistical_audit(float32_models, sampling):
+    report = statistical_audit(float32_models, REFERENCE_STEP, sampling)
+    assert report.passed and report.impossible_tokens == 0, report.test_p_values  # fails with probability <= 0.01
+    assert report.n == STATISTICAL_N and len(report.position_p_values["draft_ratio"]) == MUTANT_HORIZON
+
+
+def direct_sampler(target, sampling, horizon, first_token_shift=0.0):
+    """Autoregressive sampling from ``target``; with ``first_token_shift`` d the first token is drawn from
+    (1 - d) p + d e_top, e_top the likeliest token: total variation d (1 - p(top)) at position 0."""
+    def sample(n, generator):
+        randomness = TorchRandomness(generator)
+        p = conditionals(target, PROMPT, torch.zeros(1, 1, dtype=torch.int64), sampling)[0, 0]  # [V]
+        shifted = (1 - first_token_shift) * p + first_token_shift * torch.nn.functional.one_hot(p.argmax(), len(p))
+        first = randomness.categorical(shifted.expand(n, -1))
+        rest = generate_autoregressive(target, [PROMPT + [token] for token in first.tolist()],
+                                       max_new_tokens=horizon - 1, sampling=sampling, randomness=randomness)
+        return torch.cat([first[:, None], torch.tensor(rest.tokens)], dim=1)
+    return sample
+
+
+def test_statistical_audit_calibration_against_binomial_interval():
+    """Over 200 seeded audits of a correct sampler the rejection count at level 0.01 lies in the 99%
+    binomial interval of Bin(200, 0.01) or below it (Bonferroni is conservative); without the correction
+    (the smallest raw p-value against the level) the same audits reject far too often."""
+    target = tiny_target("tabular", 5, dtype=torch.float32)
+    draft = tiny_draft("tabular", target, dtype=torch.float32)
+    generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(2, Sampling(1.0)), 6)
+    reports = [audit_sampler(sampler(generate, PROMPT, 6), target, PROMPT, Sampling(1.0), n=1000, horizon=6,
+                             seed=seed, draft=draft) for seed in range(200)]
+    rejections = sum(not report.passed for report in reports)
+    low, high = stats.binom.interval(0.99, 200, 0.01)
+    uncorrected = sum(min(min(values) for values in report.position_p_values.values()) < 0.01 for report in reports)
+    print(f"rejections {rejections}/200, 99% interval [{low:.0f}, {high:.0f}], uncorrected {uncorrected}/200")
+    assert rejections <= high
+    assert uncorrected > high  # the negative control: a miscalibrated audit fails this test
+
+
+def test_statistical_audit_power_at_detectable_tv():
+    """A first-token deviation of exactly ``detectable_tv`` (mass moved to the likeliest token) is
+    rejected in at least 80 of 100 seeded audits; at 90% power a count below 80 has probability < 0.002."""
+    target = tiny_target("tabular", 5, dtype=torch.float32)
+    sampling, n, horizon = Sampling(1.0), 2000, 3
+    tests = 2 * horizon + 2
+    p = conditionals(target, PROMPT, torch.zeros(1, 1, dtype=torch.int64), sampling)[0, 0]
+    shift = detectable_tv(n, tests, 0.01) / (1 - float(p.max()))
+    reports = [audit_sampler(direct_sampler(target, sampling, horizon, shift), target, PROMPT, sampling, n=n,
+                             horizon=horizon, seed=seed) for seed in range(100)]
+    assert reports[0].tests == tests
+    rejections = sum(not report.passed for report in reports)
+    print(f"rejections at the detectable TV {reports[0].detectable_tv:.4f}: {rejections}/100")
+    assert rejections >= 80
+
+
+def test_statistical_audit_of_direct_sampling_and_a_shifted_one():
+    target = tiny_target("tabular", 5, dtype=torch.float32)
+    fair = audit_sampler(direct_sampler(target, Sampling(0.7), 3), target, PROMPT, Sampling(0.7), n=5000, horizon=3,
+                         seed=1)
+    shifted = audit_sampler(direct_sampler(target, Sampling(0.7), 3, 0.2), target, PROMPT, Sampling(0.7), n=5000,
+                            horizon=3, seed=1)
+    assert fair.passed and fair.joint_tokens == 3 and fair.tests == 2 * 3 + 2
+    assert shifted.p_value < 1e-4
+
+
+def test_statistical_audit_support_check():
+    """A token outside top-k's support refutes the sampler outright."""
+    target = tiny_target("tabular", 5, dtype=torch.float32)
+    sample = direct_sampler(target, Sampling(1.0), 2)  # unfiltered, audited against top-k 2
+    report = audit_sampler(sample, target, PROMPT, Sampling(1.0, top_k=2), n=500, horizon=2, seed=0)
+    assert report.impossible_tokens > 0 and report.p_value == 0 and not report.passed
+
+
+@pytest.mark.parametrize("kwargs, fragment", [({"n": 1}, "n must"), ({"horizon": 0}, "horizon must"),
+                                              ({"level": 1.5}, "level must"), ({"horizon": 3}, "must return shape")])
+def test_statistical_audit_bad_input_raises_value_errors(kwargs, fragment):
+    target = tiny_target("tabular", 5, dtype=torch.float32)
+    arguments = dict(n=100, horizon=2, seed=0) | kwargs
+    with pytest.raises(ValueError, match=fragment):
+        audit_sampler(direct_sampler(target, Sampling(1.0), 2), target, PROMPT, Sampling(1.0), **arguments)
+
+
+def test_enumerator_branches_against_product_law():
+    """Two sources, a joint bernoulli pair and a categorical each: every branch once, probabilities summing
+    to 1 per source, as in the product law written out by hand."""
+    bernoulli = torch.tensor([[0.25, 1.0], [0.5, 0.0]])  # [source, 2]
+    categorical = torch.tensor([[0.0, 2.0, 2.0], [1.0, 0.0, 3.0]])  # unnormalised rows
+    sources, scripts, outcomes, runs = [0, 1], [(), ()], {}, 0
+    while scripts:
+        enumerator = Enumerator(scripts)
+        bits = enumerator.bernoulli(bernoulli[sources])  # [N, 2]
+        token = enumerator.categorical(categorical[sources])  # [N]
+        for row, source in enumerate(sources):
+            key = (source, tuple(bits[row].tolist()), int(token[row]))
+            assert key not in outcomes
+            outcomes[key] = enumerator.probability[row]
+        runs += 1
+        sources = [sources[row] for row, _ in enumerator.branches]
+        scripts = [script for _, script in enumerator.branches]
+    assert outcomes == pytest.approx({(0, (False, True), 1): 0.375, (0, (False, True), 2): 0.375,
+                                      (0, (True, True), 1): 0.125, (0, (True, True), 2): 0.125,
+                                      (1, (False, False), 0): 0.125, (1, (False, False), 2): 0.375,
+                                      (1, (True, False), 0): 0.125, (1, (True, False), 2): 0.375}, abs=1e-15)
+    assert runs == 3  # defaults first, then the branches of the first draw and of the second
+
+
+def test_audit_cli_exit_status_and_json(capsys):
+    assert main(["audit", "--exact", "--gamma", "1", "--horizon", "3", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] and document["max_abs_difference"] < TOLERANCE and document["method"] == "dp"
+    assert main(["audit", "--mutant", "residual-from-p", "--n", "5000", "--horizon", "3", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert not document["passed"] and document["p_value"] < 1e-4 and document["n"] == 5000
+    assert set(document["test_p_values"]) == {"pit_id", "pit_target_probability", "pit_draft_ratio",
+                                              "joint_first_tokens", "support"}
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
+    (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
+    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
+    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative"),
+])
+def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
+    assert main(["audit", *argv]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and fragment in error and error.startswith("spectheory audit: error:")
+
+
+def test_audit_cli_help_names_every_draft_and_mutant():
+    assert AUDIT_DRAFTS.split(", ") == list(DRAFTS)
+    assert AUDIT_MUTANTS.split(", ") == [bug.name for bug in MUTANTS]
+    assert mutant("one-uniform").name == "one-uniform"
