@@ -239,12 +239,13 @@ def _run_audit(args: argparse.Namespace) -> int:
     described += f"; target {args.target}, V = {args.vocabulary}, {sampling}, prompt {args.prompt}, horizon {args.horizon}"
     if args.exact:
         reference = exact.autoregressive_law(target, args.prompt, sampling, args.horizon)
-        if args.exact == "dp" and args.decoder == "speculative":
+        method = args.exact if args.decoder == "speculative" else "whole-run"  # the DP is speculative's
+        if method == "dp":
             law, branches = exact.speculative_law(target, draft, args.prompt, config, args.horizon, step=step)
         else:
             law, branches = exact.whole_run_law(lambda randomness: generate([args.prompt], randomness)[0])
-        report = exact.compare_laws(law, reference, method=args.exact, horizon=args.horizon, branches=branches)
-        summary = (f"exact ({args.exact}): {report.branches} branches, {report.sequences} sequences, total mass "
+        report = exact.compare_laws(law, reference, method=method, horizon=args.horizon, branches=branches)
+        summary = (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
                    f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total variation "
                    f"{report.total_variation:.3g}, tolerance {report.tolerance:g}")
     else:
