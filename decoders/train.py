@@ -76,7 +76,7 @@ def _learning_rate(config: TrainConfig, step: int) -> float:
 
 def _loss(model: TinyGPT, windows: torch.Tensor) -> torch.Tensor:
     windows = windows.to(model.device)
-    logits = model.logits_of_sequences(windows[:, :-1])  # [B, C, V]
+    logits = model.training_logits(windows[:, :-1])  # [B, C, V]
     return F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten())
 
 

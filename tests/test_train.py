@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from decoders.corpus import VOCAB_SIZE, Corpus, encode
-from decoders.models.tinygpt import TinyGPTConfig
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.train import TrainConfig, load_checkpoint, train_language_model
 
 TEXT = "def add(x, y):\n    return x + y\n\n" * 200
@@ -47,3 +47,10 @@ def test_resumed_training_against_straight_through(tmp_path):
         assert torch.equal(a, b)
     loaded, entries = load_checkpoint(path)
     assert entries["step"] == 30 and torch.equal(loaded.embed.weight, straight.embed.weight)
+
+
+def test_training_logits_against_cached_forward():
+    model = TinyGPT(TinyGPTConfig(VOCAB_SIZE, d_model=32, n_layer=3, n_head=4, max_context=40)).eval()
+    tokens = torch.randint(0, VOCAB_SIZE, (3, 40), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.allclose(model.training_logits(tokens), model.logits_of_sequences(tokens), atol=1e-5)

@@ -65,16 +65,20 @@ class _Block(nn.Module):
                                  nn.Linear(4 * config.d_model, config.d_model))
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x, layer_keys, layer_values, write_at, mask):
-        """x: [B, S, D]; layer caches [B, H, L, Dh]; write_at: [B, S] positions; mask: [B, 1, S, K]."""
+    def forward(self, x, layer_keys=None, layer_values=None, write_at=None, mask=None):
+        """x: [B, S, D]; layer caches [B, H, L, Dh]; write_at: [B, S] positions; mask: [B, 1, S, K].
+        Without caches, causal attention over x alone (training: no in-place writes under autograd)."""
         batch, new, width = x.shape
         q, k, v = self.qkv(self.norm_attention(x)).split(width, dim=-1)
         q, k, v = (t.view(batch, new, self.n_head, -1).transpose(1, 2) for t in (q, k, v))  # [B, H, S, Dh]
-        index = write_at[:, None, :, None].expand(-1, self.n_head, -1, k.shape[-1])
-        layer_keys.scatter_(2, index, k)
-        layer_values.scatter_(2, index, v)
-        keys, values = layer_keys[:, :, :mask.shape[-1]], layer_values[:, :, :mask.shape[-1]]
-        attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # [B, H, S, Dh]
+        if layer_keys is None:
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, Dh]
+        else:
+            index = write_at[:, None, :, None].expand(-1, self.n_head, -1, k.shape[-1])
+            layer_keys.scatter_(2, index, k)
+            layer_values.scatter_(2, index, v)
+            keys, values = layer_keys[:, :, :mask.shape[-1]], layer_values[:, :, :mask.shape[-1]]
+            attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # [B, H, S, Dh]
         x = x + self.dropout(self.project(attended.transpose(1, 2).reshape(batch, new, width)))
         return x + self.dropout(self.mlp(self.norm_mlp(x)))
 
@@ -139,6 +143,14 @@ class TinyGPT(nn.Module):
         state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
+
+    def training_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, S, V]`` of whole sequences ``[B, S]`` without a cache, differentiable (training)."""
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.embed(tokens) + self.position(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
 
     def logits_of_sequences(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, S, V]`` of whole sequences from an empty cache (training and tests)."""
