@@ -19,6 +19,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from decoders.corpus import Corpus
+from decoders.models.base import check_positive_integers
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 
 __all__ = ["TrainConfig", "TrainResult", "train_language_model", "held_out_loss", "load_checkpoint"]
@@ -38,10 +39,7 @@ class TrainConfig:
     eval_batches: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "context", "eval_every", "eval_batches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_integers(self, ("steps", "batch_size", "context", "eval_every", "eval_batches"))
         if self.context > self.model.max_context:
             raise ValueError(f"context must be at most the model's max_context {self.model.max_context}, "
                              f"got {self.context}")
@@ -105,12 +103,10 @@ def train_language_model(config: TrainConfig, corpus: Corpus, *, checkpoint: Pat
     ``until`` stops after that many steps in all, so that long training can be spread over several runs."""
     if len(corpus.train) < config.context + 2 or len(corpus.held_out) < config.context + 2:
         raise ValueError(f"the corpus splits must be longer than context + 1 = {config.context + 1} characters")
-    with torch.random.fork_rng(devices=[]):  # parameter initialisation only; the caller's RNG is left alone
-        torch.manual_seed(config.seed)
-        model = TinyGPT(config.model).to(device)
+    model = TinyGPT(config.model).initialize(torch.Generator().manual_seed(config.seed)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.95))
-    generator = torch.Generator().manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed + 1)  # the training windows
     step, train_losses, held_out = 0, [], []
     if checkpoint is not None and Path(checkpoint).exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)

@@ -27,11 +27,11 @@ EMBEDDING_STD = 0.3  # peaked but varied conditionals at this size (a fresh Tiny
 
 
 def _tiny_gpt(vocab_size: int, seed: int, d_model: int, dtype: torch.dtype) -> TinyGPT:
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)  # parameter initialisation only; the global state is restored
     model = TinyGPT(TinyGPTConfig(vocab_size, d_model=d_model, n_layer=1, n_head=2, max_context=64))
-    torch.nn.init.normal_(model.embed.weight, std=EMBEDDING_STD)
-    torch.random.set_rng_state(generator_state)
+    generator = torch.Generator().manual_seed(seed)
+    model.initialize(generator)
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.randn(model.embed.weight.shape, generator=generator) * EMBEDDING_STD)
     return model.to(dtype).eval()
 
 

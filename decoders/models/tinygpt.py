@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from decoders.models.base import check_step, check_truncate
+from decoders.models.base import check_positive_integers, check_step, check_truncate
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
 
@@ -28,10 +28,7 @@ class TinyGPTConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_context"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_positive_integers(self, ("vocab_size", "d_model", "n_layer", "n_head", "max_context"))
         if self.d_model % self.n_head:
             raise ValueError(f"d_model must be divisible by n_head, got {self.d_model} and {self.n_head}")
 
@@ -101,6 +98,19 @@ class TinyGPT(nn.Module):
     @property
     def device(self) -> torch.device:
         return self.embed.weight.device
+
+    @torch.no_grad()
+    def initialize(self, generator: torch.Generator, *, std: float = 0.02) -> "TinyGPT":
+        """Seeded initialisation from an explicit CPU ``generator`` (GPT-2 style): matrices N(0, std^2),
+        biases 0, layer norms the identity. Returns the model."""
+        for name, parameter in self.named_parameters():
+            if name.endswith("bias"):
+                parameter.zero_()
+            elif "norm" in name:
+                parameter.fill_(1.0)
+            else:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
+        return self
 
     def new_state(self, batch_size: int) -> KVState:
         c = self.config
