@@ -50,9 +50,20 @@ class BlockwiseGPT(nn.Module):
         """The base model's logits (head 1), so the model also serves as an ordinary target."""
         return self.base(tokens, state, counts)
 
+    @torch.no_grad()
+    def initialize_proposal(self, generator: torch.Generator, *, std: float = 0.02) -> "BlockwiseGPT":
+        """Seeded proposal layers from an explicit CPU ``generator``: weights N(0, std^2), biases 0."""
+        for name, parameter in self.proposal.named_parameters():
+            parameter.copy_(torch.zeros_like(parameter) if name.endswith("bias")
+                            else torch.randn(parameter.shape, generator=generator) * std)
+        return self
+
     def head_logits(self, tokens, state, counts=None) -> torch.Tensor:
         """Logits of every head at every new position: ``[B, S, k, V]``; head 1 is the base model."""
-        hidden = self.base.hidden(tokens, state, counts)  # [B, S, D]
+        return self.logits_of_hidden(self.base.hidden(tokens, state, counts))
+
+    def logits_of_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The heads' logits ``[B, S, k, V]`` from the base's final-layer states ``[B, S, D]``."""
         batch, new, width = hidden.shape
         outputs = hidden[:, :, None, :] + self.proposal(hidden).view(batch, new, self.heads, width)  # residual
         outputs = torch.cat([hidden[:, :, None, :], outputs[:, :, 1:]], dim=2)  # head 1 = the base output

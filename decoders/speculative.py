@@ -172,7 +172,7 @@ class SpeculativeStep:
         timer = timer or PhaseTimer(target.device, profile=False)
         batch, gamma = committed.tail.shape[0], config.gamma
         rows = torch.arange(batch, device=committed.tail.device)
-        held_draft = committed.draft_state.lengths - committed.draft_pending  # [B], S without its pending tail
+        held_draft = committed.draft_state.lengths.clone()  # [B], S without its pending tail (the invariant)
         held_target = committed.target_state.lengths.clone()  # [B], S without its last token
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)

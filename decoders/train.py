@@ -11,18 +11,25 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from decoders.corpus import Corpus
+from decoders.autoregressive import generate_autoregressive
+from decoders.blockwise import BlockwiseGPT
 from decoders.models.base import check_positive_integers
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.random import TorchRandomness
+from decoders.sampling import Sampling
 
-__all__ = ["TrainConfig", "TrainResult", "train_language_model", "held_out_loss", "load_checkpoint"]
+__all__ = ["TrainConfig", "TrainResult", "HeadsConfig", "train_language_model", "train_proposal_heads",
+           "target_samples", "held_out_loss", "load_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +65,15 @@ class TrainResult:
     held_out_losses: tuple = ()  # (step, held-out loss in nats per character)
 
 
-def _windows(stream: np.ndarray, count: int, context: int, generator: torch.Generator) -> torch.Tensor:
-    """``count`` random windows of ``context + 1`` tokens: ``[count, context + 1]`` int64."""
-    starts = torch.randint(0, len(stream) - context - 1, (count,), generator=generator)
-    index = starts[:, None] + torch.arange(context + 1)
-    return torch.from_numpy(stream.astype(np.int64))[index]
+def _windows(data: np.ndarray, count: int, context: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` random windows of ``context + 1`` tokens, ``[count, context + 1]`` int64, from one stream
+    ``[N]`` or from the rows of ``[R, L]`` (samples: a window never crosses from one row into the next)."""
+    if data.ndim == 1:
+        starts = torch.randint(0, len(data) - context - 1, (count,), generator=generator)
+        return torch.from_numpy(data.astype(np.int64))[starts[:, None] + torch.arange(context + 1)]
+    rows = torch.randint(0, data.shape[0], (count,), generator=generator)
+    starts = torch.randint(0, data.shape[1] - context, (count,), generator=generator)
+    return torch.from_numpy(data.astype(np.int64))[rows[:, None], starts[:, None] + torch.arange(context + 1)]
 
 
 def _learning_rate(config: TrainConfig, step: int) -> float:
@@ -78,77 +89,174 @@ def _loss(model: TinyGPT, windows: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten())
 
 
-@torch.no_grad()
-def held_out_loss(model: TinyGPT, stream: np.ndarray, context: int, batches: int, batch_size: int,
-                  seed: int = 1234) -> float:
-    """Mean cross-entropy in nats per character on fixed random windows of ``stream``."""
-    generator = torch.Generator().manual_seed(seed)
-    model.eval()
-    losses = [float(_loss(model, _windows(stream, batch_size, context, generator))) for _ in range(batches)]
+def _heads_loss(model: BlockwiseGPT, windows: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of proposal heads 2..k, head i predicting the token i positions ahead."""
+    windows = windows.to(model.device)
+    with torch.no_grad():
+        hidden = model.base.training_hidden(windows[:, :-1])  # [B, C, D], the frozen base
+    logits = model.logits_of_hidden(hidden)  # [B, C, k, V]
+    losses = [F.cross_entropy(logits[:, :-i, i].flatten(0, 1).float(), windows[:, 1 + i:].flatten())
+              for i in range(1, model.heads)]
     return sum(losses) / len(losses)
 
 
+@torch.no_grad()
+def _held_out(loss_of, stream: np.ndarray, context: int, batches: int, batch_size: int, seed: int = 1234) -> float:
+    generator = torch.Generator().manual_seed(seed)
+    return sum(float(loss_of(_windows(stream, batch_size, context, generator))) for _ in range(batches)) / batches
+
+
+def held_out_loss(model: TinyGPT, stream: np.ndarray, context: int, batches: int, batch_size: int,
+                  seed: int = 1234) -> float:
+    """Mean cross-entropy in nats per character on fixed random windows of ``stream``."""
+    model.eval()
+    return _held_out(partial(_loss, model), stream, context, batches, batch_size, seed)
+
+
 def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> tuple[TinyGPT, dict]:
-    """A TinyGPT and the checkpoint's other entries (config, step, ...) from ``path``."""
+    """A TinyGPT and the checkpoint's other entries (config, step, ...) from a ``train_language_model`` checkpoint."""
     state = torch.load(path, map_location=device, weights_only=True)
     model = TinyGPT(TinyGPTConfig(**state["model_config"])).to(device)
     model.load_state_dict(state["model"])
     return model.eval(), state
 
 
-def train_language_model(config: TrainConfig, corpus: Corpus, *, checkpoint: Path | None = None,
-                         device: torch.device | str = "cpu", progress: bool | None = None,
-                         until: int | None = None) -> tuple[TinyGPT, TrainResult]:
-    """Train (or resume, when ``checkpoint`` exists with the same configuration) a TinyGPT on ``corpus``;
-    ``until`` stops after that many steps in all, so that long training can be spread over several runs."""
-    if len(corpus.train) < config.context + 2 or len(corpus.held_out) < config.context + 2:
-        raise ValueError(f"the corpus splits must be longer than context + 1 = {config.context + 1} characters")
-    model = TinyGPT(config.model).initialize(torch.Generator().manual_seed(config.seed)).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
+def _check_data(config: TrainConfig, train: np.ndarray, held_out: np.ndarray) -> None:
+    """Streams need more than ``context + 1`` tokens, sample rows at least ``context + 1``."""
+    for name, data in (("train", train), ("held_out", held_out)):
+        if data.ndim not in (1, 2) or data.shape[-1] < config.context + 1 + (data.ndim == 1):
+            raise ValueError(f"{name} must be a stream [N] or rows [R, L] holding windows of context + 1 = "
+                             f"{config.context + 1} tokens, got shape {data.shape}")
+
+
+def train_language_model(config: TrainConfig, train: np.ndarray, held_out: np.ndarray, *,
+                         checkpoint: Path | None = None, device: torch.device | str = "cpu",
+                         progress: bool | None = None, until: int | None = None,
+                         initial: TinyGPT | None = None) -> tuple[TinyGPT, TrainResult]:
+    """Train (or resume, when ``checkpoint`` exists with the same configuration) a TinyGPT on ``train``
+    (a token stream ``[N]`` or samples ``[R, L]``), scoring ``held_out``. ``initial`` starts from its
+    weights instead of the seeded initialisation (fine-tuning); ``until`` stops after that many steps in
+    all, so that long training can be spread over several runs."""
+    _check_data(config, train, held_out)
+    model = TinyGPT(config.model).initialize(torch.Generator().manual_seed(config.seed))
+    if initial is not None:
+        model.load_state_dict(initial.state_dict())
+    model = model.to(device)
+    return _optimise(model, partial(_loss, model), config, {}, train, held_out, checkpoint=checkpoint,
+                     device=device, progress=progress, until=until, description="train")
+
+
+@dataclass(frozen=True)
+class HeadsConfig:
+    """Stern et al.'s proposal heads on a frozen base: ``heads`` = k (head 1 is the base itself), one
+    hidden layer of ``d_hidden`` units per head; ``schedule.model`` is the base's configuration."""
+
+    heads: int
+    d_hidden: int
+    schedule: TrainConfig
+
+    def __post_init__(self) -> None:
+        check_positive_integers(self, ("heads", "d_hidden"))
+        if self.heads < 2:
+            raise ValueError(f"heads must be at least 2 (head 1 is the base model), got {self.heads}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def train_proposal_heads(config: HeadsConfig, base: TinyGPT, train: np.ndarray, held_out: np.ndarray, *,
+                         checkpoint: Path | None = None, device: torch.device | str = "cpu",
+                         progress: bool | None = None, until: int | None = None) -> tuple[BlockwiseGPT, TrainResult]:
+    """Train the proposal heads of a ``BlockwiseGPT`` over the frozen ``base`` (Stern et al. 2018, §3);
+    the held-out loss is the heads' mean cross-entropy."""
+    schedule = config.schedule
+    if base.config != schedule.model:
+        raise ValueError(f"base must have the configuration in schedule.model, got {base.config}")
+    _check_data(schedule, train, held_out)
+    model = BlockwiseGPT(base, config.heads, config.d_hidden)
+    model.initialize_proposal(torch.Generator().manual_seed(schedule.seed))
+    base.requires_grad_(False)
+    model = model.to(device)
+    return _optimise(model, partial(_heads_loss, model), schedule, config.as_dict(), train, held_out,
+                     checkpoint=checkpoint, device=device, progress=progress, until=until, description="heads")
+
+
+def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, train: np.ndarray,
+              held_out: np.ndarray, *, checkpoint, device, progress, until, description):
+    """AdamW with warm-up and cosine decay over the trainable parameters of ``model``, minimising
+    ``loss_of(windows)``; saves to and resumes from ``checkpoint`` when its ``identity`` matches."""
+    trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(config.seed + 1)  # the training windows
-    step, train_losses, held_out = 0, [], []
+    identity = dict(identity, train_config=config.as_dict()) if identity else {"train_config": config.as_dict()}
+    step, train_losses, held_out_losses = 0, [], []
     if checkpoint is not None and Path(checkpoint).exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)
-        if state["train_config"] != config.as_dict():
+        if any(state.get(key) != value for key, value in identity.items()):
             raise ValueError(f"checkpoint {checkpoint} was trained with another configuration")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
-        step, train_losses, held_out = state["step"], list(map(tuple, state["train_losses"])), \
+        step, train_losses, held_out_losses = state["step"], list(map(tuple, state["train_losses"])), \
             list(map(tuple, state["held_out_losses"]))
     started, running = time.perf_counter(), []
-    with tqdm(total=config.steps, initial=step, desc="train", unit="step", delay=1, leave=False,
+    with tqdm(total=config.steps, initial=step, desc=description, unit="step", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         while step < min(config.steps, until or config.steps):
             model.train()
             for group in optimizer.param_groups:
                 group["lr"] = _learning_rate(config, step)
-            loss = _loss(model, _windows(corpus.train, config.batch_size, config.context, generator))
+            loss = loss_of(_windows(train, config.batch_size, config.context, generator))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimizer.step()
             running.append(loss.item())
             step += 1
             bar.update(1)
             if step % config.eval_every == 0 or step == config.steps or step == until:
+                model.eval()
                 train_losses.append((step, sum(running) / len(running)))
-                held_out.append((step, held_out_loss(model, corpus.held_out, config.context, config.eval_batches,
-                                                     config.batch_size)))
-                bar.set_postfix(train=f"{train_losses[-1][1]:.3f}", held_out=f"{held_out[-1][1]:.3f}")
+                held_out_losses.append((step, _held_out(loss_of, held_out, config.context, config.eval_batches,
+                                                        config.batch_size)))
+                bar.set_postfix(train=f"{train_losses[-1][1]:.3f}", held_out=f"{held_out_losses[-1][1]:.3f}")
                 running = []
                 if checkpoint is not None:
-                    _save(checkpoint, model, optimizer, generator, config, step, train_losses, held_out)
-    return model.eval(), TrainResult(step, time.perf_counter() - started, tuple(train_losses), tuple(held_out))
+                    _save(checkpoint, dict(identity, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                                           generator=generator.get_state(), step=step,
+                                           train_losses=[list(entry) for entry in train_losses],
+                                           held_out_losses=[list(entry) for entry in held_out_losses],
+                                           model_config=config.model.as_dict()))
+    result = TrainResult(step, time.perf_counter() - started, tuple(train_losses), tuple(held_out_losses))
+    return model.eval(), result
 
 
-def _save(path, model, optimizer, generator, config, step, train_losses, held_out) -> None:
+def _save(path, entries: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".partial")
-    torch.save({"model": model.state_dict(), "model_config": config.model.as_dict(), "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(), "train_config": config.as_dict(), "step": step,
-                "train_losses": [list(entry) for entry in train_losses],
-                "held_out_losses": [list(entry) for entry in held_out]}, temporary)
+    torch.save(entries, temporary)
     temporary.replace(path)  # a crash never leaves half a checkpoint
+
+
+@torch.no_grad()
+def target_samples(target, stream: np.ndarray, *, count: int, length: int, prompt_length: int,
+                   sampling: Sampling, seed: int, batch_size: int = 128, progress: bool | None = None) -> np.ndarray:
+    """Sequence-level distillation data (Kim and Rush 2016): ``count`` rows ``[count, length]`` uint8, each a
+    random ``prompt_length``-token window of ``stream`` continued by the target under ``sampling``."""
+    check_positive_integers(SimpleNamespace(count=count, length=length, batch_size=batch_size),
+                            ("count", "length", "batch_size"))
+    if not 0 < prompt_length < length:
+        raise ValueError(f"prompt_length must be in (0, length = {length}), got {prompt_length}")
+    generator = torch.Generator().manual_seed(seed)
+    prompts = _windows(stream, count, prompt_length - 1, generator)  # [count, prompt_length]
+    randomness = TorchRandomness(torch.Generator(device=target.device).manual_seed(seed + 1))
+    rows = []
+    for first in tqdm(range(0, count, batch_size), desc="samples", unit="batch", delay=1, leave=False,
+                      disable=None if progress is None else not progress):
+        batch = prompts[first:first + batch_size]
+        generation = generate_autoregressive(target, batch.to(target.device), max_new_tokens=length - prompt_length,
+                                             sampling=sampling, randomness=randomness)
+        rows.append(torch.cat([batch, torch.tensor(generation.tokens, dtype=torch.int64)], dim=1))
+    return torch.cat(rows).numpy().astype(np.uint8)

@@ -182,9 +182,10 @@ def _add_audit(commands) -> None:
     audit.add_argument("--decoder", choices=("speculative", "autoregressive"), default="speculative",
                        help="the decoder to audit (default speculative)")
     audit.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: {AUDIT_MUTANTS}")
-    audit.add_argument("--target", choices=("tabular", "tinygpt"), default="tinygpt",
-                       help="tiny target model (default tinygpt)")
-    audit.add_argument("--draft", default="tabular", help=f"tiny draft model: {AUDIT_DRAFTS} (default tabular)")
+    audit.add_argument("--target", choices=("tabular", "tinygpt", "shipped"), default="tinygpt",
+                       help="tiny target model, or the shipped trained target (statistical only; default tinygpt)")
+    audit.add_argument("--draft", help=f"tiny draft model: {AUDIT_DRAFTS} (default tabular); with --target shipped "
+                                       f"a shipped draft: {ZOO_DRAFTS} (default transformer)")
     audit.add_argument("--vocabulary", type=int, default=5, help="vocabulary of the tiny models (default 5)")
     audit.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
     audit.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2)")
@@ -192,7 +193,8 @@ def _add_audit(commands) -> None:
     audit.add_argument("--top-k", type=int, help="keep the k most likely tokens")
     audit.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
     audit.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
-    audit.add_argument("--prompt", type=int, nargs="+", default=[1, 2], metavar="TOKEN", help="prompt (default 1 2)")
+    audit.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
+    audit.add_argument("--prompt-text", help="shipped target: the prompt as text (default 'import ')")
     audit.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4)")
     audit.add_argument("--n", type=int, default=20_000, help="statistical: samples (default 20000)")
     audit.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
@@ -203,9 +205,38 @@ def _add_audit(commands) -> None:
     audit.set_defaults(run=_run_audit)
 
 
-def _run_audit(args: argparse.Namespace) -> int:
+SHIPPED_AUDIT_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
+
+
+def _audit_models(args: argparse.Namespace) -> tuple:
+    """(target, draft or None, batch) for the audit; fills in the defaults of --draft and --prompt."""
     import torch
 
+    from decoders.audit import setups
+
+    speculative = args.decoder == "speculative"
+    if args.target == "shipped":
+        from decoders import zoo
+        from decoders.corpus import encode
+
+        if args.exact:
+            raise ValueError("--exact enumerates tiny models only; audit --target shipped statistically")
+        if args.prompt is not None and args.prompt_text is not None:
+            raise ValueError("give --prompt or --prompt-text, not both")
+        if args.prompt is None:
+            args.prompt = encode("import " if args.prompt_text is None else args.prompt_text).tolist()
+        args.draft = args.draft or "transformer"
+        target = zoo.load_target()
+        return target, zoo.load_draft(args.draft) if speculative else None, SHIPPED_AUDIT_BATCH
+    if args.prompt_text is not None:
+        raise ValueError("--prompt-text goes with --target shipped (tiny models take --prompt token ids)")
+    args.prompt, args.draft = args.prompt or [1, 2], args.draft or "tabular"
+    dtype = torch.float64 if args.exact else torch.float32
+    target = setups.tiny_target(args.target, args.vocabulary, dtype=dtype)
+    return target, setups.tiny_draft(args.draft, target, dtype=dtype) if speculative else None, 8192
+
+
+def _run_audit(args: argparse.Namespace) -> int:
     from decoders.audit import exact, setups, statistical
     from decoders.audit.mutants import mutant
     from decoders.autoregressive import generate_autoregressive
@@ -222,11 +253,9 @@ def _run_audit(args: argparse.Namespace) -> int:
     sampling = Sampling(args.temperature, args.top_k, args.top_p)
     config = SpeculativeConfig(args.gamma, sampling, args.lenience, args.verifier)
     step = REFERENCE_STEP if args.mutant is None else mutant(args.mutant).step
-    dtype = torch.float64 if args.exact else torch.float32
-    target = setups.tiny_target(args.target, args.vocabulary, dtype=dtype)
-    draft = setups.tiny_draft(args.draft, target, dtype=dtype) if args.decoder == "speculative" else None
-    if any(not 0 <= token < args.vocabulary for token in args.prompt):
-        raise ValueError(f"prompt tokens must be in [0, {args.vocabulary}), got {args.prompt}")
+    target, draft, batch = _audit_models(args)
+    if any(not 0 <= token < target.vocab_size for token in args.prompt):
+        raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {args.prompt}")
     if args.decoder == "speculative":
         generate = setups.speculative_run(target, draft, args.prompt, config, args.horizon, step=step)
         described = (f"speculative ({args.mutant or 'reference'}), {args.verifier} verifier, gamma {args.gamma}, "
@@ -236,7 +265,8 @@ def _run_audit(args: argparse.Namespace) -> int:
             return generate_autoregressive(target, prompts, max_new_tokens=args.horizon, sampling=sampling,
                                            randomness=randomness).tokens
         described = "autoregressive"
-    described += f"; target {args.target}, V = {args.vocabulary}, {sampling}, prompt {args.prompt}, horizon {args.horizon}"
+    described += (f"; target {args.target}, V = {target.vocab_size}, {sampling}, prompt {args.prompt}, "
+                  f"horizon {args.horizon}")
     if args.exact:
         reference = exact.autoregressive_law(target, args.prompt, sampling, args.horizon)
         method = args.exact if args.decoder == "speculative" else "whole-run"  # the DP is speculative's
@@ -249,7 +279,7 @@ def _run_audit(args: argparse.Namespace) -> int:
                    f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total variation "
                    f"{report.total_variation:.3g}, tolerance {report.tolerance:g}")
     else:
-        report = statistical.audit_sampler(setups.sampler(generate, args.prompt, args.horizon), target, args.prompt,
+        report = statistical.audit_sampler(setups.sampler(generate, args.prompt, args.horizon, batch=batch), target, args.prompt,
                                            sampling, n=args.n, horizon=args.horizon, seed=args.seed, draft=draft,
                                            level=args.level)
         tests = ", ".join(f"{name} {value:.3g}" for name, value in report.test_p_values.items())
@@ -264,6 +294,173 @@ def _run_audit(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+ZOO_DRAFTS = "transformer, distilled, bigram, unigram, copy, random"  # decoders.zoo.DRAFTS (lazily: torch)
+ZOO_TRAINABLE = ("target", "transformer", "distilled", "heads", "ngrams")  # decoders.zoo.TRAINABLE
+
+
+def _add_train(commands) -> None:
+    train = commands.add_parser(
+        "train",
+        help="train the shipped target and drafts on the stdlib corpus (seeded, resumable)",
+        description="Run the recipes of decoders.zoo: the target TinyGPT, the transformer draft, the draft "
+                    "distilled on the target's samples (needs target and transformer), Stern proposal heads on "
+                    "the frozen target (needs target), and the unigram/bigram models. Checkpoints go to --work "
+                    "and a rerun resumes from them; a finished model is exported (float16) into --zoo.",
+    )
+    train.add_argument("models", nargs="+", choices=ZOO_TRAINABLE + ("all",), metavar="MODEL",
+                       help=f"what to train: {', '.join(ZOO_TRAINABLE)} or all (in dependency order)")
+    train.add_argument("--work", default="spectheory-work", help="checkpoint directory (default ./spectheory-work)")
+    train.add_argument("--zoo", help="export directory (default: the package's shipped zoo)")
+    train.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    train.add_argument("--until", type=int, help="stop after this many steps in all (resume later)")
+    train.add_argument("--json", action="store_true", help="print the manifest entries as JSON")
+    train.set_defaults(run=_run_train)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from decoders import zoo
+
+    names = list(ZOO_TRAINABLE) if "all" in args.models else list(dict.fromkeys(args.models))
+    names.sort(key=("ngrams", "transformer", "target", "distilled", "heads").index)
+    if args.until is not None and args.until < 1:
+        raise ValueError(f"until must be a positive integer, got {args.until}")
+    written = {}
+    for name in names:
+        written.update(zoo.train(name, work=args.work, zoo=args.zoo or zoo.ZOO, device=args.device,
+                                 progress=None, until=args.until))
+    if args.json:
+        print(json.dumps(written, indent=2))
+        return 0
+    for name, entry in written.items():
+        loss = entry.get("final_held_out_loss_nats_per_char")
+        print(f"{name}: {entry['parameters']} parameters, {entry['bytes'] / 1e6:.2f} MB"
+              + (f", held-out loss {loss:.4f} nats/char after {entry['steps']} steps" if loss is not None else ""))
+    if not written:
+        print(f"stopped at step {args.until}: rerun without --until to finish and export")
+    return 0
+
+
+def _add_zoo_options(parser, default_draft: str = "transformer") -> None:
+    parser.add_argument("--draft", default=default_draft, help=f"shipped draft: {ZOO_DRAFTS} (default {default_draft})")
+    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16", "float64"), default="float32",
+                        help="model dtype (default float32; weights are stored as float16)")
+
+
+def _add_alpha(commands) -> None:
+    alpha = commands.add_parser(
+        "alpha",
+        help="measured acceptance rate alpha of the shipped drafts (Table 3 analogue)",
+        description="For each draft and temperature, alpha = mean sum_x min(p, q) along held-out text, and "
+                    "alpha from the acceptance counts of speculative runs from held-out prompts.",
+    )
+    alpha.add_argument("--drafts", nargs="+", default=None, metavar="DRAFT", help=f"drafts (default all: {ZOO_DRAFTS})")
+    alpha.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
+                       help="temperatures (default 0 1)")
+    alpha.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters (default 32)")
+    alpha.add_argument("--prompts", type=int, default=16, help="held-out prompts for the acceptance counts (default 16)")
+    alpha.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4)")
+    alpha.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    alpha.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    alpha.add_argument("--out", help="write the estimates as JSON here")
+    alpha.add_argument("--markdown", help="write the Markdown table here")
+    alpha.set_defaults(run=_run_alpha)
+
+
+def _run_alpha(args: argparse.Namespace) -> int:
+    from decoders import measure, zoo
+    from decoders.corpus import load_corpus
+
+    drafts = args.drafts or list(zoo.DRAFTS)
+    for name in ("windows", "prompts", "gamma"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"{name} must be a positive integer, got {getattr(args, name)}")
+    target = zoo.load_target(device=args.device)
+    models = {name: zoo.load_draft(name, device=args.device) for name in drafts}
+    corpus = load_corpus()
+    estimates = measure.alpha_table(target, models, corpus.held_out, tuple(args.temperatures), windows=args.windows,
+                                    prompts=args.prompts, gamma=args.gamma, seed=args.seed)
+    table = measure.alpha_markdown(estimates)
+    document = {"command": args.command_line, "corpus_fingerprint": corpus.fingerprint, "estimates": [e.as_dict() for e in estimates]}
+    _write(args.out, json.dumps(document, indent=2) + "\n")
+    _write(args.markdown, table)
+    print(table, end="")
+    return 0
+
+
+def _write(path, text: str) -> None:
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+def _add_bench(commands) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="measure c, tokens per iteration and speedup of the shipped pair against Theorem 3.8",
+        description="Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder "
+                    "on held-out prompts, over a gamma sweep and temperatures, with the Theorem 3.8 prediction "
+                    "from the measured alpha and c (Table 4 analogue). Warm-up, repeats, medians; CUDA "
+                    "synchronised. --hf adds our loops against Hugging Face generate / assisted generation.",
+    )
+    _add_zoo_options(bench)
+    bench.add_argument("--gammas", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 7, 8], metavar="G")
+    bench.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T")
+    bench.add_argument("--prompts", type=int, default=8, help="held-out prompts, decoded one at a time (default 8)")
+    bench.add_argument("--prompt-length", type=int, default=64, help="characters per prompt (default 64)")
+    bench.add_argument("--max-new-tokens", type=int, default=128, help="tokens generated per prompt (default 128)")
+    bench.add_argument("--repeats", type=int, default=3, help="timed repeats, median reported (default 3)")
+    bench.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    bench.add_argument("--seed", type=int, default=0, help="prompt selection seed (default 0)")
+    bench.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate (transformer drafts)")
+    bench.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
+    bench.add_argument("--out", help="write the JSON report here")
+    bench.set_defaults(run=_run_bench)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    import torch
+
+    from decoders import bench, zoo
+    from decoders.corpus import load_corpus
+    from decoders.measure import text_windows
+
+    settings = bench.BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
+                                   args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
+    dtype = getattr(torch, args.dtype)
+    target, draft = zoo.load_pair(args.draft, device=args.device, dtype=dtype)
+    if args.hf and not hasattr(draft, "config"):
+        raise ValueError(f"--hf needs a transformer draft (transformer or distilled), got {args.draft!r}")
+    prompts = text_windows(load_corpus().held_out, args.prompts, args.prompt_length, args.seed)
+    report = bench.bench_pair(target, draft, prompts, settings, target_name="shipped target",
+                              draft_name=args.draft)
+    document = dict(report.as_dict(), command=args.command_line)
+    lines = [f"c = {report.c:.4f} (draft call {report.draft_call_seconds * 1e3:.3f} ms / target call "
+             f"{report.target_call_seconds * 1e3:.3f} ms), {report.environment['device_name']}, {args.dtype}",
+             "   T  gamma  tokens/iter  alpha  speedup  predicted  measured/predicted"]
+    for row in report.rows:
+        lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
+                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f}  {row['predicted_speedup']:9.3f}  "
+                     f"{row['measured_over_predicted']:18.3f}")
+    for temperature in settings.temperatures:
+        best = report.best(temperature)
+        lines.append(f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
+                     f"autoregressive decoder ({report.autoregressive_seconds[temperature]:.3f} s for "
+                     f"{args.prompts} x {args.max_new_tokens} tokens), pooled alpha {report.alpha[temperature]:.3f}")
+    if args.hf:
+        gamma = args.hf_gamma or report.best(settings.temperatures[0])["gamma"]
+        document["hf"] = bench.hf_comparison(target, draft, prompts, settings, gamma=gamma)
+        for row in document["hf"]["rows"]:
+            lines.append(f"HF, T = {row['temperature']:g}, gamma {gamma}: autoregressive ours {row['ar_ours_adapter_seconds']:.3f} s"
+                         f" (native {row['ar_ours_native_seconds']:.3f}) vs generate {row['ar_hf_generate_seconds']:.3f} s;"
+                         f" speculative ours {row['speculative_ours_adapter_seconds']:.3f} s (native "
+                         f"{row['speculative_ours_native_seconds']:.3f}) vs assisted {row['speculative_hf_assisted_seconds']:.3f} s")
+    _write(args.out, json.dumps(document, indent=2, allow_nan=False) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description="Speculative decoding: theory, simulation, decoders, audits.")
     parser.add_argument("--version", action="version", version=f"spectheory {__version__}")
@@ -271,6 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gamma(commands)
     _add_simulate(commands)
     _add_audit(commands)
+    _add_train(commands)
+    _add_alpha(commands)
+    _add_bench(commands)
     return parser
 
 
@@ -282,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             raise _UsageError(f"{prog}: error: a command is required (see {prog} --help)")
         prog = f"{prog} {args.command}"
+        args.command_line = "spectheory " + " ".join(sys.argv[1:] if argv is None else argv)  # recorded in results
         return args.run(args)
     except _UsageError as error:
         print(error, file=sys.stderr)

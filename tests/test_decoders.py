@@ -201,6 +201,22 @@ def test_statistics_of_a_run(target):
     assert set(generation.as_dict()) == {"tokens", "stats"}
 
 
+@pytest.mark.parametrize("sampling", (GREEDY, Sampling(1.0)), ids=("greedy", "T=1"))
+@pytest.mark.parametrize("model_name", ("tinygpt", "trigram"))
+def test_draft_equal_to_target_accepts_every_token_against_theory(model_name, sampling):
+    """alpha = 1 when q = p, so every iteration accepts all gamma tokens. Regression: the rollback once cut
+    the draft's state ``draft_pending`` tokens short, so the draft read a corrupted context and was
+    rejected. The output law stayed exact, so no distribution audit could see it; only acceptance can."""
+    config = TinyGPTConfig(vocab_size=VOCAB, d_model=16, n_layer=1, n_head=2, max_context=96)
+    model = TinyGPT(config).initialize(torch.Generator().manual_seed(0), std=0.3).eval() if model_name == "tinygpt" \
+        else NGramModel.fit(repetitive_corpus(), VOCAB, 3)  # sharp weights: the context matters
+    for gamma in (1, 3):
+        generation = generate_speculative(model, model, PROMPTS, max_new_tokens=20,
+                                          config=SpeculativeConfig(gamma, sampling), randomness=seeded(0))
+        assert all(n == gamma for row in generation.stats.accepted_per_iteration for n in row)
+        assert min(generation.stats.betas) > 1 - 1e-5
+
+
 def test_end_of_sequence_stops_each_row(target, greedy_reference):
     eos = greedy_reference.tokens[0][3]
     generation = generate_speculative(target, drafts(target)["bigram"], PROMPTS, max_new_tokens=24, eos=eos,

@@ -14,7 +14,7 @@ import torch
 
 from decoders.models.base import append_history, check_step, check_truncate
 
-__all__ = ["HFCausalLM", "HFState"]
+__all__ = ["HFCausalLM", "HFState", "tinygpt_to_gpt2"]
 
 
 @dataclass
@@ -78,3 +78,29 @@ class HFCausalLM:
             state.cached = keep
         else:
             state.cache, state.cached = None, 0
+
+
+def tinygpt_to_gpt2(model):
+    """The same network as a ``transformers.GPT2LMHeadModel`` (pre-LayerNorm, learned positions, exact GELU,
+    tied embeddings): TinyGPT's ``nn.Linear`` weights become GPT-2's transposed ``Conv1D`` weights. Used to
+    compare our decoders with Hugging Face ``generate`` on identical models."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    c = model.config
+    config = GPT2Config(vocab_size=c.vocab_size, n_positions=c.max_context, n_embd=c.d_model, n_layer=c.n_layer,
+                        n_head=c.n_head, activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                        layer_norm_epsilon=model.norm.eps, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                        tie_word_embeddings=True)
+    weights = {"transformer.wte.weight": model.embed.weight, "transformer.wpe.weight": model.position.weight,
+               "transformer.ln_f.weight": model.norm.weight, "transformer.ln_f.bias": model.norm.bias,
+               "lm_head.weight": model.embed.weight}
+    for i, block in enumerate(model.blocks):
+        prefix = f"transformer.h.{i}."
+        for ours, theirs in ((block.norm_attention, "ln_1"), (block.norm_mlp, "ln_2")):
+            weights[prefix + theirs + ".weight"], weights[prefix + theirs + ".bias"] = ours.weight, ours.bias
+        for ours, theirs in ((block.qkv, "attn.c_attn"), (block.project, "attn.c_proj"), (block.mlp[0], "mlp.c_fc"),
+                             (block.mlp[2], "mlp.c_proj")):
+            weights[prefix + theirs + ".weight"], weights[prefix + theirs + ".bias"] = ours.weight.t(), ours.bias
+    converted = GPT2LMHeadModel(config)
+    converted.load_state_dict({key: value.detach().clone() for key, value in weights.items()}, strict=False)
+    return converted.to(device=model.device, dtype=model.embed.weight.dtype).eval()

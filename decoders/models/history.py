@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from decoders.models.base import append_history, check_step, check_truncate
@@ -116,7 +117,8 @@ class NGramModel(TabularModel):
             raise ValueError(f"smoothing must be > 0, got {smoothing!r}")
         counts = torch.zeros(vocab_size ** (n - 1) * vocab_size, dtype=torch.float64)
         for sequence in sequences:
-            tokens = torch.as_tensor(list(sequence), dtype=torch.int64)
+            tokens = torch.as_tensor(sequence if isinstance(sequence, (torch.Tensor, np.ndarray)) else list(sequence),
+                                     dtype=torch.int64)
             if len(tokens) == 0:
                 continue
             if bool(((tokens < 0) | (tokens >= vocab_size)).any()):

@@ -154,13 +154,17 @@ class TinyGPT(nn.Module):
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
 
-    def training_logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits ``[B, S, V]`` of whole sequences ``[B, S]`` without a cache, differentiable (training)."""
+    def training_hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Final-layer states ``[B, S, D]`` of whole sequences ``[B, S]`` without a cache, differentiable."""
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.embed(tokens) + self.position(positions)
         for block in self.blocks:
             x = block(x)
-        return self.head(self.norm(x))
+        return self.norm(x)
+
+    def training_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, S, V]`` of whole sequences ``[B, S]`` without a cache, differentiable (training)."""
+        return self.head(self.training_hidden(tokens))
 
     def logits_of_sequences(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, S, V]`` of whole sequences from an empty cache (training and tests)."""

@@ -1,0 +1,125 @@
+"""Measured acceptance rate alpha of a target/draft pair (Leviathan et al.'s Table 3), two ways.
+
+* Along text: both models read the same held-out windows (teacher forcing); at every position
+  beta = sum_x min(p(x), q(x)) of the adjusted distributions (THEORY.md §1), and alpha is its mean. A
+  draft that proposes nothing at a position (the copy draft without a match) counts beta = 0 there.
+* From acceptance counts: speculative runs from held-out prompts; every verified draft token is one
+  Bernoulli(alpha) trial under the i.i.d. assumption, so alpha = accepted / (accepted + rejected).
+
+The first estimates alpha on the corpus's text, the second on the target's own continuations: where
+they differ, the draft matches the target better on one than on the other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from decoders.random import seeded
+from decoders.sampling import Sampling, adjusted_probs
+from decoders.speculative import SpeculativeConfig, generate_speculative
+
+__all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "estimate_alpha",
+           "alpha_table", "alpha_markdown"]
+
+
+@dataclass(frozen=True)
+class AlphaEstimate:
+    """Alpha of one draft at one temperature; standard errors are over windows (text) and binomial (counts)."""
+
+    draft: str
+    temperature: float
+    alpha_text: float
+    alpha_text_standard_error: float
+    text_positions: int
+    proposal_coverage: float  # share of text positions where the draft proposes a token
+    alpha_counts: float
+    alpha_counts_standard_error: float
+    accepted_tokens: int
+    verified_tokens: int  # accepted + rejected draft tokens
+    gamma: int
+    generated_tokens: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
+    """``count`` seeded windows ``[count, length]`` int64 of a token stream (the same for every draft)."""
+    if length > len(stream):
+        raise ValueError(f"length must be at most the stream's {len(stream)} tokens, got {length}")
+    starts = np.random.default_rng(seed).integers(0, len(stream) - length + 1, size=count)
+    return torch.from_numpy(np.stack([stream[s:s + length] for s in starts]).astype(np.int64))
+
+
+@torch.no_grad()
+def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
+    ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing."""
+    windows = windows.to(target.device)
+    p = adjusted_probs(target.forward(windows, target.new_state(len(windows)))[:, skip - 1:-1], sampling)
+    draft_logits = draft.forward(windows, draft.new_state(len(windows)))[:, skip - 1:-1]  # [B, L - skip, V]
+    proposed = torch.isfinite(draft_logits).any(dim=-1)
+    q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
+    betas = torch.minimum(p, q).sum(dim=-1)
+    return torch.where(proposed, betas, torch.zeros_like(betas)), proposed
+
+
+def acceptance_counts(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma: int, max_new_tokens: int,
+                      seed: int) -> tuple[int, int, int]:
+    """(accepted, verified, generated) draft tokens over speculative runs from ``prompts`` ``[B, L]``."""
+    generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens,
+                                      config=SpeculativeConfig(gamma, sampling), randomness=seeded(seed, target.device))
+    counts = [n for row in generation.stats.accepted_per_iteration for n in row]
+    accepted = sum(counts)
+    rejected = sum(1 for n in counts if n < gamma)  # an iteration short of gamma ended in one rejection
+    return accepted, accepted + rejected, sum(len(row) for row in generation.tokens)
+
+
+def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: float, *, windows: int = 32,
+                   length: int = 256, skip: int = 32, gamma: int = 4, prompts: int = 16, prompt_length: int = 64,
+                   max_new_tokens: int = 128, batch_size: int = 8, seed: int = 0) -> AlphaEstimate:
+    """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
+    sampling = Sampling(temperature)
+    text = text_windows(stream, windows, length, seed)
+    parts = [betas_along_text(target, draft, text[i:i + batch_size], sampling, skip=skip)
+             for i in range(0, windows, batch_size)]
+    betas, proposed = torch.cat([b for b, _ in parts]).double(), torch.cat([p for _, p in parts])
+    per_window = betas.mean(dim=1)
+    starts = text_windows(stream, prompts, prompt_length, seed + 1)
+    accepted = verified = generated = 0
+    for i in range(0, prompts, batch_size):
+        a, v, g = acceptance_counts(target, draft, starts[i:i + batch_size], sampling, gamma=gamma,
+                                    max_new_tokens=max_new_tokens, seed=seed + i)
+        accepted, verified, generated = accepted + a, verified + v, generated + g
+    alpha_counts = accepted / verified if verified else float("nan")
+    return AlphaEstimate(
+        draft=name, temperature=temperature, alpha_text=float(betas.mean()),
+        alpha_text_standard_error=float(per_window.std() / math.sqrt(windows)) if windows > 1 else float("nan"),
+        text_positions=betas.numel(), proposal_coverage=float(proposed.double().mean()), alpha_counts=alpha_counts,
+        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
+        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated)
+
+
+def alpha_table(target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None,
+                **options) -> list[AlphaEstimate]:
+    """``estimate_alpha`` for every (draft name -> model) of ``drafts`` at every temperature."""
+    jobs = [(name, model, temperature) for name, model in drafts.items() for temperature in temperatures]
+    return [estimate_alpha(target, model, name, stream, temperature, **options)
+            for name, model, temperature in tqdm(jobs, desc="alpha", unit="pair", delay=1, leave=False,
+                                                 disable=None if progress is None else not progress)]
+
+
+def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
+    """The Table 3 analogue: one row per (draft, temperature)."""
+    lines = ["| draft | T | alpha (held-out text) | alpha (acceptance counts) | verified draft tokens | coverage |",
+             "|---|---|---|---|---|---|"]
+    for e in estimates:
+        lines.append(f"| {e.draft} | {e.temperature:g} | {e.alpha_text:.3f} ± {e.alpha_text_standard_error:.3f} | "
+                     f"{e.alpha_counts:.3f} ± {e.alpha_counts_standard_error:.3f} | {e.verified_tokens} | "
+                     f"{e.proposal_coverage:.2f} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,205 @@
+"""The shipped target and drafts: the recipes that trained them, and loading them by name.
+
+The weights live in ``decoders/zoo/`` inside the package: float16 tensors and plain-value configurations
+read with ``torch.load(weights_only=True)`` (no arbitrary unpickling), about 13 MB in all, with
+``manifest.json`` recording how each model was trained (steps, seconds, held-out loss, corpus fingerprint,
+torch version). ``spectheory train`` reruns a recipe and exports into a zoo directory.
+
+Models: ``target`` (TinyGPT, 4.8M parameters), the drafts of ``DRAFTS`` — ``transformer`` (TinyGPT 11x
+smaller), ``distilled`` (the same, fine-tuned on the target's samples), ``bigram``, ``unigram`` (fitted on
+the corpus), ``copy`` (prompt lookup) and ``random`` (uniform), which need no weights — and ``heads``
+(Stern et al.'s proposal heads over the frozen target, a ``BlockwiseGPT``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from decoders.blockwise import BlockwiseGPT
+from decoders.corpus import VOCAB_SIZE, load_corpus
+from decoders.models.history import CopyDraft, NGramModel, UniformModel
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.sampling import Sampling
+from decoders.train import (HeadsConfig, TrainConfig, TrainResult, target_samples, train_language_model,
+                            train_proposal_heads)
+
+__all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
+           "load_draft", "load_blockwise", "load_pair", "manifest", "train"]
+
+ZOO = Path(__file__).with_name("zoo")
+
+TARGET = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=256, n_layer=6, n_head=4, max_context=256), steps=3600,
+                     batch_size=16, context=256, learning_rate=2e-3, warmup_steps=100, eval_every=200)
+DRAFT = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=128, n_layer=2, n_head=4, max_context=256), steps=3000,
+                    batch_size=16, context=256, learning_rate=3e-3, warmup_steps=100, eval_every=250)
+
+
+@dataclass(frozen=True)
+class Distillation:
+    """Sequence-level distillation: ``samples`` rows of ``length`` tokens, each a ``prompt_length`` window of
+    the training text continued by the target at ``temperature``; the draft is fine-tuned on them."""
+
+    samples: int
+    length: int
+    prompt_length: int
+    temperature: float
+    seed: int
+    schedule: TrainConfig
+
+
+DISTILLATION = Distillation(samples=4096, length=257, prompt_length=32, temperature=1.0, seed=2,
+                            schedule=replace(DRAFT, steps=1500, learning_rate=1e-3, seed=3))
+HEADS = HeadsConfig(heads=4, d_hidden=256, schedule=TrainConfig(TARGET.model, steps=1000, batch_size=16, context=256,
+                                                                learning_rate=1e-3, warmup_steps=50, eval_every=200))
+NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
+NGRAM_SMOOTHING = 0.1
+
+DRAFTS = ("transformer", "distilled", "bigram", "unigram", "copy", "random")
+TRAINABLE = ("target", "transformer", "distilled", "heads", "ngrams")
+
+
+def _read(name: str, zoo: Path, device) -> dict:
+    path = Path(zoo) / f"{name}.pt"
+    if not path.exists():
+        raise ValueError(f"no shipped model {name!r} in {zoo}: train it with `spectheory train {name}`")
+    return torch.load(path, map_location=device, weights_only=True)
+
+
+def _tinygpt(name: str, zoo: Path, device, dtype) -> TinyGPT:
+    entries = _read(name, zoo, device)
+    model = TinyGPT(TinyGPTConfig(**entries["config"]))
+    model.load_state_dict(entries["weights"])
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> TinyGPT:
+    """The shipped target TinyGPT on ``device`` in ``dtype`` (stored as float16)."""
+    return _tinygpt("target", zoo, device, dtype)
+
+
+def load_draft(name: str, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO):
+    """A draft of ``DRAFTS`` by name, on ``device``."""
+    if name in ("transformer", "distilled"):
+        return _tinygpt(name, zoo, device, dtype)
+    if name in NGRAMS:
+        entries = _read(name, zoo, device)
+        return NGramModel(entries["table"].to(dtype), entries["order"], device=device)
+    if name == "copy":
+        return CopyDraft(VOCAB_SIZE, device=device, dtype=dtype)
+    if name == "random":
+        return UniformModel(VOCAB_SIZE, device=device, dtype=dtype)
+    raise ValueError(f"draft must be one of {DRAFTS}, got {name!r}")
+
+
+def load_pair(draft: str = "transformer", *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
+              zoo: Path = ZOO) -> tuple:
+    """(target, draft) for the speculative decoders."""
+    return load_target(device=device, dtype=dtype, zoo=zoo), load_draft(draft, device=device, dtype=dtype, zoo=zoo)
+
+
+def load_blockwise(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> BlockwiseGPT:
+    """The target with its trained proposal heads (Stern et al.)."""
+    entries = _read("heads", zoo, device)
+    model = BlockwiseGPT(load_target(device=device, dtype=dtype, zoo=zoo), entries["heads"], entries["d_hidden"])
+    model.proposal.load_state_dict(entries["weights"])
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def manifest(zoo: Path = ZOO) -> dict:
+    """How each shipped model was trained: ``{name: {...}}`` from ``manifest.json`` (empty if none)."""
+    path = Path(zoo) / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
+    """Write ``{name}.pt`` atomically and its ``manifest.json`` entry (size, SHA-256 and ``record``)."""
+    zoo = Path(zoo)
+    zoo.mkdir(parents=True, exist_ok=True)
+    path, temporary = zoo / f"{name}.pt", zoo / f"{name}.pt.partial"
+    torch.save(entries, temporary)
+    temporary.replace(path)
+    data = path.read_bytes()
+    book = manifest(zoo)
+    book[name] = dict(record, file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
+                      torch=torch.__version__, python=platform.python_version())
+    (zoo / "manifest.json").write_text(json.dumps(book, indent=1, sort_keys=True) + "\n")
+
+
+def _training_record(result: TrainResult, config, corpus, parameters: int) -> dict:
+    return {"config": asdict(config), "parameters": parameters, "steps": result.steps,
+            "seconds_this_run": round(result.seconds, 1), "held_out_losses": [list(e) for e in result.held_out_losses],
+            "final_held_out_loss_nats_per_char": result.held_out_losses[-1][1] if result.held_out_losses else None,
+            "corpus_fingerprint": corpus.fingerprint}
+
+
+def _export_tinygpt(name: str, model: TinyGPT, result: TrainResult, config, corpus, zoo: Path) -> None:
+    weights = {key: value.detach().to("cpu", torch.float16) for key, value in model.state_dict().items()}
+    weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
+    parameters = sum(p.numel() for p in model.parameters())
+    _export(name, {"config": model.config.as_dict(), "weights": weights},
+            _training_record(result, config, corpus, parameters), zoo)
+
+
+def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str = "cpu",
+          progress: bool | None = None, until: int | None = None) -> dict:
+    """Run the recipe of ``name`` (one of ``TRAINABLE``), resuming from checkpoints in ``work``, and export
+    the model into ``zoo`` once training is complete. Returns the manifest entries written (none while
+    ``until`` stops training early)."""
+    if name not in TRAINABLE:
+        raise ValueError(f"name must be one of {TRAINABLE}, got {name!r}")
+    corpus, work = load_corpus(), Path(work)
+    if name in ("target", "transformer"):
+        config = TARGET if name == "target" else DRAFT
+        model, result = train_language_model(config, corpus.train, corpus.held_out, checkpoint=work / f"{name}.pt",
+                                             device=device, progress=progress, until=until)
+        if result.steps < config.steps:
+            return {}
+        _export_tinygpt(name, model, result, config, corpus, zoo)
+    elif name == "distilled":
+        samples = _distillation_samples(work, zoo, device, progress)
+        schedule = DISTILLATION.schedule
+        model, result = train_language_model(schedule, samples, corpus.held_out, checkpoint=work / "distilled.pt",
+                                             device=device, progress=progress, until=until,
+                                             initial=load_draft("transformer", zoo=zoo))
+        if result.steps < schedule.steps:
+            return {}
+        _export_tinygpt(name, model, result, DISTILLATION, corpus, zoo)
+    elif name == "heads":
+        base = load_target(device=device, zoo=zoo)
+        model, result = train_proposal_heads(HEADS, base, corpus.train, corpus.held_out, checkpoint=work / "heads.pt",
+                                             device=device, progress=progress, until=until)
+        if result.steps < HEADS.schedule.steps:
+            return {}
+        weights = {key: value.detach().to("cpu", torch.float16) for key, value in model.proposal.state_dict().items()}
+        _export("heads", {"heads": HEADS.heads, "d_hidden": HEADS.d_hidden, "weights": weights},
+                _training_record(result, HEADS, corpus, sum(p.numel() for p in model.proposal.parameters())), zoo)
+    else:
+        for ngram, n in NGRAMS.items():
+            model = NGramModel.fit([torch.from_numpy(corpus.train.astype(np.int64))], VOCAB_SIZE, n,
+                                   smoothing=NGRAM_SMOOTHING)
+            _export(ngram, {"order": model.order, "table": model.table.to(torch.float32)},
+                    {"n": n, "smoothing": NGRAM_SMOOTHING, "parameters": model.table.numel(),
+                     "corpus_fingerprint": corpus.fingerprint}, zoo)
+        return {ngram: manifest(zoo)[ngram] for ngram in NGRAMS}
+    return {name: manifest(zoo)[name]}
+
+
+def _distillation_samples(work: Path, zoo: Path, device, progress) -> np.ndarray:
+    """The target's samples for distillation, cached in ``work`` (they take minutes to draw)."""
+    path = Path(work) / "distillation_samples.npy"
+    if path.exists():
+        return np.load(path)
+    recipe = DISTILLATION
+    samples = target_samples(load_target(device=device, zoo=zoo), load_corpus().train, count=recipe.samples,
+                             length=recipe.length, prompt_length=recipe.prompt_length,
+                             sampling=Sampling(temperature=recipe.temperature), seed=recipe.seed, progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, samples)
+    return samples

@@ -1,0 +1,152 @@
+"""The speed harness and alpha measurement on tiny models: structure and arithmetic, never timings."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from decoders.bench import BenchSettings, bench_pair, hf_comparison, median_seconds
+from decoders.measure import acceptance_counts, alpha_markdown, betas_along_text, estimate_alpha, text_windows
+from decoders.models.history import CopyDraft, TabularModel
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.random import seeded
+from decoders.sampling import GREEDY, Sampling, adjusted_probs
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.speedup import walltime_improvement
+
+V = 20
+
+
+def tiny(d_model, layers, seed):
+    config = TinyGPTConfig(V, d_model=d_model, n_layer=layers, n_head=2, max_context=96)
+    return TinyGPT(config).initialize(torch.Generator().manual_seed(seed), std=0.3).eval()
+
+
+SETTINGS = BenchSettings(gammas=(1, 3), temperatures=(0.0, 1.0), prompts=2, prompt_length=8, max_new_tokens=12,
+                         repeats=2, warmup=1, call_steps=4)
+
+
+def test_bench_report_against_theorem_3_8():
+    """Rows for every (temperature, gamma); the prediction is Theorem 3.8 at the pooled alpha and measured c."""
+    target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    report = bench_pair(target, draft, prompts, SETTINGS, progress=False)
+    assert [(row["temperature"], row["gamma"]) for row in report.rows] == [(0.0, 1), (0.0, 3), (1.0, 1), (1.0, 3)]
+    assert report.c == pytest.approx(report.draft_call_seconds / report.target_call_seconds)
+    for row in report.rows:
+        assert 1 <= row["tokens_per_iteration"] <= row["gamma"] + 1
+        assert row["speedup"] == pytest.approx(report.autoregressive_seconds[row["temperature"]] / row["seconds"])
+        alpha = report.alpha[row["temperature"]]
+        assert row["predicted_speedup"] == pytest.approx(float(walltime_improvement(alpha, row["gamma"], report.c)))
+        assert row["predicted_from_tokens"] == pytest.approx(row["tokens_per_iteration"] / (row["gamma"] * report.c + 1))
+    document = json.loads(json.dumps(report.as_dict()))
+    assert {"device", "dtype", "torch"} <= set(document["environment"])
+    assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
+
+
+def test_bench_with_the_draft_as_target_accepts_everything():
+    """A draft equal to the target: alpha = 1 and gamma + 1 tokens per iteration at T = 0 and T = 1."""
+    target = tiny(16, 1, 0)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    report = bench_pair(target, target, prompts, SETTINGS, progress=False)
+    assert report.alpha == {0.0: 1.0, 1.0: 1.0}
+    # max_new_tokens = 12 is a multiple of neither 2 nor 4: the last iteration is cut short, not rejected.
+    assert all(row["tokens_per_iteration"] > row["gamma"] for row in report.rows)
+
+
+def test_median_seconds_counts_warmup_and_repeats():
+    calls = []
+    median, seconds = median_seconds(lambda: calls.append(1), repeats=3, warmup=2, device="cpu")
+    assert len(calls) == 5 and len(seconds) == 3 and median == sorted(seconds)[1]
+
+
+def test_bench_settings_reject_bad_values():
+    with pytest.raises(ValueError, match="gammas"):
+        BenchSettings(gammas=(0,))
+    with pytest.raises(ValueError, match="repeats"):
+        BenchSettings(repeats=0)
+    with pytest.raises(ValueError, match="temperatures"):
+        BenchSettings(temperatures=(-1.0,))
+
+
+def test_hf_comparison_against_our_greedy_decoders():
+    pytest.importorskip("transformers")
+    target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10,
+                             repeats=1, warmup=0)
+    result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
+    row = result["rows"][0]
+    assert row["greedy_outputs_agree"] is True  # HF generate, assisted generation and ours: the same tokens
+    assert row["ar_ours_adapter_over_hf"] > 0
+
+
+def test_tinygpt_to_gpt2_against_tinygpt_logits():
+    pytest.importorskip("transformers")
+    from decoders.models.hf import tinygpt_to_gpt2
+
+    model = tiny(32, 2, 3)
+    tokens = torch.randint(0, V, (2, 30), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        assert torch.allclose(tinygpt_to_gpt2(model)(tokens).logits, model.logits_of_sequences(tokens), atol=1e-5)
+
+
+def unigram(seed, sharpness=1.0):
+    """A context-free tabular model: the same next-token law at every position, so alpha is one number."""
+    return TabularModel.random(torch.Generator().manual_seed(seed), V, 0, sharpness=sharpness, dtype=torch.float32)
+
+
+def test_alpha_along_text_against_sum_of_minimums():
+    target, draft = unigram(0), unigram(1)
+    p = torch.softmax(target.table[0], -1)
+    q = torch.softmax(draft.table[0], -1)
+    windows = torch.randint(0, V, (3, 16), generator=torch.Generator().manual_seed(0))
+    betas, proposed = betas_along_text(target, draft, windows, Sampling(1.0), skip=4)
+    assert betas.shape == (3, 12) and bool(proposed.all())
+    assert torch.allclose(betas, torch.minimum(p, q).sum().expand(3, 12), atol=1e-6)
+    greedy, _ = betas_along_text(target, draft, windows, GREEDY, skip=4)
+    assert bool((greedy == float(p.argmax() == q.argmax())).all())  # T = 0: 1 where the argmaxes agree
+
+
+def test_alpha_along_text_counts_no_proposal_as_zero():
+    windows = torch.tensor([[1, 2, 3, 1, 2, 5, 6, 7]])
+    betas, proposed = betas_along_text(unigram(0), CopyDraft(V), windows, GREEDY, skip=1)
+    # The copy draft proposes only where the context's last token occurred before: after 1 2 3 1 and 1 2 3 1 2.
+    assert proposed.tolist()[0] == [False, False, False, True, True, False, False]
+    assert bool((betas[~proposed] == 0).all())
+
+
+def test_alpha_from_acceptance_counts_against_sum_of_minimums():
+    """Context-free models make acceptance i.i.d. Bernoulli(alpha): the count estimate must cover alpha.
+    The check is at 4.5 standard errors (false-positive probability about 1e-5)."""
+    target, draft = unigram(0, 2.0), unigram(1, 2.0)
+    alpha = float(torch.minimum(adjusted_probs(target.table[0], Sampling(1.0)),
+                                adjusted_probs(draft.table[0], Sampling(1.0))).sum())
+    prompts = torch.zeros(64, 2, dtype=torch.int64)
+    accepted, verified, generated = acceptance_counts(target, draft, prompts, Sampling(1.0), gamma=3,
+                                                      max_new_tokens=40, seed=0)
+    assert generated == 64 * 40
+    estimate = accepted / verified
+    assert abs(estimate - alpha) < 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (estimate, alpha)
+    # Negative control: accepted per drafted token, accepted / (gamma * iterations), ignores that a rejection
+    # ends the iteration; it is biased low and must fall outside the same band.
+    generation = generate_speculative(target, draft, prompts, max_new_tokens=40, config=SpeculativeConfig(3, Sampling(1.0)),
+                                      randomness=seeded(0))
+    naive = accepted / (3 * sum(len(row) for row in generation.stats.accepted_per_iteration))
+    assert alpha - naive > 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (naive, alpha)
+
+
+def test_estimate_alpha_and_markdown_table():
+    target, draft = unigram(0), unigram(1)
+    stream = np.random.default_rng(0).integers(0, V, 2000).astype(np.uint8)
+    estimate = estimate_alpha(target, draft, "unigram", stream, 1.0, windows=4, length=32, skip=4, prompts=4,
+                              prompt_length=8, max_new_tokens=16, batch_size=2)
+    assert estimate.text_positions == 4 * 28 and estimate.proposal_coverage == 1.0
+    assert estimate.generated_tokens == 4 * 16 and estimate.verified_tokens >= estimate.accepted_tokens
+    table = alpha_markdown([estimate])
+    assert table.count("\n") == 3 and f"{estimate.alpha_text:.3f}" in table
+    assert text_windows(stream, 3, 10, 0).tolist() == text_windows(stream, 3, 10, 0).tolist()
+    with pytest.raises(ValueError, match="length"):
+        text_windows(stream, 1, 5000, 0)
