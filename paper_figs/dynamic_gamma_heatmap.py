@@ -1,0 +1,34 @@
+"""Gain of dynamic-gamma policies over the best fixed gamma across (alpha, c): the oracle that drafts
+exactly the tokens to be accepted, a calibrated predicted-rejection threshold (SpecDec++ style) and
+Hugging Face's +2/-1 schedule, simulated on synthetic contexts (``python -m sims.policies``; values
+above 1 beat the best fixed gamma)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from paper_figs.style import FULL, figure, plt, save
+
+RESULT = "policy_gains.json"
+POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuristic", "HF +2/-1 schedule"))
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    grid = json.loads((Path(results) / RESULT).read_text())
+    alphas, cs = np.array(grid["alphas"]), np.array(grid["cs"])
+    fig, axes = figure((FULL[0], 2.5), ncols=len(POLICIES), sharey=True)
+    norm = plt.matplotlib.colors.TwoSlopeNorm(vmin=0.6, vcenter=1.0, vmax=1.6)
+    for ax, (key, title) in zip(axes, POLICIES):
+        image = ax.pcolormesh(cs, alphas, np.array(grid[key]), cmap="RdBu_r", norm=norm, shading="nearest")
+        ax.set(title=title, xlabel="draft cost ratio c")
+        ax.grid(False)
+    axes[0].set_ylabel("acceptance rate $\\alpha$")
+    fig.colorbar(image, ax=axes, label="speedup over best fixed $\\gamma$")
+    return save(fig, out, "dynamic_gamma_heatmap")
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")
