@@ -3,6 +3,6 @@
 ``sampling`` (logits -> sampled distribution), ``random`` (the randomness interface), ``models`` (the
 model protocol and its implementations), ``autoregressive``, ``speculative`` and ``blockwise`` (the
 decoders, each a step function plus a loop), ``results`` (what every run returns), ``audit`` (exact and
-statistical distribution-preservation audits, planted-bug decoders). Training, the model zoo and the
-speed harness come next.
+statistical distribution-preservation audits, planted-bug decoders), ``corpus`` and ``train`` (the
+stdlib corpus and training), ``zoo`` (the shipped models), ``measure`` (alpha) and ``bench`` (speed).
 """

@@ -54,9 +54,9 @@ class Distillation:
     schedule: TrainConfig
 
 
-DISTILLATION = Distillation(samples=4096, length=257, prompt_length=32, temperature=1.0, seed=2,
-                            schedule=replace(DRAFT, steps=1500, learning_rate=1e-3, seed=3))
-HEADS = HeadsConfig(heads=4, d_hidden=256, schedule=TrainConfig(TARGET.model, steps=1000, batch_size=16, context=256,
+DISTILLATION = Distillation(samples=4096, length=256, prompt_length=32, temperature=1.0, seed=2,  # the full context
+                            schedule=replace(DRAFT, steps=1500, context=255, learning_rate=1e-3, seed=3))
+HEADS = HeadsConfig(heads=4, d_hidden=256, schedule=TrainConfig(TARGET.model, steps=600, batch_size=16, context=256,
                                                                 learning_rate=1e-3, warmup_steps=50, eval_every=200))
 NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
 NGRAM_SMOOTHING = 0.1

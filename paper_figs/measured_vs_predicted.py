@@ -1,0 +1,36 @@
+"""Measured against predicted speedup (Leviathan et al. Table 4 analogue): each point is the shipped
+pair at one (temperature, gamma) on this machine, batch 1, measured over our autoregressive decoder,
+against Theorem 3.8 at the measured alpha and c; crosses are the paper's twelve T5-XXL points. Points
+below the diagonal ran slower than the theory predicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paper_figs.paper_data import LEVIATHAN_TABLE_4
+from paper_figs.style import figure, save
+
+RESULT = "bench_cpu.json"
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    report = json.loads((Path(results) / RESULT).read_text())
+    fig, ax = figure()
+    for temperature, marker in ((0.0, "o"), (1.0, "s")):
+        rows = [row for row in report["rows"] if row["temperature"] == temperature]
+        if rows:
+            ax.scatter([r["predicted_speedup"] for r in rows], [r["speedup"] for r in rows], marker=marker, s=14,
+                       label=f"ours, T = {temperature:g} ($\\gamma$ = {rows[0]['gamma']}..{rows[-1]['gamma']})")
+    ax.scatter([row[6] for row in LEVIATHAN_TABLE_4], [row[7] for row in LEVIATHAN_TABLE_4], marker="x", s=16,
+               color="gray", label="Leviathan et al. T5 (Table 4)")
+    top = max(3.6, *[r["speedup"] for r in report["rows"]], *[r["predicted_speedup"] for r in report["rows"]]) * 1.05
+    ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="measured = predicted")
+    ax.set(xlabel="predicted speedup, Theorem 3.8 (x)", ylabel="measured speedup (x)", xlim=(0.5, top),
+           ylim=(0.5, top), title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}")
+    ax.legend(loc="upper left")
+    return save(fig, out, "measured_vs_predicted")
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")
