@@ -87,10 +87,22 @@ class BenchReport:
 def environment(device: torch.device | str, dtype: torch.dtype) -> dict:
     """Where the numbers come from: device, its name, dtype, torch version, threads, host."""
     device = torch.device(device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
     return {"device": str(device), "device_name": name, "dtype": str(dtype).replace("torch.", ""),
             "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "python": platform.python_version(), "platform": platform.platform()}
+
+
+def _cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo where there is one, else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _synchronize(device: torch.device) -> None:

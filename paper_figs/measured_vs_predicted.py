@@ -28,7 +28,7 @@ def make(out: Path, results: Path) -> list[Path]:
     ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="measured = predicted")
     ax.set(xlabel="predicted speedup, Theorem 3.8 (x)", ylabel="measured speedup (x)", xlim=(0.5, top),
            ylim=(0.5, top), title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}")
-    ax.legend(loc="upper left")
+    ax.legend(loc="lower right")
     return save(fig, out, "measured_vs_predicted")
 
 
