@@ -1,7 +1,7 @@
 """The shipped target and drafts: the recipes that trained them, and loading them by name.
 
 The weights live in ``decoders/zoo/`` inside the package: float16 tensors and plain-value configurations
-read with ``torch.load(weights_only=True)`` (no arbitrary unpickling), about 13 MB in all, with
+read with ``torch.load(weights_only=True)`` (no arbitrary unpickling), 14.1 MB in all, with
 ``manifest.json`` recording how each model was trained (steps, seconds, held-out loss, corpus fingerprint,
 torch version). ``spectheory train`` reruns a recipe and exports into a zoo directory.
 
