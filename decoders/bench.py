@@ -254,16 +254,19 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
 def _hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float, randomness,
                  assistant=None, gamma: int | None = None) -> tuple:
     """Hugging Face ``generate`` for exactly ``max_new_tokens`` tokens (no end-of-sequence), plain or assisted.
-    HF samples from the global RNG: it is seeded from ``randomness`` so that runs repeat."""
+    HF samples from the global RNG and takes no generator: inside ``fork_rng`` (the caller's global state is
+    restored afterwards) it is seeded from ``randomness``, so that runs repeat."""
     options = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": max_new_tokens,
                "attention_mask": torch.ones_like(prompt), "pad_token_id": 0}
     if temperature > 0:
         options.update(temperature=temperature, top_k=0, top_p=1.0)
-        torch.manual_seed(int(torch.randint(2 ** 31, (1,), generator=randomness.generator)))
     if assistant is not None:
         assistant.generation_config.num_assistant_tokens = gamma
         assistant.generation_config.num_assistant_tokens_schedule = "constant"
         assistant.generation_config.assistant_confidence_threshold = 0.0
         options["assistant_model"] = assistant
-    output = model.generate(prompt, **options)
+    seed = int(torch.randint(2 ** 31, (1,), generator=randomness.generator))
+    with torch.random.fork_rng(devices=[prompt.device] if prompt.device.type == "cuda" else []):
+        torch.random.manual_seed(seed)
+        output = model.generate(prompt, **options)
     return tuple(output[0, prompt.shape[1]:].tolist())

@@ -29,7 +29,7 @@ from decoders.random import TorchRandomness
 from decoders.sampling import Sampling
 
 __all__ = ["TrainConfig", "TrainResult", "HeadsConfig", "train_language_model", "train_proposal_heads",
-           "target_samples", "held_out_loss", "load_checkpoint"]
+           "target_samples", "held_out_loss", "load_checkpoint", "save_atomically"]
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,15 @@ class TrainResult:
 def _windows(data: np.ndarray, count: int, context: int, generator: torch.Generator) -> torch.Tensor:
     """``count`` random windows of ``context + 1`` tokens, ``[count, context + 1]`` int64, from one stream
     ``[N]`` or from the rows of ``[R, L]`` (samples: a window never crosses from one row into the next)."""
+    offsets = np.arange(context + 1)
     if data.ndim == 1:
-        starts = torch.randint(0, len(data) - context - 1, (count,), generator=generator)
-        return torch.from_numpy(data.astype(np.int64))[starts[:, None] + torch.arange(context + 1)]
-    rows = torch.randint(0, data.shape[0], (count,), generator=generator)
-    starts = torch.randint(0, data.shape[1] - context, (count,), generator=generator)
-    return torch.from_numpy(data.astype(np.int64))[rows[:, None], starts[:, None] + torch.arange(context + 1)]
+        starts = torch.randint(0, len(data) - context - 1, (count,), generator=generator).numpy()
+        windows = data[starts[:, None] + offsets]
+    else:
+        rows = torch.randint(0, data.shape[0], (count,), generator=generator).numpy()
+        starts = torch.randint(0, data.shape[1] - context, (count,), generator=generator).numpy()
+        windows = data[rows[:, None], starts[:, None] + offsets]
+    return torch.from_numpy(windows.astype(np.int64))  # only the windows are widened, not the whole stream
 
 
 def _learning_rate(config: TrainConfig, step: int) -> float:
@@ -189,7 +192,7 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
     optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(config.seed + 1)  # the training windows
-    identity = dict(identity, train_config=config.as_dict()) if identity else {"train_config": config.as_dict()}
+    identity = dict(identity, train_config=config.as_dict())
     step, train_losses, held_out_losses = 0, [], []
     if checkpoint is not None and Path(checkpoint).exists():
         state = torch.load(checkpoint, map_location=device, weights_only=True)
@@ -223,7 +226,7 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
                 bar.set_postfix(train=f"{train_losses[-1][1]:.3f}", held_out=f"{held_out_losses[-1][1]:.3f}")
                 running = []
                 if checkpoint is not None:
-                    _save(checkpoint, dict(identity, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                    save_atomically(checkpoint, dict(identity, model=model.state_dict(), optimizer=optimizer.state_dict(),
                                            generator=generator.get_state(), step=step,
                                            train_losses=[list(entry) for entry in train_losses],
                                            held_out_losses=[list(entry) for entry in held_out_losses],
@@ -232,12 +235,13 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
     return model.eval(), result
 
 
-def _save(path, entries: dict) -> None:
+def save_atomically(path, entries: dict) -> None:
+    """``torch.save`` to a temporary file, then rename: a crash never leaves half a file at ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".partial")
     torch.save(entries, temporary)
-    temporary.replace(path)  # a crash never leaves half a checkpoint
+    temporary.replace(path)
 
 
 @torch.no_grad()

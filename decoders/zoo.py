@@ -27,8 +27,8 @@ from decoders.corpus import VOCAB_SIZE, load_corpus
 from decoders.models.history import CopyDraft, NGramModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
-from decoders.train import (HeadsConfig, TrainConfig, TrainResult, target_samples, train_language_model,
-                            train_proposal_heads)
+from decoders.train import (HeadsConfig, TrainConfig, TrainResult, save_atomically, target_samples,
+                            train_language_model, train_proposal_heads)
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
            "load_draft", "load_blockwise", "load_pair", "manifest", "train"]
@@ -120,16 +120,13 @@ def manifest(zoo: Path = ZOO) -> dict:
 
 def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
     """Write ``{name}.pt`` atomically and its ``manifest.json`` entry (size, SHA-256 and ``record``)."""
-    zoo = Path(zoo)
-    zoo.mkdir(parents=True, exist_ok=True)
-    path, temporary = zoo / f"{name}.pt", zoo / f"{name}.pt.partial"
-    torch.save(entries, temporary)
-    temporary.replace(path)
+    path = Path(zoo) / f"{name}.pt"
+    save_atomically(path, entries)
     data = path.read_bytes()
     book = manifest(zoo)
     book[name] = dict(record, file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
                       torch=torch.__version__, python=platform.python_version())
-    (zoo / "manifest.json").write_text(json.dumps(book, indent=1, sort_keys=True) + "\n")
+    (Path(zoo) / "manifest.json").write_text(json.dumps(book, indent=1, sort_keys=True) + "\n")
 
 
 def _training_record(result: TrainResult, config, corpus, parameters: int) -> dict:
@@ -139,8 +136,13 @@ def _training_record(result: TrainResult, config, corpus, parameters: int) -> di
             "corpus_fingerprint": corpus.fingerprint}
 
 
+def _half(module: torch.nn.Module) -> dict:
+    """``module``'s state as float16 CPU tensors (how the zoo stores weights)."""
+    return {key: value.detach().to("cpu", torch.float16) for key, value in module.state_dict().items()}
+
+
 def _export_tinygpt(name: str, model: TinyGPT, result: TrainResult, config, corpus, zoo: Path) -> None:
-    weights = {key: value.detach().to("cpu", torch.float16) for key, value in model.state_dict().items()}
+    weights = _half(model)
     weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
     parameters = sum(p.numel() for p in model.parameters())
     _export(name, {"config": model.config.as_dict(), "weights": weights},
@@ -163,7 +165,7 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
             return {}
         _export_tinygpt(name, model, result, config, corpus, zoo)
     elif name == "distilled":
-        samples = _distillation_samples(work, zoo, device, progress)
+        samples = _distillation_samples(corpus.train, work, zoo, device, progress)
         schedule = DISTILLATION.schedule
         model, result = train_language_model(schedule, samples, corpus.held_out, checkpoint=work / "distilled.pt",
                                              device=device, progress=progress, until=until,
@@ -177,8 +179,7 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
                                              device=device, progress=progress, until=until)
         if result.steps < HEADS.schedule.steps:
             return {}
-        weights = {key: value.detach().to("cpu", torch.float16) for key, value in model.proposal.state_dict().items()}
-        _export("heads", {"heads": HEADS.heads, "d_hidden": HEADS.d_hidden, "weights": weights},
+        _export("heads", {"heads": HEADS.heads, "d_hidden": HEADS.d_hidden, "weights": _half(model.proposal)},
                 _training_record(result, HEADS, corpus, sum(p.numel() for p in model.proposal.parameters())), zoo)
     else:
         for ngram, n in NGRAMS.items():
@@ -191,13 +192,13 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
     return {name: manifest(zoo)[name]}
 
 
-def _distillation_samples(work: Path, zoo: Path, device, progress) -> np.ndarray:
+def _distillation_samples(stream: np.ndarray, work: Path, zoo: Path, device, progress) -> np.ndarray:
     """The target's samples for distillation, cached in ``work`` (they take minutes to draw)."""
     path = Path(work) / "distillation_samples.npy"
     if path.exists():
         return np.load(path)
     recipe = DISTILLATION
-    samples = target_samples(load_target(device=device, zoo=zoo), load_corpus().train, count=recipe.samples,
+    samples = target_samples(load_target(device=device, zoo=zoo), stream, count=recipe.samples,
                              length=recipe.length, prompt_length=recipe.prompt_length,
                              sampling=Sampling(temperature=recipe.temperature), seed=recipe.seed, progress=progress)
     path.parent.mkdir(parents=True, exist_ok=True)
