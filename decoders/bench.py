@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.measure import accepted_and_verified
 from decoders.models.base import check_positive_integers
 from decoders.random import seeded
 from decoders.sampling import Sampling
@@ -179,11 +180,11 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
                         target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r))
 
                 seconds = median_seconds(speculative, repeats=s.repeats, warmup=s.warmup, device=device)[0]
-                counts = [n for run in runs for row in run.stats.accepted_per_iteration for n in row]
-                accepted, verified = sum(counts), sum(counts) + sum(1 for n in counts if n < gamma)
+                accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
+                iterations = sum(len(run.stats.accepted_per_iteration) for run in runs)  # batch 1: one row each
                 accepted_all, verified_all = accepted_all + accepted, verified_all + verified
                 measured.append({"temperature": temperature, "gamma": gamma, "seconds": seconds,
-                                 "iterations": len(counts), "tokens_per_iteration": 1 + accepted / len(counts),
+                                 "iterations": iterations, "tokens_per_iteration": 1 + accepted / iterations,
                                  "alpha_counts": accepted / verified if verified else float("nan"),
                                  "speedup": autoregressive[temperature] / seconds})
                 bar.update(1)

@@ -20,10 +20,12 @@ import torch
 from tqdm import tqdm
 
 from decoders.random import seeded
+from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 
-__all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "estimate_alpha",
+__all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
+           "estimate_alpha",
            "alpha_table", "alpha_markdown"]
 
 
@@ -74,10 +76,14 @@ def acceptance_counts(target, draft, prompts: torch.Tensor, sampling: Sampling, 
     """(accepted, verified, generated) draft tokens over speculative runs from ``prompts`` ``[B, L]``."""
     generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens,
                                       config=SpeculativeConfig(gamma, sampling), randomness=seeded(seed, target.device))
-    counts = [n for row in generation.stats.accepted_per_iteration for n in row]
+    return (*accepted_and_verified(generation.stats, gamma), sum(len(row) for row in generation.tokens))
+
+
+def accepted_and_verified(stats: DecodeStats, gamma: int) -> tuple[int, int]:
+    """(accepted, verified) draft tokens of a run: an iteration short of gamma ended in one rejection."""
+    counts = [n for row in stats.accepted_per_iteration for n in row]
     accepted = sum(counts)
-    rejected = sum(1 for n in counts if n < gamma)  # an iteration short of gamma ended in one rejection
-    return accepted, accepted + rejected, sum(len(row) for row in generation.tokens)
+    return accepted, accepted + sum(1 for n in counts if n < gamma)
 
 
 def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: float, *, windows: int = 32,

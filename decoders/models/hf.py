@@ -102,5 +102,5 @@ def tinygpt_to_gpt2(model):
                              (block.mlp[2], "mlp.c_proj")):
             weights[prefix + theirs + ".weight"], weights[prefix + theirs + ".bias"] = ours.weight.t(), ours.bias
     converted = GPT2LMHeadModel(config)
-    converted.load_state_dict({key: value.detach().clone() for key, value in weights.items()}, strict=False)
+    converted.load_state_dict({key: value.detach().clone() for key, value in weights.items()})  # strict: every weight mapped
     return converted.to(device=model.device, dtype=model.embed.weight.dtype).eval()
