@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.measure import accepted_and_verified
 from decoders.models.base import check_positive_integers
 from decoders.random import seeded
@@ -33,7 +34,11 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.speedup import walltime_improvement
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "median_seconds", "call_seconds", "bench_pair",
-           "hf_comparison"]
+           "hf_comparison", "BLOCKWISE_CONFIGS", "bench_blockwise"]
+
+#: Stern et al. Fig. 4 analogue: block sizes k = 2..4 under the exact and two top-k criteria.
+BLOCKWISE_CONFIGS = tuple(BlockwiseConfig(criterion, top_k=top_k, block_size=k) for k in (2, 3, 4)
+                          for criterion, top_k in (("exact", 1), ("top_k", 2), ("top_k", 3)))
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,39 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
                                  measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
     return BenchReport(environment(device, _dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
                        c_draft, autoregressive, alphas, tuple(rows))
+
+
+@torch.no_grad()
+def bench_blockwise(model, prompts: torch.Tensor, settings: BenchSettings, configs=BLOCKWISE_CONFIGS, *,
+                    progress: bool | None = None) -> dict:
+    """Blockwise parallel decoding (Stern et al. Fig. 4 analogue): for each ``BlockwiseConfig``, the mean
+    accepted block size (tokens per model call in the loop) and the wall-clock speedup over greedy
+    autoregressive decoding with the base model, at batch 1 on ``prompts`` ``[N, L]``."""
+    device, s = model.device, settings
+    prompts = prompts.to(device)
+    with tqdm(total=1 + len(configs), desc="blockwise", unit="run", delay=1, leave=False,
+              disable=None if progress is None else not progress) as bar:
+        baseline = median_seconds(lambda: _decode_all(prompts, lambda p, r: generate_autoregressive(
+            model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r)),
+            repeats=s.repeats, warmup=s.warmup, device=device)[0]
+        bar.update(1)
+        rows = []
+        for config in configs:
+            runs = []
+
+            def blockwise():
+                runs[:] = _decode_all(prompts, lambda p, r: generate_blockwise(
+                    model, p, max_new_tokens=s.max_new_tokens, config=config))
+
+            seconds = median_seconds(blockwise, repeats=s.repeats, warmup=s.warmup, device=device)[0]
+            iterations = sum(run.stats.iterations for run in runs)
+            tokens = sum(len(row) for run in runs for row in run.tokens)
+            rows.append(dict(asdict(config), block_size=config.block_size or model.heads, seconds=seconds,
+                             iterations=iterations, mean_block_size=tokens / iterations,
+                             speedup=baseline / seconds))
+            bar.update(1)
+    return {"environment": environment(device, _dtype(model)), "settings": s.as_dict(), "heads": model.heads,
+            "autoregressive_seconds": baseline, "rows": rows}
 
 
 def _dtype(model) -> torch.dtype:

@@ -74,12 +74,14 @@ class BlockwiseGPT(nn.Module):
 class BlockwiseConfig:
     """Acceptance of proposals: "exact" (equal to the base's greedy token), "top_k" (among its ``top_k``
     most likely tokens) or "distance" (|proposal - greedy| <= ``epsilon`` for ordinal tokens); the first
-    ``min_block_size`` tokens of a block are always accepted."""
+    ``min_block_size`` tokens of a block are always accepted. ``block_size`` k uses the model's first k heads
+    (default all of them; the model call still computes every head)."""
 
     criterion: str = "exact"
     top_k: int = 1
     epsilon: int = 0
     min_block_size: int = 1
+    block_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
@@ -87,6 +89,8 @@ class BlockwiseConfig:
         if self.top_k < 1 or self.epsilon < 0 or self.min_block_size < 1:
             raise ValueError(f"need top_k >= 1, epsilon >= 0, min_block_size >= 1, got {self.top_k}, "
                              f"{self.epsilon}, {self.min_block_size}")
+        if self.block_size is not None and not 1 <= self.block_size:
+            raise ValueError(f"block_size must be a positive integer, got {self.block_size}")
 
 
 def _agrees(proposals: torch.Tensor, logits: torch.Tensor, config: BlockwiseConfig) -> torch.Tensor:
@@ -109,8 +113,11 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     accepts y_1 and the longest run of proposals passing the criterion (at least ``min_block_size``
     tokens), and reads the next block from the outputs at the last accepted position.
     """
-    if config.min_block_size > model.heads:
-        raise ValueError(f"min_block_size must be at most heads = {model.heads}, got {config.min_block_size}")
+    k = config.block_size or model.heads
+    if k > model.heads:
+        raise ValueError(f"block_size must be at most heads = {model.heads}, got {k}")
+    if config.min_block_size > k:
+        raise ValueError(f"min_block_size must be at most the block size {k}, got {config.min_block_size}")
     prompts = as_prompts(prompts, model.vocab_size)
     check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
     output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
@@ -119,14 +126,14 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     with timer.phase("prefill"):
         state = prefill(model, prompts)
         last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)
-        heads = model.head_logits(last, state)[:, 0]  # [B, k, V] after the prompt
+        heads = model.head_logits(last, state)[:, 0, :k]  # [B, k, V] after the prompt
     block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
     accepted_log, calls = [], 1
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         held = state.lengths.clone()
         with timer.phase("verify"):
-            heads = model.head_logits(block, state)  # [B, k, k, V], one call: verify and propose
+            heads = model.head_logits(block, state)[:, :, :k]  # [B, k, k, V], one call: verify and propose
             calls += 1
             passes = _agrees(block[:, 1:], heads[:, :-1, 0], config)  # proposal i+1 vs base after position i
             passes[:, :config.min_block_size - 1] = True

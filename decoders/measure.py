@@ -23,10 +23,13 @@ from decoders.random import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory._validation import as_lenience
 
 __all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
-           "estimate_alpha",
-           "alpha_table", "alpha_markdown"]
+           "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]
+
+#: Leviathan et al.'s Table 5 leniences.
+LENIENCES = (1.0, 0.5, 0.3, 0.1)
 
 
 @dataclass(frozen=True)
@@ -59,16 +62,27 @@ def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torc
 
 
 @torch.no_grad()
-def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int) -> tuple[torch.Tensor, torch.Tensor]:
+def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int,
+                     lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
-    ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing."""
+    ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
+    lenience l, beta = sum_x min(p(x) / l, q(x)) (THEORY.md §1; ``spectheory.acceptance``)."""
+    lenience = float(as_lenience(lenience))
     windows = windows.to(target.device)
     p = adjusted_probs(target.forward(windows, target.new_state(len(windows)))[:, skip - 1:-1], sampling)
     draft_logits = draft.forward(windows, draft.new_state(len(windows)))[:, skip - 1:-1]  # [B, L - skip, V]
     proposed = torch.isfinite(draft_logits).any(dim=-1)
     q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
-    betas = torch.minimum(p, q).sum(dim=-1)
+    betas = torch.minimum(p / lenience, q).sum(dim=-1)
     return torch.where(proposed, betas, torch.zeros_like(betas)), proposed
+
+
+def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int,
+                  lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``betas_along_text`` over ``text`` ``[W, L]`` in batches: (betas [W, L - skip] float64, proposed)."""
+    parts = [betas_along_text(target, draft, text[i:i + batch_size], sampling, skip=skip, lenience=lenience)
+             for i in range(0, len(text), batch_size)]
+    return torch.cat([b for b, _ in parts]).double(), torch.cat([p for _, p in parts])
 
 
 def acceptance_counts(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma: int, max_new_tokens: int,
@@ -91,10 +105,8 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
                    max_new_tokens: int = 128, batch_size: int = 8, seed: int = 0) -> AlphaEstimate:
     """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
     sampling = Sampling(temperature)
-    text = text_windows(stream, windows, length, seed)
-    parts = [betas_along_text(target, draft, text[i:i + batch_size], sampling, skip=skip)
-             for i in range(0, windows, batch_size)]
-    betas, proposed = torch.cat([b for b, _ in parts]).double(), torch.cat([p for _, p in parts])
+    betas, proposed = _pooled_betas(target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip,
+                                    batch_size=batch_size)
     per_window = betas.mean(dim=1)
     starts = text_windows(stream, prompts, prompt_length, seed + 1)
     accepted = verified = generated = 0
@@ -129,3 +141,21 @@ def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
                      f"{e.alpha_counts:.3f} ± {e.alpha_counts_standard_error:.3f} | {e.verified_tokens} | "
                      f"{e.proposal_coverage:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LENIENCES, *, temperature: float = 1.0,
+                         windows: int = 32, length: int = 256, skip: int = 32, batch_size: int = 8, seed: int = 0,
+                         progress: bool | None = None) -> list[dict]:
+    """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
+    lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,
+    standard errors over windows."""
+    text, sampling = text_windows(stream, windows, length, seed), Sampling(temperature)
+    rows = []
+    for name, draft in tqdm(drafts.items(), desc="lenience", unit="draft", delay=1, leave=False,
+                            disable=None if progress is None else not progress):
+        per_window = torch.stack([_pooled_betas(target, draft, text, sampling, skip=skip, batch_size=batch_size,
+                                                lenience=lenience)[0].mean(dim=1) for lenience in leniences])  # [l, W]
+        errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)
+        rows.append({"draft": name, "temperature": temperature, "leniences": [float(l) for l in leniences],
+                     "alpha": per_window.mean(dim=1).tolist(), "standard_error": errors.tolist()})
+    return rows

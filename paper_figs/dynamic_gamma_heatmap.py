@@ -16,6 +16,16 @@ RESULT = "policy_gains.json"
 POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuristic", "HF +2/-1 schedule"))
 
 
+def compute(results: Path, *, progress=None) -> Path:
+    """``python -m sims.policies --out RESULTS/policy_gains.json`` (15 alphas x 11 costs, 20,000 iterations)."""
+    from sims.policies import main
+
+    path = Path(results) / RESULT
+    main(["--out", str(path)])
+    return path
+
+
+
 def make(out: Path, results: Path) -> list[Path]:
     grid = json.loads((Path(results) / RESULT).read_text())
     alphas, cs = np.array(grid["alphas"]), np.array(grid["cs"])

@@ -9,13 +9,22 @@ import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
-from paper_figs.style import figure, save
+from paper_figs.style import figure, run_command, save
 
 RESULT = "bench_cpu.json"
 
 
+def compute(results: Path, *, progress=None) -> Path:
+    """``spectheory bench --hf --out RESULTS/bench_cpu.json`` (gamma 1..8, T = 0 and 1, 8 prompts)."""
+    return run_command(["bench", "--hf", "--out", Path(results) / RESULT], Path(results) / RESULT)
+
+
 def make(out: Path, results: Path) -> list[Path]:
-    report = json.loads((Path(results) / RESULT).read_text())
+    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+
+
+def draw(report: dict, out: Path) -> list[Path]:
+    """The figure of one ``spectheory bench`` JSON document ``report``."""
     fig, ax = figure()
     for temperature, marker in ((0.0, "o"), (1.0, "s")):
         rows = [row for row in report["rows"] if row["temperature"] == temperature]

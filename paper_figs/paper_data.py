@@ -13,3 +13,11 @@ LEVIATHAN_TABLE_4 = (
 
 #: Leviathan et al. Table 3, alpha at T = 0 / T = 1 for their GPT-like 97M target.
 LEVIATHAN_TABLE_3_GPT = {"unigram": (0.03, 0.03), "bigram": (0.05, 0.05), "6M draft": (0.88, 0.89)}
+
+#: Leviathan et al. Table 5, alpha under lenience l = 1, 0.5, 0.3, 0.1 (T5 EnDe target, T = 1).
+LEVIATHAN_TABLE_5 = {"unigram": (0.07, 0.10, 0.11, 0.16), "bigram": (0.19, 0.23, 0.25, 0.32),
+                     "T5-small": (0.62, 0.71, 0.76, 0.84), "T5-base": (0.68, 0.80, 0.83, 0.90)}
+
+#: Stern et al. Tables 1 and 4 (translation, distillation + fine-tuning): k -> (mean accepted block size,
+#: wall-clock speedup).
+STERN_BLOCKWISE = {2: (1.88, 1.72), 4: (3.27, 2.69), 6: (4.18, 3.10), 8: (4.69, 3.31), 10: (4.95, 3.04)}

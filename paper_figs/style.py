@@ -1,7 +1,9 @@
-"""The shared look of every figure: paper-sized, labelled, saved as PNG and PDF (never shown)."""
+"""The shared look of every figure: paper-sized, labelled, saved as PNG and PDF (never shown); tables as
+Markdown and CSV."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import matplotlib
@@ -9,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["COLUMN", "FULL", "figure", "save", "plt"]
+__all__ = ["COLUMN", "FULL", "figure", "save", "write_table", "run_command", "plt"]
 
 COLUMN = (3.4, 2.6)  # inches: one column of a two-column paper
 FULL = (7.0, 2.8)  # the full text width
@@ -35,3 +37,28 @@ def save(fig, out: Path, name: str) -> list[Path]:
         fig.savefig(path)
     plt.close(fig)
     return paths
+
+
+def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: list | None = None,
+                note: str = "") -> list[Path]:
+    """Write ``name``.md (a Markdown table of ``rows``, then ``note``) and ``name``.csv (``csv_rows``, default
+    ``rows``) into ``out``; cells are strings."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    markdown += ["| " + " | ".join(row) + " |" for row in rows]
+    paths = [out / f"{name}.md", out / f"{name}.csv"]
+    paths[0].write_text("\n".join(markdown) + "\n" + (f"\n{note}\n" if note else ""))
+    with paths[1].open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
+    return paths
+
+
+def run_command(argv: list, result: Path) -> Path:
+    """Run ``spectheory *argv`` (the command a cached result was made with) and return ``result``."""
+    from spectheory.cli import main  # the CLI imports paper_figs for `spectheory figs`: import at call time
+
+    status = main([str(arg) for arg in argv])
+    if status != 0:
+        raise RuntimeError(f"spectheory {' '.join(map(str, argv))} exited with status {status}")
+    return Path(result)

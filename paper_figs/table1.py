@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from paper_figs.style import write_table
 from spectheory.speedup import operations_factor, walltime_improvement
 
 CELLS = ((0.6, 2), (0.7, 3), (0.8, 2), (0.8, 5), (0.9, 2), (0.9, 10))
@@ -17,17 +18,10 @@ def rows() -> list[dict]:
 
 
 def make(out: Path, results: Path | None = None) -> list[Path]:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     table = rows()
-    markdown = ["| alpha | gamma | operations | speed |", "|---|---|---|---|"]
-    markdown += [f"| {r['alpha']} | {r['gamma']} | {r['operations']:.2f}x | {r['speed']:.2f}x |" for r in table]
-    csv = ["alpha,gamma,operations,speed"] + [f"{r['alpha']},{r['gamma']},{r['operations']:.2f},{r['speed']:.2f}"
-                                              for r in table]
-    paths = [out / "table1.md", out / "table1.csv"]
-    paths[0].write_text("\n".join(markdown) + "\n")
-    paths[1].write_text("\n".join(csv) + "\n")
-    return paths
+    markdown = [[str(r["alpha"]), str(r["gamma"]), f"{r['operations']:.2f}x", f"{r['speed']:.2f}x"] for r in table]
+    csv = [[str(r["alpha"]), str(r["gamma"]), f"{r['operations']:.2f}", f"{r['speed']:.2f}"] for r in table]
+    return write_table(out, "table1", ["alpha", "gamma", "operations", "speed"], markdown, csv_rows=csv)
 
 
 if __name__ == "__main__":

@@ -461,6 +461,40 @@ def _run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+FIGURE_SCRIPTS = ("fig2_expected_tokens", "fig3_optimal_gamma", "fig4_speedup_operations", "table1", "fig5_timelines",
+                  "simulation_vs_theory", "measured_vs_predicted", "speedup_vs_gamma", "table3_alpha",
+                  "table5_lenience", "stern_fig4_blockwise", "dynamic_gamma_heatmap")  # paper_figs.SCRIPTS
+
+
+def _add_figs(commands) -> None:
+    figs = commands.add_parser(
+        "figs",
+        help="regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
+        description="Run every paper_figs script: Leviathan et al. Figs. 2-5 and Tables 1, 3, 4 and 5 analogues, "
+                    "simulation against theory, Stern et al. Fig. 4 analogue and the dynamic-gamma heat map. "
+                    "Measured panels read the JSON in --results; --recompute reruns the simulations and "
+                    "measurements first (tens of minutes on a CPU).",
+    )
+    figs.add_argument("--out", default="figures", help="directory for the figures (default figures)")
+    figs.add_argument("--results", default="results", help="directory of the cached results (default results)")
+    figs.add_argument("--recompute", action="store_true", help="rerun the simulations and measurements first")
+    figs.add_argument("--only", nargs="+", choices=FIGURE_SCRIPTS, metavar="NAME",
+                      help=f"just these scripts: {', '.join(FIGURE_SCRIPTS)}")
+    figs.set_defaults(run=_run_figs)
+
+
+def _run_figs(args: argparse.Namespace) -> int:
+    import paper_figs
+
+    written = paper_figs.make_all(args.out, args.results, names=tuple(args.only or paper_figs.SCRIPTS),
+                                  recompute=args.recompute,
+                                  progress=lambda items, **options: tqdm(items, delay=1, leave=False, disable=None,
+                                                                         **options))
+    for name, paths in written.items():
+        print(f"{name}: {', '.join(str(path) for path in paths)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description="Speculative decoding: theory, simulation, decoders, audits.")
     parser.add_argument("--version", action="version", version=f"spectheory {__version__}")
@@ -471,6 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(commands)
     _add_alpha(commands)
     _add_bench(commands)
+    _add_figs(commands)
     return parser
 
 

@@ -8,12 +8,14 @@ import pytest
 import torch
 
 from decoders.bench import BenchSettings, bench_pair, hf_comparison, median_seconds
-from decoders.measure import acceptance_counts, alpha_markdown, betas_along_text, estimate_alpha, text_windows
+from decoders.measure import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
+                              estimate_alpha, text_windows)
 from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.random import seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.acceptance import acceptance_probability
 from spectheory.speedup import walltime_improvement
 
 V = 20
@@ -108,6 +110,21 @@ def test_alpha_along_text_against_sum_of_minimums():
     assert torch.allclose(betas, torch.minimum(p, q).sum().expand(3, 12), atol=1e-6)
     greedy, _ = betas_along_text(target, draft, windows, GREEDY, skip=4)
     assert bool((greedy == float(p.argmax() == q.argmax())).all())  # T = 0: 1 where the argmaxes agree
+
+
+def test_alpha_under_lenience_against_theory():
+    """beta_l = sum min(p / l, q) along text equals ``spectheory.acceptance.acceptance_probability``, and the
+    Table 5 rows grow as l shrinks; a lenience outside (0, 1] is refused."""
+    target, draft = unigram(0), unigram(1)
+    p, q = (torch.softmax(model.table[0], -1).double().numpy() for model in (target, draft))
+    stream = torch.randint(0, V, (400,), generator=torch.Generator().manual_seed(0)).numpy()
+    [row] = alpha_under_lenience(target, {"unigram": draft}, stream, LENIENCES, windows=4, length=32, skip=4)
+    expected = [float(acceptance_probability(p, q, lenience=lenience)) for lenience in LENIENCES]
+    assert row["leniences"] == list(LENIENCES)
+    assert row["alpha"] == pytest.approx(expected, abs=1e-5)
+    assert row["alpha"] == sorted(row["alpha"]) and row["alpha"][-1] > row["alpha"][0]
+    with pytest.raises(ValueError, match="lenience"):
+        betas_along_text(target, draft, torch.zeros(1, 8, dtype=torch.int64), Sampling(1.0), skip=2, lenience=0.0)
 
 
 def test_alpha_along_text_counts_no_proposal_as_zero():

@@ -89,8 +89,20 @@ def test_blockwise_approximate_criteria_and_minimum_block_size(target):
     assert all(n >= 2 for row in forced.stats.accepted_per_iteration for n in row)  # blocks of >= 3 tokens
     near = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig("distance", epsilon=VOCAB))
     assert near.stats.mean_accepted_tokens_per_iteration >= exact.stats.mean_accepted_tokens_per_iteration
-    with pytest.raises(ValueError, match="min_block_size must be at most heads"):
+    with pytest.raises(ValueError, match="min_block_size must be at most the block size 4"):
         generate_blockwise(model, PROMPTS, max_new_tokens=4, config=BlockwiseConfig(min_block_size=5))
+
+
+def test_blockwise_with_fewer_heads_against_greedy_base(target, greedy_reference):
+    """block_size k uses the first k heads: still the greedy output, and at most k tokens per iteration."""
+    model = BlockwiseGPT(target, 4).eval()
+    short = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig(block_size=2))
+    assert short.tokens == greedy_reference.tokens
+    loose = generate_blockwise(model, PROMPTS, max_new_tokens=24,
+                               config=BlockwiseConfig("top_k", top_k=VOCAB, block_size=2))
+    assert loose.stats.mean_accepted_tokens_per_iteration == 1  # blocks of exactly 2 tokens
+    with pytest.raises(ValueError, match="block_size must be at most heads = 4, got 5"):
+        generate_blockwise(model, PROMPTS, max_new_tokens=4, config=BlockwiseConfig(block_size=5))
 
 
 @pytest.mark.parametrize("device", DEVICES)

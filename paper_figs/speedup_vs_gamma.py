@@ -1,0 +1,43 @@
+"""Which gamma? Walltime speedup of the shipped pair against gamma on this machine at batch 1: Theorem 3.8
+at the measured alpha and c (lines; gamma = 0 is autoregressive decoding) and the measured speedup over
+our autoregressive decoder (points), per temperature. The theory's optimum is marked with a star."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from paper_figs.measured_vs_predicted import RESULT, compute  # noqa: F401 (the same cached bench)
+from paper_figs.style import figure, save
+from spectheory.speedup import optimal_gamma, walltime_improvement
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+
+
+def draw(report: dict, out: Path) -> list[Path]:
+    """The figure of one ``spectheory bench`` JSON document ``report``."""
+    fig, ax = figure()
+    c, top = report["c"], max(report["settings"]["gammas"])
+    gammas = np.arange(0, top + 1)
+    for color, (temperature, alpha) in zip(("C0", "C1", "C2", "C3"), report["alpha"].items()):
+        alpha = min(float(alpha), 1.0)
+        ax.plot(gammas, walltime_improvement(alpha, gammas, c), color=color,
+                label=f"Theorem 3.8, T = {float(temperature):g} ($\\alpha$ = {alpha:.3f})")
+        best = int(optimal_gamma(alpha, c, gamma_max=top))
+        ax.plot(best, walltime_improvement(alpha, best, c), "*", color=color, ms=8)
+        rows = [row for row in report["rows"] if row["temperature"] == float(temperature)]
+        ax.plot([row["gamma"] for row in rows], [row["speedup"] for row in rows], "o", color=color, ms=3.5,
+                mfc="none", label=f"measured, T = {float(temperature):g}")
+    ax.axhline(1.0, color="k", linewidth=0.6)
+    ax.set(xlabel="draft tokens per iteration $\\gamma$", ylabel="speedup over autoregressive (x)",
+           title=f"{report['environment']['device_name']}, batch 1, c = {c:.3f}", xlim=(-0.3, top + 0.3))
+    ax.legend(loc="lower right")
+    return save(fig, out, "speedup_vs_gamma")
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")

@@ -1,0 +1,48 @@
+"""Measured acceptance rate alpha (Leviathan et al. Table 3 analogue) of each shipped draft against the
+shipped target at T = 0 and T = 1: alpha = mean sum_x min(p, q) along held-out text, and from the
+acceptance counts of gamma = 4 speculative runs from held-out prompts (+- one standard error), as
+Markdown and CSV. The paper's GPT-like (97M target) row is quoted below the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paper_figs.paper_data import LEVIATHAN_TABLE_3_GPT
+from paper_figs.style import run_command, write_table
+
+RESULT = "alpha.json"
+
+
+def compute(results: Path, *, progress=None) -> Path:
+    """``spectheory alpha --out RESULTS/alpha.json --markdown RESULTS/alpha.md`` (every draft, T = 0 and 1)."""
+    return run_command(["alpha", "--out", Path(results) / RESULT, "--markdown", Path(results) / "alpha.md"],
+                       Path(results) / RESULT)
+
+
+def rows(estimates: list[dict]) -> tuple[list, list, list]:
+    """(header, Markdown rows, CSV rows): one row per draft, text and count estimates per temperature."""
+    temperatures = sorted({e["temperature"] for e in estimates})
+    drafts = list(dict.fromkeys(e["draft"] for e in estimates))
+    cell = {(e["draft"], e["temperature"]): e for e in estimates}
+    header = ["draft"] + [f"T = {t:g}, {kind}" for t in temperatures for kind in ("text", "counts")]
+    markdown, csv = [], []
+    for draft in drafts:
+        found = [cell.get((draft, t)) for t in temperatures]
+        markdown.append([draft] + [f"{e[f'alpha_{kind}']:.3f} ± {e[f'alpha_{kind}_standard_error']:.3f}" if e else "-"
+                                   for e in found for kind in ("text", "counts")])
+        csv.append([draft] + [f"{e[f'alpha_{kind}']:.4f}" if e else "" for e in found for kind in ("text", "counts")])
+    return header, markdown, csv
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    document = json.loads((Path(results) / RESULT).read_text())
+    header, markdown, csv = rows(document["estimates"])
+    paper = ", ".join(f"{name} {t0:.2f} / {t1:.2f}" for name, (t0, t1) in LEVIATHAN_TABLE_3_GPT.items())
+    note = (f"Leviathan et al. Table 3, GPT-like 97M target (T = 0 / T = 1): {paper}. "
+            f"Ours: `{document.get('command', 'spectheory alpha')}`.")
+    return write_table(out, "table3_alpha", header, markdown, csv_rows=csv, note=note)
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")

@@ -1,0 +1,48 @@
+"""Acceptance rate under lenience (Leviathan et al. Table 5 analogue): alpha_l = mean sum_x min(p(x) / l, q(x))
+along held-out text at T = 1 for l = 1, 0.5, 0.3, 0.1, for each shipped draft against the shipped target,
+as Markdown and CSV. Lenience l < 1 no longer preserves the target's distribution; the paper's T5 EnDe rows
+are quoted below the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paper_figs.paper_data import LEVIATHAN_TABLE_5
+from paper_figs.style import write_table
+
+RESULT = "lenience.json"
+
+
+def compute(results: Path, *, progress=None) -> Path:
+    """Measure every shipped draft on 32 held-out windows at every lenience and write ``RESULT``."""
+    from decoders import measure, zoo
+    from decoders.corpus import load_corpus
+
+    corpus = load_corpus()
+    target = zoo.load_target()
+    drafts = {name: zoo.load_draft(name) for name in zoo.DRAFTS}
+    table = measure.alpha_under_lenience(target, drafts, corpus.held_out, measure.LENIENCES,
+                                         progress=progress is not None)
+    path = Path(results) / RESULT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"command": "spectheory figs --recompute", "corpus_fingerprint": corpus.fingerprint,
+                                "windows": 32, "rows": table}, indent=1) + "\n")
+    return path
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    document = json.loads((Path(results) / RESULT).read_text())
+    leniences = document["rows"][0]["leniences"]
+    header = ["draft"] + [f"l = {lenience:g}" for lenience in leniences]
+    markdown = [[row["draft"]] + [f"{a:.3f} ± {e:.3f}" for a, e in zip(row["alpha"], row["standard_error"])]
+                for row in document["rows"]]
+    csv = [[row["draft"]] + [f"{a:.4f}" for a in row["alpha"]] for row in document["rows"]]
+    paper = "; ".join(f"{name} " + " / ".join(f"{a:.2f}" for a in values) for name, values in LEVIATHAN_TABLE_5.items())
+    note = (f"T = {document['rows'][0]['temperature']:g}, {document['windows']} held-out windows, +- one standard "
+            f"error over windows. Leviathan et al. Table 5 (T5 EnDe, T = 1, l = 1 / 0.5 / 0.3 / 0.1): {paper}.")
+    return write_table(out, "table5_lenience", header, markdown, csv_rows=csv, note=note)
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")
