@@ -31,7 +31,7 @@ from decoders.train import (HeadsConfig, TrainConfig, TrainResult, save_atomical
                             train_language_model, train_proposal_heads)
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
-           "load_draft", "load_blockwise", "load_pair", "manifest", "train"]
+           "load_draft", "load_blockwise", "load_pair", "load_file", "manifest", "train"]
 
 ZOO = Path(__file__).with_name("zoo")
 
@@ -73,10 +73,32 @@ def _read(name: str, zoo: Path, device) -> dict:
 
 
 def _tinygpt(name: str, zoo: Path, device, dtype) -> TinyGPT:
-    entries = _read(name, zoo, device)
-    model = TinyGPT(TinyGPTConfig(**entries["config"]))
-    model.load_state_dict(entries["weights"])
-    return model.to(device=device, dtype=dtype).eval()
+    return _model(_read(name, zoo, device), device, dtype)
+
+
+def _model(entries: dict, device, dtype):
+    """The TinyGPT or n-gram model of a zoo file's ``entries``."""
+    if "config" in entries:
+        model = TinyGPT(TinyGPTConfig(**entries["config"]))
+        model.load_state_dict(entries["weights"])
+        return model.to(device=device, dtype=dtype).eval()
+    if "table" in entries:
+        return NGramModel(entries["table"].to(dtype), entries["order"], device=device)
+    raise ValueError(f"a model file holds a TinyGPT (config, weights) or an n-gram table, got keys {sorted(entries)}")
+
+
+def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
+    """A TinyGPT or n-gram model from a file in the zoo's format (e.g. written by ``spectheory train --zoo``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"model file {str(path)!r} does not exist")
+    try:
+        entries = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # pickle and zip errors of every kind: not a zoo file
+        raise ValueError(f"model file {str(path)!r} is not a zoo checkpoint ({type(error).__name__})") from None
+    if not isinstance(entries, dict):
+        raise ValueError(f"model file {str(path)!r} is not a zoo checkpoint (no dictionary of entries)")
+    return _model(entries, device, dtype)
 
 
 def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> TinyGPT:
@@ -89,8 +111,7 @@ def load_draft(name: str, *, device: torch.device | str = "cpu", dtype: torch.dt
     if name in ("transformer", "distilled"):
         return _tinygpt(name, zoo, device, dtype)
     if name in NGRAMS:
-        entries = _read(name, zoo, device)
-        return NGramModel(entries["table"].to(dtype), entries["order"], device=device)
+        return _model(_read(name, zoo, device), device, dtype)
     if name == "copy":
         return CopyDraft(VOCAB_SIZE, device=device, dtype=dtype)
     if name == "random":

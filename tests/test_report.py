@@ -1,0 +1,107 @@
+"""`spectheory report` on the shipped pair with a small budget: report.md and report.html carry exactly the
+numbers of the report.json they were built from; bad arguments exit 2 with one line."""
+
+import json
+import re
+
+import pytest
+
+from decoders import zoo
+from spectheory.cli import main
+
+SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
+         "--warmup", "0", "--audit-n", "300"]
+
+
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    """Every Markdown table of ``text`` as rows of cells (header first, separator dropped)."""
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-"):
+                current.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--out", str(out), *SMALL]) == 0
+    return out, json.loads((out / "report.json").read_text())
+
+
+def test_report_markdown_numbers_against_its_json(report):
+    out, document = report
+    text = (out / "report.md").read_text()
+    alpha_table, speed_table = markdown_tables(text)
+    bench = document["bench"]
+    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup", "predicted",
+                              "measured / predicted"]
+    assert len(speed_table) - 1 == len(bench["rows"]) == 4  # 2 temperatures x 2 gammas
+    for cells, row in zip(speed_table[1:], bench["rows"]):
+        assert float(cells[0]) == row["temperature"] and int(cells[1]) == row["gamma"]
+        for cell, key in zip(cells[2:], ("tokens_per_iteration", "alpha_counts", "speedup", "predicted_speedup",
+                                         "measured_over_predicted")):
+            assert float(cell) == pytest.approx(row[key], abs=5e-4), key
+    for cells, alpha in zip(alpha_table[1:], document["alpha_text"]):
+        value, error = map(float, cells[1].split(" ± "))
+        assert float(cells[0]) == alpha["temperature"]
+        assert value == pytest.approx(alpha["alpha"], abs=5e-4) and error == pytest.approx(alpha["standard_error"], abs=5e-4)
+        assert float(cells[2]) == pytest.approx(bench["alpha"][str(alpha["temperature"])], abs=5e-4)
+        assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
+    for r in document["recommendations"]:
+        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\.\*\* Theorem 3\.8 at alpha = ([\d.]+) "
+                             rf"and c = ([\d.]+) predicts ([\d.]+)x", text)
+        assert sentence, r
+        assert int(sentence[1]) == r["optimal_gamma"] and float(sentence[2]) == pytest.approx(r["alpha"], abs=5e-4)
+        assert float(sentence[4]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
+    verdict = "PASS" if document["audit"]["passed"] else "FAIL"
+    assert f"**{verdict}**" in text and f"{document['audit']['n']} sampled continuations" in text
+
+
+def test_report_recommendation_against_calculator(report):
+    from spectheory.calculator import gamma_table
+
+    _, document = report
+    for r in document["recommendations"]:
+        assert r["alpha"] == pytest.approx(min(document["bench"]["alpha"][str(r["temperature"])], 1.0))
+        table = gamma_table(r["alpha"], document["c"], document["c"], document["settings"]["gamma_max"])
+        assert (r["optimal_gamma"], r["predicted_speedup"]) == (table.optimal_gamma, table.speedup)
+    assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["optimal_gamma"])
+
+
+def test_report_html_and_figures_against_markdown(report):
+    out, document = report
+    html = (out / "report.html").read_text()
+    for row in document["bench"]["rows"]:
+        assert f"<td>{row['speedup']:.3f}</td>" in html
+    for name in ("speedup_vs_gamma", "measured_vs_predicted"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 1000
+        assert f"figures/{name}.png" in html and f"(figures/{name}.png)" in (out / "report.md").read_text()
+    assert document["command"].startswith("spectheory report --out")
+
+
+def test_report_takes_a_draft_file(tmp_path, capsys):
+    """--target and --draft accept model files in the zoo's format (here the shipped ones)."""
+    argv = ["report", "--out", str(tmp_path), "--target", str(zoo.ZOO / "target.pt"), "--draft",
+            str(zoo.ZOO / "bigram.pt"), *SMALL, "--temperatures", "1"]
+    assert main(argv) == 0
+    document = json.loads((tmp_path / "report.json").read_text())
+    assert document["draft"].endswith("bigram.pt") and [r["temperature"] for r in document["recommendations"]] == [1.0]
+    assert "recommended gamma" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["report", "--gammas", "0"], "gammas must be positive integers"),
+    (["report", "--audit-n", "1"], "audit_n must be an integer >= 2"),
+    (["report", "--windows", "0"], "windows must be a positive integer"),
+    (["report", "--draft", "nope.pt"], "model file 'nope.pt' does not exist"),
+    (["report", "--target", str(zoo.ZOO / "manifest.json")], "is not a zoo checkpoint"),
+])
+def test_report_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert fragment in error and error.count("\n") == 1
