@@ -37,7 +37,7 @@ def draw(report: dict, out: Path) -> list[Path]:
     ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="measured = predicted")
     ax.set(xlabel="predicted speedup, Theorem 3.8 (x)", ylabel="measured speedup (x)", xlim=(0.5, top),
            ylim=(0.5, top), title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "measured_vs_predicted")
 
 
