@@ -7,7 +7,8 @@ decoder audited and benchmarked, and the findings written as ``report.json``, ``
   decoder for a gamma sweep at batch 1 (``decoders.bench.bench_pair``);
 * the recommended gamma: the calculator (Theorem 3.8, ``spectheory.calculator.gamma_table``) at the alpha
   that decoding itself sees (acceptance counts of the sweep) and the measured c, beside the best measured gamma;
-* a statistical audit of speculative sampling at T = 1 with the recommended gamma (``decoders.audit``).
+* a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
+  measured (``decoders.audit``).
 
 Every number in the Markdown and HTML is formatted from the JSON document, which is written first.
 """
@@ -23,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from paper_figs import measured_vs_predicted, speedup_vs_gamma
+from paper_figs.style import markdown_table
 
 __all__ = ["ReportSettings", "measure_pair", "write_report", "render_markdown", "render_html"]
 
@@ -220,9 +222,7 @@ def render_markdown(blocks: list[tuple]) -> str:
         elif kind == "paragraph":
             lines += [body[0], ""]
         elif kind == "table":
-            header, rows = body
-            lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            lines += ["| " + " | ".join(row) + " |" for row in rows] + [""]
+            lines += markdown_table(*body) + [""]
         else:
             lines += [f"![{body[1]}]({body[0]})", "", f"*{body[1]}*", ""]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["COLUMN", "FULL", "figure", "save", "write_table", "run_command", "plt"]
+__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "run_command", "plt"]
 
 COLUMN = (3.4, 2.6)  # inches: one column of a two-column paper
 FULL = (7.0, 2.8)  # the full text width
@@ -34,9 +34,14 @@ def save(fig, out: Path, name: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for path in paths:
-        fig.savefig(path)
+        fig.savefig(path, metadata={"CreationDate": None} if path.suffix == ".pdf" else None)  # same bytes each run
     plt.close(fig)
     return paths
+
+
+def markdown_table(header: list, rows: list) -> list[str]:
+    """The lines of a Markdown table; cells are strings."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: list | None = None,
@@ -45,10 +50,8 @@ def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: lis
     ``rows``) into ``out``; cells are strings."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    markdown = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    markdown += ["| " + " | ".join(row) + " |" for row in rows]
     paths = [out / f"{name}.md", out / f"{name}.csv"]
-    paths[0].write_text("\n".join(markdown) + "\n" + (f"\n{note}\n" if note else ""))
+    paths[0].write_text("\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else ""))
     with paths[1].open("w", newline="") as handle:
         csv.writer(handle, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
     return paths

@@ -106,3 +106,9 @@ def test_figs_cli_names_missing_results_in_one_line(tmp_path, capsys):
                  "stern_fig4_blockwise"]) == 2
     error = capsys.readouterr().err
     assert "['blockwise.json'] are not in" in error and "--recompute" in error and error.count("\n") == 1
+
+
+def test_figures_are_byte_identical_across_runs(tmp_path):
+    """Regenerated figures can be compared with `git diff`: no timestamps in the PDF or PNG."""
+    first, second = (fig2_expected_tokens.make(tmp_path / name) for name in ("a", "b"))
+    assert [path.read_bytes() for path in first] == [path.read_bytes() for path in second]
