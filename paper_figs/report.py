@@ -199,7 +199,8 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
                              f"{bench['settings']['warmup']} warm-up; speedup over our autoregressive decoder ("
                              + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in _by_temperature(bench["autoregressive_seconds"]).items())
                              + "); predicted = Theorem 3.8 at the pooled alpha and c. Measured / predicted ranged "
-                             f"from {min(ratios):.3f} to {max(ratios):.3f}.")]
+                             f"from {min(ratios):.3f} to {max(ratios):.3f}. A short benchmark: on a busy machine "
+                             "repeat it, or measure with `spectheory bench`.")]
     blocks += [("image", path, caption) for path, caption in zip(figures, (
         "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",
         "Measured against predicted speedup, with Leviathan et al.'s twelve T5 points."))]
