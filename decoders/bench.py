@@ -152,6 +152,16 @@ def _decode_all(prompts: torch.Tensor, decode) -> list:
     return [decode(prompts[i:i + 1], seeded(i, prompts.device)) for i in range(len(prompts))]
 
 
+def _timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tuple[float, list]:
+    """(median seconds, generations of the last repeat) of ``_decode_all(prompts, decode)`` under ``settings``."""
+    runs = []
+
+    def run():
+        runs[:] = _decode_all(prompts, decode)
+
+    return median_seconds(run, repeats=settings.repeats, warmup=settings.warmup, device=prompts.device)[0], runs
+
+
 @torch.no_grad()
 def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, target_name: str = "target",
                draft_name: str = "draft", progress: bool | None = None) -> BenchReport:
@@ -168,23 +178,14 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         for temperature in s.temperatures:
             sampling = Sampling(temperature)
 
-            def baseline():
-                return _decode_all(prompts, lambda p, r: generate_autoregressive(
-                    target, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r))
-
-            autoregressive[temperature] = median_seconds(baseline, repeats=s.repeats, warmup=s.warmup,
-                                                         device=device)[0]
+            autoregressive[temperature] = _timed_decoding(prompts, lambda p, r: generate_autoregressive(
+                target, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r), s)[0]
             bar.update(1)
             measured, accepted_all, verified_all = [], 0, 0
             for gamma in s.gammas:
                 config = SpeculativeConfig(gamma, sampling)
-                runs = []
-
-                def speculative():
-                    runs[:] = _decode_all(prompts, lambda p, r: generate_speculative(
-                        target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r))
-
-                seconds = median_seconds(speculative, repeats=s.repeats, warmup=s.warmup, device=device)[0]
+                seconds, runs = _timed_decoding(prompts, lambda p, r: generate_speculative(
+                    target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r), s)
                 accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
                 iterations = sum(len(run.stats.accepted_per_iteration) for run in runs)  # batch 1: one row each
                 accepted_all, verified_all = accepted_all + accepted, verified_all + verified
@@ -214,19 +215,13 @@ def bench_blockwise(model, prompts: torch.Tensor, settings: BenchSettings, confi
     prompts = prompts.to(device)
     with tqdm(total=1 + len(configs), desc="blockwise", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
-        baseline = median_seconds(lambda: _decode_all(prompts, lambda p, r: generate_autoregressive(
-            model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r)),
-            repeats=s.repeats, warmup=s.warmup, device=device)[0]
+        baseline = _timed_decoding(prompts, lambda p, r: generate_autoregressive(
+            model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r), s)[0]
         bar.update(1)
         rows = []
         for config in configs:
-            runs = []
-
-            def blockwise():
-                runs[:] = _decode_all(prompts, lambda p, r: generate_blockwise(
-                    model, p, max_new_tokens=s.max_new_tokens, config=config))
-
-            seconds = median_seconds(blockwise, repeats=s.repeats, warmup=s.warmup, device=device)[0]
+            seconds, runs = _timed_decoding(prompts, lambda p, r: generate_blockwise(
+                model, p, max_new_tokens=s.max_new_tokens, config=config), s)
             iterations = sum(run.stats.iterations for run in runs)
             tokens = sum(len(row) for run in runs for row in run.tokens)
             rows.append(dict(asdict(config), block_size=config.block_size or model.heads, seconds=seconds,
@@ -277,9 +272,7 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
             }
             outputs = {}
             for name, runner in runners.items():
-                def run():
-                    outputs[name] = _decode_all(prompts, runner)
-                row[name + "_seconds"] = median_seconds(run, repeats=s.repeats, warmup=s.warmup, device=device)[0]
+                row[name + "_seconds"], outputs[name] = _timed_decoding(prompts, runner, s)
                 bar.update(1)
             if temperature == 0:
                 row["greedy_outputs_agree"] = all(outputs[name] == outputs["ar_ours_native"] for name in outputs)

@@ -62,27 +62,41 @@ def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torc
 
 
 @torch.no_grad()
-def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int,
-                     lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
-    ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
-    lenience l, beta = sum_x min(p(x) / l, q(x)) (THEORY.md §1; ``spectheory.acceptance``)."""
-    lenience = float(as_lenience(lenience))
+def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, skip: int) -> tuple:
+    """(p, q, proposed) at each position of ``windows`` ``[B, L]`` after the first ``skip``: the adjusted
+    distributions ``[B, L - skip, V]`` and where the draft proposes a token ``[B, L - skip]``."""
     windows = windows.to(target.device)
     p = adjusted_probs(target.forward(windows, target.new_state(len(windows)))[:, skip - 1:-1], sampling)
     draft_logits = draft.forward(windows, draft.new_state(len(windows)))[:, skip - 1:-1]  # [B, L - skip, V]
     proposed = torch.isfinite(draft_logits).any(dim=-1)
     q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
-    betas = torch.minimum(p / lenience, q).sum(dim=-1)
-    return torch.where(proposed, betas, torch.zeros_like(betas)), proposed
+    return p, q, proposed
+
+
+def _betas(p: torch.Tensor, q: torch.Tensor, proposed: torch.Tensor, lenience: float) -> torch.Tensor:
+    """beta = sum_x min(p(x) / l, q(x)) (THEORY.md §1; ``spectheory.acceptance``), 0 where nothing is proposed."""
+    betas = torch.minimum(p / float(as_lenience(lenience)), q).sum(dim=-1)
+    return torch.where(proposed, betas, torch.zeros_like(betas))
+
+
+def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int,
+                     lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
+    ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
+    lenience l, beta = sum_x min(p(x) / l, q(x))."""
+    p, q, proposed = _adjusted_along_text(target, draft, windows, sampling, skip)
+    return _betas(p, q, proposed, lenience), proposed
 
 
 def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int,
-                  lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``betas_along_text`` over ``text`` ``[W, L]`` in batches: (betas [W, L - skip] float64, proposed)."""
-    parts = [betas_along_text(target, draft, text[i:i + batch_size], sampling, skip=skip, lenience=lenience)
-             for i in range(0, len(text), batch_size)]
-    return torch.cat([b for b, _ in parts]).double(), torch.cat([p for _, p in parts])
+                  leniences=(1.0,)) -> tuple[torch.Tensor, torch.Tensor]:
+    """Betas over ``text`` ``[W, L]`` in batches, one forward pass per batch for every lenience:
+    (betas [len(leniences), W, L - skip] float64, proposed [W, L - skip])."""
+    parts = []
+    for i in range(0, len(text), batch_size):
+        p, q, proposed = _adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
+        parts.append((torch.stack([_betas(p, q, proposed, lenience) for lenience in leniences]), proposed))
+    return torch.cat([b for b, _ in parts], dim=1).double(), torch.cat([p for _, p in parts])
 
 
 def acceptance_counts(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma: int, max_new_tokens: int,
@@ -107,6 +121,7 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
     sampling = Sampling(temperature)
     betas, proposed = _pooled_betas(target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip,
                                     batch_size=batch_size)
+    betas = betas[0]  # [W, L - skip] at lenience 1
     per_window = betas.mean(dim=1)
     starts = text_windows(stream, prompts, prompt_length, seed + 1)
     accepted = verified = generated = 0
@@ -153,8 +168,8 @@ def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LEN
     rows = []
     for name, draft in tqdm(drafts.items(), desc="lenience", unit="draft", delay=1, leave=False,
                             disable=None if progress is None else not progress):
-        per_window = torch.stack([_pooled_betas(target, draft, text, sampling, skip=skip, batch_size=batch_size,
-                                                lenience=lenience)[0].mean(dim=1) for lenience in leniences])  # [l, W]
+        per_window = _pooled_betas(target, draft, text, sampling, skip=skip, batch_size=batch_size,
+                                   leniences=leniences)[0].mean(dim=2)  # [l, W]
         errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)
         rows.append({"draft": name, "temperature": temperature, "leniences": [float(l) for l in leniences],
                      "alpha": per_window.mean(dim=1).tolist(), "standard_error": errors.tolist()})
