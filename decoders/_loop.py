@@ -6,6 +6,7 @@ import time
 from contextlib import contextmanager
 
 import torch
+from spectheory.validation import as_positive_int
 
 __all__ = ["as_prompts", "prefill", "Output", "PhaseTimer", "check_models", "check_room"]
 
@@ -58,8 +59,7 @@ class Output:
     """Per-row generated tokens with end-of-sequence and ``max_new_tokens``."""
 
     def __init__(self, batch: int, max_new_tokens: int, eos: int | None) -> None:
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        as_positive_int("max_new_tokens", max_new_tokens)
         self.rows = [[] for _ in range(batch)]
         self.done = [False] * batch
         self.max_new_tokens, self.eos = max_new_tokens, eos

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
-from decoders.random import Randomness
+from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs
 

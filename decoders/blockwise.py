@@ -16,6 +16,7 @@ from torch import nn
 from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
+from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BlockwiseGPT", "BlockwiseConfig", "CRITERIA", "generate_blockwise"]
 
@@ -27,8 +28,7 @@ class BlockwiseGPT(nn.Module):
 
     def __init__(self, base: TinyGPT, heads: int, d_hidden: int | None = None) -> None:
         super().__init__()
-        if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
-            raise ValueError(f"heads must be a positive integer, got {heads!r}")
+        as_positive_int("heads", heads)
         d_model = base.config.d_model
         d_hidden = d_hidden or 4 * d_model
         self.base, self.heads = base, heads
@@ -86,11 +86,8 @@ class BlockwiseConfig:
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
-        if self.top_k < 1 or self.epsilon < 0 or self.min_block_size < 1:
-            raise ValueError(f"need top_k >= 1, epsilon >= 0, min_block_size >= 1, got {self.top_k}, "
-                             f"{self.epsilon}, {self.min_block_size}")
-        if self.block_size is not None and not 1 <= self.block_size:
-            raise ValueError(f"block_size must be a positive integer, got {self.block_size}")
+        positive_int_fields(self, ("top_k", "min_block_size") + (() if self.block_size is None else ("block_size",)))
+        as_non_negative_int("epsilon", self.epsilon)
 
 
 def _agrees(proposals: torch.Tensor, logits: torch.Tensor, config: BlockwiseConfig) -> torch.Tensor:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+from spectheory.validation import as_positive_int
 
 __all__ = ["Sampling", "adjusted_probs", "check_probs", "GREEDY"]
 
@@ -29,9 +30,8 @@ class Sampling:
         if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
                 or not math.isfinite(self.temperature) or self.temperature < 0:
             raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
-        if self.top_k is not None and (isinstance(self.top_k, bool) or not isinstance(self.top_k, int)
-                                       or self.top_k < 1):
-            raise ValueError(f"top_k must be a positive integer or None, got {self.top_k!r}")
+        if self.top_k is not None:
+            as_positive_int("top_k", self.top_k)
         if self.top_p is not None and (not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p!r}")
 

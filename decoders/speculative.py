@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import torch
 
 from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, prefill
-from decoders.random import Randomness
+from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs
 from spectheory.block_verification import VERIFIERS
+from spectheory.validation import as_positive_int
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
            "generate_speculative"]
@@ -35,8 +36,7 @@ class SpeculativeConfig:
     verifier: str = "token"
 
     def __post_init__(self) -> None:
-        if isinstance(self.gamma, bool) or not isinstance(self.gamma, int) or self.gamma < 1:
-            raise ValueError(f"gamma must be a positive integer, got {self.gamma!r}")
+        as_positive_int("gamma", self.gamma)
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
         if not isinstance(self.lenience, (int, float)) or not 0 < self.lenience <= 1:

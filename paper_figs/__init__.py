@@ -4,13 +4,16 @@ Each module's docstring is its caption and ``make(out, results)`` writes its fil
 Markdown and CSV for tables) into ``out``, reading cached measurements from ``results`` where it needs
 them: those modules name the file as ``RESULT`` and ``compute(results)`` reruns what made it. ``style``
 holds the shared look; ``paper_data`` the papers' printed numbers that figures overlay; ``report`` the
-one-command report. ``make_all`` (``spectheory figs``, ``python -m paper_figs``) runs every script.
+one-command report's rendering. ``make_all`` (``spectheory figs``) runs every script. Scripts render;
+the measuring is done by the library functions their ``compute`` calls.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
+
+from spectheory.outputs import staged_directory
 
 __all__ = ["SCRIPTS", "script", "make_all"]
 
@@ -29,15 +32,23 @@ def script(name: str):
 
 def make_all(out: Path, results: Path, *, names=SCRIPTS, recompute: bool = False, progress=None) -> dict:
     """Run the scripts ``names``: ``{name: [paths written]}``. With ``recompute``, first rerun the simulations
-    and measurements behind their cached results (each result once); ``progress`` wraps each loop (tqdm)."""
+    and measurements behind their cached results (each result once); ``progress`` wraps each loop (tqdm).
+
+    Each directory is replaced as a whole once everything in it is written (``staged_directory``): a run that
+    fails or is interrupted leaves the old results and figures complete and untouched."""
+    out, results = Path(out), Path(results)
+    if out.resolve() == results.resolve():
+        raise ValueError(f"out and results must be different directories, got {str(out)!r} for both")
     modules = {name: script(name) for name in names}
     wrap = progress or (lambda items, **_: items)
     if recompute:
         producers = {module.RESULT: module.compute for module in modules.values() if hasattr(module, "compute")}
-        for result, compute in wrap(list(producers.items()), desc="recompute"):
-            compute(Path(results), progress=progress)
-    missing = sorted({m.RESULT for m in modules.values() if hasattr(m, "RESULT")
-                      and not (Path(results) / m.RESULT).exists()})
+        with staged_directory(results, keep_existing=True) as stage:
+            for result, compute in wrap(list(producers.items()), desc="recompute"):
+                compute(stage, progress=progress)
+    missing = sorted({m.RESULT for m in modules.values() if hasattr(m, "RESULT") and not (results / m.RESULT).exists()})
     if missing:
         raise ValueError(f"results {missing} are not in {results}: rerun them with --recompute")
-    return {name: module.make(Path(out), Path(results)) for name, module in wrap(list(modules.items()), desc="figures")}
+    with staged_directory(out, keep_existing=True) as stage:
+        written = {name: module.make(stage, results) for name, module in wrap(list(modules.items()), desc="figures")}
+    return {name: [out / path.relative_to(stage) for path in paths] for name, paths in written.items()}

@@ -1,6 +1,6 @@
 """Gain of dynamic-gamma policies over the best fixed gamma across (alpha, c): the oracle that drafts
 exactly the tokens to be accepted, a calibrated predicted-rejection threshold (SpecDec++ style) and
-Hugging Face's +2/-1 schedule, simulated on synthetic contexts (``python -m sims.policies``; values
+Hugging Face's +2/-1 schedule, simulated on synthetic contexts (``sims.policies``; values
 above 1 beat the best fixed gamma)."""
 
 from __future__ import annotations
@@ -10,20 +10,18 @@ from pathlib import Path
 
 import numpy as np
 
-from paper_figs.style import FULL, figure, plt, save
+from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, plt, save
+from spectheory.outputs import write_json
 
 RESULT = "policy_gains.json"
 POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuristic", "HF +2/-1 schedule"))
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """``python -m sims.policies --out RESULTS/policy_gains.json`` (15 alphas x 11 costs, 20,000 iterations)."""
-    from sims.policies import main
+    """The policy gain grid (15 alphas x 11 costs, 20,000 iterations; ``sims.policies.policy_gain_document``)."""
+    from sims.policies import policy_gain_document
 
-    path = Path(results) / RESULT
-    main(["--out", str(path)])
-    return path
-
+    return write_json(Path(results) / RESULT, policy_gain_document(progress=progress), command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:

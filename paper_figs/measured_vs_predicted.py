@@ -9,14 +9,18 @@ import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
-from paper_figs.style import figure, run_command, save
+from paper_figs.style import RECOMPUTE_COMMAND, figure, save
+from spectheory.outputs import write_json
 
 RESULT = "bench_cpu.json"
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """``spectheory bench --hf --out RESULTS/bench_cpu.json`` (gamma 1..8, T = 0 and 1, 8 prompts)."""
-    return run_command(["bench", "--hf", "--out", Path(results) / RESULT], Path(results) / RESULT)
+    """The shipped pair's benchmark with the Hugging Face comparison (``spectheory bench --hf``'s defaults)."""
+    from decoders.harness.runs import bench_document
+
+    return write_json(Path(results) / RESULT, bench_document(hf=True, progress=progress is not None),
+                      command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:

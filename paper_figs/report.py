@@ -1,164 +1,39 @@
-"""The one-command report (``spectheory report``): a target/draft pair measured, a gamma recommended, the
-decoder audited and benchmarked, and the findings written as ``report.json``, ``report.md`` and
-``report.html`` with their figures.
+"""The one-command report rendered (``spectheory report``): ``report.json``, ``report.md`` and ``report.html``
+with their figures, from the ``ReportDocument`` that ``decoders.harness.report.measure_pair`` measured.
 
-* alpha along held-out text at each temperature (mean sum_x min(p, q), THEORY.md §1);
-* c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
-  decoder for a gamma sweep at batch 1 (``decoders.bench.bench_pair``);
-* the recommended gamma: the calculator (Theorem 3.8, ``spectheory.calculator.gamma_table``) at the alpha
-  that decoding itself sees (acceptance counts of the sweep) and the measured c, beside the best measured gamma;
-* a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
-  measured (``decoders.audit``).
-
-Every number in the Markdown and HTML is formatted from the JSON document, which is written first.
+Every number in the Markdown and HTML is formatted from the JSON document, which is written first. The
+files are written into a staged directory that replaces ``out`` only once all of them are complete.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
-import time
-from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
+from decoders.harness.report import ReportDocument, by_temperature
 from paper_figs import measured_vs_predicted, speedup_vs_gamma
 from paper_figs.style import markdown_table
+from spectheory.outputs import staged_directory, write_json, write_text
 
-__all__ = ["ReportSettings", "measure_pair", "write_report", "render_markdown", "render_html"]
-
-AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
-AUDIT_BATCH = 256  # sequences per decoder call in the audit
+__all__ = ["write_report", "report_blocks", "render_markdown", "render_html"]
 
 
-@dataclass(frozen=True)
-class ReportSettings:
-    """The budget of a report; the defaults take about three minutes on a 2-core CPU."""
-
-    temperatures: tuple = (0.0, 1.0)
-    windows: int = 32  # held-out windows of 256 characters for alpha along text
-    gammas: tuple = (1, 2, 3, 4, 5, 6, 7, 8)
-    prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
-    prompt_length: int = 64
-    max_new_tokens: int = 128
-    repeats: int = 3
-    warmup: int = 1
-    audit_n: int = 4000
-    audit_horizon: int = 4
-    audit_prompt: str = "import "
-    gamma_max: int = 16
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        from decoders.models.base import check_positive_integers
-
-        self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
-        check_positive_integers(self, ("windows", "audit_horizon", "gamma_max"))
-        if isinstance(self.audit_n, bool) or not isinstance(self.audit_n, int) or self.audit_n < 2:
-            raise ValueError(f"audit_n must be an integer >= 2, got {self.audit_n!r}")
-        if not self.audit_prompt:
-            raise ValueError("audit_prompt must be non-empty text")
-        if self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
-
-    def bench_settings(self):
-        """The benchmark's ``decoders.bench.BenchSettings``."""
-        from decoders.bench import BenchSettings
-
-        return BenchSettings(tuple(self.gammas), tuple(self.temperatures), self.prompts, self.prompt_length,
-                             self.max_new_tokens, self.repeats, self.warmup, seed=self.seed)
-
-
-def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
-                 command: str = "", progress: bool | None = None) -> dict:
-    """Measure the pair and return the report's JSON document (every number the report shows)."""
-    from tqdm import tqdm
-
-    from decoders import measure
-    from decoders.bench import bench_pair
-    from decoders.corpus import VOCAB_SIZE, load_corpus
-
-    for name, model in (("target", target), ("draft", draft)):
-        if model.vocab_size != VOCAB_SIZE:
-            raise ValueError(f"the report measures on the shipped corpus: the {name} must have its {VOCAB_SIZE}-"
-                             f"character vocabulary, got vocab_size {model.vocab_size}")
-    start, s = time.perf_counter(), settings
-    held_out = load_corpus().held_out
-    stages = tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress)
-    with stages:
-        stages.set_postfix_str("alpha along text")
-        alpha_text = [dict(measure.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
-                                                        windows=s.windows, seed=s.seed)[0], windows=s.windows)
-                      for t in s.temperatures]
-        stages.update()
-        stages.set_postfix_str("benchmark")
-        prompts = measure.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
-        bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
-                                                 draft_name=draft_name, progress=progress).as_dict()))  # as in the file
-        recommendations = [_recommendation(bench, t, s.gamma_max) for t in s.temperatures]
-        stages.update()
-        stages.set_postfix_str("audit")
-        audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
-        audit = _audit(target, draft, audit_gamma, s, progress)
-        stages.update()
-    return {"command": command, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "seconds": time.perf_counter() - start, "target": target_name, "draft": draft_name,
-            "settings": asdict(settings), "environment": bench["environment"],
-            "alpha_text": [{"temperature": row["temperature"], "alpha": row["alpha"][0],
-                            "standard_error": row["standard_error"][0], "windows": row["windows"]} for row in alpha_text],
-            "c": bench["c"], "recommendations": recommendations, "bench": bench,
-            "audit": dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
-                          prompt=settings.audit_prompt)}
-
-
-def _recommendation(bench: dict, temperature: float, gamma_max: int) -> dict:
-    """The calculator at the sweep's pooled alpha (counts) and measured c, beside the best measured gamma."""
-    from spectheory.calculator import gamma_table
-
-    alpha = min(_by_temperature(bench["alpha"])[temperature], 1.0)
-    table = gamma_table(alpha, bench["c"], bench["c"], gamma_max)
-    rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
-    best = max(rows.values(), key=lambda row: row["speedup"])
-    at_optimum = rows.get(table.optimal_gamma)
-    return {"temperature": temperature, "alpha": alpha, "c": bench["c"], "optimal_gamma": table.optimal_gamma,
-            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
-            "measured_speedup_at_optimal_gamma": at_optimum["speedup"] if at_optimum else None,
-            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}
-
-
-def _by_temperature(mapping: dict) -> dict:
-    """A JSON object keyed by temperature (string keys) as {float: value}."""
-    return {float(key): value for key, value in mapping.items()}
-
-
-def _audit(target, draft, gamma: int, settings: ReportSettings, progress):
-    """The statistical audit of speculative sampling (Algorithm 1) at T = 1 with ``gamma`` draft tokens."""
-    from decoders.audit import setups, statistical
-    from decoders.corpus import encode
-    from decoders.sampling import Sampling
-    from decoders.speculative import SpeculativeConfig
-
-    sampling, prompt = Sampling(AUDIT_TEMPERATURE), encode(settings.audit_prompt).tolist()
-    generate = setups.speculative_run(target, draft, prompt, SpeculativeConfig(gamma, sampling), settings.audit_horizon)
-    sample = setups.sampler(generate, prompt, settings.audit_horizon, batch=AUDIT_BATCH, progress=progress)
-    return statistical.audit_sampler(sample, target, prompt, sampling, n=settings.audit_n,
-                                     horizon=settings.audit_horizon, seed=settings.seed, draft=draft)
-
-
-def write_report(document: dict, out: Path) -> list[Path]:
-    """Write ``report.json``, the figures, ``report.md`` and ``report.html`` into ``out``; returns the paths."""
+def write_report(document: ReportDocument, out: Path) -> list[Path]:
+    """Write ``report.json``, the figures, ``report.md`` and ``report.html`` into ``out``, replacing what was
+    there as a whole; returns the paths."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "report.json"]
-    paths[0].write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
-    figures = speedup_vs_gamma.draw(document["bench"], out / "figures") + \
-        measured_vs_predicted.draw(document["bench"], out / "figures")
-    blocks = report_blocks(document, [path.relative_to(out) for path in figures if path.suffix == ".png"])
-    paths += figures + [out / "report.md", out / "report.html"]
-    paths[-2].write_text(render_markdown(blocks))
-    paths[-1].write_text(render_html(blocks, title=blocks[0][2]))
-    return paths
+    names = []
+    with staged_directory(out) as stage:
+        write_json(stage / "report.json", document.as_dict(), command=document.command)
+        d = document.as_dict()
+        figures = speedup_vs_gamma.draw(d["bench"], stage / "figures") + \
+            measured_vs_predicted.draw(d["bench"], stage / "figures")
+        blocks = report_blocks(d, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
+        write_text(stage / "report.md", render_markdown(blocks))
+        write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
+        names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
+    return [out / name for name in names]
 
 
 def report_blocks(d: dict, figures: list) -> list[tuple]:
@@ -181,7 +56,7 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
     blocks += [("heading", 2, "Measured alpha and c"),
                ("table", ["T", "alpha along text", "alpha from acceptance counts", "c"],
                 [[f"{a['temperature']:g}", f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
-                  f"{_by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
+                  f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
                ("paragraph", f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
                              f"held-out windows; alpha from acceptance counts is accepted / verified draft tokens "
                              f"of the benchmark's runs (what decoding sees; the recommendation uses it). c = draft "
@@ -197,7 +72,7 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
                              f"{bench['settings']['prompt_length']} characters, {bench['settings']['max_new_tokens']} "
                              f"new tokens each, median of {bench['settings']['repeats']} runs after "
                              f"{bench['settings']['warmup']} warm-up; speedup over our autoregressive decoder ("
-                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in _by_temperature(bench["autoregressive_seconds"]).items())
+                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
                              + "); predicted = Theorem 3.8 at the pooled alpha and c. Measured / predicted ranged "
                              f"from {min(ratios):.3f} to {max(ratios):.3f}. A short benchmark: on a busy machine "
                              "repeat it, or measure with `spectheory bench`.")]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from paper_figs.style import FULL, figure, save
+from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, save
 from sims.run import SimulationSpec, run_simulation
+from spectheory.outputs import write_json
 from spectheory.speedup import expected_tokens
 
 RESULT = "simulation_vs_theory.json"
@@ -31,10 +32,7 @@ def compute(results: Path, *, progress=None) -> Path:
     for index, (process, iterations, gamma, alpha) in enumerate(progress(jobs) if progress else jobs):
         spec = SimulationSpec(process, gamma, iterations=iterations, alpha=alpha)
         runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED).as_dict())
-    path = Path(results) / RESULT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"command": "spectheory figs --recompute", "seed": SEED, "runs": runs}, indent=1) + "\n")
-    return path
+    return write_json(Path(results) / RESULT, {"seed": SEED, "runs": runs}, command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:

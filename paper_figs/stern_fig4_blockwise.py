@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from paper_figs.paper_data import STERN_BLOCKWISE
-from paper_figs.style import figure, save
+from paper_figs.style import RECOMPUTE_COMMAND, figure, save
+from spectheory.outputs import write_json
 
 RESULT = "blockwise.json"
 MARKERS = {("exact", 1): ("o", "exact"), ("top_k", 2): ("s", "top-2"), ("top_k", 3): ("^", "top-3")}
@@ -19,18 +20,10 @@ MARKERS = {("exact", 1): ("o", "exact"), ("top_k", 2): ("s", "top-2"), ("top_k",
 
 def compute(results: Path, *, progress=None) -> Path:
     """``bench_blockwise`` on 8 held-out prompts of 64 characters, 128 new tokens, median of 3; writes ``RESULT``."""
-    from decoders import zoo
-    from decoders.bench import BenchSettings, bench_blockwise
-    from decoders.corpus import load_corpus
-    from decoders.measure import text_windows
+    from decoders.harness.runs import blockwise_document
 
-    settings = BenchSettings()
-    prompts = text_windows(load_corpus().held_out, settings.prompts, settings.prompt_length, settings.seed)
-    document = bench_blockwise(zoo.load_blockwise(), prompts, settings, progress=progress is not None)
-    path = Path(results) / RESULT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(document, command="spectheory figs --recompute"), indent=1) + "\n")
-    return path
+    return write_json(Path(results) / RESULT, blockwise_document(progress=progress is not None),
+                      command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:

@@ -4,6 +4,7 @@ Markdown and CSV."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import matplotlib
@@ -11,8 +12,11 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "run_command", "plt"]
+from spectheory.outputs import write_atomically, write_text  # noqa: E402
 
+__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "plt", "RECOMPUTE_COMMAND"]
+
+RECOMPUTE_COMMAND = "spectheory figs --recompute"  # the provenance of every result a script's compute() writes
 COLUMN = (3.4, 2.6)  # inches: one column of a two-column paper
 FULL = (7.0, 2.8)  # the full text width
 
@@ -29,13 +33,15 @@ def figure(size=COLUMN, ncols: int = 1, **options):
 
 
 def save(fig, out: Path, name: str) -> list[Path]:
-    """Write ``name``.png and ``name``.pdf into ``out``; returns both paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    for path in paths:
-        fig.savefig(path, metadata={"CreationDate": None} if path.suffix == ".pdf" else None)  # same bytes each run
-    plt.close(fig)
+    """Write ``name``.png and ``name``.pdf into ``out`` (atomically); returns both paths."""
+    paths = [Path(out) / f"{name}.png", Path(out) / f"{name}.pdf"]
+    try:
+        for path in paths:
+            kind = path.suffix[1:]
+            metadata = {"CreationDate": None} if kind == "pdf" else None  # the same bytes each run
+            write_atomically(path, lambda temporary: fig.savefig(temporary, format=kind, metadata=metadata))
+    finally:
+        plt.close(fig)
     return paths
 
 
@@ -49,19 +55,7 @@ def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: lis
     """Write ``name``.md (a Markdown table of ``rows``, then ``note``) and ``name``.csv (``csv_rows``, default
     ``rows``) into ``out``; cells are strings."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.md", out / f"{name}.csv"]
-    paths[0].write_text("\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else ""))
-    with paths[1].open("w", newline="") as handle:
-        csv.writer(handle, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
-    return paths
-
-
-def run_command(argv: list, result: Path) -> Path:
-    """Run ``spectheory *argv`` (the command a cached result was made with) and return ``result``."""
-    from spectheory.cli import main  # the CLI imports paper_figs for `spectheory figs`: import at call time
-
-    status = main([str(arg) for arg in argv])
-    if status != 0:
-        raise RuntimeError(f"spectheory {' '.join(map(str, argv))} exited with status {status}")
-    return Path(result)
+    table = io.StringIO(newline="")
+    csv.writer(table, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
+    return [write_text(out / f"{name}.md", "\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else "")),
+            write_text(out / f"{name}.csv", table.getvalue())]

@@ -9,15 +9,20 @@ import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_3_GPT
-from paper_figs.style import run_command, write_table
+from paper_figs.style import RECOMPUTE_COMMAND, write_table
+from spectheory.outputs import write_json, write_text
 
 RESULT = "alpha.json"
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """``spectheory alpha --out RESULTS/alpha.json --markdown RESULTS/alpha.md`` (every draft, T = 0 and 1)."""
-    return run_command(["alpha", "--out", Path(results) / RESULT, "--markdown", Path(results) / "alpha.md"],
-                       Path(results) / RESULT)
+    """``RESULT`` and ``alpha.md`` as ``spectheory alpha`` writes them (every draft, T = 0 and 1)."""
+    from decoders.harness.alpha import AlphaEstimate, alpha_markdown
+    from decoders.harness.runs import alpha_document
+
+    document = alpha_document(progress=progress is not None)
+    write_text(Path(results) / "alpha.md", alpha_markdown([AlphaEstimate(**e) for e in document["estimates"]]))
+    return write_json(Path(results) / RESULT, document, command=RECOMPUTE_COMMAND)
 
 
 def rows(estimates: list[dict]) -> tuple[list, list, list]:

@@ -9,26 +9,18 @@ import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_5
-from paper_figs.style import write_table
+from paper_figs.style import RECOMPUTE_COMMAND, write_table
+from spectheory.outputs import write_json
 
 RESULT = "lenience.json"
 
 
 def compute(results: Path, *, progress=None) -> Path:
     """Measure every shipped draft on 32 held-out windows at every lenience and write ``RESULT``."""
-    from decoders import measure, zoo
-    from decoders.corpus import load_corpus
+    from decoders.harness.runs import lenience_document
 
-    corpus = load_corpus()
-    target = zoo.load_target()
-    drafts = {name: zoo.load_draft(name) for name in zoo.DRAFTS}
-    table = measure.alpha_under_lenience(target, drafts, corpus.held_out, measure.LENIENCES,
-                                         progress=progress is not None)
-    path = Path(results) / RESULT
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"command": "spectheory figs --recompute", "corpus_fingerprint": corpus.fingerprint,
-                                "windows": 32, "rows": table}, indent=1) + "\n")
-    return path
+    return write_json(Path(results) / RESULT, lenience_document(progress=progress is not None),
+                      command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Monte-Carlo estimates with standard errors, and the input checks every simulator shares.
+"""Monte-Carlo estimates with standard errors, and the explicit generator every simulator draws from.
 
 Simulators return sufficient statistics (sums over independent units: iterations, or whole streams
 when iterations are correlated), so that chunks of a long run combine exactly and the standard error
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Estimate", "Moments", "mean_estimate", "ratio_estimate", "as_generator", "as_positive_int"]
+__all__ = ["Estimate", "Moments", "mean_estimate", "ratio_estimate", "as_generator"]
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,3 @@ def as_generator(rng) -> np.random.Generator:
                          f"got {type(rng).__name__}")
     return rng
 
-
-def as_positive_int(name: str, value) -> int:
-    """A count of at least 1 (iterations, streams, vocabulary size)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims._stats import as_generator, as_positive_int
-from spectheory._validation import as_distribution, as_distribution_pair, as_probability, as_real
+from sims._stats import as_generator
+from spectheory.validation import as_distribution, as_distribution_pair, as_positive_int, as_probability, as_real
 from spectheory.acceptance import acceptance_probability, expected_acceptance, total_variation
 
 __all__ = ["FAMILIES", "Contexts", "dirichlet_pairs", "zipf_pairs", "mix_to_acceptance", "contexts_with_alpha",

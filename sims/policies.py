@@ -19,14 +19,14 @@ from functools import cached_property
 import numpy as np
 
 from sims._draws import RowSampler, leading_true_count
-from sims._stats import Estimate, as_generator, as_positive_int, ratio_estimate
+from sims._stats import Estimate, as_generator, ratio_estimate
 from sims.families import Contexts, contexts_with_alpha
-from spectheory._validation import as_cost, as_probability, as_real
+from spectheory.validation import as_cost, as_positive_int, as_probability, as_real
 from spectheory.speedup import oracle_gain
 
 __all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracle", "confidence_threshold",
            "rejection_threshold", "heuristic", "PolicyComparison", "compare_policies", "GainGrid",
-           "policy_gain_grid", "HEURISTIC_START", "DEFAULT_THRESHOLDS", "POLICY_NAMES"]
+           "policy_gain_grid", "policy_gain_document", "HEURISTIC_START", "DEFAULT_THRESHOLDS", "POLICY_NAMES"]
 
 #: Hugging Face's default ``num_assistant_tokens``, where the heuristic schedule starts.
 HEURISTIC_START = 5
@@ -303,37 +303,11 @@ def _claim_summary(grid: GainGrid) -> dict:
     return summary
 
 
-def main(argv=None) -> int:
-    """``python -m sims.policies``: the policy gain grid over alpha in [0.5, 0.99] and c in [0, 0.1], as JSON."""
-    import argparse
-    import json
-    import sys
-
-    from tqdm import tqdm
-
-    parser = argparse.ArgumentParser(prog="python -m sims.policies", description=main.__doc__)
-    parser.add_argument("--out", help="write the JSON document here (it is printed otherwise)")
-    parser.add_argument("--iterations", type=int, default=20000, help="iterations per alpha (default 20000)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+def policy_gain_document(*, seed: int = 0, iterations: int = 20000, progress=None) -> dict:
+    """The policy gain grid over alpha in [0.5, 0.99] (15 values) and c in [0, 0.1] (11 values), as a JSON
+    document with each policy's peak; ``progress`` optionally wraps the alpha loop (e.g. ``tqdm``)."""
     alphas = np.round(np.linspace(0.5, 0.99, 15), 3)
     cs = np.round(np.linspace(0.0, 0.1, 11), 3)
-    grid = policy_gain_grid(np.random.default_rng(args.seed), alphas, cs, iterations=args.iterations,
-                            progress=lambda items: tqdm(items, desc="alpha", disable=None, file=sys.stderr))
-    document = {"command": "python -m sims.policies " + " ".join(argv if argv is not None else sys.argv[1:]),
-                "seed": args.seed, "iterations": args.iterations, "family": "contexts_with_alpha(V=32, K=64, "
-                "spread=0.5, concentration=0.3)", "peaks": _claim_summary(grid), **grid.as_dict()}
-    text = json.dumps(document, indent=1)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text + "\n")
-    else:
-        print(text)
-    for name, peak in document["peaks"].items():
-        print(f"{name:>14}: max gain {peak['max_gain']:.3f} at alpha = {peak['alpha']}, c = {peak['c']}",
-              file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    grid = policy_gain_grid(np.random.default_rng(seed), alphas, cs, iterations=iterations, progress=progress)
+    return {"seed": seed, "iterations": iterations, "family": "contexts_with_alpha(V=32, K=64, spread=0.5, "
+            "concentration=0.3)", "peaks": _claim_summary(grid), **grid.as_dict()}

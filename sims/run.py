@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sims._stats import Estimate, Moments, as_generator, as_positive_int
+from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
 from sims.families import family_contexts
 from sims.token_level import simulate_speculative
-from spectheory._validation import as_cost, as_count, as_probability
+from spectheory.validation import as_cost, as_count, as_positive_int, as_probability
 from spectheory.positional import (
     MarkovAcceptance,
     accepted_count_distribution,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sims._stats import Estimate, as_positive_int, ratio_estimate
-from spectheory._validation import as_cost, as_count
+from sims._stats import Estimate, ratio_estimate
+from spectheory.validation import as_cost, as_count, as_positive_int
 
 __all__ = ["Timeline", "speculative_timeline", "autoregressive_timeline", "walltime_speedup"]
 

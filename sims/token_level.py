@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sims._draws import RowSampler, categorical, leading_true_count
-from sims._stats import Estimate, Moments, as_generator, as_positive_int, mean_estimate, ratio_estimate
+from sims._stats import Estimate, Moments, as_generator, mean_estimate, ratio_estimate
 from sims.families import Contexts
-from spectheory._validation import as_cost, as_distribution_pair, as_lenience
+from spectheory.validation import as_cost, as_distribution_pair, as_lenience, as_positive_int
 from spectheory.acceptance import rejection_sampling_acceptance
 from spectheory.block_verification import VERIFIERS
 

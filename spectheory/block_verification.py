@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectheory._validation import as_distribution_pair
+from spectheory.validation import as_distribution_pair
 from spectheory.positional import accepted_count_distribution
 
 __all__ = ["MAX_BLOCKS", "VERIFIERS", "draft_blocks", "accepted_length_given_block",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectheory._validation import as_count, as_probability, as_real
+from spectheory.validation import as_count, as_probability, as_real
 from spectheory.positional import expected_tokens_positional
 
 __all__ = ["expected_block_size", "model_calls"]

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from spectheory._validation import as_cost, as_probability, as_real
+from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.speedup import (
     continuous_optimal_gamma,
     expected_tokens,

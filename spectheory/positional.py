@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spectheory._validation import as_count, as_distribution, as_probability
+from spectheory.validation import as_count, as_distribution, as_probability
 from spectheory.speedup import expected_tokens
 
 __all__ = [

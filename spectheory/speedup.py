@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectheory._validation import as_cost, as_count, as_probability, as_real
+from spectheory.validation import as_cost, as_count, as_probability, as_real
 
 __all__ = [
     "expected_tokens",

@@ -30,9 +30,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from decoders.random import Randomness
+from decoders.randomness import Randomness
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
+from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "whole_run_law",
            "compare_laws", "lenience_bound_violations", "TOLERANCE"]
@@ -219,5 +220,4 @@ def lenience_bound_violations(law: Law, reference: Law, lenience: float, *, slac
 
 
 def _check_horizon(horizon: int) -> None:
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
+    as_positive_int("horizon", horizon)

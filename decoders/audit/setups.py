@@ -15,9 +15,10 @@ from tqdm import tqdm
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
-from decoders.random import Randomness, TorchRandomness
+from decoders.randomness import Randomness, TorchRandomness
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative
+from spectheory.validation import as_int
 
 __all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run"]
 
@@ -36,8 +37,7 @@ def _tiny_gpt(vocab_size: int, seed: int, d_model: int, dtype: torch.dtype) -> T
 
 
 def _check_vocabulary(vocab_size: int) -> None:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not 2 <= vocab_size <= 64:
-        raise ValueError(f"vocab_size must be an integer in [2, 64] for the tiny models, got {vocab_size!r}")
+    as_int("vocab_size", vocab_size, low=2, high=64)  # the tiny models
 
 
 def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = torch.float64):

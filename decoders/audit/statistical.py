@@ -30,6 +30,7 @@ from scipy import stats
 
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import Sampling, adjusted_probs
+from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv"]
 
@@ -140,10 +141,8 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
                   sampling: Sampling, *, n: int, horizon: int, seed: int, draft=None, level: float = 0.01) -> AuditReport:
     """Test that ``sample(n, generator) -> [n, horizon]`` continuations of ``prompt`` follow ``target``'s law
     under ``sampling`` (``target`` and ``draft`` are models of the project's protocol)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
+    as_int("n", n, low=2)
+    as_positive_int("horizon", horizon)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     started = time.perf_counter()

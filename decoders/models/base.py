@@ -12,7 +12,7 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate", "append_history", "check_positive_integers"]
+__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate", "append_history"]
 
 
 class ModelState(Protocol):
@@ -72,10 +72,3 @@ def append_history(history: torch.Tensor, lengths: torch.Tensor, tokens: torch.T
     history.scatter_(1, positions, tokens)
     return history, positions
 
-
-def check_positive_integers(owner, names) -> None:
-    """A ValueError naming the first of ``owner``'s attributes ``names`` that is not a positive integer."""
-    for name in names:
-        value = getattr(owner, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from decoders.models.base import append_history, check_step, check_truncate
+from spectheory.validation import as_positive_int
 
 __all__ = ["HistoryState", "HistoryModel", "NGramModel", "TabularModel", "UniformModel", "CopyDraft"]
 
@@ -35,8 +36,7 @@ class HistoryModel:
     max_context = None
 
     def __init__(self, vocab_size: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        as_positive_int("vocab_size", vocab_size)
         self.vocab_size = vocab_size
         self.device = torch.device(device)
         self.dtype = dtype  # of the logits (float64 for the exact audits)

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from decoders.models.base import check_positive_integers, check_step, check_truncate
+from decoders.models.base import check_step, check_truncate
+from spectheory.validation import positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
 
@@ -28,7 +29,7 @@ class TinyGPTConfig:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        check_positive_integers(self, ("vocab_size", "d_model", "n_layer", "n_head", "max_context"))
+        positive_int_fields(self, ("vocab_size", "d_model", "n_layer", "n_head", "max_context"))
         if self.d_model % self.n_head:
             raise ValueError(f"d_model must be divisible by n_head, got {self.d_model} and {self.n_head}")
 

@@ -1,12 +1,15 @@
-"""Input validation shared by every public theory function.
+"""The one home of argument checks, used by the theory, the simulators, the decoders and the CLI.
 
-Each check returns the input as a float64 array (or the validated pair) and raises a ``ValueError``
+Each check returns the validated input (a float64 array, a pair, or an ``int``) and raises a ``ValueError``
 that names the argument and the first offending value, so that the CLI can print it as one line.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+__all__ = ["SUM_TOLERANCE", "as_real", "as_probability", "as_cost", "as_count", "as_lenience", "as_distribution",
+           "as_distribution_pair", "as_int", "as_positive_int", "as_non_negative_int", "positive_int_fields"]
 
 #: Tolerance on ``sum(p) == 1`` for a probability vector (float32 softmax outputs sum to 1 within ~1e-6).
 SUM_TOLERANCE = 1e-6
@@ -83,3 +86,35 @@ def as_distribution_pair(p, q, *, atol: float = SUM_TOLERANCE) -> tuple[np.ndarr
     if p_values.shape != q_values.shape:
         raise ValueError(f"p and q must have the same shape, got {p_values.shape} and {q_values.shape}")
     return p_values, q_values
+
+
+def as_int(name: str, value, *, low: int, high: int | None = None) -> int:
+    """An integer (not a bool, not a float) in [``low``, ``high``]; numpy integers are accepted."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or (
+            high is not None and value > high):
+        if low == 1 and high is None:
+            requirement = "a positive integer"
+        elif low == 0 and high is None:
+            requirement = "a non-negative integer"
+        elif high is None:
+            requirement = f"an integer >= {low}"
+        else:
+            requirement = f"an integer in [{low}, {high}]"
+        raise ValueError(f"{name} must be {requirement}, got {value!r}")
+    return int(value)
+
+
+def as_positive_int(name: str, value) -> int:
+    """A count of at least 1 (iterations, tokens, vocabulary size, repeats)."""
+    return as_int(name, value, low=1)
+
+
+def as_non_negative_int(name: str, value) -> int:
+    """A count of at least 0 (warm-up runs, seeds)."""
+    return as_int(name, value, low=0)
+
+
+def positive_int_fields(owner, names) -> None:
+    """``as_positive_int`` on each of ``owner``'s attributes ``names`` (a dataclass's ``__post_init__``)."""
+    for name in names:
+        as_positive_int(name, getattr(owner, name))

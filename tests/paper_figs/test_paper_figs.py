@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import paper_figs
+from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
 from paper_figs import (dynamic_gamma_heatmap, fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations,
                         fig5_timelines, measured_vs_predicted, simulation_vs_theory, speedup_vs_gamma,
                         stern_fig4_blockwise, table1, table3_alpha, table5_lenience)
-from spectheory.cli import FIGURE_SCRIPTS, main
 from spectheory.speedup import expected_tokens
 
 FIGURES = [fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations, fig5_timelines, simulation_vs_theory,
@@ -22,30 +22,7 @@ TABLES = [table1, table3_alpha, table5_lenience]
 
 @pytest.fixture
 def small_results(tmp_path):
-    """Tiny stand-ins for the cached results the data-driven figures read."""
-    results = tmp_path / "results"
-    results.mkdir()
-    grid = {"alphas": [0.5, 0.9], "cs": [0.0, 0.1], "oracle": [[1.0, 1.2], [1.0, 1.5]],
-            "rejection": [[1.0, 1.01], [1.0, 1.1]], "heuristic": [[0.9, 0.95], [0.7, 0.97]]}
-    (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
-    rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4}
-            for t in (0.0, 1.0) for g in (1, 2)]
-    bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu"}, "settings": {"gammas": [1, 2]},
-             "alpha": {"0.0": 0.8, "1.0": 0.7}}
-    (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
-    runs = [{"process": p, "gamma": g, "alpha": a, "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
-             "standard_error": 0.01, "z_score": 1.0} for p in ("iid", "token-level") for g in (2, 4) for a in (0.3, 0.8)]
-    (results / simulation_vs_theory.RESULT).write_text(json.dumps({"runs": runs}))
-    blocks = [{"criterion": c, "top_k": k, "block_size": b, "mean_block_size": 1 + b / 2, "speedup": 1 + b / 3}
-              for c, k in (("exact", 1), ("top_k", 2)) for b in (2, 4)]
-    (results / stern_fig4_blockwise.RESULT).write_text(json.dumps({"rows": blocks, "environment": {"device_name": "cpu"}}))
-    estimates = [{"draft": d, "temperature": t, "alpha_text": 0.5, "alpha_text_standard_error": 0.01, "alpha_counts": 0.6,
-                  "alpha_counts_standard_error": 0.02} for d in ("transformer", "bigram") for t in (0.0, 1.0)]
-    (results / table3_alpha.RESULT).write_text(json.dumps({"command": "spectheory alpha", "estimates": estimates}))
-    lenient = [{"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6],
-                "standard_error": [0.01, 0.01]} for d in ("transformer", "bigram")]
-    (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
-    return results
+    return write_small_results(tmp_path / "results")
 
 
 @pytest.mark.parametrize("module", FIGURES, ids=lambda m: m.__name__.split(".")[-1])
@@ -91,21 +68,6 @@ def test_simulation_points_against_eq_1(tmp_path):
     wrong = [(run["mean_tokens_per_iteration"] - expected_tokens(run["alpha"], run["gamma"] + 1)) / run["standard_error"]
              for run in runs]
     assert np.max(np.abs(wrong)) > 4.5
-
-
-def test_figs_cli_runs_every_script_against_registry(tmp_path, small_results, capsys):
-    assert FIGURE_SCRIPTS == paper_figs.SCRIPTS
-    assert main(["figs", "--out", str(tmp_path / "figs"), "--results", str(small_results)]) == 0
-    out = capsys.readouterr().out
-    assert [line.split(":")[0] for line in out.splitlines()] == list(paper_figs.SCRIPTS)
-    assert all(paper_figs.script(name).__doc__.strip() for name in paper_figs.SCRIPTS)
-
-
-def test_figs_cli_names_missing_results_in_one_line(tmp_path, capsys):
-    assert main(["figs", "--out", str(tmp_path), "--results", str(tmp_path / "none"), "--only", "table1",
-                 "stern_fig4_blockwise"]) == 2
-    error = capsys.readouterr().err
-    assert "['blockwise.json'] are not in" in error and "--recompute" in error and error.count("\n") == 1
 
 
 def test_figures_are_byte_identical_across_runs(tmp_path):

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from decoders import zoo
+from decoders.harness import zoo
 from spectheory.cli import main
 
 SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
@@ -95,7 +95,7 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["report", "--gammas", "0"], "gammas must be positive integers"),
+    (["report", "--gammas", "0"], "gammas must be a positive integer"),
     (["report", "--audit-n", "1"], "audit_n must be an integer >= 2"),
     (["report", "--windows", "0"], "windows must be a positive integer"),
     (["report", "--draft", "nope.pt"], "model file 'nope.pt' does not exist"),

@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from decoders.random import seeded
+from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory._validation import as_lenience
+from spectheory.validation import as_lenience
 
 __all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
            "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]

@@ -9,7 +9,7 @@ from sim_checks import CHI_SQUARE_LEVEL, assert_within_band, chi_square_p_value
 from sims._draws import RowSampler, categorical, leading_true_count
 from sims._stats import Moments, as_generator, mean_estimate, ratio_estimate
 from sims.acceptance import simulate_iid, simulate_markov
-from sims.bench import loop_iid, loop_token_level
+from sims.throughput import loop_iid, loop_token_level
 from sims.families import (
     Contexts,
     contexts_with_alpha,
@@ -228,7 +228,7 @@ def test_markov_simulation_validates_chain():
 
 
 def test_benchmark_loops_simulate_the_same_process():
-    """The loop baselines of sims.bench against the vectorised simulators: same mean within 4 SE."""
+    """The loop baselines of sims.throughput against the vectorised simulators: same mean within 4 SE."""
     rng = np.random.default_rng(10)
     contexts = contexts_with_alpha(rng, 100, 8, 0.7)
     looped = mean_estimate(loop_token_level(rng, contexts.p, contexts.q, contexts.weights, 3, 4000) + 1)

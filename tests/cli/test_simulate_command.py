@@ -7,7 +7,7 @@ import pytest
 from sim_checks import BAND
 from spectheory.positional import MarkovAcceptance, markov_expected_tokens
 from spectheory.speedup import expected_tokens, walltime_improvement
-from test_cli import run
+from command import run
 
 REQUIRED_KEYS = {"mean_tokens_per_iteration", "standard_error", "theory_tokens_per_iteration", "speedup",
                  "theory_speedup"}

@@ -1,6 +1,6 @@
 """Benchmark: vectorised simulators against a straightforward per-iteration Python loop doing the same work.
 
-``python -m sims.bench [--out FILE.json]`` measures simulated draft tokens per second for the token-level
+``python -m sims.throughput [--out FILE.json]`` measures simulated draft tokens per second for the token-level
 simulator (V = 1000) and the i.i.d. acceptance process, each against a loop that runs one iteration at a
 time with numpy's own ``Generator.choice`` / ``Generator.random`` per draw. Timings are medians over
 ``--repeats`` runs after a warm-up; the JSON records the machine, sizes, gamma and repeats.
@@ -9,18 +9,16 @@ time with numpy's own ``Generator.choice`` / ``Generator.random`` per draw. Timi
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
 from sims.acceptance import simulate_iid
 from sims.families import contexts_with_alpha
 from sims.token_level import residual_weights, simulate_speculative
+from spectheory.outputs import write_json
+from spectheory.timing import time_repeats
+from spectheory.validation import as_positive_int
 
 __all__ = ["loop_token_level", "loop_iid", "main"]
 
@@ -59,22 +57,15 @@ def loop_iid(rng: np.random.Generator, alpha: float, gamma: int, iterations: int
     return accepted
 
 
-def _median_seconds(work, repeats: int) -> float:
-    work()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _case(name: str, draft_tokens_vectorised: int, vectorised, draft_tokens_loop: int, loop, repeats: int) -> dict:
-    vectorised_rate = draft_tokens_vectorised / _median_seconds(vectorised, repeats)
-    loop_rate = draft_tokens_loop / _median_seconds(loop, repeats)
+    vectorised_timing = time_repeats(vectorised, repeats=repeats, warmup=1)
+    loop_timing = time_repeats(loop, repeats=repeats, warmup=1)
+    vectorised_rate = draft_tokens_vectorised / vectorised_timing.median
+    loop_rate = draft_tokens_loop / loop_timing.median
     return {"case": name, "vectorised_draft_tokens_per_second": vectorised_rate,
             "loop_draft_tokens_per_second": loop_rate, "speedup": vectorised_rate / loop_rate,
-            "vectorised_draft_tokens": draft_tokens_vectorised, "loop_draft_tokens": draft_tokens_loop}
+            "vectorised_draft_tokens": draft_tokens_vectorised, "loop_draft_tokens": draft_tokens_loop,
+            "vectorised_timing": vectorised_timing.as_dict(), "loop_timing": loop_timing.as_dict()}
 
 
 def run_benchmark(*, vocabulary: int = 1000, contexts: int = 64, gamma: int = 4, alpha: float = 0.8,
@@ -90,31 +81,26 @@ def run_benchmark(*, vocabulary: int = 1000, contexts: int = 64, gamma: int = 4,
               10 * loop_iterations * gamma, lambda: loop_iid(rng, alpha, gamma, 10 * loop_iterations), repeats),
     ]
     return {
-        "benchmark": "sims.bench", "cases": cases,
+        "benchmark": "sims.throughput", "cases": cases,
         "settings": {"vocabulary": vocabulary, "contexts": contexts, "gamma": gamma, "alpha": table.alpha(),
                      "iterations": iterations, "loop_iterations": loop_iterations, "repeats": repeats, "seed": seed,
                      "timing": "median of repeats after one warm-up, time.perf_counter"},
-        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "numpy": np.__version__},
     }
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sims.bench", description=__doc__.splitlines()[0])
+    """``python -m sims.throughput [--out FILE.json] [--repeats N] [--seed S]``."""
+    parser = argparse.ArgumentParser(prog="python -m sims.throughput", description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the JSON document here as well as printing a summary")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per case (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error(f"--repeats must be at least 1, got {args.repeats}")
-    document = run_benchmark(repeats=args.repeats, seed=args.seed)
+    document = run_benchmark(repeats=as_positive_int("repeats", args.repeats), seed=args.seed)
     for case in document["cases"]:
         print(f"{case['case']:>15}: vectorised {case['vectorised_draft_tokens_per_second']:.3g} draft tokens/s, "
               f"loop {case['loop_draft_tokens_per_second']:.3g} draft tokens/s, {case['speedup']:.0f}x")
     if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(document, handle, indent=2)
-            handle.write("\n")
+        write_json(args.out, document, command="python -m sims.throughput " + " ".join(argv or sys.argv[1:]))
     return 0
 
 

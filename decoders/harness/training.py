@@ -13,7 +13,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -23,10 +22,11 @@ from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseGPT
-from decoders.models.base import check_positive_integers
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
-from decoders.random import TorchRandomness
+from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
+from spectheory.outputs import write_atomically
+from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TrainConfig", "TrainResult", "HeadsConfig", "train_language_model", "train_proposal_heads",
            "target_samples", "held_out_loss", "load_checkpoint", "save_atomically"]
@@ -46,7 +46,7 @@ class TrainConfig:
     eval_batches: int = 8
 
     def __post_init__(self) -> None:
-        check_positive_integers(self, ("steps", "batch_size", "context", "eval_every", "eval_batches"))
+        positive_int_fields(self, ("steps", "batch_size", "context", "eval_every", "eval_batches"))
         if self.context > self.model.max_context:
             raise ValueError(f"context must be at most the model's max_context {self.model.max_context}, "
                              f"got {self.context}")
@@ -159,7 +159,7 @@ class HeadsConfig:
     schedule: TrainConfig
 
     def __post_init__(self) -> None:
-        check_positive_integers(self, ("heads", "d_hidden"))
+        positive_int_fields(self, ("heads", "d_hidden"))
         if self.heads < 2:
             raise ValueError(f"heads must be at least 2 (head 1 is the base model), got {self.heads}")
 
@@ -236,12 +236,8 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
 
 
 def save_atomically(path, entries: dict) -> None:
-    """``torch.save`` to a temporary file, then rename: a crash never leaves half a file at ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(path.suffix + ".partial")
-    torch.save(entries, temporary)
-    temporary.replace(path)
+    """``torch.save`` through the atomic writer: a crash never leaves half a file at ``path``."""
+    write_atomically(path, lambda temporary: torch.save(entries, temporary))
 
 
 @torch.no_grad()
@@ -249,8 +245,8 @@ def target_samples(target, stream: np.ndarray, *, count: int, length: int, promp
                    sampling: Sampling, seed: int, batch_size: int = 128, progress: bool | None = None) -> np.ndarray:
     """Sequence-level distillation data (Kim and Rush 2016): ``count`` rows ``[count, length]`` uint8, each a
     random ``prompt_length``-token window of ``stream`` continued by the target under ``sampling``."""
-    check_positive_integers(SimpleNamespace(count=count, length=length, batch_size=batch_size),
-                            ("count", "length", "batch_size"))
+    for name, value in (("count", count), ("length", length), ("batch_size", batch_size)):
+        as_positive_int(name, value)
     if not 0 < prompt_length < length:
         raise ValueError(f"prompt_length must be in (0, length = {length}), got {prompt_length}")
     generator = torch.Generator().manual_seed(seed)

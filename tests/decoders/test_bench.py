@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.bench import BenchSettings, bench_pair, hf_comparison, median_seconds
-from decoders.measure import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
+from decoders.harness.bench import BenchSettings, bench_pair, timed
+from decoders.harness.hf_compare import hf_comparison
+from decoders.harness.alpha import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
                               estimate_alpha, text_windows)
 from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
-from decoders.random import seeded
+from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.acceptance import acceptance_probability
@@ -58,10 +59,12 @@ def test_bench_with_the_draft_as_target_accepts_everything():
     assert all(row["tokens_per_iteration"] > row["gamma"] for row in report.rows)
 
 
-def test_median_seconds_counts_warmup_and_repeats():
+def test_timed_counts_warmup_and_repeats():
     calls = []
-    median, seconds = median_seconds(lambda: calls.append(1), repeats=3, warmup=2, device="cpu")
-    assert len(calls) == 5 and len(seconds) == 3 and median == sorted(seconds)[1]
+    timing = timed(lambda: calls.append(1), repeats=3, warmup=2, device="cpu")
+    assert len(calls) == 5 and len(timing.seconds) == 3 and timing.median == sorted(timing.seconds)[1]
+    summary = timing.as_dict()
+    assert summary["min_seconds"] <= summary["median_seconds"] <= summary["max_seconds"]
 
 
 def test_bench_settings_reject_bad_values():

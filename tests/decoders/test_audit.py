@@ -20,10 +20,9 @@ from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, 
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
-from decoders.random import TorchRandomness
+from decoders.randomness import TorchRandomness
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
-from spectheory.cli import AUDIT_DRAFTS, AUDIT_MUTANTS, main
 
 SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
              "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}
@@ -253,32 +252,3 @@ def test_enumerator_branches_against_product_law():
                                       (1, (False, False), 0): 0.125, (1, (False, False), 2): 0.375,
                                       (1, (True, False), 0): 0.125, (1, (True, False), 2): 0.375}, abs=1e-15)
     assert runs == 3  # defaults first, then the branches of the first draw and of the second
-
-
-def test_audit_cli_exit_status_and_json(capsys):
-    assert main(["audit", "--exact", "--gamma", "1", "--horizon", "3", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["passed"] and document["max_abs_difference"] < TOLERANCE and document["method"] == "dp"
-    assert main(["audit", "--mutant", "residual-from-p", "--n", "5000", "--horizon", "3", "--json"]) == 1
-    document = json.loads(capsys.readouterr().out)
-    assert not document["passed"] and document["p_value"] < 1e-4 and document["n"] == 5000
-    assert set(document["test_p_values"]) == {"pit_id", "pit_target_probability", "pit_draft_ratio",
-                                              "joint_first_tokens", "support"}
-
-
-@pytest.mark.parametrize("argv, fragment", [
-    (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
-    (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
-    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
-    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative"),
-])
-def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
-    assert main(["audit", *argv]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and fragment in error and error.startswith("spectheory audit: error:")
-
-
-def test_audit_cli_help_names_every_draft_and_mutant():
-    assert AUDIT_DRAFTS.split(", ") == list(DRAFTS)
-    assert AUDIT_MUTANTS.split(", ") == [bug.name for bug in MUTANTS]
-    assert mutant("one-uniform").name == "one-uniform"

@@ -16,7 +16,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
-from decoders.random import TorchRandomness, seeded
+from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 

@@ -1,6 +1,6 @@
 """The shipped target and drafts: the recipes that trained them, and loading them by name.
 
-The weights live in ``decoders/zoo/`` inside the package: float16 tensors and plain-value configurations
+The weights live in ``decoders/harness/weights/`` inside the package: float16 tensors and plain-value configurations
 read with ``torch.load(weights_only=True)`` (no arbitrary unpickling), 14.1 MB in all, with
 ``manifest.json`` recording how each model was trained (steps, seconds, held-out loss, corpus fingerprint,
 torch version). ``spectheory train`` reruns a recipe and exports into a zoo directory.
@@ -23,17 +23,18 @@ import numpy as np
 import torch
 
 from decoders.blockwise import BlockwiseGPT
-from decoders.corpus import VOCAB_SIZE, load_corpus
+from decoders.harness.corpus import VOCAB_SIZE, load_corpus
 from decoders.models.history import CopyDraft, NGramModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
-from decoders.train import (HeadsConfig, TrainConfig, TrainResult, save_atomically, target_samples,
-                            train_language_model, train_proposal_heads)
+from decoders.harness.training import (HeadsConfig, TrainConfig, TrainResult, save_atomically, target_samples,
+                                       train_language_model, train_proposal_heads)
+from spectheory.outputs import write_atomically, write_text
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
-           "load_draft", "load_blockwise", "load_pair", "load_file", "manifest", "train"]
+           "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order"]
 
-ZOO = Path(__file__).with_name("zoo")
+ZOO = Path(__file__).with_name("weights")
 
 TARGET = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=256, n_layer=6, n_head=4, max_context=256), steps=3600,
                      batch_size=16, context=256, learning_rate=2e-3, warmup_steps=100, eval_every=200)
@@ -62,7 +63,16 @@ NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
 NGRAM_SMOOTHING = 0.1
 
 DRAFTS = ("transformer", "distilled", "bigram", "unigram", "copy", "random")
-TRAINABLE = ("target", "transformer", "distilled", "heads", "ngrams")
+TRAINABLE = ("ngrams", "transformer", "target", "distilled", "heads")  # in dependency order
+
+
+def training_order(names) -> list:
+    """``names`` (of ``TRAINABLE``, or "all") once each, in the order their dependencies need."""
+    chosen = set(TRAINABLE if "all" in names else names)
+    unknown = chosen - set(TRAINABLE)
+    if unknown:
+        raise ValueError(f"models must be among {TRAINABLE} or all, got {sorted(unknown)}")
+    return [name for name in TRAINABLE if name in chosen]
 
 
 def _read(name: str, zoo: Path, device) -> dict:
@@ -99,6 +109,17 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
     if not isinstance(entries, dict):
         raise ValueError(f"model file {str(path)!r} is not a zoo checkpoint (no dictionary of entries)")
     return _model(entries, device, dtype)
+
+
+def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
+               dtype: torch.dtype = torch.float32):
+    """The shipped model ``name_or_path`` (the target for None or "target", a draft of ``DRAFTS``) or a model
+    file in the zoo's format; ``role`` ("target" or "draft") picks which shipped names apply."""
+    if role == "target" and name_or_path in (None, "target"):
+        return load_target(device=device, dtype=dtype)
+    if role == "draft" and name_or_path in DRAFTS:
+        return load_draft(name_or_path, device=device, dtype=dtype)
+    return load_file(name_or_path, device=device, dtype=dtype)
 
 
 def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> TinyGPT:
@@ -147,7 +168,7 @@ def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
     book = manifest(zoo)
     book[name] = dict(record, file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
                       torch=torch.__version__, python=platform.python_version())
-    (Path(zoo) / "manifest.json").write_text(json.dumps(book, indent=1, sort_keys=True) + "\n")
+    write_text(Path(zoo) / "manifest.json", json.dumps(book, indent=1, sort_keys=True) + "\n")
 
 
 def _training_record(result: TrainResult, config, corpus, parameters: int) -> dict:
@@ -222,6 +243,10 @@ def _distillation_samples(stream: np.ndarray, work: Path, zoo: Path, device, pro
     samples = target_samples(load_target(device=device, zoo=zoo), stream, count=recipe.samples,
                              length=recipe.length, prompt_length=recipe.prompt_length,
                              sampling=Sampling(temperature=recipe.temperature), seed=recipe.seed, progress=progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, samples)
+    write_atomically(path, lambda temporary: _save_array(temporary, samples))
     return samples
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:  # a handle: np.save would append ".npy" to the temporary name
+        np.save(handle, array)

@@ -1,7 +1,7 @@
 """Time ``audit_sampler`` on the reference speculative decoder with the tiny models (the issue's goal:
 n = 100,000 sequences of 16 tokens in under 60 s on 2 CPU cores).
 
-    python -m decoders.audit.bench --out results/audit_bench.json
+    python -m decoders.audit.throughput --out results/audit_bench.json
 
 writes every run's seconds with the settings that produced them (device, threads, batch size, gamma,
 temperature, n, horizon) and prints a one-line summary.
@@ -10,17 +10,17 @@ temperature, n, horizon) and prints a one-line summary.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import statistics
+import sys
 
 import torch
 
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler
 from decoders.sampling import Sampling
+from decoders.harness.bench import environment
 from decoders.speculative import SpeculativeConfig
+from spectheory.outputs import write_json
+from spectheory.timing import Timing
 
 PROMPT = [1, 2]
 
@@ -32,13 +32,12 @@ def run(n: int, horizon: int, gamma: int, temperature: float, batch: int, runs: 
     sample = sampler(speculative_run(target, draft, PROMPT, config, horizon), PROMPT, horizon, batch=batch)
     reports = [audit_sampler(sample, target, PROMPT, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft)
                for seed in range(runs)]
-    seconds = [report.seconds for report in reports]
-    return {"benchmark": "audit_sampler, reference speculative decoder", "device": "cpu",
-            "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+    timing = Timing(tuple(report.seconds for report in reports))
+    return {"benchmark": "audit_sampler, reference speculative decoder",
+            "environment": environment("cpu", torch.float32),
             "target": "tinygpt (d_model 16, 1 layer), V = 5, float32", "draft": "tabular order 1",
             "n": n, "horizon": horizon, "gamma": gamma, "temperature": temperature, "batch_size": batch,
-            "runs": runs, "seconds": seconds, "median_seconds": statistics.median(seconds),
+            "runs": runs, **timing.as_dict(),
             "passed": [report.passed for report in reports], "p_values": [report.p_value for report in reports],
             "detectable_tv": reports[0].detectable_tv}
 
@@ -55,11 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.n, args.horizon, args.gamma, args.temperature, args.batch, args.runs)
     if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(result, handle, indent=2)
-            handle.write("\n")
+        write_json(args.out, result, command="python -m decoders.audit.throughput " + " ".join(sys.argv[1:]))
     print(f"audit_sampler n = {args.n}, horizon {args.horizon}: median {result['median_seconds']:.1f} s over "
-          f"{args.runs} runs on {result['cpu_count']} CPU cores ({result['torch_threads']} torch threads)")
+          f"{args.runs} runs on {result['environment']['cpu_count']} CPU cores "
+          f"({result['environment']['torch_threads']} torch threads)")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,10 @@ import sys
 
 import pytest
 
+from command import run
 from spectheory.cli import main
 from spectheory.speedup import (alpha_from_tokens_per_iteration, operations_factor, optimal_gamma,
                                 walltime_improvement)
-
-
-def run(capsys, *argv):
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_gamma_json_against_theory(capsys):

@@ -1,0 +1,146 @@
+"""One audit entry for the CLI (``spectheory audit``) and the report: a request names the decoder, the
+models and the method; ``run_audit`` builds the models, runs the exact or the statistical audit, and
+returns the report with a one-line description of what was audited (docs/theory.md §8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from decoders.audit import exact, setups, statistical
+from decoders.audit.mutants import mutant
+from decoders.autoregressive import generate_autoregressive
+from decoders.sampling import Sampling
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
+from spectheory.validation import as_non_negative_int, as_positive_int
+
+__all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair"]
+
+DECODERS = ("speculative", "autoregressive")
+METHODS = ("dp", "whole-run")  # exact enumeration: prefix dynamic programme, or the whole generation loop
+SHIPPED_PROMPT = "import "
+SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
+TINY_BATCH = 8192
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``) or "shipped"; ``draft`` defaults
+    to "tabular" (tiny) or "transformer" (shipped); ``prompt`` to [1, 2] (tiny) or ``prompt_text``'s ids."""
+
+    decoder: str = "speculative"
+    mutant: str | None = None
+    target: str = "tinygpt"
+    draft: str | None = None
+    vocabulary: int = 5
+    verifier: str = "token"
+    gamma: int = 2
+    sampling: Sampling = field(default_factory=Sampling)
+    lenience: float = 1.0
+    prompt: tuple | None = None
+    prompt_text: str | None = None
+    horizon: int = 4
+    n: int = 20_000
+    level: float = 0.01
+    seed: int = 0
+    exact: str | None = None  # None: statistical; else one of METHODS
+
+    def __post_init__(self) -> None:
+        as_positive_int("horizon", self.horizon)
+        as_positive_int("n", self.n)
+        as_non_negative_int("seed", self.seed)
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, got {self.decoder!r}")
+        if self.exact is not None and self.exact not in METHODS:
+            raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
+        if self.mutant is not None and self.decoder != "speculative":
+            raise ValueError(f"mutants are speculative decoders, got --decoder {self.decoder}")
+        if self.target == "shipped" and self.exact:
+            raise ValueError("--exact enumerates tiny models only; audit --target shipped statistically")
+        if self.prompt is not None and self.prompt_text is not None:
+            raise ValueError("give --prompt or --prompt-text, not both")
+        if self.target != "shipped" and self.prompt_text is not None:
+            raise ValueError("--prompt-text goes with --target shipped (tiny models take --prompt token ids)")
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    described: str
+    report: object  # exact.ExactReport or statistical.AuditReport
+    summary: str
+
+
+def _models(request: AuditRequest) -> tuple:
+    """(request with its defaults filled in, target, draft or None, batch)."""
+    speculative = request.decoder == "speculative"
+    if request.target == "shipped":
+        from decoders.harness import zoo
+        from decoders.harness.corpus import encode
+
+        prompt = request.prompt or tuple(encode(request.prompt_text or SHIPPED_PROMPT).tolist())
+        request = replace(request, prompt=prompt, draft=request.draft or "transformer")
+        draft = zoo.load_draft(request.draft) if speculative else None
+        return request, zoo.load_target(), draft, SHIPPED_BATCH
+    request = replace(request, prompt=request.prompt or (1, 2), draft=request.draft or "tabular")
+    dtype = torch.float64 if request.exact else torch.float32
+    target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
+    return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
+
+
+def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
+    reference = exact.autoregressive_law(target, list(request.prompt), config.sampling, request.horizon)
+    method = request.exact if request.decoder == "speculative" else "whole-run"  # the DP is speculative's
+    if method == "dp":
+        law, branches = exact.speculative_law(target, draft, list(request.prompt), config, request.horizon, step=step)
+    else:
+        law, branches = exact.whole_run_law(lambda randomness: generate([list(request.prompt)], randomness)[0])
+    report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
+    return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
+                    f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total "
+                    f"variation {report.total_variation:.3g}, tolerance {report.tolerance:g}")
+
+
+def _statistical_summary(report) -> str:
+    tests = ", ".join(f"{name} {value:.3g}" for name, value in report.test_p_values.items())
+    return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
+            f"{tests}), level {report.level:g}; detects a per-position TV of {report.detectable_tv:.4f} "
+            f"with 90% power; {report.seconds:.1f} s")
+
+
+def run_audit(request: AuditRequest) -> AuditOutcome:
+    """Build the request's models and decoder, then audit it exactly or statistically."""
+    config = SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
+    step = REFERENCE_STEP if request.mutant is None else mutant(request.mutant).step
+    request, target, draft, batch = _models(request)
+    if any(not 0 <= token < target.vocab_size for token in request.prompt):
+        raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
+    if request.decoder == "speculative":
+        generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step)
+        described = (f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "
+                     f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}")
+    else:
+        def generate(prompts, randomness):
+            return generate_autoregressive(target, prompts, max_new_tokens=request.horizon,
+                                           sampling=request.sampling, randomness=randomness).tokens
+        described = "autoregressive"
+    described += (f"; target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
+                  f"{list(request.prompt)}, horizon {request.horizon}")
+    if request.exact:
+        report, summary = _exact(request, target, draft, config, step, generate)
+    else:
+        sample = setups.sampler(generate, request.prompt, request.horizon, batch=batch)
+        report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
+                                           horizon=request.horizon, seed=request.seed, draft=draft,
+                                           level=request.level)
+        summary = _statistical_summary(report)
+    return AuditOutcome(described, report, summary)
+
+
+def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizon: int, n: int, seed: int,
+               progress: bool | None = None) -> statistical.AuditReport:
+    """The statistical audit of speculative decoding on a loaded pair (the report's audit)."""
+    generate = setups.speculative_run(target, draft, prompt, config, horizon)
+    sample = setups.sampler(generate, prompt, horizon, batch=SHIPPED_BATCH, progress=progress)
+    return statistical.audit_sampler(sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed,
+                                     draft=draft)

@@ -1,0 +1,139 @@
+"""The one-command report's measurement (``spectheory report``): a target/draft pair measured, a gamma
+recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.report`` renders it).
+
+* alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
+* c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
+  decoder for a gamma sweep at batch 1 (``decoders.harness.bench.bench_pair``);
+* the recommended gamma: the calculator (Theorem 3.8, ``spectheory.calculator.gamma_table``) at the alpha
+  that decoding itself sees (acceptance counts of the sweep) and the measured c, beside the best measured gamma;
+* a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
+  measured (``decoders.audit.run.audit_pair``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from tqdm import tqdm
+
+from decoders.audit.run import SHIPPED_PROMPT, audit_pair
+from decoders.harness import alpha
+from decoders.harness.bench import BenchSettings, bench_pair
+from decoders.harness.corpus import VOCAB_SIZE, encode, load_corpus
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig
+from spectheory.calculator import gamma_table
+from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
+
+__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE"]
+
+AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The budget of a report; the defaults take about three minutes on a 2-core CPU."""
+
+    temperatures: tuple = BenchSettings.temperatures
+    windows: int = 32  # held-out windows of 256 characters for alpha along text
+    gammas: tuple = BenchSettings.gammas
+    prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
+    prompt_length: int = BenchSettings.prompt_length
+    max_new_tokens: int = BenchSettings.max_new_tokens
+    repeats: int = BenchSettings.repeats
+    warmup: int = BenchSettings.warmup
+    audit_n: int = 4000
+    audit_horizon: int = 4
+    audit_prompt: str = SHIPPED_PROMPT
+    gamma_max: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
+        positive_int_fields(self, ("windows", "audit_horizon", "gamma_max"))
+        as_int("audit_n", self.audit_n, low=2)
+        as_non_negative_int("seed", self.seed)
+        if not self.audit_prompt:
+            raise ValueError("audit_prompt must be non-empty text")
+
+    def bench_settings(self) -> BenchSettings:
+        """The benchmark's settings."""
+        return BenchSettings(tuple(self.gammas), tuple(self.temperatures), self.prompts, self.prompt_length,
+                             self.max_new_tokens, self.repeats, self.warmup, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """Every number the report shows; ``as_dict`` is the JSON document ``report.json`` holds."""
+
+    command: str
+    created: str
+    seconds: float
+    target: str
+    draft: str
+    settings: dict
+    environment: dict
+    alpha_text: list  # per temperature: alpha, standard_error, windows
+    c: float
+    recommendations: list  # per temperature: the calculator's gamma beside the best measured one
+    bench: dict  # the benchmark's document (decoders.harness.bench.BenchReport.as_dict)
+    audit: dict  # the audit's report with its gamma, temperature and prompt
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def by_temperature(mapping: dict) -> dict:
+    """A JSON object keyed by temperature (string keys) as {float: value}."""
+    return {float(key): value for key, value in mapping.items()}
+
+
+def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
+                 command: str = "", progress: bool | None = None) -> ReportDocument:
+    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit."""
+    for name, model in (("target", target), ("draft", draft)):
+        if model.vocab_size != VOCAB_SIZE:
+            raise ValueError(f"the report measures on the shipped corpus: the {name} must have its {VOCAB_SIZE}-"
+                             f"character vocabulary, got vocab_size {model.vocab_size}")
+    start, s = time.perf_counter(), settings
+    held_out = load_corpus().held_out
+    with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+        stages.set_postfix_str("alpha along text")
+        alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
+                                                 windows=s.windows, seed=s.seed)[0] for t in s.temperatures]
+        stages.update()
+        stages.set_postfix_str("benchmark")
+        prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
+        bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
+                                                 draft_name=draft_name, progress=progress).as_dict()))  # as in the file
+        recommendations = [_recommendation(bench, t, s.gamma_max) for t in s.temperatures]
+        stages.update()
+        stages.set_postfix_str("audit")
+        audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
+        audit = audit_pair(target, draft, encode(s.audit_prompt).tolist(),
+                           SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
+                           n=s.audit_n, seed=s.seed, progress=progress)
+        stages.update()
+    return ReportDocument(
+        command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=time.perf_counter() - start, target=target_name, draft=draft_name, settings=asdict(settings),
+        environment=bench["environment"], c=bench["c"], recommendations=recommendations, bench=bench,
+        alpha_text=[{"temperature": row["temperature"], "alpha": row["alpha"][0], "standard_error":
+                     row["standard_error"][0], "windows": s.windows} for row in alpha_text],
+        audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE, prompt=s.audit_prompt))
+
+
+def _recommendation(bench: dict, temperature: float, gamma_max: int) -> dict:
+    """The calculator at the sweep's pooled alpha (counts) and measured c, beside the best measured gamma."""
+    alpha_counts = min(by_temperature(bench["alpha"])[temperature], 1.0)
+    table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
+    rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
+    best = max(rows.values(), key=lambda row: row["speedup"])
+    at_optimum = rows.get(table.optimal_gamma)
+    return {"temperature": temperature, "alpha": alpha_counts, "c": bench["c"], "optimal_gamma": table.optimal_gamma,
+            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
+            "measured_speedup_at_optimal_gamma": at_optimum["speedup"] if at_optimum else None,
+            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}

@@ -1,0 +1,44 @@
+"""For each draft and temperature, alpha = mean sum_x min(p, q) along held-out text, and alpha from the
+acceptance counts of speculative runs from held-out prompts."""
+
+from __future__ import annotations
+
+import argparse
+
+from decoders.harness import zoo
+from decoders.harness.alpha import AlphaEstimate, alpha_markdown
+from decoders.harness.runs import alpha_document
+from spectheory.cli.options import add_device, names
+from spectheory.outputs import check_writable, write_json, write_text
+from spectheory.validation import as_positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--drafts", nargs="+", choices=zoo.DRAFTS, default=None, metavar="DRAFT",
+                        help=f"drafts (default all: {names(zoo.DRAFTS)})")
+    parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
+                        help="temperatures (default 0 1)")
+    parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters (default 32)")
+    parser.add_argument("--prompts", type=int, default=16, help="held-out prompts for the acceptance counts (default 16)")
+    parser.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_device(parser)
+    parser.add_argument("--out", help="write the estimates as JSON here")
+    parser.add_argument("--markdown", help="write the Markdown table here")
+
+
+def run(args: argparse.Namespace) -> int:
+    for name in ("windows", "prompts", "gamma"):
+        as_positive_int(name, getattr(args, name))
+    for path in (args.out, args.markdown):
+        if path:
+            check_writable(path)
+    document = alpha_document(args.drafts, tuple(args.temperatures), windows=args.windows, prompts=args.prompts,
+                              gamma=args.gamma, seed=args.seed, device=args.device)
+    table = alpha_markdown([AlphaEstimate(**estimate) for estimate in document["estimates"]])
+    if args.out:
+        write_json(args.out, document, command=args.command_line)
+    if args.markdown:
+        write_text(args.markdown, table)
+    print(table, end="")
+    return 0

@@ -1,0 +1,59 @@
+"""Audit a decoder configuration on tiny seeded models. By default a statistical audit: n sampled
+continuations tested with randomized PIT (Kolmogorov-Smirnov under three token orderings) and a G-test on
+the first tokens, Bonferroni-combined. With --exact, the decoder's exact law of the first --horizon tokens
+by enumerating its random choices. Exit status 0 when it passes, 1 when it fails, 2 for bad arguments."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from decoders.audit.mutants import MUTANTS
+from decoders.audit.run import DECODERS, METHODS, SHIPPED_PROMPT, AuditRequest, run_audit
+from decoders.audit.setups import DRAFTS, TARGETS
+from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS
+from decoders.sampling import Sampling
+from spectheory.block_verification import VERIFIERS
+from spectheory.cli.options import names
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--decoder", choices=DECODERS, default="speculative", help="the decoder to audit (default speculative)")
+    parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
+                                                         f"{names(m.name for m in MUTANTS)}")
+    parser.add_argument("--target", choices=TARGETS + ("shipped",), default="tinygpt",
+                        help="tiny target model, or the shipped trained target (statistical only; default tinygpt)")
+    parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
+                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer)")
+    parser.add_argument("--vocabulary", type=int, default=5, help="vocabulary of the tiny models (default 5)")
+    parser.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
+    parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
+    parser.add_argument("--top-k", type=int, help="keep the k most likely tokens")
+    parser.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
+    parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
+    parser.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
+    parser.add_argument("--prompt-text", help=f"shipped target: the prompt as text (default {SHIPPED_PROMPT!r})")
+    parser.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4)")
+    parser.add_argument("--n", type=int, default=20_000, help="statistical: samples (default 20000)")
+    parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
+    parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
+    parser.add_argument("--exact", nargs="?", const=METHODS[0], choices=METHODS,
+                        help="enumerate exactly instead: dp (prefix dynamic programme, default) or whole-run")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    request = AuditRequest(
+        decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
+        verifier=args.verifier, gamma=args.gamma, sampling=Sampling(args.temperature, args.top_k, args.top_p),
+        lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
+        prompt_text=args.prompt_text, horizon=args.horizon, n=args.n, level=args.level, seed=args.seed,
+        exact=args.exact)
+    outcome = run_audit(request)
+    if args.json:
+        print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False))
+    else:
+        print(f"audit: {outcome.described}")
+        print(f"{outcome.summary}: {'PASS' if outcome.report.passed else 'FAIL'}")
+    return 0 if outcome.report.passed else 1

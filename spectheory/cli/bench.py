@@ -1,0 +1,76 @@
+"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out
+prompts, over a gamma sweep and temperatures, with the Theorem 3.8 prediction from the measured alpha and c
+(Table 4 analogue). Warm-up, repeats, medians; CUDA synchronised. --hf adds our loops against Hugging Face
+generate / assisted generation."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from decoders.harness import zoo
+from decoders.harness.bench import BenchSettings
+from decoders.harness.runs import bench_document
+from spectheory.cli.options import add_device, add_dtype, names
+from spectheory.outputs import check_writable, write_json
+
+DEFAULTS = BenchSettings()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--draft", default="transformer", choices=zoo.DRAFTS, metavar="DRAFT",
+                        help=f"shipped draft: {names(zoo.DRAFTS)} (default transformer)")
+    add_device(parser)
+    add_dtype(parser)
+    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G")
+    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T")
+    parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
+                        help=f"held-out prompts, decoded one at a time (default {DEFAULTS.prompts})")
+    parser.add_argument("--prompt-length", type=int, default=DEFAULTS.prompt_length,
+                        help=f"characters per prompt (default {DEFAULTS.prompt_length})")
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
+                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens})")
+    parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
+                        help=f"timed repeats, median reported (default {DEFAULTS.repeats})")
+    parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup, help=f"untimed runs first (default {DEFAULTS.warmup})")
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="prompt selection seed (default 0)")
+    parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate (transformer drafts)")
+    parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
+    parser.add_argument("--out", help="write the JSON report here")
+
+
+def _lines(document: dict, args: argparse.Namespace) -> list[str]:
+    env = document["environment"]
+    lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
+             f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
+             "   T  gamma  tokens/iter  alpha  speedup  predicted  measured/predicted"]
+    for row in document["rows"]:
+        lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
+                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f}  {row['predicted_speedup']:9.3f}  "
+                     f"{row['measured_over_predicted']:18.3f}")
+    for temperature in args.temperatures:
+        best = document["best"][str(temperature)]
+        lines.append(f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
+                     f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
+                     f"{args.prompts} x {args.max_new_tokens} tokens), pooled alpha {document['alpha'][temperature]:.3f}")
+    for row in document.get("hf", {}).get("rows", []):
+        lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: autoregressive ours "
+                     f"{row['ar_ours_adapter_seconds']:.3f} s (native {row['ar_ours_native_seconds']:.3f}) vs generate "
+                     f"{row['ar_hf_generate_seconds']:.3f} s; speculative ours {row['speculative_ours_adapter_seconds']:.3f}"
+                     f" s (native {row['speculative_ours_native_seconds']:.3f}) vs assisted "
+                     f"{row['speculative_hf_assisted_seconds']:.3f} s")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
+                             args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
+    if args.out:
+        check_writable(args.out)
+    document = bench_document(args.draft, settings, device=args.device, dtype=getattr(torch, args.dtype),
+                              hf=args.hf, hf_gamma=args.hf_gamma)
+    if args.out:
+        write_json(args.out, document, command=args.command_line)
+    print("\n".join(_lines(document, args)))
+    return 0

@@ -1,0 +1,80 @@
+"""Wall-clock timing and host description shared by every benchmark (standard library only).
+
+``time_repeats`` runs ``warmup`` untimed calls, then ``repeats`` timed ones, each bracketed by an optional
+``synchronize`` (the decoders pass a CUDA synchronisation), and keeps every time so that results report
+the median with its spread. ``host`` says where numbers come from: Python, platform, CPU, package versions.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Callable
+
+from spectheory.validation import as_non_negative_int, as_positive_int
+
+__all__ = ["Timing", "time_repeats", "host", "cpu_name", "PACKAGES"]
+
+#: Packages whose versions every result records (absent ones are recorded as null).
+PACKAGES = ("spectheory", "numpy", "scipy", "sympy", "torch", "transformers", "matplotlib")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds of each timed repeat, summarised by the median and the spread (min, max)."""
+
+    seconds: tuple
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def as_dict(self) -> dict:
+        return {"median_seconds": self.median, "min_seconds": min(self.seconds), "max_seconds": max(self.seconds),
+                "seconds": list(self.seconds)}
+
+
+def time_repeats(run: Callable[[], object], *, repeats: int, warmup: int,
+                 synchronize: Callable[[], None] | None = None) -> Timing:
+    """Seconds of ``run()`` over ``repeats`` timed calls after ``warmup`` untimed ones."""
+    repeats, warmup = as_positive_int("repeats", repeats), as_non_negative_int("warmup", warmup)
+    sync = synchronize or (lambda: None)
+    for _ in range(warmup):
+        run()
+    seconds = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        run()
+        sync()
+        seconds.append(time.perf_counter() - start)
+    return Timing(tuple(seconds))
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo where there is one, else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def host() -> dict:
+    """The machine and software a result was produced with."""
+    return {"versions": {"python": platform.python_version(), **{name: _version(name) for name in PACKAGES}},
+            "host": {"platform": platform.platform(), "cpu": cpu_name(), "cpu_count": os.cpu_count()}}

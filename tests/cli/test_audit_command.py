@@ -1,0 +1,42 @@
+"""``spectheory audit``: exit status, JSON, the one-line errors, and the names it offers."""
+
+import json
+
+import pytest
+
+from decoders.audit.exact import TOLERANCE
+from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.setups import DRAFTS
+from spectheory.cli import main
+
+
+def test_audit_cli_exit_status_and_json(capsys):
+    assert main(["audit", "--exact", "--gamma", "1", "--horizon", "3", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] and document["max_abs_difference"] < TOLERANCE and document["method"] == "dp"
+    assert main(["audit", "--mutant", "residual-from-p", "--n", "5000", "--horizon", "3", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert not document["passed"] and document["p_value"] < 1e-4 and document["n"] == 5000
+    assert set(document["test_p_values"]) == {"pit_id", "pit_target_probability", "pit_draft_ratio",
+                                              "joint_first_tokens", "support"}
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
+    (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
+    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
+    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative"),
+])
+def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
+    assert main(["audit", *argv]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and fragment in error and error.startswith("spectheory audit: error:")
+
+
+def test_audit_cli_help_against_the_registries(capsys):
+    """The help lists every tiny draft and every mutant, read from the registries that own them."""
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # help wraps lines, also at hyphens
+    assert all(name in text for name in DRAFTS) and all(bug.name in text for bug in MUTANTS)
+    assert mutant("one-uniform").name == "one-uniform"

@@ -1,0 +1,34 @@
+"""Small cached inputs for the figure scripts (tests of paper_figs and of ``spectheory figs``)."""
+
+import json
+from pathlib import Path
+
+from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
+                        table3_alpha, table5_lenience)
+from spectheory.speedup import expected_tokens
+
+
+def write_small_results(results: Path) -> Path:
+    """Tiny stand-ins for the cached results the data-driven figures read, written into ``results``."""
+    results.mkdir(parents=True)
+    grid = {"alphas": [0.5, 0.9], "cs": [0.0, 0.1], "oracle": [[1.0, 1.2], [1.0, 1.5]],
+            "rejection": [[1.0, 1.01], [1.0, 1.1]], "heuristic": [[0.9, 0.95], [0.7, 0.97]]}
+    (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
+    rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4}
+            for t in (0.0, 1.0) for g in (1, 2)]
+    bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu"}, "settings": {"gammas": [1, 2]},
+             "alpha": {"0.0": 0.8, "1.0": 0.7}}
+    (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
+    runs = [{"process": p, "gamma": g, "alpha": a, "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
+             "standard_error": 0.01, "z_score": 1.0} for p in ("iid", "token-level") for g in (2, 4) for a in (0.3, 0.8)]
+    (results / simulation_vs_theory.RESULT).write_text(json.dumps({"runs": runs}))
+    blocks = [{"criterion": c, "top_k": k, "block_size": b, "mean_block_size": 1 + b / 2, "speedup": 1 + b / 3}
+              for c, k in (("exact", 1), ("top_k", 2)) for b in (2, 4)]
+    (results / stern_fig4_blockwise.RESULT).write_text(json.dumps({"rows": blocks, "environment": {"device_name": "cpu"}}))
+    estimates = [{"draft": d, "temperature": t, "alpha_text": 0.5, "alpha_text_standard_error": 0.01, "alpha_counts": 0.6,
+                  "alpha_counts_standard_error": 0.02} for d in ("transformer", "bigram") for t in (0.0, 1.0)]
+    (results / table3_alpha.RESULT).write_text(json.dumps({"command": "spectheory alpha", "estimates": estimates}))
+    lenient = [{"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6],
+                "standard_error": [0.01, 0.01]} for d in ("transformer", "bigram")]
+    (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
+    return results
