@@ -1,4 +1,4 @@
-"""Blockwise parallel decoding (Stern et al. 2018; THEORY.md §5) with a combined scoring-and-proposal model.
+"""Blockwise parallel decoding (Stern et al. 2018; docs/theory.md §6) with a combined scoring-and-proposal model.
 
 ``BlockwiseGPT`` puts k heads on a ``TinyGPT``: head 1 is the base model's own output, heads 2..k share
 one feed-forward layer (hidden k * d_hidden, output k * d_model) with a residual connection from the

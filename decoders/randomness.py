@@ -1,4 +1,4 @@
-"""The randomness interface every decoder draws through (DESIGN.md, "Randomness").
+"""The randomness interface every decoder draws through (docs/theory.md §7).
 
 Decoders never call the global RNG: they take a ``Randomness`` and ask it for ``categorical`` and
 ``bernoulli`` draws. ``TorchRandomness`` is the production implementation over an explicit

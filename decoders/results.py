@@ -1,4 +1,4 @@
-"""Result values of every decoder run: the tokens and their statistics (DESIGN.md, "Results are values")."""
+"""Result values of every decoder run: the tokens and their statistics (docs/theory.md §7)."""
 
 from __future__ import annotations
 

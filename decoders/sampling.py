@@ -1,4 +1,4 @@
-"""Logits -> the distribution that is actually sampled: temperature, top-k, top-p, argmax (THEORY.md §1).
+"""Logits -> the distribution that is actually sampled: temperature, top-k, top-p, argmax (docs/theory.md §1).
 
 Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, so that the q used in
 the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax

@@ -1,4 +1,4 @@
-"""Speculative decoding (Leviathan et al. Algorithm 1; block verification of Sun et al., THEORY.md §1, §4).
+"""Speculative decoding (Leviathan et al. Algorithm 1; block verification of Sun et al., docs/theory.md §1, §5).
 
 One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts
 and corrects, then cuts both caches back. The invariants between iterations, per row with committed
@@ -80,7 +80,7 @@ def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
 
 def _accept_block(p, q, ratio, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
     """Block verification (Sun et al.) over each row's m proposed tokens: tau ``[B]`` and the weights of
-    the next token's law ``[B, V]`` (THEORY.md §4, with gamma = m per row)."""
+    the next token's law ``[B, V]`` (docs/theory.md §5, with gamma = m per row)."""
     batch, gamma = ratio.shape
     m = proposed.sum(dim=1)  # [B], proposals are a prefix
     path = [torch.ones(batch, dtype=p.dtype, device=p.device)]  # p_0..p_gamma

@@ -1,5 +1,5 @@
-"""Vectorised Monte-Carlo simulators that check the closed forms of ``spectheory`` (issue: simulators).
-
-Empty for now: token-level speculative sampling, acceptance processes, timelines, dynamic-gamma
-policies and blockwise decoding land here, each confirming a closed form within its confidence interval.
-"""
+"""Vectorised Monte-Carlo simulators (numpy only) that check the closed forms of ``spectheory`` and go where
+they cannot: synthetic (p, q) families (``families``), acceptance processes without tokens (``acceptance``),
+token-level speculative sampling (``token_level``), call timelines (``timeline``), dynamic-gamma policies
+(``policies``), blockwise decoding with correlated heads (``blockwise``), one simulation against its closed
+form (``run``, behind ``spectheory simulate``) and the simulators' own speed (``throughput``)."""

@@ -1,7 +1,7 @@
 """Acceptance processes: how many draft tokens an iteration accepts, without simulating tokens.
 
 i.i.d. Bernoulli(alpha) acceptance gives Eq. 1 and the truncated geometric law of the accepted count;
-position-dependent rates a_1..a_gamma give THEORY.md §3's product formula; Markov-modulated regimes
+position-dependent rates a_1..a_gamma give docs/theory.md §4's product formula; Markov-modulated regimes
 (easy and hard spans along the token stream) make acceptances correlated, so that iterations are no
 longer independent of each other and Eq. 1 at the same mean alpha is biased.
 """
@@ -94,7 +94,7 @@ def simulate_positional(rng: np.random.Generator, acceptance, iterations: int) -
 
 def simulate_markov(rng: np.random.Generator, chain: MarkovAcceptance, gamma: int, *, streams: int = 2000,
                     iterations_per_stream: int = 200, burn_in_iterations: int = 20) -> MarkovRun:
-    """Speculative iterations along token streams whose regime follows ``chain`` (THEORY.md §3).
+    """Speculative iterations along token streams whose regime follows ``chain`` (docs/theory.md §4).
 
     Every emitted token occupies one position of the stream, and the regime moves one step of the chain
     per position whatever is accepted. A draft position in regime r is accepted with probability

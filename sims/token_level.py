@@ -108,7 +108,7 @@ def simulate_speculative(rng: np.random.Generator, contexts: Contexts, gamma: in
     """``iterations`` independent iterations of speculative sampling with ``gamma`` draft tokens.
 
     ``lenience`` l accepts a draft token x with min(1, p(x) / (l q(x))) (token verifier only);
-    ``verifier`` is "token" (Algorithm 1) or "block" (Sun et al., THEORY.md §4); ``schedule: [gamma + 1]``
+    ``verifier`` is "token" (Algorithm 1) or "block" (Sun et al., docs/theory.md §5); ``schedule: [gamma + 1]``
     fixes the context of each position instead of drawing it by the contexts' weights.
     """
     rng = as_generator(rng)
@@ -177,7 +177,7 @@ def _verify_block(rng: np.random.Generator, contexts: Contexts, positions: np.nd
 def _verify_block_slab(rng: np.random.Generator, target: np.ndarray, drafted_from: np.ndarray,
                        draft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Block verification of ``draft: [n, gamma]``; index i of ``target, drafted_from: [n, gamma + 1, V]``
-    holds P_{i+1}, Q_{i+1} (THEORY.md §4).
+    holds P_{i+1}, Q_{i+1} (docs/theory.md §5).
 
     p_0 = 1, p_i = min(1, p_{i-1} P_i(X_i) / Q_i(X_i)); h_0 = 1, h_i = Z_{i+1} / (Z_{i+1} + 1 - p_i) with
     Z_{i+1} = sum_x max(0, p_i P_{i+1}(x) - Q_{i+1}(x)) for 0 < i < gamma, h_gamma = p_gamma; tau is the

@@ -1,9 +1,12 @@
-"""spectheory: the closed-form theory of speculative decoding (Leviathan et al. 2023 and extensions).
+"""spectheory: the closed-form theory of speculative decoding (Leviathan et al. 2023 and extensions;
+docs/theory.md).
 
 Modules: ``acceptance`` (D_LK, beta, alpha, lenience), ``speedup`` (Eq. 1, Theorems 3.8 and 3.11,
 optimal gamma), ``positional`` (position-dependent and Markov acceptance), ``blockwise`` (Stern et
-al. 2018), ``block_verification`` (Sun et al. 2024), ``symbolic`` (sympy twins), ``cli``.
-Numpy, scipy and sympy only: this package never imports torch.
+al. 2018), ``block_verification`` (Sun et al. 2024), ``symbolic`` (sympy twins), ``calculator``, and
+the bottom layer every other package uses: ``validation`` (argument checks), ``outputs`` (the atomic
+writer) and ``timing`` (benchmark timing and host description). Numpy, scipy, sympy and the standard
+library only: these modules never import torch. ``cli`` is the ``spectheory`` command, the top layer.
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""Acceptance of draft tokens: D_LK, total variation, beta, alpha, lenience, rejection sampling.
+"""Acceptance of draft tokens: D_LK, total variation, beta, alpha, lenience, rejection sampling (docs/theory.md §2).
 
 Every function takes target ``p`` and draft ``q`` as probability vectors along the last axis and is
 batched over any leading axes: ``p, q: [..., V] -> [...]``. Sampling settings (temperature, top-k, ...)

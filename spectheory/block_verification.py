@@ -1,4 +1,4 @@
-"""Token verification vs block verification (Sun et al. 2024, arXiv 2403.10444; THEORY.md §4).
+"""Token verification vs block verification (Sun et al. 2024, arXiv 2403.10444; docs/theory.md §5).
 
 Exact expectations for small vocabularies by enumerating every draft block x_1..x_gamma. The target
 and draft distributions are given per position and do not depend on the drafted prefix:

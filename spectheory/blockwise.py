@@ -1,4 +1,4 @@
-"""Blockwise parallel decoding (Stern, Shazeer, Uszkoreit 2018; THEORY.md §5).
+"""Blockwise parallel decoding (Stern, Shazeer, Uszkoreit 2018; docs/theory.md §6).
 
 k heads predict positions j+1..j+k; head 1 is the base model, whose greedy token is always accepted,
 so an iteration accepts k_hat in [1, k] tokens. Heads 2..k are described by conditional accuracies:
@@ -21,7 +21,7 @@ def expected_block_size(head_accuracies, min_block_size: int = 1) -> np.ndarray:
     ``head_accuracies: [..., k - 1]``, the conditional accuracies of heads 2..k. With minimum block
     size l (Stern et al. section 5, approximate acceptance) the first l tokens are always accepted and
     a_j is conditional on the tokens before j having been accepted. l = 1 is exact greedy
-    verification; the formula is then the position-dependent expectation of THEORY.md §3.
+    verification; the formula is then the position-dependent expectation of docs/theory.md §4.
     """
     accuracies = as_probability("head_accuracies", head_accuracies)
     if accuracies.ndim == 0:

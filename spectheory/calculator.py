@@ -1,4 +1,5 @@
-"""The optimal-gamma calculator behind ``spectheory gamma``: one table per alpha, as text, LaTeX or JSON."""
+"""The optimal-gamma calculator behind ``spectheory gamma`` (docs/theory.md §3): one table per alpha, as text,
+LaTeX or JSON."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance beyond the i.i.d. assumption: position-dependent and Markov-correlated (THEORY.md §3).
+"""Acceptance beyond the i.i.d. assumption: position-dependent and Markov-correlated (docs/theory.md §4).
 
 Eq. 1 assumes every draft position is accepted independently with the same probability alpha. Here
 the acceptance probability depends on the position inside the iteration, or on a hidden "regime"
@@ -28,7 +28,7 @@ __all__ = [
 
 
 def expected_tokens_positional(acceptance) -> np.ndarray:
-    """E[tokens per iteration] = 1 + sum_{i=1..gamma} prod_{j<=i} a_j (THEORY.md §3).
+    """E[tokens per iteration] = 1 + sum_{i=1..gamma} prod_{j<=i} a_j (docs/theory.md §4).
 
     ``acceptance: [..., gamma]``, a_i = P(draft i accepted | drafts 1..i-1 accepted). Reduces to Eq. 1
     when every a_i = alpha.

@@ -1,4 +1,4 @@
-"""Expected tokens, walltime improvement, operations, optimal gamma (Leviathan et al. section 3).
+"""Expected tokens, walltime improvement, operations, optimal gamma (Leviathan et al. section 3; docs/theory.md §3).
 
 All functions are vectorised: array arguments broadcast against each other. ``alpha`` is the mean
 acceptance probability E[beta], ``gamma`` the number of draft tokens per iteration, ``c`` the cost of

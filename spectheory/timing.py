@@ -1,4 +1,4 @@
-"""Wall-clock timing and host description shared by every benchmark (standard library only).
+"""Wall-clock timing and host description shared by every benchmark (docs/theory.md §9; standard library only).
 
 ``time_repeats`` runs ``warmup`` untimed calls, then ``repeats`` timed ones, each bracketed by an optional
 ``synchronize`` (the decoders pass a CUDA synchronisation), and keeps every time so that results report

@@ -4,7 +4,7 @@
 outcome indices of its successive draws); past its script it takes the first outcome of positive
 probability and records each other one as a new script. Every row of a run is therefore one complete
 branch, with its probability, and running the recorded scripts covers every branch exactly once. The
-decoders' own code runs along every branch (DESIGN.md, "Decoders are steps plus a loop").
+decoders' own code runs along every branch (docs/theory.md §7).
 
 Two ways to sum the law of the first ``horizon`` new tokens:
 

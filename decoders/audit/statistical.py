@@ -1,4 +1,4 @@
-"""Statistical audits of black-box samplers against a target model's law.
+"""Statistical audits of black-box samplers against a target model's law (docs/theory.md §8).
 
 ``audit_sampler`` draws n continuations and tests them with the sequential randomized probability
 integral transform: for token y_t after prefix y_<t, u = F_t(y_t - 1) + V p_t(y_t) with V ~ U(0, 1),

@@ -1,7 +1,7 @@
 """Measured acceptance rate alpha of a target/draft pair (Leviathan et al.'s Table 3), two ways.
 
 * Along text: both models read the same held-out windows (teacher forcing); at every position
-  beta = sum_x min(p(x), q(x)) of the adjusted distributions (THEORY.md §1), and alpha is its mean. A
+  beta = sum_x min(p(x), q(x)) of the adjusted distributions (docs/theory.md §2), and alpha is its mean. A
   draft that proposes nothing at a position (the copy draft without a match) counts beta = 0 there.
 * From acceptance counts: speculative runs from held-out prompts; every verified draft token is one
   Bernoulli(alpha) trial under the i.i.d. assumption, so alpha = accepted / (accepted + rejected).
@@ -74,7 +74,7 @@ def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Samplin
 
 
 def _betas(p: torch.Tensor, q: torch.Tensor, proposed: torch.Tensor, lenience: float) -> torch.Tensor:
-    """beta = sum_x min(p(x) / l, q(x)) (THEORY.md §1; ``spectheory.acceptance``), 0 where nothing is proposed."""
+    """beta = sum_x min(p(x) / l, q(x)) (docs/theory.md §2; ``spectheory.acceptance``), 0 where nothing is proposed."""
     betas = torch.minimum(p / float(as_lenience(lenience)), q).sum(dim=-1)
     return torch.where(proposed, betas, torch.zeros_like(betas))
 

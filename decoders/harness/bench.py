@@ -1,5 +1,5 @@
-"""The speed harness: cost ratio c, tokens per iteration and wall-clock speedup, held against Theorem 3.8
-(Leviathan et al.'s Table 4) (``hf_compare`` holds our decoders against Hugging Face ``generate``).
+"""The speed harness (docs/theory.md §9): cost ratio c, tokens per iteration and wall-clock speedup, held
+against Theorem 3.8 (Leviathan et al.'s Table 4); ``hf_compare`` holds our decoders against Hugging Face.
 
 Timing: every measured run is preceded by ``warmup`` unmeasured runs, bracketed by CUDA synchronisations,
 repeated ``repeats`` times, and summarised by the median. Decoding is at batch 1, one prompt after the

@@ -1,4 +1,4 @@
-"""The model protocol every decoder uses, and the per-row state it keeps (DESIGN.md, "Models").
+"""The model protocol every decoder uses, and the per-row state it keeps (docs/theory.md §7).
 
 ``forward(tokens [B, S], state, counts [B])`` runs the model on the first ``counts[b]`` tokens of each
 row (the rest of the row is padding), appends them to the row's state and returns logits ``[B, S, V]``

@@ -1,5 +1,12 @@
 """``spectheory figs``: every script in the registry's order, one line for what is missing."""
 
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 import paper_figs
@@ -24,3 +31,47 @@ def test_figs_cli_names_missing_results_in_one_line(tmp_path, capsys):
                  "stern_fig4_blockwise"]) == 2
     error = capsys.readouterr().err
     assert "['blockwise.json'] are not in" in error and "--recompute" in error and error.count("\n") == 1
+
+
+def _snapshot(directory):
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _scaled(value, key=None):
+    """``value`` with every measured number (the keys below) times 0.9."""
+    if isinstance(value, dict):
+        return {k: _scaled(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scaled(v, key) for v in value]
+    measured = {"c", "speedup", "alpha", "alpha_text", "oracle", "mean_block_size", "mean_tokens_per_iteration"}
+    return value * 0.9 if key in measured and isinstance(value, float) else value
+
+
+def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
+    """Ctrl-C (SIGINT) at seeded random moments of `spectheory figs` over an existing output: afterwards the
+    directory holds exactly the old figures or exactly the new ones. The new inputs differ from the old, so
+    a mixture would show."""
+    old_inputs, new_inputs = write_small_results(tmp_path / "old"), write_small_results(tmp_path / "new")
+    for path in new_inputs.iterdir():  # every measured figure and table changes
+        path.write_text(json.dumps(_scaled(json.loads(path.read_text()))))
+    command = [sys.executable, "-m", "spectheory", "figs", "--out"]
+    subprocess.run(command + [str(tmp_path / "expected"), "--results", str(new_inputs)], check=True, capture_output=True)
+    out = tmp_path / "figs"
+    started = time.perf_counter()
+    subprocess.run(command + [str(out), "--results", str(old_inputs)], check=True, capture_output=True)
+    duration = time.perf_counter() - started
+    old, new = _snapshot(out), _snapshot(tmp_path / "expected")
+    assert old != new and set(old) == set(new)
+    outcomes = []
+    for delay in random.Random(0).sample([duration * k / 40 for k in range(8, 44)], 5):  # import time to past the end
+        process = subprocess.Popen(command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        now = _snapshot(out)
+        assert now in (old, new), f"a mixture after SIGINT at {delay:.2f} s"
+        outcomes.append(now == new)
+        if now == new:  # start the next try from the old output again
+            subprocess.run(command + [str(out), "--results", str(old_inputs)], check=True, capture_output=True)
+    assert not all(outcomes), "no interruption landed before the end: the test saw nothing"

@@ -105,3 +105,30 @@ def test_report_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert fragment in error and error.count("\n") == 1
+
+
+def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, monkeypatch):
+    """A second write of the report that fails after report.json and the figures (while rendering HTML)
+    leaves every file of the first one as it was, and nothing beside it."""
+    import shutil
+
+    from decoders.harness.report import ReportDocument
+    from paper_figs import report as rendering
+
+    out = tmp_path / "report"
+    shutil.copytree(report[0], out)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    document = ReportDocument(**{key: value for key, value in report[1].items() if key != "provenance"})
+    document = ReportDocument(**dict(document.as_dict(), c=document.c * 2))  # a different report.json
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rendering, "render_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rendering.write_report(document, out)
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+    monkeypatch.undo()
+    rendering.write_report(document, out)
+    assert json.loads((out / "report.json").read_text())["c"] == document.c

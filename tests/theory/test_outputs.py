@@ -1,0 +1,83 @@
+"""The atomic writer against a reader's view: after a failure at any point, a file or a directory holds its
+complete old contents or its complete new contents, never a mixture, a truncated file or a leftover."""
+
+import json
+import math
+import random
+
+import pytest
+
+from spectheory.outputs import check_writable, staged_directory, write_atomically, write_json, write_text
+
+
+def _snapshot(directory):
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_write_atomically_leaves_the_old_file_after_a_failure(tmp_path):
+    path = write_text(tmp_path / "a.txt", "old")
+
+    def half_then_fail(temporary):
+        temporary.write_text("new but trunc")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(path, half_then_fail)
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+    write_text(path, "new")
+    assert path.read_text() == "new" and (path.stat().st_mode & 0o777) != 0o600  # the usual permissions
+
+
+def test_write_json_is_strict_and_carries_provenance(tmp_path):
+    document = json.loads(write_json(tmp_path / "r.json", {"x": 1.5}, command="spectheory test").read_text())
+    assert document["x"] == 1.5 and document["command"] == "spectheory test"
+    assert {"created", "versions", "host"} <= set(document["provenance"])
+    assert document["provenance"]["versions"]["numpy"]
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError):
+            write_json(tmp_path / "bad.json", {"x": bad}, command="spectheory test")
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_staged_directory_after_failures_at_random_points(tmp_path):
+    """Ten files per run; a failure after a random number of them (seeded) leaves the old set whole."""
+    out = tmp_path / "out"
+    with staged_directory(out) as stage:
+        for i in range(10):
+            write_text(stage / f"f{i}.txt", f"old {i}")
+    old = _snapshot(out)
+    generator = random.Random(0)
+    for _ in range(20):
+        stop = generator.randrange(11)
+        with pytest.raises(KeyboardInterrupt):
+            with staged_directory(out) as stage:
+                for i in range(10):
+                    if i == stop:
+                        raise KeyboardInterrupt
+                    write_text(stage / f"f{i}.txt", f"new {i}")
+                raise KeyboardInterrupt  # stop == 10: everything written, then interrupted before the exchange
+        assert _snapshot(out) == old and [p.name for p in tmp_path.iterdir()] == ["out"]
+    with staged_directory(out) as stage:
+        write_text(stage / "f0.txt", "new 0")
+    assert _snapshot(out) == {"f0.txt": b"new 0"} and [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_staged_directory_keeps_the_files_it_does_not_rewrite(tmp_path):
+    out = tmp_path / "out"
+    with staged_directory(out) as stage:
+        write_text(stage / "a.txt", "a")
+        write_text(stage / "sub" / "b.txt", "b")
+    with staged_directory(out, keep_existing=True) as stage:
+        write_text(stage / "a.txt", "A")
+    assert _snapshot(out) == {"a.txt": b"A", "sub/b.txt": b"b"}
+
+
+def test_check_writable_names_the_path(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="exists and is not a directory"):
+        check_writable(tmp_path / "file", directory=True)
+    with pytest.raises(ValueError, match="exists and is not a file"):
+        check_writable(tmp_path, directory=False)
+    with pytest.raises(ValueError, match="is not a writable directory"):
+        check_writable(tmp_path / "file" / "below.json")
+    assert check_writable(tmp_path / "new" / "deeper" / "r.json") == tmp_path / "new" / "deeper" / "r.json"
