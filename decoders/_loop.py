@@ -8,7 +8,13 @@ from contextlib import contextmanager
 import torch
 from spectheory.validation import as_positive_int
 
-__all__ = ["as_prompts", "prefill", "Output", "PhaseTimer", "check_models", "check_room"]
+__all__ = ["as_prompts", "prefill", "Output", "PhaseTimer", "check_models", "check_room", "synchronize"]
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA); nothing on CPU."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def as_prompts(prompts, vocab_size: int) -> list[list[int]]:
@@ -90,7 +96,7 @@ class PhaseTimer:
 
     def _sync(self) -> None:
         if self.cuda:
-            torch.cuda.synchronize()
+            synchronize(torch.device("cuda"))
 
     @contextmanager
     def phase(self, name: str):

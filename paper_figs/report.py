@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from decoders.harness.report import ReportDocument, by_temperature
-from paper_figs import measured_vs_predicted, speedup_vs_gamma
+from paper_figs import iteration_time, measured_vs_predicted, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
 
@@ -27,8 +27,8 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
     with staged_directory(out) as stage:
         write_json(stage / "report.json", document.as_dict(), command=document.command)
         d = document.as_dict()
-        figures = speedup_vs_gamma.draw(d["bench"], stage / "figures") + \
-            measured_vs_predicted.draw(d["bench"], stage / "figures")
+        figures = [path for script in (speedup_vs_gamma, measured_vs_predicted, iteration_time)
+                   for path in script.draw(d["bench"], stage / "figures")]
         blocks = report_blocks(d, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
@@ -39,55 +39,77 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
 def report_blocks(d: dict, figures: list) -> list[tuple]:
     """The report as blocks: ("heading", level, text), ("paragraph", text), ("table", header, rows), ("image",
     path, caption). Inline `code` and **bold** are the only markup."""
-    env, bench, audit = d["environment"], d["bench"], d["audit"]
-    ratios = [row["measured_over_predicted"] for row in bench["rows"]]
-    blocks = [("heading", 1, f"Speculative decoding report: {d['target']} with draft {d['draft']}"),
-              ("paragraph", f"`{d['command'] or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
-                            f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
-                            f"in {d['seconds']:.1f} s. Every number below is read from `report.json`."),
-              ("heading", 2, "Recommendation")]
+    env = d["environment"]
+    return [("heading", 1, f"Speculative decoding report: {d['target']} with draft {d['draft']}"),
+            ("paragraph", f"`{d['command'] or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
+                          f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
+                          f"in {d['seconds']:.1f} s. Every number below is read from `report.json`."),
+            *_recommendation_blocks(d), *_alpha_blocks(d), *_speed_blocks(d["bench"], figures),
+            *_audit_blocks(d["audit"])]
+
+
+def _recommendation_blocks(d: dict) -> list[tuple]:
+    blocks = [("heading", 2, "Recommendation")]
     for r in d["recommendations"]:
         measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
             f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
-        blocks.append(("paragraph", f"**T = {r['temperature']:g}: gamma = {r['optimal_gamma']}.** Theorem 3.8 at alpha = "
-                                    f"{r['alpha']:.3f} and c = {r['c']:.4f} predicts {r['predicted_speedup']:.3f}x "
-                                    f"({r['expected_tokens']:.3f} tokens per iteration; {measured}). The best measured "
-                                    f"gamma was {r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x."))
-    blocks += [("heading", 2, "Measured alpha and c"),
-               ("table", ["T", "alpha along text", "alpha from acceptance counts", "c"],
-                [[f"{a['temperature']:g}", f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
-                  f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
-               ("paragraph", f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
-                             f"held-out windows; alpha from acceptance counts is accepted / verified draft tokens "
-                             f"of the benchmark's runs (what decoding sees; the recommendation uses it). c = draft "
-                             f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
-                             f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1)."),
-               ("heading", 2, "Speedup"),
-               ("table", ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup", "predicted",
-                          "measured / predicted"],
-                [[f"{row['temperature']:g}", str(row["gamma"]), f"{row['tokens_per_iteration']:.3f}",
-                  f"{row['alpha_counts']:.3f}", f"{row['speedup']:.3f}", f"{row['predicted_speedup']:.3f}",
-                  f"{row['measured_over_predicted']:.3f}"] for row in bench["rows"]]),
-               ("paragraph", f"Batch 1, {bench['settings']['prompts']} held-out prompts of "
-                             f"{bench['settings']['prompt_length']} characters, {bench['settings']['max_new_tokens']} "
-                             f"new tokens each, median of {bench['settings']['repeats']} runs after "
-                             f"{bench['settings']['warmup']} warm-up; speedup over our autoregressive decoder ("
-                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
-                             + "); predicted = Theorem 3.8 at the pooled alpha and c. Measured / predicted ranged "
-                             f"from {min(ratios):.3f} to {max(ratios):.3f}. A short benchmark: on a busy machine "
-                             "repeat it, or measure with `spectheory bench`.")]
-    blocks += [("image", path, caption) for path, caption in zip(figures, (
-        "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",
-        "Measured against predicted speedup, with Leviathan et al.'s twelve T5 points."))]
-    verdict = "PASS" if audit["passed"] else "FAIL"
-    blocks += [("heading", 2, "Audit"),
-               ("paragraph", f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
-                             f"{audit['temperature']:g}) from the prompt `{audit['prompt']}`, {audit['n']} sampled "
-                             f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
-                             f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
-                             f"{audit['level']:g}; it would detect a per-position total variation of "
-                             f"{audit['detectable_tv']:.4f} with 90% power ({audit['seconds']:.1f} s).")]
+        blocks.append(("paragraph", f"**T = {r['temperature']:g}: gamma = {r['optimal_gamma']}.** The cost model "
+                                    f"(measured costs, docs/theory.md §10) predicts {r['calibrated_speedup']:.3f}x "
+                                    f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "
+                                    f"choose gamma = {r['theorem_3_8_gamma']} for {r['predicted_speedup']:.3f}x "
+                                    f"({r['expected_tokens']:.3f} tokens per iteration). The best measured gamma was "
+                                    f"{r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x."))
     return blocks
+
+
+def _alpha_blocks(d: dict) -> list[tuple]:
+    bench = d["bench"]
+    return [("heading", 2, "Measured alpha and c"),
+            ("table", ["T", "alpha along text", "alpha from acceptance counts", "c"],
+             [[f"{a['temperature']:g}", f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
+               f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
+            ("paragraph", f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
+                          f"held-out windows; alpha from acceptance counts is accepted / verified draft tokens "
+                          f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
+                          f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
+                          f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).")]
+
+
+def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
+    calibrated = [abs(row["calibrated_over_measured"] - 1) for row in bench["rows"]]
+    theorem = [abs(1 / row["measured_over_predicted"] - 1) for row in bench["rows"]]
+    settings = bench["settings"]
+    blocks = [("heading", 2, "Speedup"),
+              ("table", ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "cost model",
+                         "Theorem 3.8"],
+               [[f"{row['temperature']:g}", str(row["gamma"]), f"{row['tokens_per_iteration']:.3f}",
+                 f"{row['alpha_counts']:.3f}",
+                 f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                 f"{row['calibrated_speedup']:.3f}", f"{row['predicted_speedup']:.3f}"] for row in bench["rows"]]),
+              ("paragraph", f"Batch 1, {settings['prompts']} held-out prompts of {settings['prompt_length']} "
+                            f"characters, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
+                            f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
+                            "speedup over our autoregressive decoder ("
+                            + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
+                            + f"). The cost model is off by {100 * sorted(calibrated)[len(calibrated) // 2]:.1f}% "
+                            f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
+                            f"{100 * sorted(theorem)[len(theorem) // 2]:.1f}% and {100 * max(theorem):.1f}%. A short "
+                            "benchmark: on a busy machine repeat it, or measure with `spectheory bench`.")]
+    return blocks + [("image", path, caption) for path, caption in zip(figures, (
+        "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",
+        "Measured against predicted speedup, with Leviathan et al.'s twelve T5 points.",
+        "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars)."))]
+
+
+def _audit_blocks(audit: dict) -> list[tuple]:
+    verdict = "PASS" if audit["passed"] else "FAIL"
+    return [("heading", 2, "Audit"),
+            ("paragraph", f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
+                          f"{audit['temperature']:g}) from the prompt `{audit['prompt']}`, {audit['n']} sampled "
+                          f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
+                          f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
+                          f"{audit['level']:g}; it would detect a per-position total variation of "
+                          f"{audit['detectable_tv']:.4f} with 90% power ({audit['seconds']:.1f} s).")]
 
 
 def render_markdown(blocks: list[tuple]) -> str:

@@ -5,6 +5,10 @@ in parallel) costs 1, a draft call costs c, and encoder-decoder models first run
 once (``target_encoder``, ``draft_encoder``, in the same unit). Speculative decoding runs gamma draft
 calls then one verifying target call per iteration; autoregressive decoding runs one target call per
 token. The walltime improvement is the autoregressive time for the same tokens over the speculative time.
+
+With a measured ``CostProfile`` (docs/theory.md §10) time is in seconds instead: a draft step costs
+t_draft, a verify call t_verify(gamma + 1), each iteration's accept / correct / rollback t_iteration (an
+"iterate" event), and an autoregressive token t_step.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from sims._stats import Estimate, ratio_estimate
+from spectheory.costs import CostProfile
 from spectheory.validation import as_cost, as_count, as_positive_int
 
-__all__ = ["Timeline", "speculative_timeline", "autoregressive_timeline", "walltime_speedup"]
+__all__ = ["Timeline", "speculative_timeline", "autoregressive_timeline", "walltime_speedup", "calibrated_walltime_speedup"]
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,13 @@ def _assemble(prefix: list[tuple[str, float]], model, phase, duration, iteration
     return Timeline(model, phase, start, duration, iteration, accepted, tokens)
 
 
-def speculative_timeline(accepted, gamma: int, c: float, *, target_encoder: float = 0.0,
-                         draft_encoder: float = 0.0) -> Timeline:
+def speculative_timeline(accepted, gamma: int, c: float = 0.0, *, target_encoder: float = 0.0,
+                         draft_encoder: float = 0.0, costs: CostProfile | None = None) -> Timeline:
     """The timeline of iterations that accepted ``accepted: [I]`` draft tokens each, with ``gamma`` drafts.
 
     Each iteration: gamma draft calls of duration c, then one verify call of duration 1 that emits
-    accepted + 1 tokens.
+    accepted + 1 tokens. With ``costs``: draft steps of t_draft, a verify call of t_verify(gamma + 1), then an
+    "iterate" event of t_iteration, in seconds.
     """
     gamma = int(as_count("gamma", gamma))
     c = float(as_cost("c", c))
@@ -74,22 +80,26 @@ def speculative_timeline(accepted, gamma: int, c: float, *, target_encoder: floa
     if accepted.ndim != 1 or np.any(accepted > gamma):
         raise ValueError(f"accepted must be a 1-D array of counts in [0, gamma = {gamma}], got {accepted!r}")
     iterations = len(accepted)
-    per_iteration = gamma + 1
-    model = np.tile(["draft"] * gamma + ["target"], iterations)
-    phase = np.tile(["draft"] * gamma + ["verify"], iterations)
-    duration = np.tile([c] * gamma + [1.0], iterations)
+    draft, verify, extra = (c, 1.0, []) if costs is None else (
+        costs.t_draft, costs.t_verify[gamma], [("target", "iterate", costs.t_iteration)])
+    events = [("draft", "draft", draft)] * gamma + [("target", "verify", verify)] + extra
+    per_iteration = len(events)
+    model = np.tile([m for m, _, _ in events], iterations)
+    phase = np.tile([p for _, p, _ in events], iterations)
+    duration = np.tile([d for _, _, d in events], iterations)
     iteration = np.repeat(np.arange(iterations), per_iteration)
     marks = np.full((iterations, per_iteration), -1, dtype=np.int64)
-    marks[:, -1] = accepted
+    marks[:, gamma] = accepted
     return _assemble(_encoders(target_encoder, draft_encoder), model, phase, duration, iteration,
                      marks.ravel(), int((accepted + 1).sum()))
 
 
-def autoregressive_timeline(tokens: int, *, target_encoder: float = 0.0) -> Timeline:
-    """One target call per token, after the target's encoder."""
+def autoregressive_timeline(tokens: int, *, target_encoder: float = 0.0, costs: CostProfile | None = None) -> Timeline:
+    """One target call per token (t_step seconds each with ``costs``), after the target's encoder."""
     tokens = int(as_count("tokens", tokens))
+    step = 1.0 if costs is None else costs.t_step
     return _assemble(_encoders(target_encoder, 0.0), np.full(tokens, "target"), np.full(tokens, "decode"),
-                     np.ones(tokens), np.arange(tokens), np.full(tokens, -1), tokens)
+                     np.full(tokens, step), np.arange(tokens), np.full(tokens, -1), tokens)
 
 
 def walltime_speedup(accepted, gamma: int, c: float, *, target_encoder: float = 0.0,
@@ -112,3 +122,15 @@ def walltime_speedup(accepted, gamma: int, c: float, *, target_encoder: float = 
     speculative = encoders + accepted.shape[1] * (gamma * c + 1)  # the total of speculative_timeline
     autoregressive = float(as_cost("target_encoder", target_encoder)) + tokens
     return ratio_estimate(autoregressive, np.full(len(tokens), speculative))
+
+
+def calibrated_walltime_speedup(accepted, gamma: int, costs: CostProfile) -> Estimate:
+    """``walltime_speedup`` under measured costs: over sequences ``accepted: [S, I]``, the autoregressive
+    time of each sequence's tokens (``autoregressive_timeline``) over its speculative timeline's; it tends to
+    ``costs.speedup(gamma)`` under the acceptance that produced ``accepted``."""
+    accepted = np.asarray(as_count("accepted", accepted), dtype=np.int64)
+    if accepted.ndim != 2:
+        raise ValueError(f"accepted must have shape (sequences, iterations), got {accepted.shape}")
+    speculative = [speculative_timeline(row, gamma, costs=costs).total_time for row in accepted]
+    autoregressive = [autoregressive_timeline(int((row + 1).sum()), costs=costs).total_time for row in accepted]
+    return ratio_estimate(autoregressive, speculative)

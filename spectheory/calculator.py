@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from spectheory.costs import CostProfile
 from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.speedup import (
     continuous_optimal_gamma,
@@ -19,7 +20,8 @@ from spectheory.speedup import (
     walltime_improvement,
 )
 
-__all__ = ["MAX_TABLE_GAMMA", "GammaRow", "GammaTable", "gamma_table", "format_text", "format_latex"]
+__all__ = ["MAX_TABLE_GAMMA", "GammaRow", "GammaTable", "gamma_table", "format_text", "format_latex",
+           "CalibratedRow", "CalibratedTable", "calibrated_table", "format_calibrated_text"]
 
 #: The table has one row per gamma = 0..gamma_max; ``spectheory.speedup.optimal_gamma`` has no such cap.
 MAX_TABLE_GAMMA = 1024
@@ -119,3 +121,76 @@ def format_latex(result: GammaTable) -> str:
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CalibratedRow:
+    """One gamma under a cost profile: tokens per iteration, seconds per iteration, the calibrated speedup
+    and Theorem 3.8's beside it (0 = autoregressive decoding)."""
+
+    gamma: int
+    expected_tokens: float
+    iteration_seconds: float | None
+    calibrated_speedup: float
+    theorem_3_8_speedup: float | None
+
+
+@dataclass(frozen=True)
+class CalibratedTable:
+    """The calculator under a measured cost profile (docs/theory.md §10); ``alpha`` None means tokens per
+    iteration from the profile's per-position acceptance."""
+
+    profile: dict
+    alpha: float | None
+    c: float | None
+    optimal_gamma: int
+    speedup: float
+    theorem_3_8_alpha: float | None
+    theorem_3_8_optimal_gamma: int | None
+    theorem_3_8_speedup: float | None
+    table: tuple[CalibratedRow, ...]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def calibrated_table(profile: CostProfile, *, alpha: float | None = None, c: float | None = None) -> CalibratedTable:
+    """gamma = 0..profile.gamma_max under ``profile``; Theorem 3.8 at ``alpha`` (default: the profile's) and
+    ``c`` (default: the profile's) beside it where both are known."""
+    alpha = None if alpha is None else float(as_probability("alpha", alpha))
+    c = profile.c if c is None else float(as_cost("c", c))
+    theorem_alpha = alpha if alpha is not None else profile.alpha
+    rows = [CalibratedRow(0, 1.0, None, 1.0, 1.0 if theorem_alpha is not None and c is not None else None)]
+    for gamma in range(1, profile.gamma_max + 1):
+        theorem = None if theorem_alpha is None or c is None else float(walltime_improvement(theorem_alpha, gamma, c))
+        rows.append(CalibratedRow(gamma, profile.tokens_per_iteration(gamma, alpha), profile.iteration_seconds(gamma),
+                                  profile.speedup(gamma, alpha), theorem))
+    best = max(rows, key=lambda row: row.calibrated_speedup)
+    theorem_best = None if rows[0].theorem_3_8_speedup is None else max(rows, key=lambda row: row.theorem_3_8_speedup)
+    return CalibratedTable(profile.as_dict(), alpha, c, best.gamma, best.calibrated_speedup, theorem_alpha,
+                           None if theorem_best is None else theorem_best.gamma,
+                           None if theorem_best is None else theorem_best.theorem_3_8_speedup, tuple(rows))
+
+
+def format_calibrated_text(result: CalibratedTable) -> str:
+    """The calibrated table with the optimum marked by '*', Theorem 3.8 beside it."""
+    p = result.profile
+    verify = ", ".join(f"{seconds * 1e3:.3f}" for seconds in p["t_verify"])
+    source = f"Eq. 1 at alpha = {result.alpha:g}" if result.alpha is not None else "per-position acceptance " + \
+        " ".join(f"{a:.3f}" for a in p["acceptance"])
+    lines = [f"costs: t_step {p['t_step'] * 1e3:.3f} ms, t_draft {p['t_draft'] * 1e3:.3f} ms, t_iteration "
+             f"{p['t_iteration'] * 1e3:.3f} ms, t_verify(k = 1..{len(p['t_verify'])}) {verify} ms",
+             f"tokens per iteration: {source}",
+             "    gamma  expected_tokens  iteration_ms  calibrated  theorem_3_8"]
+    for row in result.table:
+        mark = "*" if row.gamma == result.optimal_gamma else " "
+        seconds = "" if row.iteration_seconds is None else f"{row.iteration_seconds * 1e3:.3f}"
+        theorem = "" if row.theorem_3_8_speedup is None else f"{row.theorem_3_8_speedup:.4f}"
+        lines.append(f"  {mark} {row.gamma:5d}  {row.expected_tokens:15.4f}  {seconds:>12}  "
+                     f"{row.calibrated_speedup:10.4f}  {theorem:>11}")
+    summary = f"calibrated optimum gamma {result.optimal_gamma}: {result.speedup:.3f}x"
+    if result.theorem_3_8_optimal_gamma is not None:
+        summary += (f"; Theorem 3.8 (alpha {result.theorem_3_8_alpha:.3f}, c {result.c:.4f}) optimum gamma "
+                    f"{result.theorem_3_8_optimal_gamma}: {result.theorem_3_8_speedup:.3f}x")
+    return "\n".join(lines + [summary])
+

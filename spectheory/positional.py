@@ -18,6 +18,7 @@ from spectheory.speedup import expected_tokens
 
 __all__ = [
     "expected_tokens_positional",
+    "expected_iterations_along",
     "accepted_count_distribution",
     "MarkovAcceptance",
     "markov_expected_tokens_from",
@@ -52,6 +53,29 @@ def accepted_count_distribution(acceptance) -> np.ndarray:
     edge = np.ones(reach.shape[:-1] + (1,))
     at_least = np.concatenate([edge, reach, 0 * edge], axis=-1)  # P(n >= k), k = 0..gamma + 1
     return at_least[..., :-1] - at_least[..., 1:]
+
+
+def expected_iterations_along(acceptance, gamma: int) -> float:
+    """E[iterations] to emit the ``N`` tokens of a text whose position t is accepted with probability
+    ``acceptance[t]`` (``[N]``, independently given the text) when drafted from the right prefix, at ``gamma``
+    (docs/theory.md §4). An iteration from position s accepts s, s+1, ... until a rejection or gamma
+    acceptances, then emits one more token: f(s) = 1 + sum_k P(k accepted from s) f(s + k + 1), f(s >= N) = 0.
+    Unlike the positional formula it keeps the order of easy and hard spans along the text. The result is
+    multilinear in the acceptance values, so 0/1 outcomes observed in a run estimate it without bias."""
+    values = as_probability("acceptance", acceptance)
+    gamma = int(as_count("gamma", gamma))
+    if values.ndim != 1 or gamma < 1:
+        raise ValueError(f"acceptance must be one text's [N] values and gamma >= 1, got shape {values.shape}, "
+                         f"gamma {gamma}")
+    length = len(values)
+    padded = np.concatenate([values, np.zeros(gamma + 1)])
+    f = np.zeros(length + gamma + 2)  # f[s] = 0 for s >= N
+    for s in range(length - 1, -1, -1):
+        window = padded[s:s + gamma]  # [gamma]
+        reach = np.concatenate([[1.0], np.cumprod(window)])  # P(at least k accepted), k = 0..gamma
+        law = reach - np.concatenate([reach[1:], [0.0]])  # P(exactly k accepted), k = 0..gamma
+        f[s] = 1 + law @ f[s + 1:s + gamma + 2]
+    return float(f[0])
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ __all__ = [
     "alpha", "gamma", "c", "c_hat", "m_hat", "n_tokens", "block_size",
     "EXPECTED_TOKENS", "WALLTIME_IMPROVEMENT", "OPERATIONS_FACTOR", "IMPROVEMENT_LOWER_BOUND",
     "MEMORY_TRAFFIC_REDUCTION", "ORACLE_SPEEDUP", "OPTIMAL_GAMMA", "MODEL_CALLS_SEPARATE",
-    "MODEL_CALLS_COMBINED", "ClosedForm", "CLOSED_FORMS",
+    "MODEL_CALLS_COMBINED", "CALIBRATED_SPEEDUP", "t_step", "t_draft", "verify_intercept", "verify_slope",
+    "t_iteration", "ClosedForm", "CLOSED_FORMS", "derive_calibrated_reductions",
     "d_lk", "total_variation", "acceptance_probability", "rejection_sampling_acceptance",
     "expected_tokens_positional", "expected_block_size", "markov_expected_tokens",
     "derive_optimal_gamma", "derive_oracle_speedup", "derive_lemma_3_3",
@@ -31,6 +32,9 @@ c_hat = sp.Symbol("hat{c}", nonnegative=True)
 m_hat = sp.Symbol("hat{m}", nonnegative=True)
 n_tokens = sp.Symbol("m", positive=True)
 block_size = sp.Symbol("hat{k}", positive=True)
+t_step, t_draft = sp.Symbol("t_step", positive=True), sp.Symbol("t_draft", nonnegative=True)
+verify_intercept, verify_slope = sp.Symbol("v_0", positive=True), sp.Symbol("v_1", nonnegative=True)
+t_iteration = sp.Symbol("t_iteration", nonnegative=True)
 
 #: Eq. 1: expected tokens per iteration with i.i.d. acceptance.
 EXPECTED_TOKENS = (1 - alpha ** (gamma + 1)) / (1 - alpha)
@@ -49,6 +53,9 @@ OPTIMAL_GAMMA = ((1 + sp.LambertW(-sp.exp(-1) * alpha ** ((1 - c) / c), -1)) / s
 #: Stern et al. section 4: model calls for m tokens with mean accepted block size k_hat.
 MODEL_CALLS_SEPARATE = 2 * n_tokens / block_size
 MODEL_CALLS_COMBINED = n_tokens / block_size + 1
+#: docs/theory.md §10: the speedup with measured costs and an affine verify cost v0 + v1 k.
+CALIBRATED_SPEEDUP = EXPECTED_TOKENS * t_step / (gamma * t_draft + verify_intercept + verify_slope * (gamma + 1)
+                                                 + t_iteration)
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "continuous_optimal_gamma": ClosedForm(OPTIMAL_GAMMA, (alpha, c), "Section 3.5, Lambert W"),
     "model_calls_separate": ClosedForm(MODEL_CALLS_SEPARATE, (n_tokens, block_size), "Stern et al. §4"),
     "model_calls_combined": ClosedForm(MODEL_CALLS_COMBINED, (n_tokens, block_size), "Stern et al. §4"),
+    "calibrated_speedup": ClosedForm(CALIBRATED_SPEEDUP, (alpha, gamma, t_step, t_draft, verify_intercept,
+                                                          verify_slope, t_iteration), "docs/theory.md §10"),
 }
 
 
@@ -171,6 +180,18 @@ def derive_optimal_gamma() -> sp.Expr:
     speedup = (1 - a ** (g + 1)) / ((1 - a) * (g * cost + 1))
     (solution,) = sp.solve(sp.diff(speedup, g), g)
     return solution.subs({a: alpha, g: gamma, cost: c})
+
+
+def derive_calibrated_reductions() -> tuple[sp.Expr, sp.Expr]:
+    """Two differences that simplify to 0 (docs/theory.md §10): the calibrated speedup minus Theorem 3.8 at
+    t_draft = c t_step, t_verify = t_step, t_iteration = 0; and the calibrated speedup with an affine verify
+    cost minus efficiency * Theorem 3.8 at c_eff = (t_draft + v1) / T0, efficiency = t_step / T0,
+    T0 = v0 + v1 + t_iteration."""
+    theorem = CALIBRATED_SPEEDUP.subs({t_draft: c * t_step, verify_intercept: t_step, verify_slope: 0,
+                                       t_iteration: 0})
+    base = verify_intercept + verify_slope + t_iteration
+    scaled = t_step / base * WALLTIME_IMPROVEMENT.subs(c, (t_draft + verify_slope) / base)
+    return sp.simplify(theorem - WALLTIME_IMPROVEMENT), sp.simplify(CALIBRATED_SPEEDUP - scaled)
 
 
 def derive_oracle_speedup() -> sp.Expr:

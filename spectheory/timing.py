@@ -17,7 +17,7 @@ from typing import Callable
 
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Timing", "time_repeats", "host", "cpu_name", "PACKAGES"]
+__all__ = ["Timing", "time_repeats", "time_interleaved", "host", "cpu_name", "PACKAGES"]
 
 #: Packages whose versions every result records (absent ones are recorded as null).
 PACKAGES = ("spectheory", "numpy", "scipy", "sympy", "torch", "transformers", "matplotlib")
@@ -41,18 +41,30 @@ class Timing:
 def time_repeats(run: Callable[[], object], *, repeats: int, warmup: int,
                  synchronize: Callable[[], None] | None = None) -> Timing:
     """Seconds of ``run()`` over ``repeats`` timed calls after ``warmup`` untimed ones."""
+    return time_interleaved({"run": run}, repeats=repeats, warmup=warmup, synchronize=synchronize)["run"]
+
+
+def time_interleaved(runs: dict, *, repeats: int, warmup: int, synchronize: Callable[[], None] | None = None,
+                     progress: Callable[[], None] | None = None) -> dict:
+    """``{name: Timing}`` of several runs timed in turn: every run's warm-up first, then repeat r of every run
+    before repeat r + 1 of any, so that drift of the machine hits them all alike. ``progress()`` is called
+    after each call."""
     repeats, warmup = as_positive_int("repeats", repeats), as_non_negative_int("warmup", warmup)
-    sync = synchronize or (lambda: None)
+    sync, tick = synchronize or (lambda: None), progress or (lambda: None)
     for _ in range(warmup):
-        run()
-    seconds = []
+        for run in runs.values():
+            run()
+            tick()
+    seconds = {name: [] for name in runs}
     for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        run()
-        sync()
-        seconds.append(time.perf_counter() - start)
-    return Timing(tuple(seconds))
+        for name, run in runs.items():
+            sync()
+            start = time.perf_counter()
+            run()
+            sync()
+            seconds[name].append(time.perf_counter() - start)
+            tick()
+    return {name: Timing(tuple(values)) for name, values in seconds.items()}
 
 
 def cpu_name() -> str:

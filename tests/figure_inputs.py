@@ -14,8 +14,10 @@ def write_small_results(results: Path) -> Path:
     grid = {"alphas": [0.5, 0.9], "cs": [0.0, 0.1], "oracle": [[1.0, 1.2], [1.0, 1.5]],
             "rejection": [[1.0, 1.01], [1.0, 1.1]], "heuristic": [[0.9, 0.95], [0.7, 0.97]]}
     (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
-    rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4}
-            for t in (0.0, 1.0) for g in (1, 2)]
+    phases = {"draft": 1e-3, "verify": 3e-3, "other": 5e-4}
+    rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4,
+             "calibrated_speedup": 1 + g / 6, "measured_seconds_per_iteration": phases,
+             "calibrated_seconds_per_iteration": phases} for t in (0.0, 1.0) for g in (1, 2)]
     bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu"}, "settings": {"gammas": [1, 2]},
              "alpha": {"0.0": 0.8, "1.0": 0.7}}
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))

@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 from dataclasses import asdict, dataclass, field
 
 import torch
 from tqdm import tqdm
 
+from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.harness.alpha import accepted_and_verified
+from decoders.harness.profile import call_seconds, profile_jobs
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.speedup import walltime_improvement
-from spectheory.timing import Timing, cpu_name, time_repeats
+from spectheory.timing import Timing, cpu_name, time_interleaved, time_repeats
 from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
@@ -80,6 +83,7 @@ class BenchReport:
     autoregressive_seconds: dict  # temperature -> median seconds for the whole prompt set
     alpha: dict  # temperature -> pooled alpha from acceptance counts
     rows: tuple = field(default=())
+    profiles: dict = field(default_factory=dict)  # temperature -> the cost profile measured beside the rows
 
     def best(self, temperature: float) -> dict:
         """The row with the largest measured speedup at ``temperature``."""
@@ -106,22 +110,6 @@ def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timi
     return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=synchronize)
 
 
-@torch.no_grad()
-def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmup: int) -> float:
-    """Median seconds of one one-token forward pass with the cache, at batch 1, after ``prompt`` ``[L]``."""
-    state = model.new_state(1)
-    model.forward(prompt[None, :-1].to(model.device), state)
-    held = state.lengths.clone()
-    token = prompt[None, -1:].to(model.device)
-
-    def run():
-        for _ in range(steps):
-            model.forward(token, state)
-        model.truncate(state, held)
-
-    return timed(run, repeats=repeats, warmup=warmup, device=model.device).median / steps
-
-
 def _decode_all(prompts: torch.Tensor, decode) -> list:
     """``decode(prompt [1, L], randomness)`` for each prompt at batch 1, seeded per prompt."""
     return [decode(prompts[i:i + 1], seeded(i, prompts.device)) for i in range(len(prompts))]
@@ -137,47 +125,99 @@ def timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tu
     return timed(run, repeats=settings.repeats, warmup=settings.warmup, device=prompts.device).median, runs
 
 
+def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sampling: Sampling,
+                      outputs: dict) -> tuple[dict, object]:
+    """The jobs of one temperature, one prompt each, in prompt order: the profile's (its autoregressive runs
+    are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on CPU, where that
+    costs nothing); ``outputs[(name, row)]`` keeps each job's last generation."""
+    profiling, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(s.gammas),
+                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup, outputs=outputs)
+    phases = target.device.type == "cpu"
+    jobs = {}
+    for row in range(len(prompts)):
+        jobs.update({key: run for key, run in profiling.items() if key[1] == row})
+        for gamma in s.gammas:
+            def run(row=row, config=SpeculativeConfig(gamma, sampling)):
+                outputs[(config.gamma, row)] = generate_speculative(
+                    target, draft, prompts[row:row + 1], max_new_tokens=s.max_new_tokens, config=config,
+                    randomness=seeded(row, target.device), profile=phases)
+            jobs[(gamma, row)] = run
+    return jobs, recorder
+
+
+def _per_repeat(timings: dict, name, rows: int) -> list:
+    """Seconds of job ``name`` per repeat, summed over the prompts."""
+    return [sum(values) for values in zip(*(timings[(name, row)].seconds for row in range(rows)))]
+
+
+def _phases_per_iteration(runs: list) -> dict | None:
+    """Measured seconds per iteration of draft, verify and the rest (accept, correct, rollback, loop)."""
+    if "draft" not in runs[0].stats.seconds:
+        return None
+    iterations = sum(run.stats.iterations for run in runs)
+    seconds = {key: sum(run.stats.seconds[key] for run in runs) for key in ("prefill", "draft", "verify", "total")}
+    return {"draft": seconds["draft"] / iterations, "verify": seconds["verify"] / iterations,
+            "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations}
+
+
+def _row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
+         s: BenchSettings) -> dict:
+    """One (temperature, gamma) row: the measured speedup (medians) with its spread over repeats (each
+    repeat's ratio of interleaved runs), and the calibrated prediction from the profile."""
+    accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
+    iterations = sum(len(run.stats.accepted_per_iteration) for run in runs)  # batch 1: one row each
+    ratios = sorted(a / b for a, b in zip(autoregressive, speculative))
+    speedup = statistics.median(autoregressive) / statistics.median(speculative)
+    calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
+    return {"temperature": temperature, "gamma": gamma, "seconds": statistics.median(speculative),
+            "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
+            "iterations": iterations, "tokens_per_iteration": 1 + accepted / iterations,
+            "accepted_tokens": accepted, "verified_tokens": verified,
+            "alpha_counts": accepted / verified if verified else None, "speedup": speedup,
+            "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]],
+            "calibrated_speedup": calibrated, "calibrated_over_measured": calibrated / speedup,
+            "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
+            "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
+            "measured_seconds_per_iteration": _phases_per_iteration(runs),
+            "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.t_verify[gamma],
+                                                 "other": profile.t_iteration}}
+
+
 @torch.no_grad()
 def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, target_name: str = "target",
                draft_name: str = "draft", progress: bool | None = None) -> BenchReport:
-    """Measure c, then for each temperature the autoregressive baseline and speculative decoding at each gamma."""
+    """Measure c, then for each temperature the autoregressive baseline, speculative decoding at each gamma
+    and the cost profile (``decoders.harness.profile``), interleaved prompt by prompt and repeat by repeat."""
     device, s = target.device, settings
     prompts = prompts.to(device)
     c_target = call_seconds(target, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c_draft = call_seconds(draft, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c = c_draft / c_target
-    rows, autoregressive, alphas = [], {}, {}
-    units = len(s.temperatures) * (1 + len(s.gammas))
-    with tqdm(total=units, desc="bench", unit="run", delay=1, leave=False,
+    rows, autoregressive, alphas, profiles = [], {}, {}, {}
+    calls = len(s.temperatures) * (len(s.gammas) + 3) * len(prompts) * (s.warmup + s.repeats)
+    with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
-            sampling = Sampling(temperature)
-
-            autoregressive[temperature] = timed_decoding(prompts, lambda p, r: generate_autoregressive(
-                target, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r), s)[0]
-            bar.update(1)
-            measured, accepted_all, verified_all = [], 0, 0
-            for gamma in s.gammas:
-                config = SpeculativeConfig(gamma, sampling)
-                seconds, runs = timed_decoding(prompts, lambda p, r: generate_speculative(
-                    target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r), s)
-                accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
-                iterations = sum(len(run.stats.accepted_per_iteration) for run in runs)  # batch 1: one row each
-                accepted_all, verified_all = accepted_all + accepted, verified_all + verified
-                measured.append({"temperature": temperature, "gamma": gamma, "seconds": seconds,
-                                 "iterations": iterations, "tokens_per_iteration": 1 + accepted / iterations,
-                                 "alpha_counts": accepted / verified if verified else float("nan"),
-                                 "speedup": autoregressive[temperature] / seconds})
-                bar.update(1)
-            alphas[temperature] = accepted_all / verified_all if verified_all else float("nan")
+            outputs = {}
+            jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs)
+            timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
+                                       synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+            profile = recorder.profile(c)
+            profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
+            baseline = _per_repeat(timings, "autoregressive", len(prompts))
+            autoregressive[temperature] = statistics.median(baseline)
+            measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
+                             [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]
+            accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
+            alphas[temperature] = accepted / verified if verified else None
             for row in measured:
-                predicted = float(walltime_improvement(min(alphas[temperature], 1.0), row["gamma"], c))
+                predicted = float(walltime_improvement(min(alphas[temperature] or 0.0, 1.0), row["gamma"], c))
                 predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
                 rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
                                  predicted_from_tokens=predicted_from_tokens,
                                  measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
     return BenchReport(environment(device, model_dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
-                       c_draft, autoregressive, alphas, tuple(rows))
+                       c_draft, autoregressive, alphas, tuple(rows), profiles)
 
 
 @torch.no_grad()

@@ -4,8 +4,9 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
 * alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
 * c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
   decoder for a gamma sweep at batch 1 (``decoders.harness.bench.bench_pair``);
-* the recommended gamma: the calculator (Theorem 3.8, ``spectheory.calculator.gamma_table``) at the alpha
-  that decoding itself sees (acceptance counts of the sweep) and the measured c, beside the best measured gamma;
+* the recommended gamma: the cost model (docs/theory.md §10) at the profile measured beside the sweep, with
+  Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees (acceptance counts of
+  the sweep) and the measured c beside it, and the best measured gamma;
 * a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
   measured (``decoders.audit.run.audit_pair``).
 """
@@ -26,6 +27,7 @@ from decoders.harness.corpus import VOCAB_SIZE, encode, load_corpus
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import gamma_table
+from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE"]
@@ -109,7 +111,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
         bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
                                                  draft_name=draft_name, progress=progress).as_dict()))  # as in the file
-        recommendations = [_recommendation(bench, t, s.gamma_max) for t in s.temperatures]
+        recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens) for t in s.temperatures]
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
@@ -126,14 +128,19 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE, prompt=s.audit_prompt))
 
 
-def _recommendation(bench: dict, temperature: float, gamma_max: int) -> dict:
-    """The calculator at the sweep's pooled alpha (counts) and measured c, beside the best measured gamma."""
-    alpha_counts = min(by_temperature(bench["alpha"])[temperature], 1.0)
+def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:
+    """The cost model's gamma (the recommendation) and Theorem 3.8's at the sweep's pooled alpha (counts) and
+    measured c, beside the best measured gamma."""
+    alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
     table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
+    profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
+    calibrated = profile.optimal_gamma(tokens=tokens)
     rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
     best = max(rows.values(), key=lambda row: row["speedup"])
-    at_optimum = rows.get(table.optimal_gamma)
-    return {"temperature": temperature, "alpha": alpha_counts, "c": bench["c"], "optimal_gamma": table.optimal_gamma,
+    measured = rows.get(calibrated)
+    return {"temperature": temperature, "optimal_gamma": calibrated,
+            "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
+            "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
+            "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
             "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
-            "measured_speedup_at_optimal_gamma": at_optimum["speedup"] if at_optimum else None,
             "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}

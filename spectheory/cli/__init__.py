@@ -29,6 +29,7 @@ COMMANDS = {
     "train": "train the shipped target and drafts on the stdlib corpus (seeded, resumable)",
     "alpha": "measured acceptance rate alpha of the shipped drafts (Table 3 analogue)",
     "bench": "measure c, tokens per iteration and speedup of the shipped pair against Theorem 3.8",
+    "profile": "measure the cost profile of a pair (t_step, t_draft, t_verify(k), t_iteration, acceptance)",
     "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
     "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
 }

@@ -13,6 +13,7 @@ from decoders.harness import zoo
 from decoders.harness.bench import BenchSettings
 from decoders.harness.runs import bench_document
 from spectheory.cli.options import add_device, add_dtype, names
+from spectheory.costs import CostProfile
 from spectheory.outputs import check_writable, write_json
 
 DEFAULTS = BenchSettings()
@@ -44,22 +45,40 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
     env = document["environment"]
     lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
              f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
-             "   T  gamma  tokens/iter  alpha  speedup  predicted  measured/predicted"]
+             "   T  gamma  tokens/iter  alpha  speedup (min-max)     calibrated  cal/measured  Thm 3.8  measured/Thm"]
     for row in document["rows"]:
+        low, _, high = row["speedup_spread"]
         lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
-                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f}  {row['predicted_speedup']:9.3f}  "
-                     f"{row['measured_over_predicted']:18.3f}")
+                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
+                     f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
+                     f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}")
+    lines += _errors(document["rows"])
     for temperature in args.temperatures:
         best = document["best"][str(temperature)]
+        profile = CostProfile.from_dict(document["profiles"][temperature])
+        calibrated = profile.optimal_gamma(tokens=args.max_new_tokens)
         lines.append(f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
                      f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
-                     f"{args.prompts} x {args.max_new_tokens} tokens), pooled alpha {document['alpha'][temperature]:.3f}")
+                     f"{args.prompts} x {args.max_new_tokens} tokens), pooled alpha {document['alpha'][temperature]:.3f};"
+                     f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=args.max_new_tokens):.3f}x;"
+                     f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
+                     f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)")
     for row in document.get("hf", {}).get("rows", []):
         lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: autoregressive ours "
                      f"{row['ar_ours_adapter_seconds']:.3f} s (native {row['ar_ours_native_seconds']:.3f}) vs generate "
                      f"{row['ar_hf_generate_seconds']:.3f} s; speculative ours {row['speculative_ours_adapter_seconds']:.3f}"
                      f" s (native {row['speculative_ours_native_seconds']:.3f}) vs assisted "
                      f"{row['speculative_hf_assisted_seconds']:.3f} s")
+    return lines
+
+
+def _errors(rows: list) -> list[str]:
+    """How far each prediction is from the measured speedups: median and largest |predicted / measured - 1|."""
+    lines = []
+    for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup")):
+        errors = sorted(abs(row[key] / row["speedup"] - 1) for row in rows)
+        lines.append(f"{name}: median |predicted / measured - 1| = {100 * errors[len(errors) // 2]:.1f}%, "
+                     f"largest {100 * errors[-1]:.1f}%")
     return lines
 
 

@@ -1,6 +1,7 @@
 """For each alpha, a table of gamma -> expected tokens per iteration (Eq. 1), walltime speedup (Theorem 3.8)
 and arithmetic-operations factor (Theorem 3.11), with the optimal gamma marked. gamma = 0 is autoregressive
-decoding."""
+decoding. With --costs (a `spectheory profile` file) or the --t-* flags, the speedup comes from measured costs
+(docs/theory.md §10), Theorem 3.8 beside it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import argparse
 import json
 
 from spectheory.calculator import format_latex, format_text, gamma_table
-from spectheory.cli import UsageError
+from spectheory.cli import UsageError, calibrated
+from spectheory.cli.calibrated import COST_FLAGS
 from spectheory.speedup import alpha_from_tokens_per_iteration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--alpha", type=float, nargs="+", metavar="A",
                         help="mean acceptance rate(s) alpha = E[beta], in [0, 1]")
     source.add_argument("--tokens-per-iteration", type=float, metavar="X",
@@ -24,12 +26,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--c-hat", type=float, default=None,
                         help="draft arithmetic per token relative to the target's (default: equal to --c)")
     parser.add_argument("--gamma-max", type=int, default=16, help="largest gamma considered (default 16)")
+    costs = parser.add_argument_group("measured costs (docs/theory.md §10)")
+    costs.add_argument("--costs", metavar="FILE", help="a cost profile written by `spectheory profile --out`")
+    costs.add_argument("--t-step-ms", type=float, help="autoregressive decoder, ms per token")
+    costs.add_argument("--t-draft-ms", type=float, help="one draft step, ms")
+    costs.add_argument("--t-verify-ms", type=float, nargs="+", metavar="MS",
+                       help="verifying k = 1, 2, ... positions, ms (gamma up to their number - 1)")
+    costs.add_argument("--t-iteration-ms", type=float, help="accept, correct and rollback per iteration, ms")
+    costs.add_argument("--pair", nargs=2, metavar=("TARGET", "DRAFT"),
+                       help="refuse a --costs profile of another pair (names as `spectheory profile` records them)")
+    costs.add_argument("--acceptance", type=float, nargs="+", metavar="A",
+                       help="per-position acceptance a_1, a_2, ... (instead of Eq. 1 at --alpha)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document: a list, one object per alpha")
     output.add_argument("--latex", action="store_true", help="print LaTeX tabulars")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.costs or any(getattr(args, name) is not None for name in COST_FLAGS):
+        return calibrated.run(args)
+    if args.alpha is None and args.tokens_per_iteration is None:
+        raise UsageError("spectheory gamma: error: one of the arguments --alpha --tokens-per-iteration is required")
     implied_from = None
     if args.tokens_per_iteration is not None:
         if args.gamma is None:

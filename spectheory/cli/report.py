@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
                             settings=settings, command=args.command_line)
     paths = write_report(document, args.out)
     for r in document.recommendations:
-        print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (predicted {r['predicted_speedup']:.3f}x "
-              f"at alpha {r['alpha']:.3f}, c {r['c']:.4f}); best measured gamma {r['best_measured_gamma']} at "
+        print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
+              f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
+              f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
               f"{r['best_measured_speedup']:.3f}x")
     print(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
     print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "

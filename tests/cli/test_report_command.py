@@ -38,13 +38,15 @@ def test_report_markdown_numbers_against_its_json(report):
     text = (out / "report.md").read_text()
     alpha_table, speed_table = markdown_tables(text)
     bench = document["bench"]
-    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup", "predicted",
-                              "measured / predicted"]
+    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)",
+                              "cost model", "Theorem 3.8"]
     assert len(speed_table) - 1 == len(bench["rows"]) == 4  # 2 temperatures x 2 gammas
     for cells, row in zip(speed_table[1:], bench["rows"]):
         assert float(cells[0]) == row["temperature"] and int(cells[1]) == row["gamma"]
-        for cell, key in zip(cells[2:], ("tokens_per_iteration", "alpha_counts", "speedup", "predicted_speedup",
-                                         "measured_over_predicted")):
+        speedup, low, high = map(float, re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", cells[4]).groups())
+        assert [speedup, low, high] == pytest.approx([row["speedup"], *row["speedup_spread"][::2]], abs=5e-4)
+        for cell, key in zip(cells[2:4] + cells[5:], ("tokens_per_iteration", "alpha_counts", "calibrated_speedup",
+                                                      "predicted_speedup")):
             assert float(cell) == pytest.approx(row[key], abs=5e-4), key
     for cells, alpha in zip(alpha_table[1:], document["alpha_text"]):
         value, error = map(float, cells[1].split(" ± "))
@@ -53,23 +55,32 @@ def test_report_markdown_numbers_against_its_json(report):
         assert float(cells[2]) == pytest.approx(bench["alpha"][str(alpha["temperature"])], abs=5e-4)
         assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
     for r in document["recommendations"]:
-        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\.\*\* Theorem 3\.8 at alpha = ([\d.]+) "
-                             rf"and c = ([\d.]+) predicts ([\d.]+)x", text)
+        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\.\*\* The cost model .* predicts "
+                             rf"([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = ([\d.]+) would choose gamma = "
+                             rf"(\d+) for ([\d.]+)x", text)
         assert sentence, r
-        assert int(sentence[1]) == r["optimal_gamma"] and float(sentence[2]) == pytest.approx(r["alpha"], abs=5e-4)
-        assert float(sentence[4]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
+        assert int(sentence[1]) == r["optimal_gamma"] and float(sentence[2]) == pytest.approx(r["calibrated_speedup"], abs=5e-4)
+        assert float(sentence[3]) == pytest.approx(r["alpha"], abs=5e-4) and int(sentence[5]) == r["theorem_3_8_gamma"]
+        assert float(sentence[6]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
     verdict = "PASS" if document["audit"]["passed"] else "FAIL"
     assert f"**{verdict}**" in text and f"{document['audit']['n']} sampled continuations" in text
 
 
 def test_report_recommendation_against_calculator(report):
+    """The recommendation is the cost model's optimum over the profile in the JSON; Theorem 3.8's beside it
+    is the calculator's."""
     from spectheory.calculator import gamma_table
+    from spectheory.costs import CostProfile
 
     _, document = report
     for r in document["recommendations"]:
         assert r["alpha"] == pytest.approx(min(document["bench"]["alpha"][str(r["temperature"])], 1.0))
         table = gamma_table(r["alpha"], document["c"], document["c"], document["settings"]["gamma_max"])
-        assert (r["optimal_gamma"], r["predicted_speedup"]) == (table.optimal_gamma, table.speedup)
+        assert (r["theorem_3_8_gamma"], r["predicted_speedup"]) == (table.optimal_gamma, table.speedup)
+        profile = CostProfile.from_dict(document["bench"]["profiles"][str(r["temperature"])])
+        tokens = document["settings"]["max_new_tokens"]
+        assert r["optimal_gamma"] == profile.optimal_gamma(tokens=tokens)
+        assert r["calibrated_speedup"] == pytest.approx(profile.speedup(r["optimal_gamma"], tokens=tokens))
     assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["optimal_gamma"])
 
 
@@ -77,8 +88,8 @@ def test_report_html_and_figures_against_markdown(report):
     out, document = report
     html = (out / "report.html").read_text()
     for row in document["bench"]["rows"]:
-        assert f"<td>{row['speedup']:.3f}</td>" in html
-    for name in ("speedup_vs_gamma", "measured_vs_predicted"):
+        assert f"<td>{row['calibrated_speedup']:.3f}</td>" in html and f"<td>{row['speedup']:.3f} (" in html
+    for name in ("speedup_vs_gamma", "measured_vs_predicted", "iteration_time"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
         assert f"figures/{name}.png" in html and f"(figures/{name}.png)" in (out / "report.md").read_text()
     assert document["command"].startswith("spectheory report --out")

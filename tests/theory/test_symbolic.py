@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spectheory import acceptance, blockwise, positional, speedup, symbolic
+from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic
 from strategies import seeds
 
 #: Each closed form's numeric twin, called with the symbols of ``CLOSED_FORMS`` in order.
@@ -23,6 +23,7 @@ NUMERIC = {
     "continuous_optimal_gamma": speedup.continuous_optimal_gamma,
     "model_calls_separate": lambda m, k: blockwise.model_calls(m, k, combined=False),
     "model_calls_combined": lambda m, k: blockwise.model_calls(m, k, combined=True),
+    "calibrated_speedup": costs.affine_speedup,
 }
 POINT = {  # where each symbol is drawn
     symbolic.alpha: st.floats(0.01, 0.99),
@@ -32,6 +33,11 @@ POINT = {  # where each symbol is drawn
     symbolic.m_hat: st.floats(0.0, 2.0),
     symbolic.n_tokens: st.integers(1, 10_000),
     symbolic.block_size: st.floats(1.0, 16.0),
+    symbolic.t_step: st.floats(1e-4, 1.0),
+    symbolic.t_draft: st.floats(0.0, 1.0),
+    symbolic.verify_intercept: st.floats(1e-4, 1.0),
+    symbolic.verify_slope: st.floats(0.0, 1.0),
+    symbolic.t_iteration: st.floats(0.0, 1.0),
 }
 
 
@@ -54,6 +60,12 @@ def test_numeric_against_sympy(name, data):
 
 def test_expected_tokens_limit_at_alpha_one_against_sympy():
     assert sp.limit(symbolic.EXPECTED_TOKENS, symbolic.alpha, 1) == symbolic.gamma + 1
+
+
+def test_calibrated_speedup_reductions_against_theorem_3_8():
+    """The cost model is Theorem 3.8 at c = t_draft / t_step with t_verify = t_step; with an affine verify
+    cost it is Theorem 3.8 at c_eff times an efficiency (docs/theory.md §10)."""
+    assert symbolic.derive_calibrated_reductions() == (0, 0)
 
 
 def test_lemma_3_3_derivation():

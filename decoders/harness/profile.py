@@ -1,0 +1,184 @@
+"""The cost profile of a pair (docs/theory.md §10), measured by the decoders themselves.
+
+Jobs of one prompt each, run once per repeat and interleaved prompt by prompt with whatever else is timed
+(the benchmark's runs), so that the machine's drift hits the profile and the runs it predicts alike:
+
+* ``autoregressive``: our autoregressive decoder with phase timing. t_step = (wall time - prefill) / new
+  tokens (a target call, sampling, the loop's bookkeeping); ``target_prefill``. The benchmark times its
+  baseline with these same runs.
+* ``speculative`` at gamma_max and at 1, with phase timing. Each phase per iteration is affine in gamma
+  through the two runs: draft = d0 + d1 gamma, verify = e0 + e1 gamma, the rest (accept, correct,
+  rollback, the loop) = o0 + o1 gamma. So t_draft = d1 + o1, t_verify(k) = e0 + e1 (k - 1) and
+  t_iteration = d0 + o0: the cost model reproduces both runs exactly and interpolates between them.
+* acceptance, from the run at gamma_max: a_i = #(accepted >= i) / #(accepted >= i - 1), and the outcome at
+  every text position (1 accepted, 0 rejected, alpha where a bonus token left it untested), which
+  ``spectheory.positional.expected_iterations_along`` replays at any gamma.
+
+Every component is the median over repeats, with its spread (min, median, max).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import torch
+
+from decoders._loop import synchronize
+from decoders.autoregressive import generate_autoregressive
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.costs import CostProfile
+from spectheory.timing import time_interleaved, time_repeats
+
+__all__ = ["ProfileRecorder", "profile_jobs", "acceptance_by_position", "outcomes_along_text", "call_seconds",
+           "measure_profile"]
+
+
+def acceptance_by_position(counts, gamma: int) -> tuple:
+    """a_i = #(iterations accepting >= i) / #(iterations accepting >= i - 1), i = 1..gamma (0 where none
+    reached position i), from the accepted counts of iterations at ``gamma``."""
+    reached = [sum(1 for n in counts if n >= i) for i in range(gamma + 1)]
+    return tuple(reached[i] / reached[i - 1] if reached[i - 1] else 0.0 for i in range(1, gamma + 1))
+
+
+def outcomes_along_text(counts, gamma: int, tokens: int, untested: float) -> tuple:
+    """The acceptance outcome at each of the first ``tokens`` text positions of one row, from its accepted
+    counts per iteration at ``gamma``: 1 for an accepted draft token, 0 for a rejected one, ``untested`` for
+    a bonus token's position."""
+    outcomes = []
+    for n in counts:
+        outcomes += [1.0] * n + ([0.0] if n < gamma else [untested])
+    return tuple(outcomes[:tokens])
+
+
+@dataclass
+class ProfileRecorder:
+    """Phase seconds of every profiled run, per job name and repeat (summed over prompts)."""
+
+    gamma_max: int
+    tokens: int
+    rows: int  # prompts (batch 1) or batches
+    warmup: int
+    records: dict  # name -> [per call: stats]
+
+    def add(self, name, stats) -> None:
+        self.records.setdefault(name, []).append(stats)
+
+    def _repeats(self, name) -> list[dict]:
+        """Per repeat, the phase seconds summed over the prompts, with iterations and accepted counts."""
+        calls = self.records[name][self.warmup * self.rows:]
+        repeats = [calls[r:r + self.rows] for r in range(0, len(calls), self.rows)]
+        return [{"seconds": {key: sum(stats.seconds.get(key, 0.0) for stats in group)
+                             for key in ("prefill", "draft", "verify", "total")},
+                 "iterations": sum(stats.iterations for stats in group),
+                 "counts": [[n for step in stats.accepted_per_iteration for n in step] for stats in group]}
+                for group in repeats]
+
+    def _phases(self, gamma: int) -> list[dict]:
+        """Per repeat: draft, verify and other seconds per iteration, prefill per row."""
+        out = []
+        for r in self._repeats(("speculative", gamma)):
+            s, n = r["seconds"], r["iterations"]
+            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.rows,
+                        "other": (s["total"] - s["prefill"] - s["draft"] - s["verify"]) / n})
+        return out
+
+    def components(self) -> dict:
+        """Per repeat values of every component: {name: [value per repeat]}."""
+        autoregressive = [{"t_step": (r["seconds"]["total"] - r["seconds"]["prefill"]) / (self.rows * self.tokens),
+                           "target_prefill": r["seconds"]["prefill"] / self.rows}
+                          for r in self._repeats("autoregressive")]
+        high, low = self._phases(self.gamma_max), self._phases(1)
+        span = max(self.gamma_max - 1, 1)
+        values = {"t_step": [a["t_step"] for a in autoregressive],
+                  "target_prefill": [a["target_prefill"] for a in autoregressive]}
+        for name in ("draft", "verify", "other"):
+            values[f"{name}_slope"] = [(h[name] - l[name]) / span if self.gamma_max > 1 else 0.0
+                                       for h, l in zip(high, low)]
+            values[f"{name}_intercept"] = [l[name] - slope for l, slope in zip(low, values[f"{name}_slope"])]
+        if self.gamma_max == 1:  # one run: all of the draft phase is per draft token
+            values["draft_slope"], values["draft_intercept"] = [h["draft"] for h in high], [0.0] * len(high)
+        values["draft_prefill"] = [max(h["prefill"] - t, 0.0) for h, t in zip(high, values["target_prefill"])]
+        return values
+
+    def spread(self) -> dict:
+        """(min, median, max) over repeats of every component."""
+        return {key: [min(v), statistics.median(v), max(v)] for key, v in self.components().items()}
+
+    def profile(self, c: float | None = None) -> CostProfile:
+        """The medians as a ``CostProfile`` (with Theorem 3.8's ``c`` when given)."""
+        m = {key: statistics.median(v) for key, v in self.components().items()}
+        counts = [n for r in self._repeats(("speculative", self.gamma_max)) for row in r["counts"] for n in row]
+        verified = sum(counts) + sum(1 for n in counts if n < self.gamma_max)
+        alpha = sum(counts) / verified if verified else None
+        last = self._repeats(("speculative", self.gamma_max))[-1]["counts"]
+        return CostProfile(
+            t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
+            t_verify=tuple(max(m["verify_intercept"] + m["verify_slope"] * (k - 1), 1e-9)
+                           for k in range(1, self.gamma_max + 2)),
+            t_iteration=max(m["draft_intercept"] + m["other_intercept"], 0.0),
+            acceptance=acceptance_by_position(counts, self.gamma_max),
+            target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
+            acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
+                                        for row in last))
+
+
+@torch.no_grad()
+def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmup: int) -> float:
+    """Median seconds of one one-token forward pass with the cache, at batch 1, after ``prompt`` ``[L]``
+    (Theorem 3.8's c is the draft's over the target's)."""
+    state = model.new_state(1)
+    model.forward(prompt[None, :-1].to(model.device), state)
+    held = state.lengths.clone()
+    token = prompt[None, -1:].to(model.device)
+
+    def run():
+        for _ in range(steps):
+            model.forward(token, state)
+        model.truncate(state, held)
+
+    return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(model.device)).median / steps
+
+
+def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
+                 warmup: int, batch_size: int = 1, outputs: dict | None = None) -> tuple[dict, ProfileRecorder]:
+    """The jobs ({(name, row): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows per
+    call (1: each prompt on its own, as the benchmark does); ``outputs[(name, row)]`` keeps each job's last
+    generation."""
+    prompts = prompts.to(target.device)
+    batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
+    recorder = ProfileRecorder(gamma_max, max_new_tokens, len(batches), warmup, {})
+    outputs = {} if outputs is None else outputs
+
+    def job(name, decode, row):
+        def run():
+            outputs[(name, row)] = generation = decode(batches[row], seeded(row, target.device))
+            recorder.add(name, generation.stats)
+        return run
+
+    jobs = {}
+    for row in range(len(batches)):
+        jobs[("autoregressive", row)] = job("autoregressive", lambda p, r: generate_autoregressive(
+            target, p, max_new_tokens=max_new_tokens, sampling=sampling, randomness=r, profile=True), row)
+        for gamma in sorted({1, gamma_max}):
+            config = SpeculativeConfig(gamma, sampling)
+            jobs[(("speculative", gamma), row)] = job(("speculative", gamma), lambda p, r, config=config: (
+                generate_speculative(target, draft, p, max_new_tokens=max_new_tokens, config=config, randomness=r,
+                                     profile=True)), row)
+    return jobs, recorder
+
+
+def measure_profile(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
+                    repeats: int, warmup: int, batch_size: int = 1, call_steps: int = 64,
+                    progress=None) -> tuple[CostProfile, dict]:
+    """The cost profile on its own (``spectheory profile``): (profile, spread over repeats)."""
+    prompts = prompts.to(target.device)
+    c = call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) / \
+        call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
+    jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=gamma_max,
+                                  max_new_tokens=max_new_tokens, warmup=warmup, batch_size=batch_size)
+    time_interleaved(jobs, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(target.device),
+                     progress=progress)
+    return recorder.profile(c), recorder.spread()

@@ -1,0 +1,47 @@
+"""Where an iteration's time goes, per gamma, on the shipped pair at batch 1: the cost model's prediction
+(left bar of each pair: gamma t_draft, t_verify(gamma + 1), t_iteration; docs/theory.md §10) beside the
+measured phases of the benchmark's own speculative runs (right bar: draft, verify, and accept / correct /
+rollback with the loop), per temperature, in milliseconds per iteration."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from paper_figs import measured_vs_predicted
+from paper_figs.style import FULL, figure, save
+
+RESULT = measured_vs_predicted.RESULT  # the same cached bench
+compute = measured_vs_predicted.compute
+PARTS = (("draft", "draft", "C0"), ("verify", "verify", "C1"), ("other", "accept, correct, rollback, loop", "C2"))
+
+
+def make(out: Path, results: Path) -> list[Path]:
+    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+
+
+def draw(report: dict, out: Path) -> list[Path]:
+    """The figure of one ``spectheory bench`` JSON document ``report``."""
+    temperatures = sorted({row["temperature"] for row in report["rows"]})
+    fig, axes = figure(FULL, ncols=len(temperatures), sharey=True, squeeze=False)
+    for ax, temperature in zip(axes[0], temperatures):
+        rows = [row for row in report["rows"] if row["temperature"] == temperature]
+        gammas = np.array([row["gamma"] for row in rows])
+        for offset, key, hatch in ((-0.2, "calibrated_seconds_per_iteration", ""),
+                                   (0.2, "measured_seconds_per_iteration", "//")):
+            bottom = np.zeros(len(rows))
+            for part, label, color in PARTS:
+                values = np.array([1e3 * (row[key] or {}).get(part, 0.0) for row in rows])
+                ax.bar(gammas + offset, values, 0.38, bottom=bottom, color=color, hatch=hatch, edgecolor="white",
+                       linewidth=0.3, label=f"{'predicted' if not hatch else 'measured'}: {label}")
+                bottom += values
+        ax.set(xlabel="$\\gamma$ (left bar predicted, right measured)", title=f"T = {temperature:g}", xticks=gammas)
+    axes[0][0].set_ylabel("ms per iteration")
+    axes[0][-1].legend(loc="upper left", fontsize=6)
+    return save(fig, out, "iteration_time")
+
+
+if __name__ == "__main__":
+    print(*make(Path("figures"), Path("results")), sep="\n")

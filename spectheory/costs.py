@@ -1,0 +1,198 @@
+"""Walltime with measured costs (docs/theory.md §10): the speedup a decoder realises, from a cost profile.
+
+Theorem 3.8 charges an iteration gamma draft calls and one target call. A real decoder pays more: a draft
+*step* (call, sampling, bookkeeping) ``t_draft``, verifying gamma + 1 positions ``t_verify(gamma + 1)``, the
+accept / correct / rollback work of the iteration ``t_iteration``, against ``t_step`` per token for the
+autoregressive decoder (call and sampling). Then
+
+    speedup(gamma) = E[tokens per iteration](gamma) * t_step / (gamma t_draft + t_verify(gamma + 1) + t_iteration),
+
+with E[tokens] from Eq. 1 at alpha or from per-position acceptance rates a_1..a_gamma. Theorem 3.8 is the
+case t_draft = c t_step, t_verify = t_step, t_iteration = 0. When t_verify(k) = v0 + v1 k is affine,
+speedup(gamma) = efficiency * S(alpha, gamma, c_eff) with T0 = v0 + v1 + t_iteration, c_eff =
+(t_draft + v1) / T0 and efficiency = t_step / T0: Theorem 3.8 at an effective c, scaled. So the optimal
+gamma >= 1 is Theorem 3.8's at c_eff, and speculating pays only where that speedup exceeds 1.
+
+Finite sequences add one-time costs: ``calibrated_sequence_speedup`` charges the prefill of each model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from spectheory.positional import expected_iterations_along, expected_tokens_positional
+from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
+from spectheory.validation import as_cost, as_count, as_probability, as_real
+
+__all__ = ["CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
+           "affine_optimal_gamma", "fit_affine", "calibrated_sequence_speedup"]
+
+
+def _positive(name: str, value) -> np.ndarray:
+    return as_real(name, value, low=0.0, low_open=True, high=np.finfo(np.float64).max)
+
+
+def iteration_seconds(gamma, t_draft, t_verify, t_iteration=0.0) -> np.ndarray:
+    """gamma t_draft + t_verify + t_iteration: one iteration, with ``t_verify`` the cost of its gamma + 1
+    positions."""
+    gamma = as_count("gamma", gamma)
+    return gamma * as_cost("t_draft", t_draft) + as_cost("t_verify", t_verify) + as_cost("t_iteration", t_iteration)
+
+
+def calibrated_speedup(tokens_per_iteration, t_step, seconds_per_iteration) -> np.ndarray:
+    """E[tokens per iteration] * t_step / seconds per iteration: tokens per second over the autoregressive
+    decoder's."""
+    tokens = as_real("tokens_per_iteration", tokens_per_iteration, low=1.0)
+    return tokens * _positive("t_step", t_step) / _positive("seconds_per_iteration", seconds_per_iteration)
+
+
+def effective_cost(t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0) -> tuple:
+    """(c_eff, efficiency) of an affine verify cost v0 + v1 k: c_eff = (t_draft + v1) / T0 and efficiency =
+    t_step / T0 with T0 = v0 + v1 + t_iteration, the cost of an iteration with gamma = 0."""
+    t_draft, v1 = as_cost("t_draft", t_draft), as_cost("verify_slope", verify_slope)
+    base = as_real("verify_intercept", verify_intercept) + v1 + as_cost("t_iteration", t_iteration)
+    base = _positive("verify_intercept + verify_slope + t_iteration", base)
+    return (t_draft + v1) / base, _positive("t_step", t_step) / base
+
+
+def affine_speedup(alpha, gamma, t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0) -> np.ndarray:
+    """efficiency * Theorem 3.8 at c_eff (``effective_cost``): the calibrated speedup under Eq. 1."""
+    c_eff, efficiency = effective_cost(t_step, t_draft, verify_intercept, verify_slope, t_iteration)
+    return efficiency * walltime_improvement(alpha, gamma, c_eff)
+
+
+def affine_optimal_gamma(alpha, t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0, *,
+                         gamma_max: int = 16) -> np.ndarray:
+    """The gamma in [0, gamma_max] with the largest calibrated speedup, 0 meaning autoregressive decoding
+    (speedup 1): Theorem 3.8's optimum at c_eff, at least 1, kept where its speedup exceeds 1."""
+    c_eff, efficiency = effective_cost(t_step, t_draft, verify_intercept, verify_slope, t_iteration)
+    alpha = as_probability("alpha", alpha)
+    best = np.maximum(optimal_gamma(alpha, c_eff, gamma_max), 1)
+    return np.where(efficiency * walltime_improvement(alpha, best, c_eff) > 1, best, 0)
+
+
+def fit_affine(positions, seconds) -> tuple[float, float]:
+    """Least-squares (v0, v1) of seconds = v0 + v1 k over measured ``positions`` k and ``seconds``."""
+    k = as_real("positions", positions, low=1.0)
+    y = as_cost("seconds", seconds)
+    if k.shape != y.shape or k.ndim != 1 or len(k) < 2:
+        raise ValueError(f"positions and seconds must be two 1-d arrays of the same length >= 2, got "
+                         f"shapes {k.shape} and {y.shape}")
+    slope, intercept = np.polyfit(k, y, 1)
+    return float(intercept), float(slope)
+
+
+def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_per_iteration, *,
+                                target_prefill=0.0, draft_prefill=0.0) -> np.ndarray:
+    """The speedup on sequences of ``tokens`` new tokens after a prompt: (target_prefill + tokens t_step) /
+    (target_prefill + draft_prefill + tokens / E[tokens per iteration] * seconds per iteration). It tends to
+    ``calibrated_speedup`` as tokens grow."""
+    tokens = _positive("tokens", tokens)
+    per_iteration = as_real("tokens_per_iteration", tokens_per_iteration, low=1.0)
+    target_prefill, draft_prefill = as_cost("target_prefill", target_prefill), as_cost("draft_prefill", draft_prefill)
+    autoregressive = target_prefill + tokens * _positive("t_step", t_step)
+    speculative = target_prefill + draft_prefill + tokens / per_iteration * _positive(
+        "seconds_per_iteration", seconds_per_iteration)
+    return autoregressive / speculative
+
+
+@dataclass(frozen=True)
+class CostProfile:
+    """Measured costs of one pair at one device, dtype, batch size and temperature, in seconds.
+
+    ``t_verify[k - 1]`` verifies k positions (k = 1..len); ``acceptance[i - 1]`` is a_i, the rate at which
+    draft position i is accepted given positions 1..i-1 were. Prefill costs are per sequence."""
+
+    t_step: float
+    t_draft: float
+    t_verify: tuple
+    t_iteration: float
+    acceptance: tuple
+    target_prefill: float = 0.0
+    draft_prefill: float = 0.0
+    alpha: float | None = None  # pooled accepted / verified draft tokens of the profiling run
+    c: float | None = None  # one-token draft call / target call, Theorem 3.8's c
+    acceptance_along_text: tuple = ()  # per text: the acceptance at each position (expected_iterations_along)
+
+    def __post_init__(self) -> None:
+        _positive("t_step", self.t_step)
+        for name in ("t_draft", "t_iteration", "target_prefill", "draft_prefill"):
+            as_cost(name, getattr(self, name))
+        if len(self.t_verify) < 2 or len(self.acceptance) != len(self.t_verify) - 1:
+            raise ValueError(f"a cost profile needs t_verify for k = 1..gamma_max + 1 and acceptance for positions "
+                             f"1..gamma_max, got {len(self.t_verify)} and {len(self.acceptance)} values")
+        _positive("t_verify", self.t_verify)
+        as_probability("acceptance", self.acceptance)
+        if self.alpha is not None:
+            as_probability("alpha", self.alpha)
+        if self.c is not None:
+            as_cost("c", self.c)
+        for text in self.acceptance_along_text:
+            as_probability("acceptance_along_text", text)
+
+    @classmethod
+    def from_dict(cls, entries: dict) -> "CostProfile":
+        """The profile of a JSON object (``as_dict``'s keys; others are ignored); a ValueError names what is
+        missing or wrong."""
+        if not isinstance(entries, dict):
+            raise ValueError(f"a cost profile must be a JSON object, got {type(entries).__name__}")
+        required = ("t_step", "t_draft", "t_verify", "t_iteration", "acceptance")
+        missing = [key for key in required if key not in entries]
+        if missing:
+            raise ValueError(f"a cost profile needs {', '.join(missing)}")
+        optional = ("target_prefill", "draft_prefill", "alpha", "c")
+        values = {key: entries[key] for key in required + optional if key in entries}
+        texts = entries.get("acceptance_along_text", [])
+        if not all(isinstance(values[key], list) for key in ("t_verify", "acceptance")) or not isinstance(texts, list) \
+                or not all(isinstance(text, list) for text in texts):
+            raise ValueError("t_verify, acceptance and acceptance_along_text must be lists of numbers")
+        return cls(**dict(values, t_verify=tuple(values["t_verify"]), acceptance=tuple(values["acceptance"]),
+                          acceptance_along_text=tuple(tuple(text) for text in texts)))
+
+    @property
+    def gamma_max(self) -> int:
+        return len(self.acceptance)
+
+    def _check_gamma(self, gamma: int) -> int:
+        gamma = int(as_count("gamma", gamma))
+        if not 1 <= gamma <= self.gamma_max:
+            raise ValueError(f"gamma must be in [1, {self.gamma_max}] for this cost profile, got {gamma}")
+        return gamma
+
+    def tokens_per_iteration(self, gamma: int, alpha=None, *, along_text: bool = True) -> float:
+        """Eq. 1 at ``alpha``; else the measured acceptance replayed along the profiled texts
+        (``expected_iterations_along``) where the profile holds them and ``along_text``; else the positional
+        formula at the measured a_1..a_gamma."""
+        gamma = self._check_gamma(gamma)
+        if alpha is not None:
+            return float(expected_tokens(alpha, gamma))
+        if along_text and self.acceptance_along_text:
+            tokens = sum(len(text) for text in self.acceptance_along_text)
+            return tokens / sum(expected_iterations_along(text, gamma) for text in self.acceptance_along_text)
+        return float(expected_tokens_positional(self.acceptance[:gamma]))
+
+    def iteration_seconds(self, gamma: int) -> float:
+        gamma = self._check_gamma(gamma)
+        return float(iteration_seconds(gamma, self.t_draft, self.t_verify[gamma], self.t_iteration))
+
+    def speedup(self, gamma: int, alpha=None, *, tokens: float | None = None) -> float:
+        """The calibrated speedup at ``gamma`` (1 at gamma = 0); on sequences of ``tokens`` new tokens with
+        the prefill costs when given, else per token."""
+        if gamma == 0:
+            return 1.0
+        per_iteration, seconds = self.tokens_per_iteration(gamma, alpha), self.iteration_seconds(gamma)
+        if tokens is None:
+            return float(calibrated_speedup(per_iteration, self.t_step, seconds))
+        return float(calibrated_sequence_speedup(tokens, per_iteration, self.t_step, seconds,
+                                                 target_prefill=self.target_prefill, draft_prefill=self.draft_prefill))
+
+    def optimal_gamma(self, alpha=None, *, tokens: float | None = None) -> int:
+        """The gamma in [0, gamma_max] with the largest calibrated speedup over the measured curve."""
+        speedups = [self.speedup(gamma, alpha, tokens=tokens) for gamma in range(self.gamma_max + 1)]
+        return int(np.argmax(speedups))
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), t_verify=list(self.t_verify), acceptance=list(self.acceptance),
+                    acceptance_along_text=[list(text) for text in self.acceptance_along_text])

@@ -1,0 +1,64 @@
+"""``spectheory profile`` writes a cost profile that ``spectheory gamma --costs`` turns into a calibrated table;
+a missing, malformed or foreign profile is one line and exit 2."""
+
+import json
+
+import pytest
+
+from command import run
+from spectheory.costs import CostProfile
+
+SMALL = ["--prompts", "1", "--max-new-tokens", "16", "--repeats", "1", "--warmup", "0", "--gamma-max", "3"]
+
+
+@pytest.fixture(scope="module")
+def profile_file(tmp_path_factory):
+    from spectheory.cli import main
+
+    path = tmp_path_factory.mktemp("profile") / "profile.json"
+    assert main(["profile", "--draft", "bigram", "--out", str(path), *SMALL]) == 0
+    return path
+
+
+def test_profile_file_against_its_cost_model(profile_file, capsys):
+    document = json.loads(profile_file.read_text())
+    assert document["kind"] == "spectheory cost profile" and document["draft"] == "bigram"
+    profile = CostProfile.from_dict(document["profile"])
+    assert profile.gamma_max == 3 and len(profile.t_verify) == 4 and profile.t_step > 0
+    assert set(document["spread"]) >= {"t_step", "draft_slope", "verify_slope", "other_intercept"}
+    status, out, err = run(capsys, "gamma", "--costs", str(profile_file), "--json")
+    assert status == 0 and err == ""
+    table = json.loads(out)
+    assert table["optimal_gamma"] == profile.optimal_gamma()
+    assert [row["calibrated_speedup"] for row in table["table"]] == pytest.approx(
+        [profile.speedup(gamma) for gamma in range(4)])
+    assert table["theorem_3_8_alpha"] == pytest.approx(profile.alpha)
+
+
+def test_gamma_cost_flags_against_the_cost_model(capsys):
+    status, out, _ = run(capsys, "gamma", "--t-step-ms", "2", "--t-draft-ms", "0.5", "--t-verify-ms", "1.8", "2", "2.2",
+                         "--t-iteration-ms", "0.6", "--alpha", "0.8", "--json")
+    table = json.loads(out)
+    profile = CostProfile(2e-3, 5e-4, (1.8e-3, 2e-3, 2.2e-3), 6e-4, (0.8, 0.8))
+    assert status == 0 and [row["calibrated_speedup"] for row in table["table"]] == pytest.approx(
+        [profile.speedup(gamma, 0.8) for gamma in range(3)])
+
+
+@pytest.mark.parametrize("make, extra, fragment", [
+    (None, [], "does not exist"),
+    (lambda path: path.write_text("{not json"), [], "is not JSON"),
+    (lambda path: path.write_text(json.dumps({"rows": []})), [], "is not a cost profile"),
+    (lambda path: path.write_text(json.dumps({"kind": "spectheory cost profile", "target": "t", "draft": "d",
+                                              "profile": {"t_step": 1}})), [], "a cost profile needs"),
+    ("profile", ["--pair", "shipped target", "transformer"], "not of shipped target with draft transformer"),
+    (None, ["--t-step-ms", "-1"], "t_step"),
+])
+def test_gamma_costs_errors_exit_2_with_one_line(capsys, tmp_path, profile_file, make, extra, fragment):
+    path = profile_file if make == "profile" else tmp_path / "profile.json"
+    if callable(make):
+        make(path)
+    argv = ["gamma", *extra] if extra[:1] == ["--t-step-ms"] else ["gamma", "--costs", str(path), *extra]
+    if extra[:1] == ["--t-step-ms"]:
+        argv += ["--t-draft-ms", "1", "--t-verify-ms", "1", "1", "--alpha", "0.5"]
+    status, _, err = run(capsys, *argv)
+    assert status == 2 and err.count("\n") == 1 and fragment in err, err

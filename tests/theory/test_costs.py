@@ -1,0 +1,82 @@
+"""The cost model (docs/theory.md §10) against Theorem 3.8, against a scan for its optimum, and the
+along-text replay against simulation and against the positional formula."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spectheory.costs import (CostProfile, affine_optimal_gamma, affine_speedup, calibrated_sequence_speedup,
+                              fit_affine)
+from spectheory.positional import expected_iterations_along, expected_tokens_positional
+from spectheory.speedup import walltime_improvement
+
+
+@settings(max_examples=50)
+@given(alpha=st.floats(0.01, 0.99), c=st.floats(0.0, 1.0), t_step=st.floats(1e-4, 1.0), gamma=st.integers(1, 12))
+def test_cost_profile_against_theorem_3_8(alpha, c, t_step, gamma):
+    """t_draft = c t_step, t_verify = t_step, t_iteration = 0 is Theorem 3.8."""
+    profile = CostProfile(t_step, c * t_step, (t_step,) * (gamma + 1), 0.0, (alpha,) * gamma)
+    assert profile.speedup(gamma) == pytest.approx(float(walltime_improvement(alpha, gamma, c)), rel=1e-12)
+    assert profile.speedup(gamma, alpha) == pytest.approx(profile.speedup(gamma), rel=1e-12)
+
+
+@settings(max_examples=50)
+@given(alpha=st.floats(0.05, 0.99), t_draft=st.floats(0.0, 0.5), v0=st.floats(0.1, 2.0), v1=st.floats(0.0, 0.3),
+       t_iteration=st.floats(0.0, 0.5), t_step=st.floats(0.2, 2.0))
+def test_affine_optimal_gamma_against_scan(alpha, t_draft, v0, v1, t_iteration, t_step):
+    """The closed-form optimum (Theorem 3.8's at c_eff, or 0) against the best of gamma = 0..64 by scanning."""
+    gammas = np.arange(1, 65)
+    speedups = np.concatenate([[1.0], affine_speedup(alpha, gammas, t_step, t_draft, v0, v1, t_iteration)])
+    best = int(affine_optimal_gamma(alpha, t_step, t_draft, v0, v1, t_iteration, gamma_max=64))
+    assert speedups[best] == pytest.approx(speedups.max(), rel=1e-9)
+    profile = CostProfile(t_step, t_draft, tuple(v0 + v1 * k for k in range(1, 66)), t_iteration, (alpha,) * 64)
+    assert profile.speedup(best, alpha) == pytest.approx(speedups[best], rel=1e-9)
+
+
+def test_expected_iterations_along_against_simulation():
+    """Monte-Carlo iterations over a text with easy and hard spans: within 4.5 standard errors (false-positive
+    probability about 7e-6); negative control: the positional formula at the text's mean rates is off."""
+    rng = np.random.default_rng(3)
+    text = np.repeat(rng.choice([0.95, 0.2], size=40), 5)  # [200], spans of 5
+    gamma, runs = 4, 4000
+    draws = rng.random((runs, len(text) + gamma + 1))
+    counts = []
+    for row in draws:
+        position, iterations = 0, 0
+        while position < len(text):
+            accepted = 0
+            while accepted < gamma and position + accepted < len(text) and row[position + accepted] < text[position + accepted]:
+                accepted += 1
+            position, iterations = position + accepted + 1, iterations + 1
+        counts.append(iterations)
+    mean, error = np.mean(counts), np.std(counts, ddof=1) / np.sqrt(runs)
+    assert abs(expected_iterations_along(text, gamma) - mean) < 4.5 * error
+    positional = len(text) / float(expected_tokens_positional([text.mean()] * gamma))
+    assert abs(positional - mean) > 10 * error
+
+
+def test_expected_iterations_along_constant_text_against_positional():
+    text = np.full(20000, 0.8)
+    assert len(text) / expected_iterations_along(text, 5) == pytest.approx(float(expected_tokens_positional([0.8] * 5)),
+                                                                         rel=1e-3)
+    assert expected_iterations_along([1.0] * 9, 2) == 3 and expected_iterations_along([0.0] * 4, 3) == 4
+
+
+def test_sequence_speedup_tends_to_the_per_token_speedup():
+    per_token = 4.0 * 2e-3 / 6e-3
+    assert calibrated_sequence_speedup(1e9, 4.0, 2e-3, 6e-3, target_prefill=1e-2, draft_prefill=2e-3) == \
+        pytest.approx(per_token, rel=1e-6)
+    assert calibrated_sequence_speedup(64, 4.0, 2e-3, 6e-3, target_prefill=1e-2, draft_prefill=2e-3) < per_token
+
+
+def test_fit_affine_and_profile_errors():
+    assert fit_affine([1, 2, 3], [1.5, 2.0, 2.5]) == pytest.approx((1.0, 0.5))
+    with pytest.raises(ValueError, match="a cost profile needs t_verify"):
+        CostProfile(1.0, 0.1, (1.0,), 0.0, ())
+    with pytest.raises(ValueError, match="a cost profile needs t_draft"):
+        CostProfile.from_dict({"t_step": 1.0, "t_verify": [1, 1], "t_iteration": 0, "acceptance": [0.5]})
+    with pytest.raises(ValueError, match="gamma must be in"):
+        CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,)).speedup(2)
+    with pytest.raises(ValueError, match="acceptance"):
+        CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (1.5,))
