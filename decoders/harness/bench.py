@@ -135,7 +135,7 @@ def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sa
     phases = target.device.type == "cpu"
     jobs = {}
     for row in range(len(prompts)):
-        jobs.update({key: run for key, run in profiling.items() if key[1] == row})
+        jobs.update({key: run for key, run in profiling.items() if key[1] == row})  # (name, row, sample)
         for gamma in s.gammas:
             def run(row=row, config=SpeculativeConfig(gamma, sampling)):
                 outputs[(config.gamma, row)] = generate_speculative(
@@ -147,7 +147,8 @@ def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sa
 
 def _per_repeat(timings: dict, name, rows: int) -> list:
     """Seconds of job ``name`` per repeat, summed over the prompts."""
-    return [sum(values) for values in zip(*(timings[(name, row)].seconds for row in range(rows)))]
+    keys = [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
+    return [sum(values) for values in zip(*(timings[key].seconds for key in keys))]
 
 
 def _phases_per_iteration(runs: list) -> dict | None:

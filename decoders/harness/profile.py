@@ -10,9 +10,13 @@ Jobs of one prompt each, run once per repeat and interleaved prompt by prompt wi
   through the two runs: draft = d0 + d1 gamma, verify = e0 + e1 gamma, the rest (accept, correct,
   rollback, the loop) = o0 + o1 gamma. So t_draft = d1 + o1, t_verify(k) = e0 + e1 (k - 1) and
   t_iteration = d0 + o0: the cost model reproduces both runs exactly and interpolates between them.
-* acceptance, from the run at gamma_max: a_i = #(accepted >= i) / #(accepted >= i - 1), and the outcome at
+* acceptance, from the runs at gamma_max: a_i = #(accepted >= i) / #(accepted >= i - 1), and the outcome at
   every text position (1 accepted, 0 rejected, alpha where a bonus token left it untested), which
-  ``spectheory.positional.expected_iterations_along`` replays at any gamma.
+  ``spectheory.positional.expected_iterations_along`` replays at any gamma. When sampling, each prompt is
+  decoded ``SAMPLES`` times at gamma_max to double the text the acceptance is measured on.
+
+The speculative runs draw from seeds of their own (``SEED_OFFSET``), so that at T > 0 the profile never sees
+the texts of the benchmark's timed runs: a prediction, not a replay of the runs it predicts.
 
 Every component is the median over repeats, with its spread (min, median, max).
 """
@@ -32,7 +36,10 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
 from spectheory.timing import time_interleaved, time_repeats
 
-__all__ = ["ProfileRecorder", "profile_jobs", "acceptance_by_position", "outcomes_along_text", "call_seconds",
+SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
+SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
+
+__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "profile_jobs", "acceptance_by_position", "outcomes_along_text", "call_seconds",
            "measure_profile"]
 
 
@@ -59,7 +66,7 @@ class ProfileRecorder:
 
     gamma_max: int
     tokens: int
-    rows: int  # prompts (batch 1) or batches
+    calls: dict  # name -> calls per repeat (prompts or batches, times samples)
     warmup: int
     records: dict  # name -> [per call: stats]
 
@@ -68,8 +75,9 @@ class ProfileRecorder:
 
     def _repeats(self, name) -> list[dict]:
         """Per repeat, the phase seconds summed over the prompts, with iterations and accepted counts."""
-        calls = self.records[name][self.warmup * self.rows:]
-        repeats = [calls[r:r + self.rows] for r in range(0, len(calls), self.rows)]
+        size = self.calls[name]
+        calls = self.records[name][self.warmup * size:]
+        repeats = [calls[r:r + size] for r in range(0, len(calls), size)]
         return [{"seconds": {key: sum(stats.seconds.get(key, 0.0) for stats in group)
                              for key in ("prefill", "draft", "verify", "total")},
                  "iterations": sum(stats.iterations for stats in group),
@@ -81,14 +89,15 @@ class ProfileRecorder:
         out = []
         for r in self._repeats(("speculative", gamma)):
             s, n = r["seconds"], r["iterations"]
-            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.rows,
+            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.calls[("speculative", gamma)],
                         "other": (s["total"] - s["prefill"] - s["draft"] - s["verify"]) / n})
         return out
 
     def components(self) -> dict:
         """Per repeat values of every component: {name: [value per repeat]}."""
-        autoregressive = [{"t_step": (r["seconds"]["total"] - r["seconds"]["prefill"]) / (self.rows * self.tokens),
-                           "target_prefill": r["seconds"]["prefill"] / self.rows}
+        rows = self.calls["autoregressive"]
+        autoregressive = [{"t_step": (r["seconds"]["total"] - r["seconds"]["prefill"]) / (rows * self.tokens),
+                           "target_prefill": r["seconds"]["prefill"] / rows}
                           for r in self._repeats("autoregressive")]
         high, low = self._phases(self.gamma_max), self._phases(1)
         span = max(self.gamma_max - 1, 1)
@@ -113,7 +122,7 @@ class ProfileRecorder:
         counts = [n for r in self._repeats(("speculative", self.gamma_max)) for row in r["counts"] for n in row]
         verified = sum(counts) + sum(1 for n in counts if n < self.gamma_max)
         alpha = sum(counts) / verified if verified else None
-        last = self._repeats(("speculative", self.gamma_max))[-1]["counts"]
+        texts = self._repeats(("speculative", self.gamma_max))[-1]["counts"]
         return CostProfile(
             t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
             t_verify=tuple(max(m["verify_intercept"] + m["verify_slope"] * (k - 1), 1e-9)
@@ -122,7 +131,7 @@ class ProfileRecorder:
             acceptance=acceptance_by_position(counts, self.gamma_max),
             target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
             acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
-                                        for row in last))
+                                        for row in texts))
 
 
 @torch.no_grad()
@@ -144,29 +153,36 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
 
 def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
                  warmup: int, batch_size: int = 1, outputs: dict | None = None) -> tuple[dict, ProfileRecorder]:
-    """The jobs ({(name, row): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows per
-    call (1: each prompt on its own, as the benchmark does); ``outputs[(name, row)]`` keeps each job's last
+    """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
+    per call (1: each prompt on its own, as the benchmark does); ``outputs[(name, row)]`` keeps each job's last
     generation."""
     prompts = prompts.to(target.device)
     batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
-    recorder = ProfileRecorder(gamma_max, max_new_tokens, len(batches), warmup, {})
+    samples = 1 if sampling.greedy else SAMPLES
+    runs = [("autoregressive", None, 0)] + [(("speculative", gamma), gamma, j) for gamma in sorted({1, gamma_max})
+                                            for j in range(samples if gamma == gamma_max else 1)]
+    calls = {name: len(batches) * sum(1 for other, _, _ in runs if other == name) for name, _, _ in runs}
+    recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {})
     outputs = {} if outputs is None else outputs
 
-    def job(name, decode, row):
+    def job(name, gamma, sample, row):
+        seed = row if gamma is None else SEED_OFFSET + samples * row + sample
+
         def run():
-            outputs[(name, row)] = generation = decode(batches[row], seeded(row, target.device))
+            randomness = seeded(seed, target.device)
+            if gamma is None:
+                generation = generate_autoregressive(target, batches[row], max_new_tokens=max_new_tokens,
+                                                     sampling=sampling, randomness=randomness, profile=True)
+            else:
+                generation = generate_speculative(target, draft, batches[row], max_new_tokens=max_new_tokens,
+                                                  config=SpeculativeConfig(gamma, sampling), randomness=randomness,
+                                                  profile=True)
+            outputs[(name, row)] = generation
             recorder.add(name, generation.stats)
         return run
 
-    jobs = {}
-    for row in range(len(batches)):
-        jobs[("autoregressive", row)] = job("autoregressive", lambda p, r: generate_autoregressive(
-            target, p, max_new_tokens=max_new_tokens, sampling=sampling, randomness=r, profile=True), row)
-        for gamma in sorted({1, gamma_max}):
-            config = SpeculativeConfig(gamma, sampling)
-            jobs[(("speculative", gamma), row)] = job(("speculative", gamma), lambda p, r, config=config: (
-                generate_speculative(target, draft, p, max_new_tokens=max_new_tokens, config=config, randomness=r,
-                                     profile=True)), row)
+    jobs = {(name, row, sample): job(name, gamma, sample, row) for row in range(len(batches))
+            for name, gamma, sample in runs}
     return jobs, recorder
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from decoders.harness.bench import BenchSettings, bench_pair, timed
+from decoders.harness.profile import acceptance_by_position, outcomes_along_text
 from decoders.harness.hf_compare import hf_comparison
 from decoders.harness.alpha import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
                               estimate_alpha, text_windows)
@@ -17,6 +18,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.acceptance import acceptance_probability
+from spectheory.costs import CostProfile
 from spectheory.speedup import walltime_improvement
 
 V = 20
@@ -44,7 +46,11 @@ def test_bench_report_against_theorem_3_8():
         alpha = report.alpha[row["temperature"]]
         assert row["predicted_speedup"] == pytest.approx(float(walltime_improvement(alpha, row["gamma"], report.c)))
         assert row["predicted_from_tokens"] == pytest.approx(row["tokens_per_iteration"] / (row["gamma"] * report.c + 1))
-    document = json.loads(json.dumps(report.as_dict()))
+        assert row["speedup_spread"][0] <= row["speedup_spread"][1] <= row["speedup_spread"][2]
+        profile = CostProfile.from_dict(report.profiles[row["temperature"]])
+        assert profile.gamma_max == 3 and row["calibrated_speedup"] == pytest.approx(
+            profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens))
+    document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert {"device", "dtype", "torch"} <= set(document["environment"])
     assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
 
@@ -57,6 +63,17 @@ def test_bench_with_the_draft_as_target_accepts_everything():
     assert report.alpha == {0.0: 1.0, 1.0: 1.0}
     # max_new_tokens = 12 is a multiple of neither 2 nor 4: the last iteration is cut short, not rejected.
     assert all(row["tokens_per_iteration"] > row["gamma"] for row in report.rows)
+    profile = CostProfile.from_dict(report.profiles[1.0])
+    assert profile.acceptance == (1.0, 1.0, 1.0) and profile.alpha == 1.0
+    assert all(set(text) == {1.0} for text in profile.acceptance_along_text)  # untested positions: alpha = 1
+
+
+def test_profile_acceptance_against_counts():
+    """a_i and the outcomes along text, from accepted counts per iteration at gamma = 4."""
+    assert acceptance_by_position([2, 0, 4, 1], 4) == (3 / 4, 2 / 3, 1 / 2, 1.0)
+    assert acceptance_by_position([0, 0], 2) == (0.0, 0.0)
+    assert outcomes_along_text([2, 4, 0], 4, 20, 0.5) == (1, 1, 0, 1, 1, 1, 1, 0.5, 0)
+    assert outcomes_along_text([2, 4, 0], 4, 4, 0.5) == (1, 1, 0, 1)
 
 
 def test_timed_counts_warmup_and_repeats():
