@@ -39,7 +39,8 @@ def draw(report: dict, out: Path) -> list[Path]:
                 bottom += values
         ax.set(xlabel="$\\gamma$ (left bar predicted, right measured)", title=f"T = {temperature:g}", xticks=gammas)
     axes[0][0].set_ylabel("ms per iteration")
-    axes[0][-1].legend(loc="upper left", fontsize=6)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=3)  # below: clear of the bars
     return save(fig, out, "iteration_time")
 
 

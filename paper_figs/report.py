@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import statistics
 from pathlib import Path
 
 from decoders.harness.report import ReportDocument, by_temperature
@@ -91,9 +92,9 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
                             f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
                             "speedup over our autoregressive decoder ("
                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
-                            + f"). The cost model is off by {100 * sorted(calibrated)[len(calibrated) // 2]:.1f}% "
+                            + f"). The cost model is off by {100 * statistics.median(calibrated):.1f}% "
                             f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
-                            f"{100 * sorted(theorem)[len(theorem) // 2]:.1f}% and {100 * max(theorem):.1f}%. A short "
+                            f"{100 * statistics.median(theorem):.1f}% and {100 * max(theorem):.1f}%. A short "
                             "benchmark: on a busy machine repeat it, or measure with `spectheory bench`.")]
     return blocks + [("image", path, caption) for path, caption in zip(figures, (
         "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",

@@ -6,6 +6,7 @@ generate / assisted generation."""
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 
@@ -76,9 +77,10 @@ def _errors(rows: list) -> list[str]:
     """How far each prediction is from the measured speedups: median and largest |predicted / measured - 1|."""
     lines = []
     for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup")):
-        errors = sorted(abs(row[key] / row["speedup"] - 1) for row in rows)
-        lines.append(f"{name}: median |predicted / measured - 1| = {100 * errors[len(errors) // 2]:.1f}%, "
-                     f"largest {100 * errors[-1]:.1f}%")
+        errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
+        within = sum(0.9 <= row[key] / row["speedup"] <= 1.1 for row in rows)
+        lines.append(f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, "
+                     f"largest {100 * max(errors):.1f}%, {within} of {len(rows)} rows within 10%")
     return lines
 
 
