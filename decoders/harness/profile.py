@@ -39,8 +39,8 @@ from spectheory.timing import time_interleaved, time_repeats
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
-__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "profile_jobs", "acceptance_by_position", "outcomes_along_text", "call_seconds",
-           "measure_profile"]
+__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "profile_jobs", "acceptance_by_position",
+           "outcomes_along_text", "call_seconds", "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -86,10 +86,10 @@ class ProfileRecorder:
 
     def _phases(self, gamma: int) -> list[dict]:
         """Per repeat: draft, verify and other seconds per iteration, prefill per row."""
-        out = []
-        for r in self._repeats(("speculative", gamma)):
+        name, out = ("speculative", gamma), []
+        for r in self._repeats(name):
             s, n = r["seconds"], r["iterations"]
-            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.calls[("speculative", gamma)],
+            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.calls[name],
                         "other": (s["total"] - s["prefill"] - s["draft"] - s["verify"]) / n})
         return out
 
