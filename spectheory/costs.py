@@ -27,7 +27,7 @@ from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvem
 from spectheory.validation import as_cost, as_count, as_probability, as_real
 
 __all__ = ["CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
-           "affine_optimal_gamma", "fit_affine", "calibrated_sequence_speedup"]
+           "affine_optimal_gamma", "calibrated_sequence_speedup"]
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -71,17 +71,6 @@ def affine_optimal_gamma(alpha, t_step, t_draft, verify_intercept, verify_slope,
     alpha = as_probability("alpha", alpha)
     best = np.maximum(optimal_gamma(alpha, c_eff, gamma_max), 1)
     return np.where(efficiency * walltime_improvement(alpha, best, c_eff) > 1, best, 0)
-
-
-def fit_affine(positions, seconds) -> tuple[float, float]:
-    """Least-squares (v0, v1) of seconds = v0 + v1 k over measured ``positions`` k and ``seconds``."""
-    k = as_real("positions", positions, low=1.0)
-    y = as_cost("seconds", seconds)
-    if k.shape != y.shape or k.ndim != 1 or len(k) < 2:
-        raise ValueError(f"positions and seconds must be two 1-d arrays of the same length >= 2, got "
-                         f"shapes {k.shape} and {y.shape}")
-    slope, intercept = np.polyfit(k, y, 1)
-    return float(intercept), float(slope)
 
 
 def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_per_iteration, *,

@@ -129,9 +129,9 @@ def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sa
                       outputs: dict) -> tuple[dict, object]:
     """The jobs of one temperature, one prompt each, in prompt order: the profile's (its autoregressive runs
     are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on CPU, where that
-    costs nothing); ``outputs[(name, row)]`` keeps each job's last generation."""
+    costs nothing); ``outputs[(gamma, row)]`` keeps each speculative job's last generation."""
     profiling, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(s.gammas),
-                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup, outputs=outputs)
+                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup)
     phases = target.device.type == "cpu"
     jobs = {}
     for row in range(len(prompts)):

@@ -152,10 +152,9 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
 
 
 def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
-                 warmup: int, batch_size: int = 1, outputs: dict | None = None) -> tuple[dict, ProfileRecorder]:
+                 warmup: int, batch_size: int = 1) -> tuple[dict, ProfileRecorder]:
     """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
-    per call (1: each prompt on its own, as the benchmark does); ``outputs[(name, row)]`` keeps each job's last
-    generation."""
+    per call (1: each prompt on its own, as the benchmark does)."""
     prompts = prompts.to(target.device)
     batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
     samples = 1 if sampling.greedy else SAMPLES
@@ -163,7 +162,6 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
                                             for j in range(samples if gamma == gamma_max else 1)]
     calls = {name: len(batches) * sum(1 for other, _, _ in runs if other == name) for name, _, _ in runs}
     recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {})
-    outputs = {} if outputs is None else outputs
 
     def job(name, gamma, sample, row):
         seed = row if gamma is None else SEED_OFFSET + samples * row + sample
@@ -177,7 +175,6 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
                 generation = generate_speculative(target, draft, batches[row], max_new_tokens=max_new_tokens,
                                                   config=SpeculativeConfig(gamma, sampling), randomness=randomness,
                                                   profile=True)
-            outputs[(name, row)] = generation
             recorder.add(name, generation.stats)
         return run
 
