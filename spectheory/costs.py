@@ -26,7 +26,10 @@ from spectheory.positional import expected_iterations_along, expected_tokens_pos
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
 from spectheory.validation import as_cost, as_count, as_probability, as_real
 
-__all__ = ["CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
+#: The ``kind`` of a cost-profile document (``spectheory profile --out``; read by ``gamma --costs``).
+PROFILE_KIND = "spectheory cost profile"
+
+__all__ = ["PROFILE_KIND", "CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
            "affine_optimal_gamma", "calibrated_sequence_speedup"]
 
 

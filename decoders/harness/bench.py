@@ -27,12 +27,12 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.harness.alpha import accepted_and_verified
-from decoders.harness.profile import call_seconds, profile_jobs
+from decoders.harness.profile import call_seconds, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.speedup import walltime_improvement
-from spectheory.timing import Timing, cpu_name, time_interleaved, time_repeats
+from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
@@ -101,13 +101,6 @@ def environment(device: torch.device | str, dtype: torch.dtype) -> dict:
     return {"device": str(device), "device_name": name, "dtype": str(dtype).replace("torch.", ""),
             "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
             "python": platform.python_version(), "platform": platform.platform()}
-
-
-def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
-    """``spectheory.timing.time_repeats`` with a CUDA synchronisation around each timed call on a GPU."""
-    device = torch.device(device)
-    synchronize = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
-    return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=synchronize)
 
 
 def _decode_all(prompts: torch.Tensor, decode) -> list:

@@ -34,13 +34,13 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
-from spectheory.timing import time_interleaved, time_repeats
+from spectheory.timing import Timing, time_interleaved, time_repeats
 
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "profile_jobs", "acceptance_by_position",
-           "outcomes_along_text", "call_seconds", "measure_profile"]
+           "outcomes_along_text", "timed", "call_seconds", "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -134,6 +134,11 @@ class ProfileRecorder:
                                         for row in texts))
 
 
+def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
+    """``spectheory.timing.time_repeats`` with the device synchronised around each timed call (CUDA)."""
+    return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(device))
+
+
 @torch.no_grad()
 def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmup: int) -> float:
     """Median seconds of one one-token forward pass with the cache, at batch 1, after ``prompt`` ``[L]``
@@ -148,7 +153,7 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
             model.forward(token, state)
         model.truncate(state, held)
 
-    return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(model.device)).median / steps
+    return timed(run, repeats=repeats, warmup=warmup, device=model.device).median / steps
 
 
 def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,

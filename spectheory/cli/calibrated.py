@@ -8,10 +8,9 @@ from pathlib import Path
 
 from spectheory.calculator import calibrated_table, format_calibrated_text
 from spectheory.cli import UsageError
-from spectheory.costs import CostProfile
+from spectheory.costs import PROFILE_KIND, CostProfile
 
 COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance")
-KIND = "spectheory cost profile"
 
 
 def load_profile(path: str) -> dict:
@@ -24,7 +23,7 @@ def load_profile(path: str) -> dict:
         document = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"cost profile {path!r} is not JSON ({error})") from None
-    if not isinstance(document, dict) or document.get("kind") != KIND or not isinstance(document.get("profile"), dict):
+    if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
     return document
 

@@ -16,11 +16,11 @@ from decoders.harness.profile import measure_profile
 from decoders.harness.runs import shipped_prompts
 from decoders.sampling import Sampling
 from spectheory.cli.options import add_device, add_dtype, names
+from spectheory.costs import PROFILE_KIND
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_positive_int
 
 DEFAULTS = BenchSettings()
-KIND = "spectheory cost profile"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     profile, spread = measure_profile(target, draft, prompts, Sampling(args.temperature), gamma_max=args.gamma_max,
                                       max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
                                       warmup=settings.warmup, batch_size=args.batch_size)
-    document = {"kind": KIND, "target": args.target or "shipped target", "draft": args.draft,
+    document = {"kind": PROFILE_KIND, "target": args.target or "shipped target", "draft": args.draft,
                 "environment": environment(target.device, model_dtype(target)), "batch_size": args.batch_size,
                 "temperature": args.temperature, "settings": settings.as_dict(), "profile": profile.as_dict(),
                 "spread": spread}
