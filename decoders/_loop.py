@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import torch
 from spectheory.validation import as_positive_int
 
-__all__ = ["as_prompts", "prefill", "Output", "PhaseTimer", "check_models", "check_room", "synchronize"]
+__all__ = ["as_prompts", "prefill", "park", "Output", "PhaseTimer", "check_models", "check_room", "synchronize"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -47,9 +47,10 @@ def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
                          f"{model.max_context} tokens")
 
 
-def prefill(model, prompts: list[list[int]], held: int = 1):
-    """A new state holding each prompt but its last ``held`` tokens (at most the whole prompt but one)."""
-    state = model.new_state(len(prompts))
+def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = None):
+    """A new state holding each prompt but its last ``held`` tokens (at most the whole prompt but one), with
+    space for ``room`` more tokens after the longest prompt (None: the model's whole context)."""
+    state = model.new_state(len(prompts), None if room is None else max(len(prompt) for prompt in prompts) + room)
     counts = torch.tensor([len(prompt) - held for prompt in prompts], device=model.device).clamp(min=0)
     width = int(counts.max())
     if width > 0:
@@ -59,6 +60,12 @@ def prefill(model, prompts: list[list[int]], held: int = 1):
             tokens[b, :len(body)] = torch.tensor(body, dtype=torch.int64)
         model.forward(tokens, state, counts)
     return state
+
+
+def park(model, state, done: torch.Tensor) -> None:
+    """Cut rows that have finished (``done: [B]`` bool) back to empty before a step: their work is discarded,
+    so they never outgrow the room their state was made with."""
+    model.truncate(state, torch.where(done, 0, state.lengths))
 
 
 class Output:

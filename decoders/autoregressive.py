@@ -27,7 +27,7 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     check_room(model, prompts, max_new_tokens, "max_new_tokens")
     timer = PhaseTimer(model.device, profile)
     with timer.phase("prefill"):
-        state = prefill(model, prompts)
+        state = prefill(model, prompts, room=max_new_tokens)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
     steps = 0
     while not output.finished:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
+from decoders._loop import Output, PhaseTimer, as_prompts, check_room, park, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
 from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
@@ -40,8 +40,8 @@ class BlockwiseGPT(nn.Module):
     def device(self) -> torch.device:
         return self.base.device
 
-    def new_state(self, batch_size: int):
-        return self.base.new_state(batch_size)
+    def new_state(self, batch_size: int, capacity: int | None = None):
+        return self.base.new_state(batch_size, capacity)
 
     def truncate(self, state, lengths) -> None:
         self.base.truncate(state, lengths)
@@ -121,13 +121,15 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     batch = len(prompts)
     rows = torch.arange(batch, device=model.device)
     with timer.phase("prefill"):
-        state = prefill(model, prompts)
+        state = prefill(model, prompts, room=max_new_tokens + model.heads)
         last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)
         heads = model.head_logits(last, state)[:, 0, :k]  # [B, k, V] after the prompt
     block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
     accepted_log, calls = [], 1
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
+        if len(active) < batch:
+            park(model, state, torch.tensor(output.done, device=model.device))
         held = state.lengths.clone()
         with timer.phase("verify"):
             heads = model.head_logits(block, state)[:, :, :k]  # [B, k, k, V], one call: verify and propose

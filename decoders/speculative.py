@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, prefill
+from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs
@@ -110,6 +110,10 @@ class SpeculativeStep:
     ``accept`` and ``correct``, then ``rollback``. Calling it runs the iteration and updates ``committed``
     in place. The planted-bug decoders of ``decoders.audit.mutants`` override one phase each."""
 
+    def room(self, config: SpeculativeConfig, max_new_tokens: int) -> int:
+        """Tokens each state must hold beyond its prompt: the new tokens and one iteration's overshoot."""
+        return max_new_tokens + config.gamma + 1
+
     def draft_probs(self, logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
         """The draft's distribution to sample from and the q the accept test uses: the same one. # [B, V] each"""
         q = adjusted_probs(logits, sampling, validate=False)
@@ -201,24 +205,12 @@ class SpeculativeStep:
 REFERENCE_STEP = SpeculativeStep()
 
 
-def start(target, draft, prompts: list[list[int]]) -> Committed:
-    """Prefill both models: the target and the draft hold each prompt but its last token."""
+def start(target, draft, prompts: list[list[int]], room: int | None = None) -> Committed:
+    """Prefill both models: the target and the draft hold each prompt but its last token, with space for
+    ``room`` more tokens (None: each model's context)."""
     tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
-    return Committed(prefill(target, prompts), prefill(draft, prompts), tail,
+    return Committed(prefill(target, prompts, room=room), prefill(draft, prompts, room=room), tail,
                      torch.ones(len(prompts), dtype=torch.int64, device=target.device))
-
-
-def _snapshot(committed: Committed) -> tuple:
-    return (committed.target_state.lengths, committed.draft_state.lengths, committed.tail, committed.draft_pending)
-
-
-def _freeze(target, draft, committed: Committed, before: tuple, done: torch.Tensor) -> None:
-    """Rows that had already finished keep their pre-step state, so they never outgrow the context."""
-    target_lengths, draft_lengths, tail, pending = before
-    target.truncate(committed.target_state, torch.where(done, target_lengths, committed.target_state.lengths))
-    draft.truncate(committed.draft_state, torch.where(done, draft_lengths, committed.draft_state.lengths))
-    committed.tail = torch.where(done[:, None], tail, committed.tail)
-    committed.draft_pending = torch.where(done, pending, committed.draft_pending)
 
 
 @torch.no_grad()
@@ -231,20 +223,20 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     if not isinstance(config, SpeculativeConfig):
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
     prompts = as_prompts(prompts, target.vocab_size)
-    room = max_new_tokens + config.gamma + 1
+    room = step.room(config, max_new_tokens)
     check_room(target, prompts, room, "max_new_tokens + gamma + 1")
     check_room(draft, prompts, room, "max_new_tokens + gamma + 1")
     output = Output(len(prompts), max_new_tokens, eos)
     timer = PhaseTimer(target.device, profile)
     with timer.phase("prefill"):
-        committed = start(target, draft, prompts)
+        committed = start(target, draft, prompts, room)
     accepted_log, betas, iterations = [], [], 0
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
-        before = _snapshot(committed) if len(active) < len(prompts) else None
+        if len(active) < len(prompts):  # only once some row has finished: no extra work while all rows generate
+            done = torch.tensor(output.done, device=target.device)
+            park(target, committed.target_state, done), park(draft, committed.draft_state, done)
         outcome = step(target, draft, committed, config, randomness, timer)
-        if before is not None:  # only once some row has finished: no extra work while all rows generate
-            _freeze(target, draft, committed, before, torch.tensor(output.done, device=target.device))
         iterations += 1
         accepted = outcome.accepted.tolist()
         check_probs(outcome.p, outcome.q)

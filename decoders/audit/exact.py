@@ -12,8 +12,10 @@ Two ways to sum the law of the first ``horizon`` new tokens:
   prefix freshly prefilled, all branches of all prefixes of one length in one batch. Fast; it trusts
   that an iteration depends on the committed prefix only, so it does not test the rollback between
   iterations.
-- ``whole_run_law``: the full generation loop, once per branch, batch size 1, so that state carried
-  across iterations (caches, their rollback, the draft's pending tokens) is covered too.
+- ``whole_run_law``: the full generation loop, once per branch, so that state carried across iterations
+  (caches, their rollback, the draft's pending tokens) is covered too. A run may decode a batch of rows
+  whose tokens it returns concatenated: the enumerator then treats the rows as one branch, and the law of
+  the batch must be ``product_law`` of the target's, which covers couplings between rows too.
 
 ``compare_laws`` holds either against ``autoregressive_law``, the target's own law computed from fresh
 forward passes over whole prefixes.
@@ -36,7 +38,7 @@ from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeS
 from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "whole_run_law",
-           "compare_laws", "lenience_bound_violations", "TOLERANCE"]
+           "product_law", "compare_laws", "lenience_bound_violations", "TOLERANCE"]
 
 Law = dict  # tuple of token ids -> probability
 TOLERANCE = 1e-9  # float64 sums over at most a few thousand branches are good to ~1e-15
@@ -118,7 +120,7 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
     for _ in range(horizon):
         prefixes = list(level)
         tokens = torch.tensor([list(prompt) + list(prefix) for prefix in prefixes], device=target.device)  # [K, L]
-        logits = target.forward(tokens, target.new_state(len(prefixes)))[:, -1]  # [K, V]
+        logits = target.forward(tokens, target.new_state(len(prefixes), tokens.shape[1]))[:, -1]  # [K, V]
         probs = adjusted_probs(logits.to(torch.float64), sampling).cpu().numpy()
         level = {prefix + (token,): level[prefix] * probs[k, token]
                  for k, prefix in enumerate(prefixes) for token in np.flatnonzero(probs[k] > 0).tolist()}
@@ -141,7 +143,7 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
             sources, scripts = list(range(len(prefixes))), [()] * len(prefixes)
             while scripts:
                 enumerator = Enumerator(scripts)
-                committed = start(target, draft, [list(prompt) + list(prefixes[s]) for s in sources])
+                committed = start(target, draft, [list(prompt) + list(prefixes[s]) for s in sources], config.gamma + 1)
                 outcome = step(target, draft, committed, config, enumerator)
                 tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
                 for row, source in enumerate(sources):
@@ -161,8 +163,9 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
 
 
 def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None) -> tuple[Law, int]:
-    """The exact law of ``run(randomness)`` (one generation of batch size 1, returning its tokens) and the
-    number of branches: the whole loop is run once along every branch of its random draws."""
+    """The exact law of ``run(randomness)`` (one generation, returning its tokens; of a batch, its rows'
+    tokens concatenated) and the number of branches: the whole loop is run once along every branch of its
+    random draws."""
     law, scripts, branches = defaultdict(float), [()], 0
     with _progress(None, "exact (whole runs)", progress) as bar:
         while scripts:
@@ -200,6 +203,16 @@ class ExactReport:
                 "largest_deviations": [{"tokens": list(tokens), "law": law, "target": target}
                                        for tokens, law, target in self.largest_deviations],
                 "tolerance": self.tolerance, "passed": self.passed}
+
+
+def product_law(law: Law, copies: int) -> Law:
+    """The law of ``copies`` independent sequences drawn from ``law``, concatenated: what the whole-run law of
+    a batch of ``copies`` rows of one prompt must be."""
+    as_positive_int("copies", copies)
+    product = {(): 1.0}
+    for _ in range(copies):
+        product = {head + tail: p * q for head, p in product.items() for tail, q in law.items()}
+    return product
 
 
 def compare_laws(law: Law, reference: Law, *, method: str, horizon: int, branches: int) -> ExactReport:

@@ -1,20 +1,25 @@
-"""Planted-bug speculative decoders: each overrides one phase of ``SpeculativeStep`` with a mistake that
-real implementations make. The audits must catch every one (tests/test_audit.py).
+"""Planted-bug speculative decoders: each overrides one phase of ``SpeculativeStep``, or the randomness
+source the decoder draws from, with a mistake that real implementations make. The audits must catch every
+one (tests/decoders/test_audit.py).
 
-Each ``Mutant`` names the sampling under which its bug changes the output law: a q computed at another
-temperature is harmless at temperature 1, filtering is harmless without top-k.
+Each ``Mutant`` names the sampling under which its bug changes the output law (a q computed at another
+temperature is harmless at temperature 1, filtering is harmless without top-k) and the exact method that
+can see it (``decoders.audit.run.METHODS``): the prefix DP sees bugs within one iteration; state carried
+between iterations needs whole runs; a coupling between the rows of a batch needs whole runs of a batch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import torch
 
+from decoders.randomness import Randomness
 from decoders.sampling import Sampling, adjusted_probs
-from decoders.speculative import SpeculativeStep, _draft_ratio
+from decoders.speculative import REFERENCE_STEP, SpeculativeStep, _draft_ratio
 
-__all__ = ["Mutant", "MUTANTS", "mutant"]
+__all__ = ["Mutant", "MUTANTS", "mutant", "OneUniformPerRow"]
 
 WRONG_LENIENCE = 0.5
 
@@ -43,6 +48,9 @@ class FilterOnTargetOnly(SpeculativeStep):
 
 
 class NoRollback(SpeculativeStep):
+    def room(self, config, max_new_tokens):
+        return (max_new_tokens + 1) * (config.gamma + 1)  # every iteration leaves gamma + 1 tokens behind
+
     def rollback(self, target, draft, committed, held_target, held_draft, accepted, gamma):
         pass  # rejected tokens stay in both caches
 
@@ -80,12 +88,74 @@ class SilentLenience(SpeculativeStep):
         return super().accept(ratio, proposed, replace(config, lenience=WRONG_LENIENCE), randomness)
 
 
+class CopiesPreviousToken(SpeculativeStep):
+    def correct(self, weights, drafted, proposed, accepted, randomness):
+        drawn = super().correct(weights, drafted, proposed, accepted, randomness)
+        previous = drafted[torch.arange(len(accepted), device=drafted.device), (accepted - 1).clamp(min=0)]
+        return torch.where(accepted > 0, previous, drawn)  # read one position early
+
+
+class BonusFromLastDraftPosition(SpeculativeStep):
+    def next_weights(self, p, q, accepted, proposed):
+        return super().next_weights(p, q, accepted.clamp(max=q.shape[1] - 1), proposed)  # position gamma, not gamma + 1
+
+
+class BatchMinimumRollback(SpeculativeStep):
+    def accept(self, ratio, proposed, config, randomness):
+        accepted = super().accept(ratio, proposed, config, randomness)
+        return accepted.min().expand_as(accepted)  # every row cut back to the batch's fewest accepted tokens
+
+
+class OneUniformPerRow:
+    """A randomness source with one uniform U per row that answers every draw of the row by inverse CDF at
+    U, as a cached draw or shared random state does. It is built from U's conditional law, so it runs over
+    any ``Randomness`` (seeded draws for the statistical audit, the exact audit's enumerator): given the
+    outcomes so far U is uniform on [low, high); a draw cuts that interval at the draw's CDF values, picks a
+    piece with probability proportional to its length (one draw of ``inner``) and keeps it. Every draw has
+    its batch first (``[N, ...]``), as the decoders' draws do."""
+
+    def __init__(self, inner: Randomness) -> None:
+        self.inner = inner
+        self.low: torch.Tensor | None = None  # [N] float64
+        self.high: torch.Tensor | None = None
+
+    def _uniform(self, cuts: torch.Tensor) -> torch.Tensor:
+        """``cuts: [N, K]`` points in [0, 1] -> U's value for this draw ``[N]``, inside the piece drawn."""
+        if self.low is None:
+            self.low, self.high = torch.zeros_like(cuts[:, 0]), torch.ones_like(cuts[:, 0])
+        inside = torch.minimum(torch.maximum(cuts, self.low[:, None]), self.high[:, None])
+        edges = torch.cat([self.low[:, None], inside, self.high[:, None]], dim=1).sort(dim=1).values  # [N, K + 2]
+        piece = self.inner.categorical(edges.diff(dim=1))  # [N], by length: empty pieces are never drawn
+        rows = torch.arange(len(piece), device=piece.device)
+        self.low, self.high = edges[rows, piece], edges[rows, piece + 1]
+        return (self.low + self.high) / 2
+
+    def categorical(self, probs: torch.Tensor) -> torch.Tensor:
+        flat = probs.reshape(probs.shape[0], -1, probs.shape[-1]).to(torch.float64)  # [N, m, V]
+        cdf = flat.cumsum(dim=-1) / flat.sum(dim=-1, keepdim=True)
+        u = self._uniform(cdf.flatten(1))  # [N]
+        index = (cdf <= u[:, None, None]).sum(dim=-1)  # [N, m], the first CDF entry above u
+        return index.clamp(max=probs.shape[-1] - 1).reshape(probs.shape[:-1])
+
+    def bernoulli(self, probs: torch.Tensor) -> torch.Tensor:
+        p = probs.reshape(probs.shape[0], -1).to(torch.float64).clamp(0.0, 1.0)  # [N, m]
+        return (self._uniform(p)[:, None] < p).reshape(probs.shape)
+
+
+def _same_source(randomness: Randomness) -> Randomness:
+    return randomness
+
+
 @dataclass(frozen=True)
 class Mutant:
+    """A planted bug: the iteration ``step`` runs over ``source(randomness)``."""
+
     name: str
     bug: str
-    step: SpeculativeStep
+    step: SpeculativeStep = REFERENCE_STEP
     shows_with: Sampling = Sampling(1.0)
+    exact: str = "dp"  # the exact method that sees it
+    source: Callable[[Randomness], Randomness] = _same_source
 
 
 MUTANTS = (
@@ -96,7 +166,7 @@ MUTANTS = (
            "samples at 0.7", DraftTestedAtTemperatureOne(), Sampling(0.7)),
     Mutant("filter-on-target-only", "top-k is applied to the draft's sampling but not to the q of the accept "
            "test", FilterOnTargetOnly(), Sampling(1.0, top_k=2)),
-    Mutant("no-rollback", "rejected tokens are never cut from the caches", NoRollback()),
+    Mutant("no-rollback", "rejected tokens are never cut from the caches", NoRollback(), exact="whole-run"),
     Mutant("verify-one-late", "x_i is tested against p_{i+1} instead of p_i", VerifiedOnePositionLate()),
     Mutant("rejected-token-kept", "after a rejection the rejected draft token is emitted instead of a "
            "residual sample", RejectedTokenKept()),
@@ -105,6 +175,14 @@ MUTANTS = (
            "from p_{gamma+1}", BonusFromDraft()),
     Mutant("silent-lenience", f"lenience {WRONG_LENIENCE} is applied while the configuration says 1",
            SilentLenience()),
+    Mutant("uniform-per-row", "one uniform per row answers every draw of the row, across iterations (a cached "
+           "draw, shared random state)", exact="whole-run", source=OneUniformPerRow),
+    Mutant("copies-previous", "after an accepted draft token the next token repeats the one before it (an "
+           "off-by-one in the position read) instead of the residual or bonus sample", CopiesPreviousToken()),
+    Mutant("bonus-from-last-draft-position", "after full acceptance the bonus token is drawn from the residual at "
+           "the last draft position, not from p_{gamma+1}", BonusFromLastDraftPosition()),
+    Mutant("batch-min-rollback", "every row of the batch is cut back to the batch's fewest accepted tokens, and "
+           "the token after them drawn as if rejected there", BatchMinimumRollback(), exact="batch"),
 )
 
 

@@ -18,7 +18,8 @@ from spectheory.validation import as_non_negative_int, as_positive_int
 __all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair"]
 
 DECODERS = ("speculative", "autoregressive")
-METHODS = ("dp", "whole-run")  # exact enumeration: prefix dynamic programme, or the whole generation loop
+METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
+BATCH_ROWS = 2  # the batch method's rows, each a copy of the prompt
 SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
@@ -89,12 +90,17 @@ def _models(request: AuditRequest) -> tuple:
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
-    reference = exact.autoregressive_law(target, list(request.prompt), config.sampling, request.horizon)
-    method = request.exact if request.decoder == "speculative" else "whole-run"  # the DP is speculative's
+    prompt = list(request.prompt)
+    reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
+    method = "whole-run" if request.exact == "dp" and request.decoder != "speculative" else request.exact
     if method == "dp":
-        law, branches = exact.speculative_law(target, draft, list(request.prompt), config, request.horizon, step=step)
+        law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step)
+    elif method == "whole-run":
+        law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0])
     else:
-        law, branches = exact.whole_run_law(lambda randomness: generate([list(request.prompt)], randomness)[0])
+        law, branches = exact.whole_run_law(
+            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()))
+        reference = exact.product_law(reference, BATCH_ROWS)
     report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
     return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
                     f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total "
@@ -111,12 +117,14 @@ def _statistical_summary(report) -> str:
 def run_audit(request: AuditRequest) -> AuditOutcome:
     """Build the request's models and decoder, then audit it exactly or statistically."""
     config = SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
-    step = REFERENCE_STEP if request.mutant is None else mutant(request.mutant).step
+    bug = None if request.mutant is None else mutant(request.mutant)
     request, target, draft, batch = _models(request)
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
+    step = REFERENCE_STEP if bug is None else bug.step
     if request.decoder == "speculative":
-        generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step)
+        generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
+                                          source=None if bug is None else bug.source)
         described = (f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "
                      f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}")
     else:

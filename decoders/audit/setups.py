@@ -2,11 +2,15 @@
 
 The tiny models are small enough for exact enumeration (vocabulary <= 5) and have peaked, varied
 conditionals, so that a wrong sampler moves visible mass. Everything is float64: the exact audit compares
-laws to 1e-9, beyond float32's resolution.
+laws to 1e-9, beyond float32's resolution. The "order0" target's conditionals do not depend on the prefix
+(bugs that couple positions cannot hide behind the target's own dependence there), and the "close" draft
+is a perturbed copy of its target that accepts most draft tokens, so that the paths after a fully
+accepted iteration are exercised often.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Callable, Sequence
 
 import torch
@@ -22,9 +26,12 @@ from spectheory.validation import as_int
 
 __all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run"]
 
-TARGETS = ("tabular", "tinygpt")
-DRAFTS = ("tabular", "tinygpt", "ngram", "copy", "random")
+TARGETS = ("tabular", "tinygpt", "order0")
+DRAFTS = ("tabular", "tinygpt", "ngram", "copy", "random", "close")
 EMBEDDING_STD = 0.3  # peaked but varied conditionals at this size (a fresh TinyGPT's are nearly uniform)
+ORDER0_SHARPNESS = 1.0  # logits N(0, 1): the order-0 table's seed-0 conditional is far from one-hot
+CLOSE_LOGIT_STD = 1.0  # the close draft of a table: its logits plus N(0, 1) noise
+CLOSE_WEIGHT_STD = 0.15  # the close draft of a TinyGPT: its weights plus N(0, 0.15^2) noise
 
 
 def _tiny_gpt(vocab_size: int, seed: int, d_model: int, dtype: torch.dtype) -> TinyGPT:
@@ -41,10 +48,14 @@ def _check_vocabulary(vocab_size: int) -> None:
 
 
 def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = torch.float64):
-    """A tabular (order 2) or TinyGPT target; float32 suffices for statistical audits and is faster."""
+    """A tabular (order 2), TinyGPT or order-0 tabular target; float32 suffices for statistical audits and
+    is faster."""
     _check_vocabulary(vocab_size)
     if kind == "tabular":
         return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 2, dtype=dtype)
+    if kind == "order0":
+        return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 0, sharpness=ORDER0_SHARPNESS,
+                                   dtype=dtype)
     if kind == "tinygpt":
         return _tiny_gpt(vocab_size, seed, 16, dtype)
     raise ValueError(f"target must be one of {TARGETS}, got {kind!r}")
@@ -52,7 +63,7 @@ def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = 
 
 def tiny_draft(kind: str, target, seed: int = 1, dtype: torch.dtype = torch.float64):
     """A draft for ``target``: an order-1 table, a smaller TinyGPT, a bigram fitted on the target's
-    samples, the copy draft (prompt lookup) or the uniform random draft."""
+    samples, the copy draft (prompt lookup), the uniform random draft, or a close copy of the target."""
     vocab_size = target.vocab_size
     if kind == "tabular":
         return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 1, dtype=dtype)
@@ -68,15 +79,34 @@ def tiny_draft(kind: str, target, seed: int = 1, dtype: torch.dtype = torch.floa
         return CopyDraft(vocab_size, dtype=dtype)
     if kind == "random":
         return UniformModel(vocab_size, dtype=dtype)
+    if kind == "close":
+        return _close_draft(target, torch.Generator().manual_seed(seed), dtype)
     raise ValueError(f"draft must be one of {DRAFTS}, got {kind!r}")
 
 
+@torch.no_grad()
+def _close_draft(target, generator: torch.Generator, dtype: torch.dtype):
+    """The target with seeded noise on its logit table or its weights (acceptance in the module docstring
+    of tests/decoders/test_audit.py)."""
+    if isinstance(target, TabularModel):
+        noise = torch.randn(target.table.shape, generator=generator, dtype=torch.float64)
+        return TabularModel((target.table.to(torch.float64) + CLOSE_LOGIT_STD * noise).to(dtype), target.order)
+    if isinstance(target, TinyGPT):
+        draft = copy.deepcopy(target).to(torch.float64)
+        for parameter in draft.parameters():
+            parameter.add_(torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * CLOSE_WEIGHT_STD)
+        return draft.to(dtype).eval()
+    raise ValueError(f"the close draft needs a tabular or TinyGPT target, got {type(target).__name__}")
+
+
 def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
-                    step: SpeculativeStep = REFERENCE_STEP) -> Callable[[list, Randomness], tuple]:
-    """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row."""
+                    step: SpeculativeStep = REFERENCE_STEP,
+                    source: Callable[[Randomness], Randomness] | None = None) -> Callable[[list, Randomness], tuple]:
+    """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row,
+    drawing from ``source(randomness)`` when a source is given (a planted randomness bug)."""
     def generate(prompts, randomness):
         return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config,
-                                    randomness=randomness, step=step).tokens
+                                    randomness=randomness if source is None else source(randomness), step=step).tokens
     return generate
 
 

@@ -3,18 +3,36 @@
 ``audit_sampler`` draws n continuations and tests them with the sequential randomized probability
 integral transform: for token y_t after prefix y_<t, u = F_t(y_t - 1) + V p_t(y_t) with V ~ U(0, 1),
 where p_t is the target's adjusted conditional and F_t its CDF under a token ordering. Exactly when the
-sampler draws from the target, every u is U(0, 1), independently across positions and samples
-(Rosenblatt's transform). Each position is tested with Kolmogorov-Smirnov under three orderings: by
-token id, by target probability, and by draft/target ratio when a draft is given (the ratio is where
-the classic q-mismatch bugs move mass). A G-test on the joint law of the first tokens (exact from the
-target, when the table is small enough for n) and a support check (a token of target probability 0
-refutes the sampler outright) complete it. The combined p-value is Bonferroni's over all tests.
+sampler draws from the target, the u_t are i.i.d. U(0, 1) across positions and samples (Rosenblatt's
+transform), so the audit tests both halves of that statement under three orderings (by token id, by
+target probability, and by draft/target ratio when a draft is given, where the classic q-mismatch bugs
+move mass):
+
+- uniformity: each position with Kolmogorov-Smirnov;
+- independence: every pair of positions s < t by the correlation of the normal scores z = Phi^-1(u)
+  (sqrt(n) r_st is N(0, 1) under the null), and each row's combined score S = sum_t z_t / sqrt(T), whose
+  sum of squares over the rows is chi-square with n degrees of freedom under the null.
+
+A G-test on the joint law of the first tokens (exact from the target, when the table is small enough for
+n) and a support check (a token of target probability 0 refutes the sampler outright) complete it. The
+combined p-value is Bonferroni's over all tests.
+
+Why these dependence tests. Normal-score correlation is the locally most powerful rank test against a
+Gaussian-copula dependence and needs only the [n, T] matrix of u (no table of V^2 cells, so it works at
+any vocabulary); testing every pair, not only neighbours, reaches a position that copies a much earlier
+one. The row statistic adds power against dependence spread over all pairs (shared random state): with
+mean pairwise correlation rho it inflates E[S^2] to 1 + (T - 1) rho, so its power grows with the horizon.
+The G-test sees any dependence among the first k tokens but only where V^k * 5 <= n (k = 1 for a
+98-token vocabulary at n = 20,000); the pair tests are what covers longer horizons and large vocabularies.
 
 Power: a deviation at one position whose excess mass is contiguous in one of the orderings (e.g. mass
 moved to the likeliest tokens, what a temperature or filtering bug does) shifts that position's PIT
 CDF by exactly its total variation. ``detectable_tv`` is the smallest such total variation detected with
 probability >= 90% at this n and level: the KS critical value plus 1.2816 times the largest standard
 deviation of an empirical CDF (1/2), over sqrt(n) (Kolmogorov's asymptotic tail 2 exp(-2 n d^2)).
+``detectable_correlation`` is the same for a normal-score correlation between two positions:
+(z_{1 - level / (2 tests)} + 1.2816) / sqrt(n); ``detectable_mean_correlation`` for the row statistic,
+sqrt(2) (z_{1 - level / (2 tests)} + 1.2816) / ((T - 1) sqrt(n)).
 """
 
 from __future__ import annotations
@@ -26,25 +44,29 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-from scipy import stats
+from scipy import special, stats
 
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import Sampling, adjusted_probs
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv"]
+__all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv", "detectable_correlation",
+           "detectable_mean_correlation", "dependence_p_values"]
 
 ORDERINGS = ("id", "target_probability", "draft_ratio")
 POWER_Z = 1.2815515655446004  # the standard normal's 0.9 quantile
 MIN_EXPECTED = 5.0  # G-test cells expected to hold fewer samples are pooled
-CHUNK = 4096
+SCORE_CLIP = 2.0 ** -53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 has probability 0)
+CHUNK = 1024  # sequences per forward pass: bounded memory, and still large matrix products
 
 
 @dataclass(frozen=True)
 class AuditReport:
     """``p_value`` is the Bonferroni combination of every test (``tests`` of them); ``passed`` when it is at
-    least ``level``. ``test_p_values`` holds each test's own p-value (per ordering: its smallest
-    per-position p times the horizon), ``position_p_values`` the per-ordering, per-position KS p-values."""
+    least ``level``. ``test_p_values`` holds each test's own p-value (per ordering: the smallest per-position
+    KS p times the horizon, the smallest pair p times the pairs, and the row test), ``position_p_values``
+    the per-ordering, per-position KS p-values, ``strongest_pairs`` per ordering the pair of positions with
+    the largest |normal-score correlation| as (s, t, correlation)."""
 
     passed: bool
     p_value: float
@@ -54,17 +76,22 @@ class AuditReport:
     tests: int
     test_p_values: dict
     position_p_values: dict
+    strongest_pairs: dict
     joint_tokens: int  # length of the prefix whose joint law was G-tested (0: none)
     impossible_tokens: int  # sampled tokens of target probability 0
     detectable_tv: float
+    detectable_correlation: float | None  # None: a horizon of 1 has no pairs
+    detectable_mean_correlation: float | None
     seconds: float
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
                 "horizon": self.horizon, "tests": self.tests, "test_p_values": dict(self.test_p_values),
                 "position_p_values": {k: list(v) for k, v in self.position_p_values.items()},
+                "strongest_pairs": {k: list(v) for k, v in self.strongest_pairs.items()},
                 "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
-                "detectable_tv": self.detectable_tv, "seconds": self.seconds}
+                "detectable_tv": self.detectable_tv, "detectable_correlation": self.detectable_correlation,
+                "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds}
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -73,13 +100,38 @@ def detectable_tv(n: int, tests: int, level: float) -> float:
     return (critical + POWER_Z * 0.5) / math.sqrt(n)
 
 
+def detectable_correlation(n: int, tests: int, level: float) -> float:
+    """The normal-score correlation between two positions detected with 90% power (module docstring)."""
+    return (float(stats.norm.isf(level / (2 * tests))) + POWER_Z) / math.sqrt(n)
+
+
+def detectable_mean_correlation(n: int, tests: int, level: float, horizon: int) -> float:
+    """The mean pairwise normal-score correlation the row statistic detects with 90% power."""
+    return math.sqrt(2) * detectable_correlation(n, tests, level) / (horizon - 1)
+
+
+def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
+    """Independence across positions of PIT values ``u: [n, T]`` (T >= 2): the two-sided p-value of every
+    pair s < t (``np.triu_indices`` order), the row statistic's, and the strongest pair (s, t, r)."""
+    n, horizon = u.shape
+    z = special.ndtri(np.clip(u, SCORE_CLIP, 1 - SCORE_CLIP))  # [n, T], i.i.d. N(0, 1) under the null
+    correlation = z.T @ z / n  # [T, T]: known mean 0 and variance 1, so sqrt(n) r_st has variance 1
+    first, second = np.triu_indices(horizon, 1)
+    pairs = correlation[first, second]
+    pair_p = 2 * stats.norm.sf(math.sqrt(n) * np.abs(pairs))
+    rows = float(np.sum(z.sum(axis=1) ** 2) / horizon)  # chi-square(n) under the null
+    row_p = min(1.0, 2 * min(float(stats.chi2.cdf(rows, n)), float(stats.chi2.sf(rows, n))))
+    strongest = int(np.argmax(np.abs(pairs)))
+    return pair_p, row_p, (int(first[strongest]), int(second[strongest]), float(pairs[strongest]))
+
+
 @torch.no_grad()
 def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
     one forward pass. Rows where the model has no finite logit (a draft with no proposal) are all zeros."""
     prompt = torch.as_tensor(list(prompt), dtype=torch.int64)
     tokens = torch.cat([prompt.expand(len(continuations), -1), continuations.cpu()], dim=1).to(model.device)
-    logits = model.forward(tokens[:, :-1], model.new_state(len(tokens)))[:, len(prompt) - 1:]  # [b, T, V]
+    logits = model.forward(tokens[:, :-1], model.new_state(len(tokens), tokens.shape[1]))[:, len(prompt) - 1:]  # [b, T, V]
     finite = torch.isfinite(logits).any(dim=-1, keepdim=True)
     probs = adjusted_probs(torch.where(finite, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
     return torch.where(finite, probs, 0.0).cpu()
@@ -155,17 +207,26 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     orderings = ORDERINGS if draft is not None else ORDERINGS[:2]
     p_y, ahead = _pit_terms(target, draft, prompt, tokens, sampling, orderings)  # [n, T] each
     noise = torch.rand(n, horizon, generator=generator, dtype=torch.float64)
-    position_p = {}
+    raw, test_p, position_p, strongest = [], {}, {}, {}
     for order in orderings:
         u = (ahead[order] + noise * p_y).clamp(0.0, 1.0).numpy()  # [n, T], i.i.d. U(0, 1) under the target
         position_p[order] = tuple(float(stats.kstest(u[:, t], "uniform").pvalue) for t in range(horizon))
+        raw.extend(position_p[order])
+        test_p[f"pit_{order}"] = min(1.0, horizon * min(position_p[order]))
+        if horizon > 1:
+            pair_p, row_p, strongest[order] = dependence_p_values(u)
+            raw.extend(pair_p.tolist() + [row_p])
+            test_p[f"pairs_{order}"] = min(1.0, len(pair_p) * float(pair_p.min()))
+            test_p[f"rows_{order}"] = row_p
     joint_tokens, joint_p = _joint_test(tokens.numpy(), target, prompt, sampling, n)
     impossible = int((p_y <= 0).sum())
-    raw = [value for values in position_p.values() for value in values] + [joint_p]
+    raw.append(joint_p)
     tests = len(raw) + 1  # and the support check
-    test_p = {f"pit_{order}": min(1.0, horizon * min(values)) for order, values in position_p.items()}
     test_p["joint_first_tokens"] = joint_p
     test_p["support"] = 0.0 if impossible else 1.0
     combined = 0.0 if impossible else min(1.0, tests * min(raw))
-    return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, joint_tokens,
-                       impossible, detectable_tv(n, tests, level), time.perf_counter() - started)
+    pairs_power = (detectable_correlation(n, tests, level), detectable_mean_correlation(n, tests, level, horizon)) \
+        if horizon > 1 else (None, None)
+    return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, strongest,
+                       joint_tokens, impossible, detectable_tv(n, tests, level), *pairs_power,
+                       time.perf_counter() - started)

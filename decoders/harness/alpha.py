@@ -66,8 +66,8 @@ def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Samplin
     """(p, q, proposed) at each position of ``windows`` ``[B, L]`` after the first ``skip``: the adjusted
     distributions ``[B, L - skip, V]`` and where the draft proposes a token ``[B, L - skip]``."""
     windows = windows.to(target.device)
-    p = adjusted_probs(target.forward(windows, target.new_state(len(windows)))[:, skip - 1:-1], sampling)
-    draft_logits = draft.forward(windows, draft.new_state(len(windows)))[:, skip - 1:-1]  # [B, L - skip, V]
+    p = adjusted_probs(target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1], sampling)
+    draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
     proposed = torch.isfinite(draft_logits).any(dim=-1)
     q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
     return p, q, proposed

@@ -27,8 +27,8 @@ class LanguageModel(Protocol):
     max_context: int | None  # None: unbounded
     device: torch.device
 
-    def new_state(self, batch_size: int) -> ModelState:
-        """An empty state for ``batch_size`` rows."""
+    def new_state(self, batch_size: int, capacity: int | None = None) -> ModelState:
+        """An empty state for ``batch_size`` rows of at most ``capacity`` tokens (None: the model's context)."""
 
     def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``[B, S, V]`` for the new tokens ``[B, S]``; appends ``counts`` (default: all S) per row."""
@@ -38,16 +38,19 @@ class LanguageModel(Protocol):
 
 
 def check_step(model: LanguageModel, tokens: torch.Tensor, state: ModelState,
-               counts: torch.Tensor | None) -> torch.Tensor:
-    """Validates a forward call; returns ``counts`` as an int64 tensor on the model's device."""
+               counts: torch.Tensor | None, capacity: int | None = None) -> torch.Tensor:
+    """Validates a forward call against the model's context, or the state's ``capacity`` when it has one;
+    returns ``counts`` as an int64 tensor on the model's device."""
     if tokens.dim() != 2 or tokens.shape[0] != state.lengths.shape[0]:
         raise ValueError(f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, "
                          f"got {tuple(tokens.shape)}")
     if counts is None:
         counts = torch.full_like(state.lengths, tokens.shape[1])
-    if model.max_context is not None and bool((state.lengths + counts > model.max_context).any()):
-        raise ValueError(f"sequence length {int((state.lengths + counts).max())} exceeds the model's context "
-                         f"of {model.max_context} tokens")
+    limit, what = model.max_context, "the model's context"
+    if capacity is not None and (limit is None or capacity < limit):
+        limit, what = capacity, "the state's capacity"
+    if limit is not None and bool((state.lengths + counts > limit).any()):
+        raise ValueError(f"sequence length {int((state.lengths + counts).max())} exceeds {what} of {limit} tokens")
     return counts
 
 

@@ -40,7 +40,8 @@ class HFCausalLM:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def new_state(self, batch_size: int) -> HFState:
+    def new_state(self, batch_size: int, capacity: int | None = None) -> HFState:
+        """The cache grows with the sequences, so ``capacity`` needs no allocation up front."""
         return HFState(torch.zeros(batch_size, 0, dtype=torch.int64, device=self.device),
                        torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 

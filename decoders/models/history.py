@@ -41,8 +41,9 @@ class HistoryModel:
         self.device = torch.device(device)
         self.dtype = dtype  # of the logits (float64 for the exact audits)
 
-    def new_state(self, batch_size: int) -> HistoryState:
-        return HistoryState(torch.zeros(batch_size, 64, dtype=torch.int64, device=self.device),
+    def new_state(self, batch_size: int, capacity: int | None = None) -> HistoryState:
+        """The history buffer starts at ``capacity`` tokens (default 64) and grows when needed."""
+        return HistoryState(torch.zeros(batch_size, capacity or 64, dtype=torch.int64, device=self.device),
                             torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 
     def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None) -> torch.Tensor:

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from decoders.models.base import check_step, check_truncate
-from spectheory.validation import positive_int_fields
+from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
 
@@ -39,13 +39,18 @@ class TinyGPTConfig:
 
 @dataclass
 class KVState:
-    """Keys and values ``[layers, B, H, max_context + 1, d_head]`` each (the last slot takes the writes
-    of padding positions), and ``lengths: [B]`` tokens held."""
+    """Keys and values ``[layers, B, H, capacity + 1, d_head]`` each (the last slot takes the writes of
+    padding positions), and ``lengths: [B]`` tokens held."""
 
     keys: torch.Tensor
     values: torch.Tensor
     lengths: torch.Tensor
     bound: int = 0  # a host-side upper bound on lengths.max(), so that forward needs no synchronisation
+
+    @property
+    def capacity(self) -> int:
+        """Tokens a row can hold: the cache's slots but the spare last one."""
+        return self.keys.shape[3] - 1
 
     def clone(self) -> "KVState":
         return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone(), self.bound)
@@ -65,16 +70,18 @@ class _Block(nn.Module):
 
     def forward(self, x, layer_keys=None, layer_values=None, write_at=None, mask=None):
         """x: [B, S, D]; layer caches [B, H, L, Dh]; write_at: [B, S] positions; mask: [B, 1, S, K].
-        Without caches, causal attention over x alone (training: no in-place writes under autograd)."""
+        Without caches, causal attention over x alone (training: no in-place writes under autograd); with
+        caches but no mask (an empty cache), the new keys are written and attention is causal over x."""
         batch, new, width = x.shape
         q, k, v = self.qkv(self.norm_attention(x)).split(width, dim=-1)
         q, k, v = (t.view(batch, new, self.n_head, -1).transpose(1, 2) for t in (q, k, v))  # [B, H, S, Dh]
-        if layer_keys is None:
-            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, Dh]
-        else:
+        if layer_keys is not None:
             index = write_at[:, None, :, None].expand(-1, self.n_head, -1, k.shape[-1])
             layer_keys.scatter_(2, index, k)
             layer_values.scatter_(2, index, v)
+        if mask is None:
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, Dh]
+        else:
             keys, values = layer_keys[:, :, :mask.shape[-1]], layer_values[:, :, :mask.shape[-1]]
             attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # [B, H, S, Dh]
         x = x + self.dropout(self.project(attended.transpose(1, 2).reshape(batch, new, width)))
@@ -113,9 +120,12 @@ class TinyGPT(nn.Module):
                 parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
         return self
 
-    def new_state(self, batch_size: int) -> KVState:
+    def new_state(self, batch_size: int, capacity: int | None = None) -> KVState:
+        """An empty cache for rows of at most ``capacity`` tokens (default and at most the context): short
+        sequences allocate what they need, not the full context per row."""
         c = self.config
-        shape = (c.n_layer, batch_size, c.n_head, c.max_context + 1, c.d_model // c.n_head)
+        slots = c.max_context if capacity is None else min(as_positive_int("capacity", capacity), c.max_context)
+        shape = (c.n_layer, batch_size, c.n_head, slots + 1, c.d_model // c.n_head)
         dtype = self.embed.weight.dtype
         return KVState(torch.zeros(shape, device=self.device, dtype=dtype),
                        torch.zeros(shape, device=self.device, dtype=dtype),
@@ -124,9 +134,10 @@ class TinyGPT(nn.Module):
     def hidden(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         """Final-layer states ``[B, S, D]`` of the new tokens; appends ``counts`` tokens per row to ``state``."""
         batch, new = tokens.shape
-        if state.bound + new > self.max_context or tokens.device.type == "cpu":
+        capacity = state.capacity
+        if state.bound + new > capacity or tokens.device.type == "cpu":
             # Exact checks cost a host synchronisation on an accelerator: only when the bound says it may fail.
-            counts = check_step(self, tokens, state, counts)
+            counts = check_step(self, tokens, state, counts, capacity)
             if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
                 raise ValueError(f"tokens must be in [0, {self.vocab_size}), got "
                                  f"{tokens.min().item()}..{tokens.max().item()}")
@@ -135,10 +146,12 @@ class TinyGPT(nn.Module):
         offsets = torch.arange(new, device=self.device)
         positions = state.lengths[:, None] + offsets  # [B, S], absolute positions
         # Padding positions (s >= counts[b]) write into the spare last slot, never into the row.
-        write_at = torch.where(offsets < counts[:, None], positions, self.max_context)
-        visible = min(state.bound + new, self.max_context)  # keys past a row's end are masked anyway
-        key_positions = torch.arange(visible, device=self.device)
-        mask = (key_positions[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, S, K]
+        write_at = torch.where(offsets < counts[:, None], positions, capacity)
+        visible = min(state.bound + new, capacity)  # keys past a row's end are masked anyway
+        mask = None  # an empty cache: causal attention over the new tokens (padding comes last, after them)
+        if state.bound > 0:
+            key_positions = torch.arange(visible, device=self.device)
+            mask = (key_positions[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, S, K]
         x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], write_at, mask)
@@ -169,4 +182,4 @@ class TinyGPT(nn.Module):
 
     def logits_of_sequences(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits ``[B, S, V]`` of whole sequences from an empty cache (training and tests)."""
-        return self(tokens, self.new_state(tokens.shape[0]))
+        return self(tokens, self.new_state(tokens.shape[0], tokens.shape[1]))

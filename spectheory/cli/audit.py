@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
     parser.add_argument("--exact", nargs="?", const=METHODS[0], choices=METHODS,
-                        help="enumerate exactly instead: dp (prefix dynamic programme, default) or whole-run")
+                        help="enumerate exactly instead: dp (prefix dynamic programme, default), whole-run, or batch "
+                             "(whole runs of two rows of the prompt, against the product of the target's law)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -17,8 +17,9 @@ def test_audit_cli_exit_status_and_json(capsys):
     assert main(["audit", "--mutant", "residual-from-p", "--n", "5000", "--horizon", "3", "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert not document["passed"] and document["p_value"] < 1e-4 and document["n"] == 5000
-    assert set(document["test_p_values"]) == {"pit_id", "pit_target_probability", "pit_draft_ratio",
-                                              "joint_first_tokens", "support"}
+    assert set(document["test_p_values"]) == {f"{test}_{order}" for test in ("pit", "pairs", "rows") for order in
+                                              ("id", "target_probability", "draft_ratio")} | {"joint_first_tokens",
+                                                                                               "support"}
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -4,6 +4,24 @@ their calibration.
 Exact audits compare laws to 1e-9 (``TOLERANCE``); a deviation counts as caught above 1e-6. Statistical
 audits use fixed seeds: a correct decoder fails one at level ``LEVEL`` with probability at most 1e-4
 (Bonferroni), and a mutant counts as caught at p < 1e-4.
+
+The fixture pairs and their acceptance (alpha, the mean of sum min(p, q) at verified positions, measured
+over 2000 rows x 8 tokens at gamma 2, T = 1, seed 0; "full" is the share of iterations that accept both
+draft tokens, where a bonus token is drawn):
+
+    target       draft     alpha  full       target       draft    alpha  full
+    tabular V=5  tabular   0.342  0.126      tinygpt V=5  tabular  0.063  0.004
+    tabular V=5  tinygpt   0.406  0.148      tinygpt V=5  close    0.779  0.608
+    tabular V=5  ngram     0.580  0.342      tinygpt V=3  tabular  0.113  0.019
+    tabular V=5  copy      0.314  0.073      tinygpt V=3  copy     0.914  0.630
+    tabular V=5  random    0.531  0.266      tinygpt V=3  tinygpt  0.736  0.540
+    tabular V=5  close     0.800  0.655      tinygpt V=3  close    0.883  0.784
+    order0 V=5   close     0.939  0.884      order0 V=3   close    0.953  0.907
+    order0 V=5   tabular   0.185  0.016      order0 V=3   tabular  0.523  0.287
+
+The tabular draft of the TinyGPT target (the original mutant fixture) almost never accepts both tokens,
+so bugs on the full-acceptance path are tested on the close pairs (``test_close_pairs_accept_most_tokens``
+holds them to alpha >= 0.7).
 """
 
 import itertools
@@ -16,19 +34,21 @@ from scipy import stats
 from decoders.audit.exact import (TOLERANCE, Enumerator, autoregressive_law, compare_laws, lenience_bound_violations,
                                   speculative_law, whole_run_law)
 from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.run import AuditRequest, run_audit
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
-from decoders.randomness import TorchRandomness
+from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
 
 SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
              "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}
 PROMPT = [1, 2]
 CAUGHT = 1e-6
 STATISTICAL_N = 50_000  # the issue's bound for catching every mutant
+NEW_MUTANT_N = 20_000
 MUTANT_GAMMA, MUTANT_HORIZON = 2, 4
 
 
@@ -59,7 +79,8 @@ def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind
 
 
 @pytest.mark.parametrize("target_kind, draft_kind, gamma", [("tinygpt", "tabular", 2), ("tinygpt", "copy", 1),
-                                                            ("tinygpt", "tinygpt", 1), ("tabular", "ngram", 1)])
+                                                            ("tinygpt", "tinygpt", 1), ("tabular", "ngram", 1),
+                                                            ("order0", "close", 2)])
 def test_exact_whole_run_law_against_autoregressive(target_kind, draft_kind, gamma):
     """The full loop, caches and rollback included, along every branch (V = 3, T = 3: several iterations,
     some after a fully accepted one)."""
@@ -100,33 +121,53 @@ def test_exact_blockwise_criteria_against_greedy_target(gpt_target):
         assert report.passed == exact and (exact or report.max_abs_difference > CAUGHT), (config, report.as_dict())
 
 
-def mutant_models(gpt_target):
-    return gpt_target, tiny_draft("tabular", gpt_target)
+ORIGINAL_MUTANTS = MUTANTS[:10]  # on the TinyGPT target with the tabular draft since the first audits
+NEW_MUTANTS = MUTANTS[10:]  # bugs that couple positions or rows, or act after full acceptance
+CLOSE_FIXTURES = (("order0", 5), ("tinygpt", 5))  # V = 3 for the whole-run methods
 
 
-@pytest.mark.parametrize("bug", MUTANTS, ids=lambda bug: bug.name)
-def test_mutant_caught_by_exact_audit(gpt_target, bug):
-    """The prefix DP for bugs within an iteration; whole runs for the one between iterations (no rollback),
-    which the DP, prefilling every prefix afresh, cannot see."""
-    target, draft = mutant_models(gpt_target)
-    config = SpeculativeConfig(MUTANT_GAMMA, bug.shows_with)
-    if bug.name == "no-rollback":
-        small_target = tiny_target("tinygpt", 3)
-        small_draft = tiny_draft("tabular", small_target)
-        generate = speculative_run(small_target, small_draft, PROMPT, SpeculativeConfig(1, bug.shows_with), 3,
-                                   step=bug.step)
-        report = exact_report(whole_run_law(lambda randomness: generate([PROMPT], randomness)[0]), small_target,
-                              bug.shows_with, 3, "whole-run")
-        dp = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON, step=bug.step), target,
-                          bug.shows_with, MUTANT_HORIZON)
-        assert dp.passed  # documented blind spot of the DP
-    else:
-        report = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON, step=bug.step), target,
-                              bug.shows_with, MUTANT_HORIZON)
-        reference = exact_report(speculative_law(target, draft, PROMPT, config, MUTANT_HORIZON), target,
-                                 bug.shows_with, MUTANT_HORIZON)
-        assert reference.passed
+def exact_mutant_report(bug, target_kind, vocabulary, draft_kind, *, reference=False):
+    """The mutant's law (or with ``reference`` the reference decoder's on the same settings) by the exact
+    method that sees it (``Mutant.exact``): the prefix DP at V = 5, gamma 2, four tokens; whole runs at
+    V = 3, gamma 1, three tokens; whole runs of a batch of two rows at V = 3, gamma 1, two tokens."""
+    if bug.exact != "dp":
+        vocabulary = 3
+    horizon, gamma = {"dp": (MUTANT_HORIZON, MUTANT_GAMMA), "whole-run": (3, 1), "batch": (2, 1)}[bug.exact]
+    return run_audit(AuditRequest(mutant=None if reference else bug.name, target=target_kind, draft=draft_kind,
+                                  vocabulary=vocabulary, gamma=gamma, sampling=bug.shows_with, horizon=horizon,
+                                  exact=bug.exact)).report
+
+
+@pytest.mark.parametrize("bug", ORIGINAL_MUTANTS, ids=lambda bug: bug.name)
+def test_mutant_caught_by_exact_audit(bug):
+    report = exact_mutant_report(bug, "tinygpt", 5, "tabular")
     assert report.max_abs_difference > CAUGHT and not report.passed, report.as_dict()
+
+
+@pytest.mark.parametrize("target_kind, vocabulary", CLOSE_FIXTURES)
+@pytest.mark.parametrize("bug", NEW_MUTANTS, ids=lambda bug: bug.name)
+def test_new_mutant_caught_by_exact_audit_with_close_draft(bug, target_kind, vocabulary):
+    """On a target whose conditionals ignore the prefix (order0) and on a TinyGPT, with the close draft."""
+    report = exact_mutant_report(bug, target_kind, vocabulary, "close")
+    assert report.max_abs_difference > CAUGHT and not report.passed, report.as_dict()
+
+
+@pytest.mark.parametrize("bug", [mutant(name) for name in ("copies-previous", "uniform-per-row", "batch-min-rollback")],
+                         ids=lambda bug: bug.exact)
+def test_reference_passes_every_exact_method_with_close_draft(bug):
+    """The negative control of the mutant tests above: the reference decoder passes each method with the
+    settings a mutant is caught with, so a caught mutant is caught for its bug."""
+    report = exact_mutant_report(bug, "order0", 5, "close", reference=True)
+    assert report.passed and abs(report.total_mass - 1) < TOLERANCE, report.as_dict()
+
+
+def test_no_rollback_is_a_blind_spot_of_the_prefix_dp(gpt_target):
+    """The DP prefills every prefix afresh, so a bug between iterations passes it (documented)."""
+    target, draft = gpt_target, tiny_draft("tabular", gpt_target)
+    dp = exact_report(speculative_law(target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, Sampling(1.0)),
+                                      MUTANT_HORIZON, step=mutant("no-rollback").step), target, Sampling(1.0),
+                      MUTANT_HORIZON)
+    assert dp.passed
 
 
 @pytest.fixture(scope="module")
@@ -135,18 +176,45 @@ def float32_models():
     return target, tiny_draft("tabular", target, dtype=torch.float32)
 
 
-def statistical_audit(models, step, sampling, seed=0, n=STATISTICAL_N):
+def statistical_audit(models, step, sampling, seed=0, n=STATISTICAL_N, source=None):
     target, draft = models
     generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, sampling), MUTANT_HORIZON,
-                               step=step)
+                               step=step, source=source)
     return audit_sampler(sampler(generate, PROMPT, MUTANT_HORIZON), target, PROMPT, sampling, n=n,
                          horizon=MUTANT_HORIZON, seed=seed, draft=draft)
 
 
-@pytest.mark.parametrize("bug", MUTANTS, ids=lambda bug: bug.name)
+@pytest.mark.parametrize("bug", ORIGINAL_MUTANTS, ids=lambda bug: bug.name)
 def test_mutant_caught_by_statistical_audit(float32_models, bug):
-    report = statistical_audit(float32_models, bug.step, bug.shows_with)
+    report = statistical_audit(float32_models, bug.step, bug.shows_with, source=bug.source)
     assert report.p_value < 1e-4 and not report.passed, report.test_p_values
+
+
+@pytest.mark.parametrize("target_kind, vocabulary", CLOSE_FIXTURES)
+@pytest.mark.parametrize("bug", NEW_MUTANTS, ids=lambda bug: bug.name)
+def test_new_mutant_caught_by_statistical_audit_with_close_draft(bug, target_kind, vocabulary):
+    target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
+    report = statistical_audit((target, tiny_draft("close", target, dtype=torch.float32)), bug.step, bug.shows_with,
+                               n=NEW_MUTANT_N, source=bug.source)
+    assert report.p_value < 1e-4 and not report.passed, report.test_p_values
+
+
+def test_close_pairs_accept_most_tokens():
+    """The strong-draft fixtures accept at least 70% (the module docstring's table)."""
+    for target_kind, vocabulary in CLOSE_FIXTURES + (("tinygpt", 3), ("order0", 3), ("tabular", 5)):
+        target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
+        run = generate_speculative(target, tiny_draft("close", target, dtype=torch.float32), [PROMPT] * 2000,
+                                   max_new_tokens=8, config=SpeculativeConfig(2, Sampling(1.0)), randomness=seeded(0))
+        assert run.stats.alpha_estimate >= 0.7, (target_kind, vocabulary, run.stats.alpha_estimate)
+
+
+@pytest.mark.parametrize("target_kind, vocabulary", CLOSE_FIXTURES)
+def test_reference_passes_statistical_audit_with_close_draft(target_kind, vocabulary):
+    """Fails with probability <= 0.01 per fixture (the level)."""
+    target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
+    report = statistical_audit((target, tiny_draft("close", target, dtype=torch.float32)), REFERENCE_STEP,
+                               Sampling(1.0), n=NEW_MUTANT_N)
+    assert report.passed, report.test_p_values
 
 
 @pytest.mark.parametrize("sampling", SAMPLINGS.values(), ids=SAMPLINGS.keys())
@@ -192,7 +260,7 @@ def test_statistical_audit_power_at_detectable_tv():
     rejected in at least 80 of 100 seeded audits; at 90% power a count below 80 has probability < 0.002."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
     sampling, n, horizon = Sampling(1.0), 2000, 3
-    tests = 2 * horizon + 2
+    tests = 2 * (horizon + horizon * (horizon - 1) // 2 + 1) + 2  # per ordering: KS, pairs, rows
     p = conditionals(target, PROMPT, torch.zeros(1, 1, dtype=torch.int64), sampling)[0, 0]
     shift = detectable_tv(n, tests, 0.01) / (1 - float(p.max()))
     reports = [audit_sampler(direct_sampler(target, sampling, horizon, shift), target, PROMPT, sampling, n=n,
@@ -209,7 +277,7 @@ def test_statistical_audit_of_direct_sampling_and_a_shifted_one():
                          seed=1)
     shifted = audit_sampler(direct_sampler(target, Sampling(0.7), 3, 0.2), target, PROMPT, Sampling(0.7), n=5000,
                             horizon=3, seed=1)
-    assert fair.passed and fair.joint_tokens == 3 and fair.tests == 2 * 3 + 2
+    assert fair.passed and fair.joint_tokens == 3 and fair.tests == 2 * (3 + 3 + 1) + 2
     assert shifted.p_value < 1e-4
 
 
