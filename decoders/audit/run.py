@@ -110,8 +110,16 @@ def _exact(request: AuditRequest, target, draft, config, step, generate) -> tupl
 def _statistical_summary(report) -> str:
     tests = ", ".join(f"{name} {value:.3g}" for name, value in report.test_p_values.items())
     return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
-            f"{tests}), level {report.level:g}; detects a per-position TV of {report.detectable_tv:.4f} "
-            f"with 90% power; {report.seconds:.1f} s")
+            f"{tests}), level {report.level:g}; detects with 90% power a per-position TV of "
+            f"{report.detectable_tv:.4f}{_pair_power(report)}; {report.seconds:.1f} s "
+            f"({report.sampling_seconds:.1f} s sampling)")
+
+
+def _pair_power(report) -> str:
+    if report.detectable_correlation is None:
+        return ""
+    return (f", a correlation of {report.detectable_correlation:.4f} between two positions or a mean correlation "
+            f"of {report.detectable_mean_correlation:.4f} over all pairs")
 
 
 def run_audit(request: AuditRequest) -> AuditOutcome:

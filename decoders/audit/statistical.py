@@ -82,7 +82,8 @@ class AuditReport:
     detectable_tv: float
     detectable_correlation: float | None  # None: a horizon of 1 has no pairs
     detectable_mean_correlation: float | None
-    seconds: float
+    seconds: float  # the whole audit
+    sampling_seconds: float  # of which drawing the samples (the sampler under audit)
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
@@ -91,7 +92,8 @@ class AuditReport:
                 "strongest_pairs": {k: list(v) for k, v in self.strongest_pairs.items()},
                 "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
                 "detectable_tv": self.detectable_tv, "detectable_correlation": self.detectable_correlation,
-                "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds}
+                "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds,
+                "sampling_seconds": self.sampling_seconds}
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -200,6 +202,7 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     started = time.perf_counter()
     generator = torch.Generator().manual_seed(int(seed))
     tokens = torch.as_tensor(sample(n, generator)).cpu().to(torch.int64)
+    sampled = time.perf_counter()
     if tokens.shape != (n, horizon):
         raise ValueError(f"sample(n, generator) must return shape ({n}, {horizon}), got {tuple(tokens.shape)}")
     if bool(((tokens < 0) | (tokens >= target.vocab_size)).any()):
@@ -229,4 +232,4 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
         if horizon > 1 else (None, None)
     return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, strongest,
                        joint_tokens, impossible, detectable_tv(n, tests, level), *pairs_power,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, sampled - started)

@@ -41,3 +41,13 @@ def test_audit_cli_help_against_the_registries(capsys):
     text = "".join(capsys.readouterr().out.split())  # help wraps lines, also at hyphens
     assert all(name in text for name in DRAFTS) and all(bug.name in text for bug in MUTANTS)
     assert mutant("one-uniform").name == "one-uniform"
+
+
+def test_audit_cli_exact_batch_against_batch_min_mutant(capsys):
+    """--exact batch: whole runs of two rows; the reference passes, batch-minimum rollback fails."""
+    common = ["audit", "--exact", "batch", "--target", "order0", "--draft", "close", "--vocabulary", "3", "--gamma", "1",
+              "--horizon", "2", "--json"]
+    assert main(common) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "batch"
+    assert main(common + ["--mutant", "batch-min-rollback"]) == 1
+    assert json.loads(capsys.readouterr().out)["max_abs_difference"] > 1e-3
