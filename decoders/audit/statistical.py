@@ -57,7 +57,7 @@ ORDERINGS = ("id", "target_probability", "draft_ratio")
 POWER_Z = 1.2815515655446004  # the standard normal's 0.9 quantile
 MIN_EXPECTED = 5.0  # G-test cells expected to hold fewer samples are pooled
 SCORE_CLIP = 2.0 ** -53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 has probability 0)
-CHUNK = 1024  # sequences per forward pass: bounded memory, and still large matrix products
+CHUNK = 256  # sequences per forward pass: bounded memory, and fastest on CPU (shipped: 7.3 s / 4096 vs 9.7 s at 1024)
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,8 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
     one forward pass. Rows where the model has no finite logit (a draft with no proposal) are all zeros."""
     prompt = torch.as_tensor(list(prompt), dtype=torch.int64)
     tokens = torch.cat([prompt.expand(len(continuations), -1), continuations.cpu()], dim=1).to(model.device)
-    logits = model.forward(tokens[:, :-1], model.new_state(len(tokens), tokens.shape[1]))[:, len(prompt) - 1:]  # [b, T, V]
+    state = model.new_state(len(tokens), tokens.shape[1])  # sized to the sequences, not the model's context
+    logits = model.forward(tokens[:, :-1], state)[:, len(prompt) - 1:]  # [b, T, V]
     finite = torch.isfinite(logits).any(dim=-1, keepdim=True)
     probs = adjusted_probs(torch.where(finite, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
     return torch.where(finite, probs, 0.0).cpu()

@@ -105,6 +105,20 @@ def test_blockwise_with_fewer_heads_against_greedy_base(target, greedy_reference
         generate_blockwise(model, PROMPTS, max_new_tokens=4, config=BlockwiseConfig(block_size=5))
 
 
+def test_state_sized_to_its_sequences_against_full_context():
+    """A TinyGPT state made for 12 tokens holds 13 slots per row (not the context's 97), gives the logits of
+    a full-context state on a prefill and on a cached step, and refuses a 13th token."""
+    model = tiny_gpt(2)
+    tokens = torch.randint(0, VOCAB, (3, 12), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        small, full = model.new_state(3, 12), model.new_state(3)
+        assert small.keys.shape[3] == 13 and full.keys.shape[3] == model.max_context + 1
+        torch.testing.assert_close(model.forward(tokens[:, :8], small), model.forward(tokens[:, :8], full))
+        torch.testing.assert_close(model.forward(tokens[:, 8:], small), model.forward(tokens[:, 8:], full))
+        with pytest.raises(ValueError, match="sequence length 13 exceeds the state's capacity of 12 tokens"):
+            model.forward(tokens[:, :1], small)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy"))
 def test_cache_rollback_against_fresh_forward(model_name, device):
