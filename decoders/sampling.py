@@ -48,6 +48,8 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
 
     With ``validate`` raises ``ValueError`` on NaN logits or a row of all -inf (one host synchronisation);
     decoders pass ``validate=False`` in their inner loops and call ``check_probs`` once per iteration.
+    Limits are taken exactly: +inf logits give the uniform law over the +inf tokens, and a temperature so
+    small that logits / T overflows gives the uniform law over the largest logits (greedy's argmax set).
     """
     if not isinstance(sampling, Sampling):
         raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
@@ -57,7 +59,10 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     if sampling.greedy:
         best = scores.argmax(dim=-1, keepdim=True)  # the first maximum: the lowest id wins ties
         return torch.zeros_like(scores).scatter_(-1, best, 1.0)
-    scores = scores / sampling.temperature  # a new tensor: the caller's logits stay as they were
+    infinite = torch.isposinf(scores)  # +inf logits: their limit, uniform over the +inf tokens
+    scores = torch.where(infinite.any(dim=-1, keepdim=True), torch.where(infinite, 0.0, float("-inf")), scores)
+    # Shifted before dividing, so that a tiny temperature tends to the argmax set instead of overflowing.
+    scores = (scores - scores.amax(dim=-1, keepdim=True)) / sampling.temperature
     if sampling.top_k is not None and sampling.top_k < scores.shape[-1]:
         kth = torch.topk(scores, sampling.top_k, dim=-1).values[..., -1:]
         scores = scores.masked_fill(scores < kth, float("-inf"))

@@ -51,12 +51,17 @@ class GammaTable:
     ops_factor: float
     continuous_optimal_gamma: float | None  # None where the speedup grows without bound in gamma
     improvement_lower_bound: float
-    oracle_speedup: float
+    oracle_speedup: float | None  # None where it is unbounded (alpha = 1, c = 0)
     table: tuple[GammaRow, ...]
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (no infinities)."""
         return asdict(self)
+
+
+def _finite_or_none(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def gamma_table(alpha: float, c: float, c_hat: float, gamma_max: int) -> GammaTable:
@@ -77,7 +82,7 @@ def gamma_table(alpha: float, c: float, c_hat: float, gamma_max: int) -> GammaTa
         ops_factor=rows[best].ops_factor,
         continuous_optimal_gamma=continuous if math.isfinite(continuous) else None,
         improvement_lower_bound=float(improvement_lower_bound(alpha, c)),
-        oracle_speedup=float(oracle_speedup(alpha, c)),
+        oracle_speedup=_finite_or_none(oracle_speedup(alpha, c)),
         table=rows,
     )
 
@@ -90,7 +95,8 @@ def _summary(result: GammaTable) -> str:
     return (f"optimal gamma {result.optimal_gamma}: {result.speedup:.3f}x speedup, "
             f"{result.expected_tokens:.3f} tokens per target call, {result.ops_factor:.3f}x operations; "
             f"continuous optimum {continuous}; {verdict}; Corollary 3.9 bound "
-            f"{result.improvement_lower_bound:.3f}x; oracle gamma {result.oracle_speedup:.3f}x")
+            f"{result.improvement_lower_bound:.3f}x; oracle gamma "
+            f"{'unbounded' if result.oracle_speedup is None else f'{result.oracle_speedup:.3f}x'}")
 
 
 def format_text(result: GammaTable) -> str:

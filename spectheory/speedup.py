@@ -23,7 +23,10 @@ __all__ = [
     "optimal_gamma",
     "oracle_gain",
     "alpha_from_tokens_per_iteration",
+    "GAMMA_MAX_LIMIT",
 ]
+
+GAMMA_MAX_LIMIT = 10 ** 6  # far beyond any useful draft length, and int64-safe in every formula here
 
 
 def expected_tokens(alpha, gamma) -> np.ndarray:
@@ -84,7 +87,8 @@ def oracle_speedup(alpha, c) -> np.ndarray:
     cost N c + 1 target calls; by renewal-reward the speedup is E[N + 1] / E[N c + 1].
     """
     alpha = as_probability("alpha", alpha)
-    return 1 / (1 - alpha + as_cost("c", c) * alpha)
+    with np.errstate(divide="ignore"):  # alpha = 1, c = 0: unbounded, +inf
+        return 1 / (1 - alpha + as_cost("c", c) * alpha)
 
 
 def _log1p_root(excess: np.ndarray) -> np.ndarray:
@@ -135,9 +139,9 @@ def optimal_gamma(alpha, c, gamma_max: int = 64) -> np.ndarray:
     ceiling n + 1 of the continuous optimum (capped at ``gamma_max``). They are compared through
     S(n + 1) > S(n)  <=>  alpha^(n+1) (n c + 1) > c E(n), not through two nearly equal quotients, so
     that exact ties go to the smaller gamma: at n = 0 the test is alpha > c (Corollary 3.9), and
-    gamma = 0 (do not speculate) is optimal when alpha <= c.
+    gamma = 0 (do not speculate) is optimal when alpha <= c. ``gamma_max`` is at most ``GAMMA_MAX_LIMIT``.
     """
-    gamma_max = int(as_real("gamma_max", gamma_max, low=1, integer=True))
+    gamma_max = int(as_real("gamma_max", gamma_max, low=1, high=GAMMA_MAX_LIMIT, integer=True))
     capped = np.minimum(continuous_optimal_gamma(alpha, c), gamma_max)
     alpha, c = as_probability("alpha", alpha), as_cost("c", c)
     lower = np.floor(capped)

@@ -13,6 +13,18 @@ from spectheory.speedup import (alpha_from_tokens_per_iteration, operations_fact
                                 walltime_improvement)
 
 
+def test_gamma_json_at_alpha_one_against_theory(capsys):
+    """alpha = 1, c = 0: every speedup is finite (gamma + 1) but the oracle's is unbounded: null in JSON,
+    "unbounded" in text (the JSON used to fail on Infinity)."""
+    status, out, err = run(capsys, "gamma", "--alpha", "1", "--json")
+    document = json.loads(out)[0]
+    assert status == 0 and err == ""
+    assert document["oracle_speedup"] is None and document["continuous_optimal_gamma"] is None
+    assert document["optimal_gamma"] == 16 and document["speedup"] == pytest.approx(17.0)
+    status, out, err = run(capsys, "gamma", "--alpha", "1")
+    assert status == 0 and "oracle gamma unbounded" in out
+
+
 def test_gamma_json_against_theory(capsys):
     status, out, err = run(capsys, "gamma", "--alpha", "0.6", "0.8", "0.95", "--c", "0.05", "--c-hat", "0.1",
                            "--gamma-max", "12", "--json")

@@ -5,6 +5,7 @@ fixed seed; a correct decoder fails one with probability 1e-4.
 """
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -272,6 +273,29 @@ def test_adjusted_probs_settings_and_no_mutation():
     hot = adjusted_probs(logits, Sampling(0.5))
     torch.testing.assert_close(hot[0], torch.softmax(logits[0] / 0.5, dim=-1))
     assert torch.equal(logits, original)
+
+
+def test_adjusted_probs_limits_against_greedy():
+    """+inf logits give the uniform law over the +inf tokens; a temperature so small that logits / T
+    overflows float32 gives the uniform law over the largest logits, the set greedy picks from."""
+    infinite = torch.tensor([[1.0, math.inf, 2.0, math.inf], [1.0, 3.0, 2.0, 3.0]])
+    torch.testing.assert_close(adjusted_probs(infinite[:1], Sampling(0.7)), torch.tensor([[0.0, 0.5, 0.0, 0.5]]))
+    torch.testing.assert_close(adjusted_probs(infinite[1:], Sampling(1e-40)), torch.tensor([[0.0, 0.5, 0.0, 0.5]]))
+    assert adjusted_probs(infinite, GREEDY).argmax(dim=-1).tolist() == [1, 1]
+
+
+def test_infinite_logit_decoding_against_greedy():
+    """A target whose every row has one +inf logit: sampling at T = 1 and at T = 1e-40, autoregressive and
+    speculative, emits exactly greedy's tokens (it used to emit the last token id)."""
+    table = torch.zeros(VOCAB, VOCAB)
+    table[torch.arange(VOCAB), (torch.arange(VOCAB) * 7 + 3) % VOCAB] = math.inf
+    target = TabularModel(table, 1)
+    greedy = generate_autoregressive(target, PROMPTS, max_new_tokens=6, sampling=GREEDY, randomness=seeded(0)).tokens
+    for sampling in (Sampling(1.0), Sampling(1e-40)):
+        assert generate_autoregressive(target, PROMPTS, max_new_tokens=6, sampling=sampling,
+                                       randomness=seeded(1)).tokens == greedy
+        assert generate_speculative(target, UniformModel(VOCAB), PROMPTS, max_new_tokens=6,
+                                    config=SpeculativeConfig(2, sampling), randomness=seeded(2)).tokens == greedy
 
 
 @pytest.mark.parametrize("make, fragment", [

@@ -228,6 +228,8 @@ def test_oracle_gain_maximum_against_own_derivation():
     (lambda: walltime_improvement(0.5, 3, -0.1), "c"),
     (lambda: operations_factor(0.5, 3, np.nan), "c_hat"),
     (lambda: optimal_gamma(0.5, 0.1, 0), "gamma_max"),
+    (lambda: optimal_gamma(0.8, 0, gamma_max=1e30), "gamma_max"),  # used to return -2^63
+    (lambda: optimal_gamma(0.8, 0, gamma_max=np.inf), "gamma_max"),  # used to raise OverflowError
     (lambda: alpha_from_tokens_per_iteration(5.0, 3), "tokens_per_iteration"),
     (lambda: alpha_from_tokens_per_iteration(0.5, 3), "tokens_per_iteration"),
     (lambda: alpha_from_tokens_per_iteration(1.5, 0), "gamma"),
