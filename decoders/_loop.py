@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
+import numpy as np
 import torch
-from spectheory.validation import as_positive_int
+from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["as_prompts", "prefill", "park", "Output", "PhaseTimer", "check_models", "check_room", "synchronize"]
 
@@ -17,18 +18,23 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def as_prompts(prompts, vocab_size: int) -> list[list[int]]:
-    """Prompts as lists of token ids: a ``[B, L]`` tensor or a list of non-empty sequences."""
+def as_prompts(prompts, vocab_size: int, eos: int | None = None) -> list[list[int]]:
+    """Prompts as lists of token ids: an integer ``[B, L]`` tensor or a list of non-empty sequences of
+    integers (a float id is refused, never truncated); ``eos``, when given, must be a token id too."""
     if isinstance(prompts, torch.Tensor):
-        if prompts.dim() != 2:
-            raise ValueError(f"a prompt tensor must have shape (batch, length), got {tuple(prompts.shape)}")
+        if prompts.dim() != 2 or prompts.is_floating_point() or prompts.dtype == torch.bool:
+            raise ValueError(f"a prompt tensor must be integer with shape (batch, length), got "
+                             f"{prompts.dtype} {tuple(prompts.shape)}")
         prompts = prompts.tolist()
-    prompts = [list(map(int, prompt)) for prompt in prompts]
+    prompts = [list(prompt) for prompt in prompts]
     if not prompts or any(len(prompt) == 0 for prompt in prompts):
         raise ValueError("prompts must be a non-empty batch of non-empty token sequences")
-    if any(not 0 <= token < vocab_size for prompt in prompts for token in prompt):
-        raise ValueError(f"prompt tokens must be in [0, {vocab_size})")
-    return prompts
+    if any(isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocab_size
+           for prompt in prompts for token in prompt):
+        raise ValueError(f"prompt tokens must be integers in [0, {vocab_size})")
+    if eos is not None:
+        as_int("eos", eos, low=0, high=vocab_size - 1)
+    return [[int(token) for token in prompt] for prompt in prompts]
 
 
 def check_models(target, draft=None) -> None:

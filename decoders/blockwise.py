@@ -115,7 +115,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
         raise ValueError(f"block_size must be at most heads = {model.heads}, got {k}")
     if config.min_block_size > k:
         raise ValueError(f"min_block_size must be at most the block size {k}, got {config.min_block_size}")
-    prompts = as_prompts(prompts, model.vocab_size)
+    prompts = as_prompts(prompts, model.vocab_size, eos)
     check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
     output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
     batch = len(prompts)

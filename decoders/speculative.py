@@ -130,7 +130,7 @@ class SpeculativeStep:
         rows = torch.arange(len(counts), device=counts.device)
         for _ in range(config.gamma):
             logits = draft.forward(feed, committed.draft_state, counts)[rows, counts - 1]  # [B, V], after the last fed token
-            still = still & torch.isfinite(logits).any(dim=-1)
+            still = still & ~torch.isneginf(logits).all(dim=-1)  # all -inf: no proposal (NaN is an error, below)
             logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
             sample_from, q = self.draft_probs(logits, config.sampling)
             token = randomness.categorical(sample_from)
@@ -222,7 +222,7 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     check_models(target, draft)
     if not isinstance(config, SpeculativeConfig):
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
-    prompts = as_prompts(prompts, target.vocab_size)
+    prompts = as_prompts(prompts, target.vocab_size, eos)
     room = step.room(config, max_new_tokens)
     check_room(target, prompts, room, "max_new_tokens + gamma + 1")
     check_room(draft, prompts, room, "max_new_tokens + gamma + 1")

@@ -8,7 +8,7 @@ iteration and speedup (Theorem 3.8: tokens / (gamma c + 1) in units of target ca
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
 from sims.families import family_contexts
 from sims.token_level import simulate_speculative
-from spectheory.validation import as_cost, as_count, as_positive_int, as_probability
+from spectheory.validation import as_cost, as_int, as_probability
 from spectheory.positional import (
     MarkovAcceptance,
     accepted_count_distribution,
@@ -35,6 +35,13 @@ MARKOV_CHUNK = 500
 
 #: Counted iterations per Markov stream; ``iterations`` is split into streams of this length.
 MARKOV_STREAM = 200
+#: Upper bounds, checked before any work: a chunk holds CHUNK x gamma draws (at most 512 MB at gamma 1024),
+#: a token-level context V probabilities, and 10^9 iterations take hours at the measured rates.
+MAX_GAMMA, MAX_VOCABULARY, MAX_CONTEXTS, MAX_ITERATIONS = 1024, 10_000, 10_000, 10 ** 9
+#: The settings that only one kind of process reads, with the processes that read them.
+PROCESS_SETTINGS = {"alpha": ("iid", "token-level"), "acceptance": ("positional",), "regime_acceptance": ("markov",),
+                    "transition": ("markov",), "family": ("token-level",), "vocabulary": ("token-level",),
+                    "contexts": ("token-level",), "lenience": ("token-level",), "verifier": ("token-level",)}
 
 
 @dataclass(frozen=True)
@@ -60,12 +67,17 @@ class SimulationSpec:
     def __post_init__(self) -> None:
         if self.process not in PROCESSES:
             raise ValueError(f"process must be one of {PROCESSES}, got {self.process!r}")
-        if self.process == "positional":
-            as_count("gamma", self.gamma)  # gamma = 0 (no acceptance rates) is autoregressive decoding
-        else:
-            as_positive_int("gamma", self.gamma)
+        # gamma = 0 (no acceptance rates) is autoregressive decoding for the positional process
+        as_int("gamma", self.gamma, low=0 if self.process == "positional" else 1, high=MAX_GAMMA)
         as_cost("c", self.c)
-        as_positive_int("iterations", self.iterations)
+        as_int("iterations", self.iterations, low=1, high=MAX_ITERATIONS)
+        as_int("vocabulary", self.vocabulary, low=1, high=MAX_VOCABULARY)
+        as_int("contexts", self.contexts, low=1, high=MAX_CONTEXTS)
+        defaults = {f.name: f.default for f in fields(self)}
+        for name, processes in PROCESS_SETTINGS.items():
+            if self.process not in processes and getattr(self, name) != defaults[name]:
+                raise ValueError(f"{name} applies to the {' and '.join(processes)} process only, got "
+                                 f"{name} = {getattr(self, name)!r} with process {self.process!r}")
         needs = {"iid": "alpha", "token-level": "alpha", "positional": "acceptance", "markov": "regime_acceptance"}
         if getattr(self, needs[self.process]) is None:
             raise ValueError(f"process {self.process!r} needs {needs[self.process]}")

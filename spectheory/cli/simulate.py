@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--process", choices=PROCESSES, default="iid",
                         help="acceptance process (default iid); token-level draws real tokens from a family")
     parser.add_argument("--alpha", type=float, help="acceptance rate for iid; target mean alpha for token-level")
-    parser.add_argument("--gamma", type=int, help="draft tokens per iteration (positional: defaults to the "
-                                                  "number of --acceptance rates)")
+    parser.add_argument("--gamma", type=int, help="draft tokens per iteration, at most 1024 (a chunk's memory grows "
+                                                  "with it; positional: defaults to the number of --acceptance rates)")
     parser.add_argument("--acceptance", type=float, nargs="+", metavar="A",
                         help="positional: acceptance rate of draft position 1, 2, ... given the ones before")
     parser.add_argument("--regime-acceptance", type=float, nargs="+", metavar="A",
@@ -32,12 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="markov: K x K regime transition matrix, row-major")
     parser.add_argument("--family", choices=FAMILIES, default="mixture",
                         help="token-level: synthetic (p, q) family (default mixture)")
-    parser.add_argument("--vocabulary", type=int, default=100, help="token-level: vocabulary size (default 100)")
+    parser.add_argument("--vocabulary", type=int, default=100,
+                        help="token-level: vocabulary size, at most 10000 (memory per context; default 100)")
     parser.add_argument("--lenience", type=float, default=1.0, help="token-level: lenience l in (0, 1] (default 1)")
     parser.add_argument("--verifier", choices=VERIFIERS, default="token",
                         help="token-level: token (Algorithm 1) or block (Sun et al.) verification")
     parser.add_argument("--c", type=float, default=0.0, help="cost of a draft call relative to a target call")
-    parser.add_argument("--n", type=int, default=100_000, help="iterations to simulate (default 100000)")
+    parser.add_argument("--n", type=int, default=100_000, help="iterations to simulate, at most 10^9 (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 

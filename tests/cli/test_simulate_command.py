@@ -54,8 +54,12 @@ def test_simulate_text_report(capsys):
     (["--alpha", "1.2", "--gamma", "3"], "alpha must be in [0, 1], got 1.2"),
     (["--alpha", "0.5"], "--gamma is required"),
     (["--gamma", "3"], "process 'iid' needs alpha"),
-    (["--alpha", "0.5", "--gamma", "0"], "gamma must be a positive integer, got 0"),
-    (["--alpha", "0.5", "--gamma", "3", "--n", "0"], "iterations must be a positive integer, got 0"),
+    (["--alpha", "0.5", "--gamma", "0"], "gamma must be an integer in [1, 1024], got 0"),
+    (["--alpha", "0.8", "--gamma", "1000000000", "--n", "100"], "gamma must be an integer in [1, 1024]"),  # used to be OOM
+    (["--alpha", "0.5", "--gamma", "3", "--n", "0"], "iterations must be an integer in [1, 1000000000], got 0"),
+    (["--alpha", "0.5", "--gamma", "3", "--lenience", "0.5"],  # used to be ignored
+     "lenience applies to the token-level process only, got lenience = 0.5 with process 'iid'"),
+    (["--process", "positional", "--acceptance", "0.5", "--vocabulary", "7"], "vocabulary applies to the token-level"),
     (["--alpha", "0.5", "--gamma", "3", "--c", "-1"], "c must be in [0, inf)"),
     (["--alpha", "0.5", "--gamma", "3", "--seed", "-1"], "seed must be a non-negative integer"),
     (["--process", "positional", "--acceptance", "0.5", "1.5"], "acceptance must be in [0, 1], got 1.5"),
@@ -65,7 +69,9 @@ def test_simulate_text_report(capsys):
       "--gamma", "3"], "sum of transition over its last axis must be 1"),
     (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--lenience", "0"], "lenience must be in (0, 1]"),
     (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--vocabulary", "0"],
-     "vocabulary must be a positive"),
+     "vocabulary must be an integer in [1, 10000], got 0"),
+    (["--process", "token-level", "--alpha", "0.5", "--gamma", "3", "--vocabulary", "100000000"],
+     "vocabulary must be an integer in [1, 10000]"),  # used to be a MemoryError traceback
     (["--process", "token-level", "--alpha", "0.001", "--gamma", "3"], "alpha must be"),
     (["--process", "nope"], "invalid choice"),
 ])

@@ -326,13 +326,24 @@ def test_bad_decoding_inputs_raise_value_errors(target):
                              randomness=seeded(0))
     with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
         generate_autoregressive(target, [[1] * 97], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
-    with pytest.raises(ValueError, match="prompt tokens must be in"):
+    with pytest.raises(ValueError, match="prompt tokens must be integers in"):
         generate_autoregressive(target, [[VOCAB]], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
+    with pytest.raises(ValueError, match=r"prompt tokens must be integers in \[0, 24\)"):  # used to be truncated
+        generate_autoregressive(target, [[1.7, 2]], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
+    with pytest.raises(ValueError, match="a prompt tensor must be integer"):
+        generate_autoregressive(target, torch.tensor([[1.0, 2.0]]), max_new_tokens=1, sampling=GREEDY,
+                                randomness=seeded(0))
+    with pytest.raises(ValueError, match=r"eos must be an integer in \[0, 23\], got 24"):  # used to be accepted
+        generate_speculative(target, UniformModel(VOCAB), PROMPTS, max_new_tokens=4, config=config,
+                             randomness=seeded(0), eos=VOCAB)
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
         generate_autoregressive(target, PROMPTS, max_new_tokens=0, sampling=GREEDY, randomness=seeded(0))
     nan_model = TabularModel(torch.full((VOCAB, VOCAB), float("nan")), 1)
     with pytest.raises(ValueError, match="logits must not contain NaN"):
         generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=Sampling(1.0), randomness=seeded(0))
+    with pytest.raises(ValueError, match="logits must not contain NaN"):  # an all-NaN draft used to propose nothing
+        generate_speculative(target, nan_model, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, Sampling(1.0)),
+                             randomness=seeded(0))
 
 
 def test_hugging_face_adapter_against_generate():
