@@ -39,8 +39,14 @@ def check_writable(path, *, directory: bool = False) -> Path:
     if path.exists() and path.is_dir() != directory:
         raise ValueError(f"output {kind} {str(path)!r} exists and is not a {kind}")
     parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"output {kind} {str(path)!r} cannot be written: {str(parent)!r} is not a writable directory")
+    try:  # a real probe: permission bits say nothing for root or for /proc-like file systems
+        if not parent.is_dir():
+            raise NotADirectoryError
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError:
+        raise ValueError(f"output {kind} {str(path)!r} cannot be written: {str(parent)!r} is not a writable "
+                         f"directory") from None
     return path
 
 

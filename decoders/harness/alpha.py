@@ -23,9 +23,9 @@ from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.validation import as_lenience
+from spectheory.validation import as_int, as_lenience
 
-__all__ = ["AlphaEstimate", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
+__all__ = ["AlphaEstimate", "MAX_WINDOWS", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
            "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]
 
 #: Leviathan et al.'s Table 5 leniences.
@@ -51,6 +51,14 @@ class AlphaEstimate:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+MAX_WINDOWS = 10_000  # hours of teacher-forced passes on 2 CPU cores; the held-out text has ~3,500 disjoint windows
+
+
+def check_windows(windows: int) -> int:
+    """Held-out windows: at least 2 (standard errors are over windows), at most ``MAX_WINDOWS``."""
+    return as_int("windows", windows, low=2, high=MAX_WINDOWS)
 
 
 def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
@@ -119,6 +127,7 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
                    max_new_tokens: int = 128, batch_size: int = 8, seed: int = 0) -> AlphaEstimate:
     """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
     sampling = Sampling(temperature)
+    check_windows(windows)
     betas, proposed = _pooled_betas(target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip,
                                     batch_size=batch_size)
     betas = betas[0]  # [W, L - skip] at lenience 1
@@ -132,7 +141,7 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
     alpha_counts = accepted / verified if verified else float("nan")
     return AlphaEstimate(
         draft=name, temperature=temperature, alpha_text=float(betas.mean()),
-        alpha_text_standard_error=float(per_window.std() / math.sqrt(windows)) if windows > 1 else float("nan"),
+        alpha_text_standard_error=float(per_window.std() / math.sqrt(windows)),
         text_positions=betas.numel(), proposal_coverage=float(proposed.double().mean()), alpha_counts=alpha_counts,
         alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
         accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated)
@@ -164,7 +173,7 @@ def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LEN
     """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
     lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,
     standard errors over windows."""
-    text, sampling = text_windows(stream, windows, length, seed), Sampling(temperature)
+    text, sampling = text_windows(stream, check_windows(windows), length, seed), Sampling(temperature)
     rows = []
     for name, draft in tqdm(drafts.items(), desc="lenience", unit="draft", delay=1, leave=False,
                             disable=None if progress is None else not progress):

@@ -55,7 +55,8 @@ class ReportSettings:
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
-        positive_int_fields(self, ("windows", "audit_horizon", "gamma_max"))
+        positive_int_fields(self, ("audit_horizon", "gamma_max"))
+        alpha.check_windows(self.windows)
         as_int("audit_n", self.audit_n, low=2)
         as_non_negative_int("seed", self.seed)
         if not self.audit_prompt:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from decoders.harness import zoo
-from decoders.harness.alpha import AlphaEstimate, alpha_markdown
+from decoders.harness.alpha import AlphaEstimate, alpha_markdown, check_windows
 from decoders.harness.runs import alpha_document
 from spectheory.cli.options import add_device, names
 from spectheory.outputs import check_writable, write_json, write_text
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"drafts (default all: {names(zoo.DRAFTS)})")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
                         help="temperatures (default 0 1)")
-    parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters (default 32)")
+    parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters, 2 to 10000 (standard errors are over windows; default 32)")
     parser.add_argument("--prompts", type=int, default=16, help="held-out prompts for the acceptance counts (default 16)")
     parser.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for name in ("windows", "prompts", "gamma"):
+    check_windows(args.windows)
+    for name in ("prompts", "gamma"):
         as_positive_int(name, getattr(args, name))
     for path in (args.out, args.markdown):
         if path:

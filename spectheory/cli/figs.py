@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 import paper_figs
 from spectheory.cli.options import names
+from spectheory.outputs import check_writable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_writable(args.out, directory=True)  # before any recomputation
+    if args.recompute:
+        check_writable(args.results, directory=True)
     written = paper_figs.make_all(args.out, args.results, names=tuple(args.only or paper_figs.SCRIPTS),
                                   recompute=args.recompute,
                                   progress=lambda items, **options: tqdm(items, delay=1, leave=False, disable=None,

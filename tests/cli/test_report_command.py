@@ -108,7 +108,8 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
 @pytest.mark.parametrize("argv, fragment", [
     (["report", "--gammas", "0"], "gammas must be a positive integer"),
     (["report", "--audit-n", "1"], "audit_n must be an integer >= 2"),
-    (["report", "--windows", "0"], "windows must be a positive integer"),
+    (["report", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
+    (["report", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to fail after all the work
     (["report", "--draft", "nope.pt"], "model file 'nope.pt' does not exist"),
     (["report", "--target", str(zoo.ZOO / "manifest.json")], "is not a zoo checkpoint"),
 ])

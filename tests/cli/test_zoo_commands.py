@@ -53,7 +53,8 @@ def test_audit_cli_passes_on_the_shipped_pair(capsys):
     (["audit", "--target", "shipped", "--draft", "nope"], "draft must be one of"),
     (["bench", "--draft", "bigram", "--hf"], "--hf needs a transformer draft"),
     (["bench", "--repeats", "0"], "repeats must be a positive integer"),
-    (["alpha", "--windows", "0"], "windows must be a positive integer"),
+    (["alpha", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
+    (["alpha", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to write NaN
     (["train", "nope"], "invalid choice"),
 ])
 def test_zoo_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
