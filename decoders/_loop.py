@@ -26,7 +26,7 @@ def as_prompts(prompts, vocab_size: int, eos: int | None = None) -> list[list[in
             raise ValueError(f"a prompt tensor must be integer with shape (batch, length), got "
                              f"{prompts.dtype} {tuple(prompts.shape)}")
         prompts = prompts.tolist()
-    prompts = [list(prompt) for prompt in prompts]
+    prompts = [prompt.tolist() if isinstance(prompt, torch.Tensor) else list(prompt) for prompt in prompts]
     if not prompts or any(len(prompt) == 0 for prompt in prompts):
         raise ValueError("prompts must be a non-empty batch of non-empty token sequences")
     if any(isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocab_size

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from scipy import special, stats
 
+from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import Sampling, adjusted_probs
 from spectheory.validation import as_int, as_positive_int
@@ -200,6 +201,8 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     as_positive_int("horizon", horizon)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+    prompt = as_prompts([prompt], target.vocab_size)[0]  # non-empty integer ids of the target's vocabulary
+    check_models(target, draft)
     started = time.perf_counter()
     generator = torch.Generator().manual_seed(int(seed))
     tokens = torch.as_tensor(sample(n, generator)).cpu().to(torch.int64)

@@ -47,6 +47,16 @@ def _scaled(value, key=None):
     return value * 0.9 if key in measured and isinstance(value, float) else value
 
 
+def test_figs_recompute_checks_its_outputs_before_any_work(tmp_path, capsys):
+    """--out on a file: one line and exit 2 at once (it used to fail after minutes of recomputation)."""
+    (tmp_path / "taken").write_text("x")
+    assert main(["figs", "--out", str(tmp_path / "taken"), "--recompute"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "exists and is not a directory" in error
+    assert main(["figs", "--results", str(tmp_path / "taken"), "--recompute", "--out", str(tmp_path / "f")]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err and not (tmp_path / "f").exists()
+
+
 def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
     """Ctrl-C (SIGINT) at seeded random moments of `spectheory figs` over an existing output: afterwards the
     directory holds exactly the old figures or exactly the new ones. The new inputs differ from the old, so

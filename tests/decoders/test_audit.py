@@ -290,12 +290,15 @@ def test_statistical_audit_support_check():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [({"n": 1}, "n must"), ({"horizon": 0}, "horizon must"),
-                                              ({"level": 1.5}, "level must"), ({"horizon": 3}, "must return shape")])
+                                              ({"level": 1.5}, "level must"), ({"horizon": 3}, "must return shape"),
+                                              ({"prompt": []}, "prompts must be a non-empty batch"),
+                                              ({"draft": tiny_target("tabular", 4)}, "vocabularies differ")])
 def test_statistical_audit_bad_input_raises_value_errors(kwargs, fragment):
+    """An empty prompt and a draft of another vocabulary used to raise RuntimeError inside torch."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
-    arguments = dict(n=100, horizon=2, seed=0) | kwargs
+    arguments = dict(prompt=PROMPT, n=100, horizon=2, seed=0) | kwargs
     with pytest.raises(ValueError, match=fragment):
-        audit_sampler(direct_sampler(target, Sampling(1.0), 2), target, PROMPT, Sampling(1.0), **arguments)
+        audit_sampler(direct_sampler(target, Sampling(1.0), 2), target, sampling=Sampling(1.0), **arguments)
 
 
 def test_enumerator_branches_against_product_law():

@@ -3,6 +3,7 @@ complete old contents or its complete new contents, never a mixture, a truncated
 
 import json
 import math
+import os
 import random
 
 import pytest
@@ -81,3 +82,11 @@ def test_check_writable_names_the_path(tmp_path):
     with pytest.raises(ValueError, match="is not a writable directory"):
         check_writable(tmp_path / "file" / "below.json")
     assert check_writable(tmp_path / "new" / "deeper" / "r.json") == tmp_path / "new" / "deeper" / "r.json"
+    assert list(tmp_path.iterdir()) == [tmp_path / "file"]  # the probe leaves nothing behind
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_check_writable_probes_rather_than_trusts_permission_bits():
+    """/proc/x/y passed an os.access check as root, and `figs --recompute` then measured for minutes."""
+    with pytest.raises(ValueError, match="'/proc' is not a writable directory"):
+        check_writable("/proc/x/y", directory=True)
