@@ -15,8 +15,23 @@ def names(registry) -> str:
     return ", ".join(registry)
 
 
+def device(value: str) -> str:
+    """A torch device this machine has (an argparse type: a bad one is the usual one-line usage error)."""
+    import torch  # only the commands that run models parse a device
+
+    try:
+        parsed = torch.device(value)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a torch device (e.g. cpu, cuda, cuda:1)") from None
+    if parsed.type == "cuda" and (not torch.cuda.is_available() or (parsed.index or 0) >= torch.cuda.device_count()):
+        raise argparse.ArgumentTypeError(f"{value!r}: this machine has {torch.cuda.device_count()} CUDA devices")
+    if parsed.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"{value!r}: only cpu and cuda devices are supported")
+    return value
+
+
 def add_device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--device", type=device, default="cpu", help="torch device: cpu or cuda[:N] (default cpu)")
 
 
 def add_dtype(parser: argparse.ArgumentParser) -> None:

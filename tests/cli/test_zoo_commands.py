@@ -56,6 +56,8 @@ def test_audit_cli_passes_on_the_shipped_pair(capsys):
     (["alpha", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
     (["alpha", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to write NaN
     (["train", "nope"], "invalid choice"),
+    (["alpha", "--device", "foo"], "'foo' is not a torch device"),  # used to be a 20-line traceback
+    (["bench", "--device", "cuda:99"], "'cuda:99': this machine has"),
 ])
 def test_zoo_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(argv) == 2
