@@ -4,6 +4,7 @@ returns the report with a one-line description of what was audited (docs/theory.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -13,13 +14,14 @@ from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
-from spectheory.validation import as_non_negative_int, as_positive_int
+from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 
 __all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair"]
 
 DECODERS = ("speculative", "autoregressive")
 METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
 BATCH_ROWS = 2  # the batch method's rows, each a copy of the prompt
+MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enumeration beyond it
 SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
@@ -59,6 +61,10 @@ class AuditRequest:
             raise ValueError(f"mutants are speculative decoders, got --decoder {self.decoder}")
         if self.target == "shipped" and self.exact:
             raise ValueError("--exact enumerates tiny models only; audit --target shipped statistically")
+        as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
+        if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
+            raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
+                             f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")
         if self.prompt is not None and self.prompt_text is not None:
             raise ValueError("give --prompt or --prompt-text, not both")
         if self.target != "shipped" and self.prompt_text is not None:

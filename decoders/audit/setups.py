@@ -27,6 +27,7 @@ from spectheory.validation import as_int
 __all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run"]
 
 TARGETS = ("tabular", "tinygpt", "order0")
+MAX_VOCABULARY = 64  # the tiny models
 DRAFTS = ("tabular", "tinygpt", "ngram", "copy", "random", "close")
 EMBEDDING_STD = 0.3  # peaked but varied conditionals at this size (a fresh TinyGPT's are nearly uniform)
 ORDER0_SHARPNESS = 1.0  # logits N(0, 1): the order-0 table's seed-0 conditional is far from one-hot
@@ -44,7 +45,7 @@ def _tiny_gpt(vocab_size: int, seed: int, d_model: int, dtype: torch.dtype) -> T
 
 
 def _check_vocabulary(vocab_size: int) -> None:
-    as_int("vocab_size", vocab_size, low=2, high=64)  # the tiny models
+    as_int("vocab_size", vocab_size, low=2, high=MAX_VOCABULARY)
 
 
 def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = torch.float64):

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
     parser.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
     parser.add_argument("--prompt-text", help=f"shipped target: the prompt as text (default {SHIPPED_PROMPT!r})")
-    parser.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4)")
+    parser.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4; with --exact "
+                                                               "V^horizon is at most 100000, e.g. horizon 7 at V = 5)")
     parser.add_argument("--n", type=int, default=20_000, help="statistical: samples (default 20000)")
     parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")

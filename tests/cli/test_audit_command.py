@@ -27,6 +27,7 @@ def test_audit_cli_exit_status_and_json(capsys):
     (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
     (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
     (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative"),
+    (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
 ])
 def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(["audit", *argv]) == 2
