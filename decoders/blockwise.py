@@ -124,6 +124,8 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
         state = prefill(model, prompts, room=max_new_tokens + model.heads)
         last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)
         heads = model.head_logits(last, state)[:, 0, :k]  # [B, k, V] after the prompt
+    if bool(torch.isnan(heads).any()):  # checked once: argmax would silently read NaN as the largest logit
+        raise ValueError("the model's logits after the prompt contain NaN (are its weights finite?)")
     block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
     accepted_log, calls = [], 1
     while not output.finished:

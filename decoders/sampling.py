@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from spectheory.validation import as_positive_int
 
-__all__ = ["Sampling", "adjusted_probs", "check_probs", "GREEDY"]
+__all__ = ["Sampling", "adjusted_probs", "check_probs", "proposes", "GREEDY"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,10 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     if validate and bool((torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)).any()):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")
     if sampling.greedy:
-        best = scores.argmax(dim=-1, keepdim=True)  # the first maximum: the lowest id wins ties
-        return torch.zeros_like(scores).scatter_(-1, best, 1.0)
+        best = scores.argmax(dim=-1, keepdim=True)  # the first maximum (lowest id wins ties); NaN counts as largest
+        one_hot = torch.zeros_like(scores).scatter_(-1, best, 1.0)
+        # A row with NaN or only -inf has no argmax: NaN probabilities, which check_probs reports as in sampling.
+        return one_hot.masked_fill_(~(scores.gather(-1, best) > float("-inf")), float("nan"))
     infinite = torch.isposinf(scores)  # +inf logits: their limit, uniform over the +inf tokens
     scores = torch.where(infinite.any(dim=-1, keepdim=True), torch.where(infinite, 0.0, float("-inf")), scores)
     # Shifted before dividing, so that a tiny temperature tends to the argmax set instead of overflowing.
@@ -75,6 +77,12 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
         probs = probs.masked_fill(drop, 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
+
+
+def proposes(logits: torch.Tensor) -> torch.Tensor:
+    """Where a draft's logits ``[..., V]`` propose a token: not all -inf (all -inf is a draft's "no proposal";
+    a NaN row does propose, so that ``adjusted_probs`` reports it rather than it passing as no proposal)."""
+    return ~torch.isneginf(logits).all(dim=-1)
 
 
 def check_probs(*probs: torch.Tensor) -> None:

@@ -18,7 +18,7 @@ import torch
 from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs
+from decoders.sampling import Sampling, adjusted_probs, check_probs, proposes
 from spectheory.block_verification import VERIFIERS
 from spectheory.validation import as_positive_int
 
@@ -130,7 +130,7 @@ class SpeculativeStep:
         rows = torch.arange(len(counts), device=counts.device)
         for _ in range(config.gamma):
             logits = draft.forward(feed, committed.draft_state, counts)[rows, counts - 1]  # [B, V], after the last fed token
-            still = still & ~torch.isneginf(logits).all(dim=-1)  # all -inf: no proposal (NaN is an error, below)
+            still = still & proposes(logits)  # all -inf: no proposal (NaN is an error, below)
             logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
             sample_from, q = self.draft_probs(logits, config.sampling)
             token = randomness.categorical(sample_from)

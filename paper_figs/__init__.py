@@ -32,7 +32,8 @@ def script(name: str):
 
 def make_all(out: Path, results: Path, *, names=SCRIPTS, recompute: bool = False, progress=None) -> dict:
     """Run the scripts ``names``: ``{name: [paths written]}``. With ``recompute``, first rerun the simulations
-    and measurements behind their cached results (each result once); ``progress`` wraps each loop (tqdm).
+    and measurements behind their cached results (each result once); ``progress`` wraps each loop (tqdm),
+    and given one, the measurements show their own bars when stderr is a terminal.
 
     Each directory is replaced as a whole once everything in it is written (``staged_directory``): a run that
     fails or is interrupted leaves the old results and figures complete and untouched."""
@@ -50,5 +51,17 @@ def make_all(out: Path, results: Path, *, names=SCRIPTS, recompute: bool = False
     if missing:
         raise ValueError(f"results {missing} are not in {results}: rerun them with --recompute")
     with staged_directory(out, keep_existing=True) as stage:
-        written = {name: module.make(stage, results) for name, module in wrap(list(modules.items()), desc="figures")}
+        written = {name: _make(module, stage, results) for name, module in wrap(list(modules.items()), desc="figures")}
     return {name: [out / path.relative_to(stage) for path in paths] for name, paths in written.items()}
+
+
+def _make(module, out: Path, results: Path) -> list[Path]:
+    """``module.make(out, results)``, with a result file that lacks what the script draws (an entry missing,
+    of the wrong kind, or from another version of the toolkit) reported as a ``ValueError`` naming it."""
+    try:
+        return module.make(out, results)
+    except (KeyError, IndexError, TypeError) as error:
+        if not hasattr(module, "RESULT"):
+            raise  # nothing read from a file: a bug, shown as one
+        raise ValueError(f"result file {str(results / module.RESULT)!r} lacks what {module.__name__} draws "
+                         f"({type(error).__name__}: {error}): rerun spectheory figs --recompute --results {results}") from None

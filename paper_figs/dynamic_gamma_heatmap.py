@@ -5,12 +5,11 @@ above 1 beat the best fixed gamma)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, plt, save
+from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, plt, read_result, save
 from spectheory.outputs import write_json
 
 RESULT = "policy_gains.json"
@@ -25,7 +24,7 @@ def compute(results: Path, *, progress=None) -> Path:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    grid = json.loads((Path(results) / RESULT).read_text())
+    grid = read_result(results, RESULT)
     alphas, cs = np.array(grid["alphas"]), np.array(grid["cs"])
     fig, axes = figure((FULL[0], 2.5), ncols=len(POLICIES), sharey=True)
     norm = plt.matplotlib.colors.TwoSlopeNorm(vmin=0.6, vcenter=1.0, vmax=1.6)

@@ -5,13 +5,12 @@ rollback with the loop), per temperature, in milliseconds per iteration."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from paper_figs import measured_vs_predicted
-from paper_figs.style import FULL, figure, save
+from paper_figs.style import FULL, figure, read_result, save
 
 RESULT = measured_vs_predicted.RESULT  # the same cached bench
 compute = measured_vs_predicted.compute
@@ -19,7 +18,7 @@ PARTS = (("draft", "draft", "C0"), ("verify", "verify", "C1"), ("other", "accept
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+    return draw(read_result(results, RESULT), out)
 
 
 def draw(report: dict, out: Path) -> list[Path]:

@@ -5,11 +5,10 @@ below the diagonal ran slower than the theory predicts."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
-from paper_figs.style import RECOMPUTE_COMMAND, figure, save
+from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
 from spectheory.outputs import write_json
 
 RESULT = "bench_cpu.json"
@@ -19,12 +18,12 @@ def compute(results: Path, *, progress=None) -> Path:
     """The shipped pair's benchmark with the Hugging Face comparison (``spectheory bench --hf``'s defaults)."""
     from decoders.harness.runs import bench_document
 
-    return write_json(Path(results) / RESULT, bench_document(hf=True, progress=progress is not None),
+    return write_json(Path(results) / RESULT, bench_document(hf=True, progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+    return draw(read_result(results, RESULT), out)
 
 
 def draw(report: dict, out: Path) -> list[Path]:

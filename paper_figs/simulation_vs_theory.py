@@ -6,12 +6,11 @@ error, which should fall inside +-1.96 about 95% of the time."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, save
+from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from sims.run import SimulationSpec, run_simulation
 from spectheory.outputs import write_json
 from spectheory.speedup import expected_tokens
@@ -36,7 +35,7 @@ def compute(results: Path, *, progress=None) -> Path:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    runs = json.loads((Path(results) / RESULT).read_text())["runs"]
+    runs = read_result(results, RESULT)["runs"]
     fig, (curves, scores) = figure(FULL, ncols=2, width_ratios=(1.6, 1))
     alpha = np.linspace(0.0, 0.95, 200)
     for color, gamma in zip(("C0", "C1", "C2"), GAMMAS):

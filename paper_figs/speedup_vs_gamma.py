@@ -4,13 +4,12 @@ our autoregressive decoder (points), per temperature. The theory's optimum is ma
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from paper_figs import measured_vs_predicted
-from paper_figs.style import figure, save
+from paper_figs.style import figure, read_result, save
 from spectheory.speedup import optimal_gamma, walltime_improvement
 
 RESULT = measured_vs_predicted.RESULT  # the same cached bench
@@ -18,7 +17,7 @@ compute = measured_vs_predicted.compute
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(json.loads((Path(results) / RESULT).read_text()), out)
+    return draw(read_result(results, RESULT), out)
 
 
 def draw(report: dict, out: Path) -> list[Path]:

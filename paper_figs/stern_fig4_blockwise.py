@@ -7,11 +7,10 @@ k-token call cost as much as a one-token call."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from paper_figs.paper_data import STERN_BLOCKWISE
-from paper_figs.style import RECOMPUTE_COMMAND, figure, save
+from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
 from spectheory.outputs import write_json
 
 RESULT = "blockwise.json"
@@ -22,12 +21,12 @@ def compute(results: Path, *, progress=None) -> Path:
     """``bench_blockwise`` on 8 held-out prompts of 64 characters, 128 new tokens, median of 3; writes ``RESULT``."""
     from decoders.harness.runs import blockwise_document
 
-    return write_json(Path(results) / RESULT, blockwise_document(progress=progress is not None),
+    return write_json(Path(results) / RESULT, blockwise_document(progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    document = json.loads((Path(results) / RESULT).read_text())
+    document = read_result(results, RESULT)
     fig, ax = figure()
     for (criterion, top_k), (marker, label) in MARKERS.items():
         rows = [r for r in document["rows"] if r["criterion"] == criterion and r["top_k"] == top_k]

@@ -12,9 +12,10 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
-from spectheory.outputs import write_atomically, write_text  # noqa: E402
+from spectheory.outputs import strict_loads, write_atomically, write_text  # noqa: E402
 
-__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "plt", "RECOMPUTE_COMMAND"]
+__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "read_result", "plt",
+           "RECOMPUTE_COMMAND"]
 
 RECOMPUTE_COMMAND = "spectheory figs --recompute"  # the provenance of every result a script's compute() writes
 COLUMN = (3.4, 2.6)  # inches: one column of a two-column paper
@@ -59,3 +60,19 @@ def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: lis
     csv.writer(table, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
     return [write_text(out / f"{name}.md", "\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else "")),
             write_text(out / f"{name}.csv", table.getvalue())]
+
+
+def read_result(results: Path, name: str) -> dict:
+    """The cached result ``results/name`` (a JSON object, strictly parsed: no NaN or Infinity); a missing or
+    malformed file is a ``ValueError`` naming it and the way to remake it."""
+    path = Path(results) / name
+    remake = f"rerun {RECOMPUTE_COMMAND} --results {results}"
+    try:
+        document = strict_loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"result file {str(path)!r} does not exist: {remake}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"result file {str(path)!r} cannot be read ({error}): {remake}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"result file {str(path)!r} holds a {type(document).__name__}, not an object: {remake}")
+    return document

@@ -5,11 +5,10 @@ Markdown and CSV. The paper's GPT-like (97M target) row is quoted below the tabl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_3_GPT
-from paper_figs.style import RECOMPUTE_COMMAND, write_table
+from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
 from spectheory.outputs import write_json, write_text
 
 RESULT = "alpha.json"
@@ -20,7 +19,7 @@ def compute(results: Path, *, progress=None) -> Path:
     from decoders.harness.alpha import AlphaEstimate, alpha_markdown
     from decoders.harness.runs import alpha_document
 
-    document = alpha_document(progress=progress is not None)
+    document = alpha_document(progress=None if progress else False)
     write_text(Path(results) / "alpha.md", alpha_markdown([AlphaEstimate(**e) for e in document["estimates"]]))
     return write_json(Path(results) / RESULT, document, command=RECOMPUTE_COMMAND)
 
@@ -41,7 +40,7 @@ def rows(estimates: list[dict]) -> tuple[list, list, list]:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    document = json.loads((Path(results) / RESULT).read_text())
+    document = read_result(results, RESULT)
     header, markdown, csv = rows(document["estimates"])
     paper = ", ".join(f"{name} {t0:.2f} / {t1:.2f}" for name, (t0, t1) in LEVIATHAN_TABLE_3_GPT.items())
     note = (f"Leviathan et al. Table 3, GPT-like 97M target (T = 0 / T = 1): {paper}. "

@@ -5,11 +5,10 @@ are quoted below the table."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_5
-from paper_figs.style import RECOMPUTE_COMMAND, write_table
+from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
 from spectheory.outputs import write_json
 
 RESULT = "lenience.json"
@@ -19,12 +18,12 @@ def compute(results: Path, *, progress=None) -> Path:
     """Measure every shipped draft on 32 held-out windows at every lenience and write ``RESULT``."""
     from decoders.harness.runs import lenience_document
 
-    return write_json(Path(results) / RESULT, lenience_document(progress=progress is not None),
+    return write_json(Path(results) / RESULT, lenience_document(progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    document = json.loads((Path(results) / RESULT).read_text())
+    document = read_result(results, RESULT)
     leniences = document["rows"][0]["leniences"]
     header = ["draft"] + [f"l = {lenience:g}" for lenience in leniences]
     markdown = [[row["draft"]] + [f"{a:.3f} ± {e:.3f}" for a, e in zip(row["alpha"], row["standard_error"])]

@@ -26,7 +26,8 @@ from typing import Callable, Iterator
 
 from spectheory.timing import host
 
-__all__ = ["write_atomically", "write_text", "write_json", "provenance", "staged_directory", "check_writable"]
+__all__ = ["write_atomically", "write_text", "write_json", "strict_loads", "provenance", "staged_directory",
+           "check_writable"]
 
 PARTIAL = ".partial"  # suffix of temporary files and staging directories (ignored by git)
 
@@ -85,6 +86,17 @@ def write_json(path, document: dict, *, command: str, indent: int = 1) -> Path:
     ``provenance``, atomically."""
     text = json.dumps(dict(document, command=command, provenance=provenance()), indent=indent, allow_nan=False)
     return write_text(path, text + "\n")
+
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def strict_loads(text: str):
+    """``json.loads`` refusing NaN, Infinity and -Infinity, which Python's parser accepts by default: how the
+    project reads JSON back, so that what it never writes it never reads either."""
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,22 @@
-"""Hypothesis profiles: CI (CI=true) runs derandomised, so a failure there reproduces exactly."""
+"""Hypothesis profiles: CI (CI=true) runs derandomised, so a failure there reproduces exactly. Every JSON file a
+test writes under pytest's temporary directories is parsed strictly when the session ends (no NaN/Infinity)."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from command import not_strict_json
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=100,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_json_written_is_strict(tmp_path_factory):
+    """After the whole session: every JSON file the tests wrote parses strictly (the project's JSON contract)."""
+    yield
+    refused = not_strict_json(tmp_path_factory.getbasetemp())
+    assert not refused, "JSON written by the tests is not strict:\n" + "\n".join(refused)

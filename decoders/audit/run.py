@@ -51,7 +51,7 @@ class AuditRequest:
 
     def __post_init__(self) -> None:
         as_positive_int("horizon", self.horizon)
-        as_positive_int("n", self.n)
+        as_int("n", self.n, low=2, high=statistical.MAX_SAMPLES)
         as_non_negative_int("seed", self.seed)
         if self.decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {DECODERS}, got {self.decoder!r}")

@@ -48,7 +48,7 @@ from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import Sampling, adjusted_probs, proposes
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv", "detectable_correlation",
@@ -58,6 +58,8 @@ ORDERINGS = ("id", "target_probability", "draft_ratio")
 POWER_Z = 1.2815515655446004  # the standard normal's 0.9 quantile
 MIN_EXPECTED = 5.0  # G-test cells expected to hold fewer samples are pooled
 SCORE_CLIP = 2.0 ** -53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 has probability 0)
+MAX_SAMPLES = 1_000_000  # [n, horizon] float64 matrices per ordering (~1 GB at horizon 16); the shipped pair
+# samples 100,000 in 7 minutes on 2 CPU cores, so 10^6 is over an hour
 CHUNK = 256  # sequences per forward pass: bounded memory, and fastest on CPU (shipped: 7.3 s / 4096 vs 9.7 s at 1024)
 
 
@@ -131,14 +133,14 @@ def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
 @torch.no_grad()
 def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
-    one forward pass. Rows where the model has no finite logit (a draft with no proposal) are all zeros."""
+    one forward pass. Rows where the model proposes nothing (all -inf: a draft's no proposal) are all zeros."""
     prompt = torch.as_tensor(list(prompt), dtype=torch.int64)
     tokens = torch.cat([prompt.expand(len(continuations), -1), continuations.cpu()], dim=1).to(model.device)
     state = model.new_state(len(tokens), tokens.shape[1])  # sized to the sequences, not the model's context
     logits = model.forward(tokens[:, :-1], state)[:, len(prompt) - 1:]  # [b, T, V]
-    finite = torch.isfinite(logits).any(dim=-1, keepdim=True)
-    probs = adjusted_probs(torch.where(finite, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
-    return torch.where(finite, probs, 0.0).cpu()
+    proposed = proposes(logits)[..., None]
+    probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
+    return torch.where(proposed, probs, 0.0).cpu()
 
 
 def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:
@@ -197,7 +199,7 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
                   sampling: Sampling, *, n: int, horizon: int, seed: int, draft=None, level: float = 0.01) -> AuditReport:
     """Test that ``sample(n, generator) -> [n, horizon]`` continuations of ``prompt`` follow ``target``'s law
     under ``sampling`` (``target`` and ``draft`` are models of the project's protocol)."""
-    as_int("n", n, low=2)
+    as_int("n", n, low=2, high=MAX_SAMPLES)
     as_positive_int("horizon", horizon)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")

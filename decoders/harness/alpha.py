@@ -21,11 +21,11 @@ from tqdm import tqdm
 
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import Sampling, adjusted_probs, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.validation import as_int, as_lenience
 
-__all__ = ["AlphaEstimate", "MAX_WINDOWS", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
+__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
            "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]
 
 #: Leviathan et al.'s Table 5 leniences.
@@ -53,6 +53,7 @@ class AlphaEstimate:
         return asdict(self)
 
 
+MAX_PROMPTS = 1024  # each decoded in full per run: 1024 prompts x 128 tokens is already an hour on 2 CPU cores
 MAX_WINDOWS = 10_000  # hours of teacher-forced passes on 2 CPU cores; the held-out text has ~3,500 disjoint windows
 
 
@@ -76,7 +77,7 @@ def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Samplin
     windows = windows.to(target.device)
     p = adjusted_probs(target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1], sampling)
     draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
-    proposed = torch.isfinite(draft_logits).any(dim=-1)
+    proposed = proposes(draft_logits)
     q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
     return p, q, proposed
 
@@ -128,6 +129,7 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
     """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
     sampling = Sampling(temperature)
     check_windows(windows)
+    as_int("prompts", prompts, low=1, high=MAX_PROMPTS)
     betas, proposed = _pooled_betas(target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip,
                                     batch_size=batch_size)
     betas = betas[0]  # [W, L - skip] at lenience 1

@@ -26,17 +26,19 @@ from tqdm import tqdm
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
-from decoders.harness.alpha import accepted_and_verified
+from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified
 from decoders.harness.profile import call_seconds, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, time_interleaved
-from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
+from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
            "BLOCKWISE_CONFIGS", "bench_blockwise", "model_dtype"]
+
+MAX_REPEATS = 100  # timed repeats (and warm-up runs) of every decoder: medians settle long before that
 
 #: Stern et al. Fig. 4 analogue: block sizes k = 2..4 under the exact and two top-k criteria.
 BLOCKWISE_CONFIGS = tuple(BlockwiseConfig(criterion, top_k=top_k, block_size=k) for k in (2, 3, 4)
@@ -56,14 +58,16 @@ class BenchSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        positive_int_fields(self, ("prompts", "prompt_length", "max_new_tokens", "repeats", "call_steps"))
+        positive_int_fields(self, ("prompt_length", "max_new_tokens", "call_steps"))
+        as_int("prompts", self.prompts, low=1, high=MAX_PROMPTS)
+        as_int("repeats", self.repeats, low=1, high=MAX_REPEATS)
+        as_int("warmup", self.warmup, low=0, high=MAX_REPEATS)
         if not self.gammas:
             raise ValueError("gammas must not be empty")
         for gamma in self.gammas:
             as_positive_int("gammas", gamma)
         if not self.temperatures or any(not t >= 0 for t in self.temperatures):
             raise ValueError(f"temperatures must be >= 0, got {self.temperatures!r}")
-        as_non_negative_int("warmup", self.warmup)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -35,11 +35,12 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
 from spectheory.timing import Timing, time_interleaved, time_repeats
+from spectheory.validation import as_int
 
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
-__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "profile_jobs", "acceptance_by_position",
+__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "check_batch_size", "profile_jobs", "acceptance_by_position",
            "outcomes_along_text", "timed", "call_seconds", "measure_profile"]
 
 
@@ -156,10 +157,20 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
     return timed(run, repeats=repeats, warmup=warmup, device=model.device).median / steps
 
 
+
+def check_batch_size(batch_size: int, prompts: int) -> int:
+    """Rows per call: at most the prompts, and dividing them (a smaller last batch would mix two batch sizes)."""
+    as_int("batch_size", batch_size, low=1, high=prompts)
+    if prompts % batch_size:
+        raise ValueError(f"batch_size must divide the {prompts} prompts, got {batch_size}")
+    return batch_size
+
+
 def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
                  warmup: int, batch_size: int = 1) -> tuple[dict, ProfileRecorder]:
     """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
     per call (1: each prompt on its own, as the benchmark does)."""
+    check_batch_size(batch_size, len(prompts))
     prompts = prompts.to(target.device)
     batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
     samples = 1 if sampling.greedy else SAMPLES

@@ -21,12 +21,13 @@ from datetime import datetime, timezone
 from tqdm import tqdm
 
 from decoders.audit.run import SHIPPED_PROMPT, audit_pair
+from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
 from decoders.harness.corpus import VOCAB_SIZE, encode, load_corpus
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
-from spectheory.calculator import gamma_table
+from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
@@ -55,9 +56,10 @@ class ReportSettings:
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
-        positive_int_fields(self, ("audit_horizon", "gamma_max"))
+        positive_int_fields(self, ("audit_horizon",))
+        as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
         alpha.check_windows(self.windows)
-        as_int("audit_n", self.audit_n, low=2)
+        as_int("audit_n", self.audit_n, low=2, high=MAX_SAMPLES)
         as_non_negative_int("seed", self.seed)
         if not self.audit_prompt:
             raise ValueError("audit_prompt must be non-empty text")
@@ -111,7 +113,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         stages.set_postfix_str("benchmark")
         prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
         bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
-                                                 draft_name=draft_name, progress=progress).as_dict()))  # as in the file
+                                                 draft_name=draft_name, progress=progress).as_dict(), allow_nan=False))  # as in the file
         recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens) for t in s.temperatures]
         stages.update()
         stages.set_postfix_str("audit")

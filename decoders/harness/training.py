@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from spectheory.outputs import write_atomically
 from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TrainConfig", "TrainResult", "HeadsConfig", "train_language_model", "train_proposal_heads",
-           "target_samples", "held_out_loss", "load_checkpoint", "save_atomically"]
+           "target_samples", "held_out_loss", "load_checkpoint", "read_entries", "save_atomically", "tinygpt_of"]
 
 
 @dataclass(frozen=True)
@@ -118,10 +118,9 @@ def held_out_loss(model: TinyGPT, stream: np.ndarray, context: int, batches: int
 
 def load_checkpoint(path: Path, device: torch.device | str = "cpu") -> tuple[TinyGPT, dict]:
     """A TinyGPT and the checkpoint's other entries (config, step, ...) from a ``train_language_model`` checkpoint."""
-    state = torch.load(path, map_location=device, weights_only=True)
-    model = TinyGPT(TinyGPTConfig(**state["model_config"])).to(device)
-    model.load_state_dict(state["model"])
-    return model.eval(), state
+    state = read_entries(path, "checkpoint", device)
+    model = tinygpt_of(state.get("model_config"), state.get("model"), f"checkpoint {str(path)!r}")
+    return model.to(device).eval(), state
 
 
 def _check_data(config: TrainConfig, train: np.ndarray, held_out: np.ndarray) -> None:
@@ -195,14 +194,18 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
     identity = dict(identity, train_config=config.as_dict())
     step, train_losses, held_out_losses = 0, [], []
     if checkpoint is not None and Path(checkpoint).exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
+        state = read_entries(checkpoint, "checkpoint", device)
         if any(state.get(key) != value for key, value in identity.items()):
-            raise ValueError(f"checkpoint {checkpoint} was trained with another configuration")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        step, train_losses, held_out_losses = state["step"], list(map(tuple, state["train_losses"])), \
-            list(map(tuple, state["held_out_losses"]))
+            raise ValueError(f"checkpoint {str(checkpoint)!r} was trained with another configuration")
+        try:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            generator.set_state(state["generator"])
+            step, train_losses, held_out_losses = state["step"], list(map(tuple, state["train_losses"])), \
+                list(map(tuple, state["held_out_losses"]))
+        except (KeyError, TypeError, RuntimeError) as error:  # entries missing or of the wrong kind or shape
+            raise ValueError(f"checkpoint {str(checkpoint)!r} cannot be resumed ({type(error).__name__}: "
+                             f"{_first_problem(error)}); delete it to train from the start") from None
     started, running = time.perf_counter(), []
     with tqdm(total=config.steps, initial=step, desc=description, unit="step", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
@@ -233,6 +236,54 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
                                            model_config=config.model.as_dict()))
     result = TrainResult(step, time.perf_counter() - started, tuple(train_losses), tuple(held_out_losses))
     return model.eval(), result
+
+
+def read_entries(path, what: str, device: torch.device | str = "cpu") -> dict:
+    """The dictionary saved at ``path`` by ``save_atomically``, read without arbitrary unpickling; a missing,
+    truncated or foreign file is a ``ValueError`` naming ``what`` (e.g. "model file") and the path."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what} {str(path)!r} does not exist")
+    try:
+        entries = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # pickle, zip and I/O errors of every kind: a file this toolkit did not write
+        raise ValueError(f"{what} {str(path)!r} cannot be read ({type(error).__name__}): not a file written by "
+                         f"spectheory, or a damaged one") from None
+    if not isinstance(entries, dict):
+        raise ValueError(f"{what} {str(path)!r} holds a {type(entries).__name__}, not a dictionary of entries")
+    return entries
+
+
+def tinygpt_of(config, weights, source: str) -> TinyGPT:
+    """A TinyGPT from a configuration dictionary and a state dictionary as files store them, refusing what
+    does not fit: unknown or missing configuration keys, weights of other names or shapes, non-finite
+    weights. Errors are ``ValueError``s starting with ``source``."""
+    known = tuple(entry.name for entry in fields(TinyGPTConfig))
+    if not isinstance(config, dict):
+        raise ValueError(f"{source}: config must be a dictionary of {known}, got {type(config).__name__}")
+    unknown = sorted(map(str, set(config) - set(known)))
+    if unknown or "vocab_size" not in config:
+        raise ValueError(f"{source}: config " + (f"has unknown keys {unknown}" if unknown else "lacks vocab_size")
+                         + f" (a TinyGPT's are {', '.join(known)})")
+    if not isinstance(weights, dict) or not all(isinstance(value, torch.Tensor) for value in weights.values()):
+        raise ValueError(f"{source}: weights must be a dictionary of tensors")
+    not_finite = [name for name, value in weights.items() if not bool(torch.isfinite(value).all())]
+    if not_finite:
+        raise ValueError(f"{source}: weights must be finite, {len(not_finite)} tensors hold NaN or infinity "
+                         f"(first {not_finite[0]!r})")
+    try:
+        model = TinyGPT(TinyGPTConfig(**config))
+        model.load_state_dict(weights)
+    except (ValueError, RuntimeError) as error:  # a bad configuration value; names or shapes that do not fit
+        raise ValueError(f"{source}: {_first_problem(error)}") from None
+    return model
+
+
+def _first_problem(error: Exception) -> str:
+    """One line of ``error``'s message: torch's state-dictionary errors put a heading first, then the problems."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+    line = lines[1] if len(lines) > 1 else lines[0]
+    return line if len(line) <= 200 else line[:197] + "..."  # torch lists every missing key
 
 
 def save_atomically(path, entries: dict) -> None:

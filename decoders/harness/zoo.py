@@ -27,9 +27,9 @@ from decoders.harness.corpus import VOCAB_SIZE, load_corpus
 from decoders.models.history import CopyDraft, NGramModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
-from decoders.harness.training import (HeadsConfig, TrainConfig, TrainResult, save_atomically, target_samples,
-                                       train_language_model, train_proposal_heads)
-from spectheory.outputs import write_atomically, write_text
+from decoders.harness.training import (HeadsConfig, TrainConfig, TrainResult, read_entries, save_atomically,
+                                       target_samples, tinygpt_of, train_language_model, train_proposal_heads)
+from spectheory.outputs import strict_loads, write_atomically, write_text
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
            "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order"]
@@ -79,36 +79,31 @@ def _read(name: str, zoo: Path, device) -> dict:
     path = Path(zoo) / f"{name}.pt"
     if not path.exists():
         raise ValueError(f"no shipped model {name!r} in {zoo}: train it with `spectheory train {name}`")
-    return torch.load(path, map_location=device, weights_only=True)
+    return read_entries(path, "model file", device)
 
 
 def _tinygpt(name: str, zoo: Path, device, dtype) -> TinyGPT:
-    return _model(_read(name, zoo, device), device, dtype)
+    return _model(_read(name, zoo, device), device, dtype, f"model file {name!r}")
 
 
-def _model(entries: dict, device, dtype):
-    """The TinyGPT or n-gram model of a zoo file's ``entries``."""
+def _model(entries: dict, device, dtype, source: str):
+    """The TinyGPT or n-gram model of a zoo file's ``entries``; what does not fit is a ValueError naming ``source``."""
     if "config" in entries:
-        model = TinyGPT(TinyGPTConfig(**entries["config"]))
-        model.load_state_dict(entries["weights"])
-        return model.to(device=device, dtype=dtype).eval()
+        return tinygpt_of(entries["config"], entries.get("weights"), source).to(device=device, dtype=dtype).eval()
     if "table" in entries:
-        return NGramModel(entries["table"].to(dtype), entries["order"], device=device)
-    raise ValueError(f"a model file holds a TinyGPT (config, weights) or an n-gram table, got keys {sorted(entries)}")
+        try:
+            table = entries["table"]
+            return NGramModel(table.to(dtype) if isinstance(table, torch.Tensor) else table, entries.get("order"),
+                              device=device)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from None
+    raise ValueError(f"{source}: a model file holds a TinyGPT (config, weights) or an n-gram table (table, order), "
+                     f"got keys {sorted(map(str, entries))}")
 
 
 def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
     """A TinyGPT or n-gram model from a file in the zoo's format (e.g. written by ``spectheory train --zoo``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"model file {str(path)!r} does not exist")
-    try:
-        entries = torch.load(path, map_location=device, weights_only=True)
-    except Exception as error:  # pickle and zip errors of every kind: not a zoo file
-        raise ValueError(f"model file {str(path)!r} is not a zoo checkpoint ({type(error).__name__})") from None
-    if not isinstance(entries, dict):
-        raise ValueError(f"model file {str(path)!r} is not a zoo checkpoint (no dictionary of entries)")
-    return _model(entries, device, dtype)
+    return _model(read_entries(path, "model file", device), device, dtype, f"model file {str(path)!r}")
 
 
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
@@ -132,7 +127,7 @@ def load_draft(name: str, *, device: torch.device | str = "cpu", dtype: torch.dt
     if name in ("transformer", "distilled"):
         return _tinygpt(name, zoo, device, dtype)
     if name in NGRAMS:
-        return _model(_read(name, zoo, device), device, dtype)
+        return _model(_read(name, zoo, device), device, dtype, f"model file {name!r}")
     if name == "copy":
         return CopyDraft(VOCAB_SIZE, device=device, dtype=dtype)
     if name == "random":
@@ -157,7 +152,7 @@ def load_blockwise(*, device: torch.device | str = "cpu", dtype: torch.dtype = t
 def manifest(zoo: Path = ZOO) -> dict:
     """How each shipped model was trained: ``{name: {...}}`` from ``manifest.json`` (empty if none)."""
     path = Path(zoo) / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    return strict_loads(path.read_text()) if path.exists() else {}
 
 
 def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
@@ -168,7 +163,7 @@ def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
     book = manifest(zoo)
     book[name] = dict(record, file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
                       torch=torch.__version__, python=platform.python_version())
-    write_text(Path(zoo) / "manifest.json", json.dumps(book, indent=1, sort_keys=True) + "\n")
+    write_text(Path(zoo) / "manifest.json", json.dumps(book, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def _training_record(result: TrainResult, config, corpus, parameters: int) -> dict:

@@ -14,9 +14,11 @@ import numpy as np
 import torch
 
 from decoders.models.base import append_history, check_step, check_truncate
-from spectheory.validation import as_positive_int
+from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["HistoryState", "HistoryModel", "NGramModel", "TabularModel", "UniformModel", "CopyDraft"]
+
+MAX_ORDER = 3  # tokens of context of a table: V^order rows (a trigram table of V = 98 already holds 94M logits)
 
 
 @dataclass
@@ -87,6 +89,12 @@ class TabularModel(HistoryModel):
     """
 
     def __init__(self, table: torch.Tensor, order: int, device: torch.device | str = "cpu") -> None:
+        as_int("order", order, low=0, high=MAX_ORDER)
+        if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2:
+            raise ValueError(f"table must be a 2-D floating-point tensor of logits, got "
+                             f"{getattr(table, 'dtype', type(table).__name__)} of shape {tuple(getattr(table, 'shape', ()))}")
+        if bool(torch.isnan(table).any()):  # infinite logits are limits: -inf rules a token out, +inf makes it certain
+            raise ValueError("table must not contain NaN logits")
         vocab_size = table.shape[-1]
         if table.shape != (vocab_size ** order, vocab_size):
             raise ValueError(f"table must have shape (V^order, V) = ({vocab_size ** order}, {vocab_size}), "

@@ -67,10 +67,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in argv if not word.startswith("-")), None)
-    parser = build_parser(command if command in COMMANDS else None)
-    prog = parser.prog
-    try:
-        args = parser.parse_args(argv)
+    prog = "spectheory"
+    try:  # building the parser imports the command's module (torch for most): Ctrl-C may land there too
+        args = build_parser(command if command in COMMANDS else None).parse_args(argv)
         if args.command is None:
             raise UsageError(f"{prog}: error: a command is required (see {prog} --help)")
         prog = f"{prog} {args.command}"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 
 from decoders.harness import zoo
-from decoders.harness.alpha import AlphaEstimate, alpha_markdown, check_windows
+from decoders.harness.alpha import MAX_PROMPTS, AlphaEstimate, alpha_markdown, check_windows
 from decoders.harness.runs import alpha_document
 from spectheory.cli.options import add_device, names
 from spectheory.outputs import check_writable, write_json, write_text
-from spectheory.validation import as_positive_int
+from spectheory.validation import as_int, as_positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,8 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
                         help="temperatures (default 0 1)")
     parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters, 2 to 10000 (standard errors are over windows; default 32)")
-    parser.add_argument("--prompts", type=int, default=16, help="held-out prompts for the acceptance counts (default 16)")
-    parser.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4)")
+    parser.add_argument("--prompts", type=int, default=16, help=f"held-out prompts for the acceptance counts, at most "
+                        f"{MAX_PROMPTS} (each is decoded for 128 tokens; default 16)")
+    parser.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4); 64 + 128 + gamma + 1 "
+                        "must fit the target's context of 256")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     add_device(parser)
     parser.add_argument("--out", help="write the estimates as JSON here")
@@ -29,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_windows(args.windows)
-    for name in ("prompts", "gamma"):
-        as_positive_int(name, getattr(args, name))
+    as_int("prompts", args.prompts, low=1, high=MAX_PROMPTS)
+    as_positive_int("gamma", args.gamma)
     for path in (args.out, args.markdown):
         if path:
             check_writable(path)

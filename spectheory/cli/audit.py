@@ -10,7 +10,8 @@ import json
 
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.run import DECODERS, METHODS, SHIPPED_PROMPT, AuditRequest, run_audit
-from decoders.audit.setups import DRAFTS, TARGETS
+from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
+from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS
 from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
@@ -25,9 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tiny target model, or the shipped trained target (statistical only; default tinygpt)")
     parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
                                         f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer)")
-    parser.add_argument("--vocabulary", type=int, default=5, help="vocabulary of the tiny models (default 5)")
+    parser.add_argument("--vocabulary", type=int, default=5,
+                        help=f"vocabulary of the tiny models, 2 to {MAX_VOCABULARY} (default 5)")
     parser.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
-    parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2)")
+    parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2); prompt + horizon "
+                        "+ gamma + 1 must fit the target's context (64 for the tiny models, 256 shipped)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
     parser.add_argument("--top-k", type=int, help="keep the k most likely tokens")
     parser.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
@@ -36,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-text", help=f"shipped target: the prompt as text (default {SHIPPED_PROMPT!r})")
     parser.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4; with --exact "
                                                                "V^horizon is at most 100000, e.g. horizon 7 at V = 5)")
-    parser.add_argument("--n", type=int, default=20_000, help="statistical: samples (default 20000)")
+    parser.add_argument("--n", type=int, default=20_000, help=f"statistical: samples, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] "
+                        "tests; default 20000)")
     parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
     parser.add_argument("--exact", nargs="?", const=METHODS[0], choices=METHODS,

@@ -11,13 +11,15 @@ import statistics
 import torch
 
 from decoders.harness import zoo
-from decoders.harness.bench import BenchSettings
+from decoders.harness.alpha import MAX_PROMPTS
+from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.runs import bench_document
 from spectheory.cli.options import add_device, add_dtype, names
 from spectheory.costs import CostProfile
 from spectheory.outputs import check_writable, write_json
 
 DEFAULTS = BenchSettings()
+CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,17 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"shipped draft: {names(zoo.DRAFTS)} (default transformer)")
     add_device(parser)
     add_dtype(parser)
-    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G")
-    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T")
+    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
+                        help="gammas to benchmark (default 1 to 8); " + CONTEXT)
+    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
+                        help="temperatures (default 0 1)")
     parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
-                        help=f"held-out prompts, decoded one at a time (default {DEFAULTS.prompts})")
+                        help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
+                             f"per run; default {DEFAULTS.prompts})")
     parser.add_argument("--prompt-length", type=int, default=DEFAULTS.prompt_length,
-                        help=f"characters per prompt (default {DEFAULTS.prompt_length})")
+                        help=f"characters per prompt (default {DEFAULTS.prompt_length}); " + CONTEXT)
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
-                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens})")
+                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT)
     parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
-                        help=f"timed repeats, median reported (default {DEFAULTS.repeats})")
-    parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup, help=f"untimed runs first (default {DEFAULTS.warmup})")
+                        help=f"timed repeats, median reported, at most {MAX_REPEATS} (default {DEFAULTS.repeats})")
+    parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup,
+                        help=f"untimed runs first, at most {MAX_REPEATS} (default {DEFAULTS.warmup})")
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="prompt selection seed (default 0)")
     parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate (transformer drafts)")
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
@@ -87,6 +93,8 @@ def _errors(rows: list) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
                              args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
+    if args.hf_gamma is not None and not args.hf:
+        raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.out:
         check_writable(args.out)
     document = bench_document(args.draft, settings, device=args.device, dtype=getattr(torch, args.dtype),

@@ -9,6 +9,7 @@ from pathlib import Path
 from spectheory.calculator import calibrated_table, format_calibrated_text
 from spectheory.cli import UsageError
 from spectheory.costs import PROFILE_KIND, CostProfile
+from spectheory.outputs import strict_loads
 
 COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance")
 
@@ -20,8 +21,8 @@ def load_profile(path: str) -> dict:
     if not file.is_file():
         raise ValueError(f"cost profile {path!r} does not exist")
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = strict_loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
         raise ValueError(f"cost profile {path!r} is not JSON ({error})") from None
     if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")

@@ -12,7 +12,7 @@ import torch
 
 from decoders.harness import zoo
 from decoders.harness.bench import BenchSettings, environment, model_dtype
-from decoders.harness.profile import measure_profile
+from decoders.harness.profile import check_batch_size, measure_profile
 from decoders.harness.runs import shipped_prompts
 from decoders.sampling import Sampling
 from spectheory.cli.options import add_device, add_dtype, names
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--gamma-max", type=int, default=max(DEFAULTS.gammas),
                         help=f"the profiling run's gamma; t_verify up to gamma_max + 1 (default {max(DEFAULTS.gammas)})")
-    parser.add_argument("--batch-size", type=int, default=1, help="rows decoded per call (default 1)")
+    parser.add_argument("--batch-size", type=int, default=1, help="rows decoded per call, dividing --prompts (default 1)")
     for name in ("prompts", "prompt_length", "max_new_tokens", "repeats", "warmup", "seed"):
         default = getattr(DEFAULTS, name)
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"as in bench (default {default})")
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = BenchSettings((as_positive_int("gamma_max", args.gamma_max),), (args.temperature,), args.prompts,
                              args.prompt_length, args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
-    as_positive_int("batch_size", args.batch_size)
+    check_batch_size(args.batch_size, settings.prompts)
     if args.out:
         check_writable(args.out)
     dtype = getattr(torch, args.dtype)

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import argparse
 
+from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import zoo
+from decoders.harness.alpha import MAX_PROMPTS, MAX_WINDOWS
+from decoders.harness.bench import MAX_REPEATS
 from decoders.harness.report import ReportSettings, measure_pair
 from paper_figs.report import write_report
 from spectheory.cli.options import add_device, names
+from spectheory.calculator import MAX_TABLE_GAMMA
 from spectheory.outputs import check_writable
 
 DEFAULTS = ReportSettings()
 BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed")
-HELP = {"windows": "held-out windows for alpha along text", "prompts": "benchmark prompts, decoded one at a time",
-        "max_new_tokens": "tokens generated per prompt", "repeats": "timed repeats, median reported",
-        "warmup": "untimed runs first", "audit_n": "audit: sampled continuations",
-        "gamma_max": "largest gamma the calculator considers", "seed": "random seed"}
+HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
+        "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
+        "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
+        "repeats": f"timed repeats, median reported, at most {MAX_REPEATS}",
+        "warmup": f"untimed runs first, at most {MAX_REPEATS}",
+        "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
+        "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

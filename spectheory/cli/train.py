@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from decoders.harness import zoo
 from spectheory.cli.options import add_device, names
+from spectheory.outputs import check_writable
 from spectheory.validation import as_positive_int
 
 
@@ -26,12 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.until is not None:
         as_positive_int("until", args.until)
+    order = zoo.training_order(args.models)
+    for path in [Path(args.work) / f"{name}.pt" for name in order] + [Path(args.zoo or zoo.ZOO) / "manifest.json"]:
+        check_writable(path)  # checkpoints, and the manifest every export rewrites
     written = {}
-    for name in zoo.training_order(args.models):
+    for name in order:
         written.update(zoo.train(name, work=args.work, zoo=args.zoo or zoo.ZOO, device=args.device,
                                  progress=None, until=args.until))
     if args.json:
-        print(json.dumps(written, indent=2))
+        print(json.dumps(written, indent=2, allow_nan=False))
         return 0
     for name, entry in written.items():
         loss = entry.get("final_held_out_loss_nats_per_char")

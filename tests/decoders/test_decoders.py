@@ -338,12 +338,28 @@ def test_bad_decoding_inputs_raise_value_errors(target):
                              randomness=seeded(0), eos=VOCAB)
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
         generate_autoregressive(target, PROMPTS, max_new_tokens=0, sampling=GREEDY, randomness=seeded(0))
-    nan_model = TabularModel(torch.full((VOCAB, VOCAB), float("nan")), 1)
+
+
+@pytest.mark.parametrize("sampling", [GREEDY, Sampling(1.0)], ids=["greedy", "sampled"])
+def test_non_finite_models_raise_at_first_call(target, sampling):
+    """A model with NaN weights is refused at its first call by every decoder, greedy included (greedy's
+    argmax used to read NaN as the largest logit; an all-NaN draft used to pass as "no proposal" and accept
+    nothing); a table of NaN logits is refused when it is built."""
+    nan_model = tiny_gpt(5, d_model=16, n_layer=1)
+    with torch.no_grad():
+        nan_model.embed.weight.fill_(float("nan"))
     with pytest.raises(ValueError, match="logits must not contain NaN"):
-        generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=Sampling(1.0), randomness=seeded(0))
-    with pytest.raises(ValueError, match="logits must not contain NaN"):  # an all-NaN draft used to propose nothing
-        generate_speculative(target, nan_model, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, Sampling(1.0)),
-                             randomness=seeded(0))
+        generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=sampling, randomness=seeded(0))
+    for pair in ((target, nan_model), (nan_model, target)):
+        with pytest.raises(ValueError, match="logits must not contain NaN"):
+            generate_speculative(*pair, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, sampling),
+                                 randomness=seeded(0))
+    with pytest.raises(ValueError, match="logits after the prompt contain NaN"):
+        generate_blockwise(BlockwiseGPT(nan_model, 3).eval(), PROMPTS, max_new_tokens=4)
+    with pytest.raises(ValueError, match="table must not contain NaN logits"):
+        TabularModel(torch.full((VOCAB, VOCAB), float("nan")), 1)
+    with pytest.raises(ValueError, match=r"order must be an integer in \[0, 3\], got 1.0"):
+        TabularModel(torch.zeros(VOCAB, VOCAB), 1.0)
 
 
 def test_hugging_face_adapter_against_generate():

@@ -1,5 +1,7 @@
 """Training: the loss falls, resuming from a checkpoint equals training straight through, bad settings raise."""
 
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -50,6 +52,23 @@ def test_resumed_training_against_straight_through(tmp_path):
         assert torch.equal(a, b)
     loaded, entries = load_checkpoint(path)
     assert entries["step"] == 30 and torch.equal(loaded.embed.weight, straight.embed.weight)
+
+
+def test_damaged_checkpoints_raise_value_errors(tmp_path):
+    """A truncated checkpoint, or one with its entries missing, is one ValueError telling what to do."""
+    path = tmp_path / "model.pt"
+    train_language_model(config(30), *small_corpus(), checkpoint=path, progress=False, until=2)
+    intact = path.read_bytes()
+    path.write_bytes(intact[:len(intact) // 2])
+    with pytest.raises(ValueError, match="checkpoint .* cannot be read"):
+        train_language_model(config(30), *small_corpus(), checkpoint=path, progress=False)
+    with pytest.raises(ValueError, match="checkpoint .* cannot be read"):
+        load_checkpoint(path)
+    state = torch.load(io.BytesIO(intact), weights_only=True)
+    del state["optimizer"]
+    torch.save(state, path)
+    with pytest.raises(ValueError, match=r"cannot be resumed \(KeyError: 'optimizer'\); delete it"):
+        train_language_model(config(30), *small_corpus(), checkpoint=path, progress=False)
 
 
 def test_training_logits_against_cached_forward():

@@ -62,6 +62,70 @@ def test_zoo_refuses_pickled_objects(tmp_path):
         zoo.load_draft("transformer", zoo=tmp_path)
 
 
+def _spoiled(entries: dict, how: str) -> dict:
+    """A copy of a zoo file's ``entries`` broken in one way."""
+    entries = {key: dict(value) if isinstance(value, dict) else value for key, value in entries.items()}
+    if how == "extra config key":
+        entries["config"]["extra"] = 1
+    elif how == "config not a dict":
+        entries["config"] = [1, 2]
+    elif how == "no vocab_size":
+        del entries["config"]["vocab_size"]
+    elif how == "bad config value":
+        entries["config"]["n_head"] = 3
+    elif how == "wrong shape":
+        entries["weights"]["embed.weight"] = entries["weights"]["embed.weight"][:, :5]
+    elif how == "missing weight":
+        del entries["weights"]["norm.bias"]
+    elif how == "weights not a dict":
+        entries["weights"] = 3
+    elif how == "NaN weights":
+        entries["weights"]["blocks.0.qkv.weight"] = torch.full_like(entries["weights"]["blocks.0.qkv.weight"], torch.nan)
+    elif how == "NaN table":
+        entries["table"] = torch.full_like(entries["table"], torch.nan)
+    elif how == "order not an int":
+        entries["order"] = "1"
+    elif how == "table of another shape":
+        entries["table"] = entries["table"][:3]
+    elif how == "neither model":
+        entries = {"payload": torch.zeros(1)}
+    return entries
+
+
+@pytest.mark.parametrize("source, how, fragment", [
+    ("transformer", "extra config key", "config has unknown keys ['extra']"),
+    ("transformer", "config not a dict", "config must be a dictionary of ('vocab_size'"),
+    ("transformer", "no vocab_size", "config lacks vocab_size"),
+    ("transformer", "bad config value", "d_model must be divisible by n_head, got 128 and 3"),
+    ("transformer", "wrong shape", "size mismatch for embed.weight"),
+    ("transformer", "missing weight", 'Missing key(s) in state_dict: "norm.bias"'),
+    ("transformer", "weights not a dict", "weights must be a dictionary of tensors"),
+    ("transformer", "NaN weights", "weights must be finite, 1 tensors hold NaN or infinity (first 'blocks.0.qkv.weight')"),
+    ("bigram", "NaN table", "table must not contain NaN logits"),
+    ("bigram", "order not an int", "order must be an integer in [0, 3], got '1'"),
+    ("bigram", "table of another shape", "table must have shape (V^order, V) = (98, 98), got (3, 98)"),
+    ("bigram", "neither model", "a model file holds a TinyGPT (config, weights) or an n-gram table"),
+])
+def test_malformed_model_files_raise_value_errors(tmp_path, source, how, fragment):
+    """Each way a model file can be malformed is one ValueError naming the file (they used to be TypeErrors,
+    RuntimeErrors, or for NaN weights a model that ran and accepted nothing)."""
+    path = tmp_path / "model.pt"
+    torch.save(_spoiled(torch.load(zoo.ZOO / f"{source}.pt", weights_only=True), how), path)
+    with pytest.raises(ValueError) as error:
+        zoo.load_file(path)
+    assert str(error.value).startswith(f"model file {str(path)!r}: ") and fragment in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_unreadable_model_files_raise_value_errors(tmp_path):
+    (tmp_path / "truncated.pt").write_bytes((zoo.ZOO / "transformer.pt").read_bytes()[:5000])
+    torch.save([1, 2], tmp_path / "list.pt")
+    for name, fragment in (("truncated.pt", "cannot be read"), ("list.pt", "holds a list, not a dictionary"),
+                           ("absent.pt", "does not exist")):
+        with pytest.raises(ValueError, match=fragment):
+            zoo.load_file(tmp_path / name)
+
+
 @pytest.mark.parametrize("draft_name", ("transformer", "distilled", "bigram"))
 def test_shipped_pair_greedy_speculative_against_autoregressive(target, prompts, draft_name):
     reference = generate_autoregressive(target, prompts, max_new_tokens=40, sampling=GREEDY, randomness=seeded(0))

@@ -5,10 +5,13 @@ import json
 import math
 import os
 import random
+from pathlib import Path
 
 import pytest
 
-from spectheory.outputs import check_writable, staged_directory, write_atomically, write_json, write_text
+from command import not_strict_json
+from spectheory.outputs import (check_writable, staged_directory, strict_loads, write_atomically, write_json,
+                                write_text)
 
 
 def _snapshot(directory):
@@ -38,6 +41,30 @@ def test_write_json_is_strict_and_carries_provenance(tmp_path):
         with pytest.raises(ValueError):
             write_json(tmp_path / "bad.json", {"x": bad}, command="spectheory test")
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_strict_json_scan_against_python_parser(tmp_path):
+    """The scan every test's JSON goes through (tests/conftest.py) refuses what Python's own parser accepts
+    (the negative control: json.loads reads NaN and Infinity without complaint)."""
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        (tmp_path / f"{constant}.json").write_text(f'{{"x": [1, {constant}]}}')
+        assert json.loads((tmp_path / f"{constant}.json").read_text())["x"][0] == 1
+        with pytest.raises(ValueError, match=f"{constant} is not JSON"):
+            strict_loads(f"[{constant}]")
+    (tmp_path / "fine.json").write_text('{"x": null}')
+    refused = not_strict_json(tmp_path)
+    assert [line.split(":")[0] for line in refused] == [str(tmp_path / f"{c}.json") for c in ("-Infinity", "Infinity", "NaN")]
+    for path in tmp_path.glob("*Inf*.json"):  # left for the session scan otherwise
+        path.unlink()
+    (tmp_path / "NaN.json").unlink()
+
+
+def test_shipped_json_against_strict_parser():
+    """Every JSON file the repository ships (results, the zoo's manifest, the report) is strict."""
+    root = Path(__file__).resolve().parents[2]
+    shipped = [root / "results", root / "decoders" / "harness" / "weights"]
+    assert sum(len(list(folder.rglob("*.json"))) for folder in shipped) >= 10
+    assert [line for folder in shipped for line in not_strict_json(folder)] == []
 
 
 def test_staged_directory_after_failures_at_random_points(tmp_path):
