@@ -203,7 +203,9 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     as_positive_int("horizon", horizon)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    prompt = as_prompts([prompt], target.vocab_size)[0]  # non-empty integer ids of the target's vocabulary
+    if len(prompt) == 0:
+        raise ValueError("prompt must be a non-empty sequence of token ids")
+    prompt = as_prompts([prompt], target.vocab_size)[0]  # integer ids of the target's vocabulary
     check_models(target, draft)
     started = time.perf_counter()
     generator = torch.Generator().manual_seed(int(seed))

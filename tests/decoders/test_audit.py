@@ -291,7 +291,7 @@ def test_statistical_audit_support_check():
 
 @pytest.mark.parametrize("kwargs, fragment", [({"n": 1}, "n must"), ({"horizon": 0}, "horizon must"),
                                               ({"level": 1.5}, "level must"), ({"horizon": 3}, "must return shape"),
-                                              ({"prompt": []}, "prompts must be a non-empty batch"),
+                                              ({"prompt": []}, "prompt must be a non-empty sequence of token ids"),
                                               ({"draft": tiny_target("tabular", 4)}, "vocabularies differ")])
 def test_statistical_audit_bad_input_raises_value_errors(kwargs, fragment):
     """An empty prompt and a draft of another vocabulary used to raise RuntimeError inside torch."""
