@@ -16,6 +16,7 @@ from torch import nn
 from decoders._loop import Output, PhaseTimer, as_prompts, check_room, park, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
+from decoders.sampling import check_probs
 from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BlockwiseGPT", "BlockwiseConfig", "CRITERIA", "generate_blockwise"]
@@ -124,8 +125,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
         state = prefill(model, prompts, room=max_new_tokens + model.heads)
         last = torch.tensor([[prompt[-1]] for prompt in prompts], device=model.device)
         heads = model.head_logits(last, state)[:, 0, :k]  # [B, k, V] after the prompt
-    if bool(torch.isnan(heads).any()):  # checked once: argmax would silently read NaN as the largest logit
-        raise ValueError("the model's logits after the prompt contain NaN (are its weights finite?)")
+    check_probs(heads)  # NaN logits (e.g. weights), checked once: argmax would read NaN as the largest logit
     block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
     accepted_log, calls = [], 1
     while not output.finished:

@@ -354,7 +354,7 @@ def test_non_finite_models_raise_at_first_call(target, sampling):
         with pytest.raises(ValueError, match="logits must not contain NaN"):
             generate_speculative(*pair, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, sampling),
                                  randomness=seeded(0))
-    with pytest.raises(ValueError, match="logits after the prompt contain NaN"):
+    with pytest.raises(ValueError, match="logits must not contain NaN"):
         generate_blockwise(BlockwiseGPT(nan_model, 3).eval(), PROMPTS, max_new_tokens=4)
     with pytest.raises(ValueError, match="table must not contain NaN logits"):
         TabularModel(torch.full((VOCAB, VOCAB), float("nan")), 1)
