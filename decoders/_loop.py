@@ -98,8 +98,25 @@ class Output:
         return all(self.done)
 
 
+#: The methods of a model that run it (a forward pass): what ``PhaseTimer.watch`` times.
+MODEL_CALLS = ("forward", "head_logits")
+
+
+class _Watched:
+    """A model whose calls (``MODEL_CALLS``) add their seconds to a ``PhaseTimer``'s "model" entry; every other
+    attribute is the model's own."""
+
+    def __init__(self, model, timer: "PhaseTimer") -> None:
+        self._model, self._timer = model, timer
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._model, name)
+        return self._timer.timed(attribute) if name in MODEL_CALLS else attribute
+
+
 class PhaseTimer:
-    """Wall time per phase; with ``profile`` each phase is bracketed by CUDA synchronisations."""
+    """Wall time per phase; with ``profile`` each phase is bracketed by CUDA synchronisations, and the models
+    handed to ``watch`` record the seconds inside their calls as "model" (docs/theory.md §9, efficiency)."""
 
     def __init__(self, device: torch.device, profile: bool) -> None:
         self.cuda = device.type == "cuda"
@@ -121,6 +138,21 @@ class PhaseTimer:
         yield
         self._sync()
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def watch(self, model):
+        """The model, timed call by call when profiling (the model itself otherwise: no cost)."""
+        return _Watched(model, self) if self.profile else model
+
+    def timed(self, call):
+        """``call`` with its seconds, between synchronisations, added to the "model" entry."""
+        def run(*args, **kwargs):
+            self._sync()
+            start = time.perf_counter()
+            result = call(*args, **kwargs)
+            self._sync()
+            self.seconds["model"] = self.seconds.get("model", 0.0) + time.perf_counter() - start
+            return result
+        return run
 
     def finish(self) -> dict:
         self._sync()

@@ -7,18 +7,19 @@ import torch
 from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import Sampling, adjusted_probs, check_probs, draw
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
 
 def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness) -> torch.Tensor:
     """Feed each row's last token ``[B]`` and sample the next one ``[B]`` from the adjusted distribution."""
-    logits = model.forward(last[:, None], state)  # [B, 1, V]
-    return randomness.categorical(adjusted_probs(logits[:, 0], sampling))
+    probs = adjusted_probs(model.forward(last[:, None], state)[:, 0], sampling, validate=False)  # [B, V]
+    check_probs(probs)
+    return draw(probs, sampling, randomness)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sampling, randomness: Randomness,
                             eos: int | None = None, profile: bool = False) -> Generation:
     """Sample up to ``max_new_tokens`` per row (rows stop at ``eos``); prompts may differ in length."""
@@ -26,6 +27,7 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     output = Output(len(prompts), max_new_tokens, eos)
     check_room(model, prompts, max_new_tokens, "max_new_tokens")
     timer = PhaseTimer(model.device, profile)
+    model = timer.watch(model)
     with timer.phase("prefill"):
         state = prefill(model, prompts, room=max_new_tokens)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)

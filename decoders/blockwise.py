@@ -102,7 +102,7 @@ def _agrees(proposals: torch.Tensor, logits: torch.Tensor, config: BlockwiseConf
     return (top == proposals[..., None]).any(dim=-1)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, config: BlockwiseConfig = BlockwiseConfig(),
                        eos: int | None = None, profile: bool = False) -> Generation:
     """Greedy blockwise parallel decoding; with the exact criterion the output is the base's greedy decoding.
@@ -119,6 +119,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     prompts = as_prompts(prompts, model.vocab_size, eos)
     check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
     output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
+    model = timer.watch(model)
     batch = len(prompts)
     rows = torch.arange(batch, device=model.device)
     with timer.phase("prefill"):

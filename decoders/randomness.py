@@ -35,9 +35,9 @@ class TorchRandomness:
         return torch.rand(shape, generator=self.generator, device=like.device, dtype=torch.float64)
 
     def categorical(self, probs: torch.Tensor) -> torch.Tensor:
-        cdf = torch.cumsum(probs.to(torch.float64), dim=-1)  # [..., V]
-        u = self._uniform(cdf.shape[:-1], cdf) * cdf[..., -1]  # [...], uniform on [0, total)
-        index = torch.searchsorted(cdf, u.unsqueeze(-1), right=True).squeeze(-1)  # first CDF entry > u
+        cdf = torch.cumsum(probs, dim=-1, dtype=torch.float64)  # [..., V]
+        u = self._uniform(cdf.shape[:-1] + (1,), cdf).mul_(cdf[..., -1:])  # [..., 1], uniform on [0, total)
+        index = torch.searchsorted(cdf, u, right=True)[..., 0]  # first CDF entry > u
         return index.clamp_(max=probs.shape[-1] - 1)
 
     def bernoulli(self, probs: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from spectheory.validation import as_positive_int
 
-__all__ = ["Sampling", "adjusted_probs", "check_probs", "proposes", "GREEDY"]
+__all__ = ["Sampling", "adjusted_probs", "draw", "check_probs", "proposes", "GREEDY"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
 
     With ``validate`` raises ``ValueError`` on NaN logits or a row of all -inf (one host synchronisation);
     decoders pass ``validate=False`` in their inner loops and call ``check_probs`` once per iteration.
-    Limits are taken exactly: +inf logits give the uniform law over the +inf tokens, and a temperature so
-    small that logits / T overflows gives the uniform law over the largest logits (greedy's argmax set).
+    Limits are taken exactly: +inf logits give the uniform law over the +inf tokens (they count as the
+    largest float), and a temperature so small that logits / T overflows gives the uniform law over the
+    largest logits (greedy's argmax set). A row of all -inf, like NaN, has no law: NaN probabilities.
     """
     if not isinstance(sampling, Sampling):
         raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
@@ -57,14 +58,15 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     if validate and bool((torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)).any()):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")
     if sampling.greedy:
-        best = scores.argmax(dim=-1, keepdim=True)  # the first maximum (lowest id wins ties); NaN counts as largest
-        one_hot = torch.zeros_like(scores).scatter_(-1, best, 1.0)
+        best, at = scores.max(dim=-1, keepdim=True)  # the first maximum (lowest id wins ties); NaN counts as largest
         # A row with NaN or only -inf has no argmax: NaN probabilities, which check_probs reports as in sampling.
-        return one_hot.masked_fill_(~(scores.gather(-1, best) > float("-inf")), float("nan"))
-    infinite = torch.isposinf(scores)  # +inf logits: their limit, uniform over the +inf tokens
-    scores = torch.where(infinite.any(dim=-1, keepdim=True), torch.where(infinite, 0.0, float("-inf")), scores)
-    # Shifted before dividing, so that a tiny temperature tends to the argmax set instead of overflowing.
-    scores = (scores - scores.amax(dim=-1, keepdim=True)) / sampling.temperature
+        fill = torch.where(best > float("-inf"), 1.0, float("nan")).to(scores.dtype)
+        return torch.zeros_like(scores).scatter_(-1, at, fill)
+    # +inf logits count as the largest float: softmax (which subtracts the maximum) shares the law among them.
+    scores = scores.clamp(max=torch.finfo(scores.dtype).max)
+    if sampling.temperature != 1:
+        # Shifted before dividing, so that a tiny temperature tends to the argmax set instead of overflowing.
+        scores = (scores - scores.amax(dim=-1, keepdim=True)) / sampling.temperature
     if sampling.top_k is not None and sampling.top_k < scores.shape[-1]:
         kth = torch.topk(scores, sampling.top_k, dim=-1).values[..., -1:]
         scores = scores.masked_fill(scores < kth, float("-inf"))
@@ -79,6 +81,12 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     return probs
 
 
+def draw(probs: torch.Tensor, sampling: Sampling, randomness) -> torch.Tensor:
+    """One token per row of ``probs: [..., V]``, the output of ``adjusted_probs`` under ``sampling`` -> ``[...]``.
+    Greedy laws are one-hot: their token is read off, with no draw from ``randomness`` (nothing to draw)."""
+    return probs.argmax(dim=-1) if sampling.greedy else randomness.categorical(probs)
+
+
 def proposes(logits: torch.Tensor) -> torch.Tensor:
     """Where a draft's logits ``[..., V]`` propose a token: not all -inf (all -inf is a draft's "no proposal";
     a NaN row does propose, so that ``adjusted_probs`` reports it rather than it passing as no proposal)."""
@@ -86,6 +94,7 @@ def proposes(logits: torch.Tensor) -> torch.Tensor:
 
 
 def check_probs(*probs: torch.Tensor) -> None:
-    """The deferred form of ``adjusted_probs``' validation: NaN anywhere (NaN or all -inf logits) raises."""
-    if any(bool(torch.isnan(p).any()) for p in probs):
+    """The deferred form of ``adjusted_probs``' validation: NaN anywhere (NaN or all -inf logits) raises.
+    Probabilities are finite or NaN, so one sum each finds a NaN (one host synchronisation in all)."""
+    if math.isnan(float(sum(p.sum() for p in probs))):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")

@@ -60,15 +60,33 @@ class Committed:
 
 @dataclass(frozen=True)
 class StepOutcome:
-    """One iteration: ``tokens: [B, gamma + 1]`` of which the first ``accepted + 1`` are new; ``betas``
-    at the verified proposed positions (``[B, gamma]``, NaN elsewhere); the target's ``p: [B, gamma + 1, V]``
-    and the draft's ``q: [B, gamma, V]`` adjusted distributions."""
+    """One iteration: ``tokens: [B, gamma + 1]`` of which the first ``accepted + 1`` are new; the ``proposed``
+    mask ``[B, gamma]``; the target's ``p: [B, gamma + 1, V]`` and the draft's ``q: [B, gamma, V]`` adjusted
+    distributions."""
 
     tokens: torch.Tensor
     accepted: torch.Tensor
-    betas: torch.Tensor
+    proposed: torch.Tensor
     p: torch.Tensor
     q: torch.Tensor
+
+
+def _verified_betas(overlaps: list, accepted: list, proposed: list, active: list) -> tuple:
+    """beta = sum min(p, q) at the verified positions (proposed, up to the first rejection) of the rows still
+    generating, iteration by iteration, row by row, position by position; from each iteration's ``overlaps``
+    ``[B, gamma]``, ``accepted`` ``[B]``, ``proposed`` ``[B, gamma]`` and host list of active rows."""
+    overlap, proposed = torch.stack(overlaps), torch.stack(proposed)  # [I, B, gamma]
+    positions = torch.arange(overlap.shape[-1], device=overlap.device)
+    live = torch.zeros(overlap.shape[:2], dtype=torch.bool)  # [I, B]
+    for i, rows in enumerate(active):
+        live[i, rows] = True
+    verified = (positions <= torch.stack(accepted)[..., None]) & proposed & live.to(overlap.device)[..., None]
+    return tuple(overlap[verified].tolist())
+
+
+def _at(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Each row's position ``index[b]`` of ``x: [B, S, V]`` -> ``[B, V]``."""
+    return x.gather(1, index[:, None, None].expand(-1, 1, x.shape[-1]))[:, 0]
 
 
 def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
@@ -115,28 +133,34 @@ class SpeculativeStep:
         return max_new_tokens + config.gamma + 1
 
     def draft_probs(self, logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
-        """The draft's distribution to sample from and the q the accept test uses: the same one. # [B, V] each"""
+        """The draft's distribution to sample from and the q the accept test uses: the same one. # [..., V] each
+        (At temperature 0 the draw is the argmax, as ``adjusted_probs`` defines it; only q is read then.)"""
         q = adjusted_probs(logits, sampling, validate=False)
         return q, q
 
     def draft(self, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
-        """Tokens ``[B, gamma]``, the q of the accept test ``[B, gamma, V]``, the proposed mask ``[B, gamma]``."""
-        pending = committed.draft_pending
-        first = torch.where((pending == 2)[:, None], committed.tail,
-                            torch.stack([committed.tail[:, 1], committed.tail[:, 0]], dim=1))
-        feed, counts = first, pending
-        tokens, dists, proposed = [], [], []
-        still = torch.ones_like(pending, dtype=torch.bool)
-        rows = torch.arange(len(counts), device=counts.device)
-        for _ in range(config.gamma):
-            logits = draft.forward(feed, committed.draft_state, counts)[rows, counts - 1]  # [B, V], after the last fed token
-            still = still & proposes(logits)  # all -inf: no proposal (NaN is an error, below)
-            logits = torch.where(still[:, None], logits, torch.zeros_like(logits))  # a dummy row where none
-            sample_from, q = self.draft_probs(logits, config.sampling)
-            token = randomness.categorical(sample_from)
-            tokens.append(token), dists.append(q), proposed.append(still)
-            feed, counts = token[:, None], torch.ones_like(counts)
-        return torch.stack(tokens, 1), torch.stack(dists, 1), torch.stack(proposed, 1)
+        """Tokens ``[B, gamma]``, the q of the accept test ``[B, gamma, V]``, the proposed mask ``[B, gamma]``.
+        A row's proposals end at its first all -inf logits; later positions hold dummy draws (never tested)."""
+        two = (committed.draft_pending == 2)[:, None]  # [B, 1]: feed both tail tokens, else only the last
+        feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
+        logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
+        logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
+        greedy, floor = config.sampling.greedy, torch.finfo(logits.dtype).min
+        tokens, dists, raw = [], [], []
+        for i in range(config.gamma):
+            if i:
+                logits = draft.forward(tokens[-1][:, None], committed.draft_state)[:, 0]  # [B, V]
+            if greedy:  # the one-hot law's token (the draw); its q is built for every position at once, below
+                tokens.append(logits.argmax(dim=-1))
+            else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
+                sample_from, q = self.draft_probs(logits.clamp(min=floor), config.sampling)
+                tokens.append(randomness.categorical(sample_from)), dists.append(q)
+            raw.append(logits)
+        raw = torch.stack(raw, 1)  # [B, gamma, V]
+        q = self.draft_probs(raw.clamp(min=floor), config.sampling)[1] if greedy else torch.stack(dists, 1)
+        # Proposals are a prefix, up to a row's first all -inf logits (NaN logits propose: the loop reports them);
+        # after it, tokens and q are dummies that are never tested.
+        return torch.stack(tokens, 1), q, proposes(raw).cummin(dim=1).values
 
     def verify(self, target, committed: Committed, drafted: torch.Tensor, config: SpeculativeConfig) -> torch.Tensor:
         """One target call on the last committed token and the drafts: p ``[B, gamma + 1, V]``."""
@@ -149,18 +173,18 @@ class SpeculativeStep:
 
     def accept(self, ratio, proposed, config: SpeculativeConfig, randomness: Randomness) -> torch.Tensor:
         """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
-        accepted = randomness.bernoulli((ratio / config.lenience).clamp(max=1.0)) & proposed  # [B, gamma]
-        return torch.cumprod(accepted.to(torch.int64), dim=1).sum(dim=1)
+        ratio = ratio if config.lenience == 1 else ratio / config.lenience
+        accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
+        return accepted.cummin(dim=1).values.sum(dim=1)  # the accepted run before the first rejection
 
     def next_weights(self, p, q, accepted, proposed) -> torch.Tensor:
         """The law of the token after the accepted ones: norm(max(0, p - q)) after a rejection, else p. # [B, V]"""
-        gamma = q.shape[1]
-        rows = torch.arange(len(accepted), device=p.device)
-        at = accepted.clamp(max=gamma - 1)
-        rejected = (accepted < gamma) & proposed[rows, at]
-        residual = (p[rows, accepted] - torch.where(rejected[:, None], q[rows, at], 0.0)).clamp(min=0.0)
+        rejected = accepted < proposed.sum(dim=1)  # [B]; proposals are a prefix, so it stopped at a rejection
+        p_next = _at(p, accepted)  # [B, V]
+        q_next = _at(q, accepted.clamp(max=q.shape[1] - 1))  # [B, V], used only where rejected
+        residual = (p_next - torch.where(rejected[:, None], q_next, 0.0)).clamp_(min=0.0)
         empty = residual.sum(dim=-1, keepdim=True) <= 0  # rounding left no residual mass: fall back to p
-        return torch.where(empty, p[rows, accepted], residual)
+        return torch.where(empty, p_next, residual)
 
     def correct(self, weights, drafted, proposed, accepted, randomness: Randomness) -> torch.Tensor:
         """The token after the accepted ones, drawn from ``weights``. # [B]"""
@@ -168,14 +192,13 @@ class SpeculativeStep:
 
     def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
         """Cut both states back to the invariants of the module docstring."""
-        target.truncate(committed.target_state, held_target + 1 + accepted)
+        target.truncate(committed.target_state, held_target + (accepted + 1))
         draft.truncate(committed.draft_state, held_draft + committed.draft_pending + accepted.clamp(max=gamma - 1))
 
     def __call__(self, target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
                  timer: PhaseTimer | None = None) -> StepOutcome:
         timer = timer or PhaseTimer(target.device, profile=False)
-        batch, gamma = committed.tail.shape[0], config.gamma
-        rows = torch.arange(batch, device=committed.tail.device)
+        gamma = config.gamma
         held_draft = committed.draft_state.lengths.clone()  # [B], S without its pending tail (the invariant)
         held_target = committed.target_state.lengths.clone()  # [B], S without its last token
         with timer.phase("draft"):
@@ -189,17 +212,15 @@ class SpeculativeStep:
                 weights = self.next_weights(p, q, accepted, proposed)
             else:
                 accepted, weights = _accept_block(p, q, ratio, proposed, randomness)
-            decided = (torch.arange(gamma, device=p.device) < (accepted + 1)[:, None]) & proposed
-            betas = torch.where(decided, torch.minimum(p[:, :-1], q).sum(dim=-1), float("nan"))
         with timer.phase("correct"):
             last = self.correct(weights, drafted, proposed, accepted, randomness)  # [B]
-            tokens = torch.cat([drafted, torch.zeros_like(drafted[:, :1])], dim=1)
-            tokens[rows, accepted] = last
+            # The old last token, then the new ones: the accepted drafts and ``last`` after them.
+            history = torch.cat([committed.tail[:, 1:], drafted, last[:, None]], dim=1)  # [B, gamma + 2]
+            history.scatter_(1, (accepted + 1)[:, None], last[:, None])
             self.rollback(target, draft, committed, held_target, held_draft, accepted, gamma)
-            previous = torch.where(accepted > 0, drafted[rows, (accepted - 1).clamp(min=0)], committed.tail[:, 1])
-            committed.tail = torch.stack([previous, last], dim=1)
-            committed.draft_pending = 1 + (accepted == gamma).to(torch.int64)
-        return StepOutcome(tokens, accepted, betas, p, q)
+            committed.tail = history.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
+            committed.draft_pending = torch.where(accepted == gamma, 2, 1)
+        return StepOutcome(history[:, 1:], accepted, proposed, p, q)
 
 
 REFERENCE_STEP = SpeculativeStep()
@@ -213,7 +234,7 @@ def start(target, draft, prompts: list[list[int]], room: int | None = None) -> C
                      torch.ones(len(prompts), dtype=torch.int64, device=target.device))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config: SpeculativeConfig,
                          randomness: Randomness, eos: int | None = None, profile: bool = False,
                          step: SpeculativeStep = REFERENCE_STEP) -> Generation:
@@ -228,24 +249,25 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     check_room(draft, prompts, room, "max_new_tokens + gamma + 1")
     output = Output(len(prompts), max_new_tokens, eos)
     timer = PhaseTimer(target.device, profile)
+    target, draft = timer.watch(target), timer.watch(draft)
     with timer.phase("prefill"):
         committed = start(target, draft, prompts, room)
-    accepted_log, betas, iterations = [], [], 0
+    accepted_log, actives, outcomes = [], [], {"overlaps": [], "accepted": [], "proposed": []}
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         if len(active) < len(prompts):  # only once some row has finished: no extra work while all rows generate
             done = torch.tensor(output.done, device=target.device)
             park(target, committed.target_state, done), park(draft, committed.draft_state, done)
         outcome = step(target, draft, committed, config, randomness, timer)
-        iterations += 1
-        accepted = outcome.accepted.tolist()
-        check_probs(outcome.p, outcome.q)
-        tokens = outcome.tokens.tolist()
-        row_betas = outcome.betas.tolist()
+        check_probs(outcome.p, torch.where(outcome.proposed[..., None], outcome.q, 0.0))  # q is read where proposed
+        accepted, tokens = outcome.accepted.tolist(), outcome.tokens.tolist()
         accepted_log.append(tuple(accepted[b] for b in active))
+        actives.append(active)
+        outcomes["overlaps"].append(torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1))  # [B, gamma]
+        outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(outcome.proposed)
         for b in active:
             output.extend(b, tokens[b][:accepted[b] + 1])
-            betas.extend(value for value in row_betas[b] if value == value)  # drop NaN
-    stats = DecodeStats(iterations, iterations, iterations * config.gamma, tuple(accepted_log), tuple(betas),
-                        timer.finish())
+    iterations = len(accepted_log)
+    stats = DecodeStats(iterations, iterations, iterations * config.gamma, tuple(accepted_log),
+                        _verified_betas(**outcomes, active=actives), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["LanguageModel", "ModelState", "check_step", "check_truncate", "append_history"]
+__all__ = ["LanguageModel", "ModelState", "check_shape", "check_step", "check_truncate", "append_history"]
 
 
 class ModelState(Protocol):
@@ -37,13 +37,18 @@ class LanguageModel(Protocol):
         """Cut each row back to ``lengths[b]`` tokens (never longer than it holds)."""
 
 
+def check_shape(tokens: torch.Tensor, state: ModelState) -> None:
+    """New tokens must be ``[B, S]`` with the state's batch B (host-side: no synchronisation)."""
+    if tokens.dim() != 2 or tokens.shape[0] != state.lengths.shape[0]:
+        raise ValueError(f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, "
+                         f"got {tuple(tokens.shape)}")
+
+
 def check_step(model: LanguageModel, tokens: torch.Tensor, state: ModelState,
                counts: torch.Tensor | None, capacity: int | None = None) -> torch.Tensor:
     """Validates a forward call against the model's context, or the state's ``capacity`` when it has one;
     returns ``counts`` as an int64 tensor on the model's device."""
-    if tokens.dim() != 2 or tokens.shape[0] != state.lengths.shape[0]:
-        raise ValueError(f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, "
-                         f"got {tuple(tokens.shape)}")
+    check_shape(tokens, state)
     if counts is None:
         counts = torch.full_like(state.lengths, tokens.shape[1])
     limit, what = model.max_context, "the model's context"

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from decoders.models.base import check_step, check_truncate
+from decoders.models.base import check_shape, check_step, check_truncate
 from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
@@ -133,14 +133,11 @@ class TinyGPT(nn.Module):
 
     def hidden(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         """Final-layer states ``[B, S, D]`` of the new tokens; appends ``counts`` tokens per row to ``state``."""
+        check_shape(tokens, state)
         batch, new = tokens.shape
         capacity = state.capacity
-        if state.bound + new > capacity or tokens.device.type == "cpu":
-            # Exact checks cost a host synchronisation on an accelerator: only when the bound says it may fail.
+        if state.bound + new > capacity:  # the exact check costs a synchronisation: only where the bound may fail
             counts = check_step(self, tokens, state, counts, capacity)
-            if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
-                raise ValueError(f"tokens must be in [0, {self.vocab_size}), got "
-                                 f"{tokens.min().item()}..{tokens.max().item()}")
         elif counts is None:
             counts = torch.full_like(state.lengths, new)
         offsets = torch.arange(new, device=self.device)
@@ -152,7 +149,12 @@ class TinyGPT(nn.Module):
         if state.bound > 0:
             key_positions = torch.arange(visible, device=self.device)
             mask = (key_positions[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, S, K]
-        x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
+        try:  # out-of-range ids fail the lookup itself on CPU: no check on the hot path
+            x = self.embed(tokens)
+        except IndexError:
+            raise ValueError(f"tokens must be in [0, {self.vocab_size}), got "
+                             f"{tokens.min().item()}..{tokens.max().item()}") from None
+        x = x + self.position(positions.clamp(max=self.max_context - 1))
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], write_at, mask)
         state.lengths = state.lengths + counts
