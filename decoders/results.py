@@ -16,7 +16,7 @@ class DecodeStats:
     ``betas``: beta = sum min(p, q) at every verified draft position, whose mean estimates alpha.
     ``seconds``: wall time per phase (prefill, draft, verify, accept, correct, or decode), each measured
     between CUDA synchronisations when ``profile`` was on, with ``model``, the seconds inside the models'
-    calls; ``total`` always.
+    calls (over ``total``: the efficiency, ``decoders.harness.profile.efficiency``); ``total`` always.
     """
 
     iterations: int
@@ -43,15 +43,9 @@ class DecodeStats:
         """Mean beta over the verified positions (Leviathan et al.'s alpha estimate); None if none."""
         return sum(self.betas) / len(self.betas) if self.betas else None
 
-    @property
-    def efficiency(self) -> float | None:
-        """Seconds inside the models' calls over wall seconds (docs/theory.md §9); None unless profiled."""
-        return self.seconds["model"] / self.seconds["total"] if "model" in self.seconds else None
-
     def as_dict(self) -> dict:
         return dict(asdict(self), mean_accepted_tokens_per_iteration=self.mean_accepted_tokens_per_iteration,
-                    mean_tokens_per_iteration=self.mean_tokens_per_iteration, alpha_estimate=self.alpha_estimate,
-                    efficiency=self.efficiency)
+                    mean_tokens_per_iteration=self.mean_tokens_per_iteration, alpha_estimate=self.alpha_estimate)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ speedup(gamma) = efficiency * S(alpha, gamma, c_eff) with T0 = v0 + v1 + t_itera
 gamma >= 1 is Theorem 3.8's at c_eff, and speculating pays only where that speedup exceeds 1.
 
 Finite sequences add one-time costs: ``calibrated_sequence_speedup`` charges the prefill of each model.
+
+At batch size b every cost is a call on b rows, and the batch iterates until its slowest row is done: its
+iterations are the largest of its rows', replayed along each row's profiled text.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from spectheory.positional import expected_iterations_along, expected_tokens_positional
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
-from spectheory.validation import as_cost, as_count, as_probability, as_real
+from spectheory.validation import as_cost, as_count, as_positive_int, as_probability, as_real
 
 #: The ``kind`` of a cost-profile document (``spectheory profile --out``; read by ``gamma --costs``).
 PROFILE_KIND = "spectheory cost profile"
@@ -107,6 +110,7 @@ class CostProfile:
     alpha: float | None = None  # pooled accepted / verified draft tokens of the profiling run
     c: float | None = None  # one-token draft call / target call, Theorem 3.8's c
     acceptance_along_text: tuple = ()  # per text: the acceptance at each position (expected_iterations_along)
+    batch_size: int = 1  # rows per call; acceptance_along_text holds whole batches of texts, batch by batch
 
     def __post_init__(self) -> None:
         _positive("t_step", self.t_step)
@@ -123,6 +127,10 @@ class CostProfile:
             as_cost("c", self.c)
         for text in self.acceptance_along_text:
             as_probability("acceptance_along_text", text)
+        as_positive_int("batch_size", self.batch_size)
+        if len(self.acceptance_along_text) % self.batch_size:
+            raise ValueError(f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "
+                             f"got {len(self.acceptance_along_text)}")
 
     @classmethod
     def from_dict(cls, entries: dict) -> "CostProfile":
@@ -134,7 +142,7 @@ class CostProfile:
         missing = [key for key in required if key not in entries]
         if missing:
             raise ValueError(f"a cost profile needs {', '.join(missing)}")
-        optional = ("target_prefill", "draft_prefill", "alpha", "c")
+        optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size")
         values = {key: entries[key] for key in required + optional if key in entries}
         texts = entries.get("acceptance_along_text", [])
         if not all(isinstance(values[key], list) for key in ("t_verify", "acceptance")) or not isinstance(texts, list) \
@@ -155,14 +163,16 @@ class CostProfile:
 
     def tokens_per_iteration(self, gamma: int, alpha=None, *, along_text: bool = True) -> float:
         """Eq. 1 at ``alpha``; else the measured acceptance replayed along the profiled texts
-        (``expected_iterations_along``) where the profile holds them and ``along_text``; else the positional
-        formula at the measured a_1..a_gamma."""
+        (``expected_iterations_along``) where the profile holds them and ``along_text``, a batch's iterations
+        being its slowest row's; else the positional formula at the measured a_1..a_gamma."""
         gamma = self._check_gamma(gamma)
         if alpha is not None:
             return float(expected_tokens(alpha, gamma))
         if along_text and self.acceptance_along_text:
-            tokens = sum(len(text) for text in self.acceptance_along_text)
-            return tokens / sum(expected_iterations_along(text, gamma) for text in self.acceptance_along_text)
+            texts, b = self.acceptance_along_text, self.batch_size
+            batches = [texts[i:i + b] for i in range(0, len(texts), b)]
+            tokens = sum(max(len(text) for text in batch) for batch in batches)
+            return tokens / sum(max(expected_iterations_along(text, gamma) for text in batch) for batch in batches)
         return float(expected_tokens_positional(self.acceptance[:gamma]))
 
     def iteration_seconds(self, gamma: int) -> float:

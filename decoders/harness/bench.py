@@ -27,7 +27,7 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified
-from decoders.harness.profile import call_seconds, profile_jobs, timed
+from decoders.harness.profile import call_seconds, efficiency, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -36,6 +36,7 @@ from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
+           "bench_batches",
            "BLOCKWISE_CONFIGS", "bench_blockwise", "model_dtype"]
 
 MAX_REPEATS = 100  # timed repeats (and warm-up runs) of every decoder: medians settle long before that
@@ -56,6 +57,8 @@ class BenchSettings:
     warmup: int = 1
     call_steps: int = 64  # one-token calls timed per repeat for c
     seed: int = 0
+    batch_sizes: tuple = (1, 4, 16, 64)  # the batch sweep (bench_batches); () for none
+    batch_gammas: tuple = (2, 4)
 
     def __post_init__(self) -> None:
         positive_int_fields(self, ("prompt_length", "max_new_tokens", "call_steps"))
@@ -68,6 +71,16 @@ class BenchSettings:
             as_positive_int("gammas", gamma)
         if not self.temperatures or any(not t >= 0 for t in self.temperatures):
             raise ValueError(f"temperatures must be >= 0, got {self.temperatures!r}")
+        for size in self.batch_sizes:
+            as_int("batch_sizes", size, low=1, high=MAX_PROMPTS)
+        if self.batch_sizes and not self.batch_gammas:
+            raise ValueError("batch_gammas must not be empty when batch_sizes are given")
+        for gamma in self.batch_gammas:
+            as_positive_int("batch_gammas", gamma)
+
+    def batch_prompts(self, batch_size: int) -> int:
+        """Prompts decoded at ``batch_size``: whole batches, at least ``prompts`` of them."""
+        return batch_size * -(-self.prompts // batch_size)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -88,6 +101,7 @@ class BenchReport:
     alpha: dict  # temperature -> pooled alpha from acceptance counts
     rows: tuple = field(default=())
     profiles: dict = field(default_factory=dict)  # temperature -> the cost profile measured beside the rows
+    autoregressive: dict = field(default_factory=dict)  # temperature -> seconds per token, over a call, efficiency
 
     def best(self, temperature: float) -> dict:
         """The row with the largest measured speedup at ``temperature``."""
@@ -122,23 +136,24 @@ def timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tu
     return timed(run, repeats=settings.repeats, warmup=settings.warmup, device=prompts.device).median, runs
 
 
-def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sampling: Sampling,
-                      outputs: dict) -> tuple[dict, object]:
-    """The jobs of one temperature, one prompt each, in prompt order: the profile's (its autoregressive runs
-    are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on CPU, where that
-    costs nothing); ``outputs[(gamma, row)]`` keeps each speculative job's last generation."""
-    profiling, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(s.gammas),
-                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup)
+def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sampling: Sampling, outputs: dict,
+                      gammas: tuple, batch_size: int = 1) -> tuple[dict, object]:
+    """The jobs of one temperature, one batch of ``batch_size`` prompts each, in prompt order: the profile's (its
+    autoregressive runs are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on
+    CPU, where that costs nothing); ``outputs[(gamma, batch)]`` keeps each speculative job's last generation."""
+    profiling, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(gammas),
+                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup, batch_size=batch_size)
     phases = target.device.type == "cpu"
     jobs = {}
-    for row in range(len(prompts)):
-        jobs.update({key: run for key, run in profiling.items() if key[1] == row})  # (name, row, sample)
-        for gamma in s.gammas:
-            def run(row=row, config=SpeculativeConfig(gamma, sampling)):
-                outputs[(config.gamma, row)] = generate_speculative(
-                    target, draft, prompts[row:row + 1], max_new_tokens=s.max_new_tokens, config=config,
-                    randomness=seeded(row, target.device), profile=phases)
-            jobs[(gamma, row)] = run
+    for batch in range(len(prompts) // batch_size):
+        jobs.update({key: run for key, run in profiling.items() if key[1] == batch})  # (name, batch, sample)
+        for gamma in gammas:
+            def run(batch=batch, config=SpeculativeConfig(gamma, sampling)):
+                outputs[(config.gamma, batch)] = generate_speculative(
+                    target, draft, prompts[batch * batch_size:(batch + 1) * batch_size],
+                    max_new_tokens=s.max_new_tokens, config=config, randomness=seeded(batch, target.device),
+                    profile=phases)
+            jobs[(gamma, batch)] = run
     return jobs, recorder
 
 
@@ -163,7 +178,7 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
     """One (temperature, gamma) row: the measured speedup (medians) with its spread over repeats (each
     repeat's ratio of interleaved runs), and the calibrated prediction from the profile."""
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
-    iterations = sum(len(run.stats.accepted_per_iteration) for run in runs)  # batch 1: one row each
+    iterations = sum(len(step) for run in runs for step in run.stats.accepted_per_iteration)  # row iterations
     ratios = sorted(a / b for a, b in zip(autoregressive, speculative))
     speedup = statistics.median(autoregressive) / statistics.median(speculative)
     calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
@@ -176,6 +191,7 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
             "calibrated_speedup": calibrated, "calibrated_over_measured": calibrated / speedup,
             "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
             "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
+            "efficiency": efficiency([run.stats for run in runs]),
             "measured_seconds_per_iteration": _phases_per_iteration(runs),
             "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.t_verify[gamma],
                                                  "other": profile.t_iteration}}
@@ -191,19 +207,21 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     c_target = call_seconds(target, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c_draft = call_seconds(draft, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c = c_draft / c_target
-    rows, autoregressive, alphas, profiles = [], {}, {}, {}
+    rows, autoregressive, alphas, profiles, costs = [], {}, {}, {}, {}
     calls = len(s.temperatures) * (len(s.gammas) + 3) * len(prompts) * (s.warmup + s.repeats)
     with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
             outputs = {}
-            jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs)
+            jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
             timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
                                        synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
             profile = recorder.profile(c)
             profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
             baseline = _per_repeat(timings, "autoregressive", len(prompts))
             autoregressive[temperature] = statistics.median(baseline)
+            costs[temperature] = {"seconds_per_token": profile.t_step, "over_target_call": profile.t_step / c_target,
+                                  "efficiency": recorder.efficiency("autoregressive")}
             measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
                              [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]
             accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
@@ -215,7 +233,47 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
                                  predicted_from_tokens=predicted_from_tokens,
                                  measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
     return BenchReport(environment(device, model_dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
-                       c_draft, autoregressive, alphas, tuple(rows), profiles)
+                       c_draft, autoregressive, alphas, tuple(rows), profiles, costs)
+
+
+@torch.no_grad()
+def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
+                  progress: bool | None = None) -> dict:
+    """The batch sweep: at each of ``settings.batch_sizes``, the autoregressive and speculative decoders (at
+    each of ``batch_gammas``) on ``settings.batch_prompts(b)`` of ``prompts`` ``[N, L]``, b rows per call, with
+    the cost model measured at that batch size beside them (docs/theory.md §10): tokens per second, the
+    measured speedup and the prediction, and each decoder's efficiency."""
+    s, device = settings, target.device
+    prompts = prompts.to(device)
+    needed = max(s.batch_prompts(b) for b in s.batch_sizes)
+    if len(prompts) < needed:
+        raise ValueError(f"the batch sweep needs {needed} prompts, got {len(prompts)}")
+    calls = sum(len(s.temperatures) * (len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) * (s.warmup + s.repeats)
+                for b in s.batch_sizes)
+    rows, profiles = [], {}
+    with tqdm(total=calls, desc="batch sweep", unit="run", delay=1, leave=False,
+              disable=None if progress is None else not progress) as bar:
+        for batch_size in s.batch_sizes:
+            count = s.batch_prompts(batch_size)
+            for temperature in s.temperatures:
+                outputs = {}
+                jobs, recorder = _temperature_jobs(target, draft, prompts[:count], s, Sampling(temperature), outputs,
+                                                   s.batch_gammas, batch_size)
+                timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
+                                           synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+                profile = recorder.profile()
+                profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())
+                batches = count // batch_size
+                baseline = _per_repeat(timings, "autoregressive", batches)
+                tokens = count * s.max_new_tokens
+                for gamma in s.batch_gammas:
+                    row = _row(temperature, gamma, baseline, _per_repeat(timings, gamma, batches),
+                               [outputs[(gamma, batch)] for batch in range(batches)], profile, s)
+                    rows.append(dict(row, batch_size=batch_size, prompts=count,
+                                     autoregressive_tokens_per_second=tokens / statistics.median(baseline),
+                                     tokens_per_second=tokens / row["seconds"],
+                                     autoregressive_efficiency=recorder.efficiency("autoregressive")))
+    return {"batch_sizes": list(s.batch_sizes), "gammas": list(s.batch_gammas), "rows": rows, "profiles": profiles}
 
 
 @torch.no_grad()

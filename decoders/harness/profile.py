@@ -41,7 +41,7 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "outcomes_along_text", "timed", "call_seconds", "measure_profile"]
+           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_seconds", "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -49,6 +49,26 @@ def acceptance_by_position(counts, gamma: int) -> tuple:
     reached position i), from the accepted counts of iterations at ``gamma``."""
     reached = [sum(1 for n in counts if n >= i) for i in range(gamma + 1)]
     return tuple(reached[i] / reached[i - 1] if reached[i - 1] else 0.0 for i in range(1, gamma + 1))
+
+
+def efficiency(stats) -> float | None:
+    """Seconds inside the models' calls over wall seconds, summed over runs (``DecodeStats``, profiled); None
+    unless every run was profiled."""
+    if not stats or not all("model" in one.seconds for one in stats):
+        return None
+    return sum(one.seconds["model"] for one in stats) / sum(one.seconds["total"] for one in stats)
+
+
+def counts_by_row(accepted_per_iteration, rows: int, tokens: int) -> list[list[int]]:
+    """Each row's accepted counts per iteration, from a run's ``accepted_per_iteration`` (per iteration, the
+    rows still generating, in order) when every row stops at ``tokens`` new tokens (no end-of-sequence)."""
+    counts, emitted, active = [[] for _ in range(rows)], [0] * rows, list(range(rows))
+    for step in accepted_per_iteration:
+        for row, n in zip(active, step):
+            counts[row].append(n)
+            emitted[row] += n + 1
+        active = [row for row in active if emitted[row] < tokens]
+    return counts
 
 
 def outcomes_along_text(counts, gamma: int, tokens: int, untested: float) -> tuple:
@@ -70,6 +90,7 @@ class ProfileRecorder:
     calls: dict  # name -> calls per repeat (prompts or batches, times samples)
     warmup: int
     records: dict  # name -> [per call: stats]
+    batch_size: int = 1
 
     def add(self, name, stats) -> None:
         self.records.setdefault(name, []).append(stats)
@@ -82,8 +103,13 @@ class ProfileRecorder:
         return [{"seconds": {key: sum(stats.seconds.get(key, 0.0) for stats in group)
                              for key in ("prefill", "draft", "verify", "total")},
                  "iterations": sum(stats.iterations for stats in group),
-                 "counts": [[n for step in stats.accepted_per_iteration for n in step] for stats in group]}
+                 "counts": [row for stats in group  # per row of every call, call by call
+                            for row in counts_by_row(stats.accepted_per_iteration, self.batch_size, self.tokens)]}
                 for group in repeats]
+
+    def efficiency(self, name) -> float | None:
+        """``efficiency`` over the timed runs of job ``name``."""
+        return efficiency(self.records[name][self.warmup * self.calls[name]:])
 
     def _phases(self, gamma: int) -> list[dict]:
         """Per repeat: draft, verify and other seconds per iteration, prefill per row."""
@@ -132,7 +158,7 @@ class ProfileRecorder:
             acceptance=acceptance_by_position(counts, self.gamma_max),
             target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
             acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
-                                        for row in texts))
+                                        for row in texts), batch_size=self.batch_size)
 
 
 def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
@@ -177,7 +203,7 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     runs = [("autoregressive", None, 0)] + [(("speculative", gamma), gamma, j) for gamma in sorted({1, gamma_max})
                                             for j in range(samples if gamma == gamma_max else 1)]
     calls = {name: len(batches) * sum(1 for other, _, _ in runs if other == name) for name, _, _ in runs}
-    recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {})
+    recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {}, batch_size)
 
     def job(name, gamma, sample, row):
         seed = row if gamma is None else SEED_OFFSET + samples * row + sample

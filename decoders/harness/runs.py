@@ -53,6 +53,10 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     report = bench.bench_pair(target, model, prompts, settings, target_name="shipped target", draft_name=draft,
                               progress=progress)
     document = report.as_dict()
+    if settings.batch_sizes:
+        pool = shipped_prompts(max(settings.batch_prompts(b) for b in settings.batch_sizes), settings.prompt_length,
+                               settings.seed)
+        document["batches"] = bench.bench_batches(target, model, pool, settings, progress=progress)
     if hf:
         from decoders.harness.hf_compare import hf_comparison
 

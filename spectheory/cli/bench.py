@@ -1,7 +1,8 @@
 """Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out
 prompts, over a gamma sweep and temperatures, with the Theorem 3.8 prediction from the measured alpha and c
-(Table 4 analogue). Warm-up, repeats, medians; CUDA synchronised. --hf adds our loops against Hugging Face
-generate / assisted generation."""
+(Table 4 analogue) and the cost model's, and each decoder's efficiency (seconds inside model calls over wall
+seconds); then a batch sweep (tokens per second, speedup and prediction per batch size). Warm-up, repeats,
+medians; CUDA synchronised. --hf adds our loops against Hugging Face generate / assisted generation."""
 
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup,
                         help=f"untimed runs first, at most {MAX_REPEATS} (default {DEFAULTS.warmup})")
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="prompt selection seed (default 0)")
+    parser.add_argument("--batch-sizes", type=int, nargs="*", default=list(DEFAULTS.batch_sizes), metavar="B",
+                        help="the batch sweep: rows per call, each decoding whole batches of at least --prompts prompts "
+                             "(default 1 4 16 64; none: no sweep)")
+    parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
+                        help="gammas of the batch sweep (default 2 4)")
     parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate (transformer drafts)")
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
     parser.add_argument("--out", help="write the JSON report here")
@@ -52,13 +58,14 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
     env = document["environment"]
     lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
              f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
-             "   T  gamma  tokens/iter  alpha  speedup (min-max)     calibrated  cal/measured  Thm 3.8  measured/Thm"]
+             "   T  gamma  tokens/iter  alpha  speedup (min-max)     calibrated  cal/measured  Thm 3.8  measured/Thm"
+             "  efficiency"]
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
                      f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
                      f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
-                     f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}")
+                     f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}")
     lines += _errors(document["rows"])
     for temperature in args.temperatures:
         best = document["best"][str(temperature)]
@@ -70,12 +77,41 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
                      f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=args.max_new_tokens):.3f}x;"
                      f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
                      f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)")
+    for temperature, costs in document["autoregressive"].items():
+        lines.append(f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
+                     f"{costs['over_target_call']:.3f} x the one-token target call, efficiency "
+                     f"{_share(costs['efficiency'])}")
+    lines += _batch_lines(document.get("batches"))
     for row in document.get("hf", {}).get("rows", []):
         lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: autoregressive ours "
                      f"{row['ar_ours_adapter_seconds']:.3f} s (native {row['ar_ours_native_seconds']:.3f}) vs generate "
                      f"{row['ar_hf_generate_seconds']:.3f} s; speculative ours {row['speculative_ours_adapter_seconds']:.3f}"
                      f" s (native {row['speculative_ours_native_seconds']:.3f}) vs assisted "
                      f"{row['speculative_hf_assisted_seconds']:.3f} s")
+    return lines
+
+
+def _share(value) -> str:
+    """An efficiency (model-call seconds over wall seconds), or n/a where the runs were not phase-timed."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _batch_lines(sweep: dict | None) -> list[str]:
+    """The batch sweep's table: tokens per second, measured speedup and the cost model's prediction."""
+    if not sweep:
+        return []
+    lines = ["batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
+             "  efficiency AR/spec"]
+    for row in sweep["rows"]:
+        low, _, high = row["speedup_spread"]
+        lines.append(f"{row['batch_size']:5d}  {row['temperature']:3g}  {row['gamma']:5d}  {row['prompts']:7d}  "
+                     f"{row['autoregressive_tokens_per_second']:8.0f}  {row['tokens_per_second']:10.0f}  "
+                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
+                     f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
+                     f"{_share(row['efficiency'])}")
+    errors = [abs(row["calibrated_over_measured"] - 1) for row in sweep["rows"]]
+    lines.append(f"batch sweep: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
+                 f"{100 * max(errors):.1f}%, {sum(e <= 0.15 for e in errors)} of {len(errors)} rows within 15%")
     return lines
 
 
@@ -92,7 +128,8 @@ def _errors(rows: list) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
-                             args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
+                             args.max_new_tokens, args.repeats, args.warmup, seed=args.seed,
+                             batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.out:
