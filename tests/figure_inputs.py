@@ -18,8 +18,12 @@ def write_small_results(results: Path) -> Path:
     rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4,
              "calibrated_speedup": 1 + g / 6, "measured_seconds_per_iteration": phases,
              "calibrated_seconds_per_iteration": phases} for t in (0.0, 1.0) for g in (1, 2)]
-    bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu"}, "settings": {"gammas": [1, 2]},
-             "alpha": {"0.0": 0.8, "1.0": 0.7}}
+    batches = [{"batch_size": b, "temperature": t, "gamma": g, "speedup": 1.5 / b ** 0.2, "calibrated_speedup": 1.4 / b ** 0.2,
+                "speedup_spread": [1.4 / b ** 0.2, 1.5 / b ** 0.2, 1.6 / b ** 0.2]}
+               for b in (1, 4, 16) for t in (0.0, 1.0) for g in (2, 4)]
+    bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu", "dtype": "float32"},
+             "settings": {"gammas": [1, 2]}, "alpha": {"0.0": 0.8, "1.0": 0.7},
+             "batches": {"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches}}
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
     runs = [{"process": p, "gamma": g, "alpha": a, "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
              "standard_error": 0.01, "z_score": 1.0} for p in ("iid", "token-level") for g in (2, 4) for a in (0.3, 0.8)]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.harness.bench import BenchSettings, bench_pair, timed
-from decoders.harness.profile import acceptance_by_position, outcomes_along_text
+from decoders.harness.bench import BenchSettings, bench_batches, bench_pair, timed
+from decoders.harness.profile import acceptance_by_position, counts_by_row, efficiency, outcomes_along_text
 from decoders.harness.hf_compare import hf_comparison
 from decoders.harness.alpha import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
                               estimate_alpha, text_windows)
@@ -91,6 +91,61 @@ def test_bench_settings_reject_bad_values():
         BenchSettings(repeats=0)
     with pytest.raises(ValueError, match="temperatures"):
         BenchSettings(temperatures=(-1.0,))
+    with pytest.raises(ValueError, match=r"batch_sizes must be an integer in \[1, 1024\], got 0"):
+        BenchSettings(batch_sizes=(0,))
+    with pytest.raises(ValueError, match="batch_gammas must not be empty"):
+        BenchSettings(batch_gammas=())
+    assert [BenchSettings(prompts=8).batch_prompts(b) for b in (1, 3, 16)] == [8, 9, 16]
+
+
+def test_batch_sweep_against_its_cost_profiles():
+    """At each batch size: whole batches of at least ``prompts`` prompts, rows at every batch gamma, the
+    prediction from the profile measured at that batch size, efficiencies in (0, 1]."""
+    target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
+    settings = BenchSettings(gammas=(1,), temperatures=(0.0, 1.0), prompts=2, prompt_length=8, max_new_tokens=12,
+                             repeats=1, warmup=0, call_steps=4, batch_sizes=(1, 4), batch_gammas=(2, 3))
+    sweep = bench_batches(target, draft, prompts, settings, progress=False)
+    keys = [(row["batch_size"], row["temperature"], row["gamma"], row["prompts"]) for row in sweep["rows"]]
+    assert keys == [(b, t, g, max(b, 2)) for b in (1, 4) for t in (0.0, 1.0) for g in (2, 3)]
+    for row in sweep["rows"]:
+        profile = CostProfile.from_dict(sweep["profiles"][f"{row['batch_size']},{row['temperature']:g}"])
+        assert profile.batch_size == row["batch_size"] and profile.gamma_max == 3
+        assert row["calibrated_speedup"] == pytest.approx(profile.speedup(row["gamma"], tokens=12))
+        assert row["tokens_per_second"] == pytest.approx(row["prompts"] * 12 / row["seconds"])
+        assert 0 < row["efficiency"] <= 1 and 0 < row["autoregressive_efficiency"] <= 1
+    json.dumps(sweep, allow_nan=False)
+    with pytest.raises(ValueError, match="the batch sweep needs 4 prompts, got 3"):
+        bench_batches(target, draft, prompts[:3], settings, progress=False)
+
+
+def test_counts_by_row_against_rows_decoded_alone():
+    """Per-row accepted counts recovered from a batch's ``accepted_per_iteration`` (finished rows drop out)
+    equal each row's counts decoded on its own (greedy, exact tables: batching changes nothing)."""
+    table = torch.randn(V, V, generator=torch.Generator().manual_seed(0))
+    guesses = table.clone()
+    guesses[10:] = torch.randn(10, V, generator=torch.Generator().manual_seed(1))  # right after tokens < 10 only
+    target, draft = TabularModel(table, 1), TabularModel(guesses, 1)
+    prompts = [[1, 7], [3], [4, 5, 10]]  # 3, 6 and 10 iterations alone
+    config = SpeculativeConfig(3, GREEDY)
+    batch = generate_speculative(target, draft, prompts, max_new_tokens=10, config=config, randomness=seeded(0))
+    alone = [[n for step in generate_speculative(target, draft, [prompt], max_new_tokens=10, config=config,
+                                                 randomness=seeded(0)).stats.accepted_per_iteration for n in step]
+             for prompt in prompts]
+    assert counts_by_row(batch.stats.accepted_per_iteration, 3, 10) == alone
+    assert len({len(row) for row in alone}) > 1  # the rows finish at different iterations
+
+
+def test_batch_iterations_against_slowest_row():
+    """At batch size b the cost model charges each batch its slowest row's iterations."""
+    quick, slow = (1.0,) * 6, (0.0,) * 6  # at gamma 2: 2 iterations (3 tokens each), and 6
+    single = CostProfile(1.0, 0.1, (1.0, 1.0, 1.0), 0.0, (0.5, 0.5), acceptance_along_text=(quick, slow))
+    paired = CostProfile(1.0, 0.1, (1.0, 1.0, 1.0), 0.0, (0.5, 0.5), acceptance_along_text=(quick, slow), batch_size=2)
+    assert single.tokens_per_iteration(2) == pytest.approx(12 / 8)
+    assert paired.tokens_per_iteration(2) == pytest.approx(6 / 6)
+    assert CostProfile.from_dict(paired.as_dict()) == paired
+    with pytest.raises(ValueError, match="whole batches of 2 texts, got 3"):
+        CostProfile(1.0, 0.1, (1.0, 1.0, 1.0), 0.0, (0.5, 0.5), acceptance_along_text=(quick,) * 3, batch_size=2)
 
 
 def test_hf_comparison_against_our_greedy_decoders():

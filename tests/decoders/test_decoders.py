@@ -6,6 +6,7 @@ fixed seed; a correct decoder fails one with probability 1e-4.
 
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from scipy import stats
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
+from decoders.harness.profile import efficiency
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import TorchRandomness, seeded
@@ -380,3 +382,55 @@ def test_hugging_face_adapter_against_generate():
                                   config=SpeculativeConfig(3, GREEDY), randomness=seeded(0))
     assert ragged.tokens == generate_autoregressive(adapter, PROMPTS, max_new_tokens=10, sampling=GREEDY,
                                                     randomness=seeded(0)).tokens
+
+
+class _Sleepy:
+    """A model, or a randomness source, whose every call first sleeps ``seconds`` (``calls``: what sleeps)."""
+
+    def __init__(self, inner, seconds, calls):
+        self.inner, self.seconds, self.calls = inner, seconds, calls
+
+    def __getattr__(self, name):
+        attribute = getattr(self.inner, name)
+        if name not in self.calls:
+            return attribute
+
+        def slow(*args, **kwargs):
+            time.sleep(self.seconds)
+            return attribute(*args, **kwargs)
+        return slow
+
+
+def test_efficiency_against_slow_model_and_slow_sampler(target):
+    """Profiled runs record the seconds inside model calls: a model that sleeps 20 ms per call makes nearly all
+    of the wall time model time; a sampler that sleeps as long per draw makes most of it not (the control).
+    Unprofiled runs record none, at no cost."""
+    slow_model = _Sleepy(target, 0.02, ("forward",))
+    slow_sampler = _Sleepy(seeded(0), 0.02, ("categorical", "bernoulli"))
+    sampling, config = Sampling(1.0), SpeculativeConfig(2, Sampling(1.0))
+    runs = {
+        "slow model, autoregressive": generate_autoregressive(slow_model, PROMPTS, max_new_tokens=3, sampling=sampling,
+                                                              randomness=seeded(0), profile=True),
+        "slow model, speculative": generate_speculative(slow_model, target, PROMPTS, max_new_tokens=3, config=config,
+                                                        randomness=seeded(0), profile=True),
+        "slow sampler, autoregressive": generate_autoregressive(target, PROMPTS, max_new_tokens=3, sampling=sampling,
+                                                                randomness=slow_sampler, profile=True),
+        "slow sampler, speculative": generate_speculative(target, target, PROMPTS, max_new_tokens=3, config=config,
+                                                          randomness=slow_sampler, profile=True),
+    }
+    shares = {name: efficiency([run.stats]) for name, run in runs.items()}
+    assert all(share > 0.9 for name, share in shares.items() if "slow model" in name), shares
+    assert all(share < 0.5 for name, share in shares.items() if "slow sampler" in name), shares
+    unprofiled = generate_autoregressive(target, PROMPTS, max_new_tokens=3, sampling=sampling, randomness=seeded(0))
+    assert "model" not in unprofiled.stats.seconds and efficiency([unprofiled.stats]) is None
+
+
+def test_tinygpt_refuses_tokens_outside_its_vocabulary():
+    """Out-of-range ids are refused with the vocabulary named (the lookup's own IndexError on CPU, no check on
+    the hot path), and the state is left as it was."""
+    model = tiny_gpt(0)
+    state = model.new_state(1, 8)
+    for token in (VOCAB, -1):
+        with pytest.raises(ValueError, match=rf"tokens must be in \[0, {VOCAB}\), got {token}\.\.{token}"):
+            model.forward(torch.tensor([[token]]), state)
+        assert state.lengths.tolist() == [0] and state.bound == 0
