@@ -139,7 +139,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
             calls += 1
             passes = _agrees(block[:, 1:], heads[:, :-1, 0], config)  # proposal i+1 vs base after position i
             passes[:, :config.min_block_size - 1] = True
-            size = 1 + torch.cumprod(passes.to(torch.int64), dim=1).sum(dim=1)  # [B], accepted block size
+            size = 1 + passes.cummin(dim=1).values.sum(dim=1)  # [B], accepted block size
             model.truncate(state, held + size)
             block_tokens = block.tolist()
             block = heads[rows, size - 1].argmax(dim=-1)  # the next block, from the last accepted position

@@ -11,6 +11,10 @@ other; T = 1 runs are seeded per prompt, so every repeat does the same work.
   acceptance counts of all the timed runs at that temperature and the measured c; also the form that
   uses the measured tokens per iteration instead of alpha, tokens / (gamma c + 1), which isolates the
   timing model from the i.i.d. assumption.
+* efficiency = seconds inside the models' calls / wall seconds, from the phase-timed runs (every row on
+  CPU; null where runs were not phase-timed), and the autoregressive t_step over the one-token call.
+* the batch sweep (``bench_batches``): the same protocol at b rows per call, with the cost profile
+  measured at each batch size beside it.
 """
 
 from __future__ import annotations
