@@ -107,11 +107,13 @@ class _Watched:
     attribute is the model's own."""
 
     def __init__(self, model, timer: "PhaseTimer") -> None:
-        self._model, self._timer = model, timer
+        self._model = model
+        for name in MODEL_CALLS:  # bound once: a call costs the timing alone
+            if hasattr(model, name):
+                setattr(self, name, timer.timed(getattr(model, name)))
 
     def __getattr__(self, name: str):
-        attribute = getattr(self._model, name)
-        return self._timer.timed(attribute) if name in MODEL_CALLS else attribute
+        return getattr(self._model, name)
 
 
 class PhaseTimer:
@@ -150,8 +152,9 @@ class PhaseTimer:
             start = time.perf_counter()
             result = call(*args, **kwargs)
             self._sync()
-            self.seconds["model"] = self.seconds.get("model", 0.0) + time.perf_counter() - start
+            self.seconds["model"] += time.perf_counter() - start
             return result
+        self.seconds.setdefault("model", 0.0)
         return run
 
     def finish(self) -> dict:

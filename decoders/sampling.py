@@ -54,7 +54,8 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     """
     if not isinstance(sampling, Sampling):
         raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
-    scores = logits.to(torch.promote_types(logits.dtype, torch.float32))  # a copy when the dtype changes
+    wide = torch.promote_types(logits.dtype, torch.float32)
+    scores = logits if logits.dtype == wide else logits.to(wide)  # a copy when the dtype changes
     if validate and bool((torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)).any()):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")
     if sampling.greedy:
@@ -95,6 +96,7 @@ def proposes(logits: torch.Tensor) -> torch.Tensor:
 
 def check_probs(*probs: torch.Tensor) -> None:
     """The deferred form of ``adjusted_probs``' validation: NaN anywhere (NaN or all -inf logits) raises.
-    Probabilities are finite or NaN, so one sum each finds a NaN (one host synchronisation in all)."""
+    Probabilities (and sums of them) are finite or NaN, so one sum each finds a NaN (one host
+    synchronisation in all)."""
     if math.isnan(float(sum(p.sum() for p in probs))):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")

@@ -93,7 +93,7 @@ def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
     """P_i(x_i) / Q_i(x_i) at the proposed positions, 0 elsewhere.  # [B, gamma]"""
     p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
     q_x = torch.gather(q, 2, drafted[..., None])[..., 0]  # > 0 where proposed: x_i was drawn from q_i
-    return torch.where(proposed, p_x / q_x.clamp(min=torch.finfo(q_x.dtype).tiny), 0.0)
+    return torch.where(proposed, p_x / q_x, 0.0)  # elsewhere 0 (where 0 / 0 would be NaN)
 
 
 def _accept_block(p, q, ratio, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,7 +145,7 @@ class SpeculativeStep:
         feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
         logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
         logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
-        greedy, floor = config.sampling.greedy, torch.finfo(logits.dtype).min
+        greedy, floor, ceiling = config.sampling.greedy, torch.finfo(logits.dtype).min, torch.finfo(logits.dtype).max
         tokens, dists, raw = [], [], []
         for i in range(config.gamma):
             if i:
@@ -153,7 +153,7 @@ class SpeculativeStep:
             if greedy:  # the one-hot law's token (the draw); its q is built for every position at once, below
                 tokens.append(logits.argmax(dim=-1))
             else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
-                sample_from, q = self.draft_probs(logits.clamp(min=floor), config.sampling)
+                sample_from, q = self.draft_probs(logits.clamp(floor, ceiling), config.sampling)
                 tokens.append(randomness.categorical(sample_from)), dists.append(q)
             raw.append(logits)
         raw = torch.stack(raw, 1)  # [B, gamma, V]
@@ -199,8 +199,8 @@ class SpeculativeStep:
                  timer: PhaseTimer | None = None) -> StepOutcome:
         timer = timer or PhaseTimer(target.device, profile=False)
         gamma = config.gamma
-        held_draft = committed.draft_state.lengths.clone()  # [B], S without its pending tail (the invariant)
-        held_target = committed.target_state.lengths.clone()  # [B], S without its last token
+        held_draft = committed.draft_state.lengths  # [B], S without its pending tail (the invariant)
+        held_target = committed.target_state.lengths  # [B], S without its last token (never changed in place)
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)
         with timer.phase("verify"):
@@ -259,11 +259,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
             done = torch.tensor(output.done, device=target.device)
             park(target, committed.target_state, done), park(draft, committed.draft_state, done)
         outcome = step(target, draft, committed, config, randomness, timer)
-        check_probs(outcome.p, torch.where(outcome.proposed[..., None], outcome.q, 0.0))  # q is read where proposed
+        overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, gamma]; NaN where p or q is
+        check_probs(overlap, outcome.p[:, -1])  # so these cover all of p and q (NaN logits anywhere: an error)
         accepted, tokens = outcome.accepted.tolist(), outcome.tokens.tolist()
         accepted_log.append(tuple(accepted[b] for b in active))
         actives.append(active)
-        outcomes["overlaps"].append(torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1))  # [B, gamma]
+        outcomes["overlaps"].append(overlap)
         outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(outcome.proposed)
         for b in active:
             output.extend(b, tokens[b][:accepted[b] + 1])

@@ -31,7 +31,7 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified
-from decoders.harness.profile import call_seconds, efficiency, profile_jobs, timed
+from decoders.harness.profile import call_job, call_seconds, efficiency, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -212,19 +212,22 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     c_draft = call_seconds(draft, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c = c_draft / c_target
     rows, autoregressive, alphas, profiles, costs = [], {}, {}, {}, {}
-    calls = len(s.temperatures) * (len(s.gammas) + 3) * len(prompts) * (s.warmup + s.repeats)
+    calls = len(s.temperatures) * ((len(s.gammas) + 3) * len(prompts) + 1) * (s.warmup + s.repeats)
     with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
             outputs = {}
             jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
+            jobs["target call"] = call_job(target, prompts[0], s.call_steps)  # interleaved: the AR step's unit
             timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
                                        synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
             profile = recorder.profile(c)
             profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
             baseline = _per_repeat(timings, "autoregressive", len(prompts))
             autoregressive[temperature] = statistics.median(baseline)
-            costs[temperature] = {"seconds_per_token": profile.t_step, "over_target_call": profile.t_step / c_target,
+            call = timings["target call"].median / s.call_steps
+            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": call,
+                                  "over_target_call": profile.t_step / call,
                                   "efficiency": recorder.efficiency("autoregressive")}
             measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
                              [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]

@@ -41,7 +41,7 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_seconds", "measure_profile"]
+           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "call_seconds", "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -166,21 +166,28 @@ def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timi
     return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(device))
 
 
-@torch.no_grad()
-def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmup: int) -> float:
-    """Median seconds of one one-token forward pass with the cache, at batch 1, after ``prompt`` ``[L]``
-    (Theorem 3.8's c is the draft's over the target's)."""
+def call_job(model, prompt: torch.Tensor, steps: int):
+    """A job of ``steps`` one-token forward passes with the cache, at batch 1, after ``prompt`` ``[L]``: bare
+    model calls (no sampling), to time alone or interleaved with decoding."""
     state = model.new_state(1)
-    model.forward(prompt[None, :-1].to(model.device), state)
+    with torch.no_grad():
+        model.forward(prompt[None, :-1].to(model.device), state)
     held = state.lengths.clone()
     token = prompt[None, -1:].to(model.device)
 
+    @torch.no_grad()
     def run():
         for _ in range(steps):
             model.forward(token, state)
         model.truncate(state, held)
 
-    return timed(run, repeats=repeats, warmup=warmup, device=model.device).median / steps
+    return run
+
+
+def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmup: int) -> float:
+    """Median seconds of one one-token forward pass (``call_job``), timed on its own (Theorem 3.8's c is the
+    draft's over the target's)."""
+    return timed(call_job(model, prompt, steps), repeats=repeats, warmup=warmup, device=model.device).median / steps
 
 
 

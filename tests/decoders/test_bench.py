@@ -50,6 +50,11 @@ def test_bench_report_against_theorem_3_8():
         profile = CostProfile.from_dict(report.profiles[row["temperature"]])
         assert profile.gamma_max == 3 and row["calibrated_speedup"] == pytest.approx(
             profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens))
+    for temperature, costs in report.autoregressive.items():
+        assert costs["seconds_per_token"] == CostProfile.from_dict(report.profiles[temperature]).t_step
+        assert costs["over_target_call"] == pytest.approx(costs["seconds_per_token"] / costs["target_call_seconds"])
+        assert 0 < costs["efficiency"] <= 1
+    assert all(0 < row["efficiency"] <= 1 for row in report.rows)  # phase-timed on CPU
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert {"device", "dtype", "torch"} <= set(document["environment"])
     assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
