@@ -218,14 +218,15 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         for temperature in s.temperatures:
             outputs = {}
             jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
-            jobs["target call"] = call_job(target, prompts[0], s.call_steps)  # interleaved: the AR step's unit
+            # The autoregressive step's unit: one-token target calls at the positions it decodes, interleaved.
+            jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
             timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
                                        synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
             profile = recorder.profile(c)
             profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
             baseline = _per_repeat(timings, "autoregressive", len(prompts))
             autoregressive[temperature] = statistics.median(baseline)
-            call = timings["target call"].median / s.call_steps
+            call = timings["target call"].median / s.max_new_tokens
             costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": call,
                                   "over_target_call": profile.t_step / call,
                                   "efficiency": recorder.efficiency("autoregressive")}
