@@ -11,6 +11,8 @@ import torch
 
 from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant
+from decoders.audit.samples import read_samples
+from decoders.models.hf import is_model_directory, load_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
@@ -25,12 +27,15 @@ MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enu
 SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
+HF_BATCH = 64  # a Hugging Face pair: its cache grows per call
 
 
 @dataclass(frozen=True)
 class AuditRequest:
-    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``) or "shipped"; ``draft`` defaults
-    to "tabular" (tiny) or "transformer" (shipped); ``prompt`` to [1, 2] (tiny) or ``prompt_text``'s ids."""
+    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``), "shipped" or a Hugging Face model
+    directory (then ``draft`` is one too); ``draft`` defaults to "tabular" (tiny) or "transformer" (shipped);
+    ``prompt`` to [1, 2] (tiny) or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
+    ``decoders.audit.samples``) the file's continuations are audited instead of a decoder of ours."""
 
     decoder: str = "speculative"
     mutant: str | None = None
@@ -48,8 +53,18 @@ class AuditRequest:
     level: float = 0.01
     seed: int = 0
     exact: str | None = None  # None: statistical; else one of METHODS
+    samples: str | None = None
+
+    @property
+    def hugging_face(self) -> bool:
+        return self.target not in setups.TARGETS + ("shipped",)
 
     def __post_init__(self) -> None:
+        if self.hugging_face and not is_model_directory(self.target):
+            raise ValueError(f"target must be one of {setups.TARGETS + ('shipped',)} or a Hugging Face model "
+                             f"directory, got {self.target!r} (nothing is downloaded)")
+        if self.samples is not None and (self.exact or self.mutant):
+            raise ValueError("--samples audits the samples in the file: --exact and --mutant do not apply")
         as_positive_int("horizon", self.horizon)
         as_int("n", self.n, low=2, high=statistical.MAX_SAMPLES)
         as_non_negative_int("seed", self.seed)
@@ -59,16 +74,17 @@ class AuditRequest:
             raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
         if self.mutant is not None and self.decoder != "speculative":
             raise ValueError(f"mutants are speculative decoders, got --decoder {self.decoder}")
-        if self.target == "shipped" and self.exact:
-            raise ValueError("--exact enumerates tiny models only; audit --target shipped statistically")
+        if self.target not in setups.TARGETS and self.exact:
+            raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
         as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
         if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
             raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
                              f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")
         if self.prompt is not None and self.prompt_text is not None:
             raise ValueError("give --prompt or --prompt-text, not both")
-        if self.target != "shipped" and self.prompt_text is not None:
-            raise ValueError("--prompt-text goes with --target shipped (tiny models take --prompt token ids)")
+        if self.target in setups.TARGETS and self.prompt_text is not None:
+            raise ValueError("--prompt-text goes with --target shipped or a model directory (tiny models take "
+                             "--prompt token ids)")
 
 
 @dataclass(frozen=True)
@@ -80,19 +96,39 @@ class AuditOutcome:
 
 def _models(request: AuditRequest) -> tuple:
     """(request with its defaults filled in, target, draft or None, batch)."""
-    speculative = request.decoder == "speculative"
+    speculative = request.decoder == "speculative" and request.samples is None
+    if request.hugging_face:
+        target, tokenizer = load_directory(request.target)
+        prompt = request.prompt or tuple(tokenizer(request.prompt_text or SHIPPED_PROMPT)["input_ids"])
+        request = replace(request, prompt=prompt, prompt_text=None)  # the text, tokenized
+        if not speculative:
+            return request, target, None, HF_BATCH
+        if request.draft is None or not is_model_directory(request.draft):
+            raise ValueError(f"with a model directory as target, --draft must be one too, got {request.draft!r}")
+        draft, draft_tokenizer = load_directory(request.draft)
+        _check_same_tokenizer(tokenizer, draft_tokenizer)
+        return request, target, draft, HF_BATCH
     if request.target == "shipped":
         from decoders.harness import zoo
         from decoders.harness.corpus import encode
 
         prompt = request.prompt or tuple(encode(request.prompt_text or SHIPPED_PROMPT).tolist())
-        request = replace(request, prompt=prompt, draft=request.draft or "transformer")
+        request = replace(request, prompt=prompt, prompt_text=None, draft=request.draft or "transformer")
         draft = zoo.load_draft(request.draft) if speculative else None
         return request, zoo.load_target(), draft, SHIPPED_BATCH
     request = replace(request, prompt=request.prompt or (1, 2), draft=request.draft or "tabular")
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
+
+
+def _check_same_tokenizer(target, draft) -> None:
+    """A pair must map text to the same ids: refused with the first difference named."""
+    ours, theirs = target.get_vocab(), draft.get_vocab()
+    for token in sorted(set(ours) | set(theirs)):
+        if ours.get(token) != theirs.get(token):
+            raise ValueError(f"the target's and the draft's tokenizers differ: {token!r} is id {ours.get(token)} "
+                             f"for the target and {theirs.get(token)} for the draft")
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
@@ -136,6 +172,8 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
     step = REFERENCE_STEP if bug is None else bug.step
+    if request.samples is not None:
+        return _audit_samples(request, target)
     if request.decoder == "speculative":
         generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
                                           source=None if bug is None else bug.source)
@@ -157,6 +195,17 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
                                            level=request.level)
         summary = _statistical_summary(report)
     return AuditOutcome(described, report, summary)
+
+
+def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
+    """The statistical audit of an engine's samples (``request.samples``) against ``target``."""
+    samples = read_samples(request.samples, target.vocab_size)
+    n, horizon = samples.tokens.shape
+    report = statistical.audit_sampler(samples.sampler(), target, list(samples.prompt), request.sampling, n=n,
+                                       horizon=horizon, seed=request.seed, level=request.level)
+    described = (f"samples of {request.samples}: {n} continuations of {horizon} tokens after a prompt of "
+                 f"{len(samples.prompt)} tokens; target {request.target}, V = {target.vocab_size}, {request.sampling}")
+    return AuditOutcome(described, report, _statistical_summary(report))
 
 
 def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizon: int, n: int, seed: int,

@@ -226,9 +226,11 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
             profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
             baseline = _per_repeat(timings, "autoregressive", len(prompts))
             autoregressive[temperature] = statistics.median(baseline)
-            call = timings["target call"].median / s.max_new_tokens
-            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": call,
-                                  "over_target_call": profile.t_step / call,
+            calls = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]
+            ratios = sorted(step / call for step, call in zip(recorder.components()["t_step"], calls))
+            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(calls),
+                                  "over_target_call": statistics.median(ratios),  # each repeat's, then the median
+                                  "over_target_call_spread": [ratios[0], ratios[-1]],
                                   "efficiency": recorder.efficiency("autoregressive")}
             measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
                              [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from decoders.models.base import append_history, check_step, check_truncate
 
-__all__ = ["HFCausalLM", "HFState", "tinygpt_to_gpt2"]
+__all__ = ["HFCausalLM", "HFState", "tinygpt_to_gpt2", "is_model_directory", "load_directory"]
 
 
 @dataclass
@@ -79,6 +80,35 @@ class HFCausalLM:
             state.cached = keep
         else:
             state.cache, state.cached = None, 0
+
+
+def is_model_directory(spec) -> bool:
+    """Whether ``spec`` names a local Hugging Face model directory (one holding a ``config.json``)."""
+    return Path(spec).is_dir() and (Path(spec) / "config.json").is_file()
+
+
+def load_directory(path, *, device: str = "cpu", dtype: torch.dtype | None = None):
+    """(``HFCausalLM``, tokenizer) of a Hugging Face model directory, read from disk only
+    (``local_files_only``): a hub id or a missing directory is a ``ValueError``, never a download."""
+    if not is_model_directory(path):
+        raise ValueError(f"'{path}' is not a Hugging Face model directory (no config.json there); nothing is "
+                         f"downloaded: give a local directory, e.g. one written by spectheory export-hf")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error(), logging.disable_progress_bar()  # loading is quiet: errors are ours, one line
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"Hugging Face model directory '{path}' cannot be loaded: {reason}") from None
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+    return HFCausalLM(model.to(device)), tokenizer
 
 
 def tinygpt_to_gpt2(model):

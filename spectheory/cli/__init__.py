@@ -32,6 +32,7 @@ COMMANDS = {
     "profile": "measure the cost profile of a pair (t_step, t_draft, t_verify(k), t_iteration, acceptance)",
     "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
     "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
+    "export-hf": "write the shipped pair as Hugging Face model directories (GPT-2 weights, character tokenizer)",
 }
 
 
@@ -45,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _module(name: str):
-    return importlib.import_module(f"spectheory.cli.{name}")
+    return importlib.import_module(f"spectheory.cli.{name.replace('-', '_')}")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -22,10 +22,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decoder", choices=DECODERS, default="speculative", help="the decoder to audit (default speculative)")
     parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
                                                          f"{names(m.name for m in MUTANTS)}")
-    parser.add_argument("--target", choices=TARGETS + ("shipped",), default="tinygpt",
-                        help="tiny target model, or the shipped trained target (statistical only; default tinygpt)")
+    parser.add_argument("--target", default="tinygpt", metavar="TARGET",
+                        help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), or a Hugging Face "
+                             f"model directory (read locally, never downloaded); the last two statistically only "
+                             f"(default tinygpt)")
     parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
-                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer)")
+                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer); with a "
+                                        f"model directory as target, a model directory with the same tokenizer")
+    parser.add_argument("--samples", metavar="FILE.jsonl",
+                        help='audit the continuations an engine sampled instead of a decoder of ours: one line '
+                             '{"prompt": [ids], "tokens": [ids]} each, one prompt, as many tokens on every line (n '
+                             'and horizon are the file\'s); the sampling flags say what the engine was asked for')
     parser.add_argument("--vocabulary", type=int, default=5,
                         help=f"vocabulary of the tiny models, 2 to {MAX_VOCABULARY} (default 5)")
     parser.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
@@ -36,10 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
     parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
     parser.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
-    parser.add_argument("--prompt-text", help=f"shipped target: the prompt as text (default {SHIPPED_PROMPT!r})")
-    parser.add_argument("--horizon", type=int, default=4, help="tokens generated per sample (default 4; with --exact "
-                                                               "V^horizon is at most 100000, e.g. horizon 7 at V = 5)")
-    parser.add_argument("--n", type=int, default=20_000, help=f"statistical: samples, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] "
+    parser.add_argument("--prompt-text", help=f"shipped target or model directory: the prompt as text, tokenized by the "
+                                              f"target's tokenizer (default {SHIPPED_PROMPT!r})")
+    parser.add_argument("--horizon", type=int, help="tokens generated per sample (default 4; with --exact "
+                                                    "V^horizon is at most 100000, e.g. horizon 7 at V = 5)")
+    parser.add_argument("--n", type=int, help=f"statistical: samples, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] "
                         "tests; default 20000)")
     parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
@@ -50,11 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    request = AuditRequest(
+    if args.samples is not None and (args.n is not None or args.horizon is not None):
+        raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
+    request = AuditRequest(samples=args.samples,
         decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
         verifier=args.verifier, gamma=args.gamma, sampling=Sampling(args.temperature, args.top_k, args.top_p),
         lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
-        prompt_text=args.prompt_text, horizon=args.horizon, n=args.n, level=args.level, seed=args.seed,
+        prompt_text=args.prompt_text, horizon=4 if args.horizon is None else args.horizon,
+        n=20_000 if args.n is None else args.n, level=args.level, seed=args.seed,
         exact=args.exact)
     outcome = run_audit(request)
     if args.json:

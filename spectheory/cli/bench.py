@@ -79,7 +79,8 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
                      f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)")
     for temperature, costs in document["autoregressive"].items():
         lines.append(f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
-                     f"{costs['over_target_call']:.3f} x the one-token target call timed beside it "
+                     f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
+                     f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
                      f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}")
     lines += _batch_lines(document.get("batches"))
     for row in document.get("hf", {}).get("rows", []):

@@ -52,3 +52,9 @@ def test_audit_cli_exact_batch_against_batch_min_mutant(capsys):
     assert json.loads(capsys.readouterr().out)["method"] == "batch"
     assert main(common + ["--mutant", "batch-min-rollback"]) == 1
     assert json.loads(capsys.readouterr().out)["max_abs_difference"] > 1e-3
+
+
+def test_audit_cli_shipped_prompt_text_against_its_ids(capsys):
+    """--prompt-text is tokenized into the prompt (it used to be refused as "--prompt and --prompt-text")."""
+    assert main(["audit", "--target", "shipped", "--prompt-text", "def ", "--n", "50", "--horizon", "1", "--json"]) == 0
+    assert "prompt [70, 71, 72, 2]" in json.loads(capsys.readouterr().out)["decoder"]

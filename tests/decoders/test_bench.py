@@ -52,7 +52,8 @@ def test_bench_report_against_theorem_3_8():
             profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens))
     for temperature, costs in report.autoregressive.items():
         assert costs["seconds_per_token"] == CostProfile.from_dict(report.profiles[temperature]).t_step
-        assert costs["over_target_call"] == pytest.approx(costs["seconds_per_token"] / costs["target_call_seconds"])
+        low, high = costs["over_target_call_spread"]
+        assert low <= costs["over_target_call"] <= high and costs["target_call_seconds"] > 0
         assert 0 < costs["efficiency"] <= 1
     assert all(0 < row["efficiency"] <= 1 for row in report.rows)  # phase-timed on CPU
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))

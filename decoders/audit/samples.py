@@ -1,0 +1,80 @@
+"""Samples drawn by any engine, read for the statistical audit (``spectheory audit --samples``, docs/theory.md §8).
+
+A samples file is JSON Lines: one object per line, ``{"prompt": [ids], "tokens": [ids]}``, every line
+continuing the same prompt with the same number of tokens (blank lines are skipped). What an engine
+drew there is audited against the target's exact conditionals as ``audit_sampler`` audits our decoders.
+Every defect is one ``ValueError`` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from decoders.audit.statistical import MAX_SAMPLES
+from spectheory.outputs import strict_loads
+
+__all__ = ["EngineSamples", "read_samples"]
+
+
+@dataclass(frozen=True)
+class EngineSamples:
+    """The shared prompt and the sampled continuations ``tokens: [n, horizon]``."""
+
+    prompt: tuple
+    tokens: torch.Tensor
+
+    def sampler(self):
+        """``audit_sampler``'s ``sample(n, generator)``: the file's rows (the generator draws nothing)."""
+        def sample(n: int, generator: torch.Generator) -> torch.Tensor:
+            return self.tokens[:n]
+        return sample
+
+
+def _ids(value, key: str, vocab_size: int, where: str) -> tuple:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{where}: {key!r} must be a non-empty list of token ids")
+    for token in value:
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise ValueError(f"{where}: {key!r} holds {token!r}, not an integer token id")
+        if not 0 <= token < vocab_size:
+            raise ValueError(f"{where}: {key!r} holds id {token}, outside the target's vocabulary [0, {vocab_size})")
+    return tuple(value)
+
+
+def read_samples(path, vocab_size: int) -> EngineSamples:
+    """The samples of JSON Lines file ``path`` for a target of ``vocab_size`` tokens (module docstring)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"samples file '{path}' cannot be read ({type(error).__name__}: {error})") from None
+    prompt, rows = None, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"samples file '{path}', line {number}"
+        try:
+            entry = strict_loads(line)
+        except ValueError as error:
+            raise ValueError(f"{where}: not a JSON object ({error})") from None
+        if not isinstance(entry, dict) or set(entry) != {"prompt", "tokens"}:
+            raise ValueError(f'{where}: each line must be an object with exactly "prompt" and "tokens"')
+        line_prompt = _ids(entry["prompt"], "prompt", vocab_size, where)
+        tokens = _ids(entry["tokens"], "tokens", vocab_size, where)
+        if prompt is None:
+            prompt, horizon = line_prompt, len(tokens)
+        elif line_prompt != prompt:
+            raise ValueError(f"{where}: its prompt differs from the first line's (all lines must share one prompt)")
+        elif len(tokens) != horizon:
+            raise ValueError(f"{where}: {len(tokens)} tokens where the first line has {horizon} "
+                             f"(all lines must have the same number)")
+        rows.append(tokens)
+        if len(rows) > MAX_SAMPLES:
+            raise ValueError(f"{where}: more than {MAX_SAMPLES:,} samples")
+    if len(rows) < 2:
+        raise ValueError(f"samples file '{path}' holds {len(rows)} sample lines: the audit needs at least 2")
+    return EngineSamples(prompt, torch.tensor(rows, dtype=torch.int64))

@@ -1,0 +1,68 @@
+"""``spectheory export-hf``: the shipped pair as Hugging Face directories that reproduce the TinyGPTs' logits and
+the corpus's character ids, and audit through the adapter; hub ids and other tokenizers refused in one line."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from decoders.harness import zoo
+from decoders.harness.corpus import encode
+from decoders.models.hf import load_directory
+from spectheory.cli import main
+
+transformers = pytest.importorskip("transformers")
+
+TEXT = "def f(x):\n\treturn x + 1  # café"  # "é" is outside the corpus's characters
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hf") / "pair"
+    assert main(["export-hf", "--out", str(out)]) == 0
+    return out
+
+
+def test_exported_pair_against_tinygpt_logits_and_corpus_ids(exported):
+    model, tokenizer = load_directory(exported / "target")
+    ids = tokenizer(TEXT)["input_ids"]
+    assert ids == encode(TEXT).tolist() and tokenizer.decode(ids[:20]) == TEXT[:20]
+    tokens = torch.tensor([ids])
+    with torch.no_grad():
+        ours = zoo.load_target().logits_of_sequences(tokens)
+        theirs = model.forward(tokens, model.new_state(1))
+    torch.testing.assert_close(theirs, ours, atol=1e-4, rtol=1e-4)
+    assert sorted(path.name for path in exported.iterdir()) == ["target", "transformer"]
+
+
+def test_audit_of_our_decoder_on_the_exported_pair(capsys, exported):
+    """Our speculative decoder through the Hugging Face adapter, audited statistically on the exported pair."""
+    argv = ["audit", "--target", str(exported / "target"), "--draft", str(exported / "transformer"), "--n", "600",
+            "--horizon", "2", "--prompt-text", "import ", "--json"]
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] and document["n"] == 600
+
+
+def test_pairs_with_other_tokenizers_and_missing_directories_refused(capsys, exported, tmp_path):
+    other = tmp_path / "other"
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1,
+                                                                 n_head=2))
+    model.save_pretrained(other)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(exported / "target", local_files_only=True)
+    vocabulary = tokenizer.get_vocab()
+    swapped = {**vocabulary, "a": vocabulary["b"], "b": vocabulary["a"]}
+    from tokenizers import Tokenizer, models
+    transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(swapped, unk_token="<other>")),
+                                         unk_token="<other>").save_pretrained(other)
+    capsys.readouterr()  # what saving printed
+    assert main(["audit", "--target", str(exported / "target"), "--draft", str(other), "--n", "100"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "tokenizers differ: 'a' is id" in error
+    for target in ("gpt2", str(tmp_path / "absent")):
+        assert main(["audit", "--target", target]) == 2
+        assert "nothing is downloaded" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="is not a Hugging Face model directory"):
+        load_directory(tmp_path)
+    assert np.array_equal(encode("é"), [97])
