@@ -8,10 +8,13 @@ import math
 from dataclasses import dataclass, field, replace
 
 import torch
+from tqdm import tqdm
 
 from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant
 from decoders.audit.samples import read_samples
+from decoders.harness.hf_compare import SCHEDULES, hf_generate
+from decoders.randomness import TorchRandomness
 from decoders.models.hf import is_model_directory, load_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
@@ -21,6 +24,8 @@ from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 __all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair"]
 
 DECODERS = ("speculative", "autoregressive")
+#: Whose sampler is audited: our decoder, or transformers' plain or assisted generation (batch 1, a black box).
+SAMPLERS = ("ours", "hf-generate", "hf-assisted")
 METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
 BATCH_ROWS = 2  # the batch method's rows, each a copy of the prompt
 MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enumeration beyond it
@@ -54,6 +59,10 @@ class AuditRequest:
     seed: int = 0
     exact: str | None = None  # None: statistical; else one of METHODS
     samples: str | None = None
+    sampler: str = "ours"
+    assistant_tokens: int = 5  # hf-assisted: transformers' num_assistant_tokens, schedule, confidence threshold
+    assistant_schedule: str = "constant"
+    assistant_confidence: float = 0.0
 
     @property
     def hugging_face(self) -> bool:
@@ -65,6 +74,17 @@ class AuditRequest:
                              f"directory, got {self.target!r} (nothing is downloaded)")
         if self.samples is not None and (self.exact or self.mutant):
             raise ValueError("--samples audits the samples in the file: --exact and --mutant do not apply")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
+        if self.sampler != "ours":
+            if not self.hugging_face or self.exact or self.mutant or self.samples is not None:
+                raise ValueError(f"--sampler {self.sampler} audits transformers' generate on a model directory "
+                                 f"(--target DIR), statistically, without --mutant or --samples")
+            as_positive_int("assistant_tokens", self.assistant_tokens)
+            if self.assistant_schedule not in SCHEDULES:
+                raise ValueError(f"assistant_schedule must be one of {SCHEDULES}, got {self.assistant_schedule!r}")
+            if not 0 <= self.assistant_confidence < 1:
+                raise ValueError(f"assistant_confidence must be in [0, 1), got {self.assistant_confidence!r}")
         as_positive_int("horizon", self.horizon)
         as_int("n", self.n, low=2, high=statistical.MAX_SAMPLES)
         as_non_negative_int("seed", self.seed)
@@ -96,7 +116,8 @@ class AuditOutcome:
 
 def _models(request: AuditRequest) -> tuple:
     """(request with its defaults filled in, target, draft or None, batch)."""
-    speculative = request.decoder == "speculative" and request.samples is None
+    speculative = request.sampler == "hf-assisted" or (
+        request.sampler == "ours" and request.decoder == "speculative" and request.samples is None)
     if request.hugging_face:
         target, tokenizer = load_directory(request.target)
         prompt = request.prompt or tuple(tokenizer(request.prompt_text or SHIPPED_PROMPT)["input_ids"])
@@ -174,6 +195,8 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     step = REFERENCE_STEP if bug is None else bug.step
     if request.samples is not None:
         return _audit_samples(request, target)
+    if request.sampler != "ours":
+        return _audit_hf_generate(request, target, draft)
     if request.decoder == "speculative":
         generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
                                           source=None if bug is None else bug.source)
@@ -205,6 +228,29 @@ def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
                                        horizon=horizon, seed=request.seed, level=request.level)
     described = (f"samples of {request.samples}: {n} continuations of {horizon} tokens after a prompt of "
                  f"{len(samples.prompt)} tokens; target {request.target}, V = {target.vocab_size}, {request.sampling}")
+    return AuditOutcome(described, report, _statistical_summary(report))
+
+
+def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
+    """transformers' ``generate`` (plain, or assisted by ``draft``) audited as a black box at batch 1: one call
+    per sample, its global RNG seeded from the audit's generator."""
+    prompt = torch.tensor([request.prompt], device=target.device)
+    options = {} if draft is None else {"assistant": draft.model, "assistant_tokens": request.assistant_tokens,
+                                        "schedule": request.assistant_schedule,
+                                        "threshold": request.assistant_confidence}
+
+    def sample(n: int, generator: torch.Generator) -> torch.Tensor:
+        randomness = TorchRandomness(generator)
+        return torch.tensor([hf_generate(target.model, prompt, request.horizon, request.sampling, randomness, **options)
+                             for _ in tqdm(range(n), desc=request.sampler, unit="sample", delay=1, leave=False)])
+
+    report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
+                                       horizon=request.horizon, seed=request.seed, draft=draft, level=request.level)
+    described = (f"transformers generate ({request.sampler}"
+                 + ("" if draft is None else f", {request.assistant_tokens} assistant tokens, {request.assistant_schedule}"
+                    f" schedule, confidence threshold {request.assistant_confidence:g}, assistant {request.draft}")
+                 + f"); target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
+                   f"{list(request.prompt)}, horizon {request.horizon}")
     return AuditOutcome(described, report, _statistical_summary(report))
 
 

@@ -11,7 +11,10 @@ from decoders.harness.bench import BenchSettings, timed_decoding
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 
-__all__ = ["hf_comparison"]
+__all__ = ["hf_comparison", "hf_generate", "SCHEDULES"]
+
+#: transformers' assistant-token schedules (``num_assistant_tokens_schedule``).
+SCHEDULES = ("constant", "heuristic", "heuristic_transient")
 
 
 @torch.no_grad()
@@ -39,13 +42,13 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
                                                                        sampling=sampling, randomness=r).tokens[0],
                 "ar_ours_adapter": lambda p, r: generate_autoregressive(ours_target, p, max_new_tokens=s.max_new_tokens,
                                                                         sampling=sampling, randomness=r).tokens[0],
-                "ar_hf_generate": lambda p, r: _hf_generate(hf_target, p, s.max_new_tokens, temperature, r),
+                "ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r),
                 "speculative_ours_native": lambda p, r: generate_speculative(
                     target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0],
                 "speculative_ours_adapter": lambda p, r: generate_speculative(
                     ours_target, ours_draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0],
-                "speculative_hf_assisted": lambda p, r: _hf_generate(hf_target, p, s.max_new_tokens, temperature, r,
-                                                                     assistant=hf_draft, gamma=gamma),
+                "speculative_hf_assisted": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r,
+                                                                    assistant=hf_draft, assistant_tokens=gamma),
             }
             outputs = {}
             for name, runner in runners.items():
@@ -60,19 +63,21 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     return results
 
 
-def _hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float, randomness,
-                 assistant=None, gamma: int | None = None) -> tuple:
-    """Hugging Face ``generate`` for exactly ``max_new_tokens`` tokens (no end-of-sequence), plain or assisted.
-    HF samples from the global RNG and takes no generator: inside ``fork_rng`` (the caller's global state is
-    restored afterwards) it is seeded from ``randomness``, so that runs repeat."""
-    options = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens, "min_new_tokens": max_new_tokens,
+def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
+                assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0) -> tuple:
+    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens (no
+    end-of-sequence) under ``sampling`` (temperature, top-k, top-p), plain or assisted by ``assistant`` with
+    its assistant-token count, schedule and confidence threshold. HF samples from the global RNG and takes no
+    generator: inside ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from
+    ``randomness``, so that runs repeat."""
+    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "min_new_tokens": max_new_tokens,
                "attention_mask": torch.ones_like(prompt), "pad_token_id": 0}
-    if temperature > 0:
-        options.update(temperature=temperature, top_k=0, top_p=1.0)
+    if not sampling.greedy:
+        options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0)
     if assistant is not None:
-        assistant.generation_config.num_assistant_tokens = gamma
-        assistant.generation_config.num_assistant_tokens_schedule = "constant"
-        assistant.generation_config.assistant_confidence_threshold = 0.0
+        assistant.generation_config.num_assistant_tokens = assistant_tokens
+        assistant.generation_config.num_assistant_tokens_schedule = schedule
+        assistant.generation_config.assistant_confidence_threshold = threshold
         options["assistant_model"] = assistant
     seed = int(torch.randint(2 ** 31, (1,), generator=randomness.generator))
     with torch.random.fork_rng(devices=[prompt.device] if prompt.device.type == "cuda" else []):

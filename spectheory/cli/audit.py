@@ -9,7 +9,8 @@ import argparse
 import json
 
 from decoders.audit.mutants import MUTANTS
-from decoders.audit.run import DECODERS, METHODS, SHIPPED_PROMPT, AuditRequest, run_audit
+from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, AuditRequest, run_audit
+from decoders.harness.hf_compare import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS
@@ -29,6 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
                                         f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer); with a "
                                         f"model directory as target, a model directory with the same tokenizer")
+    parser.add_argument("--sampler", choices=SAMPLERS, default="ours",
+                        help="whose sampler: ours (the decoder), hf-generate (transformers' sampling) or hf-assisted "
+                             "(its assisted generation, with --draft as assistant); the last two on model directories, "
+                             "one generate call per sample (default ours)")
+    parser.add_argument("--assistant-tokens", type=int, default=5, help="hf-assisted: num_assistant_tokens (default 5)")
+    parser.add_argument("--assistant-schedule", choices=SCHEDULES, default="constant",
+                        help="hf-assisted: num_assistant_tokens_schedule (default constant)")
+    parser.add_argument("--assistant-confidence", type=float, default=0.0,
+                        help="hf-assisted: assistant_confidence_threshold, 0 = off (default 0)")
     parser.add_argument("--samples", metavar="FILE.jsonl",
                         help='audit the continuations an engine sampled instead of a decoder of ours: one line '
                              '{"prompt": [ids], "tokens": [ids]} each, one prompt, as many tokens on every line (n '
@@ -60,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
-    request = AuditRequest(samples=args.samples,
+    request = AuditRequest(samples=args.samples, sampler=args.sampler, assistant_tokens=args.assistant_tokens,
+        assistant_schedule=args.assistant_schedule, assistant_confidence=args.assistant_confidence,
         decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
         verifier=args.verifier, gamma=args.gamma, sampling=Sampling(args.temperature, args.top_k, args.top_p),
         lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
