@@ -24,9 +24,11 @@ DEFAULTS = BenchSettings()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--draft", default="transformer", help=f"a shipped draft ({names(zoo.DRAFTS)}) or a model "
-                                                              f"file in the zoo's format (default transformer)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format (default: the shipped target)")
+    parser.add_argument("--draft", default="transformer", help=f"a shipped draft ({names(zoo.DRAFTS)}), a model "
+                                                              f"file in the zoo's format or a model directory like "
+                                                              f"--target's (default transformer)")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format, or a Hugging Face model directory with the corpus's "
+                             "character tokenizer, e.g. from spectheory export-hf (default: the shipped target)")
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")

@@ -30,10 +30,11 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="report", help="output directory (default report)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format (default: the shipped target)")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format, or a Hugging Face model directory with the corpus's "
+                             "character tokenizer, e.g. from spectheory export-hf (default: the shipped target)")
     parser.add_argument("--draft", default="transformer",
-                        help=f"a shipped draft ({names(zoo.DRAFTS)}) or a model file in the zoo's format "
-                             f"(default transformer)")
+                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a model file in the zoo's format or a model "
+                             f"directory like --target's (default transformer)")
     add_device(parser)
     parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
                         help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")

@@ -66,3 +66,29 @@ def test_pairs_with_other_tokenizers_and_missing_directories_refused(capsys, exp
     with pytest.raises(ValueError, match="is not a Hugging Face model directory"):
         load_directory(tmp_path)
     assert np.array_equal(encode("é"), [97])
+
+
+def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
+    """report and profile take the exported directories as --target/--draft, end to end; a directory with a
+    tokenizer of its own is refused in one line (these commands read the corpus's character ids)."""
+    small = ["--prompts", "1", "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0"]
+    argv = ["report", "--target", str(exported / "target"), "--draft", str(exported / "transformer"), "--out",
+            str(tmp_path / "report"), "--temperatures", "1", "--gammas", "1", "2", "--windows", "2", "--audit-n", "200"]
+    assert main(argv + small) == 0
+    document = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert document["audit"]["passed"] and [row["gamma"] for row in document["bench"]["rows"]] == [1, 2]
+    capsys.readouterr()
+    assert main(["profile", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
+                 "--gamma-max", "2", *small]) == 0
+    assert json.loads(capsys.readouterr().out)["profile"]["t_step"] > 0
+    other = tmp_path / "own-tokenizer"
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1,
+                                                         n_head=2)).save_pretrained(other)
+    from tokenizers import Tokenizer, models
+    transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0, "a": 1},
+                                                                                     unk_token="<unk>")),
+                                         unk_token="<unk>").save_pretrained(other)
+    capsys.readouterr()
+    assert main(["profile", "--target", str(other), *small]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "has its own tokenizer" in error, error
