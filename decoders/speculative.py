@@ -145,7 +145,7 @@ class SpeculativeStep:
         feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
         logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
         logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
-        greedy, floor, ceiling = config.sampling.greedy, torch.finfo(logits.dtype).min, torch.finfo(logits.dtype).max
+        greedy, floor = config.sampling.greedy, torch.finfo(logits.dtype).min
         tokens, dists, raw = [], [], []
         for i in range(config.gamma):
             if i:
@@ -153,7 +153,7 @@ class SpeculativeStep:
             if greedy:  # the one-hot law's token (the draw); its q is built for every position at once, below
                 tokens.append(logits.argmax(dim=-1))
             else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
-                sample_from, q = self.draft_probs(logits.clamp(floor, ceiling), config.sampling)
+                sample_from, q = self.draft_probs(logits.clamp(min=floor), config.sampling)
                 tokens.append(randomness.categorical(sample_from)), dists.append(q)
             raw.append(logits)
         raw = torch.stack(raw, 1)  # [B, gamma, V]

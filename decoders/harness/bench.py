@@ -161,6 +161,16 @@ def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sa
     return jobs, recorder
 
 
+def _measure(target, draft, prompts: torch.Tensor, s: BenchSettings, temperature: float, gammas: tuple, bar, *,
+             batch_size: int = 1, extra: dict | None = None) -> tuple[dict, object, dict]:
+    """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
+    outputs = {}
+    jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, gammas, batch_size)
+    timings = time_interleaved(dict(jobs, **(extra or {})), repeats=s.repeats, warmup=s.warmup,
+                               synchronize=lambda: synchronize(target.device), progress=lambda: bar.update(1))
+    return timings, recorder, outputs
+
+
 def _per_repeat(timings: dict, name, rows: int) -> list:
     """Seconds of job ``name`` per repeat, summed over the prompts."""
     keys = [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
@@ -216,19 +226,16 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
-            outputs = {}
-            jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
             # The autoregressive step's unit: one-token target calls at the positions it decodes, interleaved.
-            jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
-            timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
-                                       synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+            timings, recorder, outputs = _measure(target, draft, prompts, s, temperature, s.gammas, bar, extra={
+                "target call": call_job(target, prompts[0], s.max_new_tokens)})
             profile = recorder.profile(c)
             profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
             baseline = _per_repeat(timings, "autoregressive", len(prompts))
             autoregressive[temperature] = statistics.median(baseline)
-            calls = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]
-            ratios = sorted(step / call for step, call in zip(recorder.components()["t_step"], calls))
-            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(calls),
+            call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
+            ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
+            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(call),
                                   "over_target_call": statistics.median(ratios),  # each repeat's, then the median
                                   "over_target_call_spread": [ratios[0], ratios[-1]],
                                   "efficiency": recorder.efficiency("autoregressive")}
@@ -253,8 +260,8 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     each of ``batch_gammas``) on ``settings.batch_prompts(b)`` of ``prompts`` ``[N, L]``, b rows per call, with
     the cost model measured at that batch size beside them (docs/theory.md §10): tokens per second, the
     measured speedup and the prediction, and each decoder's efficiency."""
-    s, device = settings, target.device
-    prompts = prompts.to(device)
+    s = settings
+    prompts = prompts.to(target.device)
     needed = max(s.batch_prompts(b) for b in s.batch_sizes)
     if len(prompts) < needed:
         raise ValueError(f"the batch sweep needs {needed} prompts, got {len(prompts)}")
@@ -266,11 +273,8 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
         for batch_size in s.batch_sizes:
             count = s.batch_prompts(batch_size)
             for temperature in s.temperatures:
-                outputs = {}
-                jobs, recorder = _temperature_jobs(target, draft, prompts[:count], s, Sampling(temperature), outputs,
-                                                   s.batch_gammas, batch_size)
-                timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
-                                           synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+                timings, recorder, outputs = _measure(target, draft, prompts[:count], s, temperature, s.batch_gammas,
+                                                      bar, batch_size=batch_size)
                 profile = recorder.profile()
                 profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())
                 batches = count // batch_size

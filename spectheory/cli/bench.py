@@ -66,7 +66,8 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
                      f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
                      f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
                      f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}")
-    lines += _errors(document["rows"])
+    lines += [_error_summary(name, document["rows"], key, 0.10)
+              for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))]
     for temperature in args.temperatures:
         best = document["best"][str(temperature)]
         profile = CostProfile.from_dict(document["profiles"][temperature])
@@ -110,21 +111,16 @@ def _batch_lines(sweep: dict | None) -> list[str]:
                      f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
                      f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
                      f"{_share(row['efficiency'])}")
-    errors = [abs(row["calibrated_over_measured"] - 1) for row in sweep["rows"]]
-    lines.append(f"batch sweep: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
-                 f"{100 * max(errors):.1f}%, {sum(e <= 0.15 for e in errors)} of {len(errors)} rows within 15%")
-    return lines
+    return lines + [_error_summary("batch sweep", sweep["rows"], "calibrated_speedup", 0.15)]
 
 
-def _errors(rows: list) -> list[str]:
-    """How far each prediction is from the measured speedups: median and largest |predicted / measured - 1|."""
-    lines = []
-    for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup")):
-        errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
-        within = sum(0.9 <= row[key] / row["speedup"] <= 1.1 for row in rows)
-        lines.append(f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, "
-                     f"largest {100 * max(errors):.1f}%, {within} of {len(rows)} rows within 10%")
-    return lines
+def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
+    """How far the prediction ``row[key]`` is from the measured speedups: median and largest
+    |predicted / measured - 1|, and the rows within ``tolerance``."""
+    errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
+    within = sum(error <= tolerance for error in errors)
+    return (f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
+            f"{100 * max(errors):.1f}%, {within} of {len(rows)} rows within {100 * tolerance:.0f}%")
 
 
 def run(args: argparse.Namespace) -> int:
