@@ -1,85 +1,162 @@
 """A Hugging Face causal language model behind the project's model protocol (optional ``hf`` extra).
 
-Rows of equal length (always, at batch 1) run incrementally on a ``DynamicCache`` that is cropped after
-a rejection; when rows differ in length the adapter recomputes from the token history (right-padded,
-which causal attention never sees), slower but exact. Nothing is downloaded: pass a model you built.
+The adapter keeps its own key/value cache, like TinyGPT's (docs/theory.md §7): per layer, buffers
+``[B, H, capacity + 1, Dh]`` in which each row writes its new tokens at its own positions (padding into the
+spare last slot), with the row's position ids and a ``[B, 1, S, K]`` mask that lets a query see its row's
+slots up to its own position. Rows of different lengths and a rejection's cut therefore cost nothing: the
+model never recomputes a history, and a call does no work TinyGPT's skips (no host synchronisation unless
+the buffers may need to grow, no mask built by transformers). It fits decoder-only models with full
+attention whose attention takes a mask (``sdpa`` or ``eager``): GPT-2, Llama and their kin. Nothing is
+downloaded: pass a model you built or a local directory.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from decoders.models.base import append_history, check_step, check_truncate
+from decoders.models.base import check_shape, check_step, check_truncate
 
-__all__ = ["HFCausalLM", "HFState", "tinygpt_to_gpt2", "is_model_directory", "load_directory"]
+__all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory"]
+
+#: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
+DEFAULT_CAPACITY = 256
+#: Attention implementations that take our per-row mask: sdpa a boolean one, eager an additive one.
+MASKED_ATTENTION = ("sdpa", "eager")
+
+
+class RowCache:
+    """The key/value cache transformers' attention layers write into (``update(keys, values, layer)``):
+    ``keys``/``values`` hold one ``[B, H, capacity + 1, Dh]`` buffer per layer, allocated at the first
+    call. Before each call the adapter sets ``write_at: [B, S]`` (the slot of every new token) and
+    ``visible`` (slots the call's mask spans); ``update`` writes there and returns the visible slots."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.write_at: torch.Tensor | None = None
+        self.visible = 0
+        self._index: torch.Tensor | None = None  # write_at expanded to [B, H, S, Dh], built once per call
+
+    def prepare(self, write_at: torch.Tensor, visible: int) -> None:
+        self.write_at, self.visible, self._index = write_at, visible, None
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
+        """Writes ``[B, H, S, Dh]`` keys and values at ``write_at``; returns the first ``visible`` slots."""
+        if layer_idx == len(self.keys):  # first call: this layer's buffers
+            shape = key_states.shape[:2] + (self.capacity + 1, key_states.shape[-1])
+            self.keys.append(key_states.new_zeros(shape))
+            self.values.append(value_states.new_zeros(shape[:3] + value_states.shape[-1:]))
+        if self._index is None:
+            self._index = self.write_at[:, None, :, None].expand(-1, key_states.shape[1], -1, key_states.shape[-1])
+        keys, values = self.keys[layer_idx], self.values[layer_idx]
+        keys.scatter_(2, self._index, key_states)
+        values.scatter_(2, self._index.expand(-1, -1, -1, value_states.shape[-1]), value_states)
+        return keys[:, :, :self.visible], values[:, :, :self.visible]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.visible
+
+    def grow(self, capacity: int) -> None:
+        """Larger buffers holding the same slots (the spare last slot is scratch and not kept)."""
+        for buffers in (self.keys, self.values):
+            for i, old in enumerate(buffers):
+                grown = old.new_zeros(old.shape[:2] + (capacity + 1,) + old.shape[3:])
+                grown[:, :, :self.capacity] = old[:, :, :self.capacity]
+                buffers[i] = grown
+        self.capacity = capacity
+
+    def clone(self) -> "RowCache":
+        copy = RowCache(self.capacity)
+        copy.keys, copy.values = [k.clone() for k in self.keys], [v.clone() for v in self.values]
+        return copy
 
 
 @dataclass
 class HFState:
-    tokens: torch.Tensor  # [B, capacity] history
-    lengths: torch.Tensor  # [B]
-    cache: object = None  # a DynamicCache holding the first ``cached`` tokens of every row, or None
-    cached: int = 0
+    """The adapter's cache and ``lengths: [B]``; ``bound`` is a host-side upper bound on ``lengths.max()``."""
+
+    cache: RowCache
+    lengths: torch.Tensor
+    bound: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.cache.capacity
 
     def clone(self) -> "HFState":
-        return HFState(self.tokens.clone(), self.lengths.clone(), copy.deepcopy(self.cache), self.cached)
+        return HFState(self.cache.clone(), self.lengths.clone(), self.bound)
 
 
 class HFCausalLM:
     """Wraps e.g. ``transformers.GPT2LMHeadModel(config)``; ``forward`` returns float logits."""
 
     def __init__(self, model) -> None:
+        attention = getattr(model.config, "_attn_implementation", None) or "eager"
+        if attention not in MASKED_ATTENTION:
+            raise ValueError(f"the adapter needs an attention implementation that takes a mask per row, one of "
+                             f"{MASKED_ATTENTION}, got {attention!r}: load the model with attn_implementation='sdpa'")
         self.model = model.eval()
         self.vocab_size = int(model.config.vocab_size)
         self.max_context = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+        self.boolean_mask = attention == "sdpa"
+        self.mask_dtype = next(model.parameters()).dtype
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
     def new_state(self, batch_size: int, capacity: int | None = None) -> HFState:
-        """The cache grows with the sequences, so ``capacity`` needs no allocation up front."""
-        return HFState(torch.zeros(batch_size, 0, dtype=torch.int64, device=self.device),
-                       torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+        """An empty cache for rows of ``capacity`` tokens (default: ``DEFAULT_CAPACITY``), never more than
+        the model's context; it grows when a row needs more, up to the context."""
+        slots = capacity or DEFAULT_CAPACITY
+        if self.max_context is not None:
+            slots = min(slots, self.max_context)
+        return HFState(RowCache(slots), torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 
-    @torch.no_grad()
     def forward(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None) -> torch.Tensor:
-        from transformers import DynamicCache
-
-        counts = check_step(self, tokens, state, counts)
+        """Logits ``[B, S, V]`` (float) of the new tokens; appends ``counts`` (default: all S) per row."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.forward(tokens, state, counts)
+        check_shape(tokens, state)
         batch, new = tokens.shape
-        starts = state.lengths.clone()
-        width = int((starts + new).max())
-        state.tokens, _ = append_history(state.tokens, starts, tokens)
-        uniform = bool((starts == starts[0]).all()) and bool((counts == new).all())
-        if uniform and (state.cache is None and int(starts[0]) == 0 or state.cache is not None
-                        and state.cached == int(starts[0])):
-            cache = state.cache if state.cache is not None else DynamicCache()
-            logits = self.model(input_ids=tokens, past_key_values=cache, use_cache=True).logits
-            state.cache, state.cached = cache, int(starts[0]) + new
-        else:  # ragged rows: recompute every row from its history
-            logits_all = self.model(input_ids=state.tokens[:, :width], use_cache=False).logits  # [B, W, V]
-            index = (starts[:, None] + torch.arange(new, device=self.device)).clamp(max=width - 1)
-            logits = torch.gather(logits_all, 1, index[..., None].expand(-1, -1, logits_all.shape[-1]))
-            state.cache, state.cached = None, 0
-        state.lengths = starts + counts
+        offsets = torch.arange(new, device=tokens.device)
+        positions = state.lengths[:, None] + offsets  # [B, S], absolute positions
+        if state.bound + new > state.capacity:  # the exact check costs a synchronisation: only where buffers may fill
+            counts = check_step(self, tokens, state, counts)
+            needed = int((state.lengths + counts).max())
+            if needed > state.capacity:
+                state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
+        if counts is None:
+            counts, write_at, position_ids = torch.full_like(state.lengths, new), positions, positions
+        else:  # padding (s >= counts[b]) writes into the spare last slot, never into the row
+            write_at = torch.where(offsets < counts[:, None], positions, state.capacity)
+            position_ids = positions.clamp(max=state.capacity - 1)
+        visible = min(state.bound + new, state.capacity)  # slots past a row's end are masked anyway
+        keys = torch.arange(visible, device=tokens.device)
+        mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S, K]: a query sees its row up to itself
+        if not self.boolean_mask:
+            mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
+                ~mask, torch.finfo(self.mask_dtype).min)
+        state.cache.prepare(write_at, visible)
+        logits = self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
+                            position_ids=position_ids, use_cache=True).logits
+        state.lengths = state.lengths + counts
+        state.bound = visible
         return logits.float()
 
     __call__ = forward
 
-    def truncate(self, state: HFState, lengths: torch.Tensor) -> None:
-        state.lengths = check_truncate(state, lengths)
-        keep = int(state.lengths[0])
-        if state.cache is not None and bool((state.lengths == keep).all()) and 0 < keep <= state.cached:
-            if keep < state.cached:
-                state.cache.crop(keep - state.cached)  # a negative count removes that many tokens
-            state.cached = keep
-        else:
-            state.cache, state.cached = None, 0
+    def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
+        """Cut rows back (the slots past a row's end are overwritten later); ``bound``, a known upper bound
+        on the new lengths, spares a synchronisation."""
+        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
+            torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
 
 
 def is_model_directory(spec) -> bool:

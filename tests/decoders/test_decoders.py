@@ -122,13 +122,38 @@ def test_state_sized_to_its_sequences_against_full_context():
             model.forward(tokens[:, :1], small)
 
 
+def hugging_face(kind, attention="sdpa"):
+    """Our adapter over a tiny random transformers model: GPT-2 (learned positions) or Llama (rotary
+    positions, grouped-query attention), with ``attention`` its attention implementation."""
+    transformers = pytest.importorskip("transformers")
+    from decoders.models.hf import HFCausalLM
+
+    torch.manual_seed(7)  # model initialisation only
+    if kind == "gpt2":
+        config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=96,
+                                         bos_token_id=None, eos_token_id=None)
+        model = transformers.GPT2LMHeadModel(config)
+    else:
+        config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+                                          max_position_embeddings=96, bos_token_id=None, eos_token_id=None)
+        model = transformers.LlamaForCausalLM(config)
+    model.config._attn_implementation = attention
+    return HFCausalLM(model)
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy"))
+@pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy", "hf-gpt2", "hf-gpt2-eager",
+                                        "hf-llama"))
 def test_cache_rollback_against_fresh_forward(model_name, device):
-    model = tiny_gpt(2, device=device) if model_name == "tinygpt" else {
-        "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
-        "tabular": TabularModel.random(torch.Generator().manual_seed(1), VOCAB, 3),
-        "copy": CopyDraft(VOCAB)}[model_name]
+    if model_name.startswith("hf-"):
+        model = hugging_face(model_name.split("-")[1], "eager" if model_name.endswith("eager") else "sdpa")
+        model.model.to(device)
+    else:
+        model = tiny_gpt(2, device=device) if model_name == "tinygpt" else {
+            "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
+            "tabular": TabularModel.random(torch.Generator().manual_seed(1), VOCAB, 3),
+            "copy": CopyDraft(VOCAB)}[model_name]
     tokens = torch.randint(0, VOCAB, (3, 12), generator=torch.Generator().manual_seed(3)).to(model.device)
     with torch.no_grad():
         fresh = model.forward(tokens, model.new_state(3))
@@ -141,6 +166,17 @@ def test_cache_rollback_against_fresh_forward(model_name, device):
             row_state = state.clone()
             again = model.forward(tokens[:, length:length + 3], row_state)
             torch.testing.assert_close(again[b].nan_to_num(neginf=-1e9), fresh[b, length:length + 3].nan_to_num(neginf=-1e9),
+                                       atol=1e-5, rtol=0)
+        # ragged counts: each row appends its own number of tokens (the adapter's buffers grow from 4 slots)
+        padded = model.new_state(3, 4 if model_name.startswith("hf-") else 12)
+        model.forward(tokens[:, :6], padded, torch.tensor([6, 3, 5], device=model.device))
+        model.forward(torch.stack([tokens[b, held:held + 6] for b, held in enumerate((6, 3, 5))]), padded,
+                      torch.tensor([1, 6, 2], device=model.device))
+        assert padded.lengths.tolist() == [7, 9, 7]
+        for b, length in enumerate((7, 9, 7)):  # the first new logits of each row, past the padding written before
+            row_state = padded.clone()
+            again = model.forward(tokens[:, length:length + 1], row_state)
+            torch.testing.assert_close(again[b, 0].nan_to_num(neginf=-1e9), fresh[b, length].nan_to_num(neginf=-1e9),
                                        atol=1e-5, rtol=0)
 
 
@@ -382,6 +418,32 @@ def test_hugging_face_adapter_against_generate():
                                   config=SpeculativeConfig(3, GREEDY), randomness=seeded(0))
     assert ragged.tokens == generate_autoregressive(adapter, PROMPTS, max_new_tokens=10, sampling=GREEDY,
                                                     randomness=seeded(0)).tokens
+
+
+def test_batched_adapter_against_rows_alone_without_recomputation():
+    """Eight prompts of different lengths decoded together through the adapter give each row's batch-1 tokens
+    at T = 0, while rows accept different numbers of tokens in the same iteration; every call after the
+    prefill feeds the models only the new tokens (gamma + 1 to the target, at most 2 to the draft): the
+    cache is kept, no history is recomputed."""
+    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+
+    pytest.importorskip("transformers")
+    target, draft = (HFCausalLM(tinygpt_to_gpt2(model)) for model in (tiny_gpt(0), tiny_gpt(1, d_model=16, n_layer=1)))
+    widths = {"target": [], "draft": []}
+    for name, model in (("target", target), ("draft", draft)):
+        model.model.register_forward_pre_hook(lambda module, args, kwargs, name=name: widths[name].append(
+            kwargs["input_ids"].shape[1]), with_kwargs=True)
+    prompts = [[(5 * b + i) % VOCAB for i in range(1 + b)] for b in range(8)]
+    config = SpeculativeConfig(3, GREEDY)
+    together = generate_speculative(target, draft, prompts, max_new_tokens=20, config=config, randomness=seeded(0))
+    accepted = torch.tensor(together.stats.accepted_per_iteration[0])
+    assert len(set(accepted.tolist())) > 1  # ragged: rows accepted different counts in the first iteration
+    assert widths["target"][0] == 7 and set(widths["target"][1:]) == {config.gamma + 1}  # prefill: all but the last
+    assert len(widths["target"]) == 1 + together.stats.iterations
+    assert widths["draft"][0] == 7 and max(widths["draft"][1:]) <= 2
+    for b, prompt in enumerate(prompts):
+        alone = generate_speculative(target, draft, [prompt], max_new_tokens=20, config=config, randomness=seeded(0))
+        assert alone.tokens[0] == together.tokens[b]
 
 
 class _Sleepy:
