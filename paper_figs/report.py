@@ -70,7 +70,7 @@ def _alpha_blocks(d: dict) -> list[tuple]:
              [[f"{a['temperature']:g}", f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
                f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
             ("paragraph", f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
-                          f"held-out windows; alpha from acceptance counts is accepted / verified draft tokens "
+                          f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts is accepted / verified draft tokens "
                           f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
                           f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
                           f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).")]
@@ -88,7 +88,7 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
                  f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
                  f"{row['calibrated_speedup']:.3f}", f"{row['predicted_speedup']:.3f}"] for row in bench["rows"]]),
               ("paragraph", f"Batch 1, {settings['prompts']} held-out prompts of {settings['prompt_length']} "
-                            f"characters, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
+                            f"tokens, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
                             f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
                             "speedup over our autoregressive decoder ("
                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
@@ -102,11 +102,18 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
         "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars)."))]
 
 
+def _prompt(audit: dict) -> str:
+    """The audit's prompt: its text, or the held-out prompt it was (when the report measured on --text)."""
+    if audit["prompt"] is not None:
+        return f"the prompt `{audit['prompt']}`"
+    return f"the first benchmark prompt ({len(audit['prompt_ids'])} tokens of the held-out text)"
+
+
 def _audit_blocks(audit: dict) -> list[tuple]:
     verdict = "PASS" if audit["passed"] else "FAIL"
     return [("heading", 2, "Audit"),
             ("paragraph", f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
-                          f"{audit['temperature']:g}) from the prompt `{audit['prompt']}`, {audit['n']} sampled "
+                          f"{audit['temperature']:g}) from {_prompt(audit)}, {audit['n']} sampled "
                           f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
                           f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
                           f"{audit['level']:g}; it would detect a per-position total variation of "

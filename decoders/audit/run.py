@@ -15,7 +15,7 @@ from decoders.audit.mutants import mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.hf_compare import SCHEDULES, hf_generate
 from decoders.randomness import TorchRandomness
-from decoders.models.hf import is_model_directory, load_directory
+from decoders.models.hf import check_same_tokenizer, is_model_directory, load_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
@@ -127,7 +127,7 @@ def _models(request: AuditRequest) -> tuple:
         if request.draft is None or not is_model_directory(request.draft):
             raise ValueError(f"with a model directory as target, --draft must be one too, got {request.draft!r}")
         draft, draft_tokenizer = load_directory(request.draft)
-        _check_same_tokenizer(tokenizer, draft_tokenizer)
+        check_same_tokenizer(tokenizer, draft_tokenizer)
         return request, target, draft, HF_BATCH
     if request.target == "shipped":
         from decoders.harness import zoo
@@ -141,15 +141,6 @@ def _models(request: AuditRequest) -> tuple:
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
-
-
-def _check_same_tokenizer(target, draft) -> None:
-    """A pair must map text to the same ids: refused with the first difference named."""
-    ours, theirs = target.get_vocab(), draft.get_vocab()
-    for token in sorted(set(ours) | set(theirs)):
-        if ours.get(token) != theirs.get(token):
-            raise ValueError(f"the target's and the draft's tokenizers differ: {token!r} is id {ours.get(token)} "
-                             f"for the target and {theirs.get(token)} for the draft")
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:

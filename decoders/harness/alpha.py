@@ -25,7 +25,7 @@ from decoders.sampling import Sampling, adjusted_probs, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.validation import as_int, as_lenience
 
-__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
+__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
            "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]
 
 #: Leviathan et al.'s Table 5 leniences.
@@ -54,6 +54,8 @@ class AlphaEstimate:
 
 
 MAX_PROMPTS = 1024  # each decoded in full per run: 1024 prompts x 128 tokens is already an hour on 2 CPU cores
+WINDOW = 256  # tokens per held-out window for alpha along text (the shipped target's context)
+SKIP = 32  # the first positions of a window, whose contexts are short, are not counted
 MAX_WINDOWS = 10_000  # hours of teacher-forced passes on 2 CPU cores; the held-out text has ~3,500 disjoint windows
 
 
@@ -62,10 +64,18 @@ def check_windows(windows: int) -> int:
     return as_int("windows", windows, low=2, high=MAX_WINDOWS)
 
 
+def window_shape(*models) -> dict:
+    """``length`` and ``skip`` of the held-out windows for ``models``: ``WINDOW`` tokens, or the shortest context
+    among them, of which the first ``SKIP`` (at most half) are not counted."""
+    length = min([WINDOW] + [m.max_context for m in models if getattr(m, "max_context", None)])
+    return {"length": length, "skip": min(SKIP, length // 2)}
+
+
 def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
     """``count`` seeded windows ``[count, length]`` int64 of a token stream (the same for every draft)."""
     if length > len(stream):
-        raise ValueError(f"length must be at most the stream's {len(stream)} tokens, got {length}")
+        raise ValueError(f"the held-out text has {len(stream)} tokens, fewer than a window of {length}: give longer "
+                         f"text or shorter windows")
     starts = np.random.default_rng(seed).integers(0, len(stream) - length + 1, size=count)
     return torch.from_numpy(np.stack([stream[s:s + length] for s in starts]).astype(np.int64))
 
@@ -124,7 +134,7 @@ def accepted_and_verified(stats: DecodeStats, gamma: int) -> tuple[int, int]:
 
 
 def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: float, *, windows: int = 32,
-                   length: int = 256, skip: int = 32, gamma: int = 4, prompts: int = 16, prompt_length: int = 64,
+                   length: int = WINDOW, skip: int = SKIP, gamma: int = 4, prompts: int = 16, prompt_length: int = 64,
                    max_new_tokens: int = 128, batch_size: int = 8, seed: int = 0) -> AlphaEstimate:
     """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
     sampling = Sampling(temperature)
@@ -170,7 +180,7 @@ def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
 
 
 def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LENIENCES, *, temperature: float = 1.0,
-                         windows: int = 32, length: int = 256, skip: int = 32, batch_size: int = 8, seed: int = 0,
+                         windows: int = 32, length: int = WINDOW, skip: int = SKIP, batch_size: int = 8, seed: int = 0,
                          progress: bool | None = None) -> list[dict]:
     """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
     lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,

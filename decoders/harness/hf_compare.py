@@ -1,64 +1,99 @@
 """Our loops against Hugging Face ``generate`` on the same networks: the shipped TinyGPTs converted to GPT-2
-(identical logits), timed like every other benchmark (``decoders.harness.bench.timed_decoding``)."""
+(identical logits), or Hugging Face model directories through the adapter, timed interleaved like every
+other benchmark (``spectheory.timing.time_interleaved``)."""
 
 from __future__ import annotations
+
+import statistics
 
 import torch
 from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.harness.bench import BenchSettings, timed_decoding
+from decoders._loop import synchronize
+from decoders.harness.bench import BenchSettings
+from decoders.models.tinygpt import TinyGPT
+from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.timing import time_interleaved
 
-__all__ = ["hf_comparison", "hf_generate", "SCHEDULES"]
+__all__ = ["hf_comparison", "hf_generate", "check_comparable", "SCHEDULES"]
 
 #: transformers' assistant-token schedules (``num_assistant_tokens_schedule``).
 SCHEDULES = ("constant", "heuristic", "heuristic_transient")
 
 
+def check_comparable(target, draft) -> None:
+    """The comparison runs Hugging Face ``generate`` on the pair: both must be TinyGPTs (converted to GPT-2)
+    or Hugging Face models behind the adapter."""
+    from decoders.models.hf import HFCausalLM
+
+    kinds = {type(model) for model in (target, draft)}
+    if not (kinds <= {TinyGPT} or kinds <= {HFCausalLM}):
+        raise ValueError(f"--hf needs a pair of transformers, both TinyGPTs (the shipped target with the transformer "
+                         f"or distilled draft) or both model directories, got {' and '.join(t.__name__ for t in kinds)}")
+
+
+def _hugging_face_pair(target, draft) -> tuple:
+    """(Hugging Face target, draft, our adapters over them, our native models or None)."""
+    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+
+    check_comparable(target, draft)
+    if isinstance(target, HFCausalLM):
+        return target.model, draft.model, target, draft, None
+    hf_target, hf_draft = tinygpt_to_gpt2(target), tinygpt_to_gpt2(draft)
+    return hf_target, hf_draft, HFCausalLM(hf_target), HFCausalLM(hf_draft), (target, draft)
+
+
 @torch.no_grad()
 def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, gamma: int,
                   progress: bool | None = None) -> dict:
-    """Our loops against Hugging Face ``generate`` on the same networks (TinyGPTs converted to GPT-2):
-    autoregressive against ``generate``, speculative against assisted generation with ``gamma`` assistant
-    tokens (constant schedule, confidence threshold off). Greedy outputs must agree token for token."""
-    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
-
-    s, device = settings, target.device
-    prompts = prompts.to(device)
-    hf_target, hf_draft = tinygpt_to_gpt2(target), tinygpt_to_gpt2(draft)
-    ours_target, ours_draft = HFCausalLM(hf_target), HFCausalLM(hf_draft)
-    results = {"gamma": gamma, "rows": []}
-    jobs = [(t, kind) for t in s.temperatures for kind in ("ours_native", "ours_adapter", "hf")]
-    with tqdm(total=2 * len(jobs), desc="hf", unit="run", delay=1, leave=False,
-              disable=None if progress is None else not progress) as bar:
+    """Our loops against Hugging Face ``generate`` on the same networks (TinyGPTs are converted to GPT-2 and run
+    natively too; model directories run through the adapter only): autoregressive against ``generate``,
+    speculative against assisted generation with ``gamma`` assistant tokens (constant schedule, confidence
+    threshold off), batch 1. Every runner decodes every prompt in turn, timed interleaved (each repeat runs all
+    of them before the next); seconds are medians over repeats of the sum over prompts, and each ratio's
+    spread is over repeats. Greedy outputs must agree token for token."""
+    s = settings
+    prompts = prompts.to(target.device)
+    hf_target, hf_draft, ours_target, ours_draft, native = _hugging_face_pair(target, draft)
+    pairs = {"ours_adapter": (ours_target, ours_draft)}
+    if native is not None:
+        pairs["ours_native"] = native
+    results = {"gamma": gamma, "native": native is not None, "rows": []}
+    with tqdm(total=len(s.temperatures) * (s.warmup + s.repeats) * 2 * (len(pairs) + 1) * len(prompts), desc="hf",
+              unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
             sampling = Sampling(temperature)
             config = SpeculativeConfig(gamma, sampling)
-            row = {"temperature": temperature}
-            runners = {
-                "ar_ours_native": lambda p, r: generate_autoregressive(target, p, max_new_tokens=s.max_new_tokens,
-                                                                       sampling=sampling, randomness=r).tokens[0],
-                "ar_ours_adapter": lambda p, r: generate_autoregressive(ours_target, p, max_new_tokens=s.max_new_tokens,
-                                                                        sampling=sampling, randomness=r).tokens[0],
-                "ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r),
-                "speculative_ours_native": lambda p, r: generate_speculative(
-                    target, draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0],
-                "speculative_ours_adapter": lambda p, r: generate_speculative(
-                    ours_target, ours_draft, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0],
-                "speculative_hf_assisted": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r,
-                                                                    assistant=hf_draft, assistant_tokens=gamma),
-            }
+            runners = {"ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r),
+                       "speculative_hf_assisted": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r,
+                                                                           assistant=hf_draft, assistant_tokens=gamma)}
+            for name, (t, d) in pairs.items():
+                runners["ar_" + name] = lambda p, r, t=t: generate_autoregressive(
+                    t, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r).tokens[0]
+                runners["speculative_" + name] = lambda p, r, t=t, d=d: generate_speculative(
+                    t, d, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0]
             outputs = {}
-            for name, runner in runners.items():
-                row[name + "_seconds"], outputs[name] = timed_decoding(prompts, runner, s)
-                bar.update(1)
+            jobs = {(name, i): lambda name=name, i=i: outputs.__setitem__(
+                (name, i), runners[name](prompts[i:i + 1], seeded(i, prompts.device))) for i in range(len(prompts))
+                for name in runners}
+            timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
+                                       synchronize=lambda: synchronize(prompts.device), progress=lambda: bar.update(1))
+            per_repeat = {name: [sum(values) for values in zip(*(timings[(name, i)].seconds for i in range(len(prompts))))]
+                          for name in runners}
+            row = {"temperature": temperature}
+            for name, seconds in per_repeat.items():
+                row[name + "_seconds"] = statistics.median(seconds)
+                row[name + "_seconds_spread"] = [min(seconds), max(seconds)]
             if temperature == 0:
-                row["greedy_outputs_agree"] = all(outputs[name] == outputs["ar_ours_native"] for name in outputs)
-            row["ar_ours_adapter_over_hf"] = row["ar_hf_generate_seconds"] / row["ar_ours_adapter_seconds"]
-            row["speculative_ours_adapter_over_hf"] = (row["speculative_hf_assisted_seconds"]
-                                                       / row["speculative_ours_adapter_seconds"])
+                row["greedy_outputs_agree"] = all(outputs[(name, i)] == outputs[("ar_hf_generate", i)]
+                                                  for name in runners for i in range(len(prompts)))
+            for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted")):
+                ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[f"{kind}_ours_adapter"]))
+                row[f"{kind}_ours_adapter_over_hf"] = row[hf_name + "_seconds"] / row[f"{kind}_ours_adapter_seconds"]
+                row[f"{kind}_ours_adapter_over_hf_spread"] = [ratios[0], ratios[-1]]
             results["rows"].append(row)
     return results
 

@@ -18,13 +18,15 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
+import numpy as np
 from tqdm import tqdm
 
 from decoders.audit.run import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
-from decoders.harness.corpus import VOCAB_SIZE, encode, load_corpus
+from decoders.harness.corpus import encode as corpus_encode, load_corpus
+from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
@@ -41,7 +43,7 @@ class ReportSettings:
     """The budget of a report; the defaults take about three minutes on a 2-core CPU."""
 
     temperatures: tuple = BenchSettings.temperatures
-    windows: int = 32  # held-out windows of 256 characters for alpha along text
+    windows: int = 32  # held-out windows of 256 tokens (at most the context) for alpha along text
     gammas: tuple = BenchSettings.gammas
     prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
     prompt_length: int = BenchSettings.prompt_length
@@ -79,6 +81,7 @@ class ReportDocument:
     seconds: float
     target: str
     draft: str
+    text: str  # where the held-out text came from
     settings: dict
     environment: dict
     alpha_text: list  # per temperature: alpha, standard_error, windows
@@ -97,18 +100,19 @@ def by_temperature(mapping: dict) -> dict:
 
 
 def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
-                 command: str = "", progress: bool | None = None) -> ReportDocument:
-    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit."""
-    for name, model in (("target", target), ("draft", draft)):
-        if model.vocab_size != VOCAB_SIZE:
-            raise ValueError(f"the report measures on the shipped corpus: the {name} must have its {VOCAB_SIZE}-"
-                             f"character vocabulary, got vocab_size {model.vocab_size}")
+                 held_out: np.ndarray | None = None, text: str = SHIPPED_TEXT, command: str = "",
+                 progress: bool | None = None) -> ReportDocument:
+    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` is the
+    token stream (from ``text``) that windows, prompts and the audit's prompt (the first benchmark prompt) come
+    from; by default the shipped corpus's held-out split, with ``settings.audit_prompt`` as the audit's."""
     start, s = time.perf_counter(), settings
-    held_out = load_corpus().held_out
+    shipped = held_out is None
+    held_out = load_corpus().held_out if shipped else held_out
+    shape = alpha.window_shape(target, draft)
     with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
-                                                 windows=s.windows, seed=s.seed)[0] for t in s.temperatures]
+                                                 windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
         stages.update()
         stages.set_postfix_str("benchmark")
         prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
@@ -118,17 +122,20 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
-        audit = audit_pair(target, draft, encode(s.audit_prompt).tolist(),
+        audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0].tolist()
+        audit = audit_pair(target, draft, audit_prompt,
                            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
                            n=s.audit_n, seed=s.seed, progress=progress)
         stages.update()
     return ReportDocument(
         command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        seconds=time.perf_counter() - start, target=target_name, draft=draft_name, settings=asdict(settings),
+        seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
+        settings=asdict(settings),
         environment=bench["environment"], c=bench["c"], recommendations=recommendations, bench=bench,
         alpha_text=[{"temperature": row["temperature"], "alpha": row["alpha"][0], "standard_error":
-                     row["standard_error"][0], "windows": s.windows} for row in alpha_text],
-        audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE, prompt=s.audit_prompt))
+                     row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
+        audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
+                   prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt))
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:

@@ -8,6 +8,7 @@ import torch
 
 from decoders.harness import alpha, bench, zoo
 from decoders.harness.corpus import load_corpus
+from decoders.harness.inputs import load_inputs
 from spectheory.validation import as_positive_int
 
 __all__ = ["alpha_document", "lenience_document", "bench_document", "blockwise_document", "shipped_prompts"]
@@ -18,16 +19,18 @@ def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
     return alpha.text_windows(load_corpus().held_out, count, length, seed)
 
 
-def alpha_document(drafts=None, temperatures=(0.0, 1.0), *, windows: int = 32, prompts: int = 16, gamma: int = 4,
-                   seed: int = 0, device: str = "cpu", progress: bool | None = None) -> dict:
-    """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each shipped draft at each temperature."""
-    drafts = list(drafts or zoo.DRAFTS)
-    corpus = load_corpus()
-    target = zoo.load_target(device=device)
-    models = {name: zoo.load_draft(name, device=device) for name in drafts}
-    estimates = alpha.alpha_table(target, models, corpus.held_out, tuple(temperatures), windows=windows,
-                                  prompts=prompts, gamma=gamma, seed=seed, progress=progress)
-    return {"corpus_fingerprint": corpus.fingerprint, "estimates": [e.as_dict() for e in estimates]}
+def alpha_document(drafts=None, temperatures=(0.0, 1.0), *, target: str | None = None, text=None, windows: int = 32,
+                   prompts: int = 16, gamma: int = 4, seed: int = 0, device: str = "cpu",
+                   progress: bool | None = None) -> dict:
+    """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each draft (default: every shipped
+    one) against ``target`` (default: the shipped one) at each temperature, on the held-out ``text`` file
+    (default: the shipped corpus's held-out split; ``decoders.harness.inputs``)."""
+    inputs = load_inputs(target, list(drafts or zoo.DRAFTS), text=text, device=device)
+    estimates = alpha.alpha_table(inputs.target, inputs.drafts, inputs.held_out, tuple(temperatures), windows=windows,
+                                  prompts=prompts, gamma=gamma, seed=seed, progress=progress,
+                                  **alpha.window_shape(inputs.target, *inputs.drafts.values()))
+    return {"corpus_fingerprint": inputs.fingerprint, "text": inputs.text,
+            "estimates": [e.as_dict() for e in estimates]}
 
 
 def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dict:
@@ -40,28 +43,32 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 
 
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
-                   device: str = "cpu", dtype: torch.dtype = torch.float32, hf: bool = False,
-                   hf_gamma: int | None = None, progress: bool | None = None) -> dict:
-    """The shipped pair's speed against Theorem 3.8 (Table 4 analogue); with ``hf``, our loops against Hugging
-    Face on the same networks at ``hf_gamma`` (default: the best measured gamma at the first temperature)."""
+                   target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                   hf: bool = False, hf_gamma: int | None = None, progress: bool | None = None) -> dict:
+    """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
+    ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
+    networks at ``hf_gamma`` (default: the best measured gamma at the first temperature)."""
     if hf_gamma is not None:
         as_positive_int("hf_gamma", hf_gamma)
-    target, model = zoo.load_pair(draft, device=device, dtype=dtype)
-    if hf and not hasattr(model, "config"):
-        raise ValueError(f"--hf needs a transformer draft (transformer or distilled), got {draft!r}")
-    prompts = shipped_prompts(settings.prompts, settings.prompt_length, settings.seed)
-    report = bench.bench_pair(target, model, prompts, settings, target_name="shipped target", draft_name=draft,
-                              progress=progress)
-    document = report.as_dict()
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    target_model, model = inputs.target, inputs.drafts[draft]
+    if hf:
+        from decoders.harness.hf_compare import check_comparable
+
+        check_comparable(target_model, model)
+    prompts = alpha.text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
+    report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
+                              draft_name=draft, progress=progress)
+    document = dict(report.as_dict(), text=inputs.text)
     if settings.batch_sizes:
-        pool = shipped_prompts(max(settings.batch_prompts(b) for b in settings.batch_sizes), settings.prompt_length,
-                               settings.seed)
-        document["batches"] = bench.bench_batches(target, model, pool, settings, progress=progress)
+        pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
+                                  settings.prompt_length, settings.seed)
+        document["batches"] = bench.bench_batches(target_model, model, pool, settings, progress=progress)
     if hf:
         from decoders.harness.hf_compare import hf_comparison
 
         gamma = hf_gamma or report.best(settings.temperatures[0])["gamma"]
-        document["hf"] = hf_comparison(target, model, prompts, settings, gamma=gamma, progress=progress)
+        document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
     return document
 
 

@@ -107,27 +107,28 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
 
 
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32):
-    """The shipped model ``name_or_path`` (the target for None or "target", a draft of ``DRAFTS``), a model
-    file in the zoo's format, or a Hugging Face model directory whose tokenizer is the corpus's characters
-    (``spectheory export-hf`` writes such directories: the shipped prompts and text mean the same ids to it);
-    ``role`` ("target" or "draft") picks which shipped names apply."""
+               dtype: torch.dtype = torch.float32) -> tuple:
+    """(model, tokenizer) of the shipped model ``name_or_path`` (the target for None or "target", a draft of
+    ``DRAFTS``), a model file in the zoo's format, or a local Hugging Face model directory; ``role``
+    ("target" or "draft") picks which shipped names apply. The tokenizer is None where the model reads the
+    corpus's character ids: shipped models, zoo files and directories whose tokenizer is the corpus's
+    characters (``spectheory export-hf`` writes such directories)."""
     if role == "target" and name_or_path in (None, "target"):
-        return load_target(device=device, dtype=dtype)
+        return load_target(device=device, dtype=dtype), None
     if role == "draft" and name_or_path in DRAFTS:
-        return load_draft(name_or_path, device=device, dtype=dtype)
+        return load_draft(name_or_path, device=device, dtype=dtype), None
     from decoders.models.hf import is_model_directory, load_directory
 
     if is_model_directory(name_or_path):
         from decoders.harness.export import character_tokenizer
 
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
-        if tokenizer.get_vocab() != character_tokenizer().get_vocab():
-            raise ValueError(f"model directory '{name_or_path}' has its own tokenizer: this command reads the shipped "
-                             f"corpus's character ids, so it takes directories with that tokenizer (spectheory "
-                             f"export-hf) only")
-        return model
-    return load_file(name_or_path, device=device, dtype=dtype)
+        return model, None if tokenizer.get_vocab() == character_tokenizer().get_vocab() else tokenizer
+    if not Path(name_or_path).exists():
+        shipped = DRAFTS if role == "draft" else ("target",)
+        raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped)}), a model file or a "
+                         f"local Hugging Face model directory (nothing is downloaded)")
+    return load_file(name_or_path, device=device, dtype=dtype), None
 
 
 def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> TinyGPT:

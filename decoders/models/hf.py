@@ -19,7 +19,8 @@ import torch
 
 from decoders.models.base import check_shape, check_step, check_truncate
 
-__all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory"]
+__all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
+           "check_same_tokenizer"]
 
 #: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
 DEFAULT_CAPACITY = 256
@@ -186,6 +187,15 @@ def load_directory(path, *, device: str = "cpu", dtype: torch.dtype | None = Non
         if bars:
             logging.enable_progress_bar()
     return HFCausalLM(model.to(device)), tokenizer
+
+
+def check_same_tokenizer(target, draft, draft_name: str = "the draft") -> None:
+    """A pair must map text to the same ids: refused with the first difference named."""
+    ours, theirs = target.get_vocab(), draft.get_vocab()
+    for token in sorted(set(ours) | set(theirs)):
+        if ours.get(token) != theirs.get(token):
+            raise ValueError(f"the target's and {draft_name}'s tokenizers differ: {token!r} is id {ours.get(token)} "
+                             f"for the target and {theirs.get(token)} for {draft_name}")
 
 
 def tinygpt_to_gpt2(model):

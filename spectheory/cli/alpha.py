@@ -14,11 +14,18 @@ from spectheory.validation import as_int, as_positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--drafts", nargs="+", choices=zoo.DRAFTS, default=None, metavar="DRAFT",
-                        help=f"drafts (default all: {names(zoo.DRAFTS)})")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
+                                          "(never downloaded) (default: the shipped target)")
+    parser.add_argument("--drafts", nargs="+", default=None, metavar="DRAFT",
+                        help=f"shipped drafts ({names(zoo.DRAFTS)}; default all of them), model files in the zoo's "
+                             f"format or model directories with the target's tokenizer")
+    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text (default: the shipped corpus's held-out "
+                                                       "split; required when the models have their own tokenizer)")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
                         help="temperatures (default 0 1)")
-    parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 characters, 2 to 10000 (standard errors are over windows; default 32)")
+    parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 tokens (at most the models' "
+                                                                "context), 2 to 10000 (standard errors are over "
+                                                                "windows; default 32)")
     parser.add_argument("--prompts", type=int, default=16, help=f"held-out prompts for the acceptance counts, at most "
                         f"{MAX_PROMPTS} (each is decoded for 128 tokens; default 16)")
     parser.add_argument("--gamma", type=int, default=4, help="gamma of the counted runs (default 4); 64 + 128 + gamma + 1 "
@@ -36,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.out, args.markdown):
         if path:
             check_writable(path)
-    document = alpha_document(args.drafts, tuple(args.temperatures), windows=args.windows, prompts=args.prompts,
-                              gamma=args.gamma, seed=args.seed, device=args.device)
+    document = alpha_document(args.drafts, tuple(args.temperatures), target=args.target, text=args.text,
+                              windows=args.windows, prompts=args.prompts, gamma=args.gamma, seed=args.seed,
+                              device=args.device)
     table = alpha_markdown([AlphaEstimate(**estimate) for estimate in document["estimates"]])
     if args.out:
         write_json(args.out, document, command=args.command_line)

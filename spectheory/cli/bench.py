@@ -24,8 +24,14 @@ CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for th
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--draft", default="transformer", choices=zoo.DRAFTS, metavar="DRAFT",
-                        help=f"shipped draft: {names(zoo.DRAFTS)} (default transformer)")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
+                                          "(never downloaded) (default: the shipped target)")
+    parser.add_argument("--draft", default="transformer", metavar="DRAFT",
+                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a model file in the zoo's format or a model "
+                             f"directory with the target's tokenizer (default transformer)")
+    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text the prompts are drawn from (default: the "
+                                                       "shipped corpus's held-out split; required when the models "
+                                                       "have their own tokenizer)")
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
@@ -36,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
                              f"per run; default {DEFAULTS.prompts})")
     parser.add_argument("--prompt-length", type=int, default=DEFAULTS.prompt_length,
-                        help=f"characters per prompt (default {DEFAULTS.prompt_length}); " + CONTEXT)
+                        help=f"tokens per prompt (default {DEFAULTS.prompt_length}); " + CONTEXT)
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
                         help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT)
     parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
@@ -49,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 1 4 16 64; none: no sweep)")
     parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
                         help="gammas of the batch sweep (default 2 4)")
-    parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate (transformer drafts)")
+    parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate and assisted "
+                                                          "generation (a pair of TinyGPTs, converted, or of model "
+                                                          "directories)")
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
     parser.add_argument("--out", help="write the JSON report here")
 
@@ -85,12 +93,18 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
                      f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}")
     lines += _batch_lines(document.get("batches"))
     for row in document.get("hf", {}).get("rows", []):
-        lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: autoregressive ours "
-                     f"{row['ar_ours_adapter_seconds']:.3f} s (native {row['ar_ours_native_seconds']:.3f}) vs generate "
-                     f"{row['ar_hf_generate_seconds']:.3f} s; speculative ours {row['speculative_ours_adapter_seconds']:.3f}"
-                     f" s (native {row['speculative_ours_native_seconds']:.3f}) vs assisted "
-                     f"{row['speculative_hf_assisted_seconds']:.3f} s")
+        lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: " + "; ".join(
+            f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
+            f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
+            f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
+            for kind, theirs in (("ar", "generate"), ("speculative", "assisted"))))
     return lines
+
+
+def _native(row: dict, kind: str) -> str:
+    """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs."""
+    seconds = row.get(f"{kind}_ours_native_seconds")
+    return "" if seconds is None else f" (native {seconds:.3f} s)"
 
 
 def _share(value) -> str:
@@ -131,8 +145,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.out:
         check_writable(args.out)
-    document = bench_document(args.draft, settings, device=args.device, dtype=getattr(torch, args.dtype),
-                              hf=args.hf, hf_gamma=args.hf_gamma)
+    document = bench_document(args.draft, settings, target=args.target, text=args.text, device=args.device,
+                              dtype=getattr(torch, args.dtype), hf=args.hf, hf_gamma=args.hf_gamma)
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print("\n".join(_lines(document, args)))

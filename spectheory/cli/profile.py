@@ -13,7 +13,8 @@ import torch
 from decoders.harness import zoo
 from decoders.harness.bench import BenchSettings, environment, model_dtype
 from decoders.harness.profile import check_batch_size, measure_profile
-from decoders.harness.runs import shipped_prompts
+from decoders.harness.alpha import text_windows
+from decoders.harness.inputs import load_inputs
 from decoders.sampling import Sampling
 from spectheory.cli.options import add_device, add_dtype, names
 from spectheory.costs import PROFILE_KIND
@@ -25,10 +26,13 @@ DEFAULTS = BenchSettings()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draft", default="transformer", help=f"a shipped draft ({names(zoo.DRAFTS)}), a model "
-                                                              f"file in the zoo's format or a model directory like "
-                                                              f"--target's (default transformer)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format, or a Hugging Face model directory with the corpus's "
-                             "character tokenizer, e.g. from spectheory export-hf (default: the shipped target)")
+                                                              f"file in the zoo's format or a model directory with "
+                                                              f"the target's tokenizer (default transformer)")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
+                                          "(never downloaded) (default: the shipped target)")
+    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text the prompts are drawn from (default: the "
+                                                       "shipped corpus's held-out split; required when the models "
+                                                       "have their own tokenizer)")
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
@@ -48,15 +52,15 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable(args.out)
     dtype = getattr(torch, args.dtype)
-    target = zoo.load_named(args.target, role="target", device=args.device, dtype=dtype)
-    draft = zoo.load_named(args.draft, role="draft", device=args.device, dtype=dtype)
-    prompts = shipped_prompts(settings.prompts, settings.prompt_length, settings.seed)
+    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device, dtype=dtype)
+    target, draft = inputs.target, inputs.drafts[args.draft]
+    prompts = text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
     profile, spread = measure_profile(target, draft, prompts, Sampling(args.temperature), gamma_max=args.gamma_max,
                                       max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
                                       warmup=settings.warmup, batch_size=args.batch_size)
     document = {"kind": PROFILE_KIND, "target": args.target or "shipped target", "draft": args.draft,
                 "environment": environment(target.device, model_dtype(target)), "batch_size": args.batch_size,
-                "temperature": args.temperature, "settings": settings.as_dict(), "profile": profile.as_dict(),
+                "temperature": args.temperature, "text": inputs.text, "settings": settings.as_dict(), "profile": profile.as_dict(),
                 "spread": spread}
     if args.out:
         write_json(args.out, document, command=args.command_line)

@@ -1,4 +1,4 @@
-"""On the shipped pair (or --target/--draft): alpha along held-out text, c and the measured speedup over a
+"""On the shipped pair (or --target/--draft, with --text): alpha along held-out text, c and the measured speedup over a
 gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
 statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
 report.html into --out. About three minutes on a 2-core CPU with the defaults."""
@@ -11,6 +11,7 @@ from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.harness.bench import MAX_REPEATS
+from decoders.harness.inputs import load_inputs
 from decoders.harness.report import ReportSettings, measure_pair
 from paper_figs.report import write_report
 from spectheory.cli.options import add_device, names
@@ -30,11 +31,15 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="report", help="output directory (default report)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format, or a Hugging Face model directory with the corpus's "
-                             "character tokenizer, e.g. from spectheory export-hf (default: the shipped target)")
+    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
+                                          "(read with local_files_only, never downloaded; its tokenizer from the same "
+                                          "directory) (default: the shipped target)")
     parser.add_argument("--draft", default="transformer",
                         help=f"a shipped draft ({names(zoo.DRAFTS)}), a model file in the zoo's format or a model "
-                             f"directory like --target's (default transformer)")
+                             f"directory with the target's tokenizer (default transformer)")
+    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text for alpha, the benchmark's prompts and the "
+                                                       "audit's prompt (default: the shipped corpus's held-out split; "
+                                                       "required when the models have their own tokenizer)")
     add_device(parser)
     parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
                         help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")
@@ -50,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
                               max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup,
                               audit_n=args.audit_n, gamma_max=args.gamma_max, seed=args.seed)  # checked before loading
     check_writable(args.out, directory=True)
-    target = zoo.load_named(args.target, role="target", device=args.device)
-    draft = zoo.load_named(args.draft, role="draft", device=args.device)
-    document = measure_pair(target, draft, target_name=args.target or "shipped target", draft_name=args.draft,
-                            settings=settings, command=args.command_line)
+    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
+    document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
+                            draft_name=args.draft, settings=settings, held_out=None if args.text is None else inputs.held_out,
+                            text=inputs.text, command=args.command_line)
     paths = write_report(document, args.out)
     for r in document.recommendations:
         print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "

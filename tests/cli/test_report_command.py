@@ -110,7 +110,7 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
     (["report", "--audit-n", "1"], "audit_n must be an integer in [2, 1000000], got 1"),
     (["report", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
     (["report", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to fail after all the work
-    (["report", "--draft", "nope.pt"], "model file 'nope.pt' does not exist"),
+    (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a shipped model"),
     (["report", "--target", str(zoo.ZOO / "manifest.json")], "cannot be read (UnpicklingError)"),
 ])
 def test_report_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):

@@ -246,5 +246,5 @@ def test_estimate_alpha_and_markdown_table():
     table = alpha_markdown([estimate])
     assert table.count("\n") == 3 and f"{estimate.alpha_text:.3f}" in table
     assert text_windows(stream, 3, 10, 0).tolist() == text_windows(stream, 3, 10, 0).tolist()
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match="fewer than a window of 5000"):
         text_windows(stream, 1, 5000, 0)

@@ -1,0 +1,85 @@
+"""What a measuring command runs on: the models named on its command line and the held-out text it draws
+windows and prompts from (docs/theory.md §9).
+
+A name is a shipped model, a file in the zoo's format or a local Hugging Face model directory (read with
+``local_files_only``, never downloaded). Shipped models, zoo files and directories whose tokenizer is the
+corpus's characters read the corpus's ids, and their held-out text is the shipped corpus's held-out split
+unless a text file is given. A directory with its own tokenizer reads that tokenizer's ids: every model of
+the run must share it (the first difference is named), and the held-out text must come from a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from decoders.harness import zoo
+from decoders.harness.corpus import encode, load_corpus
+
+__all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "SHIPPED_TEXT"]
+
+SHIPPED_TEXT = "the shipped corpus's held-out split"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The target, the drafts by name, their shared tokenizer (None: the corpus's characters) and the held-out
+    text as token ids, with where it came from and a fingerprint of its ids."""
+
+    target: object
+    drafts: dict
+    tokenizer: object | None
+    held_out: np.ndarray  # [N] token ids
+    text: str
+    fingerprint: str
+
+
+def encode_text(tokenizer, text: str) -> list[int]:
+    """``text`` as ids of ``tokenizer``, or of the corpus's characters where it is None."""
+    if tokenizer is None:
+        return encode(text).tolist()
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def read_text(path) -> str:
+    """A UTF-8 text file's contents; a missing, unreadable, non-UTF-8 or blank file is a ValueError."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise ValueError(f"--text {path}: cannot be read ({error.strerror or error})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"--text {path} is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})") from None
+    if not text.strip():
+        raise ValueError(f"--text {path} holds no text")
+    return text
+
+
+def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> Inputs:
+    """Load ``target`` and every name of ``drafts`` (``zoo.load_named``), check that they share a tokenizer,
+    and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split, which
+    only models of the corpus's characters can read."""
+    contents = None if text is None else read_text(text)  # a bad file fails before any model loads
+    model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
+    if tokenizer is not None and text is None:
+        raise ValueError(f"--target {target} has its own tokenizer, and the shipped held-out text is the corpus's "
+                         f"characters: give --text FILE, held-out UTF-8 text to measure on")
+    loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype) for name in drafts}
+    if tokenizer is not None or any(other is not None for _, other in loaded.values()):
+        from decoders.harness.export import character_tokenizer
+        from decoders.models.hf import check_same_tokenizer
+
+        for name, (_, other) in loaded.items():
+            check_same_tokenizer(tokenizer or character_tokenizer(), other or character_tokenizer(), f"draft '{name}'")
+    drafts = {name: draft for name, (draft, _) in loaded.items()}
+    if text is None:
+        corpus = load_corpus()
+        return Inputs(model, drafts, None, corpus.held_out, SHIPPED_TEXT, corpus.fingerprint)
+    ids = np.asarray(encode_text(tokenizer, contents), dtype=np.int64)
+    return Inputs(model, drafts, tokenizer, ids, str(text), hashlib.sha256(ids.tobytes()).hexdigest()[:16])
