@@ -7,13 +7,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant
 from decoders.audit.samples import read_samples
+from decoders.harness.alpha import text_windows
 from decoders.harness.hf_compare import SCHEDULES, hf_generate
+from decoders.harness.inputs import encode_text, read_text
 from decoders.randomness import TorchRandomness
 from decoders.models.hf import check_same_tokenizer, is_model_directory, load_directory
 from decoders.autoregressive import generate_autoregressive
@@ -32,14 +35,15 @@ MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enu
 SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
-HF_BATCH = 64  # a Hugging Face pair: its cache grows per call
+HF_BATCH = 64  # a Hugging Face pair: models of any size, so modest batches
+TEXT_PROMPT_TOKENS = 64  # --text: the prompt is a seeded window of the file's text this long (the report's length)
 
 
 @dataclass(frozen=True)
 class AuditRequest:
     """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``), "shipped" or a Hugging Face model
     directory (then ``draft`` is one too); ``draft`` defaults to "tabular" (tiny) or "transformer" (shipped);
-    ``prompt`` to [1, 2] (tiny) or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
+    ``prompt`` to [1, 2] (tiny), a window of ``text``'s file, or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
     ``decoders.audit.samples``) the file's continuations are audited instead of a decoder of ours."""
 
     decoder: str = "speculative"
@@ -53,6 +57,7 @@ class AuditRequest:
     lenience: float = 1.0
     prompt: tuple | None = None
     prompt_text: str | None = None
+    text: str | None = None  # a UTF-8 file: the prompt is a seeded window of its text
     horizon: int = 4
     n: int = 20_000
     level: float = 0.01
@@ -100,11 +105,14 @@ class AuditRequest:
         if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
             raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
                              f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")
-        if self.prompt is not None and self.prompt_text is not None:
-            raise ValueError("give --prompt or --prompt-text, not both")
-        if self.target in setups.TARGETS and self.prompt_text is not None:
-            raise ValueError("--prompt-text goes with --target shipped or a model directory (tiny models take "
-                             "--prompt token ids)")
+        if sum(given is not None for given in (self.prompt, self.prompt_text, self.text)) > 1:
+            raise ValueError("give one of --prompt, --prompt-text and --text")
+        for flag, given in (("--prompt-text", self.prompt_text), ("--text", self.text)):
+            if self.target in setups.TARGETS and given is not None:
+                raise ValueError(f"{flag} goes with --target shipped or a model directory (tiny models take "
+                                 f"--prompt token ids)")
+        if self.samples is not None and self.text is not None:
+            raise ValueError("--samples carry their prompt: --text does not apply")
 
 
 @dataclass(frozen=True)
@@ -120,8 +128,7 @@ def _models(request: AuditRequest) -> tuple:
         request.sampler == "ours" and request.decoder == "speculative" and request.samples is None)
     if request.hugging_face:
         target, tokenizer = load_directory(request.target)
-        prompt = request.prompt or tuple(tokenizer(request.prompt_text or SHIPPED_PROMPT)["input_ids"])
-        request = replace(request, prompt=prompt, prompt_text=None)  # the text, tokenized
+        request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None)
         if not speculative:
             return request, target, None, HF_BATCH
         if request.draft is None or not is_model_directory(request.draft):
@@ -131,16 +138,27 @@ def _models(request: AuditRequest) -> tuple:
         return request, target, draft, HF_BATCH
     if request.target == "shipped":
         from decoders.harness import zoo
-        from decoders.harness.corpus import encode
 
-        prompt = request.prompt or tuple(encode(request.prompt_text or SHIPPED_PROMPT).tolist())
-        request = replace(request, prompt=prompt, prompt_text=None, draft=request.draft or "transformer")
+        request = replace(request, prompt=_prompt_ids(request, None), prompt_text=None, text=None,
+                          draft=request.draft or "transformer")
         draft = zoo.load_draft(request.draft) if speculative else None
         return request, zoo.load_target(), draft, SHIPPED_BATCH
     request = replace(request, prompt=request.prompt or (1, 2), draft=request.draft or "tabular")
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
+
+
+def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
+    """The prompt as ids of ``tokenizer`` (None: the corpus's characters): ``prompt`` as given, else a window
+    of ``text``'s file (``TEXT_PROMPT_TOKENS`` long, or the whole text if shorter) drawn with the seed,
+    else ``prompt_text`` (default ``SHIPPED_PROMPT``) tokenized."""
+    if request.prompt is not None:
+        return request.prompt
+    if request.text is None:
+        return tuple(encode_text(tokenizer, request.prompt_text or SHIPPED_PROMPT))
+    stream = np.asarray(encode_text(tokenizer, read_text(request.text)), dtype=np.int64)
+    return tuple(text_windows(stream, 1, min(TEXT_PROMPT_TOKENS, len(stream)), request.seed)[0].tolist())
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:

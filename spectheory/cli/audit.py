@@ -9,7 +9,7 @@ import argparse
 import json
 
 from decoders.audit.mutants import MUTANTS
-from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, AuditRequest, run_audit
+from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest, run_audit
 from decoders.harness.hf_compare import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
     parser.add_argument("--prompt-text", help=f"shipped target or model directory: the prompt as text, tokenized by the "
                                               f"target's tokenizer (default {SHIPPED_PROMPT!r})")
+    parser.add_argument("--text", metavar="FILE", help=f"shipped target or model directory: the prompt is a window "
+                                                       f"of {TEXT_PROMPT_TOKENS} tokens of this UTF-8 text (the whole "
+                                                       f"text if shorter), drawn with --seed")
     parser.add_argument("--horizon", type=int, help="tokens generated per sample (default 4; with --exact "
                                                     "V^horizon is at most 100000, e.g. horizon 7 at V = 5)")
     parser.add_argument("--n", type=int, help=f"statistical: samples, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] "
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
         verifier=args.verifier, gamma=args.gamma, sampling=Sampling(args.temperature, args.top_k, args.top_p),
         lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
-        prompt_text=args.prompt_text, horizon=4 if args.horizon is None else args.horizon,
+        prompt_text=args.prompt_text, text=args.text, horizon=4 if args.horizon is None else args.horizon,
         n=20_000 if args.n is None else args.n, level=args.level, seed=args.seed,
         exact=args.exact)
     outcome = run_audit(request)

@@ -114,3 +114,17 @@ def test_shipped_pair_on_a_text_file(capsys, tmp_path):
                  "--temperatures", "1", "--gamma", "2", "--out", str(tmp_path / "alpha.json")]) == 0
     document = json.loads((tmp_path / "alpha.json").read_text())
     assert document["text"] == str(text) and document["estimates"][0]["alpha_text"] > 0.3  # repetitive text
+
+
+def test_audit_prompt_from_text(capsys, own, tmp_path):
+    """audit --text: the prompt is a seeded 64-word window of the file, tokenized by the pair's tokenizer; our
+    decoder through the adapter passes; --text beside another prompt, or with tiny models, is refused."""
+    target, draft, text = own
+    assert main(["audit", "--target", target, "--draft", draft, "--text", text, "--n", "300", "--horizon", "2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed"]
+    for argv, message in ((["--target", target, "--text", text, "--prompt-text", "the cat"], "give one of --prompt"),
+                          (["--text", text], "--text goes with --target shipped or a model directory")):
+        assert main(["audit", *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error, error
