@@ -84,7 +84,7 @@ class ReportDocument:
     text: str  # where the held-out text came from
     settings: dict
     environment: dict
-    alpha_text: list  # per temperature: alpha, standard_error, windows
+    alpha_text: list  # per temperature: alpha, standard_error, windows, length
     c: float
     recommendations: list  # per temperature: the calculator's gamma beside the best measured one
     bench: dict  # the benchmark's document (decoders.harness.bench.BenchReport.as_dict)
@@ -103,11 +103,11 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                  held_out: np.ndarray | None = None, text: str = SHIPPED_TEXT, command: str = "",
                  progress: bool | None = None) -> ReportDocument:
     """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` is the
-    token stream (from ``text``) that windows, prompts and the audit's prompt (the first benchmark prompt) come
-    from; by default the shipped corpus's held-out split, with ``settings.audit_prompt`` as the audit's."""
+    token stream windows and prompts come from, read from ``text``: by default the shipped corpus's held-out
+    split, whose audit prompt is ``settings.audit_prompt``; from any other text, the first benchmark prompt."""
     start, s = time.perf_counter(), settings
-    shipped = held_out is None
-    held_out = load_corpus().held_out if shipped else held_out
+    shipped = text == SHIPPED_TEXT
+    held_out = load_corpus().held_out if held_out is None else held_out
     shape = alpha.window_shape(target, draft)
     with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")

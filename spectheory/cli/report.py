@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.out, directory=True)
     inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
     document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
-                            draft_name=args.draft, settings=settings, held_out=None if args.text is None else inputs.held_out,
+                            draft_name=args.draft, settings=settings, held_out=inputs.held_out,
                             text=inputs.text, command=args.command_line)
     paths = write_report(document, args.out)
     for r in document.recommendations:

@@ -69,14 +69,19 @@ def test_pairs_with_other_tokenizers_and_missing_directories_refused(capsys, exp
 
 
 def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
-    """report and profile take the exported directories as --target/--draft, end to end; a directory with a
-    tokenizer of its own is refused in one line (these commands read the corpus's character ids)."""
+    """report and profile take the exported directories as --target/--draft, end to end, on the shipped
+    held-out text and on a text file (--text); a directory with a tokenizer of its own is refused in one line
+    without --text."""
     small = ["--prompts", "1", "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0"]
-    argv = ["report", "--target", str(exported / "target"), "--draft", str(exported / "transformer"), "--out",
-            str(tmp_path / "report"), "--temperatures", "1", "--gammas", "1", "2", "--windows", "2", "--audit-n", "200"]
-    assert main(argv + small) == 0
-    document = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert document["audit"]["passed"] and [row["gamma"] for row in document["bench"]["rows"]] == [1, 2]
+    text = tmp_path / "held_out.py"
+    text.write_text(TEXT * 20, encoding="utf-8")
+    argv = ["report", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
+            "--temperatures", "1", "--gammas", "1", "2", "--windows", "2", "--audit-n", "200"]
+    for out, extra in (("report", []), ("report-text", ["--text", str(text)])):
+        assert main(argv + small + extra + ["--out", str(tmp_path / out)]) == 0
+        document = json.loads((tmp_path / out / "report.json").read_text())
+        assert document["audit"]["passed"] and [row["gamma"] for row in document["bench"]["rows"]] == [1, 2]
+        assert document["text"] == (str(text) if extra else "the shipped corpus's held-out split")
     capsys.readouterr()
     assert main(["profile", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
                  "--gamma-max", "2", *small]) == 0
@@ -91,4 +96,4 @@ def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
     capsys.readouterr()
     assert main(["profile", "--target", str(other), *small]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "has its own tokenizer" in error, error
+    assert error.count("\n") == 1 and "has its own tokenizer" in error and "give --text FILE" in error, error
