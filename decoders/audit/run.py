@@ -251,7 +251,8 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)
         return torch.tensor([hf_generate(target.model, prompt, request.horizon, request.sampling, randomness, **options)
-                             for _ in tqdm(range(n), desc=request.sampler, unit="sample", delay=1, leave=False)])
+                             for _ in tqdm(range(n), desc=request.sampler, unit="sample", delay=1, leave=False,
+                                           disable=None)])
 
     report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
                                        horizon=request.horizon, seed=request.seed, draft=draft, level=request.level)
