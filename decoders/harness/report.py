@@ -25,7 +25,7 @@ from decoders.audit.run import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
-from decoders.harness.corpus import encode as corpus_encode, load_corpus
+from decoders.harness.corpus import encode as corpus_encode
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
@@ -100,14 +100,14 @@ def by_temperature(mapping: dict) -> dict:
 
 
 def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
-                 held_out: np.ndarray | None = None, text: str = SHIPPED_TEXT, command: str = "",
+                 held_out: np.ndarray, text: str, command: str = "",
                  progress: bool | None = None) -> ReportDocument:
-    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` is the
-    token stream windows and prompts come from, read from ``text``: by default the shipped corpus's held-out
-    split, whose audit prompt is ``settings.audit_prompt``; from any other text, the first benchmark prompt."""
+    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` [N] is
+    the token stream windows and prompts come from, read from ``text`` (``decoders.harness.inputs``): on the
+    shipped corpus's held-out split the audit's prompt is ``settings.audit_prompt``, on any other text the first
+    benchmark prompt."""
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT
-    held_out = load_corpus().held_out if held_out is None else held_out
     shape = alpha.window_shape(target, draft)
     with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")

@@ -82,6 +82,10 @@ def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
         document = json.loads((tmp_path / out / "report.json").read_text())
         assert document["audit"]["passed"] and [row["gamma"] for row in document["bench"]["rows"]] == [1, 2]
         assert document["text"] == (str(text) if extra else "the shipped corpus's held-out split")
+    audited = document["audit"]["prompt_ids"]  # the text's first benchmark prompt, a window of its ids
+    ids = encode(text.read_text(encoding="utf-8")).tolist()
+    assert document["audit"]["prompt"] is None and 97 in ids
+    assert any(ids[i:i + len(audited)] == audited for i in range(len(ids)))
     capsys.readouterr()
     assert main(["profile", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
                  "--gamma-max", "2", *small]) == 0
