@@ -18,7 +18,10 @@ from decoders.harness.alpha import text_windows
 from decoders.harness.hf_compare import SCHEDULES, hf_generate
 from decoders.harness.inputs import encode_text, read_text
 from decoders.randomness import TorchRandomness
-from decoders.models.hf import check_same_tokenizer, is_model_directory, load_directory
+from decoders.harness.export import character_tokenizer
+from decoders.harness.zoo import REAL_MODELS
+from decoders.models.gguf import is_gguf_file
+from decoders.models.hf import check_same_tokenizer, is_model_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
@@ -36,6 +39,7 @@ SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
 HF_BATCH = 64  # a Hugging Face pair: models of any size, so modest batches
+HF_BATCH_CELLS = 1 << 21  # rows x V of one sampling call: large vocabularies sample in smaller batches
 TEXT_PROMPT_TOKENS = 64  # --text: the prompt is a seeded window of the file's text this long (the report's length)
 
 
@@ -74,9 +78,10 @@ class AuditRequest:
         return self.target not in setups.TARGETS + ("shipped",)
 
     def __post_init__(self) -> None:
-        if self.hugging_face and not is_model_directory(self.target):
-            raise ValueError(f"target must be one of {setups.TARGETS + ('shipped',)} or a Hugging Face model "
-                             f"directory, got {self.target!r} (nothing is downloaded)")
+        if self.hugging_face and not (is_model_directory(self.target) or is_gguf_file(self.target)
+                                      or self.target in REAL_MODELS):
+            raise ValueError(f"target must be one of {setups.TARGETS + ('shipped',) + tuple(REAL_MODELS)}, a GGUF "
+                             f"file or a Hugging Face model directory, got {self.target!r} (nothing is downloaded)")
         if self.samples is not None and (self.exact or self.mutant):
             raise ValueError("--samples audits the samples in the file: --exact and --mutant do not apply")
         if self.sampler not in SAMPLERS:
@@ -122,20 +127,31 @@ class AuditOutcome:
     summary: str
 
 
+def sampling_rows(vocab_size: int, most: int) -> int:
+    """Rows per sampling call: ``most``, fewer for large vocabularies (at most ``HF_BATCH_CELLS`` logits per
+    position)."""
+    return max(1, min(most, HF_BATCH_CELLS // vocab_size))
+
+
 def _models(request: AuditRequest) -> tuple:
     """(request with its defaults filled in, target, draft or None, batch)."""
     speculative = request.sampler == "hf-assisted" or (
         request.sampler == "ours" and request.decoder == "speculative" and request.samples is None)
     if request.hugging_face:
-        target, tokenizer = load_directory(request.target)
+        from decoders.harness import zoo
+
+        target, tokenizer = zoo.load_named(request.target, role="target")
         request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None)
+        batch = sampling_rows(target.vocab_size, HF_BATCH)
         if not speculative:
-            return request, target, None, HF_BATCH
-        if request.draft is None or not is_model_directory(request.draft):
-            raise ValueError(f"with a model directory as target, --draft must be one too, got {request.draft!r}")
-        draft, draft_tokenizer = load_directory(request.draft)
-        check_same_tokenizer(tokenizer, draft_tokenizer)
-        return request, target, draft, HF_BATCH
+            return request, target, None, batch
+        if request.draft is None:
+            raise ValueError(f"with --target {request.target}, give --draft: a model directory, a GGUF file or one "
+                             f"of the drafts built from the target ({', '.join(zoo.TARGET_DRAFTS)})")
+        draft, draft_tokenizer = zoo.load_named(request.draft, role="draft", target=(target, tokenizer))
+        if tokenizer is not None or draft_tokenizer is not None:
+            check_same_tokenizer(tokenizer or character_tokenizer(), draft_tokenizer or character_tokenizer())
+        return request, target, draft, batch
     if request.target == "shipped":
         from decoders.harness import zoo
 
@@ -244,6 +260,9 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     """transformers' ``generate`` (plain, or assisted by ``draft``) audited as a black box at batch 1: one call
     per sample, its global RNG seeded from the audit's generator."""
     prompt = torch.tensor([request.prompt], device=target.device)
+    if draft is not None and not hasattr(draft, "model"):
+        raise ValueError(f"--sampler hf-assisted needs a model as assistant (a GGUF file or model directory), got "
+                         f"--draft {request.draft}")
     options = {} if draft is None else {"assistant": draft.model, "assistant_tokens": request.assistant_tokens,
                                         "schedule": request.assistant_schedule,
                                         "threshold": request.assistant_confidence}
@@ -268,6 +287,7 @@ def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizo
                progress: bool | None = None) -> statistical.AuditReport:
     """The statistical audit of speculative decoding on a loaded pair (the report's audit)."""
     generate = setups.speculative_run(target, draft, prompt, config, horizon)
-    sample = setups.sampler(generate, prompt, horizon, batch=SHIPPED_BATCH, progress=progress)
+    sample = setups.sampler(generate, prompt, horizon, batch=sampling_rows(target.vocab_size, SHIPPED_BATCH),
+                            progress=progress)
     return statistical.audit_sampler(sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed,
                                      draft=draft)

@@ -51,7 +51,7 @@ from decoders.audit.exact import autoregressive_law
 from decoders.sampling import Sampling, adjusted_probs, proposes
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["AuditReport", "audit_sampler", "conditionals", "ORDERINGS", "detectable_tv", "detectable_correlation",
+__all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
            "detectable_mean_correlation", "dependence_p_values"]
 
 ORDERINGS = ("id", "target_probability", "draft_ratio")
@@ -61,6 +61,12 @@ SCORE_CLIP = 2.0 ** -53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 h
 MAX_SAMPLES = 1_000_000  # [n, horizon] float64 matrices per ordering (~1 GB at horizon 16); the shipped pair
 # samples 100,000 in 7 minutes on 2 CPU cores, so 10^6 is over an hour
 CHUNK = 256  # sequences per forward pass: bounded memory, and fastest on CPU (shipped: 7.3 s / 4096 vs 9.7 s at 1024)
+CHUNK_CELLS = 1 << 23  # rows x horizon x V per chunk: ~64 MB per float64 [b, T, V] tensor, whatever V is
+
+
+def chunk_rows(vocab_size: int, horizon: int) -> int:
+    """Sequences per chunk of the audit's conditionals: ``CHUNK``, fewer where the vocabulary is large."""
+    return max(1, min(CHUNK, CHUNK_CELLS // (vocab_size * horizon)))
 
 
 @dataclass(frozen=True)
@@ -131,13 +137,25 @@ def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
 
 
 @torch.no_grad()
-def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+def prompt_state(model, prompt: Sequence[int], horizon: int):
+    """One row holding the prompt but its last token, with room for ``horizon`` more: ``conditionals``
+    repeats it per continuation, so the prompt is scored once, not once per sample."""
+    state = model.new_state(1, len(prompt) + horizon)  # sized to the sequences, not the model's context
+    if len(prompt) > 1:
+        model.forward(torch.tensor([list(prompt)[:-1]], dtype=torch.int64, device=model.device), state)
+    return state
+
+
+@torch.no_grad()
+def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling,
+                 state=None) -> torch.Tensor:
     """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
-    one forward pass. Rows where the model proposes nothing (all -inf: a draft's no proposal) are all zeros."""
-    prompt = torch.as_tensor(list(prompt), dtype=torch.int64)
-    tokens = torch.cat([prompt.expand(len(continuations), -1), continuations.cpu()], dim=1).to(model.device)
-    state = model.new_state(len(tokens), tokens.shape[1])  # sized to the sequences, not the model's context
-    logits = model.forward(tokens[:, :-1], state)[:, len(prompt) - 1:]  # [b, T, V]
+    one forward pass of the continuations over ``state`` (``prompt_state``'s, computed when not given). Rows
+    where the model proposes nothing (all -inf: a draft's no proposal) are all zeros."""
+    base = prompt_state(model, prompt, continuations.shape[1]) if state is None else state
+    last = torch.full((len(continuations), 1), int(list(prompt)[-1]), dtype=torch.int64)
+    tokens = torch.cat([last, continuations.cpu()[:, :-1]], dim=1).to(model.device)  # [b, T]
+    logits = model.forward(tokens, base.repeat(len(continuations)))  # [b, T, V]
     proposed = proposes(logits)[..., None]
     probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
     return torch.where(proposed, probs, 0.0).cpu()
@@ -146,10 +164,13 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
 def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:
     """p_t(y_t) ``[n, T]`` and, per ordering, F_t(y_t - 1) ``[n, T]``, a chunk of samples at a time."""
     p_y, ahead = [], {order: [] for order in orderings}
-    for begin in range(0, len(tokens), CHUNK):
-        y = tokens[begin:begin + CHUNK]
-        p = conditionals(target, prompt, y, sampling)  # [b, T, V]
-        q = conditionals(draft, prompt, y, sampling) if draft is not None else None
+    horizon = tokens.shape[1]
+    states = [None if model is None else prompt_state(model, prompt, horizon) for model in (target, draft)]
+    rows = chunk_rows(target.vocab_size, horizon)
+    for begin in range(0, len(tokens), rows):
+        y = tokens[begin:begin + rows]
+        p = conditionals(target, prompt, y, sampling, states[0])  # [b, T, V]
+        q = conditionals(draft, prompt, y, sampling, states[1]) if draft is not None else None
         p_y.append(torch.gather(p, -1, y[..., None])[..., 0])
         for order in orderings:
             ahead[order].append(_ahead(p, y, order, q))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VOCABULARY", "VOCAB_SIZE", "OTHER", "encode", "decode", "Corpus", "load_corpus", "stdlib_files"]
+__all__ = ["VOCABULARY", "VOCAB_SIZE", "OTHER", "encode", "decode", "Corpus", "load_corpus", "stdlib_files", "split_text"]
 
 VOCABULARY = "\n\t" + "".join(chr(code) for code in range(32, 127))  # id = position
 OTHER = len(VOCABULARY)  # every character outside VOCABULARY
@@ -88,3 +88,20 @@ def load_corpus(root: Path | None = None, *, max_characters: int | None = None) 
 
     return Corpus(joined(splits[False][0]), joined(splits[True][0]), tuple(splits[False][1]),
                   tuple(splits[True][1]), platform.python_version())
+
+
+def split_text(held_out: bool, *, max_characters: int | None = None, root: Path | None = None) -> str:
+    """The raw text of one split's files (the held-out one, or training), joined by a blank line as in
+    ``load_corpus``, for models with a tokenizer of their own; ``max_characters`` caps it (whole files first)."""
+    root = Path(root or sysconfig.get_paths()["stdlib"])
+    parts, size = [], 0
+    for relative in stdlib_files(root):
+        if _held_out(relative) != held_out:
+            continue
+        if max_characters is not None and size >= max_characters:
+            break
+        parts.append((root / relative).read_text(encoding="utf-8", errors="replace") + "\n\n")
+        size += len(parts[-1])
+    text = "".join(parts)
+    return text[:max_characters] if max_characters is not None else text
+

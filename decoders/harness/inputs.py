@@ -5,7 +5,8 @@ A name is a shipped model, a file in the zoo's format or a local Hugging Face mo
 ``local_files_only``, never downloaded). Shipped models, zoo files and directories whose tokenizer is the
 corpus's characters read the corpus's ids, and their held-out text is the shipped corpus's held-out split
 unless a text file is given. A directory with its own tokenizer reads that tokenizer's ids: every model of
-the run must share it (the first difference is named), and the held-out text must come from a file.
+the run must share it (the first difference is named), and the held-out text is the same held-out split read
+by that tokenizer, or a file. Drafts built from the target (copy, random, ngram, layerskip:K) take its tokenizer.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import numpy as np
 import torch
 
 from decoders.harness import zoo
-from decoders.harness.corpus import encode, load_corpus
+from decoders.harness.corpus import encode, load_corpus, split_text
 
 __all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "SHIPPED_TEXT"]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
+HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class Inputs:
     held_out: np.ndarray  # [N] token ids
     text: str
     fingerprint: str
+    contents: str | None = None  # the held-out text itself (None: the shipped corpus's held-out split)
+
+    def held_out_text(self) -> str:
+        """The held-out text as characters (task prompts are built from it)."""
+        return split_text(True) if self.contents is None else self.contents
 
 
 def encode_text(tokenizer, text: str) -> list[int]:
@@ -63,14 +70,12 @@ def read_text(path) -> str:
 def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
                 dtype: torch.dtype = torch.float32) -> Inputs:
     """Load ``target`` and every name of ``drafts`` (``zoo.load_named``), check that they share a tokenizer,
-    and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split, which
-    only models of the corpus's characters can read."""
+    and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
+    by the model's own tokenizer where it has one)."""
     contents = None if text is None else read_text(text)  # a bad file fails before any model loads
     model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
-    if tokenizer is not None and text is None:
-        raise ValueError(f"--target {target} has its own tokenizer, and the shipped held-out text is the corpus's "
-                         f"characters: give --text FILE, held-out UTF-8 text to measure on")
-    loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype) for name in drafts}
+    loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype, target=(model, tokenizer))
+              for name in drafts}
     if tokenizer is not None or any(other is not None for _, other in loaded.values()):
         from decoders.harness.export import character_tokenizer
         from decoders.models.hf import check_same_tokenizer
@@ -78,8 +83,11 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
         for name, (_, other) in loaded.items():
             check_same_tokenizer(tokenizer or character_tokenizer(), other or character_tokenizer(), f"draft '{name}'")
     drafts = {name: draft for name, (draft, _) in loaded.items()}
-    if text is None:
+    if text is None and tokenizer is None:
         corpus = load_corpus()
         return Inputs(model, drafts, None, corpus.held_out, SHIPPED_TEXT, corpus.fingerprint)
+    if text is None:  # the same held-out files, read by the model's own tokenizer
+        contents = split_text(True, max_characters=HELD_OUT_CHARACTERS)
     ids = np.asarray(encode_text(tokenizer, contents), dtype=np.int64)
-    return Inputs(model, drafts, tokenizer, ids, str(text), hashlib.sha256(ids.tobytes()).hexdigest()[:16])
+    return Inputs(model, drafts, tokenizer, ids, SHIPPED_TEXT if text is None else str(text),
+                  hashlib.sha256(ids.tobytes()).hexdigest()[:16], contents)

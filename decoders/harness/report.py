@@ -19,13 +19,15 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 import numpy as np
+import torch
 from tqdm import tqdm
 
 from decoders.audit.run import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
-from decoders.harness.corpus import encode as corpus_encode
+from decoders.harness.corpus import VOCAB_SIZE, encode as corpus_encode
+from decoders.harness.tasks import TASKS, task_prompts
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
@@ -33,7 +35,8 @@ from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
-__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE"]
+__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE",
+           "REAL_MODEL_SETTINGS", "benchmark_prompts"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 
@@ -55,9 +58,12 @@ class ReportSettings:
     audit_prompt: str = SHIPPED_PROMPT
     gamma_max: int = 16
     seed: int = 0
+    task: str | None = None  # None: the prompts are windows of the held-out text; else a task of decoders.harness.tasks
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
+        if self.task is not None and self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         positive_int_fields(self, ("audit_horizon",))
         as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
         alpha.check_windows(self.windows)
@@ -94,20 +100,35 @@ class ReportDocument:
         return asdict(self)
 
 
+#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file): about 12 minutes for SmolLM2-135M on 2
+#: CPU cores (75 ms a token), against 3 for the shipped pair's defaults. Its benchmark prompts are the rewrite task.
+REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
+                                     max_new_tokens=64, repeats=2, warmup=1, audit_n=2000, task="rewrite")
+
+
+def benchmark_prompts(settings: ReportSettings, inputs) -> torch.Tensor:
+    """The benchmark's prompts ``[prompts, prompt_length]``: seeded windows of the held-out ids, or ``settings.task``'s
+    prompts built from the held-out text (``decoders.harness.inputs.Inputs``)."""
+    s = settings
+    if s.task is None:
+        return alpha.text_windows(inputs.held_out, s.prompts, s.prompt_length, s.seed + 1)
+    return task_prompts(s.task, inputs.tokenizer, inputs.held_out_text(), s.prompts, s.prompt_length, s.seed + 1)
+
+
 def by_temperature(mapping: dict) -> dict:
     """A JSON object keyed by temperature (string keys) as {float: value}."""
     return {float(key): value for key, value in mapping.items()}
 
 
 def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
-                 held_out: np.ndarray, text: str, command: str = "",
+                 held_out: np.ndarray, text: str, command: str = "", prompts: torch.Tensor | None = None,
                  progress: bool | None = None) -> ReportDocument:
     """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` [N] is
-    the token stream windows and prompts come from, read from ``text`` (``decoders.harness.inputs``): on the
-    shipped corpus's held-out split the audit's prompt is ``settings.audit_prompt``, on any other text the first
-    benchmark prompt."""
+    the token stream windows come from, read from ``text`` (``decoders.harness.inputs``); ``prompts``
+    ``[count, length]`` the benchmark's (default: windows of ``held_out``). On the shipped corpus's held-out split
+    with a character vocabulary the audit's prompt is ``settings.audit_prompt``, else the first benchmark prompt."""
     start, s = time.perf_counter(), settings
-    shipped = text == SHIPPED_TEXT
+    shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
     with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")
@@ -115,7 +136,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
         stages.update()
         stages.set_postfix_str("benchmark")
-        prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
+        if prompts is None:
+            prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
         bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
                                                  draft_name=draft_name, progress=progress).as_dict(), allow_nan=False))  # as in the file
         recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens) for t in s.temperatures]

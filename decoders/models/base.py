@@ -22,6 +22,9 @@ class ModelState(Protocol):
     def clone(self) -> "ModelState":
         """An independent copy (the exact audit forks states along its branches)."""
 
+    def repeat(self, rows: int) -> "ModelState":
+        """``rows`` copies of a one-row state (the statistical audit scores a shared prompt once)."""
+
 
 class LanguageModel(Protocol):
     vocab_size: int

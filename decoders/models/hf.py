@@ -12,6 +12,7 @@ downloaded: pass a model you built or a local directory.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 from decoders.models.base import check_shape, check_step, check_truncate
 
 __all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
-           "check_same_tokenizer"]
+           "check_same_tokenizer", "layer_skip", "layer_count"]
 
 #: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
 DEFAULT_CAPACITY = 256
@@ -91,6 +92,13 @@ class HFState:
     def clone(self) -> "HFState":
         return HFState(self.cache.clone(), self.lengths.clone(), self.bound)
 
+    def repeat(self, rows: int) -> "HFState":
+        """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
+        cache = RowCache(self.cache.capacity)
+        cache.keys = [k.repeat(rows, 1, 1, 1) for k in self.cache.keys]
+        cache.values = [v.repeat(rows, 1, 1, 1) for v in self.cache.values]
+        return HFState(cache, self.lengths.repeat(rows), self.bound)
+
 
 class HFCausalLM:
     """Wraps e.g. ``transformers.GPT2LMHeadModel(config)``; ``forward`` returns float logits."""
@@ -160,6 +168,42 @@ class HFCausalLM:
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
 
 
+def _layer_stack(model) -> tuple:
+    """(the base model inside ``model``, the name of its list of decoder layers)."""
+    inner = getattr(model, model.base_model_prefix)
+    for name in ("layers", "h"):  # Llama and its kin; GPT-2
+        if isinstance(getattr(inner, name, None), torch.nn.ModuleList):
+            return inner, name
+    raise ValueError(f"{type(model).__name__} keeps its decoder layers under neither 'layers' nor 'h'")
+
+
+def layer_count(adapter: HFCausalLM) -> int:
+    """How many decoder layers the adapter's model has."""
+    inner, name = _layer_stack(adapter.model)
+    return len(getattr(inner, name))
+
+
+def layer_skip(adapter: HFCausalLM, layers: int) -> HFCausalLM:
+    """Self-speculation (docs/theory.md §11): the adapter's model through its first ``layers`` decoder layers,
+    then its own final norm and LM head, as a model of its own with its own cache. Every weight is the
+    target's (shared, not copied): only the module lists and the configuration are new."""
+    model = adapter.model
+    total = layer_count(adapter)
+    if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers < total:
+        raise ValueError(f"layerskip layers must be an integer in [1, {total - 1}] (the target has {total} layers), "
+                         f"got {layers!r}")
+    inner, name = _layer_stack(model)
+    config = copy.copy(model.config)
+    config.num_hidden_layers = layers
+    shallow_inner = copy.copy(inner)
+    shallow_inner._modules = dict(inner._modules, **{name: torch.nn.ModuleList(list(getattr(inner, name))[:layers])})
+    shallow_inner.config = config
+    shallow = copy.copy(model)
+    shallow._modules = dict(model._modules, **{model.base_model_prefix: shallow_inner})
+    shallow.config = config
+    return HFCausalLM(shallow)
+
+
 def is_model_directory(spec) -> bool:
     """Whether ``spec`` names a local Hugging Face model directory (one holding a ``config.json``)."""
     return Path(spec).is_dir() and (Path(spec) / "config.json").is_file()
@@ -191,6 +235,8 @@ def load_directory(path, *, device: str = "cpu", dtype: torch.dtype | None = Non
 
 def check_same_tokenizer(target, draft, draft_name: str = "the draft") -> None:
     """A pair must map text to the same ids: refused with the first difference named."""
+    if target is draft:
+        return
     ours, theirs = target.get_vocab(), draft.get_vocab()
     for token in sorted(set(ours) | set(theirs)):
         if ours.get(token) != theirs.get(token):

@@ -16,7 +16,7 @@ import torch
 from decoders.models.base import append_history, check_step, check_truncate
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["HistoryState", "HistoryModel", "NGramModel", "TabularModel", "UniformModel", "CopyDraft"]
+__all__ = ["HistoryState", "HistoryModel", "NGramModel", "SparseNGramModel", "TabularModel", "UniformModel", "CopyDraft"]
 
 MAX_ORDER = 3  # tokens of context of a table: V^order rows (a trigram table of V = 98 already holds 94M logits)
 
@@ -30,6 +30,10 @@ class HistoryState:
 
     def clone(self) -> "HistoryState":
         return HistoryState(self.tokens.clone(), self.lengths.clone())
+
+    def repeat(self, rows: int) -> "HistoryState":
+        """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
+        return HistoryState(self.tokens.repeat(rows, 1), self.lengths.repeat(rows))
 
 
 class HistoryModel:
@@ -138,6 +142,63 @@ class NGramModel(TabularModel):
             counts += torch.bincount(index, minlength=counts.numel()).to(torch.float64)
         table = (counts.view(-1, vocab_size) + smoothing).log()
         return cls(table - table.logsumexp(dim=-1, keepdim=True), n - 1)
+
+
+class SparseNGramModel(HistoryModel):
+    """An n-gram model for large vocabularies: counts only of the contexts seen, never a V^(n-1) x V table.
+
+    Witten-Bell interpolation (docs/theory.md §11): a context h of k tokens seen c(h) times with d(h) distinct
+    next tokens gives P(w | h) = (c(h, w) + d(h) P(w | h')) / (c(h) + d(h)), h' the context one token shorter,
+    down to the unigram, itself add-``smoothing`` over the vocabulary. Unseen contexts fall back unchanged.
+    """
+
+    def __init__(self, unigram: torch.Tensor, contexts: list, *, device: torch.device | str = "cpu",
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__(unigram.shape[-1], device, dtype)
+        self.unigram = unigram.to(device=self.device, dtype=torch.float64)  # [V] probabilities
+        self.contexts = contexts  # contexts[k - 1]: {k tokens: (next ids [m] int64, counts [m] float64)}
+        self.order = len(contexts)
+
+    @classmethod
+    def fit(cls, tokens, vocab_size: int, n: int = 3, *, smoothing: float = 0.1, device="cpu",
+            dtype=torch.float32) -> "SparseNGramModel":
+        """Counts of every (context of up to n - 1 tokens, next token) in the id sequence ``tokens``."""
+        as_int("n", n, low=1, high=8)
+        if not smoothing > 0:
+            raise ValueError(f"smoothing must be > 0, got {smoothing!r}")
+        ids = np.asarray(tokens, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+            raise ValueError(f"tokens must be in [0, {vocab_size})")
+        unigram = torch.from_numpy(np.bincount(ids, minlength=vocab_size).astype(np.float64)) + smoothing
+        contexts = []
+        for k in range(1, n):
+            if ids.size <= k:
+                contexts.append({})
+                continue
+            windows = np.lib.stride_tricks.sliding_window_view(ids, k + 1)  # [N - k, k + 1]
+            keys, counts = np.unique(windows, axis=0, return_counts=True)  # sorted: a context's rows are adjacent
+            table, starts = {}, np.flatnonzero(np.r_[True, (keys[1:, :k] != keys[:-1, :k]).any(axis=1)])
+            for start, end in zip(starts, np.r_[starts[1:], len(keys)]):
+                table[tuple(keys[start, :k].tolist())] = (torch.from_numpy(keys[start:end, k].copy()),
+                                                          torch.from_numpy(counts[start:end].astype(np.float64)))
+            contexts.append(table)
+        return cls(unigram / unigram.sum(), contexts, device=device, dtype=dtype)
+
+    def _distribution(self, context: list) -> torch.Tensor:
+        probs = self.unigram.clone()
+        for k in range(1, min(self.order, len(context)) + 1):
+            seen = self.contexts[k - 1].get(tuple(context[-k:]))
+            if seen is None:
+                break  # a longer context containing an unseen one is unseen too
+            ids, counts = seen
+            distinct, total = float(len(ids)), float(counts.sum())
+            probs = (probs * distinct).index_add_(0, ids.to(probs.device), counts.to(probs.device)) / (total + distinct)
+        return probs
+
+    def _logits(self, history, ends):
+        rows, ends_list = history.tolist(), ends.tolist()
+        return torch.stack([torch.stack([self._distribution(row[:end]).log().to(self.dtype) for end in row_ends])
+                            for row, row_ends in zip(rows, ends_list)])
 
 
 class UniformModel(HistoryModel):

@@ -55,6 +55,11 @@ class KVState:
     def clone(self) -> "KVState":
         return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone(), self.bound)
 
+    def repeat(self, rows: int) -> "KVState":
+        """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
+        return KVState(self.keys.repeat(1, rows, 1, 1, 1), self.values.repeat(1, rows, 1, 1, 1),
+                       self.lengths.repeat(rows), self.bound)
+
 
 class _Block(nn.Module):
     def __init__(self, config: TinyGPTConfig) -> None:

@@ -13,7 +13,7 @@ from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT
 from decoders.harness.hf_compare import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
-from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS
+from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
 from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
 from spectheory.cli.options import names
@@ -24,12 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
                                                          f"{names(m.name for m in MUTANTS)}")
     parser.add_argument("--target", default="tinygpt", metavar="TARGET",
-                        help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), or a Hugging Face "
-                             f"model directory (read locally, never downloaded); the last two statistically only "
-                             f"(default tinygpt)")
+                        help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), a real model "
+                             f"({names(REAL_MODELS)}), a GGUF file or a Hugging Face model directory (read locally, "
+                             f"never downloaded); all but the tiny ones statistically only (default tinygpt)")
     parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
-                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer); with a "
-                                        f"model directory as target, a model directory with the same tokenizer")
+                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer); with a real "
+                                        f"model, GGUF file or model directory as target: a draft built from it "
+                                        f"({names(TARGET_DRAFTS)}), or a GGUF file or model directory with the same "
+                                        f"tokenizer")
     parser.add_argument("--sampler", choices=SAMPLERS, default="ours",
                         help="whose sampler: ours (the decoder), hf-generate (transformers' sampling) or hf-assisted "
                              "(its assisted generation, with --draft as assistant); the last two on model directories, "

@@ -1,18 +1,22 @@
 """On the shipped pair (or --target/--draft, with --text): alpha along held-out text, c and the measured speedup over a
 gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
 statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
-report.html into --out. About three minutes on a 2-core CPU with the defaults."""
+report.html into --out. About three minutes on a 2-core CPU with the defaults; a real model (smollm2, a GGUF
+file) gets a smaller budget of its own, about twelve minutes."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.harness.bench import MAX_REPEATS
 from decoders.harness.inputs import load_inputs
-from decoders.harness.report import ReportSettings, measure_pair
+from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, benchmark_prompts, measure_pair
+from decoders.harness.tasks import TASKS
+from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report
 from spectheory.cli.options import add_device, names
 from spectheory.calculator import MAX_TABLE_GAMMA
@@ -31,34 +35,52 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="report", help="output directory (default report)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
-                                          "(read with local_files_only, never downloaded; its tokenizer from the same "
-                                          "directory) (default: the shipped target)")
+    parser.add_argument("--target", help=f"a real model ({names(zoo.REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
+                                          f"zoo's format or a local Hugging Face model directory (read with "
+                                          f"local_files_only, never downloaded; its tokenizer from the same file or "
+                                          f"directory) (default: the shipped target)")
     parser.add_argument("--draft", default="transformer",
-                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a model file in the zoo's format or a model "
+                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a draft built from the target "
+                             f"({names(zoo.TARGET_DRAFTS)}), a model file in the zoo's format, or a GGUF file or model "
                              f"directory with the target's tokenizer (default transformer)")
     parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text for alpha, the benchmark's prompts and the "
-                                                       "audit's prompt (default: the shipped corpus's held-out split; "
-                                                       "required when the models have their own tokenizer)")
+                                                       "audit's prompt (default: the shipped corpus's held-out split, "
+                                                       "read by the target's tokenizer)")
+    parser.add_argument("--task", choices=TASKS, help="benchmark prompts from a task on the held-out text instead of "
+                                                      "windows of it (default: windows; rewrite for a real model)")
     add_device(parser)
-    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
+    parser.add_argument("--temperatures", type=float, nargs="+", metavar="T",
                         help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")
-    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
-                        help=f"benchmarked gammas (default {min(DEFAULTS.gammas)} to {max(DEFAULTS.gammas)})")
+    parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
+                        help=f"benchmarked gammas (default {min(DEFAULTS.gammas)} to {max(DEFAULTS.gammas)}; "
+                             f"{' '.join(map(str, REAL_MODEL_SETTINGS.gammas))} for a real model)")
+    parser.add_argument("--prompt-length", type=int, help=f"benchmark prompt tokens (default {DEFAULTS.prompt_length}; "
+                                                          f"{REAL_MODEL_SETTINGS.prompt_length} for a real model)")
     for name in BUDGET:
-        default = getattr(DEFAULTS, name)
-        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"{HELP[name]} (default {default})")
+        default, real = getattr(DEFAULTS, name), getattr(REAL_MODEL_SETTINGS, name)
+        parser.add_argument("--" + name.replace("_", "-"), type=int, help=f"{HELP[name]} (default {default}"
+                            + ("" if real == default else f"; {real} for a real model") + ")")
+
+
+def _settings(args: argparse.Namespace) -> ReportSettings:
+    """The flags given, over the real-model budget for a real model or GGUF file, else the shipped pair's."""
+    real = args.target in zoo.REAL_MODELS or (args.target is not None and is_gguf_file(args.target))
+    base = REAL_MODEL_SETTINGS if real else DEFAULTS
+    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length")
+             if getattr(args, name, None) is not None}
+    for name in ("temperatures", "gammas"):
+        if name in given:
+            given[name] = tuple(given[name])
+    return replace(base, **given)
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = ReportSettings(tuple(args.temperatures), args.windows, tuple(args.gammas), args.prompts,
-                              max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup,
-                              audit_n=args.audit_n, gamma_max=args.gamma_max, seed=args.seed)  # checked before loading
+    settings = _settings(args)  # checked before loading
     check_writable(args.out, directory=True)
     inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
     document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
                             draft_name=args.draft, settings=settings, held_out=inputs.held_out,
-                            text=inputs.text, command=args.command_line)
+                            text=inputs.text, command=args.command_line, prompts=benchmark_prompts(settings, inputs))
     paths = write_report(document, args.out)
     for r in document.recommendations:
         print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "

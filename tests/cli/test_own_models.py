@@ -79,9 +79,9 @@ def test_bench_alpha_and_profile_on_a_tiny_random_pair_with_its_own_tokenizer(ca
 
 
 @pytest.mark.parametrize("command", ["report", "bench", "alpha", "profile"])
-def test_own_tokenizer_without_text_and_mismatched_pairs_refused(capsys, own, tmp_path, command):
-    """Each command refuses, in one line and before measuring: a model with its own tokenizer but no --text, a
-    shipped draft beside it (the tokenizers differ), and unreadable, non-UTF-8, blank or too short text."""
+def test_mismatched_pairs_and_bad_text_refused(capsys, own, tmp_path, command):
+    """Each command refuses, in one line and before measuring: a shipped draft beside a model with its own tokenizer
+    (the tokenizers differ), with and without --text, and unreadable, non-UTF-8, blank or too short text."""
     target, draft, text = own
     drafts = "--drafts" if command == "alpha" else "--draft"
     binary, blank, short = tmp_path / "latin1.txt", tmp_path / "blank.txt", tmp_path / "short.txt"
@@ -89,8 +89,8 @@ def test_own_tokenizer_without_text_and_mismatched_pairs_refused(capsys, own, tm
     blank.write_text("  \n", encoding="utf-8")
     short.write_text("the cat sat", encoding="utf-8")
     cases = {
-        "has its own tokenizer": [target, drafts, draft],
         "tokenizers differ": [target, drafts, "bigram", "--text", text],
+        "'s tokenizers differ": [target, drafts, "transformer"],
         "cannot be read": [target, drafts, draft, "--text", str(tmp_path / "absent.txt")],
         "is not UTF-8 text (byte 3 is 0xe9)": [target, drafts, draft, "--text", str(binary)],
         "holds no text": [target, drafts, draft, "--text", str(blank)],
