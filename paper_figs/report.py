@@ -106,7 +106,7 @@ def _prompt(audit: dict) -> str:
     """The audit's prompt: its text, or the held-out prompt it was (when the report measured on --text)."""
     if audit["prompt"] is not None:
         return f"the prompt `{audit['prompt']}`"
-    return f"the first benchmark prompt ({len(audit['prompt_ids'])} tokens of the held-out text)"
+    return f"the last {len(audit['prompt_ids'])} tokens of the first benchmark prompt"
 
 
 def _audit_blocks(audit: dict) -> list[tuple]:

@@ -25,25 +25,42 @@ SCHEDULES = ("constant", "heuristic", "heuristic_transient")
 
 
 def check_comparable(target, draft) -> None:
-    """The comparison runs Hugging Face ``generate`` on the pair: both must be TinyGPTs (converted to GPT-2)
-    or Hugging Face models behind the adapter."""
+    """The comparison runs Hugging Face ``generate`` on the pair: both TinyGPTs (converted to GPT-2), or a
+    Hugging Face target behind the adapter with any draft (``assisted_options`` says what assists it there)."""
     from decoders.models.hf import HFCausalLM
 
     kinds = {type(model) for model in (target, draft)}
-    if not (kinds <= {TinyGPT} or kinds <= {HFCausalLM}):
-        raise ValueError(f"--hf needs a pair of transformers, both TinyGPTs (the shipped target with the transformer "
-                         f"or distilled draft) or both model directories, got {' and '.join(t.__name__ for t in kinds)}")
+    if not (kinds <= {TinyGPT} or isinstance(target, HFCausalLM)):
+        raise ValueError(f"--hf needs a transformer target: the shipped target with the transformer or distilled "
+                         f"draft, or a model directory, GGUF file or real model with any draft, got "
+                         f"{' and '.join(t.__name__ for t in kinds)}")
+
+
+def assisted_options(draft, gamma: int) -> dict | None:
+    """transformers' counterpart of our ``draft`` in ``generate`` with ``gamma`` tokens a step: an assistant model,
+    prompt lookup (``copy``: matches of up to ``CopyDraft.max_match`` tokens) or early exit (``layerskip:K``);
+    None where it has none (n-gram, random)."""
+    from decoders.models.history import CopyDraft
+    from decoders.models.hf import HFCausalLM
+
+    if isinstance(draft, CopyDraft):
+        return {"prompt_lookup_num_tokens": gamma, "max_matching_ngram_size": draft.max_match}
+    if isinstance(draft, HFCausalLM) and draft.early_exit is not None:
+        return {"assistant_early_exit": draft.early_exit}
+    if isinstance(draft, HFCausalLM):
+        return {"assistant": draft.model, "assistant_tokens": gamma}
+    return None
 
 
 def _hugging_face_pair(target, draft) -> tuple:
-    """(Hugging Face target, draft, our adapters over them, our native models or None)."""
+    """(Hugging Face target, our adapters over target and draft, our native models or None)."""
     from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 
     check_comparable(target, draft)
     if isinstance(target, HFCausalLM):
-        return target.model, draft.model, target, draft, None
+        return target.model, target, draft, None
     hf_target, hf_draft = tinygpt_to_gpt2(target), tinygpt_to_gpt2(draft)
-    return hf_target, hf_draft, HFCausalLM(hf_target), HFCausalLM(hf_draft), (target, draft)
+    return hf_target, HFCausalLM(hf_target), HFCausalLM(hf_draft), (target, draft)
 
 
 @torch.no_grad()
@@ -57,19 +74,22 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     spread is over repeats. Greedy outputs must agree token for token."""
     s = settings
     prompts = prompts.to(target.device)
-    hf_target, hf_draft, ours_target, ours_draft, native = _hugging_face_pair(target, draft)
+    hf_target, ours_target, ours_draft, native = _hugging_face_pair(target, draft)
+    assisted = assisted_options(ours_draft, gamma)
+    kinds = ("ar", "speculative") if assisted is not None else ("ar",)
     pairs = {"ours_adapter": (ours_target, ours_draft)}
     if native is not None:
         pairs["ours_native"] = native
-    results = {"gamma": gamma, "native": native is not None, "rows": []}
-    with tqdm(total=len(s.temperatures) * (s.warmup + s.repeats) * 2 * (len(pairs) + 1) * len(prompts), desc="hf",
-              unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
+    results = {"gamma": gamma, "native": native is not None, "assisted": sorted(assisted or {}), "rows": []}
+    with tqdm(total=len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts),
+              desc="hf", unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
             sampling = Sampling(temperature)
             config = SpeculativeConfig(gamma, sampling)
-            runners = {"ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r),
-                       "speculative_hf_assisted": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r,
-                                                                           assistant=hf_draft, assistant_tokens=gamma)}
+            runners = {"ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r)}
+            if assisted is not None:
+                runners["speculative_hf_assisted"] = lambda p, r: hf_generate(hf_target, p, s.max_new_tokens,
+                                                                              sampling, r, **assisted)
             for name, (t, d) in pairs.items():
                 runners["ar_" + name] = lambda p, r, t=t: generate_autoregressive(
                     t, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r).tokens[0]
@@ -90,7 +110,7 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
             if temperature == 0:
                 row["greedy_outputs_agree"] = all(outputs[(name, i)] == outputs[("ar_hf_generate", i)]
                                                   for name in runners for i in range(len(prompts)))
-            for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted")):
+            for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted"))[:len(kinds)]:
                 ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[f"{kind}_ours_adapter"]))
                 row[f"{kind}_ours_adapter_over_hf"] = row[hf_name + "_seconds"] / row[f"{kind}_ours_adapter_seconds"]
                 row[f"{kind}_ours_adapter_over_hf_spread"] = [ratios[0], ratios[-1]]
@@ -99,14 +119,16 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
 
 
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
-                assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0) -> tuple:
+                assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0,
+                **assisted) -> tuple:
     """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens (no
     end-of-sequence) under ``sampling`` (temperature, top-k, top-p), plain or assisted by ``assistant`` with
-    its assistant-token count, schedule and confidence threshold. HF samples from the global RNG and takes no
-    generator: inside ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from
-    ``randomness``, so that runs repeat."""
+    its assistant-token count, schedule and confidence threshold, or by what ``assisted`` names (prompt lookup,
+    early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
+    ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
+    runs repeat."""
     options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "min_new_tokens": max_new_tokens,
-               "attention_mask": torch.ones_like(prompt), "pad_token_id": 0}
+               "attention_mask": torch.ones_like(prompt), "pad_token_id": 0, **assisted}
     if not sampling.greedy:
         options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0)
     if assistant is not None:

@@ -27,7 +27,7 @@ from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
 from decoders.harness.corpus import VOCAB_SIZE, encode as corpus_encode
-from decoders.harness.tasks import TASKS, task_prompts
+from decoders.harness.tasks import TASKS
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
@@ -36,9 +36,12 @@ from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE",
-           "REAL_MODEL_SETTINGS", "benchmark_prompts"]
+           "REAL_MODEL_SETTINGS"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
+#: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
+#: sampling batch prefills it again, which a real model's 192-token task prompt would make the longest stage.
+AUDIT_PROMPT_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,6 @@ REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prom
                                      max_new_tokens=64, repeats=2, warmup=1, audit_n=2000, task="rewrite")
 
 
-def benchmark_prompts(settings: ReportSettings, inputs) -> torch.Tensor:
-    """The benchmark's prompts ``[prompts, prompt_length]``: seeded windows of the held-out ids, or ``settings.task``'s
-    prompts built from the held-out text (``decoders.harness.inputs.Inputs``)."""
-    s = settings
-    if s.task is None:
-        return alpha.text_windows(inputs.held_out, s.prompts, s.prompt_length, s.seed + 1)
-    return task_prompts(s.task, inputs.tokenizer, inputs.held_out_text(), s.prompts, s.prompt_length, s.seed + 1)
-
-
 def by_temperature(mapping: dict) -> dict:
     """A JSON object keyed by temperature (string keys) as {float: value}."""
     return {float(key): value for key, value in mapping.items()}
@@ -126,7 +120,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` [N] is
     the token stream windows come from, read from ``text`` (``decoders.harness.inputs``); ``prompts``
     ``[count, length]`` the benchmark's (default: windows of ``held_out``). On the shipped corpus's held-out split
-    with a character vocabulary the audit's prompt is ``settings.audit_prompt``, else the first benchmark prompt."""
+    with a character vocabulary the audit's prompt is ``settings.audit_prompt``, else the end of the first benchmark
+    prompt (``AUDIT_PROMPT_TOKENS``)."""
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
@@ -144,7 +139,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
-        audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0].tolist()
+        audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0, -AUDIT_PROMPT_TOKENS:].tolist()
         audit = audit_pair(target, draft, audit_prompt,
                            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
                            n=s.audit_n, seed=s.seed, progress=progress)

@@ -9,6 +9,7 @@ import torch
 from decoders.harness import alpha, bench, zoo
 from decoders.harness.corpus import load_corpus
 from decoders.harness.inputs import load_inputs
+from decoders.harness.tasks import benchmark_prompts
 from spectheory.validation import as_positive_int
 
 __all__ = ["alpha_document", "lenience_document", "bench_document", "blockwise_document", "shipped_prompts"]
@@ -44,10 +45,12 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                    target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   hf: bool = False, hf_gamma: int | None = None, progress: bool | None = None) -> dict:
+                   hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
+                   progress: bool | None = None) -> dict:
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
-    networks at ``hf_gamma`` (default: the best measured gamma at the first temperature)."""
+    networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
+    are that task's (``decoders.harness.tasks``) instead of windows of the text."""
     if hf_gamma is not None:
         as_positive_int("hf_gamma", hf_gamma)
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
@@ -56,10 +59,10 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
         from decoders.harness.hf_compare import check_comparable
 
         check_comparable(target_model, model)
-    prompts = alpha.text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
+    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
                               draft_name=draft, progress=progress)
-    document = dict(report.as_dict(), text=inputs.text)
+    document = dict(report.as_dict(), text=inputs.text, task=task)
     if settings.batch_sizes:
         pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
                                   settings.prompt_length, settings.seed)

@@ -20,7 +20,7 @@ import torch
 
 from decoders.harness.inputs import encode_text
 
-__all__ = ["TASKS", "task_prompts"]
+__all__ = ["TASKS", "task_prompts", "benchmark_prompts"]
 
 TASKS = ("completion", "rewrite")
 _INSTRUCTIONS = {"completion": "Write the next part of this Python module.",
@@ -79,3 +79,13 @@ def task_prompts(task: str, tokenizer, text: str, count: int, length: int, seed:
             raise ValueError(f"the held-out text is too short for {task} prompts of {length} tokens")
         prompts.append(before + window + after)
     return torch.tensor(prompts, dtype=torch.int64)
+
+
+def benchmark_prompts(inputs, task: str | None, count: int, length: int, seed: int) -> torch.Tensor:
+    """A benchmark's prompts ``[count, length]``: seeded windows of the held-out ids (``task`` None), or the task's
+    prompts built from the held-out text (``decoders.harness.inputs.Inputs``)."""
+    if task is None:
+        from decoders.harness.alpha import text_windows
+
+        return text_windows(inputs.held_out, count, length, seed)
+    return task_prompts(task, inputs.tokenizer, inputs.held_out_text(), count, length, seed)

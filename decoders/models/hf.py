@@ -113,6 +113,7 @@ class HFCausalLM:
         self.max_context = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
         self.boolean_mask = attention == "sdpa"
         self.mask_dtype = next(model.parameters()).dtype
+        self.early_exit: int | None = None  # set by layer_skip: the decoder layers kept
 
     @property
     def device(self) -> torch.device:
@@ -201,7 +202,9 @@ def layer_skip(adapter: HFCausalLM, layers: int) -> HFCausalLM:
     shallow = copy.copy(model)
     shallow._modules = dict(model._modules, **{model.base_model_prefix: shallow_inner})
     shallow.config = config
-    return HFCausalLM(shallow)
+    draft = HFCausalLM(shallow)
+    draft.early_exit = layers
+    return draft
 
 
 def is_model_directory(spec) -> bool:

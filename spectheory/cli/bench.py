@@ -15,6 +15,7 @@ from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS
 from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.runs import bench_document
+from decoders.harness.tasks import TASKS
 from spectheory.cli.options import add_device, add_dtype, names
 from spectheory.costs import CostProfile
 from spectheory.outputs import check_writable, write_json
@@ -24,14 +25,18 @@ CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for th
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
-                                          "(never downloaded) (default: the shipped target)")
+    parser.add_argument("--target", help=f"a real model ({names(zoo.REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
+                                          f"zoo's format or a local Hugging Face model directory (never downloaded) "
+                                          f"(default: the shipped target)")
     parser.add_argument("--draft", default="transformer", metavar="DRAFT",
-                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a model file in the zoo's format or a model "
+                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a draft built from the target "
+                             f"({names(zoo.TARGET_DRAFTS)}), a model file in the zoo's format, or a GGUF file or model "
                              f"directory with the target's tokenizer (default transformer)")
     parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text the prompts are drawn from (default: the "
-                                                       "shipped corpus's held-out split; required when the models "
-                                                       "have their own tokenizer)")
+                                                       "shipped corpus's held-out split, read by the target's "
+                                                       "tokenizer)")
+    parser.add_argument("--task", choices=TASKS, help="prompts from a task on the held-out text (completion, rewrite) "
+                                                      "instead of windows of it")
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
@@ -97,7 +102,7 @@ def _lines(document: dict, args: argparse.Namespace) -> list[str]:
             f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
             f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
             f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
-            for kind, theirs in (("ar", "generate"), ("speculative", "assisted"))))
+            for kind, theirs in (("ar", "generate"), ("speculative", "assisted")) if f"{kind}_ours_adapter_over_hf" in row))
     return lines
 
 
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable(args.out)
     document = bench_document(args.draft, settings, target=args.target, text=args.text, device=args.device,
-                              dtype=getattr(torch, args.dtype), hf=args.hf, hf_gamma=args.hf_gamma)
+                              dtype=getattr(torch, args.dtype), hf=args.hf, hf_gamma=args.hf_gamma, task=args.task)
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print("\n".join(_lines(document, args)))

@@ -14,8 +14,8 @@ from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.harness.bench import MAX_REPEATS
 from decoders.harness.inputs import load_inputs
-from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, benchmark_prompts, measure_pair
-from decoders.harness.tasks import TASKS
+from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair
+from decoders.harness.tasks import TASKS, benchmark_prompts
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report
 from spectheory.cli.options import add_device, names
@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
     document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
                             draft_name=args.draft, settings=settings, held_out=inputs.held_out,
-                            text=inputs.text, command=args.command_line, prompts=benchmark_prompts(settings, inputs))
+                            text=inputs.text, command=args.command_line, prompts=benchmark_prompts(
+                                inputs, settings.task, settings.prompts, settings.prompt_length, settings.seed + 1))
     paths = write_report(document, args.out)
     for r in document.recommendations:
         print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
