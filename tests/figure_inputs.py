@@ -4,7 +4,8 @@ import json
 from pathlib import Path
 
 from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
-                        table3_alpha, table5_lenience)
+                        table3_alpha, table5_lenience, table_real_model)
+from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
 
 
@@ -37,4 +38,25 @@ def write_small_results(results: Path) -> Path:
     lenient = [{"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6],
                 "standard_error": [0.01, 0.01]} for d in ("transformer", "bigram")]
     (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
+    (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
     return results
+
+
+def small_real_model() -> dict:
+    """Two cells (copy with a transformers counterpart, random without) of ``table_real_model``'s input."""
+    profile = CostProfile(t_step=0.08, t_draft=0.001, t_verify=(0.08, 0.09, 0.1), t_iteration=0.002,
+                          acceptance=(0.6, 0.5)).as_dict()
+    cells = []
+    for draft in ("copy", "random"):
+        rows = [{"temperature": t, "gamma": g, "speedup": 1.2 / g if draft == "random" else 1 + g / 5,
+                 "speedup_spread": [1.0, 1.1, 1.3]} for t in (0.0, 1.0) for g in (1, 2)]
+        bench = {"settings": {"temperatures": [0.0, 1.0], "max_new_tokens": 48}, "rows": rows, "c": 0.01,
+                 "alpha": {"0.0": 0.6, "1.0": 0.4}, "profiles": {"0.0": profile, "1.0": profile}}
+        hf = {"rows": [{"temperature": 0.0, "ar_ours_adapter_over_hf": 1.1, "ar_ours_adapter_over_hf_spread": [1.0, 1.2],
+                        **({"speculative_ours_adapter_over_hf": 1.5, "speculative_ours_adapter_over_hf_spread": [1.4, 1.6]}
+                           if draft == "copy" else {})}]}
+        cells.append({"draft": draft, "task": "rewrite", "bench": bench, "hf": hf})
+    alphas = [{"draft": d, "temperature": t, "alpha": [0.5], "standard_error": [0.02]}
+              for d in ("copy", "random", "layerskip:8") for t in (0.0, 1.0)]
+    return {"environment": {"device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
+            "settings": {"prompts": 2, "max_new_tokens": 48, "repeats": 2}, "alpha_text": alphas, "cells": cells}

@@ -30,6 +30,7 @@ __all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "win
 
 #: Leviathan et al.'s Table 5 leniences.
 LENIENCES = (1.0, 0.5, 0.3, 0.1)
+ALONG_TEXT_CELLS = 1 << 23  # windows x length x V of one batch along text: ~32 MB per float32 tensor, whatever V is
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip
     """Betas over ``text`` ``[W, L]`` in batches, one forward pass per batch for every lenience:
     (betas [len(leniences), W, L - skip] float64, proposed [W, L - skip])."""
     parts = []
+    batch_size = max(1, min(batch_size, ALONG_TEXT_CELLS // (text.shape[1] * target.vocab_size)))  # memory, any V
     for i in range(0, len(text), batch_size):
         p, q, proposed = _adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
         parts.append((torch.stack([_betas(p, q, proposed, lenience) for lenience in leniences]), proposed))

@@ -4,6 +4,8 @@ writer adds). ``spectheory alpha`` and ``bench`` print them; the figure scripts'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from decoders.harness import alpha, bench, zoo
@@ -12,7 +14,8 @@ from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
 from spectheory.validation import as_positive_int
 
-__all__ = ["alpha_document", "lenience_document", "bench_document", "blockwise_document", "shipped_prompts"]
+__all__ = ["alpha_document", "lenience_document", "bench_document", "blockwise_document", "shipped_prompts",
+           "real_model_document", "REAL_CELLS", "REAL_SETTINGS", "ALPHA_ONLY_DRAFTS"]
 
 
 def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
@@ -80,3 +83,45 @@ def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *,
     """Stern et al.'s Fig. 4 analogue: the shipped target with its proposal heads (``bench.BLOCKWISE_CONFIGS``)."""
     prompts = shipped_prompts(settings.prompts, settings.prompt_length, settings.seed)
     return bench.bench_blockwise(zoo.load_blockwise(), prompts, settings, progress=progress)
+
+
+#: The real-model table (docs/theory.md §11): (draft, task, gammas swept). layerskip:24 keeps 24 of SmolLM2's 30
+#: layers; it and random (alpha near 0) are swept at small gammas on the rewrite task only (their verdict, do not
+#: speculate, does not depend on the task, and each cell costs minutes).
+REAL_CELLS = (("copy", "rewrite", (1, 2, 4, 8)), ("copy", "completion", (1, 2, 4, 8)),
+              ("ngram", "rewrite", (1, 2, 4, 8)), ("ngram", "completion", (1, 2, 4, 8)),
+              ("layerskip:24", "rewrite", (1, 2, 4)), ("random", "rewrite", (1, 2)))
+#: Drafts whose alpha along text alone is measured beside the table's (layer skipping at other depths).
+ALPHA_ONLY_DRAFTS = ("layerskip:8", "layerskip:16")
+REAL_SETTINGS = bench.BenchSettings(prompts=2, prompt_length=192, max_new_tokens=40, repeats=2, warmup=1,
+                                    batch_sizes=())
+
+
+def real_model_document(target: str = "smollm2", cells=REAL_CELLS, settings: bench.BenchSettings = REAL_SETTINGS, *,
+                        windows: int = 16, hf_task: str = "rewrite", progress: bool | None = None) -> dict:
+    """The real-model table: alpha along held-out text of every draft at each temperature, then per (draft, task)
+    the gamma sweep with its cost profile (``bench.bench_pair`` on the task's prompts), and on ``hf_task`` our
+    decoders against transformers' ``generate`` and its assisted generation with the same draft at T = 0, at the
+    best measured gamma."""
+    drafts = list(dict.fromkeys([draft for draft, _, _ in cells] + list(ALPHA_ONLY_DRAFTS)))
+    inputs = load_inputs(target, drafts)
+    shape = alpha.window_shape(inputs.target, *inputs.drafts.values())
+    alphas = [row for t in settings.temperatures for row in alpha.alpha_under_lenience(
+        inputs.target, inputs.drafts, inputs.held_out, (1.0,), temperature=t, windows=windows, seed=settings.seed,
+        progress=progress, **shape)]
+    measured = []
+    for draft, task, gammas in cells:
+        swept = replace(settings, gammas=tuple(gammas))
+        prompts = benchmark_prompts(inputs, task, swept.prompts, swept.prompt_length, swept.seed)
+        report = bench.bench_pair(inputs.target, inputs.drafts[draft], prompts, swept, target_name=target,
+                                  draft_name=draft, progress=progress)
+        cell = {"draft": draft, "task": task, "bench": report.as_dict()}
+        if task == hf_task:
+            from decoders.harness.hf_compare import hf_comparison
+
+            cell["hf"] = hf_comparison(inputs.target, inputs.drafts[draft], prompts, replace(swept, temperatures=(0.0,)),
+                                       gamma=report.best(settings.temperatures[0])["gamma"], progress=progress)
+        measured.append(cell)
+    return {"target": target, "text": inputs.text, "corpus_fingerprint": inputs.fingerprint,
+            "environment": measured[0]["bench"]["environment"], "settings": settings.as_dict(),
+            "windows": windows, "alpha_text": alphas, "cells": measured}

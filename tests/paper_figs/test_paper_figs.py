@@ -12,13 +12,13 @@ from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
 from paper_figs import (dynamic_gamma_heatmap, fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations,
                         fig5_timelines, iteration_time, measured_vs_predicted, simulation_vs_theory, speedup_vs_batch,
-                        speedup_vs_gamma, stern_fig4_blockwise, table1, table3_alpha, table5_lenience)
+                        speedup_vs_gamma, stern_fig4_blockwise, table1, table3_alpha, table5_lenience, table_real_model)
 from spectheory.speedup import expected_tokens
 
 FIGURES = [fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations, fig5_timelines, simulation_vs_theory,
            measured_vs_predicted, speedup_vs_gamma, iteration_time, speedup_vs_batch, stern_fig4_blockwise,
            dynamic_gamma_heatmap]
-TABLES = [table1, table3_alpha, table5_lenience]
+TABLES = [table1, table3_alpha, table5_lenience, table_real_model]
 
 
 @pytest.fixture
@@ -75,3 +75,15 @@ def test_figures_are_byte_identical_across_runs(tmp_path):
     """Regenerated figures can be compared with `git diff`: no timestamps in the PDF or PNG."""
     first, second = (fig2_expected_tokens.make(tmp_path / name) for name in ("a", "b"))
     assert [path.read_bytes() for path in first] == [path.read_bytes() for path in second]
+
+
+def test_real_model_table_cells_against_their_json(tmp_path, small_results):
+    """The copy row at T = 0: the best measured gamma (2, 1.4x), the cost model's gamma and the counterpart's ratios;
+    random has no transformers counterpart for speculation."""
+    _, table = table_real_model.make(tmp_path, small_results)
+    rows = list(csv.reader(table.open()))
+    assert rows[1][:7] == ["copy", "rewrite", "0", "0.5000", "0.0100", "2", "1.4000"]
+    assert rows[1][-2:] == ["1.10x (1.00-1.20)", "1.50x (1.40-1.60)"]
+    assert rows[3][0] == "random" and rows[3][-1] == "-" and rows[3][5] == "1"
+    assert "layerskip:8 0.500 (T = 0)" in (tmp_path / "table_real_model.md").read_text()
+
