@@ -15,7 +15,7 @@ from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import text_windows
-from decoders.harness.hf_compare import SCHEDULES, hf_generate
+from decoders.harness.hf_compare import SCHEDULES, assisted_options, hf_generate
 from decoders.harness.inputs import encode_text, read_text
 from decoders.randomness import TorchRandomness
 from decoders.harness.export import character_tokenizer
@@ -257,15 +257,16 @@ def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
 
 
 def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
-    """transformers' ``generate`` (plain, or assisted by ``draft``) audited as a black box at batch 1: one call
-    per sample, its global RNG seeded from the audit's generator."""
+    """transformers' ``generate`` (plain, or assisted by ``draft``'s counterpart there: an assistant model, prompt
+    lookup for copy, early exit for layerskip) audited as a black box at batch 1: one call per sample, its global
+    RNG seeded from the audit's generator."""
     prompt = torch.tensor([request.prompt], device=target.device)
-    if draft is not None and not hasattr(draft, "model"):
-        raise ValueError(f"--sampler hf-assisted needs a model as assistant (a GGUF file or model directory), got "
-                         f"--draft {request.draft}")
-    options = {} if draft is None else {"assistant": draft.model, "assistant_tokens": request.assistant_tokens,
-                                        "schedule": request.assistant_schedule,
-                                        "threshold": request.assistant_confidence}
+    options = {} if draft is None else assisted_options(draft, request.assistant_tokens)
+    if options is None:
+        raise ValueError(f"--sampler hf-assisted: transformers has no counterpart of --draft {request.draft}; give a "
+                         f"model (GGUF file or directory), copy (prompt lookup) or layerskip:K (early exit)")
+    if "assistant" in options:
+        options.update(schedule=request.assistant_schedule, threshold=request.assistant_confidence)
 
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)

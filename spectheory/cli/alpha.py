@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import argparse
 
-from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS, AlphaEstimate, alpha_markdown, check_windows
 from decoders.harness.runs import alpha_document
-from spectheory.cli.options import add_device, names
+from spectheory.cli.options import add_device, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json, write_text
 from spectheory.validation import as_int, as_positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
-                                          "(never downloaded) (default: the shipped target)")
-    parser.add_argument("--drafts", nargs="+", default=None, metavar="DRAFT",
-                        help=f"shipped drafts ({names(zoo.DRAFTS)}; default all of them), model files in the zoo's "
-                             f"format or model directories with the target's tokenizer")
-    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text (default: the shipped corpus's held-out "
-                                                       "split; required when the models have their own tokenizer)")
+    add_target(parser)
+    parser.add_argument("--drafts", nargs="+", default=None, metavar="DRAFT", help=draft_help(None))
+    add_text(parser, "alpha's windows and prompts")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0], metavar="T",
                         help="temperatures (default 0 1)")
     parser.add_argument("--windows", type=int, default=32, help="held-out windows of 256 tokens (at most the models' "

@@ -16,7 +16,7 @@ from decoders.harness.alpha import MAX_PROMPTS
 from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.runs import bench_document
 from decoders.harness.tasks import TASKS
-from spectheory.cli.options import add_device, add_dtype, names
+from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.costs import CostProfile
 from spectheory.outputs import check_writable, write_json
 
@@ -25,16 +25,9 @@ CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for th
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", help=f"a real model ({names(zoo.REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
-                                          f"zoo's format or a local Hugging Face model directory (never downloaded) "
-                                          f"(default: the shipped target)")
-    parser.add_argument("--draft", default="transformer", metavar="DRAFT",
-                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a draft built from the target "
-                             f"({names(zoo.TARGET_DRAFTS)}), a model file in the zoo's format, or a GGUF file or model "
-                             f"directory with the target's tokenizer (default transformer)")
-    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text the prompts are drawn from (default: the "
-                                                       "shipped corpus's held-out split, read by the target's "
-                                                       "tokenizer)")
+    add_target(parser)
+    parser.add_argument("--draft", default="transformer", metavar="DRAFT", help=draft_help("transformer"))
+    add_text(parser, "the prompts")
     parser.add_argument("--task", choices=TASKS, help="prompts from a task on the held-out text (completion, rewrite) "
                                                       "instead of windows of it")
     add_device(parser)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_device", "add_dtype", "names"]
+__all__ = ["add_device", "add_dtype", "names", "add_target", "add_text", "draft_help"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -37,3 +37,28 @@ def add_device(parser: argparse.ArgumentParser) -> None:
 def add_dtype(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32",
                         help="model dtype (default float32; weights are stored as float16)")
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    """``--target``: every kind of model the measuring commands load (``decoders.harness.zoo.load_named``)."""
+    from decoders.harness.zoo import REAL_MODELS
+
+    parser.add_argument("--target", help=f"a real model ({names(REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
+                                          f"zoo's format or a local Hugging Face model directory (read locally, never "
+                                          f"downloaded; its tokenizer from the same file or directory) (default: the "
+                                          f"shipped target)")
+
+
+def draft_help(default: str | None) -> str:
+    """The help text of ``--draft`` / ``--drafts``."""
+    from decoders.harness.zoo import DRAFTS, TARGET_DRAFTS
+
+    return (f"a shipped draft ({names(DRAFTS)}), a draft built from the target ({names(TARGET_DRAFTS)}), a model file "
+            f"in the zoo's format, or a GGUF file or model directory with the target's tokenizer (default "
+            f"{default or 'every shipped draft; copy, ngram and random for a target with its own tokenizer'})")
+
+
+def add_text(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--text", metavar="FILE", help=f"held-out UTF-8 text for {what} (default: the shipped corpus's "
+                                                       f"held-out split, read by the target's tokenizer)")
+

@@ -16,7 +16,7 @@ from decoders.harness.profile import check_batch_size, measure_profile
 from decoders.harness.alpha import text_windows
 from decoders.harness.inputs import load_inputs
 from decoders.sampling import Sampling
-from spectheory.cli.options import add_device, add_dtype, names
+from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.costs import PROFILE_KIND
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_positive_int
@@ -25,14 +25,9 @@ DEFAULTS = BenchSettings()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--draft", default="transformer", help=f"a shipped draft ({names(zoo.DRAFTS)}), a model "
-                                                              f"file in the zoo's format or a model directory with "
-                                                              f"the target's tokenizer (default transformer)")
-    parser.add_argument("--target", help="a TinyGPT file in the zoo's format or a local Hugging Face model directory "
-                                          "(never downloaded) (default: the shipped target)")
-    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text the prompts are drawn from (default: the "
-                                                       "shipped corpus's held-out split; required when the models "
-                                                       "have their own tokenizer)")
+    parser.add_argument("--draft", default="transformer", help=draft_help("transformer"))
+    add_target(parser)
+    add_text(parser, "the prompts")
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")

@@ -18,7 +18,7 @@ from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, measure
 from decoders.harness.tasks import TASKS, benchmark_prompts
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report
-from spectheory.cli.options import add_device, names
+from spectheory.cli.options import add_device, add_target, add_text, draft_help
 from spectheory.calculator import MAX_TABLE_GAMMA
 from spectheory.outputs import check_writable
 
@@ -35,17 +35,9 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="report", help="output directory (default report)")
-    parser.add_argument("--target", help=f"a real model ({names(zoo.REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
-                                          f"zoo's format or a local Hugging Face model directory (read with "
-                                          f"local_files_only, never downloaded; its tokenizer from the same file or "
-                                          f"directory) (default: the shipped target)")
-    parser.add_argument("--draft", default="transformer",
-                        help=f"a shipped draft ({names(zoo.DRAFTS)}), a draft built from the target "
-                             f"({names(zoo.TARGET_DRAFTS)}), a model file in the zoo's format, or a GGUF file or model "
-                             f"directory with the target's tokenizer (default transformer)")
-    parser.add_argument("--text", metavar="FILE", help="held-out UTF-8 text for alpha, the benchmark's prompts and the "
-                                                       "audit's prompt (default: the shipped corpus's held-out split, "
-                                                       "read by the target's tokenizer)")
+    add_target(parser)
+    parser.add_argument("--draft", default="transformer", help=draft_help("transformer"))
+    add_text(parser, "alpha, the benchmark's prompts and the audit's prompt")
     parser.add_argument("--task", choices=TASKS, help="benchmark prompts from a task on the held-out text instead of "
                                                       "windows of it (default: windows; rewrite for a real model)")
     add_device(parser)
