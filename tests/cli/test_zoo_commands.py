@@ -51,7 +51,7 @@ def test_audit_cli_passes_on_the_shipped_pair(capsys):
     (["audit", "--target", "shipped", "--exact"], "--exact enumerates tiny models only"),
     (["audit", "--prompt-text", "x"], "--prompt-text goes with --target shipped"),
     (["audit", "--target", "shipped", "--draft", "nope"], "draft must be one of"),
-    (["bench", "--draft", "bigram", "--hf"], "--hf needs a pair of transformers"),
+    (["bench", "--draft", "bigram", "--hf"], "--hf needs a transformer target"),
     (["bench", "--repeats", "0"], "repeats must be an integer in [1, 100], got 0"),
     (["alpha", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
     (["alpha", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to write NaN
