@@ -16,12 +16,11 @@ from decoders.audit.mutants import mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import text_windows
 from decoders.harness.hf_compare import SCHEDULES, assisted_options, hf_generate
-from decoders.harness.inputs import encode_text, read_text
+from decoders.harness.inputs import check_tokenizers, encode_text, read_text
 from decoders.randomness import TorchRandomness
-from decoders.harness.export import character_tokenizer
 from decoders.harness.zoo import REAL_MODELS
 from decoders.models.gguf import is_gguf_file
-from decoders.models.hf import check_same_tokenizer, is_model_directory
+from decoders.models.hf import is_model_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
@@ -149,8 +148,7 @@ def _models(request: AuditRequest) -> tuple:
             raise ValueError(f"with --target {request.target}, give --draft: a model directory, a GGUF file or one "
                              f"of the drafts built from the target ({', '.join(zoo.TARGET_DRAFTS)})")
         draft, draft_tokenizer = zoo.load_named(request.draft, role="draft", target=(target, tokenizer))
-        if tokenizer is not None or draft_tokenizer is not None:
-            check_same_tokenizer(tokenizer or character_tokenizer(), draft_tokenizer or character_tokenizer())
+        check_tokenizers(tokenizer, draft_tokenizer)
         return request, target, draft, batch
     if request.target == "shipped":
         from decoders.harness import zoo

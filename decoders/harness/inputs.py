@@ -21,7 +21,7 @@ import torch
 from decoders.harness import zoo
 from decoders.harness.corpus import encode, load_corpus, split_text
 
-__all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "SHIPPED_TEXT"]
+__all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "check_tokenizers", "SHIPPED_TEXT"]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
 HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
@@ -52,6 +52,17 @@ def encode_text(tokenizer, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
+    """A pair's tokenizers (None: the corpus's characters) must map text to the same ids (the first difference
+    is named)."""
+    if target is None and draft is None:
+        return
+    from decoders.harness.export import character_tokenizer
+    from decoders.models.hf import check_same_tokenizer
+
+    check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
+
+
 def read_text(path) -> str:
     """A UTF-8 text file's contents; a missing, unreadable, non-UTF-8 or blank file is a ValueError."""
     try:
@@ -79,12 +90,8 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
         drafts = zoo.DRAFTS if tokenizer is None else zoo.OWN_TOKENIZER_DRAFTS
     loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype, target=(model, tokenizer))
               for name in drafts}
-    if tokenizer is not None or any(other is not None for _, other in loaded.values()):
-        from decoders.harness.export import character_tokenizer
-        from decoders.models.hf import check_same_tokenizer
-
-        for name, (_, other) in loaded.items():
-            check_same_tokenizer(tokenizer or character_tokenizer(), other or character_tokenizer(), f"draft '{name}'")
+    for name, (_, other) in loaded.items():
+        check_tokenizers(tokenizer, other, f"draft '{name}'")
     drafts = {name: draft for name, (draft, _) in loaded.items()}
     if text is None and tokenizer is None:
         corpus = load_corpus()

@@ -156,7 +156,7 @@ def _draft_from_target(name: str, target, tokenizer, device, dtype):
 
 
 def is_target_draft(name) -> bool:
-    return name in ("copy", "random", "ngram") or str(name).startswith("layerskip:")
+    return name in TARGET_DRAFTS[:-1] or str(name).startswith("layerskip:")  # the last is the layerskip:K pattern
 
 
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
