@@ -13,6 +13,8 @@ class DecodeStats:
 
     ``accepted_per_iteration``: per iteration, the accepted draft tokens of each row still generating
     (rows that had finished are left out); tokens per iteration add the correction/bonus token.
+    ``proposed_per_iteration``: the same for the draft tokens proposed (gamma, or fewer for a draft that
+    proposes fewer, like copy); empty for decoders without a draft.
     ``betas``: beta = sum min(p, q) at every verified draft position, whose mean estimates alpha.
     ``seconds``: wall time per phase (prefill, draft, verify, accept, correct, or decode), each measured
     between CUDA synchronisations when ``profile`` was on, with ``model``, the seconds inside the models'
@@ -25,6 +27,7 @@ class DecodeStats:
     accepted_per_iteration: tuple
     betas: tuple
     seconds: dict
+    proposed_per_iteration: tuple = ()
 
     @property
     def mean_accepted_tokens_per_iteration(self) -> float:

@@ -6,7 +6,8 @@ sequence S: the target's state holds S without its last token; the draft's holds
 ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every draft token, since the
 last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
 by returning all -inf logits at a position (the copy draft); the token after its last proposal then
-comes from the target's distribution, as a bonus token does.
+comes from the target's distribution, as a bonus token does, and the target call verifies only up to the
+longest row's proposals (an iteration where the copy draft finds no match costs one autoregressive step).
 """
 
 from __future__ import annotations
@@ -162,10 +163,14 @@ class SpeculativeStep:
         # after it, tokens and q are dummies that are never tested.
         return torch.stack(tokens, 1), q, proposes(raw).cummin(dim=1).values
 
-    def verify(self, target, committed: Committed, drafted: torch.Tensor, config: SpeculativeConfig) -> torch.Tensor:
-        """One target call on the last committed token and the drafts: p ``[B, gamma + 1, V]``."""
-        feed = torch.cat([committed.tail[:, 1:], drafted], dim=1)  # [B, gamma + 1]
-        return adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
+    def verify(self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor,
+               config: SpeculativeConfig) -> torch.Tensor:
+        """One target call on the last committed token and the drafts up to the longest row's proposals (m):
+        p ``[B, gamma + 1, V]``, whose positions after m + 1 repeat position m + 1 (never tested or drawn from)."""
+        width = int(proposed.sum(dim=1).max()) + 1  # one host read per iteration, as the loop's own
+        feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
+        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
+        return torch.cat([p, p[:, -1:].expand(-1, config.gamma + 1 - width, -1)], dim=1)  # [B, gamma + 1, V]
 
     def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
         """p_i(x_i) / q_i(x_i) at the proposed positions, 0 elsewhere. # [B, gamma]"""
@@ -204,7 +209,7 @@ class SpeculativeStep:
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)
         with timer.phase("verify"):
-            p = self.verify(target, committed, drafted, config)
+            p = self.verify(target, committed, drafted, proposed, config)
         with timer.phase("accept"):
             ratio = self.ratio(p, q, drafted, proposed)
             if config.verifier == "token":
@@ -252,7 +257,7 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     target, draft = timer.watch(target), timer.watch(draft)
     with timer.phase("prefill"):
         committed = start(target, draft, prompts, room)
-    accepted_log, actives, outcomes = [], [], {"overlaps": [], "accepted": [], "proposed": []}
+    accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         if len(active) < len(prompts):  # only once some row has finished: no extra work while all rows generate
@@ -263,6 +268,8 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         check_probs(overlap, outcome.p[:, -1])  # so these cover all of p and q (NaN logits anywhere: an error)
         accepted, tokens = outcome.accepted.tolist(), outcome.tokens.tolist()
         accepted_log.append(tuple(accepted[b] for b in active))
+        proposed_counts = outcome.proposed.sum(dim=1).tolist()
+        proposed_log.append(tuple(proposed_counts[b] for b in active))
         actives.append(active)
         outcomes["overlaps"].append(overlap)
         outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(outcome.proposed)
@@ -270,5 +277,5 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
             output.extend(b, tokens[b][:accepted[b] + 1])
     iterations = len(accepted_log)
     stats = DecodeStats(iterations, iterations, iterations * config.gamma, tuple(accepted_log),
-                        _verified_betas(**outcomes, active=actives), timer.finish())
+                        _verified_betas(**outcomes, active=actives), timer.finish(), tuple(proposed_log))
     return Generation(tuple(tuple(row) for row in output.rows), stats)

@@ -81,7 +81,7 @@ def speculative_timeline(accepted, gamma: int, c: float = 0.0, *, target_encoder
         raise ValueError(f"accepted must be a 1-D array of counts in [0, gamma = {gamma}], got {accepted!r}")
     iterations = len(accepted)
     draft, verify, extra = (c, 1.0, []) if costs is None else (
-        costs.t_draft, costs.t_verify[gamma], [("target", "iterate", costs.t_iteration)])
+        costs.t_draft, costs.verify_seconds(gamma), [("target", "iterate", costs.t_iteration)])
     events = [("draft", "draft", draft)] * gamma + [("target", "verify", verify)] + extra
     per_iteration = len(events)
     model = np.tile([m for m, _, _ in events], iterations)

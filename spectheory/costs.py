@@ -111,6 +111,9 @@ class CostProfile:
     c: float | None = None  # one-token draft call / target call, Theorem 3.8's c
     acceptance_along_text: tuple = ()  # per text: the acceptance at each position (expected_iterations_along)
     batch_size: int = 1  # rows per call; acceptance_along_text holds whole batches of texts, batch by batch
+    # A draft that may propose fewer than gamma tokens (copy): the fraction of iterations at gamma_max whose
+    # longest proposal was m = 0..gamma_max, each verifying min(m, gamma) + 1 positions; () when always gamma.
+    proposal_fractions: tuple = ()
 
     def __post_init__(self) -> None:
         _positive("t_step", self.t_step)
@@ -128,6 +131,11 @@ class CostProfile:
         for text in self.acceptance_along_text:
             as_probability("acceptance_along_text", text)
         as_positive_int("batch_size", self.batch_size)
+        if self.proposal_fractions:
+            as_probability("proposal_fractions", self.proposal_fractions)
+            if len(self.proposal_fractions) != len(self.t_verify) or abs(sum(self.proposal_fractions) - 1) > 1e-6:
+                raise ValueError(f"proposal_fractions must give m = 0..gamma_max ({len(self.t_verify)} values) "
+                                 f"summing to 1, got {list(self.proposal_fractions)}")
         if len(self.acceptance_along_text) % self.batch_size:
             raise ValueError(f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "
                              f"got {len(self.acceptance_along_text)}")
@@ -142,13 +150,16 @@ class CostProfile:
         missing = [key for key in required if key not in entries]
         if missing:
             raise ValueError(f"a cost profile needs {', '.join(missing)}")
-        optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size")
+        optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size", "proposal_fractions")
         values = {key: entries[key] for key in required + optional if key in entries}
         texts = entries.get("acceptance_along_text", [])
         if not all(isinstance(values[key], list) for key in ("t_verify", "acceptance")) or not isinstance(texts, list) \
                 or not all(isinstance(text, list) for text in texts):
             raise ValueError("t_verify, acceptance and acceptance_along_text must be lists of numbers")
+        if not isinstance(values.get("proposal_fractions", []), list):
+            raise ValueError("proposal_fractions must be a list of numbers")
         return cls(**dict(values, t_verify=tuple(values["t_verify"]), acceptance=tuple(values["acceptance"]),
+                          proposal_fractions=tuple(values.get("proposal_fractions", ())),
                           acceptance_along_text=tuple(tuple(text) for text in texts)))
 
     @property
@@ -175,9 +186,17 @@ class CostProfile:
             return tokens / sum(max(expected_iterations_along(text, gamma) for text in batch) for batch in batches)
         return float(expected_tokens_positional(self.acceptance[:gamma]))
 
+    def verify_seconds(self, gamma: int) -> float:
+        """The verify call of an iteration at ``gamma``: t_verify(gamma + 1), or its mean over the proposal
+        lengths where the draft proposes fewer (``proposal_fractions``)."""
+        gamma = self._check_gamma(gamma)
+        if not self.proposal_fractions:
+            return self.t_verify[gamma]
+        return sum(f * self.t_verify[min(m, gamma)] for m, f in enumerate(self.proposal_fractions))
+
     def iteration_seconds(self, gamma: int) -> float:
         gamma = self._check_gamma(gamma)
-        return float(iteration_seconds(gamma, self.t_draft, self.t_verify[gamma], self.t_iteration))
+        return float(iteration_seconds(gamma, self.t_draft, self.verify_seconds(gamma), self.t_iteration))
 
     def speedup(self, gamma: int, alpha=None, *, tokens: float | None = None) -> float:
         """The calibrated speedup at ``gamma`` (1 at gamma = 0); on sequences of ``tokens`` new tokens with
@@ -197,4 +216,5 @@ class CostProfile:
 
     def as_dict(self) -> dict:
         return dict(asdict(self), t_verify=list(self.t_verify), acceptance=list(self.acceptance),
+                    proposal_fractions=list(self.proposal_fractions),
                     acceptance_along_text=[list(text) for text in self.acceptance_along_text])

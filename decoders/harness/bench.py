@@ -207,7 +207,7 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
             "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
             "efficiency": efficiency([run.stats for run in runs]),
             "measured_seconds_per_iteration": _phases_per_iteration(runs),
-            "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.t_verify[gamma],
+            "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
                                                  "other": profile.t_iteration}}
 
 
@@ -222,7 +222,7 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     c_draft = call_seconds(draft, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
     c = c_draft / c_target
     rows, autoregressive, alphas, profiles, costs = [], {}, {}, {}, {}
-    calls = len(s.temperatures) * ((len(s.gammas) + 3) * len(prompts) + 1) * (s.warmup + s.repeats)
+    calls = len(s.temperatures) * ((len(s.gammas) + 3) * len(prompts) + 2) * (s.warmup + s.repeats)
     with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
@@ -265,7 +265,7 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     needed = max(s.batch_prompts(b) for b in s.batch_sizes)
     if len(prompts) < needed:
         raise ValueError(f"the batch sweep needs {needed} prompts, got {len(prompts)}")
-    calls = sum(len(s.temperatures) * (len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) * (s.warmup + s.repeats)
+    calls = sum(len(s.temperatures) * ((len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) + 1) * (s.warmup + s.repeats)
                 for b in s.batch_sizes)
     rows, profiles = [], {}
     with tqdm(total=calls, desc="batch sweep", unit="run", delay=1, leave=False,

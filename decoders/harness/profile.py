@@ -6,10 +6,17 @@ Jobs of one prompt each, run once per repeat and interleaved prompt by prompt wi
 * ``autoregressive``: our autoregressive decoder with phase timing. t_step = (wall time - prefill) / new
   tokens (a target call, sampling, the loop's bookkeeping); ``target_prefill``. The benchmark times its
   baseline with these same runs.
-* ``speculative`` at gamma_max and at 1, with phase timing. Each phase per iteration is affine in gamma
-  through the two runs: draft = d0 + d1 gamma, verify = e0 + e1 gamma, the rest (accept, correct,
-  rollback, the loop) = o0 + o1 gamma. So t_draft = d1 + o1, t_verify(k) = e0 + e1 (k - 1) and
-  t_iteration = d0 + o0: the cost model reproduces both runs exactly and interpolates between them.
+* ``speculative`` at gamma_max and at 1, with phase timing. The draft phase and the rest (accept, correct,
+  rollback, the loop) per iteration are affine in gamma through the two runs: draft = d0 + d1 gamma, rest =
+  o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0.
+* ``verify widths``: the target call with sampling on k positions after the first batch's prompt, for every
+  k = 1..gamma_max + 1 (``verify_widths_job``). A call's cost is not affine in k on a CPU (on 2 EPYC cores
+  SmolLM2 takes 66, 110, 143, 107, 99 ms at k = 1..5: the matrix kernels favour some shapes), so it is
+  measured at every width and shifted by the mean difference between the decoding runs' verify phases and
+  these calls at the widths those runs verified: t_verify(k) = call(k) + offset.
+* the widths verified: a draft that proposes fewer than gamma tokens (copy) is verified on its proposals
+  alone, so the runs at gamma_max record the fraction of iterations whose longest proposal was m
+  (``CostProfile.proposal_fractions``); an iteration at gamma then verifies min(m, gamma) + 1 positions.
 * acceptance, from the runs at gamma_max: a_i = #(accepted >= i) / #(accepted >= i - 1), and the outcome at
   every text position (1 accepted, 0 rejected, alpha where a bonus token left it untested), which
   ``spectheory.positional.expected_iterations_along`` replays at any gamma. When sampling, each prompt is
@@ -24,14 +31,15 @@ Every component is the median over repeats, with its spread (min, median, max).
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import torch
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
-from decoders.sampling import Sampling
+from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
 from spectheory.timing import Timing, time_interleaved, time_repeats
@@ -41,7 +49,7 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "call_seconds", "measure_profile"]
+           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -91,9 +99,13 @@ class ProfileRecorder:
     warmup: int
     records: dict  # name -> [per call: stats]
     batch_size: int = 1
+    widths: list = field(default_factory=list)  # per call of the verify widths job: {k: seconds}
 
     def add(self, name, stats) -> None:
         self.records.setdefault(name, []).append(stats)
+
+    def add_widths(self, seconds: dict) -> None:
+        self.widths.append(seconds)
 
     def _repeats(self, name) -> list[dict]:
         """Per repeat, the phase seconds summed over the prompts, with iterations and accepted counts."""
@@ -103,6 +115,7 @@ class ProfileRecorder:
         return [{"seconds": {key: sum(stats.seconds.get(key, 0.0) for stats in group)
                              for key in ("prefill", "draft", "verify", "total")},
                  "iterations": sum(stats.iterations for stats in group),
+                 "widths": [max(rows) + 1 for stats in group for rows in stats.proposed_per_iteration],
                  "counts": [row for stats in group  # per row of every call, call by call
                             for row in counts_by_row(stats.accepted_per_iteration, self.batch_size, self.tokens)]}
                 for group in repeats]
@@ -120,6 +133,19 @@ class ProfileRecorder:
                         "other": (s["total"] - s["prefill"] - s["draft"] - s["verify"]) / n})
         return out
 
+    def _verify_calls(self) -> list[dict]:
+        """Per repeat: the verify call's seconds at every width, shifted to the decoding runs' verify phases."""
+        calls, out = self.widths[self.warmup:], []
+        for r, seconds in enumerate(calls):
+            shifts = []
+            for gamma in sorted({1, self.gamma_max}):
+                run = self._repeats(("speculative", gamma))[r]
+                bare = sum(seconds[k] for k in run["widths"]) / len(run["widths"])
+                shifts.append(run["seconds"]["verify"] / run["iterations"] - bare)
+            offset = sum(shifts) / len(shifts)
+            out.append({k: max(t + offset, 1e-9) for k, t in seconds.items()} | {"offset": offset})
+        return out
+
     def components(self) -> dict:
         """Per repeat values of every component: {name: [value per repeat]}."""
         rows = self.calls["autoregressive"]
@@ -130,13 +156,17 @@ class ProfileRecorder:
         span = max(self.gamma_max - 1, 1)
         values = {"t_step": [a["t_step"] for a in autoregressive],
                   "target_prefill": [a["target_prefill"] for a in autoregressive]}
-        for name in ("draft", "verify", "other"):
+        for name in ("draft", "other"):
             values[f"{name}_slope"] = [(h[name] - l[name]) / span if self.gamma_max > 1 else 0.0
                                        for h, l in zip(high, low)]
             values[f"{name}_intercept"] = [l[name] - slope for l, slope in zip(low, values[f"{name}_slope"])]
         if self.gamma_max == 1:  # one run: all of the draft phase is per draft token
             values["draft_slope"], values["draft_intercept"] = [h["draft"] for h in high], [0.0] * len(high)
         values["draft_prefill"] = [max(h["prefill"] - t, 0.0) for h, t in zip(high, values["target_prefill"])]
+        verify = self._verify_calls()
+        values["verify_offset"] = [v["offset"] for v in verify]
+        for k in range(1, self.gamma_max + 2):
+            values[f"t_verify_{k}"] = [v[k] for v in verify]
         return values
 
     def spread(self) -> dict:
@@ -150,15 +180,17 @@ class ProfileRecorder:
         verified = sum(counts) + sum(1 for n in counts if n < self.gamma_max)
         alpha = sum(counts) / verified if verified else None
         texts = self._repeats(("speculative", self.gamma_max))[-1]["counts"]
+        widths = [k for r in self._repeats(("speculative", self.gamma_max)) for k in r["widths"]]
+        fractions = tuple(widths.count(m + 1) / len(widths) for m in range(self.gamma_max + 1))
         return CostProfile(
             t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
-            t_verify=tuple(max(m["verify_intercept"] + m["verify_slope"] * (k - 1), 1e-9)
-                           for k in range(1, self.gamma_max + 2)),
+            t_verify=tuple(m[f"t_verify_{k}"] for k in range(1, self.gamma_max + 2)),
             t_iteration=max(m["draft_intercept"] + m["other_intercept"], 0.0),
             acceptance=acceptance_by_position(counts, self.gamma_max),
             target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
             acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
-                                        for row in texts), batch_size=self.batch_size)
+                                        for row in texts), batch_size=self.batch_size,
+            proposal_fractions=() if fractions[-1] == 1 else fractions)
 
 
 def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
@@ -180,6 +212,31 @@ def call_job(model, prompt: torch.Tensor, steps: int):
         for _ in range(steps):
             model.forward(token, state)
         model.truncate(state, held)
+
+    return run
+
+
+def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: range, record, *, steps: int = 4):
+    """A job timing the verify call on k positions, for every k in ``widths``, after ``prompts`` ``[B, L]``: ``steps``
+    calls with the sampling's adjusted probabilities and a truncation back each; ``record({k: seconds per call})``."""
+    state = model.new_state(len(prompts), prompts.shape[1] + max(widths))
+    with torch.no_grad():
+        model.forward(prompts[:, :-1].to(model.device), state)
+    held = state.lengths.clone()
+    feeds = {k: prompts[:, -1:].to(model.device).expand(-1, k) for k in widths}  # [B, k]
+
+    @torch.no_grad()
+    def run():
+        seconds = {}
+        for k in widths:
+            synchronize(model.device)
+            start = time.perf_counter()
+            for _ in range(steps):
+                adjusted_probs(model.forward(feeds[k], state), sampling, validate=False)
+                model.truncate(state, held)
+            synchronize(model.device)
+            seconds[k] = (time.perf_counter() - start) / steps
+        record(seconds)
 
     return run
 
@@ -229,6 +286,8 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
 
     jobs = {(name, row, sample): job(name, gamma, sample, row) for row in range(len(batches))
             for name, gamma, sample in runs}
+    jobs[("verify widths", 0, 0)] = verify_widths_job(target, batches[0], sampling, range(1, gamma_max + 2),
+                                                      recorder.add_widths)
     return jobs, recorder
 
 

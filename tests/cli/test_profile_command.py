@@ -25,7 +25,7 @@ def test_profile_file_against_its_cost_model(profile_file, capsys):
     assert document["kind"] == "spectheory cost profile" and document["draft"] == "bigram"
     profile = CostProfile.from_dict(document["profile"])
     assert profile.gamma_max == 3 and len(profile.t_verify) == 4 and profile.t_step > 0
-    assert set(document["spread"]) >= {"t_step", "draft_slope", "verify_slope", "other_intercept"}
+    assert set(document["spread"]) >= {"t_step", "draft_slope", "t_verify_1", "verify_offset", "other_intercept"}
     status, out, err = run(capsys, "gamma", "--costs", str(profile_file), "--json")
     assert status == 0 and err == ""
     table = json.loads(out)

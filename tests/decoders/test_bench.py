@@ -82,6 +82,29 @@ def test_profile_acceptance_against_counts():
     assert outcomes_along_text([2, 4, 0], 4, 4, 0.5) == (1, 1, 0, 1)
 
 
+def test_profile_verify_widths_against_the_runs_phases():
+    """The profile's t_verify(k) is the verify call timed at every width, shifted so that the decoding runs'
+    verify phases are met on average at the widths they verified; the copy draft's proposal fractions come
+    from the runs at gamma_max."""
+    from decoders.harness.profile import ProfileRecorder
+    from decoders.results import DecodeStats
+
+    def run(gamma, verify, proposed):
+        return DecodeStats(len(proposed), len(proposed), 0, tuple((0,) for _ in proposed), (),
+                           {"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
+                           tuple((m,) for m in proposed))
+
+    recorder = ProfileRecorder(2, 4, {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 2): 1}, 0, {})
+    recorder.add("autoregressive", DecodeStats(4, 4, 0, (), (), {"prefill": 0.0, "total": 4.0}))
+    recorder.add(("speculative", 1), run(1, 4 * 2.5, (1, 1, 1, 1)))  # 2.5 s against calls of 2 s: +0.5
+    recorder.add(("speculative", 2), run(2, 4 * 2.0, (0, 2, 0, 2)))  # mean of 1 s and 3 s: 2 s, +0.0
+    recorder.add_widths({1: 1.0, 2: 2.0, 3: 3.0})
+    profile = recorder.profile()
+    assert profile.t_verify == (1.25, 2.25, 3.25) and profile.proposal_fractions == (0.5, 0.0, 0.5)
+    assert profile.verify_seconds(1) == 0.5 * 1.25 + 0.5 * 2.25
+    assert recorder.spread()["verify_offset"] == [0.25, 0.25, 0.25]
+
+
 def test_timed_counts_warmup_and_repeats():
     calls = []
     timing = timed(lambda: calls.append(1), repeats=3, warmup=2, device="cpu")

@@ -74,6 +74,37 @@ def test_greedy_speculative_against_autoregressive(target, greedy_reference, dra
         assert generation.tokens == greedy_reference.tokens[:batch], (draft_name, gamma, verifier)
 
 
+class _Widths:
+    """A model whose forward calls record their widths (tokens per row)."""
+
+    def __init__(self, model):
+        self.model, self.widths = model, []
+
+    def forward(self, tokens, state, *args):
+        self.widths.append(tokens.shape[1])
+        return self.model.forward(tokens, state, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+@pytest.mark.parametrize("batch", (1, 4))
+def test_verify_width_follows_proposals_against_autoregressive(target, greedy_reference, batch):
+    """The copy draft proposes only after a match: each verify call holds the longest row's proposals plus
+    one (width 1 where no row proposed, an autoregressive step), and the output is still greedy's."""
+    watched = _Widths(target)
+    generation = generate_speculative(watched, CopyDraft(VOCAB), PROMPTS[:batch], max_new_tokens=24,
+                                      config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
+    assert generation.tokens == greedy_reference.tokens[:batch]
+    proposed = generation.stats.proposed_per_iteration
+    assert len(proposed) == generation.stats.iterations
+    assert watched.widths[1:] == [max(row) + 1 for row in proposed]  # after the prefill
+    assert batch > 1 or 1 in watched.widths[1:]
+    full = generate_speculative(target, drafts(target)["transformer"], PROMPTS[:batch], max_new_tokens=24,
+                                config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
+    assert {n for row in full.stats.proposed_per_iteration for n in row} == {6}
+
+
 @pytest.mark.parametrize("heads", (1, 2, 4, 8))
 @pytest.mark.parametrize("batch", (1, 4))
 def test_exact_blockwise_against_greedy_base(target, greedy_reference, heads, batch):

@@ -78,3 +78,18 @@ def test_profile_errors():
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,)).speedup(2)
     with pytest.raises(ValueError, match="acceptance"):
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (1.5,))
+
+
+def test_proposal_fractions_against_their_verify_widths():
+    """A draft that proposes m = 0..gamma_max tokens with the given fractions: an iteration at gamma verifies
+    min(m, gamma) + 1 positions; all mass at gamma_max is the profile without fractions."""
+    t_verify, fractions = (1.0, 2.0, 4.0, 8.0), (0.5, 0.25, 0.0, 0.25)
+    profile = CostProfile(1.0, 0.1, t_verify, 0.2, (0.5, 0.5, 0.5), proposal_fractions=fractions)
+    assert profile.verify_seconds(1) == 0.5 * 1 + 0.5 * 2
+    assert profile.verify_seconds(3) == 0.5 * 1 + 0.25 * 2 + 0.25 * 8
+    assert profile.iteration_seconds(2) == pytest.approx(2 * 0.1 + 0.5 * 1 + 0.25 * 2 + 0.25 * 4 + 0.2)
+    full = CostProfile(1.0, 0.1, t_verify, 0.2, (0.5, 0.5, 0.5))
+    assert CostProfile.from_dict(dict(full.as_dict(), proposal_fractions=[0, 0, 0, 1])).speedup(2) == full.speedup(2)
+    assert CostProfile.from_dict(profile.as_dict()) == profile
+    with pytest.raises(ValueError, match="proposal_fractions must give m = 0..gamma_max"):
+        CostProfile(1.0, 0.1, t_verify, 0.2, (0.5, 0.5, 0.5), proposal_fractions=(0.5, 0.5))
