@@ -1,0 +1,157 @@
+"""Multi-draft verification and draft trees with real draws (docs/theory.md §12), vectorised over trials.
+
+``simulate_multidraft`` drafts k candidates per trial (i.i.d. from q, without replacement, or the draft's
+top-k) and verifies them with the rule of ``spectheory.multidraft``, drawing every uniform: the emitted
+tokens must follow p and the accepted ranks the closed forms. ``simulate_tree_ranks`` walks a tree under
+the rank model (which child is accepted, drawn from a_1..a_k), and ``simulate_tree`` verifies a tree with
+tokens: at every node it reaches, a trial drafts the node's children from that node's (p, q) and runs the
+verifier, stopping at the first node where no candidate is accepted. Each returns the tokens per target
+call (accepted nodes + 1) as a mean with its standard error over trials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sims._draws import categorical
+from sims._stats import Estimate, as_generator, mean_estimate
+from spectheory.multidraft import VERIFIERS, kseq_rho
+from spectheory.trees import Tree, check_rank_acceptance
+from spectheory.validation import as_distribution_pair, as_positive_int
+
+__all__ = ["MultiDraftResult", "verify_draws", "simulate_multidraft", "simulate_tree_ranks", "simulate_tree"]
+
+
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    total = rows.sum(axis=-1, keepdims=True)
+    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+
+
+def verify_draws(rng: np.random.Generator, p: np.ndarray, q: np.ndarray, k: int, verifier: str,
+                 trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """``trials`` independent verifications of k candidates at one position: (emitted tokens ``[trials]``,
+    accepted rank ``[trials]``, 1..k, 0 where none was accepted and the token is the correction)."""
+    V = len(p)
+    r = np.broadcast_to(p, (trials, V)).copy()  # [N, V] the residual
+    emitted = np.full(trials, -1, dtype=np.int64)
+    rank = np.zeros(trials, dtype=np.int64)
+    rows = np.arange(trials)
+    if verifier == "kseq":
+        rho = kseq_rho(p, q, k)
+        a = np.minimum(q, p / rho)
+        beta = a.sum()
+        for j in range(1, k + 1):
+            x = categorical(rng, np.broadcast_to(q, (trials, V)))
+            hit = (emitted < 0) & (rng.random(trials) * rho * q[x] < p[x])  # U < min(1, p / (rho q))
+            emitted[hit], rank[hit] = x[hit], j
+        left = emitted < 0
+        if left.any():
+            correction = p if beta == 0 else np.maximum(p - (1 - (1 - beta) ** k) / beta * a, 0.0)
+            emitted[left] = categorical(rng, np.broadcast_to(correction, (int(left.sum()), V)))
+        return emitted, rank
+    if verifier == "target-only":
+        for j, candidate in enumerate(np.argsort(-q, kind="stable")[:k], start=1):
+            live = emitted < 0
+            hit = live & (rng.random(trials) * r.sum(axis=1) < r[:, candidate])
+            emitted[hit], rank[hit] = candidate, j
+            r[live & ~hit, candidate] = 0.0
+    else:
+        draft = np.broadcast_to(q, (trials, V)).copy()  # [N, V] q_j, renormalised below
+        for j in range(1, k + 1):
+            live = (emitted < 0) & (draft.sum(axis=1) > 0)
+            if not live.any():
+                break
+            q_j = _normalised(draft)
+            x = categorical(rng, np.where(live[:, None], q_j, 1.0))
+            hit = live & (rng.random(trials) * q_j[rows, x] < r[rows, x])  # U < min(1, r(x) / q_j(x))
+            emitted[hit], rank[hit] = x[hit], j
+            missed = live & ~hit
+            excess = np.maximum(r - q_j, 0.0)
+            r = np.where(missed[:, None] & (excess.sum(axis=1, keepdims=True) > 0), _normalised(excess), r)
+            if verifier == "rrs-without-replacement":
+                draft[missed, x[missed]] = 0.0
+    left = emitted < 0
+    if left.any():
+        emitted[left] = categorical(rng, r[left])
+    return emitted, rank
+
+
+@dataclass(frozen=True)
+class MultiDraftResult:
+    """Counts of the emitted tokens ``[V]`` and of the accepted ranks ``[k + 1]`` (index 0: none accepted), and
+    the acceptance probability with its standard error."""
+
+    emitted: np.ndarray
+    ranks: np.ndarray
+    acceptance: Estimate
+
+
+def simulate_multidraft(rng: np.random.Generator, p, q, k: int, verifier: str, trials: int) -> MultiDraftResult:
+    """``trials`` verifications of k candidates drafted and checked by ``verifier`` (``spectheory.multidraft``)."""
+    rng = as_generator(rng)
+    p, q = as_distribution_pair(p, q)
+    k, trials = as_positive_int("k", k), as_positive_int("trials", trials)
+    if verifier not in VERIFIERS:
+        raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {verifier!r}")
+    emitted, rank = verify_draws(rng, p, q, k, verifier, trials)
+    return MultiDraftResult(np.bincount(emitted, minlength=len(p)), np.bincount(rank, minlength=k + 1),
+                            mean_estimate(rank > 0))
+
+
+def _child_table(tree: Tree) -> np.ndarray:
+    """``[nodes, max children]``: the child of each rank, -1 where there is none."""
+    width = max([len(tree.children(node)) for node in range(tree.size)] + [1])
+    table = np.full((tree.size, width), -1, dtype=np.int64)
+    for node in range(tree.size):
+        for rank, child in enumerate(tree.children(node)):
+            table[node, rank] = child
+    return table
+
+
+def simulate_tree_ranks(rng: np.random.Generator, tree: Tree, acceptance, trials: int) -> Estimate:
+    """Tokens per call under the rank model: from each accepted node, rank j is accepted with a_j (none with
+    1 - sum a), and the walk stops where that rank has no child."""
+    rng = as_generator(rng)
+    a = check_rank_acceptance(acceptance)
+    trials = as_positive_int("trials", trials)
+    children = _child_table(tree)
+    bounds = np.cumsum(a)
+    node = np.zeros(trials, dtype=np.int64)
+    live = np.ones(trials, dtype=bool)
+    for _ in range(tree.depth):
+        chosen = np.searchsorted(bounds, rng.random(trials), side="right")  # rank - 1, len(a) for none
+        exists = (chosen < len(a)) & (chosen < children.shape[1])
+        nxt = np.where(exists, children[node, np.minimum(chosen, children.shape[1] - 1)], -1)
+        live &= nxt >= 0
+        node = np.where(live, nxt, node)
+    return mean_estimate(np.array(tree.depths)[node] + 1)
+
+
+def simulate_tree(rng: np.random.Generator, tree: Tree, p, q, verifier: str, trials: int) -> Estimate:
+    """Tokens per call of ``tree`` with real draws: at each reached node v, its c children are drafted from
+    (p[v], q[v]) (``[nodes, V]`` laws after v's path, or one ``[V]`` pair for every node) and verified by
+    ``verifier``; the walk moves to the accepted child's node or stops. Tokens = accepted nodes + 1."""
+    rng = as_generator(rng)
+    p, q = as_distribution_pair(p, q)
+    if p.ndim == 1:
+        p, q = np.broadcast_to(p, (tree.size, len(p))), np.broadcast_to(q, (tree.size, len(q)))
+    if p.shape[0] != tree.size:
+        raise ValueError(f"p and q must hold one law per node ({tree.size}), got {p.shape[0]}")
+    trials = as_positive_int("trials", trials)
+    children = _child_table(tree)
+    node = np.zeros(trials, dtype=np.int64)
+    live = np.ones(trials, dtype=bool)
+    for _ in range(tree.depth):
+        for v in np.unique(node[live]):
+            count = int((children[v] >= 0).sum())
+            here = np.flatnonzero(live & (node == v))
+            if count == 0:
+                live[here] = False
+                continue
+            _, rank = verify_draws(rng, p[v], q[v], count, verifier, len(here))
+            accepted = rank > 0
+            node[here[accepted]] = children[v, rank[accepted] - 1]
+            live[here[~accepted]] = False
+    return mean_estimate(np.array(tree.depths)[node] + 1)
