@@ -20,7 +20,8 @@ __all__ = ["SCRIPTS", "script", "make_all"]
 #: Every figure and table script, in the papers' order, then ours.
 SCRIPTS = ("fig2_expected_tokens", "fig3_optimal_gamma", "fig4_speedup_operations", "table1", "fig5_timelines",
            "simulation_vs_theory", "measured_vs_predicted", "speedup_vs_gamma", "iteration_time", "table3_alpha",
-           "speedup_vs_batch", "table5_lenience", "stern_fig4_blockwise", "dynamic_gamma_heatmap", "table_real_model")
+           "speedup_vs_batch", "table5_lenience", "stern_fig4_blockwise", "dynamic_gamma_heatmap", "table_real_model",
+           "tree_expected_tokens", "verifier_acceptance")
 
 
 def script(name: str):

@@ -155,3 +155,60 @@ def simulate_tree(rng: np.random.Generator, tree: Tree, p, q, verifier: str, tri
             node[here[accepted]] = children[v, rank[accepted] - 1]
             live[here[~accepted]] = False
     return mean_estimate(np.array(tree.depths)[node] + 1)
+
+
+#: The figures' rank acceptance vectors: a strong draft, and a weaker one whose second choices matter more.
+TREE_ACCEPTANCE = {"strong": (0.8, 0.1, 0.04, 0.02), "weak": (0.45, 0.2, 0.1, 0.05)}
+TREE_BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: Dirichlet families of the verifier figure: V tokens, the concentration of p and q, pairs per family.
+VERIFIER_FAMILIES = {"Dirichlet(0.5)": 0.5, "Dirichlet(2)": 2.0}
+VERIFIER_VOCABULARY, VERIFIER_PAIRS, VERIFIER_KS = 8, 100, (1, 2, 3, 4, 5)
+
+
+def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) -> dict:
+    """Expected tokens per call against the node budget (root included) for the chain, the full k-ary trees
+    (k = 2, 3: their own sizes) and Sequoia's optimal tree, per ``TREE_ACCEPTANCE``; the optimal trees also
+    simulated under the rank model (mean and standard error)."""
+    from spectheory.trees import Tree, expected_tokens_rank, optimal_trees
+
+    rng, out = np.random.default_rng(seed), {}
+    wrap = progress or (lambda items, **_: items)
+    for name, acceptance in wrap(list(TREE_ACCEPTANCE.items()), desc="tree budgets"):
+        trees = optimal_trees(acceptance, max(TREE_BUDGETS))
+        rows = []
+        for budget in TREE_BUDGETS:
+            tree, value = trees[budget]
+            simulated = simulate_tree_ranks(rng, tree, acceptance, trials)
+            rows.append({"budget": budget, "optimal": value, "optimal_depth": tree.depth,
+                         "simulated": simulated.mean, "simulated_se": simulated.standard_error,
+                         "chain": expected_tokens_rank(Tree.chain(budget - 1), acceptance)})
+        kary = {k: [{"nodes": Tree.kary(k, d).size, "expected_tokens": expected_tokens_rank(Tree.kary(k, d), acceptance)}
+                    for d in range(7) if Tree.kary(k, d).size <= max(TREE_BUDGETS)] for k in (2, 3)}
+        out[name] = {"acceptance": list(acceptance), "rows": rows, "kary": {str(k): v for k, v in kary.items()}}
+    return {"seed": seed, "trials": trials, "budgets": list(TREE_BUDGETS), "acceptance": out}
+
+
+def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple = VERIFIER_KS, progress=None) -> dict:
+    """Acceptance against k for every verifier, the i.i.d. optimum and SpecTr's bound, averaged over random
+    pairs of each Dirichlet family (exact values per pair; ``spectheory.multidraft``)."""
+    from spectheory import multidraft
+
+    rng, families = np.random.default_rng(seed), {}
+    wrap = progress or (lambda items, **_: items)
+    for name, concentration in wrap(list(VERIFIER_FAMILIES.items()), desc="verifier families"):
+        drawn = [(rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration)),
+                  rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration))) for _ in range(pairs)]
+        curves = {key: [] for key in (*multidraft.VERIFIERS, "optimal-iid", "spectr-bound")}
+        for k in ks:
+            for key in multidraft.VERIFIERS:
+                curves[key].append(float(np.mean([multidraft.rank_acceptance(key, p, q, k).sum() for p, q in drawn])))
+            curves["optimal-iid"].append(float(np.mean([multidraft.optimal_iid_acceptance(p, q, k) for p, q in drawn])))
+            curves["spectr-bound"].append(float(np.mean([multidraft.spectr_upper_bound(p, q, k) for p, q in drawn])))
+        families[name] = curves
+    return {"seed": seed, "vocabulary": VERIFIER_VOCABULARY, "pairs": pairs, "ks": list(ks),
+            "families": families}
+
+
+def trees_document(*, progress=None) -> dict:
+    """Both figures' results: ``tree_budget_document`` and ``verifier_document``."""
+    return {"budgets": tree_budget_document(progress=progress), "verifiers": verifier_document(progress=progress)}

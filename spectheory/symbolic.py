@@ -18,7 +18,8 @@ __all__ = [
     "EXPECTED_TOKENS", "WALLTIME_IMPROVEMENT", "OPERATIONS_FACTOR", "IMPROVEMENT_LOWER_BOUND",
     "MEMORY_TRAFFIC_REDUCTION", "ORACLE_SPEEDUP", "OPTIMAL_GAMMA", "MODEL_CALLS_SEPARATE",
     "MODEL_CALLS_COMBINED", "CALIBRATED_SPEEDUP", "t_step", "t_draft", "verify_intercept", "verify_slope",
-    "t_iteration", "ClosedForm", "CLOSED_FORMS", "derive_calibrated_reductions",
+    "t_iteration", "p_k", "tree_depth", "KARY_EXPECTED_TOKENS", "ClosedForm", "CLOSED_FORMS",
+    "derive_calibrated_reductions", "derive_kary_tree",
     "d_lk", "total_variation", "acceptance_probability", "rejection_sampling_acceptance",
     "expected_tokens_positional", "expected_block_size", "markov_expected_tokens",
     "derive_optimal_gamma", "derive_oracle_speedup", "derive_lemma_3_3",
@@ -35,6 +36,7 @@ block_size = sp.Symbol("hat{k}", positive=True)
 t_step, t_draft = sp.Symbol("t_step", positive=True), sp.Symbol("t_draft", nonnegative=True)
 verify_intercept, verify_slope = sp.Symbol("v_0", positive=True), sp.Symbol("v_1", nonnegative=True)
 t_iteration = sp.Symbol("t_iteration", nonnegative=True)
+p_k, tree_depth = sp.Symbol("P_k", nonnegative=True), sp.Symbol("d", nonnegative=True)
 
 #: Eq. 1: expected tokens per iteration with i.i.d. acceptance.
 EXPECTED_TOKENS = (1 - alpha ** (gamma + 1)) / (1 - alpha)
@@ -56,6 +58,9 @@ MODEL_CALLS_COMBINED = n_tokens / block_size + 1
 #: docs/theory.md §10: the speedup with measured costs and an affine verify cost v0 + v1 k.
 CALIBRATED_SPEEDUP = EXPECTED_TOKENS * t_step / (gamma * t_draft + verify_intercept + verify_slope * (gamma + 1)
                                                  + t_iteration)
+
+#: docs/theory.md §12: expected tokens per call of the full k-ary tree of depth d, P_k = a_1 + ... + a_k.
+KARY_EXPECTED_TOKENS = (1 - p_k ** (tree_depth + 1)) / (1 - p_k)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "model_calls_combined": ClosedForm(MODEL_CALLS_COMBINED, (n_tokens, block_size), "Stern et al. §4"),
     "calibrated_speedup": ClosedForm(CALIBRATED_SPEEDUP, (alpha, gamma, t_step, t_draft, verify_intercept,
                                                           verify_slope, t_iteration), "docs/theory.md §10"),
+    "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory.md §12"),
 }
 
 
@@ -192,6 +198,20 @@ def derive_calibrated_reductions() -> tuple[sp.Expr, sp.Expr]:
     base = verify_intercept + verify_slope + t_iteration
     scaled = t_step / base * WALLTIME_IMPROVEMENT.subs(c, (t_draft + verify_slope) / base)
     return sp.simplify(theorem - WALLTIME_IMPROVEMENT), sp.simplify(CALIBRATED_SPEEDUP - scaled)
+
+
+def derive_kary_tree(depth: int, k: int) -> tuple[sp.Expr, sp.Expr]:
+    """Two differences that simplify to 0 (docs/theory.md §12): the rank model summed over the nodes of the
+    full k-ary tree of ``depth`` (a node at level i with ranks r_1..r_i has probability a_r1 ... a_ri, for
+    symbols a_1..a_k) minus the closed form at P_k = a_1 + ... + a_k; and the closed form at k = 1 minus
+    Eq. 1 at alpha = a_1."""
+    rates = sp.symbols(f"a_1:{k + 1}", nonnegative=True)
+    levels = [sp.Integer(1)]
+    for _ in range(depth):
+        levels.append(sp.expand(levels[-1] * sp.Add(*rates)))  # every node times each child rank's rate
+    closed = KARY_EXPECTED_TOKENS.subs({p_k: sp.Add(*rates), tree_depth: depth})
+    chain = KARY_EXPECTED_TOKENS.subs(p_k, alpha) - EXPECTED_TOKENS.subs(gamma, tree_depth)
+    return sp.simplify(sp.Add(*levels) - closed), sp.simplify(chain)
 
 
 def derive_oracle_speedup() -> sp.Expr:

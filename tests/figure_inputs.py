@@ -4,7 +4,8 @@ import json
 from pathlib import Path
 
 from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
-                        table3_alpha, table5_lenience, table_real_model)
+                        table3_alpha, table5_lenience, table_real_model, tree_expected_tokens)
+from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
 
@@ -39,6 +40,8 @@ def write_small_results(results: Path) -> Path:
                 "standard_error": [0.01, 0.01]} for d in ("transformer", "bigram")]
     (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
+    trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
+    (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))
     return results
 
 

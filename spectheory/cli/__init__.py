@@ -24,6 +24,7 @@ INTERRUPTED = 130
 #: name -> one-line summary; the command's module is ``spectheory.cli.<name>``.
 COMMANDS = {
     "gamma": "optimal gamma, expected tokens, speedup and operations for given alpha and c",
+    "tree": "the optimal draft tree under a node budget: expected tokens, speedup, the best chain beside it",
     "simulate": "Monte-Carlo tokens per iteration and speedup, beside their closed forms",
     "audit": "prove or test that a decoder samples exactly the target's distribution",
     "train": "train the shipped target and drafts on the stdlib corpus (seeded, resumable)",

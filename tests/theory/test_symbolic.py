@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic
+from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic, trees
 from strategies import seeds
 
 #: Each closed form's numeric twin, called with the symbols of ``CLOSED_FORMS`` in order.
@@ -24,6 +24,7 @@ NUMERIC = {
     "model_calls_separate": lambda m, k: blockwise.model_calls(m, k, combined=False),
     "model_calls_combined": lambda m, k: blockwise.model_calls(m, k, combined=True),
     "calibrated_speedup": costs.affine_speedup,
+    "kary_expected_tokens": trees.expected_tokens_kary,
 }
 POINT = {  # where each symbol is drawn
     symbolic.alpha: st.floats(0.01, 0.99),
@@ -38,6 +39,8 @@ POINT = {  # where each symbol is drawn
     symbolic.verify_intercept: st.floats(1e-4, 1.0),
     symbolic.verify_slope: st.floats(0.0, 1.0),
     symbolic.t_iteration: st.floats(0.0, 1.0),
+    symbolic.p_k: st.floats(0.0, 0.999),
+    symbolic.tree_depth: st.integers(0, 30),
 }
 
 
@@ -66,6 +69,12 @@ def test_calibrated_speedup_reductions_against_theorem_3_8():
     """The cost model is Theorem 3.8 at c = t_draft / t_step with t_verify = t_step; with an affine verify
     cost it is Theorem 3.8 at c_eff times an efficiency (docs/theory.md §10)."""
     assert symbolic.derive_calibrated_reductions() == (0, 0)
+
+
+@pytest.mark.parametrize("depth,k", [(0, 1), (1, 3), (2, 2), (3, 3), (4, 1)])
+def test_kary_tree_derivation_against_rank_model_sum(depth, k):
+    """The k-ary closed form is the rank model summed level by level, and Eq. 1 at k = 1 (docs/theory.md §12)."""
+    assert symbolic.derive_kary_tree(depth, k) == (0, 0)
 
 
 def test_lemma_3_3_derivation():
