@@ -97,7 +97,8 @@ def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_pe
 class CostProfile:
     """Measured costs of one pair at one device, dtype, batch size and temperature, in seconds.
 
-    ``t_verify[k - 1]`` verifies k positions (k = 1..len); ``acceptance[i - 1]`` is a_i, the rate at which
+    ``t_verify[k - 1]`` verifies k positions (k = 1..len, at least gamma_max + 1; more for trees, docs/theory.md
+    §12); ``acceptance[i - 1]`` is a_i, the rate at which
     draft position i is accepted given positions 1..i-1 were. Prefill costs are per sequence."""
 
     t_step: float
@@ -119,9 +120,9 @@ class CostProfile:
         _positive("t_step", self.t_step)
         for name in ("t_draft", "t_iteration", "target_prefill", "draft_prefill"):
             as_cost(name, getattr(self, name))
-        if len(self.t_verify) < 2 or len(self.acceptance) != len(self.t_verify) - 1:
-            raise ValueError(f"a cost profile needs t_verify for k = 1..gamma_max + 1 and acceptance for positions "
-                             f"1..gamma_max, got {len(self.t_verify)} and {len(self.acceptance)} values")
+        if len(self.t_verify) < 2 or not 1 <= len(self.acceptance) <= len(self.t_verify) - 1:
+            raise ValueError(f"a cost profile needs acceptance for positions 1..gamma_max and t_verify for at least "
+                             f"k = 1..gamma_max + 1, got {len(self.acceptance)} and {len(self.t_verify)} values")
         _positive("t_verify", self.t_verify)
         as_probability("acceptance", self.acceptance)
         if self.alpha is not None:
@@ -133,8 +134,8 @@ class CostProfile:
         as_positive_int("batch_size", self.batch_size)
         if self.proposal_fractions:
             as_probability("proposal_fractions", self.proposal_fractions)
-            if len(self.proposal_fractions) != len(self.t_verify) or abs(sum(self.proposal_fractions) - 1) > 1e-6:
-                raise ValueError(f"proposal_fractions must give m = 0..gamma_max ({len(self.t_verify)} values) "
+            if len(self.proposal_fractions) != len(self.acceptance) + 1 or abs(sum(self.proposal_fractions) - 1) > 1e-6:
+                raise ValueError(f"proposal_fractions must give m = 0..gamma_max ({len(self.acceptance) + 1} values) "
                                  f"summing to 1, got {list(self.proposal_fractions)}")
         if len(self.acceptance_along_text) % self.batch_size:
             raise ValueError(f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from decoders._loop import synchronize
+from decoders._loop import check_room, synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs
@@ -165,7 +165,7 @@ class ProfileRecorder:
         values["draft_prefill"] = [max(h["prefill"] - t, 0.0) for h, t in zip(high, values["target_prefill"])]
         verify = self._verify_calls()
         values["verify_offset"] = [v["offset"] for v in verify]
-        for k in range(1, self.gamma_max + 2):
+        for k in sorted(key for key in verify[0] if key != "offset"):
             values[f"t_verify_{k}"] = [v[k] for v in verify]
         return values
 
@@ -184,7 +184,7 @@ class ProfileRecorder:
         fractions = tuple(widths.count(m + 1) / len(widths) for m in range(self.gamma_max + 1))
         return CostProfile(
             t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
-            t_verify=tuple(m[f"t_verify_{k}"] for k in range(1, self.gamma_max + 2)),
+            t_verify=tuple(m[f"t_verify_{k}"] for k in range(1, len(self.widths[-1]) + 1)),
             t_iteration=max(m["draft_intercept"] + m["other_intercept"], 0.0),
             acceptance=acceptance_by_position(counts, self.gamma_max),
             target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
@@ -257,10 +257,13 @@ def check_batch_size(batch_size: int, prompts: int) -> int:
 
 
 def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
-                 warmup: int, batch_size: int = 1) -> tuple[dict, ProfileRecorder]:
+                 warmup: int, batch_size: int = 1, verify_widths: int | None = None) -> tuple[dict, ProfileRecorder]:
     """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
-    per call (1: each prompt on its own, as the benchmark does)."""
+    per call (1: each prompt on its own, as the benchmark does); the verify call is timed at widths 1..
+    ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory.md §12)."""
     check_batch_size(batch_size, len(prompts))
+    widths = gamma_max + 1 if verify_widths is None else as_int("verify_widths", verify_widths, low=gamma_max + 1)
+    check_room(target, prompts.tolist(), widths, "verify_widths")
     prompts = prompts.to(target.device)
     batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
     samples = 1 if sampling.greedy else SAMPLES
@@ -286,20 +289,21 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
 
     jobs = {(name, row, sample): job(name, gamma, sample, row) for row in range(len(batches))
             for name, gamma, sample in runs}
-    jobs[("verify widths", 0, 0)] = verify_widths_job(target, batches[0], sampling, range(1, gamma_max + 2),
+    jobs[("verify widths", 0, 0)] = verify_widths_job(target, batches[0], sampling, range(1, widths + 1),
                                                       recorder.add_widths)
     return jobs, recorder
 
 
 def measure_profile(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
-                    repeats: int, warmup: int, batch_size: int = 1, call_steps: int = 64,
+                    repeats: int, warmup: int, batch_size: int = 1, call_steps: int = 64, verify_widths: int | None = None,
                     progress=None) -> tuple[CostProfile, dict]:
     """The cost profile on its own (``spectheory profile``): (profile, spread over repeats)."""
     prompts = prompts.to(target.device)
     c = call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) / \
         call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
     jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=gamma_max,
-                                  max_new_tokens=max_new_tokens, warmup=warmup, batch_size=batch_size)
+                                  max_new_tokens=max_new_tokens, warmup=warmup, batch_size=batch_size,
+                                  verify_widths=verify_widths)
     time_interleaved(jobs, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(target.device),
                      progress=progress)
     return recorder.profile(c), recorder.spread()

@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--gamma-max", type=int, default=max(DEFAULTS.gammas),
                         help=f"the profiling run's gamma; t_verify up to gamma_max + 1 (default {max(DEFAULTS.gammas)})")
+    parser.add_argument("--verify-widths", type=int, help="time the verify call at widths 1..K (at least gamma_max "
+                                                          "+ 1, its default; 64 for `spectheory tree --costs`)")
     parser.add_argument("--batch-size", type=int, default=1, help="rows decoded per call, dividing --prompts (default 1)")
     for name in ("prompts", "prompt_length", "max_new_tokens", "repeats", "warmup", "seed"):
         default = getattr(DEFAULTS, name)
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     prompts = text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
     profile, spread = measure_profile(target, draft, prompts, Sampling(args.temperature), gamma_max=args.gamma_max,
                                       max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                                      warmup=settings.warmup, batch_size=args.batch_size)
+                                      warmup=settings.warmup, batch_size=args.batch_size,
+                                      verify_widths=args.verify_widths)
     document = {"kind": PROFILE_KIND, "target": args.target or "shipped target", "draft": args.draft,
                 "environment": environment(target.device, model_dtype(target)), "batch_size": args.batch_size,
                 "temperature": args.temperature, "text": inputs.text, "settings": settings.as_dict(), "profile": profile.as_dict(),

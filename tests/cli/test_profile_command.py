@@ -7,6 +7,7 @@ import pytest
 
 from command import run
 from spectheory.costs import CostProfile
+from spectheory.trees import hardware_optimal_tree
 
 SMALL = ["--prompts", "1", "--max-new-tokens", "16", "--repeats", "1", "--warmup", "0", "--gamma-max", "3"]
 
@@ -63,3 +64,22 @@ def test_gamma_costs_errors_exit_2_with_one_line(capsys, tmp_path, profile_file,
         argv += ["--t-draft-ms", "1", "--t-verify-ms", "1", "1", "--alpha", "0.5"]
     status, _, err = run(capsys, *argv)
     assert status == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_profile_verify_widths_feed_the_tree_command(tmp_path, capsys):
+    """--verify-widths 12 times the verify call at 12 widths; `spectheory tree --costs` reads them and the
+    programme's tree under them, and refuses a budget beyond them."""
+    path = tmp_path / "wide.json"
+    status, _, _ = run(capsys, "profile", "--draft", "bigram", "--out", str(path), *SMALL, "--verify-widths", "12")
+    profile = CostProfile.from_dict(json.loads(path.read_text())["profile"])
+    assert status == 0 and profile.gamma_max == 3 and len(profile.t_verify) == 12
+    status, out, _ = run(capsys, "tree", "--costs", str(path), "--k", "2", "--budget", "12", "--json")
+    budgets = hardware_optimal_tree(json.loads(out)["acceptance"], t_step=profile.t_step, t_draft=profile.t_draft,
+                                    t_verify=profile.t_verify, t_iteration=profile.t_iteration)[1]
+    assert status == 0 and budgets[12].seconds_per_call == pytest.approx(
+        budgets[12].tree.depth * profile.t_draft + profile.t_verify[11] + profile.t_iteration)
+    assert json.loads(out)["best"]["speedup"] == pytest.approx(max(b.speedup for b in budgets.values()))
+    status, _, err = run(capsys, "tree", "--costs", str(path), "--budget", "13")
+    assert status == 2 and "budget 13 needs t_verify for 1..13 positions, the costs give 12" in err
+    status, _, err = run(capsys, "profile", "--draft", "bigram", *SMALL, "--verify-widths", "3")
+    assert status == 2 and "verify_widths must be an integer >= 4, got 3" in err

@@ -70,7 +70,7 @@ def test_sequence_speedup_tends_to_the_per_token_speedup():
 
 
 def test_profile_errors():
-    with pytest.raises(ValueError, match="a cost profile needs t_verify"):
+    with pytest.raises(ValueError, match="a cost profile needs acceptance for positions"):
         CostProfile(1.0, 0.1, (1.0,), 0.0, ())
     with pytest.raises(ValueError, match="a cost profile needs t_draft"):
         CostProfile.from_dict({"t_step": 1.0, "t_verify": [1, 1], "t_iteration": 0, "acceptance": [0.5]})
