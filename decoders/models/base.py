@@ -5,15 +5,23 @@ row (the rest of the row is padding), appends them to the row's state and return
 for every new position (garbage at padding). ``truncate(state, lengths [B])`` cuts each row back to its
 first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers of tokens. Both give
 ``state.lengths`` a new tensor and never change the old one in place: decoders keep it to roll back to.
+
+Tree attention (docs/theory.md §12), for the models that have it: ``forward_tree(tokens [B, n], state,
+parents [B, n])`` scores n new nodes of a draft tree held beyond the committed prefix (each at position
+prefix length + depth, attending to the prefix and its own ancestors); ``commit_path(state, path [B, M],
+counts [B])`` keeps each row's first ``counts[b]`` nodes of a root-to-node path as the prefix's continuation
+and drops every other pending node, without recomputing anything.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
-__all__ = ["LanguageModel", "ModelState", "check_shape", "check_step", "check_truncate", "append_history"]
+__all__ = ["LanguageModel", "ModelState", "check_shape", "check_step", "check_truncate", "append_history",
+           "PendingTree", "extend_tree", "tree_layout", "path_slots"]
 
 
 class ModelState(Protocol):
@@ -84,3 +92,66 @@ def append_history(history: torch.Tensor, lengths: torch.Tensor, tokens: torch.T
     history.scatter_(1, positions, tokens)
     return history, positions
 
+
+
+@dataclass
+class PendingTree:
+    """The draft-tree nodes a state holds beyond ``lengths`` (docs/theory.md §12): node i of a row in slot
+    lengths + i, at position lengths + depth; ``ancestors: [B, T, T]`` (a node is its own ancestor) and
+    ``depths: [B, T]``."""
+
+    ancestors: torch.Tensor
+    depths: torch.Tensor
+
+    @property
+    def size(self) -> int:
+        return self.ancestors.shape[1]
+
+
+def extend_tree(tree: PendingTree | None, parents: torch.Tensor) -> PendingTree:
+    """``tree`` with n new nodes whose ``parents: [B, n]`` index the nodes held so far and the new ones before
+    them (-1: a root, attached to the committed prefix)."""
+    batch, new = parents.shape
+    held = 0 if tree is None else tree.size
+    total = held + new
+    ancestors = torch.zeros(batch, total, total, dtype=torch.bool, device=parents.device)
+    depths = torch.zeros(batch, total, dtype=torch.int64, device=parents.device)
+    if tree is not None:
+        ancestors[:, :held, :held], depths[:, :held] = tree.ancestors, tree.depths
+    rows = torch.arange(batch, device=parents.device)
+    for i in range(new):
+        node, parent = held + i, parents[:, i]
+        if bool(((parent < -1) | (parent >= node)).any()):
+            raise ValueError(f"parents of new node {node} must be in [-1, {node}), got {parent.tolist()}")
+        rooted = parent >= 0
+        safe = parent.clamp(min=0)
+        ancestors[:, node] = ancestors[rows, safe] & rooted[:, None]
+        ancestors[:, node, node] = True
+        depths[:, node] = torch.where(rooted, depths[rows, safe] + 1, 0)
+    return PendingTree(ancestors, depths)
+
+
+def tree_layout(tree: PendingTree, lengths: torch.Tensor, new: int, visible: int) -> tuple:
+    """For the last ``new`` nodes of ``tree``: (positions ``[B, n]`` = lengths + depth, slots ``[B, n]`` =
+    lengths + node index, mask ``[B, 1, n, K]`` over ``visible`` key slots: the row's committed prefix, and the
+    node's ancestors among the pending nodes)."""
+    held = tree.size - new
+    nodes = torch.arange(held, tree.size, device=lengths.device)
+    positions = lengths[:, None] + tree.depths[:, held:]
+    slots = lengths[:, None] + nodes
+    keys = torch.arange(visible, device=lengths.device)
+    relative = keys[None, :] - lengths[:, None]  # [B, K], the key's node index where it is a pending node
+    pending = (relative >= 0) & (relative < tree.size)
+    ancestor = torch.gather(tree.ancestors[:, held:], 2,
+                            relative.clamp(0, tree.size - 1)[:, None, :].expand(-1, new, -1))  # [B, n, K]
+    mask = (relative < 0)[:, None, :] | (pending[:, None, :] & ancestor)
+    return positions, slots, mask[:, None]
+
+
+def path_slots(lengths: torch.Tensor, path: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(source, destination) slots ``[B, M]`` that move the first ``counts[b]`` nodes of ``path: [B, M]`` (node
+    indices, a root-to-node path) right after the prefix; later entries move a slot onto itself."""
+    order = torch.arange(path.shape[1], device=path.device)
+    destination = lengths[:, None] + order
+    source = torch.where(order < counts[:, None], lengths[:, None] + path, destination)
+    return source, destination

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from decoders.models.base import check_shape, check_step, check_truncate
+from decoders.models.base import (PendingTree, check_shape, check_step, check_truncate, extend_tree, path_slots,
+                                  tree_layout)
 
 __all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
            "check_same_tokenizer", "layer_skip", "layer_count"]
@@ -84,13 +85,15 @@ class HFState:
     cache: RowCache
     lengths: torch.Tensor
     bound: int = 0
+    tree: PendingTree | None = None  # draft-tree nodes held beyond lengths (forward_tree), until commit_path
 
     @property
     def capacity(self) -> int:
         return self.cache.capacity
 
     def clone(self) -> "HFState":
-        return HFState(self.cache.clone(), self.lengths.clone(), self.bound)
+        tree = None if self.tree is None else PendingTree(self.tree.ancestors.clone(), self.tree.depths.clone())
+        return HFState(self.cache.clone(), self.lengths.clone(), self.bound, tree)
 
     def repeat(self, rows: int) -> "HFState":
         """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
@@ -149,17 +152,54 @@ class HFCausalLM:
         visible = min(state.bound + new, state.capacity)  # slots past a row's end are masked anyway
         keys = torch.arange(visible, device=tokens.device)
         mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S, K]: a query sees its row up to itself
+        logits = self._run(tokens, state, write_at, visible, mask, position_ids)
+        state.lengths = state.lengths + counts
+        state.bound = visible
+        state.tree = None  # a pending tree's slots may have been overwritten
+        return logits
+
+    __call__ = forward
+
+    def _run(self, tokens, state: HFState, write_at, visible: int, mask, position_ids) -> torch.Tensor:
+        """One call of the wrapped model writing at ``write_at`` with the boolean ``mask: [B, 1, S, K]``."""
         if not self.boolean_mask:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
                 ~mask, torch.finfo(self.mask_dtype).min)
         state.cache.prepare(write_at, visible)
-        logits = self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
-                            position_ids=position_ids, use_cache=True).logits
-        state.lengths = state.lengths + counts
-        state.bound = visible
-        return logits.float()
+        return self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
+                          position_ids=position_ids, use_cache=True).logits.float()
 
-    __call__ = forward
+    def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, n, V]`` of n new draft-tree nodes (``decoders.models.base``): a 4D mask over the prefix
+        and each node's ancestors, position ids prefix length + depth."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.forward_tree(tokens, state, parents)
+        check_shape(tokens, state)
+        parents = torch.as_tensor(parents, dtype=torch.int64, device=tokens.device).expand(tokens.shape)
+        tree = extend_tree(state.tree, parents)
+        visible = state.bound + tree.size
+        if self.max_context is not None and visible > self.max_context:
+            raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the model's context "
+                             f"of {self.max_context} tokens")
+        if visible > state.capacity:
+            state.cache.grow(min(max(visible, 2 * state.capacity), self.max_context or visible))
+        positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
+        logits = self._run(tokens, state, slots, visible, mask, positions)
+        state.tree = tree
+        return logits
+
+    def commit_path(self, state: HFState, path: torch.Tensor, counts: torch.Tensor) -> None:
+        """Keep each row's first ``counts[b]`` nodes of ``path: [B, M]`` after its prefix; drop the pending tree."""
+        source, destination = path_slots(state.lengths, torch.as_tensor(path, device=state.lengths.device), counts)
+        for buffers in (state.cache.keys, state.cache.values):
+            for cache in buffers:
+                heads, width = cache.shape[1], cache.shape[3]
+                cache.scatter_(2, destination[:, None, :, None].expand(-1, heads, -1, width),
+                               cache.gather(2, source[:, None, :, None].expand(-1, heads, -1, width)))
+        state.lengths = state.lengths + counts
+        state.bound = min(state.bound + path.shape[1], state.capacity)
+        state.tree = None
 
     def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
         """Cut rows back (the slots past a row's end are overwritten later); ``bound``, a known upper bound
@@ -167,6 +207,7 @@ class HFCausalLM:
         state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
+        state.tree = None
 
 
 def _layer_stack(model) -> tuple:

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from decoders.models.base import check_shape, check_step, check_truncate
+from decoders.models.base import (PendingTree, check_shape, check_step, check_truncate, extend_tree, path_slots,
+                                  tree_layout)
 from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
@@ -46,6 +47,7 @@ class KVState:
     values: torch.Tensor
     lengths: torch.Tensor
     bound: int = 0  # a host-side upper bound on lengths.max(), so that forward needs no synchronisation
+    tree: PendingTree | None = None  # draft-tree nodes held beyond lengths (forward_tree), until commit_path
 
     @property
     def capacity(self) -> int:
@@ -53,7 +55,8 @@ class KVState:
         return self.keys.shape[3] - 1
 
     def clone(self) -> "KVState":
-        return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone(), self.bound)
+        tree = None if self.tree is None else PendingTree(self.tree.ancestors.clone(), self.tree.depths.clone())
+        return KVState(self.keys.clone(), self.values.clone(), self.lengths.clone(), self.bound, tree)
 
     def repeat(self, rows: int) -> "KVState":
         """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
@@ -164,16 +167,47 @@ class TinyGPT(nn.Module):
             x = block(x, state.keys[layer], state.values[layer], write_at, mask)
         state.lengths = state.lengths + counts
         state.bound = visible
+        state.tree = None  # a pending tree's slots may have been overwritten
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.hidden(tokens, state, counts))
+
+    def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor) -> torch.Tensor:
+        """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
+        nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``)."""
+        check_shape(tokens, state)
+        parents = torch.as_tensor(parents, dtype=torch.int64, device=self.device).expand(tokens.shape)
+        tree = extend_tree(state.tree, parents)
+        new = tokens.shape[1]
+        if state.bound + tree.size > state.capacity:
+            raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the state's capacity "
+                             f"of {state.capacity} tokens")
+        positions, slots, mask = tree_layout(tree, state.lengths, new, state.bound + tree.size)
+        x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
+        for layer, block in enumerate(self.blocks):
+            x = block(x, state.keys[layer], state.values[layer], slots, mask)
+        state.tree = tree
+        return self.head(self.norm(x))
+
+    def commit_path(self, state: KVState, path: torch.Tensor, counts: torch.Tensor) -> None:
+        """Keep each row's first ``counts[b]`` nodes of ``path: [B, M]`` after its prefix; drop the pending tree."""
+        source, destination = path_slots(state.lengths, torch.as_tensor(path, device=self.device), counts)
+        layers, batch, heads, _, width = state.keys.shape
+        index = source[None, :, None, :, None].expand(layers, batch, heads, -1, width)
+        target = destination[None, :, None, :, None].expand(layers, batch, heads, -1, width)
+        for cache in (state.keys, state.values):
+            cache.scatter_(3, target, cache.gather(3, index))
+        state.lengths = state.lengths + counts
+        state.bound = min(state.bound + path.shape[1], state.capacity)
+        state.tree = None
 
     def truncate(self, state: KVState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
         """Cut rows back; ``bound``, a known upper bound on the new lengths, spares a synchronisation."""
         state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
+        state.tree = None
 
     def training_hidden(self, tokens: torch.Tensor) -> torch.Tensor:
         """Final-layer states ``[B, S, D]`` of whole sequences ``[B, S]`` without a cache, differentiable."""
