@@ -28,6 +28,7 @@ class DecodeStats:
     betas: tuple
     seconds: dict
     proposed_per_iteration: tuple = ()
+    accepted_ranks: tuple = ()  # tree decoding: per iteration and row, the child ranks along the accepted path
 
     @property
     def mean_accepted_tokens_per_iteration(self) -> float:

@@ -35,9 +35,11 @@ from tqdm import tqdm
 from decoders.randomness import Randomness
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
+from decoders.tree import TreeConfig, check_tree_models, start_tree, tree_step
 from spectheory.validation import as_positive_int
 
-__all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "whole_run_law",
+__all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "tree_law", "prefix_law",
+           "whole_run_law",
            "product_law", "compare_laws", "lenience_bound_violations", "TOLERANCE"]
 
 Law = dict  # tuple of token ids -> probability
@@ -130,9 +132,38 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
 @torch.no_grad()
 def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
                     step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None) -> tuple[Law, int]:
-    """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches,
-    by a dynamic programme over prefixes: the branches of one iteration from every prefix of one length run
-    as one batch (each prefix freshly prefilled), and their outcomes extend the prefixes."""
+    """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
+    (``prefix_law`` over ``step``'s iterations)."""
+    def iterate(prompts: list, randomness: Randomness) -> list:
+        committed = start(target, draft, prompts, config.gamma + 1)
+        outcome = step(target, draft, committed, config, randomness)
+        tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
+        return [row[:n + 1] for row, n in zip(tokens, accepted)]
+
+    return prefix_law(iterate, prompt, horizon, progress=progress)
+
+
+@torch.no_grad()
+def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: int, *,
+             progress: bool | None = None) -> tuple[Law, int]:
+    """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``tree_step``)."""
+    check_tree_models(target, draft)
+
+    def iterate(prompts: list, randomness: Randomness) -> list:
+        state = start_tree(target, draft, prompts, config.tree.size + 1)
+        outcome = tree_step(target, draft, state, config, randomness)
+        tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
+        return [row[:n + 1] for row, n in zip(tokens, accepted)]
+
+    return prefix_law(iterate, prompt, horizon, progress=progress)
+
+
+def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int], horizon: int, *,
+               progress: bool | None = None) -> tuple[Law, int]:
+    """The exact law of the first ``horizon`` tokens of a decoder whose iteration ``iterate(prompts, randomness)``
+    (from fresh states of each prompt) returns each row's new tokens, and the number of branches, by a dynamic
+    programme over prefixes: the branches of one iteration from every prefix of one length run as one batch,
+    and their outcomes extend the prefixes."""
     _check_horizon(horizon)
     law, frontier, branches = defaultdict(float), {(): 1.0}, 0
     with _progress(None, "exact (prefix DP)", progress) as bar:
@@ -143,11 +174,9 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
             sources, scripts = list(range(len(prefixes))), [()] * len(prefixes)
             while scripts:
                 enumerator = Enumerator(scripts)
-                committed = start(target, draft, [list(prompt) + list(prefixes[s]) for s in sources], config.gamma + 1)
-                outcome = step(target, draft, committed, config, enumerator)
-                tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
+                emitted = iterate([list(prompt) + list(prefixes[s]) for s in sources], enumerator)
                 for row, source in enumerate(sources):
-                    child = (prefixes[source] + tuple(tokens[row][:accepted[row] + 1]))[:horizon]
+                    child = (prefixes[source] + tuple(emitted[row]))[:horizon]
                     mass = masses[source] * enumerator.probability[row]
                     if mass == 0:  # a script replayed where rounding has closed its branch
                         continue

@@ -199,7 +199,7 @@ class TinyGPT(nn.Module):
         for cache in (state.keys, state.values):
             cache.scatter_(3, target, cache.gather(3, index))
         state.lengths = state.lengths + counts
-        state.bound = min(state.bound + path.shape[1], state.capacity)
+        state.bound = int(state.lengths.max())  # one read per commit: later calls then need none
         state.tree = None
 
     def truncate(self, state: KVState, lengths: torch.Tensor, *, bound: int | None = None) -> None:

@@ -1,0 +1,307 @@
+"""Speculative decoding with a draft tree and exact multi-draft verification (docs/theory.md §12).
+
+One iteration: the draft grows a static tree level by level (one ``forward_tree`` call per level), drafting
+each node's children from its distribution q as the verifier needs them (the draft's top tokens for
+``target-only``; i.i.d. draws for ``rrs`` and ``kseq``; draws without replacement for
+``rrs-without-replacement``); one target call scores every node (``forward_tree``); then each row walks
+down from the root: at its current node the children are verified in rank order against the target's p
+there, by the rule of ``spectheory.multidraft``, and the walk moves to the accepted child or stops with a
+token drawn from the verifier's residual (the bonus at a leaf is drawn from p). Both models then keep the
+accepted path (``commit_path``); the invariant between iterations is that each holds the committed
+sequence but its last token. Rows of a batch accept different paths. Every draw goes through
+``Randomness`` with the batch first, so the exact audit enumerates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
+from decoders.randomness import Randomness
+from decoders.results import DecodeStats, Generation
+from decoders.sampling import Sampling, adjusted_probs, check_probs
+from spectheory.multidraft import VERIFIERS
+from spectheory.trees import Tree
+
+__all__ = ["TreeConfig", "TreeState", "TreeOutcome", "start_tree", "tree_step", "generate_tree", "tree_acceptance",
+           "breadth_first", "check_tree_models"]
+
+
+def breadth_first(tree: Tree) -> Tree:
+    """The same tree with nodes numbered level by level (siblings keep their order), so that each depth is a
+    contiguous range of nodes: the order the draft inserts them in."""
+    order, level = [0], [0]
+    while level:
+        level = [child for node in level for child in tree.children(node)]
+        order += level
+    new_index = {old: new for new, old in enumerate(order)}
+    return Tree(tuple(-1 if old == 0 else new_index[tree.parents[old]] for old in order))
+
+
+@dataclass(frozen=True)
+class TreeConfig:
+    """A static draft tree (``spectheory.trees.Tree``, renumbered breadth first), the sampling, the verifier."""
+
+    tree: Tree
+    sampling: Sampling
+    verifier: str = "target-only"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tree, Tree) or self.tree.size < 2:
+            raise ValueError(f"tree must be a spectheory.trees.Tree with at least one draft node, got {self.tree!r}")
+        if not isinstance(self.sampling, Sampling):
+            raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
+        if self.verifier not in VERIFIERS:
+            raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {self.verifier!r}")
+        object.__setattr__(self, "tree", breadth_first(self.tree))
+
+
+def _levels(tree: Tree) -> list[range]:
+    """The node ranges of each depth (breadth-first numbering)."""
+    depths = tree.depths
+    return [range(depths.index(d), len(depths) - depths[::-1].index(d)) for d in range(tree.depth + 1)]
+
+
+def _children_table(tree: Tree, device) -> torch.Tensor:
+    """``[N, max children]`` child ids in rank order, -1 where none."""
+    width = max(len(tree.children(node)) for node in range(tree.size))
+    table = torch.full((tree.size, width), -1, dtype=torch.int64)
+    for node in range(tree.size):
+        for rank, child in enumerate(tree.children(node)):
+            table[node, rank] = child
+    return table.to(device)
+
+
+def _draft_children(logits, q, count: int, verifier: str, randomness: Randomness) -> torch.Tensor:
+    """``count`` children ``[B, count]`` of one node per row from the draft's ``logits``/``q`` ``[B, V]``."""
+    if verifier == "target-only":  # deterministic candidates: the draft's top tokens
+        return torch.topk(logits, count, dim=-1).indices
+    if verifier in ("rrs", "kseq"):
+        return torch.stack([randomness.categorical(q) for _ in range(count)], dim=1)
+    remaining, drawn = q.clone(), []
+    for _ in range(count):  # without replacement; once q's support is used up, repeats are never accepted
+        empty = remaining.sum(dim=-1, keepdim=True) <= 0
+        token = randomness.categorical(torch.where(empty, q, remaining))
+        remaining.scatter_(1, token[:, None], 0.0)
+        drawn.append(token)
+    return torch.stack(drawn, dim=1)
+
+
+def _normalised(rows: torch.Tensor) -> torch.Tensor:
+    return rows / rows.sum(dim=-1, keepdim=True).clamp(min=torch.finfo(rows.dtype).tiny)
+
+
+def _kseq_rho(p, q, count: torch.Tensor, steps: int = 60) -> torch.Tensor:
+    """SpecTr's rho per row ``[B]`` by bisection on [1, count] (``spectheory.multidraft.kseq_rho``)."""
+    k = count.to(p.dtype)
+
+    def excess(rho):
+        beta = torch.minimum(q, p / rho[:, None]).sum(dim=-1)
+        return torch.where(beta > 0, (1 - (1 - beta) ** k) / beta.clamp(min=1e-300), k) - rho
+
+    low, high = torch.ones_like(k), k.clone()
+    for _ in range(steps):
+        middle = (low + high) / 2
+        above = excess(middle) > 0
+        low, high = torch.where(above, middle, low), torch.where(above, high, middle)
+    return torch.where(excess(torch.ones_like(k)) <= 0, torch.ones_like(k), high)
+
+
+def _verify_node(p, q, children, tokens, verifier: str, randomness: Randomness):
+    """Verify each row's children (``children: [B, c]`` node ids, -1 none; their ``tokens: [B, c]``) against p,
+    q ``[B, V]`` at its current node: (accepted rank ``[B]``, 0 for none, and the law of the token drawn when
+    none is accepted ``[B, V]``)."""
+    batch, width = children.shape
+    rows = torch.arange(batch, device=p.device)
+    valid = children >= 0
+    count = valid.sum(dim=1)
+    rank = torch.zeros(batch, dtype=torch.int64, device=p.device)
+    residual = p.clone()
+    if verifier == "kseq":
+        rho = _kseq_rho(p, q, count.clamp(min=1))
+        a = torch.minimum(q, p / rho[:, None])
+        beta = a.sum(dim=-1, keepdim=True)
+        for j in range(width):
+            x = tokens[:, j]
+            chance = torch.where(valid[:, j] & (rank == 0), (p[rows, x] / (rho * q[rows, x])).clamp(max=1.0), 0.0)
+            rank = torch.where(randomness.bernoulli(chance), j + 1, rank)
+        missed = (1 - beta) ** count[:, None]
+        c = torch.where(beta > 0, (1 - missed) / beta.clamp(min=1e-300), 0.0)
+        return rank, torch.where(beta > 0, (p - c * a).clamp(min=0.0), p)
+    draft = q.clone()
+    for j in range(width):
+        x = tokens[:, j]
+        live = valid[:, j] & (rank == 0)
+        if verifier == "target-only":
+            chance = residual[rows, x] / residual.sum(dim=-1).clamp(min=torch.finfo(p.dtype).tiny)
+        else:
+            q_j = _normalised(draft)
+            drafted = q_j[rows, x]  # 0 only for a repeat once q's support was used up: never accepted
+            chance = torch.where(drafted > 0, residual[rows, x] / drafted.clamp(min=torch.finfo(p.dtype).tiny), 0.0)
+            chance = chance.clamp(max=1.0)
+        hit = randomness.bernoulli(torch.where(live, chance, 0.0))
+        rank = torch.where(hit, j + 1, rank)
+        missed = live & ~hit
+        if verifier == "target-only":
+            residual[rows[missed], x[missed]] = 0.0
+        else:
+            excess = (residual - q_j).clamp(min=0.0)
+            keep = missed[:, None] & (excess.sum(dim=-1, keepdim=True) > 0)
+            residual = torch.where(keep, _normalised(excess), residual)
+            if verifier == "rrs-without-replacement":
+                draft[rows[missed], x[missed]] = 0.0
+    return rank, residual
+
+
+def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness):
+    """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
+    (zero at leaves: never read)."""
+    tree, levels = config.tree, _levels(config.tree)
+    parents = torch.tensor(tree.parents, device=last.device)
+    tokens = torch.zeros(len(last), tree.size, dtype=torch.int64, device=last.device)
+    tokens[:, 0] = last
+    q = None
+    for depth, level in enumerate(levels):
+        nodes = list(level)
+        logits = draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
+        if depth == len(levels) - 1:
+            break  # the leaves are fed so that the draft can keep an accepted one; their laws are unused
+        probs = adjusted_probs(logits, config.sampling, validate=False)
+        if q is None:
+            q = probs.new_zeros(len(last), tree.size, probs.shape[-1])
+        q[:, nodes] = probs
+        for i, node in enumerate(nodes):
+            children = list(tree.children(node))
+            if children:
+                tokens[:, children] = _draft_children(logits[:, i], q[:, node], len(children), config.verifier,
+                                                      randomness)
+    return tokens, q
+
+
+@dataclass
+class TreeState:
+    """Between iterations: each model's state holding the committed sequence but its last token, ``last: [B]``."""
+
+    target_state: object
+    draft_state: object
+    last: torch.Tensor
+
+
+@dataclass(frozen=True)
+class TreeOutcome:
+    """One iteration: ``tokens: [B, depth + 1]`` of which the first ``accepted + 1`` are new (the accepted nodes,
+    then the token drawn after them); ``ranks: [B, depth]``, the child ranks along the accepted path (0 past it)."""
+
+    tokens: torch.Tensor
+    accepted: torch.Tensor
+    ranks: torch.Tensor
+
+
+def check_tree_models(target, draft) -> None:
+    check_models(target, draft)
+    for role, model in (("target", target), ("draft", draft)):
+        if not hasattr(model, "forward_tree"):
+            raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT or a Hugging Face "
+                             f"model), got {type(model).__name__}")
+
+
+def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:
+    """Prefill both models with each prompt but its last token, with ``room`` more tokens."""
+    last = torch.tensor([prompt[-1] for prompt in prompts], device=target.device)
+    return TreeState(prefill(target, prompts, room=room), prefill(draft, prompts, room=room), last)
+
+
+def tree_step(target, draft, state: TreeState, config: TreeConfig, randomness: Randomness,
+              timer: PhaseTimer | None = None) -> TreeOutcome:
+    """One iteration (module docstring); updates ``state`` in place."""
+    timer = timer or PhaseTimer(target.device, profile=False)
+    tree, batch = config.tree, len(state.last)
+    rows = torch.arange(batch, device=target.device)
+    children = _children_table(tree, target.device)  # [N, width]
+    with timer.phase("draft"):
+        tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness)
+    with timer.phase("verify"):
+        parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)
+        p = adjusted_probs(target.forward_tree(tokens, state.target_state, parents), config.sampling, validate=False)
+        check_probs(p)
+    with timer.phase("accept"):
+        node = torch.zeros(batch, dtype=torch.int64, device=target.device)
+        path, ranks = [node], []
+        weights = torch.zeros_like(p[:, 0])
+        walking = torch.ones(batch, dtype=torch.bool, device=target.device)
+        for _ in range(tree.depth):
+            kids = torch.where(walking[:, None], children[node], -1)  # [B, width]; stopped rows draw nothing
+            rank, residual = _verify_node(p[rows, node], q[rows, node], kids, tokens.gather(1, kids.clamp(min=0)),
+                                          config.verifier, randomness)
+            leaf = children[node][:, 0] < 0
+            stopped = walking & (rank == 0)
+            weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
+            weights = torch.where((stopped & leaf)[:, None], p[rows, node], weights)  # a leaf: the bonus
+            walking = walking & (rank > 0)
+            node = torch.where(walking, kids.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0], node)
+            path.append(node), ranks.append(torch.where(walking, rank, 0))
+        weights = torch.where(walking[:, None], p[rows, node], weights)  # walked to the deepest level: the bonus
+        path, ranks = torch.stack(path, dim=1), torch.stack(ranks, dim=1)  # [B, depth + 1], [B, depth]
+        accepted = ranks.gt(0).sum(dim=1)
+    with timer.phase("correct"):
+        last = randomness.categorical(weights)
+        target.commit_path(state.target_state, path, accepted + 1)
+        draft.commit_path(state.draft_state, path, accepted + 1)
+        new = tokens.gather(1, path)  # [B, depth + 1]: the root, then the path
+        new = torch.cat([new[:, 1:], last[:, None]], dim=1)
+        new.scatter_(1, accepted[:, None], last[:, None])
+        state.last = last
+    return TreeOutcome(new, accepted, ranks)
+
+
+@torch.inference_mode()
+def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeConfig, randomness: Randomness,
+                  eos: int | None = None, profile: bool = False) -> Generation:
+    """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
+    ``commit_path`` (TinyGPT, the Hugging Face adapter)."""
+    check_tree_models(target, draft)
+    if not isinstance(config, TreeConfig):
+        raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
+    prompts = as_prompts(prompts, target.vocab_size, eos)
+    room = max_new_tokens + config.tree.size + 1
+    check_room(target, prompts, room, "max_new_tokens + tree nodes + 1")
+    check_room(draft, prompts, room, "max_new_tokens + tree nodes + 1")
+    output = Output(len(prompts), max_new_tokens, eos)
+    timer = PhaseTimer(target.device, profile)
+    target, draft = timer.watch(target), timer.watch(draft)
+    with timer.phase("prefill"):
+        state = start_tree(target, draft, prompts, room)
+    accepted_log, ranks_log = [], []
+    while not output.finished:
+        active = [b for b, done in enumerate(output.done) if not done]
+        if len(active) < len(prompts):  # finished rows restart empty: their work is discarded
+            done = torch.tensor(output.done, device=target.device)
+            park(target, state.target_state, done), park(draft, state.draft_state, done)
+        outcome = tree_step(target, draft, state, config, randomness, timer)
+        counts, tokens, ranks = outcome.accepted.tolist(), outcome.tokens.tolist(), outcome.ranks.tolist()
+        accepted_log.append(tuple(counts[b] for b in active))
+        ranks_log.append(tuple(tuple(ranks[b][:counts[b]]) for b in active))
+        for b in active:
+            output.extend(b, tokens[b][:counts[b] + 1])
+    iterations = len(accepted_log)
+    stats = DecodeStats(iterations, iterations, iterations * config.tree.depth, tuple(accepted_log), (),
+                        timer.finish(), accepted_ranks=tuple(ranks_log))
+    return Generation(tuple(tuple(row) for row in output.rows), stats)
+
+
+def tree_acceptance(stats: DecodeStats, tree: Tree) -> dict:
+    """Tokens per target call, and the acceptance per depth (P(depth d accepted | depth d - 1 was)) and per child
+    rank (how often the accepted child had that rank, over the walks that reached a node with children)."""
+    walks = [ranks for iteration in stats.accepted_ranks for ranks in iteration]
+    per_depth = []
+    for d in range(1, tree.depth + 1):
+        reached = sum(1 for ranks in walks if len(ranks) >= d - 1)
+        per_depth.append(sum(1 for ranks in walks if len(ranks) >= d) / reached if reached else 0.0)
+    width = max(len(tree.children(node)) for node in range(tree.size))
+    chosen = [rank for ranks in walks for rank in ranks]
+    tries = sum(len(ranks) + 1 for ranks in walks)  # every accepted step, and the step that stopped
+    per_rank = [chosen.count(r) / tries if tries else 0.0 for r in range(1, width + 1)]
+    return {"tokens_per_target_call": stats.mean_tokens_per_iteration, "acceptance_per_depth": per_depth,
+            "rank_frequencies": per_rank}

@@ -1,0 +1,84 @@
+"""The tree decoder (docs/theory.md §12) against greedy autoregressive decoding token for token, and its exact
+law (every branch of its draws enumerated) against the target's."""
+
+import pytest
+import torch
+
+from decoders.audit.exact import autoregressive_law, compare_laws, tree_law, whole_run_law
+from decoders.autoregressive import generate_autoregressive
+from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY, Sampling
+from decoders.tree import TreeConfig, breadth_first, generate_tree, tree_acceptance
+from spectheory.multidraft import VERIFIERS
+from spectheory.trees import Tree, optimal_tree
+
+VOCAB = 24
+PROMPTS = [[1, 2, 3], [4], [5, 6, 7, 8, 9], [3, 3]]
+SHAPES = {"chain": Tree.chain(4), "binary": Tree.kary(2, 2), "sequoia": optimal_tree((0.6, 0.25, 0.1), 10)[0],
+          "depth-first": Tree((-1, 0, 1, 2, 1, 0, 5, 0))}
+
+
+def tiny_gpt(seed, d_model=32, n_layer=2, vocab=VOCAB):
+    torch.manual_seed(seed)  # initialisation only
+    return TinyGPT(TinyGPTConfig(vocab, d_model=d_model, n_layer=n_layer, n_head=4, max_context=96)).eval()
+
+
+def test_breadth_first_keeps_the_tree():
+    tree = SHAPES["depth-first"]
+    ordered = breadth_first(tree)
+    assert ordered.parents == (-1, 0, 0, 0, 1, 1, 2, 4)
+    assert sorted(ordered.depths) == sorted(tree.depths) and list(ordered.depths) == sorted(ordered.depths)
+
+
+@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("batch", (1, 4))
+def test_greedy_tree_against_autoregressive(verifier, shape, batch):
+    target = tiny_gpt(0)
+    reference = generate_autoregressive(target, PROMPTS[:batch], max_new_tokens=20, sampling=GREEDY,
+                                        randomness=seeded(0))
+    for draft in (tiny_gpt(1, d_model=16, n_layer=1), target):
+        generation = generate_tree(target, draft, PROMPTS[:batch], max_new_tokens=20,
+                                   config=TreeConfig(SHAPES[shape], GREEDY, verifier), randomness=seeded(1))
+        assert generation.tokens == reference.tokens[:batch], (shape, verifier)
+    # the target as its own draft accepts a full path every time
+    stats = tree_acceptance(generation.stats, TreeConfig(SHAPES[shape], GREEDY, verifier).tree)
+    assert stats["acceptance_per_depth"] == [1.0] * SHAPES[shape].depth or verifier != "target-only"
+
+
+@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("temperature", (1.0, 0.7))
+def test_exact_tree_law_against_target(verifier, temperature):
+    """V = 4: the law of the first 3 tokens, summed over every branch of the decoder's draws iteration by
+    iteration (the prefix programme), equals the target's within 1e-9."""
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=4).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=4).double()
+    sampling = Sampling(temperature)
+    config = TreeConfig(Tree((-1, 0, 0, 1)), sampling, verifier)
+    law, branches = tree_law(target, draft, [1, 2], config, 3, progress=False)
+    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3,
+                          branches=branches)
+    assert report.max_abs_difference <= 1e-9, (verifier, report)
+
+
+@pytest.mark.parametrize("verifier", [v if v == "rrs" else pytest.param(v, marks=pytest.mark.slow)
+                                      for v in sorted(VERIFIERS)])
+def test_exact_tree_whole_runs_against_target(verifier):
+    """Whole runs (the commits between iterations covered): V = 3, 2 tokens."""
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=3).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=3).double()
+    config = TreeConfig(Tree((-1, 0, 0)), Sampling(1.0), verifier)
+    law, branches = whole_run_law(lambda randomness: generate_tree(
+        target, draft, [[1, 2]], max_new_tokens=2, config=config, randomness=randomness).tokens[0], progress=False)
+    report = compare_laws(law, autoregressive_law(target, [1, 2], Sampling(1.0), 2), method="whole-run", horizon=2,
+                          branches=branches)
+    assert report.max_abs_difference <= 1e-9, (verifier, report)
+
+
+def test_exact_tree_law_negative_control():
+    """The comparison can fail: the decoder at T = 1 held against the target's law at T = 0.7."""
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=4).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=4).double()
+    law, branches = tree_law(target, draft, [1, 2], TreeConfig(Tree((-1, 0, 0, 1)), Sampling(1.0), "rrs"), 3,
+                             progress=False)
+    report = compare_laws(law, autoregressive_law(target, [1, 2], Sampling(0.7), 3), method="prefix-dp", horizon=3,
+                          branches=branches)
+    assert report.max_abs_difference > 1e-3
