@@ -294,8 +294,9 @@ def save_atomically(path, entries: dict) -> None:
 @torch.no_grad()
 def target_samples(target, stream: np.ndarray, *, count: int, length: int, prompt_length: int,
                    sampling: Sampling, seed: int, batch_size: int = 128, progress: bool | None = None) -> np.ndarray:
-    """Sequence-level distillation data (Kim and Rush 2016): ``count`` rows ``[count, length]`` uint8, each a
-    random ``prompt_length``-token window of ``stream`` continued by the target under ``sampling``."""
+    """Sequence-level distillation data (Kim and Rush 2016): ``count`` rows ``[count, length]`` (uint8 for a
+    vocabulary of at most 256 tokens, else int32), each a random ``prompt_length``-token window of ``stream``
+    continued by the target under ``sampling``."""
     for name, value in (("count", count), ("length", length), ("batch_size", batch_size)):
         as_positive_int(name, value)
     if not 0 < prompt_length < length:
@@ -310,4 +311,4 @@ def target_samples(target, stream: np.ndarray, *, count: int, length: int, promp
         generation = generate_autoregressive(target, batch.to(target.device), max_new_tokens=length - prompt_length,
                                              sampling=sampling, randomness=randomness)
         rows.append(torch.cat([batch, torch.tensor(generation.tokens, dtype=torch.int64)], dim=1))
-    return torch.cat(rows).numpy().astype(np.uint8)
+    return torch.cat(rows).numpy().astype(np.uint8 if target.vocab_size <= 256 else np.int32)

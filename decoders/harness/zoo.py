@@ -64,7 +64,16 @@ NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
 NGRAM_SMOOTHING = 0.1
 
 DRAFTS = ("transformer", "distilled", "bigram", "unigram", "copy", "random")
-TRAINABLE = ("ngrams", "transformer", "target", "distilled", "heads")  # in dependency order
+#: A small draft in a real model's tokenizer (docs/theory.md §11): a 2-layer TinyGPT over the whole vocabulary,
+#: trained on the corpus's training split in that model's tokens, then fine-tuned on the model's own samples
+#: (sequence-level distillation). Time-boxed for a 2-core CPU: about 15 minutes in all.
+REAL_DRAFT_NAME, REAL_DRAFT_TARGET = "smollm2-draft", "smollm2"
+REAL_DRAFT_CHARACTERS = 2_000_000  # of the training split; the held-out loss reads 200,000 of the held-out one
+REAL_DRAFT = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=48, n_layer=2, n_head=4, max_context=256), steps=400,
+                         batch_size=8, context=128, learning_rate=3e-3, warmup_steps=40, eval_every=100, eval_batches=4)
+REAL_DISTILLATION = Distillation(samples=256, length=128, prompt_length=32, temperature=1.0, seed=2,
+                                 schedule=replace(REAL_DRAFT, steps=150, context=127, learning_rate=1e-3, seed=3))
+TRAINABLE = ("ngrams", "transformer", "target", "distilled", "heads", REAL_DRAFT_NAME)  # in dependency order
 
 
 def training_order(names) -> list:
@@ -172,6 +181,8 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
     if role == "draft" and is_target_draft(name_or_path):
         model, tokenizer = target if target is not None else (None, None)
         return _draft_from_target(name_or_path, model, tokenizer, device, dtype), tokenizer
+    if role == "draft" and name_or_path == REAL_DRAFT_NAME:
+        return _real_draft(target, device, dtype), target[1]
     if role == "draft" and name_or_path in DRAFTS:
         return load_draft(name_or_path, device=device, dtype=dtype), None
     from decoders.models.gguf import is_gguf_file, load_gguf
@@ -185,7 +196,7 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
         return model, _own_tokenizer(tokenizer)
     if not Path(name_or_path).exists():
-        shipped = DRAFTS + ("ngram", "layerskip:K") if role == "draft" else ("target",)
+        shipped = DRAFTS + ("ngram", "layerskip:K", REAL_DRAFT_NAME) if role == "draft" else ("target",)
         raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped + tuple(REAL_MODELS))}), "
                          f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
     return load_file(name_or_path, device=device, dtype=dtype), None
@@ -291,6 +302,8 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
         if result.steps < schedule.steps:
             return {}
         _export_tinygpt(name, model, result, DISTILLATION, corpus, zoo)
+    elif name == REAL_DRAFT_NAME:
+        return _train_real_draft(work, zoo, device, progress, until, corpus)
     elif name == "heads":
         base = load_target(device=device, zoo=zoo)
         model, result = train_proposal_heads(HEADS, base, corpus.train, corpus.held_out, checkpoint=work / "heads.pt",
@@ -311,16 +324,73 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
 
 
 def _distillation_samples(stream: np.ndarray, work: Path, zoo: Path, device, progress) -> np.ndarray:
-    """The target's samples for distillation, cached in ``work`` (they take minutes to draw)."""
-    path = Path(work) / "distillation_samples.npy"
+    """The shipped target's samples for distillation, cached in ``work``."""
+    return _cached_samples(Path(work) / "distillation_samples.npy", lambda: load_target(device=device, zoo=zoo),
+                           stream, DISTILLATION, progress)
+
+
+def _cached_samples(path: Path, target, stream: np.ndarray, recipe: Distillation, progress) -> np.ndarray:
+    """``recipe``'s samples of ``target()`` (called only when they are not cached at ``path``: they take
+    minutes to draw)."""
     if path.exists():
         return np.load(path)
-    recipe = DISTILLATION
-    samples = target_samples(load_target(device=device, zoo=zoo), stream, count=recipe.samples,
-                             length=recipe.length, prompt_length=recipe.prompt_length,
-                             sampling=Sampling(temperature=recipe.temperature), seed=recipe.seed, progress=progress)
+    samples = target_samples(target(), stream, count=recipe.samples, length=recipe.length,
+                             prompt_length=recipe.prompt_length, sampling=Sampling(temperature=recipe.temperature),
+                             seed=recipe.seed, progress=progress)
     write_atomically(path, lambda temporary: _save_array(temporary, samples))
     return samples
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """SHA-256 of a tokenizer's vocabulary (token -> id, sorted): what a draft trained in it records."""
+    return hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+
+
+def _real_draft_data(tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """The training and held-out streams in ``tokenizer``'s ids (``REAL_DRAFT_CHARACTERS``, 200,000 held out)."""
+    from decoders.harness.corpus import split_text
+    from decoders.harness.inputs import encode_text
+
+    train = np.array(encode_text(tokenizer, split_text(False, max_characters=REAL_DRAFT_CHARACTERS)), dtype=np.int32)
+    held_out = np.array(encode_text(tokenizer, split_text(True, max_characters=200_000)), dtype=np.int32)
+    return train, held_out
+
+
+def _train_real_draft(work: Path, zoo: Path, device, progress, until, corpus) -> dict:
+    """``REAL_DRAFT_NAME``: the corpus phase, then distillation on the real target's samples; exported with the
+    tokenizer's fingerprint, which loading checks against the run's target."""
+    target, tokenizer = load_named(REAL_DRAFT_TARGET, role="target", device=device)
+    train_stream, held_out = _real_draft_data(tokenizer)
+    config = replace(REAL_DRAFT, model=replace(REAL_DRAFT.model, vocab_size=target.vocab_size))
+    base, result = train_language_model(config, train_stream, held_out, checkpoint=work / f"{REAL_DRAFT_NAME}-corpus.pt",
+                                        device=device, progress=progress, until=until)
+    if result.steps < config.steps:
+        return {}
+    samples = _cached_samples(work / f"{REAL_DRAFT_NAME}-samples.npy", lambda: target, train_stream, REAL_DISTILLATION,
+                              progress)
+    schedule = replace(REAL_DISTILLATION.schedule, model=config.model)
+    model, result = train_language_model(schedule, samples, held_out, checkpoint=work / f"{REAL_DRAFT_NAME}.pt",
+                                         device=device, progress=progress, until=until, initial=base)
+    if result.steps < schedule.steps:
+        return {}
+    weights = _half(model)
+    weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
+    record = dict(_training_record(result, REAL_DISTILLATION, corpus, sum(p.numel() for p in model.parameters())),
+                  target=REAL_DRAFT_TARGET, tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
+                  corpus_phase=asdict(config))
+    _export(REAL_DRAFT_NAME, {"config": model.config.as_dict(), "weights": weights,
+                              "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer)}, record, zoo)
+    return {REAL_DRAFT_NAME: manifest(zoo)[REAL_DRAFT_NAME]}
+
+
+def _real_draft(target: tuple | None, device, dtype, zoo: Path = ZOO) -> TinyGPT:
+    """``REAL_DRAFT_NAME`` for the run's (model, tokenizer), which must be the tokenizer it was trained in."""
+    entries = _read(REAL_DRAFT_NAME, zoo, device)
+    tokenizer = None if target is None else target[1]
+    if tokenizer is None or tokenizer_fingerprint(tokenizer) != entries.get("tokenizer_fingerprint"):
+        raise ValueError(f"draft {REAL_DRAFT_NAME!r} reads {REAL_DRAFT_TARGET}'s tokens: use it with --target "
+                         f"{REAL_DRAFT_TARGET}")
+    return _model(entries, device, dtype, f"model file {REAL_DRAFT_NAME!r}")
 
 
 def _save_array(path: Path, array: np.ndarray) -> None:

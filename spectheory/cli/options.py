@@ -51,9 +51,10 @@ def add_target(parser: argparse.ArgumentParser) -> None:
 
 def draft_help(default: str | None) -> str:
     """The help text of ``--draft`` / ``--drafts``."""
-    from decoders.harness.zoo import DRAFTS, TARGET_DRAFTS
+    from decoders.harness.zoo import DRAFTS, REAL_DRAFT_NAME, REAL_DRAFT_TARGET, TARGET_DRAFTS
 
-    return (f"a shipped draft ({names(DRAFTS)}), a draft built from the target ({names(TARGET_DRAFTS)}), a model file "
+    return (f"a shipped draft ({names(DRAFTS)}; {REAL_DRAFT_NAME} for --target {REAL_DRAFT_TARGET}), a draft built "
+            f"from the target ({names(TARGET_DRAFTS)}), a model file "
             f"in the zoo's format, or a GGUF file or model directory with the target's tokenizer (default "
             f"{default or 'every shipped draft; copy, ngram and random for a target with its own tokenizer'})")
 

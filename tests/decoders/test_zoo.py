@@ -3,6 +3,7 @@
 import hashlib
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -43,7 +44,8 @@ def test_every_shipped_model_loads_by_name(target):
 
 def test_zoo_files_against_manifest_and_budget():
     book = zoo.manifest()
-    assert set(book) == {"target", "transformer", "distilled", "heads", "unigram", "bigram"}
+    assert set(book) == {"target", "transformer", "distilled", "heads", "unigram", "bigram", zoo.REAL_DRAFT_NAME}
+    assert book[zoo.REAL_DRAFT_NAME]["bytes"] < 16_000_000  # the real-model issue's limit for its draft
     total = 0
     for name, entry in book.items():
         data = (zoo.ZOO / entry["file"]).read_bytes()
@@ -139,3 +141,34 @@ def test_shipped_heads_exact_blockwise_against_greedy_target(target, prompts):
     generation = generate_blockwise(zoo.load_blockwise(), prompts, max_new_tokens=40)
     assert generation.tokens == reference.tokens
     assert generation.stats.mean_accepted_tokens_per_iteration > 0.5  # trained heads propose useful blocks
+
+
+def test_real_draft_against_its_tokenizer(tmp_path):
+    """The draft in a real model's tokenizer loads only for a target with that tokenizer (its file records the
+    fingerprint); target_samples keeps ids above 255."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models
+
+    from decoders.harness.training import target_samples
+    from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+    from decoders.sampling import Sampling
+
+    def tokenizer(words):
+        core = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token=words[0]))
+        return transformers.PreTrainedTokenizerFast(tokenizer_object=core, unk_token=words[0])
+
+    ours, other = tokenizer([f"w{i}" for i in range(300)]), tokenizer([f"v{i}" for i in range(300)])
+    assert zoo.tokenizer_fingerprint(ours) == zoo.tokenizer_fingerprint(tokenizer([f"w{i}" for i in range(300)]))
+    assert zoo.tokenizer_fingerprint(ours) != zoo.tokenizer_fingerprint(other)
+    model = TinyGPT(TinyGPTConfig(300, d_model=8, n_layer=1, n_head=2, max_context=32)).eval()
+    torch.save({"config": model.config.as_dict(), "weights": model.state_dict(),
+                "tokenizer_fingerprint": zoo.tokenizer_fingerprint(ours)}, tmp_path / f"{zoo.REAL_DRAFT_NAME}.pt")
+    loaded = zoo._real_draft((model, ours), "cpu", torch.float32, zoo=tmp_path)
+    assert loaded.vocab_size == 300
+    for target in ((model, other), (model, None), None):
+        with pytest.raises(ValueError, match=f"draft '{zoo.REAL_DRAFT_NAME}' reads smollm2's tokens: use it with "
+                                             f"--target smollm2"):
+            zoo._real_draft(target, "cpu", torch.float32, zoo=tmp_path)
+    stream = np.arange(260, 300).repeat(3)
+    samples = target_samples(model, stream, count=2, length=8, prompt_length=4, sampling=Sampling(1.0), seed=0)
+    assert samples.dtype == np.int32 and samples[:, :4].min() >= 260
