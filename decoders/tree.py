@@ -25,8 +25,8 @@ from decoders.sampling import Sampling, adjusted_probs, check_probs
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 
-__all__ = ["TreeConfig", "TreeState", "TreeOutcome", "start_tree", "tree_step", "generate_tree", "tree_acceptance",
-           "breadth_first", "check_tree_models"]
+__all__ = ["TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree", "generate_tree",
+           "tree_acceptance", "breadth_first", "check_tree_models"]
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -109,7 +109,12 @@ def _kseq_rho(p, q, count: torch.Tensor, steps: int = 60) -> torch.Tensor:
     return torch.where(excess(torch.ones_like(k)) <= 0, torch.ones_like(k), high)
 
 
-def _verify_node(p, q, children, tokens, verifier: str, randomness: Randomness):
+def _residual(residual: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm((r - q)+): the law after a rejection (rows without mass are left to the caller)."""
+    return _normalised((residual - q).clamp(min=0.0))
+
+
+def _verify_node(p, q, children, tokens, verifier: str, randomness: Randomness, residual_after=_residual):
     """Verify each row's children (``children: [B, c]`` node ids, -1 none; their ``tokens: [B, c]``) against p,
     q ``[B, V]`` at its current node: (accepted rank ``[B]``, 0 for none, and the law of the token drawn when
     none is accepted ``[B, V]``)."""
@@ -147,15 +152,15 @@ def _verify_node(p, q, children, tokens, verifier: str, randomness: Randomness):
         if verifier == "target-only":
             residual[rows[missed], x[missed]] = 0.0
         else:
-            excess = (residual - q_j).clamp(min=0.0)
+            excess = residual_after(residual, q_j)
             keep = missed[:, None] & (excess.sum(dim=-1, keepdim=True) > 0)
-            residual = torch.where(keep, _normalised(excess), residual)
+            residual = torch.where(keep, excess, residual)
             if verifier == "rrs-without-replacement":
                 draft[rows[missed], x[missed]] = 0.0
     return rank, residual
 
 
-def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness):
+def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, draft_children=_draft_children):
     """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
     (zero at leaves: never read)."""
     tree, levels = config.tree, _levels(config.tree)
@@ -175,8 +180,8 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness):
         for i, node in enumerate(nodes):
             children = list(tree.children(node))
             if children:
-                tokens[:, children] = _draft_children(logits[:, i], q[:, node], len(children), config.verifier,
-                                                      randomness)
+                tokens[:, children] = draft_children(logits[:, i], q[:, node], len(children), config.verifier,
+                                                     randomness)
     return tokens, q
 
 
@@ -213,54 +218,84 @@ def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:
     return TreeState(prefill(target, prompts, room=room), prefill(draft, prompts, room=room), last)
 
 
-def tree_step(target, draft, state: TreeState, config: TreeConfig, randomness: Randomness,
-              timer: PhaseTimer | None = None) -> TreeOutcome:
-    """One iteration (module docstring); updates ``state`` in place."""
-    timer = timer or PhaseTimer(target.device, profile=False)
-    tree, batch = config.tree, len(state.last)
-    rows = torch.arange(batch, device=target.device)
-    children = _children_table(tree, target.device)  # [N, width]
-    with timer.phase("draft"):
-        tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness)
-    with timer.phase("verify"):
-        parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)
-        p = adjusted_probs(target.forward_tree(tokens, state.target_state, parents), config.sampling, validate=False)
-        check_probs(p)
-    with timer.phase("accept"):
-        node = torch.zeros(batch, dtype=torch.int64, device=target.device)
-        path, ranks = [node], []
-        weights = torch.zeros_like(p[:, 0])
-        walking = torch.ones(batch, dtype=torch.bool, device=target.device)
-        for _ in range(tree.depth):
-            kids = torch.where(walking[:, None], children[node], -1)  # [B, width]; stopped rows draw nothing
-            rank, residual = _verify_node(p[rows, node], q[rows, node], kids, tokens.gather(1, kids.clamp(min=0)),
-                                          config.verifier, randomness)
-            leaf = children[node][:, 0] < 0
-            stopped = walking & (rank == 0)
-            weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
-            weights = torch.where((stopped & leaf)[:, None], p[rows, node], weights)  # a leaf: the bonus
-            walking = walking & (rank > 0)
-            node = torch.where(walking, kids.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0], node)
-            path.append(node), ranks.append(torch.where(walking, rank, 0))
-        weights = torch.where(walking[:, None], p[rows, node], weights)  # walked to the deepest level: the bonus
-        path, ranks = torch.stack(path, dim=1), torch.stack(ranks, dim=1)  # [B, depth + 1], [B, depth]
-        accepted = ranks.gt(0).sum(dim=1)
-    with timer.phase("correct"):
-        last = randomness.categorical(weights)
-        target.commit_path(state.target_state, path, accepted + 1)
-        draft.commit_path(state.draft_state, path, accepted + 1)
-        new = tokens.gather(1, path)  # [B, depth + 1]: the root, then the path
-        new = torch.cat([new[:, 1:], last[:, None]], dim=1)
-        new.scatter_(1, accepted[:, None], last[:, None])
-        state.last = last
-    return TreeOutcome(new, accepted, ranks)
+class TreeStep:
+    """One iteration in named phases: ``children`` (drafting a node's children), ``verify_node`` (the verifier at
+    one node), ``bonus_law`` (the law at a leaf or after the deepest accepted node); calling it runs the
+    iteration and updates the state in place. The planted-bug decoders of ``decoders.audit.mutants`` override
+    one phase each."""
+
+    def children(self, logits, q, count: int, verifier: str, randomness: Randomness) -> torch.Tensor:
+        return _draft_children(logits, q, count, verifier, randomness)
+
+    def verify_node(self, p, q, children, tokens, verifier: str, randomness: Randomness):
+        return _verify_node(p, q, children, tokens, verifier, randomness, self.residual)
+
+    def residual(self, r: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The law after a rejection by RRS: norm((r - q)+)."""
+        return _residual(r, q)
+
+    def score(self, target, tokens: torch.Tensor, target_state, parents: torch.Tensor) -> torch.Tensor:
+        """The target's logits ``[B, N, V]`` of every node, in one call."""
+        return target.forward_tree(tokens, target_state, parents)
+
+    def bonus_law(self, p: torch.Tensor, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+        """The law at a node whose walk ends without a rejection there: p (``logits`` are the raw ones)."""
+        return p
+
+    def __call__(self, target, draft, state: TreeState, config: TreeConfig, randomness: Randomness,
+                 timer: PhaseTimer | None = None) -> TreeOutcome:
+        """One iteration (module docstring); updates ``state`` in place."""
+        timer = timer or PhaseTimer(target.device, profile=False)
+        tree, batch = config.tree, len(state.last)
+        rows = torch.arange(batch, device=target.device)
+        children = _children_table(tree, target.device)  # [N, width]
+        with timer.phase("draft"):
+            tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness, self.children)
+        with timer.phase("verify"):
+            parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)
+            logits = self.score(target, tokens, state.target_state, parents)  # [B, N, V]
+            p = adjusted_probs(logits, config.sampling, validate=False)
+            check_probs(p)
+        with timer.phase("accept"):
+            node = torch.zeros(batch, dtype=torch.int64, device=target.device)
+            path, ranks = [node], []
+            weights = torch.zeros_like(p[:, 0])
+            walking = torch.ones(batch, dtype=torch.bool, device=target.device)
+            for _ in range(tree.depth):
+                kids = torch.where(walking[:, None], children[node], -1)  # [B, width]; stopped rows draw nothing
+                rank, residual = self.verify_node(p[rows, node], q[rows, node], kids,
+                                                  tokens.gather(1, kids.clamp(min=0)), config.verifier, randomness)
+                leaf = children[node][:, 0] < 0
+                stopped = walking & (rank == 0)
+                weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
+                bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
+                weights = torch.where((stopped & leaf)[:, None], bonus, weights)  # a leaf: the bonus
+                walking = walking & (rank > 0)
+                node = torch.where(walking, kids.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0], node)
+                path.append(node), ranks.append(torch.where(walking, rank, 0))
+            bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
+            weights = torch.where(walking[:, None], bonus, weights)  # walked to the deepest level: the bonus
+            path, ranks = torch.stack(path, dim=1), torch.stack(ranks, dim=1)  # [B, depth + 1], [B, depth]
+            accepted = ranks.gt(0).sum(dim=1)
+        with timer.phase("correct"):
+            last = randomness.categorical(weights)
+            target.commit_path(state.target_state, path, accepted + 1)
+            draft.commit_path(state.draft_state, path, accepted + 1)
+            new = tokens.gather(1, path)  # [B, depth + 1]: the root, then the path
+            new = torch.cat([new[:, 1:], last[:, None]], dim=1)
+            new.scatter_(1, accepted[:, None], last[:, None])
+            state.last = last
+        return TreeOutcome(new, accepted, ranks)
+
+
+REFERENCE_TREE_STEP = TreeStep()
 
 
 @torch.inference_mode()
 def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeConfig, randomness: Randomness,
-                  eos: int | None = None, profile: bool = False) -> Generation:
+                  eos: int | None = None, profile: bool = False, step: TreeStep = REFERENCE_TREE_STEP) -> Generation:
     """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
-    ``commit_path`` (TinyGPT, the Hugging Face adapter)."""
+    ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs)."""
     check_tree_models(target, draft)
     if not isinstance(config, TreeConfig):
         raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
@@ -279,7 +314,7 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
         if len(active) < len(prompts):  # finished rows restart empty: their work is discarded
             done = torch.tensor(output.done, device=target.device)
             park(target, state.target_state, done), park(draft, state.draft_state, done)
-        outcome = tree_step(target, draft, state, config, randomness, timer)
+        outcome = step(target, draft, state, config, randomness, timer)
         counts, tokens, ranks = outcome.accepted.tolist(), outcome.tokens.tolist(), outcome.ranks.tolist()
         accepted_log.append(tuple(counts[b] for b in active))
         ranks_log.append(tuple(tuple(ranks[b][:counts[b]]) for b in active))

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from decoders.randomness import Randomness
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
-from decoders.tree import TreeConfig, check_tree_models, start_tree, tree_step
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree
 from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "tree_law", "prefix_law",
@@ -145,13 +145,13 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
 
 @torch.no_grad()
 def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: int, *,
-             progress: bool | None = None) -> tuple[Law, int]:
-    """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``tree_step``)."""
+             step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None) -> tuple[Law, int]:
+    """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``step``'s iterations)."""
     check_tree_models(target, draft)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
         state = start_tree(target, draft, prompts, config.tree.size + 1)
-        outcome = tree_step(target, draft, state, config, randomness)
+        outcome = step(target, draft, state, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 

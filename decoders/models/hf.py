@@ -169,12 +169,14 @@ class HFCausalLM:
         return self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
                           position_ids=position_ids, use_cache=True).logits.float()
 
-    def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor) -> torch.Tensor:
+    def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
+                     positions: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes (``decoders.models.base``): a 4D mask over the prefix
-        and each node's ancestors, position ids prefix length + depth."""
+        and each node's ancestors, position ids prefix length + depth (or ``positions``: the audits' planted
+        flat-position bug)."""
         if torch.is_grad_enabled():
             with torch.no_grad():
-                return self.forward_tree(tokens, state, parents)
+                return self.forward_tree(tokens, state, parents, positions)
         check_shape(tokens, state)
         parents = torch.as_tensor(parents, dtype=torch.int64, device=tokens.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
@@ -184,8 +186,8 @@ class HFCausalLM:
                              f"of {self.max_context} tokens")
         if visible > state.capacity:
             state.cache.grow(min(max(visible, 2 * state.capacity), self.max_context or visible))
-        positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
-        logits = self._run(tokens, state, slots, visible, mask, positions)
+        depth_positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
+        logits = self._run(tokens, state, slots, visible, mask, depth_positions if positions is None else positions)
         state.tree = tree
         return logits
 

@@ -173,9 +173,11 @@ class TinyGPT(nn.Module):
     def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.hidden(tokens, state, counts))
 
-    def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor) -> torch.Tensor:
+    def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor,
+                     positions: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
-        nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``)."""
+        nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``).
+        ``positions`` replaces prefix + depth (only the audits' planted flat-position bug passes it)."""
         check_shape(tokens, state)
         parents = torch.as_tensor(parents, dtype=torch.int64, device=self.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
@@ -183,7 +185,8 @@ class TinyGPT(nn.Module):
         if state.bound + tree.size > state.capacity:
             raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the state's capacity "
                              f"of {state.capacity} tokens")
-        positions, slots, mask = tree_layout(tree, state.lengths, new, state.bound + tree.size)
+        depth_positions, slots, mask = tree_layout(tree, state.lengths, new, state.bound + tree.size)
+        positions = depth_positions if positions is None else positions
         x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], slots, mask)

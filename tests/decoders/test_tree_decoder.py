@@ -9,7 +9,8 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
-from decoders.tree import TreeConfig, breadth_first, generate_tree, tree_acceptance
+from decoders.audit.mutants import TREE_MUTANTS, tree_mutant
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, breadth_first, generate_tree, tree_acceptance
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree, optimal_tree
 
@@ -82,3 +83,34 @@ def test_exact_tree_law_negative_control():
     report = compare_laws(law, autoregressive_law(target, [1, 2], Sampling(0.7), 3), method="prefix-dp", horizon=3,
                           branches=branches)
     assert report.max_abs_difference > 1e-3
+
+
+@pytest.mark.parametrize("name", [m.name for m in TREE_MUTANTS])
+def test_tree_mutants_fail_the_exact_audit(name):
+    """Every planted tree bug (each names the engine that shipped it) moves the law by more than 1e-4 under the
+    verifier and sampling where it shows, while the reference step passes there."""
+    planted = tree_mutant(name)
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=4).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=4).double()
+    config = TreeConfig(Tree((-1, 0, 0, 0, 1)), planted.shows_with, planted.verifier)
+    reference = autoregressive_law(target, [1, 2], planted.shows_with, 2)
+    for step, wrong in ((planted.step, True), (REFERENCE_TREE_STEP, False)):
+        law, branches = tree_law(target, draft, [1, 2], config, 2, step=step, progress=False)
+        report = compare_laws(law, reference, method="prefix-dp", horizon=2, branches=branches)
+        assert (report.max_abs_difference > 1e-4) == wrong, (name, planted.engine, report.max_abs_difference)
+
+
+def test_flat_positions_break_greedy_equality():
+    """The flat-position bug changes greedy output too (the issue: greedy equality must catch it), on the shipped
+    pair, whose trained position embeddings matter."""
+    from decoders.harness import zoo
+    from decoders.harness.alpha import text_windows
+    from decoders.harness.corpus import load_corpus
+
+    target, draft = zoo.load_pair("transformer")
+    prompts = text_windows(load_corpus().held_out, 2, 32, seed=3)
+    reference = generate_autoregressive(target, prompts, max_new_tokens=24, sampling=GREEDY, randomness=seeded(0))
+    config = TreeConfig(Tree.kary(3, 2), GREEDY, "target-only")
+    planted = generate_tree(target, draft, prompts, max_new_tokens=24, config=config, randomness=seeded(1),
+                            step=tree_mutant("tree-flat-positions").step)
+    correct = generate_tree(target, draft, prompts, max_new_tokens=24, config=config, randomness=seeded(1))
+    assert correct.tokens == reference.tokens and planted.tokens != reference.tokens
