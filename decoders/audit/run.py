@@ -12,7 +12,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.audit import exact, setups, statistical
-from decoders.audit.mutants import mutant
+from decoders.audit.mutants import mutant, tree_mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import text_windows
 from decoders.harness.hf_compare import SCHEDULES, assisted_options, hf_generate
@@ -24,11 +24,16 @@ from decoders.models.hf import is_model_directory
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, generate_tree
+from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
+from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 
-__all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair"]
+__all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair",
+           "tree_shape"]
 
-DECODERS = ("speculative", "autoregressive")
+DECODERS = ("speculative", "autoregressive", "tree")
+TREE_DRAFTS = ("tinygpt", "close")  # the tiny drafts with tree attention (a tiny target must be a TinyGPT too)
 #: Whose sampler is audited: our decoder, or transformers' plain or assisted generation (batch 1, a black box).
 SAMPLERS = ("ours", "hf-generate", "hf-assisted")
 METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
@@ -71,6 +76,7 @@ class AuditRequest:
     assistant_tokens: int = 5  # hf-assisted: transformers' num_assistant_tokens, schedule, confidence threshold
     assistant_schedule: str = "constant"
     assistant_confidence: float = 0.0
+    tree: str = "kary:2:2"  # the tree decoder's static shape (``tree_shape``)
 
     @property
     def hugging_face(self) -> bool:
@@ -101,8 +107,18 @@ class AuditRequest:
             raise ValueError(f"decoder must be one of {DECODERS}, got {self.decoder!r}")
         if self.exact is not None and self.exact not in METHODS:
             raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
-        if self.mutant is not None and self.decoder != "speculative":
-            raise ValueError(f"mutants are speculative decoders, got --decoder {self.decoder}")
+        if self.decoder == "tree":
+            tree_shape(self.tree)
+            if self.verifier not in TREE_VERIFIERS:
+                raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
+                                 f"{self.verifier!r}")
+            if self.target in setups.TARGETS and (self.target != "tinygpt" or (self.draft or "tinygpt") not in TREE_DRAFTS):
+                raise ValueError(f"--decoder tree needs models with tree attention: --target tinygpt with --draft "
+                                 f"{' or '.join(TREE_DRAFTS)}, got {self.target} and {self.draft or 'tabular'}")
+            if self.mutant is not None:
+                tree_mutant(self.mutant)
+        elif self.mutant is not None and self.decoder != "speculative":
+            raise ValueError(f"mutants are speculative and tree decoders, got --decoder {self.decoder}")
         if self.target not in setups.TARGETS and self.exact:
             raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
         as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
@@ -135,7 +151,7 @@ def sampling_rows(vocab_size: int, most: int) -> int:
 def _models(request: AuditRequest) -> tuple:
     """(request with its defaults filled in, target, draft or None, batch)."""
     speculative = request.sampler == "hf-assisted" or (
-        request.sampler == "ours" and request.decoder == "speculative" and request.samples is None)
+        request.sampler == "ours" and request.decoder in ("speculative", "tree") and request.samples is None)
     if request.hugging_face:
         from decoders.harness import zoo
 
@@ -157,7 +173,8 @@ def _models(request: AuditRequest) -> tuple:
                           draft=request.draft or "transformer")
         draft = zoo.load_draft(request.draft) if speculative else None
         return request, zoo.load_target(), draft, SHIPPED_BATCH
-    request = replace(request, prompt=request.prompt or (1, 2), draft=request.draft or "tabular")
+    request = replace(request, prompt=request.prompt or (1, 2),
+                      draft=request.draft or ("tinygpt" if request.decoder == "tree" else "tabular"))
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
@@ -175,11 +192,29 @@ def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
     return tuple(text_windows(stream, 1, min(TEXT_PROMPT_TOKENS, len(stream)), request.seed)[0].tolist())
 
 
+def tree_shape(spec: str) -> Tree:
+    """A tree from ``chain:G``, ``kary:K:D`` or ``parents:-1,0,0,1`` (``--tree``)."""
+    kind, _, rest = str(spec).partition(":")
+    try:
+        values = [int(v) for v in rest.split("," if kind == "parents" else ":")]
+        if kind == "chain" and len(values) == 1:
+            return Tree.chain(values[0])
+        if kind == "kary" and len(values) == 2:
+            return Tree.kary(*values)
+        if kind == "parents":
+            return Tree(tuple(values))
+    except ValueError as error:
+        raise ValueError(f"tree {spec!r}: {error}") from None
+    raise ValueError(f"tree must be chain:G, kary:K:D or parents:-1,0,..., got {spec!r}")
+
+
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
     prompt = list(request.prompt)
     reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
-    method = "whole-run" if request.exact == "dp" and request.decoder != "speculative" else request.exact
-    if method == "dp":
+    method = "whole-run" if request.exact == "dp" and request.decoder == "autoregressive" else request.exact
+    if method == "dp" and request.decoder == "tree":
+        law, branches = exact.tree_law(target, draft, prompt, config, request.horizon, step=step)
+    elif method == "dp":
         law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step)
     elif method == "whole-run":
         law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0])
@@ -210,17 +245,25 @@ def _pair_power(report) -> str:
 
 def run_audit(request: AuditRequest) -> AuditOutcome:
     """Build the request's models and decoder, then audit it exactly or statistically."""
-    config = SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
-    bug = None if request.mutant is None else mutant(request.mutant)
+    tree = request.decoder == "tree"
+    config = TreeConfig(tree_shape(request.tree), request.sampling, request.verifier) if tree else \
+        SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
+    bug = None if request.mutant is None else (tree_mutant if tree else mutant)(request.mutant)
     request, target, draft, batch = _models(request)
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
-    step = REFERENCE_STEP if bug is None else bug.step
+    step = (REFERENCE_TREE_STEP if tree else REFERENCE_STEP) if bug is None else bug.step
     if request.samples is not None:
         return _audit_samples(request, target)
     if request.sampler != "ours":
         return _audit_hf_generate(request, target, draft)
-    if request.decoder == "speculative":
+    if tree:
+        def generate(prompts, randomness):
+            return generate_tree(target, draft, prompts, max_new_tokens=request.horizon, config=config,
+                                 randomness=randomness, step=step).tokens
+        described = (f"tree ({request.mutant or 'reference'}), {request.verifier} verifier, tree {request.tree} "
+                     f"(parents {list(config.tree.parents)}), draft {request.draft}")
+    elif request.decoder == "speculative":
         generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
                                           source=None if bug is None else bug.source)
         described = (f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from decoders.audit.mutants import MUTANTS
+from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
 from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest, run_audit
 from decoders.harness.hf_compare import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
@@ -16,13 +16,17 @@ from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
 from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
+from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from spectheory.cli.options import names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decoder", choices=DECODERS, default="speculative", help="the decoder to audit (default speculative)")
     parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
-                                                         f"{names(m.name for m in MUTANTS)}")
+                                                         f"{names(m.name for m in MUTANTS)}; with --decoder tree, "
+                                                         f"a planted tree bug: {names(m.name for m in TREE_MUTANTS)}")
+    parser.add_argument("--tree", default="kary:2:2", metavar="SHAPE",
+                        help="--decoder tree: the static tree, chain:G, kary:K:D or parents:-1,0,0,1 (default kary:2:2)")
     parser.add_argument("--target", default="tinygpt", metavar="TARGET",
                         help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), a real model "
                              f"({names(REAL_MODELS)}), a GGUF file or a Hugging Face model directory (read locally, "
@@ -47,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              'and horizon are the file\'s); the sampling flags say what the engine was asked for')
     parser.add_argument("--vocabulary", type=int, default=5,
                         help=f"vocabulary of the tiny models, 2 to {MAX_VOCABULARY} (default 5)")
-    parser.add_argument("--verifier", choices=VERIFIERS, default="token", help="token (Algorithm 1) or block verification")
+    parser.add_argument("--verifier", choices=VERIFIERS + tuple(sorted(TREE_VERIFIERS)),
+                        help="token (Algorithm 1, the default) or block verification; with --decoder tree "
+                             f"{', '.join(sorted(TREE_VERIFIERS))} (default target-only)")
     parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2); prompt + horizon "
                         "+ gamma + 1 must fit the target's context (64 for the tiny models, 256 shipped)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     request = AuditRequest(samples=args.samples, sampler=args.sampler, assistant_tokens=args.assistant_tokens,
         assistant_schedule=args.assistant_schedule, assistant_confidence=args.assistant_confidence,
         decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
-        verifier=args.verifier, gamma=args.gamma, sampling=Sampling(args.temperature, args.top_k, args.top_p),
+        verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"), gamma=args.gamma, tree=args.tree, sampling=Sampling(args.temperature, args.top_k, args.top_p),
         lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
         prompt_text=args.prompt_text, text=args.text, horizon=4 if args.horizon is None else args.horizon,
         n=20_000 if args.n is None else args.n, level=args.level, seed=args.seed,

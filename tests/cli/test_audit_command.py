@@ -5,7 +5,7 @@ import json
 import pytest
 
 from decoders.audit.exact import TOLERANCE
-from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.mutants import MUTANTS, TREE_MUTANTS, mutant, tree_mutant
 from decoders.audit.setups import DRAFTS
 from spectheory.cli import main
 
@@ -26,7 +26,11 @@ def test_audit_cli_exit_status_and_json(capsys):
     (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
     (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
     (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
-    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative"),
+    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative and tree decoders"),
+    (["--decoder", "tree", "--draft", "tabular"], "--decoder tree needs models with tree attention"),
+    (["--decoder", "tree", "--tree", "kary:x"], "tree 'kary:x'"),
+    (["--decoder", "tree", "--verifier", "token"], "--decoder tree takes --verifier"),
+    (["--decoder", "tree", "--mutant", "one-uniform"], "tree mutant must be one of"),
     (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
 ])
 def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
@@ -40,7 +44,7 @@ def test_audit_cli_help_against_the_registries(capsys):
     with pytest.raises(SystemExit):
         main(["audit", "--help"])
     text = "".join(capsys.readouterr().out.split())  # help wraps lines, also at hyphens
-    assert all(name in text for name in DRAFTS) and all(bug.name in text for bug in MUTANTS)
+    assert all(name in text for name in DRAFTS) and all(bug.name in text for bug in MUTANTS + TREE_MUTANTS)
     assert mutant("one-uniform").name == "one-uniform"
 
 
@@ -58,3 +62,26 @@ def test_audit_cli_shipped_prompt_text_against_its_ids(capsys):
     """--prompt-text is tokenized into the prompt (it used to be refused as "--prompt and --prompt-text")."""
     assert main(["audit", "--target", "shipped", "--prompt-text", "def ", "--n", "50", "--horizon", "1", "--json"]) == 0
     assert "prompt [70, 71, 72, 2]" in json.loads(capsys.readouterr().out)["decoder"]
+
+
+@pytest.mark.parametrize("verifier", ("target-only", "rrs", "rrs-without-replacement", "kseq"))
+def test_audit_cli_tree_decoder_exact_against_target(capsys, verifier):
+    """--decoder tree --exact: the prefix programme over a tree with a second level passes for every verifier."""
+    assert main(["audit", "--decoder", "tree", "--exact", "--verifier", verifier, "--vocabulary", "4", "--horizon",
+                 "3", "--tree", "parents:-1,0,0,1", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["max_abs_difference"] < TOLERANCE
+
+
+@pytest.mark.parametrize("name", ["tree-sorted-siblings"] + [pytest.param(name, marks=pytest.mark.slow) for name in (
+    "tree-candidates-vs-draft", "tree-greedy-at-temperature", "tree-bonus-raw-logits")])
+def test_audit_cli_tree_mutants_fail_exact_and_statistical(capsys, name):
+    """Planted tree bugs that show on the default tiny pair: the exact audit and the statistical one
+    (n = 20,000, p < 1e-4) both fail them."""
+    planted = tree_mutant(name)
+    common = ["audit", "--decoder", "tree", "--mutant", name, "--verifier", planted.verifier, "--temperature",
+              str(planted.shows_with.temperature), "--vocabulary", "4", "--tree", "parents:-1,0,0,0,1", "--json"]
+    assert main(common + ["--exact", "--horizon", "3"]) == 1
+    assert json.loads(capsys.readouterr().out)["max_abs_difference"] > 1e-3
+    assert main(common + ["--n", "20000"]) == 1
+    assert json.loads(capsys.readouterr().out)["p_value"] < 1e-4
