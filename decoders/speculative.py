@@ -170,6 +170,8 @@ class SpeculativeStep:
         width = int(proposed.sum(dim=1).max()) + 1  # one host read per iteration, as the loop's own
         feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
         p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
+        if width == config.gamma + 1:  # every position proposed somewhere (always, for a model draft): no copy
+            return p
         return torch.cat([p, p[:, -1:].expand(-1, config.gamma + 1 - width, -1)], dim=1)  # [B, gamma + 1, V]
 
     def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
@@ -266,9 +268,9 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         outcome = step(target, draft, committed, config, randomness, timer)
         overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, gamma]; NaN where p or q is
         check_probs(overlap, outcome.p[:, -1])  # so these cover all of p and q (NaN logits anywhere: an error)
-        accepted, tokens = outcome.accepted.tolist(), outcome.tokens.tolist()
+        (accepted, proposed_counts), tokens = (torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)]).tolist(),
+                                               outcome.tokens.tolist())
         accepted_log.append(tuple(accepted[b] for b in active))
-        proposed_counts = outcome.proposed.sum(dim=1).tolist()
         proposed_log.append(tuple(proposed_counts[b] for b in active))
         actives.append(active)
         outcomes["overlaps"].append(overlap)

@@ -270,12 +270,15 @@ def _half(module: torch.nn.Module) -> dict:
     return {key: value.detach().to("cpu", torch.float16) for key, value in module.state_dict().items()}
 
 
-def _export_tinygpt(name: str, model: TinyGPT, result: TrainResult, config, corpus, zoo: Path) -> None:
+def _export_tinygpt(name: str, model: TinyGPT, result: TrainResult, config, corpus, zoo: Path, *,
+                    entries: dict | None = None, record: dict | None = None) -> None:
+    """Export a trained TinyGPT (float16, tied head) with ``entries`` added to its file and ``record`` to its
+    manifest entry."""
     weights = _half(model)
     weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
     parameters = sum(p.numel() for p in model.parameters())
-    _export(name, {"config": model.config.as_dict(), "weights": weights},
-            _training_record(result, config, corpus, parameters), zoo)
+    _export(name, {"config": model.config.as_dict(), "weights": weights, **(entries or {})},
+            dict(_training_record(result, config, corpus, parameters), **(record or {})), zoo)
 
 
 def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str = "cpu",
@@ -373,13 +376,11 @@ def _train_real_draft(work: Path, zoo: Path, device, progress, until, corpus) ->
                                          device=device, progress=progress, until=until, initial=base)
     if result.steps < schedule.steps:
         return {}
-    weights = _half(model)
-    weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
-    record = dict(_training_record(result, REAL_DISTILLATION, corpus, sum(p.numel() for p in model.parameters())),
-                  target=REAL_DRAFT_TARGET, tokenizer_fingerprint=tokenizer_fingerprint(tokenizer),
-                  corpus_phase=asdict(config))
-    _export(REAL_DRAFT_NAME, {"config": model.config.as_dict(), "weights": weights,
-                              "tokenizer_fingerprint": tokenizer_fingerprint(tokenizer)}, record, zoo)
+    fingerprint = tokenizer_fingerprint(tokenizer)
+    _export_tinygpt(REAL_DRAFT_NAME, model, result, REAL_DISTILLATION, corpus, zoo,
+                    entries={"tokenizer_fingerprint": fingerprint},
+                    record={"target": REAL_DRAFT_TARGET, "tokenizer_fingerprint": fingerprint,
+                            "corpus_phase": asdict(config)})
     return {REAL_DRAFT_NAME: manifest(zoo)[REAL_DRAFT_NAME]}
 
 

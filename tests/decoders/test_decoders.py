@@ -22,6 +22,7 @@ from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from tiny_hf import tiny_hf_model
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 VOCAB = 24
@@ -154,23 +155,7 @@ def test_state_sized_to_its_sequences_against_full_context():
 
 
 def hugging_face(kind, attention="sdpa"):
-    """Our adapter over a tiny random transformers model: GPT-2 (learned positions) or Llama (rotary
-    positions, grouped-query attention), with ``attention`` its attention implementation."""
-    transformers = pytest.importorskip("transformers")
-    from decoders.models.hf import HFCausalLM
-
-    torch.manual_seed(7)  # model initialisation only
-    if kind == "gpt2":
-        config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=96,
-                                         bos_token_id=None, eos_token_id=None)
-        model = transformers.GPT2LMHeadModel(config)
-    else:
-        config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
-                                          max_position_embeddings=96, bos_token_id=None, eos_token_id=None)
-        model = transformers.LlamaForCausalLM(config)
-    model.config._attn_implementation = attention
-    return HFCausalLM(model)
+    return tiny_hf_model(kind, attention, vocab=VOCAB)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from tiny_hf import tiny_hf_model
 
 V = 24
 PARENTS = [-1, 0, 0, 1, 1, 2, 3, 3, 6]  # node 0 is the last committed token
@@ -33,31 +34,11 @@ def fresh(model, tokens):
         return model.forward(torch.tensor([tokens]), model.new_state(1, len(tokens)))[0, -1]
 
 
-def hugging_face(kind, attention):
-    """A tiny random GPT-2 (learned positions) or Llama (rotary positions, grouped-query attention) behind
-    our adapter."""
-    transformers = pytest.importorskip("transformers")
-    from decoders.models.hf import HFCausalLM
-
-    torch.manual_seed(7)  # initialisation only
-    if kind == "gpt2":
-        config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=V, n_positions=64,
-                                         bos_token_id=None, eos_token_id=None)
-        model = transformers.GPT2LMHeadModel(config)
-    else:
-        config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                          num_attention_heads=4, num_key_value_heads=2, vocab_size=V,
-                                          max_position_embeddings=64, bos_token_id=None, eos_token_id=None)
-        model = transformers.LlamaForCausalLM(config)
-    model.config._attn_implementation = attention
-    return HFCausalLM(model.eval())
-
-
 def models():
     yield "tinygpt", tinygpt()
     for kind in ("gpt2", "llama"):
         for attention in ("sdpa", "eager"):
-            yield f"hf-{kind}-{attention}", hugging_face(kind, attention)
+            yield f"hf-{kind}-{attention}", tiny_hf_model(kind, attention, vocab=V)
 
 
 @pytest.mark.parametrize("name, model", list(models()), ids=lambda x: x if isinstance(x, str) else "")
