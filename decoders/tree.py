@@ -21,7 +21,7 @@ import torch
 from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs
+from decoders.sampling import Sampling, adjusted_probs, check_probs, proposes
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 
@@ -173,6 +173,7 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, 
         logits = draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
         if depth == len(levels) - 1:
             break  # the leaves are fed so that the draft can keep an accepted one; their laws are unused
+        logits = torch.where(proposes(logits)[..., None], logits, torch.zeros_like(logits))  # none: uniform q
         probs = adjusted_probs(logits, config.sampling, validate=False)
         if q is None:
             q = probs.new_zeros(len(last), tree.size, probs.shape[-1])
@@ -208,8 +209,8 @@ def check_tree_models(target, draft) -> None:
     check_models(target, draft)
     for role, model in (("target", target), ("draft", draft)):
         if not hasattr(model, "forward_tree"):
-            raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT or a Hugging Face "
-                             f"model), got {type(model).__name__}")
+            raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT, a Hugging Face "
+                             f"model or a history draft), got {type(model).__name__}")
 
 
 def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:

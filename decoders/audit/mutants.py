@@ -243,7 +243,9 @@ class FlatPositions(TreeStep):
 
 @dataclass(frozen=True)
 class TreeMutant:
-    """A planted tree bug: ``step`` run with ``verifier`` under ``shows_with``; ``engine`` names where it shipped."""
+    """A planted tree bug: ``step`` run with ``verifier`` under ``shows_with``; ``engine`` names where it shipped.
+    ``audit`` holds the `spectheory audit` flags (models, tree, horizon) under which the statistical audit at
+    n = 20,000 sees it (p < 1e-4); where the target is tiny the exact audit uses them too."""
 
     name: str
     bug: str
@@ -251,6 +253,11 @@ class TreeMutant:
     step: TreeStep
     verifier: str
     shows_with: Sampling = Sampling(1.0)
+    audit: tuple = ("--draft", "tinygpt", "--tree", "parents:-1,0,0,0,1", "--horizon", "3")
+
+
+#: i.i.d. siblings often repeat, and p exceeds q on several tokens: the residual's updates matter
+_CLOSE_DRAFT_TREE = ("--draft", "close", "--tree", "kary:2:2", "--horizon", "2")
 
 
 TREE_MUTANTS = (
@@ -260,16 +267,18 @@ TREE_MUTANTS = (
     TreeMutant("tree-sorted-siblings", "i.i.d. siblings verified in the order of their draft probability",
                "tree verifiers that sort candidates by score before testing them", SiblingsSortedByDraft(), "rrs"),
     TreeMutant("tree-skip-duplicates", "duplicate i.i.d. siblings skipped without updating the residual",
-               "deduplicated candidate sets in multi-draft samplers", DuplicatesSkipped(), "rrs"),
+               "deduplicated candidate sets in multi-draft samplers", DuplicatesSkipped(), "rrs",
+               audit=_CLOSE_DRAFT_TREE),
     TreeMutant("tree-residual-unnormalised", "the residual (r - q)+ is not renormalised between siblings",
-               "public RRS re-implementations", ResidualNotRenormalised(), "rrs"),
+               "public RRS re-implementations", ResidualNotRenormalised(), "rrs", audit=_CLOSE_DRAFT_TREE),
     TreeMutant("tree-greedy-at-temperature", "the argmax is accepted at T > 0, then a stochastic token drawn",
                "an unmerged vLLM tree sampler; SGLang's EAGLE verification on ROCm", GreedyAcceptanceAtTemperature(),
                "target-only", Sampling(0.7)),
     TreeMutant("tree-bonus-raw-logits", "the bonus token drawn from the raw logits (no temperature, no top-p)",
                "EAGLE before April 2025 (commit bf10ac5)", BonusFromRawLogits(), "target-only", Sampling(0.7)),
     TreeMutant("tree-flat-positions", "tree nodes at position prefix + node index instead of prefix + depth",
-               "tree attention with rotary positions taken from the flat token order", FlatPositions(), "target-only"),
+               "tree attention with rotary positions taken from the flat token order", FlatPositions(), "target-only",
+               audit=("--target", "shipped", "--tree", "kary:4:1", "--horizon", "2")),  # trained positions
 )
 
 

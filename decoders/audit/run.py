@@ -33,7 +33,7 @@ __all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcom
            "tree_shape"]
 
 DECODERS = ("speculative", "autoregressive", "tree")
-TREE_DRAFTS = ("tinygpt", "close")  # the tiny drafts with tree attention (a tiny target must be a TinyGPT too)
+MAX_EXACT_TREE_DRAWS = 100_000  # draft-draw branches of one tree iteration the exact audit enumerates
 #: Whose sampler is audited: our decoder, or transformers' plain or assisted generation (batch 1, a black box).
 SAMPLERS = ("ours", "hf-generate", "hf-assisted")
 METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
@@ -112,11 +112,13 @@ class AuditRequest:
             if self.verifier not in TREE_VERIFIERS:
                 raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
                                  f"{self.verifier!r}")
-            if self.target in setups.TARGETS and (self.target != "tinygpt" or (self.draft or "tinygpt") not in TREE_DRAFTS):
-                raise ValueError(f"--decoder tree needs models with tree attention: --target tinygpt with --draft "
-                                 f"{' or '.join(TREE_DRAFTS)}, got {self.target} and {self.draft or 'tabular'}")
             if self.mutant is not None:
                 tree_mutant(self.mutant)
+            draws = 0 if self.verifier == "target-only" else tree_shape(self.tree).size - 1
+            if self.exact and draws * math.log(self.vocabulary) > math.log(MAX_EXACT_TREE_DRAWS):
+                raise ValueError(f"--exact enumerates the {self.verifier} tree's V^(nodes - 1) = {self.vocabulary}^"
+                                 f"{draws} draft draws per iteration, more than {MAX_EXACT_TREE_DRAWS:,}: lower "
+                                 f"--vocabulary or use a smaller --tree")
         elif self.mutant is not None and self.decoder != "speculative":
             raise ValueError(f"mutants are speculative and tree decoders, got --decoder {self.decoder}")
         if self.target not in setups.TARGETS and self.exact:

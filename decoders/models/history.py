@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from decoders.models.base import append_history, check_step, check_truncate
+from decoders.models.base import PendingTree, append_history, check_shape, check_step, check_truncate, extend_tree
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["HistoryState", "HistoryModel", "NGramModel", "SparseNGramModel", "TabularModel", "UniformModel", "CopyDraft"]
@@ -23,13 +23,17 @@ MAX_ORDER = 3  # tokens of context of a table: V^order rows (a trigram table of 
 
 @dataclass
 class HistoryState:
-    """``tokens: [B, capacity]`` (valid up to ``lengths[b]``) and ``lengths: [B]``."""
+    """``tokens: [B, capacity]`` (valid up to ``lengths[b]``) and ``lengths: [B]``; a pending draft tree
+    (``forward_tree``) keeps its nodes' tokens ``tree_tokens: [B, T]`` until ``commit_path``."""
 
     tokens: torch.Tensor
     lengths: torch.Tensor
+    tree: PendingTree | None = None
+    tree_tokens: torch.Tensor | None = None
 
     def clone(self) -> "HistoryState":
-        return HistoryState(self.tokens.clone(), self.lengths.clone())
+        return HistoryState(self.tokens.clone(), self.lengths.clone(), self.tree,
+                            None if self.tree_tokens is None else self.tree_tokens.clone())
 
     def repeat(self, rows: int) -> "HistoryState":
         """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
@@ -54,8 +58,7 @@ class HistoryModel:
 
     def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None) -> torch.Tensor:
         counts = check_step(self, tokens, state, counts)
-        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
-            raise ValueError(f"tokens must be in [0, {self.vocab_size})")
+        self._check_tokens(tokens)
         state.tokens, positions = append_history(state.tokens, state.lengths, tokens)  # [B, S]
         ends = positions + 1  # [B, S], each new position sees the history through itself
         logits = self._logits(state.tokens, ends)
@@ -66,6 +69,48 @@ class HistoryModel:
 
     def truncate(self, state: HistoryState, lengths: torch.Tensor) -> None:
         state.lengths = check_truncate(state, lengths)
+        state.tree = state.tree_tokens = None
+
+    def _check_tokens(self, tokens: torch.Tensor) -> None:
+        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
+            raise ValueError(f"tokens must be in [0, {self.vocab_size})")
+
+    def forward_tree(self, tokens: torch.Tensor, state: HistoryState, parents: torch.Tensor,
+                     positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
+        nodes (-1: a root after the history): each node's logits are those of the history followed by its
+        root-to-node path (``decoders.models.base``). A history has no positions: ``positions`` must be None."""
+        check_shape(tokens, state)
+        self._check_tokens(tokens)
+        if positions is not None:
+            raise ValueError(f"{type(self).__name__} has no positions to override")
+        parents = torch.as_tensor(parents, dtype=torch.int64, device=self.device).expand(tokens.shape)
+        tree = extend_tree(state.tree, parents)
+        held = tokens if state.tree_tokens is None else torch.cat([state.tree_tokens, tokens], dim=1)  # [B, T]
+        batch, new = tokens.shape
+        nodes = range(tree.size - new, tree.size)
+        width = int(state.lengths.max()) + tree.size
+        history = state.tokens[:, :width]
+        if history.shape[1] < width:
+            history = torch.cat([history, history.new_zeros(batch, width - history.shape[1])], dim=1)
+        paths = history[:, None, :].repeat(1, new, 1)  # [B, n, width]: each node's history, then its path
+        slots = state.lengths[:, None, None] + tree.depths[:, None, :]  # [B, 1, T]: an ancestor's slot
+        ancestors = tree.ancestors[:, nodes]  # [B, n, T]
+        slots = torch.where(ancestors, slots, width)  # non-ancestors go to a spare column, dropped below
+        paths = torch.cat([paths, paths.new_zeros(batch, new, 1)], dim=2)
+        paths.scatter_(2, slots, held[:, None, :].expand(-1, new, -1))
+        ends = state.lengths[:, None] + tree.depths[:, nodes] + 1  # [B, n]
+        logits = self._logits(paths[..., :width].flatten(0, 1), ends.flatten()[:, None])  # [B n, 1, V]
+        state.tree, state.tree_tokens = tree, held
+        return logits.view(batch, new, -1)
+
+    def commit_path(self, state: HistoryState, path: torch.Tensor, counts: torch.Tensor) -> None:
+        """Append each row's first ``counts[b]`` nodes of ``path: [B, M]`` to its history; drop the pending tree."""
+        path = torch.as_tensor(path, device=self.device)
+        kept = state.tree_tokens.gather(1, path)  # [B, M]
+        state.tokens, _ = append_history(state.tokens, state.lengths, kept)
+        state.lengths = state.lengths + torch.as_tensor(counts, device=self.device)
+        state.tree = state.tree_tokens = None
 
     def _logits(self, history: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

@@ -5,6 +5,7 @@ cache continues exactly as if the accepted path had been fed as a chain."""
 import pytest
 import torch
 
+from decoders.models.history import CopyDraft, SparseNGramModel, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from tiny_hf import tiny_hf_model
 
@@ -36,6 +37,9 @@ def fresh(model, tokens):
 
 def models():
     yield "tinygpt", tinygpt()
+    yield "tabular-trigram", TabularModel.random(torch.Generator().manual_seed(4), V, 2)
+    yield "sparse-ngram", SparseNGramModel.fit([1, 2, 3, 4, 5, 1, 2, 6, 7, 3, 4, 8] * 3, V, 3)
+    yield "copy", CopyDraft(V, min_match=1, max_match=3)
     for kind in ("gpt2", "llama"):
         for attention in ("sdpa", "eager"):
             yield f"hf-{kind}-{attention}", tiny_hf_model(kind, attention, vocab=V)

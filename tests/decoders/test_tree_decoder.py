@@ -6,6 +6,7 @@ import torch
 
 from decoders.audit.exact import autoregressive_law, compare_laws, tree_law, whole_run_law
 from decoders.autoregressive import generate_autoregressive
+from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
@@ -39,7 +40,8 @@ def test_greedy_tree_against_autoregressive(verifier, shape, batch):
     target = tiny_gpt(0)
     reference = generate_autoregressive(target, PROMPTS[:batch], max_new_tokens=20, sampling=GREEDY,
                                         randomness=seeded(0))
-    for draft in (tiny_gpt(1, d_model=16, n_layer=1), target):
+    history_drafts = (TabularModel.random(torch.Generator().manual_seed(2), VOCAB, 1), CopyDraft(VOCAB, max_match=3))
+    for draft in (tiny_gpt(1, d_model=16, n_layer=1), *history_drafts, target):
         generation = generate_tree(target, draft, PROMPTS[:batch], max_new_tokens=20,
                                    config=TreeConfig(SHAPES[shape], GREEDY, verifier), randomness=seeded(1))
         assert generation.tokens == reference.tokens[:batch], (shape, verifier)
