@@ -99,7 +99,7 @@ class Output:
 
 
 #: The methods of a model that run it (a forward pass): what ``PhaseTimer.watch`` times.
-MODEL_CALLS = ("forward", "head_logits")
+MODEL_CALLS = ("forward", "head_logits", "forward_tree")
 
 
 class _Watched:

@@ -46,7 +46,7 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
                           f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
                           f"in {d['seconds']:.1f} s. Every number below is read from `report.json`."),
             *_recommendation_blocks(d), *_alpha_blocks(d), *_speed_blocks(d["bench"], figures),
-            *_audit_blocks(d["audit"])]
+            *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees"))]
 
 
 def _recommendation_blocks(d: dict) -> list[tuple]:
@@ -100,6 +100,30 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
         "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",
         "Measured against predicted speedup, with Leviathan et al.'s twelve T5 points.",
         "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars)."))]
+
+
+def _tree_blocks(trees: dict | None) -> list[tuple]:
+    """Tree against chain at equal node budgets (T = 0), and the verdict."""
+    if trees is None:
+        return []
+    best = trees["recommendation"]
+    verdict = (f"**Use a tree** of {best['tree']['nodes']} nodes (depth {best['tree']['depth']}, parents "
+               f"`{best['tree']['parents']}`)" if best["kind"] == "tree" else
+               f"**Use a chain** (gamma = {best['tree']['nodes'] - 1})")
+    a = ", ".join(f"{x:.3f}" for x in trees["rank_frequencies"]["decoding"])
+    return [("heading", 2, "Tree or chain (T = 0)"),
+            ("table", ["budget", "decoder", "depth", "tokens per call", "rank model", "speedup (min-max)",
+                       "calibrated"],
+             [[str(row["budget"]), row["kind"], str(row["tree"]["depth"]), f"{row['tokens_per_call']:.3f}",
+               f"{row['predicted_tokens_per_call']:.3f}",
+               f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+               f"{row['calibrated_speedup']:.3f}"] for row in trees["rows"]]),
+            ("paragraph", f"{verdict}: {best['speedup']:.3f}x measured, the fastest of the rows above. At each budget "
+                          "(positions per verify call, the root included) the chain of budget - 1 drafts runs in the "
+                          "speculative decoder and the optimal tree of the rank model (docs/theory.md §12) in the "
+                          f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
+                          f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
+                          "Calibrated: the rank model's tokens per call with each decoder's measured costs.")]
 
 
 def _prompt(audit: dict) -> str:

@@ -4,10 +4,11 @@ import json
 from pathlib import Path
 
 from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
-                        table3_alpha, table5_lenience, table_real_model, tree_expected_tokens)
+                        table3_alpha, table5_lenience, table_real_model, tree_expected_tokens, tree_vs_chain)
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
+from tree_bench_inputs import small_tree_document
 
 
 def write_small_results(results: Path) -> Path:
@@ -42,6 +43,7 @@ def write_small_results(results: Path) -> Path:
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
     trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
     (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))
+    (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document()]}))
     return results
 
 

@@ -8,7 +8,9 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
   Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees (acceptance counts of
   the sweep) and the measured c beside it, and the best measured gamma;
 * a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
-  measured (``decoders.audit.run.audit_pair``).
+  measured (``decoders.audit.run.audit_pair``);
+* where both models have tree attention: the optimal draft tree against the chain at small node budgets, T = 0
+  (``decoders.harness.tree_bench``), and whether to use a tree.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
 from decoders.harness.corpus import VOCAB_SIZE, encode as corpus_encode
 from decoders.harness.tasks import TASKS
+from decoders.harness.tree_bench import bench_trees, check_budgets
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
@@ -62,6 +65,7 @@ class ReportSettings:
     gamma_max: int = 16
     seed: int = 0
     task: str | None = None  # None: the prompts are windows of the held-out text; else a task of decoders.harness.tasks
+    tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
@@ -74,6 +78,8 @@ class ReportSettings:
         as_non_negative_int("seed", self.seed)
         if not self.audit_prompt:
             raise ValueError("audit_prompt must be non-empty text")
+        if self.tree_budgets:
+            check_budgets(self.tree_budgets)
 
     def bench_settings(self) -> BenchSettings:
         """The benchmark's settings."""
@@ -98,6 +104,7 @@ class ReportDocument:
     recommendations: list  # per temperature: the calculator's gamma beside the best measured one
     bench: dict  # the benchmark's document (decoders.harness.bench.BenchReport.as_dict)
     audit: dict  # the audit's report with its gamma, temperature and prompt
+    trees: dict | None = None  # tree against chain (decoders.harness.tree_bench), None where it was not measured
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -106,7 +113,8 @@ class ReportDocument:
 #: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file): about 12 minutes for SmolLM2-135M on 2
 #: CPU cores (70-90 ms a token), against 3 for the shipped pair's defaults. Its benchmark prompts are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
-                                     max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite")
+                                     max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
+                                     tree_budgets=(4, 8))
 
 
 def by_temperature(mapping: dict) -> dict:
@@ -125,7 +133,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
-    with tqdm(total=3, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+    trees = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
+    with tqdm(total=3 + trees, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
@@ -144,6 +153,11 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
                            n=s.audit_n, seed=s.seed, progress=progress)
         stages.update()
+        if trees:
+            stages.set_postfix_str("tree against chain")
+            trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
+                                target_name=target_name, draft_name=draft_name, progress=progress)
+            stages.update()
     return ReportDocument(
         command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
@@ -152,7 +166,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         alpha_text=[{"temperature": row["temperature"], "alpha": row["alpha"][0], "standard_error":
                      row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
         audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
-                   prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt))
+                   prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt),
+        trees=json.loads(json.dumps(trees, allow_nan=False)) if trees else None)
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import torch
 
-from decoders.harness import alpha, bench, zoo
+from decoders.harness import alpha, bench, tree_bench, zoo
 from decoders.harness.corpus import load_corpus
 from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
 from spectheory.validation import as_positive_int
 
-__all__ = ["alpha_document", "lenience_document", "bench_document", "blockwise_document", "shipped_prompts",
+__all__ = ["alpha_document", "lenience_document", "bench_document", "tree_document", "blockwise_document", "shipped_prompts",
            "real_model_document", "REAL_CELLS", "REAL_SETTINGS", "ALPHA_ONLY_DRAFTS"]
 
 
@@ -77,6 +77,19 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
         gamma = hf_gamma or report.best(settings.temperatures[0])["gamma"]
         document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
     return document
+
+
+def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,
+                  budgets=tree_bench.TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
+                  dtype: torch.dtype = torch.float32, task: str | None = None, progress: bool | None = None) -> dict:
+    """Tree against chain at each node budget (``tree_bench.bench_trees``) for a pair (default the shipped target),
+    on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
+    document = tree_bench.bench_trees(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
+                                      budgets=budgets, target_name=target or "shipped target", draft_name=draft,
+                                      progress=progress)
+    return dict(document, text=inputs.text, task=task)
 
 
 def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *,

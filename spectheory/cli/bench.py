@@ -14,7 +14,8 @@ import torch
 from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS
 from decoders.harness.bench import MAX_REPEATS, BenchSettings
-from decoders.harness.runs import bench_document
+from decoders.harness.runs import bench_document, tree_document
+from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, tree_lines
 from decoders.harness.tasks import TASKS
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.costs import CostProfile
@@ -57,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "generation (a pair of TinyGPTs, converted, or of model "
                                                           "directories)")
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
+    parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at "
+                                                            "each node budget, T = 0 (docs/theory.md §12)")
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
+                        help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
     parser.add_argument("--out", help="write the JSON report here")
 
 
@@ -143,6 +148,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.out:
         check_writable(args.out)
+    if args.tree:
+        if args.hf:
+            raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")
+        document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets), target=args.target,
+                                 text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)
+        if args.out:
+            write_json(args.out, document, command=args.command_line)
+        print("\n".join(tree_lines(document)))
+        return 0
     document = bench_document(args.draft, settings, target=args.target, text=args.text, device=args.device,
                               dtype=getattr(torch, args.dtype), hf=args.hf, hf_gamma=args.hf_gamma, task=args.task)
     if args.out:

@@ -48,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{' '.join(map(str, REAL_MODEL_SETTINGS.gammas))} for a real model)")
     parser.add_argument("--prompt-length", type=int, help=f"benchmark prompt tokens (default {DEFAULTS.prompt_length}; "
                                                           f"{REAL_MODEL_SETTINGS.prompt_length} for a real model)")
+    parser.add_argument("--tree-budgets", type=int, nargs="*", metavar="N",
+                        help="tree against chain at these node budgets, T = 0, where both models have tree attention "
+                             f"(default {' '.join(map(str, DEFAULTS.tree_budgets))}; "
+                             f"{' '.join(map(str, REAL_MODEL_SETTINGS.tree_budgets))} for a real model; none: skip)")
     for name in BUDGET:
         default, real = getattr(DEFAULTS, name), getattr(REAL_MODEL_SETTINGS, name)
         parser.add_argument("--" + name.replace("_", "-"), type=int, help=f"{HELP[name]} (default {default}"
@@ -58,9 +62,9 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
     """The flags given, over the real-model budget for a real model or GGUF file, else the shipped pair's."""
     real = args.target in zoo.REAL_MODELS or (args.target is not None and is_gguf_file(args.target))
     base = REAL_MODEL_SETTINGS if real else DEFAULTS
-    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length")
+    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length", "tree_budgets")
              if getattr(args, name, None) is not None}
-    for name in ("temperatures", "gammas"):
+    for name in ("temperatures", "gammas", "tree_budgets"):
         if name in given:
             given[name] = tuple(given[name])
     return replace(base, **given)
@@ -81,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
               f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
               f"{r['best_measured_speedup']:.3f}x")
     print(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
+    if document.trees:
+        best = document.trees["recommendation"]
+        print(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of tree and "
+              f"chain, {best['speedup']:.3f}x")
     print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
           f"in {document.seconds:.0f} s")
     return 0

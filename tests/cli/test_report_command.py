@@ -36,7 +36,7 @@ def report(tmp_path_factory):
 def test_report_markdown_numbers_against_its_json(report):
     out, document = report
     text = (out / "report.md").read_text()
-    alpha_table, speed_table = markdown_tables(text)
+    alpha_table, speed_table, tree_table = markdown_tables(text)
     bench = document["bench"]
     assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)",
                               "cost model", "Theorem 3.8"]
@@ -62,6 +62,13 @@ def test_report_markdown_numbers_against_its_json(report):
         assert int(sentence[1]) == r["optimal_gamma"] and float(sentence[2]) == pytest.approx(r["calibrated_speedup"], abs=5e-4)
         assert float(sentence[3]) == pytest.approx(r["alpha"], abs=5e-4) and int(sentence[5]) == r["theorem_3_8_gamma"]
         assert float(sentence[6]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
+    assert len(tree_table) - 1 == len(document["trees"]["rows"])
+    for cells, row in zip(tree_table[1:], document["trees"]["rows"]):
+        assert [int(cells[0]), cells[1], int(cells[2])] == [row["budget"], row["kind"], row["tree"]["depth"]]
+        assert [float(cells[3]), float(cells[4]), float(cells[6])] == pytest.approx(
+            [row["tokens_per_call"], row["predicted_tokens_per_call"], row["calibrated_speedup"]], abs=5e-4)
+    best = document["trees"]["recommendation"]
+    assert f"{best['speedup']:.3f}x measured, the fastest" in text
     verdict = "PASS" if document["audit"]["passed"] else "FAIL"
     assert f"**{verdict}**" in text and f"{document['audit']['n']} sampled continuations" in text
 

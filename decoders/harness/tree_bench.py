@@ -1,0 +1,220 @@
+"""Tree against chain at equal node budgets, measured on a pair at T = 0 (docs/theory.md §12).
+
+The draft's rank frequencies a_1..a_k (how often the target's greedy token is the draft's j-th most likely) are
+measured along held-out text and along the target's own greedy continuations of the bench prompts (the text the
+decoders walk). For each budget n (nodes per verify call, the root included) the optimal tree of the rank model
+(Sequoia's programme on the decoding a) is decoded with the tree decoder and the chain of n - 1 drafts with the
+speculative decoder; both are timed interleaved with the autoregressive decoder, repeat by repeat. Beside each
+measurement: the rank model's tokens per call E, and the calibrated speedup: the autoregressive seconds over
+prefill + (tokens / E) x seconds per iteration, both medians over profiled runs of the decoder interleaved with
+the timed ones (its prefill phases; its other wall time over its iterations: draft levels, the verify call at
+the tree's width, acceptance, commit). One verify call of the tree is timed against one chain call of the same width (the mask's cost).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from decoders._loop import synchronize
+from decoders.autoregressive import generate_autoregressive
+from decoders.harness.alpha import text_windows
+from decoders.harness.bench import BenchSettings, environment, model_dtype
+from decoders.harness.profile import timed
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.tree import TreeConfig, breadth_first, generate_tree
+from spectheory.timing import time_interleaved
+from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
+from spectheory.validation import as_int
+
+__all__ = ["TREE_BUDGETS", "MAX_RANKS", "rank_frequencies", "bench_trees", "check_budgets", "tree_lines"]
+
+TREE_BUDGETS = (4, 8, 16, 32)
+MAX_RANKS = 8  # candidates per node the rank frequencies cover
+HELD_OUT_WINDOWS = (32, 128)  # windows x tokens of held-out text for the rank frequencies
+CALL_REPEATS = 30  # one-call timings of the tree against the chain
+
+
+def check_budgets(budgets) -> tuple:
+    budgets = tuple(budgets)
+    if not budgets:
+        raise ValueError("budgets must name at least one node budget")
+    return tuple(as_int("budget", budget, low=2, high=256) for budget in budgets)
+
+
+@torch.no_grad()
+def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
+                     batch_size: int = 8) -> np.ndarray:
+    """a_1..a_ranks at T = 0 along ``windows`` ``[W, L]`` after the first ``skip`` tokens: the share of positions
+    where the target's greedy token is the draft's j-th most likely token (ties broken by the lower id)."""
+    as_int("skip", skip, low=1, high=windows.shape[1] - 1)
+    hits, positions = np.zeros(ranks), 0
+    for start in range(0, len(windows), batch_size):
+        rows = windows[start:start + batch_size].to(target.device)
+        greedy = target.forward(rows, target.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1].argmax(dim=-1)
+        logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
+        order = torch.sort(logits.float(), dim=-1, descending=True, stable=True).indices[..., :ranks]
+        hits += (order == greedy[..., None]).sum(dim=(0, 1)).cpu().numpy()
+        positions += greedy.numel()
+    return hits / positions
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One decoder of the comparison: ``kind`` chain or tree at ``budget`` nodes."""
+
+    kind: str
+    budget: int
+    tree: Tree
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind} {self.budget}"
+
+    def decode(self, target, draft, prompt: torch.Tensor, max_new_tokens: int, profile: bool = False):
+        randomness = seeded(0, target.device)
+        if self.kind == "chain":
+            return generate_speculative(target, draft, prompt, max_new_tokens=max_new_tokens,
+                                        config=SpeculativeConfig(self.tree.size - 1, GREEDY), randomness=randomness,
+                                        profile=profile)
+        return generate_tree(target, draft, prompt, max_new_tokens=max_new_tokens,
+                             config=TreeConfig(self.tree, GREEDY, "target-only"), randomness=randomness,
+                             profile=profile)
+
+
+def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
+    """Seconds of one target call scoring ``tree``'s nodes (``forward_tree``) and of one chain call of the same
+    width (``forward``), after ``prompt`` ``[L]``, timed interleaved."""
+    tree = breadth_first(tree)
+    state = target.new_state(1, len(prompt) + tree.size + 1)
+    with torch.no_grad():
+        target.forward(prompt[None].to(target.device), state)
+    held = state.lengths.clone()
+    nodes = (torch.arange(tree.size, device=target.device) % target.vocab_size)[None]  # any tokens: same cost
+    parents = torch.tensor(tree.parents, device=target.device)[None]
+
+    @torch.no_grad()
+    def tree_call():
+        target.forward_tree(nodes, state, parents)
+        target.truncate(state, held)
+
+    @torch.no_grad()
+    def chain_call():
+        target.forward(nodes, state)
+        target.truncate(state, held)
+
+    timing = time_interleaved({"tree": tree_call, "chain": chain_call}, repeats=repeats, warmup=3,
+                              synchronize=lambda: synchronize(target.device))
+    return {"width": tree.size, "tree_call_seconds": timing["tree"].median,
+            "chain_call_seconds": timing["chain"].median,
+            "tree_over_chain_call": timing["tree"].median / timing["chain"].median}
+
+
+def _pooled_tokens_per_call(generations: list) -> float:
+    counts = [n + 1 for generation in generations for iteration in generation.stats.accepted_per_iteration
+              for n in iteration]
+    return sum(counts) / len(counts)
+
+
+def _costs(generations: list) -> tuple[float, float]:
+    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases, and their wall time
+    but the prefill over their iterations."""
+    prefill = sum(g.stats.seconds["prefill"] for g in generations)
+    seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
+    return prefill, seconds / sum(g.stats.iterations for g in generations)
+
+
+def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
+                budgets=TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
+                progress: bool | None = None) -> dict:
+    """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget; rank frequencies from
+    ``held_out`` (token ids) and from the target's greedy continuations. Returns the JSON document."""
+    budgets = check_budgets(budgets)
+    new = settings.max_new_tokens
+    if not hasattr(draft, "forward_tree"):
+        raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
+    with tqdm(total=None, desc=f"trees {draft_name}", disable=progress is False, leave=False) as bar:
+        def ar(prompt):
+            return generate_autoregressive(target, prompt, max_new_tokens=new, sampling=GREEDY,
+                                           randomness=seeded(0, target.device))
+
+        continuations = torch.tensor([p.tolist() + list(ar(p[None]).tokens[0]) for p in prompts])
+        decoding = rank_frequencies(target, draft, continuations, skip=prompts.shape[1])
+        windows, length = HELD_OUT_WINDOWS
+        text = rank_frequencies(target, draft, text_windows(held_out, windows, length, settings.seed), skip=length // 4)
+        candidates = [candidate for budget in budgets for candidate in (
+            _Candidate("chain", budget, Tree.chain(budget - 1)),
+            _Candidate("tree", budget, optimal_tree(decoding, budget)[0]))]
+        runs, outputs, profiled = {"autoregressive": lambda: [ar(p[None]) for p in prompts]}, {}, {}
+        for candidate in candidates:
+            def run(candidate=candidate):
+                outputs[candidate.name] = [candidate.decode(target, draft, p[None], new) for p in prompts]
+
+            def profile(candidate=candidate):  # its costs, measured beside its timings
+                profiled.setdefault(candidate.name, []).append(
+                    _costs([candidate.decode(target, draft, p[None], new, profile=True) for p in prompts]))
+            runs[candidate.name], runs[candidate.name + " profiled"] = run, profile
+        timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
+                                   synchronize=lambda: synchronize(target.device), progress=bar.update)
+        calls = [_call_ratio(target, prompts[0], c.tree, CALL_REPEATS) for c in candidates if c.kind == "tree"]
+        bar.update()
+    autoregressive = timings["autoregressive"]
+    t_step = autoregressive.median / (len(prompts) * new)
+    rows = []
+    for candidate in candidates:
+        timing = timings[candidate.name]
+        ratios = [a / b for a, b in zip(autoregressive.seconds, timing.seconds)]
+        acceptance = decoding[:1] if candidate.kind == "chain" else decoding
+        predicted = expected_tokens_rank(candidate.tree, acceptance)
+        measured_tokens = _pooled_tokens_per_call(outputs[candidate.name])
+        prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
+        calibrated = autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration)
+        speedup = statistics.median(ratios)
+        rows.append({"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
+                     "tokens_per_call": measured_tokens, "predicted_tokens_per_call": predicted,
+                     "predicted_tokens_per_call_held_out": expected_tokens_rank(
+                         candidate.tree, text[:1] if candidate.kind == "chain" else text),
+                     "tokens_over_predicted": measured_tokens / predicted,
+                     "seconds": timing.median, "seconds_spread": [min(timing.seconds), max(timing.seconds)],
+                     "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)],
+                     "prefill_seconds": prefill, "seconds_per_iteration": per_iteration,
+                     "calibrated_speedup": calibrated,
+                     "calibrated_over_measured": calibrated / speedup})
+    best = max(rows, key=lambda row: row["speedup"])
+    return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
+            "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
+            "settings": dict(settings.as_dict(), budgets=list(budgets)),
+            "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
+            "autoregressive": dict(autoregressive.as_dict(), seconds_per_token=t_step),
+            "rows": rows, "tree_calls": calls,
+            "recommendation": {"kind": best["kind"], "budget": best["budget"], "tree": best["tree"],
+                               "speedup": best["speedup"]}}
+
+
+def tree_lines(document: dict) -> list[str]:
+    """The comparison as printed by `spectheory bench --tree`."""
+    env, a = document["environment"], document["rank_frequencies"]
+    lines = [f"{document['target']} with {document['draft']}, T = 0, target-only verifier, batch 1; {env['device_name']}, "
+             f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
+             "rank frequencies a_1.. along the decoded text: " + ", ".join(f"{x:.3f}" for x in a["decoding"])
+             + "; along held-out text: " + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
+             "budget  kind   depth  tokens/call  predicted  meas/pred  speedup (min-max)    calibrated  cal/measured"]
+    for row in document["rows"]:
+        low, _, high = row["speedup_spread"]
+        lines.append(f"{row['budget']:6d}  {row['kind']:5s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
+                     f"{row['predicted_tokens_per_call']:9.3f}  {row['tokens_over_predicted']:9.3f}  "
+                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
+                     f"{row['calibrated_over_measured']:12.3f}")
+    for call in document["tree_calls"]:
+        lines.append(f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
+                     f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x")
+    best = document["recommendation"]
+    lines.append(f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, parents "
+                 f"{best['tree']['parents']}), {best['speedup']:.3f}x measured")
+    return lines

@@ -1,0 +1,56 @@
+"""The tree-against-chain bench (docs/theory.md §12) against direct counts and against the rank model where it is
+exact: the target as its own draft accepts every node of a chain."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from decoders.harness.tree_bench import rank_frequencies, tree_lines
+from decoders.models.history import TabularModel
+from tree_bench_inputs import VOCAB, small_tree_document, tiny_gpt
+
+
+def test_rank_frequencies_against_direct_count():
+    target, draft = tiny_gpt(0), TabularModel.random(torch.Generator().manual_seed(2), VOCAB, 1)
+    windows = torch.randint(0, VOCAB, (3, 10), generator=torch.Generator().manual_seed(3))
+    expected, positions = np.zeros(4), 0
+    with torch.no_grad():
+        for row in windows.tolist():
+            for end in range(4, 10):  # contexts of 4 .. 9 tokens predict positions 4 .. 9
+                greedy = int(target.forward(torch.tensor([row[:end]]), target.new_state(1, 16))[0, -1].argmax())
+                order = torch.sort(draft.forward(torch.tensor([row[:end]]), draft.new_state(1))[0, -1], descending=True,
+                                   stable=True).indices.tolist()
+                if order.index(greedy) < 4:
+                    expected[order.index(greedy)] += 1
+                positions += 1
+    measured = rank_frequencies(target, draft, windows, skip=4, ranks=4)
+    np.testing.assert_allclose(measured, expected / positions)
+
+
+def test_tree_bench_target_as_draft_against_rank_model():
+    """With the target as its own draft a_1 = 1: the chain of n - 1 drafts emits n tokens per call, as predicted."""
+    document = small_tree_document(draft=tiny_gpt(0), budgets=(4,))
+    assert document["rank_frequencies"]["decoding"][0] == 1.0
+    chain = next(row for row in document["rows"] if row["kind"] == "chain")
+    assert chain["tokens_per_call"] == chain["predicted_tokens_per_call"] == 4.0
+
+
+def test_tree_bench_document_and_lines():
+    document = small_tree_document()
+    json.dumps(document, allow_nan=False)
+    assert [(row["kind"], row["budget"]) for row in document["rows"]] == [("chain", 4), ("tree", 4), ("chain", 8),
+                                                                           ("tree", 8)]
+    for row in document["rows"]:
+        assert row["tree"]["nodes"] <= row["budget"] and 0 < row["tokens_over_predicted"] < 3
+        assert row["speedup_spread"][0] <= row["speedup"] <= row["speedup_spread"][2]
+    assert [call["width"] for call in document["tree_calls"]] == [row["tree"]["nodes"] for row in document["rows"]
+                                                                  if row["kind"] == "tree"]
+    lines = tree_lines(document)
+    assert lines[-1].startswith("recommended: ") and len(lines) == 3 + 4 + 2 + 1
+
+
+def test_tree_bench_refuses_bad_budgets():
+    with pytest.raises(ValueError, match="budget must be an integer in \\[2, 256\\], got 1"):
+        small_tree_document(budgets=(4, 1))
