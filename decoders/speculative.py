@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
+from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs, proposes
@@ -29,12 +30,15 @@ __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "Specul
 
 @dataclass(frozen=True)
 class SpeculativeConfig:
-    """gamma >= 1 draft tokens per iteration; lenience l in (0, 1] (token verifier only); the verifier."""
+    """gamma >= 1 draft tokens per iteration; lenience l in (0, 1] (token verifier only); the verifier. With a
+    draft-length ``policy`` (``decoders.policies``) gamma is the most an iteration drafts and the policy decides,
+    row by row, how many up to it (docs/theory.md §13)."""
 
     gamma: int
     sampling: Sampling
     lenience: float = 1.0
     verifier: str = "token"
+    policy: DraftPolicy | None = None
 
     def __post_init__(self) -> None:
         as_positive_int("gamma", self.gamma)
@@ -46,24 +50,30 @@ class SpeculativeConfig:
             raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
         if self.verifier == "block" and self.lenience != 1:
             raise ValueError(f"lenience must be 1 with the block verifier, got {self.lenience!r}")
+        if self.policy is not None and not isinstance(self.policy, DraftPolicy):
+            raise ValueError(f"policy must be a decoders.policies.DraftPolicy, got {type(self.policy).__name__}")
+        if self.policy is not None and self.verifier != "token":
+            raise ValueError(f"a draft-length policy needs the token verifier, got {self.verifier!r}")
 
 
 @dataclass
 class Committed:
     """Decoding state between iterations: both models' states, the last two committed tokens of each
-    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2)."""
+    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), and a draft-length
+    policy's per-row state (made at the first iteration)."""
 
     target_state: object
     draft_state: object
     tail: torch.Tensor
     draft_pending: torch.Tensor
+    policy_state: dict | None = None
 
 
 @dataclass(frozen=True)
 class StepOutcome:
-    """One iteration: ``tokens: [B, gamma + 1]`` of which the first ``accepted + 1`` are new; the ``proposed``
-    mask ``[B, gamma]``; the target's ``p: [B, gamma + 1, V]`` and the draft's ``q: [B, gamma, V]`` adjusted
-    distributions."""
+    """One iteration of k drafts (gamma, or fewer under a policy): ``tokens: [B, k + 1]`` of which the first
+    ``accepted + 1`` are new; the ``proposed`` mask ``[B, k]``; the target's ``p: [B, k + 1, V]`` and the draft's
+    ``q: [B, k, V]`` adjusted distributions."""
 
     tokens: torch.Tensor
     accepted: torch.Tensor
@@ -83,6 +93,12 @@ def _verified_betas(overlaps: list, accepted: list, proposed: list, active: list
         live[i, rows] = True
     verified = (positions <= torch.stack(accepted)[..., None]) & proposed & live.to(overlap.device)[..., None]
     return tuple(overlap[verified].tolist())
+
+
+def _token_zero(like: torch.Tensor) -> torch.Tensor:
+    """The law of token 0 for sure, shaped like ``like`` ``[B, V]``."""
+    return torch.nn.functional.one_hot(torch.zeros(len(like), dtype=torch.int64, device=like.device),
+                                       like.shape[-1]).to(like.dtype)
 
 
 def _at(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -140,39 +156,56 @@ class SpeculativeStep:
         return q, q
 
     def draft(self, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
-        """Tokens ``[B, gamma]``, the q of the accept test ``[B, gamma, V]``, the proposed mask ``[B, gamma]``.
-        A row's proposals end at its first all -inf logits; later positions hold dummy draws (never tested)."""
+        """Tokens ``[B, k]``, the q of the accept test ``[B, k, V]``, the proposed mask ``[B, k]``; k = gamma, or with
+        a policy the most any row drafts (the loop stops once no row drafts: one host read per position). A row's
+        proposals end at its first all -inf logits or where its policy stops; later positions hold dummy draws
+        (never tested)."""
         two = (committed.draft_pending == 2)[:, None]  # [B, 1]: feed both tail tokens, else only the last
         feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
         logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
         logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
-        greedy, floor = config.sampling.greedy, torch.finfo(logits.dtype).min
-        tokens, dists, raw = [], [], []
+        policy, greedy, floor = config.policy, config.sampling.greedy, torch.finfo(logits.dtype).min
+        if policy is not None:
+            limit = policy.limit(committed.policy_state, len(feed), feed.device).clamp(max=config.gamma)
+            drafting = limit > 0  # [B]
+        tokens, dists, raw, live = [], [], [], []
         for i in range(config.gamma):
             if i:
+                if policy is not None and not bool(drafting.any()):
+                    break
                 logits = draft.forward(tokens[-1][:, None], committed.draft_state)[:, 0]  # [B, V]
             if greedy:  # the one-hot law's token (the draw); its q is built for every position at once, below
                 tokens.append(logits.argmax(dim=-1))
             else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
                 sample_from, q = self.draft_probs(logits.clamp(min=floor), config.sampling)
+                if policy is not None:  # a stopped row draws token 0 for sure: its draws never depend on the batch
+                    sample_from = torch.where(drafting[:, None], sample_from, _token_zero(sample_from))
                 tokens.append(randomness.categorical(sample_from)), dists.append(q)
             raw.append(logits)
-        raw = torch.stack(raw, 1)  # [B, gamma, V]
+            if policy is not None:  # the draft's side only: its law here and the token it drew
+                live.append(drafting)
+                seen = seen_law(logits.clamp(min=floor), dists[-1] if dists else logits, greedy)
+                drafting = drafting & policy.keep(committed.policy_state, i, seen, tokens[-1]) & (i + 1 < limit)
+        if policy is not None and not greedy:  # the draws left, of token 0: every row makes gamma draws whatever
+            for _ in range(config.gamma - len(tokens)):  # the batch, so that the exact audit's scripts replay
+                randomness.categorical(_token_zero(dists[-1]))
+        raw = torch.stack(raw, 1)  # [B, k, V]
         q = self.draft_probs(raw.clamp(min=floor), config.sampling)[1] if greedy else torch.stack(dists, 1)
-        # Proposals are a prefix, up to a row's first all -inf logits (NaN logits propose: the loop reports them);
-        # after it, tokens and q are dummies that are never tested.
-        return torch.stack(tokens, 1), q, proposes(raw).cummin(dim=1).values
+        # Proposals are a prefix, up to a row's first all -inf logits (NaN logits propose: the loop reports them)
+        # or its policy's stop; after it, tokens and q are dummies that are never tested.
+        proposed = proposes(raw) if policy is None else proposes(raw) & torch.stack(live, 1)
+        return torch.stack(tokens, 1), q, proposed.cummin(dim=1).values
 
     def verify(self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor,
                config: SpeculativeConfig) -> torch.Tensor:
         """One target call on the last committed token and the drafts up to the longest row's proposals (m):
-        p ``[B, gamma + 1, V]``, whose positions after m + 1 repeat position m + 1 (never tested or drawn from)."""
-        width = int(proposed.sum(dim=1).max()) + 1  # one host read per iteration, as the loop's own
+        p ``[B, k + 1, V]``, whose positions after m + 1 repeat position m + 1 (never tested or drawn from)."""
+        width, drafts = int(proposed.sum(dim=1).max()) + 1, drafted.shape[1]  # one host read, as the loop's own
         feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
         p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
-        if width == config.gamma + 1:  # every position proposed somewhere (always, for a model draft): no copy
+        if width == drafts + 1:  # every position proposed somewhere (always, for a model draft): no copy
             return p
-        return torch.cat([p, p[:, -1:].expand(-1, config.gamma + 1 - width, -1)], dim=1)  # [B, gamma + 1, V]
+        return torch.cat([p, p[:, -1:].expand(-1, drafts + 1 - width, -1)], dim=1)  # [B, k + 1, V]
 
     def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
         """p_i(x_i) / q_i(x_i) at the proposed positions, 0 elsewhere. # [B, gamma]"""
@@ -181,6 +214,8 @@ class SpeculativeStep:
     def accept(self, ratio, proposed, config: SpeculativeConfig, randomness: Randomness) -> torch.Tensor:
         """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
         ratio = ratio if config.lenience == 1 else ratio / config.lenience
+        short = config.gamma - ratio.shape[1]  # a policy drafted fewer: the draws keep gamma's shape (see draft)
+        ratio, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (ratio, proposed))
         accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
         return accepted.cummin(dim=1).values.sum(dim=1)  # the accepted run before the first rejection
 
@@ -205,11 +240,13 @@ class SpeculativeStep:
     def __call__(self, target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
                  timer: PhaseTimer | None = None) -> StepOutcome:
         timer = timer or PhaseTimer(target.device, profile=False)
-        gamma = config.gamma
+        if config.policy is not None and committed.policy_state is None:
+            committed.policy_state = config.policy.start(len(committed.tail), target.device)
         held_draft = committed.draft_state.lengths  # [B], S without its pending tail (the invariant)
         held_target = committed.target_state.lengths  # [B], S without its last token (never changed in place)
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)
+            gamma = drafted.shape[1]  # this iteration's drafts: config.gamma, or fewer under a policy
         with timer.phase("verify"):
             p = self.verify(target, committed, drafted, proposed, config)
         with timer.phase("accept"):
@@ -227,6 +264,8 @@ class SpeculativeStep:
             self.rollback(target, draft, committed, held_target, held_draft, accepted, gamma)
             committed.tail = history.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
             committed.draft_pending = torch.where(accepted == gamma, 2, 1)
+            if config.policy is not None:
+                config.policy.update(committed.policy_state, proposed.sum(dim=1), accepted)
         return StepOutcome(history[:, 1:], accepted, proposed, p, q)
 
 
@@ -260,24 +299,28 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     with timer.phase("prefill"):
         committed = start(target, draft, prompts, room)
     accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}
+    draft_calls = 0
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         if len(active) < len(prompts):  # only once some row has finished: no extra work while all rows generate
             done = torch.tensor(output.done, device=target.device)
             park(target, committed.target_state, done), park(draft, committed.draft_state, done)
         outcome = step(target, draft, committed, config, randomness, timer)
-        overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, gamma]; NaN where p or q is
+        overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, k]; NaN where p or q is
         check_probs(overlap, outcome.p[:, -1])  # so these cover all of p and q (NaN logits anywhere: an error)
+        short = config.gamma - overlap.shape[1]  # a policy drafted fewer: pad to gamma, never verified
+        draft_calls += overlap.shape[1]
         (accepted, proposed_counts), tokens = (torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)]).tolist(),
                                                outcome.tokens.tolist())
         accepted_log.append(tuple(accepted[b] for b in active))
         proposed_log.append(tuple(proposed_counts[b] for b in active))
         actives.append(active)
-        outcomes["overlaps"].append(overlap)
-        outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(outcome.proposed)
+        outcomes["overlaps"].append(torch.nn.functional.pad(overlap, (0, short)))
+        outcomes["accepted"].append(outcome.accepted)
+        outcomes["proposed"].append(torch.nn.functional.pad(outcome.proposed, (0, short)))
         for b in active:
             output.extend(b, tokens[b][:accepted[b] + 1])
     iterations = len(accepted_log)
-    stats = DecodeStats(iterations, iterations, iterations * config.gamma, tuple(accepted_log),
+    stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log),
                         _verified_betas(**outcomes, active=actives), timer.finish(), tuple(proposed_log))
     return Generation(tuple(tuple(row) for row in output.rows), stats)

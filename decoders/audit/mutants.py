@@ -147,6 +147,22 @@ def _same_source(randomness: Randomness) -> Randomness:
     return randomness
 
 
+class PolicyPeeks(SpeculativeStep):
+    """A draft-length rule that reads the target's p of the current iteration: it stops drafting before the first
+    token the target likes less than the draft (p(x) < q(x)), the rejection it foresaw."""
+
+    def ratio(self, p, q, drafted, proposed):
+        ratio = super().ratio(p, q, drafted, proposed)
+        self.kept = proposed & (ratio >= 1).cummin(dim=1).values  # the drafts before the first p < q
+        return ratio
+
+    def accept(self, ratio, proposed, config, randomness):
+        return super().accept(ratio, self.kept, config, randomness)
+
+    def next_weights(self, p, q, accepted, proposed):
+        return super().next_weights(p, q, accepted, self.kept)
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A planted bug: the iteration ``step`` runs over ``source(randomness)``."""
@@ -182,6 +198,8 @@ MUTANTS = (
            "off-by-one in the position read) instead of the residual or bonus sample", CopiesPreviousToken()),
     Mutant("bonus-from-last-draft-position", "after full acceptance the bonus token is drawn from the residual at "
            "the last draft position, not from p_{gamma+1}", BonusFromLastDraftPosition()),
+    Mutant("policy-peeks", "a draft-length policy stops before the first draft the target likes less than the "
+           "draft (it read p of the current iteration)", PolicyPeeks()),
     Mutant("batch-min-rollback", "every row of the batch is cut back to the batch's fewest accepted tokens, and "
            "the token after them drawn as if rejected there", BatchMinimumRollback(), exact="batch"),
 )

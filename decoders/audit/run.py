@@ -14,13 +14,14 @@ from tqdm import tqdm
 from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant, tree_mutant
 from decoders.audit.samples import read_samples
-from decoders.harness.alpha import text_windows
+from decoders.harness.alpha import acceptance_calibration, text_windows
 from decoders.harness.hf_compare import SCHEDULES, assisted_options, hf_generate
 from decoders.harness.inputs import check_tokenizers, encode_text, read_text
 from decoders.randomness import TorchRandomness
 from decoders.harness.zoo import REAL_MODELS
 from decoders.models.gguf import is_gguf_file
 from decoders.models.hf import is_model_directory
+from decoders.policies import POLICIES, make_policy
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
@@ -77,6 +78,7 @@ class AuditRequest:
     assistant_schedule: str = "constant"
     assistant_confidence: float = 0.0
     tree: str = "kary:2:2"  # the tree decoder's static shape (``tree_shape``)
+    policy: str | None = None  # a draft-length policy of decoders.policies.POLICIES, capped at gamma
 
     @property
     def hugging_face(self) -> bool:
@@ -121,6 +123,12 @@ class AuditRequest:
                                  f"--vocabulary or use a smaller --tree")
         elif self.mutant is not None and self.decoder != "speculative":
             raise ValueError(f"mutants are speculative and tree decoders, got --decoder {self.decoder}")
+        if self.policy is not None:
+            if self.policy not in POLICIES:
+                raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+            if self.decoder != "speculative" or self.verifier != "token":
+                raise ValueError(f"--policy applies to the speculative decoder with the token verifier, got --decoder "
+                                 f"{self.decoder} --verifier {self.verifier}")
         if self.target not in setups.TARGETS and self.exact:
             raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
         as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
@@ -210,6 +218,26 @@ def tree_shape(spec: str) -> Tree:
     raise ValueError(f"tree must be chain:G, kary:K:D or parents:-1,0,..., got {spec!r}")
 
 
+#: Windows x tokens of the target's own samples on which the rejection-risk policy's predictor is fitted.
+CALIBRATION_WINDOWS = (16, 24)
+
+
+def _policy(request: AuditRequest, target, draft):
+    """The request's draft-length policy, capped at its gamma; rejection-risk's predictor is fitted on windows
+    sampled from the target (seeded), never on the audited runs."""
+    calibration = None
+    if request.policy == "rejection-risk":
+        count, length = CALIBRATION_WINDOWS
+        generator = torch.Generator().manual_seed(request.seed + 1)
+        starts = torch.randint(0, target.vocab_size, (count, 1), generator=generator).tolist()
+        windows = torch.tensor(generate_autoregressive(target, starts, max_new_tokens=length - 1, sampling=request.sampling,
+                                                       randomness=TorchRandomness(generator)).tokens)
+        windows = torch.cat([torch.tensor(starts), windows], dim=1)
+        calibration = acceptance_calibration(target, draft, windows, request.sampling, skip=1)
+    return make_policy(request.policy, gamma=request.gamma, cap=request.gamma, calibration=calibration,
+                       batch_size=BATCH_ROWS if request.exact == "batch" else 1)
+
+
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
     prompt = list(request.prompt)
     reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
@@ -254,6 +282,8 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     request, target, draft, batch = _models(request)
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
+    if request.policy is not None:
+        config = replace(config, policy=_policy(request, target, draft))
     step = (REFERENCE_TREE_STEP if tree else REFERENCE_STEP) if bug is None else bug.step
     if request.samples is not None:
         return _audit_samples(request, target)
@@ -269,7 +299,8 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
         generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
                                           source=None if bug is None else bug.source)
         described = (f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "
-                     f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}")
+                     f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}"
+                     + ("" if config.policy is None else f", policy {config.policy.describe()}"))
     else:
         def generate(prompts, randomness):
             return generate_autoregressive(target, prompts, max_new_tokens=request.horizon,

@@ -11,6 +11,9 @@ accepted iteration are exercised often.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+
+import copy
 from typing import Callable, Sequence
 
 import torch
@@ -105,8 +108,9 @@ def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeCon
                     source: Callable[[Randomness], Randomness] | None = None) -> Callable[[list, Randomness], tuple]:
     """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row,
     drawing from ``source(randomness)`` when a source is given (a planted randomness bug)."""
-    def generate(prompts, randomness):
-        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config,
+    def generate(prompts, randomness):  # a draft-length policy starts afresh in each run, as in a new decoder
+        fresh = config if config.policy is None else replace(config, policy=copy.deepcopy(config.policy))
+        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=fresh,
                                     randomness=randomness if source is None else source(randomness), step=step).tokens
     return generate
 

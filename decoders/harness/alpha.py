@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from decoders.policies import calibrate_acceptance, seen_law
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs, proposes
@@ -26,7 +27,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.validation import as_int, as_lenience
 
 __all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
-           "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience"]
+           "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience", "acceptance_calibration"]
 
 #: Leviathan et al.'s Table 5 leniences.
 LENIENCES = (1.0, 0.5, 0.3, 0.1)
@@ -91,6 +92,18 @@ def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Samplin
     proposed = proposes(draft_logits)
     q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
     return p, q, proposed
+
+
+def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int, bins: int = 20):
+    """The rejection-risk policy's acceptance predictor (``decoders.policies.calibrate_acceptance``) fitted on the
+    adjusted laws at every proposing position of ``windows`` ``[W, L]`` after the first ``skip``."""
+    p, q, proposed = _adjusted_along_text(target, draft, windows, sampling, skip)
+    seen = None
+    if sampling.greedy:  # the policy reads the draft's softmax there (seen_law)
+        windows = windows.to(draft.device)
+        logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]
+        seen = seen_law(logits, q, True)[proposed].double()
+    return calibrate_acceptance(p[proposed].double(), q[proposed].double(), seen, bins)
 
 
 def _betas(p: torch.Tensor, q: torch.Tensor, proposed: torch.Tensor, lenience: float) -> torch.Tensor:

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import torch
 
-from decoders.harness import alpha, bench, tree_bench, zoo
+from decoders.harness import alpha, bench, policy_bench, tree_bench, zoo
 from decoders.harness.corpus import load_corpus
 from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
 from spectheory.validation import as_positive_int
 
-__all__ = ["alpha_document", "lenience_document", "bench_document", "tree_document", "blockwise_document", "shipped_prompts",
+__all__ = ["alpha_document", "lenience_document", "bench_document", "tree_document", "policy_document", "blockwise_document", "shipped_prompts",
            "real_model_document", "REAL_CELLS", "REAL_SETTINGS", "ALPHA_ONLY_DRAFTS"]
 
 
@@ -89,6 +89,19 @@ def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.B
     document = tree_bench.bench_trees(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
                                       budgets=budgets, target_name=target or "shipped target", draft_name=draft,
                                       progress=progress)
+    return dict(document, text=inputs.text, task=task)
+
+
+def policy_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
+                    policies=policy_bench.BENCH_POLICIES, target: str | None = None, text=None, device: str = "cpu",
+                    dtype: torch.dtype = torch.float32, task: str | None = None, progress: bool | None = None) -> dict:
+    """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
+    shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
+    document = policy_bench.bench_policies(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
+                                           policies=policies, target_name=target or "shipped target",
+                                           draft_name=draft, progress=progress)
     return dict(document, text=inputs.text, task=task)
 
 

@@ -17,6 +17,7 @@ from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_D
 from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
+from decoders.policies import POLICIES
 from spectheory.cli.options import names
 
 
@@ -25,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
                                                          f"{names(m.name for m in MUTANTS)}; with --decoder tree, "
                                                          f"a planted tree bug: {names(m.name for m in TREE_MUTANTS)}")
+    parser.add_argument("--policy", metavar="NAME", help=f"a draft-length policy for the speculative decoder, capped at "
+                                                          f"--gamma (docs/theory.md §13): {names(POLICIES)}")
     parser.add_argument("--tree", default="kary:2:2", metavar="SHAPE",
                         help="--decoder tree: the static tree, chain:G, kary:K:D or parents:-1,0,0,1 (default kary:2:2)")
     parser.add_argument("--target", default="tinygpt", metavar="TARGET",
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
         prompt_text=args.prompt_text, text=args.text, horizon=4 if args.horizon is None else args.horizon,
         n=20_000 if args.n is None else args.n, level=args.level, seed=args.seed,
-        exact=args.exact)
+        exact=args.exact, policy=args.policy)
     outcome = run_audit(request)
     if args.json:
         print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False))

@@ -14,7 +14,8 @@ import torch
 from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS
 from decoders.harness.bench import MAX_REPEATS, BenchSettings
-from decoders.harness.runs import bench_document, tree_document
+from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from decoders.harness.runs import bench_document, policy_document, tree_document
 from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, tree_lines
 from decoders.harness.tasks import TASKS
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
@@ -62,6 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                             "each node budget, T = 0 (docs/theory.md §12)")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
                         help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
+    parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
+                        f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
     parser.add_argument("--out", help="write the JSON report here")
 
 
@@ -148,6 +151,16 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.out:
         check_writable(args.out)
+    if args.policies is not None:
+        if args.hf or args.tree:
+            raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
+        document = policy_document(args.draft, settings, policies=check_policies(args.policies or BENCH_POLICIES),
+                                   target=args.target, text=args.text, device=args.device,
+                                   dtype=getattr(torch, args.dtype), task=args.task)
+        if args.out:
+            write_json(args.out, document, command=args.command_line)
+        print("\n".join(policy_lines(document)))
+        return 0
     if args.tree:
         if args.hf:
             raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")

@@ -6,7 +6,9 @@ import pytest
 
 from decoders.audit.exact import TOLERANCE
 from decoders.audit.mutants import MUTANTS, TREE_MUTANTS, mutant, tree_mutant
+from decoders.audit.run import AuditRequest
 from decoders.audit.setups import DRAFTS
+from decoders.policies import POLICIES
 from spectheory.cli import main
 
 
@@ -95,3 +97,15 @@ def test_audit_cli_tree_mutants_fail_exact_and_statistical(capsys, name):
         assert main(common + bug + list(planted.audit) + ["--n", "20000"]) == code
         p_value = json.loads(capsys.readouterr().out)["p_value"]
         assert p_value < 1e-4 if code else p_value >= 0.01
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_audit_cli_policy_exact_against_target(capsys, policy):
+    """--policy NAME --exact: every draft-length policy, capped at --gamma, passes the prefix programme."""
+    assert main(["audit", "--exact", "dp", "--policy", policy, "--gamma", "2", "--horizon", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["max_abs_difference"] < TOLERANCE
+
+
+def test_audit_cli_policy_refused_outside_the_token_verifier():
+    with pytest.raises(ValueError, match="--policy applies to the speculative decoder with the token verifier"):
+        AuditRequest(policy="confidence", verifier="block")

@@ -1,0 +1,222 @@
+"""Draft-length policies against the best fixed gamma, measured on a pair (docs/theory.md §13).
+
+At each temperature the autoregressive decoder, the speculative decoder at every fixed gamma and at every policy
+(``decoders.policies``, the engines' defaults) decode the prompts one at a time, timed interleaved repeat by repeat;
+each row reports tokens per target call, draft tokens proposed and wasted (proposed, not accepted) per generated
+token, and the speedup with its spread over repeats. A policy object lives for one timed run, so a rule that
+persists over calls (transformers' ``heuristic``) carries its length from prompt to prompt.
+
+At T = 0 every row also carries the replay's prediction: the same policy object run along the target's greedy
+continuation of each prompt, where the outcome of a draft at each position is known (the draft's greedy token
+equals the text's next token) and the draft's law q there is what the policy sees; tokens per call follow, and the
+speedup from a cost profile whose jobs are timed interleaved with the runs (t_step, t_draft, the verify call at
+every width, t_iteration, prefills: ``decoders.harness.profile``), each iteration costing max(d, 1) draft calls and a verify call of d + 1
+positions for d proposed drafts. Past a rejection the replay's draft sees the text, not its own rejected token.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from decoders._loop import synchronize
+from decoders.autoregressive import generate_autoregressive
+from decoders.harness.alpha import acceptance_calibration, text_windows
+from decoders.harness.bench import BenchSettings, environment, model_dtype
+from decoders.harness.profile import profile_jobs
+from decoders.policies import POLICIES, DraftPolicy, make_policy, seen_law
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY, Sampling, proposes
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.costs import CostProfile, iteration_seconds
+from spectheory.timing import time_interleaved
+
+__all__ = ["BENCH_POLICIES", "greedy_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
+           "check_policies"]
+
+#: Every policy but "fixed" (the fixed gammas are their own rows).
+BENCH_POLICIES = tuple(name for name in POLICIES if name != "fixed")
+CALIBRATION_WINDOWS = (32, 128)  # held-out windows x tokens for the rejection-risk predictor
+
+
+def check_policies(names) -> tuple:
+    names = tuple(names)
+    for name in names:
+        if name not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {name!r}")
+    return names
+
+
+@torch.no_grad()
+def greedy_trace(target, draft, continuations: torch.Tensor, skip: int) -> dict:
+    """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, at T = 0: ``accepted [P, T]`` (the draft's greedy
+    token is the text's next token), the draft's greedy token ``drafted [P, T]`` and the law a policy reads there,
+    ``q [P, T, V]`` (``seen_law``: the draft's softmax)."""
+    rows = continuations.to(target.device)
+    logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]  # [P, T, V]
+    seen = seen_law(torch.where(proposes(logits)[..., None], logits, torch.zeros_like(logits)), logits, True)
+    drafted = logits.argmax(dim=-1)
+    return {"accepted": (drafted == rows[:, skip:]) & proposes(logits), "drafted": drafted, "q": seen}
+
+
+def replay(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
+    """Each row's iterations (proposed, accepted) when ``policy`` (fresh state) drafts at most ``cap`` per iteration
+    along ``trace`` (``greedy_trace``) until ``tokens`` are emitted."""
+    accepted_along, q, drafted = trace["accepted"], trace["q"], trace["drafted"]
+    batch, length = accepted_along.shape
+    device, rows = accepted_along.device, torch.arange(batch, device=accepted_along.device)
+    state, position = policy.start(batch, device), torch.zeros(batch, dtype=torch.int64, device=device)
+    iterations = [[] for _ in range(batch)]
+    while bool((position < tokens).any()):
+        active = position < tokens
+        limit = policy.limit(state, batch, device).clamp(max=cap)
+        drafting, proposed = limit > 0, torch.zeros(batch, dtype=torch.int64, device=device)
+        for i in range(cap):
+            if i and not bool(drafting.any()):
+                break
+            at = (position + i).clamp(max=length - 1)
+            proposed += drafting.long()
+            drafting = drafting & policy.keep(state, i, q[rows, at], drafted[rows, at]) & (i + 1 < limit)
+        window = (position[:, None] + torch.arange(cap, device=device)).clamp(max=length - 1)  # [B, cap]
+        hits = accepted_along.gather(1, window) & (torch.arange(cap, device=device) < proposed[:, None])
+        accepted = hits.long().cummin(dim=1).values.sum(dim=1)
+        policy.update(state, proposed, accepted)
+        for row in active.nonzero()[:, 0].tolist():
+            iterations[row].append((int(proposed[row]), int(accepted[row])))
+        position = torch.where(active, position + accepted + 1, position)
+    return iterations
+
+
+def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
+    """``replay`` prompt after prompt with one policy object, as the bench decodes them at batch 1 (a rule that
+    persists over calls carries over; the batch-dependent rules see batch 1)."""
+    return [replay(policy, {key: value[row:row + 1] for key, value in trace.items()}, cap=cap, tokens=tokens)[0]
+            for row in range(len(trace["accepted"]))]
+
+
+def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
+    """Tokens per call and the speedup the replay's iterations predict under ``profile``'s costs."""
+    calls = [pair for row in iterations for pair in row]
+    seconds = sum(float(iteration_seconds(max(d, 1), profile.t_draft, profile.t_verify[d], profile.t_iteration))
+                  for d, _ in calls)
+    prompts = len(iterations)
+    autoregressive = prompts * (profile.target_prefill + tokens * profile.t_step)
+    speculative = prompts * (profile.target_prefill + profile.draft_prefill) + seconds
+    return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
+
+
+def _row(name: str, generations: list, timing, autoregressive, tokens: int) -> dict:
+    ratios = [a / b for a, b in zip(autoregressive.seconds, timing.seconds)]
+    accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
+    proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
+    emitted = sum(len(row) for g in generations for row in g.tokens)
+    speedup = statistics.median(ratios)
+    return {"decoder": name, "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
+            "drafted_per_token": sum(proposed) / emitted, "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
+            "mean_proposed": sum(proposed) / len(proposed), "seconds": timing.median,
+            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)]}
+
+
+def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int):
+    count, length = CALIBRATION_WINDOWS
+    return acceptance_calibration(target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4)
+
+
+def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
+                   policies=BENCH_POLICIES, target_name: str = "target", draft_name: str = "draft",
+                   progress: bool | None = None) -> dict:
+    """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
+    ``held_out`` token ids fit the rejection-risk predictor. Returns the JSON document."""
+    policies, new = check_policies(policies), settings.max_new_tokens
+    out = {"target": target_name, "draft": draft_name, "batch_size": 1,
+           "environment": environment(target.device, model_dtype(target)),
+           "settings": dict(settings.as_dict(), policies=list(policies)), "temperatures": []}
+    with tqdm(total=None, desc=f"policies {draft_name}", disable=progress is False, leave=False) as bar:
+        for temperature in settings.temperatures:
+            sampling = Sampling(temperature)
+            calibration = _calibration(target, draft, held_out, sampling, settings.seed)
+            rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
+            fixed = set(rules)
+            rules.update({name: make_policy(name, calibration=calibration) for name in policies})
+            cap = max(rule.gamma_max for rule in rules.values())
+            outputs = {}
+
+            def decoder(name, rule):
+                def run():
+                    fresh = copy.deepcopy(rule)  # one policy per run: it persists over the prompts
+                    outputs[name] = [generate_speculative(
+                        target, draft, p[None], max_new_tokens=new, randomness=seeded(i, target.device),
+                        config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh))
+                        for i, p in enumerate(prompts)]
+                return run
+
+            runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=new, sampling=sampling,
+                                                                       randomness=seeded(i, target.device))
+                                               for i, p in enumerate(prompts)]}
+            runs.update({name: decoder(name, rule) for name, rule in rules.items()})
+            if sampling.greedy:  # the replay's costs, measured interleaved with the runs they predict
+                jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
+                                              max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
+                runs.update({("profile", key): job for key, job in jobs.items()})
+            timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
+                                       synchronize=lambda: synchronize(target.device), progress=bar.update)
+            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], new),
+                         policy=rules[name].describe()) for name in rules]
+            if sampling.greedy:
+                profile = recorder.profile()
+                continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
+                    target, p[None], max_new_tokens=new + cap + 1, sampling=GREEDY, randomness=seeded(0)).tokens[0])
+                    for p in prompts])
+                trace = greedy_trace(target, draft, continuations, prompts.shape[1])
+                for row in rows:
+                    replayed = predicted(replay_prompts(copy.deepcopy(rules[row["decoder"]]), trace, cap=cap,
+                                                        tokens=new), profile, new)
+                    row.update(predicted_tokens_per_call=replayed["tokens_per_call"],
+                               predicted_speedup=replayed["speedup"],
+                               tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
+                               predicted_over_measured=replayed["speedup"] / row["speedup"])
+                out.setdefault("profile", profile.as_dict())
+            best_fixed = max((row for row in rows if row["decoder"] in fixed), key=lambda row: row["speedup"])
+            best_policy = max((row for row in rows if row["decoder"] not in fixed), key=lambda row: row["speedup"],
+                              default=None)
+            summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
+                       "rows": rows, "best_fixed": best_fixed["decoder"]}
+            if best_policy is not None:
+                gains = [b / a for a, b in zip(_ratios(timings, best_fixed, rules), _ratios(timings, best_policy, rules))]
+                gain = best_policy["speedup"] / best_fixed["speedup"]
+                summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
+                               gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
+            out["temperatures"].append(summary)
+            bar.update()
+    return out
+
+
+def _ratios(timings: dict, row: dict, rules: dict) -> list:
+    """Per repeat: the autoregressive seconds over ``row``'s decoder's."""
+    return [a / b for a, b in zip(timings["autoregressive"].seconds, timings[row["decoder"]].seconds)]
+
+
+def policy_lines(document: dict) -> list[str]:
+    """The comparison as printed by `spectheory bench --policies`."""
+    env = document["environment"]
+    lines = [f"{document['target']} with {document['draft']}, batch 1; {env['device_name']}, {env['dtype']}"]
+    for block in document["temperatures"]:
+        lines.append(f"T = {block['temperature']:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
+                     f"(min-max)  replay tokens/call  replay speedup")
+        for row in block["rows"]:
+            low, _, high = row["speedup_spread"]
+            replayed = (f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
+                        f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
+                        if "predicted_speedup" in row else "")
+            lines.append(f"  {row['decoder']:20s}  {row['tokens_per_call']:8.3f}  {row['drafted_per_token']:8.3f}  "
+                         f"{row['wasted_per_token']:8.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f}){replayed}")
+        if "best_policy" in block:
+            low, _, high = block["gain_spread"]
+            lines.append(f"  best fixed: {block['best_fixed']}; best policy: {block['best_policy']}, "
+                         f"{block['gain_over_best_fixed']:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
+                         + ("use it" if block["use_policy"] else "keep the fixed gamma"))
+    return lines
