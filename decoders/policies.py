@@ -23,7 +23,7 @@ from spectheory.validation import as_int, as_positive_int, as_probability
 
 __all__ = ["DraftPolicy", "FixedPolicy", "HeuristicPolicy", "ConfidencePolicy", "RocConfidencePolicy",
            "EntropyPolicy", "RejectionRiskPolicy", "MovingAveragePolicy", "BatchSchedulePolicy", "POLICIES",
-           "make_policy", "calibrate_acceptance", "seen_law", "AcceptanceCalibration", "roc_threshold", "SGLANG_STEPS"]
+           "make_policy", "calibrate_acceptance", "acceptance_bin_sums", "calibration_from_sums", "seen_law", "AcceptanceCalibration", "roc_threshold", "SGLANG_STEPS"]
 
 
 def seen_law(logits: torch.Tensor, q: torch.Tensor, greedy: bool) -> torch.Tensor:
@@ -182,24 +182,39 @@ class AcceptanceCalibration:
         return table[torch.bucketize(confidence, edges, right=True)]
 
 
-def calibrate_acceptance(p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None,
-                         bins: int = 20) -> AcceptanceCalibration:
-    """The acceptance predictor from adjusted laws along held-out text, ``p, q: [N, V]``: for every token x the
-    draft would draw with probability q(x), its acceptance min(1, p(x) / q(x)), averaged per bin of the
-    probability the policy reads, ``seen(x)`` (default q; ``seen_law``), weighted by q(x); empty bins borrow the
-    nearest filled one's value."""
+def acceptance_bin_sums(p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None,
+                        bins: int = 20) -> torch.Tensor:
+    """Per bin of the probability the policy reads, ``seen(x)`` (default q; ``seen_law``), over every token x of the
+    adjusted laws ``p, q: [N, V]``: the draw mass q(x) and the accepted mass q(x) min(1, p(x) / q(x)) -> ``[2, bins]``
+    (sums of batches add up)."""
     as_positive_int("bins", bins)
     seen = q if seen is None else seen
-    edges = np.linspace(0.0, 1.0, bins + 1)
     ratio = torch.where(q > 0, (p / q.clamp(min=1e-30)).clamp(max=1.0), 0.0)
-    index = torch.bucketize(seen, torch.tensor(edges[1:-1], dtype=seen.dtype), right=True)
-    mass = torch.zeros(bins, dtype=torch.float64).index_add_(0, index.flatten(), q.flatten().double())
-    accepted = torch.zeros(bins, dtype=torch.float64).index_add_(0, index.flatten(), (q * ratio).flatten().double())
+    inner = torch.linspace(0.0, 1.0, bins + 1, dtype=seen.dtype, device=seen.device)[1:-1]
+    index = torch.bucketize(seen, inner, right=True).flatten().cpu()
+    sums = torch.zeros(2, bins, dtype=torch.float64)
+    sums[0].index_add_(0, index, q.flatten().double().cpu())
+    sums[1].index_add_(0, index, (q * ratio).flatten().double().cpu())
+    return sums
+
+
+def calibration_from_sums(sums: torch.Tensor) -> AcceptanceCalibration:
+    """The acceptance predictor from ``acceptance_bin_sums``: accepted over drawn mass per bin; empty bins borrow
+    the nearest filled one's value."""
+    mass, accepted = sums
+    bins = len(mass)
     filled = (mass > 1e-12).nonzero()[:, 0].numpy()
     if not len(filled):
-        raise ValueError("calibrate_acceptance needs text where the draft proposes something")
+        raise ValueError("the acceptance calibration needs text where the draft proposes something")
     values = np.interp(np.arange(bins), filled, (accepted[filled] / mass[filled]).numpy())
-    return AcceptanceCalibration(tuple(edges.tolist()), tuple(values.tolist()))
+    return AcceptanceCalibration(tuple(np.linspace(0.0, 1.0, bins + 1).tolist()), tuple(values.tolist()))
+
+
+def calibrate_acceptance(p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None,
+                         bins: int = 20) -> AcceptanceCalibration:
+    """The acceptance predictor from adjusted laws ``p, q: [N, V]`` along held-out text: per bin of ``seen(x)``,
+    the q-weighted mean of min(1, p(x) / q(x)) over the tokens x (``acceptance_bin_sums``)."""
+    return calibration_from_sums(acceptance_bin_sums(p, q, seen, bins))
 
 
 class RejectionRiskPolicy(DraftPolicy):

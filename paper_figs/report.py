@@ -46,7 +46,7 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
                           f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
                           f"in {d['seconds']:.1f} s. Every number below is read from `report.json`."),
             *_recommendation_blocks(d), *_alpha_blocks(d), *_speed_blocks(d["bench"], figures),
-            *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees"))]
+            *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees")), *_policy_blocks(d.get("policies"))]
 
 
 def _recommendation_blocks(d: dict) -> list[tuple]:
@@ -124,6 +124,29 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
                           f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
                           f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
                           "Calibrated: the rank model's tokens per call with each decoder's measured costs.")]
+
+
+def _policy_blocks(policies: dict | None) -> list[tuple]:
+    """Draft-length policies against the best measured fixed gamma, per temperature, and the verdict."""
+    if policies is None:
+        return []
+    blocks = [("heading", 2, "Draft length: a policy or a fixed gamma")]
+    for block in policies["temperatures"]:
+        blocks.append(("table", ["T", "decoder", "tokens per call", "drafts wasted per token", "speedup (min-max)",
+                                 "replay"],
+                       [[f"{block['temperature']:g}", row["decoder"], f"{row['tokens_per_call']:.3f}",
+                         f"{row['wasted_per_token']:.3f}",
+                         f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                         f"{row['predicted_speedup']:.3f}" if "predicted_speedup" in row else "n/a"]
+                        for row in block["rows"]]))
+        low, gain, high = block["gain_spread"]
+        verdict = (f"**use {block['best_policy']}**" if block["use_policy"] else
+                   f"**keep {block['best_fixed']}**")
+        blocks.append(("paragraph", f"T = {block['temperature']:g}: {verdict}. The best policy, {block['best_policy']}, "
+                                    f"measured {gain:.3f}x the best fixed gamma ({low:.3f}-{high:.3f} over the "
+                                    "repeats); a policy is advised only when it wins in every repeat. Replay: the "
+                                    "policy along the greedy text with the measured costs (docs/theory.md §13)."))
+    return blocks
 
 
 def _prompt(audit: dict) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from decoders.policies import calibrate_acceptance, seen_law
+from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs, proposes
@@ -96,14 +96,20 @@ def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Samplin
 
 def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int, bins: int = 20):
     """The rejection-risk policy's acceptance predictor (``decoders.policies.calibrate_acceptance``) fitted on the
-    adjusted laws at every proposing position of ``windows`` ``[W, L]`` after the first ``skip``."""
-    p, q, proposed = _adjusted_along_text(target, draft, windows, sampling, skip)
-    seen = None
-    if sampling.greedy:  # the policy reads the draft's softmax there (seen_law)
-        windows = windows.to(draft.device)
-        logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]
-        seen = seen_law(logits, q, True)[proposed].double()
-    return calibrate_acceptance(p[proposed].double(), q[proposed].double(), seen, bins)
+    adjusted laws at every proposing position of ``windows`` ``[W, L]`` after the first ``skip``, in batches that
+    keep memory bounded for any vocabulary."""
+    batch_size = max(1, ALONG_TEXT_CELLS // (windows.shape[1] * target.vocab_size))
+    sums = 0
+    for start in range(0, len(windows), batch_size):
+        rows = windows[start:start + batch_size]
+        p, q, proposed = _adjusted_along_text(target, draft, rows, sampling, skip)
+        seen = None
+        if sampling.greedy:  # the policy reads the draft's softmax there (seen_law)
+            rows = rows.to(draft.device)
+            logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]
+            seen = seen_law(logits, q, True)[proposed]
+        sums = sums + acceptance_bin_sums(p[proposed], q[proposed], seen, bins)
+    return calibration_from_sums(sums)
 
 
 def _betas(p: torch.Tensor, q: torch.Tensor, proposed: torch.Tensor, lenience: float) -> torch.Tensor:

@@ -10,14 +10,16 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
 * a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
   measured (``decoders.audit.run.audit_pair``);
 * where both models have tree attention: the optimal draft tree against the chain at small node budgets, T = 0
-  (``decoders.harness.tree_bench``), and whether to use a tree.
+  (``decoders.harness.tree_bench``), and whether to use a tree;
+* draft-length policies against the best measured fixed gamma at each temperature
+  (``decoders.harness.policy_bench``), and whether to use one.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -30,6 +32,7 @@ from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
 from decoders.harness.corpus import VOCAB_SIZE, encode as corpus_encode
 from decoders.harness.tasks import TASKS
+from decoders.harness.policy_bench import bench_policies, check_policies
 from decoders.harness.tree_bench import bench_trees, check_budgets
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
@@ -66,6 +69,7 @@ class ReportSettings:
     seed: int = 0
     task: str | None = None  # None: the prompts are windows of the held-out text; else a task of decoders.harness.tasks
     tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
+    policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
@@ -80,6 +84,7 @@ class ReportSettings:
             raise ValueError("audit_prompt must be non-empty text")
         if self.tree_budgets:
             check_budgets(self.tree_budgets)
+        check_policies(self.policies)
 
     def bench_settings(self) -> BenchSettings:
         """The benchmark's settings."""
@@ -105,6 +110,7 @@ class ReportDocument:
     bench: dict  # the benchmark's document (decoders.harness.bench.BenchReport.as_dict)
     audit: dict  # the audit's report with its gamma, temperature and prompt
     trees: dict | None = None  # tree against chain (decoders.harness.tree_bench), None where it was not measured
+    policies: dict | None = None  # draft-length policies (decoders.harness.policy_bench), None where not measured
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -134,7 +140,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
     trees = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
-    with tqdm(total=3 + trees, desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+    with tqdm(total=3 + trees + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
@@ -158,6 +164,14 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
             trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
                                 target_name=target_name, draft_name=draft_name, progress=progress)
             stages.update()
+        policies = None
+        if s.policies:
+            stages.set_postfix_str("draft-length policies")
+            fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
+            policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
+                                      policies=s.policies, target_name=target_name, draft_name=draft_name,
+                                      progress=progress)
+            stages.update()
     return ReportDocument(
         command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
@@ -167,7 +181,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                      row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
         audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
                    prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt),
-        trees=json.loads(json.dumps(trees, allow_nan=False)) if trees else None)
+        trees=json.loads(json.dumps(trees, allow_nan=False)) if trees else None,
+        policies=json.loads(json.dumps(policies, allow_nan=False)) if policies else None)
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:

@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tree against chain at these node budgets, T = 0, where both models have tree attention "
                              f"(default {' '.join(map(str, DEFAULTS.tree_budgets))}; "
                              f"{' '.join(map(str, REAL_MODEL_SETTINGS.tree_budgets))} for a real model; none: skip)")
+    parser.add_argument("--policies", nargs="*", metavar="NAME",
+                        help=f"draft-length policies against the best fixed gamma (default {' '.join(DEFAULTS.policies)};"
+                             " none: skip)")
     for name in BUDGET:
         default, real = getattr(DEFAULTS, name), getattr(REAL_MODEL_SETTINGS, name)
         parser.add_argument("--" + name.replace("_", "-"), type=int, help=f"{HELP[name]} (default {default}"
@@ -62,9 +65,9 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
     """The flags given, over the real-model budget for a real model or GGUF file, else the shipped pair's."""
     real = args.target in zoo.REAL_MODELS or (args.target is not None and is_gguf_file(args.target))
     base = REAL_MODEL_SETTINGS if real else DEFAULTS
-    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length", "tree_budgets")
+    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length", "tree_budgets", "policies")
              if getattr(args, name, None) is not None}
-    for name in ("temperatures", "gammas", "tree_budgets"):
+    for name in ("temperatures", "gammas", "tree_budgets", "policies"):
         if name in given:
             given[name] = tuple(given[name])
     return replace(base, **given)
@@ -85,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
               f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
               f"{r['best_measured_speedup']:.3f}x")
     print(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
+    for block in (document.policies or {}).get("temperatures", []):
+        print(f"T = {block['temperature']:g}: {'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+              f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
     if document.trees:
         best = document.trees["recommendation"]
         print(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of tree and "

@@ -36,7 +36,7 @@ def report(tmp_path_factory):
 def test_report_markdown_numbers_against_its_json(report):
     out, document = report
     text = (out / "report.md").read_text()
-    alpha_table, speed_table, tree_table = markdown_tables(text)
+    alpha_table, speed_table, tree_table, *policy_tables = markdown_tables(text)
     bench = document["bench"]
     assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)",
                               "cost model", "Theorem 3.8"]
@@ -69,6 +69,15 @@ def test_report_markdown_numbers_against_its_json(report):
             [row["tokens_per_call"], row["predicted_tokens_per_call"], row["calibrated_speedup"]], abs=5e-4)
     best = document["trees"]["recommendation"]
     assert f"{best['speedup']:.3f}x measured, the fastest" in text
+    blocks = document["policies"]["temperatures"]
+    assert len(policy_tables) == len(blocks) == 2
+    for table, block in zip(policy_tables, blocks):
+        assert [cells[1] for cells in table[1:]] == [row["decoder"] for row in block["rows"]]
+        for cells, row in zip(table[1:], block["rows"]):
+            assert [float(cells[2]), float(cells[3])] == pytest.approx([row["tokens_per_call"], row["wasted_per_token"]],
+                                                                       abs=6e-4)  # round half to even
+        verdict = f"use {block['best_policy']}" if block["use_policy"] else f"keep {block['best_fixed']}"
+        assert f"T = {block['temperature']:g}: **{verdict}**" in text
     verdict = "PASS" if document["audit"]["passed"] else "FAIL"
     assert f"**{verdict}**" in text and f"{document['audit']['n']} sampled continuations" in text
 
