@@ -13,15 +13,14 @@ state; a policy that "persists over calls" (transformers' ``heuristic``) carries
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from spectheory.validation import as_int, as_positive_int, as_probability
 
-__all__ = ["DraftPolicy", "FixedPolicy", "HeuristicPolicy", "ConfidencePolicy", "RocConfidencePolicy",
+__all__ = ["DraftPolicy", "HeuristicPolicy", "ConfidencePolicy", "RocConfidencePolicy",
            "EntropyPolicy", "RejectionRiskPolicy", "MovingAveragePolicy", "BatchSchedulePolicy", "POLICIES",
            "make_policy", "calibrate_acceptance", "acceptance_bin_sums", "calibration_from_sums", "seen_law", "AcceptanceCalibration", "roc_threshold", "SGLANG_STEPS"]
 
@@ -58,9 +57,6 @@ class DraftPolicy:
 
     def describe(self) -> str:
         return f"{self.name} (at most {self.gamma_max})"
-
-
-FixedPolicy = DraftPolicy
 
 
 class HeuristicPolicy(DraftPolicy):
@@ -103,9 +99,10 @@ class ConfidencePolicy(DraftPolicy):
         return self.threshold
 
     def keep(self, state, position, q, drafted):
-        confidence = q.gather(1, drafted[:, None])[:, 0]
-        state.setdefault("confidences", []).append(confidence)
-        return confidence >= self._threshold(state)
+        return self._confidence(state, q, drafted) >= self._threshold(state)
+
+    def _confidence(self, state, q, drafted) -> torch.Tensor:
+        return q.gather(1, drafted[:, None])[:, 0]
 
     def describe(self):
         return f"{self.name} (q(x) >= {self.threshold:g}, at most {self.gamma_max})"
@@ -125,6 +122,11 @@ class RocConfidencePolicy(ConfidencePolicy):
 
     def _threshold(self, state):
         return state["threshold"]
+
+    def _confidence(self, state, q, drafted):
+        confidence = super()._confidence(state, q, drafted)
+        state.setdefault("confidences", []).append(confidence)  # this iteration's, for the ROC curve
+        return confidence
 
     def update(self, state, proposed, accepted):
         confidences = torch.stack(state.pop("confidences"), dim=1).tolist() if "confidences" in state else None

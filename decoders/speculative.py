@@ -214,8 +214,9 @@ class SpeculativeStep:
     def accept(self, ratio, proposed, config: SpeculativeConfig, randomness: Randomness) -> torch.Tensor:
         """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
         ratio = ratio if config.lenience == 1 else ratio / config.lenience
-        short = config.gamma - ratio.shape[1]  # a policy drafted fewer: the draws keep gamma's shape (see draft)
-        ratio, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (ratio, proposed))
+        short = config.gamma - ratio.shape[1]
+        if short:  # a policy drafted fewer: the draws keep gamma's shape (see draft)
+            ratio, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (ratio, proposed))
         accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
         return accepted.cummin(dim=1).values.sum(dim=1)  # the accepted run before the first rejection
 
@@ -315,9 +316,11 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         accepted_log.append(tuple(accepted[b] for b in active))
         proposed_log.append(tuple(proposed_counts[b] for b in active))
         actives.append(active)
-        outcomes["overlaps"].append(torch.nn.functional.pad(overlap, (0, short)))
-        outcomes["accepted"].append(outcome.accepted)
-        outcomes["proposed"].append(torch.nn.functional.pad(outcome.proposed, (0, short)))
+        proposed = outcome.proposed
+        if short:
+            overlap, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (overlap, proposed))
+        outcomes["overlaps"].append(overlap)
+        outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(proposed)
         for b in active:
             output.extend(b, tokens[b][:accepted[b] + 1])
     iterations = len(accepted_log)

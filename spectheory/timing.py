@@ -17,7 +17,7 @@ from typing import Callable
 
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Timing", "time_repeats", "time_interleaved", "host", "cpu_name", "PACKAGES"]
+__all__ = ["Timing", "repeat_ratios", "time_repeats", "time_interleaved", "host", "cpu_name", "PACKAGES"]
 
 #: Packages whose versions every result records (absent ones are recorded as null).
 PACKAGES = ("spectheory", "numpy", "scipy", "sympy", "torch", "transformers", "matplotlib")
@@ -36,6 +36,11 @@ class Timing:
     def as_dict(self) -> dict:
         return {"median_seconds": self.median, "min_seconds": min(self.seconds), "max_seconds": max(self.seconds),
                 "seconds": list(self.seconds)}
+
+
+def repeat_ratios(baseline: Timing, timing: Timing) -> list:
+    """Per repeat, the baseline's seconds over ``timing``'s (runs timed interleaved: a speedup per repeat)."""
+    return [a / b for a, b in zip(baseline.seconds, timing.seconds)]
 
 
 def time_repeats(run: Callable[[], object], *, repeats: int, warmup: int,

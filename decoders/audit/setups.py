@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-
-import copy
 from typing import Callable, Sequence
 
 import torch

@@ -33,7 +33,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile, iteration_seconds
-from spectheory.timing import time_interleaved
+from spectheory.timing import repeat_ratios, time_interleaved
 
 __all__ = ["BENCH_POLICIES", "greedy_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
            "check_policies"]
@@ -109,8 +109,8 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
     return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
 
 
-def _row(name: str, generations: list, timing, autoregressive, tokens: int) -> dict:
-    ratios = [a / b for a, b in zip(autoregressive.seconds, timing.seconds)]
+def _row(name: str, generations: list, timing, autoregressive) -> dict:
+    ratios = repeat_ratios(autoregressive, timing)
     accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
     proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
     emitted = sum(len(row) for g in generations for row in g.tokens)
@@ -164,7 +164,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
                 runs.update({("profile", key): job for key, job in jobs.items()})
             timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
                                        synchronize=lambda: synchronize(target.device), progress=bar.update)
-            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], new),
+            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"]),
                          policy=rules[name].describe()) for name in rules]
             if sampling.greedy:
                 profile = recorder.profile()
@@ -186,18 +186,13 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
             summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
                        "rows": rows, "best_fixed": best_fixed["decoder"]}
             if best_policy is not None:
-                gains = [b / a for a, b in zip(_ratios(timings, best_fixed, rules), _ratios(timings, best_policy, rules))]
+                gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
                 gain = best_policy["speedup"] / best_fixed["speedup"]
                 summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
                                gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
             out["temperatures"].append(summary)
             bar.update()
     return out
-
-
-def _ratios(timings: dict, row: dict, rules: dict) -> list:
-    """Per repeat: the autoregressive seconds over ``row``'s decoder's."""
-    return [a / b for a, b in zip(timings["autoregressive"].seconds, timings[row["decoder"]].seconds)]
 
 
 def policy_lines(document: dict) -> list[str]:

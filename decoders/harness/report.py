@@ -139,8 +139,9 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
-    trees = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
-    with tqdm(total=3 + trees + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+    tree_stage = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
+    trees = policies = None
+    with tqdm(total=3 + tree_stage + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
@@ -159,12 +160,11 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
                            n=s.audit_n, seed=s.seed, progress=progress)
         stages.update()
-        if trees:
+        if tree_stage:
             stages.set_postfix_str("tree against chain")
             trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
                                 target_name=target_name, draft_name=draft_name, progress=progress)
             stages.update()
-        policies = None
         if s.policies:
             stages.set_postfix_str("draft-length policies")
             fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))

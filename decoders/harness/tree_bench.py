@@ -24,12 +24,11 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.harness.alpha import text_windows
 from decoders.harness.bench import BenchSettings, environment, model_dtype
-from decoders.harness.profile import timed
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, breadth_first, generate_tree
-from spectheory.timing import time_interleaved
+from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
@@ -169,7 +168,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     rows = []
     for candidate in candidates:
         timing = timings[candidate.name]
-        ratios = [a / b for a, b in zip(autoregressive.seconds, timing.seconds)]
+        ratios = repeat_ratios(autoregressive, timing)
         acceptance = decoding[:1] if candidate.kind == "chain" else decoding
         predicted = expected_tokens_rank(candidate.tree, acceptance)
         measured_tokens = _pooled_tokens_per_call(outputs[candidate.name])

@@ -11,7 +11,6 @@ import statistics
 
 import torch
 
-from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS
 from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy_lines

@@ -3,8 +3,6 @@ in the engines' settings; bad input exits 2 with one line."""
 
 import json
 
-import pytest
-
 from spectheory.cli import main
 from spectheory.costs import PROFILE_KIND, CostProfile
 

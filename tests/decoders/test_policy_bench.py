@@ -1,8 +1,6 @@
 """The policy bench's replay (docs/theory.md §13) against greedy decoding: along the target's greedy text the
 replayed policy accepts exactly what the decoder with the same policy accepted, iteration by iteration."""
 
-import copy
-
 import pytest
 import torch
 
