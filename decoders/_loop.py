@@ -64,7 +64,7 @@ def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = N
         for b, prompt in enumerate(prompts):
             body = prompt[:max(len(prompt) - held, 0)]
             tokens[b, :len(body)] = torch.tensor(body, dtype=torch.int64)
-        model.forward(tokens, state, counts)
+        getattr(model, "append", model.forward)(tokens, state, counts)  # no logits are read: skip the head
     return state
 
 
@@ -99,7 +99,7 @@ class Output:
 
 
 #: The methods of a model that run it (a forward pass): what ``PhaseTimer.watch`` times.
-MODEL_CALLS = ("forward", "head_logits", "forward_tree")
+MODEL_CALLS = ("forward", "append", "head_logits", "forward_tree")
 
 
 class _Watched:

@@ -94,9 +94,11 @@ def proposes(logits: torch.Tensor) -> torch.Tensor:
     return ~torch.isneginf(logits).all(dim=-1)
 
 
-def check_probs(*probs: torch.Tensor) -> None:
+def check_probs(*probs: torch.Tensor, models: dict | None = None) -> None:
     """The deferred form of ``adjusted_probs``' validation: NaN anywhere (NaN or all -inf logits) raises.
     Probabilities (and sums of them) are finite or NaN, so one sum each finds a NaN (one host
-    synchronisation in all)."""
+    synchronisation in all). ``models`` (name -> that model's probabilities) names the culprit in the error."""
     if math.isnan(float(sum(p.sum() for p in probs))):
-        raise ValueError("logits must not contain NaN and each row needs a finite entry")
+        culprit = next((name for name, p in (models or {}).items() if math.isnan(float(p.sum()))), None)
+        raise ValueError(f"{'the ' + culprit + chr(39) + 's ' if culprit else ''}logits must not contain NaN and each "
+                         f"row needs a finite entry")

@@ -292,8 +292,9 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
     prompts = as_prompts(prompts, target.vocab_size, eos)
     room = step.room(config, max_new_tokens)
-    check_room(target, prompts, room, "max_new_tokens + gamma + 1")
-    check_room(draft, prompts, room, "max_new_tokens + gamma + 1")
+    needed = f"max_new_tokens and one iteration's overshoot, {max_new_tokens} + {room - max_new_tokens}"
+    check_room(target, prompts, room, needed)
+    check_room(draft, prompts, room, needed)
     output = Output(len(prompts), max_new_tokens, eos)
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
@@ -308,7 +309,7 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
             park(target, committed.target_state, done), park(draft, committed.draft_state, done)
         outcome = step(target, draft, committed, config, randomness, timer)
         overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, k]; NaN where p or q is
-        check_probs(overlap, outcome.p[:, -1])  # so these cover all of p and q (NaN logits anywhere: an error)
+        check_probs(overlap, outcome.p[:, -1], models={"target": outcome.p, "draft": outcome.q})  # all of p and q
         short = config.gamma - overlap.shape[1]  # a policy drafted fewer: pad to gamma, never verified
         draft_calls += overlap.shape[1]
         (accepted, proposed_counts), tokens = (torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)]).tolist(),

@@ -256,7 +256,7 @@ class TreeStep:
             parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)
             logits = self.score(target, tokens, state.target_state, parents)  # [B, N, V]
             p = adjusted_probs(logits, config.sampling, validate=False)
-            check_probs(p)
+            check_probs(p, models={"target": p})
         with timer.phase("accept"):
             node = torch.zeros(batch, dtype=torch.int64, device=target.device)
             path, ranks = [node], []

@@ -15,7 +15,7 @@ from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant, tree_mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import acceptance_calibration, text_windows
-from decoders.harness.hf_compare import SCHEDULES, assisted_options, hf_generate
+from decoders.models.hf_generate import SCHEDULES, assisted_options, hf_generate
 from decoders.harness.inputs import check_tokenizers, encode_text, read_text
 from decoders.randomness import TorchRandomness
 from decoders.harness.zoo import REAL_MODELS
@@ -263,7 +263,21 @@ def _statistical_summary(report) -> str:
     return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
             f"{tests}), level {report.level:g}; detects with 90% power a per-position TV of "
             f"{report.detectable_tv:.4f}{_pair_power(report)}; {report.seconds:.1f} s "
-            f"({report.sampling_seconds:.1f} s sampling)")
+            f"({report.sampling_seconds:.1f} s sampling)" + ("" if report.passed else _where(report.deviation)))
+
+
+def _where(deviation: dict | None) -> str:
+    """Where a failed audit's samples deviate most, and what that suggests."""
+    if deviation is None:
+        return ""
+    tokens = ", ".join(f"token {t} {observed} times for {expected:.1f} expected" for t, observed, expected
+                       in deviation["tokens"])
+    where = (f"\ndeviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): "
+             f"{tokens}")
+    if deviation["first_position_only"]:
+        where += ("\nonly the first new token deviates: the sampler likely read the prompt differently from the "
+                  "target (a padding mask over a prompt token, an added or missing BOS token, another template)")
+    return where
 
 
 def _pair_power(report) -> str:

@@ -93,6 +93,7 @@ class AuditReport:
     detectable_mean_correlation: float | None
     seconds: float  # the whole audit
     sampling_seconds: float  # of which drawing the samples (the sampler under audit)
+    deviation: dict | None = None  # where the samples deviate most (``locate_deviation``)
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
@@ -102,7 +103,7 @@ class AuditReport:
                 "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
                 "detectable_tv": self.detectable_tv, "detectable_correlation": self.detectable_correlation,
                 "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds,
-                "sampling_seconds": self.sampling_seconds}
+                "sampling_seconds": self.sampling_seconds, "deviation": self.deviation}
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -162,9 +163,11 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
 
 
 def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:
-    """p_t(y_t) ``[n, T]`` and, per ordering, F_t(y_t - 1) ``[n, T]``, a chunk of samples at a time."""
+    """p_t(y_t) ``[n, T]``, per ordering F_t(y_t - 1) ``[n, T]``, and the expected count of every token at every
+    position ``[T, V]`` (the sum of the conditionals), a chunk of samples at a time."""
     p_y, ahead = [], {order: [] for order in orderings}
     horizon = tokens.shape[1]
+    expected = torch.zeros(horizon, target.vocab_size, dtype=torch.float64)
     states = [None if model is None else prompt_state(model, prompt, horizon) for model in (target, draft)]
     rows = chunk_rows(target.vocab_size, horizon)
     for begin in range(0, len(tokens), rows):
@@ -172,9 +175,29 @@ def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, 
         p = conditionals(target, prompt, y, sampling, states[0])  # [b, T, V]
         q = conditionals(draft, prompt, y, sampling, states[1]) if draft is not None else None
         p_y.append(torch.gather(p, -1, y[..., None])[..., 0])
+        expected += p.sum(dim=0)
         for order in orderings:
             ahead[order].append(_ahead(p, y, order, q))
-    return torch.cat(p_y), {order: torch.cat(parts) for order, parts in ahead.items()}
+    return torch.cat(p_y), {order: torch.cat(parts) for order, parts in ahead.items()}, expected
+
+
+#: tokens named where the samples deviate most
+DEVIATING_TOKENS = 3
+
+
+def locate_deviation(tokens: np.ndarray, expected: torch.Tensor, position_p: dict, threshold: float) -> dict:
+    """The position whose uniformity test (over every ordering) is least likely under the target, its p-value,
+    the ``DEVIATING_TOKENS`` tokens sampled there most in excess of their expected count (observed, expected),
+    and whether the first position alone falls below ``threshold`` (the p a position needs to fail the audit):
+    the mark of an engine that read the prompt differently (docs/theory.md §8)."""
+    smallest = np.min(np.array([p for p in position_p.values()]), axis=0)  # [T], over orderings
+    position = int(np.argmin(smallest))
+    observed = np.bincount(tokens[:, position], minlength=expected.shape[1]).astype(float)
+    excess = observed - expected[position].numpy()
+    top = np.argsort(-excess, kind="stable")[:DEVIATING_TOKENS]
+    return {"position": position, "p_value": float(smallest[position]),
+            "tokens": [[int(t), int(observed[t]), float(expected[position, t])] for t in top],
+            "first_position_only": bool(smallest[0] < threshold and (smallest[1:] >= threshold).all())}
 
 
 def _ahead(p: torch.Tensor, y: torch.Tensor, order: str, q: torch.Tensor | None) -> torch.Tensor:
@@ -237,7 +260,7 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     if bool(((tokens < 0) | (tokens >= target.vocab_size)).any()):
         raise ValueError(f"sampled tokens must be in [0, {target.vocab_size})")
     orderings = ORDERINGS if draft is not None else ORDERINGS[:2]
-    p_y, ahead = _pit_terms(target, draft, prompt, tokens, sampling, orderings)  # [n, T] each
+    p_y, ahead, expected = _pit_terms(target, draft, prompt, tokens, sampling, orderings)  # [n, T] each, [T, V]
     noise = torch.rand(n, horizon, generator=generator, dtype=torch.float64)
     raw, test_p, position_p, strongest = [], {}, {}, {}
     for order in orderings:
@@ -259,6 +282,7 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     combined = 0.0 if impossible else min(1.0, tests * min(raw))
     pairs_power = (detectable_correlation(n, tests, level), detectable_mean_correlation(n, tests, level, horizon)) \
         if horizon > 1 else (None, None)
+    deviation = locate_deviation(tokens.numpy(), expected, position_p, level / tests)
     return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, strongest,
                        joint_tokens, impossible, detectable_tv(n, tests, level), *pairs_power,
-                       time.perf_counter() - started, sampled - started)
+                       time.perf_counter() - started, sampled - started, deviation)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VOCABULARY", "VOCAB_SIZE", "OTHER", "encode", "decode", "Corpus", "load_corpus", "stdlib_files", "split_text"]
+__all__ = ["VOCABULARY", "VOCAB_SIZE", "OTHER", "encode", "decode", "Corpus", "load_corpus", "stdlib_files", "split_text", "OTHER_TOKEN",
+           "character_tokenizer"]
 
 VOCABULARY = "\n\t" + "".join(chr(code) for code in range(32, 127))  # id = position
 OTHER = len(VOCABULARY)  # every character outside VOCABULARY
@@ -105,3 +106,19 @@ def split_text(held_out: bool, *, max_characters: int | None = None, root: Path 
     text = "".join(parts)
     return text[:max_characters] if max_characters is not None else text
 
+
+OTHER_TOKEN = "<other>"  # the token of every character outside the vocabulary (a name no character has)
+
+
+def character_tokenizer():
+    """A ``PreTrainedTokenizerFast`` (built with the ``tokenizers`` library) mapping each character to its id of
+    ``encode`` (``OTHER_TOKEN`` for every character outside the vocabulary), and ids back to text."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = {character: index for index, character in enumerate(VOCABULARY)}
+    vocabulary[OTHER_TOKEN] = OTHER
+    core = Tokenizer(models.WordLevel(vocabulary, unk_token=OTHER_TOKEN))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
+    core.decoder = decoders.Fuse()  # joined back without separators
+    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token=OTHER_TOKEN)

@@ -57,7 +57,7 @@ def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
     is named)."""
     if target is None and draft is None:
         return
-    from decoders.harness.export import character_tokenizer
+    from decoders.harness.corpus import character_tokenizer
     from decoders.models.hf import check_same_tokenizer
 
     check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)

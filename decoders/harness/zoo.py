@@ -204,7 +204,7 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
 
 def _own_tokenizer(tokenizer):
     """None for the corpus's character tokenizer (``spectheory export-hf``'s), else ``tokenizer``."""
-    from decoders.harness.export import character_tokenizer
+    from decoders.harness.corpus import character_tokenizer
 
     return None if tokenizer.get_vocab() == character_tokenizer().get_vocab() else tokenizer
 

@@ -2,7 +2,8 @@
 
 ``forward(tokens [B, S], state, counts [B])`` runs the model on the first ``counts[b]`` tokens of each
 row (the rest of the row is padding), appends them to the row's state and returns logits ``[B, S, V]``
-for every new position (garbage at padding). ``truncate(state, lengths [B])`` cuts each row back to its
+for every new position (garbage at padding); a model may add ``append(tokens, state, counts)``, the same
+call without the logits (what a prefill needs: the LM head is skipped). ``truncate(state, lengths [B])`` cuts each row back to its
 first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers of tokens. Both give
 ``state.lengths`` a new tensor and never change the old one in place: decoders keep it to roll back to.
 

@@ -130,11 +130,13 @@ class HFCausalLM:
             slots = min(slots, self.max_context)
         return HFState(RowCache(slots), torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 
-    def forward(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits ``[B, S, V]`` (float) of the new tokens; appends ``counts`` (default: all S) per row."""
+    def forward(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None,
+                keep: int = 0) -> torch.Tensor:
+        """Logits ``[B, S, V]`` (float) of the new tokens; appends ``counts`` (default: all S) per row. ``keep``
+        > 0 computes the LM head at the last ``keep`` positions only (``[B, keep, V]``)."""
         if torch.is_grad_enabled():
             with torch.no_grad():
-                return self.forward(tokens, state, counts)
+                return self.forward(tokens, state, counts, keep)
         check_shape(tokens, state)
         batch, new = tokens.shape
         offsets = torch.arange(new, device=tokens.device)
@@ -152,7 +154,7 @@ class HFCausalLM:
         visible = min(state.bound + new, state.capacity)  # slots past a row's end are masked anyway
         keys = torch.arange(visible, device=tokens.device)
         mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S, K]: a query sees its row up to itself
-        logits = self._run(tokens, state, write_at, visible, mask, position_ids)
+        logits = self._run(tokens, state, write_at, visible, mask, position_ids, keep)
         state.lengths = state.lengths + counts
         state.bound = visible
         state.tree = None  # a pending tree's slots may have been overwritten
@@ -160,14 +162,18 @@ class HFCausalLM:
 
     __call__ = forward
 
-    def _run(self, tokens, state: HFState, write_at, visible: int, mask, position_ids) -> torch.Tensor:
+    def append(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None) -> None:
+        """``forward`` without the logits (a prefill): the LM head runs at one position only."""
+        self.forward(tokens, state, counts, keep=1)
+
+    def _run(self, tokens, state: HFState, write_at, visible: int, mask, position_ids, keep: int = 0) -> torch.Tensor:
         """One call of the wrapped model writing at ``write_at`` with the boolean ``mask: [B, 1, S, K]``."""
         if not self.boolean_mask:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
                 ~mask, torch.finfo(self.mask_dtype).min)
         state.cache.prepare(write_at, visible)
         return self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
-                          position_ids=position_ids, use_cache=True).logits.float()
+                          position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits.float()
 
     def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
                      positions: torch.Tensor | None = None) -> torch.Tensor:

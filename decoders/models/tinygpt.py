@@ -173,6 +173,10 @@ class TinyGPT(nn.Module):
     def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.hidden(tokens, state, counts))
 
+    def append(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> None:
+        """``forward`` without the logits (a prefill)."""
+        self.hidden(tokens, state, counts)
+
     def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor,
                      positions: torch.Tensor | None = None) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending

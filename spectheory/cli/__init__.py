@@ -32,6 +32,7 @@ COMMANDS = {
     "bench": "measure c, tokens per iteration and speedup of the shipped pair against Theorem 3.8",
     "profile": "measure the cost profile of a pair (t_step, t_draft, t_verify(k), t_iteration, acceptance)",
     "schedule": "draft length per batch size from cost profiles at several batch sizes, in the engines' settings",
+    "diverge": "where an engine's greedy output leaves ours, the target's margin there: numerics or a bug",
     "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
     "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
     "export-hf": "write the shipped pair as Hugging Face model directories (GPT-2 weights, character tokenizer)",

@@ -10,7 +10,7 @@ import json
 
 from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
 from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest, run_audit
-from decoders.harness.hf_compare import SCHEDULES
+from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS

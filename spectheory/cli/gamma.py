@@ -1,7 +1,8 @@
 """For each alpha, a table of gamma -> expected tokens per iteration (Eq. 1), walltime speedup (Theorem 3.8)
 and arithmetic-operations factor (Theorem 3.11), with the optimal gamma marked. gamma = 0 is autoregressive
 decoding. With --costs (a `spectheory profile` file) or the --t-* flags, the speedup comes from measured costs
-(docs/theory.md §10), Theorem 3.8 beside it."""
+(docs/theory.md §10), Theorem 3.8 beside it. --from-metrics reads an engine's counters (vLLM's Prometheus
+dump, SGLang's meta_info, llama.cpp's timings) and answers at the alpha they imply (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import argparse
 import json
 
 from spectheory.calculator import format_latex, format_text, gamma_table
-from spectheory.cli import UsageError, calibrated
+from spectheory.cli import UsageError, calibrated, from_metrics
 from spectheory.cli.calibrated import COST_FLAGS
+from spectheory.metrics import DEFINITIONS
 from spectheory.speedup import alpha_from_tokens_per_iteration
+
+__doc__ += "\n\nacceptance, in the names every JSON of this toolkit uses:\n" + "\n".join(
+    f"  {name}: {meaning}" for name, meaning in DEFINITIONS.items())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--tokens-per-iteration", type=float, metavar="X",
                         help="measured mean tokens per iteration (with the bonus/correction token); "
                              "with --gamma, reports the implied alpha and its table")
-    parser.add_argument("--gamma", type=int, metavar="G", help="the gamma at which --tokens-per-iteration was measured")
+    source.add_argument("--from-metrics", metavar="FILE",
+                        help="an engine's counters: vLLM's Prometheus text (/metrics), an SGLang response or its "
+                             "meta_info (JSON), a llama.cpp server response or its timings (JSON)")
+    parser.add_argument("--gamma", type=int, metavar="G",
+                        help="the gamma at which --tokens-per-iteration was measured; with --from-metrics, the "
+                             "engine's draft length where its counters do not say (SGLang, llama.cpp)")
     parser.add_argument("--c", type=float, default=0.0, help="cost of a draft call relative to a target call (default 0)")
     parser.add_argument("--c-hat", type=float, default=None,
                         help="draft arithmetic per token relative to the target's (default: equal to --c)")
@@ -43,10 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_metrics:
+        return from_metrics.run(args)
     if args.costs or any(getattr(args, name) is not None for name in COST_FLAGS):
         return calibrated.run(args)
     if args.alpha is None and args.tokens_per_iteration is None:
-        raise UsageError("spectheory gamma: error: one of the arguments --alpha --tokens-per-iteration is required")
+        raise UsageError("spectheory gamma: error: one of the arguments --alpha --tokens-per-iteration --from-metrics is required")
     implied_from = None
     if args.tokens_per_iteration is not None:
         if args.gamma is None:

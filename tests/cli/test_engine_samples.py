@@ -17,9 +17,10 @@ PROMPT = [1, 2]
 TARGET = ["--target", "tabular", "--vocabulary", "5"]  # float32 tables, the audit's own tiny target
 
 
-def write_samples(path, temperature, n=3000, horizon=3):
+def write_samples(path, temperature, n=3000, horizon=3, read_as=PROMPT):
+    """Samples drawn after ``read_as`` (the prompt as the engine read it), written as continuations of PROMPT."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
-    tokens = generate_autoregressive(target, [PROMPT] * n, max_new_tokens=horizon, sampling=Sampling(temperature),
+    tokens = generate_autoregressive(target, [read_as] * n, max_new_tokens=horizon, sampling=Sampling(temperature),
                                      randomness=seeded(7)).tokens
     path.write_text("".join(json.dumps({"prompt": PROMPT, "tokens": list(row)}) + "\n" for row in tokens))
     return path
@@ -33,6 +34,25 @@ def test_engine_samples_against_target_law(capsys, tmp_path):
     assert "samples of" in document["decoder"]
     assert main(["audit", "--samples", str(write_samples(tmp_path / "cold.jsonl", 0.5)), *TARGET]) == 1
     assert "FAIL" in capsys.readouterr().out
+
+
+def test_failed_audit_names_where_against_a_planted_prompt_misread(capsys, tmp_path):
+    """An engine that read the prompt's first token wrongly (a 0 for the 1) draws its first token from another
+    law (the tiny target reads two tokens back, so later tokens follow their own prefix); the failed audit names
+    new token 0, the token drawn most in excess, and the prompt hint. The control, samples at the wrong
+    temperature, deviates at every position: no prompt hint."""
+    misread = write_samples(tmp_path / "misread.jsonl", 1.0, read_as=[0, 2])
+    assert main(["audit", "--samples", str(misread), *TARGET, "--json"]) == 1
+    deviation = json.loads(capsys.readouterr().out)["deviation"]
+    assert deviation["position"] == 0 and deviation["first_position_only"]
+    token, observed, expected = deviation["tokens"][0]
+    assert observed - expected > 100  # 3000 samples: an excess of over 100 draws of one token
+    assert main(["audit", "--samples", str(misread), *TARGET]) == 1
+    out = capsys.readouterr().out
+    assert f"deviates most at new token 0" in out and f"token {token} {observed} times" in out
+    assert "read the prompt differently" in out
+    assert main(["audit", "--samples", str(write_samples(tmp_path / "cold.jsonl", 0.5)), *TARGET, "--json"]) == 1
+    assert not json.loads(capsys.readouterr().out)["deviation"]["first_position_only"]
 
 
 LINE = json.dumps({"prompt": PROMPT, "tokens": [0, 1, 2]})

@@ -89,7 +89,7 @@ def test_gamma_latex(capsys):
     (["gamma", "--alpha", "0.5", "--c-hat", "-1"], "c_hat must be in [0, inf)"),
     (["gamma", "--alpha", "0.5", "--gamma-max", "0"], "gamma_max must be in [1, 1024]"),
     (["gamma", "--alpha", "x"], "invalid float value: 'x'"),
-    (["gamma"], "one of the arguments --alpha --tokens-per-iteration is required"),
+    (["gamma"], "one of the arguments --alpha --tokens-per-iteration --from-metrics is required"),
     (["gamma", "--tokens-per-iteration", "2"], "--tokens-per-iteration needs --gamma"),
     (["gamma", "--alpha", "0.5", "--gamma", "3"], "--gamma goes with --tokens-per-iteration"),
     (["gamma", "--tokens-per-iteration", "5", "--gamma", "3"], "tokens_per_iteration must be at most gamma + 1 = 4"),

@@ -76,7 +76,7 @@ def test_greedy_speculative_against_autoregressive(target, greedy_reference, dra
 
 
 class _Widths:
-    """A model whose forward calls record their widths (tokens per row)."""
+    """A model whose forward calls record their widths (tokens per row); a prefill (``append``) records none."""
 
     def __init__(self, model):
         self.model, self.widths = model, []
@@ -99,8 +99,8 @@ def test_verify_width_follows_proposals_against_autoregressive(target, greedy_re
     assert generation.tokens == greedy_reference.tokens[:batch]
     proposed = generation.stats.proposed_per_iteration
     assert len(proposed) == generation.stats.iterations
-    assert watched.widths[1:] == [max(row) + 1 for row in proposed]  # after the prefill
-    assert batch > 1 or 1 in watched.widths[1:]
+    assert watched.widths == [max(row) + 1 for row in proposed]
+    assert batch > 1 or 1 in watched.widths
     full = generate_speculative(target, drafts(target)["transformer"], PROMPTS[:batch], max_new_tokens=24,
                                 config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
     assert {n for row in full.stats.proposed_per_iteration for n in row} == {6}
@@ -375,7 +375,8 @@ def test_bad_decoding_inputs_raise_value_errors(target):
     config = SpeculativeConfig(2, GREEDY)
     with pytest.raises(ValueError, match="draft and target vocabularies differ: draft has 7 tokens, target 24"):
         generate_speculative(target, UniformModel(7), PROMPTS, max_new_tokens=4, config=config, randomness=seeded(0))
-    with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
+    with pytest.raises(ValueError, match="plus max_new_tokens and one iteration's overshoot, 4 [+] 3 [(]7[)] exceeds "
+                                         "the model's context of 96 tokens"):
         generate_speculative(target, UniformModel(VOCAB), [[1] * 95], max_new_tokens=4, config=config,
                              randomness=seeded(0))
     with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
@@ -404,8 +405,8 @@ def test_non_finite_models_raise_at_first_call(target, sampling):
         nan_model.embed.weight.fill_(float("nan"))
     with pytest.raises(ValueError, match="logits must not contain NaN"):
         generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=sampling, randomness=seeded(0))
-    for pair in ((target, nan_model), (nan_model, target)):
-        with pytest.raises(ValueError, match="logits must not contain NaN"):
+    for pair, culprit in (((target, nan_model), "draft"), ((nan_model, target), "target")):
+        with pytest.raises(ValueError, match=f"the {culprit}'s logits must not contain NaN"):
             generate_speculative(*pair, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, sampling),
                                  randomness=seeded(0))
     with pytest.raises(ValueError, match="logits must not contain NaN"):

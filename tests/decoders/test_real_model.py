@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from decoders.harness import zoo
-from decoders.harness.hf_compare import hf_generate
+from decoders.models.hf_generate import hf_generate
 from decoders.harness.inputs import encode_text
 from decoders.harness.tasks import task_prompts
 from decoders.harness.corpus import split_text

@@ -1,0 +1,87 @@
+"""The printed summary of ``spectheory bench`` (docs/theory.md §9-§10): one line per measured row and the
+predictions' errors, from the JSON document the bench writes."""
+
+from __future__ import annotations
+
+import statistics
+
+from spectheory.costs import CostProfile
+
+__all__ = ["bench_lines"]
+
+
+def bench_lines(document: dict) -> list[str]:
+    """The bench's printed summary of a ``bench_document``: the gamma table, the predictions' errors, the best
+    gamma per temperature, the autoregressive costs, the batch sweep and the Hugging Face comparison."""
+    env, settings = document["environment"], document["settings"]
+    lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
+             f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
+             "   T  gamma  tokens/iter  alpha  speedup (min-max)     calibrated  cal/measured  Thm 3.8  measured/Thm"
+             "  efficiency"]
+    for row in document["rows"]:
+        low, _, high = row["speedup_spread"]
+        lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
+                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
+                     f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
+                     f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}")
+    lines += [_error_summary(name, document["rows"], key, 0.10)
+              for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))]
+    for temperature in settings["temperatures"]:
+        best = document["best"][str(temperature)]
+        profile = CostProfile.from_dict(document["profiles"][temperature])
+        calibrated = profile.optimal_gamma(tokens=settings['max_new_tokens'])
+        lines.append(f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
+                     f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
+                     f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha {document['alpha'][temperature]:.3f};"
+                     f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
+                     f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
+                     f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)")
+    for temperature, costs in document["autoregressive"].items():
+        lines.append(f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
+                     f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
+                     f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
+                     f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}")
+    lines += _batch_lines(document.get("batches"))
+    for row in document.get("hf", {}).get("rows", []):
+        lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: " + "; ".join(
+            f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
+            f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
+            f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
+            for kind, theirs in (("ar", "generate"), ("speculative", "assisted")) if f"{kind}_ours_adapter_over_hf" in row))
+    return lines
+
+
+def _native(row: dict, kind: str) -> str:
+    """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs."""
+    seconds = row.get(f"{kind}_ours_native_seconds")
+    return "" if seconds is None else f" (native {seconds:.3f} s)"
+
+
+def _share(value) -> str:
+    """An efficiency (model-call seconds over wall seconds), or n/a where the runs were not phase-timed."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _batch_lines(sweep: dict | None) -> list[str]:
+    """The batch sweep's table: tokens per second, measured speedup and the cost model's prediction."""
+    if not sweep:
+        return []
+    lines = ["batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
+             "  efficiency AR/spec"]
+    for row in sweep["rows"]:
+        low, _, high = row["speedup_spread"]
+        lines.append(f"{row['batch_size']:5d}  {row['temperature']:3g}  {row['gamma']:5d}  {row['prompts']:7d}  "
+                     f"{row['autoregressive_tokens_per_second']:8.0f}  {row['tokens_per_second']:10.0f}  "
+                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
+                     f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
+                     f"{_share(row['efficiency'])}")
+    return lines + [_error_summary("batch sweep", sweep["rows"], "calibrated_speedup", 0.15)]
+
+
+def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
+    """How far the prediction ``row[key]`` is from the measured speedups: median and largest
+    |predicted / measured - 1|, and the rows within ``tolerance``."""
+    errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
+    within = sum(error <= tolerance for error in errors)
+    return (f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
+            f"{100 * max(errors):.1f}%, {within} of {len(rows)} rows within {100 * tolerance:.0f}%")

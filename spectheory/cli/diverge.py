@@ -1,0 +1,62 @@
+"""Where an engine's greedy output first leaves ours (or two token files each other), the target's logit
+margin there, and a verdict: a near-tie within float noise is numerics, a margin of logits is a bug
+(docs/metrics.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from spectheory.cli import options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    options.add_target(parser)
+    parser.add_argument("--prompt-text", required=True, help="the prompt as text, tokenized by the target's tokenizer "
+                                                             "without special tokens (as the engine was given it)")
+    parser.add_argument("--tokens", nargs="+", required=True, metavar="FILE",
+                        help="the engine's new token ids (a JSON list, an object with 'tokens', or integers); two "
+                             "files compare with each other instead of with our greedy decoding")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    options.add_device(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from decoders.autoregressive import generate_autoregressive
+    from decoders.harness.diverge import diagnose, read_tokens
+    from decoders.harness.inputs import encode_text
+    from decoders.harness.zoo import load_named
+    from decoders.randomness import seeded
+    from decoders.sampling import GREEDY
+
+    if len(args.tokens) > 2:
+        raise ValueError(f"--tokens takes one file (against our greedy decoding) or two, got {len(args.tokens)}")
+    sequences = [read_tokens(path) for path in args.tokens]
+    target, tokenizer = load_named(args.target, role="target", device=args.device)
+    prompt = encode_text(tokenizer, args.prompt_text)
+    if not prompt:
+        raise ValueError("--prompt-text is empty after tokenization")
+    for path, tokens in zip(args.tokens, sequences):
+        if max(tokens) >= target.vocab_size or min(tokens) < 0:
+            raise ValueError(f"--tokens {path!r} holds ids outside the target's vocabulary [0, {target.vocab_size})")
+    if len(sequences) == 1:
+        generation = generate_autoregressive(target, [prompt], max_new_tokens=len(sequences[0]), sampling=GREEDY,
+                                             randomness=seeded(0))
+        sequences.insert(0, list(generation.tokens[0]))
+        names = ("ours (greedy)", args.tokens[0])
+    else:
+        names = tuple(args.tokens)
+    found = diagnose(target, prompt, *sequences)
+    if args.json:
+        print(json.dumps(dict(found.as_dict(), compared_files=list(names)), indent=2, allow_nan=False))
+        return 0
+    if found.position is None:
+        print(f"{names[0]} and {names[1]} agree on all {found.compared} tokens")
+        return 0
+    print(f"first divergence at new token {found.position} of {found.compared}: {names[0]} {found.ours}, "
+          f"{names[1]} {found.theirs}")
+    print(f"target logits there: margin {found.margin:.3e} ({names[0]} over {names[1]}), top-two margin "
+          f"{found.top_two_margin:.3e}; {names[1]}'s token ranks {found.their_rank} with probability "
+          f"{found.their_probability:.4f}")
+    print(found.verdict)
+    return 0
