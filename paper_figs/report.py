@@ -81,24 +81,29 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
     theorem = [abs(1 / row["measured_over_predicted"] - 1) for row in bench["rows"]]
     settings = bench["settings"]
     blocks = [("heading", 2, "Speedup"),
-              ("table", ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "cost model",
-                         "Theorem 3.8"],
+              ("table", ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
+                         "cost model", "Theorem 3.8"],
                [[f"{row['temperature']:g}", str(row["gamma"]), f"{row['tokens_per_iteration']:.3f}",
                  f"{row['alpha_counts']:.3f}",
                  f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                 "n/a" if row.get("speedup_standard_error") is None else f"{row['speedup_standard_error']:.3f}",
                  f"{row['calibrated_speedup']:.3f}", f"{row['predicted_speedup']:.3f}"] for row in bench["rows"]]),
               ("paragraph", f"Batch 1, {settings['prompts']} held-out prompts of {settings['prompt_length']} "
                             f"tokens, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
                             f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
                             "speedup over our autoregressive decoder ("
                             + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
+                            + "; SE: the speedup's standard error over the prompts, whose sampled texts at T > 0 "
+                            "are draws too"
                             + f"). The cost model is off by {100 * statistics.median(calibrated):.1f}% "
                             f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
                             f"{100 * statistics.median(theorem):.1f}% and {100 * max(theorem):.1f}%. A short "
                             "benchmark: on a busy machine repeat it, or measure with `spectheory bench`.")]
     return blocks + [("image", path, caption) for path, caption in zip(figures, (
-        "Speedup against gamma: Theorem 3.8 (lines, optimum starred) and measured (points).",
-        "Measured against predicted speedup, with Leviathan et al.'s twelve T5 points.",
+        "Speedup against gamma: Theorem 3.8 (lines, optimum starred), the cost model (dashed, shaded 2 SE) and "
+        "measured (points).",
+        "Measured against predicted speedup: Theorem 3.8 (open) and the cost model (filled, 2 SE bars), with "
+        "Leviathan et al.'s twelve T5 points.",
         "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars)."))]
 
 

@@ -1,6 +1,8 @@
 """Which gamma? Walltime speedup of the shipped pair against gamma on this machine at batch 1: Theorem 3.8
-at the measured alpha and c (lines; gamma = 0 is autoregressive decoding) and the measured speedup over
-our autoregressive decoder (points), per temperature. The theory's optimum is marked with a star."""
+at the measured alpha and c (lines; gamma = 0 is autoregressive decoding), the cost model that recommends
+gamma (dashed, shaded two standard errors of the measurement either side, docs/theory.md §9-§10) and the
+measured speedup over our autoregressive decoder (points), per temperature. The theory's optimum is
+marked with a star."""
 
 from __future__ import annotations
 
@@ -32,7 +34,12 @@ def draw(report: dict, out: Path) -> list[Path]:
         best = int(optimal_gamma(alpha, c, gamma_max=top))
         ax.plot(best, walltime_improvement(alpha, best, c), "*", color=color, ms=8)
         rows = [row for row in report["rows"] if row["temperature"] == float(temperature)]
-        ax.plot([row["gamma"] for row in rows], [row["speedup"] for row in rows], "o", color=color, ms=3.5,
+        swept = [row["gamma"] for row in rows]
+        model = np.array([row["calibrated_speedup"] for row in rows])
+        band = 2 * np.array([row.get("speedup_standard_error") or 0.0 for row in rows])
+        ax.plot(swept, model, "--", color=color, linewidth=1.0, label=f"cost model, T = {float(temperature):g}")
+        ax.fill_between(swept, model - band, model + band, color=color, alpha=0.15, linewidth=0)
+        ax.plot(swept, [row["speedup"] for row in rows], "o", color=color, ms=3.5,
                 mfc="none", label=f"measured, T = {float(temperature):g}")
     ax.axhline(1.0, color="k", linewidth=0.6)
     ax.set(xlabel="draft tokens per iteration $\\gamma$", ylabel="speedup over autoregressive (x)",

@@ -263,16 +263,17 @@ def _statistical_summary(report) -> str:
     return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
             f"{tests}), level {report.level:g}; detects with 90% power a per-position TV of "
             f"{report.detectable_tv:.4f}{_pair_power(report)}; {report.seconds:.1f} s "
-            f"({report.sampling_seconds:.1f} s sampling)" + ("" if report.passed else _where(report.deviation)))
+            f"({report.sampling_seconds:.1f} s sampling)")
 
 
-def _where(deviation: dict | None) -> str:
-    """Where a failed audit's samples deviate most, and what that suggests."""
-    if deviation is None:
+def deviation_lines(report) -> str:
+    """Where a failed statistical audit's samples deviate most, and what that suggests ("" otherwise)."""
+    deviation = getattr(report, "deviation", None)
+    if report.passed or deviation is None:
         return ""
     tokens = ", ".join(f"token {t} {observed} times for {expected:.1f} expected" for t, observed, expected
                        in deviation["tokens"])
-    where = (f"\ndeviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): "
+    where = (f"deviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): "
              f"{tokens}")
     if deviation["first_position_only"]:
         where += ("\nonly the first new token deviates: the sampler likely read the prompt differently from the "

@@ -177,6 +177,37 @@ def _per_repeat(timings: dict, name, rows: int) -> list:
     return [sum(values) for values in zip(*(timings[key].seconds for key in keys))]
 
 
+def _per_prompt(timings: dict, name, rows: int) -> list:
+    """Median seconds of job ``name`` for each prompt (row) over the repeats."""
+    keys = [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
+    return [statistics.median(timings[key].seconds) for key in keys]
+
+
+def ratio_standard_error(numerators: list, denominators: list) -> float | None:
+    """Standard error of sum(a) / sum(b) over n >= 2 sampling units (prompts), by the ratio estimator's
+    linearisation: sqrt(sum (a_i - R b_i)^2 / (n (n - 1))) / mean(b) (docs/theory.md §9). None for one unit."""
+    n = len(numerators)
+    if n < 2:
+        return None
+    ratio = sum(numerators) / sum(denominators)
+    residuals = sum((a - ratio * b) ** 2 for a, b in zip(numerators, denominators))
+    return (residuals / (n * (n - 1))) ** 0.5 / (sum(denominators) / n)
+
+
+#: the cost model's check: within this fraction of the measured speedup, or within two standard errors
+CALIBRATED_TOLERANCE = 0.10
+
+
+def engine_metrics(runs: list, gamma: int) -> dict:
+    """The engines' acceptance numbers of ``runs`` in the names of ``spectheory.metrics`` (docs/metrics.md):
+    accepted over drafted tokens, tokens per round and, per position, the rounds that accepted it."""
+    accepted = [n for run in runs for step in run.stats.accepted_per_iteration for n in step]
+    drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
+    return {"acceptance_rate": sum(accepted) / drafted if drafted else None,
+            "mean_acceptance_length": 1 + sum(accepted) / len(accepted),
+            "per_position_acceptance_rate": [sum(n > i for n in accepted) / len(accepted) for i in range(gamma)]}
+
+
 def _phases_per_iteration(runs: list) -> dict | None:
     """Measured seconds per iteration of draft, verify and the rest (accept, correct, rollback, loop)."""
     if "draft" not in runs[0].stats.seconds:
@@ -188,24 +219,29 @@ def _phases_per_iteration(runs: list) -> dict | None:
 
 
 def _row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
-         s: BenchSettings) -> dict:
+         s: BenchSettings, per_prompt: tuple = ((), ())) -> dict:
     """One (temperature, gamma) row: the measured speedup (medians) with its spread over repeats (each
-    repeat's ratio of interleaved runs), and the calibrated prediction from the profile."""
+    repeat's ratio of interleaved runs) and its standard error over the prompts (``per_prompt``: each prompt's
+    autoregressive and speculative median seconds; at T > 0 each prompt's sampled text is one draw), and the
+    calibrated prediction from the profile, with whether it is within max(10%, 2 SE) of the measurement."""
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     iterations = sum(len(step) for run in runs for step in run.stats.accepted_per_iteration)  # row iterations
     ratios = sorted(a / b for a, b in zip(autoregressive, speculative))
     speedup = statistics.median(autoregressive) / statistics.median(speculative)
     calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
+    error = ratio_standard_error(*per_prompt)
+    allowed = max(CALIBRATED_TOLERANCE * speedup, 2 * (error or 0.0))
     return {"temperature": temperature, "gamma": gamma, "seconds": statistics.median(speculative),
             "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
             "iterations": iterations, "tokens_per_iteration": 1 + accepted / iterations,
             "accepted_tokens": accepted, "verified_tokens": verified,
             "alpha_counts": accepted / verified if verified else None, "speedup": speedup,
-            "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]],
+            "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]], "speedup_standard_error": error,
             "calibrated_speedup": calibrated, "calibrated_over_measured": calibrated / speedup,
+            "calibrated_within": abs(calibrated - speedup) <= allowed,
             "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
             "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
-            "efficiency": efficiency([run.stats for run in runs]),
+            **engine_metrics(runs, gamma), "efficiency": efficiency([run.stats for run in runs]),
             "measured_seconds_per_iteration": _phases_per_iteration(runs),
             "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
                                                  "other": profile.t_iteration}}
@@ -214,41 +250,52 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
 @torch.no_grad()
 def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, target_name: str = "target",
                draft_name: str = "draft", progress: bool | None = None) -> BenchReport:
-    """Measure c, then for each temperature the autoregressive baseline, speculative decoding at each gamma
-    and the cost profile (``decoders.harness.profile``), interleaved prompt by prompt and repeat by repeat."""
+    """c, and for each temperature the autoregressive baseline, speculative decoding at each gamma and the cost
+    profile (``decoders.harness.profile``), all timed interleaved prompt by prompt and repeat by repeat, every
+    temperature in the same repeats (drift of the machine hits every row alike, docs/theory.md §9)."""
     device, s = target.device, settings
     prompts = prompts.to(device)
-    c_target = call_seconds(target, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
-    c_draft = call_seconds(draft, prompts[0], steps=s.call_steps, repeats=s.repeats, warmup=s.warmup)
-    c = c_draft / c_target
-    rows, autoregressive, alphas, profiles, costs = [], {}, {}, {}, {}
-    calls = len(s.temperatures) * ((len(s.gammas) + 3) * len(prompts) + 2) * (s.warmup + s.repeats)
-    with tqdm(total=calls, desc="bench", unit="run", delay=1, leave=False,
+    rows, autoregressive, alphas, profiles, costs, measures = [], {}, {}, {}, {}, {}
+    # One interleaved timing of everything: c's one-token calls of both models, and for every temperature its
+    # decoders, its profile and the one-token target calls at the positions the autoregressive decoder decodes.
+    jobs = {"c target": call_job(target, prompts[0], s.call_steps), "c draft": call_job(draft, prompts[0], s.call_steps)}
+    for temperature in s.temperatures:
+        outputs = {}
+        temperature_jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
+        temperature_jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
+        jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
+        measures[temperature] = recorder, outputs
+    with tqdm(total=len(jobs) * (s.warmup + s.repeats), desc="bench", unit="run", delay=1, leave=False,
               disable=None if progress is None else not progress) as bar:
-        for temperature in s.temperatures:
-            # The autoregressive step's unit: one-token target calls at the positions it decodes, interleaved.
-            timings, recorder, outputs = _measure(target, draft, prompts, s, temperature, s.gammas, bar, extra={
-                "target call": call_job(target, prompts[0], s.max_new_tokens)})
-            profile = recorder.profile(c)
-            profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
-            baseline = _per_repeat(timings, "autoregressive", len(prompts))
-            autoregressive[temperature] = statistics.median(baseline)
-            call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
-            ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
-            costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(call),
-                                  "over_target_call": statistics.median(ratios),  # each repeat's, then the median
-                                  "over_target_call_spread": [ratios[0], ratios[-1]],
-                                  "efficiency": recorder.efficiency("autoregressive")}
-            measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
-                             [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]
-            accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
-            alphas[temperature] = accepted / verified if verified else None
-            for row in measured:
-                predicted = float(walltime_improvement(min(alphas[temperature] or 0.0, 1.0), row["gamma"], c))
-                predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
-                rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
-                                 predicted_from_tokens=predicted_from_tokens,
-                                 measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
+        timed_jobs = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
+                                      synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+    c_target, c_draft = (timed_jobs[name].median / s.call_steps for name in ("c target", "c draft"))
+    c = c_draft / c_target
+    for temperature in s.temperatures:
+        recorder, outputs = measures[temperature]
+        timings = {key[1]: timing for key, timing in timed_jobs.items() if isinstance(key, tuple) and key[0] == temperature}
+        profile = recorder.profile(c)
+        profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
+        baseline = _per_repeat(timings, "autoregressive", len(prompts))
+        autoregressive[temperature] = statistics.median(baseline)
+        call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
+        ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
+        costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(call),
+                              "over_target_call": statistics.median(ratios),  # each repeat's, then the median
+                              "over_target_call_spread": [ratios[0], ratios[-1]],
+                              "efficiency": recorder.efficiency("autoregressive")}
+        alone = _per_prompt(timings, "autoregressive", len(prompts))
+        measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
+                         [outputs[(gamma, row)] for row in range(len(prompts))], profile, s,
+                         (alone, _per_prompt(timings, gamma, len(prompts)))) for gamma in s.gammas]
+        accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
+        alphas[temperature] = accepted / verified if verified else None
+        for row in measured:
+            predicted = float(walltime_improvement(min(alphas[temperature] or 0.0, 1.0), row["gamma"], c))
+            predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
+            rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
+                             predicted_from_tokens=predicted_from_tokens,
+                             measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
     return BenchReport(environment(device, model_dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
                        c_draft, autoregressive, alphas, tuple(rows), profiles, costs)
 

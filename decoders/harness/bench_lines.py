@@ -16,16 +16,20 @@ def bench_lines(document: dict) -> list[str]:
     env, settings = document["environment"], document["settings"]
     lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
              f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
-             "   T  gamma  tokens/iter  alpha  speedup (min-max)     calibrated  cal/measured  Thm 3.8  measured/Thm"
-             "  efficiency"]
+             "   T  gamma  tokens/iter  alpha  speedup (min-max)  +-SE      calibrated  cal/measured  Thm 3.8  "
+             "measured/Thm  efficiency"]
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
                      f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
+                     f"{_error(row.get('speedup_standard_error'))}  "
                      f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
                      f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}")
     lines += [_error_summary(name, document["rows"], key, 0.10)
               for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))]
+    checked = [row["calibrated_within"] for row in document["rows"] if "calibrated_within" in row]
+    if checked:
+        lines.append(f"calibrated within max(10%, 2 SE over the prompts): {sum(checked)} of {len(checked)} rows")
     for temperature in settings["temperatures"]:
         best = document["best"][str(temperature)]
         profile = CostProfile.from_dict(document["profiles"][temperature])
@@ -55,6 +59,11 @@ def _native(row: dict, kind: str) -> str:
     """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs."""
     seconds = row.get(f"{kind}_ours_native_seconds")
     return "" if seconds is None else f" (native {seconds:.3f} s)"
+
+
+def _error(value) -> str:
+    """A speedup's standard error over the prompts, or n/a with one prompt."""
+    return "  n/a" if value is None else f"{value:5.3f}"
 
 
 def _share(value) -> str:

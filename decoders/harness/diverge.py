@@ -82,9 +82,20 @@ def verdict(margin: float) -> str:
             f"bfloat16, quantised kernels) can move logits this much")
 
 
+def _at_eos(ours: int, theirs: int, eos: int | None) -> str | None:
+    """The verdict where one side's token is end-of-sequence: a rule about stopping, not the logits."""
+    if eos is None or eos not in (ours, theirs):
+        return None
+    side = "the first" if ours == eos else "the second"
+    return (f"end of sequence: {side} output emits it here and the other does not; an engine that suppresses it "
+            f"(min_new_tokens, ignore_eos, a stop rule) parts from greedy decoding at this point, neither "
+            f"numerics nor a sampling bug")
+
+
 @torch.inference_mode()
-def diagnose(target, prompt: list[int], ours: list[int], theirs: list[int]) -> Divergence:
-    """The divergence of ``theirs`` from ``ours`` (both continuations of ``prompt``) under ``target``."""
+def diagnose(target, prompt: list[int], ours: list[int], theirs: list[int], eos: int | None = None) -> Divergence:
+    """The divergence of ``theirs`` from ``ours`` (both continuations of ``prompt``) under ``target``; ``eos``, the
+    end-of-sequence id, names a divergence at it as a stopping rule."""
     compared = min(len(ours), len(theirs))
     position = first_divergence(ours, theirs)
     if position is None:
@@ -95,4 +106,5 @@ def diagnose(target, prompt: list[int], ours: list[int], theirs: list[int]) -> D
     a, b = ours[position], theirs[position]
     margin = float(logits[a] - logits[b])
     return Divergence(compared, position, a, b, margin, float(top[0] - top[1]),
-                      int((logits > logits[b]).sum()) + 1, float(torch.softmax(logits, 0)[b]), verdict(abs(margin)))
+                      int((logits > logits[b]).sum()) + 1, float(torch.softmax(logits, 0)[b]),
+                      _at_eos(a, b, eos) or verdict(abs(margin)))

@@ -9,7 +9,8 @@ import argparse
 import json
 
 from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
-from decoders.audit.run import DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest, run_audit
+from decoders.audit.run import (DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest,
+                               deviation_lines, run_audit)
 from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
@@ -97,5 +98,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False))
     else:
         print(f"audit: {outcome.described}")
-        print(f"{outcome.summary}: {'PASS' if outcome.report.passed else 'FAIL'}")
+        where = deviation_lines(outcome.report)  # a failed audit: where it deviates
+        print(f"{outcome.summary}: {'PASS' if outcome.report.passed else 'FAIL'}" + (f"\n{where}" if where else ""))
     return 0 if outcome.report.passed else 1

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         names = ("ours (greedy)", args.tokens[0])
     else:
         names = tuple(args.tokens)
-    found = diagnose(target, prompt, *sequences)
+    found = diagnose(target, prompt, *sequences, eos=None if tokenizer is None else tokenizer.eos_token_id)
     if args.json:
         print(json.dumps(dict(found.as_dict(), compared_files=list(names)), indent=2, allow_nan=False))
         return 0

@@ -1,8 +1,14 @@
 """Docstrings cite the repository's own documentation: every ``docs/theory.md §N`` names a section that
-exists, and nothing cites files the repository does not carry."""
+exists, and nothing cites files the repository does not carry. The pages (README.md, docs/) name files that
+exist, and the outputs they quote of the torch-free commands are what the commands print."""
 
 import re
+import shlex
 from pathlib import Path
+
+import pytest
+
+from spectheory.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -24,3 +30,70 @@ def test_theory_references_against_its_sections():
 def test_no_reference_to_documents_outside_the_repository():
     outside = [str(path.relative_to(ROOT)) for path in _sources() if re.search(r"THEORY\.md|DESIGN\.md", path.read_text())]
     assert outside == []
+
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CHECKED_COMMANDS = ("gamma", "tree")  # torch-free and deterministic: their quoted outputs are rerun
+
+
+def quoted_runs(text: str):
+    """(command words, expected output lines) of every ``$ spectheory <CHECKED_COMMANDS>`` in a fenced block."""
+    runs, current = [], None
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                current = None
+                words = shlex.split(line[2:].split("  #")[0])
+                if words[:1] == ["spectheory"] and words[1:2] and words[1] in CHECKED_COMMANDS:
+                    current = (words[1:], [])
+                    runs.append(current)
+            elif current is not None:
+                current[1].append(line.rstrip())
+    return runs
+
+
+def matches(expected: list[str], actual: list[str]) -> list[str]:
+    """Expected lines missing from the actual output, in order; "..." elides lines, and a line holding "..."
+    must match the text before it."""
+    missing, at = [], 0
+    for line in expected:
+        if line.strip() == "...":
+            continue
+        head = line.split("...")[0] if "..." in line else None
+        found = next((i for i in range(at, len(actual)) if (actual[i].startswith(head) if head is not None
+                                                            else actual[i].rstrip() == line)), None)
+        if found is None:
+            missing.append(line)
+        else:
+            at = found + 1
+    return missing
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_quoted_outputs_against_the_commands(page, capsys, monkeypatch):
+    """Every quoted run of a torch-free command in the README and docs/ prints what the page says."""
+    monkeypatch.chdir(ROOT)
+    for words, expected in quoted_runs(page.read_text()):
+        assert main(words) == 0, words
+        actual = capsys.readouterr().out.splitlines()
+        assert matches(expected, actual) == [], words
+
+
+def test_quoted_output_check_catches_a_changed_number():
+    """The control: a quoted line whose number differs, or lines out of order, are reported missing."""
+    actual = ["alpha = 0.8", "optimal gamma 8: 3.092x speedup", "done"]
+    assert matches(["alpha = 0.8", "...", "optimal gamma 8: 3.092x ..."], actual) == []
+    assert matches(["optimal gamma 7: 3.092x ..."], actual) == ["optimal gamma 7: 3.092x ..."]
+    assert matches(["done", "alpha = 0.8"], actual) == ["alpha = 0.8"]
+
+
+def test_pages_name_files_that_exist():
+    """Paths the pages name under docs/, results/, figures/ and docs/examples/ exist; the README stays a landing
+    page (under 250 lines) with both commands."""
+    named = {name for page in PAGES for name in re.findall(r"`((?:docs|results|figures)/[\w./-]+\.(?:md|json|txt))`",
+                                                           page.read_text())}
+    assert named and sorted(name for name in named if not (ROOT / name).exists()) == []
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 250
+    assert "bash .ci/install && spectheory report --out report" in readme
+    assert "bash .ci/install && python3 -m pytest -q" in readme

@@ -66,6 +66,15 @@ def test_planted_near_tie_against_greedy(shipped):
     assert control.position == AT and control.margin > NUMERICS_MARGIN
 
 
+def test_divergence_at_end_of_sequence(shipped):
+    """Where our token is the end-of-sequence id, the verdict names the stopping rule (an engine that suppressed
+    EOS, as min_new_tokens does), whatever the margin; the control without an eos id judges the margin."""
+    target, prompt, greedy = shipped
+    engine = greedy[:AT] + [greedy[AT] ^ 1]
+    assert diagnose(target, prompt, greedy, engine, eos=greedy[AT]).verdict.startswith("end of sequence")
+    assert not diagnose(target, prompt, greedy, engine).verdict.startswith("end of sequence")
+
+
 def test_identical_and_two_files(shipped, tmp_path, capsys):
     target, prompt, greedy = shipped
     same, other = tmp_path / "same.txt", tmp_path / "other.txt"

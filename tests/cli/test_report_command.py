@@ -38,15 +38,18 @@ def test_report_markdown_numbers_against_its_json(report):
     text = (out / "report.md").read_text()
     alpha_table, speed_table, tree_table, *policy_tables = markdown_tables(text)
     bench = document["bench"]
-    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)",
+    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
                               "cost model", "Theorem 3.8"]
     assert len(speed_table) - 1 == len(bench["rows"]) == 4  # 2 temperatures x 2 gammas
     for cells, row in zip(speed_table[1:], bench["rows"]):
         assert float(cells[0]) == row["temperature"] and int(cells[1]) == row["gamma"]
         speedup, low, high = map(float, re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", cells[4]).groups())
         assert [speedup, low, high] == pytest.approx([row["speedup"], *row["speedup_spread"][::2]], abs=5e-4)
-        for cell, key in zip(cells[2:4] + cells[5:], ("tokens_per_iteration", "alpha_counts", "calibrated_speedup",
-                                                      "predicted_speedup")):
+        assert (cells[5] == "n/a") == (row["speedup_standard_error"] is None)  # one prompt: no standard error
+        for cell, key in zip(cells[2:4] + cells[5:], ("tokens_per_iteration", "alpha_counts", "speedup_standard_error",
+                                                      "calibrated_speedup", "predicted_speedup")):
+            if cell == "n/a":
+                continue
             assert float(cell) == pytest.approx(row[key], abs=5e-4), key
     for cells, alpha in zip(alpha_table[1:], document["alpha_text"]):
         value, error = map(float, cells[1].split(" ± "))
