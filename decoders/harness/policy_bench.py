@@ -132,6 +132,12 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
     ``held_out`` token ids fit the rejection-risk predictor. Returns the JSON document."""
     policies, new = check_policies(policies), settings.max_new_tokens
+    # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
+    contexts = [model.max_context for model in (target, draft) if model.max_context is not None]
+    room = min(contexts) - prompts.shape[1] - new - 1 if contexts else None
+    if room is not None and room < 1:
+        raise ValueError(f"prompt length {prompts.shape[1]} plus max_new_tokens {new} leaves no room to draft in the "
+                         f"models' context of {min(contexts)} tokens")
     out = {"target": target_name, "draft": draft_name, "batch_size": 1,
            "environment": environment(target.device, model_dtype(target)),
            "settings": dict(settings.as_dict(), policies=list(policies)), "temperatures": []}
@@ -141,7 +147,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
             calibration = _calibration(target, draft, held_out, sampling, settings.seed)
             rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
             fixed = set(rules)
-            rules.update({name: make_policy(name, calibration=calibration) for name in policies})
+            rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})
             cap = max(rule.gamma_max for rule in rules.values())
             outputs = {}
 

@@ -43,3 +43,23 @@ def test_predicted_speedup_against_hand_count():
     result = predicted([[(2, 2), (0, 0)]], profile, 4)
     assert result["tokens_per_call"] == 2.0
     assert result["speedup"] == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (0.1 + 1.0 + 0.05)))
+
+
+def test_policies_capped_by_the_context_against_the_uncapped_rule():
+    """transformers' heuristic may draft 64 tokens; where the models' context (160) leaves less after the prompt
+    (8) and the new tokens (100), the bench caps every policy there (51) instead of failing on the room, as the
+    shipped report at its defaults did (64 + 128 + 65 > 256). Control: the uncapped rule does not fit."""
+    from decoders.harness.bench import BenchSettings
+    from decoders.harness.policy_bench import bench_policies
+    from tree_bench_inputs import held_out
+
+    target, draft = tiny_gpt(0), tiny_gpt(1)
+    prompts = torch.randint(0, VOCAB, (1, 8), generator=torch.Generator().manual_seed(0))
+    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=1, prompt_length=8, max_new_tokens=100,
+                             repeats=1, warmup=0)
+    document = bench_policies(target, draft, prompts, held_out(), settings, policies=("heuristic",), progress=False)
+    heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
+    assert "51" in heuristic["policy"]
+    with pytest.raises(ValueError, match="exceeds the model's context of 160 tokens"):
+        generate_speculative(target, draft, prompts, max_new_tokens=100, randomness=seeded(0),
+                             config=SpeculativeConfig(64, GREEDY, policy=make_policy("heuristic")))
