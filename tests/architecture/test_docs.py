@@ -2,6 +2,7 @@
 exists, and nothing cites files the repository does not carry. The pages (README.md, docs/) name files that
 exist, and the outputs they quote of the torch-free commands are what the commands print."""
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -97,3 +98,20 @@ def test_pages_name_files_that_exist():
     assert len(readme.splitlines()) < 250
     assert "bash .ci/install && spectheory report --out report" in readme
     assert "bash .ci/install && python3 -m pytest -q" in readme
+
+
+def test_measured_numbers_against_their_results():
+    """docs/measuring.md quotes the SmolLM2 table as figures/table_real_model.md writes it, and the bench rows it
+    quotes from results/bench_standard_errors.json carry that file's numbers (speedup, SE, calibrated)."""
+    page = (ROOT / "docs" / "measuring.md").read_text()
+    table = [line for line in (ROOT / "figures" / "table_real_model.md").read_text().splitlines() if line.startswith("|")]
+    assert table and all(line in page for line in table)
+    bench = json.loads((ROOT / "results" / "bench_standard_errors.json").read_text())
+    block = page[page.index("results/bench_standard_errors.json"):]
+    quoted = re.findall(r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+) \([\d.-]+\)\s+([\d.]+)\s+([\d.]+)", block, flags=re.M)
+    assert len(quoted) >= 4
+    rows = {(row["temperature"], row["gamma"]): row for row in bench["rows"]}
+    for temperature, gamma, speedup, error, calibrated in quoted:
+        row = rows[(float(temperature), int(gamma))]
+        assert [float(speedup), float(error), float(calibrated)] == pytest.approx(
+            [row["speedup"], row["speedup_standard_error"], row["calibrated_speedup"]], abs=5e-4)
