@@ -271,6 +271,13 @@ def deviation_lines(report) -> str:
     deviation = getattr(report, "deviation", None)
     if report.passed or deviation is None:
         return ""
+    if deviation["p_value"] >= report.level / report.tests:  # every marginal passes: the failure is elsewhere
+        pairs = [pair for pair in report.strongest_pairs.values() if pair]
+        strongest = max(pairs, key=lambda pair: abs(pair[2]), default=None)
+        return (f"every new token's own law passes (smallest uniformity p = {deviation['p_value']:.3g}, at new token "
+                f"{deviation['position']}): the samples fail on dependence between positions or on the joint law"
+                + ("" if strongest is None else f"; strongest pair: new tokens {strongest[0]} and {strongest[1]}, "
+                                                f"normal-score correlation {strongest[2]:.3f}"))
     tokens = ", ".join(f"token {t} {observed} times for {expected:.1f} expected" for t, observed, expected
                        in deviation["tokens"])
     where = (f"deviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): "

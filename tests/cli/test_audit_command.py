@@ -109,3 +109,15 @@ def test_audit_cli_policy_exact_against_target(capsys, policy):
 def test_audit_cli_policy_refused_outside_the_token_verifier():
     with pytest.raises(ValueError, match="--policy applies to the speculative decoder with the token verifier"):
         AuditRequest(policy="confidence", verifier="block")
+
+
+def test_failed_audit_says_whether_a_marginal_or_the_dependence_fails(capsys):
+    """A mutant that biases each token's law (q / p instead of p / q) is named at a position with the tokens in
+    excess; one whose draws share one uniform (each marginal right, the joint law wrong) is named as dependence,
+    with the strongest pair, not as a position whose uniformity passed."""
+    assert main(["audit", "--mutant", "ratio-q-over-p"]) == 1
+    assert "deviates most at new token" in capsys.readouterr().out
+    assert main(["audit", "--mutant", "one-uniform"]) == 1
+    out = capsys.readouterr().out
+    assert "every new token's own law passes" in out and "strongest pair: new tokens" in out
+    assert "deviates most at" not in out
