@@ -35,6 +35,7 @@ from decoders.harness.profile import call_job, call_seconds, efficiency, profile
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.metrics import EngineCounts
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
@@ -171,16 +172,19 @@ def _measure(target, draft, prompts: torch.Tensor, s: BenchSettings, temperature
     return timings, recorder, outputs
 
 
+def _job_keys(timings: dict, name, rows: int) -> list:
+    """The keys of job ``name``'s runs, one per prompt (a profile's jobs carry a sample index too)."""
+    return [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
+
+
 def _per_repeat(timings: dict, name, rows: int) -> list:
     """Seconds of job ``name`` per repeat, summed over the prompts."""
-    keys = [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
-    return [sum(values) for values in zip(*(timings[key].seconds for key in keys))]
+    return [sum(values) for values in zip(*(timings[key].seconds for key in _job_keys(timings, name, rows)))]
 
 
 def _per_prompt(timings: dict, name, rows: int) -> list:
     """Median seconds of job ``name`` for each prompt (row) over the repeats."""
-    keys = [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
-    return [statistics.median(timings[key].seconds) for key in keys]
+    return [statistics.median(timings[key].seconds) for key in _job_keys(timings, name, rows)]
 
 
 def ratio_standard_error(numerators: list, denominators: list) -> float | None:
@@ -199,13 +203,17 @@ CALIBRATED_TOLERANCE = 0.10
 
 
 def engine_metrics(runs: list, gamma: int) -> dict:
-    """The engines' acceptance numbers of ``runs`` in the names of ``spectheory.metrics`` (docs/metrics.md):
-    accepted over drafted tokens, tokens per round and, per position, the rounds that accepted it."""
+    """The engines' acceptance numbers of ``runs`` (``spectheory.metrics.EngineCounts`` of their rounds,
+    docs/metrics.md): accepted over drafted tokens, tokens per round and the unconditional per-position rates;
+    None where nothing was drafted."""
     accepted = [n for run in runs for step in run.stats.accepted_per_iteration for n in step]
     drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
-    return {"acceptance_rate": sum(accepted) / drafted if drafted else None,
-            "mean_acceptance_length": 1 + sum(accepted) / len(accepted),
-            "per_position_acceptance_rate": [sum(n > i for n in accepted) / len(accepted) for i in range(gamma)]}
+    if not drafted:
+        return dict.fromkeys(("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate"))
+    counts = EngineCounts("ours", len(accepted), drafted, sum(accepted),
+                          tuple(sum(n > i for n in accepted) for i in range(gamma)))
+    return {"acceptance_rate": counts.acceptance_rate, "mean_acceptance_length": counts.mean_acceptance_length,
+            "per_position_acceptance_rate": list(counts.per_position_acceptance_rate)}
 
 
 def _phases_per_iteration(runs: list) -> dict | None:

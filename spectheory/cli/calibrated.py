@@ -29,7 +29,7 @@ def load_profile(path: str) -> dict:
     return document
 
 
-def _entries(args: argparse.Namespace) -> tuple[dict, str]:
+def cost_entries(args: argparse.Namespace) -> tuple[dict, str]:
     entries, described = {}, "flags"
     if args.costs:
         document = load_profile(args.costs)
@@ -55,7 +55,7 @@ def _entries(args: argparse.Namespace) -> tuple[dict, str]:
 def run(args: argparse.Namespace) -> int:
     if args.tokens_per_iteration is not None or (args.alpha is not None and len(args.alpha) > 1):
         raise UsageError("spectheory gamma: error: measured costs take at most one --alpha")
-    entries, described = _entries(args)
+    entries, described = cost_entries(args)
     profile = CostProfile.from_dict(entries)
     alpha = None if args.alpha is None or args.acceptance is not None else args.alpha[0]
     table = calibrated_table(profile, alpha=alpha, c=args.c if args.c else None)

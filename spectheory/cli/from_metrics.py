@@ -33,7 +33,7 @@ def _speedups(args: argparse.Namespace, alpha: float) -> tuple[dict, object, str
     """gamma -> predicted speedup, the table and its text: calibrated with measured costs, else Theorem 3.8."""
     if args.costs or args.t_verify_ms is not None:
         from spectheory.cli import calibrated
-        entries, described = calibrated._entries(args)
+        entries, described = calibrated.cost_entries(args)
         table = calibrated_table(CostProfile.from_dict(entries), alpha=alpha, c=args.c if args.c else None)
         speedups = {row.gamma: row.calibrated_speedup for row in table.table}
         return speedups, table, f"cost profile: {described}\n{format_calibrated_text(table)}"

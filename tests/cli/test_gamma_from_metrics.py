@@ -112,6 +112,18 @@ def test_json_responses_against_eq1(tmp_path, capsys, document, engine):
     assert 0 < estimate.standard_error < 0.1
 
 
+def test_llama_cpp_rounds_without_drafts(tmp_path, capsys):
+    """llama.cpp counts every decoding step as a round, drafted or not: 220 rounds that drafted 50 tokens are
+    valid counters (an earlier check refused them), answered at k = 1 and marked approximate."""
+    path = tmp_path / "response.json"
+    path.write_text(json.dumps({"timings": {"predicted_n": 250, "draft_n": 50, "draft_n_accepted": 30}}))
+    status, out, _ = run(capsys, "gamma", "--from-metrics", str(path), "--json")
+    assert status == 0
+    answer = json.loads(out)
+    assert answer["metrics"]["drafts"] == 220 and answer["metrics"]["acceptance_rate"] == pytest.approx(0.6)
+    assert "approximate" in answer["alpha_method"]
+
+
 @pytest.mark.parametrize("counts, message", [
     ((100, 400, 500, (90, 80, 70, 60)), "accepted tokens 500 > drafted tokens 400"),
     ((100, 400, 250, (50, 60, 70, 70)), "position 1 accepted 60 > position 0 accepted 50"),
