@@ -83,7 +83,7 @@ def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torc
 
 
 @torch.no_grad()
-def _adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, skip: int) -> tuple:
+def adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, skip: int) -> tuple:
     """(p, q, proposed) at each position of ``windows`` ``[B, L]`` after the first ``skip``: the adjusted
     distributions ``[B, L - skip, V]`` and where the draft proposes a token ``[B, L - skip]``."""
     windows = windows.to(target.device)
@@ -102,7 +102,7 @@ def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampl
     sums = 0
     for start in range(0, len(windows), batch_size):
         rows = windows[start:start + batch_size]
-        p, q, proposed = _adjusted_along_text(target, draft, rows, sampling, skip)
+        p, q, proposed = adjusted_along_text(target, draft, rows, sampling, skip)
         seen = None
         if sampling.greedy:  # the policy reads the draft's softmax there (seen_law)
             rows = rows.to(draft.device)
@@ -123,7 +123,7 @@ def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *
     """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
     ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
     lenience l, beta = sum_x min(p(x) / l, q(x))."""
-    p, q, proposed = _adjusted_along_text(target, draft, windows, sampling, skip)
+    p, q, proposed = adjusted_along_text(target, draft, windows, sampling, skip)
     return _betas(p, q, proposed, lenience), proposed
 
 
@@ -134,7 +134,7 @@ def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip
     parts = []
     batch_size = max(1, min(batch_size, ALONG_TEXT_CELLS // (text.shape[1] * target.vocab_size)))  # memory, any V
     for i in range(0, len(text), batch_size):
-        p, q, proposed = _adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
+        p, q, proposed = adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
         parts.append((torch.stack([_betas(p, q, proposed, lenience) for lenience in leniences]), proposed))
     return torch.cat([b for b, _ in parts], dim=1).double(), torch.cat([p for _, p in parts])
 

@@ -6,12 +6,15 @@ each row reports tokens per target call, draft tokens proposed and wasted (propo
 token, and the speedup with its spread over repeats. A policy object lives for one timed run, so a rule that
 persists over calls (transformers' ``heuristic``) carries its length from prompt to prompt.
 
-At T = 0 every row also carries the replay's prediction: the same policy object run along the target's greedy
-continuation of each prompt, where the outcome of a draft at each position is known (the draft's greedy token
-equals the text's next token) and the draft's law q there is what the policy sees; tokens per call follow, and the
-speedup from a cost profile whose jobs are timed interleaved with the runs (t_step, t_draft, the verify call at
-every width, t_iteration, prefills: ``decoders.harness.profile``), each iteration costing max(d, 1) draft calls and a verify call of d + 1
-positions for d proposed drafts. Past a rejection the replay's draft sees the text, not its own rejected token.
+Every row also carries the replay's prediction: the same policy object run along the target's own continuation
+of each prompt (greedy at T = 0, sampled at T > 0), where at each position the draft's token and whether the
+target accepts it are drawn as the decoder draws them (``acceptance_trace``: nothing random at T = 0; at T > 0,
+``REPLAY_DRAWS`` draws averaged) and the draft's law q there is what the policy sees. Tokens per call follow, and
+the speedup from a cost profile whose jobs are timed interleaved with the runs (t_step, t_draft, the verify call
+at every width, t_iteration, prefills: ``decoders.harness.profile``), each iteration costing max(d, 1) draft calls
+and a verify call of d + 1 positions for d proposed drafts. Past a rejection the replay's draft sees the text, not
+its own rejected token, and at T > 0 the next position is the text's, not the accepted draft token (docs/theory.md
+§13 says what that approximates).
 """
 
 from __future__ import annotations
@@ -25,22 +28,24 @@ from tqdm import tqdm
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
-from decoders.harness.alpha import acceptance_calibration, text_windows
+from decoders.harness.alpha import adjusted_along_text, acceptance_calibration, text_windows
 from decoders.harness.bench import BenchSettings, environment, model_dtype
 from decoders.harness.profile import profile_jobs
 from decoders.policies import POLICIES, DraftPolicy, make_policy, seen_law
 from decoders.randomness import seeded
-from decoders.sampling import GREEDY, Sampling, proposes
+from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile, iteration_seconds
 from spectheory.timing import repeat_ratios, time_interleaved
+from spectheory.validation import as_positive_int
 
-__all__ = ["BENCH_POLICIES", "greedy_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
+__all__ = ["BENCH_POLICIES", "acceptance_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
            "check_policies"]
 
 #: Every policy but "fixed" (the fixed gammas are their own rows).
 BENCH_POLICIES = tuple(name for name in POLICIES if name != "fixed")
 CALIBRATION_WINDOWS = (32, 128)  # held-out windows x tokens for the rejection-risk predictor
+REPLAY_DRAWS = 16  # draws of each draft's randomness along the sampled texts at T > 0 (one at T = 0)
 
 
 def check_policies(names) -> tuple:
@@ -52,20 +57,32 @@ def check_policies(names) -> tuple:
 
 
 @torch.no_grad()
-def greedy_trace(target, draft, continuations: torch.Tensor, skip: int) -> dict:
-    """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, at T = 0: ``accepted [P, T]`` (the draft's greedy
-    token is the text's next token), the draft's greedy token ``drafted [P, T]`` and the law a policy reads there,
-    ``q [P, T, V]`` (``seen_law``: the draft's softmax)."""
-    rows = continuations.to(target.device)
-    logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]  # [P, T, V]
-    seen = seen_law(torch.where(proposes(logits)[..., None], logits, torch.zeros_like(logits)), logits, True)
-    drafted = logits.argmax(dim=-1)
-    return {"accepted": (drafted == rows[:, skip:]) & proposes(logits), "drafted": drafted, "q": seen}
+def acceptance_trace(target, draft, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1,
+                     seed: int = 0) -> list[dict]:
+    """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, ``draws`` draws (one at T = 0, where nothing is
+    random) of what the draft does at each position under ``sampling``: the drafted token x ~ q ``drafted [P, T]``,
+    whether it is accepted (u < min(1, p(x) / q(x)) for a fresh uniform u, so accepted with probability
+    sum_x min(p, q); at T = 0: the draft's argmax is the text's next token) ``accepted [P, T]``, and the law a
+    policy reads there ``q [P, T, V]`` (``seen_law``; shared by the draws). Row by row, so memory is one row's."""
+    draws = 1 if sampling.greedy else as_positive_int("draws", draws)
+    generator = torch.Generator(device=target.device).manual_seed(int(seed))
+    drafted, accepted, seen = [], [], []
+    for row in continuations.to(target.device):
+        p, q, proposed = adjusted_along_text(target, draft, row[None], sampling, skip)  # [1, T, V], [1, T]
+        tokens = torch.multinomial(q[0], draws, replacement=True, generator=generator).T  # [draws, T]
+        drawn = [law[0].expand(draws, -1, -1).gather(-1, tokens[..., None])[..., 0] for law in (p, q)]  # [draws, T]
+        uniform = torch.rand(tokens.shape, generator=generator, device=tokens.device)
+        drafted.append(tokens[:, None])
+        accepted.append(((uniform < drawn[0] / drawn[1]) & proposed)[:, None])  # [draws, 1, T]
+        logits = draft.forward(row[None], draft.new_state(1, len(row)))[:, skip - 1:-1] if sampling.greedy else q
+        seen.append(seen_law(torch.where(proposed[..., None], logits, torch.zeros_like(logits)), q, sampling.greedy))
+    drafted, accepted, seen = torch.cat(drafted, dim=1), torch.cat(accepted, dim=1), torch.cat(seen)
+    return [{"accepted": accepted[i], "drafted": drafted[i], "q": seen} for i in range(draws)]
 
 
 def replay(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
     """Each row's iterations (proposed, accepted) when ``policy`` (fresh state) drafts at most ``cap`` per iteration
-    along ``trace`` (``greedy_trace``) until ``tokens`` are emitted."""
+    along ``trace`` (one of ``acceptance_trace``'s) until ``tokens`` are emitted."""
     accepted_along, q, drafted = trace["accepted"], trace["q"], trace["drafted"]
     batch, length = accepted_along.shape
     device, rows = accepted_along.device, torch.arange(batch, device=accepted_along.device)
@@ -164,33 +181,33 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
                                                                        randomness=seeded(i, target.device))
                                                for i, p in enumerate(prompts)]}
             runs.update({name: decoder(name, rule) for name, rule in rules.items()})
-            if sampling.greedy:  # the replay's costs, measured interleaved with the runs they predict
-                jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
-                                              max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
-                runs.update({("profile", key): job for key, job in jobs.items()})
+            # the replay's costs, measured interleaved with the runs they predict
+            jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
+                                          max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
+            runs.update({("profile", key): job for key, job in jobs.items()})
             timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
                                        synchronize=lambda: synchronize(target.device), progress=bar.update)
             rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"]),
                          policy=rules[name].describe()) for name in rules]
-            if sampling.greedy:
-                profile = recorder.profile()
-                continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
-                    target, p[None], max_new_tokens=new + cap + 1, sampling=GREEDY, randomness=seeded(0)).tokens[0])
-                    for p in prompts])
-                trace = greedy_trace(target, draft, continuations, prompts.shape[1])
-                for row in rows:
-                    replayed = predicted(replay_prompts(copy.deepcopy(rules[row["decoder"]]), trace, cap=cap,
-                                                        tokens=new), profile, new)
-                    row.update(predicted_tokens_per_call=replayed["tokens_per_call"],
-                               predicted_speedup=replayed["speedup"],
-                               tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
-                               predicted_over_measured=replayed["speedup"] / row["speedup"])
-                out.setdefault("profile", profile.as_dict())
+            profile = recorder.profile()
+            continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
+                target, p[None], max_new_tokens=new + cap + 1, sampling=sampling, randomness=seeded(i, target.device))
+                .tokens[0]) for i, p in enumerate(prompts)])
+            traces = acceptance_trace(target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS,
+                                      seed=settings.seed)
+            for row in rows:
+                replayed = predicted([iterations for trace in traces for iterations in replay_prompts(
+                    copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)], profile, new)
+                row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
+                           tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
+                           predicted_over_measured=replayed["speedup"] / row["speedup"])
+            out.setdefault("profile", profile.as_dict())
             best_fixed = max((row for row in rows if row["decoder"] in fixed), key=lambda row: row["speedup"])
             best_policy = max((row for row in rows if row["decoder"] not in fixed), key=lambda row: row["speedup"],
                               default=None)
             summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
-                       "rows": rows, "best_fixed": best_fixed["decoder"]}
+                       "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
+                       "replay_draws": len(traces)}
             if best_policy is not None:
                 gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
                 gain = best_policy["speedup"] / best_fixed["speedup"]

@@ -1,17 +1,20 @@
 """The policy bench's replay (docs/theory.md §13) against greedy decoding: along the target's greedy text the
-replayed policy accepts exactly what the decoder with the same policy accepted, iteration by iteration."""
+replayed policy accepts exactly what the decoder with the same policy accepted, iteration by iteration; at T = 1
+its draws against the along-text theory of the same text."""
 
 import pytest
 import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.harness.alpha import acceptance_calibration
-from decoders.harness.policy_bench import greedy_trace, predicted, replay_prompts
+from decoders.harness.alpha import adjusted_along_text, betas_along_text
+from decoders.harness.policy_bench import acceptance_trace, predicted, replay, replay_prompts
 from decoders.policies import POLICIES, make_policy
 from decoders.randomness import seeded
-from decoders.sampling import GREEDY
+from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
+from spectheory.positional import expected_iterations_along
 from tree_bench_inputs import VOCAB, tiny_gpt
 
 TOKENS = 40
@@ -32,8 +35,42 @@ def test_replay_against_greedy_decoding(name):
     continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
         target, p[None], max_new_tokens=TOKENS + 7, sampling=GREEDY, randomness=seeded(0)).tokens[0]) for p in prompts])
     fresh = make_policy(name, gamma=3, cap=6, calibration=calibration)
-    iterations = replay_prompts(fresh, greedy_trace(target, draft, continuations, 6), cap=6, tokens=TOKENS)
+    (trace,) = acceptance_trace(target, draft, continuations, 6, GREEDY, draws=5)  # one draw: nothing is random
+    iterations = replay_prompts(fresh, trace, cap=6, tokens=TOKENS)
     assert [[n for _, n in row] for row in iterations] == measured
+
+
+def _sampled_text(seed: int):
+    target, draft = tiny_gpt(0), tiny_gpt(1)
+    prompt = torch.randint(0, VOCAB, (1, 6), generator=torch.Generator().manual_seed(seed))
+    text = torch.tensor([prompt[0].tolist() + list(generate_autoregressive(target, prompt, max_new_tokens=TOKENS + 4, sampling=Sampling(1.0),
+                                                      randomness=seeded(seed)).tokens[0])])
+    return target, draft, text
+
+
+@pytest.mark.parametrize("gamma", [1, 3])
+def test_sampled_replay_against_along_text_theory(gamma):
+    """At T = 1 a fixed gamma replayed along one sampled text accepts position t with probability beta_t =
+    sum min(p, q), so its mean iterations over draws estimate expected_iterations_along(beta, gamma) without
+    bias. 400 draws; the mean is tested within 4 standard errors (false-positive probability about 6e-5).
+    Control: the same drafts accepted with min(1, q / p) (the ratio inverted) miss by more than 8 of them."""
+    target, draft, text = _sampled_text(4)
+    traces = acceptance_trace(target, draft, text, 6, Sampling(1.0), draws=400, seed=1)
+    counts = torch.tensor([float(len(replay(make_policy("fixed", gamma=gamma), trace, cap=gamma, tokens=TOKENS)[0]))
+                           for trace in traces])
+    betas, _ = betas_along_text(target, draft, text, Sampling(1.0), skip=6)
+    expected = expected_iterations_along(betas[0, :TOKENS].double().numpy(), gamma)
+    error = counts.std() / len(counts) ** 0.5
+    assert abs(counts.mean() - expected) < 4 * error
+    p, q, _ = adjusted_along_text(target, draft, text, Sampling(1.0), 6)  # [1, T, V]
+    wrong_counts = []
+    for i, trace in enumerate(traces[:100]):
+        x = trace["drafted"][..., None]
+        inverted = q.gather(-1, x)[..., 0] / p.gather(-1, x)[..., 0]  # the bug: min(1, q / p)
+        accepted = torch.rand(inverted.shape, generator=torch.Generator().manual_seed(i)) < inverted
+        wrong_counts.append(float(len(replay(make_policy("fixed", gamma=gamma), dict(trace, accepted=accepted),
+                                             cap=gamma, tokens=TOKENS)[0])))
+    assert abs(torch.tensor(wrong_counts).mean() - expected) > 8 * error
 
 
 def test_predicted_speedup_against_hand_count():
