@@ -29,7 +29,7 @@ from tqdm import tqdm
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.harness.alpha import adjusted_along_text, acceptance_calibration, text_windows
-from decoders.harness.bench import BenchSettings, environment, model_dtype
+from decoders.harness.bench import BenchSettings, engine_metrics, environment, model_dtype
 from decoders.harness.profile import profile_jobs
 from decoders.policies import POLICIES, DraftPolicy, make_policy, seen_law
 from decoders.randomness import seeded
@@ -126,7 +126,7 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
     return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
 
 
-def _row(name: str, generations: list, timing, autoregressive) -> dict:
+def _row(name: str, generations: list, timing, autoregressive, cap: int) -> dict:
     ratios = repeat_ratios(autoregressive, timing)
     accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
     proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
@@ -135,7 +135,7 @@ def _row(name: str, generations: list, timing, autoregressive) -> dict:
     return {"decoder": name, "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
             "drafted_per_token": sum(proposed) / emitted, "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
             "mean_proposed": sum(proposed) / len(proposed), "seconds": timing.median,
-            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)]}
+            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, cap)}
 
 
 def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int):
@@ -187,7 +187,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
             runs.update({("profile", key): job for key, job in jobs.items()})
             timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
                                        synchronize=lambda: synchronize(target.device), progress=bar.update)
-            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"]),
+            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], cap),
                          policy=rules[name].describe()) for name in rules]
             profile = recorder.profile()
             continuations = torch.tensor([p.tolist() + list(generate_autoregressive(

@@ -28,6 +28,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, breadth_first, generate_tree
+from spectheory.metrics import EngineCounts
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
@@ -115,10 +116,12 @@ def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
             "tree_over_chain_call": timing["tree"].median / timing["chain"].median}
 
 
-def _pooled_tokens_per_call(generations: list) -> float:
-    counts = [n + 1 for generation in generations for iteration in generation.stats.accepted_per_iteration
-              for n in iteration]
-    return sum(counts) / len(counts)
+def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
+    """The runs' rounds as an engine counts a tree's (docs/metrics.md): every node but the root is a draft token
+    of its round; the accepted ones are the accepted path's."""
+    accepted = [n for generation in generations for iteration in generation.stats.accepted_per_iteration
+                for n in iteration]
+    return EngineCounts("ours", len(accepted), len(accepted) * (tree.size - 1), sum(accepted))
 
 
 def _costs(generations: list) -> tuple[float, float]:
@@ -171,12 +174,14 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         ratios = repeat_ratios(autoregressive, timing)
         acceptance = decoding[:1] if candidate.kind == "chain" else decoding
         predicted = expected_tokens_rank(candidate.tree, acceptance)
-        measured_tokens = _pooled_tokens_per_call(outputs[candidate.name])
+        counts = _engine_counts(outputs[candidate.name], candidate.tree)
+        measured_tokens = counts.mean_acceptance_length
         prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
         calibrated = autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration)
         speedup = statistics.median(ratios)
         rows.append({"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-                     "tokens_per_call": measured_tokens, "predicted_tokens_per_call": predicted,
+                     "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
+                     "acceptance_rate": counts.acceptance_rate, "predicted_tokens_per_call": predicted,
                      "predicted_tokens_per_call_held_out": expected_tokens_rank(
                          candidate.tree, text[:1] if candidate.kind == "chain" else text),
                      "tokens_over_predicted": measured_tokens / predicted,

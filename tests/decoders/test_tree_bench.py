@@ -35,6 +35,9 @@ def test_tree_bench_target_as_draft_against_rank_model():
     assert document["rank_frequencies"]["decoding"][0] == 1.0
     chain = next(row for row in document["rows"] if row["kind"] == "chain")
     assert chain["tokens_per_call"] == chain["predicted_tokens_per_call"] == 4.0
+    assert (chain["mean_acceptance_length"], chain["acceptance_rate"]) == (4.0, 1.0)  # the engines' names
+    tree = next(row for row in document["rows"] if row["kind"] == "tree")  # every node a draft token of its round
+    assert tree["acceptance_rate"] == pytest.approx((tree["tokens_per_call"] - 1) / (tree["tree"]["nodes"] - 1))
 
 
 def test_tree_bench_document_and_lines():
