@@ -115,6 +115,9 @@ class CostProfile:
     # A draft that may propose fewer than gamma tokens (copy): the fraction of iterations at gamma_max whose
     # longest proposal was m = 0..gamma_max, each verifying min(m, gamma) + 1 positions; () when always gamma.
     proposal_fractions: tuple = ()
+    # Measured draft-and-rest seconds per iteration at gamma = 1..gamma_max (profiled at a few gammas and
+    # interpolated, docs/theory.md §10); () for the line gamma t_draft + t_iteration.
+    t_overhead: tuple = ()
 
     def __post_init__(self) -> None:
         _positive("t_step", self.t_step)
@@ -137,6 +140,11 @@ class CostProfile:
             if len(self.proposal_fractions) != len(self.acceptance) + 1 or abs(sum(self.proposal_fractions) - 1) > 1e-6:
                 raise ValueError(f"proposal_fractions must give m = 0..gamma_max ({len(self.acceptance) + 1} values) "
                                  f"summing to 1, got {list(self.proposal_fractions)}")
+        if self.t_overhead:
+            as_cost("t_overhead", self.t_overhead)
+            if len(self.t_overhead) != len(self.acceptance):
+                raise ValueError(f"t_overhead must give gamma = 1..gamma_max ({len(self.acceptance)} values), "
+                                 f"got {len(self.t_overhead)}")
         if len(self.acceptance_along_text) % self.batch_size:
             raise ValueError(f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "
                              f"got {len(self.acceptance_along_text)}")
@@ -151,16 +159,18 @@ class CostProfile:
         missing = [key for key in required if key not in entries]
         if missing:
             raise ValueError(f"a cost profile needs {', '.join(missing)}")
-        optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size", "proposal_fractions")
+        optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size", "proposal_fractions", "t_overhead")
         values = {key: entries[key] for key in required + optional if key in entries}
         texts = entries.get("acceptance_along_text", [])
         if not all(isinstance(values[key], list) for key in ("t_verify", "acceptance")) or not isinstance(texts, list) \
                 or not all(isinstance(text, list) for text in texts):
             raise ValueError("t_verify, acceptance and acceptance_along_text must be lists of numbers")
-        if not isinstance(values.get("proposal_fractions", []), list):
-            raise ValueError("proposal_fractions must be a list of numbers")
+        for key in ("proposal_fractions", "t_overhead"):
+            if not isinstance(values.get(key, []), list):
+                raise ValueError(f"{key} must be a list of numbers")
         return cls(**dict(values, t_verify=tuple(values["t_verify"]), acceptance=tuple(values["acceptance"]),
                           proposal_fractions=tuple(values.get("proposal_fractions", ())),
+                          t_overhead=tuple(values.get("t_overhead", ())),
                           acceptance_along_text=tuple(tuple(text) for text in texts)))
 
     @property
@@ -195,9 +205,19 @@ class CostProfile:
             return self.t_verify[gamma]
         return sum(f * self.t_verify[min(m, gamma)] for m, f in enumerate(self.proposal_fractions))
 
+    def overhead_seconds(self, drafts: int) -> float:
+        """An iteration's seconds but its verify call, when it drafts ``drafts`` >= 1 tokens: the measured
+        ``t_overhead`` where the profile holds it, extended past gamma_max (a policy may draft more) by
+        t_draft per token; else drafts t_draft + t_iteration."""
+        drafts = int(as_count("drafts", drafts))
+        if not self.t_overhead:
+            return float(iteration_seconds(drafts, self.t_draft, 0.0, self.t_iteration))
+        last = len(self.t_overhead)
+        return self.t_overhead[min(drafts, last) - 1] + max(drafts - last, 0) * self.t_draft
+
     def iteration_seconds(self, gamma: int) -> float:
         gamma = self._check_gamma(gamma)
-        return float(iteration_seconds(gamma, self.t_draft, self.verify_seconds(gamma), self.t_iteration))
+        return self.overhead_seconds(gamma) + self.verify_seconds(gamma)
 
     def speedup(self, gamma: int, alpha=None, *, tokens: float | None = None) -> float:
         """The calibrated speedup at ``gamma`` (1 at gamma = 0); on sequences of ``tokens`` new tokens with
@@ -217,5 +237,5 @@ class CostProfile:
 
     def as_dict(self) -> dict:
         return dict(asdict(self), t_verify=list(self.t_verify), acceptance=list(self.acceptance),
-                    proposal_fractions=list(self.proposal_fractions),
+                    proposal_fractions=list(self.proposal_fractions), t_overhead=list(self.t_overhead),
                     acceptance_along_text=[list(text) for text in self.acceptance_along_text])

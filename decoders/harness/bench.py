@@ -252,7 +252,7 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
             **engine_metrics(runs, gamma), "efficiency": efficiency([run.stats for run in runs]),
             "measured_seconds_per_iteration": _phases_per_iteration(runs),
             "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
-                                                 "other": profile.t_iteration}}
+                                                 "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft}}
 
 
 @torch.no_grad()

@@ -35,7 +35,7 @@ from decoders.policies import POLICIES, DraftPolicy, make_policy, seen_law
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.costs import CostProfile, iteration_seconds
+from spectheory.costs import CostProfile
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.validation import as_positive_int
 
@@ -118,8 +118,7 @@ def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -
 def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
     """Tokens per call and the speedup the replay's iterations predict under ``profile``'s costs."""
     calls = [pair for row in iterations for pair in row]
-    seconds = sum(float(iteration_seconds(max(d, 1), profile.t_draft, profile.t_verify[d], profile.t_iteration))
-                  for d, _ in calls)
+    seconds = sum(profile.overhead_seconds(max(d, 1)) + profile.t_verify[d] for d, _ in calls)
     prompts = len(iterations)
     autoregressive = prompts * (profile.target_prefill + tokens * profile.t_step)
     speculative = prompts * (profile.target_prefill + profile.draft_prefill) + seconds

@@ -8,7 +8,10 @@ Jobs of one prompt each, run once per repeat and interleaved prompt by prompt wi
   baseline with these same runs.
 * ``speculative`` at gamma_max and at 1, with phase timing. The draft phase and the rest (accept, correct,
   rollback, the loop) per iteration are affine in gamma through the two runs: draft = d0 + d1 gamma, rest =
-  o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0.
+  o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0 (Theorem 3.8's terms).
+* ``speculative`` also at up to two gammas in between (``overhead_gammas``): on a CPU the draft-and-rest seconds
+  per iteration are not affine in gamma (the shipped pair's lay 0.3-0.8 ms above the line through gamma 1 and 8
+  at gamma 3-6), so ``t_overhead`` holds them measured at every profiled gamma and interpolated between.
 * ``verify widths``: the target call with sampling on k positions after the first batch's prompt, for every
   k = 1..gamma_max + 1 (``verify_widths_job``). A call's cost is not affine in k on a CPU (on 2 EPYC cores
   SmolLM2 takes 66, 110, 143, 107, 99 ms at k = 1..5: the matrix kernels favour some shapes), so it is
@@ -34,6 +37,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from decoders._loop import check_room, synchronize
@@ -48,7 +52,7 @@ from spectheory.validation import as_int
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
-__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "check_batch_size", "profile_jobs", "acceptance_by_position",
+__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
            "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "measure_profile"]
 
 
@@ -124,6 +128,11 @@ class ProfileRecorder:
         """``efficiency`` over the timed runs of job ``name``."""
         return efficiency(self.records[name][self.warmup * self.calls[name]:])
 
+    @property
+    def gammas(self) -> list[int]:
+        """The gammas of the speculative runs."""
+        return sorted(name[1] for name in self.calls if isinstance(name, tuple) and name[0] == "speculative")
+
     def _phases(self, gamma: int) -> list[dict]:
         """Per repeat: draft, verify and other seconds per iteration, prefill per row."""
         name, out = ("speculative", gamma), []
@@ -162,6 +171,8 @@ class ProfileRecorder:
             values[f"{name}_intercept"] = [l[name] - slope for l, slope in zip(low, values[f"{name}_slope"])]
         if self.gamma_max == 1:  # one run: all of the draft phase is per draft token
             values["draft_slope"], values["draft_intercept"] = [h["draft"] for h in high], [0.0] * len(high)
+        for gamma in self.gammas:
+            values[f"overhead_{gamma}"] = [r["draft"] + r["other"] for r in self._phases(gamma)]
         values["draft_prefill"] = [max(h["prefill"] - t, 0.0) for h, t in zip(high, values["target_prefill"])]
         verify = self._verify_calls()
         values["verify_offset"] = [v["offset"] for v in verify]
@@ -190,7 +201,9 @@ class ProfileRecorder:
             target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
             acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
                                         for row in texts), batch_size=self.batch_size,
-            proposal_fractions=() if fractions[-1] == 1 else fractions)
+            proposal_fractions=() if fractions[-1] == 1 else fractions,
+            t_overhead=tuple(float(x) for x in np.interp(range(1, self.gamma_max + 1), self.gammas,
+                                                         [max(m[f"overhead_{g}"], 0.0) for g in self.gammas])))
 
 
 def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
@@ -248,6 +261,11 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
 
 
 
+def overhead_gammas(gamma_max: int) -> list[int]:
+    """The gammas the speculative runs profile: 1, gamma_max and two between, a third of the way apart."""
+    return sorted({1, gamma_max} | {round(1 + (gamma_max - 1) * i / 3) for i in (1, 2)})
+
+
 def check_batch_size(batch_size: int, prompts: int) -> int:
     """Rows per call: at most the prompts, and dividing them (a smaller last batch would mix two batch sizes)."""
     as_int("batch_size", batch_size, low=1, high=prompts)
@@ -267,7 +285,7 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     prompts = prompts.to(target.device)
     batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
     samples = 1 if sampling.greedy else SAMPLES
-    runs = [("autoregressive", None, 0)] + [(("speculative", gamma), gamma, j) for gamma in sorted({1, gamma_max})
+    runs = [("autoregressive", None, 0)] + [(("speculative", gamma), gamma, j) for gamma in overhead_gammas(gamma_max)
                                             for j in range(samples if gamma == gamma_max else 1)]
     calls = {name: len(batches) * sum(1 for other, _, _ in runs if other == name) for name, _, _ in runs}
     recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {}, batch_size)

@@ -112,6 +112,35 @@ def test_profile_verify_widths_against_the_runs_phases():
     assert recorder.spread()["verify_offset"] == [0.25, 0.25, 0.25]
 
 
+def test_profile_overhead_against_the_runs_between():
+    """Draft-and-rest seconds per iteration measured at gamma 1, 3 and 4 (1.0, 2.0 and 2.2 s): the profile's
+    t_overhead holds them and interpolates gamma 2 (1.5 s), and an iteration at gamma 3 costs 2.0 s plus its
+    verify call. Control: the line through gamma 1 and 4 alone (t_draft 0.4, t_iteration 0.6) says 1.8 s."""
+    from decoders.harness.profile import ProfileRecorder
+    from decoders.results import DecodeStats
+    from spectheory.costs import CostProfile
+
+    def run(gamma, overhead):
+        return DecodeStats(4, 4, 0, tuple((gamma,) for _ in range(4)), (),
+                           {"prefill": 0.0, "draft": 4 * overhead / 2, "verify": 4.0, "total": 4 * (overhead + 1)},
+                           tuple((gamma,) for _ in range(4)))
+
+    calls = {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 3): 1, ("speculative", 4): 1}
+    recorder = ProfileRecorder(4, 20, calls, 0, {})
+    recorder.add("autoregressive", DecodeStats(20, 20, 0, (), (), {"prefill": 0.0, "total": 20.0}))
+    for gamma, overhead in ((1, 1.0), (3, 2.0), (4, 2.2)):
+        recorder.add(("speculative", gamma), run(gamma, overhead))
+    recorder.add_widths({k: 1.0 for k in range(1, 6)})
+    profile = recorder.profile()
+    assert profile.t_overhead == pytest.approx((1.0, 1.5, 2.0, 2.2))
+    assert profile.iteration_seconds(3) == pytest.approx(2.0 + profile.verify_seconds(3))
+    assert profile.overhead_seconds(6) == pytest.approx(2.2 + 2 * 0.4)  # past gamma_max: t_draft per token
+    line = CostProfile.from_dict({key: value for key, value in profile.as_dict().items() if key != "t_overhead"})
+    assert (line.t_draft, line.t_iteration) == pytest.approx((0.4, 0.6))
+    assert line.iteration_seconds(3) == pytest.approx(1.8 + profile.verify_seconds(3))
+    assert CostProfile.from_dict(profile.as_dict()) == profile
+
+
 def test_timed_counts_warmup_and_repeats():
     calls = []
     timing = timed(lambda: calls.append(1), repeats=3, warmup=2, device="cpu")

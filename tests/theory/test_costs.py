@@ -78,6 +78,10 @@ def test_profile_errors():
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,)).speedup(2)
     with pytest.raises(ValueError, match="acceptance"):
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (1.5,))
+    with pytest.raises(ValueError, match="t_overhead must give gamma = 1..gamma_max \\(1 values\\), got 2"):
+        CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,), t_overhead=(0.1, 0.2))
+    with pytest.raises(ValueError, match="t_overhead"):
+        CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,), t_overhead=(-0.1,))
 
 
 def test_proposal_fractions_against_their_verify_widths():
