@@ -165,8 +165,11 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
 def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:
     """p_t(y_t) ``[n, T]``, per ordering F_t(y_t - 1) ``[n, T]``, and the expected count of every token at every
     position ``[T, V]`` (the sum of the conditionals), a chunk of samples at a time."""
-    p_y, ahead = [], {order: [] for order in orderings}
     horizon = tokens.shape[1]
+    # Filled in place: small per-chunk results kept alive between the chunks' large temporaries fragment the
+    # heap (at V = 49,152 and n = 20,000 the process grew by 15 MB a chunk, to 8 GB).
+    p_y = torch.zeros(tokens.shape, dtype=torch.float64)
+    ahead = {order: torch.zeros(tokens.shape, dtype=torch.float64) for order in orderings}
     expected = torch.zeros(horizon, target.vocab_size, dtype=torch.float64)
     states = [None if model is None else prompt_state(model, prompt, horizon) for model in (target, draft)]
     rows = chunk_rows(target.vocab_size, horizon)
@@ -174,11 +177,11 @@ def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, 
         y = tokens[begin:begin + rows]
         p = conditionals(target, prompt, y, sampling, states[0])  # [b, T, V]
         q = conditionals(draft, prompt, y, sampling, states[1]) if draft is not None else None
-        p_y.append(torch.gather(p, -1, y[..., None])[..., 0])
+        p_y[begin:begin + rows] = torch.gather(p, -1, y[..., None])[..., 0]
         expected += p.sum(dim=0)
         for order in orderings:
-            ahead[order].append(_ahead(p, y, order, q))
-    return torch.cat(p_y), {order: torch.cat(parts) for order, parts in ahead.items()}, expected
+            ahead[order][begin:begin + rows] = _ahead(p, y, order, q)
+    return p_y, ahead, expected
 
 
 #: tokens named where the samples deviate most
