@@ -34,7 +34,7 @@ def test_no_reference_to_documents_outside_the_repository():
 
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-CHECKED_COMMANDS = ("gamma", "tree")  # torch-free and deterministic: their quoted outputs are rerun
+CHECKED_COMMANDS = ("gamma", "tree", "schedule")  # torch-free and deterministic: their quoted outputs are rerun
 
 
 def quoted_runs(text: str):
