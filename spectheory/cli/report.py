@@ -73,6 +73,24 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
     return replace(base, **given)
 
 
+def summary_lines(document: dict) -> list[str]:
+    """The report's answers as the command prints them, from ``report.json``'s document."""
+    lines = [f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
+             f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
+             f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
+             f"{r['best_measured_speedup']:.3f}x" for r in document["recommendations"]]
+    lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
+    for block in (document.get("policies") or {}).get("temperatures", []):
+        lines.append(f"T = {block['temperature']:g}: "
+                     f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+                     f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
+    if document.get("trees"):
+        best = document["trees"]["recommendation"]
+        lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
+                     f"tree and chain, {best['speedup']:.3f}x")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     settings = _settings(args)  # checked before loading
     check_writable(args.out, directory=True)
@@ -82,19 +100,7 @@ def run(args: argparse.Namespace) -> int:
                             text=inputs.text, command=args.command_line, prompts=benchmark_prompts(
                                 inputs, settings.task, settings.prompts, settings.prompt_length, settings.seed + 1))
     paths = write_report(document, args.out)
-    for r in document.recommendations:
-        print(f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
-              f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
-              f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
-              f"{r['best_measured_speedup']:.3f}x")
-    print(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
-    for block in (document.policies or {}).get("temperatures", []):
-        print(f"T = {block['temperature']:g}: {'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
-              f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
-    if document.trees:
-        best = document.trees["recommendation"]
-        print(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of tree and "
-              f"chain, {best['speedup']:.3f}x")
+    print("\n".join(summary_lines(document.as_dict())))
     print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
           f"in {document.seconds:.0f} s")
     return 0

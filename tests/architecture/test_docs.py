@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from spectheory.cli import main
+from spectheory.cli.report import summary_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -37,15 +38,16 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CHECKED_COMMANDS = ("gamma", "tree", "schedule")  # torch-free and deterministic: their quoted outputs are rerun
 
 
-def quoted_runs(text: str):
-    """(command words, expected output lines) of every ``$ spectheory <CHECKED_COMMANDS>`` in a fenced block."""
+def quoted_runs(text: str, commands=CHECKED_COMMANDS):
+    """(command words, expected output lines) of every ``$ spectheory <commands>`` in a fenced block."""
     runs, current = [], None
     for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+        current = None  # a run's output ends with its block
         for line in block.splitlines():
             if line.startswith("$ "):
                 current = None
                 words = shlex.split(line[2:].split("  #")[0])
-                if words[:1] == ["spectheory"] and words[1:2] and words[1] in CHECKED_COMMANDS:
+                if words[:1] == ["spectheory"] and words[1:2] and words[1] in commands:
                     current = (words[1:], [])
                     runs.append(current)
             elif current is not None:
@@ -86,6 +88,21 @@ def test_quoted_output_check_catches_a_changed_number():
     assert matches(["alpha = 0.8", "...", "optimal gamma 8: 3.092x ..."], actual) == []
     assert matches(["optimal gamma 7: 3.092x ..."], actual) == ["optimal gamma 7: 3.092x ..."]
     assert matches(["done", "alpha = 0.8"], actual) == ["alpha = 0.8"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_quoted_reports_against_their_results(page):
+    """Every quoted `spectheory report --out results/DIR` prints what DIR/report.json's document does (its answers
+    and its seconds), so a committed report and its quote cannot drift apart."""
+    for words, expected in quoted_runs(page.read_text(), commands=("report",)):
+        out = words[words.index("--out") + 1] if "--out" in words else None
+        if out is None or not out.startswith("results/"):
+            continue  # a report the reader writes, not a committed one
+        document = json.loads((ROOT / out / "report.json").read_text())
+        answers = [line for line in expected if not line.startswith("wrote ")]
+        assert matches(answers, summary_lines(document)) == [], out
+        wrote = [line for line in expected if line.startswith("wrote ")]
+        assert all(line.endswith(f" in {document['seconds']:.0f} s") for line in wrote), out
 
 
 def test_pages_name_files_that_exist():
