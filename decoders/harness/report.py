@@ -41,7 +41,7 @@ from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
-__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE",
+__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
            "REAL_MODEL_SETTINGS"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
@@ -201,3 +201,21 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
             "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
             "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
             "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}
+
+
+def summary_lines(document: dict) -> list[str]:
+    """The report's answers as the command prints them, from ``report.json``'s document."""
+    lines = [f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
+             f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
+             f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
+             f"{r['best_measured_speedup']:.3f}x" for r in document["recommendations"]]
+    lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
+    for block in (document.get("policies") or {}).get("temperatures", []):
+        lines.append(f"T = {block['temperature']:g}: "
+                     f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+                     f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
+    if document.get("trees"):
+        best = document["trees"]["recommendation"]
+        lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
+                     f"tree and chain, {best['speedup']:.3f}x")
+    return lines

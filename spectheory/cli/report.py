@@ -14,7 +14,7 @@ from decoders.harness import zoo
 from decoders.harness.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.harness.bench import MAX_REPEATS
 from decoders.harness.inputs import load_inputs
-from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair
+from decoders.harness.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair, summary_lines
 from decoders.harness.tasks import TASKS, benchmark_prompts
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report
@@ -71,24 +71,6 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
         if name in given:
             given[name] = tuple(given[name])
     return replace(base, **given)
-
-
-def summary_lines(document: dict) -> list[str]:
-    """The report's answers as the command prints them, from ``report.json``'s document."""
-    lines = [f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
-             f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
-             f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
-             f"{r['best_measured_speedup']:.3f}x" for r in document["recommendations"]]
-    lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
-    for block in (document.get("policies") or {}).get("temperatures", []):
-        lines.append(f"T = {block['temperature']:g}: "
-                     f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
-                     f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
-    if document.get("trees"):
-        best = document["trees"]["recommendation"]
-        lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
-                     f"tree and chain, {best['speedup']:.3f}x")
-    return lines
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spectheory.cli import main
-from spectheory.cli.report import summary_lines
+from decoders.harness.report import summary_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
