@@ -84,14 +84,16 @@ def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torc
 
 @torch.no_grad()
 def adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, skip: int) -> tuple:
-    """(p, q, proposed) at each position of ``windows`` ``[B, L]`` after the first ``skip``: the adjusted
-    distributions ``[B, L - skip, V]`` and where the draft proposes a token ``[B, L - skip]``."""
+    """(p, q, proposed, seen) at each position of ``windows`` ``[B, L]`` after the first ``skip``: the adjusted
+    distributions ``[B, L - skip, V]``, where the draft proposes a token ``[B, L - skip]``, and the law a
+    draft-length policy reads there (``seen_law``: q, or at T = 0 the draft's softmax) ``[B, L - skip, V]``."""
     windows = windows.to(target.device)
     p = adjusted_probs(target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1], sampling)
     draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
     proposed = proposes(draft_logits)
-    q = adjusted_probs(torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits)), sampling)
-    return p, q, proposed
+    logits = torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits))
+    q = adjusted_probs(logits, sampling)
+    return p, q, proposed, seen_law(logits, q, sampling.greedy)
 
 
 def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int, bins: int = 20):
@@ -102,13 +104,8 @@ def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampl
     sums = 0
     for start in range(0, len(windows), batch_size):
         rows = windows[start:start + batch_size]
-        p, q, proposed = adjusted_along_text(target, draft, rows, sampling, skip)
-        seen = None
-        if sampling.greedy:  # the policy reads the draft's softmax there (seen_law)
-            rows = rows.to(draft.device)
-            logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]
-            seen = seen_law(logits, q, True)[proposed]
-        sums = sums + acceptance_bin_sums(p[proposed], q[proposed], seen, bins)
+        p, q, proposed, seen = adjusted_along_text(target, draft, rows, sampling, skip)
+        sums = sums + acceptance_bin_sums(p[proposed], q[proposed], seen[proposed], bins)
     return calibration_from_sums(sums)
 
 
@@ -123,7 +120,7 @@ def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *
     """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
     ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
     lenience l, beta = sum_x min(p(x) / l, q(x))."""
-    p, q, proposed = adjusted_along_text(target, draft, windows, sampling, skip)
+    p, q, proposed, _ = adjusted_along_text(target, draft, windows, sampling, skip)
     return _betas(p, q, proposed, lenience), proposed
 
 
@@ -134,7 +131,7 @@ def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip
     parts = []
     batch_size = max(1, min(batch_size, ALONG_TEXT_CELLS // (text.shape[1] * target.vocab_size)))  # memory, any V
     for i in range(0, len(text), batch_size):
-        p, q, proposed = adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
+        p, q, proposed, _ = adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
         parts.append((torch.stack([_betas(p, q, proposed, lenience) for lenience in leniences]), proposed))
     return torch.cat([b for b, _ in parts], dim=1).double(), torch.cat([p for _, p in parts])
 

@@ -31,7 +31,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.harness.alpha import adjusted_along_text, acceptance_calibration, text_windows
 from decoders.harness.bench import BenchSettings, engine_metrics, environment, model_dtype
 from decoders.harness.profile import profile_jobs
-from decoders.policies import POLICIES, DraftPolicy, make_policy, seen_law
+from decoders.policies import POLICIES, DraftPolicy, make_policy
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -68,14 +68,13 @@ def acceptance_trace(target, draft, continuations: torch.Tensor, skip: int, samp
     generator = torch.Generator(device=target.device).manual_seed(int(seed))
     drafted, accepted, seen = [], [], []
     for row in continuations.to(target.device):
-        p, q, proposed = adjusted_along_text(target, draft, row[None], sampling, skip)  # [1, T, V], [1, T]
+        p, q, proposed, law = adjusted_along_text(target, draft, row[None], sampling, skip)  # [1, T, V], [1, T]
         tokens = torch.multinomial(q[0], draws, replacement=True, generator=generator).T  # [draws, T]
         drawn = [law[0].expand(draws, -1, -1).gather(-1, tokens[..., None])[..., 0] for law in (p, q)]  # [draws, T]
         uniform = torch.rand(tokens.shape, generator=generator, device=tokens.device)
         drafted.append(tokens[:, None])
         accepted.append(((uniform < drawn[0] / drawn[1]) & proposed)[:, None])  # [draws, 1, T]
-        logits = draft.forward(row[None], draft.new_state(1, len(row)))[:, skip - 1:-1] if sampling.greedy else q
-        seen.append(seen_law(torch.where(proposed[..., None], logits, torch.zeros_like(logits)), q, sampling.greedy))
+        seen.append(law)
     drafted, accepted, seen = torch.cat(drafted, dim=1), torch.cat(accepted, dim=1), torch.cat(seen)
     return [{"accepted": accepted[i], "drafted": drafted[i], "q": seen} for i in range(draws)]
 
@@ -125,7 +124,7 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
     return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
 
 
-def _row(name: str, generations: list, timing, autoregressive, cap: int) -> dict:
+def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -> dict:
     ratios = repeat_ratios(autoregressive, timing)
     accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
     proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
@@ -134,7 +133,7 @@ def _row(name: str, generations: list, timing, autoregressive, cap: int) -> dict
     return {"decoder": name, "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
             "drafted_per_token": sum(proposed) / emitted, "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
             "mean_proposed": sum(proposed) / len(proposed), "seconds": timing.median,
-            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, cap)}
+            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, gamma_max)}
 
 
 def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int):
@@ -186,7 +185,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
             runs.update({("profile", key): job for key, job in jobs.items()})
             timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
                                        synchronize=lambda: synchronize(target.device), progress=bar.update)
-            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], cap),
+            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
                          policy=rules[name].describe()) for name in rules]
             profile = recorder.profile()
             continuations = torch.tensor([p.tolist() + list(generate_autoregressive(

@@ -62,7 +62,7 @@ def test_sampled_replay_against_along_text_theory(gamma):
     expected = expected_iterations_along(betas[0, :TOKENS].double().numpy(), gamma)
     error = counts.std() / len(counts) ** 0.5
     assert abs(counts.mean() - expected) < 4 * error
-    p, q, _ = adjusted_along_text(target, draft, text, Sampling(1.0), 6)  # [1, T, V]
+    p, q, _, _ = adjusted_along_text(target, draft, text, Sampling(1.0), 6)  # [1, T, V]
     wrong_counts = []
     for i, trace in enumerate(traces[:100]):
         x = trace["drafted"][..., None]
