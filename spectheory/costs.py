@@ -210,6 +210,8 @@ class CostProfile:
         ``t_overhead`` where the profile holds it, extended past gamma_max (a policy may draft more) by
         t_draft per token; else drafts t_draft + t_iteration."""
         drafts = int(as_count("drafts", drafts))
+        if drafts < 1:
+            raise ValueError(f"drafts must be at least 1 (an iteration without drafts is a target step), got {drafts}")
         if not self.t_overhead:
             return float(iteration_seconds(drafts, self.t_draft, 0.0, self.t_iteration))
         last = len(self.t_overhead)

@@ -82,6 +82,8 @@ def test_profile_errors():
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,), t_overhead=(0.1, 0.2))
     with pytest.raises(ValueError, match="t_overhead"):
         CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,), t_overhead=(-0.1,))
+    with pytest.raises(ValueError, match="drafts must be at least 1"):  # t_overhead[-1] would answer silently
+        CostProfile(1.0, 0.1, (1.0, 1.0), 0.0, (0.5,), t_overhead=(0.3,)).overhead_seconds(0)
 
 
 def test_proposal_fractions_against_their_verify_widths():
