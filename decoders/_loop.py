@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["as_prompts", "prefill", "park", "Output", "PhaseTimer", "check_models", "check_room", "synchronize"]
+__all__ = ["as_prompts", "Unfed", "unfed", "new_state", "prefill", "forward_after", "park", "Output", "PhaseTimer",
+           "check_models", "check_room", "synchronize"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -53,19 +55,55 @@ def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
                          f"{model.max_context} tokens")
 
 
+@dataclass(frozen=True)
+class Unfed:
+    """Prompt tokens a model holds no state of yet, which its next call carries before its new positions (one
+    call where a prefill and a step would be two, as transformers' first call does: docs/theory.md §9).
+    ``tokens: [B, P]``, each row's first ``counts[b]`` real and the rest padding; ``shortest`` = min(counts),
+    known on the host."""
+
+    tokens: torch.Tensor
+    counts: torch.Tensor
+    shortest: int
+
+
+def unfed(prompts: list[list[int]], device: torch.device, held: int = 1) -> Unfed:
+    """Each prompt but its last ``held`` tokens (at most the whole prompt but one), left-aligned."""
+    bodies = [prompt[:max(len(prompt) - held, 0)] for prompt in prompts]
+    tokens = torch.zeros(len(prompts), max(len(body) for body in bodies), dtype=torch.int64)
+    for b, body in enumerate(bodies):
+        tokens[b, :len(body)] = torch.tensor(body, dtype=torch.int64)
+    counts = [len(body) for body in bodies]
+    return Unfed(tokens.to(device), torch.tensor(counts, device=device), min(counts))
+
+
+def new_state(model, prompts: list[list[int]], room: int | None = None):
+    """An empty state with space for ``room`` tokens after the longest prompt (None: the model's whole context)."""
+    return model.new_state(len(prompts), None if room is None else max(len(prompt) for prompt in prompts) + room)
+
+
 def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = None):
-    """A new state holding each prompt but its last ``held`` tokens (at most the whole prompt but one), with
-    space for ``room`` more tokens after the longest prompt (None: the model's whole context)."""
-    state = model.new_state(len(prompts), None if room is None else max(len(prompt) for prompt in prompts) + room)
-    counts = torch.tensor([len(prompt) - held for prompt in prompts], device=model.device).clamp(min=0)
-    width = int(counts.max())
-    if width > 0:
-        tokens = torch.zeros(len(prompts), width, dtype=torch.int64, device=model.device)
-        for b, prompt in enumerate(prompts):
-            body = prompt[:max(len(prompt) - held, 0)]
-            tokens[b, :len(body)] = torch.tensor(body, dtype=torch.int64)
-        getattr(model, "append", model.forward)(tokens, state, counts)  # no logits are read: skip the head
+    """A new state holding each prompt but its last ``held`` tokens (``unfed``), with space for ``room`` more
+    tokens after the longest prompt (None: the model's whole context)."""
+    state, body = new_state(model, prompts, room), unfed(prompts, model.device, held)
+    if body.tokens.shape[1] > 0:
+        getattr(model, "append", model.forward)(body.tokens, state, body.counts)  # no logits are read: skip the head
     return state
+
+
+def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None) -> torch.Tensor:
+    """``model.forward(tokens [B, W], state)`` -> logits ``[B, W, V]``, in one call after each row's ``pending``
+    prompt tokens (None: none), whose logits are never computed where the model can skip them (``keep``)."""
+    if pending is None or pending.tokens.shape[1] == 0:
+        return model.forward(tokens, state)
+    (batch, width), longest = tokens.shape, pending.tokens.shape[1]
+    if pending.shortest == longest:  # rows of one length: the new tokens follow every row's prompt
+        return model.forward(torch.cat([pending.tokens, tokens], dim=1), state, None, width)
+    at = pending.counts[:, None] + torch.arange(width, device=tokens.device)  # [B, W], each row's new positions
+    feed = torch.cat([pending.tokens, torch.zeros_like(tokens)], dim=1).scatter_(1, at, tokens)  # [B, P + W]
+    keep = width + longest - pending.shortest  # from the shortest row's first new position on
+    logits = model.forward(feed, state, pending.counts + width, keep)  # [B, keep, V]
+    return logits.gather(1, (at - (longest + width - keep))[..., None].expand(-1, -1, logits.shape[-1]))
 
 
 def park(model, state, done: torch.Tensor) -> None:

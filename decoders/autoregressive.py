@@ -1,10 +1,11 @@
-"""The baseline: prefill, then one target call and one sampled token per step, with the KV cache."""
+"""The baseline: one target call and one sampled token per step, with the KV cache; the first call carries the
+prompt (a prefill and the first step in one call, as transformers' ``generate`` does)."""
 
 from __future__ import annotations
 
 import torch
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_room, prefill
+from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, forward_after, new_state, unfed
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs, draw
@@ -12,9 +13,11 @@ from decoders.sampling import Sampling, adjusted_probs, check_probs, draw
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
 
-def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness) -> torch.Tensor:
-    """Feed each row's last token ``[B]`` and sample the next one ``[B]`` from the adjusted distribution."""
-    probs = adjusted_probs(model.forward(last[:, None], state)[:, 0], sampling, validate=False)  # [B, V]
+def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness,
+                        pending: Unfed | None = None) -> torch.Tensor:
+    """Feed each row's last token ``[B]`` (after its ``pending`` prompt tokens) and sample the next one ``[B]``
+    from the adjusted distribution."""
+    probs = adjusted_probs(forward_after(model, last[:, None], state, pending)[:, 0], sampling, validate=False)  # [B, V]
     check_probs(probs)
     return draw(probs, sampling, randomness)
 
@@ -28,14 +31,13 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     check_room(model, prompts, max_new_tokens, "max_new_tokens")
     timer = PhaseTimer(model.device, profile)
     model = timer.watch(model)
-    with timer.phase("prefill"):
-        state = prefill(model, prompts, room=max_new_tokens)
+    state, pending = new_state(model, prompts, max_new_tokens), unfed(prompts, model.device)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
     steps = 0
     while not output.finished:
-        with timer.phase("decode"):
-            last = autoregressive_step(model, state, last, sampling, randomness)
-        steps += 1
+        with timer.phase("decode" if steps else "prefill"):  # "prefill": the prompt and the first new token
+            last = autoregressive_step(model, state, last, sampling, randomness, pending)
+        steps, pending = steps + 1, None
         for b, token in enumerate(last.tolist()):
             output.extend(b, [token])
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())

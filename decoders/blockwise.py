@@ -47,9 +47,9 @@ class BlockwiseGPT(nn.Module):
     def truncate(self, state, lengths) -> None:
         self.base.truncate(state, lengths)
 
-    def forward(self, tokens, state, counts=None) -> torch.Tensor:
+    def forward(self, tokens, state, counts=None, keep: int = 0) -> torch.Tensor:
         """The base model's logits (head 1), so the model also serves as an ordinary target."""
-        return self.base(tokens, state, counts)
+        return self.base(tokens, state, counts, keep)
 
     @torch.no_grad()
     def initialize_proposal(self, generator: torch.Generator, *, std: float = 0.02) -> "BlockwiseGPT":

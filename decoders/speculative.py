@@ -2,7 +2,8 @@
 
 One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts
 and corrects, then cuts both caches back. The invariants between iterations, per row with committed
-sequence S: the target's state holds S without its last token; the draft's holds S without its last
+sequence S: the target's state holds S without its last token (before the first iteration it holds nothing:
+its first verify call carries the prompt, ``Committed.target_unfed``, as transformers' first call does); the draft's holds S without its last
 ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every draft token, since the
 last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
 by returning all -inf logits at a position (the copy draft); the token after its last proposal then
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_models, check_room, park, prefill
+from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models, check_room, forward_after, new_state,
+                            park, prefill, unfed)
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -59,13 +61,15 @@ class SpeculativeConfig:
 @dataclass
 class Committed:
     """Decoding state between iterations: both models' states, the last two committed tokens of each
-    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), and a draft-length
-    policy's per-row state (made at the first iteration)."""
+    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), the prompt tokens the
+    target's first verify call carries (``target_unfed``, None afterwards) and a draft-length policy's per-row
+    state (made at the first iteration)."""
 
     target_state: object
     draft_state: object
     tail: torch.Tensor
     draft_pending: torch.Tensor
+    target_unfed: Unfed | None = None
     policy_state: dict | None = None
 
 
@@ -198,11 +202,14 @@ class SpeculativeStep:
 
     def verify(self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor,
                config: SpeculativeConfig) -> torch.Tensor:
-        """One target call on the last committed token and the drafts up to the longest row's proposals (m):
-        p ``[B, k + 1, V]``, whose positions after m + 1 repeat position m + 1 (never tested or drawn from)."""
+        """One target call on the last committed token and the drafts up to the longest row's proposals (m), after
+        the prompt at the first iteration: p ``[B, k + 1, V]``, whose positions after m + 1 repeat position m + 1
+        (never tested or drawn from)."""
         width, drafts = int(proposed.sum(dim=1).max()) + 1, drafted.shape[1]  # one host read, as the loop's own
         feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
-        p = adjusted_probs(target.forward(feed, committed.target_state), config.sampling, validate=False)
+        logits = forward_after(target, feed, committed.target_state, committed.target_unfed)
+        committed.target_unfed = None
+        p = adjusted_probs(logits, config.sampling, validate=False)
         if width == drafts + 1:  # every position proposed somewhere (always, for a model draft): no copy
             return p
         return torch.cat([p, p[:, -1:].expand(-1, drafts + 1 - width, -1)], dim=1)  # [B, k + 1, V]
@@ -245,6 +252,8 @@ class SpeculativeStep:
             committed.policy_state = config.policy.start(len(committed.tail), target.device)
         held_draft = committed.draft_state.lengths  # [B], S without its pending tail (the invariant)
         held_target = committed.target_state.lengths  # [B], S without its last token (never changed in place)
+        if committed.target_unfed is not None:  # the first iteration: the prompt is still to come
+            held_target = held_target + committed.target_unfed.counts
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)
             gamma = drafted.shape[1]  # this iteration's drafts: config.gamma, or fewer under a policy
@@ -274,11 +283,12 @@ REFERENCE_STEP = SpeculativeStep()
 
 
 def start(target, draft, prompts: list[list[int]], room: int | None = None) -> Committed:
-    """Prefill both models: the target and the draft hold each prompt but its last token, with space for
-    ``room`` more tokens (None: each model's context)."""
+    """Prefill the draft, which holds each prompt but its last token; the target holds nothing yet and its first
+    verify call carries that much of the prompt. Both have space for ``room`` more tokens (None: each model's
+    context)."""
     tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
-    return Committed(prefill(target, prompts, room=room), prefill(draft, prompts, room=room), tail,
-                     torch.ones(len(prompts), dtype=torch.int64, device=target.device))
+    return Committed(new_state(target, prompts, room), prefill(draft, prompts, room=room), tail,
+                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device))
 
 
 @torch.inference_mode()

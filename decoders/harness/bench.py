@@ -31,7 +31,7 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified
-from decoders.harness.profile import call_job, call_seconds, efficiency, profile_jobs, timed
+from decoders.harness.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -216,14 +216,15 @@ def engine_metrics(runs: list, gamma: int) -> dict:
             "per_position_acceptance_rate": list(counts.per_position_acceptance_rate)}
 
 
-def _phases_per_iteration(runs: list) -> dict | None:
-    """Measured seconds per iteration of draft, verify and the rest (accept, correct, rollback, loop)."""
+def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
+    """Measured seconds per iteration of draft, verify and the rest (accept, correct, rollback, loop)
+    (``decoders.harness.profile.phases_per_iteration``)."""
     if "draft" not in runs[0].stats.seconds:
         return None
     iterations = sum(run.stats.iterations for run in runs)
     seconds = {key: sum(run.stats.seconds[key] for run in runs) for key in ("prefill", "draft", "verify", "total")}
-    return {"draft": seconds["draft"] / iterations, "verify": seconds["verify"] / iterations,
-            "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations}
+    phases = phases_per_iteration(seconds, iterations, len(runs), target_prefill)
+    return {key: phases[key] for key in ("draft", "verify", "other")}
 
 
 def _row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
@@ -250,7 +251,7 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
             "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
             "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
             **engine_metrics(runs, gamma), "efficiency": efficiency([run.stats for run in runs]),
-            "measured_seconds_per_iteration": _phases_per_iteration(runs),
+            "measured_seconds_per_iteration": _phases_per_iteration(runs, profile.target_prefill),
             "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
                                                  "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft}}
 

@@ -3,12 +3,15 @@
 Jobs of one prompt each, run once per repeat and interleaved prompt by prompt with whatever else is timed
 (the benchmark's runs), so that the machine's drift hits the profile and the runs it predicts alike:
 
-* ``autoregressive``: our autoregressive decoder with phase timing. t_step = (wall time - prefill) / new
-  tokens (a target call, sampling, the loop's bookkeeping); ``target_prefill``. The benchmark times its
-  baseline with these same runs.
-* ``speculative`` at gamma_max and at 1, with phase timing. The draft phase and the rest (accept, correct,
-  rollback, the loop) per iteration are affine in gamma through the two runs: draft = d0 + d1 gamma, rest =
-  o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0 (Theorem 3.8's terms).
+* ``autoregressive``: our autoregressive decoder with phase timing. Its first step carries the prompt (the
+  "prefill" phase: one call, as transformers' first call); t_step = the other steps' wall time over their
+  number (a target call, sampling, the loop's bookkeeping), and ``target_prefill`` = the first step's excess
+  over t_step (``autoregressive_costs``). The benchmark times its baseline with these same runs.
+* ``speculative`` at gamma_max and at 1, with phase timing. Its first verify call carries the prompt as well,
+  so ``target_prefill`` comes off the verify phase, and its prefill phase is the draft's (``phases_per_iteration``).
+  The draft phase and the rest (accept, correct, rollback, the loop) per iteration are affine in gamma through
+  the two runs: draft = d0 + d1 gamma, rest = o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0
+  (Theorem 3.8's terms).
 * ``speculative`` also at up to two gammas in between (``overhead_gammas``): on a CPU the draft-and-rest seconds
   per iteration are not affine in gamma (the shipped pair's lay 0.3-0.8 ms above the line through gamma 1 and 8
   at gamma 3-6), so ``t_overhead`` holds them measured at every profiled gamma and interpolated between.
@@ -52,7 +55,7 @@ from spectheory.validation import as_int
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
-__all__ = ["SEED_OFFSET", "SAMPLES", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
+__all__ = ["SEED_OFFSET", "SAMPLES", "autoregressive_costs", "phases_per_iteration", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
            "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "measure_profile"]
 
 
@@ -61,6 +64,24 @@ def acceptance_by_position(counts, gamma: int) -> tuple:
     reached position i), from the accepted counts of iterations at ``gamma``."""
     reached = [sum(1 for n in counts if n >= i) for i in range(gamma + 1)]
     return tuple(reached[i] / reached[i - 1] if reached[i - 1] else 0.0 for i in range(1, gamma + 1))
+
+
+def autoregressive_costs(seconds: dict, calls: int, tokens: int) -> dict:
+    """t_step and target_prefill from ``calls`` autoregressive runs of ``tokens`` >= 2 new tokens (``seconds``: their
+    summed phases), whose first step carries the prompt (the "prefill" phase): t_step = the other steps' seconds
+    over their number, target_prefill = the first step's excess over t_step."""
+    t_step = (seconds["total"] - seconds["prefill"]) / (calls * (tokens - 1))
+    return {"t_step": t_step, "target_prefill": max(seconds["prefill"] / calls - t_step, 0.0)}
+
+
+def phases_per_iteration(seconds: dict, iterations: int, calls: int, target_prefill: float) -> dict:
+    """Seconds per iteration of the draft, the verify call and the rest (accept, correct, rollback, the loop) of
+    ``calls`` speculative runs of ``iterations`` in all (``seconds``: their summed phases), and the draft's prefill
+    per run ("prefill"). Each run's first verify call carries the prompt: ``target_prefill`` (the autoregressive
+    runs', whose first step carries it likewise) comes off the verify phase."""
+    return {"draft": seconds["draft"] / iterations, "verify": (seconds["verify"] - calls * target_prefill) / iterations,
+            "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations,
+            "prefill": seconds["prefill"] / calls}
 
 
 def efficiency(stats) -> float | None:
@@ -133,14 +154,16 @@ class ProfileRecorder:
         """The gammas of the speculative runs."""
         return sorted(name[1] for name in self.calls if isinstance(name, tuple) and name[0] == "speculative")
 
+    def _autoregressive(self) -> list[dict]:
+        """Per repeat: t_step and target_prefill (``autoregressive_costs``)."""
+        return [autoregressive_costs(r["seconds"], self.calls["autoregressive"], self.tokens)
+                for r in self._repeats("autoregressive")]
+
     def _phases(self, gamma: int) -> list[dict]:
-        """Per repeat: draft, verify and other seconds per iteration, prefill per row."""
-        name, out = ("speculative", gamma), []
-        for r in self._repeats(name):
-            s, n = r["seconds"], r["iterations"]
-            out.append({"draft": s["draft"] / n, "verify": s["verify"] / n, "prefill": s["prefill"] / self.calls[name],
-                        "other": (s["total"] - s["prefill"] - s["draft"] - s["verify"]) / n})
-        return out
+        """Per repeat: draft, verify and other seconds per iteration, the draft's prefill per call."""
+        name = ("speculative", gamma)
+        return [phases_per_iteration(r["seconds"], r["iterations"], self.calls[name], a["target_prefill"])
+                for r, a in zip(self._repeats(name), self._autoregressive())]
 
     def _verify_calls(self) -> list[dict]:
         """Per repeat: the verify call's seconds at every width, shifted to the decoding runs' verify phases."""
@@ -148,19 +171,16 @@ class ProfileRecorder:
         for r, seconds in enumerate(calls):
             shifts = []
             for gamma in sorted({1, self.gamma_max}):
-                run = self._repeats(("speculative", gamma))[r]
-                bare = sum(seconds[k] for k in run["widths"]) / len(run["widths"])
-                shifts.append(run["seconds"]["verify"] / run["iterations"] - bare)
+                widths = self._repeats(("speculative", gamma))[r]["widths"]
+                bare = sum(seconds[k] for k in widths) / len(widths)
+                shifts.append(self._phases(gamma)[r]["verify"] - bare)
             offset = sum(shifts) / len(shifts)
             out.append({k: max(t + offset, 1e-9) for k, t in seconds.items()} | {"offset": offset})
         return out
 
     def components(self) -> dict:
         """Per repeat values of every component: {name: [value per repeat]}."""
-        rows = self.calls["autoregressive"]
-        autoregressive = [{"t_step": (r["seconds"]["total"] - r["seconds"]["prefill"]) / (rows * self.tokens),
-                           "target_prefill": r["seconds"]["prefill"] / rows}
-                          for r in self._repeats("autoregressive")]
+        autoregressive = self._autoregressive()
         high, low = self._phases(self.gamma_max), self._phases(1)
         span = max(self.gamma_max - 1, 1)
         values = {"t_step": [a["t_step"] for a in autoregressive],
@@ -173,7 +193,7 @@ class ProfileRecorder:
             values["draft_slope"], values["draft_intercept"] = [h["draft"] for h in high], [0.0] * len(high)
         for gamma in self.gammas:
             values[f"overhead_{gamma}"] = [r["draft"] + r["other"] for r in self._phases(gamma)]
-        values["draft_prefill"] = [max(h["prefill"] - t, 0.0) for h, t in zip(high, values["target_prefill"])]
+        values["draft_prefill"] = [h["prefill"] for h in high]
         verify = self._verify_calls()
         values["verify_offset"] = [v["offset"] for v in verify]
         for k in sorted(key for key in verify[0] if key != "offset"):
@@ -280,6 +300,7 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     per call (1: each prompt on its own, as the benchmark does); the verify call is timed at widths 1..
     ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory.md §12)."""
     check_batch_size(batch_size, len(prompts))
+    as_int("max_new_tokens", max_new_tokens, low=2)  # t_step comes from the steps after the first
     widths = gamma_max + 1 if verify_widths is None else as_int("verify_widths", verify_widths, low=gamma_max + 1)
     check_room(target, prompts.tolist(), widths, "verify_widths")
     prompts = prompts.to(target.device)

@@ -1,9 +1,11 @@
 """The model protocol every decoder uses, and the per-row state it keeps (docs/theory.md §7).
 
-``forward(tokens [B, S], state, counts [B])`` runs the model on the first ``counts[b]`` tokens of each
-row (the rest of the row is padding), appends them to the row's state and returns logits ``[B, S, V]``
-for every new position (garbage at padding); a model may add ``append(tokens, state, counts)``, the same
-call without the logits (what a prefill needs: the LM head is skipped). ``truncate(state, lengths [B])`` cuts each row back to its
+``forward(tokens [B, S], state, counts [B], keep)`` runs the model on the first ``counts[b]`` tokens of
+each row (the rest of the row is padding), appends them to the row's state and returns logits ``[B, S, V]``
+for every new position (garbage at padding), or for the last ``keep`` positions only when ``keep`` > 0 (a
+call that carries a prompt before its new positions: ``decoders._loop.forward_after``); a model may add
+``append(tokens, state, counts)``, the same call without the logits (what a prefill needs: the LM head is
+skipped). ``truncate(state, lengths [B])`` cuts each row back to its
 first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers of tokens. Both give
 ``state.lengths`` a new tensor and never change the old one in place: decoders keep it to roll back to.
 
@@ -43,8 +45,10 @@ class LanguageModel(Protocol):
     def new_state(self, batch_size: int, capacity: int | None = None) -> ModelState:
         """An empty state for ``batch_size`` rows of at most ``capacity`` tokens (None: the model's context)."""
 
-    def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits ``[B, S, V]`` for the new tokens ``[B, S]``; appends ``counts`` (default: all S) per row."""
+    def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None,
+                keep: int = 0) -> torch.Tensor:
+        """Logits ``[B, S, V]`` for the new tokens ``[B, S]`` (``[B, keep, V]``, the last ones, when ``keep`` > 0);
+        appends ``counts`` (default: all S) per row."""
 
     def truncate(self, state: ModelState, lengths: torch.Tensor) -> None:
         """Cut each row back to ``lengths[b]`` tokens (never longer than it holds)."""

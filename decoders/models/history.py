@@ -56,12 +56,14 @@ class HistoryModel:
         return HistoryState(torch.zeros(batch_size, capacity or 64, dtype=torch.int64, device=self.device),
                             torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 
-    def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None,
+                keep: int = 0) -> torch.Tensor:
+        """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""
         counts = check_step(self, tokens, state, counts)
         self._check_tokens(tokens)
         state.tokens, positions = append_history(state.tokens, state.lengths, tokens)  # [B, S]
         ends = positions + 1  # [B, S], each new position sees the history through itself
-        logits = self._logits(state.tokens, ends)
+        logits = self._logits(state.tokens, ends[:, -keep:] if keep else ends)
         state.lengths = state.lengths + counts
         return logits
 

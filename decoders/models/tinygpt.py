@@ -170,8 +170,11 @@ class TinyGPT(nn.Module):
         state.tree = None  # a pending tree's slots may have been overwritten
         return self.norm(x)
 
-    def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
-        return self.head(self.hidden(tokens, state, counts))
+    def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None,
+                keep: int = 0) -> torch.Tensor:
+        """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""
+        hidden = self.hidden(tokens, state, counts)
+        return self.head(hidden[:, -keep:] if keep else hidden)
 
     def append(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> None:
         """``forward`` without the logits (a prefill)."""

@@ -92,17 +92,20 @@ def test_profile_acceptance_against_counts():
 def test_profile_verify_widths_against_the_runs_phases():
     """The profile's t_verify(k) is the verify call timed at every width, shifted so that the decoding runs'
     verify phases are met on average at the widths they verified; the copy draft's proposal fractions come
-    from the runs at gamma_max."""
+    from the runs at gamma_max. The first call of every run carries the prompt: the autoregressive run's
+    first step (its "prefill" phase, 3 s) is t_step (1 s) and the prompt's 2 s, which come off the
+    speculative runs' verify phases (control: left on, they would shift t_verify by 0.5 s more)."""
     from decoders.harness.profile import ProfileRecorder
     from decoders.results import DecodeStats
 
     def run(gamma, verify, proposed):
+        verify += 2.0  # the prompt, carried by the first verify call
         return DecodeStats(len(proposed), len(proposed), 0, tuple((0,) for _ in proposed), (),
                            {"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
                            tuple((m,) for m in proposed))
 
     recorder = ProfileRecorder(2, 4, {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 2): 1}, 0, {})
-    recorder.add("autoregressive", DecodeStats(4, 4, 0, (), (), {"prefill": 0.0, "total": 4.0}))
+    recorder.add("autoregressive", DecodeStats(4, 4, 0, (), (), {"prefill": 3.0, "total": 6.0}))
     recorder.add(("speculative", 1), run(1, 4 * 2.5, (1, 1, 1, 1)))  # 2.5 s against calls of 2 s: +0.5
     recorder.add(("speculative", 2), run(2, 4 * 2.0, (0, 2, 0, 2)))  # mean of 1 s and 3 s: 2 s, +0.0
     recorder.add_widths({1: 1.0, 2: 2.0, 3: 3.0})
@@ -110,6 +113,7 @@ def test_profile_verify_widths_against_the_runs_phases():
     assert profile.t_verify == (1.25, 2.25, 3.25) and profile.proposal_fractions == (0.5, 0.0, 0.5)
     assert profile.verify_seconds(1) == 0.5 * 1.25 + 0.5 * 2.25
     assert recorder.spread()["verify_offset"] == [0.25, 0.25, 0.25]
+    assert (profile.t_step, profile.target_prefill) == (1.0, 2.0)
 
 
 def test_profile_overhead_against_the_runs_between():
@@ -127,7 +131,7 @@ def test_profile_overhead_against_the_runs_between():
 
     calls = {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 3): 1, ("speculative", 4): 1}
     recorder = ProfileRecorder(4, 20, calls, 0, {})
-    recorder.add("autoregressive", DecodeStats(20, 20, 0, (), (), {"prefill": 0.0, "total": 20.0}))
+    recorder.add("autoregressive", DecodeStats(20, 20, 0, (), (), {"prefill": 1.0, "total": 20.0}))  # t_step 1 s
     for gamma, overhead in ((1, 1.0), (3, 2.0), (4, 2.2)):
         recorder.add(("speculative", gamma), run(gamma, overhead))
     recorder.add_widths({k: 1.0 for k in range(1, 6)})

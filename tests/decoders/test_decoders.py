@@ -92,15 +92,17 @@ class _Widths:
 @pytest.mark.parametrize("batch", (1, 4))
 def test_verify_width_follows_proposals_against_autoregressive(target, greedy_reference, batch):
     """The copy draft proposes only after a match: each verify call holds the longest row's proposals plus
-    one (width 1 where no row proposed, an autoregressive step), and the output is still greedy's."""
+    one (width 1 where no row proposed, an autoregressive step), the first one after the prompt but its last
+    token (no call of its own: one target call per iteration), and the output is still greedy's."""
     watched = _Widths(target)
     generation = generate_speculative(watched, CopyDraft(VOCAB), PROMPTS[:batch], max_new_tokens=24,
                                       config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
     assert generation.tokens == greedy_reference.tokens[:batch]
     proposed = generation.stats.proposed_per_iteration
     assert len(proposed) == generation.stats.iterations
-    assert watched.widths == [max(row) + 1 for row in proposed]
-    assert batch > 1 or 1 in watched.widths
+    prompt_body = max(len(prompt) for prompt in PROMPTS[:batch]) - 1
+    assert watched.widths == [prompt_body * (i == 0) + max(row) + 1 for i, row in enumerate(proposed)]
+    assert batch > 1 or 0 in {max(row) for row in proposed}  # an iteration that proposed nothing
     full = generate_speculative(target, drafts(target)["transformer"], PROMPTS[:batch], max_new_tokens=24,
                                 config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
     assert {n for row in full.stats.proposed_per_iteration for n in row} == {6}
@@ -440,8 +442,9 @@ def test_hugging_face_adapter_against_generate():
 def test_batched_adapter_against_rows_alone_without_recomputation():
     """Eight prompts of different lengths decoded together through the adapter give each row's batch-1 tokens
     at T = 0, while rows accept different numbers of tokens in the same iteration; every call after the
-    prefill feeds the models only the new tokens (gamma + 1 to the target, at most 2 to the draft): the
-    cache is kept, no history is recomputed."""
+    first feeds the models only the new tokens (gamma + 1 to the target, at most 2 to the draft): the cache is
+    kept, no history is recomputed. The target's first call carries the prompts but their last tokens (ragged:
+    each row's new positions after its own prompt) with the first gamma + 1 positions."""
     from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 
     pytest.importorskip("transformers")
@@ -455,8 +458,8 @@ def test_batched_adapter_against_rows_alone_without_recomputation():
     together = generate_speculative(target, draft, prompts, max_new_tokens=20, config=config, randomness=seeded(0))
     accepted = torch.tensor(together.stats.accepted_per_iteration[0])
     assert len(set(accepted.tolist())) > 1  # ragged: rows accepted different counts in the first iteration
-    assert widths["target"][0] == 7 and set(widths["target"][1:]) == {config.gamma + 1}  # prefill: all but the last
-    assert len(widths["target"]) == 1 + together.stats.iterations
+    assert widths["target"][0] == 7 + config.gamma + 1 and set(widths["target"][1:]) == {config.gamma + 1}
+    assert len(widths["target"]) == together.stats.iterations  # no call of its own for the prompt
     assert widths["draft"][0] == 7 and max(widths["draft"][1:]) <= 2
     for b, prompt in enumerate(prompts):
         alone = generate_speculative(target, draft, [prompt], max_new_tokens=20, config=config, randomness=seeded(0))
