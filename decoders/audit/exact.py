@@ -35,7 +35,7 @@ from tqdm import tqdm
 from decoders.randomness import Randomness
 from decoders.sampling import Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
-from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree, tree_room
 from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "tree_law", "prefix_law",
@@ -150,7 +150,7 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
     check_tree_models(target, draft)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
-        state = start_tree(target, draft, prompts, config.tree.size + 1)
+        state = start_tree(target, draft, prompts, tree_room(config, 0))
         outcome = step(target, draft, state, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]

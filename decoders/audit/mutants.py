@@ -254,9 +254,9 @@ class BonusFromRawLogits(TreeStep):
 
 
 class FlatPositions(TreeStep):
-    def score(self, target, tokens, target_state, parents):
+    def score(self, target, tokens, target_state, parents, keep):
         flat = target_state.lengths[:, None] + torch.arange(tokens.shape[1], device=tokens.device)  # node index
-        return target.forward_tree(tokens, target_state, parents, positions=flat)  # instead of prefix + depth
+        return target.forward_tree(tokens, target_state, parents, positions=flat, keep=keep)  # not prefix + depth
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from decoders.policies import POLICIES, make_policy
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
-from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, generate_tree
+from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
@@ -202,8 +202,9 @@ def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
     return tuple(text_windows(stream, 1, min(TEXT_PROMPT_TOKENS, len(stream)), request.seed)[0].tolist())
 
 
-def tree_shape(spec: str) -> Tree:
-    """A tree from ``chain:G``, ``kary:K:D`` or ``parents:-1,0,0,1`` (``--tree``)."""
+def tree_shape(spec: str) -> Tree | DynamicTree:
+    """A tree from ``chain:G``, ``kary:K:D``, ``parents:-1,0,0,1`` or ``dynamic:K:D:N`` (EAGLE-2: branching K,
+    depth D, budget N nodes) (``--tree``)."""
     kind, _, rest = str(spec).partition(":")
     try:
         values = [int(v) for v in rest.split("," if kind == "parents" else ":")]
@@ -211,11 +212,13 @@ def tree_shape(spec: str) -> Tree:
             return Tree.chain(values[0])
         if kind == "kary" and len(values) == 2:
             return Tree.kary(*values)
+        if kind == "dynamic" and len(values) == 3:
+            return DynamicTree(*values)
         if kind == "parents":
             return Tree(tuple(values))
     except ValueError as error:
         raise ValueError(f"tree {spec!r}: {error}") from None
-    raise ValueError(f"tree must be chain:G, kary:K:D or parents:-1,0,..., got {spec!r}")
+    raise ValueError(f"tree must be chain:G, kary:K:D, parents:-1,0,... or dynamic:K:D:N, got {spec!r}")
 
 
 #: Windows x tokens of the target's own samples on which the rejection-risk policy's predictor is fitted.
@@ -315,8 +318,9 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
         def generate(prompts, randomness):
             return generate_tree(target, draft, prompts, max_new_tokens=request.horizon, config=config,
                                  randomness=randomness, step=step).tokens
-        described = (f"tree ({request.mutant or 'reference'}), {request.verifier} verifier, tree {request.tree} "
-                     f"(parents {list(config.tree.parents)}), draft {request.draft}")
+        shape = "" if isinstance(config.tree, DynamicTree) else f" (parents {list(config.tree.parents)})"
+        described = (f"tree ({request.mutant or 'reference'}), {request.verifier} verifier, tree {request.tree}{shape}, "
+                     f"draft {request.draft}")
     elif request.decoder == "speculative":
         generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
                                           source=None if bug is None else bug.source)
@@ -360,7 +364,7 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     options = {} if draft is None else assisted_options(draft, request.assistant_tokens)
     if options is None:
         raise ValueError(f"--sampler hf-assisted: transformers has no counterpart of --draft {request.draft}; give a "
-                         f"model (GGUF file or directory), copy (prompt lookup) or layerskip:K (early exit)")
+                         f"model (GGUF file, directory or TinyGPT), copy (prompt lookup) or layerskip:K (early exit)")
     if "assistant" in options:
         options.update(schedule=request.assistant_schedule, threshold=request.assistant_confidence)
 

@@ -81,14 +81,15 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
 
 def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,
                   budgets=tree_bench.TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
-                  dtype: torch.dtype = torch.float32, task: str | None = None, progress: bool | None = None) -> dict:
-    """Tree against chain at each node budget (``tree_bench.bench_trees``) for a pair (default the shipped target),
-    on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
+                  dtype: torch.dtype = torch.float32, task: str | None = None, dynamic: tuple | None = None,
+                  progress: bool | None = None) -> dict:
+    """Tree against chain at each node budget (``tree_bench.bench_trees``; ``dynamic``: EAGLE-2's trees too) for a
+    pair (default the shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = tree_bench.bench_trees(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
                                       budgets=budgets, target_name=target or "shipped target", draft_name=draft,
-                                      progress=progress)
+                                      dynamic=dynamic, progress=progress)
     return dict(document, text=inputs.text, task=task)
 
 

@@ -4,7 +4,8 @@ The draft's rank frequencies a_1..a_k (how often the target's greedy token is th
 measured along held-out text and along the target's own greedy continuations of the bench prompts (the text the
 decoders walk). For each budget n (nodes per verify call, the root included) the optimal tree of the rank model
 (Sequoia's programme on the decoding a) is decoded with the tree decoder and the chain of n - 1 drafts with the
-speculative decoder; both are timed interleaved with the autoregressive decoder, repeat by repeat. Beside each
+speculative decoder (and, with ``dynamic``, EAGLE-2's dynamic tree of n nodes, which the rank model does not
+predict); both are timed interleaved with the autoregressive decoder, repeat by repeat. Beside each
 measurement: the rank model's tokens per call E, and the calibrated speedup: the autoregressive seconds over
 prefill + (tokens / E) x seconds per iteration, both medians over profiled runs of the decoder interleaved with
 the timed ones (its prefill phases; its other wall time over its iterations: draft levels, the verify call at
@@ -27,13 +28,13 @@ from decoders.harness.bench import BenchSettings, environment, model_dtype
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.tree import TreeConfig, breadth_first, generate_tree
+from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
 from spectheory.metrics import EngineCounts
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
-__all__ = ["TREE_BUDGETS", "MAX_RANKS", "rank_frequencies", "bench_trees", "check_budgets", "tree_lines"]
+__all__ = ["TREE_BUDGETS", "MAX_RANKS", "rank_frequencies", "bench_trees", "check_budgets", "check_dynamic", "tree_lines"]
 
 TREE_BUDGETS = (4, 8, 16, 32)
 MAX_RANKS = 8  # candidates per node the rank frequencies cover
@@ -46,6 +47,19 @@ def check_budgets(budgets) -> tuple:
     if not budgets:
         raise ValueError("budgets must name at least one node budget")
     return tuple(as_int("budget", budget, low=2, high=256) for budget in budgets)
+
+
+def check_dynamic(spec: str | None, budgets) -> tuple | None:
+    """``K:D`` (``--dynamic``): EAGLE-2's branching and depth, valid at every budget (None: no dynamic trees)."""
+    if spec is None:
+        return None
+    try:
+        branching, depth = (int(value) for value in str(spec).split(":"))
+        for budget in check_budgets(budgets):
+            DynamicTree(branching, depth, budget)
+    except ValueError as error:
+        raise ValueError(f"dynamic must be K:D (branching, depth) valid at every budget, got {spec!r}: {error}") from None
+    return branching, depth
 
 
 @torch.no_grad()
@@ -67,11 +81,11 @@ def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: 
 
 @dataclass(frozen=True)
 class _Candidate:
-    """One decoder of the comparison: ``kind`` chain or tree at ``budget`` nodes."""
+    """One decoder of the comparison: ``kind`` chain, tree or dynamic at ``budget`` nodes."""
 
     kind: str
     budget: int
-    tree: Tree
+    tree: Tree | DynamicTree
 
     @property
     def name(self) -> str:
@@ -125,8 +139,9 @@ def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
 
 
 def _costs(generations: list) -> tuple[float, float]:
-    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases, and their wall time
-    but the prefill over their iterations."""
+    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases (the draft's: the
+    target reads the prompt in its first call, whose cost the iterations then share), and their wall time but the
+    prefill over their iterations."""
     prefill = sum(g.stats.seconds["prefill"] for g in generations)
     seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
     return prefill, seconds / sum(g.stats.iterations for g in generations)
@@ -134,9 +149,10 @@ def _costs(generations: list) -> tuple[float, float]:
 
 def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
                 budgets=TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
-                progress: bool | None = None) -> dict:
-    """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget; rank frequencies from
-    ``held_out`` (token ids) and from the target's greedy continuations. Returns the JSON document."""
+                dynamic: tuple | None = None, progress: bool | None = None) -> dict:
+    """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget (``dynamic``: EAGLE-2's
+    (branching, depth) too); rank frequencies from ``held_out`` (token ids) and from the target's greedy
+    continuations. Returns the JSON document."""
     budgets = check_budgets(budgets)
     new = settings.max_new_tokens
     if not hasattr(draft, "forward_tree"):
@@ -152,7 +168,8 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         text = rank_frequencies(target, draft, text_windows(held_out, windows, length, settings.seed), skip=length // 4)
         candidates = [candidate for budget in budgets for candidate in (
             _Candidate("chain", budget, Tree.chain(budget - 1)),
-            _Candidate("tree", budget, optimal_tree(decoding, budget)[0]))]
+            _Candidate("tree", budget, optimal_tree(decoding, budget)[0]),
+            *([_Candidate("dynamic", budget, DynamicTree(*dynamic, budget))] if dynamic else []))]
         runs, outputs, profiled = {"autoregressive": lambda: [ar(p[None]) for p in prompts]}, {}, {}
         for candidate in candidates:
             def run(candidate=candidate):
@@ -172,24 +189,26 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     for candidate in candidates:
         timing = timings[candidate.name]
         ratios = repeat_ratios(autoregressive, timing)
-        acceptance = decoding[:1] if candidate.kind == "chain" else decoding
-        predicted = expected_tokens_rank(candidate.tree, acceptance)
         counts = _engine_counts(outputs[candidate.name], candidate.tree)
         measured_tokens = counts.mean_acceptance_length
         prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
-        calibrated = autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration)
         speedup = statistics.median(ratios)
-        rows.append({"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-                     "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
-                     "acceptance_rate": counts.acceptance_rate, "predicted_tokens_per_call": predicted,
-                     "predicted_tokens_per_call_held_out": expected_tokens_rank(
-                         candidate.tree, text[:1] if candidate.kind == "chain" else text),
-                     "tokens_over_predicted": measured_tokens / predicted,
-                     "seconds": timing.median, "seconds_spread": [min(timing.seconds), max(timing.seconds)],
-                     "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)],
-                     "prefill_seconds": prefill, "seconds_per_iteration": per_iteration,
-                     "calibrated_speedup": calibrated,
-                     "calibrated_over_measured": calibrated / speedup})
+        row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
+               "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
+               "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
+               "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
+               "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
+               "seconds_per_iteration": per_iteration}
+        row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
+                                  "tokens_over_predicted", "calibrated_speedup", "calibrated_over_measured")))
+        if candidate.kind != "dynamic":  # the rank model predicts static shapes
+            predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
+            calibrated = autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration)
+            row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
+                       predicted_tokens_per_call_held_out=expected_tokens_rank(
+                           candidate.tree, text[:1] if candidate.kind == "chain" else text),
+                       calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
+        rows.append(row)
     best = max(rows, key=lambda row: row["speedup"])
     return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
             "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
@@ -209,16 +228,21 @@ def tree_lines(document: dict) -> list[str]:
              "rank frequencies a_1.. along the decoded text: " + ", ".join(f"{x:.3f}" for x in a["decoding"])
              + "; along held-out text: " + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
              "budget  kind   depth  tokens/call  predicted  meas/pred  speedup (min-max)    calibrated  cal/measured"]
+    def number(value, width: int) -> str:
+        return f"{'-':>{width}s}" if value is None else f"{value:{width}.3f}"
+
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         lines.append(f"{row['budget']:6d}  {row['kind']:5s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
-                     f"{row['predicted_tokens_per_call']:9.3f}  {row['tokens_over_predicted']:9.3f}  "
-                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
-                     f"{row['calibrated_over_measured']:12.3f}")
+                     f"{number(row['predicted_tokens_per_call'], 9)}  {number(row['tokens_over_predicted'], 9)}  "
+                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
+                     f"{number(row['calibrated_over_measured'], 12)}")
     for call in document["tree_calls"]:
         lines.append(f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
                      f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x")
     best = document["recommendation"]
-    lines.append(f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, parents "
-                 f"{best['tree']['parents']}), {best['speedup']:.3f}x measured")
+    shape = (f"branching {best['tree']['branching']}" if best["kind"] == "dynamic" else
+             f"parents {best['tree']['parents']}")
+    lines.append(f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, {shape}), "
+                 f"{best['speedup']:.3f}x measured")
     return lines

@@ -10,8 +10,9 @@ first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers 
 ``state.lengths`` a new tensor and never change the old one in place: decoders keep it to roll back to.
 
 Tree attention (docs/theory.md §12), for the models that have it: ``forward_tree(tokens [B, n], state,
-parents [B, n])`` scores n new nodes of a draft tree held beyond the committed prefix (each at position
-prefix length + depth, attending to the prefix and its own ancestors); ``commit_path(state, path [B, M],
+parents [B, n], keep)`` scores n new nodes of a draft tree held beyond the committed prefix (each at position
+prefix length + depth, attending to the prefix and its own ancestors; logits of the last ``keep`` only when
+``keep`` > 0); ``commit_path(state, path [B, M],
 counts [B])`` keeps each row's first ``counts[b]`` nodes of a root-to-node path as the prefix's continuation
 and drops every other pending node, without recomputing anything.
 """

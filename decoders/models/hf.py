@@ -176,13 +176,13 @@ class HFCausalLM:
                           position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits.float()
 
     def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits ``[B, n, V]`` of n new draft-tree nodes (``decoders.models.base``): a 4D mask over the prefix
-        and each node's ancestors, position ids prefix length + depth (or ``positions``: the audits' planted
-        flat-position bug)."""
+                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
+        """Logits ``[B, n, V]`` of n new draft-tree nodes (``decoders.models.base``; ``keep`` > 0: of the last
+        ``keep`` only): a 4D mask over the prefix and each node's ancestors, position ids prefix length + depth (or
+        ``positions``: the audits' planted flat-position bug)."""
         if torch.is_grad_enabled():
             with torch.no_grad():
-                return self.forward_tree(tokens, state, parents, positions)
+                return self.forward_tree(tokens, state, parents, positions, keep)
         check_shape(tokens, state)
         parents = torch.as_tensor(parents, dtype=torch.int64, device=tokens.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
@@ -193,7 +193,8 @@ class HFCausalLM:
         if visible > state.capacity:
             state.cache.grow(min(max(visible, 2 * state.capacity), self.max_context or visible))
         depth_positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
-        logits = self._run(tokens, state, slots, visible, mask, depth_positions if positions is None else positions)
+        logits = self._run(tokens, state, slots, visible, mask, depth_positions if positions is None else positions,
+                           keep)
         state.tree = tree
         return logits
 

@@ -15,12 +15,16 @@ SCHEDULES = ("constant", "heuristic", "heuristic_transient")
 
 
 def assisted_options(draft, gamma: int) -> dict | None:
-    """transformers' counterpart of our ``draft`` in ``generate`` with ``gamma`` tokens a step: an assistant model,
-    prompt lookup (``copy``: matches of up to ``CopyDraft.max_match`` tokens) or early exit (``layerskip:K``);
-    None where it has none (n-gram, random)."""
+    """transformers' counterpart of our ``draft`` in ``generate`` with ``gamma`` tokens a step: an assistant model
+    (a TinyGPT draft, such as the distilled ``smollm2-draft``, converted to GPT-2: the same network), prompt lookup
+    (``copy``: matches of up to ``CopyDraft.max_match`` tokens) or early exit (``layerskip:K``); None where it has
+    none (n-gram, random)."""
     from decoders.models.history import CopyDraft
-    from decoders.models.hf import HFCausalLM
+    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+    from decoders.models.tinygpt import TinyGPT
 
+    if isinstance(draft, TinyGPT):
+        return {"assistant": tinygpt_to_gpt2(draft), "assistant_tokens": gamma}
     if isinstance(draft, CopyDraft):
         return {"prompt_lookup_num_tokens": gamma, "max_matching_ngram_size": draft.max_match}
     if isinstance(draft, HFCausalLM) and draft.early_exit is not None:
@@ -33,13 +37,14 @@ def assisted_options(draft, gamma: int) -> dict | None:
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
                 assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0,
                 **assisted) -> tuple:
-    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens (no
-    end-of-sequence) under ``sampling`` (temperature, top-k, top-p), plain or assisted by ``assistant`` with
+    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens under ``sampling``
+    (no end-of-sequence: it neither stops at the model's EOS token nor bans it, as our decoders run to the length
+    asked; ``min_new_tokens`` would ban it, and change the law sampled) (temperature, top-k, top-p), plain or assisted by ``assistant`` with
     its assistant-token count, schedule and confidence threshold, or by what ``assisted`` names (prompt lookup,
     early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
     ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
     runs repeat."""
-    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "min_new_tokens": max_new_tokens,
+    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "eos_token_id": None,
                "attention_mask": torch.ones_like(prompt), "pad_token_id": 0, **assisted}
     if not sampling.greedy:
         options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0)

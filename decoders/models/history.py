@@ -78,10 +78,11 @@ class HistoryModel:
             raise ValueError(f"tokens must be in [0, {self.vocab_size})")
 
     def forward_tree(self, tokens: torch.Tensor, state: HistoryState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None) -> torch.Tensor:
+                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
         nodes (-1: a root after the history): each node's logits are those of the history followed by its
-        root-to-node path (``decoders.models.base``). A history has no positions: ``positions`` must be None."""
+        root-to-node path (``decoders.models.base``; ``keep`` > 0: of the last ``keep`` nodes only). A history has
+        no positions: ``positions`` must be None."""
         check_shape(tokens, state)
         self._check_tokens(tokens)
         if positions is not None:
@@ -104,7 +105,7 @@ class HistoryModel:
         ends = state.lengths[:, None] + tree.depths[:, nodes] + 1  # [B, n]
         logits = self._logits(paths[..., :width].flatten(0, 1), ends.flatten()[:, None])  # [B n, 1, V]
         state.tree, state.tree_tokens = tree, held
-        return logits.view(batch, new, -1)
+        return logits.view(batch, new, -1)[:, -keep:] if keep else logits.view(batch, new, -1)
 
     def commit_path(self, state: HistoryState, path: torch.Tensor, counts: torch.Tensor) -> None:
         """Append each row's first ``counts[b]`` nodes of ``path: [B, M]`` to its history; drop the pending tree."""

@@ -181,10 +181,11 @@ class TinyGPT(nn.Module):
         self.hidden(tokens, state, counts)
 
     def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None) -> torch.Tensor:
+                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
-        nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``).
-        ``positions`` replaces prefix + depth (only the audits' planted flat-position bug passes it)."""
+        nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``);
+        ``keep`` > 0: of the last ``keep`` nodes only. ``positions`` replaces prefix + depth (only the audits'
+        planted flat-position bug passes it)."""
         check_shape(tokens, state)
         parents = torch.as_tensor(parents, dtype=torch.int64, device=self.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
@@ -198,7 +199,8 @@ class TinyGPT(nn.Module):
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], slots, mask)
         state.tree = tree
-        return self.head(self.norm(x))
+        x = self.norm(x)
+        return self.head(x[:, -keep:] if keep else x)
 
     def commit_path(self, state: KVState, path: torch.Tensor, counts: torch.Tensor) -> None:
         """Keep each row's first ``counts[b]`` nodes of ``path: [B, M]`` after its prefix; drop the pending tree."""

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", metavar="NAME", help=f"a draft-length policy for the speculative decoder, capped at "
                                                           f"--gamma (docs/theory.md §13): {names(POLICIES)}")
     parser.add_argument("--tree", default="kary:2:2", metavar="SHAPE",
-                        help="--decoder tree: the static tree, chain:G, kary:K:D or parents:-1,0,0,1 (default kary:2:2)")
+                        help="--decoder tree: a static tree, chain:G, kary:K:D or parents:-1,0,0,1, or EAGLE-2's dynamic "
+                             "tree dynamic:K:D:N (branching, depth, budget; target-only verifier) (default kary:2:2)")
     parser.add_argument("--target", default="tinygpt", metavar="TARGET",
                         help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), a real model "
                              f"({names(REAL_MODELS)}), a GGUF file or a Hugging Face model directory (read locally, "

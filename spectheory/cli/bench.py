@@ -15,7 +15,7 @@ from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.bench_lines import bench_lines
 from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy_lines
 from decoders.harness.runs import bench_document, policy_document, tree_document
-from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, tree_lines
+from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
@@ -61,6 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                             "each node budget, T = 0 (docs/theory.md §12)")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
                         help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
+    parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget too, "
+                                                         "branching K and depth D")
     parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
                         f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
     parser.add_argument("--out", help="write the JSON report here")
@@ -84,11 +86,14 @@ def run(args: argparse.Namespace) -> int:
             write_json(args.out, document, command=args.command_line)
         print("\n".join(policy_lines(document)))
         return 0
+    if args.dynamic is not None and not args.tree:
+        raise ValueError(f"--dynamic {args.dynamic} adds dynamic trees to the tree comparison: add --tree")
     if args.tree:
         if args.hf:
             raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")
         document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets), target=args.target,
-                                 text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)
+                                 text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task,
+                                 dynamic=check_dynamic(args.dynamic, args.budgets))
         if args.out:
             write_json(args.out, document, command=args.command_line)
         print("\n".join(tree_lines(document)))

@@ -229,6 +229,21 @@ def test_hf_comparison_against_our_greedy_decoders():
     assert row["ar_ours_adapter_over_hf"] > 0
 
 
+def test_hf_comparison_of_a_model_target_with_a_tinygpt_draft_against_our_greedy_decoders():
+    """A Hugging Face target with a TinyGPT draft (as SmolLM2 with its distilled draft): transformers is assisted by
+    the draft converted to GPT-2, and its assisted generation gives our greedy tokens."""
+    pytest.importorskip("transformers")
+    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+
+    target, draft = HFCausalLM(tinygpt_to_gpt2(tiny(32, 2, 0))), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10,
+                             repeats=1, warmup=0)
+    result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
+    assert result["assisted"] == ["assistant", "assistant_tokens"]
+    assert result["rows"][0]["greedy_outputs_agree"] is True and result["rows"][0]["speculative_ours_adapter_over_hf"] > 0
+
+
 def test_tinygpt_to_gpt2_against_tinygpt_logits():
     pytest.importorskip("transformers")
     from decoders.models.hf import tinygpt_to_gpt2

@@ -8,6 +8,7 @@ The default suite runs one short case per draft; ``-m slow`` runs the full grid 
 import pytest
 import torch
 
+from decoders.autoregressive import generate_autoregressive
 from decoders.harness import zoo
 from decoders.models.hf_generate import hf_generate
 from decoders.harness.inputs import encode_text
@@ -24,7 +25,7 @@ except ValueError as error:
     pytest.skip(str(error), allow_module_level=True)
 
 NEAR_TIE = 1e-4
-DRAFTS = ("copy", "ngram", "random", "layerskip:12")
+DRAFTS = ("copy", "ngram", "random", "layerskip:12", "smollm2-draft")
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,22 @@ def test_greedy_speculative_against_transformers_generate_full_grid(real, draft,
     target, _, drafts, prompts = real
     _check_against_generate(target, drafts[draft], prompts[:1], gamma=gamma, tokens=64)  # batch 1
     _check_against_generate(target, drafts[draft], prompts, gamma=gamma, tokens=64)  # batch 4
+
+
+def test_generate_runs_past_end_of_sequence_against_autoregressive(real):
+    """SmolLM2 answers "Reply with the single word yes." with its end-of-sequence token (2) at new token 31 of
+    greedy decoding; our decoders run on past it to the length asked, and so does ``hf_generate``, token for
+    token (it neither stops at EOS nor bans it). Control: ``min_new_tokens``, which bans EOS, leaves it there."""
+    target, tokenizer, _, _ = real
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "Reply with the single word yes."}],
+                                         tokenize=False, add_generation_prompt=True)
+    prompt = torch.tensor([encode_text(tokenizer, text)])
+    ours = generate_autoregressive(target, prompt, max_new_tokens=34, sampling=Sampling(0.0), randomness=seeded(0))
+    assert ours.tokens[0][31] == 2 == target.model.generation_config.eos_token_id
+    assert list(hf_generate(target.model, prompt, 34, Sampling(0.0), seeded(0))) == list(ours.tokens[0])
+    banned = target.model.generate(prompt, do_sample=False, max_new_tokens=34, min_new_tokens=34, pad_token_id=0,
+                                   attention_mask=torch.ones_like(prompt))
+    assert banned[0, prompt.shape[1] + 31] != 2
 
 
 def test_held_out_text_and_tasks_in_the_real_tokenizer(real):

@@ -54,6 +54,22 @@ def test_tree_bench_document_and_lines():
     assert lines[-1].startswith("recommended: ") and len(lines) == 3 + 4 + 2 + 1
 
 
+def test_tree_bench_dynamic_trees_against_the_target_as_draft():
+    """EAGLE-2's dynamic trees beside chain and tree: with the target as its own draft every call accepts a whole
+    path of ``depth`` nodes (depth + 1 tokens); the rank model predicts no dynamic tree, so those fields are empty
+    and the lines print a dash."""
+    from decoders.harness.tree_bench import check_dynamic
+
+    document = small_tree_document(draft=tiny_gpt(0), budgets=(4,), dynamic=check_dynamic("2:3", (4,)))
+    json.dumps(document, allow_nan=False)
+    dynamic = document["rows"][-1]
+    assert (dynamic["kind"], dynamic["tree"]) == ("dynamic", {"dynamic": True, "branching": 2, "nodes": 4, "depth": 3})
+    assert dynamic["tokens_per_call"] == 4.0 and dynamic["calibrated_speedup"] is None
+    assert tree_lines(document)[5].split()[:6] == ["4", "dynamic", "3", "4.000", "-", "-"]
+    with pytest.raises(ValueError, match="dynamic must be K:D .* budget must be an integer in \\[2, 3\\], got 4"):
+        check_dynamic("1:2", (4,))
+
+
 def test_tree_bench_refuses_bad_budgets():
     with pytest.raises(ValueError, match="budget must be an integer in \\[2, 256\\], got 1"):
         small_tree_document(budgets=(4, 1))

@@ -11,7 +11,7 @@ from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.audit.mutants import TREE_MUTANTS, tree_mutant
-from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, breadth_first, generate_tree, tree_acceptance
+from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, generate_tree, tree_acceptance
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree, optimal_tree
 
@@ -48,6 +48,92 @@ def test_greedy_tree_against_autoregressive(verifier, shape, batch):
     # the target as its own draft accepts a full path every time
     stats = tree_acceptance(generation.stats, TreeConfig(SHAPES[shape], GREEDY, verifier).tree)
     assert stats["acceptance_per_depth"] == [1.0] * SHAPES[shape].depth or verifier != "target-only"
+
+
+class _Calls:
+    """A model whose forward passes (``forward``, ``append``, ``forward_tree``) record their widths."""
+
+    def __init__(self, model):
+        self.model, self.widths = model, []
+
+    def __getattr__(self, name):
+        attribute = getattr(self.model, name)
+        if name not in ("forward", "append", "forward_tree"):
+            return attribute
+        def call(tokens, *args, **kwargs):
+            self.widths.append(tokens.shape[1])
+            return attribute(tokens, *args, **kwargs)
+        return call
+
+
+def test_tree_target_calls_against_iterations():
+    """The target's first call carries the ragged prompts (one of a single token) as chains under the tree's root:
+    one target call per iteration and none for a prefill, the first of the longest prompt but one plus the tree's
+    nodes, and the tokens are still greedy autoregressive decoding's."""
+    target, tree = _Calls(tiny_gpt(0)), SHAPES["binary"]
+    generation = generate_tree(target, tiny_gpt(1, d_model=16, n_layer=1), PROMPTS, max_new_tokens=12,
+                               config=TreeConfig(tree, GREEDY), randomness=seeded(1))
+    assert generation.tokens == generate_autoregressive(target.model, PROMPTS, max_new_tokens=12, sampling=GREEDY,
+                                                        randomness=seeded(0)).tokens
+    assert target.widths == [4 + tree.size] + [tree.size] * (generation.stats.iterations - 1)
+
+
+DYNAMIC = {"2x3 to 6": DynamicTree(2, 3, 6), "3x4 to 12": DynamicTree(3, 4, 12), "chain-like": DynamicTree(1, 4, 5)}
+
+
+@pytest.mark.parametrize("spec", sorted(DYNAMIC))
+@pytest.mark.parametrize("batch", (1, 4))
+def test_greedy_dynamic_tree_against_autoregressive(spec, batch):
+    """EAGLE-2's dynamic trees (each row its own, regrown every iteration) give greedy decoding's tokens with every
+    draft; the target as its own draft accepts a whole path of ``depth`` nodes every time."""
+    target = tiny_gpt(0)
+    reference = generate_autoregressive(target, PROMPTS[:batch], max_new_tokens=20, sampling=GREEDY,
+                                        randomness=seeded(0))
+    history_drafts = (TabularModel.random(torch.Generator().manual_seed(2), VOCAB, 1), CopyDraft(VOCAB, max_match=3))
+    config = TreeConfig(DYNAMIC[spec], GREEDY)
+    for draft in (tiny_gpt(1, d_model=16, n_layer=1), *history_drafts, target):
+        generation = generate_tree(target, draft, PROMPTS[:batch], max_new_tokens=20, config=config,
+                                   randomness=seeded(1))
+        assert generation.tokens == reference.tokens[:batch], (spec, type(draft).__name__)
+    assert set(n for iteration in generation.stats.accepted_per_iteration[:-1] for n in iteration) == {config.tree.depth}
+
+
+def test_dynamic_tree_shape_against_eagle2():
+    """One row's tree by hand: a unigram draft with q = (0.5, 0.3, 0.2) at every node, branching 2, depth 3,
+    budget 6. Depth 1: tokens 0 (log 0.5) and 1 (log 0.3); both expanded: 00 (.25), 01 (.15), 10 (.15), 11
+    (.09); the best two, 00 and 01, expanded: 000 (.125), 001 (.075), 010 (.075), 011 (.045). Reranked, the best
+    five: 0, 1, 00, 01, 10 (01 and 10 tie: kept in drafting order), numbered depth by depth."""
+    from decoders.tree import _draft_dynamic
+
+    draft = TabularModel(torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)), 0)
+    tokens, parents, q = _draft_dynamic(draft, draft.new_state(1), torch.tensor([2]), DynamicTree(2, 3, 6),
+                                        Sampling(1.0))
+    assert tokens.tolist() == [[2, 0, 1, 0, 1, 0]] and parents.tolist() == [[-1, 0, 0, 1, 1, 2]]
+    assert q[0, :5].sum(-1).tolist() == [1.0] * 5 and q[0, 5].abs().sum() == 0  # 10 was not expanded
+
+
+@pytest.mark.parametrize("temperature", (1.0, 0.7))
+def test_exact_dynamic_tree_law_against_target(temperature):
+    """V = 4, the law of the first 3 tokens (prefix programme) and whole runs of 2 tokens (the draft's state
+    rebuilt between iterations) equal the target's within 1e-9 with a dynamic tree; EAGLE's own bugs at T = 0.7
+    (the bonus from raw logits, the argmax accepted then a token drawn) move it by more than 1e-4."""
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=4).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=4).double()
+    sampling = Sampling(temperature)
+    config = TreeConfig(DynamicTree(2, 3, 5), sampling)
+    reference = autoregressive_law(target, [1, 2], sampling, 3)
+    law, branches = tree_law(target, draft, [1, 2], config, 3, progress=False)
+    report = compare_laws(law, reference, method="prefix-dp", horizon=3, branches=branches)
+    assert report.max_abs_difference <= 1e-9, report
+    law, branches = whole_run_law(lambda randomness: generate_tree(
+        target, draft, [[1, 2]], max_new_tokens=2, config=config, randomness=randomness).tokens[0], progress=False)
+    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 2), method="whole-run", horizon=2,
+                          branches=branches)
+    assert report.max_abs_difference <= 1e-9, report
+    if temperature != 1.0:
+        for name in ("tree-bonus-raw-logits", "tree-greedy-at-temperature"):
+            law, branches = tree_law(target, draft, [1, 2], config, 3, step=tree_mutant(name).step, progress=False)
+            report = compare_laws(law, reference, method="prefix-dp", horizon=3, branches=branches)
+            assert report.max_abs_difference > 1e-4, (name, report.max_abs_difference)
 
 
 @pytest.mark.parametrize("verifier", sorted(VERIFIERS))
