@@ -227,13 +227,13 @@ def tree_lines(document: dict) -> list[str]:
              f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
              "rank frequencies a_1.. along the decoded text: " + ", ".join(f"{x:.3f}" for x in a["decoding"])
              + "; along held-out text: " + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
-             "budget  kind   depth  tokens/call  predicted  meas/pred  speedup (min-max)    calibrated  cal/measured"]
+             "budget  kind     depth  tokens/call  predicted  meas/pred  speedup (min-max)    calibrated  cal/measured"]
     def number(value, width: int) -> str:
         return f"{'-':>{width}s}" if value is None else f"{value:{width}.3f}"
 
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
-        lines.append(f"{row['budget']:6d}  {row['kind']:5s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
+        lines.append(f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
                      f"{number(row['predicted_tokens_per_call'], 9)}  {number(row['tokens_over_predicted'], 9)}  "
                      f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
                      f"{number(row['calibrated_over_measured'], 12)}")

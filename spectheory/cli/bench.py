@@ -1,8 +1,7 @@
-"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out
-prompts, over a gamma sweep and temperatures, with the Theorem 3.8 prediction from the measured alpha and c
-(Table 4 analogue) and the cost model's, and each decoder's efficiency (seconds inside model calls over wall
-seconds); then a batch sweep (tokens per second, speedup and prediction per batch size). Warm-up, repeats,
-medians; CUDA synchronised. --hf adds our loops against Hugging Face generate / assisted generation."""
+"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out prompts,
+over gammas and temperatures, with the cost model's and Theorem 3.8's predictions and each decoder's efficiency;
+then a batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Face generate and assisted
+generation; --tree compares trees with chains, --policies draft-length policies with fixed gammas."""
 
 from __future__ import annotations
 
@@ -74,33 +73,27 @@ def run(args: argparse.Namespace) -> int:
                              batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
-    if args.out:
-        check_writable(args.out)
-    if args.policies is not None:
-        if args.hf or args.tree:
-            raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
-        document = policy_document(args.draft, settings, policies=check_policies(args.policies or BENCH_POLICIES),
-                                   target=args.target, text=args.text, device=args.device,
-                                   dtype=getattr(torch, args.dtype), task=args.task)
-        if args.out:
-            write_json(args.out, document, command=args.command_line)
-        print("\n".join(policy_lines(document)))
-        return 0
     if args.dynamic is not None and not args.tree:
         raise ValueError(f"--dynamic {args.dynamic} adds dynamic trees to the tree comparison: add --tree")
-    if args.tree:
-        if args.hf:
-            raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")
-        document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets), target=args.target,
-                                 text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task,
-                                 dynamic=check_dynamic(args.dynamic, args.budgets))
-        if args.out:
-            write_json(args.out, document, command=args.command_line)
-        print("\n".join(tree_lines(document)))
-        return 0
-    document = bench_document(args.draft, settings, target=args.target, text=args.text, device=args.device,
-                              dtype=getattr(torch, args.dtype), hf=args.hf, hf_gamma=args.hf_gamma, task=args.task)
+    if args.policies is not None and (args.hf or args.tree):
+        raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
+    if args.tree and args.hf:
+        raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")
+    if args.out:
+        check_writable(args.out)
+    models = dict(target=args.target, text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)
+    if args.policies is not None:
+        document = policy_document(args.draft, settings, policies=check_policies(args.policies or BENCH_POLICIES),
+                                   **models)
+        lines = policy_lines(document)
+    elif args.tree:
+        document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets),
+                                 dynamic=check_dynamic(args.dynamic, args.budgets), **models)
+        lines = tree_lines(document)
+    else:
+        document = bench_document(args.draft, settings, hf=args.hf, hf_gamma=args.hf_gamma, **models)
+        lines = bench_lines(document)
     if args.out:
         write_json(args.out, document, command=args.command_line)
-    print("\n".join(bench_lines(document)))
+    print("\n".join(lines))
     return 0
