@@ -128,7 +128,8 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
                           "speculative decoder and the optimal tree of the rank model (docs/theory.md §12) in the "
                           f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
                           f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
-                          "Calibrated: the rank model's tokens per call with each decoder's measured costs.")]
+                          "Calibrated: each decoder's measured costs per iteration times its iterations replayed "
+                          "along the decoded text (exact at T = 0).")]
 
 
 def _policy_blocks(policies: dict | None) -> list[tuple]:

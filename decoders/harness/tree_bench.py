@@ -5,11 +5,14 @@ measured along held-out text and along the target's own greedy continuations of 
 decoders walk). For each budget n (nodes per verify call, the root included) the optimal tree of the rank model
 (Sequoia's programme on the decoding a) is decoded with the tree decoder and the chain of n - 1 drafts with the
 speculative decoder (and, with ``dynamic``, EAGLE-2's dynamic tree of n nodes, which the rank model does not
-predict); both are timed interleaved with the autoregressive decoder, repeat by repeat. Beside each
-measurement: the rank model's tokens per call E, and the calibrated speedup: the autoregressive seconds over
-prefill + (tokens / E) x seconds per iteration, both medians over profiled runs of the decoder interleaved with
-the timed ones (its prefill phases; its other wall time over its iterations: draft levels, the verify call at
-the tree's width, acceptance, commit). One verify call of the tree is timed against one chain call of the same width (the mask's cost).
+predict); all are timed interleaved with the autoregressive decoder, repeat by repeat. Beside each
+measurement: the rank model's tokens per call E; the iterations replayed along the greedy continuations
+(``replayed_iterations``: the walk each position's greedy rank allows, exact at T = 0, as the chain's along-text
+replay); and the calibrated speedup: the autoregressive seconds over prefill + replayed iterations x seconds per
+iteration (the rank model's: tokens / E iterations), both costs medians over profiled runs of the decoder
+interleaved with the timed ones (its prefill phases; its other wall time over its iterations: draft levels, the
+verify call at the tree's width, acceptance, commit). One verify call of the tree is timed against one chain
+call of the same width (the mask's cost).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
-__all__ = ["TREE_BUDGETS", "MAX_RANKS", "rank_frequencies", "bench_trees", "check_budgets", "check_dynamic", "tree_lines"]
+__all__ = ["TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees", "check_budgets", "check_dynamic", "tree_lines"]
 
 TREE_BUDGETS = (4, 8, 16, 32)
 MAX_RANKS = 8  # candidates per node the rank frequencies cover
@@ -63,20 +66,44 @@ def check_dynamic(spec: str | None, budgets) -> tuple | None:
 
 
 @torch.no_grad()
-def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
-                     batch_size: int = 8) -> np.ndarray:
-    """a_1..a_ranks at T = 0 along ``windows`` ``[W, L]`` after the first ``skip`` tokens: the share of positions
-    where the target's greedy token is the draft's j-th most likely token (ties broken by the lower id)."""
+def greedy_ranks(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
+                 batch_size: int = 8) -> np.ndarray:
+    """``[W, L - skip]``: at each position of ``windows`` ``[W, L]`` after the first ``skip`` tokens, the rank of the
+    target's greedy token among the draft's most likely tokens there (1 for the first, ties broken by the lower id;
+    0 beyond ``ranks``)."""
     as_int("skip", skip, low=1, high=windows.shape[1] - 1)
-    hits, positions = np.zeros(ranks), 0
+    out = []
     for start in range(0, len(windows), batch_size):
         rows = windows[start:start + batch_size].to(target.device)
         greedy = target.forward(rows, target.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1].argmax(dim=-1)
         logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
         order = torch.sort(logits.float(), dim=-1, descending=True, stable=True).indices[..., :ranks]
-        hits += (order == greedy[..., None]).sum(dim=(0, 1)).cpu().numpy()
-        positions += greedy.numel()
-    return hits / positions
+        hit = order == greedy[..., None]  # [B, L - skip, ranks], at most one rank per position
+        out.append(torch.where(hit.any(dim=-1), hit.to(torch.int64).argmax(dim=-1) + 1, 0).cpu().numpy())
+    return np.concatenate(out)
+
+
+def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
+                     batch_size: int = 8) -> np.ndarray:
+    """a_1..a_ranks at T = 0 along ``windows`` ``[W, L]`` after the first ``skip`` tokens: the share of positions
+    where the target's greedy token is the draft's j-th most likely token (``greedy_ranks``)."""
+    found = greedy_ranks(target, draft, windows, skip=skip, ranks=ranks, batch_size=batch_size)
+    return np.array([(found == j).sum() for j in range(1, ranks + 1)]) / found.size
+
+
+def replayed_iterations(tree: Tree, ranks) -> int:
+    """Iterations of greedy target-only tree decoding along a text whose positions have the greedy ``ranks``
+    (``greedy_ranks``, one row): from each iteration's first position the walk moves to the child whose rank is the
+    next position's, while the node has one (exact at T = 0: on the greedy text the draft's candidates at a node
+    are its ranking at that position)."""
+    children = [tree.children(node) for node in range(tree.size)]
+    position, iterations = 0, 0
+    while position < len(ranks):
+        node, accepted = 0, 0
+        while position + accepted < len(ranks) and 1 <= ranks[position + accepted] <= len(children[node]):
+            node, accepted = children[node][ranks[position + accepted] - 1], accepted + 1
+        position, iterations = position + accepted + 1, iterations + 1
+    return iterations
 
 
 @dataclass(frozen=True)
@@ -163,7 +190,8 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
                                            randomness=seeded(0, target.device))
 
         continuations = torch.tensor([p.tolist() + list(ar(p[None]).tokens[0]) for p in prompts])
-        decoding = rank_frequencies(target, draft, continuations, skip=prompts.shape[1])
+        along = greedy_ranks(target, draft, continuations, skip=prompts.shape[1])  # [P, new]
+        decoding = np.array([(along == j).sum() for j in range(1, MAX_RANKS + 1)]) / along.size
         windows, length = HELD_OUT_WINDOWS
         text = rank_frequencies(target, draft, text_windows(held_out, windows, length, settings.seed), skip=length // 4)
         candidates = [candidate for budget in budgets for candidate in (
@@ -194,19 +222,23 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
         speedup = statistics.median(ratios)
         row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-               "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
+               "iterations": int(counts.drafts), "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
                "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
                "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
                "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
                "seconds_per_iteration": per_iteration}
         row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
-                                  "tokens_over_predicted", "calibrated_speedup", "calibrated_over_measured")))
-        if candidate.kind != "dynamic":  # the rank model predicts static shapes
+                                  "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
+                                  "calibrated_speedup", "calibrated_over_measured")))
+        if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
             predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
-            calibrated = autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration)
+            iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
+            calibrated = autoregressive.median / (prefill + iterations * per_iteration)
             row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
                        predicted_tokens_per_call_held_out=expected_tokens_rank(
                            candidate.tree, text[:1] if candidate.kind == "chain" else text),
+                       rank_model_speedup=autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration),
+                       replayed_iterations=iterations,
                        calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
         rows.append(row)
     best = max(rows, key=lambda row: row["speedup"])
@@ -227,14 +259,16 @@ def tree_lines(document: dict) -> list[str]:
              f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
              "rank frequencies a_1.. along the decoded text: " + ", ".join(f"{x:.3f}" for x in a["decoding"])
              + "; along held-out text: " + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
-             "budget  kind     depth  tokens/call  predicted  meas/pred  speedup (min-max)    calibrated  cal/measured"]
+             "budget  kind     depth  tokens/call  iterations (replayed)  predicted  meas/pred  speedup (min-max)    "
+             "calibrated  cal/measured"]
     def number(value, width: int) -> str:
         return f"{'-':>{width}s}" if value is None else f"{value:{width}.3f}"
 
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
+        replayed = "-" if row["replayed_iterations"] is None else str(row["replayed_iterations"])
         lines.append(f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
-                     f"{number(row['predicted_tokens_per_call'], 9)}  {number(row['tokens_over_predicted'], 9)}  "
+                     f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  {number(row['tokens_over_predicted'], 9)}  "
                      f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
                      f"{number(row['calibrated_over_measured'], 12)}")
     for call in document["tree_calls"]:

@@ -45,13 +45,27 @@ def test_tree_bench_document_and_lines():
     json.dumps(document, allow_nan=False)
     assert [(row["kind"], row["budget"]) for row in document["rows"]] == [("chain", 4), ("tree", 4), ("chain", 8),
                                                                            ("tree", 8)]
-    for row in document["rows"]:
+    for row in document["rows"]:  # at T = 0 the replay along the greedy text is exact
         assert row["tree"]["nodes"] <= row["budget"] and 0 < row["tokens_over_predicted"] < 3
+        assert row["iterations"] == row["replayed_iterations"], row
         assert row["speedup_spread"][0] <= row["speedup"] <= row["speedup_spread"][2]
     assert [call["width"] for call in document["tree_calls"]] == [row["tree"]["nodes"] for row in document["rows"]
                                                                   if row["kind"] == "tree"]
     lines = tree_lines(document)
     assert lines[-1].startswith("recommended: ") and len(lines) == 3 + 4 + 2 + 1
+
+
+def test_replayed_iterations_against_a_walk_by_hand():
+    """Greedy ranks along a text, walked by hand. The chain of 2 along ranks 1 1 0 1 2 1: iterations accept 2
+    (positions 0 and 1; position 2's token comes from the target), 1 (position 3; rank 2 is no chain child) and 1
+    (position 5, the text's end): 3. The root with two leaves along 2 2 3 1: rank 2 accepted (position 1 from the
+    target), nothing (rank 3 is no child), rank 1: 3. Control: no rank ever accepted, one iteration a token."""
+    from decoders.harness.tree_bench import replayed_iterations
+    from spectheory.trees import Tree
+
+    assert replayed_iterations(Tree.chain(2), [1, 1, 0, 1, 2, 1]) == 3
+    assert replayed_iterations(Tree.kary(2, 1), [2, 2, 3, 1]) == 3
+    assert replayed_iterations(Tree.chain(2), [0, 0, 0]) == 3
 
 
 def test_tree_bench_dynamic_trees_against_the_target_as_draft():
@@ -65,7 +79,7 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     dynamic = document["rows"][-1]
     assert (dynamic["kind"], dynamic["tree"]) == ("dynamic", {"dynamic": True, "branching": 2, "nodes": 4, "depth": 3})
     assert dynamic["tokens_per_call"] == 4.0 and dynamic["calibrated_speedup"] is None
-    assert tree_lines(document)[5].split()[:6] == ["4", "dynamic", "3", "4.000", "-", "-"]
+    assert tree_lines(document)[5].split()[:7] == ["4", "dynamic", "3", "4.000", str(dynamic["iterations"]), "(-)", "-"]
     with pytest.raises(ValueError, match="dynamic must be K:D .* budget must be an integer in \\[2, 3\\], got 4"):
         check_dynamic("1:2", (4,))
 
