@@ -339,12 +339,20 @@ class TreeOutcome:
     ranks: torch.Tensor
 
 
-def check_tree_models(target, draft) -> None:
+def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
+    """Both models have tree attention and one vocabulary; ``config``'s top-k candidates fit in it."""
     check_models(target, draft)
     for role, model in (("target", target), ("draft", draft)):
         if not hasattr(model, "forward_tree"):
             raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT, a Hugging Face "
                              f"model or a history draft), got {type(model).__name__}")
+    if config is None or config.verifier != "target-only":
+        return
+    tree = config.tree
+    widest = tree.branching if isinstance(tree, DynamicTree) else max(len(tree.children(n)) for n in range(tree.size))
+    if widest > target.vocab_size:
+        raise ValueError(f"the tree's {widest} top-k candidates per node exceed the vocabulary of "
+                         f"{target.vocab_size} tokens")
 
 
 def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:
@@ -452,9 +460,9 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
                   eos: int | None = None, profile: bool = False, step: TreeStep = REFERENCE_TREE_STEP) -> Generation:
     """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
     ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs)."""
-    check_tree_models(target, draft)
     if not isinstance(config, TreeConfig):
         raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
+    check_tree_models(target, draft, config)
     prompts = as_prompts(prompts, target.vocab_size, eos)
     room = tree_room(config, max_new_tokens)
     check_room(target, prompts, room, "max_new_tokens + tree nodes + 1")

@@ -147,7 +147,7 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
 def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: int, *,
              step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``step``'s iterations)."""
-    check_tree_models(target, draft)
+    check_tree_models(target, draft, config)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
         state = start_tree(target, draft, prompts, tree_room(config, 0))

@@ -35,6 +35,10 @@ def test_audit_cli_exit_status_and_json(capsys):
     (["--decoder", "tree", "--verifier", "rrs", "--tree", "kary:3:2", "--vocabulary", "4", "--exact"],
      "4^12 draft draws per iteration"),
     (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
+    (["--decoder", "tree", "--tree", "dynamic:2:3:5", "--verifier", "rrs"], "needs the target-only verifier"),
+    (["--decoder", "tree", "--tree", "dynamic:2:3:50"], "budget must be an integer in [2, 11], got 50"),
+    (["--decoder", "tree", "--tree", "dynamic:5:2:6", "--vocabulary", "4", "--exact"],  # used to be a traceback
+     "5 top-k candidates per node exceed the vocabulary of 4 tokens"),
 ])
 def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(["audit", *argv]) == 2
