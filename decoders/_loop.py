@@ -58,7 +58,7 @@ def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
 @dataclass(frozen=True)
 class Unfed:
     """Prompt tokens a model holds no state of yet, which its next call carries before its new positions (one
-    call where a prefill and a step would be two, as transformers' first call does: docs/theory.md §9).
+    call where a prefill and a step would be two, as transformers' first call does: docs/theory.md §10).
     ``tokens: [B, P]``, each row's first ``counts[b]`` real and the rest padding; ``shortest`` = min(counts),
     known on the host."""
 

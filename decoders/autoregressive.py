@@ -17,7 +17,8 @@ def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, ra
                         pending: Unfed | None = None) -> torch.Tensor:
     """Feed each row's last token ``[B]`` (after its ``pending`` prompt tokens) and sample the next one ``[B]``
     from the adjusted distribution."""
-    probs = adjusted_probs(forward_after(model, last[:, None], state, pending)[:, 0], sampling, validate=False)  # [B, V]
+    logits = forward_after(model, last[:, None], state, pending)[:, 0]  # [B, V]
+    probs = adjusted_probs(logits, sampling, validate=False)
     check_probs(probs)
     return draw(probs, sampling, randomness)
 

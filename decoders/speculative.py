@@ -3,9 +3,9 @@
 One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts
 and corrects, then cuts both caches back. The invariants between iterations, per row with committed
 sequence S: the target's state holds S without its last token (before the first iteration it holds nothing:
-its first verify call carries the prompt, ``Committed.target_unfed``, as transformers' first call does); the draft's holds S without its last
-``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every draft token, since the
-last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
+its first verify call carries the prompt, ``Committed.target_unfed``, as transformers' first call does); the
+draft's holds S without its last ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every
+draft token, since the last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
 by returning all -inf logits at a position (the copy draft); the token after its last proposal then
 comes from the target's distribution, as a bonus token does, and the target call verifies only up to the
 longest row's proposals (an iteration where the copy draft finds no match costs one autoregressive step).

@@ -29,8 +29,8 @@ from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree", "generate_tree",
-           "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
+__all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
+           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -114,7 +114,7 @@ def _levels(tree: Tree) -> list[range]:
 
 def _children_table(tree: Tree, device) -> torch.Tensor:
     """``[N, max children]`` child ids in rank order, -1 where none."""
-    width = tree.branching if isinstance(tree, DynamicTree) else max(len(tree.children(node)) for node in range(tree.size))
+    width = max(len(tree.children(node)) for node in range(tree.size))
     table = torch.full((tree.size, width), -1, dtype=torch.int64)
     for node in range(tree.size):
         for rank, child in enumerate(tree.children(node)):
@@ -268,7 +268,8 @@ def _draft_dynamic(draft, state, last: torch.Tensor, spec: DynamicTree, sampling
         scores, best = torch.topk(child_scores, k, dim=-1)  # [B, k]
         tokens, frontier = children.flatten(1).gather(1, best), count + best
         fed, held = held + best // k, held + k
-    tokens, scores, parents, depths = (torch.cat(drafted[key], dim=1) for key in ("tokens", "scores", "parents", "depths"))
+    tokens, scores, parents, depths = (torch.cat(drafted[key], dim=1)
+                                       for key in ("tokens", "scores", "parents", "depths"))
     # the best budget - 1; a stable sort keeps an ancestor (never less likely, drafted earlier) before its nodes
     kept = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :spec.budget - 1]  # [B, N - 1]
     order = torch.sort(depths.gather(1, kept) * kept.shape[1] + torch.arange(kept.shape[1], device=device), dim=1)
@@ -282,7 +283,8 @@ def _draft_dynamic(draft, state, last: torch.Tensor, spec: DynamicTree, sampling
         scored[rows, candidates] = 1 + level * k + torch.arange(k, device=device)
     at = torch.cat([torch.zeros_like(last[:, None]), scored.gather(1, kept)], dim=1)  # [B, N]
     laws = adjusted_probs(_proposing(torch.cat(fed_logits, dim=1)), sampling, validate=False)  # [B, scored, V]
-    q = torch.where((at >= 0)[..., None], laws.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, laws.shape[-1])), 0.0)
+    laws = laws.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, laws.shape[-1]))  # [B, N, V]
+    q = torch.where((at >= 0)[..., None], laws, 0.0)
     return (torch.cat([last[:, None], tokens.gather(1, kept)], dim=1),
             torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1), q)
 
@@ -437,7 +439,8 @@ class TreeStep:
             else:  # the prompt's chain, then the accepted path
                 counts = state.target_unfed.counts
                 chain = torch.cat([lead, torch.zeros_like(path)], dim=1)  # [B, P + depth + 1]
-                chain.scatter_(1, counts[:, None] + torch.arange(path.shape[1], device=path.device), path + lead.shape[1])
+                after = counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, depth + 1]
+                chain.scatter_(1, after, path + lead.shape[1])
                 target.commit_path(state.target_state, chain, counts + accepted + 1)
                 state.target_unfed = None
             if dynamic:  # the draft scored other nodes than it kept: drop them, then append the accepted path
@@ -498,7 +501,8 @@ def tree_acceptance(stats: DecodeStats, tree: Tree) -> dict:
     for d in range(1, tree.depth + 1):
         reached = sum(1 for ranks in walks if len(ranks) >= d - 1)
         per_depth.append(sum(1 for ranks in walks if len(ranks) >= d) / reached if reached else 0.0)
-    width = tree.branching if isinstance(tree, DynamicTree) else max(len(tree.children(node)) for node in range(tree.size))
+    width = tree.branching if isinstance(tree, DynamicTree) else \
+        max(len(tree.children(node)) for node in range(tree.size))
     chosen = [rank for ranks in walks for rank in ranks]
     tries = sum(len(ranks) + 1 for ranks in walks)  # every accepted step, and the step that stopped
     per_rank = [chosen.count(r) / tries if tries else 0.0 for r in range(1, width + 1)]

@@ -37,7 +37,8 @@ from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
-__all__ = ["TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees", "check_budgets", "check_dynamic", "tree_lines"]
+__all__ = ["TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees",
+           "check_budgets", "check_dynamic", "tree_lines"]
 
 TREE_BUDGETS = (4, 8, 16, 32)
 MAX_RANKS = 8  # candidates per node the rank frequencies cover
@@ -61,7 +62,8 @@ def check_dynamic(spec: str | None, budgets) -> tuple | None:
         for budget in check_budgets(budgets):
             DynamicTree(branching, depth, budget)
     except ValueError as error:
-        raise ValueError(f"dynamic must be K:D (branching, depth) valid at every budget, got {spec!r}: {error}") from None
+        raise ValueError(f"dynamic must be K:D (branching, depth) valid at every budget, got {spec!r}: "
+                         f"{error}") from None
     return branching, depth
 
 
@@ -222,7 +224,8 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
         speedup = statistics.median(ratios)
         row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-               "iterations": int(counts.drafts), "tokens_per_call": measured_tokens, "mean_acceptance_length": measured_tokens,
+               "iterations": int(counts.drafts), "tokens_per_call": measured_tokens,
+               "mean_acceptance_length": measured_tokens,
                "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
                "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
                "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
@@ -237,7 +240,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
             row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
                        predicted_tokens_per_call_held_out=expected_tokens_rank(
                            candidate.tree, text[:1] if candidate.kind == "chain" else text),
-                       rank_model_speedup=autoregressive.median / (prefill + len(prompts) * new / predicted * per_iteration),
+                       rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
                        replayed_iterations=iterations,
                        calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
         rows.append(row)
@@ -268,7 +271,8 @@ def tree_lines(document: dict) -> list[str]:
         low, _, high = row["speedup_spread"]
         replayed = "-" if row["replayed_iterations"] is None else str(row["replayed_iterations"])
         lines.append(f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
-                     f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  {number(row['tokens_over_predicted'], 9)}  "
+                     f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  "
+                     f"{number(row['tokens_over_predicted'], 9)}  "
                      f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
                      f"{number(row['calibrated_over_measured'], 12)}")
     for call in document["tree_calls"]:
