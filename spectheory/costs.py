@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from spectheory.metrics import per_position_from_conditional
 from spectheory.positional import expected_iterations_along, expected_tokens_positional
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
 from spectheory.validation import as_cost, as_count, as_positive_int, as_probability, as_real
@@ -238,6 +239,10 @@ class CostProfile:
         return int(np.argmax(speedups))
 
     def as_dict(self) -> dict:
+        """The fields, with ``acceptance`` also in the engines' names (docs/metrics.md; ``from_dict`` reads
+        ``acceptance`` alone)."""
         return dict(asdict(self), t_verify=list(self.t_verify), acceptance=list(self.acceptance),
+                    conditional_acceptance_rate=list(self.acceptance),
+                    per_position_acceptance_rate=list(per_position_from_conditional(self.acceptance)),
                     proposal_fractions=list(self.proposal_fractions), t_overhead=list(self.t_overhead),
                     acceptance_along_text=[list(text) for text in self.acceptance_along_text])

@@ -99,3 +99,14 @@ def test_proposal_fractions_against_their_verify_widths():
     assert CostProfile.from_dict(profile.as_dict()) == profile
     with pytest.raises(ValueError, match="proposal_fractions must give m = 0..gamma_max"):
         CostProfile(1.0, 0.1, t_verify, 0.2, (0.5, 0.5, 0.5), proposal_fractions=(0.5, 0.5))
+
+
+def test_profile_json_engine_names_against_the_metrics_conversions():
+    """A profile's JSON names its per-position acceptance as the engines do (docs/metrics.md): the conditional
+    rates are ``acceptance`` itself, the unconditional ones their running products (0.8, 0.8 x 0.5); reading the
+    JSON back ignores the aliases."""
+    profile = CostProfile(t_step=1.0, t_draft=0.1, t_verify=(1.0, 1.1, 1.2), t_iteration=0.0, acceptance=(0.8, 0.5))
+    document = profile.as_dict()
+    assert document["conditional_acceptance_rate"] == [0.8, 0.5]
+    assert document["per_position_acceptance_rate"] == pytest.approx([0.8, 0.4])
+    assert CostProfile.from_dict(document) == profile
