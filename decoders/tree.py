@@ -22,12 +22,13 @@ import torch
 
 from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models, check_room, new_state, park, prefill,
                             unfed)
+from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs, proposes
+from decoders.sampling import Sampling, adjusted_probs, check_probs
+from decoders.tree_verify import residual, verify_node
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
-from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
            "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
@@ -42,37 +43,6 @@ def breadth_first(tree: Tree) -> Tree:
         order += level
     new_index = {old: new for new, old in enumerate(order)}
     return Tree(tuple(-1 if old == 0 else new_index[tree.parents[old]] for old in order))
-
-
-@dataclass(frozen=True)
-class DynamicTree:
-    """EAGLE-2's draft tree, grown anew each iteration from the draft's confidence (docs/theory.md §12): the root's
-    ``branching`` most likely tokens are depth 1; at each next depth, up to ``depth``, the ``branching`` nodes of
-    the depth before with the largest cumulative draft log-probability are expanded into their ``branching`` most
-    likely tokens; then every drafted node is reranked by cumulative log-probability and the best ``budget`` - 1
-    kept under the root. Its shape is a function of the draft alone, so any verifier that is exact for
-    deterministic candidates (``target-only``) stays exact; rows of a batch grow different trees."""
-
-    branching: int
-    depth: int
-    budget: int
-
-    def __post_init__(self) -> None:
-        as_positive_int("branching", self.branching), as_positive_int("depth", self.depth)
-        drafted = self.branching + (self.depth - 1) * self.branching ** 2
-        as_int("budget", self.budget, low=2, high=drafted + 1)
-
-    @property
-    def size(self) -> int:
-        return self.budget
-
-    def as_dict(self) -> dict:
-        return {"dynamic": True, "branching": self.branching, "nodes": self.budget, "depth": self.depth}
-
-    @property
-    def scored(self) -> int:
-        """Nodes the draft scores per iteration: the root and ``branching`` at each depth but the last."""
-        return 1 + self.branching * (self.depth - 1)
 
 
 def tree_room(config, max_new_tokens: int) -> int:
@@ -137,77 +107,6 @@ def _draft_children(logits, q, count: int, verifier: str, randomness: Randomness
     return torch.stack(drawn, dim=1)
 
 
-def _normalised(rows: torch.Tensor) -> torch.Tensor:
-    return rows / rows.sum(dim=-1, keepdim=True).clamp(min=torch.finfo(rows.dtype).tiny)
-
-
-def _kseq_rho(p, q, count: torch.Tensor, steps: int = 60) -> torch.Tensor:
-    """SpecTr's rho per row ``[B]`` by bisection on [1, count] (``spectheory.multidraft.kseq_rho``)."""
-    k = count.to(p.dtype)
-
-    def excess(rho):
-        beta = torch.minimum(q, p / rho[:, None]).sum(dim=-1)
-        return torch.where(beta > 0, (1 - (1 - beta) ** k) / beta.clamp(min=1e-300), k) - rho
-
-    low, high = torch.ones_like(k), k.clone()
-    for _ in range(steps):
-        middle = (low + high) / 2
-        above = excess(middle) > 0
-        low, high = torch.where(above, middle, low), torch.where(above, high, middle)
-    return torch.where(excess(torch.ones_like(k)) <= 0, torch.ones_like(k), high)
-
-
-def _residual(residual: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """norm((r - q)+): the law after a rejection (rows without mass are left to the caller)."""
-    return _normalised((residual - q).clamp(min=0.0))
-
-
-def _verify_node(p, q, children, tokens, verifier: str, randomness: Randomness, residual_after=_residual):
-    """Verify each row's children (``children: [B, c]`` node ids, -1 none; their ``tokens: [B, c]``) against p,
-    q ``[B, V]`` at its current node: (accepted rank ``[B]``, 0 for none, and the law of the token drawn when
-    none is accepted ``[B, V]``)."""
-    batch, width = children.shape
-    rows = torch.arange(batch, device=p.device)
-    valid = children >= 0
-    count = valid.sum(dim=1)
-    rank = torch.zeros(batch, dtype=torch.int64, device=p.device)
-    residual = p.clone()
-    if verifier == "kseq":
-        rho = _kseq_rho(p, q, count.clamp(min=1))
-        a = torch.minimum(q, p / rho[:, None])
-        beta = a.sum(dim=-1, keepdim=True)
-        for j in range(width):
-            x = tokens[:, j]
-            chance = torch.where(valid[:, j] & (rank == 0), (p[rows, x] / (rho * q[rows, x])).clamp(max=1.0), 0.0)
-            rank = torch.where(randomness.bernoulli(chance), j + 1, rank)
-        missed = (1 - beta) ** count[:, None]
-        c = torch.where(beta > 0, (1 - missed) / beta.clamp(min=1e-300), 0.0)
-        return rank, torch.where(beta > 0, (p - c * a).clamp(min=0.0), p)
-    draft = q.clone()
-    for j in range(width):
-        x = tokens[:, j]
-        live = valid[:, j] & (rank == 0)
-        if verifier == "target-only":
-            chance = residual[rows, x] / residual.sum(dim=-1).clamp(min=torch.finfo(p.dtype).tiny)
-        else:
-            q_j = _normalised(draft)
-            drafted = q_j[rows, x]  # 0 only for a repeat once q's support was used up: never accepted
-            chance = torch.where(drafted > 0, residual[rows, x] / drafted.clamp(min=torch.finfo(p.dtype).tiny), 0.0)
-            chance = chance.clamp(max=1.0)
-        hit = randomness.bernoulli(torch.where(live, chance, 0.0))
-        rank = torch.where(hit, j + 1, rank)
-        missed = live & ~hit
-        if verifier == "target-only":
-            residual[rows[missed], x[missed]] = 0.0
-        else:
-            excess = residual_after(residual, q_j)
-            keep = missed[:, None] & (excess.sum(dim=-1, keepdim=True) > 0)
-            residual = torch.where(keep, excess, residual)
-            if verifier == "rrs-without-replacement":
-                draft[rows[missed], x[missed]] = 0.0
-    return rank, residual
-
-
 def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, draft_children=_draft_children):
     """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
     (zero at leaves: never read)."""
@@ -221,7 +120,7 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, 
         logits = draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
         if depth == len(levels) - 1:
             break  # the leaves are fed so that the draft can keep an accepted one; their laws are unused
-        logits = _proposing(logits)  # none: uniform q
+        logits = proposing(logits)  # none: uniform q
         probs = adjusted_probs(logits, config.sampling, validate=False)
         if q is None:
             q = probs.new_zeros(len(last), tree.size, probs.shape[-1])
@@ -232,74 +131,6 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, 
                 tokens[:, children] = draft_children(logits[:, i], q[:, node], len(children), config.verifier,
                                                      randomness)
     return tokens, q
-
-
-def _proposing(logits: torch.Tensor) -> torch.Tensor:
-    """``logits`` ``[..., V]``, uniform (zeros) where the draft proposes nothing (all -inf)."""
-    return torch.where(proposes(logits)[..., None], logits, torch.zeros_like(logits))
-
-
-def _confidence(logits: torch.Tensor) -> torch.Tensor:
-    """The draft's log-probabilities ``[..., V]`` of raw ``logits``: EAGLE-2's confidence."""
-    return torch.log_softmax(_proposing(logits), dim=-1)
-
-
-def _draft_dynamic(draft, state, last: torch.Tensor, spec: DynamicTree, sampling: Sampling) -> tuple:
-    """EAGLE-2's tree per row (``DynamicTree``): tokens ``[B, N]`` (node 0 the last committed token), parents ``[B, N]``
-    (nodes numbered depth by depth, siblings by descending confidence: their verification order) and each node's
-    draft law ``[B, N, V]`` (zero where the draft did not expand it: never read)."""
-    batch, k, device = len(last), spec.branching, last.device
-    rows = torch.arange(batch, device=device)[:, None]
-    logits = draft.forward_tree(last[:, None], state, torch.full((batch, 1), -1, device=device))  # [B, 1, V]
-    scores, tokens = torch.topk(_confidence(logits[:, 0]), k, dim=-1)  # [B, k], depth 1
-    drafted = {"tokens": [tokens], "scores": [scores], "parents": [torch.full_like(tokens, -1)],
-               "depths": [torch.ones_like(tokens)]}
-    fed_logits, fed_candidates = [logits], []  # the draft's logits at the nodes it scored, and which they were
-    frontier, fed, held = torch.arange(k, device=device).expand(batch, -1), torch.zeros_like(tokens), 1
-    for depth in range(2, spec.depth + 1):  # feed the frontier, draft its children, keep the best k as the next one
-        logits = draft.forward_tree(tokens, state, fed)  # [B, k, V]; ``fed``: their parents among the scored nodes
-        fed_logits.append(logits), fed_candidates.append(frontier)
-        top, children = torch.topk(_confidence(logits), k, dim=-1)  # [B, k, k]
-        child_scores = (scores[..., None] + top).flatten(1)  # [B, k * k]
-        count = sum(c.shape[1] for c in drafted["tokens"])
-        drafted["tokens"].append(children.flatten(1)), drafted["scores"].append(child_scores)
-        drafted["parents"].append(frontier.repeat_interleave(k, dim=1))
-        drafted["depths"].append(torch.full_like(child_scores, depth, dtype=torch.int64))
-        scores, best = torch.topk(child_scores, k, dim=-1)  # [B, k]
-        tokens, frontier = children.flatten(1).gather(1, best), count + best
-        fed, held = held + best // k, held + k
-    tokens, scores, parents, depths = (torch.cat(drafted[key], dim=1)
-                                       for key in ("tokens", "scores", "parents", "depths"))
-    # the best budget - 1; a stable sort keeps an ancestor (never less likely, drafted earlier) before its nodes
-    kept = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :spec.budget - 1]  # [B, N - 1]
-    order = torch.sort(depths.gather(1, kept) * kept.shape[1] + torch.arange(kept.shape[1], device=device), dim=1)
-    kept = kept.gather(1, order.indices)  # depth by depth, by confidence within a depth
-    node = torch.full_like(parents, -1)  # each drafted token's node, -1 if dropped
-    node[rows, kept] = torch.arange(1, spec.budget, device=device)
-    kept_parents = parents.gather(1, kept)
-    tree_parents = torch.where(kept_parents < 0, 0, node.gather(1, kept_parents.clamp(min=0)))
-    scored = torch.full_like(parents, -1)  # each drafted token's place among the scored nodes, -1 if not scored
-    for level, candidates in enumerate(fed_candidates):
-        scored[rows, candidates] = 1 + level * k + torch.arange(k, device=device)
-    at = torch.cat([torch.zeros_like(last[:, None]), scored.gather(1, kept)], dim=1)  # [B, N]
-    laws = adjusted_probs(_proposing(torch.cat(fed_logits, dim=1)), sampling, validate=False)  # [B, scored, V]
-    laws = laws.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, laws.shape[-1]))  # [B, N, V]
-    q = torch.where((at >= 0)[..., None], laws, 0.0)
-    return (torch.cat([last[:, None], tokens.gather(1, kept)], dim=1),
-            torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1), q)
-
-
-def _row_children(parents: torch.Tensor, width: int) -> torch.Tensor:
-    """``[B, N, width]`` each row's child ids in numbering order (their rank), -1 where none, from ``parents``."""
-    batch, size = parents.shape
-    rows = torch.arange(batch, device=parents.device)
-    table = torch.full((batch, size, width), -1, dtype=torch.int64, device=parents.device)
-    filled = torch.zeros(batch, size, dtype=torch.int64, device=parents.device)
-    for child in range(1, size):
-        parent = parents[:, child]
-        table[rows, parent, filled[rows, parent]] = child
-        filled[rows, parent] += 1
-    return table
 
 
 @dataclass
@@ -375,11 +206,11 @@ class TreeStep:
         return _draft_children(logits, q, count, verifier, randomness)
 
     def verify_node(self, p, q, children, tokens, verifier: str, randomness: Randomness):
-        return _verify_node(p, q, children, tokens, verifier, randomness, self.residual)
+        return verify_node(p, q, children, tokens, verifier, randomness, self.residual)
 
     def residual(self, r: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The law after a rejection by RRS: norm((r - q)+)."""
-        return _residual(r, q)
+        return residual(r, q)
 
     def score(self, target, tokens: torch.Tensor, target_state, parents: torch.Tensor, keep: int) -> torch.Tensor:
         """The target's logits ``[B, keep, V]`` of the last ``keep`` nodes, in one call."""
@@ -398,8 +229,8 @@ class TreeStep:
         dynamic = isinstance(tree, DynamicTree)
         with timer.phase("draft"):
             if dynamic:  # each row's own tree
-                tokens, parents, q = _draft_dynamic(draft, state.draft_state, state.last, tree, config.sampling)
-                children = _row_children(parents, tree.branching)  # [B, N, width]
+                tokens, parents, q = draft_dynamic(draft, state.draft_state, state.last, tree, config.sampling)
+                children = row_children(parents, tree.branching)  # [B, N, width]
             else:
                 tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness, self.children)
                 parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)

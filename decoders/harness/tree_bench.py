@@ -89,7 +89,11 @@ def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: 
                      batch_size: int = 8) -> np.ndarray:
     """a_1..a_ranks at T = 0 along ``windows`` ``[W, L]`` after the first ``skip`` tokens: the share of positions
     where the target's greedy token is the draft's j-th most likely token (``greedy_ranks``)."""
-    found = greedy_ranks(target, draft, windows, skip=skip, ranks=ranks, batch_size=batch_size)
+    return _frequencies(greedy_ranks(target, draft, windows, skip=skip, ranks=ranks, batch_size=batch_size), ranks)
+
+
+def _frequencies(found: np.ndarray, ranks: int = MAX_RANKS) -> np.ndarray:
+    """a_1..a_ranks: the share of ``found``'s positions (``greedy_ranks``) at each rank."""
     return np.array([(found == j).sum() for j in range(1, ranks + 1)]) / found.size
 
 
@@ -193,7 +197,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
 
         continuations = torch.tensor([p.tolist() + list(ar(p[None]).tokens[0]) for p in prompts])
         along = greedy_ranks(target, draft, continuations, skip=prompts.shape[1])  # [P, new]
-        decoding = np.array([(along == j).sum() for j in range(1, MAX_RANKS + 1)]) / along.size
+        decoding = _frequencies(along)
         windows, length = HELD_OUT_WINDOWS
         text = rank_frequencies(target, draft, text_windows(held_out, windows, length, settings.seed), skip=length // 4)
         candidates = [candidate for budget in budgets for candidate in (

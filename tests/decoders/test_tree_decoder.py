@@ -103,10 +103,10 @@ def test_dynamic_tree_shape_against_eagle2():
     budget 6. Depth 1: tokens 0 (log 0.5) and 1 (log 0.3); both expanded: 00 (.25), 01 (.15), 10 (.15), 11
     (.09); the best two, 00 and 01, expanded: 000 (.125), 001 (.075), 010 (.075), 011 (.045). Reranked, the best
     five: 0, 1, 00, 01, 10 (01 and 10 tie: kept in drafting order), numbered depth by depth."""
-    from decoders.tree import _draft_dynamic
+    from decoders.dynamic_tree import draft_dynamic
 
     draft = TabularModel(torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)), 0)
-    tokens, parents, q = _draft_dynamic(draft, draft.new_state(1), torch.tensor([2]), DynamicTree(2, 3, 6),
+    tokens, parents, q = draft_dynamic(draft, draft.new_state(1), torch.tensor([2]), DynamicTree(2, 3, 6),
                                         Sampling(1.0))
     assert tokens.tolist() == [[2, 0, 1, 0, 1, 0]] and parents.tolist() == [[-1, 0, 0, 1, 1, 2]]
     assert q[0, :5].sum(-1).tolist() == [1.0] * 5 and q[0, 5].abs().sum() == 0  # 10 was not expanded
