@@ -24,9 +24,10 @@ from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience
 
-__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "acceptance_counts", "accepted_and_verified",
+__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "accepted_and_verified", "engine_metrics",
            "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience", "acceptance_calibration"]
 
 #: Leviathan et al.'s Table 5 leniences.
@@ -50,6 +51,11 @@ class AlphaEstimate:
     verified_tokens: int  # accepted + rejected draft tokens
     gamma: int
     generated_tokens: int
+    # The same runs in the engines' words (docs/metrics.md); None in files written before they were recorded,
+    # or where nothing was drafted.
+    acceptance_rate: float | None = None  # accepted over drafted tokens
+    mean_acceptance_length: float | None = None  # tokens per target call, the bonus token included
+    per_position_acceptance_rate: list | None = None  # unconditional: P(draft i accepted), i = 1..gamma
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -136,19 +142,25 @@ def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip
     return torch.cat([b for b, _ in parts], dim=1).double(), torch.cat([p for _, p in parts])
 
 
-def acceptance_counts(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma: int, max_new_tokens: int,
-                      seed: int) -> tuple[int, int, int]:
-    """(accepted, verified, generated) draft tokens over speculative runs from ``prompts`` ``[B, L]``."""
-    generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens,
-                                      config=SpeculativeConfig(gamma, sampling), randomness=seeded(seed, target.device))
-    return (*accepted_and_verified(generation.stats, gamma), sum(len(row) for row in generation.tokens))
-
-
 def accepted_and_verified(stats: DecodeStats, gamma: int) -> tuple[int, int]:
     """(accepted, verified) draft tokens of a run: an iteration short of gamma ended in one rejection."""
     counts = [n for row in stats.accepted_per_iteration for n in row]
     accepted = sum(counts)
     return accepted, accepted + sum(1 for n in counts if n < gamma)
+
+
+def engine_metrics(runs: list, gamma: int) -> dict:
+    """The engines' acceptance numbers of ``runs`` (``spectheory.metrics.EngineCounts`` of their rounds,
+    docs/metrics.md): accepted over drafted tokens, tokens per round and the unconditional per-position rates;
+    None where nothing was drafted."""
+    accepted = [n for run in runs for step in run.stats.accepted_per_iteration for n in step]
+    drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
+    if not drafted:
+        return dict.fromkeys(("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate"))
+    counts = EngineCounts("ours", len(accepted), drafted, sum(accepted),
+                          tuple(sum(n > i for n in accepted) for i in range(gamma)))
+    return {"acceptance_rate": counts.acceptance_rate, "mean_acceptance_length": counts.mean_acceptance_length,
+            "per_position_acceptance_rate": list(counts.per_position_acceptance_rate)}
 
 
 def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: float, *, windows: int = 32,
@@ -163,18 +175,19 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
     betas = betas[0]  # [W, L - skip] at lenience 1
     per_window = betas.mean(dim=1)
     starts = text_windows(stream, prompts, prompt_length, seed + 1)
-    accepted = verified = generated = 0
-    for i in range(0, prompts, batch_size):
-        a, v, g = acceptance_counts(target, draft, starts[i:i + batch_size], sampling, gamma=gamma,
-                                    max_new_tokens=max_new_tokens, seed=seed + i)
-        accepted, verified, generated = accepted + a, verified + v, generated + g
+    runs = [generate_speculative(target, draft, starts[i:i + batch_size], max_new_tokens=max_new_tokens,
+                                 config=SpeculativeConfig(gamma, sampling), randomness=seeded(seed + i, target.device))
+            for i in range(0, prompts, batch_size)]
+    accepted, verified = (sum(values) for values in zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
+    generated = sum(len(row) for run in runs for row in run.tokens)
     alpha_counts = accepted / verified if verified else float("nan")
     return AlphaEstimate(
         draft=name, temperature=temperature, alpha_text=float(betas.mean()),
         alpha_text_standard_error=float(per_window.std() / math.sqrt(windows)),
         text_positions=betas.numel(), proposal_coverage=float(proposed.double().mean()), alpha_counts=alpha_counts,
         alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
-        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated)
+        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated,
+        **engine_metrics(runs, gamma))
 
 
 def alpha_table(target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None,

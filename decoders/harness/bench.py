@@ -30,12 +30,11 @@ from tqdm import tqdm
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
-from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified
+from decoders.harness.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
 from decoders.harness.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.metrics import EngineCounts
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
@@ -200,20 +199,6 @@ def ratio_standard_error(numerators: list, denominators: list) -> float | None:
 
 #: the cost model's check: within this fraction of the measured speedup, or within two standard errors
 CALIBRATED_TOLERANCE = 0.10
-
-
-def engine_metrics(runs: list, gamma: int) -> dict:
-    """The engines' acceptance numbers of ``runs`` (``spectheory.metrics.EngineCounts`` of their rounds,
-    docs/metrics.md): accepted over drafted tokens, tokens per round and the unconditional per-position rates;
-    None where nothing was drafted."""
-    accepted = [n for run in runs for step in run.stats.accepted_per_iteration for n in step]
-    drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
-    if not drafted:
-        return dict.fromkeys(("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate"))
-    counts = EngineCounts("ours", len(accepted), drafted, sum(accepted),
-                          tuple(sum(n > i for n in accepted) for i in range(gamma)))
-    return {"acceptance_rate": counts.acceptance_rate, "mean_acceptance_length": counts.mean_acceptance_length,
-            "per_position_acceptance_rate": list(counts.per_position_acceptance_rate)}
 
 
 def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:

@@ -56,9 +56,10 @@ def bench_lines(document: dict) -> list[str]:
 
 
 def _native(row: dict, kind: str) -> str:
-    """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs."""
-    seconds = row.get(f"{kind}_ours_native_seconds")
-    return "" if seconds is None else f" (native {seconds:.3f} s)"
+    """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs, and the
+    adapter's unpadded, where it pads calls to cheaper widths."""
+    return "".join(f" ({name} {row[f'{kind}_ours_{name}_seconds']:.3f} s)" for name in ("native", "unpadded")
+                   if f"{kind}_ours_{name}_seconds" in row)
 
 
 def _error(value) -> str:

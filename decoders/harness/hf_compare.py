@@ -4,6 +4,7 @@ other benchmark (``spectheory.timing.time_interleaved``)."""
 
 from __future__ import annotations
 
+import copy
 import statistics
 
 import torch
@@ -50,7 +51,8 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     """Our loops against Hugging Face ``generate`` on the same networks (TinyGPTs are converted to GPT-2 and run
     natively too; model directories run through the adapter only): autoregressive against ``generate``,
     speculative against assisted generation with ``gamma`` assistant tokens (constant schedule, confidence
-    threshold off), batch 1. Every runner decodes every prompt in turn, timed interleaved (each repeat runs all
+    threshold off), batch 1; a target padded to cheaper call widths (``decoders.models.call_widths``) runs
+    unpadded too. Every runner decodes every prompt in turn, timed interleaved (each repeat runs all
     of them before the next); seconds are medians over repeats of the sum over prompts, and each ratio's
     spread is over repeats. Greedy outputs must agree token for token."""
     s = settings
@@ -61,7 +63,12 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     pairs = {"ours_adapter": (ours_target, ours_draft)}
     if native is not None:
         pairs["ours_native"] = native
-    results = {"gamma": gamma, "native": native is not None, "assisted": sorted(assisted or {}), "rows": []}
+    if ours_target.padded_widths:  # what padding the calls to cheaper widths buys, in the same run
+        unpadded = copy.copy(ours_target)
+        unpadded.padded_widths = {}
+        pairs["ours_unpadded"] = (unpadded, ours_draft)
+    results = {"gamma": gamma, "native": native is not None, "assisted": sorted(assisted or {}),
+               "padded_widths": ours_target.padded_widths, "rows": []}
     with tqdm(total=len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts),
               desc="hf", unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
         for temperature in s.temperatures:
@@ -92,8 +99,10 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
                 row["greedy_outputs_agree"] = all(outputs[(name, i)] == outputs[("ar_hf_generate", i)]
                                                   for name in runners for i in range(len(prompts)))
             for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted"))[:len(kinds)]:
-                ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[f"{kind}_ours_adapter"]))
-                row[f"{kind}_ours_adapter_over_hf"] = row[hf_name + "_seconds"] / row[f"{kind}_ours_adapter_seconds"]
-                row[f"{kind}_ours_adapter_over_hf_spread"] = [ratios[0], ratios[-1]]
+                for name in pairs:
+                    ours = f"{kind}_{name}"
+                    ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[ours]))
+                    row[ours + "_over_hf"] = row[hf_name + "_seconds"] / row[ours + "_seconds"]
+                    row[ours + "_over_hf_spread"] = [ratios[0], ratios[-1]]
             results["rows"].append(row)
     return results

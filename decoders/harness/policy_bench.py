@@ -29,7 +29,8 @@ from tqdm import tqdm
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.harness.alpha import adjusted_along_text, acceptance_calibration, text_windows
-from decoders.harness.bench import BenchSettings, engine_metrics, environment, model_dtype
+from decoders.harness.alpha import engine_metrics
+from decoders.harness.bench import BenchSettings, environment, model_dtype
 from decoders.harness.profile import profile_jobs
 from decoders.policies import POLICIES, DraftPolicy, make_policy
 from decoders.randomness import seeded

@@ -185,15 +185,18 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
         return _real_draft(target, device, dtype), target[1]
     if role == "draft" and name_or_path in DRAFTS:
         return load_draft(name_or_path, device=device, dtype=dtype), None
+    from decoders.models.call_widths import pad_cheapest_widths
     from decoders.models.gguf import is_gguf_file, load_gguf
     from decoders.models.hf import is_model_directory, load_directory
 
-    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
-        path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
-        model, tokenizer = load_gguf(path, device=device, dtype=dtype)
-        return model, _own_tokenizer(tokenizer)
-    if is_model_directory(name_or_path):
-        model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
+    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path) or is_model_directory(name_or_path):
+        if is_model_directory(name_or_path):
+            model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
+        else:
+            path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
+            model, tokenizer = load_gguf(path, device=device, dtype=dtype)
+        if role == "target":  # the verify calls: padded to cheaper widths where this machine has them
+            pad_cheapest_widths(model)
         return model, _own_tokenizer(tokenizer)
     if not Path(name_or_path).exists():
         shipped = DRAFTS + ("ngram", "layerskip:K", REAL_DRAFT_NAME) if role == "draft" else ("target",)

@@ -117,6 +117,8 @@ class HFCausalLM:
         self.boolean_mask = attention == "sdpa"
         self.mask_dtype = next(model.parameters()).dtype
         self.early_exit: int | None = None  # set by layer_skip: the decoder layers kept
+        #: {tokens per call: the cheaper count it is padded to} (``decoders.models.call_widths``); none by default
+        self.padded_widths: dict[int, int] = {}
 
     @property
     def device(self) -> torch.device:
@@ -139,13 +141,17 @@ class HFCausalLM:
                 return self.forward(tokens, state, counts, keep)
         check_shape(tokens, state)
         batch, new = tokens.shape
-        offsets = torch.arange(new, device=tokens.device)
-        positions = state.lengths[:, None] + offsets  # [B, S], absolute positions
         if state.bound + new > state.capacity:  # the exact check costs a synchronisation: only where buffers may fill
             counts = check_step(self, tokens, state, counts)
             needed = int((state.lengths + counts).max())
             if needed > state.capacity:
                 state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
+        pad = -(-self.padded_widths.get(batch * new, batch * new) // batch) - new  # columns added: a cheaper call
+        if pad:
+            counts = torch.full_like(state.lengths, new) if counts is None else counts
+            tokens = torch.cat([tokens, tokens[:, -1:].expand(-1, pad)], 1)
+        offsets = torch.arange(new + pad, device=tokens.device)
+        positions = state.lengths[:, None] + offsets  # [B, S + pad], absolute positions
         if counts is None:
             counts, write_at, position_ids = torch.full_like(state.lengths, new), positions, positions
         else:  # padding (s >= counts[b]) writes into the spare last slot, never into the row
@@ -153,8 +159,9 @@ class HFCausalLM:
             position_ids = positions.clamp(max=state.capacity - 1)
         visible = min(state.bound + new, state.capacity)  # slots past a row's end are masked anyway
         keys = torch.arange(visible, device=tokens.device)
-        mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S, K]: a query sees its row up to itself
-        logits = self._run(tokens, state, write_at, visible, mask, position_ids, keep)
+        mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S + pad, K]: a query sees its row up to itself
+        kept = keep or new
+        logits = self._run(tokens, state, write_at, visible, mask, position_ids, kept + pad)[:, :kept]
         state.lengths = state.lengths + counts
         state.bound = visible
         state.tree = None  # a pending tree's slots may have been overwritten

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import fields
 
 from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
 from decoders.audit.run import (DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest,
@@ -45,17 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="whose sampler: ours (the decoder), hf-generate (transformers' sampling) or hf-assisted "
                              "(its assisted generation, with --draft as assistant); the last two on model directories, "
                              "one generate call per sample (default ours)")
-    parser.add_argument("--assistant-tokens", type=int, default=5, help="hf-assisted: num_assistant_tokens (default 5)")
-    parser.add_argument("--assistant-schedule", choices=SCHEDULES, default="constant",
-                        help="hf-assisted: num_assistant_tokens_schedule (default constant)")
-    parser.add_argument("--assistant-confidence", type=float, default=0.0,
-                        help="hf-assisted: assistant_confidence_threshold, 0 = off (default 0)")
+    assisted = parser.add_argument_group("hf-assisted: transformers' assistant settings")
+    assisted.add_argument("--assistant-tokens", type=int, default=5, help="num_assistant_tokens (default 5)")
+    assisted.add_argument("--assistant-schedule", choices=SCHEDULES, default="constant", help="(default constant)")
+    assisted.add_argument("--assistant-confidence", type=float, default=0.0, help="confidence threshold, 0 = off")
     parser.add_argument("--samples", metavar="FILE.jsonl",
                         help='audit the continuations an engine sampled instead of a decoder of ours: one line '
                              '{"prompt": [ids], "tokens": [ids]} each, one prompt, as many tokens on every line (n '
                              'and horizon are the file\'s); the sampling flags say what the engine was asked for')
-    parser.add_argument("--vocabulary", type=int, default=5,
-                        help=f"vocabulary of the tiny models, 2 to {MAX_VOCABULARY} (default 5)")
+    parser.add_argument("--vocabulary", type=int, default=5, help=f"tiny models' vocabulary, 2 to {MAX_VOCABULARY}")
     parser.add_argument("--verifier", choices=VERIFIERS + tuple(sorted(TREE_VERIFIERS)),
                         help="token (Algorithm 1, the default) or block verification; with --decoder tree "
                              f"{', '.join(sorted(TREE_VERIFIERS))} (default target-only)")
@@ -86,14 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
-    request = AuditRequest(samples=args.samples, sampler=args.sampler, assistant_tokens=args.assistant_tokens,
-        assistant_schedule=args.assistant_schedule, assistant_confidence=args.assistant_confidence,
-        decoder=args.decoder, mutant=args.mutant, target=args.target, draft=args.draft, vocabulary=args.vocabulary,
-        verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"), gamma=args.gamma, tree=args.tree, sampling=Sampling(args.temperature, args.top_k, args.top_p),
-        lenience=args.lenience, prompt=None if args.prompt is None else tuple(args.prompt),
-        prompt_text=args.prompt_text, text=args.text, horizon=4 if args.horizon is None else args.horizon,
-        n=20_000 if args.n is None else args.n, level=args.level, seed=args.seed,
-        exact=args.exact, policy=args.policy)
+    given = dict(vars(args), verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"),
+                 sampling=Sampling(args.temperature, args.top_k, args.top_p), prompt=args.prompt and tuple(args.prompt),
+                 horizon=4 if args.horizon is None else args.horizon, n=20_000 if args.n is None else args.n)
+    request = AuditRequest(**{f.name: given[f.name] for f in fields(AuditRequest) if f.name in given})
     outcome = run_audit(request)
     if args.json:
         print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False))

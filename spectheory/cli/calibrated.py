@@ -29,6 +29,24 @@ def load_profile(path: str) -> dict:
     return document
 
 
+def add_cost_flags(costs) -> None:
+    """The measured costs as flags (an argument group of ``gamma`` and ``tree``), read by ``flag_costs``."""
+    costs.add_argument("--t-step-ms", type=float, help="autoregressive decoder, ms per token")
+    costs.add_argument("--t-draft-ms", type=float, help="one draft call (a chain's token, a tree's level), ms")
+    costs.add_argument("--t-verify-ms", type=float, nargs="+", metavar="MS",
+                       help="verifying k = 1, 2, ... positions, ms (gamma up to their number - 1)")
+    costs.add_argument("--t-iteration-ms", type=float, help="accept, correct and rollback per iteration, ms (default 0)")
+
+
+def flag_costs(args: argparse.Namespace) -> dict:
+    """The --t-* flags given, in seconds: ``t_step``, ``t_draft``, ``t_iteration`` and the list ``t_verify``."""
+    costs = {key: getattr(args, key + "_ms") / 1e3 for key in ("t_step", "t_draft", "t_iteration")
+             if getattr(args, key + "_ms") is not None}
+    if args.t_verify_ms is not None:
+        costs["t_verify"] = [ms / 1e3 for ms in args.t_verify_ms]
+    return costs
+
+
 def cost_entries(args: argparse.Namespace) -> tuple[dict, str]:
     entries, described = {}, "flags"
     if args.costs:
@@ -37,11 +55,7 @@ def cost_entries(args: argparse.Namespace) -> tuple[dict, str]:
         if args.pair and list(args.pair) != [document["target"], document["draft"]]:
             raise ValueError(f"cost profile {args.costs!r} is of {document['target']} with draft "
                              f"{document['draft']}, not of {args.pair[0]} with draft {args.pair[1]}")
-    for flag, key in (("t_step_ms", "t_step"), ("t_draft_ms", "t_draft"), ("t_iteration_ms", "t_iteration")):
-        if getattr(args, flag) is not None:
-            entries[key] = getattr(args, flag) / 1e3
-    if args.t_verify_ms is not None:
-        entries["t_verify"] = [ms / 1e3 for ms in args.t_verify_ms]
+    entries.update(flag_costs(args))
     if args.acceptance is not None or not args.costs:
         gamma_max = len(entries.get("t_verify", [None, None])) - 1
         if args.acceptance is None and args.alpha is None:

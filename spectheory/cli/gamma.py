@@ -11,7 +11,7 @@ import json
 
 from spectheory.calculator import format_latex, format_text, gamma_table
 from spectheory.cli import UsageError, calibrated, from_metrics
-from spectheory.cli.calibrated import COST_FLAGS
+from spectheory.cli.calibrated import COST_FLAGS, add_cost_flags
 from spectheory.metrics import DEFINITIONS
 from spectheory.speedup import alpha_from_tokens_per_iteration
 
@@ -38,11 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gamma-max", type=int, default=16, help="largest gamma considered (default 16)")
     costs = parser.add_argument_group("measured costs (docs/theory.md §10)")
     costs.add_argument("--costs", metavar="FILE", help="a cost profile written by `spectheory profile --out`")
-    costs.add_argument("--t-step-ms", type=float, help="autoregressive decoder, ms per token")
-    costs.add_argument("--t-draft-ms", type=float, help="one draft step, ms")
-    costs.add_argument("--t-verify-ms", type=float, nargs="+", metavar="MS",
-                       help="verifying k = 1, 2, ... positions, ms (gamma up to their number - 1)")
-    costs.add_argument("--t-iteration-ms", type=float, help="accept, correct and rollback per iteration, ms")
+    add_cost_flags(costs)
     costs.add_argument("--pair", nargs=2, metavar=("TARGET", "DRAFT"),
                        help="refuse a --costs profile of another pair (names as `spectheory profile` records them)")
     costs.add_argument("--acceptance", type=float, nargs="+", metavar="A",

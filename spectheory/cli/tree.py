@@ -11,7 +11,7 @@ import argparse
 import json
 
 from spectheory.cli import UsageError
-from spectheory.cli.calibrated import load_profile
+from spectheory.cli.calibrated import add_cost_flags, flag_costs, load_profile
 from spectheory.trees import Tree, check_rank_acceptance, expected_tokens_rank, hardware_optimal_tree, optimal_tree
 from spectheory.validation import as_int, as_positive_int, as_probability, as_real
 
@@ -30,10 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                "costs one call at any width")
     costs.add_argument("--costs", metavar="FILE", help="a cost profile written by `spectheory profile --out`; "
                                                       "its t_verify must cover the budget")
-    costs.add_argument("--t-step-ms", type=float, help="autoregressive decoder, ms per token")
-    costs.add_argument("--t-draft-ms", type=float, help="one draft level, ms")
-    costs.add_argument("--t-verify-ms", type=float, nargs="+", metavar="MS", help="verifying k = 1, 2, ... positions, ms")
-    costs.add_argument("--t-iteration-ms", type=float, default=None, help="accept and rollback per call, ms (default 0)")
+    add_cost_flags(costs)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -49,16 +46,14 @@ def _acceptance(args: argparse.Namespace, profile: dict | None) -> list:
 
 def _costs(args: argparse.Namespace, profile: dict | None, budget: int) -> dict | None:
     """{t_step, t_draft, t_verify, t_iteration} in seconds, or None without costs."""
-    flags = {"t_step": args.t_step_ms, "t_draft": args.t_draft_ms, "t_iteration": args.t_iteration_ms}
+    flags = flag_costs(args)
     if args.c is not None:
-        if profile is not None or args.t_verify_ms is not None or any(v is not None for v in flags.values()):
+        if profile is not None or flags:
             raise UsageError("spectheory tree: error: --c goes alone, without --costs or the --t-* flags")
         c = float(as_real("c", args.c, low=0.0))
         return {"t_step": 1.0, "t_draft": c, "t_verify": [1.0] * budget, "t_iteration": 0.0}
     costs = {key: profile[key] for key in ("t_step", "t_draft", "t_verify", "t_iteration")} if profile else {}
-    costs.update({key: value / 1e3 for key, value in flags.items() if value is not None})
-    if args.t_verify_ms is not None:
-        costs["t_verify"] = [ms / 1e3 for ms in args.t_verify_ms]
+    costs.update(flags)
     if not costs:
         return None
     costs.setdefault("t_iteration", 0.0)
@@ -78,9 +73,8 @@ def run(args: argparse.Namespace) -> int:
     acceptance = _acceptance(args, profile)
     costs = _costs(args, profile, budget)
     tree, value = optimal_tree(acceptance, budget, depth)
-    document = {"acceptance": acceptance, "budget": budget, "depth_cap": depth,
-                "tree": tree.as_dict(), "expected_tokens": value,
-                "chain": {"tree": Tree.chain(budget - 1).as_dict(),
+    document = {"acceptance": acceptance, "budget": budget, "depth_cap": depth, "tree": tree.as_dict(),
+                "expected_tokens": value, "chain": {"tree": Tree.chain(budget - 1).as_dict(),
                           "expected_tokens": expected_tokens_rank(Tree.chain(budget - 1), acceptance[:1])}}
     if costs is not None:
         best, _ = hardware_optimal_tree(acceptance, nodes=budget, depth=depth, **costs)

@@ -27,6 +27,10 @@ def test_alpha_cli_writes_json_and_markdown(tmp_path, capsys):
     assert document["command"].startswith("spectheory alpha")
     assert table.read_text() == capsys.readouterr().out
     assert document["estimates"][0]["alpha_text"] > document["estimates"][1]["alpha_text"]  # bigram beats uniform
+    bigram = document["estimates"][0]  # and in the engines' words (docs/metrics.md)
+    assert len(bigram["per_position_acceptance_rate"]) == bigram["gamma"]
+    assert bigram["mean_acceptance_length"] == pytest.approx(1 + sum(bigram["per_position_acceptance_rate"]))
+    assert 0 < bigram["acceptance_rate"] <= bigram["per_position_acceptance_rate"][0]
 
 
 def test_bench_cli_writes_its_settings(tmp_path, capsys):

@@ -10,8 +10,8 @@ import torch
 from decoders.harness.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
 from decoders.harness.profile import acceptance_by_position, counts_by_row, outcomes_along_text
 from decoders.harness.hf_compare import hf_comparison
-from decoders.harness.alpha import (LENIENCES, acceptance_counts, alpha_markdown, alpha_under_lenience, betas_along_text,
-                              estimate_alpha, text_windows)
+from decoders.harness.alpha import (LENIENCES, AlphaEstimate, accepted_and_verified, alpha_markdown, alpha_under_lenience,
+                                    betas_along_text, engine_metrics, estimate_alpha, text_windows)
 from decoders.models.history import CopyDraft, TabularModel
 from spectheory.metrics import mean_acceptance_length_from_per_position
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
@@ -231,17 +231,21 @@ def test_hf_comparison_against_our_greedy_decoders():
 
 def test_hf_comparison_of_a_model_target_with_a_tinygpt_draft_against_our_greedy_decoders():
     """A Hugging Face target with a TinyGPT draft (as SmolLM2 with its distilled draft): transformers is assisted by
-    the draft converted to GPT-2, and its assisted generation gives our greedy tokens."""
+    the draft converted to GPT-2, and its assisted generation gives our greedy tokens, with the target's calls
+    padded to wider ones and without (timed beside them)."""
     pytest.importorskip("transformers")
     from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 
     target, draft = HFCausalLM(tinygpt_to_gpt2(tiny(32, 2, 0))), tiny(16, 1, 1)
+    target.padded_widths = {1: 2, 3: 5}
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
     settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10,
                              repeats=1, warmup=0)
     result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
-    assert result["assisted"] == ["assistant", "assistant_tokens"]
-    assert result["rows"][0]["greedy_outputs_agree"] is True and result["rows"][0]["speculative_ours_adapter_over_hf"] > 0
+    assert result["assisted"] == ["assistant", "assistant_tokens"] and result["padded_widths"] == {1: 2, 3: 5}
+    row = result["rows"][0]
+    assert row["greedy_outputs_agree"] is True and row["speculative_ours_adapter_over_hf"] > 0
+    assert row["speculative_ours_unpadded_over_hf"] > 0 and target.padded_widths == {1: 2, 3: 5}
 
 
 def test_tinygpt_to_gpt2_against_tinygpt_logits():
@@ -301,17 +305,16 @@ def test_alpha_from_acceptance_counts_against_sum_of_minimums():
     alpha = float(torch.minimum(adjusted_probs(target.table[0], Sampling(1.0)),
                                 adjusted_probs(draft.table[0], Sampling(1.0))).sum())
     prompts = torch.zeros(64, 2, dtype=torch.int64)
-    accepted, verified, generated = acceptance_counts(target, draft, prompts, Sampling(1.0), gamma=3,
-                                                      max_new_tokens=40, seed=0)
-    assert generated == 64 * 40
+    generation = generate_speculative(target, draft, prompts, max_new_tokens=40, config=SpeculativeConfig(3, Sampling(1.0)),
+                                      randomness=seeded(0))
+    accepted, verified = accepted_and_verified(generation.stats, 3)
     estimate = accepted / verified
     assert abs(estimate - alpha) < 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (estimate, alpha)
     # Negative control: accepted per drafted token, accepted / (gamma * iterations), ignores that a rejection
-    # ends the iteration; it is biased low and must fall outside the same band.
-    generation = generate_speculative(target, draft, prompts, max_new_tokens=40, config=SpeculativeConfig(3, Sampling(1.0)),
-                                      randomness=seeded(0))
+    # ends the iteration; it is biased low and must fall outside the same band. It is the engines' acceptance rate.
     naive = accepted / (3 * sum(len(row) for row in generation.stats.accepted_per_iteration))
     assert alpha - naive > 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (naive, alpha)
+    assert engine_metrics([generation], 3)["acceptance_rate"] == pytest.approx(naive)
 
 
 def test_estimate_alpha_and_markdown_table():
@@ -321,6 +324,12 @@ def test_estimate_alpha_and_markdown_table():
                               prompt_length=8, max_new_tokens=16, batch_size=2)
     assert estimate.text_positions == 4 * 28 and estimate.proposal_coverage == 1.0
     assert estimate.generated_tokens == 4 * 16 and estimate.verified_tokens >= estimate.accepted_tokens
+    # The engines' words for the same runs (docs/metrics.md): tokens per target call from the per-position rates
+    assert estimate.mean_acceptance_length == pytest.approx(1 + sum(estimate.per_position_acceptance_rate))
+    assert estimate.acceptance_rate == pytest.approx(sum(estimate.per_position_acceptance_rate) / estimate.gamma)
+    assert AlphaEstimate(**json.loads(json.dumps(estimate.as_dict()))) == estimate
+    old_file = {k: v for k, v in estimate.as_dict().items() if k not in engine_metrics([], 1)}
+    assert AlphaEstimate(**old_file).acceptance_rate is None  # files written before these names still load
     table = alpha_markdown([estimate])
     assert table.count("\n") == 3 and f"{estimate.alpha_text:.3f}" in table
     assert text_windows(stream, 3, 10, 0).tolist() == text_windows(stream, 3, 10, 0).tolist()
