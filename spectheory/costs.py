@@ -34,7 +34,7 @@ from spectheory.validation import as_cost, as_count, as_positive_int, as_probabi
 PROFILE_KIND = "spectheory cost profile"
 
 __all__ = ["PROFILE_KIND", "CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
-           "affine_optimal_gamma", "calibrated_sequence_speedup"]
+           "affine_optimal_gamma", "calibrated_sequence_speedup", "batch_schedule", "schedule_settings"]
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -246,3 +246,27 @@ class CostProfile:
                     per_position_acceptance_rate=list(per_position_from_conditional(self.acceptance)),
                     proposal_fractions=list(self.proposal_fractions), t_overhead=list(self.t_overhead),
                     acceptance_along_text=[list(text) for text in self.acceptance_along_text])
+
+
+def batch_schedule(profiles: dict, tokens: int | None = None) -> list[dict]:
+    """{batch size: CostProfile} -> per batch size, ascending: the optimal gamma and its predicted speedup
+    (docs/theory.md §13; `spectheory schedule`)."""
+    rows = []
+    for batch, profile in sorted(profiles.items()):
+        gamma = profile.optimal_gamma(tokens=tokens)
+        rows.append({"batch_size": batch, "gamma": gamma, "speedup": profile.speedup(gamma, tokens=tokens),
+                     "gamma_max": profile.gamma_max})
+    return rows
+
+
+def schedule_settings(rows: list[dict]) -> dict:
+    """The schedule in the engines' words: ranges of batch sizes (up to the next measured size - 1, the last open)
+    with their length, a {batch size: length} table, and SGLang-style candidates (the length and its neighbours)."""
+    ranges = [[row["batch_size"], nxt["batch_size"] - 1, row["gamma"]] for row, nxt in zip(rows, rows[1:])]
+    ranges.append([rows[-1]["batch_size"], None, rows[-1]["gamma"]])
+    candidates = {row["batch_size"]: sorted({max(row["gamma"] - 2, 0), row["gamma"], min(row["gamma"] + 2,
+                                                                                          row["gamma_max"])})
+                  for row in rows}
+    return {"num_speculative_tokens_per_batch_size": ranges,
+            "draft_len_schedule": {row["batch_size"]: row["gamma"] for row in rows},
+            "sglang_candidate_steps": candidates}

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from spectheory.cli.calibrated import load_profile
-from spectheory.costs import PROFILE_KIND, CostProfile
+from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, schedule_settings
 from spectheory.outputs import strict_loads
 from spectheory.validation import as_positive_int, as_real
 
@@ -66,41 +66,18 @@ def read_costs(paths, temperature: float) -> list[tuple]:
     return [(profile.batch_size if batch is None else batch, profile, measured) for batch, profile, measured in found]
 
 
-def schedule(profiles: dict, tokens: int | None = None) -> list[dict]:
-    """{batch size: CostProfile} -> per batch size, ascending: the optimal gamma and its predicted speedup."""
-    rows = []
-    for batch, profile in sorted(profiles.items()):
-        gamma = profile.optimal_gamma(tokens=tokens)
-        rows.append({"batch_size": batch, "gamma": gamma, "speedup": profile.speedup(gamma, tokens=tokens),
-                     "gamma_max": profile.gamma_max})
-    return rows
-
-
-def engine_settings(rows: list[dict]) -> dict:
-    """The schedule in the engines' words: ranges of batch sizes (up to the next measured size - 1, the last open)
-    with their length, a {batch size: length} table, and SGLang-style candidates (the length and its neighbours)."""
-    ranges = [[row["batch_size"], nxt["batch_size"] - 1, row["gamma"]] for row, nxt in zip(rows, rows[1:])]
-    ranges.append([rows[-1]["batch_size"], None, rows[-1]["gamma"]])
-    candidates = {row["batch_size"]: sorted({max(row["gamma"] - 2, 0), row["gamma"], min(row["gamma"] + 2,
-                                                                                          row["gamma_max"])})
-                  for row in rows}
-    return {"num_speculative_tokens_per_batch_size": ranges,
-            "draft_len_schedule": {row["batch_size"]: row["gamma"] for row in rows},
-            "sglang_candidate_steps": candidates}
-
-
 def run(args: argparse.Namespace) -> int:
     tokens = None if args.tokens is None else as_positive_int("tokens", args.tokens)
     temperature = float(as_real("temperature", args.temperature, low=0.0))
     found = read_costs(args.costs, temperature)
-    rows = schedule({batch: profile for batch, profile, _ in found}, tokens)
+    rows = batch_schedule({batch: profile for batch, profile, _ in found}, tokens)
     for row in rows:
         measured = next(m for batch, _, m in found if batch == row["batch_size"])
         if measured:
             best = max(measured, key=measured.get)
             row.update(measured_speedup={str(g): s for g, s in sorted(measured.items())},
                        measured_best_gamma=best if measured[best] > 1 else 0)
-    settings = engine_settings(rows)
+    settings = schedule_settings(rows)
     if args.json:
         print(json.dumps({"rows": rows, **settings}, indent=2, allow_nan=False))
         return 0
