@@ -1,5 +1,6 @@
 """For each draft and temperature, alpha = mean sum_x min(p, q) along held-out text, and alpha from the
-acceptance counts of speculative runs from held-out prompts."""
+acceptance counts of speculative runs from held-out prompts; the JSON gives those runs in the engines' words
+too (acceptance_rate, mean_acceptance_length, per_position_acceptance_rate: docs/metrics.md)."""
 
 from __future__ import annotations
 
