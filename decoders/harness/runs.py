@@ -66,7 +66,8 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
                               draft_name=draft, progress=progress)
-    document = dict(report.as_dict(), text=inputs.text, task=task)
+    document = dict(report.as_dict(), text=inputs.text, task=task,
+                    padded_widths=getattr(target_model, "padded_widths", {}))  # docs/theory.md §11
     if settings.batch_sizes:
         pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
                                   settings.prompt_length, settings.seed)

@@ -41,6 +41,7 @@ def test_bench_cli_writes_its_settings(tmp_path, capsys):
     document = json.loads(out.read_text())
     assert document["settings"]["gammas"] == [2] and document["settings"]["repeats"] == 1
     assert document["environment"]["device"] == "cpu" and document["draft"] == "transformer"
+    assert document["padded_widths"] == {}  # TinyGPT calls are never padded (docs/theory.md §11)
     assert document["rows"][0]["tokens_per_iteration"] >= 1 and document["command"].startswith("spectheory bench")
 
 
