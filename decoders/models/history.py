@@ -59,15 +59,22 @@ class HistoryModel:
     def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None,
                 keep: int = 0) -> torch.Tensor:
         """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""
-        counts = check_step(self, tokens, state, counts)
-        self._check_tokens(tokens)
-        state.tokens, positions = append_history(state.tokens, state.lengths, tokens)  # [B, S]
-        ends = positions + 1  # [B, S], each new position sees the history through itself
-        logits = self._logits(state.tokens, ends[:, -keep:] if keep else ends)
-        state.lengths = state.lengths + counts
-        return logits
+        ends = self._append(tokens, state, counts) + 1  # [B, S], each new position sees the history through itself
+        return self._logits(state.tokens, ends[:, -keep:] if keep else ends)
 
     __call__ = forward
+
+    def append(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None) -> None:
+        """``forward`` without the logits (a prefill): nothing is looked up."""
+        self._append(tokens, state, counts)
+
+    def _append(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None) -> torch.Tensor:
+        """Writes ``tokens: [B, S]`` after each row's history; returns their positions ``[B, S]``."""
+        counts = check_step(self, tokens, state, counts)
+        self._check_tokens(tokens)
+        state.tokens, positions = append_history(state.tokens, state.lengths, tokens)
+        state.lengths = state.lengths + counts
+        return positions
 
     def truncate(self, state: HistoryState, lengths: torch.Tensor) -> None:
         state.lengths = check_truncate(state, lengths)
@@ -256,18 +263,26 @@ class UniformModel(HistoryModel):
         return torch.zeros(ends.shape + (self.vocab_size,), device=self.device, dtype=self.dtype)
 
 
+#: Which earlier occurrence of the matched suffix a copy draft follows: ours by default, or transformers' rule.
+OCCURRENCES = ("latest", "earliest")
+
+
 class CopyDraft(HistoryModel):
     """Prompt lookup: find the longest earlier occurrence of the context's suffix (at most ``max_match``
-    tokens, at least ``min_match``) and propose the token that followed it. Deterministic: q is one-hot.
-    Where nothing matches the logits are all -inf, which the speculative decoder reads as "no proposal".
+    tokens, at least ``min_match``) and propose the token that followed it: its latest occurrence, or with
+    ``occurrence="earliest"`` its first, which is transformers' prompt lookup (docs/theory.md §11).
+    Deterministic: q is one-hot. Where nothing matches the logits are all -inf, which the speculative decoder
+    reads as "no proposal".
     """
 
-    def __init__(self, vocab_size: int, *, min_match: int = 1, max_match: int = 8,
+    def __init__(self, vocab_size: int, *, min_match: int = 1, max_match: int = 8, occurrence: str = "latest",
                  device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
         super().__init__(vocab_size, device, dtype)
         if not 1 <= min_match <= max_match:
             raise ValueError(f"need 1 <= min_match <= max_match, got {min_match} and {max_match}")
-        self.min_match, self.max_match = min_match, max_match
+        if occurrence not in OCCURRENCES:
+            raise ValueError(f"occurrence must be one of {OCCURRENCES}, got {occurrence!r}")
+        self.min_match, self.max_match, self.earliest = min_match, max_match, occurrence == "earliest"
 
     def _logits(self, history, ends):
         logits = torch.full(ends.shape + (self.vocab_size,), -math.inf, device=self.device, dtype=self.dtype)
@@ -280,10 +295,15 @@ class CopyDraft(HistoryModel):
         return logits
 
     def _lookup(self, context: list) -> int | None:
-        """The token after the latest earlier occurrence of the longest matching suffix, or None."""
-        for size in range(min(self.max_match, len(context) - 1), self.min_match - 1, -1):
-            suffix = context[-size:]
-            for start in range(len(context) - size - 1, -1, -1):  # latest occurrence first
-                if context[start:start + size] == suffix:
-                    return context[start + size]
-        return None
+        """The token after the latest (or earliest) earlier occurrence of the longest matching suffix, or None:
+        one pass over the positions holding the context's last token, each match extended backwards."""
+        last, longest, found = len(context) - 1, 0, None
+        for end in (range(last) if self.earliest else range(last - 1, -1, -1)):
+            if context[end] != context[last]:
+                continue
+            size = 1
+            while size < self.max_match and size <= end and context[end - size] == context[last - size]:
+                size += 1
+            if size > longest:
+                longest, found = size, context[end + 1]
+        return found if longest >= self.min_match else None

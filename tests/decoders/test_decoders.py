@@ -516,3 +516,53 @@ def test_tinygpt_refuses_tokens_outside_its_vocabulary():
         with pytest.raises(ValueError, match=rf"tokens must be in \[0, {VOCAB}\), got {token}\.\.{token}"):
             model.forward(torch.tensor([[token]]), state)
         assert state.lengths.tolist() == [0] and state.bound == 0
+
+
+def test_earliest_copy_draft_against_transformers_prompt_lookup():
+    """``CopyDraft(occurrence="earliest")``, drafting token by token, proposes transformers' prompt-lookup
+    candidates (the continuation of the suffix's first match, copied as a block) on 200 seeded random
+    sequences, then may go on where transformers' block stops at the sequence's end. Control: the latest
+    occurrence (our default) proposes otherwise on some of them."""
+    pytest.importorskip("transformers")
+    from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
+
+    generator = torch.Generator().manual_seed(0)
+    lookup = PromptLookupCandidateGenerator(num_output_tokens=4, max_matching_ngram_size=20, max_length=1000)
+    drafts = {rule: CopyDraft(6, max_match=20, occurrence=rule) for rule in ("earliest", "latest")}
+    differs = 0
+    for _ in range(200):
+        sequence = torch.randint(0, 6, (1, int(torch.randint(4, 40, (1,), generator=generator))), generator=generator)
+        theirs = lookup.get_candidates(sequence)[0][0, sequence.shape[1]:].tolist()
+        ours = {}
+        for rule, draft in drafts.items():
+            context, proposals = sequence[0].tolist(), []
+            while len(proposals) < 4 and (token := draft._lookup(context)) is not None:
+                proposals.append(token)
+                context.append(token)
+            ours[rule] = proposals
+        assert ours["earliest"][:len(theirs)] == theirs and (theirs or not ours["earliest"])
+        differs += ours["latest"][:len(theirs)] != theirs
+    assert differs > 20
+    with pytest.raises(ValueError, match="occurrence must be one of"):
+        CopyDraft(6, occurrence="first")
+
+
+def _lookup_by_definition(context: list, min_match: int, max_match: int, earliest: bool):
+    """The longest suffix (sizes from the largest down), then its latest or earliest earlier occurrence."""
+    for size in range(min(max_match, len(context) - 1), min_match - 1, -1):
+        starts = range(len(context) - size) if earliest else range(len(context) - size - 1, -1, -1)
+        for start in starts:
+            if context[start:start + size] == context[-size:]:
+                return context[start + size]
+    return None
+
+
+@pytest.mark.parametrize("occurrence", ["latest", "earliest"])
+def test_copy_draft_lookup_against_its_definition(occurrence):
+    """The one-pass lookup (each occurrence of the last token extended backwards) against the definition, on 300
+    seeded random sequences over 3 tokens (long, overlapping matches) at min_match 2 and max_match 4."""
+    generator = torch.Generator().manual_seed(1)
+    draft = CopyDraft(3, min_match=2, max_match=4, occurrence=occurrence)
+    for _ in range(300):
+        context = torch.randint(0, 3, (int(torch.randint(1, 30, (1,), generator=generator)),), generator=generator).tolist()
+        assert draft._lookup(context) == _lookup_by_definition(context, 2, 4, occurrence == "earliest"), context
