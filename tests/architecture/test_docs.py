@@ -135,15 +135,16 @@ def test_measured_numbers_against_their_results():
 
 
 def test_hf_comparison_table_against_its_results():
-    """docs/measuring.md's table of our loops against transformers on SmolLM2 with the distilled draft quotes each
-    row's file: the ratios (medians) and seconds of ours padded and unpadded, assisted generation and `generate`."""
+    """docs/measuring.md's table of our loops against transformers on SmolLM2 (the distilled and copy drafts) quotes
+    each row's file: the ratios (medians) and seconds of ours padded and unpadded, assisted generation and
+    `generate`."""
     lines = [line for line in (ROOT / "docs" / "measuring.md").read_text().splitlines()
-             if line.startswith("| ") and "results/hf_smollm2_draft_completion" in line]
-    assert len(lines) == 2
+             if line.startswith("| ") and "unpadded" not in line and "`results/hf_smollm2_" in line]
+    assert len(lines) == 4
     for line in lines:
         document = json.loads((ROOT / re.search(r"`(results/[\w.]+\.json)`", line).group(1)).read_text())
         row = document["hf"]["rows"][0]
-        assert line.startswith(f"| {document['hf']['gamma']} |")
+        assert line.startswith(f"| {document['draft']}, {document['task']} | {document['hf']['gamma']} |")
         for text in (f"{row['speculative_ours_adapter_over_hf']:.2f}x", f"{row['speculative_ours_adapter_seconds']:.3f} s",
                      f"{row['speculative_hf_assisted_seconds']:.3f} s", f"{row['speculative_ours_unpadded_over_hf']:.2f}x",
                      f"{row['speculative_ours_unpadded_seconds']:.3f} s", f"{row['ar_ours_adapter_over_hf']:.2f}x"):
