@@ -566,3 +566,23 @@ def test_copy_draft_lookup_against_its_definition(occurrence):
     for _ in range(300):
         context = torch.randint(0, 3, (int(torch.randint(1, 30, (1,), generator=generator)),), generator=generator).tolist()
         assert draft._lookup(context) == _lookup_by_definition(context, 2, 4, occurrence == "earliest"), context
+
+
+def test_history_prefill_looks_nothing_up_against_forward():
+    """A history model's ``append`` (the decoders' prefill) writes the history without computing logits: a copy
+    draft's prefill of 20 tokens makes no lookup, where ``forward`` makes one per position (the control); the
+    next call proposes the same token either way. ``copy:earliest`` loads by name with transformers' rule."""
+    from decoders.harness.zoo import load_named
+
+    lookups = []
+    draft = CopyDraft(VOCAB)
+    draft._lookup = lambda context, own=draft._lookup: lookups.append(len(context)) or own(context)
+    tokens = torch.tensor([[1, 2, 3, 1, 2] * 4])
+    appended, forwarded = draft.new_state(1), draft.new_state(1)
+    draft.append(tokens, appended)
+    assert lookups == []
+    draft.forward(tokens, forwarded)
+    assert len(lookups) == 20
+    step = torch.tensor([[3]])
+    assert torch.equal(draft.forward(step, appended), draft.forward(step, forwarded))
+    assert load_named("copy:earliest", role="draft")[0].earliest and not load_named("copy", role="draft")[0].earliest
