@@ -154,6 +154,10 @@ class _Watched:
         return getattr(self._model, name)
 
 
+#: The clock every phase and model call is read from; a test injects a fake one to check the attribution.
+clock = time.perf_counter
+
+
 class PhaseTimer:
     """Wall time per phase; with ``profile`` each phase is bracketed by CUDA synchronisations, and the models
     handed to ``watch`` record the seconds inside their calls as "model" (docs/theory.md §9, efficiency)."""
@@ -162,7 +166,7 @@ class PhaseTimer:
         self.cuda = device.type == "cuda"
         self.profile = profile
         self.seconds: dict[str, float] = {}
-        self._start = time.perf_counter()
+        self._start = clock()
 
     def _sync(self) -> None:
         if self.cuda:
@@ -174,10 +178,10 @@ class PhaseTimer:
             yield
             return
         self._sync()
-        start = time.perf_counter()
+        start = clock()
         yield
         self._sync()
-        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+        self.seconds[name] = self.seconds.get(name, 0.0) + clock() - start
 
     def watch(self, model):
         """The model, timed call by call when profiling (the model itself otherwise: no cost)."""
@@ -187,14 +191,14 @@ class PhaseTimer:
         """``call`` with its seconds, between synchronisations, added to the "model" entry."""
         def run(*args, **kwargs):
             self._sync()
-            start = time.perf_counter()
+            start = clock()
             result = call(*args, **kwargs)
             self._sync()
-            self.seconds["model"] += time.perf_counter() - start
+            self.seconds["model"] += clock() - start
             return result
         self.seconds.setdefault("model", 0.0)
         return run
 
     def finish(self) -> dict:
         self._sync()
-        return dict(self.seconds, total=time.perf_counter() - self._start)
+        return dict(self.seconds, total=clock() - self._start)

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from spectheory.costs import CostProfile
+from spectheory.optimum import best_choice
 from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.speedup import (
     continuous_optimal_gamma,
@@ -171,8 +172,9 @@ def calibrated_table(profile: CostProfile, *, alpha: float | None = None, c: flo
         theorem = None if theorem_alpha is None or c is None else float(walltime_improvement(theorem_alpha, gamma, c))
         rows.append(CalibratedRow(gamma, profile.tokens_per_iteration(gamma, alpha), profile.iteration_seconds(gamma),
                                   profile.speedup(gamma, alpha), theorem))
-    best = max(rows, key=lambda row: row.calibrated_speedup)
-    theorem_best = None if rows[0].theorem_3_8_speedup is None else max(rows, key=lambda row: row.theorem_3_8_speedup)
+    best = best_choice(rows, lambda row: row.calibrated_speedup, lambda row: row.gamma)
+    theorem_best = (None if rows[0].theorem_3_8_speedup is None
+                    else best_choice(rows, lambda row: row.theorem_3_8_speedup, lambda row: row.gamma))
     return CalibratedTable(profile.as_dict(), alpha, c, best.gamma, best.calibrated_speedup, theorem_alpha,
                            None if theorem_best is None else theorem_best.gamma,
                            None if theorem_best is None else theorem_best.theorem_3_8_speedup, tuple(rows))

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from spectheory.metrics import per_position_from_conditional
+from spectheory.optimum import beats, first_best
 from spectheory.positional import expected_iterations_along, expected_tokens_positional
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
 from spectheory.validation import as_cost, as_count, as_positive_int, as_probability, as_real
@@ -73,11 +74,11 @@ def affine_speedup(alpha, gamma, t_step, t_draft, verify_intercept, verify_slope
 def affine_optimal_gamma(alpha, t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0, *,
                          gamma_max: int = 16) -> np.ndarray:
     """The gamma in [0, gamma_max] with the largest calibrated speedup, 0 meaning autoregressive decoding
-    (speedup 1): Theorem 3.8's optimum at c_eff, at least 1, kept where its speedup exceeds 1."""
+    (speedup 1): Theorem 3.8's optimum at c_eff, at least 1, kept where its speedup beats 1 (``spectheory.optimum``)."""
     c_eff, efficiency = effective_cost(t_step, t_draft, verify_intercept, verify_slope, t_iteration)
     alpha = as_probability("alpha", alpha)
     best = np.maximum(optimal_gamma(alpha, c_eff, gamma_max), 1)
-    return np.where(efficiency * walltime_improvement(alpha, best, c_eff) > 1, best, 0)
+    return np.where(beats(efficiency * walltime_improvement(alpha, best, c_eff), 1.0), best, 0)
 
 
 def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_per_iteration, *,
@@ -234,9 +235,9 @@ class CostProfile:
                                                  target_prefill=self.target_prefill, draft_prefill=self.draft_prefill))
 
     def optimal_gamma(self, alpha=None, *, tokens: float | None = None) -> int:
-        """The gamma in [0, gamma_max] with the largest calibrated speedup over the measured curve."""
-        speedups = [self.speedup(gamma, alpha, tokens=tokens) for gamma in range(self.gamma_max + 1)]
-        return int(np.argmax(speedups))
+        """The gamma in [0, gamma_max] with the largest calibrated speedup over the measured curve, ties going
+        to the smaller gamma (``spectheory.optimum``)."""
+        return first_best([self.speedup(gamma, alpha, tokens=tokens) for gamma in range(self.gamma_max + 1)])
 
     def as_dict(self) -> dict:
         """The fields, with ``acceptance`` also in the engines' names (docs/metrics.md; ``from_dict`` reads

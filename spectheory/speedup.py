@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from spectheory.optimum import beats
 from spectheory.validation import as_cost, as_count, as_probability, as_real
 
 __all__ = [
@@ -133,21 +134,28 @@ def continuous_optimal_gamma(alpha, c) -> np.ndarray:
 
 
 def optimal_gamma(alpha, c, gamma_max: int = 64) -> np.ndarray:
-    """The integer gamma in [0, gamma_max] that maximises the walltime improvement (Theorem 3.8).
+    """The integer gamma in [0, gamma_max] that maximises the walltime improvement (Theorem 3.8), ties within
+    ``spectheory.optimum.TIE_RTOL`` going to the smaller gamma (docs/theory.md §3).
 
     Found without scanning: S is quasi-concave in gamma, so the integer optimum is the floor n or the
-    ceiling n + 1 of the continuous optimum (capped at ``gamma_max``). They are compared through
-    S(n + 1) > S(n)  <=>  alpha^(n+1) (n c + 1) > c E(n), not through two nearly equal quotients, so
-    that exact ties go to the smaller gamma: at n = 0 the test is alpha > c (Corollary 3.9), and
-    gamma = 0 (do not speculate) is optimal when alpha <= c. ``gamma_max`` is at most ``GAMMA_MAX_LIMIT``.
+    ceiling n + 1 of the continuous optimum (capped at ``gamma_max``), and the gammas tied with it form one
+    run below it, walked down to its first. At n = 0 this is Corollary 3.9: gamma = 0 (do not speculate)
+    unless alpha exceeds c by more than the tolerance. ``gamma_max`` is at most ``GAMMA_MAX_LIMIT``.
     """
     gamma_max = int(as_real("gamma_max", gamma_max, low=1, high=GAMMA_MAX_LIMIT, integer=True))
     capped = np.minimum(continuous_optimal_gamma(alpha, c), gamma_max)
     alpha, c = as_probability("alpha", alpha), as_cost("c", c)
     lower = np.floor(capped)
     upper = np.minimum(lower + 1, gamma_max)
-    better_upper = alpha ** (lower + 1) * (lower * c + 1) > c * expected_tokens(alpha, lower)
-    return np.where(better_upper & (upper > lower), upper, lower).astype(np.int64)
+    at_lower, at_upper = walltime_improvement(alpha, lower, c), walltime_improvement(alpha, upper, c)
+    best = np.maximum(at_lower, at_upper)
+    gamma = np.where(beats(at_upper, at_lower), upper, lower)
+    while True:  # at most gamma_max steps
+        below = np.maximum(gamma - 1, 0)
+        tied = (gamma > 0) & ~beats(best, walltime_improvement(alpha, below, c))
+        if not np.any(tied):
+            return gamma.astype(np.int64)
+        gamma = np.where(tied, below, gamma)
 
 
 def oracle_gain(alpha, c, gamma_max: int = 64) -> np.ndarray:

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from spectheory.optimum import beats, best_choice, first_best
 from spectheory.validation import as_int, as_positive_int, as_probability
 
 __all__ = ["Tree", "path_products", "expected_tokens_rank", "expected_tokens_candidates", "expected_tokens_kary",
@@ -259,7 +260,7 @@ def optimal_trees(acceptance, nodes: int, depth: int | None = None) -> dict:
     programme = _programme(acceptance, nodes, levels)
     out = {}
     for n in range(1, nodes + 1):  # exactly n nodes may be impossible (too few ranks under the cap): at most n
-        m = int(np.argmax(programme.best[levels, 1:n + 1])) + 1
+        m = first_best(programme.best[levels, 1:n + 1]) + 1
         out[n] = (programme.tree(m, levels), float(programme.best[levels, m]))
     return out
 
@@ -328,7 +329,7 @@ def hardware_optimal_tree(acceptance, *, t_step: float, t_draft: float, t_verify
             tree, value = programme.tree(n, l), float(programme.best[l, n])
             seconds = tree.depth * t_draft + t_verify[n - 1] + t_iteration
             choice = TreeChoice(tree, value, float(seconds), float(value * t_step / seconds))
-            if n not in per_budget or choice.speedup > per_budget[n].speedup + 1e-12:
+            if n not in per_budget or beats(choice.speedup, per_budget[n].speedup):
                 per_budget[n] = choice
-    best = max(per_budget.values(), key=lambda choice: choice.speedup)
+    best = best_choice(per_budget.values(), lambda choice: choice.speedup, lambda choice: choice.tree.size)
     return best, per_budget

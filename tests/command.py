@@ -1,5 +1,11 @@
-"""Running ``spectheory`` in-process for the CLI tests, and the scan that holds every test's JSON to strict JSON."""
+"""Running ``spectheory`` in-process for the CLI tests, interrupting one in a subprocess after a share of its work,
+and the scan that holds every test's JSON to strict JSON."""
 
+import os
+import resource
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 from spectheory.cli import main
@@ -25,3 +31,23 @@ def run(capsys, *argv):
     if status == 0 and "--json" in argv:
         strict_loads(out)
     return status, out, err
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds a running process has used (utime + stime in /proc/PID/stat): its work done, however busy
+    the machine is, where wall seconds grow with the load (tests never read the wall clock)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds used so far by this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def interrupt_after(process: subprocess.Popen, work: float) -> None:
+    """SIGINT to ``process`` once it has used ``work`` CPU seconds (or at once if it has ended)."""
+    while process.poll() is None and cpu_seconds(process.pid) < work:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)

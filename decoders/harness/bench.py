@@ -35,6 +35,7 @@ from decoders.harness.profile import call_job, call_seconds, efficiency, phases_
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.optimum import best_choice
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
@@ -108,8 +109,9 @@ class BenchReport:
     autoregressive: dict = field(default_factory=dict)  # temperature -> seconds per token, over a call, efficiency
 
     def best(self, temperature: float) -> dict:
-        """The row with the largest measured speedup at ``temperature``."""
-        return max((row for row in self.rows if row["temperature"] == temperature), key=lambda row: row["speedup"])
+        """The row with the largest measured speedup at ``temperature`` (ties: the smallest gamma)."""
+        return best_choice([row for row in self.rows if row["temperature"] == temperature],
+                           lambda row: row["speedup"], lambda row: row["gamma"])
 
     def as_dict(self) -> dict:
         return dict(asdict(self), rows=list(self.rows),

@@ -33,6 +33,7 @@ from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
 from spectheory.metrics import EngineCounts
+from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
@@ -248,7 +249,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
                        replayed_iterations=iterations,
                        calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
         rows.append(row)
-    best = max(rows, key=lambda row: row["speedup"])
+    best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
     return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
             "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
             "settings": dict(settings.as_dict(), budgets=list(budgets)),

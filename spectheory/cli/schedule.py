@@ -13,6 +13,7 @@ from pathlib import Path
 
 from spectheory.cli.calibrated import load_profile
 from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, schedule_settings
+from spectheory.optimum import best_choice
 from spectheory.outputs import strict_loads
 from spectheory.validation import as_positive_int, as_real
 
@@ -74,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         measured = next(m for batch, _, m in found if batch == row["batch_size"])
         if measured:
-            best = max(measured, key=measured.get)
             row.update(measured_speedup={str(g): s for g, s in sorted(measured.items())},
-                       measured_best_gamma=best if measured[best] > 1 else 0)
+                       measured_best_gamma=best_choice({0: 1.0, **measured}.items(), lambda m: m[1], lambda m: m[0])[0])
     settings = schedule_settings(rows)
     if args.json:
         print(json.dumps({"rows": rows, **settings}, indent=2, allow_nan=False))

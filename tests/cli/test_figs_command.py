@@ -2,14 +2,13 @@
 
 import json
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 import paper_figs
+from command import children_cpu_seconds, interrupt_after
 from figure_inputs import write_small_results
 from spectheory.cli import main
 
@@ -67,20 +66,19 @@ def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
     command = [sys.executable, "-m", "spectheory", "figs", "--out"]
     subprocess.run(command + [str(tmp_path / "expected"), "--results", str(new_inputs)], check=True, capture_output=True)
     out = tmp_path / "figs"
-    started = time.perf_counter()
+    started = children_cpu_seconds()
     subprocess.run(command + [str(out), "--results", str(old_inputs)], check=True, capture_output=True)
-    duration = time.perf_counter() - started
+    work = children_cpu_seconds() - started  # CPU seconds, so that the shares below hold on a busy machine
     old, new = _snapshot(out), _snapshot(tmp_path / "expected")
     assert old != new and set(old) == set(new)
     outcomes = []
-    for delay in random.Random(0).sample([duration * k / 40 for k in range(8, 44)], 5):  # import time to past the end
+    for share in random.Random(0).sample([k / 40 for k in range(8, 44)], 5):  # import time to past the end
         process = subprocess.Popen(command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        process.send_signal(signal.SIGINT)
+        interrupt_after(process, share * work)
         process.wait(timeout=60)
         now = _snapshot(out)
-        assert now in (old, new), f"a mixture after SIGINT at {delay:.2f} s"
+        assert now in (old, new), f"a mixture after SIGINT at {share:.3f} of the work"
         outcomes.append(now == new)
         if now == new:  # start the next try from the old output again
             subprocess.run(command + [str(out), "--results", str(old_inputs)], check=True, capture_output=True)

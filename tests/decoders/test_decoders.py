@@ -6,13 +6,13 @@ fixed seed; a correct decoder fails one with probability 1e-4.
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 
+from decoders import _loop
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
@@ -466,11 +466,24 @@ def test_batched_adapter_against_rows_alone_without_recomputation():
         assert alone.tokens[0] == together.tokens[b]
 
 
-class _Sleepy:
-    """A model, or a randomness source, whose every call first sleeps ``seconds`` (``calls``: what sleeps)."""
+class _FakeClock:
+    """Seconds that pass only when ``advance`` says so: what the profile reads instead of the wall clock."""
 
-    def __init__(self, inner, seconds, calls):
-        self.inner, self.seconds, self.calls = inner, seconds, calls
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class _Slow:
+    """A model, or a randomness source, whose every call in ``calls`` first takes ``seconds`` on ``clock``."""
+
+    def __init__(self, inner, clock, seconds, calls):
+        self.inner, self.clock, self.seconds, self.calls = inner, clock, seconds, calls
 
     def __getattr__(self, name):
         attribute = getattr(self.inner, name)
@@ -478,17 +491,19 @@ class _Sleepy:
             return attribute
 
         def slow(*args, **kwargs):
-            time.sleep(self.seconds)
+            self.clock.advance(self.seconds)
             return attribute(*args, **kwargs)
         return slow
 
 
-def test_efficiency_against_slow_model_and_slow_sampler(target):
-    """Profiled runs record the seconds inside model calls: a model that sleeps 20 ms per call makes nearly all
-    of the wall time model time; a sampler that sleeps as long per draw makes most of it not (the control).
-    Unprofiled runs record none, at no cost."""
-    slow_model = _Sleepy(target, 0.02, ("forward",))
-    slow_sampler = _Sleepy(seeded(0), 0.02, ("categorical", "bernoulli"))
+def test_efficiency_against_slow_model_and_slow_sampler(target, monkeypatch):
+    """Profiled runs record the seconds inside model calls, on an injected clock (no wall time, so a busy
+    machine changes nothing): a model whose calls take 20 ms makes all of the time model time; a sampler whose
+    draws take as long makes none of it (the control). Unprofiled runs record none, at no cost."""
+    clock = _FakeClock()
+    monkeypatch.setattr(_loop, "clock", clock)
+    slow_model = _Slow(target, clock, 0.02, ("forward",))
+    slow_sampler = _Slow(seeded(0), clock, 0.02, ("categorical", "bernoulli"))
     sampling, config = Sampling(1.0), SpeculativeConfig(2, Sampling(1.0))
     runs = {
         "slow model, autoregressive": generate_autoregressive(slow_model, PROMPTS, max_new_tokens=3, sampling=sampling,
@@ -501,8 +516,9 @@ def test_efficiency_against_slow_model_and_slow_sampler(target):
                                                           randomness=slow_sampler, profile=True),
     }
     shares = {name: efficiency([run.stats]) for name, run in runs.items()}
-    assert all(share > 0.9 for name, share in shares.items() if "slow model" in name), shares
-    assert all(share < 0.5 for name, share in shares.items() if "slow sampler" in name), shares
+    assert all(share == 1.0 for name, share in shares.items() if "slow model" in name), shares
+    assert all(share == 0.0 for name, share in shares.items() if "slow sampler" in name), shares
+    assert all(run.stats.seconds["total"] >= 0.02 for run in runs.values())  # the clock did advance
     unprofiled = generate_autoregressive(target, PROMPTS, max_new_tokens=3, sampling=sampling, randomness=seeded(0))
     assert "model" not in unprofiled.stats.seconds and efficiency([unprofiled.stats]) is None
 

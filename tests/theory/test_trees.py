@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from spectheory import speedup
+from spectheory.optimum import TIE_RTOL
 from spectheory.trees import (Tree, best_first_tree, expected_tokens_candidates, expected_tokens_kary,
                               expected_tokens_rank, hardware_optimal_tree, optimal_tree, optimal_trees)
 
@@ -135,8 +136,8 @@ def test_best_first_against_programme_for_decreasing_acceptance():
         acceptance = np.sort(random_rank_acceptance(rng, int(rng.integers(1, 6))))[::-1]
         for nodes in (1, 2, 5, 16, 40):
             tree, value = best_first_tree(acceptance, nodes)
-            assert tree.size == nodes
-            assert value == pytest.approx(optimal_tree(acceptance, nodes)[1], abs=1e-12)
+            assert tree.size == nodes  # the programme's optimum may stop short of the budget by a tie (TIE_RTOL)
+            assert value == pytest.approx(optimal_tree(acceptance, nodes)[1], rel=TIE_RTOL, abs=1e-12)
 
 
 def test_hardware_optimum_on_a_chain_against_theorem_3_8():
