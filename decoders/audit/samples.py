@@ -15,9 +15,9 @@ from pathlib import Path
 import torch
 
 from decoders.audit.statistical import MAX_SAMPLES
-from spectheory.outputs import strict_loads
+from spectheory.outputs import strict_loads, write_text
 
-__all__ = ["EngineSamples", "read_samples"]
+__all__ = ["EngineSamples", "read_samples", "read_rows", "write_rows"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,20 @@ def _ids(value, key: str, vocab_size: int, where: str) -> tuple:
     return tuple(value)
 
 
-def read_samples(path, vocab_size: int) -> EngineSamples:
-    """The samples of JSON Lines file ``path`` for a target of ``vocab_size`` tokens (module docstring)."""
+def _pieces(value, key: str, where: str) -> tuple | str:
+    """An engine file's prompt (text, or ids) or tokens (ids or text pieces, ``END`` after the end)."""
+    if key == "prompt" and isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not value or not all(
+            isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool) and token >= 0)
+            for token in value):
+        raise ValueError(f"{where}: {key!r} must be a non-empty list of token ids or text pieces")
+    return tuple(value)
+
+
+def read_rows(path, tokens_of=_pieces) -> tuple:
+    """(prompt, rows) of JSON Lines file ``path`` (module docstring); ``tokens_of(value, key, where)`` checks
+    and converts a line's "prompt" and "tokens" (default: ids or text pieces, as engines return them)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -63,8 +75,8 @@ def read_samples(path, vocab_size: int) -> EngineSamples:
             raise ValueError(f"{where}: not a JSON object ({error})") from None
         if not isinstance(entry, dict) or set(entry) != {"prompt", "tokens"}:
             raise ValueError(f'{where}: each line must be an object with exactly "prompt" and "tokens"')
-        line_prompt = _ids(entry["prompt"], "prompt", vocab_size, where)
-        tokens = _ids(entry["tokens"], "tokens", vocab_size, where)
+        line_prompt = tokens_of(entry["prompt"], "prompt", where)
+        tokens = tokens_of(entry["tokens"], "tokens", where)
         if prompt is None:
             prompt, horizon = line_prompt, len(tokens)
         elif line_prompt != prompt:
@@ -77,4 +89,17 @@ def read_samples(path, vocab_size: int) -> EngineSamples:
             raise ValueError(f"{where}: more than {MAX_SAMPLES:,} samples")
     if len(rows) < 2:
         raise ValueError(f"samples file '{path}' holds {len(rows)} sample lines: the audit needs at least 2")
+    return prompt, rows
+
+
+def read_samples(path, vocab_size: int) -> EngineSamples:
+    """The samples of JSON Lines file ``path`` for a target of ``vocab_size`` tokens (module docstring)."""
+    prompt, rows = read_rows(path, lambda value, key, where: _ids(value, key, vocab_size, where))
     return EngineSamples(prompt, torch.tensor(rows, dtype=torch.int64))
+
+
+def write_rows(path, prompt, rows) -> None:
+    """Samples as a JSON Lines file ``read_rows`` reads back, written atomically: ``prompt`` (text or ids) and
+    each row (ids or text pieces)."""
+    lines = "".join(json.dumps({"prompt": prompt, "tokens": list(row)}, allow_nan=False) + "\n" for row in rows)
+    write_text(path, lines)

@@ -1,9 +1,7 @@
-"""Audit a decoder configuration on tiny seeded models. By default a statistical audit: n sampled
-continuations tested with randomized PIT (Kolmogorov-Smirnov under three token orderings) and a G-test on
-the first tokens, Bonferroni-combined. With --exact, the decoder's exact law of the first --horizon tokens
-by enumerating its random choices. Exit status 0 when it passes, 1 when it fails, 2 for bad arguments."""
-
-from __future__ import annotations
+"""Audit a decoder configuration on tiny seeded models. By default a statistical audit: n sampled continuations
+tested with randomized PIT (Kolmogorov-Smirnov under three token orderings) and a G-test on the first tokens,
+Bonferroni-combined. --exact: the decoder's exact law of the first --horizon tokens by enumerating its random
+choices. --engine: a serving engine's sampler. Exit status 0 when it passes, 1 when it fails, 2 for bad input."""
 
 import argparse
 import json
@@ -12,14 +10,15 @@ from dataclasses import fields
 from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
 from decoders.audit.run import (DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest,
                                deviation_lines, run_audit)
-from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
+from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
 from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from decoders.policies import POLICIES
+from spectheory.cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
 from spectheory.cli.options import names
 
 
@@ -80,9 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="enumerate exactly instead: dp (prefix dynamic programme, default), whole-run, or batch "
                              "(whole runs of two rows of the prompt, against the product of the target's law)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_engine_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if engine_requested(args):
+        return run_engine_audit(args)
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
     given = dict(vars(args), verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"),
@@ -90,10 +92,8 @@ def run(args: argparse.Namespace) -> int:
                  horizon=4 if args.horizon is None else args.horizon, n=20_000 if args.n is None else args.n)
     request = AuditRequest(**{f.name: given[f.name] for f in fields(AuditRequest) if f.name in given})
     outcome = run_audit(request)
-    if args.json:
-        print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False))
-    else:
-        print(f"audit: {outcome.described}")
-        where = deviation_lines(outcome.report)  # a failed audit: where it deviates
-        print(f"{outcome.summary}: {'PASS' if outcome.report.passed else 'FAIL'}" + (f"\n{where}" if where else ""))
+    where = deviation_lines(outcome.report)  # a failed audit: where it deviates
+    print(json.dumps({"decoder": outcome.described, **outcome.report.as_dict()}, indent=2, allow_nan=False) if args.json
+          else f"audit: {outcome.described}\n{outcome.summary}: {'PASS' if outcome.report.passed else 'FAIL'}"
+          + (f"\n{where}" if where else ""))
     return 0 if outcome.report.passed else 1

@@ -1,9 +1,7 @@
-"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out prompts,
-over gammas and temperatures, with the cost model's and Theorem 3.8's predictions and each decoder's efficiency;
-then a batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Face generate and assisted
-generation; --tree compares trees with chains, --policies draft-length policies with fixed gammas."""
-
-from __future__ import annotations
+"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out prompts, over
+gammas and temperatures, with the cost model's and Theorem 3.8's predictions and each decoder's efficiency; then a
+batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Face generate and assisted generation;
+--tree: trees against chains; --policies: draft-length policies; --engine: a serving engine's own speculation."""
 
 import argparse
 
@@ -16,6 +14,7 @@ from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy
 from decoders.harness.runs import bench_document, policy_document, tree_document
 from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
+from spectheory.cli.engine_bench import add_engine_bench_arguments, run_engine_bench
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
 
@@ -53,21 +52,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
                         help="gammas of the batch sweep (default 2 4)")
     parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate and assisted "
-                                                          "generation (a pair of TinyGPTs, converted, or of model "
-                                                          "directories)")
+                        "generation (a pair of TinyGPTs, converted, or of model directories)")
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
-    parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at "
-                                                            "each node budget, T = 0 (docs/theory.md §12)")
+    parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at each "
+                        "node budget, T = 0 (docs/theory.md §12)")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
                         help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
-    parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget too, "
-                                                         "branching K and depth D")
+    parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget, K:D branching:depth")
     parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
                         f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
     parser.add_argument("--out", help="write the JSON report here")
+    add_engine_bench_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.engine:
+        return run_engine_bench(args)
     settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
                              args.max_new_tokens, args.repeats, args.warmup, seed=args.seed,
                              batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))

@@ -1,0 +1,82 @@
+"""The one interface every serving engine is driven through (docs/engines.md).
+
+An engine continues one prompt n times under given sampling parameters, with speculation on (``speculate``
+draft tokens per step) or off, and reports what it drew, its own counters where it has them, and its
+timings. Every sampling parameter is passed explicitly, since engines' defaults are not neutral
+(llama.cpp's: top_k 40, top_p 0.95, min_p 0.05, temperature 0.8).
+
+Samples are token ids where the engine gives them; an engine that returns only text pieces (an
+OpenAI-compatible server without token ids) gives each generated token as its text, which the two-sample
+audit compares just as well. A row that ended early (end of sequence) is padded with ``END``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from spectheory.validation import as_int, as_real
+
+__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "check_speculate"]
+
+#: What a row holds after the engine stopped it (end of sequence) before the horizon.
+END = "<end>"
+
+
+@dataclass(frozen=True)
+class EngineSampling:
+    """Sampling parameters in the engines' common words; the neutral value switches each one off."""
+
+    temperature: float = 1.0  # 0: greedy
+    top_k: int = 0  # 0: off
+    top_p: float = 1.0  # 1: off
+    min_p: float = 0.0  # 0: off
+    repeat_penalty: float = 1.0  # 1: off (llama.cpp's repeat_penalty, transformers' repetition_penalty)
+
+    def __post_init__(self) -> None:
+        as_real("temperature", self.temperature, low=0.0)
+        as_int("top_k", self.top_k, low=0)
+        as_real("top_p", self.top_p, low=0.0, high=1.0, low_open=True)
+        as_real("min_p", self.min_p, low=0.0, high=1.0)
+        as_real("repeat_penalty", self.repeat_penalty, low=0.0, low_open=True)
+
+    def describe(self) -> str:
+        words = [f"T = {self.temperature:g}"]
+        words += [f"{name} {value:g}" for name, value, neutral in (
+            ("top-k", self.top_k, 0), ("top-p", self.top_p, 1.0), ("min-p", self.min_p, 0.0),
+            ("repeat penalty", self.repeat_penalty, 1.0)) if value != neutral]
+        return ", ".join(words)
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """What one batch of requests gave: ``rows`` (n continuations of ``horizon`` tokens, ids or text pieces,
+    ``END``-padded), the engine's counters (drafted / accepted tokens, per draft position; empty where the
+    engine reports none), wall seconds, and how many requested samples were lost (never silently)."""
+
+    rows: tuple
+    seconds: float
+    counters: dict = field(default_factory=dict)
+    lost: int = 0
+    generated_tokens: int = 0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+class Engine(Protocol):
+    """An engine: ``name`` for the output, and ``generate``."""
+
+    name: str
+
+    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                 seed: int = 0, progress=None) -> EngineRun:
+        """n continuations of ``prompt`` (text, read as the engine reads a completion prompt) of ``horizon``
+        tokens each; sample i drawn with seed ``seed + i``; ``speculate`` > 0 drafts that many tokens per
+        step, 0 decodes plainly. ``progress`` is called with the number of samples finished."""
+
+
+def check_speculate(speculate: int) -> int:
+    """Draft tokens per step: 0 (off) to 64."""
+    return as_int("speculate", speculate, low=0, high=64)

@@ -1,0 +1,72 @@
+"""`spectheory bench --engine llama-cpp`: llama.cpp's greedy speed with and without prompt-lookup speculation on
+the task prompts, interleaved over repeats, each gamma's measured speedup beside the cost model's prediction
+from the engine's own costs, and our reference autoregressive decoder's speed on the same model beside
+llama.cpp's (docs/engines.md)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tqdm import tqdm
+
+from decoders.autoregressive import generate_autoregressive
+from decoders.engines import ENGINES, open_engine
+from decoders.engines.bench import engine_bench
+from decoders.harness.inputs import load_inputs
+from decoders.harness.tasks import benchmark_prompts
+from decoders.sampling import GREEDY
+from spectheory.outputs import check_writable, write_json
+
+__all__ = ["add_engine_bench_arguments", "run_engine_bench", "engine_bench_lines"]
+
+
+def add_engine_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=ENGINES, help="instead: a serving engine's speed with and without its "
+                        "speculation, on --target's GGUF file (default smollm2; docs/engines.md)")
+
+
+def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
+    """Our reference autoregressive decoder's greedy tokens per second on the same prompts (one run each)."""
+    started = time.perf_counter()
+    for row in prompts:
+        generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=GREEDY)
+    return len(prompts) * tokens / (time.perf_counter() - started)
+
+
+def engine_bench_lines(document: dict) -> list:
+    lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
+             f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
+             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (llama.cpp "
+             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)"]
+    for row in document["rows"]:
+        low, _, high = row["speedup_spread"]
+        alpha = "n/a" if row["alpha"] is None else f"{row['alpha']:.3f}"
+        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}), predicted "
+                     f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
+                     f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
+                     f"tokens, alpha {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
+    gamma = document["recommended_gamma"]
+    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}"))
+    return lines
+
+
+def run_engine_bench(args: argparse.Namespace) -> int:
+    if args.hf or args.tree or args.policies is not None:
+        raise ValueError("--engine measures the engine's own speculation: --hf, --tree and --policies do not apply")
+    if args.out:
+        check_writable(args.out)
+    engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
+    inputs = load_inputs(str(engine.model_path), [])
+    prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts,
+                                                         args.prompt_length, args.seed)]
+    with tqdm(total=(len(args.gammas) + 1) * (args.repeats + args.warmup), desc="engine bench", unit="run",
+              delay=1, leave=False, disable=None) as bar:
+        document = engine_bench(engine, prompts, gammas=args.gammas, max_new_tokens=args.max_new_tokens,
+                                repeats=args.repeats, warmup=args.warmup, progress=bar.update)
+    document.update(task=args.task or "rewrite", cpu=document["environment"]["host"]["cpu"],
+                    ours_tokens_per_second=_ours_tokens_per_second(inputs.target, prompts, args.max_new_tokens))
+    if args.out:
+        write_json(args.out, document, command=args.command_line)
+    print("\n".join(engine_bench_lines(document)))
+    return 0

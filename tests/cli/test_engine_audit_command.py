@@ -1,0 +1,45 @@
+"""`spectheory audit --samples A --against B` (two files drawn anywhere) against the two-sample test's verdicts,
+and the engine flags' error contract (one line, exit 2). Files are drawn by the Markov engine stand-in with
+disjoint seeds; the pass case's false-positive probability is the level, 0.01."""
+
+import json
+
+import pytest
+
+from command import run
+from decoders.audit.samples import write_rows
+from decoders.engines.audit import SECOND_SIDE_SEED
+from decoders.engines.base import EngineSampling
+from engine_standin import MarkovEngine
+
+
+def _file(path, engine, seed, n=5000):
+    write_rows(path, "p", engine.generate("p", n, 4, EngineSampling(1.0), seed=seed).rows)
+    return str(path)
+
+
+def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
+    """Same law: PASS, exit 0; a side sampled at T = 0.9 when asked for T = 1 (the planted bug): FAIL, exit 1.
+    The JSON written holds the verdict and both samples."""
+    a = _file(tmp_path / "a.jsonl", MarkovEngine(), 0)
+    b = _file(tmp_path / "b.jsonl", MarkovEngine(), SECOND_SIDE_SEED)
+    bug = _file(tmp_path / "bug.jsonl", MarkovEngine(applied_temperature=0.9), SECOND_SIDE_SEED)
+    status, out, err = run(capsys, "audit", "--samples", a, "--against", b, "--out", str(tmp_path / "v.json"))
+    assert status == 0 and "PASS" in out and err == "", (out, err)
+    document = json.loads((tmp_path / "v.json").read_text())
+    assert document["passed"] and len(document["rows_a"]) == len(document["rows_b"]) == 5000
+    status, out, err = run(capsys, "audit", "--samples", a, "--against", bug)
+    assert status == 1 and "FAIL" in out, out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
+    (["--engine", "vllm"], "engine must be one of llama-cpp or an http(s):// URL, got 'vllm'"),
+    (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
+    (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
+    (["--engine", "llama-cpp", "--exact"], "drop --exact"),
+    (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
+])
+def test_engine_flags_against_error_contract(argv, fragment, capsys):
+    status, out, err = run(capsys, "audit", *argv)
+    assert status == 2 and err.count("\n") == 1 and fragment in err, err
