@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
-from decoders.engines.base import Engine, EngineRun, EngineSampling
+from decoders.engines.base import END, Engine, EngineRun, EngineSampling
 
-__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
+__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
 
 #: Seeds of the second side start here, so that the two sides never share one (module docstring).
 SECOND_SIDE_SEED = 1 << 30
@@ -75,6 +75,16 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
     return plain, checks
 
 
+def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Per position, the total variation between the engine's and our model's laws at ``temperature`` from
+    their logits ``[S, V]``: what the numeric difference alone (quantized kernels against float32) costs."""
+    def softmax(logits):
+        scaled = logits / temperature
+        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        return weights / weights.sum(axis=-1, keepdims=True)
+    return 0.5 * np.abs(softmax(engine_logits) - softmax(our_logits)).sum(axis=-1)
+
+
 def as_categories(a, b) -> tuple[np.ndarray, np.ndarray]:
     """Rows of two samples (ids or text pieces, ``END``-padded) as int64 category arrays ``[n, T]``, one code
     per distinct token over both."""
@@ -87,3 +97,43 @@ def compare_runs(a: EngineRun, b: EngineRun, level: float) -> TwoSampleReport:
     """The two-sample test of two engine runs' rows."""
     left, right = as_categories(a.rows, b.rows)
     return two_sample_test(left, right, level)
+
+
+def check_model_law(sampling: EngineSampling) -> None:
+    """Refuse sampling parameters under which our sampler's law is not llama.cpp's (one line at the CLI)."""
+    if sampling.min_p or sampling.repeat_penalty != 1.0 or (sampling.top_p < 1.0 and sampling.temperature != 1.0):
+        raise ValueError("--against model needs a law our sampler computes in llama.cpp's order: no --min-p, no "
+                         "--repeat-penalty, and --top-p only at temperature 1 (llama.cpp truncates before the "
+                         "temperature, we after); compare with --against plain instead")
+
+
+def against_model(engine, target, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float,
+                  seed: int) -> dict:
+    """The engine's samples (ids, in-process) audited against our model ``target`` of the same weights by the
+    statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
+    variation between the two laws along the prompt's last position and the engine's greedy continuation."""
+    import torch
+
+    from decoders.audit.samples import EngineSamples
+    from decoders.audit.statistical import audit_sampler
+    from decoders.sampling import Sampling
+
+    check_model_law(sampling)
+    if any(END in row for row in run.rows):
+        raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
+    ids = engine.tokenize(prompt)
+    horizon = len(run.rows[0])
+    greedy = engine.generate(prompt, 1, horizon, EngineSampling(0.0)).rows[0]
+    sequence = list(ids) + [token for token in greedy if token != END]
+    with torch.no_grad():
+        ours = target.forward(torch.tensor([sequence]), target.new_state(1, len(sequence)))[0].double().numpy()
+    scores = engine.all_logits(sequence)
+    tv = numeric_tv(scores[len(ids) - 1:len(sequence) - 1], ours[len(ids) - 1:len(sequence) - 1],
+                    max(sampling.temperature, 1e-6))
+    tokens = torch.tensor([list(row) for row in run.rows], dtype=torch.int64)
+    ours_sampling = Sampling(sampling.temperature, sampling.top_k or None,
+                             None if sampling.top_p >= 1.0 else sampling.top_p)
+    report = audit_sampler(EngineSamples(tuple(ids), tokens).sampler(), target, list(ids), ours_sampling,
+                           n=len(tokens), horizon=horizon, seed=seed, level=level)
+    return {"numeric_tv": tv.tolist(), "audit": report.as_dict(), "passed": report.passed,
+            "detectable_tv": report.as_dict().get("detectable_tv")}

@@ -121,6 +121,11 @@ class LlamaCppEngine:
             llama.eval(list(chunk))
         return np.array(llama.scores[llama.n_tokens + row], dtype=np.float64)
 
+    def all_logits(self, ids: list) -> np.ndarray:
+        """llama.cpp's logits ``[len(ids), V]`` at every position of ``ids``, evaluated in one call."""
+        self.logits_after([ids])
+        return np.array(self.llama(True).scores[:len(ids)], dtype=np.float64)
+
     def _draft(self, speculate: int, proposals: list):
         """A prompt-lookup draft of ``speculate`` tokens that records each proposal in ``proposals``."""
         lookup = self._llama_cpp.llama_speculative.LlamaPromptLookupDecoding

@@ -1,6 +1,6 @@
 """Where an engine's greedy output first leaves ours (or two token files each other), the target's logit
 margin there, and a verdict: a near-tie within float noise is numerics, a margin of logits is a bug
-(docs/metrics.md)."""
+(docs/metrics.md). --engine llama-cpp draws the engine's greedy tokens here (docs/engines.md)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,46 @@ import argparse
 import json
 
 from spectheory.cli import options
+from spectheory.validation import as_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_target(parser)
     parser.add_argument("--prompt-text", required=True, help="the prompt as text, tokenized by the target's tokenizer "
                                                              "without special tokens (as the engine was given it)")
-    parser.add_argument("--tokens", nargs="+", required=True, metavar="FILE",
+    parser.add_argument("--tokens", nargs="+", metavar="FILE",
                         help="the engine's new token ids (a JSON list, an object with 'tokens', or integers); two "
                              "files compare with each other instead of with our greedy decoding")
+    parser.add_argument("--engine", choices=("llama-cpp",), help="instead of --tokens: draw the engine's greedy "
+                        "tokens here, on --target's GGUF file (default smollm2), with --speculate draft tokens")
+    parser.add_argument("--speculate", type=int, default=4, help="--engine: draft tokens per step, 0 = off (default 4)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="--engine: tokens drawn (default 64)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     options.add_device(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from decoders.autoregressive import generate_autoregressive
+    from decoders.engines import EngineSampling, open_engine
     from decoders.harness.diverge import diagnose, read_tokens
     from decoders.harness.inputs import encode_text
     from decoders.harness.zoo import load_named
     from decoders.randomness import seeded
     from decoders.sampling import GREEDY
 
-    if len(args.tokens) > 2:
-        raise ValueError(f"--tokens takes one file (against our greedy decoding) or two, got {len(args.tokens)}")
-    sequences = [read_tokens(path) for path in args.tokens]
-    target, tokenizer = load_named(args.target, role="target", device=args.device)
+    if (args.tokens is None) == (args.engine is None) or len(args.tokens or ()) > 2:
+        raise ValueError("give --tokens FILE (against our greedy decoding), --tokens A B, or --engine llama-cpp")
+    sequences = [read_tokens(path) for path in args.tokens or ()]
+    target_name = args.target or ("smollm2" if args.engine else None)
+    target, tokenizer = load_named(target_name, role="target", device=args.device)
     prompt = encode_text(tokenizer, args.prompt_text)
     if not prompt:
         raise ValueError("--prompt-text is empty after tokenization")
+    if args.engine:
+        engine = open_engine(args.engine, gguf=None if target_name == "smollm2" else target_name)
+        tokens, _, _, _ = engine.generate_ids(prompt, as_int("max_new_tokens", args.max_new_tokens, low=1, high=1024),
+                                              EngineSampling(0.0), speculate=args.speculate)
+        sequences, args.tokens = [tokens], [f"{args.engine} (speculate {args.speculate})"]
     for path, tokens in zip(args.tokens, sequences):
         if max(tokens) >= target.vocab_size or min(tokens) < 0:
             raise ValueError(f"--tokens {path!r} holds ids outside the target's vocabulary [0, {target.vocab_size})")

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 
 from tqdm import tqdm
 
 from decoders.audit.samples import read_rows
 from decoders.engines import ENGINES, EngineRun, EngineSampling, open_engine
-from decoders.engines.audit import SECOND_SIDE_SEED, compare_runs, greedy_checks
+from decoders.engines.audit import SECOND_SIDE_SEED, against_model, check_model_law, compare_runs, greedy_checks
+from decoders.engines.llama_cpp import LlamaCppEngine
+from decoders.harness.zoo import load_named
 from decoders.engines.openai import is_url
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_int
@@ -31,7 +34,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--engine", metavar="ENGINE", help=f"audit a serving engine: {', '.join(ENGINES)} (in-process, "
                        "on --target's GGUF file, default smollm2) or an OpenAI-compatible server's URL")
     group.add_argument("--against", metavar="WHAT", help="the second sample: plain (the engine without speculation, "
-                       "the default), a server URL, or a samples file (JSON Lines)")
+                       "the default), a server URL, or a samples file (JSON Lines); or model: our float32 model of "
+                       "the same GGUF file, by the statistical audit")
     group.add_argument("--speculate", type=int, default=4, help="the engine's draft tokens per step (default 4)")
     group.add_argument("--gammas", type=int, nargs="+", default=list(range(1, 9)),
                        help="temperature 0: the speculation lengths checked for greedy equality (default 1..8)")
@@ -66,6 +70,24 @@ def _side(spec: str, args, sampling: EngineSampling, n: int, horizon: int, *, sp
     return f"{engine.name}, speculate {speculate} ({len(run.rows)} rows{lost})", run
 
 
+def _against_model(args, engine, described: str, run: EngineRun, sampling: EngineSampling) -> int:
+    """--against model: the engine's samples against our model of the same GGUF file (docs/engines.md §3)."""
+    if not isinstance(engine, LlamaCppEngine):
+        raise ValueError("--against model needs the in-process engine (--engine llama-cpp): it reads token ids")
+    target, _ = load_named(str(engine.model_path), role="target")
+    found = against_model(engine, target, args.prompt_text or ENGINE_PROMPT, run, sampling, level=args.level,
+                          seed=args.seed)
+    tv = found["numeric_tv"]
+    print(f"audit: {described} against our float32 model of {engine.model_path.name}; {sampling.describe()}")
+    print(f"numeric difference alone (llama.cpp's quantized kernels against our float32), total variation per "
+          f"position along its greedy text: median {statistics.median(tv):.4f}, max {max(tv):.4f}")
+    print(f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}")
+    if args.out:
+        write_json(args.out, dict(found, engine=described, sampling=sampling.describe(),
+                                  rows=[list(row) for row in run.rows]), command=args.command_line)
+    return 0 if found["passed"] else 1
+
+
 def _open(spec: str, args):
     return open_engine(spec, gguf=None if args.target == "tinygpt" else args.target, concurrency=args.concurrency)
 
@@ -83,6 +105,8 @@ def _check(args) -> tuple[EngineSampling, int, int]:
         as_int("gammas", gamma, low=1, high=64)
     if args.out:
         check_writable(args.out)
+    if args.against == "model":
+        check_model_law(_sampling(args))
     horizon = 64 if args.temperature == 0 and args.horizon is None else (4 if args.horizon is None else args.horizon)
     return _sampling(args), as_int("horizon", horizon, low=1, high=1024), as_int(
         "n", 5000 if args.n is None else args.n, low=2, high=1_000_000)
@@ -115,6 +139,8 @@ def run_engine_audit(args: argparse.Namespace) -> int:
         a_text, a = _side(args.samples or args.engine, args, sampling, n, horizon, speculate=args.speculate,
                           seed=args.seed, engine=engine)
         against = args.against or "plain"
+        if against == "model":
+            return _against_model(args, engine, a_text, a, sampling)
         b_text, b = _side(args.engine if against == "plain" else against, args, sampling, n, horizon, speculate=0,
                           seed=args.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
         report = compare_runs(a, b, args.level)

@@ -15,6 +15,7 @@ from decoders.engines import ENGINES, open_engine
 from decoders.engines.bench import engine_bench
 from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
+from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from spectheory.outputs import check_writable, write_json
 
@@ -30,7 +31,7 @@ def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
     """Our reference autoregressive decoder's greedy tokens per second on the same prompts (one run each)."""
     started = time.perf_counter()
     for row in prompts:
-        generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=GREEDY)
+        generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=GREEDY, randomness=seeded(0))
     return len(prompts) * tokens / (time.perf_counter() - started)
 
 

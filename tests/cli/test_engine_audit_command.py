@@ -39,6 +39,7 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
     (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
     (["--engine", "llama-cpp", "--exact"], "drop --exact"),
     (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
+    (["--engine", "llama-cpp", "--against", "model", "--repeat-penalty", "1.3"], "needs a law our sampler computes"),
 ])
 def test_engine_flags_against_error_contract(argv, fragment, capsys):
     status, out, err = run(capsys, "audit", *argv)

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from decoders.engines.audit import SECOND_SIDE_SEED, as_categories, compare_runs
+from decoders.engines.audit import SECOND_SIDE_SEED, as_categories, compare_runs, numeric_tv
 from decoders.engines.base import END, EngineSampling
 from decoders.engines.llama_cpp import proposal_counters
 from engine_standin import MarkovEngine
@@ -70,3 +70,11 @@ def test_proposal_counters_against_hand_counts():
     assert counters == {"num_drafts": 2, "num_draft_tokens": 4, "num_accepted_tokens": 3, "rounds_without_draft": 1,
                         "reached_per_position": [2, 2, 0], "accepted_per_position": [2, 1, 0],
                         "proposal_length_counts": [1, 0, 2, 0]}
+
+
+def test_numeric_tv_against_hand_computation():
+    """Logits (0, 0) against (log 3, 0): laws (1/2, 1/2) and (3/4, 1/4), total variation 1/4; at T = 2 the second
+    is (sqrt 3, 1) / (sqrt 3 + 1)."""
+    ours, theirs = np.array([[0.0, 0.0]]), np.array([[np.log(3.0), 0.0]])
+    assert numeric_tv(ours, theirs) == pytest.approx([0.25])
+    assert numeric_tv(ours, theirs, 2.0) == pytest.approx([np.sqrt(3) / (np.sqrt(3) + 1) - 0.5])
