@@ -12,13 +12,14 @@ VOCABULARY = 30
 class MarkovEngine:
     name = "markov"
 
-    def __init__(self, *, applied_temperature: float | None = None, table_seed: int = 123) -> None:
+    def __init__(self, *, applied_temperature: float | None = None, table_seed: int = 123,
+                 seconds_per_token: float = 0.0) -> None:
         self.logits = np.random.default_rng(table_seed).normal(size=(VOCABULARY, VOCABULARY)) * 2  # [V, V]
-        self.applied_temperature = applied_temperature
+        self.applied_temperature, self.seconds_per_token = applied_temperature, seconds_per_token
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:
-        temperature = self.applied_temperature or sampling.temperature
+        temperature = max(self.applied_temperature or sampling.temperature, 1e-3)  # T = 0: nearly greedy
         rng = np.random.default_rng(seed)
         rows = np.empty((n, horizon), dtype=np.int64)
         previous = np.full(n, len(prompt) % VOCABULARY)
@@ -30,4 +31,5 @@ class MarkovEngine:
             previous = rows[:, t]
         if progress:
             progress(n)
-        return EngineRun(tuple(tuple(int(x) for x in row) for row in rows), 0.0, {}, 0, n * horizon)
+        return EngineRun(tuple(tuple(int(x) for x in row) for row in rows), self.seconds_per_token * n * horizon, {}, 0,
+                         n * horizon)

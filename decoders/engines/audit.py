@@ -13,6 +13,7 @@ import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from decoders.engines.base import END, Engine, EngineRun, EngineSampling
+from decoders.engines.llama_cpp import LlamaCppEngine
 
 __all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
 
@@ -59,7 +60,7 @@ def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculativ
 
 def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> tuple[tuple, list]:
     """(the plain greedy row, a ``GreedyCheck`` per gamma): one continuation of ``horizon`` tokens each, every
-    difference diagnosed where the engine gives logits (``logits_after``)."""
+    difference diagnosed where the engine gives its logits (in-process llama.cpp)."""
     greedy = EngineSampling(temperature=0.0)
     plain = engine.generate(prompt, 1, horizon, greedy, speculate=0).rows[0]
     checks = []
@@ -68,7 +69,7 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
         row = run.rows[0]
         differ = [i for i, (a, b) in enumerate(zip(row, plain)) if a != b]
         diagnosis = diagnose_difference(engine.logits_after, engine.tokenize(prompt), plain, row, differ[0]) \
-            if differ and hasattr(engine, "logits_after") else None
+            if differ and isinstance(engine, LlamaCppEngine) else None
         checks.append(GreedyCheck(gamma, horizon, not differ, differ[0] if differ else None, run.counters, diagnosis))
         if progress:
             progress(1)

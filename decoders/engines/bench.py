@@ -28,7 +28,7 @@ from spectheory.optimum import best_choice
 from spectheory.timing import host
 from spectheory.validation import as_int
 
-__all__ = ["engine_bench", "measure_engine_costs"]
+__all__ = ["engine_bench", "measure_engine_costs", "server_bench"]
 
 GREEDY = EngineSampling(temperature=0.0)
 
@@ -136,3 +136,28 @@ def engine_bench(engine: LlamaCppEngine, prompts: list, *, gammas, max_new_token
             "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
                       "prefill_seconds": [p["prefill"] for p in plain]},
             "rows": rows, "recommended_gamma": recommended, "environment": host()}
+
+
+def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repeats: int, warmup: int = 1,
+                 progress=None) -> dict:
+    """Two OpenAI-compatible servers of one model, one speculating and one not (a server's own setting), timed
+    on greedy completions of ``prompts`` (texts) interleaved over repeats: seconds per generated token of
+    each, end to end (prefill and HTTP included), and their ratio. Servers report no costs, so there is no
+    prediction here; the in-process engine has one."""
+    repeats = as_int("repeats", repeats, low=1, high=100)
+    seconds: dict = {"plain": [], "speculating": []}
+    rows: dict = {"plain": None, "speculating": None}
+    for repeat in range(warmup + repeats):
+        for name, server in (("plain", plain), ("speculating", speculating)):
+            runs = [server.generate(prompt, 1, max_new_tokens, GREEDY) for prompt in prompts]
+            tokens = sum(run.generated_tokens for run in runs)
+            if repeat >= warmup:
+                seconds[name].append(sum(run.seconds for run in runs) / tokens)
+                rows[name] = [run.rows[0] for run in runs]
+            if progress:
+                progress(1)
+    ratios = [p / s for p, s in zip(seconds["plain"], seconds["speculating"])]
+    return {"engine": speculating.name, "against": plain.name, "temperature": 0.0, "batch_size": 1,
+            "repeats": repeats, "warmup": warmup, "prompts": len(prompts), "max_new_tokens": max_new_tokens,
+            "seconds_per_token": seconds, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
+            "greedy_equal": rows["plain"] == rows["speculating"], "environment": host()}

@@ -121,7 +121,9 @@ def run_engine_audit(args: argparse.Namespace) -> int:
         explained = [check for check in checks if not check.equal and check.diagnosis
                      and check.diagnosis["verdict"].startswith("batch-shape")]
         passed, samples = all(check.equal for check in checks) or len(explained) == sum(not c.equal for c in checks), {}
-        document = {"engine": engine.name, "horizon": horizon, "plain": list(plain),
+        document = {"engine": engine.name, "horizon": horizon, "prompt": args.prompt_text or ENGINE_PROMPT,
+                    "prompt_ids": list(engine.tokenize(args.prompt_text or ENGINE_PROMPT))
+                    if isinstance(engine, LlamaCppEngine) else None, "plain": list(plain),
                     "checks": [check.as_dict() for check in checks], "passed": passed}
         print(f"audit: {engine.name}, greedy with speculation against its plain greedy decoding, {horizon} tokens")
         for check in checks:

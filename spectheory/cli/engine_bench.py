@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.engines import ENGINES, open_engine
-from decoders.engines.bench import engine_bench
+from decoders.engines.bench import engine_bench, server_bench
+from decoders.engines.openai import is_url
 from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
 from decoders.randomness import seeded
@@ -23,8 +24,10 @@ __all__ = ["add_engine_bench_arguments", "run_engine_bench", "engine_bench_lines
 
 
 def add_engine_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=ENGINES, help="instead: a serving engine's speed with and without its "
-                        "speculation, on --target's GGUF file (default smollm2; docs/engines.md)")
+    parser.add_argument("--engine", metavar="ENGINE", help=f"instead: a serving engine's speed with and without its "
+                        f"speculation: {', '.join(ENGINES)} on --target's GGUF file (default smollm2), or a "
+                        f"speculating server's URL with --against the plain server's (docs/engines.md)")
+    parser.add_argument("--against", metavar="URL", help="--engine URL: the same model served without speculation")
 
 
 def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
@@ -52,11 +55,33 @@ def engine_bench_lines(document: dict) -> list:
     return lines
 
 
+def _server_bench(args, inputs, prompts) -> int:
+    """--engine URL --against URL: two servers' end-to-end greedy speed on the task prompts (as text)."""
+    texts = [inputs.tokenizer.decode(ids) for ids in prompts]
+    with tqdm(total=2 * (args.repeats + args.warmup), desc="server bench", unit="run", delay=1, leave=False,
+              disable=None) as bar:
+        document = server_bench(open_engine(args.engine), open_engine(args.against), texts,
+                                max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup,
+                                progress=bar.update)
+    if args.out:
+        write_json(args.out, dict(document, task=args.task or "rewrite"), command=args.command_line)
+    low, _, high = document["speedup_spread"]
+    print(f"{document['engine']} against {document['against']}: {document['speedup']:.3f}x ({low:.3f}-{high:.3f}) "
+          f"end to end per token; greedy text equal: {document['greedy_equal']}")
+    return 0
+
+
 def run_engine_bench(args: argparse.Namespace) -> int:
     if args.hf or args.tree or args.policies is not None:
         raise ValueError("--engine measures the engine's own speculation: --hf, --tree and --policies do not apply")
+    if is_url(args.engine) != (args.against is not None):
+        raise ValueError("--against URL (the plain server) goes with --engine URL (the speculating one), and only")
     if args.out:
         check_writable(args.out)
+    if is_url(args.engine):
+        inputs = load_inputs(args.target or "smollm2", [])
+        prompts = benchmark_prompts(inputs, args.task or "rewrite", args.prompts, args.prompt_length, args.seed)
+        return _server_bench(args, inputs, [row.tolist() for row in prompts])
     engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
     inputs = load_inputs(str(engine.model_path), [])
     prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts,

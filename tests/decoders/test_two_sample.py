@@ -78,3 +78,13 @@ def test_numeric_tv_against_hand_computation():
     ours, theirs = np.array([[0.0, 0.0]]), np.array([[np.log(3.0), 0.0]])
     assert numeric_tv(ours, theirs) == pytest.approx([0.25])
     assert numeric_tv(ours, theirs, 2.0) == pytest.approx([np.sqrt(3) / (np.sqrt(3) + 1) - 0.5])
+
+
+def test_server_bench_against_stand_in_costs():
+    """Two stand-in servers whose tokens cost 2 ms and 1 ms: the speculating one measures 2x, repeat by repeat."""
+    from decoders.engines.bench import server_bench
+
+    document = server_bench(MarkovEngine(seconds_per_token=0.001), MarkovEngine(seconds_per_token=0.002),
+                            ["a", "bb"], max_new_tokens=8, repeats=3, warmup=1)
+    assert document["speedup"] == pytest.approx(2.0) and document["speedup_spread"] == pytest.approx([2.0] * 3)
+    assert document["greedy_equal"] and document["repeats"] == 3 and len(document["seconds_per_token"]["plain"]) == 3
