@@ -15,7 +15,8 @@ from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from decoders.engines.base import END, Engine, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import LlamaCppEngine
 
-__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
+__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
+           "batch_shape_difference", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
 
 #: Seeds of the second side start here, so that the two sides never share one (module docstring).
 SECOND_SIDE_SEED = 1 << 30
@@ -84,6 +85,24 @@ def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: f
         weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
         return weights / weights.sum(axis=-1, keepdims=True)
     return 0.5 * np.abs(softmax(engine_logits) - softmax(our_logits)).sum(axis=-1)
+
+
+def batch_shape_difference(engine: LlamaCppEngine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
+    """llama.cpp's logits at the positions of ``tokens`` after ``prompt_ids``, evaluated one token per call (the
+    plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per position and the
+    total variation of the two laws at T = 1, which bounds how exactly speculation can keep the plain law."""
+    sequence = [prompt_ids[-1]] + list(tokens[:-1])  # position i of the result predicts tokens[i]
+    head = [list(prompt_ids[:-1])]
+
+    def logits(size):
+        chunks = head + [sequence[i:i + size] for i in range(0, len(sequence), size)]
+        engine.logits_after(chunks)
+        return np.array(engine.llama(True).scores[len(prompt_ids) - 1:len(prompt_ids) - 1 + len(sequence)],
+                        dtype=np.float64)
+    one, batched = logits(1), logits(chunk)
+    tv = numeric_tv(one, batched)
+    return {"chunk": chunk, "positions": len(sequence), "tv_at_t1": tv.tolist(), "tv_median": float(np.median(tv)),
+            "tv_max": float(tv.max()), "max_logit_difference": np.abs(one - batched).max(axis=1).tolist()}
 
 
 def as_categories(a, b) -> tuple[np.ndarray, np.ndarray]:

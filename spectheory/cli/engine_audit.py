@@ -13,8 +13,9 @@ import statistics
 from tqdm import tqdm
 
 from decoders.audit.samples import read_rows
-from decoders.engines import ENGINES, EngineRun, EngineSampling, open_engine
-from decoders.engines.audit import SECOND_SIDE_SEED, against_model, check_model_law, compare_runs, greedy_checks
+from decoders.engines import END, ENGINES, EngineRun, EngineSampling, open_engine
+from decoders.engines.audit import (SECOND_SIDE_SEED, against_model, batch_shape_difference, check_model_law,
+                                    compare_runs, greedy_checks)
 from decoders.engines.llama_cpp import LlamaCppEngine
 from decoders.harness.zoo import load_named
 from decoders.engines.openai import is_url
@@ -134,6 +135,12 @@ def run_engine_audit(args: argparse.Namespace) -> int:
                   + accepted + ("" if why is None else f"; margin of the plain token {why['margin_one_token']:+.3f} "
                                 f"in a one-token call, {why['margin_two_tokens']:+.3f} in a two-token call: "
                                 f"{why['verdict']}"))
+        if isinstance(engine, LlamaCppEngine):
+            shape = batch_shape_difference(engine, document["prompt_ids"], [t for t in plain if t != END])
+            document["batch_shape"] = shape
+            print(f"the same positions evaluated one token per call and {shape['chunk']} per call: logits differ by "
+                  f"up to {max(shape['max_logit_difference']):.3f}; the laws at T = 1 by a total variation of median "
+                  f"{shape['tv_median']:.4f}, max {shape['tv_max']:.4f} per position")
         print("greedy: " + ("PASS" if passed else "FAIL") + (f" ({len(explained)} of {len(checks)} gammas differ by "
                                                              "batch-shape numerics)" if explained else ""))
     else:
