@@ -7,19 +7,26 @@ paths, so two files drawn with the same seeds are not independent samples).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from decoders.engines.base import END, Engine, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import LlamaCppEngine
+from spectheory.validation import as_int
 
 __all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
-           "batch_shape_difference", "as_categories", "compare_runs", "SECOND_SIDE_SEED"]
+           "batch_shape_difference", "as_categories", "compare_runs", "greedy_audit", "greedy_lines",
+           "two_sample_document", "model_lines", "samples_side", "engine_side", "EngineAuditRequest",
+           "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
 
 #: Seeds of the second side start here, so that the two sides never share one (module docstring).
 SECOND_SIDE_SEED = 1 << 30
+#: The default prompt: a ChatML rewrite request (SmolLM2's template), where prompt lookup has text to copy.
+ENGINE_PROMPT = ("<|im_start|>user\nAdd type hints to this Python code. Repeat all of the code:\n```python\n"
+                 "def scale(values, factor):\n    total = 0\n    for value in values:\n"
+                 "        total += value * factor\n    return total\n```<|im_end|>\n<|im_start|>assistant\n```python\n")
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,8 @@ def batch_shape_difference(engine: LlamaCppEngine, prompt_ids: list, tokens: lis
                         dtype=np.float64)
     one, batched = logits(1), logits(chunk)
     tv = numeric_tv(one, batched)
-    return {"chunk": chunk, "positions": len(sequence), "tv_at_t1": tv.tolist(), "tv_median": float(np.median(tv)),
+    return {"chunk": chunk, "positions": len(sequence), "tv_at_t1": tv.tolist(),
+            "tv_median": float(np.median(tv)),
             "tv_max": float(tv.max()), "max_logit_difference": np.abs(one - batched).max(axis=1).tolist()}
 
 
@@ -127,20 +135,24 @@ def check_model_law(sampling: EngineSampling) -> None:
                          "temperature, we after); compare with --against plain instead")
 
 
-def against_model(engine, target, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float,
+def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float,
                   seed: int) -> dict:
-    """The engine's samples (ids, in-process) audited against our model ``target`` of the same weights by the
+    """The engine's samples (ids, in-process) audited against our model of the same GGUF file by the
     statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
     variation between the two laws along the prompt's last position and the engine's greedy continuation."""
     import torch
 
     from decoders.audit.samples import EngineSamples
     from decoders.audit.statistical import audit_sampler
+    from decoders.harness.zoo import load_named
     from decoders.sampling import Sampling
 
+    if not isinstance(engine, LlamaCppEngine):
+        raise ValueError("--against model needs the in-process engine (--engine llama-cpp): it reads token ids")
     check_model_law(sampling)
     if any(END in row for row in run.rows):
         raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
+    target, _ = load_named(str(engine.model_path), role="target")
     ids = engine.tokenize(prompt)
     horizon = len(run.rows[0])
     greedy = engine.generate(prompt, 1, horizon, EngineSampling(0.0)).rows[0]
@@ -157,3 +169,157 @@ def against_model(engine, target, prompt: str, run: EngineRun, sampling: EngineS
                            n=len(tokens), horizon=horizon, seed=seed, level=level)
     return {"numeric_tv": tv.tolist(), "audit": report.as_dict(), "passed": report.passed,
             "detectable_tv": report.as_dict().get("detectable_tv")}
+
+
+def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> dict:
+    """The greedy audit's document: plain greedy tokens, a check per gamma, and for llama.cpp in-process its
+    batch-shape numerics (``batch_shape_difference``); it passes when every gamma is equal to plain decoding
+    or differs by batch-shape numerics alone."""
+    plain, checks = greedy_checks(engine, prompt, horizon, gammas, progress)
+    explained = sum(not check.equal and bool(check.diagnosis)
+                    and check.diagnosis["verdict"].startswith("batch-shape") for check in checks)
+    document = {"engine": engine.name, "horizon": horizon, "prompt": prompt, "prompt_ids": None, "plain": list(plain),
+                "checks": [check.as_dict() for check in checks], "explained_by_numerics": explained,
+                "passed": explained == sum(not check.equal for check in checks)}
+    if isinstance(engine, LlamaCppEngine):
+        document["prompt_ids"] = list(engine.tokenize(prompt))
+        document["batch_shape"] = batch_shape_difference(engine, document["prompt_ids"],
+                                                         [token for token in plain if token != END])
+    return document
+
+
+def greedy_lines(document: dict) -> list:
+    """The greedy audit's printed lines."""
+    lines = [f"audit: {document['engine']}, greedy with speculation against its plain greedy decoding, "
+             f"{document['horizon']} tokens"]
+    for check in document["checks"]:
+        counts, why = check["counters"], check["diagnosis"]
+        line = f"gamma {check['gamma']}: " + (
+            "equal" if check["equal"] else f"differs at token {check['first_difference']}")
+        line += f" (accepted {counts['num_accepted_tokens']} of {counts['num_draft_tokens']} drafted)" if counts else ""
+        line += "" if why is None else (f"; margin of the plain token {why['margin_one_token']:+.3f} in a one-token "
+                                        f"call, {why['margin_two_tokens']:+.3f} in a two-token call: {why['verdict']}")
+        lines.append(line)
+    shape = document.get("batch_shape")
+    if shape:
+        lines.append(f"the same positions evaluated one token per call and {shape['chunk']} per call: logits differ by "
+                     f"up to {max(shape['max_logit_difference']):.3f}; the laws at T = 1 by a total variation of "
+                     f"median {shape['tv_median']:.4f}, max {shape['tv_max']:.4f} per position")
+    explained = document["explained_by_numerics"]
+    lines.append("greedy: " + ("PASS" if document["passed"] else "FAIL") + (
+        f" ({explained} of {len(document['checks'])} gammas differ by batch-shape numerics)" if explained else ""))
+    return lines
+
+
+def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sampling: EngineSampling,
+                        level: float) -> tuple[dict, dict, list]:
+    """(verdict document, both samples' rows, printed lines) of the two-sample audit of two runs."""
+    report = compare_runs(a, b, level)
+    document = dict(report.as_dict(), a=a_text, b=b_text, sampling=sampling.describe(), lost=[a.lost, b.lost])
+    lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}",
+             f"two-sample (token KS and prefix chi-square per position, Bonferroni): p = {report.p_value:.3g}, "
+             f"detectable TV {report.detectable_tv:.3f} at n = {report.n_a} + {report.n_b}: "
+             f"{'PASS' if report.passed else 'FAIL'}"]
+    return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines
+
+
+def model_lines(found: dict, described: str, model: str, sampling: EngineSampling) -> list:
+    """The printed lines of ``against_model``'s result."""
+    tv = found["numeric_tv"]
+    return [f"audit: {described} against our float32 model of {model}; {sampling.describe()}",
+            f"numeric difference alone (llama.cpp's quantized kernels against our float32), total variation per "
+            f"position along its greedy text: median {float(np.median(tv)):.4f}, max {max(tv):.4f}",
+            f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}"]
+
+
+def samples_side(path: str) -> tuple[str, EngineRun]:
+    """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``)."""
+    from decoders.audit.samples import read_rows
+
+    _, rows = read_rows(path)
+    return f"samples file {path} ({len(rows)} rows)", EngineRun(tuple(rows), 0.0)
+
+
+def engine_side(engine: Engine, prompt: str, sampling: EngineSampling, n: int, horizon: int, *, speculate: int,
+                seed: int) -> tuple[str, EngineRun]:
+    """(description, run) of n samples drawn from ``engine``, with a progress bar on a terminal."""
+    from tqdm import tqdm
+
+    with tqdm(total=n, desc=f"{engine.name} speculate {speculate}", unit="sample", delay=1, leave=False,
+              disable=None) as bar:
+        run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)
+    lost = f", {run.lost} of {n} samples lost" if run.lost else ""
+    return f"{engine.name}, speculate {speculate} ({len(run.rows)} rows{lost})", run
+
+
+@dataclass(frozen=True)
+class EngineAuditRequest:
+    """What `spectheory audit --engine` audits (docs/engines.md §3), checked before any work: ``engine`` (or
+    ``samples``, a file) with speculation ``speculate`` against ``against`` (plain, model, a URL or a file);
+    at temperature 0 the greedy audit over ``gammas``."""
+
+    engine: str | None
+    samples: str | None = None
+    against: str | None = None
+    sampling: EngineSampling = field(default_factory=EngineSampling)
+    speculate: int = 4
+    gammas: tuple = tuple(range(1, 9))
+    n: int = 5000
+    horizon: int = 4
+    level: float = 0.01
+    seed: int = 0
+    prompt: str = ENGINE_PROMPT
+    gguf: str | None = None
+    concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if self.engine is None and self.samples is None:
+            raise ValueError("--against compares an engine (--engine) or a samples file (--samples) with a second "
+                             "sample")
+        if self.samples is not None and self.against is None:
+            raise ValueError("--samples with --engine flags needs --against B.jsonl (or drop --engine flags)")
+        as_int("speculate", self.speculate, low=1, high=64)
+        as_int("concurrency", self.concurrency, low=1, high=256)
+        for gamma in self.gammas:
+            as_int("gammas", gamma, low=1, high=64)
+        as_int("horizon", self.horizon, low=1, high=1024)
+        as_int("n", self.n, low=2, high=1_000_000)
+        if self.against == "model":
+            check_model_law(self.sampling)
+
+    @property
+    def greedy(self) -> bool:
+        return self.sampling.temperature == 0 and self.samples is None
+
+    def open(self, spec: str) -> Engine:
+        from decoders.engines import open_engine
+
+        return open_engine(spec, gguf=self.gguf, concurrency=self.concurrency)
+
+    def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
+        """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
+        from decoders.engines.openai import is_url
+
+        if spec.endswith(".jsonl") and not is_url(spec):
+            return samples_side(spec)
+        return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
+                           speculate=speculate, seed=seed)
+
+
+def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, dict, list]:
+    """(verdict document with "passed", the samples drawn, printed lines) of ``request``."""
+    if request.greedy:
+        document = greedy_audit(request.open(request.engine), request.prompt, request.horizon, request.gammas,
+                                progress)
+        return document, {}, greedy_lines(document)
+    engine = None if request.engine is None else request.open(request.engine)
+    a_text, a = request.side(request.samples or request.engine, speculate=request.speculate, seed=request.seed,
+                             engine=engine)
+    against = request.against or "plain"
+    if against == "model":
+        found = against_model(engine, request.prompt, a, request.sampling, level=request.level, seed=request.seed)
+        return (dict(found, engine=a_text, sampling=request.sampling.describe()), {"rows": list(a.rows)},
+                model_lines(found, a_text, engine.model_path.name, request.sampling))
+    b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
+                             seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
+    return two_sample_document(a_text, a, b_text, b, request.sampling, request.level)

@@ -23,11 +23,11 @@ except ImportError:
     pytest.skip("llama-cpp-python is not installed (bash .ci/install builds it)", allow_module_level=True)
 
 from decoders.engines import open_engine
-from decoders.engines.audit import SECOND_SIDE_SEED, compare_runs, diagnose_difference, greedy_checks
+from decoders.engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
+                                    greedy_checks)
 from decoders.engines.base import END, EngineSampling
 from decoders.engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
-from spectheory.cli.engine_audit import ENGINE_PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,16 @@ def test_greedy_differences_against_their_diagnosis(engine):
     worst = int(np.argmin(engine.logits_after([ids + list(plain[:5])])))
     planted = plain[:5] + (worst,) + plain[6:]
     assert diagnose_difference(engine.logits_after, ids, plain, planted, 5)["verdict"].startswith("unexplained")
+
+
+def test_batch_shape_difference_against_one_token_calls(engine):
+    """Evaluating in chunks of one token on both sides gives identical logits (the control: the measurement
+    compares like with like); chunks of five move llama.cpp's logits (measured, not asserted beyond > 0)."""
+    ids = engine.tokenize(ENGINE_PROMPT)
+    tokens = list(engine.generate(ENGINE_PROMPT, 1, 12, EngineSampling(0.0)).rows[0])
+    same = batch_shape_difference(engine, ids, tokens, chunk=1)
+    assert same["tv_max"] == 0.0 and max(same["max_logit_difference"]) == 0.0 and same["positions"] == 12
+    assert batch_shape_difference(engine, ids, tokens, chunk=5)["tv_max"] > 0.0
 
 
 def test_counters_against_emitted_tokens(engine):
