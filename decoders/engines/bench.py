@@ -28,7 +28,7 @@ from spectheory.optimum import best_choice
 from spectheory.timing import host
 from spectheory.validation import as_int
 
-__all__ = ["engine_bench", "measure_engine_costs", "server_bench"]
+__all__ = ["engine_bench", "engine_bench_lines", "measure_engine_costs", "server_bench"]
 
 GREEDY = EngineSampling(temperature=0.0)
 
@@ -161,3 +161,20 @@ def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repe
             "repeats": repeats, "warmup": warmup, "prompts": len(prompts), "max_new_tokens": max_new_tokens,
             "seconds_per_token": seconds, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
             "greedy_equal": rows["plain"] == rows["speculating"], "environment": host()}
+
+
+def engine_bench_lines(document: dict) -> list:
+    lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
+             f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
+             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (llama.cpp "
+             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)"]
+    for row in document["rows"]:
+        low, _, high = row["speedup_spread"]
+        alpha = "n/a" if row["alpha"] is None else f"{row['alpha']:.3f}"
+        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}), predicted "
+                     f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
+                     f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
+                     f"tokens, alpha {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
+    gamma = document["recommended_gamma"]
+    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}"))
+    return lines

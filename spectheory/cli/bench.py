@@ -14,7 +14,7 @@ from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy
 from decoders.harness.runs import bench_document, policy_document, tree_document
 from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
-from spectheory.cli.engine_bench import add_engine_bench_arguments, run_engine_bench
+from spectheory.cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
 
@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
                         help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
                              f"per run; default {DEFAULTS.prompts})")
-    parser.add_argument("--prompt-length", type=int, default=DEFAULTS.prompt_length,
-                        help=f"tokens per prompt (default {DEFAULTS.prompt_length}); " + CONTEXT)
+    parser.add_argument("--prompt-length", type=int, help=f"tokens per prompt (default {DEFAULTS.prompt_length}, "
+                        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT)
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
                         help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT)
     parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
@@ -68,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.engine:
         return run_engine_bench(args)
-    settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts, args.prompt_length,
-                             args.max_new_tokens, args.repeats, args.warmup, seed=args.seed,
-                             batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))
+    settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts,
+                             args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
+                             args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.dynamic is not None and not args.tree:

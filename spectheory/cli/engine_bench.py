@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.engines import ENGINES, open_engine
-from decoders.engines.bench import engine_bench, server_bench
+from decoders.engines.bench import engine_bench, engine_bench_lines, server_bench
 from decoders.engines.openai import is_url
 from decoders.harness.inputs import load_inputs
 from decoders.harness.tasks import benchmark_prompts
@@ -20,7 +20,10 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from spectheory.outputs import check_writable, write_json
 
-__all__ = ["add_engine_bench_arguments", "run_engine_bench", "engine_bench_lines"]
+__all__ = ["add_engine_bench_arguments", "run_engine_bench", "ENGINE_PROMPT_LENGTH"]
+
+#: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
+ENGINE_PROMPT_LENGTH = 192
 
 
 def add_engine_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,23 +39,6 @@ def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
     for row in prompts:
         generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=GREEDY, randomness=seeded(0))
     return len(prompts) * tokens / (time.perf_counter() - started)
-
-
-def engine_bench_lines(document: dict) -> list:
-    lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
-             f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
-             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (llama.cpp "
-             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)"]
-    for row in document["rows"]:
-        low, _, high = row["speedup_spread"]
-        alpha = "n/a" if row["alpha"] is None else f"{row['alpha']:.3f}"
-        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}), predicted "
-                     f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
-                     f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
-                     f"tokens, alpha {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
-    gamma = document["recommended_gamma"]
-    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}"))
-    return lines
 
 
 def _server_bench(args, inputs, prompts) -> int:
@@ -78,14 +64,15 @@ def run_engine_bench(args: argparse.Namespace) -> int:
         raise ValueError("--against URL (the plain server) goes with --engine URL (the speculating one), and only")
     if args.out:
         check_writable(args.out)
+    length = args.prompt_length or ENGINE_PROMPT_LENGTH
     if is_url(args.engine):
         inputs = load_inputs(args.target or "smollm2", [])
-        prompts = benchmark_prompts(inputs, args.task or "rewrite", args.prompts, args.prompt_length, args.seed)
+        prompts = benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length, args.seed)
         return _server_bench(args, inputs, [row.tolist() for row in prompts])
     engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
     inputs = load_inputs(str(engine.model_path), [])
-    prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts,
-                                                         args.prompt_length, args.seed)]
+    prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length,
+                                                         args.seed)]
     with tqdm(total=(len(args.gammas) + 1) * (args.repeats + args.warmup), desc="engine bench", unit="run",
               delay=1, leave=False, disable=None) as bar:
         document = engine_bench(engine, prompts, gammas=args.gammas, max_new_tokens=args.max_new_tokens,
