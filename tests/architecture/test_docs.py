@@ -149,3 +149,18 @@ def test_hf_comparison_table_against_its_results():
                      f"{row['speculative_hf_assisted_seconds']:.3f} s", f"{row['speculative_ours_unpadded_over_hf']:.2f}x",
                      f"{row['speculative_ours_unpadded_seconds']:.3f} s", f"{row['ar_ours_adapter_over_hf']:.2f}x"):
             assert text in line, (text, line)
+
+
+def test_engine_numbers_against_their_results():
+    """docs/engines.md's tables of llama.cpp carry their result files' numbers: the bench rows (measured speedup
+    with its spread, predicted, their ratio, tokens per call, alpha) and each two-sample verdict's p-value."""
+    page = (ROOT / "docs" / "engines.md").read_text()
+    bench = json.loads((ROOT / "results" / "llama_cpp_bench_rewrite.json").read_text())
+    for row in bench["rows"]:
+        low, _, high = row["speedup_spread"]
+        assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
+                f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | {row['alpha']:.3f} |") in page
+    for name in ("llama_cpp_audit_t1", "llama_cpp_audit_t07_topp09", "llama_cpp_audit_repeat_penalty"):
+        verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
+        row = next(line for line in page.splitlines() if f"`results/{name}.json`" in line)
+        assert f"| {verdict['p_value']:.3g} |" in row and ("PASS" if verdict["passed"] else "FAIL") in row, row
