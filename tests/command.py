@@ -46,6 +46,13 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def start_interruptible(argv: list, **options) -> subprocess.Popen:
+    """``subprocess.Popen(argv)`` with SIGINT's default action restored in the child: a runner that started the
+    tests in the background of a shell without job control left SIGINT ignored, which children inherit and
+    Python then keeps (a Ctrl-C test would wait for nothing)."""
+    return subprocess.Popen(argv, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **options)
+
+
 def interrupt_after(process: subprocess.Popen, work: float) -> None:
     """SIGINT to ``process`` once it has used ``work`` CPU seconds (or at once if it has ended)."""
     while process.poll() is None and cpu_seconds(process.pid) < work:

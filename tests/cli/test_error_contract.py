@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from command import interrupt_after, run
+from command import interrupt_after, run, start_interruptible
 from decoders.harness import zoo
 
 NO_CUDA = not torch.cuda.is_available()
@@ -134,9 +134,9 @@ def test_ctrl_c_against_error_contract(tmp_path):
     """SIGINT during a long command: exit 130 with one line, no traceback (a billion iterations take minutes).
     The signal goes once the command has used 1.5 CPU seconds, several times its imports (about 0.2 s), so it
     lands in the long work however busy the machine is."""
-    process = subprocess.Popen([sys.executable, "-m", "spectheory", "simulate", "--alpha", "0.8", "--gamma", "4",
-                                "--n", "1000000000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = start_interruptible([sys.executable, "-m", "spectheory", "simulate", "--alpha", "0.8", "--gamma", "4",
+                                   "--n", "1000000000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
     interrupt_after(process, 1.5)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import paper_figs
-from command import children_cpu_seconds, interrupt_after
+from command import children_cpu_seconds, interrupt_after, start_interruptible
 from figure_inputs import write_small_results
 from spectheory.cli import main
 
@@ -73,8 +73,8 @@ def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
     assert old != new and set(old) == set(new)
     outcomes = []
     for share in random.Random(0).sample([k / 40 for k in range(8, 44)], 5):  # import time to past the end
-        process = subprocess.Popen(command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        process = start_interruptible(command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
         interrupt_after(process, share * work)
         process.wait(timeout=60)
         now = _snapshot(out)
