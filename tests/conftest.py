@@ -3,11 +3,6 @@ test writes under pytest's temporary directories is parsed strictly when the ses
 
 import os
 
-# Before torch loads OpenMP: idle threads sleep instead of spinning. On a machine whose cores other processes
-# keep busy, spinning threads burn their time slices waiting for each other (the suite then took 10 times
-# its CPU time); sleeping ones cost a few percent when the machine is idle (docs/project.md).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import pytest
 from hypothesis import HealthCheck, settings
 
