@@ -14,6 +14,7 @@ import numpy as np
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from decoders.engines.base import END, Engine, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import LlamaCppEngine
+from decoders.engines.openai import is_url
 from spectheory.validation import as_int
 
 __all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
@@ -249,20 +250,23 @@ def engine_side(engine: Engine, prompt: str, sampling: EngineSampling, n: int, h
               disable=None) as bar:
         run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)
     lost = f", {run.lost} of {n} samples lost" if run.lost else ""
-    return f"{engine.name}, speculate {speculate} ({len(run.rows)} rows{lost})", run
+    setting = "its own speculation settings" if is_url(engine.name) else f"speculate {speculate}"
+    return f"{engine.name}, {setting} ({len(run.rows)} rows{lost})", run
 
 
 @dataclass(frozen=True)
 class EngineAuditRequest:
     """What `spectheory audit --engine` audits (docs/engines.md §3), checked before any work: ``engine`` (or
     ``samples``, a file) with speculation ``speculate`` against ``against`` (plain, model, a URL or a file);
-    at temperature 0 the greedy audit over ``gammas``."""
+    at temperature 0 the greedy audit over ``gammas``. ``speculate`` None: 4 draft tokens in-process; a server
+    speculates by its own settings, so a URL takes no ``speculate`` and runs in-process audits only above
+    temperature 0."""
 
     engine: str | None
     samples: str | None = None
     against: str | None = None
     sampling: EngineSampling = field(default_factory=EngineSampling)
-    speculate: int = 4
+    speculate: int | None = None
     gammas: tuple = tuple(range(1, 9))
     n: int = 5000
     horizon: int = 4
@@ -278,7 +282,15 @@ class EngineAuditRequest:
                              "sample")
         if self.samples is not None and self.against is None:
             raise ValueError("--samples with --engine flags needs --against B.jsonl (or drop --engine flags)")
-        as_int("speculate", self.speculate, low=1, high=64)
+        if self.speculate is not None:
+            as_int("speculate", self.speculate, low=1, high=64)
+        if self._engine_is_url and self.speculate is not None:
+            raise ValueError(f"--speculate {self.speculate}: an OpenAI-compatible server speculates by its own "
+                             "settings; compare a drafting server with a plain one (--engine URL --against URL2)")
+        if self._engine_is_url and self.greedy:
+            raise ValueError("--temperature 0 audits greedy equality by setting the engine's speculation per "
+                             "--gammas, which a server fixes at its start: use --engine llama-cpp, or a temperature "
+                             "above 0 with --against URL2")
         as_int("concurrency", self.concurrency, low=1, high=256)
         for gamma in self.gammas:
             as_int("gammas", gamma, low=1, high=64)
@@ -286,6 +298,15 @@ class EngineAuditRequest:
         as_int("n", self.n, low=2, high=1_000_000)
         if self.against == "model":
             check_model_law(self.sampling)
+
+    @property
+    def _engine_is_url(self) -> bool:
+        return self.engine is not None and is_url(self.engine)
+
+    @property
+    def draft_tokens(self) -> int:
+        """The engine side's speculation: ``speculate``, 4 by default in-process, 0 (its own settings) for a URL."""
+        return 0 if self._engine_is_url else (self.speculate or 4)
 
     @property
     def greedy(self) -> bool:
@@ -298,8 +319,6 @@ class EngineAuditRequest:
 
     def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
         """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
-        from decoders.engines.openai import is_url
-
         if spec.endswith(".jsonl") and not is_url(spec):
             return samples_side(spec)
         return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
@@ -313,7 +332,7 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
                                 progress)
         return document, {}, greedy_lines(document)
     engine = None if request.engine is None else request.open(request.engine)
-    a_text, a = request.side(request.samples or request.engine, speculate=request.speculate, seed=request.seed,
+    a_text, a = request.side(request.samples or request.engine, speculate=request.draft_tokens, seed=request.seed,
                              engine=engine)
     against = request.against or "plain"
     if against == "model":

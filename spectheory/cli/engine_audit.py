@@ -23,7 +23,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--against", metavar="WHAT", help="the second sample: plain (the engine without speculation, "
                        "the default), a server URL, or a samples file (JSON Lines); or model: our float32 model of "
                        "the same GGUF file, by the statistical audit")
-    group.add_argument("--speculate", type=int, default=4, help="the engine's draft tokens per step (default 4)")
+    group.add_argument("--speculate", type=int, help="the in-process engine's draft tokens per step (default 4; a "
+                       "server speculates by its own settings)")
     group.add_argument("--gammas", type=int, nargs="+", default=list(range(1, 9)),
                        help="temperature 0: the speculation lengths checked for greedy equality (default 1..8)")
     group.add_argument("--min-p", type=float, default=0.0, help="engine sampling: min-p (default 0, off)")

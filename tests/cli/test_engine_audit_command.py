@@ -38,6 +38,8 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
     (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
     (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
     (["--engine", "llama-cpp", "--exact"], "drop --exact"),
+    (["--engine", "http://127.0.0.1:9", "--speculate", "4", "--temperature", "1"], "speculates by its own settings"),
+    (["--engine", "http://127.0.0.1:9", "--temperature", "0"], "--temperature 0 audits greedy equality"),
     (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
     (["--engine", "llama-cpp", "--against", "model", "--repeat-penalty", "1.3"], "needs a law our sampler computes"),
 ])
