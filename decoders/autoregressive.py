@@ -8,17 +8,17 @@ import torch
 from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, forward_after, new_state, unfed
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs, draw
+from decoders.sampling import History, Sampling, adjusted_probs, check_probs, draw
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
 
 def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness,
-                        pending: Unfed | None = None) -> torch.Tensor:
+                        pending: Unfed | None = None, history: History | None = None) -> torch.Tensor:
     """Feed each row's last token ``[B]`` (after its ``pending`` prompt tokens) and sample the next one ``[B]``
-    from the adjusted distribution."""
+    from the adjusted distribution (penalised by ``history``'s counts ``[B, V]`` where a penalty is set)."""
     logits = forward_after(model, last[:, None], state, pending)[:, 0]  # [B, V]
-    probs = adjusted_probs(logits, sampling, validate=False)
+    probs = adjusted_probs(logits, sampling, validate=False, history=history)
     check_probs(probs)
     return draw(probs, sampling, randomness)
 
@@ -34,11 +34,14 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     model = timer.watch(model)
     state, pending = new_state(model, prompts, max_new_tokens), unfed(prompts, model.device)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
+    history = History.of(prompts, model.vocab_size, model.device) if sampling.uses_history else None
     steps = 0
     while not output.finished:
         with timer.phase("decode" if steps else "prefill"):  # "prefill": the prompt and the first new token
-            last = autoregressive_step(model, state, last, sampling, randomness, pending)
+            last = autoregressive_step(model, state, last, sampling, randomness, pending, history)
         steps, pending = steps + 1, None
+        if history is not None:
+            history = history.plus(last[:, None])
         for b, token in enumerate(last.tolist()):
             output.extend(b, [token])
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())

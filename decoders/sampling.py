@@ -1,8 +1,12 @@
-"""Logits -> the distribution that is actually sampled: temperature, top-k, top-p, argmax (docs/theory.md §1).
+"""Logits -> the distribution that is actually sampled: logit bias, penalties, temperature, top-k, top-p,
+min-p, argmax (docs/theory.md §1 and §14, which gives the order and each engine's).
 
 Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, so that the q used in
 the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax
 distribution, ties going to the lowest token id. The caller's tensor is never modified.
+
+Penalties make the law depend on the tokens before a position: ``History`` holds their counts per row, and
+``History.along`` extends them along a path of drafted tokens, one count vector per position of the path.
 """
 
 from __future__ import annotations
@@ -11,40 +15,152 @@ import math
 from dataclasses import dataclass
 
 import torch
-from spectheory.validation import as_positive_int
+from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Sampling", "adjusted_probs", "draw", "check_probs", "proposes", "GREEDY"]
+__all__ = ["Sampling", "History", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY"]
+
+
+def _finite(name: str, value, low: float = -math.inf) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
+        raise ValueError(f"{name} must be a finite number{f' >= {low:g}' if low > -math.inf else ''}, got {value!r}")
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """How logits become a sampling distribution: ``temperature`` >= 0 (0 = argmax), optional ``top_k``
-    >= 1 (keep the k largest logits, ties at the k-th kept) and ``top_p`` in (0, 1] (keep the smallest
-    set of most likely tokens whose mass reaches top_p), applied in that order."""
+    """How logits become a sampling distribution (docs/theory.md §14), in this order: ``logit_bias`` ((token,
+    bias), ... added to the logits), ``repetition_penalty`` > 0 (CTRL's rule: a logit of a token seen in the
+    prompt or the output is divided by it when positive, multiplied when negative; 1 = off),
+    ``frequency_penalty`` and ``presence_penalty`` (OpenAI's rule: minus frequency x count minus presence x
+    [count > 0], counting the output only, or the prompt too when ``penalize_prompt``), ``temperature`` >= 0
+    (0 = argmax of the penalised logits), ``top_k`` >= 1 (keep the k largest logits, ties at the k-th kept),
+    ``top_p`` in (0, 1] (keep the smallest set of most likely tokens whose mass reaches top_p) and ``min_p``
+    in [0, 1] (keep the tokens whose probability is at least min_p times the largest)."""
 
     temperature: float = 1.0
     top_k: int | None = None
     top_p: float | None = None
+    min_p: float | None = None
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    penalize_prompt: bool = False
+    logit_bias: tuple = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float)) \
-                or not math.isfinite(self.temperature) or self.temperature < 0:
-            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+        _finite("temperature", self.temperature, 0.0)
         if self.top_k is not None:
             as_positive_int("top_k", self.top_k)
         if self.top_p is not None and (not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p!r}")
+        if self.min_p is not None and (not isinstance(self.min_p, (int, float)) or not 0 <= self.min_p <= 1):
+            raise ValueError(f"min_p must be in [0, 1] or None, got {self.min_p!r}")
+        _finite("repetition_penalty", self.repetition_penalty)
+        if self.repetition_penalty <= 0:
+            raise ValueError(f"repetition_penalty must be > 0 (1 = off), got {self.repetition_penalty!r}")
+        _finite("frequency_penalty", self.frequency_penalty)
+        _finite("presence_penalty", self.presence_penalty)
+        if not isinstance(self.penalize_prompt, bool):
+            raise ValueError(f"penalize_prompt must be True or False, got {self.penalize_prompt!r}")
+        if not isinstance(self.logit_bias, tuple) or not all(
+                isinstance(pair, tuple) and len(pair) == 2 for pair in self.logit_bias):
+            raise ValueError(f"logit_bias must be a tuple of (token, bias) pairs, got {self.logit_bias!r}")
+        for token, bias in self.logit_bias:
+            as_non_negative_int("logit_bias token", token)
+            _finite(f"logit_bias[{token}]", bias)
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    @property
+    def uses_history(self) -> bool:
+        """Whether the law depends on the tokens before a position (a penalty is set)."""
+        return self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
+
+    @property
+    def warping(self) -> "Sampling":
+        """The settings that apply after ``processed_logits``: temperature and the filters (no bias, no penalty)."""
+        return Sampling(self.temperature, self.top_k, self.top_p, self.min_p)
+
+    def history_flags(self) -> list:
+        """The CLI flags of the settings that make the law depend on the history, for refusals."""
+        return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
+                                              ("--frequency-penalty", self.frequency_penalty, 0),
+                                              ("--presence-penalty", self.presence_penalty, 0)) if value != off]
+
+
+@dataclass(frozen=True)
+class History:
+    """Counts of the tokens before a position, per row: ``prompt`` and ``output`` ``[..., V]`` (float, so that they
+    broadcast against logits). ``of`` counts prompts; ``plus`` adds tokens to the output; ``along`` the counts
+    before each position of a path."""
+
+    prompt: torch.Tensor
+    output: torch.Tensor
+
+    @staticmethod
+    def of(prompts: list, vocab_size: int, device, generated: list | None = None) -> "History":
+        """The counts of ``prompts`` (lists of ids) ``[B, V]``, whose last ``generated[b]`` tokens are output."""
+        generated = generated or [0] * len(prompts)
+        prompt, output = (torch.zeros(len(prompts), vocab_size, dtype=torch.float32, device=device) for _ in range(2))
+        for b, (ids, n) in enumerate(zip(prompts, generated)):
+            cut = len(ids) - n
+            for counts, part in ((prompt, ids[:cut]), (output, ids[cut:])):
+                if part:
+                    counts[b].index_add_(0, torch.tensor(part, device=device), torch.ones(len(part), device=device))
+        return History(prompt, output)
+
+    def plus(self, tokens: torch.Tensor, keep: torch.Tensor | None = None) -> "History":
+        """The history after the output tokens ``tokens: [B, S]`` (only where ``keep: [B, S]`` is True)."""
+        ones = torch.ones(tokens.shape, dtype=self.output.dtype, device=tokens.device)
+        ones = ones if keep is None else ones * keep
+        return History(self.prompt, self.output.scatter_add(-1, tokens, ones))
+
+    def along(self, path: torch.Tensor) -> "History":
+        """Counts ``[B, S + 1, V]`` before each position of ``path: [B, S]`` (position 0: before its first token);
+        a history of one row serves every row of ``path``."""
+        batch, length = path.shape
+        steps = torch.zeros(batch, length + 1, self.output.shape[-1], dtype=self.output.dtype, device=path.device)
+        steps[:, 1:].scatter_(2, path[..., None], 1.0)
+        output = steps.cumsum_(dim=1).add_(self.output[:, None])
+        return History(self.prompt[:, None].expand_as(output), output)
+
+    def at(self, index) -> "History":
+        """The counts at ``index`` of the path dimension (``along``'s), e.g. one position or a slice."""
+        return History(self.prompt[:, index], self.output[:, index])
+
+
+def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History | None = None) -> torch.Tensor:
+    """``logits: [..., V]`` after the logit bias and the penalties (docs/theory.md §14); ``history``'s counts
+    broadcast against them. The same tensor when neither is set."""
+    if sampling.logit_bias:
+        bias = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=logits.device)
+        for token, value in sampling.logit_bias:
+            if token >= logits.shape[-1]:
+                raise ValueError(f"logit_bias token must be below the vocabulary size {logits.shape[-1]}, got {token}")
+            bias[token] += value
+        logits = logits + bias
+    if not sampling.uses_history:
+        return logits
+    if history is None:
+        raise ValueError(f"{', '.join(sampling.history_flags())} need the tokens before each position (a History)")
+    if sampling.repetition_penalty != 1:
+        seen = (history.prompt + history.output) > 0
+        penalised = torch.where(logits > 0, logits / sampling.repetition_penalty, logits * sampling.repetition_penalty)
+        logits = torch.where(seen, penalised, logits)
+    if sampling.frequency_penalty or sampling.presence_penalty:
+        counts = history.output + history.prompt if sampling.penalize_prompt else history.output
+        logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * (counts > 0).to(logits.dtype)
+    return logits
+
 
 GREEDY = Sampling(temperature=0.0)
 
 
-def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool = True) -> torch.Tensor:
-    """``logits: [..., V]`` -> probabilities ``[..., V]`` (float32 or wider) under ``sampling``.
+def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool = True,
+                   history: History | None = None) -> torch.Tensor:
+    """``logits: [..., V]`` -> probabilities ``[..., V]`` (float32 or wider) under ``sampling``; ``history`` holds the
+    counts before each row's position where a penalty is set (``processed_logits``).
 
     With ``validate`` raises ``ValueError`` on NaN logits or a row of all -inf (one host synchronisation);
     decoders pass ``validate=False`` in their inner loops and call ``check_probs`` once per iteration.
@@ -56,6 +172,7 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
         raise ValueError(f"sampling must be a decoders.sampling.Sampling, got {type(sampling).__name__}")
     wide = torch.promote_types(logits.dtype, torch.float32)
     scores = logits if logits.dtype == wide else logits.to(wide)  # a copy when the dtype changes
+    scores = processed_logits(scores, sampling, history)
     if validate and bool((torch.isnan(scores).any(dim=-1) | torch.isneginf(scores).all(dim=-1)).any()):
         raise ValueError("logits must not contain NaN and each row needs a finite entry")
     if sampling.greedy:
@@ -78,6 +195,9 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
         drop_sorted = mass_before >= sampling.top_p  # never drops the most likely token
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         probs = probs.masked_fill(drop, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    if sampling.min_p:  # relative to the largest probability, which every filter before keeps
+        probs = probs.masked_fill(probs < sampling.min_p * probs.amax(dim=-1, keepdim=True), 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
 

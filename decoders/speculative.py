@@ -22,7 +22,7 @@ from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models,
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs, proposes
+from decoders.sampling import History, Sampling, adjusted_probs, check_probs, processed_logits, proposes
 from spectheory.block_verification import VERIFIERS
 from spectheory.validation import as_positive_int
 
@@ -62,8 +62,9 @@ class SpeculativeConfig:
 class Committed:
     """Decoding state between iterations: both models' states, the last two committed tokens of each
     row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), the prompt tokens the
-    target's first verify call carries (``target_unfed``, None afterwards) and a draft-length policy's per-row
-    state (made at the first iteration)."""
+    target's first verify call carries (``target_unfed``, None afterwards), a draft-length policy's per-row
+    state (made at the first iteration) and, where a penalty is set, the counts of the committed tokens
+    (``history``, docs/theory.md §14)."""
 
     target_state: object
     draft_state: object
@@ -71,6 +72,7 @@ class Committed:
     draft_pending: torch.Tensor
     target_unfed: Unfed | None = None
     policy_state: dict | None = None
+    history: History | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ class SpeculativeStep:
 
     def draft_probs(self, logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
         """The draft's distribution to sample from and the q the accept test uses: the same one. # [..., V] each
-        (At temperature 0 the draw is the argmax, as ``adjusted_probs`` defines it; only q is read then.)"""
+        (At temperature 0 the draw is the argmax, as ``adjusted_probs`` defines it; only q is read then.) The
+        logits come biased and penalised (``processed_logits``), ``sampling`` is the rest (``Sampling.warping``)."""
         q = adjusted_probs(logits, sampling, validate=False)
         return q, q
 
@@ -163,12 +166,13 @@ class SpeculativeStep:
         """Tokens ``[B, k]``, the q of the accept test ``[B, k, V]``, the proposed mask ``[B, k]``; k = gamma, or with
         a policy the most any row drafts (the loop stops once no row drafts: one host read per position). A row's
         proposals end at its first all -inf logits or where its policy stops; later positions hold dummy draws
-        (never tested)."""
+        (never tested). The logits are biased and penalised first, by the counts along the drafted path."""
         two = (committed.draft_pending == 2)[:, None]  # [B, 1]: feed both tail tokens, else only the last
         feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
         logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
         logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
         policy, greedy, floor = config.policy, config.sampling.greedy, torch.finfo(logits.dtype).min
+        sampling, history = config.sampling.warping, committed.history
         if policy is not None:
             limit = policy.limit(committed.policy_state, len(feed), feed.device).clamp(max=config.gamma)
             drafting = limit > 0  # [B]
@@ -178,10 +182,12 @@ class SpeculativeStep:
                 if policy is not None and not bool(drafting.any()):
                     break
                 logits = draft.forward(tokens[-1][:, None], committed.draft_state)[:, 0]  # [B, V]
+                history = None if history is None else history.plus(tokens[-1][:, None])
+            logits = processed_logits(logits, config.sampling, history)  # all -inf stays all -inf: no proposal
             if greedy:  # the one-hot law's token (the draw); its q is built for every position at once, below
                 tokens.append(logits.argmax(dim=-1))
             else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
-                sample_from, q = self.draft_probs(logits.clamp(min=floor), config.sampling)
+                sample_from, q = self.draft_probs(logits.clamp(min=floor), sampling)
                 if policy is not None:  # a stopped row draws token 0 for sure: its draws never depend on the batch
                     sample_from = torch.where(drafting[:, None], sample_from, _token_zero(sample_from))
                 tokens.append(randomness.categorical(sample_from)), dists.append(q)
@@ -194,7 +200,7 @@ class SpeculativeStep:
             for _ in range(config.gamma - len(tokens)):  # the batch, so that the exact audit's scripts replay
                 randomness.categorical(_token_zero(dists[-1]))
         raw = torch.stack(raw, 1)  # [B, k, V]
-        q = self.draft_probs(raw.clamp(min=floor), config.sampling)[1] if greedy else torch.stack(dists, 1)
+        q = self.draft_probs(raw.clamp(min=floor), sampling)[1] if greedy else torch.stack(dists, 1)
         # Proposals are a prefix, up to a row's first all -inf logits (NaN logits propose: the loop reports them)
         # or its policy's stop; after it, tokens and q are dummies that are never tested.
         proposed = proposes(raw) if policy is None else proposes(raw) & torch.stack(live, 1)
@@ -204,12 +210,13 @@ class SpeculativeStep:
                config: SpeculativeConfig) -> torch.Tensor:
         """One target call on the last committed token and the drafts up to the longest row's proposals (m), after
         the prompt at the first iteration: p ``[B, k + 1, V]``, whose positions after m + 1 repeat position m + 1
-        (never tested or drawn from)."""
+        (never tested or drawn from). Penalties count the committed tokens and the drafts before each position."""
         width, drafts = int(proposed.sum(dim=1).max()) + 1, drafted.shape[1]  # one host read, as the loop's own
         feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
         logits = forward_after(target, feed, committed.target_state, committed.target_unfed)
         committed.target_unfed = None
-        p = adjusted_probs(logits, config.sampling, validate=False)
+        history = None if committed.history is None else committed.history.along(drafted[:, :width - 1])
+        p = adjusted_probs(logits, config.sampling, validate=False, history=history)
         if width == drafts + 1:  # every position proposed somewhere (always, for a model draft): no copy
             return p
         return torch.cat([p, p[:, -1:].expand(-1, drafts + 1 - width, -1)], dim=1)  # [B, k + 1, V]
@@ -240,6 +247,12 @@ class SpeculativeStep:
         """The token after the accepted ones, drawn from ``weights``. # [B]"""
         return randomness.categorical(weights)
 
+    def count(self, history: History, drafted: torch.Tensor, tokens: torch.Tensor, accepted: torch.Tensor) -> History:
+        """The penalties' counts after an iteration: ``history`` plus each row's new tokens, the first
+        ``accepted + 1`` of ``tokens: [B, k + 1]``; the ``drafted`` ``[B, k]`` that were rejected are not counted."""
+        new = torch.arange(tokens.shape[1], device=tokens.device) <= accepted[:, None]  # [B, k + 1]
+        return history.plus(tokens, new)
+
     def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
         """Cut both states back to the invariants of the module docstring."""
         target.truncate(committed.target_state, held_target + (accepted + 1))
@@ -269,26 +282,29 @@ class SpeculativeStep:
         with timer.phase("correct"):
             last = self.correct(weights, drafted, proposed, accepted, randomness)  # [B]
             # The old last token, then the new ones: the accepted drafts and ``last`` after them.
-            history = torch.cat([committed.tail[:, 1:], drafted, last[:, None]], dim=1)  # [B, gamma + 2]
-            history.scatter_(1, (accepted + 1)[:, None], last[:, None])
+            emitted = torch.cat([committed.tail[:, 1:], drafted, last[:, None]], dim=1)  # [B, gamma + 2]
+            emitted.scatter_(1, (accepted + 1)[:, None], last[:, None])
             self.rollback(target, draft, committed, held_target, held_draft, accepted, gamma)
-            committed.tail = history.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
+            committed.tail = emitted.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
             committed.draft_pending = torch.where(accepted == gamma, 2, 1)
+            if committed.history is not None:
+                committed.history = self.count(committed.history, drafted, emitted[:, 1:], accepted)
             if config.policy is not None:
                 config.policy.update(committed.policy_state, proposed.sum(dim=1), accepted)
-        return StepOutcome(history[:, 1:], accepted, proposed, p, q)
+        return StepOutcome(emitted[:, 1:], accepted, proposed, p, q)
 
 
 REFERENCE_STEP = SpeculativeStep()
 
 
-def start(target, draft, prompts: list[list[int]], room: int | None = None) -> Committed:
+def start(target, draft, prompts: list[list[int]], room: int | None = None, history: History | None = None) -> Committed:
     """Prefill the draft, which holds each prompt but its last token; the target holds nothing yet and its first
     verify call carries that much of the prompt. Both have space for ``room`` more tokens (None: each model's
-    context)."""
+    context). ``history``: the prompts' token counts, where a penalty is set."""
     tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
     return Committed(new_state(target, prompts, room), prefill(draft, prompts, room=room), tail,
-                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device))
+                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device),
+                     history=history)
 
 
 @torch.inference_mode()
@@ -308,8 +324,9 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     output = Output(len(prompts), max_new_tokens, eos)
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
+    history = History.of(prompts, target.vocab_size, target.device) if config.sampling.uses_history else None
     with timer.phase("prefill"):
-        committed = start(target, draft, prompts, room)
+        committed = start(target, draft, prompts, room, history)
     accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}
     draft_calls = 0
     while not output.finished:

@@ -67,6 +67,9 @@ class TreeConfig:
                              f"got {self.tree!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
+        if self.sampling.uses_history:
+            raise ValueError(f"{' and '.join(self.sampling.history_flags())}: the tree decoders do not count tokens "
+                             f"along their paths (docs/theory.md §14); the speculative chain decoder does")
         if self.verifier not in VERIFIERS:
             raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {self.verifier!r}")
         if dynamic and self.verifier != "target-only":

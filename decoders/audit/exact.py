@@ -33,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.randomness import Randomness
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import History, Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree, tree_room
 from spectheory.validation import as_positive_int
@@ -121,12 +121,21 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
     level = {(): 1.0}
     for _ in range(horizon):
         prefixes = list(level)
-        tokens = torch.tensor([list(prompt) + list(prefix) for prefix in prefixes], device=target.device)  # [K, L]
+        rows = [list(prompt) + list(prefix) for prefix in prefixes]
+        tokens = torch.tensor(rows, device=target.device)  # [K, L]
         logits = target.forward(tokens, target.new_state(len(prefixes), tokens.shape[1]))[:, -1]  # [K, V]
-        probs = adjusted_probs(logits.to(torch.float64), sampling).cpu().numpy()
+        history = _history(rows, len(prompt), target, sampling)
+        probs = adjusted_probs(logits.to(torch.float64), sampling, history=history).cpu().numpy()
         level = {prefix + (token,): level[prefix] * probs[k, token]
                  for k, prefix in enumerate(prefixes) for token in np.flatnonzero(probs[k] > 0).tolist()}
     return level
+
+
+def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> History | None:
+    """The counts of ``rows`` (the prompt, then generated tokens) where ``sampling`` sets a penalty, else None."""
+    if not sampling.uses_history:
+        return None
+    return History.of(rows, target.vocab_size, target.device, [len(row) - prompt_length for row in rows])
 
 
 @torch.no_grad()
@@ -135,7 +144,7 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
     """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
     (``prefix_law`` over ``step``'s iterations)."""
     def iterate(prompts: list, randomness: Randomness) -> list:
-        committed = start(target, draft, prompts, config.gamma + 1)
+        committed = start(target, draft, prompts, config.gamma + 1, _history(prompts, len(prompt), target, config.sampling))
         outcome = step(target, draft, committed, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]

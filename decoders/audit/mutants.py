@@ -163,6 +163,38 @@ class PolicyPeeks(SpeculativeStep):
         return super().next_weights(p, q, accepted, self.kept)
 
 
+class SamplingDropped(SpeculativeStep):
+    """Sampling settings ``off`` (field -> neutral value) dropped in verification, and in drafting too unless
+    ``target_only``: the target's law, or both, without them."""
+
+    def __init__(self, target_only: bool, **off) -> None:
+        self.target_only, self.off = target_only, off
+
+    def _without(self, config):
+        return replace(config, sampling=replace(config.sampling, **self.off))
+
+    def draft(self, draft, committed, config, randomness):
+        return super().draft(draft, committed, config if self.target_only else self._without(config), randomness)
+
+    def verify(self, target, committed, drafted, proposed, config):
+        return super().verify(target, committed, drafted, proposed, self._without(config))
+
+
+class PenaltyCountsLastTokenOnly(SpeculativeStep):
+    def count(self, history, drafted, tokens, accepted):
+        last = tokens.gather(1, accepted[:, None])  # [B, 1]: one token per iteration enters the counts
+        return history.plus(last)
+
+
+class PenaltyCountsProposals(SpeculativeStep):
+    def count(self, history, drafted, tokens, accepted):
+        proposed = history.plus(drafted)  # every draft, rejected ones too
+        return super().count(proposed, drafted, tokens, accepted)  # and the accepted ones (again) with the last
+
+
+NO_PENALTIES = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A planted bug: the iteration ``step`` runs over ``source(randomness)``."""
@@ -202,6 +234,25 @@ MUTANTS = (
            "draft (it read p of the current iteration)", PolicyPeeks()),
     Mutant("batch-min-rollback", "every row of the batch is cut back to the batch's fewest accepted tokens, and "
            "the token after them drawn as if rejected there", BatchMinimumRollback(), exact="batch"),
+    # Sampling parameters under speculation (docs/theory.md §14): bugs engines have shipped, by tracker number.
+    Mutant("penalties-ignored", "repetition, presence and frequency penalties silently ignored by the speculative "
+           "path, draft and target (TensorRT-LLM PR 17701, one-model speculation)",
+           SamplingDropped(False, **NO_PENALTIES), Sampling(1.0, repetition_penalty=2.0, frequency_penalty=0.5)),
+    Mutant("frequency-penalty-ignored", "the frequency penalty has no effect with speculation (vLLM issue 18902)",
+           SamplingDropped(False, frequency_penalty=0.0), Sampling(1.0, frequency_penalty=1.0)),
+    Mutant("penalty-last-token-only", "only the last token of each iteration enters the penalty counts, so a "
+           "frequency penalty acts at about 1/L of its value (SGLang PR 33643)", PenaltyCountsLastTokenOnly(),
+           Sampling(1.0, frequency_penalty=1.0), exact="whole-run"),
+    Mutant("penalty-counts-proposals", "every proposed draft enters the penalty counts, rejected ones too, and the "
+           "accepted ones twice (vmlx-swift issue 357)", PenaltyCountsProposals(), Sampling(1.0, presence_penalty=1.0),
+           exact="whole-run"),
+    Mutant("logit-bias-ignored-in-verification", "the target's law in verification leaves out the logit bias "
+           "(SGLang PR 22049, speculation v2)", SamplingDropped(True, logit_bias=()),
+           Sampling(1.0, logit_bias=((0, 2.0),))),
+    Mutant("min-p-ignored-in-verification", "min-p is not applied to the target in verification (SGLang PR 36173, "
+           "which now rejects min_p with speculation)", SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3)),
+    Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification (MLC-LLM PR "
+           "2940)", SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8)),
 )
 
 

@@ -48,7 +48,7 @@ from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
-from decoders.sampling import Sampling, adjusted_probs, proposes
+from decoders.sampling import History, Sampling, adjusted_probs, proposes
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
@@ -158,7 +158,11 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
     tokens = torch.cat([last, continuations.cpu()[:, :-1]], dim=1).to(model.device)  # [b, T]
     logits = model.forward(tokens, base.repeat(len(continuations)))  # [b, T, V]
     proposed = proposes(logits)[..., None]
-    probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling)
+    history = None
+    if sampling.uses_history:  # the prompt's counts, then the continuation's before each position
+        history = History.of([list(prompt)], model.vocab_size, model.device).along(tokens[:, 1:])
+    probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling,
+                           history=history)
     return torch.where(proposed, probs, 0.0).cpu()
 
 

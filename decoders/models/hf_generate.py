@@ -39,7 +39,8 @@ def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Samp
                 **assisted) -> tuple:
     """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens under ``sampling``
     (no end-of-sequence: it neither stops at the model's EOS token nor bans it, as our decoders run to the length
-    asked; ``min_new_tokens`` would ban it, and change the law sampled) (temperature, top-k, top-p), plain or assisted by ``assistant`` with
+    asked; ``min_new_tokens`` would ban it, and change the law sampled) (temperature, top-k, top-p, min-p, repetition penalty and
+    logit bias as ``sequence_bias``; transformers has no frequency or presence penalty), plain or assisted by ``assistant`` with
     its assistant-token count, schedule and confidence threshold, or by what ``assisted`` names (prompt lookup,
     early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
     ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
@@ -47,7 +48,12 @@ def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Samp
     options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "eos_token_id": None,
                "attention_mask": torch.ones_like(prompt), "pad_token_id": 0, **assisted}
     if not sampling.greedy:
-        options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0)
+        options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0,
+                       min_p=sampling.min_p)
+    if sampling.repetition_penalty != 1:  # processors: at temperature 0 too (docs/theory.md §14, the same rule)
+        options["repetition_penalty"] = sampling.repetition_penalty
+    if sampling.logit_bias:
+        options["sequence_bias"] = {(token,): bias for token, bias in sampling.logit_bias}
     if assistant is not None:
         assistant.generation_config.num_assistant_tokens = assistant_tokens
         assistant.generation_config.num_assistant_tokens_schedule = schedule

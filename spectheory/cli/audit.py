@@ -14,12 +14,12 @@ from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
-from decoders.sampling import Sampling
 from spectheory.block_verification import VERIFIERS
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from decoders.policies import POLICIES
 from spectheory.cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
 from spectheory.cli.options import names
+from spectheory.cli.sampling_flags import add_sampling_arguments, sampling_from
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,9 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{', '.join(sorted(TREE_VERIFIERS))} (default target-only)")
     parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2); prompt + horizon "
                         "+ gamma + 1 must fit the target's context (64 for the tiny models, 256 shipped)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
-    parser.add_argument("--top-k", type=int, help="keep the k most likely tokens")
-    parser.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
     parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
     parser.add_argument("--prompt", type=int, nargs="+", metavar="TOKEN", help="prompt token ids (default 1 2)")
     parser.add_argument("--prompt-text", help=f"shipped target or model directory: the prompt as text, tokenized by the "
@@ -79,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="enumerate exactly instead: dp (prefix dynamic programme, default), whole-run, or batch "
                              "(whole runs of two rows of the prompt, against the product of the target's law)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_sampling_arguments(parser)
     add_engine_arguments(parser)
 
 
@@ -88,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
     given = dict(vars(args), verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"),
-                 sampling=Sampling(args.temperature, args.top_k, args.top_p), prompt=args.prompt and tuple(args.prompt),
+                 sampling=sampling_from(args), prompt=args.prompt and tuple(args.prompt),
                  horizon=4 if args.horizon is None else args.horizon, n=20_000 if args.n is None else args.n)
     request = AuditRequest(**{f.name: given[f.name] for f in fields(AuditRequest) if f.name in given})
     outcome = run_audit(request)

@@ -27,8 +27,6 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                        "server speculates by its own settings)")
     group.add_argument("--gammas", type=int, nargs="+", default=list(range(1, 9)),
                        help="temperature 0: the speculation lengths checked for greedy equality (default 1..8)")
-    group.add_argument("--min-p", type=float, default=0.0, help="engine sampling: min-p (default 0, off)")
-    group.add_argument("--repeat-penalty", type=float, default=1.0, help="engine sampling: repetition penalty (1: off)")
     group.add_argument("--concurrency", type=int, default=4, help="requests in flight to a server (default 4)")
     group.add_argument("--out", metavar="FILE.json", help="write the verdict and the samples as JSON")
 
@@ -40,8 +38,11 @@ def engine_requested(args: argparse.Namespace) -> bool:
 def _request(args) -> EngineAuditRequest:
     if args.exact or args.mutant or args.policy:
         raise ValueError("--engine audits the engine's own sampler: drop --exact, --mutant and --policy")
+    if args.frequency_penalty or args.presence_penalty or args.logit_bias or args.penalize_prompt:
+        raise ValueError("--engine takes --temperature, --top-k, --top-p, --min-p and --repetition-penalty (llama.cpp's "
+                         "repeat_penalty); drop --frequency-penalty, --presence-penalty, --penalize-prompt, --logit-bias")
     sampling = EngineSampling(args.temperature, args.top_k or 0, 1.0 if args.top_p is None else args.top_p,
-                              args.min_p, args.repeat_penalty)
+                              args.min_p or 0.0, args.repetition_penalty)
     horizon = args.horizon if args.horizon is not None else (64 if args.temperature == 0 else 4)
     return EngineAuditRequest(args.engine, args.samples, args.against, sampling, args.speculate, tuple(args.gammas),
                               5000 if args.n is None else args.n, horizon, args.level, args.seed,

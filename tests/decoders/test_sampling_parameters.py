@@ -1,0 +1,163 @@
+"""The sampling parameters engines expose (docs/theory.md §14): their law against transformers' logits processors
+and OpenAI's formula, the decoders' exact laws against the target's, greedy decoding against autoregressive, and
+the planted bugs engines shipped against the exact audit. Exact audits are float64 enumerations (tolerance 1e-9):
+no false positives."""
+
+import itertools
+
+import pytest
+import torch
+from transformers.generation.logits_process import (MinPLogitsWarper, RepetitionPenaltyLogitsProcessor,
+                                                    SequenceBiasLogitsProcessor, TemperatureLogitsWarper,
+                                                    TopKLogitsWarper, TopPLogitsWarper)
+
+from command import run
+from decoders.audit.exact import TOLERANCE
+from decoders.audit.mutants import MUTANTS
+from decoders.audit.run import AuditRequest, run_audit
+from decoders.audit.setups import DRAFTS, tiny_draft, tiny_target
+from decoders.autoregressive import generate_autoregressive
+from decoders.policies import POLICIES
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY, History, Sampling, adjusted_probs
+from decoders.speculative import SpeculativeConfig, generate_speculative
+
+#: Each parameter alone, then combinations (the issue's three and one of everything).
+PARAMETERS = {
+    "repetition": Sampling(1.0, repetition_penalty=1.6),
+    "frequency+presence": Sampling(1.0, frequency_penalty=0.7, presence_penalty=0.3),
+    "frequency over the prompt": Sampling(1.0, frequency_penalty=0.7, penalize_prompt=True),
+    "min-p": Sampling(1.0, min_p=0.15),
+    "logit bias": Sampling(1.0, logit_bias=((0, 1.5), (3, -2.0))),
+    "top-k+top-p+min-p": Sampling(1.3, top_k=4, top_p=0.95, min_p=0.05),
+    "repetition+bias": Sampling(1.0, repetition_penalty=1.6, logit_bias=((2, 1.0),)),
+    "all at T=0.8": Sampling(0.8, top_k=4, top_p=0.97, min_p=0.05, repetition_penalty=1.3, frequency_penalty=0.4,
+                             presence_penalty=0.2, logit_bias=((1, 0.5),)),
+}
+SAMPLING_MUTANTS = MUTANTS[15:]  # the sampling-parameter bugs (docs/theory.md §14)
+
+
+def _transformers_law(logits, ids, sampling: Sampling):
+    """transformers' processors and warpers in their order, as its sampling applies them -> probabilities."""
+    processors = [SequenceBiasLogitsProcessor({(token,): bias for token, bias in sampling.logit_bias}),
+                  RepetitionPenaltyLogitsProcessor(sampling.repetition_penalty), TemperatureLogitsWarper(
+                      sampling.temperature), TopKLogitsWarper(sampling.top_k), TopPLogitsWarper(sampling.top_p),
+                  MinPLogitsWarper(sampling.min_p)]
+    scores = logits.clone()
+    for processor in processors:
+        scores = processor(ids, scores)
+    return torch.softmax(scores, dim=-1)
+
+
+def test_adjusted_probs_against_transformers_processors():
+    """Logit bias, repetition penalty (over prompt and output), temperature, top-k, top-p and min-p in
+    transformers' order: the same law to 1e-6 on random logits (no ties) and random histories."""
+    generator = torch.Generator().manual_seed(0)
+    sampling = Sampling(0.7, top_k=20, top_p=0.9, min_p=0.05, repetition_penalty=1.4, logit_bias=((3, 2.0), (7, -1.0)))
+    for _ in range(20):
+        logits = torch.randn(4, 50, generator=generator, dtype=torch.float64) * 3  # [B, V]
+        ids = torch.randint(0, 50, (4, 12), generator=generator)  # the prompt (8) and the output (4)
+        ours = adjusted_probs(logits, sampling, history=History.of(ids.tolist(), 50, "cpu", [4] * 4))
+        assert torch.allclose(ours, _transformers_law(logits, ids, sampling), atol=1e-6)
+
+
+def test_frequency_and_presence_against_openai_formula():
+    """logit - frequency x count - presence x [count > 0], over the output only unless penalize_prompt."""
+    logits = torch.tensor([[1.0, 2.0, 0.5, -1.0]], dtype=torch.float64)
+    history = History.of([[0, 0, 1, 3, 3, 3]], 4, "cpu", generated=[4])  # prompt 0 0, output 1 3 3 3
+    for prompt_too, counts in ((False, [0, 1, 0, 3]), (True, [2, 1, 0, 3])):
+        sampling = Sampling(1.0, frequency_penalty=0.5, presence_penalty=0.25, penalize_prompt=prompt_too)
+        expected = torch.softmax(logits - torch.tensor([[0.5 * c + 0.25 * (c > 0) for c in counts]]), dim=-1)
+        assert torch.allclose(adjusted_probs(logits, sampling, history=history), expected)
+
+
+def test_history_along_path_against_counting_prefixes():
+    """History.along's counts at each position equal History.of of the prefix up to it."""
+    rows, path = [[1, 2], [0, 0]], torch.tensor([[2, 2, 0], [1, 0, 1]])
+    along = History.of(rows, 3, "cpu").along(path)  # [2, 4, 3]
+    for b, i in itertools.product(range(2), range(4)):
+        prefix = History.of([rows[b] + path[b, :i].tolist()], 3, "cpu", [i])
+        assert torch.equal(along.output[b, i], prefix.output[0]) and torch.equal(along.prompt[b, i], prefix.prompt[0])
+
+
+def _exact(**request):
+    return run_audit(AuditRequest(exact=request.pop("exact", "dp"), horizon=request.pop("horizon", 3), **request)).report
+
+
+@pytest.mark.parametrize("drafts", [pytest.param(("tabular", "copy", "close"), id="three-drafts"),
+                                    pytest.param(DRAFTS, id="every-draft", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", PARAMETERS)
+def test_exact_speculative_law_against_autoregressive(name, drafts):
+    """Drafts with the token verifier, and the tabular draft with the block verifier: V = 5, gamma 2, three
+    tokens, the target's law to 1e-9 (every draft: marked slow)."""
+    sampling = PARAMETERS[name]
+    for draft, verifier in [(draft, "token") for draft in drafts] + [("tabular", "block")]:
+        report = _exact(target="tabular", draft=draft, verifier=verifier, sampling=sampling)
+        assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (draft, verifier, report.as_dict())
+
+
+@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8"])
+def test_exact_whole_runs_and_autoregressive_against_target(name):
+    """The whole loop (counts carried between iterations) and the autoregressive decoder: V = 3, three tokens."""
+    for decoder in ("speculative", "autoregressive"):
+        report = _exact(exact="whole-run", decoder=decoder, gamma=1, target="tinygpt", draft="close", vocabulary=3,
+                        sampling=PARAMETERS[name])
+        assert report.passed and report.branches >= 8, (decoder, report.as_dict())
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_exact_policy_law_with_penalties_against_autoregressive(policy):
+    report = _exact(policy=policy, target="tabular", draft="close", gamma=3, sampling=PARAMETERS["all at T=0.8"])
+    assert report.passed, report.as_dict()
+
+
+@pytest.mark.parametrize("bug", SAMPLING_MUTANTS, ids=lambda bug: bug.name)
+def test_sampling_mutant_caught_by_exact_audit(bug):
+    """Each bug under the sampling it shows with (``Mutant.shows_with``), by the method that sees it; the reference
+    decoder passes the same audit (the negative control)."""
+    settings = dict(target="tinygpt", draft="close", sampling=bug.shows_with, exact=bug.exact)
+    if bug.exact != "dp":
+        settings.update(vocabulary=3, gamma=1, draft="tabular")
+    caught, reference = _exact(mutant=bug.name, **settings), _exact(**settings)
+    assert not caught.passed and caught.max_abs_difference > 1e-6, caught.as_dict()
+    assert reference.passed, reference.as_dict()
+
+
+def test_counting_bugs_are_a_blind_spot_of_the_prefix_dp():
+    """The DP rebuilds the counts from each prefix, so a bug in the counts carried between iterations passes it
+    (documented in docs/theory.md §14); the whole-run audit catches it (above)."""
+    for name in ("penalty-last-token-only", "penalty-counts-proposals"):
+        bug = next(m for m in SAMPLING_MUTANTS if m.name == name)
+        assert _exact(mutant=name, target="tinygpt", draft="close", sampling=bug.shows_with).passed
+
+
+@pytest.mark.parametrize("kind", ["tabular", "tinygpt"])
+def test_greedy_with_every_parameter_against_autoregressive(kind):
+    """At temperature 0 the speculative decoder emits autoregressive greedy decoding's tokens, token for token (56
+    tokens, the most the tiny models' context of 64 holds after the prompt and an iteration's overshoot; V = 16, every
+    draft, gamma 1 and 4), under penalties and a logit bias."""
+    target = tiny_target(kind, 16)
+    sampling = Sampling(0.0, repetition_penalty=1.5, frequency_penalty=0.3, presence_penalty=0.2,
+                        logit_bias=((5, 0.8),))
+    plain = generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=sampling, randomness=seeded(0)).tokens
+    assert plain != generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=GREEDY,
+                                            randomness=seeded(0)).tokens  # the parameters change the text
+    for draft, gamma in itertools.product(DRAFTS, (1, 4)):
+        got = generate_speculative(target, tiny_draft(draft, target), [[1, 2]], max_new_tokens=56,
+                                   config=SpeculativeConfig(gamma, sampling), randomness=seeded(0)).tokens
+        assert got == plain, (draft, gamma)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--exact", "--decoder", "tree", "--repetition-penalty", "1.3"], "the tree decoders do not count tokens"),
+    (["--exact", "--presence-penalty", "nan"], "presence_penalty must be a finite number"),
+    (["--exact", "--repetition-penalty", "0"], "repetition_penalty must be > 0"),
+    (["--exact", "--min-p", "1.5"], "min_p must be in [0, 1]"),
+    (["--exact", "--logit-bias", "a=1"], "is not TOKEN=VALUE"),
+    (["--exact", "--logit-bias", "9=1"], "logit_bias token must be below the vocabulary size 5"),
+    (["--engine", "llama-cpp", "--presence-penalty", "1"], "drop --frequency-penalty, --presence-penalty"),
+])
+def test_sampling_flags_against_error_contract(argv, fragment, capsys):
+    """One line on stderr, exit 2, before any work."""
+    status, out, err = run(capsys, "audit", *argv)
+    assert status == 2 and err.count("\n") == 1 and fragment in err, err
