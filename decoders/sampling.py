@@ -72,6 +72,16 @@ class Sampling:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    def __str__(self) -> str:
+        """The settings that differ from the defaults, e.g. "T = 0.7, top-p 0.9, repetition penalty 1.3"."""
+        words = [f"T = {self.temperature:g}"] + [f"{name} {value:g}" for name, value, off in (
+            ("top-k", self.top_k, None), ("top-p", self.top_p, None), ("min-p", self.min_p, None),
+            ("repetition penalty", self.repetition_penalty, 1), ("frequency penalty", self.frequency_penalty, 0),
+            ("presence penalty", self.presence_penalty, 0)) if value != off]
+        words += ["penalties count the prompt"] if self.penalize_prompt else []
+        words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
+        return ", ".join(words)
+
     @property
     def uses_history(self) -> bool:
         """Whether the law depends on the tokens before a position (a penalty is set)."""

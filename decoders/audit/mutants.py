@@ -205,6 +205,7 @@ class Mutant:
     shows_with: Sampling = Sampling(1.0)
     exact: str = "dp"  # the exact method that sees it
     source: Callable[[Randomness], Randomness] = _same_source
+    shipped: str = ""  # where an engine shipped it: its tracker's issue or PR
 
 
 MUTANTS = (
@@ -236,23 +237,23 @@ MUTANTS = (
            "the token after them drawn as if rejected there", BatchMinimumRollback(), exact="batch"),
     # Sampling parameters under speculation (docs/theory.md §14): bugs engines have shipped, by tracker number.
     Mutant("penalties-ignored", "repetition, presence and frequency penalties silently ignored by the speculative "
-           "path, draft and target (TensorRT-LLM PR 17701, one-model speculation)",
-           SamplingDropped(False, **NO_PENALTIES), Sampling(1.0, repetition_penalty=2.0, frequency_penalty=0.5)),
-    Mutant("frequency-penalty-ignored", "the frequency penalty has no effect with speculation (vLLM issue 18902)",
-           SamplingDropped(False, frequency_penalty=0.0), Sampling(1.0, frequency_penalty=1.0)),
+           "path, draft and target", SamplingDropped(False, **NO_PENALTIES),
+           Sampling(1.0, repetition_penalty=2.0, frequency_penalty=0.5), shipped="TensorRT-LLM PR 17701"),
+    Mutant("frequency-penalty-ignored", "the frequency penalty has no effect with speculation",
+           SamplingDropped(False, frequency_penalty=0.0), Sampling(1.0, frequency_penalty=1.0),
+           shipped="vLLM issue 18902"),
     Mutant("penalty-last-token-only", "only the last token of each iteration enters the penalty counts, so a "
-           "frequency penalty acts at about 1/L of its value (SGLang PR 33643)", PenaltyCountsLastTokenOnly(),
-           Sampling(1.0, frequency_penalty=1.0), exact="whole-run"),
+           "frequency penalty acts at about 1/L of its value", PenaltyCountsLastTokenOnly(),
+           Sampling(1.0, frequency_penalty=1.0), exact="whole-run", shipped="SGLang PR 33643"),
     Mutant("penalty-counts-proposals", "every proposed draft enters the penalty counts, rejected ones too, and the "
-           "accepted ones twice (vmlx-swift issue 357)", PenaltyCountsProposals(), Sampling(1.0, presence_penalty=1.0),
-           exact="whole-run"),
-    Mutant("logit-bias-ignored-in-verification", "the target's law in verification leaves out the logit bias "
-           "(SGLang PR 22049, speculation v2)", SamplingDropped(True, logit_bias=()),
-           Sampling(1.0, logit_bias=((0, 2.0),))),
-    Mutant("min-p-ignored-in-verification", "min-p is not applied to the target in verification (SGLang PR 36173, "
-           "which now rejects min_p with speculation)", SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3)),
-    Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification (MLC-LLM PR "
-           "2940)", SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8)),
+           "accepted ones twice", PenaltyCountsProposals(), Sampling(1.0, presence_penalty=1.0), exact="whole-run",
+           shipped="vmlx-swift issue 357"),
+    Mutant("logit-bias-ignored-in-verification", "the target's law in verification leaves out the logit bias",
+           SamplingDropped(True, logit_bias=()), Sampling(1.0, logit_bias=((0, 2.0),)), shipped="SGLang PR 22049"),
+    Mutant("min-p-ignored-in-verification", "min-p is not applied to the target in verification",
+           SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3), shipped="SGLang PR 36173"),
+    Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification",
+           SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8), shipped="MLC-LLM PR 2940"),
 )
 
 

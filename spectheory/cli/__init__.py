@@ -1,6 +1,7 @@
 """``spectheory <command>``: the error contract and a lazy command table.
 
-Each command is a module of this package with ``add_arguments(parser)`` and ``run(args) -> exit status``;
+Each command is a module of this package with ``add_arguments(parser)`` and ``run(args) -> exit status``, and
+optionally ``presets(argv) -> flags`` parsed before the user's (who override them);
 only the module of the command that runs is imported (so ``spectheory gamma`` never imports torch). Bad
 input, argparse's or a ``ValueError`` from the packages, is one line on stderr and exit status 2; Ctrl-C
 is one line and exit status 130.
@@ -73,7 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((word for word in argv if not word.startswith("-")), None)
     prog = "spectheory"
     try:  # building the parser imports the command's module (torch for most): Ctrl-C may land there too
-        args = build_parser(command if command in COMMANDS else None).parse_args(argv)
+        parser = build_parser(command if command in COMMANDS else None)
+        if command in COMMANDS and hasattr(_module(command), "presets"):  # flags a command sets before the user's
+            at = argv.index(command) + 1
+            argv_parsed = argv[:at] + _module(command).presets(argv[at:]) + argv[at:]
+        else:
+            argv_parsed = argv
+        args = parser.parse_args(argv_parsed)
         if args.command is None:
             raise UsageError(f"{prog}: error: a command is required (see {prog} --help)")
         prog = f"{prog} {args.command}"

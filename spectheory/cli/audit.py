@@ -19,14 +19,14 @@ from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from decoders.policies import POLICIES
 from spectheory.cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
 from spectheory.cli.options import names
-from spectheory.cli.sampling_flags import add_sampling_arguments, sampling_from
+from spectheory.cli.audit_flags import add_sampling_arguments, cited, mutant_presets as presets, sampling_from
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decoder", choices=DECODERS, default="speculative", help="the decoder to audit (default speculative)")
-    parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder: "
-                                                         f"{names(m.name for m in MUTANTS)}; with --decoder tree, "
-                                                         f"a planted tree bug: {names(m.name for m in TREE_MUTANTS)}")
+    parser.add_argument("--mutant", metavar="NAME", help=f"audit a planted-bug speculative decoder, under its own flags "
+                        f"(explicit ones override): {names(cited(m.name, m.shipped) for m in MUTANTS)}; a planted "
+                        f"tree bug: {names(cited(m.name, m.engine) for m in TREE_MUTANTS)}")
     parser.add_argument("--policy", metavar="NAME", help=f"a draft-length policy for the speculative decoder, capped at "
                                                           f"--gamma (docs/theory.md §13): {names(POLICIES)}")
     parser.add_argument("--tree", default="kary:2:2", metavar="SHAPE",

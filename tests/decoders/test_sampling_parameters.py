@@ -161,3 +161,14 @@ def test_sampling_flags_against_error_contract(argv, fragment, capsys):
     """One line on stderr, exit 2, before any work."""
     status, out, err = run(capsys, "audit", *argv)
     assert status == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+@pytest.mark.parametrize("argv, status", [
+    (["--mutant", "min-p-ignored-in-verification"], 1),  # under its own flags: min-p 0.3
+    (["--mutant", "min-p-ignored-in-verification", "--min-p", "0"], 0),  # explicit flags override: harmless there
+    (["--mutant", "tree-candidates-vs-draft"], 1),  # its decoder, verifier, models and tree come with it
+])
+def test_mutant_alone_against_its_own_flags(argv, status, capsys):
+    """`audit --mutant NAME --exact` with no other flag audits the bug where it shows (before, a tree mutant without
+    its verifier and a sampling bug without its parameter passed, which reads as "harmless")."""
+    assert run(capsys, "audit", "--exact", *argv)[0] == status

@@ -1,11 +1,12 @@
-"""The sampling flags of `spectheory audit` (docs/theory.md §14 gives their order and each engine's), defined once
-and turned into a ``decoders.sampling.Sampling``; the engine audit reads the ones an engine takes."""
+"""Flags of `spectheory audit`: the sampling flags (docs/theory.md §14 gives their order and each engine's), defined
+once and turned into a ``decoders.sampling.Sampling`` (the engine audit reads the ones an engine takes), and a
+planted bug's own flags."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_sampling_arguments", "sampling_from", "logit_bias"]
+__all__ = ["add_sampling_arguments", "sampling_from", "logit_bias", "flags_of", "mutant_presets", "cited"]
 
 
 def logit_bias(value: str) -> tuple:
@@ -45,3 +46,40 @@ def sampling_from(args: argparse.Namespace):
 
     return Sampling(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty,
                     args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias))
+
+
+def flags_of(sampling) -> list:
+    """The flags that ask for ``sampling`` (its settings that differ from the defaults), e.g. a mutant's."""
+    flags = ["--temperature", f"{sampling.temperature!r}"]
+    for flag, value, default in (("--top-k", sampling.top_k, None), ("--top-p", sampling.top_p, None),
+                                 ("--min-p", sampling.min_p, None),
+                                 ("--repetition-penalty", sampling.repetition_penalty, 1.0),
+                                 ("--frequency-penalty", sampling.frequency_penalty, 0.0),
+                                 ("--presence-penalty", sampling.presence_penalty, 0.0)):
+        if value != default:
+            flags += [flag, f"{value!r}"]
+    if sampling.penalize_prompt:
+        flags.append("--penalize-prompt")
+    if sampling.logit_bias:
+        flags += ["--logit-bias"] + [f"{token}={bias!r}" for token, bias in sampling.logit_bias]
+    return flags
+
+
+def mutant_presets(argv: list) -> list:
+    """A mutant's own flags (its sampling; a tree mutant's decoder, verifier, models, tree and horizon), parsed
+    before the user's, which override them: `audit --mutant NAME` alone audits the bug where it shows."""
+    from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
+
+    name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
+    chain = {m.name: m for m in MUTANTS}.get(name)
+    tree = {m.name: m for m in TREE_MUTANTS}.get(name)
+    if chain is not None:
+        return flags_of(chain.shows_with)
+    if tree is not None:
+        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with), *tree.audit]
+    return []
+
+
+def cited(name: str, shipped: str) -> str:
+    """A planted bug's name for the help, with where an engine shipped it."""
+    return f"{name} ({shipped})" if shipped else name
