@@ -161,7 +161,8 @@ def test_engine_numbers_against_their_results():
         assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
                 f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | {row['alpha']:.3f} |") in page
     for name in ("llama_cpp_audit_t1", "llama_cpp_audit_t07_topp09", "llama_cpp_audit_repeat_penalty",
-                 "llama_cpp_server_audit_t1", "llama_cpp_server_audit_t07_topp09"):
+                 "llama_cpp_server_audit_t1", "llama_cpp_server_audit_t07_topp09",
+                 "llama_cpp_audit_repeat_penalty_replicate"):
         verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
         row = next(line for line in page.splitlines() if f"`results/{name}.json`" in line)
         assert f"| {verdict['p_value']:.3g} |" in row and ("PASS" if verdict["passed"] else "FAIL") in row, row
