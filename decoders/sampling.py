@@ -92,6 +92,12 @@ class Sampling:
         """The settings that apply after ``processed_logits``: temperature and the filters (no bias, no penalty)."""
         return Sampling(self.temperature, self.top_k, self.top_p, self.min_p)
 
+    def check_vocabulary(self, vocab_size: int) -> None:
+        """Every logit-bias token is an id of a vocabulary of ``vocab_size`` tokens."""
+        for token, _ in self.logit_bias:
+            if token >= vocab_size:
+                raise ValueError(f"logit_bias token must be below the vocabulary size {vocab_size}, got {token}")
+
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
         return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
@@ -144,12 +150,11 @@ def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History 
     """``logits: [..., V]`` after the logit bias and the penalties (docs/theory.md §14); ``history``'s counts
     broadcast against them. The same tensor when neither is set."""
     if sampling.logit_bias:
-        bias = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=logits.device)
-        for token, value in sampling.logit_bias:
-            if token >= logits.shape[-1]:
-                raise ValueError(f"logit_bias token must be below the vocabulary size {logits.shape[-1]}, got {token}")
-            bias[token] += value
-        logits = logits + bias
+        sampling.check_vocabulary(logits.shape[-1])
+        tokens, values = zip(*sampling.logit_bias)
+        bias = torch.zeros(logits.shape[-1], dtype=logits.dtype).index_add_(
+            0, torch.tensor(tokens), torch.tensor(values, dtype=logits.dtype))
+        logits = logits + bias.to(logits.device)
     if not sampling.uses_history:
         return logits
     if history is None:

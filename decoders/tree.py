@@ -31,7 +31,8 @@ from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
-           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
+           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room",
+           "check_tree_sampling"]
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -67,9 +68,7 @@ class TreeConfig:
                              f"got {self.tree!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
-        if self.sampling.uses_history:
-            raise ValueError(f"{' and '.join(self.sampling.history_flags())}: the tree decoders do not count tokens "
-                             f"along their paths (docs/theory.md §14); the speculative chain decoder does")
+        check_tree_sampling(self.sampling)
         if self.verifier not in VERIFIERS:
             raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {self.verifier!r}")
         if dynamic and self.verifier != "target-only":
@@ -77,6 +76,13 @@ class TreeConfig:
                              f"verifier, got {self.verifier!r}")
         if not dynamic:
             object.__setattr__(self, "tree", breadth_first(self.tree))
+
+
+def check_tree_sampling(sampling: Sampling) -> None:
+    """The tree decoders refuse penalties: they do not count tokens along their paths (docs/theory.md §14)."""
+    if sampling.uses_history:
+        raise ValueError(f"{' and '.join(sampling.history_flags())}: the tree decoders do not count tokens along their "
+                         f"paths yet (docs/theory.md §14); the speculative chain decoder does")
 
 
 def _levels(tree: Tree) -> list[range]:

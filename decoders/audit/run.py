@@ -15,7 +15,7 @@ from decoders.audit import exact, setups, statistical
 from decoders.audit.mutants import mutant, tree_mutant
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import acceptance_calibration, text_windows
-from decoders.models.hf_generate import SCHEDULES, assisted_options, hf_generate
+from decoders.models.hf_generate import SCHEDULES, assisted_options, check_hf_sampling, hf_generate
 from decoders.harness.inputs import check_tokenizers, encode_text, read_text
 from decoders.randomness import TorchRandomness
 from decoders.harness.zoo import REAL_MODELS
@@ -25,7 +25,7 @@ from decoders.policies import POLICIES, make_policy
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
-from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
+from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, check_tree_sampling, generate_tree
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
@@ -97,9 +97,7 @@ class AuditRequest:
             if not self.hugging_face or self.exact or self.mutant or self.samples is not None:
                 raise ValueError(f"--sampler {self.sampler} audits transformers' generate on a model directory "
                                  f"(--target DIR), statistically, without --mutant or --samples")
-            if self.sampling.frequency_penalty or self.sampling.presence_penalty:
-                raise ValueError(f"--sampler {self.sampler}: transformers' generate has no frequency or presence "
-                                 f"penalty; drop --frequency-penalty and --presence-penalty")
+            check_hf_sampling(self.sampling)
             as_positive_int("assistant_tokens", self.assistant_tokens)
             if self.assistant_schedule not in SCHEDULES:
                 raise ValueError(f"assistant_schedule must be one of {SCHEDULES}, got {self.assistant_schedule!r}")
@@ -114,9 +112,7 @@ class AuditRequest:
             raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
         if self.decoder == "tree":
             tree_shape(self.tree)
-            if self.sampling.uses_history:
-                raise ValueError(f"{' and '.join(self.sampling.history_flags())}: the tree decoders do not count "
-                                 f"tokens along their paths yet (docs/theory.md §14); audit --decoder speculative")
+            check_tree_sampling(self.sampling)
             if self.verifier not in TREE_VERIFIERS:
                 raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
                                  f"{self.verifier!r}")
@@ -138,9 +134,8 @@ class AuditRequest:
         if self.target not in setups.TARGETS and self.exact:
             raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
         as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
-        for token, _ in self.sampling.logit_bias if self.target in setups.TARGETS else ():
-            if token >= self.vocabulary:
-                raise ValueError(f"logit_bias token must be below the vocabulary size {self.vocabulary}, got {token}")
+        if self.target in setups.TARGETS:
+            self.sampling.check_vocabulary(self.vocabulary)
         if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
             raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
                              f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")

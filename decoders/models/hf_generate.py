@@ -8,7 +8,7 @@ import torch
 
 from decoders.sampling import Sampling
 
-__all__ = ["SCHEDULES", "assisted_options", "hf_generate"]
+__all__ = ["SCHEDULES", "assisted_options", "hf_generate", "check_hf_sampling"]
 
 #: transformers' assistant-token schedules (``num_assistant_tokens_schedule``).
 SCHEDULES = ("constant", "heuristic", "heuristic_transient")
@@ -32,6 +32,13 @@ def assisted_options(draft, gamma: int) -> dict | None:
     if isinstance(draft, HFCausalLM):
         return {"assistant": draft.model, "assistant_tokens": gamma}
     return None
+
+
+def check_hf_sampling(sampling: Sampling) -> None:
+    """transformers' ``generate`` has no frequency or presence penalty: refuse them rather than drop them."""
+    if sampling.frequency_penalty or sampling.presence_penalty:
+        raise ValueError("transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
+                         "--presence-penalty")
 
 
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,

@@ -75,12 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = "spectheory"
     try:  # building the parser imports the command's module (torch for most): Ctrl-C may land there too
         parser = build_parser(command if command in COMMANDS else None)
-        if command in COMMANDS and hasattr(_module(command), "presets"):  # flags a command sets before the user's
-            at = argv.index(command) + 1
-            argv_parsed = argv[:at] + _module(command).presets(argv[at:]) + argv[at:]
-        else:
-            argv_parsed = argv
-        args = parser.parse_args(argv_parsed)
+        presets = getattr(_module(command), "presets", None) if command in COMMANDS else None
+        at = argv.index(command) + 1 if presets else 0  # a command's own flags go before the user's, who override them
+        args = parser.parse_args(argv[:at] + presets(argv[at:]) + argv[at:] if presets else argv)
         if args.command is None:
             raise UsageError(f"{prog}: error: a command is required (see {prog} --help)")
         prog = f"{prog} {args.command}"
