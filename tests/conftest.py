@@ -1,12 +1,19 @@
 """Hypothesis profiles: CI (CI=true) runs derandomised, so a failure there reproduces exactly. Every JSON file a
-test writes under pytest's temporary directories is parsed strictly when the session ends (no NaN/Infinity)."""
+test writes under pytest's temporary directories is parsed strictly when the session ends (no NaN/Infinity).
+
+The suite runs in two pytest-xdist workers (pyproject.toml) of one torch thread each, and so do the commands the
+tests start: torch's OpenMP threads spin-wait, and beside other busy processes two of them per worker made the
+suite several times slower (docs/project.md). OMP_NUM_THREADS is set before anything imports torch; a value the
+caller set is kept."""
 
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from command import not_strict_json
+import pytest  # noqa: E402 (after the thread setting, which must precede torch's import)
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from command import not_strict_json  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=100,
                           suppress_health_check=[HealthCheck.too_slow])
