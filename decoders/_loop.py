@@ -20,9 +20,9 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def as_prompts(prompts, vocab_size: int, eos: int | None = None) -> list[list[int]]:
+def as_prompts(prompts, vocab_size: int, eos: int | None = None, stop: tuple = ()) -> list[list[int]]:
     """Prompts as lists of token ids: an integer ``[B, L]`` tensor or a list of non-empty sequences of
-    integers (a float id is refused, never truncated); ``eos``, when given, must be a token id too."""
+    integers (a float id is refused, never truncated); ``eos`` and the ``stop`` tokens must be token ids too."""
     if isinstance(prompts, torch.Tensor):
         if prompts.dim() != 2 or prompts.is_floating_point() or prompts.dtype == torch.bool:
             raise ValueError(f"a prompt tensor must be integer with shape (batch, length), got "
@@ -36,6 +36,8 @@ def as_prompts(prompts, vocab_size: int, eos: int | None = None) -> list[list[in
         raise ValueError(f"prompt tokens must be integers in [0, {vocab_size})")
     if eos is not None:
         as_int("eos", eos, low=0, high=vocab_size - 1)
+    for token in stop:
+        as_int("stop token", token, low=0, high=vocab_size - 1)
     return [[int(token) for token in prompt] for prompt in prompts]
 
 
@@ -113,21 +115,21 @@ def park(model, state, done: torch.Tensor) -> None:
 
 
 class Output:
-    """Per-row generated tokens with end-of-sequence and ``max_new_tokens``."""
+    """Per-row generated tokens with end-of-sequence, the sampling's stop tokens and ``max_new_tokens``."""
 
-    def __init__(self, batch: int, max_new_tokens: int, eos: int | None) -> None:
+    def __init__(self, batch: int, max_new_tokens: int, eos: int | None, stop: tuple = ()) -> None:
         as_positive_int("max_new_tokens", max_new_tokens)
         self.rows = [[] for _ in range(batch)]
         self.done = [False] * batch
-        self.max_new_tokens, self.eos = max_new_tokens, eos
+        self.max_new_tokens, self.stops = max_new_tokens, set(stop) | ({eos} if eos is not None else set())
 
     def extend(self, b: int, tokens: list[int]) -> None:
-        """Append row b's new tokens, stopping at end-of-sequence or at max_new_tokens."""
+        """Append row b's new tokens, stopping after end-of-sequence or a stop token, or at max_new_tokens."""
         if self.done[b]:
             return
         for token in tokens:
             self.rows[b].append(token)
-            if token == self.eos or len(self.rows[b]) >= self.max_new_tokens:
+            if token in self.stops or len(self.rows[b]) >= self.max_new_tokens:
                 self.done[b] = True
                 return
 

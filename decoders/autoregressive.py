@@ -27,8 +27,8 @@ def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, ra
 def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sampling, randomness: Randomness,
                             eos: int | None = None, profile: bool = False) -> Generation:
     """Sample up to ``max_new_tokens`` per row (rows stop at ``eos``); prompts may differ in length."""
-    prompts = as_prompts(prompts, model.vocab_size, eos)
-    output = Output(len(prompts), max_new_tokens, eos)
+    prompts = as_prompts(prompts, model.vocab_size, eos, sampling.stop)
+    output = Output(len(prompts), max_new_tokens, eos, sampling.stop)
     check_room(model, prompts, max_new_tokens, "max_new_tokens")
     timer = PhaseTimer(model.device, profile)
     model = timer.watch(model)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import torch
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Sampling", "History", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY"]
+__all__ = ["Sampling", "History", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY",
+           "stop_padded", "after_stop"]
 
 
 def _finite(name: str, value, low: float = -math.inf) -> None:
@@ -34,7 +35,8 @@ class Sampling:
     [count > 0], counting the output only, or the prompt too when ``penalize_prompt``), ``temperature`` >= 0
     (0 = argmax of the penalised logits), ``top_k`` >= 1 (keep the k largest logits, ties at the k-th kept),
     ``top_p`` in (0, 1] (keep the smallest set of most likely tokens whose mass reaches top_p) and ``min_p``
-    in [0, 1] (keep the tokens whose probability is at least min_p times the largest)."""
+    in [0, 1] (keep the tokens whose probability is at least min_p times the largest). ``stop``: token ids that end
+    a row (vLLM's ``stop_token_ids``): a row that emits one emits nothing more (``stop_padded``)."""
 
     temperature: float = 1.0
     top_k: int | None = None
@@ -45,6 +47,7 @@ class Sampling:
     presence_penalty: float = 0.0
     penalize_prompt: bool = False
     logit_bias: tuple = ()
+    stop: tuple = ()
 
     def __post_init__(self) -> None:
         _finite("temperature", self.temperature, 0.0)
@@ -67,6 +70,10 @@ class Sampling:
         for token, bias in self.logit_bias:
             as_non_negative_int("logit_bias token", token)
             _finite(f"logit_bias[{token}]", bias)
+        if not isinstance(self.stop, tuple):
+            raise ValueError(f"stop must be a tuple of token ids, got {self.stop!r}")
+        for token in self.stop:
+            as_non_negative_int("stop token", token)
 
     @property
     def greedy(self) -> bool:
@@ -80,6 +87,7 @@ class Sampling:
             ("presence penalty", self.presence_penalty, 0)) if value != off]
         words += ["penalties count the prompt"] if self.penalize_prompt else []
         words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
+        words += [f"stop at {list(self.stop)}"] if self.stop else []
         return ", ".join(words)
 
     @property
@@ -93,10 +101,11 @@ class Sampling:
         return Sampling(self.temperature, self.top_k, self.top_p, self.min_p)
 
     def check_vocabulary(self, vocab_size: int) -> None:
-        """Every logit-bias token is an id of a vocabulary of ``vocab_size`` tokens."""
-        for token, _ in self.logit_bias:
-            if token >= vocab_size:
-                raise ValueError(f"logit_bias token must be below the vocabulary size {vocab_size}, got {token}")
+        """Every logit-bias and stop token is an id of a vocabulary of ``vocab_size`` tokens."""
+        for name, tokens in (("logit_bias", [token for token, _ in self.logit_bias]), ("stop", self.stop)):
+            for token in tokens:
+                if token >= vocab_size:
+                    raise ValueError(f"{name} token must be below the vocabulary size {vocab_size}, got {token}")
 
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
@@ -170,6 +179,27 @@ def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History 
 
 
 GREEDY = Sampling(temperature=0.0)
+
+
+def stop_padded(tokens, horizon: int, stop) -> tuple:
+    """``tokens`` cut after the first of the ``stop`` ids and padded with it to ``horizon``: how the audits write a
+    row that stopped, so that every row has ``horizon`` tokens and the law after a stop is that token for sure."""
+    tokens = tuple(tokens)
+    for i, token in enumerate(tokens[:horizon]):
+        if token in stop:
+            return tokens[:i + 1] + (token,) * (horizon - i - 1)
+    return tokens[:horizon]
+
+
+def after_stop(probs: torch.Tensor, tokens: torch.Tensor, stop) -> torch.Tensor:
+    """``probs: [n, T, V]``, the laws before each of ``tokens: [n, T]``, with the positions after a stop token set to
+    that token for sure (``stop_padded``'s convention). The same tensor when ``stop`` is empty."""
+    if not stop:
+        return probs
+    stopped = torch.isin(tokens, torch.tensor(stop, device=tokens.device))  # [n, T]
+    after = stopped.cumsum(dim=1)[:, :-1] > 0  # [n, T - 1], a stop before position t + 1
+    first = torch.nn.functional.one_hot(tokens[:, :-1], probs.shape[-1]).to(probs.dtype)  # the previous token
+    return torch.cat([probs[:, :1], torch.where(after[..., None], first, probs[:, 1:])], dim=1)
 
 
 def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool = True,

@@ -316,12 +316,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     check_models(target, draft)
     if not isinstance(config, SpeculativeConfig):
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
-    prompts = as_prompts(prompts, target.vocab_size, eos)
+    prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
     room = step.room(config, max_new_tokens)
     needed = f"max_new_tokens and one iteration's overshoot, {max_new_tokens} + {room - max_new_tokens}"
     check_room(target, prompts, room, needed)
     check_room(draft, prompts, room, needed)
-    output = Output(len(prompts), max_new_tokens, eos)
+    output = Output(len(prompts), max_new_tokens, eos, config.sampling.stop)
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
     history = History.of(prompts, target.vocab_size, target.device) if config.sampling.uses_history else None

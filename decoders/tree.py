@@ -306,11 +306,11 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
     if not isinstance(config, TreeConfig):
         raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
     check_tree_models(target, draft, config)
-    prompts = as_prompts(prompts, target.vocab_size, eos)
+    prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
     room = tree_room(config, max_new_tokens)
     check_room(target, prompts, room, "max_new_tokens + tree nodes + 1")
     check_room(draft, prompts, room, "max_new_tokens + tree nodes + 1")
-    output = Output(len(prompts), max_new_tokens, eos)
+    output = Output(len(prompts), max_new_tokens, eos, config.sampling.stop)
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
     with timer.phase("prefill"):

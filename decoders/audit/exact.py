@@ -33,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.randomness import Randomness
-from decoders.sampling import History, Sampling, adjusted_probs
+from decoders.sampling import History, Sampling, adjusted_probs, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree, tree_room
 from spectheory.validation import as_positive_int
@@ -116,10 +116,15 @@ def _progress(total: int | None, description: str, progress: bool | None):
 
 @torch.no_grad()
 def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizon: int) -> Law:
-    """The target's law of the next ``horizon`` tokens: each prefix's conditional from a fresh forward pass."""
+    """The target's law of the next ``horizon`` tokens: each prefix's conditional from a fresh forward pass; a
+    prefix that holds a stop token is complete (``stop_padded``)."""
     _check_horizon(horizon)
-    level = {(): 1.0}
+    level, ended = {(): 1.0}, {}
     for _ in range(horizon):
+        for prefix in [prefix for prefix in level if set(prefix) & set(sampling.stop)]:
+            ended[stop_padded(prefix, horizon, sampling.stop)] = level.pop(prefix)
+        if not level:
+            break
         prefixes = list(level)
         rows = [list(prompt) + list(prefix) for prefix in prefixes]
         tokens = torch.tensor(rows, device=target.device)  # [K, L]
@@ -128,7 +133,7 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
         probs = adjusted_probs(logits.to(torch.float64), sampling, history=history).cpu().numpy()
         level = {prefix + (token,): level[prefix] * probs[k, token]
                  for k, prefix in enumerate(prefixes) for token in np.flatnonzero(probs[k] > 0).tolist()}
-    return level
+    return {**{stop_padded(prefix, horizon, sampling.stop): mass for prefix, mass in level.items()}, **ended}
 
 
 def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> History | None:
@@ -149,7 +154,7 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop)
 
 
 @torch.no_grad()
@@ -164,15 +169,15 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop)
 
 
 def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int], horizon: int, *,
-               progress: bool | None = None) -> tuple[Law, int]:
+               progress: bool | None = None, stop: tuple = ()) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of a decoder whose iteration ``iterate(prompts, randomness)``
     (from fresh states of each prompt) returns each row's new tokens, and the number of branches, by a dynamic
     programme over prefixes: the branches of one iteration from every prefix of one length run as one batch,
-    and their outcomes extend the prefixes."""
+    and their outcomes extend the prefixes; an outcome that holds a ``stop`` token ends there (``stop_padded``)."""
     _check_horizon(horizon)
     law, frontier, branches = defaultdict(float), {(): 1.0}, 0
     with _progress(None, "exact (prefix DP)", progress) as bar:
@@ -185,7 +190,7 @@ def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int
                 enumerator = Enumerator(scripts)
                 emitted = iterate([list(prompt) + list(prefixes[s]) for s in sources], enumerator)
                 for row, source in enumerate(sources):
-                    child = (prefixes[source] + tuple(emitted[row]))[:horizon]
+                    child = stop_padded(prefixes[source] + tuple(emitted[row]), horizon, stop)
                     mass = masses[source] * enumerator.probability[row]
                     if mass == 0:  # a script replayed where rounding has closed its branch
                         continue

@@ -164,8 +164,8 @@ class PolicyPeeks(SpeculativeStep):
 
 
 class SamplingDropped(SpeculativeStep):
-    """Sampling settings ``off`` (field -> neutral value) dropped in verification, and in drafting too unless
-    ``target_only``: the target's law, or both, without them."""
+    """Sampling settings ``off`` (field -> the value the bug leaves in its place, mostly the neutral one) in
+    verification, and in drafting too unless ``target_only``: the target's law, or both, without them."""
 
     def __init__(self, target_only: bool, **off) -> None:
         self.target_only, self.off = target_only, off
@@ -190,6 +190,51 @@ class PenaltyCountsProposals(SpeculativeStep):
     def count(self, history, drafted, tokens, accepted):
         proposed = history.plus(drafted)  # every draft, rejected ones too
         return super().count(proposed, drafted, tokens, accepted)  # and the accepted ones (again) with the last
+
+
+class RecoverySharesDraftNoise(SpeculativeStep):
+    """The token after a rejection is drawn with the noise that drew the rejected draft token. Both draws are inverse
+    CDFs at one uniform U_i per position, sampled exactly through U_i's conditional law: given the draft token x_i,
+    U_i is uniform on [F_q(x_i) - q(x_i), F_q(x_i)), and the residual's token is the piece of that interval its CDF
+    cuts that U_i falls in (one categorical over the pieces' lengths)."""
+
+    def draft(self, draft, committed, config, randomness):
+        drafted, q, proposed = super().draft(draft, committed, config, randomness)
+        high = q.cumsum(dim=-1).gather(2, drafted[..., None])[..., 0]  # [B, k], F_q(x_i)
+        self.noise = (high - q.gather(2, drafted[..., None])[..., 0], high)  # the interval U_i lies in
+        return drafted, q, proposed
+
+    def correct(self, weights, drafted, proposed, accepted, randomness):
+        rejected = accepted < proposed.sum(dim=1)  # [B]
+        at = accepted.clamp(max=drafted.shape[1] - 1)[:, None]
+        low, high = (bound.gather(1, at) for bound in self.noise)  # [B, 1] each
+        law = weights / weights.sum(dim=-1, keepdim=True)  # [B, V], the residual
+        cdf = law.cumsum(dim=-1)
+        shared = (torch.minimum(cdf, high) - torch.maximum(cdf - law, low)).clamp(min=0.0)  # [B, V]: [low, high) cut
+        return randomness.categorical(torch.where(rejected[:, None], shared, weights))
+
+
+class QFromRawLogits(SpeculativeStep):
+    def draft_probs(self, logits, sampling):
+        sampled = adjusted_probs(logits, sampling, validate=False)
+        return sampled, torch.softmax(logits.to(sampled.dtype), dim=-1)  # no temperature, no filter in q
+
+
+class DraftSampledInBfloat16(SpeculativeStep):
+    def draft_probs(self, logits, sampling):
+        rounded = logits.to(torch.bfloat16).to(logits.dtype)  # the native-dtype path the draw goes through
+        return adjusted_probs(rounded, sampling, validate=False), adjusted_probs(logits, sampling, validate=False)
+
+
+class TargetZeroedByRecovery(SpeculativeStep):
+    def ratio(self, p, q, drafted, proposed):
+        p[:, :-1].scatter_(2, drafted[..., None], 0.0)  # p(x_i) zeroed in place, before the accept test reads it
+        return super().ratio(p, q, drafted, proposed)
+
+
+class BatchRowsMisordered(SpeculativeStep):
+    def verify(self, target, committed, drafted, proposed, config):
+        return super().verify(target, committed, drafted, proposed, config).roll(1, dims=0)  # row b gets b - 1's p
 
 
 NO_PENALTIES = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
@@ -254,6 +299,24 @@ MUTANTS = (
            SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3), shipped="SGLang PR 36173"),
     Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification",
            SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8), shipped="MLC-LLM PR 2940"),
+    Mutant("unset-temperature-greedy", "a request that sets top-k but leaves the temperature unset is decoded "
+           "greedily by the speculative path, so top-k has no effect", SamplingDropped(False, temperature=0.0),
+           Sampling(1.0, top_k=3), shipped="TensorRT-LLM PR 19390"),
+    # Randomness, draft laws and batches (docs/theory.md §14): the same trackers' other bugs.
+    Mutant("recovery-shares-draft-noise", "the token after a rejection is drawn with the same noise that drew the "
+           "rejected draft token (one uniform, inverse CDF; the engine shared Gumbel noise), biased toward the "
+           "draft", RecoverySharesDraftNoise(), shipped="vLLM PR 47386, fixed by PR 54282"),
+    Mutant("q-from-raw-logits", "the draft samples after temperature and top-k, but the q it returns for the accept "
+           "test is the softmax of its raw logits", QFromRawLogits(), Sampling(0.7, top_k=3),
+           shipped="transformers issue 47932"),
+    Mutant("draft-sampled-in-bfloat16", "the draft token is drawn from bfloat16 logits while the accept test and "
+           "the residual use the float32 q", DraftSampledInBfloat16(), shipped="DeepSpec issue 31"),
+    Mutant("target-zeroed-by-recovery", "computing the recovery law zeroes p(x_i) in the target's probabilities in "
+           "place, before the accept test reads them: no draft is ever accepted", TargetZeroedByRecovery(),
+           shipped="vLLM-Ascend PR 2881"),
+    Mutant("batch-rows-misordered", "verification reads each row's target probabilities from the row before it "
+           "in the batch, so tokens leak between requests", BatchRowsMisordered(), exact="batch",
+           shipped="vLLM PR 14645"),
 )
 
 

@@ -23,7 +23,7 @@ from decoders.models.gguf import is_gguf_file
 from decoders.models.hf import is_model_directory
 from decoders.policies import POLICIES, make_policy
 from decoders.autoregressive import generate_autoregressive
-from decoders.sampling import Sampling
+from decoders.sampling import Sampling, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, check_tree_sampling, generate_tree
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
@@ -248,16 +248,20 @@ def _policy(request: AuditRequest, target, draft):
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
     prompt = list(request.prompt)
     reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
+
+    def padded(row):  # a row that stopped early, as the laws write it
+        return stop_padded(row, request.horizon, config.sampling.stop)
+
     method = "whole-run" if request.exact == "dp" and request.decoder == "autoregressive" else request.exact
     if method == "dp" and request.decoder == "tree":
         law, branches = exact.tree_law(target, draft, prompt, config, request.horizon, step=step)
     elif method == "dp":
         law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step)
     elif method == "whole-run":
-        law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0])
+        law, branches = exact.whole_run_law(lambda randomness: padded(generate([prompt], randomness)[0]))
     else:
         law, branches = exact.whole_run_law(
-            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()))
+            lambda randomness: sum(map(padded, generate([prompt] * BATCH_ROWS, randomness)), ()))
         reference = exact.product_law(reference, BATCH_ROWS)
     report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
     return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
@@ -341,7 +345,7 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     if request.exact:
         report, summary = _exact(request, target, draft, config, step, generate)
     else:
-        sample = setups.sampler(generate, request.prompt, request.horizon, batch=batch)
+        sample = setups.sampler(generate, request.prompt, request.horizon, batch=batch, stop=request.sampling.stop)
         report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
                                            horizon=request.horizon, seed=request.seed, draft=draft,
                                            level=request.level)
@@ -374,7 +378,8 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
 
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)
-        return torch.tensor([hf_generate(target.model, prompt, request.horizon, request.sampling, randomness, **options)
+        return torch.tensor([stop_padded(hf_generate(target.model, prompt, request.horizon, request.sampling,
+                                                     randomness, **options), request.horizon, request.sampling.stop)
                              for _ in tqdm(range(n), desc=request.sampler, unit="sample", delay=1, leave=False,
                                            disable=None)])
 
@@ -393,6 +398,6 @@ def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizo
     """The statistical audit of speculative decoding on a loaded pair (the report's audit)."""
     generate = setups.speculative_run(target, draft, prompt, config, horizon)
     sample = setups.sampler(generate, prompt, horizon, batch=sampling_rows(target.vocab_size, SHIPPED_BATCH),
-                            progress=progress)
+                            progress=progress, stop=config.sampling.stop)
     return statistical.audit_sampler(sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed,
                                      draft=draft)

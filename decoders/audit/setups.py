@@ -21,7 +21,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import Randomness, TorchRandomness
-from decoders.sampling import Sampling
+from decoders.sampling import Sampling, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative
 from spectheory.validation import as_int
 
@@ -114,15 +114,17 @@ def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeCon
 
 
 def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int], horizon: int, *,
-            batch: int = 8192, progress: bool | None = None) -> Callable[[int, torch.Generator], torch.Tensor]:
-    """``sample(n, generator) -> [n, horizon]``: ``generate`` run in batches of ``batch`` copies of the prompt."""
+            batch: int = 8192, progress: bool | None = None,
+            stop: tuple = ()) -> Callable[[int, torch.Generator], torch.Tensor]:
+    """``sample(n, generator) -> [n, horizon]``: ``generate`` run in batches of ``batch`` copies of the prompt; a row
+    that ended at a ``stop`` token is padded with it (``decoders.sampling.stop_padded``)."""
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness, rows = TorchRandomness(generator), []
         with tqdm(total=n, desc="sampling", unit="seq", delay=1, leave=False,
                   disable=None if progress is None else not progress) as bar:
             for begin in range(0, n, batch):
                 size = min(batch, n - begin)
-                rows.extend(generate([list(prompt)] * size, randomness))
+                rows.extend(stop_padded(row, horizon, stop) for row in generate([list(prompt)] * size, randomness))
                 bar.update(size)
         return torch.tensor(rows, dtype=torch.int64).reshape(n, horizon)
     return sample

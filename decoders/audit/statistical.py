@@ -48,7 +48,7 @@ from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
-from decoders.sampling import History, Sampling, adjusted_probs, proposes
+from decoders.sampling import History, Sampling, adjusted_probs, after_stop, proposes
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
@@ -152,7 +152,8 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
                  state=None) -> torch.Tensor:
     """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
     one forward pass of the continuations over ``state`` (``prompt_state``'s, computed when not given). Rows
-    where the model proposes nothing (all -inf: a draft's no proposal) are all zeros."""
+    where the model proposes nothing (all -inf: a draft's no proposal) are all zeros; after a stop token, that
+    token for sure (``decoders.sampling.after_stop``)."""
     base = prompt_state(model, prompt, continuations.shape[1]) if state is None else state
     last = torch.full((len(continuations), 1), int(list(prompt)[-1]), dtype=torch.int64)
     tokens = torch.cat([last, continuations.cpu()[:, :-1]], dim=1).to(model.device)  # [b, T]
@@ -163,7 +164,7 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
         history = History.of([list(prompt)], model.vocab_size, model.device).along(tokens[:, 1:])
     probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling,
                            history=history)
-    return torch.where(proposed, probs, 0.0).cpu()
+    return after_stop(torch.where(proposed, probs, 0.0), continuations.to(probs.device), sampling.stop).cpu()
 
 
 def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, orderings) -> tuple:

@@ -44,15 +44,15 @@ def check_hf_sampling(sampling: Sampling) -> None:
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
                 assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0,
                 **assisted) -> tuple:
-    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for exactly ``max_new_tokens`` tokens under ``sampling``
-    (no end-of-sequence: it neither stops at the model's EOS token nor bans it, as our decoders run to the length
-    asked; ``min_new_tokens`` would ban it, and change the law sampled) (temperature, top-k, top-p, min-p, repetition penalty and
+    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for ``max_new_tokens`` tokens under ``sampling``, ending
+    early only at the sampling's stop tokens (``eos_token_id``; not at the model's own EOS token, which it does not
+    ban either, as our decoders run to the length asked; ``min_new_tokens`` would ban it, and change the law) (temperature, top-k, top-p, min-p, repetition penalty and
     logit bias as ``sequence_bias``; transformers has no frequency or presence penalty), plain or assisted by ``assistant`` with
     its assistant-token count, schedule and confidence threshold, or by what ``assisted`` names (prompt lookup,
     early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
     ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
     runs repeat."""
-    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "eos_token_id": None,
+    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "eos_token_id": list(sampling.stop) or None,
                "attention_mask": torch.ones_like(prompt), "pad_token_id": 0, **assisted}
     if not sampling.greedy:
         options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0,

@@ -38,6 +38,9 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--top-k", type=int, help="keep the k most likely tokens")
     group.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
     group.add_argument("--min-p", type=float, help="keep the tokens at least this times as likely as the most likely")
+    group.add_argument("--stop", type=int, nargs="+", metavar="TOKEN", default=[],
+                       help="token ids that end a row (vLLM's stop_token_ids): nothing follows one; the audits pad "
+                            "a row that stopped with its stop token")
 
 
 def sampling_from(args: argparse.Namespace):
@@ -45,7 +48,8 @@ def sampling_from(args: argparse.Namespace):
     from decoders.sampling import Sampling
 
     return Sampling(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty,
-                    args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias))
+                    args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias),
+                    tuple(args.stop))
 
 
 def flags_of(sampling) -> list:
@@ -62,6 +66,8 @@ def flags_of(sampling) -> list:
         flags.append("--penalize-prompt")
     if sampling.logit_bias:
         flags += ["--logit-bias"] + [f"{token}={bias!r}" for token, bias in sampling.logit_bias]
+    if sampling.stop:
+        flags += ["--stop"] + [str(token) for token in sampling.stop]
     return flags
 
 

@@ -123,7 +123,7 @@ def test_exact_blockwise_criteria_against_greedy_target(gpt_target):
 
 ORIGINAL_MUTANTS = MUTANTS[:10]  # on the TinyGPT target with the tabular draft since the first audits
 NEW_MUTANTS = MUTANTS[10:15]  # bugs that couple positions or rows, or act after full acceptance
-# MUTANTS[15:], the sampling-parameter bugs: tests/decoders/test_sampling_parameters.py
+# MUTANTS[15:], the bugs engines shipped: tests/decoders/test_sampling_parameters.py
 CLOSE_FIXTURES = (("order0", 5), ("tinygpt", 5))  # V = 3 for the whole-run methods
 
 

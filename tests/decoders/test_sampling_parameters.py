@@ -1,7 +1,7 @@
 """The sampling parameters engines expose (docs/theory.md §14): their law against transformers' logits processors
 and OpenAI's formula, the decoders' exact laws against the target's, greedy decoding against autoregressive, and
-the planted bugs engines shipped against the exact audit. Exact audits are float64 enumerations (tolerance 1e-9):
-no false positives."""
+the planted bugs engines shipped (in sampling parameters, randomness, draft laws and batches) against the exact
+audit. Exact audits are float64 enumerations (tolerance 1e-9): no false positives."""
 
 import itertools
 
@@ -12,10 +12,11 @@ from transformers.generation.logits_process import (MinPLogitsWarper, Repetition
                                                     TopKLogitsWarper, TopPLogitsWarper)
 
 from command import run
-from decoders.audit.exact import TOLERANCE
-from decoders.audit.mutants import MUTANTS
+from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law
+from decoders.audit.statistical import audit_sampler
+from decoders.audit.mutants import MUTANTS, mutant
 from decoders.audit.run import AuditRequest, run_audit
-from decoders.audit.setups import DRAFTS, tiny_draft, tiny_target
+from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.autoregressive import generate_autoregressive
 from decoders.policies import POLICIES
 from decoders.randomness import seeded
@@ -33,8 +34,10 @@ PARAMETERS = {
     "repetition+bias": Sampling(1.0, repetition_penalty=1.6, logit_bias=((2, 1.0),)),
     "all at T=0.8": Sampling(0.8, top_k=4, top_p=0.97, min_p=0.05, repetition_penalty=1.3, frequency_penalty=0.4,
                              presence_penalty=0.2, logit_bias=((1, 0.5),)),
+    "stop": Sampling(1.0, stop=(2,)),
+    "stop+temperature+top-k": Sampling(0.8, top_k=4, stop=(1, 3)),
 }
-SAMPLING_MUTANTS = MUTANTS[15:]  # the sampling-parameter bugs (docs/theory.md §14)
+SHIPPED_MUTANTS = [bug for bug in MUTANTS if bug.shipped]  # the bugs engines shipped (docs/theory.md §14)
 
 
 def _transformers_law(logits, ids, sampling: Sampling):
@@ -96,7 +99,7 @@ def test_exact_speculative_law_against_autoregressive(name, drafts):
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (draft, verifier, report.as_dict())
 
 
-@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8"])
+@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8", "stop"])
 def test_exact_whole_runs_and_autoregressive_against_target(name):
     """The whole loop (counts carried between iterations) and the autoregressive decoder: V = 3, three tokens."""
     for decoder in ("speculative", "autoregressive"):
@@ -111,23 +114,81 @@ def test_exact_policy_law_with_penalties_against_autoregressive(policy):
     assert report.passed, report.as_dict()
 
 
-@pytest.mark.parametrize("bug", SAMPLING_MUTANTS, ids=lambda bug: bug.name)
-def test_sampling_mutant_caught_by_exact_audit(bug):
+@pytest.mark.parametrize("bug", SHIPPED_MUTANTS, ids=lambda bug: bug.name)
+def test_shipped_mutant_caught_by_exact_audit(bug):
     """Each bug under the sampling it shows with (``Mutant.shows_with``), by the method that sees it; the reference
     decoder passes the same audit (the negative control)."""
     settings = dict(target="tinygpt", draft="close", sampling=bug.shows_with, exact=bug.exact)
-    if bug.exact != "dp":
-        settings.update(vocabulary=3, gamma=1, draft="tabular")
+    if bug.exact != "dp":  # whole runs branch on every draw: V = 3, gamma 1, and two tokens for a batch of two rows
+        settings.update(vocabulary=3, gamma=1, draft="tabular", horizon=2 if bug.exact == "batch" else 3)
     caught, reference = _exact(mutant=bug.name, **settings), _exact(**settings)
     assert not caught.passed and caught.max_abs_difference > 1e-6, caught.as_dict()
     assert reference.passed, reference.as_dict()
+
+
+@pytest.mark.parametrize("verifier", ["target-only", "rrs"])
+def test_exact_tree_law_with_stop_and_min_p_against_autoregressive(verifier):
+    """The tree decoders end a row at a stop token too (a two-node tree, V = 4, three tokens)."""
+    report = _exact(decoder="tree", verifier=verifier, tree="parents:-1,0,0", target="tinygpt", draft="close",
+                    vocabulary=4, sampling=Sampling(1.0, min_p=0.1, stop=(1,)))
+    assert report.passed and abs(report.total_mass - 1) < TOLERANCE, report.as_dict()
+
+
+def test_decoder_ignoring_stop_against_stopped_law():
+    """The negative control of the stop tests: speculative decoding run without the stop token, held against the
+    target's law with it, fails the exact audit (its rows go on after the stop)."""
+    target = tiny_target("tabular", 5)
+    draft, stopped = tiny_draft("close", target), Sampling(1.0, stop=(2,))
+    law, branches = speculative_law(target, draft, [0, 1], SpeculativeConfig(2, Sampling(1.0)), 3)
+    report = compare_laws(law, autoregressive_law(target, [0, 1], stopped, 3), method="dp", horizon=3,
+                          branches=branches)
+    assert not report.passed and report.max_abs_difference > 1e-3, report.as_dict()
+
+
+@pytest.mark.parametrize("ignores_stop, passes", [(False, True), (True, False)])
+def test_statistical_audit_with_stop_against_a_sampler_ignoring_it(ignores_stop, passes):
+    """The statistical audit pads stopped rows with their stop token and expects that token after it: speculative
+    decoding passes at n = 4,000 (level 0.01: a false failure has probability 0.01; seed fixed), and the same decoder
+    run without the stop token fails (the negative control)."""
+    target = tiny_target("tabular", 5)
+    draft, sampling = tiny_draft("close", target), Sampling(1.0, stop=(2,))
+    config = SpeculativeConfig(2, Sampling(1.0) if ignores_stop else sampling)
+    sample = sampler(speculative_run(target, draft, [0, 1], config, 4), [0, 1], 4, stop=config.sampling.stop)
+    report = audit_sampler(sample, target, [0, 1], sampling, n=4000, horizon=4, seed=3, draft=draft)
+    assert report.passed == passes, report.as_dict()
+
+
+def test_shared_noise_law_against_one_uniform_on_a_grid():
+    """The recovery-shares-draft-noise mutant draws the draft token x and, after a rejection, the residual's token
+    y from U's conditional law given x. The literal mechanism, x = F_q^-1(U) and y = F_r^-1(U) for one U, on a grid
+    of 200,000 uniforms gives the same joint law of (x, y) to 1e-4 (the grid's resolution)."""
+    q, residual = torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64), torch.tensor([[0.1, 0.2, 0.7]],
+                                                                                      dtype=torch.float64)
+    u = (torch.arange(200_000, dtype=torch.float64) + 0.5) / 200_000
+    x, y = (torch.searchsorted(law[0].cumsum(0), u, right=True).clamp(max=2) for law in (q, residual))
+    step = mutant("recovery-shares-draft-noise").step
+    for token in range(3):
+        high = q[0, :token + 1].sum().reshape(1, 1)
+        step.noise = (high - q[0, token], high)
+        law = Recorder()
+        step.correct(residual, torch.tensor([[token]]), torch.tensor([[True]]), torch.tensor([0]), law)
+        grid = torch.bincount(y[x == token], minlength=3) / (x == token).sum()
+        assert torch.allclose(law.probs[0] / law.probs[0].sum(), grid.to(torch.float64), atol=1e-4), (token, law.probs)
+
+
+class Recorder:
+    """A randomness source that records the law of its one categorical draw and returns token 0."""
+
+    def categorical(self, probs):
+        self.probs = probs
+        return torch.zeros(probs.shape[:-1], dtype=torch.int64)
 
 
 def test_counting_bugs_are_a_blind_spot_of_the_prefix_dp():
     """The DP rebuilds the counts from each prefix, so a bug in the counts carried between iterations passes it
     (documented in docs/theory.md §14); the whole-run audit catches it (above)."""
     for name in ("penalty-last-token-only", "penalty-counts-proposals"):
-        bug = next(m for m in SAMPLING_MUTANTS if m.name == name)
+        bug = next(m for m in SHIPPED_MUTANTS if m.name == name)
         assert _exact(mutant=name, target="tinygpt", draft="close", sampling=bug.shows_with).passed
 
 
@@ -156,6 +217,9 @@ def test_greedy_with_every_parameter_against_autoregressive(kind):
     (["--exact", "--logit-bias", "a=1"], "is not TOKEN=VALUE"),
     (["--exact", "--logit-bias", "9=1"], "logit_bias token must be below the vocabulary size 5"),
     (["--engine", "llama-cpp", "--presence-penalty", "1"], "drop --frequency-penalty, --presence-penalty"),
+    (["--exact", "--stop", "9"], "stop token must be below the vocabulary size 5"),
+    (["--exact", "--stop", "-1"], "stop token must be a non-negative integer, got -1"),
+    (["--engine", "llama-cpp", "--stop", "2"], "--logit-bias, --stop"),
 ])
 def test_sampling_flags_against_error_contract(argv, fragment, capsys):
     """One line on stderr, exit 2, before any work."""
