@@ -208,7 +208,7 @@ def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:
 class TreeStep:
     """One iteration in named phases: ``children`` (drafting a node's children), ``verify_node`` (the verifier at
     one node), ``bonus_law`` (the law at a leaf or after the deepest accepted node); calling it runs the
-    iteration and updates the state in place. The planted-bug decoders of ``decoders.audit.mutants`` override
+    iteration and updates the state in place. The planted-bug decoders of ``decoders.audit.tree_mutants`` override
     one phase each."""
 
     def children(self, logits, q, count: int, verifier: str, randomness: Randomness) -> torch.Tensor:

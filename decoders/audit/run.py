@@ -11,8 +11,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from decoders.audit import exact, setups, statistical
-from decoders.audit.mutants import mutant, tree_mutant
+from decoders.audit import exact, mutants, setups, statistical, tree_mutants
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import acceptance_calibration, text_windows
 from decoders.models.hf_generate import SCHEDULES, assisted_options, check_hf_sampling, hf_generate
@@ -117,7 +116,7 @@ class AuditRequest:
                 raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
                                  f"{self.verifier!r}")
             if self.mutant is not None:
-                tree_mutant(self.mutant)
+                tree_mutants.tree_mutant(self.mutant)
             draws = 0 if self.verifier == "target-only" else tree_shape(self.tree).size - 1
             if self.exact and draws * math.log(self.vocabulary) > math.log(MAX_EXACT_TREE_DRAWS):
                 raise ValueError(f"--exact enumerates the {self.verifier} tree's V^(nodes - 1) = {self.vocabulary}^"
@@ -246,11 +245,8 @@ def _policy(request: AuditRequest, target, draft):
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
-    prompt = list(request.prompt)
+    prompt, generate = list(request.prompt), setups.stop_padding(generate, request.horizon, config.sampling.stop)
     reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
-
-    def padded(row):  # a row that stopped early, as the laws write it
-        return stop_padded(row, request.horizon, config.sampling.stop)
 
     method = "whole-run" if request.exact == "dp" and request.decoder == "autoregressive" else request.exact
     if method == "dp" and request.decoder == "tree":
@@ -258,10 +254,10 @@ def _exact(request: AuditRequest, target, draft, config, step, generate) -> tupl
     elif method == "dp":
         law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step)
     elif method == "whole-run":
-        law, branches = exact.whole_run_law(lambda randomness: padded(generate([prompt], randomness)[0]))
+        law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0])
     else:
         law, branches = exact.whole_run_law(
-            lambda randomness: sum(map(padded, generate([prompt] * BATCH_ROWS, randomness)), ()))
+            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()))
         reference = exact.product_law(reference, BATCH_ROWS)
     report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
     return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
@@ -311,7 +307,7 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     tree = request.decoder == "tree"
     config = TreeConfig(tree_shape(request.tree), request.sampling, request.verifier) if tree else \
         SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
-    bug = None if request.mutant is None else (tree_mutant if tree else mutant)(request.mutant)
+    bug = None if request.mutant is None else (tree_mutants.tree_mutant if tree else mutants.mutant)(request.mutant)
     request, target, draft, batch = _models(request)
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")

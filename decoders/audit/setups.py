@@ -25,7 +25,7 @@ from decoders.sampling import Sampling, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative
 from spectheory.validation import as_int
 
-__all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run"]
+__all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
 
 TARGETS = ("tabular", "tinygpt", "order0")
 MAX_VOCABULARY = 64  # the tiny models
@@ -113,6 +113,12 @@ def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeCon
     return generate
 
 
+def stop_padding(generate: Callable[[list, Randomness], tuple], horizon: int, stop: tuple) -> Callable:
+    """``generate`` whose rows that ended at a ``stop`` token are padded with it to ``horizon``, as the audits' laws
+    write them (``decoders.sampling.stop_padded``)."""
+    return lambda prompts, randomness: [stop_padded(row, horizon, stop) for row in generate(prompts, randomness)]
+
+
 def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int], horizon: int, *,
             batch: int = 8192, progress: bool | None = None,
             stop: tuple = ()) -> Callable[[int, torch.Generator], torch.Tensor]:
@@ -124,7 +130,7 @@ def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int]
                   disable=None if progress is None else not progress) as bar:
             for begin in range(0, n, batch):
                 size = min(batch, n - begin)
-                rows.extend(stop_padded(row, horizon, stop) for row in generate([list(prompt)] * size, randomness))
+                rows.extend(stop_padding(generate, horizon, stop)([list(prompt)] * size, randomness))
                 bar.update(size)
         return torch.tensor(rows, dtype=torch.int64).reshape(n, horizon)
     return sample

@@ -7,7 +7,8 @@ import argparse
 import json
 from dataclasses import fields
 
-from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
+from decoders.audit.mutants import MUTANTS
+from decoders.audit.tree_mutants import TREE_MUTANTS
 from decoders.audit.run import (DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest,
                                deviation_lines, run_audit)
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS

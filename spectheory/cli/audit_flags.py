@@ -74,7 +74,8 @@ def flags_of(sampling) -> list:
 def mutant_presets(argv: list) -> list:
     """A mutant's own flags (its sampling; a tree mutant's decoder, verifier, models, tree and horizon), parsed
     before the user's, which override them: `audit --mutant NAME` alone audits the bug where it shows."""
-    from decoders.audit.mutants import MUTANTS, TREE_MUTANTS
+    from decoders.audit.mutants import MUTANTS
+    from decoders.audit.tree_mutants import TREE_MUTANTS
 
     name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
     chain = {m.name: m for m in MUTANTS}.get(name)

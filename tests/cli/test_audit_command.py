@@ -5,7 +5,8 @@ import json
 import pytest
 
 from decoders.audit.exact import TOLERANCE
-from decoders.audit.mutants import MUTANTS, TREE_MUTANTS, mutant, tree_mutant
+from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
 from decoders.audit.run import AuditRequest
 from decoders.audit.setups import DRAFTS
 from decoders.policies import POLICIES

@@ -10,7 +10,7 @@ from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
-from decoders.audit.mutants import TREE_MUTANTS, tree_mutant
+from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, generate_tree, tree_acceptance
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree, optimal_tree
