@@ -12,16 +12,17 @@ from transformers.generation.logits_process import (MinPLogitsWarper, Repetition
                                                     TopKLogitsWarper, TopPLogitsWarper)
 
 from command import run
-from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law
+from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.statistical import audit_sampler
 from decoders.audit.mutants import MUTANTS, mutant
-from decoders.audit.run import AuditRequest, run_audit
+from decoders.audit.run import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.autoregressive import generate_autoregressive
 from decoders.policies import POLICIES
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, History, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.tree import TreeConfig, generate_tree
 
 #: Each parameter alone, then combinations (the issue's three and one of everything).
 PARAMETERS = {
@@ -126,12 +127,21 @@ def test_shipped_mutant_caught_by_exact_audit(bug):
     assert reference.passed, reference.as_dict()
 
 
-@pytest.mark.parametrize("verifier", ["target-only", "rrs"])
-def test_exact_tree_law_with_stop_and_min_p_against_autoregressive(verifier):
-    """The tree decoders end a row at a stop token too (a two-node tree, V = 4, three tokens)."""
-    report = _exact(decoder="tree", verifier=verifier, tree="parents:-1,0,0", target="tinygpt", draft="close",
-                    vocabulary=4, sampling=Sampling(1.0, min_p=0.1, stop=(1,)))
-    assert report.passed and abs(report.total_mass - 1) < TOLERANCE, report.as_dict()
+def test_exact_tree_runs_with_stop_against_autoregressive():
+    """The tree decoder's own loop ends a row at a stop token: its whole runs (target-only verifier, a two-node tree,
+    V = 4, three tokens: stops leave 40 of the 64 sequences) and the RRS verifier by the prefix DP with min-p, to
+    1e-9. The negative control: the same whole runs without the stop token fail against the stopped law."""
+    settings = dict(decoder="tree", tree="parents:-1,0,0", target="tinygpt", draft="close", vocabulary=4)
+    runs = _exact(exact="whole-run", verifier="target-only", sampling=Sampling(1.0, stop=(0,)), **settings)
+    assert runs.passed and runs.sequences == 40 and abs(runs.total_mass - 1) < TOLERANCE, runs.as_dict()
+    assert _exact(verifier="rrs", sampling=Sampling(1.0, min_p=0.1, stop=(0,)), **settings).passed
+    target = tiny_target("tinygpt", 4)
+    draft, config = tiny_draft("close", target), TreeConfig(tree_shape("parents:-1,0,0"), Sampling(1.0), "target-only")
+    law, branches = whole_run_law(lambda randomness: generate_tree(target, draft, [[0, 1]], max_new_tokens=3,
+                                                                   config=config, randomness=randomness).tokens[0])
+    report = compare_laws(law, autoregressive_law(target, [0, 1], Sampling(1.0, stop=(0,)), 3), method="whole-run",
+                          horizon=3, branches=branches)
+    assert not report.passed and report.max_abs_difference > 1e-3, report.as_dict()
 
 
 def test_decoder_ignoring_stop_against_stopped_law():
