@@ -8,7 +8,7 @@ import torch
 from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, forward_after, new_state, unfed
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, adjusted_probs, check_probs, draw
+from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, draw
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
@@ -34,7 +34,7 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     model = timer.watch(model)
     state, pending = new_state(model, prompts, max_new_tokens), unfed(prompts, model.device)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
-    history = History.of(prompts, model.vocab_size, model.device) if sampling.uses_history else None
+    history = history_of(sampling, prompts, model)
     steps = 0
     while not output.finished:
         with timer.phase("decode" if steps else "prefill"):  # "prefill": the prompt and the first new token

@@ -5,19 +5,20 @@ Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, 
 the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax
 distribution, ties going to the lowest token id. The caller's tensor is never modified.
 
-Penalties make the law depend on the tokens before a position: ``History`` holds their counts per row, and
-``History.along`` extends them along a path of drafted tokens, one count vector per position of the path.
+Penalties and grammars make the law depend on the tokens before a position: ``History`` holds their counts per
+row (and a grammar's mask), and ``History.along`` extends them along a path of drafted tokens, one per position.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
+from decoders.grammar import Grammar, GrammarSpec
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Sampling", "History", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY",
+__all__ = ["Sampling", "History", "history_of", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY",
            "stop_padded", "after_stop"]
 
 
@@ -36,7 +37,9 @@ class Sampling:
     (0 = argmax of the penalised logits), ``top_k`` >= 1 (keep the k largest logits, ties at the k-th kept),
     ``top_p`` in (0, 1] (keep the smallest set of most likely tokens whose mass reaches top_p) and ``min_p``
     in [0, 1] (keep the tokens whose probability is at least min_p times the largest). ``stop``: token ids that end
-    a row (vLLM's ``stop_token_ids``): a row that emits one emits nothing more (``stop_padded``)."""
+    a row (vLLM's ``stop_token_ids``): a row that emits one emits nothing more (``stop_padded``). ``grammar``: a
+    ``decoders.grammar.Grammar`` ending with the ``stop`` tokens (a ``GrammarSpec`` until ``bound`` to the model's
+    vocabulary); the tokens it forbids get logit -inf."""
 
     temperature: float = 1.0
     top_k: int | None = None
@@ -48,6 +51,7 @@ class Sampling:
     penalize_prompt: bool = False
     logit_bias: tuple = ()
     stop: tuple = ()
+    grammar: object = None
 
     def __post_init__(self) -> None:
         _finite("temperature", self.temperature, 0.0)
@@ -74,6 +78,15 @@ class Sampling:
             raise ValueError(f"stop must be a tuple of token ids, got {self.stop!r}")
         for token in self.stop:
             as_non_negative_int("stop token", token)
+        if self.grammar is not None:
+            if not isinstance(self.grammar, (Grammar, GrammarSpec)):
+                raise ValueError(f"grammar must be a decoders.grammar.GrammarSpec or Grammar or None, got "
+                                 f"{type(self.grammar).__name__}")
+            if not self.stop:
+                raise ValueError(f"{self.grammar.flag} needs a stop token (--stop) to end a complete output")
+            if isinstance(self.grammar, Grammar) and set(self.grammar.stop) != set(self.stop):
+                raise ValueError(f"the grammar ends rows with stop tokens {list(self.grammar.stop)}, which must be the "
+                                 f"sampling's, got stop {list(self.stop)}")
 
     @property
     def greedy(self) -> bool:
@@ -88,12 +101,14 @@ class Sampling:
         words += ["penalties count the prompt"] if self.penalize_prompt else []
         words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
         words += [f"stop at {list(self.stop)}"] if self.stop else []
+        words += [f"{self.grammar.kind} {self.grammar.source!r}"] if self.grammar is not None else []
         return ", ".join(words)
 
     @property
     def uses_history(self) -> bool:
-        """Whether the law depends on the tokens before a position (a penalty is set)."""
-        return self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
+        """Whether the law depends on the tokens before a position (a penalty or a grammar is set)."""
+        return (self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
+                or self.grammar is not None)
 
     @property
     def warping(self) -> "Sampling":
@@ -106,40 +121,69 @@ class Sampling:
             for token in tokens:
                 if token >= vocab_size:
                     raise ValueError(f"{name} token must be below the vocabulary size {vocab_size}, got {token}")
+        if isinstance(self.grammar, Grammar) and self.grammar.vocab_size != vocab_size:
+            raise ValueError(f"the grammar was compiled for {self.grammar.vocab_size} tokens, the model has {vocab_size}")
 
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
         return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
                                               ("--frequency-penalty", self.frequency_penalty, 0),
-                                              ("--presence-penalty", self.presence_penalty, 0)) if value != off]
+                                              ("--presence-penalty", self.presence_penalty, 0)) if value != off] + (
+            [self.grammar.flag] if self.grammar is not None else [])
+
+    def bound(self, vocabulary, vocab_size: int) -> "Sampling":
+        """These settings with their grammar compiled for ``vocabulary`` (a transformers tokenizer, or None: the texts
+        of ``decoders.grammar.token_texts``) of ``vocab_size`` tokens; themselves without a grammar to compile."""
+        if not isinstance(self.grammar, GrammarSpec):
+            return self
+        return replace(self, grammar=self.grammar.compiled(vocabulary, vocab_size, self.stop))
 
 
 @dataclass(frozen=True)
 class History:
     """Counts of the tokens before a position, per row: ``prompt`` and ``output`` ``[..., V]`` (float, so that they
-    broadcast against logits). ``of`` counts prompts; ``plus`` adds tokens to the output; ``along`` the counts
-    before each position of a path."""
+    broadcast against logits); with a ``grammar``, each row's ``outputs`` (token tuples) and the grammar's mask
+    there, ``allowed`` ``[..., V]`` bool. ``of`` counts prompts; ``plus`` adds tokens to the output; ``along`` the
+    counts before each position of a path."""
 
     prompt: torch.Tensor
     output: torch.Tensor
+    grammar: Grammar | None = None
+    outputs: tuple = ()
+    allowed: torch.Tensor | None = None
 
     @staticmethod
-    def of(prompts: list, vocab_size: int, device, generated: list | None = None) -> "History":
+    def of(prompts: list, vocab_size: int, device, generated: list | None = None,
+           grammar: Grammar | None = None) -> "History":
         """The counts of ``prompts`` (lists of ids) ``[B, V]``, whose last ``generated[b]`` tokens are output."""
         generated = generated or [0] * len(prompts)
         prompt, output = (torch.zeros(len(prompts), vocab_size, dtype=torch.float32, device=device) for _ in range(2))
+        outputs = tuple(tuple(ids[len(ids) - n:]) if n else () for ids, n in zip(prompts, generated))
         for b, (ids, n) in enumerate(zip(prompts, generated)):
             cut = len(ids) - n
             for counts, part in ((prompt, ids[:cut]), (output, ids[cut:])):
                 if part:
                     counts[b].index_add_(0, torch.tensor(part, device=device), torch.ones(len(part), device=device))
-        return History(prompt, output)
+        return History(prompt, output).with_grammar(grammar, outputs)
+
+    def with_grammar(self, grammar: Grammar | None, outputs: tuple) -> "History":
+        """This history with ``grammar``'s masks after each row's ``outputs`` (itself without a grammar)."""
+        if grammar is None:
+            return self
+        if not isinstance(grammar, Grammar):
+            raise ValueError(f"the {grammar.kind} must be compiled for the model's vocabulary first (Sampling.bound)")
+        return History(self.prompt, self.output, grammar, outputs, grammar.masks(outputs).to(self.output.device))
 
     def plus(self, tokens: torch.Tensor, keep: torch.Tensor | None = None) -> "History":
         """The history after the output tokens ``tokens: [B, S]`` (only where ``keep: [B, S]`` is True)."""
         ones = torch.ones(tokens.shape, dtype=self.output.dtype, device=tokens.device)
         ones = ones if keep is None else ones * keep
-        return History(self.prompt, self.output.scatter_add(-1, tokens, ones))
+        counted = History(self.prompt, self.output.scatter_add(-1, tokens, ones))
+        if self.grammar is None:
+            return counted
+        kept = tokens.tolist() if keep is None else [[t for t, k in zip(row, mask) if k]
+                                                     for row, mask in zip(tokens.tolist(), keep.tolist())]
+        return counted.with_grammar(self.grammar, tuple(row + tuple(new) for row, new in zip(self.outputs, kept)))
 
     def along(self, path: torch.Tensor) -> "History":
         """Counts ``[B, S + 1, V]`` before each position of ``path: [B, S]`` (position 0: before its first token);
@@ -148,16 +192,30 @@ class History:
         steps = torch.zeros(batch, length + 1, self.output.shape[-1], dtype=self.output.dtype, device=path.device)
         steps[:, 1:].scatter_(2, path[..., None], 1.0)
         output = steps.cumsum_(dim=1).add_(self.output[:, None])
-        return History(self.prompt[:, None].expand_as(output), output)
+        allowed = None
+        if self.grammar is not None:
+            rows = [self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens) for b, tokens in enumerate(path.tolist())]
+            allowed = torch.stack([self.grammar.masks([row[:len(row) - length + s] for s in range(length + 1)])
+                                   for row in rows]).to(path.device)  # [B, S + 1, V]
+        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed)
 
     def at(self, index) -> "History":
         """The counts at ``index`` of the path dimension (``along``'s), e.g. one position or a slice."""
-        return History(self.prompt[:, index], self.output[:, index])
+        return History(self.prompt[:, index], self.output[:, index], self.grammar, (),
+                       None if self.allowed is None else self.allowed[:, index])
+
+
+def history_of(sampling: Sampling, prompts: list, model, generated: list | None = None) -> History | None:
+    """``History.of`` the ``prompts`` for ``model`` (its vocabulary and device) with ``sampling``'s grammar, where
+    ``sampling`` needs the tokens before a position; else None."""
+    if not sampling.uses_history:
+        return None
+    return History.of(prompts, model.vocab_size, model.device, generated, sampling.grammar)
 
 
 def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History | None = None) -> torch.Tensor:
-    """``logits: [..., V]`` after the logit bias and the penalties (docs/theory.md §14); ``history``'s counts
-    broadcast against them. The same tensor when neither is set."""
+    """``logits: [..., V]`` after the logit bias, the penalties and the grammar (docs/theory.md §14); ``history``'s
+    counts and mask broadcast against them. The same tensor when none is set."""
     if sampling.logit_bias:
         sampling.check_vocabulary(logits.shape[-1])
         tokens, values = zip(*sampling.logit_bias)
@@ -175,6 +233,10 @@ def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History 
     if sampling.frequency_penalty or sampling.presence_penalty:
         counts = history.output + history.prompt if sampling.penalize_prompt else history.output
         logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * (counts > 0).to(logits.dtype)
+    if sampling.grammar is not None:  # -inf stays -inf through the steps above: the order does not matter
+        if history.allowed is None:
+            raise ValueError("a grammar needs the output before each position (a History built with the grammar)")
+        logits = logits.masked_fill(~history.allowed, float("-inf"))
     return logits
 
 

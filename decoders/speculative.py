@@ -22,7 +22,7 @@ from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models,
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, adjusted_probs, check_probs, processed_logits, proposes
+from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, processed_logits, proposes
 from spectheory.block_verification import VERIFIERS
 from spectheory.validation import as_positive_int
 
@@ -324,7 +324,7 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
     output = Output(len(prompts), max_new_tokens, eos, config.sampling.stop)
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
-    history = History.of(prompts, target.vocab_size, target.device) if config.sampling.uses_history else None
+    history = history_of(config.sampling, prompts, target)
     with timer.phase("prefill"):
         committed = start(target, draft, prompts, room, history)
     accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}

@@ -79,10 +79,11 @@ class TreeConfig:
 
 
 def check_tree_sampling(sampling: Sampling) -> None:
-    """The tree decoders refuse penalties: they do not count tokens along their paths (docs/theory.md §14)."""
+    """The tree decoders refuse penalties and grammars: they do not follow the tokens along their paths
+    (docs/theory.md §14)."""
     if sampling.uses_history:
-        raise ValueError(f"{' and '.join(sampling.history_flags())}: the tree decoders do not count tokens along their "
-                         f"paths yet (docs/theory.md §14); the speculative chain decoder does")
+        raise ValueError(f"{' and '.join(sampling.history_flags())}: the tree decoders do not follow the tokens along "
+                         f"their paths yet (docs/theory.md §14); the speculative chain decoder does")
 
 
 def _levels(tree: Tree) -> list[range]:

@@ -33,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.randomness import Randomness
-from decoders.sampling import History, Sampling, adjusted_probs, stop_padded
+from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree, tree_room
 from spectheory.validation import as_positive_int
@@ -137,10 +137,8 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
 
 
 def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> History | None:
-    """The counts of ``rows`` (the prompt, then generated tokens) where ``sampling`` sets a penalty, else None."""
-    if not sampling.uses_history:
-        return None
-    return History.of(rows, target.vocab_size, target.device, [len(row) - prompt_length for row in rows])
+    """The history of ``rows`` (the prompt, then generated tokens) where ``sampling`` needs one, else None."""
+    return history_of(sampling, rows, target, [len(row) - prompt_length for row in rows])
 
 
 @torch.no_grad()

@@ -10,13 +10,14 @@ between iterations needs whole runs; a coupling between the rows of a batch need
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 
 import torch
 
 from decoders.randomness import Randomness
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.grammar import GrammarSpec
+from decoders.sampling import History, Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeStep, _draft_ratio
 
 __all__ = ["Mutant", "MUTANTS", "mutant", "OneUniformPerRow"]
@@ -179,6 +180,25 @@ class SamplingDropped(SpeculativeStep):
         return super().verify(target, committed, drafted, proposed, self._without(config))
 
 
+@dataclass(frozen=True)
+class GrammarAtFirstPositionOnly(History):
+    """A history whose grammar constrains the first position of a path only (``along``)."""
+
+    def along(self, path):
+        walked = super().along(path)
+        return replace(walked, allowed=torch.cat([walked.allowed[:, :1], torch.ones_like(walked.allowed[:, 1:])], 1))
+
+
+class GrammarSkippedInsideDraftWindow(SpeculativeStep):
+    def verify(self, target, committed, drafted, proposed, config):
+        history = committed.history
+        committed.history = GrammarAtFirstPositionOnly(*(getattr(history, f.name) for f in fields(history)))
+        try:
+            return super().verify(target, committed, drafted, proposed, config)
+        finally:
+            committed.history = history
+
+
 class PenaltyCountsLastTokenOnly(SpeculativeStep):
     def count(self, history, drafted, tokens, accepted):
         last = tokens.gather(1, accepted[:, None])  # [B, 1]: one token per iteration enters the counts
@@ -252,6 +272,9 @@ class Mutant:
     shipped: str = ""  # where an engine shipped it: its tracker's issue or PR
 
 
+#: A grammar over the letters of the exact audit's vocabularies (token 0 "a", 1 "b"), ended by token 2.
+GRAMMAR_SHOWN = Sampling(1.0, stop=(2,), grammar=GrammarSpec("regex", "(ab|ba)+"))
+
 MUTANTS = (
     Mutant("residual-from-p", "after a rejection the next token is drawn from p, not norm(max(0, p - q))",
            ResidualFromTarget()),
@@ -298,6 +321,12 @@ MUTANTS = (
            SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3), shipped="SGLang PR 36173"),
     Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification",
            SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8), shipped="MLC-LLM PR 2940"),
+    Mutant("grammar-ignored-with-speculation", "the grammar (JSON schema, regex, EBNF) is silently dropped by the "
+           "speculative path, draft and target", SamplingDropped(False, grammar=None), GRAMMAR_SHOWN,
+           shipped="lmdeploy issue 4551, fixed by PR 4559"),
+    Mutant("grammar-skipped-inside-draft-window", "verification applies the grammar's mask at the first position of "
+           "the draft window only: the drafts after it are not checked against the grammar",
+           GrammarSkippedInsideDraftWindow(), GRAMMAR_SHOWN, shipped="vLLM issue 34650, fixed by PR 44297"),
     Mutant("unset-temperature-greedy", "a request that sets top-k but leaves the temperature unset is decoded "
            "greedily by the speculative path, so top-k has no effect", SamplingDropped(False, temperature=0.0),
            Sampling(1.0, top_k=3), shipped="TensorRT-LLM PR 19390"),

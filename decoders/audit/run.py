@@ -169,7 +169,8 @@ def _models(request: AuditRequest) -> tuple:
         from decoders.harness import zoo
 
         target, tokenizer = zoo.load_named(request.target, role="target")
-        request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None)
+        request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None,
+                          sampling=request.sampling.bound(tokenizer, target.vocab_size))
         batch = sampling_rows(target.vocab_size, HF_BATCH)
         if not speculative:
             return request, target, None, batch
@@ -182,11 +183,11 @@ def _models(request: AuditRequest) -> tuple:
     if request.target == "shipped":
         from decoders.harness import zoo
 
+        target = zoo.load_target()
         request = replace(request, prompt=_prompt_ids(request, None), prompt_text=None, text=None,
-                          draft=request.draft or "transformer")
-        draft = zoo.load_draft(request.draft) if speculative else None
-        return request, zoo.load_target(), draft, SHIPPED_BATCH
-    request = replace(request, prompt=request.prompt or (1, 2),
+                          draft=request.draft or "transformer", sampling=request.sampling.bound(None, target.vocab_size))
+        return request, target, zoo.load_draft(request.draft) if speculative else None, SHIPPED_BATCH
+    request = replace(request, prompt=request.prompt or (1, 2), sampling=request.sampling.bound(None, request.vocabulary),
                       draft=request.draft or ("tinygpt" if request.decoder == "tree" else "tabular"))
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
@@ -305,10 +306,10 @@ def _pair_power(report) -> str:
 def run_audit(request: AuditRequest) -> AuditOutcome:
     """Build the request's models and decoder, then audit it exactly or statistically."""
     tree = request.decoder == "tree"
+    bug = None if request.mutant is None else (tree_mutants.tree_mutant if tree else mutants.mutant)(request.mutant)
+    request, target, draft, batch = _models(request)  # the sampling's grammar compiled for the target's vocabulary
     config = TreeConfig(tree_shape(request.tree), request.sampling, request.verifier) if tree else \
         SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
-    bug = None if request.mutant is None else (tree_mutants.tree_mutant if tree else mutants.mutant)(request.mutant)
-    request, target, draft, batch = _models(request)
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
     if request.policy is not None:

@@ -48,7 +48,7 @@ from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
-from decoders.sampling import History, Sampling, adjusted_probs, after_stop, proposes
+from decoders.sampling import history_of, Sampling, adjusted_probs, after_stop, proposes
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
@@ -159,9 +159,8 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
     tokens = torch.cat([last, continuations.cpu()[:, :-1]], dim=1).to(model.device)  # [b, T]
     logits = model.forward(tokens, base.repeat(len(continuations)))  # [b, T, V]
     proposed = proposes(logits)[..., None]
-    history = None
-    if sampling.uses_history:  # the prompt's counts, then the continuation's before each position
-        history = History.of([list(prompt)], model.vocab_size, model.device).along(tokens[:, 1:])
+    history = history_of(sampling, [list(prompt)], model)  # the prompt's, then the continuation's before each position
+    history = None if history is None else history.along(tokens[:, 1:])
     probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling,
                            history=history)
     return after_stop(torch.where(proposed, probs, 0.0), continuations.to(probs.device), sampling.stop).cpu()

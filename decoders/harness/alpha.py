@@ -22,7 +22,7 @@ from tqdm import tqdm
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
-from decoders.sampling import History, Sampling, adjusted_probs, proposes
+from decoders.sampling import history_of, Sampling, adjusted_probs, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience
@@ -94,9 +94,8 @@ def adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling
     distributions ``[B, L - skip, V]``, where the draft proposes a token ``[B, L - skip]``, and the law a
     draft-length policy reads there (``seen_law``: q, or at T = 0 the draft's softmax) ``[B, L - skip, V]``."""
     windows = windows.to(target.device)
-    history = None  # penalties: the window's first ``skip`` tokens are the prompt, the rest output
-    if sampling.uses_history:
-        history = History.of(windows[:, :skip].tolist(), target.vocab_size, target.device).along(windows[:, skip:-1])
+    history = history_of(sampling, windows[:, :skip].tolist(), target)  # the first ``skip`` tokens are the prompt
+    history = None if history is None else history.along(windows[:, skip:-1])
     p = adjusted_probs(target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1], sampling,
                        history=history)
     draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]

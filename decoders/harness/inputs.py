@@ -63,18 +63,18 @@ def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
     check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
 
 
-def read_text(path) -> str:
-    """A UTF-8 text file's contents; a missing, unreadable, non-UTF-8 or blank file is a ValueError."""
+def read_text(path, flag: str = "--text") -> str:
+    """A UTF-8 text file's contents; a missing, unreadable, non-UTF-8 or blank file is a ValueError naming ``flag``."""
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise ValueError(f"--text {path}: cannot be read ({error.strerror or error})") from None
+        raise ValueError(f"{flag} {path}: cannot be read ({error.strerror or error})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(f"--text {path} is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})") from None
+        raise ValueError(f"{flag} {path} is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})") from None
     if not text.strip():
-        raise ValueError(f"--text {path} holds no text")
+        raise ValueError(f"{flag} {path} holds no text")
     return text
 
 

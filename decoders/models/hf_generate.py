@@ -35,10 +35,13 @@ def assisted_options(draft, gamma: int) -> dict | None:
 
 
 def check_hf_sampling(sampling: Sampling) -> None:
-    """transformers' ``generate`` has no frequency or presence penalty: refuse them rather than drop them."""
+    """transformers' ``generate`` has no frequency or presence penalty and no grammar: refuse them rather than drop
+    them."""
     if sampling.frequency_penalty or sampling.presence_penalty:
         raise ValueError("transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
                          "--presence-penalty")
+    if sampling.grammar is not None:
+        raise ValueError(f"transformers' generate has no grammar; drop {sampling.history_flags()[-1]}")
 
 
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,

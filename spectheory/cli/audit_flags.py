@@ -41,15 +41,31 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--stop", type=int, nargs="+", metavar="TOKEN", default=[],
                        help="token ids that end a row (vLLM's stop_token_ids): nothing follows one; the audits pad "
                             "a row that stopped with its stop token")
+    grammar = group.add_mutually_exclusive_group()
+    grammar.add_argument("--regex", metavar="R", help="constrain the output to this regular expression (xgrammar; "
+                         "needs --stop, the token that ends a complete output; a tiny model's token i is the letter "
+                         "chr(97 + i), the shipped pair's are characters)")
+    grammar.add_argument("--json-schema", metavar="FILE", help="constrain the output to JSON of this schema (xgrammar)")
+    grammar.add_argument("--grammar", metavar="FILE", help="constrain the output to this EBNF grammar (xgrammar's "
+                         "GBNF dialect, root rule `root`)")
 
 
 def sampling_from(args: argparse.Namespace):
-    """The ``Sampling`` the flags ask for (its checks name a bad value's flag)."""
+    """The ``Sampling`` the flags ask for (its checks name a bad value's flag); its grammar is a ``GrammarSpec``,
+    compiled once the model's vocabulary is known (``Sampling.bound``)."""
+    from decoders.grammar import GrammarSpec
     from decoders.sampling import Sampling
+    from decoders.harness.inputs import read_text
 
+    grammar = None
+    if getattr(args, "regex", None) is not None:
+        grammar = GrammarSpec("regex", args.regex)
+    for kind, path in (("json-schema", getattr(args, "json_schema", None)), ("ebnf", getattr(args, "grammar", None))):
+        if path is not None:
+            grammar = GrammarSpec(kind, read_text(path, f"--{'grammar' if kind == 'ebnf' else kind}"))
     return Sampling(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty,
                     args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias),
-                    tuple(args.stop))
+                    tuple(args.stop), grammar)
 
 
 def flags_of(sampling) -> list:
@@ -68,6 +84,8 @@ def flags_of(sampling) -> list:
         flags += ["--logit-bias"] + [f"{token}={bias!r}" for token, bias in sampling.logit_bias]
     if sampling.stop:
         flags += ["--stop"] + [str(token) for token in sampling.stop]
+    if sampling.grammar is not None:  # a mutant's grammar is a regex: its text is the flag's value
+        flags += [sampling.grammar.flag, sampling.grammar.source]
     return flags
 
 

@@ -18,6 +18,7 @@ from decoders.audit.mutants import MUTANTS, mutant
 from decoders.audit.run import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.autoregressive import generate_autoregressive
+from decoders.grammar import GrammarSpec
 from decoders.policies import POLICIES
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, History, Sampling, adjusted_probs
@@ -37,6 +38,11 @@ PARAMETERS = {
                              presence_penalty=0.2, logit_bias=((1, 0.5),)),
     "stop": Sampling(1.0, stop=(2,)),
     "stop+temperature+top-k": Sampling(0.8, top_k=4, stop=(1, 3)),
+    # Grammars over the exact audit's letters (token 0 "a", 1 "b", ...), ended by token 2 (docs/theory.md §14).
+    "regex": Sampling(1.0, stop=(2,), grammar=GrammarSpec("regex", "a[abd]*b")),
+    "grammar+temperature+top-k": Sampling(0.7, top_k=3, stop=(2,), grammar=GrammarSpec("regex", "(a|ba)+")),
+    "ebnf+repetition+bias": Sampling(1.0, repetition_penalty=1.5, logit_bias=((1, 0.7),), stop=(2,),
+                                     grammar=GrammarSpec("ebnf", 'root ::= ("a" | "b" "d"?)+')),
 }
 SHIPPED_MUTANTS = [bug for bug in MUTANTS if bug.shipped]  # the bugs engines shipped (docs/theory.md §14)
 
@@ -100,7 +106,7 @@ def test_exact_speculative_law_against_autoregressive(name, drafts):
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (draft, verifier, report.as_dict())
 
 
-@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8", "stop"])
+@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8", "stop", "grammar+temperature+top-k"])
 def test_exact_whole_runs_and_autoregressive_against_target(name):
     """The whole loop (counts carried between iterations) and the autoregressive decoder: V = 3, three tokens."""
     for decoder in ("speculative", "autoregressive"):
@@ -202,14 +208,15 @@ def test_counting_bugs_are_a_blind_spot_of_the_prefix_dp():
         assert _exact(mutant=name, target="tinygpt", draft="close", sampling=bug.shows_with).passed
 
 
+@pytest.mark.parametrize("grammar", [None, GrammarSpec("regex", "[a-h]+(ij|k)*[lm]")], ids=["", "regex"])
 @pytest.mark.parametrize("kind", ["tabular", "tinygpt"])
-def test_greedy_with_every_parameter_against_autoregressive(kind):
+def test_greedy_with_every_parameter_against_autoregressive(kind, grammar):
     """At temperature 0 the speculative decoder emits autoregressive greedy decoding's tokens, token for token (56
-    tokens, the most the tiny models' context of 64 holds after the prompt and an iteration's overshoot; V = 16, every
-    draft, gamma 1 and 4), under penalties and a logit bias."""
+    tokens, the most the tiny models' context of 64 holds after the prompt and an iteration's overshoot, or up to the
+    stop token that ends the grammar; V = 16, every draft, gamma 1 and 4), under penalties and a logit bias."""
     target = tiny_target(kind, 16)
     sampling = Sampling(0.0, repetition_penalty=1.5, frequency_penalty=0.3, presence_penalty=0.2,
-                        logit_bias=((5, 0.8),))
+                        logit_bias=((5, 0.8),), stop=(15,) if grammar else (), grammar=grammar).bound(None, 16)
     plain = generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=sampling, randomness=seeded(0)).tokens
     assert plain != generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=GREEDY,
                                             randomness=seeded(0)).tokens  # the parameters change the text
@@ -220,7 +227,7 @@ def test_greedy_with_every_parameter_against_autoregressive(kind):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--exact", "--decoder", "tree", "--repetition-penalty", "1.3"], "the tree decoders do not count tokens"),
+    (["--exact", "--decoder", "tree", "--repetition-penalty", "1.3"], "the tree decoders do not follow the tokens"),
     (["--exact", "--presence-penalty", "nan"], "presence_penalty must be a finite number"),
     (["--exact", "--repetition-penalty", "0"], "repetition_penalty must be > 0"),
     (["--exact", "--min-p", "1.5"], "min_p must be in [0, 1]"),
