@@ -57,6 +57,11 @@ class GrammarSpec:
         if not isinstance(self.source, str) or not self.source.strip():
             raise ValueError(f"the {self.kind} must be a non-empty string, got {self.source!r}")
 
+    def __str__(self) -> str:
+        """E.g. "regex '(ab)+'", long sources cut to their first 40 characters on one line."""
+        shown = " ".join(self.source.split())
+        return f"{self.kind} {shown if len(shown) <= 40 else shown[:37] + '...'!r}"
+
     @property
     def flag(self) -> str:
         """The CLI flag that gives it."""
@@ -100,9 +105,11 @@ class Grammar:
         stops[list(self.stop)] = True
         self._stops = stops
 
+    def __str__(self) -> str:
+        return str(self.spec)
+
     def __repr__(self) -> str:
-        shown = self.source if len(self.source) <= 40 else self.source[:37] + "..."
-        return f"Grammar({self.kind} {shown!r})"
+        return f"Grammar({self.spec})"
 
     def allowed(self, outputs: tuple) -> torch.Tensor:
         """The tokens allowed after the output tokens ``outputs`` -> ``[V]`` bool (on the CPU)."""

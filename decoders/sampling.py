@@ -12,7 +12,7 @@ row (and a grammar's mask), and ``History.along`` extends them along a path of d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 from decoders.grammar import Grammar, GrammarSpec
@@ -101,7 +101,7 @@ class Sampling:
         words += ["penalties count the prompt"] if self.penalize_prompt else []
         words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
         words += [f"stop at {list(self.stop)}"] if self.stop else []
-        words += [f"{self.grammar.kind} {self.grammar.source!r}"] if self.grammar is not None else []
+        words += [str(self.grammar)] if self.grammar is not None else []
         return ", ".join(words)
 
     @property
@@ -130,6 +130,12 @@ class Sampling:
                                               ("--frequency-penalty", self.frequency_penalty, 0),
                                               ("--presence-penalty", self.presence_penalty, 0)) if value != off] + (
             [self.grammar.flag] if self.grammar is not None else [])
+
+    def as_dict(self) -> dict:
+        """Every setting, JSON-ready: the grammar as its kind and source."""
+        grammar = None if self.grammar is None else {"kind": self.grammar.kind, "source": self.grammar.source}
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "grammar"}, "grammar": grammar,
+                "logit_bias": [list(pair) for pair in self.logit_bias], "stop": list(self.stop)}
 
     def bound(self, vocabulary, vocab_size: int) -> "Sampling":
         """These settings with their grammar compiled for ``vocabulary`` (a transformers tokenizer, or None: the texts

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
 from tqdm import tqdm
@@ -64,6 +64,7 @@ class BenchSettings:
     seed: int = 0
     batch_sizes: tuple = (1, 4, 16, 64)  # the batch sweep (bench_batches); () for none
     batch_gammas: tuple = (2, 4)
+    sampling: Sampling = Sampling()  # every setting but the temperature (penalties, bias, filters, stops, grammar)
 
     def __post_init__(self) -> None:
         positive_int_fields(self, ("prompt_length", "max_new_tokens", "call_steps"))
@@ -87,8 +88,13 @@ class BenchSettings:
         """Prompts decoded at ``batch_size``: whole batches, at least ``prompts`` of them."""
         return batch_size * -(-self.prompts // batch_size)
 
+    def at(self, temperature: float) -> Sampling:
+        """The sampling at one of ``temperatures``."""
+        return replace(self.sampling, temperature=temperature)
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampling"},
+                "sampling": self.sampling.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -167,7 +173,7 @@ def _measure(target, draft, prompts: torch.Tensor, s: BenchSettings, temperature
              batch_size: int = 1, extra: dict | None = None) -> tuple[dict, object, dict]:
     """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
     outputs = {}
-    jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, gammas, batch_size)
+    jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, gammas, batch_size)
     timings = time_interleaved(dict(jobs, **(extra or {})), repeats=s.repeats, warmup=s.warmup,
                                synchronize=lambda: synchronize(target.device), progress=lambda: bar.update(1))
     return timings, recorder, outputs
@@ -257,7 +263,7 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     jobs = {"c target": call_job(target, prompts[0], s.call_steps), "c draft": call_job(draft, prompts[0], s.call_steps)}
     for temperature in s.temperatures:
         outputs = {}
-        temperature_jobs, recorder = _temperature_jobs(target, draft, prompts, s, Sampling(temperature), outputs, s.gammas)
+        temperature_jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, s.gammas)
         temperature_jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
         jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
         measures[temperature] = recorder, outputs

@@ -18,6 +18,9 @@ def bench_lines(document: dict) -> list[str]:
              f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
              "   T  gamma  tokens/iter  alpha  speedup (min-max)  +-SE      calibrated  cal/measured  Thm 3.8  "
              "measured/Thm  efficiency"]
+    sampling = {key: value for key, value in settings.get("sampling", {}).items()
+                if key != "temperature" and value not in (None, False, 0.0, 1.0, [], ())}  # the settings that are set
+    lines[1:1] = [f"sampling at every temperature: {sampling}"] if sampling else []
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "

@@ -159,7 +159,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
            "settings": dict(settings.as_dict(), policies=list(policies)), "temperatures": []}
     with tqdm(total=None, desc=f"policies {draft_name}", disable=progress is False, leave=False) as bar:
         for temperature in settings.temperatures:
-            sampling = Sampling(temperature)
+            sampling = settings.at(temperature)
             calibration = _calibration(target, draft, held_out, sampling, settings.seed)
             rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
             fixed = set(rules)

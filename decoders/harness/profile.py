@@ -46,7 +46,7 @@ import torch
 from decoders._loop import check_room, synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
-from decoders.sampling import Sampling, adjusted_probs
+from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
 from spectheory.timing import Timing, time_interleaved, time_repeats
@@ -251,7 +251,9 @@ def call_job(model, prompt: torch.Tensor, steps: int):
 
 def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: range, record, *, steps: int = 4):
     """A job timing the verify call on k positions, for every k in ``widths``, after ``prompts`` ``[B, L]``: ``steps``
-    calls with the sampling's adjusted probabilities and a truncation back each; ``record({k: seconds per call})``."""
+    calls with the sampling's adjusted probabilities (penalties and grammar along the path fed, as in verification)
+    and a truncation back each; ``record({k: seconds per call})``."""
+    history = history_of(sampling, prompts.tolist(), model)
     state = model.new_state(len(prompts), prompts.shape[1] + max(widths))
     with torch.no_grad():
         model.forward(prompts[:, :-1].to(model.device), state)
@@ -265,7 +267,8 @@ def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: 
             synchronize(model.device)
             start = time.perf_counter()
             for _ in range(steps):
-                adjusted_probs(model.forward(feeds[k], state), sampling, validate=False)
+                adjusted_probs(model.forward(feeds[k], state), sampling, validate=False,
+                               history=None if history is None else history.along(feeds[k][:, 1:]))
                 model.truncate(state, held)
             synchronize(model.device)
             seconds[k] = (time.perf_counter() - start) / steps

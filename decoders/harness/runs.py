@@ -59,6 +59,7 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
         as_positive_int("hf_gamma", hf_gamma)
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
     target_model, model = inputs.target, inputs.drafts[draft]
+    settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
     if hf:
         from decoders.harness.hf_compare import check_comparable
 
@@ -100,6 +101,7 @@ def policy_document(draft: str = "transformer", settings: bench.BenchSettings = 
     """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
     shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = policy_bench.bench_policies(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
                                            policies=policies, target_name=target or "shipped target",

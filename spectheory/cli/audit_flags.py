@@ -21,7 +21,8 @@ def logit_bias(value: str) -> tuple:
     return pair
 
 
-def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = True) -> None:
+    """The sampling flags (``temperature``: with --temperature, which bench replaces by its --temperatures)."""
     group = parser.add_argument_group("sampling, in this order (docs/theory.md §14)")
     group.add_argument("--logit-bias", type=logit_bias, nargs="+", metavar="TOKEN=VALUE", default=[],
                        help="add VALUE to TOKEN's logit")
@@ -34,7 +35,8 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
                        help="minus this for each token present in the output (default 0)")
     group.add_argument("--penalize-prompt", action="store_true",
                        help="frequency and presence penalties count the prompt's tokens too (vLLM: output only)")
-    group.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
+    if temperature:
+        group.add_argument("--temperature", type=float, default=1.0, help="sampling temperature, 0 = greedy (default 1)")
     group.add_argument("--top-k", type=int, help="keep the k most likely tokens")
     group.add_argument("--top-p", type=float, help="keep the smallest set of tokens with mass >= p")
     group.add_argument("--min-p", type=float, help="keep the tokens at least this times as likely as the most likely")
@@ -63,7 +65,7 @@ def sampling_from(args: argparse.Namespace):
     for kind, path in (("json-schema", getattr(args, "json_schema", None)), ("ebnf", getattr(args, "grammar", None))):
         if path is not None:
             grammar = GrammarSpec(kind, read_text(path, f"--{'grammar' if kind == 'ebnf' else kind}"))
-    return Sampling(args.temperature, args.top_k, args.top_p, args.min_p, args.repetition_penalty,
+    return Sampling(getattr(args, "temperature", 1.0), args.top_k, args.top_p, args.min_p, args.repetition_penalty,
                     args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias),
                     tuple(args.stop), grammar)
 

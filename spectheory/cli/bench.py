@@ -14,6 +14,9 @@ from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy
 from decoders.harness.runs import bench_document, policy_document, tree_document
 from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
+from decoders.sampling import Sampling
+from decoders.tree import check_tree_sampling
+from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory.cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
@@ -62,15 +65,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
                         f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
     parser.add_argument("--out", help="write the JSON report here")
+    add_sampling_arguments(parser, temperature=False)
     add_engine_bench_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    sampling = sampling_from(args)
+    if sampling != Sampling() and (args.hf or args.engine):
+        raise ValueError(f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
+                         f"flags ({sampling})")
     if args.engine:
         return run_engine_bench(args)
     settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts,
                              args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
-                             args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes), batch_gammas=tuple(args.batch_gammas))
+                             args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
+                             batch_gammas=tuple(args.batch_gammas), sampling=sampling)
+    if args.tree:
+        check_tree_sampling(sampling)
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.dynamic is not None and not args.tree:

@@ -66,6 +66,12 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
     "profile --batch-size 3 mixed batches of 3 and 2": (["profile", "--batch-size", "3"],
                                                          "batch_size must divide the 8 prompts, got 3"),
     "bench --hf-gamma without --hf was ignored": (["bench", "--hf-gamma", "3"], "add --hf"),
+    "bench --hf dropped the penalties": (["bench", "--hf", "--repetition-penalty", "1.3"],
+                                         "--hf compares at --temperatures only"),
+    "bench --tree with a grammar": (["bench", "--tree", "--regex", "a", "--stop", "1"],
+                                    "--regex: the tree decoders do not follow the tokens"),
+    "bench --engine dropped the bias": (["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
+                                        "--engine compares at --temperatures only"),
 }
 if NO_CUDA:
     CASES["--device cuda without CUDA"] = (["bench", "--device", "cuda"], "this machine has 0 CUDA devices")

@@ -2,11 +2,13 @@
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
+from decoders.grammar import GrammarSpec
 from decoders.harness.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
 from decoders.harness.profile import acceptance_by_position, counts_by_row, outcomes_along_text
 from decoders.harness.hf_compare import hf_comparison
@@ -66,6 +68,20 @@ def test_bench_report_against_theorem_3_8():
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert {"device", "dtype", "torch"} <= set(document["environment"])
     assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
+
+
+def test_bench_sampling_against_a_grammar_that_forces_every_token():
+    """The bench decodes under its ``sampling`` at every temperature: a grammar that allows one token (100 "a"s;
+    12 are decoded) makes the two random models agree on every draft, so every iteration accepts all its drafts
+    (alpha 1), which the unconstrained pair does not (the negative control); the settings record the sampling."""
+    target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    forced = Sampling(1.0, repetition_penalty=1.3, stop=(V - 1,), grammar=GrammarSpec("regex", "a{100}")).bound(None, V)
+    report = bench_pair(target, draft, prompts, replace(SETTINGS, sampling=forced), progress=False)
+    assert all(alpha == 1.0 for alpha in report.alpha.values()), report.alpha
+    assert min(bench_pair(target, draft, prompts, SETTINGS, progress=False).alpha.values()) < 0.9
+    settings = json.loads(json.dumps(report.as_dict(), allow_nan=False))["settings"]["sampling"]
+    assert settings["grammar"] == {"kind": "regex", "source": "a{100}"} and settings["repetition_penalty"] == 1.3
 
 
 def test_bench_with_the_draft_as_target_accepts_everything():
