@@ -11,6 +11,7 @@ row (and a grammar's mask), and ``History.along`` extends them along a path of d
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, fields, replace
 
@@ -124,6 +125,12 @@ class Sampling:
         if isinstance(self.grammar, Grammar) and self.grammar.vocab_size != vocab_size:
             raise ValueError(f"the grammar was compiled for {self.grammar.vocab_size} tokens, the model has {vocab_size}")
 
+    @property
+    def unconditioned(self) -> "Sampling":
+        """These settings without the ones that depend on the tokens before a position (penalties, grammar): the law
+        of a draft that does not follow the path (docs/theory.md §14: q need only be the law drafted from)."""
+        return replace(self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None)
+
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
         return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
@@ -203,6 +210,29 @@ class History:
             rows = [self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens) for b, tokens in enumerate(path.tolist())]
             allowed = torch.stack([self.grammar.masks([row[:len(row) - length + s] for s in range(length + 1)])
                                    for row in rows]).to(path.device)  # [B, S + 1, V]
+        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed)
+
+    def along_tree(self, tokens: torch.Tensor, parents: torch.Tensor) -> "History":
+        """The history after each node of a draft tree ``tokens, parents: [B, N]`` (-1: a root, the last committed
+        token, already counted): its ancestors below the root and itself, in order -> ``[B, N, V]``."""
+        batch, size = tokens.shape
+        parents_of = parents.tolist()
+        paths = [[[] for _ in range(size)] for _ in range(batch)]  # node indices below the root, root side first
+        for b, n in itertools.product(range(batch), range(size)):
+            node = n
+            while parents_of[b][node] >= 0:
+                paths[b][n].insert(0, node)
+                node = parents_of[b][node]
+        steps = torch.zeros(batch, size, size, dtype=self.output.dtype, device=tokens.device)  # [B, N, N]: on the path
+        for b, n in itertools.product(range(batch), range(size)):
+            steps[b, n, paths[b][n]] = 1.0
+        one_hot = torch.nn.functional.one_hot(tokens, self.output.shape[-1]).to(self.output.dtype)  # [B, N, V]
+        output = torch.bmm(steps, one_hot).add_(self.output[:, None])
+        allowed = None
+        if self.grammar is not None:
+            rows = tokens.tolist()
+            allowed = torch.stack([self.grammar.masks([self.outputs[b] + tuple(rows[b][m] for m in paths[b][n])
+                                                       for n in range(size)]) for b in range(batch)]).to(tokens.device)
         return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed)
 
     def at(self, index) -> "History":

@@ -25,14 +25,13 @@ from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models,
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs
+from decoders.sampling import History, Sampling, adjusted_probs, check_probs, history_of
 from decoders.tree_verify import residual, verify_node
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
-           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room",
-           "check_tree_sampling"]
+           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -68,7 +67,6 @@ class TreeConfig:
                              f"got {self.tree!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
-        check_tree_sampling(self.sampling)
         if self.verifier not in VERIFIERS:
             raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {self.verifier!r}")
         if dynamic and self.verifier != "target-only":
@@ -76,14 +74,6 @@ class TreeConfig:
                              f"verifier, got {self.verifier!r}")
         if not dynamic:
             object.__setattr__(self, "tree", breadth_first(self.tree))
-
-
-def check_tree_sampling(sampling: Sampling) -> None:
-    """The tree decoders refuse penalties and grammars: they do not follow the tokens along their paths
-    (docs/theory.md §14)."""
-    if sampling.uses_history:
-        raise ValueError(f"{' and '.join(sampling.history_flags())}: the tree decoders do not follow the tokens along "
-                         f"their paths yet (docs/theory.md §14); the speculative chain decoder does")
 
 
 def _levels(tree: Tree) -> list[range]:
@@ -131,7 +121,7 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, 
         if depth == len(levels) - 1:
             break  # the leaves are fed so that the draft can keep an accepted one; their laws are unused
         logits = proposing(logits)  # none: uniform q
-        probs = adjusted_probs(logits, config.sampling, validate=False)
+        probs = adjusted_probs(logits, config.sampling.unconditioned, validate=False)
         if q is None:
             q = probs.new_zeros(len(last), tree.size, probs.shape[-1])
         q[:, nodes] = probs
@@ -152,6 +142,7 @@ class TreeState:
     draft_state: object
     last: torch.Tensor
     target_unfed: Unfed | None = None
+    history: History | None = None  # the committed tokens' counts and grammar, where the sampling needs them
 
 
 def prompt_chain(pending: Unfed, tokens: torch.Tensor, parents: torch.Tensor) -> tuple:
@@ -198,12 +189,12 @@ def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
                          f"{target.vocab_size} tokens")
 
 
-def start_tree(target, draft, prompts: list[list[int]], room: int) -> TreeState:
+def start_tree(target, draft, prompts: list[list[int]], room: int, history: History | None = None) -> TreeState:
     """Prefill the draft with each prompt but its last token, which the target's first call carries; both with
-    ``room`` more tokens."""
+    ``room`` more tokens. ``history``: the prompts' (``history_of``), where the sampling needs one."""
     last = torch.tensor([prompt[-1] for prompt in prompts], device=target.device)
     return TreeState(new_state(target, prompts, room), prefill(draft, prompts, room=room), last,
-                     unfed(prompts, target.device))
+                     unfed(prompts, target.device), history)
 
 
 class TreeStep:
@@ -239,7 +230,8 @@ class TreeStep:
         dynamic = isinstance(tree, DynamicTree)
         with timer.phase("draft"):
             if dynamic:  # each row's own tree
-                tokens, parents, q = draft_dynamic(draft, state.draft_state, state.last, tree, config.sampling)
+                tokens, parents, q = draft_dynamic(draft, state.draft_state, state.last, tree,
+                                                       config.sampling.unconditioned)
                 children = row_children(parents, tree.branching)  # [B, N, width]
             else:
                 tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness, self.children)
@@ -247,10 +239,11 @@ class TreeStep:
                 children = _children_table(tree, target.device).expand(batch, -1, -1)  # [B, N, width]
         with timer.phase("verify"):
             lead = None
+            history = None if state.history is None else state.history.along_tree(tokens, parents)
             if state.target_unfed is not None:  # the first call: the prompt, then the tree
                 scored, parents, lead = prompt_chain(state.target_unfed, tokens, parents)
             logits = self.score(target, tokens if lead is None else scored, state.target_state, parents, tree.size)
-            p = adjusted_probs(logits, config.sampling, validate=False)
+            p = adjusted_probs(logits, config.sampling, validate=False, history=history)
             check_probs(p, models={"target": p})
         with timer.phase("accept"):
             node = torch.zeros(batch, dtype=torch.int64, device=target.device)
@@ -293,6 +286,8 @@ class TreeStep:
             new = torch.cat([new[:, 1:], last[:, None]], dim=1)
             new.scatter_(1, accepted[:, None], last[:, None])
             state.last = last
+            if state.history is not None:  # the accepted path and the token after it
+                state.history = state.history.plus(new, torch.arange(new.shape[1], device=new.device) <= accepted[:, None])
         return TreeOutcome(new, accepted, ranks)
 
 
@@ -315,7 +310,7 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
     with timer.phase("prefill"):
-        state = start_tree(target, draft, prompts, room)
+        state = start_tree(target, draft, prompts, room, history_of(config.sampling, prompts, target))
     accepted_log, ranks_log = [], []
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]

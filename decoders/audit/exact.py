@@ -162,7 +162,8 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
     check_tree_models(target, draft, config)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
-        state = start_tree(target, draft, prompts, tree_room(config, 0))
+        state = start_tree(target, draft, prompts, tree_room(config, 0),
+                           _history(prompts, len(prompt), target, config.sampling))
         outcome = step(target, draft, state, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]

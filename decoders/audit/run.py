@@ -24,7 +24,7 @@ from decoders.policies import POLICIES, make_policy
 from decoders.autoregressive import generate_autoregressive
 from decoders.sampling import Sampling, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
-from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, check_tree_sampling, generate_tree
+from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
 from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
@@ -111,7 +111,6 @@ class AuditRequest:
             raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
         if self.decoder == "tree":
             tree_shape(self.tree)
-            check_tree_sampling(self.sampling)
             if self.verifier not in TREE_VERIFIERS:
                 raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
                                  f"{self.verifier!r}")

@@ -15,7 +15,6 @@ from decoders.harness.runs import bench_document, policy_document, tree_document
 from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
 from decoders.sampling import Sampling
-from decoders.tree import check_tree_sampling
 from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory.cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
@@ -80,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
                              args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
                              args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
                              batch_gammas=tuple(args.batch_gammas), sampling=sampling)
-    if args.tree:
-        check_tree_sampling(sampling)
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.dynamic is not None and not args.tree:

@@ -68,8 +68,6 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
     "bench --hf-gamma without --hf was ignored": (["bench", "--hf-gamma", "3"], "add --hf"),
     "bench --hf dropped the penalties": (["bench", "--hf", "--repetition-penalty", "1.3"],
                                          "--hf compares at --temperatures only"),
-    "bench --tree with a grammar": (["bench", "--tree", "--regex", "a", "--stop", "1"],
-                                    "--regex: the tree decoders do not follow the tokens"),
     "bench --engine dropped the bias": (["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
                                         "--engine compares at --temperatures only"),
 }

@@ -68,7 +68,6 @@ def test_history_along_masks_against_each_prefix():
     (["--exact", "--regex", "[ab", "--stop", "4"], "the regex does not compile: Regex parsing error at position 4"),
     (["--exact", "--regex", "a", "--json-schema", "x.json", "--stop", "4"], "not allowed with argument"),
     (["--exact", "--grammar", "/nonexistent.ebnf", "--stop", "4"], "--grammar /nonexistent.ebnf: cannot be read"),
-    (["--exact", "--decoder", "tree", "--regex", "a", "--stop", "4"], "--regex: the tree decoders do not follow"),
     (["--exact", "--regex", "a", "--stop", "4", "--vocabulary", "30", "--horizon", "2"],
      "a vocabulary of at most 26 tokens"),
     (["--engine", "llama-cpp", "--regex", "a", "--stop", "2"], "--stop and the grammar"),

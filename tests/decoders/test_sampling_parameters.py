@@ -23,7 +23,7 @@ from decoders.policies import POLICIES
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, History, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.tree import TreeConfig, generate_tree
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, generate_tree
 
 #: Each parameter alone, then combinations (the issue's three and one of everything).
 PARAMETERS = {
@@ -150,6 +150,44 @@ def test_exact_tree_runs_with_stop_against_autoregressive():
     assert not report.passed and report.max_abs_difference > 1e-3, report.as_dict()
 
 
+TREE_VERIFIERS = ("target-only", "rrs", "rrs-without-replacement", "kseq")
+
+
+@pytest.mark.parametrize("name", ["all at T=0.8", "regex", "ebnf+repetition+bias"])
+@pytest.mark.parametrize("verifier", TREE_VERIFIERS)
+def test_exact_tree_law_with_parameters_against_autoregressive(verifier, name):
+    """Every tree verifier follows penalties and grammars along each node's path (its drafts' laws leave them
+    out, which §1 allows): the prefix DP on a two-level binary tree, V = 3, three tokens, to 1e-9."""
+    report = _exact(decoder="tree", verifier=verifier, tree="kary:2:2", target="tinygpt", draft="tinygpt",
+                    vocabulary=3, sampling=PARAMETERS[name])
+    assert report.passed and abs(report.total_mass - 1) < TOLERANCE, report.as_dict()
+
+
+class TreeForgettingItsHistory(TreeStep):
+    """A tree iteration that leaves the committed history where it was: the counts never grow."""
+
+    def __call__(self, target, draft, state, *args, **kwargs):
+        history = state.history
+        outcome = super().__call__(target, draft, state, *args, **kwargs)
+        state.history = history
+        return outcome
+
+
+@pytest.mark.parametrize("step, passes", [(REFERENCE_TREE_STEP, True), (TreeForgettingItsHistory(), False)])
+def test_exact_tree_runs_with_penalties_against_autoregressive(step, passes):
+    """Whole runs of the tree decoder's own loop carry the counts between iterations (a frequency penalty and a
+    dynamic tree, V = 3, four tokens); the negative control, a step that forgets them, fails."""
+    target = tiny_target("tinygpt", 3)
+    sampling = Sampling(1.0, frequency_penalty=1.5, presence_penalty=0.5)
+    config = TreeConfig(tree_shape("dynamic:2:1:2"), sampling, "target-only")
+    law, branches = whole_run_law(lambda randomness: generate_tree(
+        target, tiny_draft("tinygpt", target), [[0, 1]], max_new_tokens=4, config=config, randomness=randomness,
+        step=step).tokens[0])
+    report = compare_laws(law, autoregressive_law(target, [0, 1], sampling, 4), method="whole-run", horizon=4,
+                          branches=branches)
+    assert report.passed == passes and (passes or report.max_abs_difference > 1e-3), report.as_dict()
+
+
 def test_decoder_ignoring_stop_against_stopped_law():
     """The negative control of the stop tests: speculative decoding run without the stop token, held against the
     target's law with it, fails the exact audit (its rows go on after the stop)."""
@@ -213,7 +251,8 @@ def test_counting_bugs_are_a_blind_spot_of_the_prefix_dp():
 def test_greedy_with_every_parameter_against_autoregressive(kind, grammar):
     """At temperature 0 the speculative decoder emits autoregressive greedy decoding's tokens, token for token (56
     tokens, the most the tiny models' context of 64 holds after the prompt and an iteration's overshoot, or up to the
-    stop token that ends the grammar; V = 16, every draft, gamma 1 and 4), under penalties and a logit bias."""
+    stop token that ends the grammar; V = 16, every draft, gamma 1 and 4), under penalties and a logit bias; so do
+    the tree decoders (40 tokens: a tree's nodes need room too; static and dynamic trees, target-only and RRS)."""
     target = tiny_target(kind, 16)
     sampling = Sampling(0.0, repetition_penalty=1.5, frequency_penalty=0.3, presence_penalty=0.2,
                         logit_bias=((5, 0.8),), stop=(15,) if grammar else (), grammar=grammar).bound(None, 16)
@@ -224,10 +263,15 @@ def test_greedy_with_every_parameter_against_autoregressive(kind, grammar):
         got = generate_speculative(target, tiny_draft(draft, target), [[1, 2]], max_new_tokens=56,
                                    config=SpeculativeConfig(gamma, sampling), randomness=seeded(0)).tokens
         assert got == plain, (draft, gamma)
+    if kind == "tinygpt":  # the tree decoders, whose models need tree attention
+        for shape, verifier in (("kary:2:3", "target-only"), ("dynamic:3:3:8", "target-only"), ("kary:2:2", "rrs")):
+            config = TreeConfig(tree_shape(shape), sampling, verifier)
+            got = generate_tree(target, tiny_draft("tinygpt", target), [[1, 2]], max_new_tokens=40, config=config,
+                                randomness=seeded(0)).tokens
+            assert got == tuple(row[:40] for row in plain), (shape, verifier)
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--exact", "--decoder", "tree", "--repetition-penalty", "1.3"], "the tree decoders do not follow the tokens"),
     (["--exact", "--presence-penalty", "nan"], "presence_penalty must be a finite number"),
     (["--exact", "--repetition-penalty", "0"], "repetition_penalty must be > 0"),
     (["--exact", "--min-p", "1.5"], "min_p must be in [0, 1]"),
