@@ -84,3 +84,30 @@ def test_hf_sampler_flags_exit_2(capsys, argv, fragment):
     assert main(["audit", *argv]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and fragment in error, error
+
+
+@contextlib.contextmanager
+def stop_token_banned():
+    """A sampler that never emits its stop token before max_new_tokens (transformers' min_new_tokens suppresses
+    eos_token_id): the law before the stop changes."""
+    original = transformers.GenerationMixin.generate
+
+    def banning(self, *args, **kwargs):
+        return original(self, *args, **dict(kwargs, min_new_tokens=kwargs["max_new_tokens"]))
+
+    transformers.GenerationMixin.generate = banning
+    try:
+        yield
+    finally:
+        transformers.GenerationMixin.generate = original
+
+
+def test_hf_generate_with_stop_against_a_sampler_banning_it(capsys, pair):
+    """--stop reaches generate as eos_token_id: rows end there and pass against the stopped law (T = 3, where the
+    tiny model emits the stop token 6 right after the prompt with probability 0.13); a sampler that bans the stop
+    token until max_new_tokens (min_new_tokens) fails."""
+    status, document = audit(capsys, pair, "--sampler", "hf-generate", "--temperature", "3", "--stop", "6")
+    assert status == 0 and document["passed"], document["test_p_values"]
+    with stop_token_banned():
+        status, document = audit(capsys, pair, "--sampler", "hf-generate", "--temperature", "3", "--stop", "6")
+    assert status == 1 and document["p_value"] < 1e-4, document["test_p_values"]
