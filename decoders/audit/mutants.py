@@ -256,6 +256,16 @@ class BatchRowsMisordered(SpeculativeStep):
         return super().verify(target, committed, drafted, proposed, config).roll(1, dims=0)  # row b gets b - 1's p
 
 
+class UnseededRowsGreedy(SpeculativeStep):
+    """Rows 1, 3, ... of a batch are the requests without a seed beside seeded ones: their noise is applied to a
+    copy, so their token after a rejection (and bonus) is the argmax of its law."""
+
+    def correct(self, weights, drafted, proposed, accepted, randomness):
+        sampled = super().correct(weights, drafted, proposed, accepted, randomness)
+        unseeded = torch.arange(len(sampled), device=sampled.device) % 2 == 1
+        return torch.where(unseeded, weights.argmax(dim=-1), sampled)
+
+
 NO_PENALTIES = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
 
 
@@ -345,6 +355,9 @@ MUTANTS = (
     Mutant("batch-rows-misordered", "verification reads each row's target probabilities from the row before it "
            "in the batch, so tokens leak between requests", BatchRowsMisordered(), exact="batch",
            shipped="vLLM PR 14645"),
+    Mutant("mixed-seeds-unseeded-rows-greedy", "in a batch mixing requests with and without a seed, the unseeded "
+           "rows' sampling noise lands on a copy, so their token after a rejection is the argmax of the residual",
+           UnseededRowsGreedy(), exact="batch", shipped="vLLM issue 9441, fixed by PR 10863"),
 )
 
 
