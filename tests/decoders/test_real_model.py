@@ -8,7 +8,9 @@ The default suite runs one short case per draft; ``-m slow`` runs the full grid 
 import pytest
 import torch
 
+from decoders.audit.run import tree_shape
 from decoders.autoregressive import generate_autoregressive
+from decoders.grammar import GrammarSpec
 from decoders.harness import zoo
 from decoders.models.hf_generate import hf_generate
 from decoders.harness.inputs import encode_text
@@ -17,6 +19,7 @@ from decoders.harness.corpus import split_text
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.tree import TreeConfig, generate_tree
 
 pytest.importorskip("gguf")
 try:
@@ -109,3 +112,35 @@ def test_held_out_text_and_tasks_in_the_real_tokenizer(real):
     assert text.startswith("<|im_start|>system") and text.endswith("<|im_start|>assistant\n```python\n")
     assert "Add type hints" in text and prompts.shape == (4, 96)
     assert encode_text(tokenizer, "def f():") == tokenizer("def f():", add_special_tokens=False)["input_ids"]
+
+
+#: At least four people: greedy SmolLM2 under the penalties below writes two, then whitespace, past 96 tokens.
+PEOPLE_SCHEMA = ('{"type": "array", "minItems": 4, "items": {"type": "object", "properties": {"name": {"type": "string", '
+                 '"maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name", "age"], '
+                 '"additionalProperties": false}}')
+
+
+@pytest.mark.parametrize("tokens, cases", [
+    pytest.param(16, [("ngram", "chain")], id="short"),
+    pytest.param(64, [(draft, kind) for draft in ("ngram", "copy", "smollm2-draft") for kind in ("chain", "tree")],
+                 id="64-tokens", marks=pytest.mark.slow)])
+def test_greedy_with_every_parameter_against_autoregressive(real, tokens, cases):
+    """SmolLM2 at temperature 0 under a repetition, frequency and presence penalty, a logit bias, its EOS as the stop
+    token and a JSON schema (docs/theory.md §14): speculative chain (gamma 4) and tree decoding (a binary tree of
+    depth 3, target-only) emit our autoregressive decoder's tokens, token for token; the output follows the schema,
+    and the parameters change it (the negative control: plain greedy differs)."""
+    target, tokenizer, drafts, _ = real
+    sampling = Sampling(0.0, repetition_penalty=1.3, frequency_penalty=0.2, presence_penalty=0.1,
+                        logit_bias=((tokenizer.encode(" John")[0], 2.0),), stop=(tokenizer.eos_token_id,),
+                        grammar=GrammarSpec("json-schema", PEOPLE_SCHEMA)).bound(tokenizer, target.vocab_size)
+    prompt = [encode_text(tokenizer, "Four people as JSON: ")]
+    plain = generate_autoregressive(target, prompt, max_new_tokens=tokens, sampling=sampling, randomness=seeded(0)).tokens
+    assert plain != generate_autoregressive(target, prompt, max_new_tokens=tokens, sampling=Sampling(0.0),
+                                            randomness=seeded(0)).tokens
+    assert tokenizer.decode(list(plain[0])).startswith('[{\n    "name": ""')  # the schema's start, not prose
+    for draft, kind in cases:
+        config = SpeculativeConfig(4, sampling) if kind == "chain" else TreeConfig(tree_shape("kary:2:3"), sampling,
+                                                                                    "target-only")
+        decode = generate_speculative if kind == "chain" else generate_tree
+        got = decode(target, drafts[draft], prompt, max_new_tokens=tokens, config=config, randomness=seeded(0)).tokens
+        assert got == plain, (draft, kind, tokenizer.decode(list(got[0])), tokenizer.decode(list(plain[0])))

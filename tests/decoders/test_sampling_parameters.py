@@ -297,3 +297,25 @@ def test_mutant_alone_against_its_own_flags(argv, status, capsys):
     """`audit --mutant NAME --exact` with no other flag audits the bug where it shows (before, a tree mutant without
     its verifier and a sampling bug without its parameter passed, which reads as "harmless")."""
     assert run(capsys, "audit", "--exact", *argv)[0] == status
+
+
+def test_greedy_shipped_pair_with_every_parameter_against_autoregressive():
+    """The shipped pair at temperature 0 under penalties, a logit bias and a regex over its characters (import
+    lines; the out-of-vocabulary token stops): 64 tokens of speculative chain (gamma 4) and tree decoding (binary,
+    depth 3) equal autoregressive decoding, which the parameters change (plain greedy writes spaces here)."""
+    from decoders.harness import zoo
+    from decoders.harness.corpus import OTHER, decode, encode
+
+    target, draft = zoo.load_target(), zoo.load_draft("transformer")
+    sampling = Sampling(0.0, repetition_penalty=1.3, frequency_penalty=0.2, presence_penalty=0.1,
+                        logit_bias=((int(encode("e")[0]), 1.0),), stop=(OTHER,),
+                        grammar=GrammarSpec("regex", r"(import [a-z_.]+\n)+")).bound(None, target.vocab_size)
+    prompt = [encode("import os\n").tolist()]
+    plain = generate_autoregressive(target, prompt, max_new_tokens=64, sampling=sampling, randomness=seeded(0)).tokens
+    assert len(plain[0]) == 64 and decode(plain[0]).startswith("import ")
+    assert plain != generate_autoregressive(target, prompt, max_new_tokens=64, sampling=GREEDY,
+                                            randomness=seeded(0)).tokens
+    for config, decoder in ((SpeculativeConfig(4, sampling), generate_speculative),
+                            (TreeConfig(tree_shape("kary:2:3"), sampling, "target-only"), generate_tree)):
+        got = decoder(target, draft, prompt, max_new_tokens=64, config=config, randomness=seeded(0)).tokens
+        assert got == plain, decode(got[0])
