@@ -14,6 +14,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 __all__ = ["GrammarSpec", "Grammar", "KINDS", "token_texts"]
@@ -156,5 +157,5 @@ def _unpacked(packed: torch.Tensor, vocab_size: int) -> torch.Tensor:
     as it is."""
     if packed.dtype == torch.bool:
         return packed
-    bits = (packed[:, None] >> torch.arange(32, dtype=torch.int32)) & 1  # [words, 32]
-    return bits.reshape(-1)[:vocab_size].bool()
+    little = packed.numpy().astype("<i4", copy=False).view(np.uint8)  # byte 4 i + k holds tokens 32 i + 8 k ..
+    return torch.from_numpy(np.unpackbits(little, bitorder="little")[:vocab_size].astype(bool))

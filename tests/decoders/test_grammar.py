@@ -92,3 +92,13 @@ def test_grammar_dead_end_against_its_message():
     assert grammar.allowed(()).tolist() == [True, True, False]
     with pytest.raises(ValueError, match=r"allows no token after the output \[1\]: a dead end"):
         grammar.allowed((1,))
+
+
+def test_unpacked_bitmask_against_bit_arithmetic():
+    """Bit j of word i of xgrammar's int32 bitmask is token 32 i + j, negative words (bit 31 set) included."""
+    from decoders.grammar import _unpacked
+
+    words = torch.randint(-2**31, 2**31 - 1, (5,), generator=torch.Generator().manual_seed(0), dtype=torch.int64)
+    packed = words.to(torch.int32)
+    expected = [bool((int(words[i]) >> j) & 1) for i in range(5) for j in range(32)][:150]
+    assert _unpacked(packed, 150).tolist() == expected
