@@ -351,7 +351,7 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
 
 def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
     """The statistical audit of an engine's samples (``request.samples``) against ``target``."""
-    samples = read_samples(request.samples, target.vocab_size)
+    samples = read_samples(request.samples, target.vocab_size, request.sampling.stop)
     n, horizon = samples.tokens.shape
     report = statistical.audit_sampler(samples.sampler(), target, list(samples.prompt), request.sampling, n=n,
                                        horizon=horizon, seed=request.seed, level=request.level)

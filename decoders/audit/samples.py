@@ -56,9 +56,11 @@ def _pieces(value, key: str, where: str) -> tuple | str:
     return tuple(value)
 
 
-def read_rows(path, tokens_of=_pieces) -> tuple:
+def read_rows(path, tokens_of=_pieces, stop: tuple = ()) -> tuple:
     """(prompt, rows) of JSON Lines file ``path`` (module docstring); ``tokens_of(value, key, where)`` checks
-    and converts a line's "prompt" and "tokens" (default: ids or text pieces, as engines return them)."""
+    and converts a line's "prompt" and "tokens" (default: ids or text pieces, as engines return them). A line that
+    ends with one of the ``stop`` tokens may be shorter than the longest: it is padded with that token, as the
+    audits write a row that stopped (``decoders.sampling.stop_padded``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -78,23 +80,26 @@ def read_rows(path, tokens_of=_pieces) -> tuple:
         line_prompt = tokens_of(entry["prompt"], "prompt", where)
         tokens = tokens_of(entry["tokens"], "tokens", where)
         if prompt is None:
-            prompt, horizon = line_prompt, len(tokens)
+            prompt = line_prompt
         elif line_prompt != prompt:
             raise ValueError(f"{where}: its prompt differs from the first line's (all lines must share one prompt)")
-        elif len(tokens) != horizon:
-            raise ValueError(f"{where}: {len(tokens)} tokens where the first line has {horizon} "
-                             f"(all lines must have the same number)")
-        rows.append(tokens)
+        rows.append((tokens, where))
         if len(rows) > MAX_SAMPLES:
             raise ValueError(f"{where}: more than {MAX_SAMPLES:,} samples")
     if len(rows) < 2:
         raise ValueError(f"samples file '{path}' holds {len(rows)} sample lines: the audit needs at least 2")
-    return prompt, rows
+    horizon = max(len(tokens) for tokens, _ in rows)
+    for tokens, where in rows:
+        if len(tokens) < horizon and tokens[-1] not in stop:
+            raise ValueError(f"{where}: {len(tokens)} tokens where the longest line has {horizon} (all lines must have "
+                             f"the same number, or end with a --stop token)")
+    return prompt, [tokens + tokens[-1:] * (horizon - len(tokens)) for tokens, _ in rows]
 
 
-def read_samples(path, vocab_size: int) -> EngineSamples:
-    """The samples of JSON Lines file ``path`` for a target of ``vocab_size`` tokens (module docstring)."""
-    prompt, rows = read_rows(path, lambda value, key, where: _ids(value, key, vocab_size, where))
+def read_samples(path, vocab_size: int, stop: tuple = ()) -> EngineSamples:
+    """The samples of JSON Lines file ``path`` for a target of ``vocab_size`` tokens (module docstring), lines that
+    end at one of the ``stop`` tokens padded with it."""
+    prompt, rows = read_rows(path, lambda value, key, where: _ids(value, key, vocab_size, where), stop)
     return EngineSamples(prompt, torch.tensor(rows, dtype=torch.int64))
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from decoders.audit.setups import tiny_target
+from decoders.grammar import GrammarSpec
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
@@ -17,11 +18,12 @@ PROMPT = [1, 2]
 TARGET = ["--target", "tabular", "--vocabulary", "5"]  # float32 tables, the audit's own tiny target
 
 
-def write_samples(path, temperature, n=3000, horizon=3, read_as=PROMPT):
-    """Samples drawn after ``read_as`` (the prompt as the engine read it), written as continuations of PROMPT."""
+def write_samples(path, temperature, n=3000, horizon=3, read_as=PROMPT, sampling=None):
+    """Samples drawn after ``read_as`` (the prompt as the engine read it) at ``temperature`` (or under ``sampling``),
+    written as continuations of PROMPT."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
-    tokens = generate_autoregressive(target, [read_as] * n, max_new_tokens=horizon, sampling=Sampling(temperature),
-                                     randomness=seeded(7)).tokens
+    tokens = generate_autoregressive(target, [read_as] * n, max_new_tokens=horizon, randomness=seeded(7),
+                                     sampling=sampling or Sampling(temperature)).tokens
     path.write_text("".join(json.dumps({"prompt": PROMPT, "tokens": list(row)}) + "\n" for row in tokens))
     return path
 
@@ -33,6 +35,18 @@ def test_engine_samples_against_target_law(capsys, tmp_path):
     assert document["passed"] and document["n"] == 3000 and document["horizon"] == 3
     assert "samples of" in document["decoder"]
     assert main(["audit", "--samples", str(write_samples(tmp_path / "cold.jsonl", 0.5)), *TARGET]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_engine_samples_under_penalty_and_grammar_against_target_law(capsys, tmp_path):
+    """Samples drawn under a repetition penalty and a regex, rows that stopped written short as an engine returns
+    them, pass when the flags say so; the same file audited as if drawn without the penalty fails (the flags name the
+    law the engine was asked for)."""
+    sampling = Sampling(1.0, repetition_penalty=2.0, stop=(2,), grammar=GrammarSpec("regex", "[abd]+")).bound(None, 5)
+    path = str(write_samples(tmp_path / "penalised.jsonl", 1.0, sampling=sampling))
+    flags = ["--regex", "[abd]+", "--stop", "2"]
+    assert main(["audit", "--samples", path, *TARGET, *flags, "--repetition-penalty", "2"]) == 0
+    assert main(["audit", "--samples", path, *TARGET, *flags]) == 1
     assert "FAIL" in capsys.readouterr().out
 
 
@@ -63,7 +77,7 @@ LINE = json.dumps({"prompt": PROMPT, "tokens": [0, 1, 2]})
     ([LINE, json.dumps({"prompt": [1, 3], "tokens": [0, 1, 2]})], "line 2: its prompt differs from the first line's"),
     ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 9, 2]})], "line 2: 'tokens' holds id 9, outside the target's "
                                                                    "vocabulary [0, 5)"),
-    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1]})], "line 2: 2 tokens where the first line has 3"),
+    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1]})], "line 2: 2 tokens where the longest line has 3"),
     ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1.0, 2]})], "line 2: 'tokens' holds 1.0, not an integer"),
     ([json.dumps({"prompt": PROMPT, "tokens": [0], "seed": 1})], "line 1: each line must be an object with exactly"),
     ([LINE, "", "[1, 2]"], "line 3: each line must be an object"),
