@@ -64,9 +64,11 @@ CHUNK = 256  # sequences per forward pass: bounded memory, and fastest on CPU (s
 CHUNK_CELLS = 1 << 23  # rows x horizon x V per chunk: ~64 MB per float64 [b, T, V] tensor, whatever V is
 
 
-def chunk_rows(vocab_size: int, horizon: int) -> int:
-    """Sequences per chunk of the audit's conditionals: ``CHUNK``, fewer where the vocabulary is large."""
-    return max(1, min(CHUNK, CHUNK_CELLS // (vocab_size * horizon)))
+def chunk_rows(vocab_size: int, horizon: int, sampling: Sampling | None = None) -> int:
+    """Sequences per chunk of the audit's conditionals: ``CHUNK``, fewer where the vocabulary is large, a quarter as
+    many where ``sampling`` has penalties or a grammar (their counts, masks and penalised logits are [b, T, V] too:
+    SmolLM2's audit under a JSON schema peaked at 2.05 GB with full chunks)."""
+    return max(1, min(CHUNK, CHUNK_CELLS // (vocab_size * horizon * (4 if sampling and sampling.uses_history else 1))))
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, 
     ahead = {order: torch.zeros(tokens.shape, dtype=torch.float64) for order in orderings}
     expected = torch.zeros(horizon, target.vocab_size, dtype=torch.float64)
     states = [None if model is None else prompt_state(model, prompt, horizon) for model in (target, draft)]
-    rows = chunk_rows(target.vocab_size, horizon)
+    rows = chunk_rows(target.vocab_size, horizon, sampling)
     for begin in range(0, len(tokens), rows):
         y = tokens[begin:begin + rows]
         p = conditionals(target, prompt, y, sampling, states[0])  # [b, T, V]
