@@ -236,8 +236,8 @@ def _policy(request: AuditRequest, target, draft):
         count, length = CALIBRATION_WINDOWS
         generator = torch.Generator().manual_seed(request.seed + 1)
         starts = torch.randint(0, target.vocab_size, (count, 1), generator=generator).tolist()
-        windows = torch.tensor(generate_autoregressive(target, starts, max_new_tokens=length - 1, sampling=request.sampling,
-                                                       randomness=TorchRandomness(generator)).tokens)
+        windows = torch.tensor([stop_padded(row, length - 1, request.sampling.stop) for row in generate_autoregressive(
+            target, starts, max_new_tokens=length - 1, sampling=request.sampling, randomness=TorchRandomness(generator)).tokens])
         windows = torch.cat([torch.tensor(starts), windows], dim=1)
         calibration = acceptance_calibration(target, draft, windows, request.sampling, skip=1)
     return make_policy(request.policy, gamma=request.gamma, cap=request.gamma, calibration=calibration,

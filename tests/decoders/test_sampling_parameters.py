@@ -106,18 +106,22 @@ def test_exact_speculative_law_against_autoregressive(name, drafts):
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (draft, verifier, report.as_dict())
 
 
-@pytest.mark.parametrize("name", ["repetition+bias", "all at T=0.8", "stop", "grammar+temperature+top-k"])
+@pytest.mark.parametrize("name", PARAMETERS)
 def test_exact_whole_runs_and_autoregressive_against_target(name):
-    """The whole loop (counts carried between iterations) and the autoregressive decoder: V = 3, three tokens."""
-    for decoder in ("speculative", "autoregressive"):
-        report = _exact(exact="whole-run", decoder=decoder, gamma=1, target="tinygpt", draft="close", vocabulary=3,
-                        sampling=PARAMETERS[name])
-        assert report.passed and report.branches >= 8, (decoder, report.as_dict())
+    """The autoregressive decoder's whole runs under every parameter set (tabular target, V = 5), and the speculative
+    loop's (counts and grammar carried between iterations) under four (tiny GPT, V = 3): three tokens, at least 4
+    sequences each."""
+    speculative = name in ("repetition+bias", "all at T=0.8", "stop", "grammar+temperature+top-k")
+    for decoder in ("speculative", "autoregressive") if speculative else ("autoregressive",):
+        tiny = dict(target="tinygpt", vocabulary=3) if decoder == "speculative" else dict(target="tabular", vocabulary=5)
+        report = _exact(exact="whole-run", decoder=decoder, gamma=1, draft="close", sampling=PARAMETERS[name], **tiny)
+        assert report.passed and report.sequences >= 4, (decoder, report.as_dict())
 
 
+@pytest.mark.parametrize("name", ["all at T=0.8", "ebnf+repetition+bias"])
 @pytest.mark.parametrize("policy", POLICIES)
-def test_exact_policy_law_with_penalties_against_autoregressive(policy):
-    report = _exact(policy=policy, target="tabular", draft="close", gamma=3, sampling=PARAMETERS["all at T=0.8"])
+def test_exact_policy_law_with_penalties_against_autoregressive(policy, name):
+    report = _exact(policy=policy, target="tabular", draft="close", gamma=3, sampling=PARAMETERS[name])
     assert report.passed, report.as_dict()
 
 
@@ -154,11 +158,12 @@ TREE_VERIFIERS = ("target-only", "rrs", "rrs-without-replacement", "kseq")
 
 
 @pytest.mark.parametrize("name", ["all at T=0.8", "regex", "ebnf+repetition+bias"])
-@pytest.mark.parametrize("verifier", TREE_VERIFIERS)
-def test_exact_tree_law_with_parameters_against_autoregressive(verifier, name):
-    """Every tree verifier follows penalties and grammars along each node's path (its drafts' laws leave them
-    out, which §1 allows): the prefix DP on a two-level binary tree, V = 3, three tokens, to 1e-9."""
-    report = _exact(decoder="tree", verifier=verifier, tree="kary:2:2", target="tinygpt", draft="tinygpt",
+@pytest.mark.parametrize("verifier, tree", [(verifier, "kary:2:2") for verifier in TREE_VERIFIERS]
+                         + [("target-only", "dynamic:2:2:3")])
+def test_exact_tree_law_with_parameters_against_autoregressive(verifier, tree, name):
+    """Every tree verifier, and EAGLE-2's dynamic tree, follow penalties and grammars along each node's path (their
+    drafts' laws leave them out, which §1 allows): the prefix DP on a two-level tree, V = 3, three tokens, to 1e-9."""
+    report = _exact(decoder="tree", verifier=verifier, tree=tree, target="tinygpt", draft="tinygpt",
                     vocabulary=3, sampling=PARAMETERS[name])
     assert report.passed and abs(report.total_mass - 1) < TOLERANCE, report.as_dict()
 
