@@ -73,9 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tests; default 20000)")
     parser.add_argument("--level", type=float, default=0.01, help="statistical: significance level (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, help="statistical: random seed (default 0)")
-    parser.add_argument("--exact", nargs="?", const=METHODS[0], choices=METHODS,
-                        help="enumerate exactly instead: dp (prefix dynamic programme, default), whole-run, or batch "
-                             "(whole runs of two rows of the prompt, against the product of the target's law)")
+    parser.add_argument("--exact", nargs="?", const="", metavar="{" + ",".join(METHODS) + "}",
+                        help="enumerate exactly instead: dp (prefix dynamic programme; the default, or --mutant's own "
+                             "method), whole-run, or batch (whole runs of two rows of the prompt, against the product "
+                             "of the target's law)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_sampling_arguments(parser)
     add_engine_arguments(parser)
@@ -86,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         return run_engine_audit(args)
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
+    own = next((m.exact for m in MUTANTS if m.name == args.mutant), METHODS[0])  # a bare --exact: the bug's method
     given = dict(vars(args), verifier=args.verifier or ("target-only" if args.decoder == "tree" else "token"),
+                 exact=own if args.exact == "" else args.exact,
                  sampling=sampling_from(args), prompt=args.prompt and tuple(args.prompt),
                  horizon=4 if args.horizon is None else args.horizon, n=20_000 if args.n is None else args.n)
     request = AuditRequest(**{f.name: given[f.name] for f in fields(AuditRequest) if f.name in given})

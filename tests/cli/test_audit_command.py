@@ -28,7 +28,7 @@ def test_audit_cli_exit_status_and_json(capsys):
 @pytest.mark.parametrize("argv, fragment", [
     (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
     (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
-    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "invalid choice"),
+    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "exact must be one of"),
     (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative and tree decoders"),
     (["--decoder", "tree", "--tree", "kary:x"], "tree 'kary:x'"),
     (["--decoder", "tree", "--verifier", "token"], "--decoder tree takes --verifier"),

@@ -297,10 +297,13 @@ def test_sampling_flags_against_error_contract(argv, fragment, capsys):
     (["--mutant", "min-p-ignored-in-verification"], 1),  # under its own flags: min-p 0.3
     (["--mutant", "min-p-ignored-in-verification", "--min-p", "0"], 0),  # explicit flags override: harmless there
     (["--mutant", "tree-candidates-vs-draft"], 1),  # its decoder, verifier, models and tree come with it
+    (["--mutant", "penalty-last-token-only"], 1),  # a bare --exact: its own method, whole runs (the DP is blind)
+    (["dp", "--mutant", "penalty-last-token-only"], 0),  # the method named overrides it: the DP's blind spot
 ])
 def test_mutant_alone_against_its_own_flags(argv, status, capsys):
-    """`audit --mutant NAME --exact` with no other flag audits the bug where it shows (before, a tree mutant without
-    its verifier and a sampling bug without its parameter passed, which reads as "harmless")."""
+    """`audit --mutant NAME --exact` with no other flag audits the bug where it shows, by its own exact method (before,
+    a tree mutant without its verifier, a sampling bug without its parameter and a counting bug by the prefix DP
+    passed, which reads as "harmless")."""
     assert run(capsys, "audit", "--exact", *argv)[0] == status
 
 
