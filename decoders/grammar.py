@@ -99,7 +99,6 @@ class Grammar:
         self.kind, self.source, self.flag, self.vocab_size = kind, source, self.spec.flag, vocab_size
         self._matcher = xgrammar.GrammarMatcher(compiled)
         self._bitmask = xgrammar.allocate_token_bitmask(1, vocab_size)  # [1, ceil(V / 32)] int32
-        self._fill = xgrammar.GrammarMatcher.fill_next_token_bitmask
         self._at: tuple = ()  # the tokens the matcher has accepted
         self._masks: OrderedDict = OrderedDict()  # outputs -> packed mask, most recent last
         stops = torch.zeros(vocab_size, dtype=torch.bool)
@@ -115,17 +114,18 @@ class Grammar:
     def allowed(self, outputs: tuple) -> torch.Tensor:
         """The tokens allowed after the output tokens ``outputs`` -> ``[V]`` bool (on the CPU)."""
         packed = self._masks.get(outputs)
-        if packed is None:
-            packed = self._walk(outputs)
-            if not bool(_unpacked(packed, self.vocab_size).any()):
-                raise ValueError(f"the {self.kind} allows no token after the output {list(outputs)}: a dead end of "
-                                 f"this vocabulary (the next characters it needs are in no token)")
-            self._masks[outputs] = packed
-            if len(self._masks) > CACHED_MASKS:
-                self._masks.popitem(last=False)
-        else:
+        if packed is not None:
             self._masks.move_to_end(outputs)
-        return _unpacked(packed, self.vocab_size)
+            return _unpacked(packed, self.vocab_size)
+        packed = self._walk(outputs)
+        allowed = _unpacked(packed, self.vocab_size)
+        if not bool(allowed.any()):
+            raise ValueError(f"the {self.kind} allows no token after the output {list(outputs)}: a dead end of this "
+                             f"vocabulary (the next characters it needs are in no token)")
+        self._masks[outputs] = packed
+        if len(self._masks) > CACHED_MASKS:
+            self._masks.popitem(last=False)
+        return allowed
 
     def masks(self, rows: list) -> torch.Tensor:
         """``allowed`` of each of ``rows`` (token tuples) -> ``[len(rows), V]`` bool."""
@@ -148,7 +148,7 @@ class Grammar:
             self._at += (int(token),)
         if self._matcher.is_terminated():
             return self._stops
-        self._fill(self._matcher, self._bitmask)
+        self._matcher.fill_next_token_bitmask(self._bitmask)
         return self._bitmask[0].clone()
 
 
