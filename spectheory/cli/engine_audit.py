@@ -36,7 +36,7 @@ def engine_requested(args: argparse.Namespace) -> bool:
 
 
 def _request(args) -> EngineAuditRequest:
-    if args.exact or args.mutant or args.policy:
+    if args.exact is not None or args.mutant or args.policy:
         raise ValueError("--engine audits the engine's own sampler: drop --exact, --mutant and --policy")
     if (args.frequency_penalty or args.presence_penalty or args.logit_bias or args.penalize_prompt or args.stop
             or args.regex or args.json_schema or args.grammar):
