@@ -41,7 +41,7 @@ def check_hf_sampling(sampling: Sampling) -> None:
         raise ValueError("transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
                          "--presence-penalty")
     if sampling.grammar is not None:
-        raise ValueError(f"transformers' generate has no grammar; drop {sampling.history_flags()[-1]}")
+        raise ValueError(f"transformers' generate has no grammar; drop {sampling.grammar.flag}")
 
 
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
