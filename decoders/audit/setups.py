@@ -11,6 +11,9 @@ accepted iteration are exercised often.
 from __future__ import annotations
 
 import copy
+import ctypes
+import ctypes.util
+import functools
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -125,12 +128,33 @@ def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int]
     """``sample(n, generator) -> [n, horizon]``: ``generate`` run in batches of ``batch`` copies of the prompt; a row
     that ended at a ``stop`` token is padded with it (``decoders.sampling.stop_padded``)."""
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
-        randomness, rows = TorchRandomness(generator), []
+        randomness = TorchRandomness(generator)
+        rows = torch.empty(n, horizon, dtype=torch.int64)  # allocated once: no small objects between batches' tensors
         with tqdm(total=n, desc="sampling", unit="seq", delay=1, leave=False,
                   disable=None if progress is None else not progress) as bar:
             for begin in range(0, n, batch):
                 size = min(batch, n - begin)
-                rows.extend(stop_padding(generate, horizon, stop)([list(prompt)] * size, randomness))
+                rows[begin:begin + size] = torch.tensor(
+                    stop_padding(generate, horizon, stop)([list(prompt)] * size, randomness), dtype=torch.int64)
                 bar.update(size)
-        return torch.tensor(rows, dtype=torch.int64).reshape(n, horizon)
+                release_freed_memory()
+        return rows
     return sample
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hands the heap's freed pages back to the system (glibc's ``malloc_trim``; nothing where the C library has
+    none). Between batches: their large temporaries otherwise leave the heap fragmented and resident memory
+    creeps up batch after batch (SmolLM2's JSON-schema audit, docs/measuring.md: 2.0 GB after 120 batches of 42
+    rows, against 1.5 GB when trimmed)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
