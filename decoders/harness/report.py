@@ -117,11 +117,12 @@ class ReportDocument:
         return asdict(self)
 
 
-#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file): about 12 minutes for SmolLM2-135M on 2
-#: CPU cores (70-90 ms a token), against 3 for the shipped pair's defaults. Its benchmark prompts are the rewrite task.
+#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
+#: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
+#: are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=())  # 15 min on 2 EPYC cores; policies: +11 min
+                                     tree_budgets=(8,), policies=())
 
 
 def by_temperature(mapping: dict) -> dict:
