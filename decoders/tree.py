@@ -27,6 +27,7 @@ from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, adjusted_probs, check_probs, history_of
 from decoders.tree_verify import residual, verify_node
+from decoders.models.protocol import check_model, prefill_call
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree
 
@@ -177,9 +178,7 @@ def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
     """Both models have tree attention and one vocabulary; ``config``'s top-k candidates fit in it."""
     check_models(target, draft)
     for role, model in (("target", target), ("draft", draft)):
-        if not hasattr(model, "forward_tree"):
-            raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT, a Hugging Face "
-                             f"model or a history draft), got {type(model).__name__}")
+        check_model(model, role, tree=True)
     if config is None or config.verifier != "target-only":
         return
     tree = config.tree
@@ -262,7 +261,7 @@ class TreeStep:
             state.target_unfed = None
         if dynamic:  # the draft scored other nodes than it kept: drop them, then append the accepted path
             draft.truncate(state.draft_state, state.draft_state.lengths)
-            getattr(draft, "append", draft.forward)(tokens.gather(1, path), state.draft_state, accepted + 1)
+            prefill_call(draft)(tokens.gather(1, path), state.draft_state, accepted + 1)
         else:
             draft.commit_path(state.draft_state, path, accepted + 1)
 

@@ -37,6 +37,7 @@ from decoders.harness.tree_bench import bench_trees, check_budgets
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
+from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice
@@ -141,7 +142,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
-    tree_stage = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
+    tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
     trees = policies = None
     with tqdm(total=3 + tree_stage + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")

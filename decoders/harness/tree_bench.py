@@ -32,6 +32,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
+from decoders.models.protocol import has_tree
 from spectheory.metrics import EngineCounts
 from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
@@ -223,7 +224,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     continuations. Returns the JSON document."""
     budgets = check_budgets(budgets)
     new = settings.max_new_tokens
-    if not hasattr(draft, "forward_tree"):
+    if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
     with tqdm(total=None, desc=f"trees {draft_name}", disable=progress is False, leave=False) as bar:
         def ar(prompt):
