@@ -26,9 +26,9 @@ from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_chi
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, adjusted_probs, check_probs, history_of
-from decoders.tree_verify import residual, verify_node
+from decoders.verification import residual, verify_node
 from decoders.models.protocol import check_model, prefill_call
-from spectheory.multidraft import VERIFIERS
+from decoders.verification import TREE_VERIFIERS as VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",

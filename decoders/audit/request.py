@@ -14,7 +14,7 @@ from decoders.models.hf_generate import SCHEDULES, check_hf_sampling
 from decoders.policies import POLICIES
 from decoders.sampling import Sampling
 from decoders.tree import DynamicTree
-from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
+from decoders.verification import TREE_VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 

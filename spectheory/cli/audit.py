@@ -15,8 +15,7 @@ from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
-from spectheory.block_verification import VERIFIERS
-from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
+from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
 from decoders.policies import POLICIES
 from spectheory.cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
 from spectheory.cli.options import names
@@ -47,9 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         f"tokenizer")
     add_sampler_arguments(parser, SAMPLERS, SCHEDULES)
     parser.add_argument("--vocabulary", type=int, default=5, help=f"tiny models' vocabulary, 2 to {MAX_VOCABULARY}")
-    parser.add_argument("--verifier", choices=VERIFIERS + tuple(sorted(TREE_VERIFIERS)),
+    parser.add_argument("--verifier", choices=CHAIN_VERIFIERS + TREE_VERIFIERS,
                         help="token (Algorithm 1, the default) or block verification; with --decoder tree "
-                             f"{', '.join(sorted(TREE_VERIFIERS))} (default target-only)")
+                             f"{', '.join(TREE_VERIFIERS)} (default target-only)")
     parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2); prompt + horizon "
                         "+ gamma + 1 must fit the target's context (64 for the tiny models, 256 shipped)")
     parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")
