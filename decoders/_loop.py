@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from decoders.models.protocol import check_model, model_calls, prefill_call
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["as_prompts", "Unfed", "unfed", "new_state", "prefill", "forward_after", "park", "Output", "PhaseTimer",
@@ -42,6 +44,10 @@ def as_prompts(prompts, vocab_size: int, eos: int | None = None, stop: tuple = (
 
 
 def check_models(target, draft=None) -> None:
+    """Both models keep the protocol (``decoders.models.protocol``) and share a vocabulary."""
+    check_model(target, "target")
+    if draft is not None:
+        check_model(draft, "draft")
     if draft is not None and draft.vocab_size != target.vocab_size:
         raise ValueError(f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, "
                          f"target {target.vocab_size}")
@@ -89,7 +95,7 @@ def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = N
     tokens after the longest prompt (None: the model's whole context)."""
     state, body = new_state(model, prompts, room), unfed(prompts, model.device, held)
     if body.tokens.shape[1] > 0:
-        getattr(model, "append", model.forward)(body.tokens, state, body.counts)  # no logits are read: skip the head
+        prefill_call(model)(body.tokens, state, body.counts)  # no logits are read: skip the head where it can
     return state
 
 
@@ -98,7 +104,7 @@ def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None) -> 
     prompt tokens (None: none), whose logits are never computed where the model can skip them (``keep``)."""
     if pending is None or pending.tokens.shape[1] == 0:
         return model.forward(tokens, state)
-    (batch, width), longest = tokens.shape, pending.tokens.shape[1]
+    width, longest = tokens.shape[1], pending.tokens.shape[1]
     if pending.shortest == longest:  # rows of one length: the new tokens follow every row's prompt
         return model.forward(torch.cat([pending.tokens, tokens], dim=1), state, None, width)
     at = pending.counts[:, None] + torch.arange(width, device=tokens.device)  # [B, W], each row's new positions
@@ -148,9 +154,8 @@ class _Watched:
 
     def __init__(self, model, timer: "PhaseTimer") -> None:
         self._model = model
-        for name in MODEL_CALLS:  # bound once: a call costs the timing alone
-            if hasattr(model, name):
-                setattr(self, name, timer.timed(getattr(model, name)))
+        for name in model_calls(model, MODEL_CALLS):  # bound once: a call costs the timing alone
+            setattr(self, name, timer.timed(getattr(model, name)))
 
     def __getattr__(self, name: str):
         return getattr(self._model, name)

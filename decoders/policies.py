@@ -291,14 +291,18 @@ class MovingAveragePolicy(DraftPolicy):
         return f"moving-average (steps {self.steps})"
 
 
+#: The batch-schedule policy's default: batch size -> draft length.
+BATCH_SCHEDULE = {1: 4, 8: 2, 32: 1}
+
+
 class BatchSchedulePolicy(DraftPolicy):
     """vLLM's ``num_speculative_tokens_per_batch_size`` / TensorRT-LLM's ``draft_len_schedule``: the draft length
-    is a function of the batch size (the entry of the largest size <= the batch; default {4: 4, 8: 2, 32: 1})."""
+    is a function of the batch size (the entry of the largest size <= the batch; default {1: 4, 8: 2, 32: 1})."""
 
     name = "batch-schedule"
 
     def __init__(self, schedule: dict | None = None, batch_size: int | None = None) -> None:
-        self.schedule = {int(k): int(v) for k, v in (schedule or {1: 4, 8: 2, 32: 1}).items()}
+        self.schedule = {int(k): int(v) for k, v in (schedule or BATCH_SCHEDULE).items()}
         self.batch_size = batch_size  # the decoding batch size, where it is not the rows (the exact audit's branches)
         super().__init__(max(max(self.schedule.values()), 1))
 
@@ -344,5 +348,5 @@ def make_policy(name: str, *, gamma: int = 4, cap: int | None = None, calibratio
         steps = {size: tuple(min(step, most(step)) for step in candidates) for size, candidates in SGLANG_STEPS.items()}
         return MovingAveragePolicy(steps, batch_size=batch_size)
     if name == "batch-schedule":
-        return BatchSchedulePolicy({size: most(length) for size, length in {1: 4, 8: 2, 32: 1}.items()}, batch_size)
+        return BatchSchedulePolicy({size: most(length) for size, length in BATCH_SCHEDULE.items()}, batch_size)
     raise ValueError(f"policy must be one of {POLICIES}, got {name!r}")

@@ -11,6 +11,8 @@ __all__ = ["DecodeStats", "Generation"]
 class DecodeStats:
     """Statistics of one run.
 
+    ``target_calls``, ``draft_calls``: each model's forward passes after the prefill (a chain's draft makes gamma
+    per iteration, a tree's depth + 1).
     ``accepted_per_iteration``: per iteration, the accepted draft tokens of each row still generating
     (rows that had finished are left out); tokens per iteration add the correction/bonus token.
     ``proposed_per_iteration``: the same for the draft tokens proposed (gamma, or fewer for a draft that

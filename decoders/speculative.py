@@ -23,7 +23,8 @@ from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, processed_logits, proposes
-from spectheory.block_verification import VERIFIERS
+from decoders.verification import (CHAIN_VERIFIERS as VERIFIERS, accept_block, accept_tokens, draft_ratio,
+                                    next_token_law)
 from spectheory.validation import as_positive_int
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
@@ -107,45 +108,6 @@ def _token_zero(like: torch.Tensor) -> torch.Tensor:
                                        like.shape[-1]).to(like.dtype)
 
 
-def _at(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Each row's position ``index[b]`` of ``x: [B, S, V]`` -> ``[B, V]``."""
-    return x.gather(1, index[:, None, None].expand(-1, 1, x.shape[-1]))[:, 0]
-
-
-def _draft_ratio(p, q, drafted, proposed) -> torch.Tensor:
-    """P_i(x_i) / Q_i(x_i) at the proposed positions, 0 elsewhere.  # [B, gamma]"""
-    p_x = torch.gather(p[:, :-1], 2, drafted[..., None])[..., 0]
-    q_x = torch.gather(q, 2, drafted[..., None])[..., 0]  # > 0 where proposed: x_i was drawn from q_i
-    return torch.where(proposed, p_x / q_x, 0.0)  # elsewhere 0 (where 0 / 0 would be NaN)
-
-
-def _accept_block(p, q, ratio, proposed, randomness: Randomness) -> tuple[torch.Tensor, torch.Tensor]:
-    """Block verification (Sun et al.) over each row's m proposed tokens: tau ``[B]`` and the weights of
-    the next token's law ``[B, V]`` (docs/theory.md §5, with gamma = m per row)."""
-    batch, gamma = ratio.shape
-    m = proposed.sum(dim=1)  # [B], proposals are a prefix
-    path = [torch.ones(batch, dtype=p.dtype, device=p.device)]  # p_0..p_gamma
-    for i in range(gamma):
-        path.append(torch.clamp(path[-1] * ratio[:, i], max=1.0))
-    path = torch.stack(path, dim=1)  # [B, gamma + 1]
-    q_padded = torch.cat([q, torch.zeros_like(q[:, :1])], dim=1)  # [B, gamma + 1, V], Q_{gamma+1} := 0
-    leftover = (path[..., None] * p - q_padded).clamp(min=0.0)  # [B, gamma + 1, V], max(0, p_i P_{i+1} - Q_{i+1})
-    excess = leftover.sum(dim=-1)  # [B, gamma + 1], Z_{i+1}
-    denominator = excess + 1 - path
-    stop = torch.where(denominator > 0, excess / denominator.clamp(min=torch.finfo(p.dtype).tiny), 1.0)
-    index = torch.arange(gamma + 1, device=p.device)
-    stop = torch.where(index == m[:, None], path, stop)  # h_m = p_m
-    stop = torch.where(index > m[:, None], 0.0, stop)
-    hits = randomness.bernoulli(stop[:, 1:])  # [B, gamma], h_1..h_gamma
-    hits = torch.cat([torch.ones_like(hits[:, :1]), hits], dim=1)  # h_0 = 1: tau = 0 when nothing later hits
-    tau = gamma - torch.argmax(hits.flip(1).to(torch.int64), dim=1)  # the largest hit
-    rows = torch.arange(batch, device=p.device)
-    residual = leftover[rows, tau]
-    # tau < m with no leftover mass has probability 0; rounding can still pick it: fall back to P_{tau+1}.
-    use_residual = (tau < m) & (residual.sum(dim=-1) > 0)
-    return tau, torch.where(use_residual[:, None], residual, p[rows, tau])
-
-
 class SpeculativeStep:
     """One iteration of Algorithm 1 (or block verification) in named phases: ``draft``, ``verify``,
     ``accept`` and ``correct``, then ``rollback``. Calling it runs the iteration and updates ``committed``
@@ -223,25 +185,15 @@ class SpeculativeStep:
 
     def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
         """p_i(x_i) / q_i(x_i) at the proposed positions, 0 elsewhere. # [B, gamma]"""
-        return _draft_ratio(p, q, drafted, proposed)
+        return draft_ratio(p, q, drafted, proposed)
 
     def accept(self, ratio, proposed, config: SpeculativeConfig, randomness: Randomness) -> torch.Tensor:
-        """Token verification: accept x_i with min(1, p_i(x_i) / (l q_i(x_i))) up to the first rejection -> ``[B]``."""
-        ratio = ratio if config.lenience == 1 else ratio / config.lenience
-        short = config.gamma - ratio.shape[1]
-        if short:  # a policy drafted fewer: the draws keep gamma's shape (see draft)
-            ratio, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (ratio, proposed))
-        accepted = randomness.bernoulli(ratio.clamp(max=1.0)) & proposed  # [B, gamma]
-        return accepted.cummin(dim=1).values.sum(dim=1)  # the accepted run before the first rejection
+        """Token verification (``decoders.verification.accept_tokens``) at gamma's shape -> accepted ``[B]``."""
+        return accept_tokens(ratio, proposed, config.lenience, config.gamma, randomness)
 
     def next_weights(self, p, q, accepted, proposed) -> torch.Tensor:
-        """The law of the token after the accepted ones: norm(max(0, p - q)) after a rejection, else p. # [B, V]"""
-        rejected = accepted < proposed.sum(dim=1)  # [B]; proposals are a prefix, so it stopped at a rejection
-        p_next = _at(p, accepted)  # [B, V]
-        q_next = _at(q, accepted.clamp(max=q.shape[1] - 1))  # [B, V], used only where rejected
-        residual = (p_next - torch.where(rejected[:, None], q_next, 0.0)).clamp_(min=0.0)
-        empty = residual.sum(dim=-1, keepdim=True) <= 0  # rounding left no residual mass: fall back to p
-        return torch.where(empty, p_next, residual)
+        """The law of the token after the accepted ones (``decoders.verification.next_token_law``). # [B, V]"""
+        return next_token_law(p, q, accepted, proposed)
 
     def correct(self, weights, drafted, proposed, accepted, randomness: Randomness) -> torch.Tensor:
         """The token after the accepted ones, drawn from ``weights``. # [B]"""
@@ -278,7 +230,7 @@ class SpeculativeStep:
                 accepted = self.accept(ratio, proposed, config, randomness)
                 weights = self.next_weights(p, q, accepted, proposed)
             else:
-                accepted, weights = _accept_block(p, q, ratio, proposed, randomness)
+                accepted, weights = accept_block(p, q, ratio, proposed, randomness)
         with timer.phase("correct"):
             last = self.correct(weights, drafted, proposed, accepted, randomness)  # [B]
             # The old last token, then the new ones: the accepted drafts and ``last`` after them.

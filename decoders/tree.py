@@ -26,8 +26,9 @@ from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_chi
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, adjusted_probs, check_probs, history_of
-from decoders.tree_verify import residual, verify_node
-from spectheory.multidraft import VERIFIERS
+from decoders.verification import residual, verify_node
+from decoders.models.protocol import check_model, prefill_call
+from decoders.verification import TREE_VERIFIERS as VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
@@ -177,9 +178,7 @@ def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
     """Both models have tree attention and one vocabulary; ``config``'s top-k candidates fit in it."""
     check_models(target, draft)
     for role, model in (("target", target), ("draft", draft)):
-        if not hasattr(model, "forward_tree"):
-            raise ValueError(f"the tree decoder needs tree attention in the {role} (TinyGPT, a Hugging Face "
-                             f"model or a history draft), got {type(model).__name__}")
+        check_model(model, role, tree=True)
     if config is None or config.verifier != "target-only":
         return
     tree = config.tree
@@ -221,12 +220,56 @@ class TreeStep:
         """The law at a node whose walk ends without a rejection there: p (``logits`` are the raw ones)."""
         return p
 
+    def walk(self, p, q, logits, tokens, children, config: TreeConfig, randomness: Randomness) -> tuple:
+        """The verifier's walk from the root, node by node: the law of the token after it ``[B, V]`` (the residual
+        where it stopped at a rejection, the bonus law at a leaf or the deepest level), the path ``[B, depth + 1]``
+        of nodes (root first; repeated once a row stops) and the accepted child ranks ``[B, depth]`` (0: none)."""
+        batch = len(tokens)
+        rows = torch.arange(batch, device=tokens.device)
+        node = torch.zeros(batch, dtype=torch.int64, device=tokens.device)
+        path, ranks = [node], []
+        weights = torch.zeros_like(p[:, 0])
+        walking = torch.ones(batch, dtype=torch.bool, device=tokens.device)
+        for _ in range(config.tree.depth):
+            kids = torch.where(walking[:, None], children[rows, node], -1)  # [B, width]; stopped rows draw nothing
+            rank, residual = self.verify_node(p[rows, node], q[rows, node], kids,
+                                              tokens.gather(1, kids.clamp(min=0)), config.verifier, randomness)
+            leaf = children[rows, node][:, 0] < 0
+            stopped = walking & (rank == 0)
+            weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
+            bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
+            weights = torch.where((stopped & leaf)[:, None], bonus, weights)  # a leaf: the bonus
+            walking = walking & (rank > 0)
+            node = torch.where(walking, kids.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0], node)
+            path.append(node), ranks.append(torch.where(walking, rank, 0))
+        bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
+        weights = torch.where(walking[:, None], bonus, weights)  # walked to the deepest level: the bonus
+        return weights, torch.stack(path, dim=1), torch.stack(ranks, dim=1)
+
+    @staticmethod
+    def commit(target, draft, state: TreeState, tokens, path, accepted, dynamic: bool, lead) -> None:
+        """Both models keep the accepted path ``path: [B, depth + 1]`` (its first ``accepted + 1`` nodes); after the
+        target's first call (``lead``: ``prompt_chain``'s, else None) it keeps the prompt's chain before it too."""
+        if lead is None:
+            target.commit_path(state.target_state, path, accepted + 1)
+        else:  # the prompt's chain, then the accepted path
+            counts = state.target_unfed.counts
+            chain = torch.cat([lead, torch.zeros_like(path)], dim=1)  # [B, P + depth + 1]
+            after = counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, depth + 1]
+            chain.scatter_(1, after, path + lead.shape[1])
+            target.commit_path(state.target_state, chain, counts + accepted + 1)
+            state.target_unfed = None
+        if dynamic:  # the draft scored other nodes than it kept: drop them, then append the accepted path
+            draft.truncate(state.draft_state, state.draft_state.lengths)
+            prefill_call(draft)(tokens.gather(1, path), state.draft_state, accepted + 1)
+        else:
+            draft.commit_path(state.draft_state, path, accepted + 1)
+
     def __call__(self, target, draft, state: TreeState, config: TreeConfig, randomness: Randomness,
                  timer: PhaseTimer | None = None) -> TreeOutcome:
         """One iteration (module docstring); updates ``state`` in place."""
         timer = timer or PhaseTimer(target.device, profile=False)
         tree, batch = config.tree, len(state.last)
-        rows = torch.arange(batch, device=target.device)
         dynamic = isinstance(tree, DynamicTree)
         with timer.phase("draft"):
             if dynamic:  # each row's own tree
@@ -246,42 +289,11 @@ class TreeStep:
             p = adjusted_probs(logits, config.sampling, validate=False, history=history)
             check_probs(p, models={"target": p})
         with timer.phase("accept"):
-            node = torch.zeros(batch, dtype=torch.int64, device=target.device)
-            path, ranks = [node], []
-            weights = torch.zeros_like(p[:, 0])
-            walking = torch.ones(batch, dtype=torch.bool, device=target.device)
-            for _ in range(tree.depth):
-                kids = torch.where(walking[:, None], children[rows, node], -1)  # [B, width]; stopped rows draw nothing
-                rank, residual = self.verify_node(p[rows, node], q[rows, node], kids,
-                                                  tokens.gather(1, kids.clamp(min=0)), config.verifier, randomness)
-                leaf = children[rows, node][:, 0] < 0
-                stopped = walking & (rank == 0)
-                weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
-                bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
-                weights = torch.where((stopped & leaf)[:, None], bonus, weights)  # a leaf: the bonus
-                walking = walking & (rank > 0)
-                node = torch.where(walking, kids.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0], node)
-                path.append(node), ranks.append(torch.where(walking, rank, 0))
-            bonus = self.bonus_law(p[rows, node], logits[rows, node], config.sampling)
-            weights = torch.where(walking[:, None], bonus, weights)  # walked to the deepest level: the bonus
-            path, ranks = torch.stack(path, dim=1), torch.stack(ranks, dim=1)  # [B, depth + 1], [B, depth]
+            weights, path, ranks = self.walk(p, q, logits, tokens, children, config, randomness)
             accepted = ranks.gt(0).sum(dim=1)
         with timer.phase("correct"):
             last = randomness.categorical(weights)
-            if lead is None:
-                target.commit_path(state.target_state, path, accepted + 1)
-            else:  # the prompt's chain, then the accepted path
-                counts = state.target_unfed.counts
-                chain = torch.cat([lead, torch.zeros_like(path)], dim=1)  # [B, P + depth + 1]
-                after = counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, depth + 1]
-                chain.scatter_(1, after, path + lead.shape[1])
-                target.commit_path(state.target_state, chain, counts + accepted + 1)
-                state.target_unfed = None
-            if dynamic:  # the draft scored other nodes than it kept: drop them, then append the accepted path
-                draft.truncate(state.draft_state, state.draft_state.lengths)
-                getattr(draft, "append", draft.forward)(tokens.gather(1, path), state.draft_state, accepted + 1)
-            else:
-                draft.commit_path(state.draft_state, path, accepted + 1)
+            self.commit(target, draft, state, tokens, path, accepted, dynamic, lead)
             new = tokens.gather(1, path)  # [B, depth + 1]: the root, then the path
             new = torch.cat([new[:, 1:], last[:, None]], dim=1)
             new.scatter_(1, accepted[:, None], last[:, None])
@@ -324,7 +336,8 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
         for b in active:
             output.extend(b, tokens[b][:counts[b] + 1])
     iterations = len(accepted_log)
-    stats = DecodeStats(iterations, iterations, iterations * config.tree.depth, tuple(accepted_log), (),
+    draft_calls = iterations * (config.tree.depth + 1)  # a call per level, the leaves' (or the appended path's) last
+    stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log), (),
                         timer.finish(), accepted_ranks=tuple(ranks_log))
     return Generation(tuple(tuple(row) for row in output.rows), stats)
 

@@ -17,7 +17,7 @@ from sims._draws import RowSampler, categorical, leading_true_count
 from sims._stats import Estimate, Moments, as_generator, mean_estimate, ratio_estimate
 from sims.families import Contexts
 from spectheory.validation import as_cost, as_distribution_pair, as_lenience, as_positive_int
-from spectheory.acceptance import rejection_sampling_acceptance
+from spectheory.acceptance import excess, rejection_sampling_acceptance
 from spectheory.block_verification import VERIFIERS
 
 __all__ = ["NO_TOKEN", "TokenLevelRun", "simulate_speculative", "simulate_rejection_sampling", "residual_weights"]
@@ -100,7 +100,7 @@ class TokenLevelRun:
 
 def residual_weights(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """max(0, p - q), the unnormalised law a rejected draft token is replaced from (Algorithm 1)."""
-    return np.maximum(p - q, 0.0)
+    return excess(p, q)
 
 
 def simulate_speculative(rng: np.random.Generator, contexts: Contexts, gamma: int, iterations: int, *,
@@ -191,11 +191,11 @@ def _verify_block_slab(rng: np.random.Generator, target: np.ndarray, drafted_fro
     for i in range(gamma):
         path[:, i + 1] = np.minimum(1.0, path[:, i] * ratio[:, i])
     # [n, gamma + 1, V], max(0, p_i P_{i+1} - Q_{i+1}) at index i
-    leftover = np.maximum(path[:, :, None] * target - drafted_from, 0.0)
-    excess = leftover[:, :gamma].sum(axis=2)  # [n, gamma], Z_{i+1} for i < gamma
-    denominator = excess + 1 - path[:, :gamma]
+    leftover = excess(path[:, :, None] * target, drafted_from)
+    mass = leftover[:, :gamma].sum(axis=2)  # [n, gamma], Z_{i+1} for i < gamma
+    denominator = mass + 1 - path[:, :gamma]
     # p_i = 1 and Z_{i+1} = 0 only when everything so far was accepted with certainty: keep it.
-    stop = np.divide(excess, denominator, out=np.ones_like(excess), where=denominator > 0)  # [n, gamma]
+    stop = np.divide(mass, denominator, out=np.ones_like(mass), where=denominator > 0)  # [n, gamma]
     stop[:, 0] = 1.0
     stop = np.concatenate([stop, path[:, gamma:]], axis=1)  # [n, gamma + 1], h_0..h_gamma
     hits = rng.random((count, gamma + 1)) < stop  # column 0 always hits

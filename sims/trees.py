@@ -17,7 +17,8 @@ import numpy as np
 
 from sims._draws import categorical
 from sims._stats import Estimate, as_generator, mean_estimate
-from spectheory.multidraft import VERIFIERS, kseq_rho
+from spectheory.acceptance import excess
+from spectheory.multidraft import VERIFIERS, kseq_correction, kseq_rho
 from spectheory.trees import Tree, check_rank_acceptance
 from spectheory.validation import as_distribution_pair, as_positive_int
 
@@ -40,16 +41,13 @@ def verify_draws(rng: np.random.Generator, p: np.ndarray, q: np.ndarray, k: int,
     rows = np.arange(trials)
     if verifier == "kseq":
         rho = kseq_rho(p, q, k)
-        a = np.minimum(q, p / rho)
-        beta = a.sum()
         for j in range(1, k + 1):
             x = categorical(rng, np.broadcast_to(q, (trials, V)))
             hit = (emitted < 0) & (rng.random(trials) * rho * q[x] < p[x])  # U < min(1, p / (rho q))
             emitted[hit], rank[hit] = x[hit], j
         left = emitted < 0
         if left.any():
-            correction = p if beta == 0 else np.maximum(p - (1 - (1 - beta) ** k) / beta * a, 0.0)
-            emitted[left] = categorical(rng, np.broadcast_to(correction, (int(left.sum()), V)))
+            emitted[left] = categorical(rng, np.broadcast_to(kseq_correction(p, q, k), (int(left.sum()), V)))
         return emitted, rank
     if verifier == "target-only":
         for j, candidate in enumerate(np.argsort(-q, kind="stable")[:k], start=1):
@@ -68,8 +66,8 @@ def verify_draws(rng: np.random.Generator, p: np.ndarray, q: np.ndarray, k: int,
             hit = live & (rng.random(trials) * q_j[rows, x] < r[rows, x])  # U < min(1, r(x) / q_j(x))
             emitted[hit], rank[hit] = x[hit], j
             missed = live & ~hit
-            excess = np.maximum(r - q_j, 0.0)
-            r = np.where(missed[:, None] & (excess.sum(axis=1, keepdims=True) > 0), _normalised(excess), r)
+            left = excess(r, q_j)
+            r = np.where(missed[:, None] & (left.sum(axis=1, keepdims=True) > 0), _normalised(left), r)
             if verifier == "rrs-without-replacement":
                 draft[missed, x[missed]] = 0.0
     left = emitted < 0

@@ -12,6 +12,7 @@ import numpy as np
 from spectheory.validation import SUM_TOLERANCE, as_distribution_pair, as_lenience, as_real
 
 __all__ = [
+    "excess",
     "d_lk",
     "total_variation",
     "acceptance_probability",
@@ -74,3 +75,9 @@ def rejection_sampling_acceptance(p, q, *, atol: float = SUM_TOLERANCE) -> np.nd
         ratio = np.where(p > 0, p / q, 0.0)  # [..., V]; +inf where q(x) = 0 < p(x)
     bound = ratio.max(axis=-1)  # [...]; M >= 1 because p and q both sum to 1
     return p.sum(axis=-1) / bound
+
+
+def excess(r, q) -> np.ndarray:
+    """(r - q)+, unnormalised: the mass a rejection of a draw from q leaves of the law r (docs/theory.md §1); the
+    numpy rule the theory and the simulators share (the decoders' is ``decoders.verification.excess``)."""
+    return np.maximum(np.asarray(r, dtype=float) - q, 0.0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair
 from spectheory.positional import accepted_count_distribution
 
@@ -68,10 +69,10 @@ def _block_tau_law(target: np.ndarray, draft: np.ndarray, ratio: np.ndarray) -> 
     stop = np.empty((count, gamma + 1))  # [N, gamma + 1], h_0..h_gamma (h_0 = 1: tau >= 0 always)
     stop[:, 0], stop[:, gamma] = 1.0, path[:, gamma]
     for i in range(1, gamma):
-        excess = np.maximum(0.0, path[:, i, None] * target[i] - draft[i]).sum(axis=1)  # [N], Z_{i+1}
-        denominator = excess + 1 - path[:, i]
+        mass = excess(path[:, i, None] * target[i], draft[i]).sum(axis=1)  # [N], Z_{i+1}
+        denominator = mass + 1 - path[:, i]
         # p_i = 1 and Z_{i+1} = 0 only when everything so far was accepted with certainty: keep it.
-        stop[:, i] = np.divide(excess, denominator, out=np.ones(count), where=denominator > 0)
+        stop[:, i] = np.divide(mass, denominator, out=np.ones(count), where=denominator > 0)
     # P(tau = i) = h_i prod_{j>i} (1 - h_j): the product of misses above i, by reversed cumprod.
     misses_above = np.cumprod((1 - stop)[:, :0:-1], axis=1)[:, ::-1]  # [N, gamma], prod_{j>i} for i < gamma
     misses_above = np.concatenate([misses_above, np.ones((count, 1))], axis=1)  # [N, gamma + 1]

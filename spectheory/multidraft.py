@@ -33,9 +33,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair, as_positive_int
 
-__all__ = ["VERIFIERS", "rank_acceptance", "rrs", "rrs_without_replacement", "kseq", "kseq_rho", "top_k",
+__all__ = ["VERIFIERS", "rank_acceptance", "rrs", "rrs_without_replacement", "kseq", "kseq_rho", "kseq_scale",
+           "kseq_correction", "top_k",
            "optimal_iid_acceptance", "spectr_upper_bound", "residual"]
 
 #: Largest V for the enumerations (2^V token sets; ordered draws without replacement), and most ordered draws.
@@ -53,9 +55,9 @@ def _pair(p, q) -> tuple[np.ndarray, np.ndarray]:
 def residual(r: np.ndarray, q: np.ndarray) -> np.ndarray:
     """norm((r - q)+), the law after a rejection; r itself where (r - q)+ has no mass (then q >= r everywhere,
     so q = r and every test accepts)."""
-    excess = np.maximum(r - q, 0.0)
-    total = excess.sum()
-    return excess / total if total > 0 else r
+    left = excess(r, q)
+    total = left.sum()
+    return left / total if total > 0 else r
 
 
 def rrs(p, q, k: int) -> np.ndarray:
@@ -108,20 +110,32 @@ def kseq_rho(p, q, k: int, *, tolerance: float = 1e-13) -> float:
     p, q = _pair(p, q)
     k = as_positive_int("k", k)
 
-    def excess(rho: float) -> float:
-        beta = np.minimum(q, p / rho).sum()
-        return (1.0 - (1.0 - beta) ** k) / beta - rho if beta > 0 else k - rho  # c -> k as beta -> 0
+    def gap(rho: float) -> float:
+        return kseq_scale(np.minimum(q, p / rho).sum(), k) - rho
 
     if np.minimum(q, p).sum() == 0:  # disjoint supports: nothing is ever accepted, the correction is p
         return 1.0
 
     low, high = 1.0, float(k)
-    if excess(low) <= 0:
+    if gap(low) <= 0:
         return low
     while high - low > tolerance:
         middle = (low + high) / 2
-        low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+        low, high = (middle, high) if gap(middle) > 0 else (low, middle)
     return high
+
+
+def kseq_scale(beta: float, k: int) -> float:
+    """SpecTr's c = (1 - (1 - beta)^k) / beta, the chance that one of k drafts is accepted over beta (k as beta -> 0)."""
+    return (1.0 - (1.0 - beta) ** k) / beta if beta > 0 else float(k)
+
+
+def kseq_correction(p, q, k: int) -> np.ndarray:
+    """K-SEQ's law after k rejections, unnormalised: (p - c a)+ with a = min(q, p / rho); p where beta = 0."""
+    p, q = _pair(p, q)
+    a = np.minimum(q, p / kseq_rho(p, q, k))
+    beta = a.sum()
+    return p if beta == 0 else excess(p, kseq_scale(beta, k) * a)
 
 
 def kseq(p, q, k: int) -> np.ndarray:

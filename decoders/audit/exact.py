@@ -44,6 +44,7 @@ __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculativ
 
 Law = dict  # tuple of token ids -> probability
 TOLERANCE = 1e-9  # float64 sums over at most a few thousand branches are good to ~1e-15
+BRANCH_BATCH = 4096  # most branches the prefix programme runs in one batch (its rows' states are the memory)
 
 
 class Enumerator:
@@ -184,8 +185,10 @@ def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int
             length = min(len(prefix) for prefix in frontier)
             prefixes = [prefix for prefix in frontier if len(prefix) == length]
             masses = [frontier.pop(prefix) for prefix in prefixes]
-            sources, scripts = list(range(len(prefixes))), [()] * len(prefixes)
-            while scripts:
+            pending = [(source, ()) for source in range(len(prefixes))]  # (prefix, script) of branches still to run
+            while pending:  # at most BRANCH_BATCH rows a run: memory stays bounded however many branches there are
+                sources, scripts = zip(*pending[-BRANCH_BATCH:])
+                del pending[-BRANCH_BATCH:]
                 enumerator = Enumerator(scripts)
                 emitted = iterate([list(prompt) + list(prefixes[s]) for s in sources], enumerator)
                 for row, source in enumerate(sources):
@@ -199,8 +202,7 @@ def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int
                         frontier[child] = frontier.get(child, 0.0) + mass
                 branches += enumerator.rows
                 bar.update(enumerator.rows)
-                sources = [sources[row] for row, _ in enumerator.branches]
-                scripts = [script for _, script in enumerator.branches]
+                pending.extend((sources[row], script) for row, script in enumerator.branches)
     return dict(law), branches
 
 

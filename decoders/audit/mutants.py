@@ -18,7 +18,8 @@ import torch
 from decoders.randomness import Randomness
 from decoders.grammar import GrammarSpec
 from decoders.sampling import History, Sampling, adjusted_probs
-from decoders.speculative import REFERENCE_STEP, SpeculativeStep, _draft_ratio
+from decoders.speculative import REFERENCE_STEP, SpeculativeStep
+from decoders.verification import draft_ratio
 
 __all__ = ["Mutant", "MUTANTS", "mutant", "OneUniformPerRow"]
 
@@ -33,7 +34,7 @@ class ResidualFromTarget(SpeculativeStep):
 class InvertedRatio(SpeculativeStep):
     def ratio(self, p, q, drafted, proposed):
         q_in_place_of_p = torch.cat([q, p[:, -1:]], dim=1)  # [B, gamma + 1, V], read where p is read
-        return _draft_ratio(q_in_place_of_p, p[:, :-1], drafted, proposed)  # q / p instead of p / q
+        return draft_ratio(q_in_place_of_p, p[:, :-1], drafted, proposed)  # q / p instead of p / q
 
 
 class DraftTestedAtTemperatureOne(SpeculativeStep):
@@ -58,7 +59,7 @@ class NoRollback(SpeculativeStep):
 
 class VerifiedOnePositionLate(SpeculativeStep):
     def ratio(self, p, q, drafted, proposed):
-        return _draft_ratio(torch.cat([p[:, 1:], p[:, -1:]], dim=1), q, drafted, proposed)  # p_{i+1}(x_i)
+        return draft_ratio(torch.cat([p[:, 1:], p[:, -1:]], dim=1), q, drafted, proposed)  # p_{i+1}(x_i)
 
 
 class RejectedTokenKept(SpeculativeStep):

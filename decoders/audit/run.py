@@ -4,147 +4,35 @@ returns the report with a one-line description of what was audited (docs/theory.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
+from decoders.audit.request import DECODERS, METHODS, AuditRequest, tree_shape
 from decoders.audit.samples import read_samples
 from decoders.harness.alpha import acceptance_calibration, text_windows
-from decoders.models.hf_generate import SCHEDULES, assisted_options, check_hf_sampling, hf_generate
+from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.harness.inputs import check_tokenizers, encode_text, read_text
 from decoders.randomness import TorchRandomness
-from decoders.harness.zoo import REAL_MODELS
-from decoders.models.gguf import is_gguf_file
-from decoders.models.hf import is_model_directory
-from decoders.policies import POLICIES, make_policy
+from decoders.policies import make_policy
 from decoders.autoregressive import generate_autoregressive
-from decoders.sampling import Sampling, stop_padded
+from decoders.sampling import stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
-from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
-from spectheory.trees import Tree
-from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 
 __all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair",
            "tree_shape"]
 
-DECODERS = ("speculative", "autoregressive", "tree")
-MAX_EXACT_TREE_DRAWS = 100_000  # draft-draw branches of one tree iteration the exact audit enumerates
-#: Whose sampler is audited: our decoder, or transformers' plain or assisted generation (batch 1, a black box).
-SAMPLERS = ("ours", "hf-generate", "hf-assisted")
-METHODS = ("dp", "whole-run", "batch")  # exact: prefix dynamic programme, whole runs, whole runs of a batch
 BATCH_ROWS = 2  # the batch method's rows, each a copy of the prompt
-MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enumeration beyond it
 SHIPPED_PROMPT = "import "
 SHIPPED_BATCH = 256  # sequences per decoder call: the shipped target's cache is 6 MB per row
 TINY_BATCH = 8192
 HF_BATCH = 64  # a Hugging Face pair: models of any size, so modest batches
 HF_BATCH_CELLS = 1 << 21  # rows x V of one sampling call: large vocabularies sample in smaller batches
 TEXT_PROMPT_TOKENS = 64  # --text: the prompt is a seeded window of the file's text this long (the report's length)
-
-
-@dataclass(frozen=True)
-class AuditRequest:
-    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``), "shipped" or a Hugging Face model
-    directory (then ``draft`` is one too); ``draft`` defaults to "tabular" (tiny) or "transformer" (shipped);
-    ``prompt`` to [1, 2] (tiny), a window of ``text``'s file, or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
-    ``decoders.audit.samples``) the file's continuations are audited instead of a decoder of ours."""
-
-    decoder: str = "speculative"
-    mutant: str | None = None
-    target: str = "tinygpt"
-    draft: str | None = None
-    vocabulary: int = 5
-    verifier: str = "token"
-    gamma: int = 2
-    sampling: Sampling = field(default_factory=Sampling)
-    lenience: float = 1.0
-    prompt: tuple | None = None
-    prompt_text: str | None = None
-    text: str | None = None  # a UTF-8 file: the prompt is a seeded window of its text
-    horizon: int = 4
-    n: int = 20_000
-    level: float = 0.01
-    seed: int = 0
-    exact: str | None = None  # None: statistical; else one of METHODS
-    samples: str | None = None
-    sampler: str = "ours"
-    assistant_tokens: int = 5  # hf-assisted: transformers' num_assistant_tokens, schedule, confidence threshold
-    assistant_schedule: str = "constant"
-    assistant_confidence: float = 0.0
-    tree: str = "kary:2:2"  # the tree decoder's static shape (``tree_shape``)
-    policy: str | None = None  # a draft-length policy of decoders.policies.POLICIES, capped at gamma
-
-    @property
-    def hugging_face(self) -> bool:
-        return self.target not in setups.TARGETS + ("shipped",)
-
-    def __post_init__(self) -> None:
-        if self.hugging_face and not (is_model_directory(self.target) or is_gguf_file(self.target)
-                                      or self.target in REAL_MODELS):
-            raise ValueError(f"target must be one of {setups.TARGETS + ('shipped',) + tuple(REAL_MODELS)}, a GGUF "
-                             f"file or a Hugging Face model directory, got {self.target!r} (nothing is downloaded)")
-        if self.samples is not None and (self.exact or self.mutant):
-            raise ValueError("--samples audits the samples in the file: --exact and --mutant do not apply")
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        if self.sampler != "ours":
-            if not self.hugging_face or self.exact or self.mutant or self.samples is not None:
-                raise ValueError(f"--sampler {self.sampler} audits transformers' generate on a model directory "
-                                 f"(--target DIR), statistically, without --mutant or --samples")
-            check_hf_sampling(self.sampling)
-            as_positive_int("assistant_tokens", self.assistant_tokens)
-            if self.assistant_schedule not in SCHEDULES:
-                raise ValueError(f"assistant_schedule must be one of {SCHEDULES}, got {self.assistant_schedule!r}")
-            if not 0 <= self.assistant_confidence < 1:
-                raise ValueError(f"assistant_confidence must be in [0, 1), got {self.assistant_confidence!r}")
-        as_positive_int("horizon", self.horizon)
-        as_int("n", self.n, low=2, high=statistical.MAX_SAMPLES)
-        as_non_negative_int("seed", self.seed)
-        if self.decoder not in DECODERS:
-            raise ValueError(f"decoder must be one of {DECODERS}, got {self.decoder!r}")
-        if self.exact is not None and self.exact not in METHODS:
-            raise ValueError(f"exact must be one of {METHODS}, got {self.exact!r}")
-        if self.decoder == "tree":
-            tree_shape(self.tree)
-            if self.verifier not in TREE_VERIFIERS:
-                raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
-                                 f"{self.verifier!r}")
-            if self.mutant is not None:
-                tree_mutants.tree_mutant(self.mutant)
-            draws = 0 if self.verifier == "target-only" else tree_shape(self.tree).size - 1
-            if self.exact and draws * math.log(self.vocabulary) > math.log(MAX_EXACT_TREE_DRAWS):
-                raise ValueError(f"--exact enumerates the {self.verifier} tree's V^(nodes - 1) = {self.vocabulary}^"
-                                 f"{draws} draft draws per iteration, more than {MAX_EXACT_TREE_DRAWS:,}: lower "
-                                 f"--vocabulary or use a smaller --tree")
-        elif self.mutant is not None and self.decoder != "speculative":
-            raise ValueError(f"mutants are speculative and tree decoders, got --decoder {self.decoder}")
-        if self.policy is not None:
-            if self.policy not in POLICIES:
-                raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-            if self.decoder != "speculative" or self.verifier != "token":
-                raise ValueError(f"--policy applies to the speculative decoder with the token verifier, got --decoder "
-                                 f"{self.decoder} --verifier {self.verifier}")
-        if self.target not in setups.TARGETS and self.exact:
-            raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
-        as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
-        if self.target in setups.TARGETS:
-            self.sampling.check_vocabulary(self.vocabulary)
-        if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
-            raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
-                             f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")
-        if sum(given is not None for given in (self.prompt, self.prompt_text, self.text)) > 1:
-            raise ValueError("give one of --prompt, --prompt-text and --text")
-        for flag, given in (("--prompt-text", self.prompt_text), ("--text", self.text)):
-            if self.target in setups.TARGETS and given is not None:
-                raise ValueError(f"{flag} goes with --target shipped or a model directory (tiny models take "
-                                 f"--prompt token ids)")
-        if self.samples is not None and self.text is not None:
-            raise ValueError("--samples carry their prompt: --text does not apply")
 
 
 @dataclass(frozen=True)
@@ -203,25 +91,6 @@ def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
         return tuple(encode_text(tokenizer, request.prompt_text or SHIPPED_PROMPT))
     stream = np.asarray(encode_text(tokenizer, read_text(request.text)), dtype=np.int64)
     return tuple(text_windows(stream, 1, min(TEXT_PROMPT_TOKENS, len(stream)), request.seed)[0].tolist())
-
-
-def tree_shape(spec: str) -> Tree | DynamicTree:
-    """A tree from ``chain:G``, ``kary:K:D``, ``parents:-1,0,0,1`` or ``dynamic:K:D:N`` (EAGLE-2: branching K,
-    depth D, budget N nodes) (``--tree``)."""
-    kind, _, rest = str(spec).partition(":")
-    try:
-        values = [int(v) for v in rest.split("," if kind == "parents" else ":")]
-        if kind == "chain" and len(values) == 1:
-            return Tree.chain(values[0])
-        if kind == "kary" and len(values) == 2:
-            return Tree.kary(*values)
-        if kind == "dynamic" and len(values) == 3:
-            return DynamicTree(*values)
-        if kind == "parents":
-            return Tree(tuple(values))
-    except ValueError as error:
-        raise ValueError(f"tree {spec!r}: {error}") from None
-    raise ValueError(f"tree must be chain:G, kary:K:D, parents:-1,0,... or dynamic:K:D:N, got {spec!r}")
 
 
 #: Windows x tokens of the target's own samples on which the rejection-risk policy's predictor is fitted.

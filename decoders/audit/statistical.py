@@ -49,6 +49,7 @@ from scipy import special, stats
 from decoders._loop import as_prompts, check_models
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import history_of, Sampling, adjusted_probs, after_stop, proposes
+from decoders.models.protocol import repeated
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
@@ -159,7 +160,8 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
     base = prompt_state(model, prompt, continuations.shape[1]) if state is None else state
     last = torch.full((len(continuations), 1), int(list(prompt)[-1]), dtype=torch.int64)
     tokens = torch.cat([last, continuations.cpu()[:, :-1]], dim=1).to(model.device)  # [b, T]
-    logits = model.forward(tokens, base.repeat(len(continuations)))  # [b, T, V]
+    body = torch.tensor([list(prompt)[:-1]], dtype=torch.int64, device=model.device)  # what the state holds
+    logits = model.forward(tokens, repeated(model, base, len(continuations), body, len(prompt) + tokens.shape[1]))
     proposed = proposes(logits)[..., None]
     history = history_of(sampling, [list(prompt)], model)  # the prompt's, then the continuation's before each position
     history = None if history is None else history.along(tokens[:, 1:])

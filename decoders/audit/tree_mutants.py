@@ -10,6 +10,7 @@ import torch
 
 from decoders.sampling import Sampling
 from decoders.tree import TreeStep
+from decoders.verification import excess
 
 __all__ = ["TreeMutant", "TREE_MUTANTS", "tree_mutant"]
 
@@ -35,7 +36,7 @@ class DuplicatesSkipped(TreeStep):
 
 class ResidualNotRenormalised(TreeStep):
     def residual(self, r, q):
-        return (r - q).clamp(min=0.0)  # (r - q)+ tested as if it were a law
+        return excess(r, q)  # (r - q)+ tested as if it were a law
 
 
 class GreedyAcceptanceAtTemperature(TreeStep):

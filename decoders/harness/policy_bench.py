@@ -159,62 +159,70 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
            "settings": dict(settings.as_dict(), policies=list(policies)), "temperatures": []}
     with tqdm(total=None, desc=f"policies {draft_name}", disable=progress is False, leave=False) as bar:
         for temperature in settings.temperatures:
-            sampling = settings.at(temperature)
-            calibration = _calibration(target, draft, held_out, sampling, settings.seed)
-            rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
-            fixed = set(rules)
-            rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})
-            cap = max(rule.gamma_max for rule in rules.values())
-            outputs = {}
-
-            def decoder(name, rule):
-                def run():
-                    fresh = copy.deepcopy(rule)  # one policy per run: it persists over the prompts
-                    outputs[name] = [generate_speculative(
-                        target, draft, p[None], max_new_tokens=new, randomness=seeded(i, target.device),
-                        config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh))
-                        for i, p in enumerate(prompts)]
-                return run
-
-            runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=new, sampling=sampling,
-                                                                       randomness=seeded(i, target.device))
-                                               for i, p in enumerate(prompts)]}
-            runs.update({name: decoder(name, rule) for name, rule in rules.items()})
-            # the replay's costs, measured interleaved with the runs they predict
-            jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
-                                          max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
-            runs.update({("profile", key): job for key, job in jobs.items()})
-            timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
-                                       synchronize=lambda: synchronize(target.device), progress=bar.update)
-            rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
-                         policy=rules[name].describe()) for name in rules]
-            profile = recorder.profile()
-            continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
-                target, p[None], max_new_tokens=new + cap + 1, sampling=sampling, randomness=seeded(i, target.device))
-                .tokens[0]) for i, p in enumerate(prompts)])
-            traces = acceptance_trace(target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS,
-                                      seed=settings.seed)
-            for row in rows:
-                replayed = predicted([iterations for trace in traces for iterations in replay_prompts(
-                    copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)], profile, new)
-                row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
-                           tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
-                           predicted_over_measured=replayed["speedup"] / row["speedup"])
-            out.setdefault("profile", profile.as_dict())
-            best_fixed = max((row for row in rows if row["decoder"] in fixed), key=lambda row: row["speedup"])
-            best_policy = max((row for row in rows if row["decoder"] not in fixed), key=lambda row: row["speedup"],
-                              default=None)
-            summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
-                       "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
-                       "replay_draws": len(traces)}
-            if best_policy is not None:
-                gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
-                gain = best_policy["speedup"] / best_fixed["speedup"]
-                summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
-                               gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
+            summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar)
+            out.setdefault("profile", summary["profile"])
             out["temperatures"].append(summary)
             bar.update()
     return out
+
+
+def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, temperature: float, policies: tuple,
+                    room: int | None, bar) -> dict:
+    """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
+    runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
+    sampling, new = settings.at(temperature), settings.max_new_tokens
+    calibration = _calibration(target, draft, held_out, sampling, settings.seed)
+    rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
+    fixed = set(rules)
+    rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})
+    cap = max(rule.gamma_max for rule in rules.values())
+    outputs = {}
+
+    def decoder(name, rule):
+        def run():
+            fresh = copy.deepcopy(rule)  # one policy per run: it persists over the prompts
+            outputs[name] = [generate_speculative(
+                target, draft, p[None], max_new_tokens=new, randomness=seeded(i, target.device),
+                config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh))
+                for i, p in enumerate(prompts)]
+        return run
+
+    runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=new, sampling=sampling,
+                                                               randomness=seeded(i, target.device))
+                                       for i, p in enumerate(prompts)]}
+    runs.update({name: decoder(name, rule) for name, rule in rules.items()})
+    # the replay's costs, measured interleaved with the runs they predict
+    jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
+                                  max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
+    runs.update({("profile", key): job for key, job in jobs.items()})
+    timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
+                               synchronize=lambda: synchronize(target.device), progress=bar.update)
+    rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
+                 policy=rules[name].describe()) for name in rules]
+    profile = recorder.profile()
+    continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
+        target, p[None], max_new_tokens=new + cap + 1, sampling=sampling, randomness=seeded(i, target.device))
+        .tokens[0]) for i, p in enumerate(prompts)])
+    traces = acceptance_trace(target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS,
+                              seed=settings.seed)
+    for row in rows:
+        replayed = predicted([iterations for trace in traces for iterations in replay_prompts(
+            copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)], profile, new)
+        row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
+                   tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
+                   predicted_over_measured=replayed["speedup"] / row["speedup"])
+    best_fixed = max((row for row in rows if row["decoder"] in fixed), key=lambda row: row["speedup"])
+    best_policy = max((row for row in rows if row["decoder"] not in fixed), key=lambda row: row["speedup"],
+                      default=None)
+    summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
+               "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
+               "replay_draws": len(traces)}
+    if best_policy is not None:
+        gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
+        gain = best_policy["speedup"] / best_fixed["speedup"]
+        summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
+                       gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
+    return summary
 
 
 def policy_lines(document: dict) -> list[str]:

@@ -13,13 +13,13 @@ Jobs of one prompt each, run once per repeat and interleaved prompt by prompt wi
   the two runs: draft = d0 + d1 gamma, rest = o0 + o1 gamma, so t_draft = d1 + o1 and t_iteration = d0 + o0
   (Theorem 3.8's terms).
 * ``speculative`` also at up to two gammas in between (``overhead_gammas``): on a CPU the draft-and-rest seconds
-  per iteration are not affine in gamma (the shipped pair's lay 0.3-0.8 ms above the line through gamma 1 and 8
-  at gamma 3-6), so ``t_overhead`` holds them measured at every profiled gamma and interpolated between.
+  per iteration are not affine in gamma (docs/theory.md §10 gives the shipped pair's distance from the line), so
+  ``t_overhead`` holds them measured at every profiled gamma and interpolated between.
 * ``verify widths``: the target call with sampling on k positions after the first batch's prompt, for every
-  k = 1..gamma_max + 1 (``verify_widths_job``). A call's cost is not affine in k on a CPU (on 2 EPYC cores
-  SmolLM2 takes 66, 110, 143, 107, 99 ms at k = 1..5: the matrix kernels favour some shapes), so it is
-  measured at every width and shifted by the mean difference between the decoding runs' verify phases and
-  these calls at the widths those runs verified: t_verify(k) = call(k) + offset.
+  k = 1..gamma_max + 1 (``verify_widths_job``). A call's cost is not affine in k on a CPU (the matrix kernels
+  favour some shapes: docs/theory.md §10), so it is measured at every width and shifted by the mean difference
+  between the decoding runs' verify phases and these calls at the widths those runs verified:
+  t_verify(k) = call(k) + offset.
 * the widths verified: a draft that proposes fewer than gamma tokens (copy) is verified on its proposals
   alone, so the runs at gamma_max record the fraction of iterations whose longest proposal was m
   (``CostProfile.proposal_fractions``); an iteration at gamma then verifies min(m, gamma) + 1 positions.

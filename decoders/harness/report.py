@@ -37,6 +37,7 @@ from decoders.harness.tree_bench import bench_trees, check_budgets
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
+from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice
@@ -117,11 +118,12 @@ class ReportDocument:
         return asdict(self)
 
 
-#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file): about 12 minutes for SmolLM2-135M on 2
-#: CPU cores (70-90 ms a token), against 3 for the shipped pair's defaults. Its benchmark prompts are the rewrite task.
+#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
+#: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
+#: are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=())  # 15 min on 2 EPYC cores; policies: +11 min
+                                     tree_budgets=(8,), policies=())
 
 
 def by_temperature(mapping: dict) -> dict:
@@ -140,7 +142,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
-    tree_stage = bool(s.tree_budgets) and all(hasattr(model, "forward_tree") for model in (target, draft))
+    tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
     trees = policies = None
     with tqdm(total=3 + tree_stage + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
         stages.set_postfix_str("alpha along text")

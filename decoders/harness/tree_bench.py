@@ -32,6 +32,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
+from decoders.models.protocol import has_tree
 from spectheory.metrics import EngineCounts
 from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
@@ -181,6 +182,40 @@ def _costs(generations: list) -> tuple[float, float]:
     return prefill, seconds / sum(g.stats.iterations for g in generations)
 
 
+def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray,
+         text: np.ndarray) -> dict:
+    """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
+    (``profiled``: per repeat, prefill and per-iteration seconds) and, for static shapes, the rank model's and the
+    replay's predictions from the greedy ranks ``along`` the continuations and the rank frequencies."""
+    autoregressive, timing = timings["autoregressive"], timings[candidate.name]
+    ratios = repeat_ratios(autoregressive, timing)
+    counts = _engine_counts(outputs, candidate.tree)
+    measured_tokens = counts.mean_acceptance_length
+    prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled))
+    speedup = statistics.median(ratios)
+    row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
+           "iterations": int(counts.drafts), "tokens_per_call": measured_tokens,
+           "mean_acceptance_length": measured_tokens,
+           "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
+           "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
+           "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
+           "seconds_per_iteration": per_iteration}
+    row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
+                              "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
+                              "calibrated_speedup", "calibrated_over_measured")))
+    if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
+        predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
+        iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
+        calibrated = autoregressive.median / (prefill + iterations * per_iteration)
+        row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
+                   predicted_tokens_per_call_held_out=expected_tokens_rank(
+                       candidate.tree, text[:1] if candidate.kind == "chain" else text),
+                   rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
+                   replayed_iterations=iterations,
+                   calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
+    return row
+
+
 def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
                 budgets=TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
                 dynamic: tuple | None = None, progress: bool | None = None) -> dict:
@@ -189,7 +224,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     continuations. Returns the JSON document."""
     budgets = check_budgets(budgets)
     new = settings.max_new_tokens
-    if not hasattr(draft, "forward_tree"):
+    if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
     with tqdm(total=None, desc=f"trees {draft_name}", disable=progress is False, leave=False) as bar:
         def ar(prompt):
@@ -220,35 +255,8 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         bar.update()
     autoregressive = timings["autoregressive"]
     t_step = autoregressive.median / (len(prompts) * new)
-    rows = []
-    for candidate in candidates:
-        timing = timings[candidate.name]
-        ratios = repeat_ratios(autoregressive, timing)
-        counts = _engine_counts(outputs[candidate.name], candidate.tree)
-        measured_tokens = counts.mean_acceptance_length
-        prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled[candidate.name]))
-        speedup = statistics.median(ratios)
-        row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-               "iterations": int(counts.drafts), "tokens_per_call": measured_tokens,
-               "mean_acceptance_length": measured_tokens,
-               "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
-               "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
-               "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
-               "seconds_per_iteration": per_iteration}
-        row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
-                                  "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
-                                  "calibrated_speedup", "calibrated_over_measured")))
-        if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
-            predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
-            iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
-            calibrated = autoregressive.median / (prefill + iterations * per_iteration)
-            row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
-                       predicted_tokens_per_call_held_out=expected_tokens_rank(
-                           candidate.tree, text[:1] if candidate.kind == "chain" else text),
-                       rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
-                       replayed_iterations=iterations,
-                       calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
-        rows.append(row)
+    rows = [_row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text)
+            for candidate in candidates]
     best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
     return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
             "batch_size": 1, "environment": environment(target.device, model_dtype(target)),

@@ -20,39 +20,15 @@ and drops every other pending node, without recomputing anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
-
 import torch
+
+from decoders.models.protocol import CausalModel, ModelState
 
 __all__ = ["LanguageModel", "ModelState", "check_shape", "check_step", "check_truncate", "append_history",
            "PendingTree", "extend_tree", "tree_layout", "path_slots"]
 
 
-class ModelState(Protocol):
-    lengths: torch.Tensor  # [B] int64, tokens held per row
-
-    def clone(self) -> "ModelState":
-        """An independent copy (the exact audit forks states along its branches)."""
-
-    def repeat(self, rows: int) -> "ModelState":
-        """``rows`` copies of a one-row state (the statistical audit scores a shared prompt once)."""
-
-
-class LanguageModel(Protocol):
-    vocab_size: int
-    max_context: int | None  # None: unbounded
-    device: torch.device
-
-    def new_state(self, batch_size: int, capacity: int | None = None) -> ModelState:
-        """An empty state for ``batch_size`` rows of at most ``capacity`` tokens (None: the model's context)."""
-
-    def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None,
-                keep: int = 0) -> torch.Tensor:
-        """Logits ``[B, S, V]`` for the new tokens ``[B, S]`` (``[B, keep, V]``, the last ones, when ``keep`` > 0);
-        appends ``counts`` (default: all S) per row."""
-
-    def truncate(self, state: ModelState, lengths: torch.Tensor) -> None:
-        """Cut each row back to ``lengths[b]`` tokens (never longer than it holds)."""
+LanguageModel = CausalModel  # the causal protocol's earlier name
 
 
 def check_shape(tokens: torch.Tensor, state: ModelState) -> None:

@@ -1,8 +1,8 @@
 """Padded call widths (docs/theory.md §11): a model call on a few new tokens is not always cheaper than one on a
-few more. On the AMD EPYC CPUs here, MKL multiplies 1 to 3 rows as matrix-vector products, each row a pass over
-the weights, and 4 or more as one matrix product: SmolLM2 scores 3 new tokens in 116 ms and 4 in 88 ms. The
-Hugging Face adapter pads a call to the cheapest width measured at or above it (the padding writes nothing a
-row keeps: ``HFCausalLM.forward``); the cost profile then times what the decoders pay."""
+few more: a CPU's matrix library may multiply a few rows as matrix-vector products, each row a pass over the
+weights, and more rows as one matrix product (SmolLM2's measured times: docs/theory.md §10). The Hugging Face
+adapter pads a call to the cheapest width measured at or above it (the padding writes nothing a row keeps:
+``HFCausalLM.forward``); the cost profile then times what the decoders pay."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ class HFCausalLM:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
                 ~mask, torch.finfo(self.mask_dtype).min)
         state.cache.prepare(write_at, visible)
-        return self.model(input_ids=tokens, past_key_values=state.cache, attention_mask=mask,
+        return self.model(input_ids=tokens, cache=state.cache, attention_mask=mask,
                           position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits.float()
 
     def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,

@@ -3,8 +3,8 @@
 Each command is a module of this package with ``add_arguments(parser)`` and ``run(args) -> exit status``, and
 optionally ``presets(argv) -> flags`` parsed before the user's (who override them);
 only the module of the command that runs is imported (so ``spectheory gamma`` never imports torch). Bad
-input, argparse's or a ``ValueError`` from the packages, is one line on stderr and exit status 2; Ctrl-C
-is one line and exit status 130.
+input, argparse's or a ``ValueError`` from the packages, is one line on stderr and exit status 2; memory
+exhausted, one line and 3; Ctrl-C, one line and 130.
 """
 
 from __future__ import annotations
@@ -16,29 +16,14 @@ import sys
 from typing import Sequence
 
 from spectheory import __version__
+from spectheory.cli.commands import COMMANDS
 
 __all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
 
 USAGE_ERROR = 2
+OUT_OF_MEMORY = 3  # the machine ran out of memory: neither a verdict (an audit's 0 or 1) nor bad input (2)
+OOM_MESSAGES = ("out of memory", "can't allocate memory")  # torch's CUDA and CPU allocators
 INTERRUPTED = 130
-
-#: name -> one-line summary; the command's module is ``spectheory.cli.<name>``.
-COMMANDS = {
-    "gamma": "optimal gamma, expected tokens, speedup and operations for given alpha and c",
-    "tree": "the optimal draft tree under a node budget: expected tokens, speedup, the best chain beside it",
-    "simulate": "Monte-Carlo tokens per iteration and speedup, beside their closed forms",
-    "audit": "prove or test that a decoder samples exactly the target's distribution",
-    "train": "train the shipped target and drafts on the stdlib corpus (seeded, resumable)",
-    "alpha": "measured acceptance rate alpha of the shipped drafts (Table 3 analogue)",
-    "bench": "measure c, tokens per iteration and speedup of the shipped pair against Theorem 3.8",
-    "profile": "measure the cost profile of a pair (t_step, t_draft, t_verify(k), t_iteration, acceptance)",
-    "schedule": "draft length per batch size from cost profiles at several batch sizes, in the engines' settings",
-    "diverge": "where an engine's greedy output leaves ours, the target's margin there: numerics or a bug",
-    "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
-    "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
-    "export-hf": "write the shipped pair as Hugging Face model directories (GPT-2 weights, character tokenizer)",
-}
-
 
 class UsageError(Exception):
     """A usage error, printed as one line (argparse's own message is several)."""
@@ -87,6 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
     except ValueError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
+    except (MemoryError, RuntimeError) as error:  # torch's allocator raises RuntimeErrors (OutOfMemoryError is one)
+        if isinstance(error, RuntimeError) and not any(words in str(error).lower() for words in OOM_MESSAGES):
+            raise
+        print(f"{prog}: error: out of memory ({(str(error).strip() or 'MemoryError').splitlines()[0]}): ask for less "
+              f"work (see {prog} --help)", file=sys.stderr)
+        return OUT_OF_MEMORY
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return INTERRUPTED

@@ -9,18 +9,20 @@ from dataclasses import fields
 
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
-from decoders.audit.run import (DECODERS, METHODS, SAMPLERS, SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, AuditRequest,
-                               deviation_lines, run_audit)
+from decoders.audit.request import DECODERS, METHODS, SAMPLERS, AuditRequest
+from decoders.audit.run import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.harness.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
-from spectheory.block_verification import VERIFIERS
-from spectheory.multidraft import VERIFIERS as TREE_VERIFIERS
+from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
 from decoders.policies import POLICIES
 from spectheory.cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
 from spectheory.cli.options import names
-from spectheory.cli.audit_flags import add_sampling_arguments, cited, mutant_presets as presets, sampling_from
+from spectheory.cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
+from spectheory.cli.mutant_flags import cited, mutant_presets
+
+presets = mutant_presets  # a mutant's own flags, parsed before the user's (spectheory.cli)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,22 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         f"model, GGUF file or model directory as target: a draft built from it "
                                         f"({names(TARGET_DRAFTS)}), or a GGUF file or model directory with the same "
                                         f"tokenizer")
-    parser.add_argument("--sampler", choices=SAMPLERS, default="ours",
-                        help="whose sampler: ours (the decoder), hf-generate (transformers' sampling) or hf-assisted "
-                             "(its assisted generation, with --draft as assistant); the last two on model directories, "
-                             "one generate call per sample (default ours)")
-    assisted = parser.add_argument_group("hf-assisted: transformers' assistant settings")
-    assisted.add_argument("--assistant-tokens", type=int, default=5, help="num_assistant_tokens (default 5)")
-    assisted.add_argument("--assistant-schedule", choices=SCHEDULES, default="constant", help="(default constant)")
-    assisted.add_argument("--assistant-confidence", type=float, default=0.0, help="confidence threshold, 0 = off")
-    parser.add_argument("--samples", metavar="FILE.jsonl",
-                        help='audit the continuations an engine sampled instead of a decoder of ours: one line '
-                             '{"prompt": [ids], "tokens": [ids]} each, one prompt, as many tokens on every line (n '
-                             'and horizon are the file\'s); the sampling flags say what the engine was asked for')
+    add_sampler_arguments(parser, SAMPLERS, SCHEDULES)
     parser.add_argument("--vocabulary", type=int, default=5, help=f"tiny models' vocabulary, 2 to {MAX_VOCABULARY}")
-    parser.add_argument("--verifier", choices=VERIFIERS + tuple(sorted(TREE_VERIFIERS)),
+    parser.add_argument("--verifier", choices=CHAIN_VERIFIERS + TREE_VERIFIERS,
                         help="token (Algorithm 1, the default) or block verification; with --decoder tree "
-                             f"{', '.join(sorted(TREE_VERIFIERS))} (default target-only)")
+                             f"{', '.join(TREE_VERIFIERS)} (default target-only)")
     parser.add_argument("--gamma", type=int, default=2, help="draft tokens per iteration (default 2); prompt + horizon "
                         "+ gamma + 1 must fit the target's context (64 for the tiny models, 256 shipped)")
     parser.add_argument("--lenience", type=float, default=1.0, help="lenience l in (0, 1] (default 1: exact)")

@@ -1,12 +1,12 @@
 """Flags of `spectheory audit`: the sampling flags (docs/theory.md §14 gives their order and each engine's), defined
-once and turned into a ``decoders.sampling.Sampling`` (the engine audit reads the ones an engine takes), and a
-planted bug's own flags."""
+once and turned into a ``decoders.sampling.Sampling`` (the engine audit reads the ones an engine takes), and
+whose sampler is audited."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_sampling_arguments", "sampling_from", "logit_bias", "flags_of", "mutant_presets", "cited"]
+__all__ = ["add_sampling_arguments", "add_sampler_arguments", "sampling_from", "logit_bias"]
 
 
 def logit_bias(value: str) -> tuple:
@@ -70,47 +70,18 @@ def sampling_from(args: argparse.Namespace):
                     tuple(args.stop), grammar)
 
 
-def flags_of(sampling) -> list:
-    """The flags that ask for ``sampling`` (its settings that differ from the defaults), e.g. a mutant's."""
-    flags = ["--temperature", f"{sampling.temperature!r}"]
-    for flag, value, default in (("--top-k", sampling.top_k, None), ("--top-p", sampling.top_p, None),
-                                 ("--min-p", sampling.min_p, None),
-                                 ("--repetition-penalty", sampling.repetition_penalty, 1.0),
-                                 ("--frequency-penalty", sampling.frequency_penalty, 0.0),
-                                 ("--presence-penalty", sampling.presence_penalty, 0.0)):
-        if value != default:
-            flags += [flag, f"{value!r}"]
-    if sampling.penalize_prompt:
-        flags.append("--penalize-prompt")
-    if sampling.logit_bias:
-        flags += ["--logit-bias"] + [f"{token}={bias!r}" for token, bias in sampling.logit_bias]
-    if sampling.stop:
-        flags += ["--stop"] + [str(token) for token in sampling.stop]
-    if sampling.grammar is not None:  # a mutant's grammar is a regex: its text is the flag's value
-        flags += [sampling.grammar.flag, sampling.grammar.source]
-    return flags
-
-
-def mutant_presets(argv: list) -> list:
-    """A mutant's own flags (its sampling, and small models where whole runs see it; a tree mutant's decoder,
-    verifier, models, tree and horizon), parsed before the user's, which override them: `audit --mutant NAME` alone
-    audits the bug where it shows, and a bare `--exact` by the bug's own method (``spectheory.cli.audit``)."""
-    from decoders.audit.mutants import MUTANTS
-    from decoders.audit.tree_mutants import TREE_MUTANTS
-
-    name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
-    chain = {m.name: m for m in MUTANTS}.get(name)
-    tree = {m.name: m for m in TREE_MUTANTS}.get(name)
-    if chain is not None and chain.exact != "dp":  # whole runs branch on every draw: V = 3, gamma 1, short rows
-        return [*flags_of(chain.shows_with), "--vocabulary", "3", "--gamma", "1", "--draft", "tabular", "--horizon",
-                "2" if chain.exact == "batch" else "3"]
-    if chain is not None:
-        return flags_of(chain.shows_with)
-    if tree is not None:
-        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with), *tree.audit]
-    return []
-
-
-def cited(name: str, shipped: str) -> str:
-    """A planted bug's name for the help, with where an engine shipped it."""
-    return f"{name} ({shipped})" if shipped else name
+def add_sampler_arguments(parser: argparse.ArgumentParser, samplers: tuple, schedules: tuple) -> None:
+    """Whose sampler `spectheory audit` tests: ours, transformers' (``samplers``; its assistant's ``schedules``) or
+    an engine's samples in a file."""
+    parser.add_argument("--sampler", choices=samplers, default="ours",
+                        help="whose sampler: ours (the decoder), hf-generate (transformers' sampling) or hf-assisted "
+                             "(its assisted generation, with --draft as assistant); the last two on model directories, "
+                             "one generate call per sample (default ours)")
+    assisted = parser.add_argument_group("hf-assisted: transformers' assistant settings")
+    assisted.add_argument("--assistant-tokens", type=int, default=5, help="num_assistant_tokens (default 5)")
+    assisted.add_argument("--assistant-schedule", choices=schedules, default="constant", help="(default constant)")
+    assisted.add_argument("--assistant-confidence", type=float, default=0.0, help="confidence threshold, 0 = off")
+    parser.add_argument("--samples", metavar="FILE.jsonl",
+                        help='audit the continuations an engine sampled instead of a decoder of ours: one line '
+                             '{"prompt": [ids], "tokens": [ids]} each, one prompt, as many tokens on every line (n '
+                             'and horizon are the file\'s); the sampling flags say what the engine was asked for')

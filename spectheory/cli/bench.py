@@ -12,10 +12,11 @@ from decoders.harness.bench import MAX_REPEATS, BenchSettings
 from decoders.harness.bench_lines import bench_lines
 from decoders.harness.policy_bench import BENCH_POLICIES, check_policies, policy_lines
 from decoders.harness.runs import bench_document, policy_document, tree_document
-from decoders.harness.tree_bench import TREE_BUDGETS, check_budgets, check_dynamic, tree_lines
+from decoders.harness.tree_bench import check_budgets, check_dynamic, tree_lines
 from decoders.harness.tasks import TASKS
 from decoders.sampling import Sampling
 from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
+from spectheory.cli.bench_flags import add_comparison_arguments, check_comparison
 from spectheory.cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory.cli.options import add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
@@ -53,16 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default 1 4 16 64; none: no sweep)")
     parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
                         help="gammas of the batch sweep (default 2 4)")
-    parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate and assisted "
-                        "generation (a pair of TinyGPTs, converted, or of model directories)")
-    parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
-    parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at each "
-                        "node budget, T = 0 (docs/theory.md §12)")
-    parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
-                        help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
-    parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget, K:D branching:depth")
-    parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
-                        f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
+    add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
     add_engine_bench_arguments(parser)
@@ -79,14 +71,7 @@ def run(args: argparse.Namespace) -> int:
                              args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
                              args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
                              batch_gammas=tuple(args.batch_gammas), sampling=sampling)
-    if args.hf_gamma is not None and not args.hf:
-        raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
-    if args.dynamic is not None and not args.tree:
-        raise ValueError(f"--dynamic {args.dynamic} adds dynamic trees to the tree comparison: add --tree")
-    if args.policies is not None and (args.hf or args.tree):
-        raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
-    if args.tree and args.hf:
-        raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")
+    check_comparison(args)
     if args.out:
         check_writable(args.out)
     models = dict(target=args.target, text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)

@@ -34,7 +34,9 @@ def test_audit_cli_exit_status_and_json(capsys):
     (["--decoder", "tree", "--verifier", "token"], "--decoder tree takes --verifier"),
     (["--decoder", "tree", "--mutant", "one-uniform"], "tree mutant must be one of"),
     (["--decoder", "tree", "--verifier", "rrs", "--tree", "kary:3:2", "--vocabulary", "4", "--exact"],
-     "4^12 draft draws per iteration"),
+     "would enumerate up to 91,268,055,040 branches of the rrs tree decoder"),
+    (["--decoder", "tree", "--verifier", "rrs", "--exact"],  # the defaults: once 6 minutes, then killed for memory
+     "would enumerate up to 304,687,500 branches"),
     (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
     (["--decoder", "tree", "--tree", "dynamic:2:3:5", "--verifier", "rrs"], "needs the target-only verifier"),
     (["--decoder", "tree", "--tree", "dynamic:2:3:50"], "budget must be an integer in [2, 11], got 50"),

@@ -145,3 +145,30 @@ def test_ctrl_c_against_error_contract(tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert err == "spectheory simulate: interrupted\n" and out == ""
+
+
+@pytest.mark.parametrize("failure", [MemoryError(),
+                                     RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                                                  "80000000000 bytes. Error code 12 (Cannot allocate memory)")])
+def test_out_of_memory_exit_3_against_the_verdicts(capsys, monkeypatch, failure):
+    """A run that exhausts memory (once: the exact tree audit under an 8 GB limit, torch's allocator traceback and
+    exit 1, an audit's FAIL) exits 3 with one line: neither a verdict (0, 1) nor bad input (2)."""
+    from spectheory.cli import audit, main
+
+    def exhausted(args):
+        raise failure
+    monkeypatch.setattr(audit, "run", exhausted)
+    assert main(["audit"]) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "out of memory" in err, err
+
+
+def test_other_runtime_errors_against_out_of_memory(monkeypatch):
+    """Control: a RuntimeError that is not the allocator's is not dressed up as one."""
+    from spectheory.cli import audit, main
+
+    def broken(args):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(audit, "run", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["audit"])

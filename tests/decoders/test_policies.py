@@ -144,6 +144,12 @@ def test_batch_schedule_against_its_table():
     assert [int(rule.limit({}, size, "cpu")[0]) for size in (1, 7, 8, 31, 32, 64)] == [4, 4, 2, 2, 1, 1]
 
 
+def test_batch_schedule_default_against_its_docstring():
+    """The docstring's default table is the code's (it once said {4: 4, ...} where the code had {1: 4, ...})."""
+    assert BatchSchedulePolicy().schedule == {1: 4, 8: 2, 32: 1}
+    assert "default {1: 4, 8: 2, 32: 1}" in BatchSchedulePolicy.__doc__
+
+
 def test_unknown_policy_names_the_choices():
     with pytest.raises(ValueError, match="policy must be one of"):
         make_policy("nope")

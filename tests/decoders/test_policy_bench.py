@@ -35,7 +35,9 @@ def test_replay_against_greedy_decoding(name):
     continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
         target, p[None], max_new_tokens=TOKENS + 7, sampling=GREEDY, randomness=seeded(0)).tokens[0]) for p in prompts])
     fresh = make_policy(name, gamma=3, cap=6, calibration=calibration)
-    (trace,) = acceptance_trace(target, draft, continuations, 6, GREEDY, draws=5)  # one draw: nothing is random
+    traces = acceptance_trace(target, draft, continuations, 6, GREEDY, draws=5)
+    assert len(traces) == 1  # at T = 0 nothing is random: one draw, whatever draws asks
+    (trace,) = traces
     iterations = replay_prompts(fresh, trace, cap=6, tokens=TOKENS)
     assert [[n for _, n in row] for row in iterations] == measured
 
@@ -96,7 +98,7 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
                              repeats=1, warmup=0)
     document = bench_policies(target, draft, prompts, held_out(), settings, policies=("heuristic",), progress=False)
     heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
-    assert "51" in heuristic["policy"]
+    assert heuristic["policy"] == "heuristic (at most 51)"
     assert heuristic["mean_acceptance_length"] == pytest.approx(heuristic["tokens_per_call"])  # the engines' names
     assert len(heuristic["per_position_acceptance_rate"]) == 51
     with pytest.raises(ValueError, match="exceeds the model's context of 160 tokens"):

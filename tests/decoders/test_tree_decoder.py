@@ -45,9 +45,9 @@ def test_greedy_tree_against_autoregressive(verifier, shape, batch):
         generation = generate_tree(target, draft, PROMPTS[:batch], max_new_tokens=20,
                                    config=TreeConfig(SHAPES[shape], GREEDY, verifier), randomness=seeded(1))
         assert generation.tokens == reference.tokens[:batch], (shape, verifier)
-    # the target as its own draft accepts a full path every time
+    # the target as its own draft accepts a full path every time, under every verifier (greedy: p = q one-hot)
     stats = tree_acceptance(generation.stats, TreeConfig(SHAPES[shape], GREEDY, verifier).tree)
-    assert stats["acceptance_per_depth"] == [1.0] * SHAPES[shape].depth or verifier != "target-only"
+    assert stats["acceptance_per_depth"] == [1.0] * SHAPES[shape].depth, verifier
 
 
 class _Calls:
@@ -64,6 +64,18 @@ class _Calls:
             self.widths.append(tokens.shape[1])
             return attribute(tokens, *args, **kwargs)
         return call
+
+
+@pytest.mark.parametrize("tree", [SHAPES["binary"], SHAPES["chain"], DynamicTree(2, 3, 6)], ids=str)
+def test_tree_draft_calls_against_counted_calls(tree):
+    """``DecodeStats.draft_calls`` is the draft's forward passes after the prefill, counted on the model: depth + 1
+    per iteration (one per level, the leaves' included; a dynamic tree's last is the accepted path's append)."""
+    draft = _Calls(tiny_gpt(1, d_model=16, n_layer=1))
+    generation = generate_tree(tiny_gpt(0), draft, PROMPTS[:1], max_new_tokens=12,
+                               config=TreeConfig(tree, GREEDY, "target-only"), randomness=seeded(1))
+    prefill_calls = 1  # the prompt but its last token
+    assert generation.stats.draft_calls == len(draft.widths) - prefill_calls == \
+        generation.stats.iterations * (tree.depth + 1)
 
 
 def test_tree_target_calls_against_iterations():
