@@ -41,7 +41,7 @@ GAMMAS = (1, 3, 7, 15)
 COSTS = (0.0, 0.05, 0.2)
 
 
-@pytest.mark.parametrize("alpha, gamma", itertools.product(ALPHAS, GAMMAS))
+@pytest.mark.parametrize("alpha, gamma", list(itertools.product(ALPHAS, GAMMAS)))
 def test_iid_tokens_per_iteration_against_eq_1(alpha, gamma):
     rng = np.random.default_rng(1000 + GAMMAS.index(gamma))
     run = simulate_iid(rng, alpha, gamma, 200_000)
@@ -55,7 +55,7 @@ def test_band_negative_control():
         assert_within_band(run.tokens_per_iteration(), expected_tokens(0.79, 7), alpha=0.79, gamma=7)
 
 
-@pytest.mark.parametrize("alpha, gamma", itertools.product((0.3, 0.8, 0.97), (2, 6)))
+@pytest.mark.parametrize("alpha, gamma", list(itertools.product((0.3, 0.8, 0.97), (2, 6))))
 def test_bernoulli_trials_against_eq_1_and_truncated_geometric(alpha, gamma):
     """Every trial drawn (simulate_positional with equal rates): mean and full law of the accepted count."""
     run = simulate_positional(np.random.default_rng(7), np.full(gamma, alpha), 200_000)
@@ -88,7 +88,7 @@ def test_positional_against_product_formula(seed):
     assert_within_band(run.tokens_per_iteration(), expected_tokens_positional(rates), rates=rates.round(3).tolist())
 
 
-@pytest.mark.parametrize("alpha, gamma, c", itertools.product((0.5, 0.8, 0.95), (1, 4, 10), COSTS))
+@pytest.mark.parametrize("alpha, gamma, c", list(itertools.product((0.5, 0.8, 0.95), (1, 4, 10), COSTS)))
 def test_timeline_speedup_against_theorem_3_8(alpha, gamma, c):
     accepted = simulate_iid(np.random.default_rng(21), alpha, gamma, 200_000).accepted.reshape(2000, 100)
     assert_within_band(walltime_speedup(accepted, gamma, c), walltime_improvement(alpha, gamma, c),
