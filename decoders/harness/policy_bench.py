@@ -137,16 +137,17 @@ def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -
             "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, gamma_max)}
 
 
-def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int):
-    count, length = CALIBRATION_WINDOWS
+def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int, count: int):
+    length = CALIBRATION_WINDOWS[1]
     return acceptance_calibration(target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4)
 
 
 def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
                    policies=BENCH_POLICIES, target_name: str = "target", draft_name: str = "draft",
-                   progress: bool | None = None) -> dict:
+                   progress: bool | None = None, calibration_windows: int = CALIBRATION_WINDOWS[0]) -> dict:
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
-    ``held_out`` token ids fit the rejection-risk predictor. Returns the JSON document."""
+    ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
+    passes its own budget). Returns the JSON document."""
     policies, new = check_policies(policies), settings.max_new_tokens
     # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
     contexts = [model.max_context for model in (target, draft) if model.max_context is not None]
@@ -156,10 +157,12 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
                          f"models' context of {min(contexts)} tokens")
     out = {"target": target_name, "draft": draft_name, "batch_size": 1,
            "environment": environment(target.device, model_dtype(target)),
-           "settings": dict(settings.as_dict(), policies=list(policies)), "temperatures": []}
+           "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
+           "temperatures": []}
     with tqdm(total=None, desc=f"policies {draft_name}", disable=progress is False, leave=False) as bar:
         for temperature in settings.temperatures:
-            summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar)
+            summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar,
+                                      calibration_windows)
             out.setdefault("profile", summary["profile"])
             out["temperatures"].append(summary)
             bar.update()
@@ -167,11 +170,11 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
 
 
 def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, temperature: float, policies: tuple,
-                    room: int | None, bar) -> dict:
+                    room: int | None, bar, calibration_windows: int) -> dict:
     """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
     runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
     sampling, new = settings.at(temperature), settings.max_new_tokens
-    calibration = _calibration(target, draft, held_out, sampling, settings.seed)
+    calibration = _calibration(target, draft, held_out, sampling, settings.seed, calibration_windows)
     rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
     fixed = set(rules)
     rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})

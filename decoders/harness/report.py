@@ -32,8 +32,8 @@ from decoders.harness import alpha
 from decoders.harness.bench import BenchSettings, bench_pair
 from decoders.harness.corpus import VOCAB_SIZE, encode as corpus_encode
 from decoders.harness.tasks import TASKS
-from decoders.harness.policy_bench import bench_policies, check_policies
-from decoders.harness.tree_bench import bench_trees, check_budgets
+from decoders.harness.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
+from decoders.harness.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
 from decoders.harness.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
@@ -118,6 +118,13 @@ class ReportDocument:
         return asdict(self)
 
 
+def tree_budget(settings: "ReportSettings") -> dict:
+    """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
+    windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
+    return {"held_out_windows": min(settings.windows, HELD_OUT_WINDOWS[0]),
+            "call_repeats": min(CALL_REPEATS, 10 * settings.repeats)}
+
+
 #: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
 #: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
 #: are the rewrite task.
@@ -166,14 +173,15 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         if tree_stage:
             stages.set_postfix_str("tree against chain")
             trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
-                                target_name=target_name, draft_name=draft_name, progress=progress)
+                                target_name=target_name, draft_name=draft_name, progress=progress,
+                                **tree_budget(s))
             stages.update()
         if s.policies:
             stages.set_postfix_str("draft-length policies")
             fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
             policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
                                       policies=s.policies, target_name=target_name, draft_name=draft_name,
-                                      progress=progress)
+                                      progress=progress, calibration_windows=min(s.windows, CALIBRATION_WINDOWS[0]))
             stages.update()
     return ReportDocument(
         command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),

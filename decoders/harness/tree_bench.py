@@ -218,10 +218,12 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
 
 def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
                 budgets=TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
-                dynamic: tuple | None = None, progress: bool | None = None) -> dict:
+                dynamic: tuple | None = None, progress: bool | None = None,
+                held_out_windows: int = HELD_OUT_WINDOWS[0], call_repeats: int = CALL_REPEATS) -> dict:
     """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget (``dynamic``: EAGLE-2's
-    (branching, depth) too); rank frequencies from ``held_out`` (token ids) and from the target's greedy
-    continuations. Returns the JSON document."""
+    (branching, depth) too); rank frequencies from ``held_out_windows`` windows of ``held_out`` (token ids) and
+    from the target's greedy continuations; each tree's one-call timing ``call_repeats`` times (the report passes
+    its own budget for both). Returns the JSON document."""
     budgets = check_budgets(budgets)
     new = settings.max_new_tokens
     if not has_tree(draft):
@@ -234,8 +236,9 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         continuations = torch.tensor([p.tolist() + list(ar(p[None]).tokens[0]) for p in prompts])
         along = greedy_ranks(target, draft, continuations, skip=prompts.shape[1])  # [P, new]
         decoding = _frequencies(along)
-        windows, length = HELD_OUT_WINDOWS
-        text = rank_frequencies(target, draft, text_windows(held_out, windows, length, settings.seed), skip=length // 4)
+        length = HELD_OUT_WINDOWS[1]
+        text = rank_frequencies(target, draft, text_windows(held_out, held_out_windows, length, settings.seed),
+                                skip=length // 4)
         candidates = [candidate for budget in budgets for candidate in (
             _Candidate("chain", budget, Tree.chain(budget - 1)),
             _Candidate("tree", budget, optimal_tree(decoding, budget)[0]),
@@ -251,7 +254,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
             runs[candidate.name], runs[candidate.name + " profiled"] = run, profile
         timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
                                    synchronize=lambda: synchronize(target.device), progress=bar.update)
-        calls = [_call_ratio(target, prompts[0], c.tree, CALL_REPEATS) for c in candidates if c.kind == "tree"]
+        calls = [_call_ratio(target, prompts[0], c.tree, call_repeats) for c in candidates if c.kind == "tree"]
         bar.update()
     autoregressive = timings["autoregressive"]
     t_step = autoregressive.median / (len(prompts) * new)
@@ -260,7 +263,8 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
     return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
             "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
-            "settings": dict(settings.as_dict(), budgets=list(budgets)),
+            "settings": dict(settings.as_dict(), budgets=list(budgets), held_out_windows=held_out_windows,
+                             call_repeats=call_repeats),
             "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
             "autoregressive": dict(autoregressive.as_dict(), seconds_per_token=t_step),
             "rows": rows, "tree_calls": calls,

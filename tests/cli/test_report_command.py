@@ -114,6 +114,15 @@ def test_report_html_and_figures_against_markdown(report):
     assert document["command"].startswith("spectheory report --out")
 
 
+def test_report_tree_section_against_the_budget_flags(report):
+    """The tree section's fixed costs follow the report's budget: held-out windows at most --windows (2 here; the
+    tree bench alone takes 32) and ten one-call timings per --repeats (1 here; alone 30). They once ignored
+    both, and a small SmolLM2 report spent most of its 9.4 minutes there."""
+    _, document = report
+    assert document["trees"]["settings"]["held_out_windows"] == 2
+    assert document["trees"]["settings"]["call_repeats"] == 10
+
+
 def test_report_takes_a_draft_file(tmp_path, capsys):
     """--target and --draft accept model files in the zoo's format (here the shipped ones)."""
     argv = ["report", "--out", str(tmp_path), "--target", str(zoo.ZOO / "target.pt"), "--draft",
