@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from decoders.engines.base import EngineSampling
-from decoders.engines.llama_cpp import LlamaCppEngine, _add_counters, proposal_counters
+from decoders.engines.llama_cpp import LlamaCppEngine, _add_counters
 from spectheory.costs import calibrated_speedup
 from spectheory.optimum import best_choice
 from spectheory.timing import host

@@ -10,7 +10,6 @@ import json
 
 import torch
 
-from decoders.harness import zoo
 from decoders.harness.bench import BenchSettings, environment, model_dtype
 from decoders.harness.profile import check_batch_size, measure_profile
 from decoders.harness.alpha import text_windows

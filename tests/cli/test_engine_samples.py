@@ -63,7 +63,7 @@ def test_failed_audit_names_where_against_a_planted_prompt_misread(capsys, tmp_p
     assert observed - expected > 100  # 3000 samples: an excess of over 100 draws of one token
     assert main(["audit", "--samples", str(misread), *TARGET]) == 1
     out = capsys.readouterr().out
-    assert f"deviates most at new token 0" in out and f"token {token} {observed} times" in out
+    assert "deviates most at new token 0" in out and f"token {token} {observed} times" in out
     assert "read the prompt differently" in out
     assert main(["audit", "--samples", str(write_samples(tmp_path / "cold.jsonl", 0.5)), *TARGET, "--json"]) == 1
     assert not json.loads(capsys.readouterr().out)["deviation"]["first_position_only"]

@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from command import run
-from spectheory.cli import main
 from spectheory.speedup import (alpha_from_tokens_per_iteration, operations_factor, optimal_gamma,
                                 walltime_improvement)
 

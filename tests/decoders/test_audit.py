@@ -25,7 +25,6 @@ holds them to alpha >= 0.7).
 """
 
 import itertools
-import json
 
 import pytest
 import torch

@@ -4,7 +4,6 @@ llama.cpp's converter writes one (Q and K rows permuted for its rotary layout), 
 foreign and unsupported files refused in one line; the real-model name without its package."""
 
 import json
-import os
 
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """The shipped models: they load by name without unpickling, fit the size budget and decode exactly."""
 
 import hashlib
-import json
 
 import numpy as np
 import pytest

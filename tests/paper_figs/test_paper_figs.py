@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 
-import paper_figs
 from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
 from paper_figs import (dynamic_gamma_heatmap, fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations,
