@@ -59,11 +59,16 @@ class DraftPolicy:
         return f"{self.name} (at most {self.gamma_max})"
 
 
+#: transformers' default ``num_assistant_tokens`` (5.24), where its heuristic schedule starts (``sims.policies``
+#: simulates the same start).
+HEURISTIC_START = 20
+
+
 class HeuristicPolicy(DraftPolicy):
     """transformers' ``num_assistant_tokens_schedule="heuristic"``: +2 after an iteration whose drafts were all
     accepted, else max(1, n - 1); the length persists over calls (``transient``: back to ``start`` each call)."""
 
-    def __init__(self, gamma_max: int = 64, start: int = 20, transient: bool = False) -> None:
+    def __init__(self, gamma_max: int = 64, start: int = HEURISTIC_START, transient: bool = False) -> None:
         super().__init__(gamma_max)
         self.initial = as_int("start", start, low=1, high=gamma_max)
         self.transient = transient
@@ -331,7 +336,7 @@ def make_policy(name: str, *, gamma: int = 4, cap: int | None = None, calibratio
     if name == "fixed":
         return DraftPolicy(gamma)
     if name in ("heuristic", "heuristic-transient"):
-        return HeuristicPolicy(most(64), start=most(20), transient=name == "heuristic-transient")
+        return HeuristicPolicy(most(64), start=most(HEURISTIC_START), transient=name == "heuristic-transient")
     if name == "confidence":
         return ConfidencePolicy(most(20))
     if name == "confidence-roc":

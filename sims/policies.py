@@ -28,10 +28,11 @@ __all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracl
            "rejection_threshold", "heuristic", "PolicyComparison", "compare_policies", "GainGrid",
            "policy_gain_grid", "policy_gain_document", "HEURISTIC_START", "DEFAULT_THRESHOLDS", "POLICY_NAMES"]
 
-#: Hugging Face's default ``num_assistant_tokens``, where the heuristic schedule starts.
-HEURISTIC_START = 5
+#: Hugging Face's default ``num_assistant_tokens`` (transformers 5.24), where the heuristic schedule starts; the
+#: decoders' ``decoders.policies.HEURISTIC_START`` is the same (a test holds both to transformers').
+HEURISTIC_START = 20
 
-#: Uncounted iterations before the heuristic is measured: it climbs 2 per iteration from 5 and settles
+#: Uncounted iterations before the heuristic is measured: it moves from 20 by +2 or -1 per iteration and settles
 #: near alpha^d = 1/3 (+2 as often as -1 on average), d = 109 at alpha = 0.99.
 HEURISTIC_BURN_IN = 100
 
@@ -234,7 +235,7 @@ def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterat
     draws = draw_positions(rng, contexts, iterations, max_gamma)
     fixed = {g: fixed_gamma(draws, g) for g in range(1, max_gamma + 1)}
     scheduled = heuristic(rng, contexts, streams, max(100, iterations // streams), max_gamma,
-                          burn_in=HEURISTIC_BURN_IN)
+                          start=min(HEURISTIC_START, max_gamma), burn_in=HEURISTIC_BURN_IN)
     optimal = oracle(draws)
     cumulative_risk = _cumulative_risk(draws)
     confident = {h: _confident_run(draws, h) for h in thresholds}  # drafts before the cap, per threshold

@@ -104,6 +104,18 @@ def test_heuristic_against_transformers_rule():
         assert rule.start(3, "cpu")["length"].tolist() == ([5, 5, 5] if transient else [7, 4, 4])
 
 
+def test_heuristic_start_against_transformers_default():
+    """The heuristic schedule starts where transformers' does, in the decoders and in the simulators (the simulator
+    once started at 5)."""
+    import sims.policies
+    from decoders import policies
+    from transformers import GenerationConfig
+
+    default = GenerationConfig._get_default_generation_params()["num_assistant_tokens"]
+    assert policies.HEURISTIC_START == sims.policies.HEURISTIC_START == default == 20
+    assert make_policy("heuristic").start(1, "cpu")["length"].tolist() == [default]
+
+
 def test_roc_threshold_against_brute_force():
     """fpr + 3 fnr minimised over every candidate threshold, as transformers' sklearn ROC curve does."""
     rng = np.random.default_rng(0)

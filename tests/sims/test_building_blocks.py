@@ -24,6 +24,7 @@ from sims.policies import (
     confidence_threshold,
     draw_positions,
     fixed_gamma,
+    HEURISTIC_START,
     heuristic,
     oracle,
     policy_gain_grid,
@@ -201,7 +202,7 @@ def test_heuristic_follows_plus_two_minus_one_rule():
     before = run.drafts[:, :-1]
     expected_next = np.where(full[:, :-1], np.minimum(before + 2, 40), np.maximum(before - 1, 1))
     assert np.array_equal(run.drafts[:, 1:], expected_next)
-    assert np.all(run.drafts[:, 0] == 5)
+    assert np.all(run.drafts[:, 0] == HEURISTIC_START)
 
 
 def test_dynamic_policies_never_lose_to_best_fixed_gamma_by_construction():
