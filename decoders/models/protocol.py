@@ -16,7 +16,7 @@ line, what a model lacks; no other module asks a model what it has (``hasattr``)
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import torch
 
@@ -24,7 +24,6 @@ __all__ = ["ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "ch
            "prefill_call", "repeated", "model_calls"]
 
 
-@runtime_checkable
 class ModelState(Protocol):
     lengths: torch.Tensor  # [B] int64, tokens held per row
 
@@ -32,7 +31,6 @@ class ModelState(Protocol):
         """An independent copy (the exact audit forks states along its branches)."""
 
 
-@runtime_checkable
 class CausalModel(Protocol):
     vocab_size: int
     max_context: int | None  # None: unbounded
@@ -50,7 +48,6 @@ class CausalModel(Protocol):
         """Cut each row back to ``lengths[b]`` tokens (never longer than it holds)."""
 
 
-@runtime_checkable
 class TreeModel(CausalModel, Protocol):
     def forward_tree(self, tokens: torch.Tensor, state: ModelState, parents: torch.Tensor,
                      keep: int = 0) -> torch.Tensor:
