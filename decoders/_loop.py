@@ -1,19 +1,25 @@
-"""What every generation loop shares: prompt checks and prefill, output bookkeeping, phase timing."""
+"""What every generation loop shares (docs/theory.md §10, §12): prompt checks and the
+start, the one way a draft is fed its pending tokens, the one first call (the prompt, then the new positions: a
+chain's causal ones or a tree's nodes), the one rollback (``keep_nodes``: truncate where the kept nodes are
+contiguous, ``commit_path`` where they are a tree's path), output bookkeeping, phase timing."""
 
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
 from decoders.models.protocol import check_model, model_calls, prefill_call
+from decoders.sampling import History
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["as_prompts", "Unfed", "unfed", "new_state", "prefill", "forward_after", "park", "Output", "PhaseTimer",
-           "check_models", "check_room", "synchronize"]
+__all__ = ["as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft", "forward_after",
+           "prompt_nodes", "keep_nodes", "park", "Output", "PhaseTimer", "check_models", "check_room", "synchronize",
+           "room_for"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -99,9 +105,65 @@ def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = N
     return state
 
 
-def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None) -> torch.Tensor:
-    """``model.forward(tokens [B, W], state)`` -> logits ``[B, W, V]``, in one call after each row's ``pending``
-    prompt tokens (None: none), whose logits are never computed where the model can skip them (``keep``)."""
+@dataclass
+class Committed:
+    """Decoding state between iterations, chain or tree (docs/theory.md §10): both models' states, the last two
+    committed tokens of each row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2),
+    the prompt tokens the target's first call carries (``target_unfed``, None afterwards), a draft-length policy's
+    per-row state (made at the first iteration) and, where the sampling needs them, the committed tokens' counts
+    and grammar (``history``, docs/theory.md §14). The target holds the committed sequence S but its last token;
+    the draft holds S but its last ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted a token
+    the draft drafted but was never fed (a chain's last draft, a tree's deepest node)."""
+
+    target_state: object
+    draft_state: object
+    tail: torch.Tensor
+    draft_pending: torch.Tensor
+    target_unfed: Unfed | None = None
+    policy_state: dict | None = None
+    history: History | None = None
+
+    @property
+    def last(self) -> torch.Tensor:
+        """The last committed token of each row. # [B]"""
+        return self.tail[:, 1]
+
+
+def start(target, draft, prompts: list[list[int]], room: int | None = None, history: History | None = None) -> Committed:
+    """Prefill the draft, which holds each prompt but its last token; the target holds nothing yet and its first
+    call carries that much of the prompt. Both have space for ``room`` more tokens (None: each model's
+    context). ``history``: the prompts' (``decoders.sampling.history_of``), where the sampling needs one."""
+    tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
+    return Committed(new_state(target, prompts, room), prefill(draft, prompts, room=room), tail,
+                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device),
+                     history=history)
+
+
+def room_for(max_new_tokens: int, nodes: int) -> int:
+    """Tokens each state must hold beyond its prompt: the new ones and one iteration's ``nodes`` beyond them."""
+    return max_new_tokens + nodes + 1
+
+
+def feed_draft(draft, committed: Committed) -> torch.Tensor:
+    """Feed the draft its pending tokens (the last one or two of ``committed.tail``) in one causal call: its logits
+    after the last committed token ``[B, V]``; the draft then holds the whole committed sequence."""
+    two = (committed.draft_pending == 2)[:, None]  # [B, 1]: feed both tail tokens, else only the last
+    feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
+    logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
+    return torch.where(two, logits[:, 1], logits[:, 0])
+
+
+def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None, parents: torch.Tensor | None = None,
+                  tree_call: Callable | None = None) -> torch.Tensor:
+    """The one first call and every later one: logits ``[B, W, V]`` of ``tokens [B, W]``, after each row's ``pending``
+    prompt tokens (None: none), whose logits are never computed where the model can skip them (``keep``). Without
+    ``parents`` the tokens follow each other (a chain: ``model.forward``); with ``parents [B, W]`` they are a tree's
+    nodes (``model.forward_tree``, or ``tree_call`` with its signature), after the prompt as a chain of nodes."""
+    if parents is not None:
+        if pending is not None and pending.tokens.shape[1] > 0:
+            tokens, parents = prompt_nodes(pending, tokens, parents)
+        return (tree_call or model.forward_tree)(tokens, state, parents, keep=parents.shape[1] - (
+            0 if pending is None else pending.tokens.shape[1]))
     if pending is None or pending.tokens.shape[1] == 0:
         return model.forward(tokens, state)
     width, longest = tokens.shape[1], pending.tokens.shape[1]
@@ -112,6 +174,44 @@ def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None) -> 
     keep = width + longest - pending.shortest  # from the shortest row's first new position on
     logits = model.forward(feed, state, pending.counts + width, keep)  # [B, keep, V]
     return logits.gather(1, (at - (longest + width - keep))[..., None].expand(-1, -1, logits.shape[-1]))
+
+
+def _prompt_start(pending: Unfed) -> tuple:
+    """(node index ``[P]``, each row's first prompt node ``[B, 1]``) of the prompt's chain of nodes."""
+    index = torch.arange(pending.tokens.shape[1], device=pending.tokens.device)
+    return index, pending.tokens.shape[1] - pending.counts[:, None]
+
+
+def prompt_nodes(pending: Unfed, tokens: torch.Tensor, parents: torch.Tensor) -> tuple:
+    """A tree's nodes ``tokens, parents: [B, N]`` after the prompt tokens ``pending`` (P = its width), as one tree:
+    (tokens, parents ``[B, P + N]``). Row b's prompt is a chain in nodes P - counts[b] .. P - 1 (each under the one
+    before, the first a root), the tree follows at P + its indices with its root under the chain's last node; nodes
+    before the chain are roots of their own that nothing sees and nothing keeps."""
+    width = pending.tokens.shape[1]
+    index, first = _prompt_start(pending)
+    chain_tokens = pending.tokens.gather(1, (index[None, :] - first).clamp(min=0).clamp(max=width - 1))
+    chain_parents = torch.where(index[None, :] > first, index[None, :] - 1, -1)
+    root = torch.where(pending.counts > 0, width - 1, -1)[:, None]  # [B, 1], the tree root's parent
+    return (torch.cat([chain_tokens, tokens], dim=1),
+            torch.cat([chain_parents, torch.where(parents < 0, root, parents + width)], dim=1))
+
+
+def keep_nodes(model, state, held: torch.Tensor, counts: torch.Tensor, path: torch.Tensor | None = None,
+               pending: Unfed | None = None) -> None:
+    """The one rollback. After a call that fed a row's nodes beyond ``held[b]`` tokens, keep ``counts[b]`` of them
+    and drop the rest. Without ``path`` the nodes follow each other (a causal call): ``truncate`` to held + counts,
+    nothing moves. With ``path [B, M]`` (node indices, a root-to-node path) they are a tree's: ``commit_path``
+    keeps its first counts[b] nodes, after the prompt chain (``prompt_nodes``) where the call carried ``pending``."""
+    if path is None:
+        model.truncate(state, held + counts)
+    elif pending is None or pending.tokens.shape[1] == 0:
+        model.commit_path(state, path, counts)
+    else:  # the prompt's chain, then the path
+        index, first = _prompt_start(pending)
+        chain = torch.where(index[None, :] < pending.counts[:, None], index[None, :] + first, 0)  # [B, P]
+        chain = torch.cat([chain, torch.zeros_like(path)], dim=1)  # [B, P + M]
+        after = pending.counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, M]
+        model.commit_path(state, chain.scatter_(1, after, path + pending.tokens.shape[1]), pending.counts + counts)
 
 
 def park(model, state, done: torch.Tensor) -> None:

@@ -54,20 +54,23 @@ def confidence(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(proposing(logits), dim=-1)
 
 
-def draft_dynamic(draft, state, last: torch.Tensor, spec: DynamicTree, sampling: Sampling) -> tuple:
-    """EAGLE-2's tree per row (``DynamicTree``): tokens ``[B, N]`` (node 0 the last committed token), parents ``[B, N]``
-    (nodes numbered depth by depth, siblings by descending confidence: their verification order) and each node's
-    draft law ``[B, N, V]`` (zero where the draft did not expand it: never read)."""
+def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: DynamicTree, sampling: Sampling) -> tuple:
+    """EAGLE-2's tree per row (``DynamicTree``) from the draft's logits after the committed sequence (``root: [B, V]``;
+    the state holds that sequence): tokens ``[B, N]`` (node 0 the last committed token), parents ``[B, N]`` (nodes
+    numbered depth by depth, siblings by descending confidence: their verification order) and each node's draft law
+    ``[B, N, V]`` (zero where the draft did not expand it: never read). The scored nodes stay in the state, beyond
+    the committed sequence."""
     batch, k, device = len(last), spec.branching, last.device
     rows = torch.arange(batch, device=device)[:, None]
-    logits = draft.forward_tree(last[:, None], state, torch.full((batch, 1), -1, device=device))  # [B, 1, V]
+    logits = root[:, None]  # [B, 1, V]
     scores, tokens = torch.topk(confidence(logits[:, 0]), k, dim=-1)  # [B, k], depth 1
     drafted = {"tokens": [tokens], "scores": [scores], "parents": [torch.full_like(tokens, -1)],
                "depths": [torch.ones_like(tokens)]}
     fed_logits, fed_candidates = [logits], []  # the draft's logits at the nodes it scored, and which they were
-    frontier, fed, held = torch.arange(k, device=device).expand(batch, -1), torch.zeros_like(tokens), 1
+    frontier, fed, held = torch.arange(k, device=device).expand(batch, -1), torch.full_like(tokens, -1), 0
     for depth in range(2, spec.depth + 1):  # feed the frontier, draft its children, keep the best k as the next one
         logits = draft.forward_tree(tokens, state, fed)  # [B, k, V]; ``fed``: their parents among the scored nodes
+        # (-1: the committed sequence)
         fed_logits.append(logits), fed_candidates.append(frontier)
         top, children = torch.topk(confidence(logits), k, dim=-1)  # [B, k, k]
         child_scores = (scores[..., None] + top).flatten(1)  # [B, k * k]

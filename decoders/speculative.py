@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models, check_room, forward_after, new_state,
-                            park, prefill, unfed)
+from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, feed_draft,
+                            forward_after, keep_nodes, park, room_for, start)
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -28,7 +28,7 @@ from decoders.verification import (CHAIN_VERIFIERS as VERIFIERS, accept_block, a
 from spectheory.validation import as_positive_int
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
-           "generate_speculative"]
+           "generate_speculative"]  # Committed and start live in decoders._loop, shared with the tree decoder
 
 
 @dataclass(frozen=True)
@@ -57,23 +57,6 @@ class SpeculativeConfig:
             raise ValueError(f"policy must be a decoders.policies.DraftPolicy, got {type(self.policy).__name__}")
         if self.policy is not None and self.verifier != "token":
             raise ValueError(f"a draft-length policy needs the token verifier, got {self.verifier!r}")
-
-
-@dataclass
-class Committed:
-    """Decoding state between iterations: both models' states, the last two committed tokens of each
-    row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), the prompt tokens the
-    target's first verify call carries (``target_unfed``, None afterwards), a draft-length policy's per-row
-    state (made at the first iteration) and, where a penalty is set, the counts of the committed tokens
-    (``history``, docs/theory.md §14)."""
-
-    target_state: object
-    draft_state: object
-    tail: torch.Tensor
-    draft_pending: torch.Tensor
-    target_unfed: Unfed | None = None
-    policy_state: dict | None = None
-    history: History | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +98,7 @@ class SpeculativeStep:
 
     def room(self, config: SpeculativeConfig, max_new_tokens: int) -> int:
         """Tokens each state must hold beyond its prompt: the new tokens and one iteration's overshoot."""
-        return max_new_tokens + config.gamma + 1
+        return room_for(max_new_tokens, config.gamma)
 
     def draft_probs(self, logits: torch.Tensor, sampling: Sampling) -> tuple[torch.Tensor, torch.Tensor]:
         """The draft's distribution to sample from and the q the accept test uses: the same one. # [..., V] each
@@ -129,14 +112,11 @@ class SpeculativeStep:
         a policy the most any row drafts (the loop stops once no row drafts: one host read per position). A row's
         proposals end at its first all -inf logits or where its policy stops; later positions hold dummy draws
         (never tested). The logits are biased and penalised first, by the counts along the drafted path."""
-        two = (committed.draft_pending == 2)[:, None]  # [B, 1]: feed both tail tokens, else only the last
-        feed = torch.where(two, committed.tail, committed.tail.flip(1))  # [B, 2], padding second
-        logits = draft.forward(feed, committed.draft_state, committed.draft_pending)  # [B, 2, V]
-        logits = torch.where(two, logits[:, 1], logits[:, 0])  # [B, V], after the last fed token
+        logits = feed_draft(draft, committed)  # [B, V], after the last committed token
         policy, greedy, floor = config.policy, config.sampling.greedy, torch.finfo(logits.dtype).min
         sampling, history = config.sampling.warping, committed.history
         if policy is not None:
-            limit = policy.limit(committed.policy_state, len(feed), feed.device).clamp(max=config.gamma)
+            limit = policy.limit(committed.policy_state, len(logits), logits.device).clamp(max=config.gamma)
             drafting = limit > 0  # [B]
         tokens, dists, raw, live = [], [], [], []
         for i in range(config.gamma):
@@ -206,9 +186,9 @@ class SpeculativeStep:
         return history.plus(tokens, new)
 
     def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
-        """Cut both states back to the invariants of the module docstring."""
-        target.truncate(committed.target_state, held_target + (accepted + 1))
-        draft.truncate(committed.draft_state, held_draft + committed.draft_pending + accepted.clamp(max=gamma - 1))
+        """Cut both states back to the invariants of ``Committed`` (both calls were causal: ``keep_nodes`` truncates)."""
+        keep_nodes(target, committed.target_state, held_target, accepted + 1)
+        keep_nodes(draft, committed.draft_state, held_draft, committed.draft_pending + accepted.clamp(max=gamma - 1))
 
     def __call__(self, target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
                  timer: PhaseTimer | None = None) -> StepOutcome:
@@ -247,16 +227,6 @@ class SpeculativeStep:
 
 
 REFERENCE_STEP = SpeculativeStep()
-
-
-def start(target, draft, prompts: list[list[int]], room: int | None = None, history: History | None = None) -> Committed:
-    """Prefill the draft, which holds each prompt but its last token; the target holds nothing yet and its first
-    verify call carries that much of the prompt. Both have space for ``room`` more tokens (None: each model's
-    context). ``history``: the prompts' token counts, where a penalty is set."""
-    tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
-    return Committed(new_state(target, prompts, room), prefill(draft, prompts, room=room), tail,
-                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device),
-                     history=history)
 
 
 @torch.inference_mode()

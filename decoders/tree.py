@@ -1,17 +1,21 @@
 """Speculative decoding with a draft tree and exact multi-draft verification (docs/theory.md §12).
 
-One iteration: the draft grows a static tree level by level (one ``forward_tree`` call per level), drafting
-each node's children from its distribution q as the verifier needs them (the draft's top tokens for
-``target-only``; i.i.d. draws for ``rrs`` and ``kseq``; draws without replacement for
-``rrs-without-replacement``); one target call scores every node (``forward_tree``); then each row walks
-down from the root: at its current node the children are verified in rank order against the target's p
-there, by the rule of ``spectheory.multidraft``, and the walk moves to the accepted child or stops with a
-token drawn from the verifier's residual (the bonus at a leaf is drawn from p). Both models then keep the
-accepted path (``commit_path``); the invariant between iterations is that each holds the committed
-sequence but its last token. Before the first iteration the target holds nothing: its first call carries the
-prompt but its last token as a chain of nodes under the tree's root (``prompt_chain``), one call where a prefill
-and a verify call would be two (docs/theory.md §10). Rows of a batch accept different paths. Every draw goes through
-``Randomness`` with the batch first, so the exact audit enumerates it.
+One iteration: the draft is fed its pending tokens (``decoders._loop.feed_draft``, as the chain decoder does) and
+grows a static tree level by level (one ``forward_tree`` call per level but the deepest, whose nodes it never
+needs to score), drafting each node's children from its distribution q as the verifier needs them (the draft's
+top tokens for ``target-only``; i.i.d. draws for ``rrs`` and ``kseq``; draws without replacement for
+``rrs-without-replacement``); one target call scores every node (``forward_after``: at the first iteration after
+the prompt, as a chain of nodes under the tree's root); then each row walks down from the root: at its current
+node the children are verified in rank order against the target's p there, by the rule of
+``decoders.verification``, and the walk moves to the accepted child or stops with a token drawn from the
+verifier's residual (the bonus at a leaf is drawn from p). Both models then keep the accepted path
+(``keep_nodes``), with the invariants of ``decoders._loop.Committed``: the target holds the committed sequence
+but its last token, the draft the same or, where the path ended at the deepest level, but its last two.
+
+A chain-shaped tree (``Tree.chain``: one child per node) takes the chain decoder's fast path: causal calls
+(``forward``) instead of tree attention, and ``truncate`` instead of moving the kept nodes. Rows of a batch
+accept different paths. Every draw goes through ``Randomness`` with the batch first, so the exact audit
+enumerates it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_models, check_room, new_state, park, prefill,
-                            unfed)
+from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, feed_draft,
+                            forward_after, keep_nodes, park, room_for, start)
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -31,8 +35,8 @@ from decoders.models.protocol import check_model, prefill_call
 from decoders.verification import TREE_VERIFIERS as VERIFIERS
 from spectheory.trees import Tree
 
-__all__ = ["DynamicTree", "TreeConfig", "TreeState", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "start_tree",
-           "generate_tree", "tree_acceptance", "breadth_first", "check_tree_models", "prompt_chain", "tree_room"]
+__all__ = ["DynamicTree", "TreeConfig", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "generate_tree",
+           "tree_acceptance", "breadth_first", "check_tree_models", "tree_room", "is_chain"]
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -47,9 +51,15 @@ def breadth_first(tree: Tree) -> Tree:
 
 
 def tree_room(config, max_new_tokens: int) -> int:
-    """Tokens each model's state must hold beyond its prompt: the new ones and one iteration's pending nodes."""
+    """Tokens each model's state must hold beyond its prompt: the new ones and one iteration's pending nodes, and one
+    for the draft's pending pair (``feed_draft`` feeds two tokens, the second padding where one is pending)."""
     tree = config.tree
-    return max_new_tokens + max(tree.size, tree.scored if isinstance(tree, DynamicTree) else 0) + 1
+    return room_for(max_new_tokens, max(tree.size, tree.scored if isinstance(tree, DynamicTree) else 0) + 1)
+
+
+def is_chain(tree: Tree | DynamicTree) -> bool:
+    """Whether ``tree`` is static with one child per node at most (``Tree.chain``): the causal fast path."""
+    return isinstance(tree, Tree) and tree.size == tree.depth + 1
 
 
 @dataclass(frozen=True)
@@ -108,19 +118,22 @@ def _draft_children(logits, q, count: int, verifier: str, randomness: Randomness
     return torch.stack(drawn, dim=1)
 
 
-def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, draft_children=_draft_children):
+def _draft_tree(draft, state, root: torch.Tensor, last: torch.Tensor, config: TreeConfig, randomness: Randomness,
+                draft_children=_draft_children):
     """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
-    (zero at leaves: never read)."""
-    tree, levels = config.tree, _levels(config.tree)
-    parents = torch.tensor(tree.parents, device=last.device)
+    (zero at the deepest level: never read), from the draft's logits after the committed sequence, ``root: [B, V]``.
+    The draft scores every level but the deepest; its nodes sit beyond the committed sequence, node n at pending
+    index n - 1 (causal calls for a chain)."""
+    tree, levels, chain = config.tree, _levels(config.tree), is_chain(config.tree)
+    parents = torch.tensor(tree.parents, device=last.device) - 1  # [N], each node's parent's pending index
     tokens = torch.zeros(len(last), tree.size, dtype=torch.int64, device=last.device)
     tokens[:, 0] = last
-    q = None
-    for depth, level in enumerate(levels):
+    logits, q = root[:, None], None  # [B, 1, V]: the root level's
+    for depth, level in enumerate(levels[:-1]):
         nodes = list(level)
-        logits = draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
-        if depth == len(levels) - 1:
-            break  # the leaves are fed so that the draft can keep an accepted one; their laws are unused
+        if depth:
+            logits = draft.forward(tokens[:, nodes], state) if chain else \
+                draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
         logits = proposing(logits)  # none: uniform q
         probs = adjusted_probs(logits, config.sampling.unconditioned, validate=False)
         if q is None:
@@ -132,36 +145,6 @@ def _draft_tree(draft, state, last, config: TreeConfig, randomness: Randomness, 
                 tokens[:, children] = draft_children(logits[:, i], q[:, node], len(children), config.verifier,
                                                      randomness)
     return tokens, q
-
-
-@dataclass
-class TreeState:
-    """Between iterations: each model's state holding the committed sequence but its last token, ``last: [B]``;
-    before the first, the target's holds nothing and ``target_unfed`` the prompt tokens its first call carries."""
-
-    target_state: object
-    draft_state: object
-    last: torch.Tensor
-    target_unfed: Unfed | None = None
-    history: History | None = None  # the committed tokens' counts and grammar, where the sampling needs them
-
-
-def prompt_chain(pending: Unfed, tokens: torch.Tensor, parents: torch.Tensor) -> tuple:
-    """A tree's nodes ``tokens, parents: [B, N]`` after the prompt tokens ``pending`` (P = its width) in one tree:
-    (tokens, parents ``[B, P + N]``, ``lead: [B, P]``). Row b's prompt is a chain in nodes P - counts[b] .. P - 1
-    (each under the one before, the first a root), the tree follows at P + its indices with its root under the
-    chain's last node; nodes before the chain are roots of their own that nothing sees and nothing keeps. ``lead``
-    holds the chain's node indices first (a path's start, for ``commit_path``)."""
-    width, device = pending.tokens.shape[1], tokens.device
-    index = torch.arange(width, device=device)
-    start = width - pending.counts[:, None]  # [B, 1], each row's first prompt node
-    body = (index[None, :] - start).clamp(min=0)  # [B, P], the prompt token each node holds
-    chain_tokens = pending.tokens.gather(1, body.clamp(max=width - 1))
-    chain_parents = torch.where(index[None, :] > start, index[None, :] - 1, -1)
-    root = torch.where(pending.counts > 0, width - 1, -1)[:, None]  # [B, 1], the tree root's parent
-    tree_parents = torch.where(parents < 0, root, parents + width)
-    lead = torch.where(index[None, :] < pending.counts[:, None], index[None, :] + start, 0)
-    return torch.cat([chain_tokens, tokens], dim=1), torch.cat([chain_parents, tree_parents], dim=1), lead
 
 
 @dataclass(frozen=True)
@@ -188,14 +171,6 @@ def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
                          f"{target.vocab_size} tokens")
 
 
-def start_tree(target, draft, prompts: list[list[int]], room: int, history: History | None = None) -> TreeState:
-    """Prefill the draft with each prompt but its last token, which the target's first call carries; both with
-    ``room`` more tokens. ``history``: the prompts' (``history_of``), where the sampling needs one."""
-    last = torch.tensor([prompt[-1] for prompt in prompts], device=target.device)
-    return TreeState(new_state(target, prompts, room), prefill(draft, prompts, room=room), last,
-                     unfed(prompts, target.device), history)
-
-
 class TreeStep:
     """One iteration in named phases: ``children`` (drafting a node's children), ``verify_node`` (the verifier at
     one node), ``bonus_law`` (the law at a leaf or after the deepest accepted node); calling it runs the
@@ -212,9 +187,10 @@ class TreeStep:
         """The law after a rejection by RRS: norm((r - q)+)."""
         return residual(r, q)
 
-    def score(self, target, tokens: torch.Tensor, target_state, parents: torch.Tensor, keep: int) -> torch.Tensor:
-        """The target's logits ``[B, keep, V]`` of the last ``keep`` nodes, in one call."""
-        return target.forward_tree(tokens, target_state, parents, keep=keep)
+    def score(self, target, tokens: torch.Tensor, target_state, parents: torch.Tensor | None, pending) -> torch.Tensor:
+        """The target's logits ``[B, N, V]`` of the tree's nodes in one call, after the ``pending`` prompt tokens at
+        the first (``forward_after``; causal where ``parents`` is None: a chain)."""
+        return forward_after(target, tokens, target_state, pending, parents)
 
     def bonus_law(self, p: torch.Tensor, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
         """The law at a node whose walk ends without a rejection there: p (``logits`` are the raw ones)."""
@@ -247,45 +223,49 @@ class TreeStep:
         return weights, torch.stack(path, dim=1), torch.stack(ranks, dim=1)
 
     @staticmethod
-    def commit(target, draft, state: TreeState, tokens, path, accepted, dynamic: bool, lead) -> None:
-        """Both models keep the accepted path ``path: [B, depth + 1]`` (its first ``accepted + 1`` nodes); after the
-        target's first call (``lead``: ``prompt_chain``'s, else None) it keeps the prompt's chain before it too."""
-        if lead is None:
-            target.commit_path(state.target_state, path, accepted + 1)
-        else:  # the prompt's chain, then the accepted path
-            counts = state.target_unfed.counts
-            chain = torch.cat([lead, torch.zeros_like(path)], dim=1)  # [B, P + depth + 1]
-            after = counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, depth + 1]
-            chain.scatter_(1, after, path + lead.shape[1])
-            target.commit_path(state.target_state, chain, counts + accepted + 1)
-            state.target_unfed = None
-        if dynamic:  # the draft scored other nodes than it kept: drop them, then append the accepted path
-            draft.truncate(state.draft_state, state.draft_state.lengths)
-            prefill_call(draft)(tokens.gather(1, path), state.draft_state, accepted + 1)
-        else:
-            draft.commit_path(state.draft_state, path, accepted + 1)
+    def commit(target, draft, state: Committed, tokens, path, accepted, held: tuple, tree) -> None:
+        """Both models keep the accepted path ``path: [B, depth + 1]`` (``keep_nodes``; a chain's are contiguous:
+        truncated) from their lengths before the iteration, ``held`` (target, draft). The target keeps its first
+        ``accepted + 1`` nodes (after the prompt, at the first iteration); the draft, which was fed the root
+        causally, the accepted nodes it scored (all but one at the deepest level) or, for a dynamic tree, whose
+        scored nodes are not the tree's, appends them. Sets ``draft_pending``."""
+        chain, dynamic = is_chain(tree), isinstance(tree, DynamicTree)
+        pending = state.target_unfed
+        held_target = held[0] if pending is None else held[0] + pending.counts
+        keep_nodes(target, state.target_state, held_target, accepted + 1, None if chain else path, pending)
+        state.target_unfed = None
+        fed = held[1] + state.draft_pending  # [B], the committed sequence, root included
+        if dynamic:  # drop the scored nodes, then append the accepted ones
+            keep_nodes(draft, state.draft_state, fed, torch.zeros_like(accepted))
+            prefill_call(draft)(tokens.gather(1, path[:, 1:]), state.draft_state, accepted)
+            state.draft_pending = torch.ones_like(accepted)
+            return
+        kept = accepted.clamp(max=tree.depth - 1)  # the deepest level was never scored
+        causal = chain or tree.depth == 1  # no node beyond the root was scored: nothing but the root to keep
+        scored = _levels(tree)[-1].start - 1  # nodes beyond the root the draft scored; later path entries are unread
+        keep_nodes(draft, state.draft_state, fed, kept, None if causal else (path[:, 1:] - 1).clamp(0, scored - 1))
+        state.draft_pending = torch.where(accepted == tree.depth, 2, 1)
 
-    def __call__(self, target, draft, state: TreeState, config: TreeConfig, randomness: Randomness,
+    def __call__(self, target, draft, state: Committed, config: TreeConfig, randomness: Randomness,
                  timer: PhaseTimer | None = None) -> TreeOutcome:
         """One iteration (module docstring); updates ``state`` in place."""
         timer = timer or PhaseTimer(target.device, profile=False)
-        tree, batch = config.tree, len(state.last)
-        dynamic = isinstance(tree, DynamicTree)
+        tree, batch = config.tree, len(state.tail)
+        held = (state.target_state.lengths, state.draft_state.lengths)  # never changed in place
         with timer.phase("draft"):
-            if dynamic:  # each row's own tree
-                tokens, parents, q = draft_dynamic(draft, state.draft_state, state.last, tree,
-                                                       config.sampling.unconditioned)
+            root = feed_draft(draft, state)  # [B, V]
+            if isinstance(tree, DynamicTree):  # each row's own tree
+                tokens, parents, q = draft_dynamic(draft, state.draft_state, root, state.last, tree,
+                                                   config.sampling.unconditioned)
                 children = row_children(parents, tree.branching)  # [B, N, width]
             else:
-                tokens, q = _draft_tree(draft, state.draft_state, state.last, config, randomness, self.children)
+                tokens, q = _draft_tree(draft, state.draft_state, root, state.last, config, randomness, self.children)
                 parents = torch.tensor(tree.parents, device=target.device).expand(batch, -1)
                 children = _children_table(tree, target.device).expand(batch, -1, -1)  # [B, N, width]
         with timer.phase("verify"):
-            lead = None
             history = None if state.history is None else state.history.along_tree(tokens, parents)
-            if state.target_unfed is not None:  # the first call: the prompt, then the tree
-                scored, parents, lead = prompt_chain(state.target_unfed, tokens, parents)
-            logits = self.score(target, tokens if lead is None else scored, state.target_state, parents, tree.size)
+            logits = self.score(target, tokens, state.target_state, None if is_chain(tree) else parents,
+                                state.target_unfed)
             p = adjusted_probs(logits, config.sampling, validate=False, history=history)
             check_probs(p, models={"target": p})
         with timer.phase("accept"):
@@ -293,11 +273,11 @@ class TreeStep:
             accepted = ranks.gt(0).sum(dim=1)
         with timer.phase("correct"):
             last = randomness.categorical(weights)
-            self.commit(target, draft, state, tokens, path, accepted, dynamic, lead)
+            self.commit(target, draft, state, tokens, path, accepted, held, tree)
             new = tokens.gather(1, path)  # [B, depth + 1]: the root, then the path
+            state.tail = torch.stack([new.gather(1, accepted[:, None])[:, 0], last], dim=1)
             new = torch.cat([new[:, 1:], last[:, None]], dim=1)
             new.scatter_(1, accepted[:, None], last[:, None])
-            state.last = last
             if state.history is not None:  # the accepted path and the token after it
                 state.history = state.history.plus(new, torch.arange(new.shape[1], device=new.device) <= accepted[:, None])
         return TreeOutcome(new, accepted, ranks)
@@ -322,7 +302,7 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
     timer = PhaseTimer(target.device, profile)
     target, draft = timer.watch(target), timer.watch(draft)
     with timer.phase("prefill"):
-        state = start_tree(target, draft, prompts, room, history_of(config.sampling, prompts, target))
+        state = start(target, draft, prompts, room, history_of(config.sampling, prompts, target))
     accepted_log, ranks_log = [], []
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
@@ -336,7 +316,8 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
         for b in active:
             output.extend(b, tokens[b][:counts[b] + 1])
     iterations = len(accepted_log)
-    draft_calls = iterations * (config.tree.depth + 1)  # a call per level, the leaves' (or the appended path's) last
+    draft_calls = iterations * (config.tree.depth + isinstance(config.tree, DynamicTree))  # a call per level but the
+    # deepest (the first feeds the pending tokens); a dynamic tree then appends its accepted path
     stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log), (),
                         timer.finish(), accepted_ranks=tuple(ranks_log))
     return Generation(tuple(tuple(row) for row in output.rows), stats)

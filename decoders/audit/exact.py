@@ -34,8 +34,9 @@ from tqdm import tqdm
 
 from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, start
-from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, start_tree, tree_room
+from decoders._loop import start
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, tree_room
 from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "tree_law", "prefix_law",
@@ -163,7 +164,7 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
     check_tree_models(target, draft, config)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
-        state = start_tree(target, draft, prompts, tree_room(config, 0),
+        state = start(target, draft, prompts, tree_room(config, 0),
                            _history(prompts, len(prompt), target, config.sampling))
         outcome = step(target, draft, state, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from decoders._loop import forward_after
 from decoders.sampling import Sampling
 from decoders.tree import TreeStep
 from decoders.verification import excess
@@ -52,9 +53,11 @@ class BonusFromRawLogits(TreeStep):
 
 
 class FlatPositions(TreeStep):
-    def score(self, target, tokens, target_state, parents, keep):
-        flat = target_state.lengths[:, None] + torch.arange(tokens.shape[1], device=tokens.device)  # node index
-        return target.forward_tree(tokens, target_state, parents, positions=flat, keep=keep)  # not prefix + depth
+    def score(self, target, tokens, target_state, parents, pending):
+        def flat(nodes, state, node_parents, keep):
+            index = state.lengths[:, None] + torch.arange(nodes.shape[1], device=nodes.device)  # node index
+            return target.forward_tree(nodes, state, node_parents, positions=index, keep=keep)  # not prefix + depth
+        return forward_after(target, tokens, target_state, pending, parents, tree_call=flat)
 
 
 @dataclass(frozen=True)

@@ -51,31 +51,51 @@ def test_greedy_tree_against_autoregressive(verifier, shape, batch):
 
 
 class _Calls:
-    """A model whose forward passes (``forward``, ``append``, ``forward_tree``) record their widths."""
+    """A model whose forward passes (``forward``, ``append``, ``forward_tree``) record their widths, and whose
+    cache calls (``truncate``, ``commit_path``) as well as forward passes record their names."""
 
     def __init__(self, model):
-        self.model, self.widths = model, []
+        self.model, self.widths, self.names = model, [], []
 
     def __getattr__(self, name):
         attribute = getattr(self.model, name)
-        if name not in ("forward", "append", "forward_tree"):
+        if name not in ("forward", "append", "forward_tree", "truncate", "commit_path"):
             return attribute
         def call(tokens, *args, **kwargs):
-            self.widths.append(tokens.shape[1])
+            self.names.append(name)
+            if name not in ("truncate", "commit_path"):
+                self.widths.append(tokens.shape[1])
             return attribute(tokens, *args, **kwargs)
         return call
 
 
 @pytest.mark.parametrize("tree", [SHAPES["binary"], SHAPES["chain"], DynamicTree(2, 3, 6)], ids=str)
 def test_tree_draft_calls_against_counted_calls(tree):
-    """``DecodeStats.draft_calls`` is the draft's forward passes after the prefill, counted on the model: depth + 1
-    per iteration (one per level, the leaves' included; a dynamic tree's last is the accepted path's append)."""
+    """``DecodeStats.draft_calls`` is the draft's forward passes after the prefill, counted on the model: depth per
+    iteration for a static tree (the pending tokens, then one per level but the deepest), depth + 1 for a dynamic
+    one (its last is the accepted path's append)."""
     draft = _Calls(tiny_gpt(1, d_model=16, n_layer=1))
     generation = generate_tree(tiny_gpt(0), draft, PROMPTS[:1], max_new_tokens=12,
                                config=TreeConfig(tree, GREEDY, "target-only"), randomness=seeded(1))
     prefill_calls = 1  # the prompt but its last token
     assert generation.stats.draft_calls == len(draft.widths) - prefill_calls == \
-        generation.stats.iterations * (tree.depth + 1)
+        generation.stats.iterations * (tree.depth + isinstance(tree, DynamicTree))
+
+
+@pytest.mark.parametrize("shape", ["chain", "binary"])
+def test_chain_tree_fast_path_against_tree_attention(shape):
+    """A chain-shaped tree takes the chain decoder's path: causal calls and truncation only, never tree attention
+    or a moved cache; a branching tree uses both. The tokens are greedy autoregressive decoding's either way."""
+    target, draft = _Calls(tiny_gpt(0)), _Calls(tiny_gpt(1, d_model=16, n_layer=1))
+    generation = generate_tree(target, draft, PROMPTS, max_new_tokens=12, config=TreeConfig(SHAPES[shape], GREEDY,
+                               "rrs"), randomness=seeded(1))
+    assert generation.tokens == generate_autoregressive(target.model, PROMPTS, max_new_tokens=12, sampling=GREEDY,
+                                                        randomness=seeded(0)).tokens
+    names = set(target.names) | set(draft.names)
+    if shape == "chain":
+        assert names == {"forward", "append", "truncate"}, names
+    else:
+        assert {"forward_tree", "commit_path"} <= names, names
 
 
 def test_tree_target_calls_against_iterations():
@@ -118,8 +138,9 @@ def test_dynamic_tree_shape_against_eagle2():
     from decoders.dynamic_tree import draft_dynamic
 
     draft = TabularModel(torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)), 0)
-    tokens, parents, q = draft_dynamic(draft, draft.new_state(1), torch.tensor([2]), DynamicTree(2, 3, 6),
-                                        Sampling(1.0))
+    state = draft.new_state(1)
+    root = draft.forward(torch.tensor([[2]]), state)[:, 0]  # fed the last committed token, as feed_draft does
+    tokens, parents, q = draft_dynamic(draft, state, root, torch.tensor([2]), DynamicTree(2, 3, 6), Sampling(1.0))
     assert tokens.tolist() == [[2, 0, 1, 0, 1, 0]] and parents.tolist() == [[-1, 0, 0, 1, 1, 2]]
     assert q[0, :5].sum(-1).tolist() == [1.0] * 5 and q[0, 5].abs().sum() == 0  # 10 was not expanded
 
