@@ -3,7 +3,6 @@
 ``sampling`` (logits -> sampled distribution), ``randomness`` (the randomness interface), ``models`` (the
 model protocol and its implementations), ``autoregressive``, ``speculative`` and ``blockwise`` (the
 decoders, each a step function plus a loop), ``results`` (what every run returns), ``audit`` (exact and
-statistical distribution-preservation audits, planted-bug decoders, one entry for the CLI and the
-report) and ``harness`` (measurement on real pairs: corpus, training, the shipped models, alpha, speed,
-the report's measurement).
+statistical distribution-preservation audits and planted-bug decoders). Measurement on real pairs lives
+beside this package, in ``measure``; serving engines in ``engines``.
 """

@@ -1,5 +1,5 @@
 """The one-command report rendered (``spectheory report``): ``report.json``, ``report.md`` and ``report.html``
-with their figures, from the ``ReportDocument`` that ``decoders.harness.report.measure_pair`` measured.
+with their figures, from the ``ReportDocument`` that ``measure.report.measure_pair`` measured.
 
 Every number in the Markdown and HTML is formatted from the JSON document, which is written first. The
 files are written into a staged directory that replaces ``out`` only once all of them are complete.
@@ -12,7 +12,7 @@ import re
 import statistics
 from pathlib import Path
 
-from decoders.harness.report import ReportDocument, by_temperature
+from measure.report import ReportDocument, by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spectheory.cli import main
-from decoders.harness.report import summary_lines
+from spectheory_cli import main
+from measure.report import summary_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")

@@ -1,4 +1,6 @@
-"""The one-way layering of the project (README, "Layout"): theory <- sims, decoders <- paper_figs <- cli.
+"""The one-way layering of the project (docs/project.md, "Layout"): theory <- sims, decoders <- measure, engines
+<- paper_figs <- cli; packages of one layer never import each other, and no module imports itself back through
+others (no cycles).
 
 The first tests import in a fresh interpreter and look at ``sys.modules``; the last parses every import
 statement in the tree (also those inside functions), so a lazy import cannot hide a wrong direction.
@@ -13,10 +15,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if p.stem not in ("__init__", "__main__"))
-HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "paper_figs", "spectheory.cli")
+ENTRY_POINTS = ("spectheory.__main__", "spectheory.cli")  # the one place each that reaches up to the CLI
+THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if f"spectheory.{p.stem}" not in
+                ("spectheory.__init__",) + ENTRY_POINTS)
+HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "measure", "engines", "paper_figs", "spectheory_cli")
 THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory"}  # and the standard library
-LAYER = {"theory": 0, "sims": 1, "decoders": 1, "paper_figs": 2, "cli": 3}
+LAYER = {"theory": 0, "sims": 1, "decoders": 1, "measure": 2, "engines": 2, "paper_figs": 3, "cli": 4}
+PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "paper_figs", "spectheory_cli")
 
 
 def _loaded_after(code: str) -> list:
@@ -33,17 +38,27 @@ def test_theory_modules_import_without_torch_or_the_other_layers():
 
 
 def test_gamma_command_imports_only_the_theory():
-    code = "import contextlib, io\nfrom spectheory.cli import main\n" \
+    code = "import contextlib, io\nfrom spectheory_cli import main\n" \
            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['gamma', '--alpha', '0.8']) == 0"
     loaded = _loaded_after(code)
-    assert "spectheory.cli.gamma" in loaded and all(m.startswith("spectheory.cli") for m in loaded), loaded
+    assert "spectheory_cli.gamma" in loaded and all(m.startswith("spectheory_cli") for m in loaded), loaded
+
+
+def test_old_cli_import_against_its_deprecation():
+    """``spectheory.cli.main``, where the CLI lived before it had its own package, still runs, with a warning."""
+    import spectheory.cli
+
+    with pytest.warns(DeprecationWarning, match="import main from spectheory_cli"):
+        main = spectheory.cli.main
+    from spectheory_cli import main as moved
+    assert main is moved
 
 
 def _layer(module: str, path: Path | None = None) -> str | None:
     """The layer of a dotted module name (or of the file ``path``); None outside the project."""
     parts = module.split(".")
-    if parts[0] == "spectheory":
-        return "cli" if parts[1:2] == ["cli"] else "theory"
+    if parts[0] in ("spectheory", "spectheory_cli"):
+        return "cli" if parts[0] == "spectheory_cli" else "theory"
     return parts[0] if parts[0] in LAYER else None
 
 
@@ -58,25 +73,29 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def _module_of(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+def _module_of(path: Path, root: Path | None = None) -> str:
+    """The dotted name of the module at ``path`` (a package's ``__init__`` is the package)."""
+    parts = path.relative_to(root or ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _violations() -> list[str]:
     problems = []
-    for package in ("spectheory", "sims", "decoders", "paper_figs"):
+    for package in PACKAGES[:-1]:
         for path in sorted((ROOT / package).rglob("*.py")):
             own = _module_of(path)
             layer = _layer(own)
             for line, imported in _imports(path):
                 target = _layer(imported)
                 where = f"{path.relative_to(ROOT)}:{line} imports {imported}"
-                if layer == "theory" and imported.split(".")[0] not in THEORY_MAY_IMPORT | set(sys.stdlib_module_names):
+                entry = own in ENTRY_POINTS
+                if layer == "theory" and not entry and \
+                        imported.split(".")[0] not in THEORY_MAY_IMPORT | set(sys.stdlib_module_names):
                     problems.append(f"{where}: theory imports only numpy, scipy, sympy and the standard library")
                 if target is None or target == layer:
                     continue
-                if target == "cli" and own != "spectheory.__main__":
-                    problems.append(f"{where}: only the entry point imports spectheory.cli")
+                if target == "cli" and not entry:
+                    problems.append(f"{where}: only the entry points import spectheory_cli")
                 elif target != "cli" and LAYER[target] >= LAYER[layer]:
                     problems.append(f"{where}: {layer} may not import {target}")
     return problems
@@ -96,3 +115,66 @@ def test_layer_check_catches_a_wrong_import(tmp_path, monkeypatch, line, fragmen
     (copy / "speedup.py").write_text(line + "\n" + (ROOT / "spectheory" / "speedup.py").read_text())
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert any(fragment in problem for problem in _violations())
+
+
+def _import_graph(root: Path) -> dict:
+    """Module -> the project modules it imports (lazy imports too; ``from package import module`` counts as the
+    module), over every package of ``PACKAGES`` under ``root``."""
+    modules = {_module_of(path, root) for package in PACKAGES for path in (root / package).rglob("*.py")}
+    graph = {}
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            edges = set()
+            for _, imported in _imports(path):
+                while imported and imported not in modules:
+                    imported = imported.rpartition(".")[0]
+                if imported:
+                    edges.add(imported)
+            graph[_module_of(path, root)] = edges
+    return graph
+
+
+def _cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(start):
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter[0]; counter[0] += 1
+        stack.append(start); on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop(); on_stack.discard(member); component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter[0]; counter[0] += 1
+                stack.append(child); on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_against_the_module_graph():
+    assert _cycles(_import_graph(ROOT)) == []
+
+
+def test_cycle_check_catches_a_cycle():
+    """Negative control: two modules that import each other, and a three-module ring, are found; a chain is not."""
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"g"}, "g": set()}
+    assert sorted(_cycles(graph)) == [["a", "b"], ["c", "d", "e"]]

@@ -7,10 +7,10 @@ import pytest
 from decoders.audit.exact import TOLERANCE
 from decoders.audit.mutants import MUTANTS, mutant
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
-from decoders.audit.run import AuditRequest
+from measure.audit import AuditRequest
 from decoders.audit.setups import DRAFTS
 from decoders.policies import POLICIES
-from spectheory.cli import main
+from spectheory_cli import main
 
 
 def test_audit_cli_exit_status_and_json(capsys):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from decoders.harness import zoo
+from decoders.models import zoo
 
 pytest.importorskip("gguf")
 try:

@@ -10,9 +10,9 @@ import torch
 
 from command import run
 from decoders.autoregressive import generate_autoregressive
-from decoders.harness.diverge import BUG_MARGIN, NUMERICS_MARGIN, diagnose, first_divergence
-from decoders.harness.inputs import encode_text
-from decoders.harness.zoo import load_target
+from measure.diverge import BUG_MARGIN, NUMERICS_MARGIN, diagnose, first_divergence
+from measure.inputs import encode_text
+from decoders.models.zoo import load_target
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 

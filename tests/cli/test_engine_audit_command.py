@@ -8,8 +8,8 @@ import pytest
 
 from command import run
 from decoders.audit.samples import write_rows
-from decoders.engines.audit import SECOND_SIDE_SEED
-from decoders.engines.base import EngineSampling
+from engines.audit import SECOND_SIDE_SEED
+from engines.base import EngineSampling
 from engine_standin import MarkovEngine
 
 

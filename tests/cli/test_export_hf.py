@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.harness import zoo
-from decoders.harness.corpus import encode
+from decoders.models import zoo
+from decoders.models.corpus import encode
 from decoders.models.hf import load_directory
-from spectheory.cli import main
+from spectheory_cli import main
 
 transformers = pytest.importorskip("transformers")
 

@@ -10,13 +10,13 @@ import json
 import pytest
 import torch
 
-from spectheory.cli import main
+from spectheory_cli import main
 
 transformers = pytest.importorskip("transformers")
 
 
 def save_tiny(path, seed):
-    from decoders.harness.corpus import character_tokenizer
+    from decoders.models.corpus import character_tokenizer
 
     torch.manual_seed(seed)  # initialisation of a throwaway model
     config = transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=16, n_layer=1, n_head=2,

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from decoders.harness.report import AUDIT_PROMPT_TOKENS
-from spectheory.cli import main
+from measure.report import AUDIT_PROMPT_TOKENS
+from spectheory_cli import main
 
 transformers = pytest.importorskip("transformers")
 

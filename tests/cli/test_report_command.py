@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from decoders.harness import zoo
-from spectheory.cli import main
+from decoders.models import zoo
+from spectheory_cli import main
 
 SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
          "--warmup", "0", "--audit-n", "300"]
@@ -152,7 +152,7 @@ def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, mon
     leaves every file of the first one as it was, and nothing beside it."""
     import shutil
 
-    from decoders.harness.report import ReportDocument
+    from measure.report import ReportDocument
     from paper_figs import report as rendering
 
     out = tmp_path / "report"

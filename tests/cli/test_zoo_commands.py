@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from decoders.harness import zoo
-from spectheory.cli import main
+from decoders.models import zoo
+from spectheory_cli import main
 
 
 def test_train_ngrams_reproduces_the_shipped_tables(tmp_path, capsys):

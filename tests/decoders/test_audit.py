@@ -33,7 +33,7 @@ from scipy import stats
 from decoders.audit.exact import (TOLERANCE, Enumerator, autoregressive_law, compare_laws, lenience_bound_violations,
                                   speculative_law, whole_run_law)
 from decoders.audit.mutants import MUTANTS, mutant
-from decoders.audit.run import AuditRequest, run_audit
+from measure.audit import AuditRequest, run_audit
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive

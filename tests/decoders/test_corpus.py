@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from decoders.harness.corpus import OTHER, VOCAB_SIZE, decode, encode, load_corpus, stdlib_files
+from decoders.models.corpus import OTHER, VOCAB_SIZE, decode, encode, load_corpus, stdlib_files
 
 
 def write_tree(root):

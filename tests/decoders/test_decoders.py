@@ -16,7 +16,7 @@ from decoders import _loop
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
-from decoders.harness.profile import efficiency
+from measure.profile import efficiency
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import TorchRandomness, seeded
@@ -588,7 +588,7 @@ def test_history_prefill_looks_nothing_up_against_forward():
     """A history model's ``append`` (the decoders' prefill) writes the history without computing logits: a copy
     draft's prefill of 20 tokens makes no lookup, where ``forward`` makes one per position (the control); the
     next call proposes the same token either way. ``copy:earliest`` loads by name with transformers' rule."""
-    from decoders.harness.zoo import load_named
+    from decoders.models.zoo import load_named
 
     lookups = []
     draft = CopyDraft(VOCAB)

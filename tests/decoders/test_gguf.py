@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from spectheory.cli import main
+from spectheory_cli import main
 
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
-from decoders.harness import zoo  # noqa: E402
+from decoders.models import zoo  # noqa: E402
 from decoders.models import gguf as gguf_loader  # noqa: E402
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 32, 2, 4, 2, 48

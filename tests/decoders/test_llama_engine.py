@@ -1,4 +1,4 @@
-"""llama.cpp through llama-cpp-python (decoders/engines): greedy differences against their diagnosis, the
+"""llama.cpp through llama-cpp-python (engines): greedy differences against their diagnosis, the
 recorded counters against the emitted tokens, and the OpenAI-compatible client against llama-cpp-python's
 server started here on 127.0.0.1 (same greedy text as in-process, two-sample verdicts, a server killed mid-run).
 CI builds llama-cpp-python (.ci/install), so there these tests run; elsewhere they skip when it is missing."""
@@ -22,11 +22,11 @@ except ImportError:
         raise
     pytest.skip("llama-cpp-python is not installed (bash .ci/install builds it)", allow_module_level=True)
 
-from decoders.engines import open_engine
-from decoders.engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
+from engines import open_engine
+from engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
                                     greedy_checks)
-from decoders.engines.base import END, EngineSampling
-from decoders.engines.openai import OpenAIEngine
+from engines.base import END, EngineSampling
+from engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
 
 

@@ -8,14 +8,14 @@ The default suite runs one short case per draft; ``-m slow`` runs the full grid 
 import pytest
 import torch
 
-from decoders.audit.run import tree_shape
+from measure.audit import tree_shape
 from decoders.autoregressive import generate_autoregressive
 from decoders.grammar import GrammarSpec
-from decoders.harness import zoo
+from decoders.models import zoo
 from decoders.models.hf_generate import hf_generate
-from decoders.harness.inputs import encode_text
-from decoders.harness.tasks import task_prompts
-from decoders.harness.corpus import split_text
+from measure.inputs import encode_text
+from measure.tasks import task_prompts
+from decoders.models.corpus import split_text
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

@@ -15,7 +15,7 @@ from command import run
 from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.statistical import audit_sampler
 from decoders.audit.mutants import MUTANTS, mutant
-from decoders.audit.run import AuditRequest, run_audit, tree_shape
+from measure.audit import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.autoregressive import generate_autoregressive
 from decoders.grammar import GrammarSpec
@@ -311,8 +311,8 @@ def test_greedy_shipped_pair_with_every_parameter_against_autoregressive():
     """The shipped pair at temperature 0 under penalties, a logit bias and a regex over its characters (import
     lines; the out-of-vocabulary token stops): 64 tokens of speculative chain (gamma 4) and tree decoding (binary,
     depth 3) equal autoregressive decoding, which the parameters change (plain greedy writes spaces here)."""
-    from decoders.harness import zoo
-    from decoders.harness.corpus import OTHER, decode, encode
+    from decoders.models import zoo
+    from decoders.models.corpus import OTHER, decode, encode
 
     target, draft = zoo.load_target(), zoo.load_draft("transformer")
     sampling = Sampling(0.0, repetition_penalty=1.3, frequency_penalty=0.2, presence_penalty=0.1,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.harness.corpus import VOCAB_SIZE, decode, encode
+from decoders.models.corpus import VOCAB_SIZE, decode, encode
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import GREEDY
-from decoders.harness.training import (HeadsConfig, TrainConfig, _windows, load_checkpoint, target_samples,
+from decoders.models.training import (HeadsConfig, TrainConfig, _windows, load_checkpoint, target_samples,
                             train_language_model, train_proposal_heads)
 
 TEXT = "def add(x, y):\n    return x + y\n\n" * 200

@@ -223,9 +223,9 @@ def test_tree_mutants_fail_the_exact_audit(name):
 def test_flat_positions_break_greedy_equality():
     """The flat-position bug changes greedy output too (the issue: greedy equality must catch it), on the shipped
     pair, whose trained position embeddings matter."""
-    from decoders.harness import zoo
-    from decoders.harness.alpha import text_windows
-    from decoders.harness.corpus import load_corpus
+    from decoders.models import zoo
+    from measure.alpha import text_windows
+    from decoders.models.corpus import load_corpus
 
     target, draft = zoo.load_pair("transformer")
     prompts = text_windows(load_corpus().held_out, 2, 32, seed=3)

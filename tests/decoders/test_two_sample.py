@@ -6,9 +6,9 @@ import pytest
 from scipy import stats
 
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from decoders.engines.audit import SECOND_SIDE_SEED, as_categories, compare_runs, numeric_tv
-from decoders.engines.base import END, EngineSampling
-from decoders.engines.llama_cpp import proposal_counters
+from engines.audit import SECOND_SIDE_SEED, as_categories, compare_runs, numeric_tv
+from engines.base import END, EngineSampling
+from engines.llama_cpp import proposal_counters
 from engine_standin import MarkovEngine
 
 T1 = EngineSampling(temperature=1.0)
@@ -82,7 +82,7 @@ def test_numeric_tv_against_hand_computation():
 
 def test_server_bench_against_stand_in_costs():
     """Two stand-in servers whose tokens cost 2 ms and 1 ms: the speculating one measures 2x, repeat by repeat."""
-    from decoders.engines.bench import server_bench
+    from engines.bench import server_bench
 
     document = server_bench(MarkovEngine(seconds_per_token=0.001), MarkovEngine(seconds_per_token=0.002),
                             ["a", "bb"], max_new_tokens=8, repeats=3, warmup=1)

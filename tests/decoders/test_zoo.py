@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.harness import zoo
+from decoders.models import zoo
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import generate_blockwise
-from decoders.harness.corpus import VOCAB_SIZE, load_corpus
-from decoders.harness.alpha import text_windows
+from decoders.models.corpus import VOCAB_SIZE, load_corpus
+from measure.alpha import text_windows
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -148,7 +148,7 @@ def test_real_draft_against_its_tokenizer(tmp_path):
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer, models
 
-    from decoders.harness.training import target_samples
+    from decoders.models.training import target_samples
     from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
     from decoders.sampling import Sampling
 

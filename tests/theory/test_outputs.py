@@ -62,7 +62,7 @@ def test_strict_json_scan_against_python_parser(tmp_path):
 def test_shipped_json_against_strict_parser():
     """Every JSON file the repository ships (results, the zoo's manifest, the report) is strict."""
     root = Path(__file__).resolve().parents[2]
-    shipped = [root / "results", root / "decoders" / "harness" / "weights"]
+    shipped = [root / "results", root / "decoders" / "models" / "weights"]
     assert sum(len(list(folder.rglob("*.json"))) for folder in shipped) >= 10
     assert [line for folder in shipped for line in not_strict_json(folder)] == []
 

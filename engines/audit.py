@@ -1,0 +1,344 @@
+"""Auditing an engine's speculative sampler (docs/engines.md): at temperature 0, its greedy tokens with
+speculation against its own plain greedy decoding, gamma by gamma; at temperature > 0, its samples with
+speculation against a second sample (the same engine without speculation, a second server, or a file) by
+the two-sample test, with disjoint seeds (llama.cpp's samples under one seed are coupled across the two
+paths, so two files drawn with the same seeds are not independent samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from decoders.audit.two_sample import TwoSampleReport, two_sample_test
+from engines.base import END, Engine, EngineRun, EngineSampling
+from engines.llama_cpp import LlamaCppEngine
+from engines.openai import is_url
+from spectheory.validation import as_int
+
+__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
+           "batch_shape_difference", "as_categories", "compare_runs", "greedy_audit", "greedy_lines",
+           "two_sample_document", "model_lines", "samples_side", "engine_side", "EngineAuditRequest",
+           "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
+
+#: Seeds of the second side start here, so that the two sides never share one (module docstring).
+SECOND_SIDE_SEED = 1 << 30
+#: The default prompt: a ChatML rewrite request (SmolLM2's template), where prompt lookup has text to copy.
+ENGINE_PROMPT = ("<|im_start|>user\nAdd type hints to this Python code. Repeat all of the code:\n```python\n"
+                 "def scale(values, factor):\n    total = 0\n    for value in values:\n"
+                 "        total += value * factor\n    return total\n```<|im_end|>\n<|im_start|>assistant\n```python\n")
+
+
+@dataclass(frozen=True)
+class GreedyCheck:
+    """At one gamma: the engine's greedy tokens with speculation equal its plain ones; if not, the first
+    difference and, where the engine gives logits, its diagnosis (``diagnose_difference``)."""
+
+    gamma: int
+    tokens: int
+    equal: bool
+    first_difference: int | None
+    counters: dict
+    diagnosis: dict | None = None
+
+    def as_dict(self) -> dict:
+        return {"gamma": self.gamma, "tokens": self.tokens, "equal": self.equal,
+                "first_difference": self.first_difference, "counters": self.counters, "diagnosis": self.diagnosis}
+
+
+def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculative: tuple, position: int) -> dict:
+    """Why greedy decoding with speculation left plain greedy decoding at ``position``: the logit margin of the
+    plain token over the speculative one after the same history, fed one token per call, once with the last call
+    of one token (the plain path) and once of two, that token and the next (a gamma = 1 verify call), by
+    ``logits_after(chunks, row)``. Opposite signs mean each path took its own argmax of a near tie that the
+    call's batch shape decides: numerics, not a sampler bug. The same sign means the speculative path emitted
+    a token its own evaluation does not rank first: a bug."""
+    history = [[token] for token in plain[:position]]
+    last = history.pop() if history else [prompt_ids[-1]]
+    head = [prompt_ids] if history or position else [prompt_ids[:-1]]
+    ours, theirs = plain[position], speculative[position]
+    one = logits_after(head + history + [last])
+    two = logits_after(head + history + [last + [theirs]], row=-2)
+    margins = (float(one[ours] - one[theirs]), float(two[ours] - two[theirs]))
+    numerics = margins[0] >= 0 >= margins[1]
+    return {"position": position, "plain_token": ours, "speculative_token": theirs, "margin_one_token": margins[0],
+            "margin_two_tokens": margins[1], "verdict": "batch-shape numerics (a near tie whose order flips between "
+            "a one-token and a two-token call)" if numerics else "unexplained by numerics: a bug"}
+
+
+def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> tuple[tuple, list]:
+    """(the plain greedy row, a ``GreedyCheck`` per gamma): one continuation of ``horizon`` tokens each, every
+    difference diagnosed where the engine gives its logits (in-process llama.cpp)."""
+    greedy = EngineSampling(temperature=0.0)
+    plain = engine.generate(prompt, 1, horizon, greedy, speculate=0).rows[0]
+    checks = []
+    for gamma in gammas:
+        run = engine.generate(prompt, 1, horizon, greedy, speculate=gamma)
+        row = run.rows[0]
+        differ = [i for i, (a, b) in enumerate(zip(row, plain)) if a != b]
+        diagnosis = diagnose_difference(engine.logits_after, engine.tokenize(prompt), plain, row, differ[0]) \
+            if differ and isinstance(engine, LlamaCppEngine) else None
+        checks.append(GreedyCheck(gamma, horizon, not differ, differ[0] if differ else None, run.counters, diagnosis))
+        if progress:
+            progress(1)
+    return plain, checks
+
+
+def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Per position, the total variation between the engine's and our model's laws at ``temperature`` from
+    their logits ``[S, V]``: what the numeric difference alone (quantized kernels against float32) costs."""
+    def softmax(logits):
+        scaled = logits / temperature
+        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        return weights / weights.sum(axis=-1, keepdims=True)
+    return 0.5 * np.abs(softmax(engine_logits) - softmax(our_logits)).sum(axis=-1)
+
+
+def batch_shape_difference(engine: LlamaCppEngine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
+    """llama.cpp's logits at the positions of ``tokens`` after ``prompt_ids``, evaluated one token per call (the
+    plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per position and the
+    total variation of the two laws at T = 1, which bounds how exactly speculation can keep the plain law."""
+    sequence = [prompt_ids[-1]] + list(tokens[:-1])  # position i of the result predicts tokens[i]
+    head = [list(prompt_ids[:-1])]
+
+    def logits(size):
+        chunks = head + [sequence[i:i + size] for i in range(0, len(sequence), size)]
+        engine.logits_after(chunks)
+        return np.array(engine.llama(True).scores[len(prompt_ids) - 1:len(prompt_ids) - 1 + len(sequence)],
+                        dtype=np.float64)
+    one, batched = logits(1), logits(chunk)
+    tv = numeric_tv(one, batched)
+    return {"chunk": chunk, "positions": len(sequence), "tv_at_t1": tv.tolist(),
+            "tv_median": float(np.median(tv)),
+            "tv_max": float(tv.max()), "max_logit_difference": np.abs(one - batched).max(axis=1).tolist()}
+
+
+def as_categories(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of two samples (ids or text pieces, ``END``-padded) as int64 category arrays ``[n, T]``, one code
+    per distinct token over both."""
+    codes: dict = {}
+    encode = np.vectorize(lambda token: codes.setdefault(token, len(codes)), otypes=[np.int64])
+    return encode(np.array(a, dtype=object)), encode(np.array(b, dtype=object))
+
+
+def compare_runs(a: EngineRun, b: EngineRun, level: float) -> TwoSampleReport:
+    """The two-sample test of two engine runs' rows."""
+    left, right = as_categories(a.rows, b.rows)
+    return two_sample_test(left, right, level)
+
+
+def check_model_law(sampling: EngineSampling) -> None:
+    """Refuse sampling parameters under which our sampler's law is not llama.cpp's (one line at the CLI)."""
+    if sampling.min_p or sampling.repeat_penalty != 1.0 or (sampling.top_p < 1.0 and sampling.temperature != 1.0):
+        raise ValueError("--against model needs a law our sampler computes in llama.cpp's order: no --min-p, no "
+                         "--repeat-penalty, and --top-p only at temperature 1 (llama.cpp truncates before the "
+                         "temperature, we after); compare with --against plain instead")
+
+
+def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float,
+                  seed: int) -> dict:
+    """The engine's samples (ids, in-process) audited against our model of the same GGUF file by the
+    statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
+    variation between the two laws along the prompt's last position and the engine's greedy continuation."""
+    import torch
+
+    from decoders.audit.samples import EngineSamples
+    from decoders.audit.statistical import audit_sampler
+    from decoders.models.zoo import load_named
+    from decoders.sampling import Sampling
+
+    if not isinstance(engine, LlamaCppEngine):
+        raise ValueError("--against model needs the in-process engine (--engine llama-cpp): it reads token ids")
+    check_model_law(sampling)
+    if any(END in row for row in run.rows):
+        raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
+    target, _ = load_named(str(engine.model_path), role="target")
+    ids = engine.tokenize(prompt)
+    horizon = len(run.rows[0])
+    greedy = engine.generate(prompt, 1, horizon, EngineSampling(0.0)).rows[0]
+    sequence = list(ids) + [token for token in greedy if token != END]
+    with torch.no_grad():
+        ours = target.forward(torch.tensor([sequence]), target.new_state(1, len(sequence)))[0].double().numpy()
+    scores = engine.all_logits(sequence)
+    tv = numeric_tv(scores[len(ids) - 1:len(sequence) - 1], ours[len(ids) - 1:len(sequence) - 1],
+                    max(sampling.temperature, 1e-6))
+    tokens = torch.tensor([list(row) for row in run.rows], dtype=torch.int64)
+    ours_sampling = Sampling(sampling.temperature, sampling.top_k or None,
+                             None if sampling.top_p >= 1.0 else sampling.top_p)
+    report = audit_sampler(EngineSamples(tuple(ids), tokens).sampler(), target, list(ids), ours_sampling,
+                           n=len(tokens), horizon=horizon, seed=seed, level=level)
+    return {"numeric_tv": tv.tolist(), "audit": report.as_dict(), "passed": report.passed,
+            "detectable_tv": report.as_dict().get("detectable_tv")}
+
+
+def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> dict:
+    """The greedy audit's document: plain greedy tokens, a check per gamma, and for llama.cpp in-process its
+    batch-shape numerics (``batch_shape_difference``); it passes when every gamma is equal to plain decoding
+    or differs by batch-shape numerics alone."""
+    plain, checks = greedy_checks(engine, prompt, horizon, gammas, progress)
+    explained = sum(not check.equal and bool(check.diagnosis)
+                    and check.diagnosis["verdict"].startswith("batch-shape") for check in checks)
+    document = {"engine": engine.name, "horizon": horizon, "prompt": prompt, "prompt_ids": None, "plain": list(plain),
+                "checks": [check.as_dict() for check in checks], "explained_by_numerics": explained,
+                "passed": explained == sum(not check.equal for check in checks)}
+    if isinstance(engine, LlamaCppEngine):
+        document["prompt_ids"] = list(engine.tokenize(prompt))
+        document["batch_shape"] = batch_shape_difference(engine, document["prompt_ids"],
+                                                         [token for token in plain if token != END])
+    return document
+
+
+def greedy_lines(document: dict) -> list:
+    """The greedy audit's printed lines."""
+    lines = [f"audit: {document['engine']}, greedy with speculation against its plain greedy decoding, "
+             f"{document['horizon']} tokens"]
+    for check in document["checks"]:
+        counts, why = check["counters"], check["diagnosis"]
+        line = f"gamma {check['gamma']}: " + (
+            "equal" if check["equal"] else f"differs at token {check['first_difference']}")
+        line += f" (accepted {counts['num_accepted_tokens']} of {counts['num_draft_tokens']} drafted)" if counts else ""
+        line += "" if why is None else (f"; margin of the plain token {why['margin_one_token']:+.3f} in a one-token "
+                                        f"call, {why['margin_two_tokens']:+.3f} in a two-token call: {why['verdict']}")
+        lines.append(line)
+    shape = document.get("batch_shape")
+    if shape:
+        lines.append(f"the same positions evaluated one token per call and {shape['chunk']} per call: logits differ by "
+                     f"up to {max(shape['max_logit_difference']):.3f}; the laws at T = 1 by a total variation of "
+                     f"median {shape['tv_median']:.4f}, max {shape['tv_max']:.4f} per position")
+    explained = document["explained_by_numerics"]
+    lines.append("greedy: " + ("PASS" if document["passed"] else "FAIL") + (
+        f" ({explained} of {len(document['checks'])} gammas differ by batch-shape numerics)" if explained else ""))
+    return lines
+
+
+def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sampling: EngineSampling,
+                        level: float) -> tuple[dict, dict, list]:
+    """(verdict document, both samples' rows, printed lines) of the two-sample audit of two runs."""
+    report = compare_runs(a, b, level)
+    document = dict(report.as_dict(), a=a_text, b=b_text, sampling=sampling.describe(), lost=[a.lost, b.lost])
+    lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}",
+             f"two-sample (token KS and prefix chi-square per position, Bonferroni): p = {report.p_value:.3g}, "
+             f"detectable TV {report.detectable_tv:.3f} at n = {report.n_a} + {report.n_b}: "
+             f"{'PASS' if report.passed else 'FAIL'}"]
+    return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines
+
+
+def model_lines(found: dict, described: str, model: str, sampling: EngineSampling) -> list:
+    """The printed lines of ``against_model``'s result."""
+    tv = found["numeric_tv"]
+    return [f"audit: {described} against our float32 model of {model}; {sampling.describe()}",
+            f"numeric difference alone (llama.cpp's quantized kernels against our float32), total variation per "
+            f"position along its greedy text: median {float(np.median(tv)):.4f}, max {max(tv):.4f}",
+            f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}"]
+
+
+def samples_side(path: str) -> tuple[str, EngineRun]:
+    """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``)."""
+    from decoders.audit.samples import read_rows
+
+    _, rows = read_rows(path)
+    return f"samples file {path} ({len(rows)} rows)", EngineRun(tuple(rows), 0.0)
+
+
+def engine_side(engine: Engine, prompt: str, sampling: EngineSampling, n: int, horizon: int, *, speculate: int,
+                seed: int) -> tuple[str, EngineRun]:
+    """(description, run) of n samples drawn from ``engine``, with a progress bar on a terminal."""
+    from tqdm import tqdm
+
+    with tqdm(total=n, desc=f"{engine.name} speculate {speculate}", unit="sample", delay=1, leave=False,
+              disable=None) as bar:
+        run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)
+    lost = f", {run.lost} of {n} samples lost" if run.lost else ""
+    setting = "its own speculation settings" if is_url(engine.name) else f"speculate {speculate}"
+    return f"{engine.name}, {setting} ({len(run.rows)} rows{lost})", run
+
+
+@dataclass(frozen=True)
+class EngineAuditRequest:
+    """What `spectheory audit --engine` audits (docs/engines.md §3), checked before any work: ``engine`` (or
+    ``samples``, a file) with speculation ``speculate`` against ``against`` (plain, model, a URL or a file);
+    at temperature 0 the greedy audit over ``gammas``. ``speculate`` None: 4 draft tokens in-process; a server
+    speculates by its own settings, so a URL takes no ``speculate`` and runs in-process audits only above
+    temperature 0."""
+
+    engine: str | None
+    samples: str | None = None
+    against: str | None = None
+    sampling: EngineSampling = field(default_factory=EngineSampling)
+    speculate: int | None = None
+    gammas: tuple = tuple(range(1, 9))
+    n: int = 5000
+    horizon: int = 4
+    level: float = 0.01
+    seed: int = 0
+    prompt: str = ENGINE_PROMPT
+    gguf: str | None = None
+    concurrency: int = 4
+
+    def __post_init__(self) -> None:
+        if self.engine is None and self.samples is None:
+            raise ValueError("--against compares an engine (--engine) or a samples file (--samples) with a second "
+                             "sample")
+        if self.samples is not None and self.against is None:
+            raise ValueError("--samples with --engine flags needs --against B.jsonl (or drop --engine flags)")
+        if self.speculate is not None:
+            as_int("speculate", self.speculate, low=1, high=64)
+        if self._engine_is_url and self.speculate is not None:
+            raise ValueError(f"--speculate {self.speculate}: an OpenAI-compatible server speculates by its own "
+                             "settings; compare a drafting server with a plain one (--engine URL --against URL2)")
+        if self._engine_is_url and self.greedy:
+            raise ValueError("--temperature 0 audits greedy equality by setting the engine's speculation per "
+                             "--gammas, which a server fixes at its start: use --engine llama-cpp, or a temperature "
+                             "above 0 with --against URL2")
+        as_int("concurrency", self.concurrency, low=1, high=256)
+        for gamma in self.gammas:
+            as_int("gammas", gamma, low=1, high=64)
+        as_int("horizon", self.horizon, low=1, high=1024)
+        as_int("n", self.n, low=2, high=1_000_000)
+        if self.against == "model":
+            check_model_law(self.sampling)
+
+    @property
+    def _engine_is_url(self) -> bool:
+        return self.engine is not None and is_url(self.engine)
+
+    @property
+    def draft_tokens(self) -> int:
+        """The engine side's speculation: ``speculate``, 4 by default in-process, 0 (its own settings) for a URL."""
+        return 0 if self._engine_is_url else (self.speculate or 4)
+
+    @property
+    def greedy(self) -> bool:
+        return self.sampling.temperature == 0 and self.samples is None
+
+    def open(self, spec: str) -> Engine:
+        from engines import open_engine
+
+        return open_engine(spec, gguf=self.gguf, concurrency=self.concurrency)
+
+    def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
+        """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
+        if spec.endswith(".jsonl") and not is_url(spec):
+            return samples_side(spec)
+        return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
+                           speculate=speculate, seed=seed)
+
+
+def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, dict, list]:
+    """(verdict document with "passed", the samples drawn, printed lines) of ``request``."""
+    if request.greedy:
+        document = greedy_audit(request.open(request.engine), request.prompt, request.horizon, request.gammas,
+                                progress)
+        return document, {}, greedy_lines(document)
+    engine = None if request.engine is None else request.open(request.engine)
+    a_text, a = request.side(request.samples or request.engine, speculate=request.draft_tokens, seed=request.seed,
+                             engine=engine)
+    against = request.against or "plain"
+    if against == "model":
+        found = against_model(engine, request.prompt, a, request.sampling, level=request.level, seed=request.seed)
+        return (dict(found, engine=a_text, sampling=request.sampling.describe()), {"rows": list(a.rows)},
+                model_lines(found, a_text, engine.model_path.name, request.sampling))
+    b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
+                             seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
+    return two_sample_document(a_text, a, b_text, b, request.sampling, request.level)

@@ -1,0 +1,115 @@
+"""Any OpenAI-compatible completions endpoint by URL (vLLM, SGLang, llama.cpp's server, llama-cpp-python's
+server), driven as an engine (docs/engines.md).
+
+One request per sample (``n`` = 1, seed ``seed + i``), ``concurrency`` of them in flight, each with a timeout
+and retries with backoff; a sample whose every try failed is *lost* and counted, never dropped silently.
+Tokens come back per position from ``logprobs.tokens``: as ids where the server offers them (vLLM's
+``return_tokens_as_token_ids`` writes ``token_id:N``), else as text pieces. Speculation is a server's
+setting, not a request's: compare two servers (one drafting, one not) with ``--against``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from urllib.parse import urlparse
+
+from engines.base import END, EngineRun, EngineSampling
+
+__all__ = ["OpenAIEngine", "is_url", "request_body", "row_of"]
+
+RETRY_BACKOFF = (0.5, 2.0, 5.0)  # seconds before the 2nd, 3rd and 4th try
+
+
+def is_url(spec: str) -> bool:
+    parsed = urlparse(spec)
+    return parsed.scheme in ("http", "https") and bool(parsed.netloc)
+
+
+def request_body(prompt: str, horizon: int, sampling: EngineSampling, seed: int, model: str | None) -> dict:
+    """A /v1/completions body with every sampling parameter explicit (a server's defaults are not neutral:
+    llama.cpp's min_p is 0.05), the repetition penalty under both engines' names."""
+    body = {"prompt": prompt, "max_tokens": horizon, "n": 1, "seed": seed, "logprobs": 1, "stream": False,
+            "return_tokens_as_token_ids": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+            "top_k": sampling.top_k, "min_p": sampling.min_p,  # top_k 0 and min_p 0: off in llama.cpp and vLLM
+            "repeat_penalty": sampling.repeat_penalty, "repetition_penalty": sampling.repeat_penalty}
+    return dict(body, model=model) if model else body
+
+
+def _token(piece: str):
+    return int(piece[len("token_id:"):]) if piece.startswith("token_id:") else piece
+
+
+def row_of(response: dict, horizon: int) -> tuple:
+    """The sampled tokens of a completions response, ``END``-padded to ``horizon``; a ValueError when the
+    server gave no per-token logprobs."""
+    try:
+        choice = response["choices"][0]
+        pieces = choice["logprobs"]["tokens"]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("the endpoint returned no per-token logprobs (choices[0].logprobs.tokens): it cannot be "
+                         "audited token by token") from None
+    tokens = tuple(_token(piece) for piece in pieces[:horizon])
+    return tokens + (END,) * (horizon - len(tokens))
+
+
+class OpenAIEngine:
+    """The completions endpoint under ``url`` (``http://host:port``, with or without ``/v1``)."""
+
+    def __init__(self, url: str, *, model: str | None = None, concurrency: int = 4, timeout: float = 120.0,
+                 retries: int = 3) -> None:
+        if not is_url(url):
+            raise ValueError(f"engine URL must be http(s)://host[:port][/v1], got {url!r}")
+        base = url.rstrip("/")
+        self.endpoint = (base if base.endswith("/v1") else base + "/v1") + "/completions"
+        self.name, self.model = url, model
+        self.concurrency, self.timeout, self.retries = concurrency, timeout, min(retries, len(RETRY_BACKOFF))
+        self._check_alive()
+
+    def _check_alive(self) -> None:
+        """One cheap request, so that a dead or wrong URL is one line before any long work."""
+        try:
+            self._post({"prompt": "a", "max_tokens": 1, "temperature": 0.0, "logprobs": 1})
+        except (OSError, ValueError) as error:
+            raise ValueError(f"engine {self.name} does not answer completions at {self.endpoint} ({error})") from None
+
+    def _post(self, body: dict) -> dict:
+        request = urllib.request.Request(self.endpoint, data=json.dumps(body).encode("utf-8"),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            return json.loads(answer.read().decode("utf-8"))
+
+    def _sample(self, prompt: str, horizon: int, sampling: EngineSampling, seed: int) -> tuple | None:
+        """(row, generated tokens, seconds) of one sample, retried; None when every try failed."""
+        body = request_body(prompt, horizon, sampling, seed, self.model)
+        for attempt in range(self.retries + 1):
+            try:
+                started = time.perf_counter()
+                response = self._post(body)
+                row = row_of(response, horizon)
+                return row, sum(token != END for token in row), time.perf_counter() - started
+            except (OSError, urllib.error.URLError, json.JSONDecodeError):
+                if attempt < self.retries:
+                    time.sleep(RETRY_BACKOFF[attempt])
+        return None
+
+    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                 seed: int = 0, progress=None) -> EngineRun:
+        if speculate:
+            raise ValueError("an OpenAI-compatible server speculates by its own settings: drop --speculate and "
+                             "compare a drafting server with a plain one (--against URL)")
+        results: dict = {}
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(self._sample, prompt, horizon, sampling, seed + i): i for i in range(n)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                if progress:
+                    progress(1)
+        seconds = time.perf_counter() - started
+        kept = [results[i] for i in range(n) if results[i] is not None]
+        return EngineRun(tuple(row for row, _, _ in kept), seconds, {}, n - len(kept),
+                         sum(count for _, count, _ in kept))

@@ -1,0 +1,96 @@
+"""What a measuring command runs on: the models named on its command line and the held-out text it draws
+windows and prompts from (docs/theory.md §9).
+
+A name is a shipped model, a file in the zoo's format or a local Hugging Face model directory (read with
+``local_files_only``, never downloaded). Shipped models, zoo files and directories whose tokenizer is the
+corpus's characters read the corpus's ids, and their held-out text is the shipped corpus's held-out split
+unless a text file is given. A directory with its own tokenizer reads that tokenizer's ids: every model of
+the run must share it (the first difference is named), and the held-out text is the same held-out split read
+by that tokenizer, or a file. Drafts built from the target (copy, random, ngram, layerskip:K) take its tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from decoders.models import zoo
+from decoders.models.corpus import encode_text, load_corpus, split_text
+
+__all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "check_tokenizers", "SHIPPED_TEXT"]
+
+SHIPPED_TEXT = "the shipped corpus's held-out split"
+HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The target, the drafts by name, their shared tokenizer (None: the corpus's characters) and the held-out
+    text as token ids, with where it came from and a fingerprint of its ids."""
+
+    target: object
+    drafts: dict
+    tokenizer: object | None
+    held_out: np.ndarray  # [N] token ids
+    text: str
+    fingerprint: str
+    contents: str | None = None  # the held-out text itself (None: the shipped corpus's held-out split)
+
+    def held_out_text(self) -> str:
+        """The held-out text as characters (task prompts are built from it)."""
+        return split_text(True) if self.contents is None else self.contents
+
+
+def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
+    """A pair's tokenizers (None: the corpus's characters) must map text to the same ids (the first difference
+    is named)."""
+    if target is None and draft is None:
+        return
+    from decoders.models.corpus import character_tokenizer
+    from decoders.models.hf import check_same_tokenizer
+
+    check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
+
+
+def read_text(path, flag: str = "--text") -> str:
+    """A UTF-8 text file's contents; a missing, unreadable, non-UTF-8 or blank file is a ValueError naming ``flag``."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise ValueError(f"{flag} {path}: cannot be read ({error.strerror or error})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{flag} {path} is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})") from None
+    if not text.strip():
+        raise ValueError(f"{flag} {path} holds no text")
+    return text
+
+
+def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
+                dtype: torch.dtype = torch.float32) -> Inputs:
+    """Load ``target`` and every name of ``drafts`` (``zoo.load_named``; None: every shipped draft, or for a target
+    with its own tokenizer ``zoo.OWN_TOKENIZER_DRAFTS``), check that they share a tokenizer,
+    and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
+    by the model's own tokenizer where it has one)."""
+    contents = None if text is None else read_text(text)  # a bad file fails before any model loads
+    model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
+    if drafts is None:
+        drafts = zoo.DRAFTS if tokenizer is None else zoo.OWN_TOKENIZER_DRAFTS
+    loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype, target=(model, tokenizer))
+              for name in drafts}
+    for name, (_, other) in loaded.items():
+        check_tokenizers(tokenizer, other, f"draft '{name}'")
+    drafts = {name: draft for name, (draft, _) in loaded.items()}
+    if text is None and tokenizer is None:
+        corpus = load_corpus()
+        return Inputs(model, drafts, None, corpus.held_out, SHIPPED_TEXT, corpus.fingerprint)
+    if text is None:  # the same held-out files, read by the model's own tokenizer
+        contents = split_text(True, max_characters=HELD_OUT_CHARACTERS)
+    ids = np.asarray(encode_text(tokenizer, contents), dtype=np.int64)
+    return Inputs(model, drafts, tokenizer, ids, SHIPPED_TEXT if text is None else str(text),
+                  hashlib.sha256(ids.tobytes()).hexdigest()[:16], contents)

@@ -1,0 +1,232 @@
+"""The one-command report's measurement (``spectheory report``): a target/draft pair measured, a gamma
+recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.report`` renders it).
+
+* alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
+* c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
+  decoder for a gamma sweep at batch 1 (``measure.bench.bench_pair``);
+* the recommended gamma: the cost model (docs/theory.md §10) at the profile measured beside the sweep, with
+  Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees (acceptance counts of
+  the sweep) and the measured c beside it, and the best measured gamma;
+* a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
+  measured (``measure.audit.audit_pair``);
+* where both models have tree attention: the optimal draft tree against the chain at small node budgets, T = 0
+  (``measure.tree_bench``), and whether to use a tree;
+* draft-length policies against the best measured fixed gamma at each temperature
+  (``measure.policy_bench``), and whether to use one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from measure.audit import SHIPPED_PROMPT, audit_pair
+from decoders.audit.statistical import MAX_SAMPLES
+from measure import alpha
+from measure.bench import BenchSettings, bench_pair
+from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
+from measure.tasks import TASKS
+from measure.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
+from measure.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
+from measure.inputs import SHIPPED_TEXT
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig
+from decoders.models.protocol import has_tree
+from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
+from spectheory.costs import CostProfile
+from spectheory.optimum import best_choice
+from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
+
+__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
+           "REAL_MODEL_SETTINGS"]
+
+AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
+#: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
+#: sampling batch prefills it again, which a real model's 192-token task prompt would make the longest stage.
+AUDIT_PROMPT_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """The budget of a report; the defaults take about three minutes on a 2-core CPU."""
+
+    temperatures: tuple = BenchSettings.temperatures
+    windows: int = 32  # held-out windows of 256 tokens (at most the context) for alpha along text
+    gammas: tuple = BenchSettings.gammas
+    prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
+    prompt_length: int = BenchSettings.prompt_length
+    max_new_tokens: int = BenchSettings.max_new_tokens
+    repeats: int = BenchSettings.repeats
+    warmup: int = BenchSettings.warmup
+    audit_n: int = 4000
+    audit_horizon: int = 4
+    audit_prompt: str = SHIPPED_PROMPT
+    gamma_max: int = 16
+    seed: int = 0
+    task: str | None = None  # None: the prompts are windows of the held-out text; else a task of measure.tasks
+    tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
+    policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
+
+    def __post_init__(self) -> None:
+        self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
+        if self.task is not None and self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        positive_int_fields(self, ("audit_horizon",))
+        as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
+        alpha.check_windows(self.windows)
+        as_int("audit_n", self.audit_n, low=2, high=MAX_SAMPLES)
+        as_non_negative_int("seed", self.seed)
+        if not self.audit_prompt:
+            raise ValueError("audit_prompt must be non-empty text")
+        if self.tree_budgets:
+            check_budgets(self.tree_budgets)
+        check_policies(self.policies)
+
+    def bench_settings(self) -> BenchSettings:
+        """The benchmark's settings."""
+        return BenchSettings(tuple(self.gammas), tuple(self.temperatures), self.prompts, self.prompt_length,
+                             self.max_new_tokens, self.repeats, self.warmup, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """Every number the report shows; ``as_dict`` is the JSON document ``report.json`` holds."""
+
+    command: str
+    created: str
+    seconds: float
+    target: str
+    draft: str
+    text: str  # where the held-out text came from
+    settings: dict
+    environment: dict
+    alpha_text: list  # per temperature: alpha, standard_error, windows, length
+    c: float
+    recommendations: list  # per temperature: the calculator's gamma beside the best measured one
+    bench: dict  # the benchmark's document (measure.bench.BenchReport.as_dict)
+    audit: dict  # the audit's report with its gamma, temperature and prompt
+    trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
+    policies: dict | None = None  # draft-length policies (measure.policy_bench), None where not measured
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def tree_budget(settings: "ReportSettings") -> dict:
+    """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
+    windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
+    return {"held_out_windows": min(settings.windows, HELD_OUT_WINDOWS[0]),
+            "call_repeats": min(CALL_REPEATS, 10 * settings.repeats)}
+
+
+#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
+#: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
+#: are the rewrite task.
+REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
+                                     max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
+                                     tree_budgets=(8,), policies=())
+
+
+def by_temperature(mapping: dict) -> dict:
+    """A JSON object keyed by temperature (string keys) as {float: value}."""
+    return {float(key): value for key, value in mapping.items()}
+
+
+def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
+                 held_out: np.ndarray, text: str, command: str = "", prompts: torch.Tensor | None = None,
+                 progress: bool | None = None) -> ReportDocument:
+    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` [N] is
+    the token stream windows come from, read from ``text`` (``measure.inputs``); ``prompts``
+    ``[count, length]`` the benchmark's (default: windows of ``held_out``). On the shipped corpus's held-out split
+    with a character vocabulary the audit's prompt is ``settings.audit_prompt``, else the end of the first benchmark
+    prompt (``AUDIT_PROMPT_TOKENS``)."""
+    start, s = time.perf_counter(), settings
+    shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
+    shape = alpha.window_shape(target, draft)
+    tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
+    trees = policies = None
+    with tqdm(total=3 + tree_stage + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+        stages.set_postfix_str("alpha along text")
+        alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
+                                                 windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
+        stages.update()
+        stages.set_postfix_str("benchmark")
+        if prompts is None:
+            prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
+        bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
+                                                 draft_name=draft_name, progress=progress).as_dict(), allow_nan=False))  # as in the file
+        recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens) for t in s.temperatures]
+        stages.update()
+        stages.set_postfix_str("audit")
+        audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
+        audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0, -AUDIT_PROMPT_TOKENS:].tolist()
+        audit = audit_pair(target, draft, audit_prompt,
+                           SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
+                           n=s.audit_n, seed=s.seed, progress=progress)
+        stages.update()
+        if tree_stage:
+            stages.set_postfix_str("tree against chain")
+            trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
+                                target_name=target_name, draft_name=draft_name, progress=progress,
+                                **tree_budget(s))
+            stages.update()
+        if s.policies:
+            stages.set_postfix_str("draft-length policies")
+            fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
+            policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
+                                      policies=s.policies, target_name=target_name, draft_name=draft_name,
+                                      progress=progress, calibration_windows=min(s.windows, CALIBRATION_WINDOWS[0]))
+            stages.update()
+    return ReportDocument(
+        command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
+        settings=asdict(settings),
+        environment=bench["environment"], c=bench["c"], recommendations=recommendations, bench=bench,
+        alpha_text=[{"temperature": row["temperature"], "alpha": row["alpha"][0], "standard_error":
+                     row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
+        audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
+                   prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt),
+        trees=json.loads(json.dumps(trees, allow_nan=False)) if trees else None,
+        policies=json.loads(json.dumps(policies, allow_nan=False)) if policies else None)
+
+
+def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:
+    """The cost model's gamma (the recommendation) and Theorem 3.8's at the sweep's pooled alpha (counts) and
+    measured c, beside the best measured gamma."""
+    alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
+    table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
+    profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
+    calibrated = profile.optimal_gamma(tokens=tokens)
+    rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
+    best = best_choice(rows.values(), lambda row: row["speedup"], lambda row: row["gamma"])
+    measured = rows.get(calibrated)
+    return {"temperature": temperature, "optimal_gamma": calibrated,
+            "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
+            "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
+            "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
+            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
+            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}
+
+
+def summary_lines(document: dict) -> list[str]:
+    """The report's answers as the command prints them, from ``report.json``'s document."""
+    lines = [f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
+             f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
+             f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
+             f"{r['best_measured_speedup']:.3f}x" for r in document["recommendations"]]
+    lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
+    for block in (document.get("policies") or {}).get("temperatures", []):
+        lines.append(f"T = {block['temperature']:g}: "
+                     f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+                     f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
+    if document.get("trees"):
+        best = document["trees"]["recommendation"]
+        lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
+                     f"tree and chain, {best['speedup']:.3f}x")
+    return lines

@@ -1,0 +1,92 @@
+"""Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out prompts, over
+gammas and temperatures, with the cost model's and Theorem 3.8's predictions and each decoder's efficiency; then a
+batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Face generate and assisted generation;
+--tree: trees against chains; --policies: draft-length policies; --engine: a serving engine's own speculation."""
+
+import argparse
+
+import torch
+
+from measure.alpha import MAX_PROMPTS
+from measure.bench import MAX_REPEATS, BenchSettings
+from measure.bench_lines import bench_lines
+from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from measure.runs import bench_document, policy_document, tree_document
+from measure.tree_bench import check_budgets, check_dynamic, tree_lines
+from measure.tasks import TASKS
+from decoders.sampling import Sampling
+from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
+from spectheory_cli.bench_flags import add_comparison_arguments, check_comparison
+from spectheory_cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
+from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
+from spectheory.outputs import check_writable, write_json
+
+DEFAULTS = BenchSettings()
+CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target(parser)
+    parser.add_argument("--draft", default="transformer", metavar="DRAFT", help=draft_help("transformer"))
+    add_text(parser, "the prompts")
+    parser.add_argument("--task", choices=TASKS, help="prompts from a task on the held-out text (completion, rewrite) "
+                                                      "instead of windows of it")
+    add_device(parser)
+    add_dtype(parser)
+    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
+                        help="gammas to benchmark (default 1 to 8); " + CONTEXT)
+    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
+                        help="temperatures (default 0 1)")
+    parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
+                        help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
+                             f"per run; default {DEFAULTS.prompts})")
+    parser.add_argument("--prompt-length", type=int, help=f"tokens per prompt (default {DEFAULTS.prompt_length}, "
+                        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT)
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
+                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT)
+    parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
+                        help=f"timed repeats, median reported, at most {MAX_REPEATS} (default {DEFAULTS.repeats})")
+    parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup,
+                        help=f"untimed runs first, at most {MAX_REPEATS} (default {DEFAULTS.warmup})")
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="prompt selection seed (default 0)")
+    parser.add_argument("--batch-sizes", type=int, nargs="*", default=list(DEFAULTS.batch_sizes), metavar="B",
+                        help="the batch sweep: rows per call, each decoding whole batches of at least --prompts prompts "
+                             "(default 1 4 16 64; none: no sweep)")
+    parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
+                        help="gammas of the batch sweep (default 2 4)")
+    add_comparison_arguments(parser)
+    parser.add_argument("--out", help="write the JSON report here")
+    add_sampling_arguments(parser, temperature=False)
+    add_engine_bench_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    sampling = sampling_from(args)
+    if sampling != Sampling() and (args.hf or args.engine):
+        raise ValueError(f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
+                         f"flags ({sampling})")
+    if args.engine:
+        return run_engine_bench(args)
+    settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts,
+                             args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
+                             args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
+                             batch_gammas=tuple(args.batch_gammas), sampling=sampling)
+    check_comparison(args)
+    if args.out:
+        check_writable(args.out)
+    models = dict(target=args.target, text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)
+    if args.policies is not None:
+        document = policy_document(args.draft, settings, policies=check_policies(args.policies or BENCH_POLICIES),
+                                   **models)
+        lines = policy_lines(document)
+    elif args.tree:
+        document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets),
+                                 dynamic=check_dynamic(args.dynamic, args.budgets), **models)
+        lines = tree_lines(document)
+    else:
+        document = bench_document(args.draft, settings, hf=args.hf, hf_gamma=args.hf_gamma, **models)
+        lines = bench_lines(document)
+    if args.out:
+        write_json(args.out, document, command=args.command_line)
+    print("\n".join(lines))
+    return 0

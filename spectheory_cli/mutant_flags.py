@@ -1,0 +1,52 @@
+"""Flags of `spectheory audit --mutant NAME`: a planted bug's own flags, parsed before the user's, and its name
+as the help cites it."""
+
+from __future__ import annotations
+
+__all__ = ["flags_of", "mutant_presets", "cited"]
+
+
+def flags_of(sampling) -> list:
+    """The flags that ask for ``sampling`` (its settings that differ from the defaults), e.g. a mutant's."""
+    flags = ["--temperature", f"{sampling.temperature!r}"]
+    for flag, value, default in (("--top-k", sampling.top_k, None), ("--top-p", sampling.top_p, None),
+                                 ("--min-p", sampling.min_p, None),
+                                 ("--repetition-penalty", sampling.repetition_penalty, 1.0),
+                                 ("--frequency-penalty", sampling.frequency_penalty, 0.0),
+                                 ("--presence-penalty", sampling.presence_penalty, 0.0)):
+        if value != default:
+            flags += [flag, f"{value!r}"]
+    if sampling.penalize_prompt:
+        flags.append("--penalize-prompt")
+    if sampling.logit_bias:
+        flags += ["--logit-bias"] + [f"{token}={bias!r}" for token, bias in sampling.logit_bias]
+    if sampling.stop:
+        flags += ["--stop"] + [str(token) for token in sampling.stop]
+    if sampling.grammar is not None:  # a mutant's grammar is a regex: its text is the flag's value
+        flags += [sampling.grammar.flag, sampling.grammar.source]
+    return flags
+
+
+def mutant_presets(argv: list) -> list:
+    """A mutant's own flags (its sampling, and small models where whole runs see it; a tree mutant's decoder,
+    verifier, models, tree and horizon), parsed before the user's, which override them: `audit --mutant NAME` alone
+    audits the bug where it shows, and a bare `--exact` by the bug's own method (``spectheory_cli.audit``)."""
+    from decoders.audit.mutants import MUTANTS
+    from decoders.audit.tree_mutants import TREE_MUTANTS
+
+    name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
+    chain = {m.name: m for m in MUTANTS}.get(name)
+    tree = {m.name: m for m in TREE_MUTANTS}.get(name)
+    if chain is not None and chain.exact != "dp":  # whole runs branch on every draw: V = 3, gamma 1, short rows
+        return [*flags_of(chain.shows_with), "--vocabulary", "3", "--gamma", "1", "--draft", "tabular", "--horizon",
+                "2" if chain.exact == "batch" else "3"]
+    if chain is not None:
+        return flags_of(chain.shows_with)
+    if tree is not None:
+        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with), *tree.audit]
+    return []
+
+
+def cited(name: str, shipped: str) -> str:
+    """A planted bug's name for the help, with where an engine shipped it."""
+    return f"{name} ({shipped})" if shipped else name

@@ -1,0 +1,65 @@
+"""Options that several commands share, defined once (and the lists of names they offer, from the
+registries that own them)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_device", "add_dtype", "names", "add_target", "add_text", "draft_help"]
+
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def names(registry) -> str:
+    """A registry's names for a help text: "a, b, c"."""
+    return ", ".join(registry)
+
+
+def device(value: str) -> str:
+    """A torch device this machine has (an argparse type: a bad one is the usual one-line usage error)."""
+    import torch  # only the commands that run models parse a device
+
+    try:
+        parsed = torch.device(value)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a torch device (e.g. cpu, cuda, cuda:1)") from None
+    if parsed.type == "cuda" and (not torch.cuda.is_available() or (parsed.index or 0) >= torch.cuda.device_count()):
+        raise argparse.ArgumentTypeError(f"{value!r}: this machine has {torch.cuda.device_count()} CUDA devices")
+    if parsed.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"{value!r}: only cpu and cuda devices are supported")
+    return value
+
+
+def add_device(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", type=device, default="cpu", help="torch device: cpu or cuda[:N] (default cpu)")
+
+
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dtype", choices=DTYPES, default="float32",
+                        help="model dtype (default float32; weights are stored as float16)")
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    """``--target``: every kind of model the measuring commands load (``decoders.models.zoo.load_named``)."""
+    from decoders.models.zoo import REAL_MODELS
+
+    parser.add_argument("--target", help=f"a real model ({names(REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
+                                          f"zoo's format or a local Hugging Face model directory (read locally, never "
+                                          f"downloaded; its tokenizer from the same file or directory) (default: the "
+                                          f"shipped target)")
+
+
+def draft_help(default: str | None) -> str:
+    """The help text of ``--draft`` / ``--drafts``."""
+    from decoders.models.zoo import DRAFTS, REAL_DRAFT_NAME, REAL_DRAFT_TARGET, TARGET_DRAFTS
+
+    return (f"a shipped draft ({names(DRAFTS)}; {REAL_DRAFT_NAME} for --target {REAL_DRAFT_TARGET}), a draft built "
+            f"from the target ({names(TARGET_DRAFTS)}), a model file "
+            f"in the zoo's format, or a GGUF file or model directory with the target's tokenizer (default "
+            f"{default or 'every shipped draft; copy, ngram and random for a target with its own tokenizer'})")
+
+
+def add_text(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--text", metavar="FILE", help=f"held-out UTF-8 text for {what} (default: the shipped corpus's "
+                                                       f"held-out split, read by the target's tokenizer)")
+

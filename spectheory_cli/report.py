@@ -1,0 +1,88 @@
+"""On the shipped pair (or --target/--draft, with --text): alpha along held-out text, c and the measured speedup over a
+gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
+statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
+report.html into --out. About three minutes on a 2-core CPU with the defaults; a real model (smollm2, a GGUF
+file) gets a smaller budget of its own, about twelve minutes."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from decoders.audit.statistical import MAX_SAMPLES
+from decoders.models import zoo
+from measure.alpha import MAX_PROMPTS, MAX_WINDOWS
+from measure.bench import MAX_REPEATS
+from measure.inputs import load_inputs
+from measure.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair, summary_lines
+from measure.tasks import TASKS, benchmark_prompts
+from decoders.models.gguf import is_gguf_file
+from paper_figs.report import write_report
+from spectheory_cli.options import add_device, add_target, add_text, draft_help
+from spectheory.calculator import MAX_TABLE_GAMMA
+from spectheory.outputs import check_writable
+
+DEFAULTS = ReportSettings()
+BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed")
+HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
+        "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
+        "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
+        "repeats": f"timed repeats, median reported, at most {MAX_REPEATS}",
+        "warmup": f"untimed runs first, at most {MAX_REPEATS}",
+        "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
+        "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="report", help="output directory (default report)")
+    add_target(parser)
+    parser.add_argument("--draft", default="transformer", help=draft_help("transformer"))
+    add_text(parser, "alpha, the benchmark's prompts and the audit's prompt")
+    parser.add_argument("--task", choices=TASKS, help="benchmark prompts from a task on the held-out text instead of "
+                                                      "windows of it (default: windows; rewrite for a real model)")
+    add_device(parser)
+    parser.add_argument("--temperatures", type=float, nargs="+", metavar="T",
+                        help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")
+    parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
+                        help=f"benchmarked gammas (default {min(DEFAULTS.gammas)} to {max(DEFAULTS.gammas)}; "
+                             f"{' '.join(map(str, REAL_MODEL_SETTINGS.gammas))} for a real model)")
+    parser.add_argument("--prompt-length", type=int, help=f"benchmark prompt tokens (default {DEFAULTS.prompt_length}; "
+                                                          f"{REAL_MODEL_SETTINGS.prompt_length} for a real model)")
+    parser.add_argument("--tree-budgets", type=int, nargs="*", metavar="N",
+                        help="tree against chain at these node budgets, T = 0, where both models have tree attention "
+                             f"(default {' '.join(map(str, DEFAULTS.tree_budgets))}; "
+                             f"{' '.join(map(str, REAL_MODEL_SETTINGS.tree_budgets))} for a real model; none: skip)")
+    parser.add_argument("--policies", nargs="*", metavar="NAME",
+                        help=f"draft-length policies against the best fixed gamma (default {' '.join(DEFAULTS.policies)};"
+                             " none for a real model, where they took 11 of the report's 25 minutes; none: skip)")
+    for name in BUDGET:
+        default, real = getattr(DEFAULTS, name), getattr(REAL_MODEL_SETTINGS, name)
+        parser.add_argument("--" + name.replace("_", "-"), type=int, help=f"{HELP[name]} (default {default}"
+                            + ("" if real == default else f"; {real} for a real model") + ")")
+
+
+def _settings(args: argparse.Namespace) -> ReportSettings:
+    """The flags given, over the real-model budget for a real model or GGUF file, else the shipped pair's."""
+    real = args.target in zoo.REAL_MODELS or (args.target is not None and is_gguf_file(args.target))
+    base = REAL_MODEL_SETTINGS if real else DEFAULTS
+    given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length", "tree_budgets", "policies")
+             if getattr(args, name, None) is not None}
+    for name in ("temperatures", "gammas", "tree_budgets", "policies"):
+        if name in given:
+            given[name] = tuple(given[name])
+    return replace(base, **given)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = _settings(args)  # checked before loading
+    check_writable(args.out, directory=True)
+    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
+    document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
+                            draft_name=args.draft, settings=settings, held_out=inputs.held_out,
+                            text=inputs.text, command=args.command_line, prompts=benchmark_prompts(
+                                inputs, settings.task, settings.prompts, settings.prompt_length, settings.seed + 1))
+    paths = write_report(document, args.out)
+    print("\n".join(summary_lines(document.as_dict())))
+    print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
+          f"in {document.seconds:.0f} s")
+    return 0
