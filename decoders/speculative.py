@@ -13,7 +13,8 @@ longest row's proposals (an iteration where the copy draft finds no match costs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -57,6 +58,11 @@ class SpeculativeConfig:
             raise ValueError(f"policy must be a decoders.policies.DraftPolicy, got {type(self.policy).__name__}")
         if self.policy is not None and self.verifier != "token":
             raise ValueError(f"a draft-length policy needs the token verifier, got {self.verifier!r}")
+
+    def afresh(self) -> "SpeculativeConfig":
+        """This config with a new copy of its policy, as a new decoder would hold: a policy may carry state from one
+        call to the next (transformers' heuristic length does), which runs of unrelated branches must not share."""
+        return self if self.policy is None else replace(self, policy=copy.deepcopy(self.policy))
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,10 @@ def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> Hist
 def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
                     step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
-    (``prefix_law`` over ``step``'s iterations)."""
+    (``prefix_law`` over ``step``'s iterations, each from fresh states and a fresh copy of the config's policy)."""
     def iterate(prompts: list, randomness: Randomness) -> list:
         committed = start(target, draft, prompts, config.gamma + 1, _history(prompts, len(prompt), target, config.sampling))
-        outcome = step(target, draft, committed, config, randomness)
+        outcome = step(target, draft, committed, config.afresh(), randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 

@@ -14,7 +14,6 @@ import copy
 import ctypes
 import ctypes.util
 import functools
-from dataclasses import replace
 from typing import Callable, Sequence
 
 import torch
@@ -110,8 +109,7 @@ def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeCon
     """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row,
     drawing from ``source(randomness)`` when a source is given (a planted randomness bug)."""
     def generate(prompts, randomness):  # a draft-length policy starts afresh in each run, as in a new decoder
-        fresh = config if config.policy is None else replace(config, policy=copy.deepcopy(config.policy))
-        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=fresh,
+        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config.afresh(),
                                     randomness=randomness if source is None else source(randomness), step=step).tokens
     return generate
 
