@@ -251,10 +251,11 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
 
 @torch.no_grad()
 def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, target_name: str = "target",
-               draft_name: str = "draft", progress: bool | None = None) -> BenchReport:
+               draft_name: str = "draft", progress: bool | None = None, greedy: list | None = None) -> BenchReport:
     """c, and for each temperature the autoregressive baseline, speculative decoding at each gamma and the cost
     profile (``measure.profile``), all timed interleaved prompt by prompt and repeat by repeat, every
-    temperature in the same repeats (drift of the machine hits every row alike, docs/theory.md §9)."""
+    temperature in the same repeats (drift of the machine hits every row alike, docs/theory.md §9). ``greedy``:
+    each prompt's greedy autoregressive tokens, which every T = 0 row compares with its own, prompt by prompt."""
     device, s = target.device, settings
     prompts = prompts.to(device)
     rows, autoregressive, alphas, profiles, costs, measures = [], {}, {}, {}, {}, {}
@@ -290,6 +291,9 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
                          [outputs[(gamma, row)] for row in range(len(prompts))], profile, s,
                          (alone, _per_prompt(timings, gamma, len(prompts)))) for gamma in s.gammas]
+        if greedy is not None and temperature == 0:
+            measured = [dict(row, greedy_equal=[outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i])
+                                                for i in range(len(prompts))]) for row in measured]
         accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
         alphas[temperature] = accepted / verified if verified else None
         for row in measured:

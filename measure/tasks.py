@@ -84,6 +84,9 @@ def task_prompts(task: str, tokenizer, text: str, count: int, length: int, seed:
 def benchmark_prompts(inputs, task: str | None, count: int, length: int, seed: int) -> torch.Tensor:
     """A benchmark's prompts ``[count, length]``: seeded windows of the held-out ids (``task`` None), or the task's
     prompts built from the held-out text (``measure.inputs.Inputs``)."""
+    if task is not None and task not in TASKS:
+        raise ValueError(f"--task {task}: only the plain bench (no --tree, --policies, --hf or --engine) runs "
+                         f"Spec-Bench's questions yet; the other commands take {', '.join(TASKS)}")
     if task is None:
         from measure.alpha import text_windows
 

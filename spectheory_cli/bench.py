@@ -11,14 +11,16 @@ from measure.alpha import MAX_PROMPTS
 from measure.bench import MAX_REPEATS, BenchSettings
 from measure.bench_lines import bench_lines
 from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
-from measure.runs import bench_document, policy_document, tree_document
+from measure.runs import bench_document, policy_document, spec_bench_document, tree_document
+from measure.spec_bench import is_spec_bench
+from measure.spec_bench_table import spec_bench_lines
 from measure.tree_bench import check_budgets, check_dynamic, tree_lines
-from measure.tasks import TASKS
 from decoders.sampling import Sampling
 from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory_cli.bench_flags import add_comparison_arguments, check_comparison
 from spectheory_cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
+from spectheory_cli.task_flags import TASK_HELP, spec_bench_presets as presets, task_name
 from spectheory.outputs import check_writable, write_json
 
 DEFAULTS = BenchSettings()
@@ -29,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser)
     parser.add_argument("--draft", default="transformer", metavar="DRAFT", help=draft_help("transformer"))
     add_text(parser, "the prompts")
-    parser.add_argument("--task", choices=TASKS, help="prompts from a task on the held-out text (completion, rewrite) "
-                                                      "instead of windows of it")
+    parser.add_argument("--task", type=task_name, help=TASK_HELP)
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
@@ -83,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets),
                                  dynamic=check_dynamic(args.dynamic, args.budgets), **models)
         lines = tree_lines(document)
+    elif is_spec_bench(args.task):
+        document = spec_bench_document(args.draft, settings, **models)
+        lines = spec_bench_lines(document)
     else:
         document = bench_document(args.draft, settings, hf=args.hf, hf_gamma=args.hf_gamma, **models)
         lines = bench_lines(document)

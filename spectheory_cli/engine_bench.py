@@ -15,7 +15,9 @@ from engines import ENGINES, open_engine
 from engines.bench import engine_bench, engine_bench_lines, server_bench
 from engines.openai import is_url
 from measure.inputs import load_inputs
+from measure.spec_bench import is_spec_bench
 from measure.tasks import benchmark_prompts
+from spectheory_cli.engine_spec_bench import run_engine_spec_bench
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from spectheory.outputs import check_writable, write_json
@@ -71,6 +73,8 @@ def run_engine_bench(args: argparse.Namespace) -> int:
         return _server_bench(args, inputs, [row.tolist() for row in prompts])
     engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
     inputs = load_inputs(str(engine.model_path), [])
+    if is_spec_bench(args.task):
+        return run_engine_spec_bench(args, engine, inputs)
     prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length,
                                                          args.seed)]
     with tqdm(total=(len(args.gammas) + 1) * (args.repeats + args.warmup), desc="engine bench", unit="run",

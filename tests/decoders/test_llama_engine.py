@@ -146,3 +146,18 @@ def test_diverge_engine_against_our_greedy(capsys):
                            "--prompt-text", "Write a Python function that adds two numbers.", "--json")
     found = json.loads(out)
     assert status == 0 and found["compared"] == 16 and not found["verdict"].startswith("bug"), found
+
+
+def test_engine_spec_bench_against_plain_decoding(tmp_path, capsys):
+    """``bench --engine llama-cpp --task spec-bench:qa``: one question, prompt lookup at gamma 2 against the
+    engine's own plain decoding; its greedy text equals plain decoding's and the JSON holds the category."""
+    from command import run
+
+    out = tmp_path / "engine.json"
+    status, printed, _ = run(capsys, "bench", "--engine", "llama-cpp", "--task", "spec-bench:qa", "--gammas", "2",
+                             "--prompts", "1", "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0",
+                             "--out", str(out))
+    assert status == 0 and "Question Answering" in printed and printed.rstrip().endswith("equal")
+    document = json.loads(out.read_text())
+    assert list(document["categories"]) == ["qa"]
+    assert document["categories"]["qa"]["rows"][0]["greedy_equal_to_plain"] is True
