@@ -114,3 +114,9 @@ def test_greedy_check_catches_a_wrong_reference():
     rows = PromptRows([[5, 6, 7, 8]])
     report = bench_pair(target, draft, rows, SETTINGS, greedy=[(0,) * 8], progress=False)
     assert report.rows[0]["greedy_equal"] == [False]
+
+
+def test_commands_without_spec_bench_refuse_it_in_one_line(capsys):
+    """The tree bench does not take Spec-Bench's questions yet: one line and exit 2, before anything is timed."""
+    status, _, err = run(capsys, "bench", "--task", "spec-bench:qa", "--tree", "--budgets", "4")
+    assert status == 2 and "only the plain bench" in err and len(err.strip().splitlines()) == 1
