@@ -20,6 +20,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
+from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import history_of, Sampling, adjusted_probs, proposes
@@ -28,7 +29,7 @@ from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience
 
 __all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "accepted_and_verified", "engine_metrics",
-           "estimate_alpha", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience", "acceptance_calibration"]
+           "estimate_alpha", "alpha_on_prompts", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience", "acceptance_calibration"]
 
 #: Leviathan et al.'s Table 5 leniences.
 LENIENCES = (1.0, 0.5, 0.3, 0.1)
@@ -191,6 +192,36 @@ def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: fl
         alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
         accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated,
         **engine_metrics(runs, gamma))
+
+
+def alpha_on_prompts(target, draft, name: str, prompts: list, temperature: float, *, gamma: int = 4,
+                     max_new_tokens: int = 48, seed: int = 0) -> AlphaEstimate:
+    """Both estimates of alpha on ``prompts`` (token lists; Spec-Bench's questions): along the text decoding
+    walks, each prompt's continuation by the target (greedy at T = 0, sampled and seeded per prompt otherwise;
+    standard error over the two or more prompts), and from the acceptance counts of speculative runs from each."""
+    as_int("prompts", len(prompts), low=2, high=MAX_PROMPTS)
+    sampling, betas, proposed, runs = Sampling(temperature), [], [], []
+    for i, prompt in enumerate(prompts):
+        rows = torch.tensor([prompt], device=target.device)  # [1, L]
+        text = generate_autoregressive(target, rows, max_new_tokens=max_new_tokens, sampling=sampling,
+                                       randomness=seeded(seed + i, target.device)).tokens[0]
+        along, drafted = _pooled_betas(target, draft, torch.tensor([list(prompt) + list(text)], device=target.device),
+                                       sampling, skip=len(prompt), batch_size=1)
+        betas.append(along[0, 0]), proposed.append(drafted[0])
+        runs.append(generate_speculative(target, draft, rows, max_new_tokens=max_new_tokens,
+                                         config=SpeculativeConfig(gamma, sampling),
+                                         randomness=seeded(seed + i, target.device)))
+    per_prompt = torch.stack([b.mean() for b in betas])
+    accepted, verified = (sum(values) for values in zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
+    alpha_counts = accepted / verified if verified else float("nan")
+    return AlphaEstimate(
+        draft=name, temperature=temperature, alpha_text=float(torch.cat(betas).mean()),
+        alpha_text_standard_error=float(per_prompt.std() / math.sqrt(len(prompts))),
+        text_positions=sum(b.numel() for b in betas), proposal_coverage=float(torch.cat(proposed).double().mean()),
+        alpha_counts=alpha_counts,
+        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
+        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma,
+        generated_tokens=sum(len(row) for run in runs for row in run.tokens), **engine_metrics(runs, gamma))
 
 
 def alpha_table(target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None,

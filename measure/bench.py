@@ -41,7 +41,7 @@ from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
-           "bench_batches",
+           "bench_batches", "bench_row", "per_repeat", "per_prompt", "with_theorem",
            "BLOCKWISE_CONFIGS", "bench_blockwise", "model_dtype"]
 
 MAX_REPEATS = 100  # timed repeats (and warm-up runs) of every decoder: medians settle long before that
@@ -184,12 +184,12 @@ def _job_keys(timings: dict, name, rows: int) -> list:
     return [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
 
 
-def _per_repeat(timings: dict, name, rows: int) -> list:
+def per_repeat(timings: dict, name, rows: int) -> list:
     """Seconds of job ``name`` per repeat, summed over the prompts."""
     return [sum(values) for values in zip(*(timings[key].seconds for key in _job_keys(timings, name, rows)))]
 
 
-def _per_prompt(timings: dict, name, rows: int) -> list:
+def per_prompt(timings: dict, name, rows: int) -> list:
     """Median seconds of job ``name`` for each prompt (row) over the repeats."""
     return [statistics.median(timings[key].seconds) for key in _job_keys(timings, name, rows)]
 
@@ -220,7 +220,7 @@ def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
     return {key: phases[key] for key in ("draft", "verify", "other")}
 
 
-def _row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
+def bench_row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
          s: BenchSettings, per_prompt: tuple = ((), ())) -> dict:
     """One (temperature, gamma) row: the measured speedup (medians) with its spread over repeats (each
     repeat's ratio of interleaved runs) and its standard error over the prompts (``per_prompt``: each prompt's
@@ -247,6 +247,21 @@ def _row(temperature: float, gamma: int, autoregressive: list, speculative: list
             "measured_seconds_per_iteration": _phases_per_iteration(runs, profile.target_prefill),
             "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
                                                  "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft}}
+
+
+def with_theorem(measured: list, c: float) -> tuple[float | None, list]:
+    """(alpha pooled from the rows' acceptance counts, the rows with Theorem 3.8's speedup at that alpha and ``c``
+    beside the measured one, and the tokens-per-iteration form of it)."""
+    accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
+    alpha = accepted / verified if verified else None
+    rows = []
+    for row in measured:
+        predicted = float(walltime_improvement(min(alpha or 0.0, 1.0), row["gamma"], c))
+        predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
+        rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
+                         predicted_from_tokens=predicted_from_tokens,
+                         measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
+    return alpha, rows
 
 
 @torch.no_grad()
@@ -279,7 +294,7 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         timings = {key[1]: timing for key, timing in timed_jobs.items() if isinstance(key, tuple) and key[0] == temperature}
         profile = recorder.profile(c)
         profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
-        baseline = _per_repeat(timings, "autoregressive", len(prompts))
+        baseline = per_repeat(timings, "autoregressive", len(prompts))
         autoregressive[temperature] = statistics.median(baseline)
         call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
         ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
@@ -287,21 +302,15 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
                               "over_target_call": statistics.median(ratios),  # each repeat's, then the median
                               "over_target_call_spread": [ratios[0], ratios[-1]],
                               "efficiency": recorder.efficiency("autoregressive")}
-        alone = _per_prompt(timings, "autoregressive", len(prompts))
-        measured = [_row(temperature, gamma, baseline, _per_repeat(timings, gamma, len(prompts)),
+        alone = per_prompt(timings, "autoregressive", len(prompts))
+        measured = [bench_row(temperature, gamma, baseline, per_repeat(timings, gamma, len(prompts)),
                          [outputs[(gamma, row)] for row in range(len(prompts))], profile, s,
-                         (alone, _per_prompt(timings, gamma, len(prompts)))) for gamma in s.gammas]
+                         (alone, per_prompt(timings, gamma, len(prompts)))) for gamma in s.gammas]
         if greedy is not None and temperature == 0:
             measured = [dict(row, greedy_equal=[outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i])
                                                 for i in range(len(prompts))]) for row in measured]
-        accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
-        alphas[temperature] = accepted / verified if verified else None
-        for row in measured:
-            predicted = float(walltime_improvement(min(alphas[temperature] or 0.0, 1.0), row["gamma"], c))
-            predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
-            rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
-                             predicted_from_tokens=predicted_from_tokens,
-                             measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
+        alphas[temperature], theorem_rows = with_theorem(measured, c)
+        rows += theorem_rows
     return BenchReport(environment(device, model_dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
                        c_draft, autoregressive, alphas, tuple(rows), profiles, costs)
 
@@ -331,10 +340,10 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
                 profile = recorder.profile()
                 profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())
                 batches = count // batch_size
-                baseline = _per_repeat(timings, "autoregressive", batches)
+                baseline = per_repeat(timings, "autoregressive", batches)
                 tokens = count * s.max_new_tokens
                 for gamma in s.batch_gammas:
-                    row = _row(temperature, gamma, baseline, _per_repeat(timings, gamma, batches),
+                    row = bench_row(temperature, gamma, baseline, per_repeat(timings, gamma, batches),
                                [outputs[(gamma, batch)] for batch in range(batches)], profile, s)
                     rows.append(dict(row, batch_size=batch_size, prompts=count,
                                      autoregressive_tokens_per_second=tokens / statistics.median(baseline),

@@ -170,7 +170,7 @@ class ProfileRecorder:
         calls, out = self.widths[self.warmup:], []
         for r, seconds in enumerate(calls):
             shifts = []
-            for gamma in sorted({1, self.gamma_max}):
+            for gamma in sorted({self.gammas[0], self.gamma_max}):
                 widths = self._repeats(("speculative", gamma))[r]["widths"]
                 bare = sum(seconds[k] for k in widths) / len(widths)
                 shifts.append(self._phases(gamma)[r]["verify"] - bare)
@@ -181,16 +181,17 @@ class ProfileRecorder:
     def components(self) -> dict:
         """Per repeat values of every component: {name: [value per repeat]}."""
         autoregressive = self._autoregressive()
-        high, low = self._phases(self.gamma_max), self._phases(1)
-        span = max(self.gamma_max - 1, 1)
+        smallest = self.gammas[0]  # 1 in the profile's own runs; the sweep's smallest where it lends its runs
+        high, low = self._phases(self.gamma_max), self._phases(smallest)
+        span = max(self.gamma_max - smallest, 1)
         values = {"t_step": [a["t_step"] for a in autoregressive],
                   "target_prefill": [a["target_prefill"] for a in autoregressive]}
         for name in ("draft", "other"):
             values[f"{name}_slope"] = [(h[name] - l[name]) / span if self.gamma_max > 1 else 0.0
                                        for h, l in zip(high, low)]
-            values[f"{name}_intercept"] = [l[name] - slope for l, slope in zip(low, values[f"{name}_slope"])]
-        if self.gamma_max == 1:  # one run: all of the draft phase is per draft token
-            values["draft_slope"], values["draft_intercept"] = [h["draft"] for h in high], [0.0] * len(high)
+            values[f"{name}_intercept"] = [l[name] - smallest * slope for l, slope in zip(low, values[f"{name}_slope"])]
+        if self.gamma_max == smallest:  # one run: all of the draft phase is per draft token
+            values["draft_slope"], values["draft_intercept"] = [h["draft"] / smallest for h in high], [0.0] * len(high)
         for gamma in self.gammas:
             values[f"overhead_{gamma}"] = [r["draft"] + r["other"] for r in self._phases(gamma)]
         values["draft_prefill"] = [h["prefill"] for h in high]

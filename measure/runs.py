@@ -7,19 +7,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
+from tqdm import tqdm
 
-from decoders.autoregressive import generate_autoregressive
-from decoders.randomness import seeded
-from decoders.sampling import GREEDY
 from decoders.models import zoo
 from measure import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
 from measure.inputs import load_inputs
-from measure.spec_bench import LABELS, PromptRows, spec_bench_categories, spec_bench_prompts
+from measure.spec_bench import spec_bench_categories, spec_bench_prompts
 from measure.tasks import benchmark_prompts
-from spectheory.validation import as_positive_int
+from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["alpha_document", "lenience_document", "bench_document", "spec_bench_document", "tree_document",
+__all__ = ["alpha_document", "spec_bench_alpha_document", "lenience_document", "bench_document", "tree_document",
            "policy_document", "blockwise_document", "shipped_prompts", "real_model_document", "REAL_CELLS",
            "REAL_SETTINGS", "ALPHA_ONLY_DRAFTS"]
 
@@ -42,6 +40,31 @@ def alpha_document(drafts=None, temperatures=(0.0, 1.0), *, target: str | None =
                                   **alpha.window_shape(inputs.target, *inputs.drafts.values()))
     return {"corpus_fingerprint": inputs.fingerprint, "text": inputs.text,
             "estimates": [e.as_dict() for e in estimates]}
+
+
+def spec_bench_alpha_document(drafts=None, temperatures=(0.0, 1.0), task: str = "spec-bench", *,
+                              target: str | None = None, prompts: int = 4, gamma: int = 4, max_new_tokens: int = 48,
+                              seed: int = 0, device: str = "cpu", progress: bool | None = None) -> dict:
+    """Alpha per Spec-Bench category (``measure.spec_bench``): both estimates of each draft (default: those built
+    from the target) at each temperature on ``prompts`` questions of each category (``alpha.alpha_on_prompts``),
+    cut to the room the models' contexts leave beside ``max_new_tokens`` and a verify call."""
+    as_int("prompts", prompts, low=2, high=alpha.MAX_PROMPTS)  # standard errors over prompts
+    inputs = load_inputs(target, drafts, device=device)
+    contexts = [m.max_context for m in (inputs.target, *inputs.drafts.values()) if m.max_context is not None]
+    room = min(contexts) - max_new_tokens - gamma - 1 if contexts else 1 << 20
+    questions, estimates = {}, []
+    categories = spec_bench_categories(task)
+    jobs = [(c, name, t) for c in categories for name in inputs.drafts for t in temperatures]
+    for category, name, temperature in tqdm(jobs, desc="alpha", unit="pair", delay=1, leave=False,
+                                            disable=None if progress is None else not progress):
+        if category not in questions:
+            questions[category] = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
+        estimate = alpha.alpha_on_prompts(inputs.target, inputs.drafts[name], name,
+                                          [list(q.tokens) for q in questions[category]], temperature, gamma=gamma,
+                                          max_new_tokens=max_new_tokens, seed=seed)
+        estimates.append(dict(estimate.as_dict(), category=category))
+    return {"task": task, "target": target or "shipped target", "prompt_room": room, "max_new_tokens": max_new_tokens,
+            "prompts": {c: [q.as_dict() for q in qs] for c, qs in questions.items()}, "estimates": estimates}
 
 
 def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dict:
@@ -85,39 +108,6 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
         gamma = hf_gamma or report.best(settings.temperatures[0])["gamma"]
         document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
     return document
-
-
-def _prompt_room(models, settings: bench.BenchSettings) -> int | None:
-    """The longest prompt every model's context leaves room for beside the new tokens and a verify call."""
-    contexts = [model.max_context for model in models if model.max_context is not None]
-    return min(contexts) - settings.max_new_tokens - max(settings.gammas) - 1 if contexts else None
-
-
-def spec_bench_document(draft: str, settings: bench.BenchSettings, task: str, *, target: str | None = None,
-                        text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                        progress: bool | None = None) -> dict:
-    """Spec-Bench per category (``measure.spec_bench``; ``settings.prompts`` questions of each): a pair's bench
-    on each category's prompts (``bench.bench_pair``), with every T = 0 row's tokens compared, prompt by prompt,
-    with greedy autoregressive decoding's."""
-    if text is not None:
-        raise ValueError(f"--text {text}: Spec-Bench's questions are the prompts; drop --text or --task {task}")
-    inputs = load_inputs(target, [draft], device=device, dtype=dtype)
-    target_model, model = inputs.target, inputs.drafts[draft]
-    settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
-    room = _prompt_room((target_model, model), settings) or 1 << 20
-    categories = {}
-    for category in spec_bench_categories(task):
-        prompts = spec_bench_prompts(inputs.tokenizer, category, settings.prompts, settings.seed, room)
-        rows = PromptRows(list(prompt.tokens) for prompt in prompts)
-        greedy = [generation for i in range(len(rows)) for generation in generate_autoregressive(
-            target_model, rows[i:i + 1], max_new_tokens=settings.max_new_tokens, sampling=GREEDY,
-            randomness=seeded(i)).tokens]
-        report = bench.bench_pair(target_model, model, rows, settings, target_name=target or "shipped target",
-                                  draft_name=draft, progress=progress, greedy=greedy)
-        categories[category] = dict(report.as_dict(), label=LABELS[category],
-                                    prompts=[prompt.as_dict() for prompt in prompts])
-    return {"task": task, "target": target or "shipped target", "draft": draft, "prompt_room": room,
-            "settings": settings.as_dict(), "categories": categories}
 
 
 def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,

@@ -1,63 +1,99 @@
-"""Spec-Bench's per-category table from ``measure.runs.spec_bench_document`` (docs/measuring.md, "Spec-Bench"):
-for each category the best gamma at T = 0 by measured speedup, with the mean accepted tokens per target call,
-alpha, the measured speedup over our autoregressive decoder with its spread over repeats, the cost model's
-calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's."""
+"""Spec-Bench's table from ``measure.spec_bench_suite.spec_bench_document`` (docs/measuring.md, "Spec-Bench"): for
+each category and draft the best setting at T = 0 by measured speedup, with the mean accepted tokens per target
+call, alpha, the measured speedup over our autoregressive decoder with its spread over repeats, the cost model's
+calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's; an
+engine's rows (``document["engine"]["table"]``, over its own plain decoding) in the same keys. Two layouts: one
+line per category and draft, and Spec-Bench's own (a draft per line, a category per column)."""
 
 from __future__ import annotations
 
+import math
+
 from spectheory.optimum import best_choice
 
-__all__ = ["category_rows", "table_lines", "spec_bench_lines"]
+__all__ = ["best_row", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines"]
 
 
-def _best(rows: list) -> dict:
+def best_row(rows: list) -> dict:
     """The T = 0 row of the largest measured speedup (ties: the smallest gamma)."""
     greedy = [row for row in rows if row["temperature"] == 0]
     if not greedy:
         raise ValueError("the Spec-Bench table is at T = 0: give --temperatures 0")
-    return best_choice(greedy, lambda row: row["speedup"], lambda row: row["gamma"])
+    return best_choice(greedy, lambda row: row["speedup"], lambda row: row["gamma"] or 0)
+
+
+def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting) -> dict:
+    """One (category, draft) line in the engines' words (docs/metrics.md)."""
+    best = best_row(rows)
+    return {"category": category, "label": label, "draft": draft, "prompts": len(prompts),
+            "cut": sum(p["cut"] > 0 for p in prompts), "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
+            "setting": setting(best), "gamma": best["gamma"], "mean_acceptance_length": best["mean_acceptance_length"],
+            "acceptance_rate": best["acceptance_rate"], "alpha": best["alpha_counts"], "speedup": best["speedup"],
+            "speedup_spread": best["speedup_spread"], "calibrated_speedup": best["calibrated_speedup"],
+            "calibrated_over_measured": best["calibrated_over_measured"],
+            "greedy_equal": all(all(row["greedy_equal"]) for row in rows)}
 
 
 def category_rows(document: dict) -> list:
-    """One dict per category, in the table's order, in the engines' words (docs/metrics.md)."""
+    """One dict per category and draft (then the dynamic tree, then the engine's), in the table's order."""
     rows = []
     for category, measured in document["categories"].items():
-        best = _best(measured["rows"])
-        greedy_rows = [row for row in measured["rows"] if row["temperature"] == 0]
-        rows.append({"category": category, "label": measured["label"], "draft": document["draft"],
-                     "prompts": len(measured["prompts"]), "cut": sum(p["cut"] > 0 for p in measured["prompts"]),
-                     "prompt_tokens": sum(p["tokens"] for p in measured["prompts"]) / len(measured["prompts"]),
-                     "gamma": best["gamma"], "mean_acceptance_length": best["mean_acceptance_length"],
-                     "acceptance_rate": best["acceptance_rate"], "alpha": best["alpha_counts"],
-                     "speedup": best["speedup"], "speedup_spread": best["speedup_spread"],
-                     "calibrated_speedup": best["calibrated_speedup"],
-                     "calibrated_over_measured": best["calibrated_over_measured"],
-                     "greedy_equal": all(all(row.get("greedy_equal", [False])) for row in greedy_rows)})
-    return rows
+        for name, drafted in measured["drafts"].items():
+            prompts = measured["prompts"][str(drafted["prompt_room"])]
+            rows.append(_row(category, measured["label"], name, prompts, drafted["rows"],
+                             lambda best: f"gamma {best['gamma']}"))
+        if measured.get("dynamic"):
+            tree = measured["dynamic"]
+            rows.append(_row(category, measured["label"], f"dynamic tree ({tree['draft']})",
+                             measured["prompts"][str(tree["prompt_room"])], tree["rows"],
+                             lambda best: f"{best['nodes']} nodes"))
+    engine = document.get("engine")
+    return rows + (list(engine["table"]) if engine else [])
+
+
+def _number(value, form: str) -> str:
+    return "-" if value is None else format(value, form)
 
 
 def table_lines(rows: list) -> list:
-    """The header and one line per category of ``rows`` (``category_rows``'s keys; an engine's too)."""
-    lines = [f"{'category':<27}{'prompts':>8}{'cut':>5}{'tokens':>8}{'gamma':>6}{'tok/call':>9}{'alpha':>7}"
-             f"{'speedup':>9}{'spread':>15}{'model':>7}{'greedy':>8}"]
+    """The header and one line per row of ``category_rows``."""
+    lines = [f"{'category':<27}{'draft':<23}{'prompts':>8}{'cut':>5}{'tokens':>8}{'setting':>10}{'tok/call':>9}"
+             f"{'alpha':>7}{'speedup':>9}{'spread':>13}{'model':>8}{'greedy':>8}"]
     for row in rows:
         low, _, high = row["speedup_spread"]
-        alpha = "-" if row["alpha"] is None else f"{row['alpha']:.3f}"
-        lines.append(f"{row['label']:<27}{row['prompts']:>8}{row['cut']:>5}{row['prompt_tokens']:>8.0f}"
-                     f"{row['gamma']:>6}{row['mean_acceptance_length']:>9.2f}{alpha:>7}{row['speedup']:>8.2f}x"
-                     f"{f'{low:.2f}-{high:.2f}x':>15}{row['calibrated_speedup']:>6.2f}x"
+        lines.append(f"{row['label']:<27}{row['draft']:<23}{row['prompts']:>8}{row['cut']:>5}{row['prompt_tokens']:>8.0f}"
+                     f"{row['setting']:>10}{row['mean_acceptance_length']:>9.2f}{_number(row['alpha'], '.3f'):>7}"
+                     f"{row['speedup']:>8.2f}x{f'{low:.2f}-{high:.2f}x':>13}"
+                     f"{_number(row['calibrated_speedup'], '.2f') + ('' if row['calibrated_speedup'] is None else 'x'):>8}"
                      f"{'equal' if row['greedy_equal'] else 'DIFFER':>8}")
     return lines
 
 
+def matrix_lines(rows: list) -> list:
+    """Spec-Bench's layout: a draft per line, each category's best speedup per column, then the mean accepted
+    tokens per call over the categories and the geometric mean of the speedups."""
+    categories = list(dict.fromkeys((row["category"], row["label"]) for row in rows))
+    drafts = list(dict.fromkeys(row["draft"] for row in rows))
+    cells = {(row["category"], row["draft"]): row for row in rows}
+    lines = [f"{'draft':<23}" + "".join(f"{label.split()[0][:10]:>11}" for _, label in categories)
+             + f"{'tok/call':>10}{'geo. mean':>11}"]
+    for draft in drafts:
+        mine = [cells.get((category, draft)) for category, _ in categories]
+        present = [row for row in mine if row]
+        mean = math.exp(sum(math.log(row["speedup"]) for row in present) / len(present))
+        lines.append(f"{draft:<23}" + "".join(f"{_number(row and row['speedup'], '.2f') + ('x' if row else ''):>11}" for row in mine)
+                     + f"{sum(row['mean_acceptance_length'] for row in present) / len(present):>10.2f}{mean:>10.2f}x")
+    return lines
+
+
 def spec_bench_lines(document: dict) -> list:
-    """The table as printed lines."""
+    """The table as printed lines: Spec-Bench's layout, then the line per category and draft."""
     rows = category_rows(document)
-    lines = [f"Spec-Bench, {document['target']} with draft {document['draft']}, T = 0, batch 1, "
-             f"{document['settings']['prompts']} prompts per category, {document['settings']['max_new_tokens']} new "
-             f"tokens each; speedup over our autoregressive decoder at the best of gammas "
-             f"{', '.join(map(str, document['settings']['gammas']))}"] + table_lines(rows)
+    s = document["settings"]
+    lines = [f"Spec-Bench, {document['target']}, T = 0, batch 1, {s['prompts']} prompts per category, "
+             f"{s['max_new_tokens']} new tokens each; speedup at each draft's best gamma over our autoregressive "
+             f"decoder (an engine's: over its own plain decoding)"] + matrix_lines(rows) + [""] + table_lines(rows)
     if any(row["cut"] for row in rows):
-        lines.append(f"cut: prompts longer than {document['prompt_room']} tokens lost their front (the context "
-                     f"leaves no more room beside the new tokens)")
+        lines.append("cut: prompts longer than the draft's context leaves room for (beside the new tokens) lost their "
+                     "front")
     return lines

@@ -21,7 +21,7 @@ __all__ = ["SCRIPTS", "script", "make_all"]
 SCRIPTS = ("fig2_expected_tokens", "fig3_optimal_gamma", "fig4_speedup_operations", "table1", "fig5_timelines",
            "simulation_vs_theory", "measured_vs_predicted", "speedup_vs_gamma", "iteration_time", "table3_alpha",
            "speedup_vs_batch", "table5_lenience", "stern_fig4_blockwise", "dynamic_gamma_heatmap", "table_real_model",
-           "tree_expected_tokens", "verifier_acceptance", "tree_vs_chain")
+           "tree_expected_tokens", "verifier_acceptance", "tree_vs_chain", "spec_bench")
 
 
 def script(name: str):

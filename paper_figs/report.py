@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from measure.report import ReportDocument, by_temperature
-from paper_figs import iteration_time, measured_vs_predicted, speedup_vs_gamma
+from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
 
@@ -35,6 +35,40 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
         names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
     return [out / name for name in names]
+
+
+def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, command: str) -> list[Path]:
+    """``report --task spec-bench``: ``report.json`` (the table and the recommendation), the bar chart,
+    ``report.md`` and ``report.html`` into ``out``, replacing what was there as a whole; returns the paths."""
+    out = Path(out)
+    with staged_directory(out) as stage:
+        write_json(stage / "report.json", {"table": table, "recommendation": recommendation}, command=command)
+        figures = spec_bench.draw(table, stage / "figures")
+        blocks = _spec_bench_blocks(table, recommendation, command, figures[0].relative_to(stage))
+        write_text(stage / "report.md", render_markdown(blocks))
+        write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
+        names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
+    return [out / name for name in names]
+
+
+def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:
+    """The Spec-Bench report as blocks (``report_blocks``'s kinds)."""
+    env, s, one = table["environment"], table["settings"], recommendation["one_setting"]
+    rows = [[row["label"], row["recommended"], f"{row['predicted_speedup']:.2f}x", f"{row['measured_speedup']:.2f}x",
+             row["best_measured"], f"{row['best_measured_speedup']:.2f}x", f"{row['recommended_over_best']:.3f}"]
+            for row in recommendation["categories"].values()]
+    return [("heading", 1, f"Spec-Bench report: {table['target']}"),
+            ("paragraph", f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
+                          f"threads): T = 0, batch 1, {s['prompts']} questions per category, {s['max_new_tokens']} new "
+                          f"tokens each. Every number below is read from `report.json`."),
+            ("table", ["category", "recommended", "predicted", "measured", "best measured", "its speedup",
+                       "recommended / best"], rows),
+            ("paragraph", f"One setting for all categories, by the cost model: **{one['setting']}**, predicted "
+                          f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
+                          f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
+                          f"loses {100 * one['loss']:.1f}%."),
+            ("image", figure, "Speedup per category and draft, measured (bars, spread of repeats) and predicted "
+                              "(ticks)")]
 
 
 def report_blocks(d: dict, figures: list) -> list[tuple]:

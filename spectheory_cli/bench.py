@@ -11,9 +11,9 @@ from measure.alpha import MAX_PROMPTS
 from measure.bench import MAX_REPEATS, BenchSettings
 from measure.bench_lines import bench_lines
 from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
-from measure.runs import bench_document, policy_document, spec_bench_document, tree_document
+from measure.runs import bench_document, policy_document, tree_document
 from measure.spec_bench import is_spec_bench
-from measure.spec_bench_table import spec_bench_lines
+from spectheory_cli.spec_bench import run_spec_bench
 from measure.tree_bench import check_budgets, check_dynamic, tree_lines
 from decoders.sampling import Sampling
 from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
@@ -29,13 +29,14 @@ CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for th
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser)
-    parser.add_argument("--draft", default="transformer", metavar="DRAFT", help=draft_help("transformer"))
+    parser.add_argument("--draft", default="transformer", metavar="DRAFT",
+                        help=draft_help("transformer") + "; with --task spec-bench, all: the whole table")
     add_text(parser, "the prompts")
     parser.add_argument("--task", type=task_name, help=TASK_HELP)
     add_device(parser)
     add_dtype(parser)
-    parser.add_argument("--gammas", type=int, nargs="+", default=list(DEFAULTS.gammas), metavar="G",
-                        help="gammas to benchmark (default 1 to 8); " + CONTEXT)
+    parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
+                        help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT)
     parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
                         help="temperatures (default 0 1)")
     parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
@@ -66,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if sampling != Sampling() and (args.hf or args.engine):
         raise ValueError(f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
                          f"flags ({sampling})")
+    if is_spec_bench(args.task) and not args.engine:
+        return run_spec_bench(args, sampling)
+    args.gammas = args.gammas or list(DEFAULTS.gammas)
     if args.engine:
         return run_engine_bench(args)
     settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts,
@@ -84,9 +88,6 @@ def run(args: argparse.Namespace) -> int:
         document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets),
                                  dynamic=check_dynamic(args.dynamic, args.budgets), **models)
         lines = tree_lines(document)
-    elif is_spec_bench(args.task):
-        document = spec_bench_document(args.draft, settings, **models)
-        lines = spec_bench_lines(document)
     else:
         document = bench_document(args.draft, settings, hf=args.hf, hf_gamma=args.hf_gamma, **models)
         lines = bench_lines(document)
@@ -94,3 +95,4 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.out, document, command=args.command_line)
     print("\n".join(lines))
     return 0
+

@@ -2,7 +2,7 @@
 gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
 statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
 report.html into --out. About three minutes on a 2-core CPU with the defaults; a real model (smollm2, a GGUF
-file) gets a smaller budget of its own, about twelve minutes."""
+file) gets a smaller budget of its own, about twelve minutes. --task spec-bench: ``spectheory_cli.spec_bench_report``."""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ from measure.alpha import MAX_PROMPTS, MAX_WINDOWS
 from measure.bench import MAX_REPEATS
 from measure.inputs import load_inputs
 from measure.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair, summary_lines
-from measure.tasks import TASKS, benchmark_prompts
+from measure.spec_bench import TASK, is_spec_bench
+from measure.tasks import benchmark_prompts
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report
 from spectheory_cli.options import add_device, add_target, add_text, draft_help
+from spectheory_cli.spec_bench_report import run_spec_bench_report
+from spectheory_cli.task_flags import task_name
 from spectheory.calculator import MAX_TABLE_GAMMA
 from spectheory.outputs import check_writable
 
@@ -36,10 +39,13 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="report", help="output directory (default report)")
     add_target(parser)
-    parser.add_argument("--draft", default="transformer", help=draft_help("transformer"))
+    parser.add_argument("--draft", help=draft_help("transformer") + "; with --task spec-bench default all: the table")
     add_text(parser, "alpha, the benchmark's prompts and the audit's prompt")
-    parser.add_argument("--task", choices=TASKS, help="benchmark prompts from a task on the held-out text instead of "
-                                                      "windows of it (default: windows; rewrite for a real model)")
+    parser.add_argument("--task", type=task_name, help="benchmark prompts from a task on the held-out text instead "
+                        f"of windows of it (default: windows; rewrite for a real model), or {TASK}[:CATEGORY,...]: a "
+                        "draft and gamma per Spec-Bench category")
+    parser.add_argument("--from", dest="from_table", metavar="FILE", help=f"--task {TASK}: read the table from FILE "
+                        f"(bench --task {TASK} --draft all --out FILE) instead of measuring it")
     add_device(parser)
     parser.add_argument("--temperatures", type=float, nargs="+", metavar="T",
                         help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")
@@ -74,6 +80,11 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_spec_bench(args.task):
+        return run_spec_bench_report(args)
+    if args.from_table:
+        raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
+    args.draft = args.draft or "transformer"
     settings = _settings(args)  # checked before loading
     check_writable(args.out, directory=True)
     inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)

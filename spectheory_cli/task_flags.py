@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 
 from measure.spec_bench import CATEGORIES, TASK, is_spec_bench, spec_bench_categories
+from measure.spec_bench_suite import SUITE_SETTINGS
 from measure.tasks import TASKS
 
-#: A Spec-Bench bench's defaults: two questions per category, 64 new tokens, greedy, no batch sweep -- the six
-#: categories of one draft in about 5 minutes on 2 cores with SmolLM2 (docs/measuring.md).
-SPEC_BENCH_PRESETS = ["--prompts", "2", "--max-new-tokens", "64", "--temperatures", "0", "--repeats", "2",
-                      "--batch-sizes"]
+#: A Spec-Bench bench's defaults (``measure.spec_bench_suite.SUITE_SETTINGS``): two questions per category, 48 new
+#: tokens, greedy, no batch sweep -- the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
+SPEC_BENCH_PRESETS = ["--prompts", str(SUITE_SETTINGS.prompts), "--max-new-tokens", str(SUITE_SETTINGS.max_new_tokens),
+                      "--temperatures", "0", "--repeats", str(SUITE_SETTINGS.repeats), "--warmup",
+                      str(SUITE_SETTINGS.warmup), "--batch-sizes"]
 TASK_HELP = (f"prompts from a task on the held-out text ({', '.join(TASKS)}), or Spec-Bench's questions, "
              f"{TASK}[:CATEGORY,...] of {', '.join(CATEGORIES)} (--prompts per category; defaults "
              f"{' '.join(SPEC_BENCH_PRESETS)})")

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
-                        table3_alpha, table5_lenience, table_real_model, tree_expected_tokens, tree_vs_chain)
+                        spec_bench, table3_alpha, table5_lenience, table_real_model, tree_expected_tokens, tree_vs_chain)
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
@@ -44,7 +44,42 @@ def write_small_results(results: Path) -> Path:
     trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
     (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))
     (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document()]}))
+    (results / spec_bench.RESULT).write_text(json.dumps(small_spec_bench_table()))
     return results
+
+
+def _spec_row(gamma, predicted: float, measured: float) -> dict:
+    return {"temperature": 0.0, "gamma": gamma, "speedup": measured, "speedup_spread": [measured - 0.05, measured,
+            measured + 0.05], "calibrated_speedup": predicted,
+            "calibrated_over_measured": None if predicted is None else predicted / measured,
+            "mean_acceptance_length": 1.5, "acceptance_rate": 0.3, "alpha_counts": 0.4, "greedy_equal": [True]}
+
+
+#: ``small_spec_bench_table``'s (predicted, measured) speedups per category, draft and gamma, and baseline seconds.
+SPEC_BENCH_CELLS = {"qa": {"copy": {1: (1.2, 1.25), 2: (1.5, 1.4)}, "slow": {1: (0.9, 0.85)}},
+                    "rag": {"copy": {1: (0.95, 1.02), 2: (0.9, 0.93)}, "slow": {1: (0.8, 0.75)}}}
+SPEC_BENCH_BASELINES = {"qa": 2.0, "rag": 6.0}
+SPEC_BENCH_TREES = {"qa": 1.3, "rag": 0.98}  # the dynamic tree's measured speedups
+
+
+def small_spec_bench_table() -> dict:
+    """Two categories of ``spec_bench_document``'s shape with the cells of ``SPEC_BENCH_CELLS``, a dynamic tree
+    (``SPEC_BENCH_TREES``) and an engine's rows."""
+    labels = {"qa": "Question Answering", "rag": "Retrieval-aug. Generation"}
+    prompts = {"100": [{"category": "qa", "question_id": 1, "tokens": 60, "cut": 0}]}
+    categories = {}
+    for category, drafts in SPEC_BENCH_CELLS.items():
+        tree = [dict(_spec_row(None, None, SPEC_BENCH_TREES[category]), nodes=8)]
+        categories[category] = {"label": labels[category], "prompts": prompts, "drafts": {
+            name: {"prompt_room": 100, "autoregressive_seconds": SPEC_BENCH_BASELINES[category],
+                   "rows": [_spec_row(g, *cell) for g, cell in cells.items()]} for name, cells in drafts.items()},
+            "dynamic": {"draft": "copy", "prompt_room": 100, "rows": tree}}
+    engine = [{"category": c, "label": labels[c], "draft": "llama.cpp prompt lookup", "prompts": 1, "cut": 0,
+               "prompt_tokens": 60.0, "setting": "gamma 2", **_spec_row(2, 1.1, 1.2), "alpha": 0.5} for c in labels]
+    return {"task": "spec-bench:qa,rag", "target": "test", "drafts": {"copy": [1, 2], "slow": [1]},
+            "environment": {"device": "cpu", "device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
+            "settings": {"prompts": 1, "max_new_tokens": 8, "gammas": [1, 2]}, "categories": categories,
+            "engine": {"table": engine}}
 
 
 def small_real_model() -> dict:

@@ -1,16 +1,25 @@
-"""Spec-Bench's questions (measure/spec_bench.py) against the file's own counts, and its bench on the shipped
-tiny pair against greedy autoregressive decoding, prompt by prompt; never timings."""
+"""Spec-Bench's questions (measure/spec_bench.py) against the file's own counts; its table on the shipped tiny
+pair against greedy autoregressive decoding, prompt by prompt; the report's recommendation against hand-computed
+choices; never timings."""
 
 import collections
+import dataclasses
 import json
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from measure.bench import BenchSettings, bench_pair
-from measure.runs import spec_bench_document
+from decoders.dynamic_tree import DynamicTree
+from figure_inputs import small_spec_bench_table
+from measure.profile import ProfileRecorder
+from measure.runs import spec_bench_alpha_document
 from measure.spec_bench import (CATEGORIES, LABELS, QUESTIONS, PromptRows, select_questions, spec_bench_categories,
                                 spec_bench_prompts)
+from measure.spec_bench_report import NO_SPECULATION, recommend, recommendation_lines
+from measure.spec_bench_suite import spec_bench_document
 from measure.spec_bench_table import category_rows, spec_bench_lines
 from command import run
 
@@ -88,22 +97,50 @@ def test_prompt_rows_against_tensors():
     assert rows.to("cpu").device == torch.device("cpu") and len(rows) == 2
 
 
-SETTINGS = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0,
+SETTINGS = BenchSettings(gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0,
                          batch_sizes=(), call_steps=2)
 
 
-def test_spec_bench_bench_against_autoregressive():
-    """Two categories of the shipped pair: every T = 0 row's tokens equal greedy autoregressive decoding's, prompt
-    by prompt; the table has one line per category."""
-    document = spec_bench_document("bigram", SETTINGS, "spec-bench:qa,rag", progress=False)
-    assert list(document["categories"]) == ["qa", "rag"]
-    for measured in document["categories"].values():
-        assert [row["greedy_equal"] for row in measured["rows"]] == [[True]]
-    rows = category_rows(document)
-    assert [row["label"] for row in rows] == [LABELS["qa"], LABELS["rag"]] and all(row["greedy_equal"] for row in rows)
-    assert rows[1]["cut"] == 1  # a RAG question does not fit the shipped target's 256 characters
-    lines = spec_bench_lines(document)
-    assert sum(LABELS[c] in line for line in lines for c in ("qa", "rag")) == 2 and "lost their front" in lines[-1]
+@pytest.fixture(scope="module")
+def table():
+    """Two categories on the shipped target: bigram at gammas 1 and 2, unigram at 2, EAGLE-2's tree with bigram."""
+    return spec_bench_document({"bigram": (1, 2), "unigram": (2,)}, SETTINGS, "spec-bench:qa,rag",
+                               dynamic=DynamicTree(2, 2, 4), progress=False)
+
+
+def test_spec_bench_table_against_autoregressive(table):
+    """Every row's tokens equal greedy autoregressive decoding's, prompt by prompt; one line per category and
+    draft, the dynamic tree's without a prediction; a RAG question is cut to the shipped target's context."""
+    assert list(table["categories"]) == ["qa", "rag"]
+    for measured in table["categories"].values():
+        assert {name: [row["gamma"] for row in drafted["rows"]] for name, drafted in measured["drafts"].items()} == \
+            {"bigram": [1, 2], "unigram": [2]}
+        assert all(row["greedy_equal"] == [True] for drafted in measured["drafts"].values() for row in drafted["rows"])
+        assert measured["dynamic"]["rows"][0]["greedy_equal"] == [True]
+    rows = category_rows(table)
+    assert [(row["label"], row["draft"]) for row in rows] == [
+        (LABELS[c], d) for c in ("qa", "rag") for d in ("bigram", "unigram", "dynamic tree (bigram)")]
+    assert all(row["greedy_equal"] for row in rows)
+    assert [row["calibrated_speedup"] is None for row in rows] == [False, False, True] * 2
+    assert rows[3]["cut"] == 1 and rows[3]["prompt_tokens"] == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
+    lines = spec_bench_lines(table)
+    assert sum(line.startswith(LABELS["qa"]) for line in lines) == 3 and "lost their front" in lines[-1]
+
+
+def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
+    """Negative control: a speculative decoder whose last token is off marks its prompts unequal."""
+    from measure import spec_bench_suite
+
+    real = spec_bench_suite.generate_speculative
+
+    def off_by_one(*args, **kwargs):
+        generation = real(*args, **kwargs)
+        tokens = tuple(row[:-1] + ((row[-1] + 1) % 2,) for row in generation.tokens)
+        return dataclasses.replace(generation, tokens=tokens)
+
+    monkeypatch.setattr(spec_bench_suite, "generate_speculative", off_by_one)
+    document = spec_bench_document({"bigram": (2,)}, SETTINGS, "spec-bench:qa", dynamic=None, progress=False)
+    assert [row["greedy_equal"] for row in document["categories"]["qa"]["drafts"]["bigram"]["rows"]] == [[False]]
 
 
 def test_greedy_check_catches_a_wrong_reference():
@@ -112,11 +149,84 @@ def test_greedy_check_catches_a_wrong_reference():
 
     target, draft = load_pair("bigram")
     rows = PromptRows([[5, 6, 7, 8]])
-    report = bench_pair(target, draft, rows, SETTINGS, greedy=[(0,) * 8], progress=False)
+    report = bench_pair(target, draft, rows, replace(SETTINGS, gammas=(2,)), greedy=[(0,) * 8], progress=False)
     assert report.rows[0]["greedy_equal"] == [False]
 
 
+def test_profile_lent_by_the_sweep_against_planted_costs():
+    """A recorder whose smallest gamma is 2 (the sweep's runs, not the profile's own at 1) recovers planted
+    affine draft and other costs per iteration: draft = 0.01 + 0.002 gamma, other = 0.003 + 0.0005 gamma."""
+    tokens, t_step = 12, 0.05
+    recorder = ProfileRecorder(5, tokens, {"autoregressive": 1, ("speculative", 2): 1, ("speculative", 5): 1}, 0, {})
+    recorder.add("autoregressive", SimpleNamespace(seconds={"prefill": t_step, "total": tokens * t_step}, iterations=0,
+                                                   proposed_per_iteration=[], accepted_per_iteration=[]))
+    for gamma in (2, 5):
+        iterations = tokens // (gamma + 1)
+        draft, other, verify = (iterations * x for x in (0.01 + 0.002 * gamma, 0.003 + 0.0005 * gamma, 0.06))
+        recorder.add(("speculative", gamma), SimpleNamespace(
+            seconds={"prefill": 0.0, "draft": draft, "verify": verify, "total": draft + verify + other},
+            iterations=iterations, proposed_per_iteration=[[gamma]] * iterations,
+            accepted_per_iteration=[[gamma]] * iterations))
+    recorder.add_widths({k: 0.06 for k in range(1, 7)})
+    values = {key: value[0] for key, value in recorder.components().items()}
+    assert values["draft_slope"] == pytest.approx(0.002) and values["draft_intercept"] == pytest.approx(0.01)
+    assert values["other_slope"] == pytest.approx(0.0005) and values["other_intercept"] == pytest.approx(0.003)
+
+
+def test_recommendation_against_hand_computed_choices():
+    """``small_spec_bench_table``: QA takes copy at gamma 2 (predicted 1.5x, the best measured, 1.4x); RAG,
+    predicted below 1x everywhere, is not sped up (measured 1.00x against copy gamma 1's 1.02x). One setting for
+    all: copy gamma 1, overall (2 + 6) / (2 / 1.2 + 6 / 0.95) predicted, (2 + 6) / (2 / 1.25 + 6 / 1.02) measured,
+    against the per-category (2 + 6) / (2 / 1.4 + 6 / 1)."""
+    answer = recommend(small_spec_bench_table())
+    qa, rag = answer["categories"]["qa"], answer["categories"]["rag"]
+    assert (qa["recommended"], qa["predicted_speedup"], qa["measured_speedup"]) == ("copy gamma 2", 1.5, 1.4)
+    assert qa["best_measured"] == "copy gamma 2" and qa["recommended_over_best"] == 1.0
+    assert (rag["recommended"], rag["measured_speedup"], rag["best_measured"]) == (NO_SPECULATION, 1.0, "copy gamma 1")
+    assert rag["recommended_over_best"] == pytest.approx(1 / 1.02)
+    one = answer["one_setting"]
+    assert one["setting"] == "copy gamma 1"
+    assert one["predicted_overall"] == pytest.approx(8 / (2 / 1.2 + 6 / 0.95))
+    assert one["measured_overall"] == pytest.approx(8 / (2 / 1.25 + 6 / 1.02))
+    assert one["per_category_measured_overall"] == pytest.approx(8 / (2 / 1.4 + 6 / 1.0))
+    assert one["loss"] == pytest.approx(1 - one["measured_overall"] / one["per_category_measured_overall"])
+    lines = recommendation_lines(answer)
+    assert lines[2].startswith(LABELS["rag"]) and NO_SPECULATION in lines[2] and "loses 0.7%" in lines[-1]
+
+
+def test_report_from_a_saved_table(tmp_path, capsys):
+    """``report --task spec-bench --from FILE``: the recommendation printed and written, with the bar chart."""
+    saved = tmp_path / "table.json"
+    saved.write_text(json.dumps(small_spec_bench_table()))
+    status, printed, _ = run(capsys, "report", "--task", "spec-bench", "--from", str(saved), "--out",
+                             str(tmp_path / "report"))
+    assert status == 0 and "copy gamma 2" in printed and NO_SPECULATION in printed
+    written = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert written["recommendation"]["categories"]["qa"]["recommended"] == "copy gamma 2"
+    assert (tmp_path / "report" / "figures" / "spec_bench.png").stat().st_size > 1000
+    assert "copy gamma 2" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("flags, message", [(("--windows", "4"), "does not take --windows"),
+                                            (("--from", "/nonexistent.json"), "cannot read a JSON table")])
+def test_report_refuses_in_one_line(tmp_path, capsys, flags, message):
+    status, _, err = run(capsys, "report", "--task", "spec-bench", *flags, "--out", str(tmp_path / "report"))
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_alpha_per_category_against_acceptance_counts():
+    """``alpha --task spec-bench``'s estimates: one per category and draft; the acceptance counts are the
+    speculative runs' own (accepted over verified draft tokens), within [0, 1]."""
+    document = spec_bench_alpha_document(["bigram"], (0.0,), "spec-bench:qa,rag", prompts=2, max_new_tokens=8)
+    assert [(e["category"], e["draft"]) for e in document["estimates"]] == [("qa", "bigram"), ("rag", "bigram")]
+    for estimate in document["estimates"]:
+        assert estimate["alpha_counts"] == estimate["accepted_tokens"] / estimate["verified_tokens"]
+        assert 0 <= estimate["alpha_text"] <= 1 and estimate["text_positions"] == 2 * 8
+    with pytest.raises(ValueError, match="prompts"):
+        spec_bench_alpha_document(["bigram"], (0.0,), "spec-bench:qa", prompts=1)
+
+
 def test_commands_without_spec_bench_refuse_it_in_one_line(capsys):
-    """The tree bench does not take Spec-Bench's questions yet: one line and exit 2, before anything is timed."""
+    """The tree bench does not take Spec-Bench's questions: one line and exit 2, before anything is timed."""
     status, _, err = run(capsys, "bench", "--task", "spec-bench:qa", "--tree", "--budgets", "4")
-    assert status == 2 and "only the plain bench" in err and len(err.strip().splitlines()) == 1
+    assert status == 2 and "greedy table only" in err and len(err.strip().splitlines()) == 1

@@ -10,14 +10,15 @@ import pytest
 from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
 from paper_figs import (dynamic_gamma_heatmap, fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations,
-                        fig5_timelines, iteration_time, measured_vs_predicted, simulation_vs_theory, speedup_vs_batch,
+                        fig5_timelines, iteration_time, measured_vs_predicted, simulation_vs_theory, spec_bench,
+                        speedup_vs_batch,
                         speedup_vs_gamma, stern_fig4_blockwise, table1, table3_alpha, table5_lenience, table_real_model,
                         tree_expected_tokens, verifier_acceptance)
 from spectheory.speedup import expected_tokens
 
 FIGURES = [fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations, fig5_timelines, simulation_vs_theory,
            measured_vs_predicted, speedup_vs_gamma, iteration_time, speedup_vs_batch, stern_fig4_blockwise,
-           dynamic_gamma_heatmap, tree_expected_tokens, verifier_acceptance]
+           dynamic_gamma_heatmap, tree_expected_tokens, verifier_acceptance, spec_bench]
 TABLES = [table1, table3_alpha, table5_lenience, table_real_model]
 
 

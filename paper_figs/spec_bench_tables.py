@@ -1,0 +1,76 @@
+"""Spec-Bench's whole table (docs/measuring.md, "Spec-Bench"): our decoders' rows (``measure.spec_bench_suite``)
+and a serving engine's on the same categories (``engines.bench.engine_bench``: llama.cpp's prompt lookup over its
+own plain decoding), which only a layer above both ``measure`` and ``engines`` can put together. The
+``spec_bench`` figure, ``bench --task spec-bench --draft all`` and ``report --task spec-bench`` read it."""
+
+from __future__ import annotations
+
+import torch
+from tqdm import tqdm
+
+from engines import open_engine
+from engines.bench import engine_bench
+from engines.llama_cpp import CONTEXT
+from measure.bench import BenchSettings
+from measure.inputs import load_inputs
+from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
+from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
+from spectheory.optimum import best_choice
+
+__all__ = ["engine_table", "whole_table"]
+
+
+def _engine_row(category: str, document: dict, questions: list) -> dict:
+    """One category's best measured gamma in ``measure.spec_bench_table``'s keys (the prediction: the engine's)."""
+    best = best_choice(document["rows"], lambda row: row["speedup"], lambda row: row["gamma"])
+    return {"category": category, "label": LABELS[category], "draft": "llama.cpp prompt lookup",
+            "prompts": len(questions), "cut": sum(q["cut"] > 0 for q in questions),
+            "prompt_tokens": sum(q["tokens"] for q in questions) / len(questions), "setting": f"gamma {best['gamma']}",
+            "gamma": best["gamma"], "mean_acceptance_length": best["tokens_per_iteration"], "alpha": best["alpha"],
+            "speedup": best["speedup"], "speedup_spread": best["speedup_spread"],
+            "calibrated_speedup": best["predicted_speedup"],
+            "calibrated_over_measured": best["predicted_speedup"] / best["speedup"],
+            "greedy_equal": all(row["greedy_equal_to_plain"] for row in document["rows"])}
+
+
+def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
+                 seed: int, progress: bool | None = None) -> dict:
+    """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
+    longer than the engine's context leaves room for are cut from the front. The document, with its ``table``."""
+    room = CONTEXT - max_new_tokens - max(gammas) - 1
+    categories, rows = {}, []
+    for category in spec_bench_categories(task):
+        questions = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
+        with tqdm(total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run", delay=1, leave=False,
+                  disable=None if progress is None else not progress) as bar:
+            document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
+                                    max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup, progress=bar.update)
+        categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
+        rows.append(_engine_row(category, document, categories[category]["questions"]))
+    return {"task": task, "engine": engine.name, "model": engine.model_path.name, "prompt_room": room,
+            "categories": categories, "table": rows}
+
+
+def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, progress) -> dict:
+    """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python). Its
+    first call after loading is slower than the rest: it warms up once at least."""
+    try:
+        engine = open_engine("llama-cpp", gguf=None if target in (None, "shipped") else target)
+    except ValueError as error:
+        return {"skipped": str(error)}
+    return engine_table(engine, load_inputs(str(engine.model_path), []), task, gammas=gammas,
+                        prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
+                        warmup=max(settings.warmup, 1), seed=settings.seed, progress=progress)
+
+
+def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
+                drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                progress: bool | None = None) -> dict:
+    """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
+    the engine's rows (``engine``; where there are none, ``engine_skipped`` says why)."""
+    drafts = drafts or suite_drafts(target)
+    document = spec_bench_document(drafts, settings, task, target=target, dynamic=DYNAMIC, device=device, dtype=dtype,
+                                   progress=progress)
+    engine = _engine_rows(target, task, settings, next(iter(drafts.values())), progress)
+    document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
+    return document
