@@ -21,9 +21,10 @@ NO_SPECULATION = "do not speculate"
 
 
 def _settings(measured: dict) -> list:
-    """The chain settings of one category: {draft, gamma, predicted, measured}."""
+    """The chain settings of one category that have a prediction: {draft, gamma, predicted, measured}."""
     return [{"draft": name, "gamma": row["gamma"], "predicted": row["calibrated_speedup"], "measured": row["speedup"]}
-            for name, drafted in measured["drafts"].items() for row in drafted["rows"]]
+            for name, drafted in measured["drafts"].items() for row in drafted["rows"]
+            if row["calibrated_speedup"] is not None]
 
 
 def _name(setting: dict) -> str:
