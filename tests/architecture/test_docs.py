@@ -11,6 +11,7 @@ import pytest
 
 from spectheory_cli import main
 from measure.report import summary_lines
+from measure.spec_bench_report import recommendation_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -93,14 +94,17 @@ def test_quoted_output_check_catches_a_changed_number():
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_quoted_reports_against_their_results(page):
     """Every quoted `spectheory report --out results/DIR` prints what DIR/report.json's document does (its answers
-    and its seconds), so a committed report and its quote cannot drift apart."""
+    and its seconds; a Spec-Bench report its recommendation), so a committed report and its quote cannot drift
+    apart."""
     for words, expected in quoted_runs(page.read_text(), commands=("report",)):
         out = words[words.index("--out") + 1] if "--out" in words else None
         if out is None or not out.startswith("results/"):
             continue  # a report the reader writes, not a committed one
         document = json.loads((ROOT / out / "report.json").read_text())
         answers = [line for line in expected if not line.startswith("wrote ")]
-        assert matches(answers, summary_lines(document)) == [], out
+        printed = recommendation_lines(document["recommendation"]) if "recommendation" in document else \
+            summary_lines(document)  # report --task spec-bench, or the pair's report
+        assert matches(answers, printed) == [], out
         wrote = [line for line in expected if line.startswith("wrote ")]
         assert all(line.endswith(f" in {document['seconds']:.0f} s") for line in wrote), out
 
