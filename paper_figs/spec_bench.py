@@ -35,8 +35,8 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
                   for i, (c, _) in enumerate(categories) if (c, draft) in cells]
         xs, mine = [x for x, _ in places], [row for _, row in places]
         axes.bar(xs, [row["speedup"] for row in mine], width, color=f"C{index}", label=draft,
-                 yerr=[[row["speedup"] - row["speedup_spread"][0] for row in mine],
-                       [row["speedup_spread"][2] - row["speedup"] for row in mine]], error_kw={"linewidth": 0.6})
+                 yerr=[[max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in mine],
+                       [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in mine]], error_kw={"linewidth": 0.6})
         predicted = [(x, row["calibrated_speedup"]) for x, row in places if row["calibrated_speedup"] is not None]
         if predicted:
             axes.scatter(*zip(*predicted), marker="_", color="black", s=40, linewidths=1.2, zorder=3,
