@@ -41,8 +41,9 @@ def _engine_row(category: str, document: dict, questions: list) -> dict:
 def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
                  seed: int, progress: bool | None = None) -> dict:
     """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
-    longer than the engine's context leaves room for are cut from the front. The document, with its ``table``."""
-    room = CONTEXT - max_new_tokens - max(gammas) - 1
+    longer than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading
+    is slower than the rest: one warm-up at least. The document, with its ``table``."""
+    room, warmup = CONTEXT - max_new_tokens - max(gammas) - 1, max(warmup, 1)
     categories, rows = {}, []
     for category in spec_bench_categories(task):
         questions = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
@@ -57,15 +58,14 @@ def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tok
 
 
 def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, progress) -> dict:
-    """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python). Its
-    first call after loading is slower than the rest: it warms up once at least."""
+    """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
     try:
         engine = open_engine("llama-cpp", gguf=None if target in (None, "shipped") else target)
     except ValueError as error:
         return {"skipped": str(error)}
     return engine_table(engine, load_inputs(str(engine.model_path), []), task, gammas=gammas,
                         prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                        warmup=max(settings.warmup, 1), seed=settings.seed, progress=progress)
+                        warmup=settings.warmup, seed=settings.seed, progress=progress)
 
 
 def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
