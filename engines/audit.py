@@ -116,9 +116,11 @@ def batch_shape_difference(engine: LlamaCppEngine, prompt_ids: list, tokens: lis
 
 def as_categories(a, b) -> tuple[np.ndarray, np.ndarray]:
     """Rows of two samples (ids or text pieces, ``END``-padded) as int64 category arrays ``[n, T]``, one code
-    per distinct token over both."""
-    codes: dict = {}
-    encode = np.vectorize(lambda token: codes.setdefault(token, len(codes)), otypes=[np.int64])
+    per distinct token over both: ids first in their order, then text pieces in theirs, so that a code is a
+    function of the pooled set of tokens, not of which sample showed a token first (docs/engines.md §3)."""
+    distinct = {token for rows in (a, b) for row in rows for token in row}
+    codes = {token: code for code, token in enumerate(sorted(distinct, key=lambda token: (isinstance(token, str), token)))}
+    encode = np.vectorize(codes.__getitem__, otypes=[np.int64])
     return encode(np.array(a, dtype=object)), encode(np.array(b, dtype=object))
 
 

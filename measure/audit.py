@@ -11,7 +11,7 @@ import torch
 from tqdm import tqdm
 
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
-from decoders.audit.request import DECODERS, METHODS, AuditRequest, tree_shape
+from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
 from decoders.audit.samples import read_samples
 from measure.alpha import acceptance_calibration, text_windows
 from decoders.models.hf_generate import assisted_options, hf_generate
@@ -118,15 +118,17 @@ def _exact(request: AuditRequest, target, draft, config, step, generate) -> tupl
     reference = exact.autoregressive_law(target, prompt, config.sampling, request.horizon)
 
     method = "whole-run" if request.exact == "dp" and request.decoder == "autoregressive" else request.exact
+    budget = MAX_EXACT_BRANCHES[method]
     if method == "dp" and request.decoder == "tree":
-        law, branches = exact.tree_law(target, draft, prompt, config, request.horizon, step=step)
+        law, branches = exact.tree_law(target, draft, prompt, config, request.horizon, step=step, max_branches=budget)
     elif method == "dp":
-        law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step)
+        law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step,
+                                              max_branches=budget)
     elif method == "whole-run":
-        law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0])
+        law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0], max_branches=budget)
     else:
         law, branches = exact.whole_run_law(
-            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()))
+            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()), max_branches=budget)
         reference = exact.product_law(reference, BATCH_ROWS)
     report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
     return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "

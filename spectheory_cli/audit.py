@@ -9,7 +9,7 @@ from dataclasses import fields
 
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
-from decoders.audit.request import DECODERS, METHODS, SAMPLERS, AuditRequest
+from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, SAMPLERS, AuditRequest
 from measure.audit import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
 from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
 from decoders.models.hf_generate import SCHEDULES
@@ -67,7 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exact", nargs="?", const="", metavar="{" + ",".join(METHODS) + "}",
                         help="enumerate exactly instead: dp (prefix dynamic programme; the default, or --mutant's own "
                              "method), whole-run, or batch (whole runs of two rows of the prompt, against the product "
-                             "of the target's law)")
+                             f"of the target's law); counted as it runs, and refused in one line past "
+                             f"{MAX_EXACT_BRANCHES['dp']:,} branches (dp) or {MAX_EXACT_BRANCHES['whole-run']:,} whole "
+                             f"runs")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_sampling_arguments(parser)
     add_engine_arguments(parser)

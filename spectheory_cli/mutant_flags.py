@@ -43,8 +43,19 @@ def mutant_presets(argv: list) -> list:
     if chain is not None:
         return flags_of(chain.shows_with)
     if tree is not None:
-        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with), *tree.audit]
+        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with),
+                *(_tiny_only(tree.audit) if "--exact" in argv else tree.audit)]
     return []
+
+
+def _tiny_only(flags: tuple) -> list:
+    """A tree mutant's audit flags without a real target: the exact audit enumerates the tiny one (tinygpt, whose
+    positions also show tree-flat-positions exactly)."""
+    flags = list(flags)
+    if "--target" in flags:
+        at = flags.index("--target")
+        del flags[at:at + 2]
+    return flags
 
 
 def cited(name: str, shipped: str) -> str:

@@ -39,8 +39,8 @@ from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeS
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, tree_room
 from spectheory.validation import as_positive_int
 
-__all__ = ["Enumerator", "Law", "ExactReport", "autoregressive_law", "speculative_law", "tree_law", "prefix_law",
-           "whole_run_law",
+__all__ = ["Enumerator", "Law", "ExactReport", "BranchBudgetExceeded", "autoregressive_law", "speculative_law",
+           "tree_law", "prefix_law", "whole_run_law",
            "product_law", "compare_laws", "lenience_bound_violations", "TOLERANCE"]
 
 Law = dict  # tuple of token ids -> probability
@@ -88,7 +88,8 @@ class Enumerator:
         rows, outcomes = np.nonzero(possible & ~scripted[:, None] & (np.arange(weights.shape[1]) != first[:, None]))
         if len(rows):
             path = np.stack(self.taken, axis=1) if self.taken else np.zeros((self.rows, 0), dtype=np.int64)
-            self.branches.extend((int(r), tuple(path[r].tolist()) + (int(o),)) for r, o in zip(rows, outcomes))
+            scripts = np.concatenate([path[rows], outcomes[:, None]], axis=1).tolist()  # [new branches, draws]
+            self.branches.extend(zip(rows.tolist(), map(tuple, scripts)))
         self.probability *= weights[np.arange(self.rows), choice]
         self.taken.append(choice)
         return choice
@@ -145,7 +146,8 @@ def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> Hist
 
 @torch.no_grad()
 def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
-                    step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None) -> tuple[Law, int]:
+                    step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None,
+                    max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
     (``prefix_law`` over ``step``'s iterations, each from fresh states and a fresh copy of the config's policy)."""
     def iterate(prompts: list, randomness: Randomness) -> list:
@@ -154,12 +156,14 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop,
+                      max_branches=max_branches)
 
 
 @torch.no_grad()
 def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: int, *,
-             step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None) -> tuple[Law, int]:
+             step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None,
+             max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``step``'s iterations)."""
     check_tree_models(target, draft, config)
 
@@ -170,22 +174,48 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
         return [row[:n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop,
+                      max_branches=max_branches)
+
+
+class BranchBudgetExceeded(ValueError):
+    """An exact enumeration that needs, or has run, more branches than its budget (one line at the CLI)."""
+
+
+def _over_budget(run: int, budget: int | None, waiting: float, detail: str = "") -> None:
+    """Raise ``BranchBudgetExceeded`` when the ``run`` branches and the ``waiting`` ones still to come exceed
+    ``budget`` (None: no budget)."""
+    if budget is not None and run + waiting > budget:
+        raise BranchBudgetExceeded(
+            f"--exact needs more than its budget of {budget:,} branches: {run:,} run and about {waiting:,.0f} more "
+            f"to come{detail}; lower --vocabulary or --horizon, or use a smaller --tree or --gamma")
+
+
+def _dp_over_budget(branches: int, budget: int | None, expanded: int, pending: int, frontier: int) -> None:
+    """The prefix programme's count: the branches run, the ``pending`` scripts of the prefixes being extended, and
+    the ``frontier`` prefixes waiting at the mean count per ``expanded`` prefix so far (an estimate that can only
+    be low while those prefixes are still being extended, and leaves out the waiting prefixes' own children)."""
+    each = branches / expanded
+    _over_budget(branches, budget, pending + each * frontier,
+                 f" ({frontier:,} prefixes still to extend, at {each:,.0f} branches each so far)" if frontier else "")
 
 
 def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int], horizon: int, *,
-               progress: bool | None = None, stop: tuple = ()) -> tuple[Law, int]:
+               progress: bool | None = None, stop: tuple = (), max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of a decoder whose iteration ``iterate(prompts, randomness)``
     (from fresh states of each prompt) returns each row's new tokens, and the number of branches, by a dynamic
     programme over prefixes: the branches of one iteration from every prefix of one length run as one batch,
-    and their outcomes extend the prefixes; an outcome that holds a ``stop`` token ends there (``stop_padded``)."""
+    and their outcomes extend the prefixes; an outcome that holds a ``stop`` token ends there (``stop_padded``).
+    With ``max_branches`` it counts as it goes and stops with ``BranchBudgetExceeded`` as soon as the branches run,
+    those known to be waiting and the prefixes waiting at the mean count per prefix so far exceed it."""
     _check_horizon(horizon)
-    law, frontier, branches = defaultdict(float), {(): 1.0}, 0
+    law, frontier, branches, expanded = defaultdict(float), {(): 1.0}, 0, 0
     with _progress(None, "exact (prefix DP)", progress) as bar:
         while frontier:
             length = min(len(prefix) for prefix in frontier)
             prefixes = [prefix for prefix in frontier if len(prefix) == length]
             masses = [frontier.pop(prefix) for prefix in prefixes]
+            expanded += len(prefixes)
             pending = [(source, ()) for source in range(len(prefixes))]  # (prefix, script) of branches still to run
             while pending:  # at most BRANCH_BATCH rows a run: memory stays bounded however many branches there are
                 sources, scripts = zip(*pending[-BRANCH_BATCH:])
@@ -204,13 +234,16 @@ def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int
                 branches += enumerator.rows
                 bar.update(enumerator.rows)
                 pending.extend((sources[row], script) for row, script in enumerator.branches)
+                _dp_over_budget(branches, max_branches, expanded, len(pending), len(frontier))
     return dict(law), branches
 
 
-def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None) -> tuple[Law, int]:
+def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None,
+                  max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of ``run(randomness)`` (one generation, returning its tokens; of a batch, its rows'
     tokens concatenated) and the number of branches: the whole loop is run once along every branch of its
-    random draws."""
+    random draws. With ``max_branches`` it stops with ``BranchBudgetExceeded`` when the branches run, plus those
+    already recorded and waiting, exceed it."""
     law, scripts, branches = defaultdict(float), [()], 0
     with _progress(None, "exact (whole runs)", progress) as bar:
         while scripts:
@@ -220,6 +253,7 @@ def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool 
             scripts.extend(new for _, new in enumerator.branches)
             branches += 1
             bar.update(1)
+            _over_budget(branches, max_branches, len(scripts))  # each script waiting is one more run at least
     return dict(law), branches
 
 

@@ -1,19 +1,26 @@
-"""Two samplers against each other, with no model of ours (docs/theory.md §8, "Two-sample audit").
+"""Two samplers against each other, with no model of ours (docs/engines.md §3).
 
 Two files of continuations of one prompt, ``a: [n_a, T]`` and ``b: [n_b, T]`` token ids (e.g. an engine with
 speculation on and the same engine with it off), come from the same law of the first T tokens or not. Per
 position t = 1..T, two tests:
 
-- the token at t, by Kolmogorov-Smirnov under one ordering of the tokens: by their pooled frequency at t,
-  likeliest first (a function of the pooled sample, so exchangeable under the null). A temperature or
-  filtering bug moves mass towards or away from the likeliest tokens, and there the two empirical CDFs
-  differ by the total variation of the deviation;
+- the token at t, by Kolmogorov-Smirnov under one ordering of the tokens: by their pooled count at t,
+  likeliest first, tokens of equal pooled count sharing one rank. The ranking is then a function of the
+  pooled sample alone, so under the null every split of the pooled sample into the two sides is equally
+  likely whatever the ranks are. Breaking ties by token id instead is not: where ids are numbered in order
+  of first appearance in one sample (as ``engines.audit.as_categories`` once did), that sample's rare
+  tokens rank before the other's, and on a 49k vocabulary, where most tokens after the first position are
+  seen once or twice, the test failed an engine against itself every time (docs/engines.md §3). A
+  temperature or filtering bug moves mass towards or away from the likeliest tokens, and there the two
+  empirical CDFs differ by the total variation of the deviation;
 - the prefix y_1..y_t, by a chi-square test of homogeneity over the prefixes seen, pooling those expected
   fewer than ``MIN_EXPECTED`` times in either sample into one cell: it sees dependence between positions
   (a joint law that differs while every position's marginal agrees), where prefixes repeat often enough.
 
-The 2T p-values are combined by Bonferroni. Discreteness makes the KS p-value conservative, so the test's
-false-positive rate is at most its level; ``tests/decoders/test_two_sample.py`` measures it over 100 seeds.
+The 2T p-values are combined by Bonferroni. Ties make the KS p-value conservative (the statistic over tied
+ranks is at most the one over any order that breaks the ties at random, whose null law is the continuous
+one), so the test's false-positive rate is at most its level; ``tests/decoders/test_two_sample.py``
+measures it over 100 splits each of real llama.cpp samples of SmolLM2 and of a 49k-token Zipf stand-in.
 
 Power: ``detectable_tv`` is the per-position total variation, contiguous in the frequency ordering, that
 the KS test detects with probability >= 90%: the asymptotic KS critical value at level / (2T) plus 1.2816
@@ -68,10 +75,10 @@ def detectable_tv_two_sample(n_a: int, n_b: int, tests: int, level: float) -> fl
 
 
 def _ks_by_pooled_frequency(a: np.ndarray, b: np.ndarray) -> float:
-    """KS p-value of tokens ``a: [n_a]`` against ``b: [n_b]``, tokens ranked by pooled frequency."""
+    """KS p-value of tokens ``a: [n_a]`` against ``b: [n_b]``, tokens ranked by pooled count, likeliest first;
+    tokens of one pooled count share one rank (module docstring)."""
     tokens, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    rank = np.empty(len(tokens), dtype=np.int64)
-    rank[np.lexsort((tokens, -counts))] = np.arange(len(tokens))  # likeliest first, ties by id
+    rank = -counts  # [K]: a function of the pooled sample only, whatever the ids are
     return float(stats.ks_2samp(rank[np.searchsorted(tokens, a)], rank[np.searchsorted(tokens, b)],
                                 method="asymp").pvalue)
 

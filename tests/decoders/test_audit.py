@@ -30,10 +30,11 @@ import pytest
 import torch
 from scipy import stats
 
-from decoders.audit.exact import (TOLERANCE, Enumerator, autoregressive_law, compare_laws, lenience_bound_violations,
-                                  speculative_law, whole_run_law)
+from decoders.audit.exact import (TOLERANCE, BranchBudgetExceeded, Enumerator, autoregressive_law, compare_laws,
+                                  lenience_bound_violations, prefix_law, speculative_law, whole_run_law)
 from decoders.audit.mutants import MUTANTS, mutant
-from measure.audit import AuditRequest, run_audit
+from measure.audit import AuditRequest, _audit_samples, run_audit
+from decoders.audit.samples import write_rows
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
@@ -41,6 +42,8 @@ from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
+from engine_standin import ZipfEngine, ZipfModel
+from engines.base import EngineSampling
 
 SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
              "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}
@@ -323,3 +326,55 @@ def test_enumerator_branches_against_product_law():
                                       (1, (False, False), 0): 0.125, (1, (False, False), 2): 0.375,
                                       (1, (True, False), 0): 0.125, (1, (True, False), 2): 0.375}, abs=1e-15)
     assert runs == 3  # defaults first, then the branches of the first draw and of the second
+
+
+def _uniform_iteration(k: int):
+    """A decoder iteration that emits one token uniform over k: k branches from every prefix."""
+    def iterate(prompts: list, randomness) -> list:
+        return [[int(token)] for token in randomness.categorical(torch.full((len(prompts), k), 1.0 / k))]
+    return iterate
+
+
+def test_exact_budgets_against_counted_branches():
+    """One uniform token of 3 per iteration, horizon 3: the prefix programme runs 3 x (1 + 3 + 9) = 39 branches, whole
+    runs 27. A budget of exactly that many runs to the uniform law; one less stops as soon as the prefixes waiting, at
+    the count per prefix so far, take the count past it (12 run), and a budget of 10 after the first prefix (3 run)."""
+    law, branches = prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=39)
+    assert branches == 39 and law == pytest.approx({key: 1 / 27 for key in itertools.product(range(3), repeat=3)})
+    with pytest.raises(BranchBudgetExceeded, match=r"needs more than its budget of 38 branches: 12 run and about 27 "
+                                                   r"more to come \(9 prefixes still to extend, at 3 branches each"):
+        prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=38)  # the count is exact here
+    with pytest.raises(BranchBudgetExceeded, match=r"budget of 10 branches: 3 run and about 9 more to come \(3 prefixes"):
+        prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=10)
+
+    def three_tokens(randomness):
+        return tuple(int(randomness.categorical(torch.full((1, 3), 1 / 3))[0]) for _ in range(3))
+    assert whole_run_law(three_tokens, progress=False, max_branches=27)[1] == 27
+    with pytest.raises(BranchBudgetExceeded, match="budget of 26 branches"):
+        whole_run_law(three_tokens, progress=False, max_branches=26)
+
+
+def _zipf_audit(tmp_path, engine, n: int, seed: int):
+    """`audit --samples FILE`'s statistical audit (its own function) of ``engine``'s n samples of 4 tokens after a
+    prompt of class 0, against the Zipf stand-in's 49k-token law (tests/engine_standin.py)."""
+    path = tmp_path / "zipf.jsonl"
+    write_rows(path, [0], engine.generate("p", n, 4, EngineSampling(1.0), seed=seed).rows)
+    return _audit_samples(AuditRequest(samples=str(path), sampling=Sampling(1.0), seed=seed),
+                          ZipfModel(ZipfEngine())).report
+
+
+def test_statistical_audit_of_samples_on_a_real_vocabulary_size(tmp_path):
+    """Where users are: a samples file of 500 draws over a 49k vocabulary (most tokens seen once) against its own
+    law passes (false-positive probability 0.01); the same engine at T = 0.9 when asked for 1 fails. The audit's
+    orderings (id, target probability, ties by id) come from the target's law, not from the samples, so unlike the
+    two-sample test's ranking they cannot favour either side (docs/engines.md §3)."""
+    assert _zipf_audit(tmp_path, ZipfEngine(), 500, 0).passed
+    assert not _zipf_audit(tmp_path, ZipfEngine(applied_temperature=0.9), 500, 0).passed
+
+
+@pytest.mark.slow
+def test_statistical_audit_size_on_a_real_vocabulary_against_binomial_interval(tmp_path):
+    """100 samples files of 300 draws from the Zipf stand-in against its own 49k-token law: FAILs at level 0.01
+    within the binomial 99% interval [0, 4]."""
+    fails = sum(not _zipf_audit(tmp_path, ZipfEngine(), 300, seed).passed for seed in range(100))
+    assert stats.binom.interval(0.99, 100, 0.01)[0] <= fails <= stats.binom.interval(0.99, 100, 0.01)[1], fails
