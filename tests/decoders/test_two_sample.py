@@ -49,34 +49,40 @@ def _ks_ties_by_first_appearance(a: np.ndarray, b: np.ndarray) -> float:
                                 method="asymp").pvalue)
 
 
-def _split_fails(samples: dict, kind: str, tmp_path, splits: int = SPLITS) -> int:
-    """FAILs of `spectheory audit --samples A.jsonl --against B.jsonl` (its request and run, as the CLI builds
-    them) over ``splits`` shuffled splits of ``samples[kind]`` into two halves."""
+def _split_fails(samples: dict, kind: str, tmp_path, through_files: bool, splits: int = SPLITS) -> int:
+    """FAILs over ``splits`` shuffled splits of ``samples[kind]`` into two halves: through `spectheory audit
+    --samples A.jsonl --against B.jsonl` (its request and run, as the CLI builds them, files written and read)
+    or, cheaper, through ``compare_runs``, where that path ends."""
     rows, fails, rng = samples[kind], 0, np.random.default_rng(53)
     half = len(rows) // 2
     for split in range(splits):
         order = rng.permutation(len(rows))
-        a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-        write_rows(a, samples["prompt"], [rows[i] for i in order[:half]])
-        write_rows(b, samples["prompt"], [rows[i] for i in order[half:2 * half]])
-        document, _, _ = run_engine_audit(EngineAuditRequest(None, samples=str(a), against=str(b), level=LEVEL))
-        fails += not document["passed"]
+        sides = [[rows[i] for i in order[:half]], [rows[i] for i in order[half:2 * half]]]
+        if through_files:
+            a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+            write_rows(a, samples["prompt"], sides[0])
+            write_rows(b, samples["prompt"], sides[1])
+            passed = run_engine_audit(EngineAuditRequest(None, samples=str(a), against=str(b), level=LEVEL))[0]["passed"]
+        else:
+            passed = compare_runs(*(EngineRun(tuple(map(tuple, side)), 0.0) for side in sides), LEVEL).passed
+        fails += not passed
     return fails
 
 
-@pytest.mark.parametrize("samples, kind, control_fails", [(REAL, "rows", 10), (REAL, "pieces", 10),
-                                                           (DEFAULT_PROMPT, "rows", 5)],
-                         ids=["open prompt, ids", "open prompt, text pieces", "default prompt, ids"])
-def test_size_on_real_llama_cpp_samples_against_binomial_interval(samples, kind, control_fails, tmp_path,
-                                                                  monkeypatch):
-    """100 splits of llama.cpp's own samples into two halves (3,000 or 2,500), as ids (in-process) and as text
-    pieces (what a server returns): FAILs within [0, 4] (measured: 0, 0 and 1 of 100). Control: the old
-    tie-breaking fails 10 of 10 splits on the open prompt, where most tokens after the first are seen once or
-    twice, and 5 or more of 10 on the default prompt, with fewer rare tokens (measured over 100: 100, 100, 76)."""
-    fails = _split_fails(samples, kind, tmp_path)
+@pytest.mark.parametrize("samples, kind, through_files, control_fails", [
+    (REAL, "rows", True, 10), (REAL, "pieces", False, 10), (DEFAULT_PROMPT, "rows", False, 5)],
+    ids=["open prompt, ids, samples files", "open prompt, text pieces", "default prompt, ids"])
+def test_size_on_real_llama_cpp_samples_against_binomial_interval(samples, kind, through_files, control_fails,
+                                                                  tmp_path, monkeypatch):
+    """100 splits of llama.cpp's own samples into two halves (3,000 or 2,500), as ids (in-process, through the
+    samples files) and as text pieces (what a server returns): FAILs within [0, 4] (measured: 0, 0 and 1 of 100).
+    Control: the old tie-breaking fails 10 of 10 splits on the open prompt, where most tokens after the first are
+    seen once or twice, and 5 or more of 10 on the default prompt, with fewer rare tokens (measured over 100: 100,
+    100, 76)."""
+    fails = _split_fails(samples, kind, tmp_path, through_files)
     assert CHANCE_FAILS[0] <= fails <= CHANCE_FAILS[1], fails
     monkeypatch.setattr(two_sample, "_ks_by_pooled_frequency", _ks_ties_by_first_appearance)
-    assert _split_fails(samples, kind, tmp_path, splits=10) >= control_fails
+    assert _split_fails(samples, kind, tmp_path, through_files, splits=10) >= control_fails
 
 
 def test_size_on_zipf_vocabulary_against_binomial_interval(monkeypatch):
@@ -117,8 +123,8 @@ class _RowsServer(BaseHTTPRequestHandler):
 def test_url_path_against_samples_file_path(tmp_path):
     """Two servers answering with the two halves of one split of the real text pieces: the client returns those
     rows, and `audit --engine URL --against URL2` gives the samples-file path's verdict on them (p equal)."""
-    order = np.random.default_rng(0).permutation(len(REAL["pieces"]))  # one split, 1,000 a side
-    halves = [[REAL["pieces"][i] for i in order[:1000]], [REAL["pieces"][i] for i in order[1000:2000]]]
+    order = np.random.default_rng(0).permutation(len(REAL["pieces"]))  # one split, 500 a side
+    halves = [[REAL["pieces"][i] for i in order[:500]], [REAL["pieces"][i] for i in order[500:1000]]]
     servers = []
     for half in halves:
         handler = type("Handler", (_RowsServer,), {"rows": [tuple(row) for row in half]})
@@ -127,9 +133,9 @@ def test_url_path_against_samples_file_path(tmp_path):
         servers.append(server)
     try:
         urls = [f"http://127.0.0.1:{server.server_address[1]}" for server in servers]
-        served = OpenAIEngine(urls[0]).generate("p", 1000, 4, T1, seed=0).rows
+        served = OpenAIEngine(urls[0]).generate("p", 500, 4, T1, seed=0).rows
         assert [list(row) for row in served] == halves[0]
-        by_url, _, _ = run_engine_audit(EngineAuditRequest(urls[0], against=urls[1], n=1000, level=LEVEL,
+        by_url, _, _ = run_engine_audit(EngineAuditRequest(urls[0], against=urls[1], n=500, level=LEVEL,
                                                            seed=0, concurrency=8))
     finally:
         for server in servers:
