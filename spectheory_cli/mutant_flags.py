@@ -3,7 +3,7 @@ as the help cites it."""
 
 from __future__ import annotations
 
-__all__ = ["flags_of", "mutant_presets", "cited"]
+__all__ = ["flags_of", "mutant_presets", "tiny_target_flags", "cited"]
 
 
 def flags_of(sampling) -> list:
@@ -44,11 +44,11 @@ def mutant_presets(argv: list) -> list:
         return flags_of(chain.shows_with)
     if tree is not None:
         return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with),
-                *(_tiny_only(tree.audit) if "--exact" in argv else tree.audit)]
+                *(tiny_target_flags(tree.audit) if "--exact" in argv else tree.audit)]
     return []
 
 
-def _tiny_only(flags: tuple) -> list:
+def tiny_target_flags(flags: tuple) -> list:
     """A tree mutant's audit flags without a real target: the exact audit enumerates the tiny one (tinygpt, whose
     positions also show tree-flat-positions exactly)."""
     flags = list(flags)

@@ -12,6 +12,7 @@ from decoders.audit.setups import DRAFTS
 from decoders.policies import POLICIES
 from decoders.verification import TREE_VERIFIERS
 from spectheory_cli import main
+from spectheory_cli.mutant_flags import tiny_target_flags
 
 
 def test_audit_cli_exit_status_and_json(capsys):
@@ -94,10 +95,6 @@ def test_exact_tree_audits_within_their_budget(capsys, argv, code):
     assert ("PASS" if code == 0 else "FAIL") in capsys.readouterr().out
 
 
-#: the flat-position bug shows statistically only with trained positions (the shipped target); exactly, on a tiny one
-FLAT_POSITIONS_EXACT = ("--draft", "tabular", "--tree", "kary:4:1", "--horizon", "2")
-
-
 @pytest.mark.parametrize("name", [m.name if m.name != "tree-flat-positions" else
                                   pytest.param(m.name, marks=pytest.mark.slow) for m in TREE_MUTANTS])
 def test_audit_cli_tree_mutants_fail_exact_and_statistical(capsys, name):
@@ -107,7 +104,7 @@ def test_audit_cli_tree_mutants_fail_exact_and_statistical(capsys, name):
     planted = tree_mutant(name)
     common = ["audit", "--decoder", "tree", "--verifier", planted.verifier, "--temperature",
               str(planted.shows_with.temperature), "--vocabulary", "4", "--json"]
-    exact = list(FLAT_POSITIONS_EXACT if "shipped" in planted.audit else planted.audit)
+    exact = tiny_target_flags(planted.audit)  # flat positions show statistically on the shipped target only
     for bug, code in ((["--mutant", name], 1), ([], 0)):
         assert main(common + bug + exact + ["--exact"]) == code
         difference = json.loads(capsys.readouterr().out)["max_abs_difference"]
