@@ -261,9 +261,10 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
 
 
 def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizon: int, n: int, seed: int,
-               progress: bool | None = None) -> statistical.AuditReport:
-    """The statistical audit of speculative decoding on a loaded pair (the report's audit)."""
-    generate = setups.speculative_run(target, draft, prompt, config, horizon)
+               progress: bool | None = None, step=REFERENCE_STEP) -> statistical.AuditReport:
+    """The statistical audit of speculative decoding on a loaded pair (the report's audit); ``step`` the iteration
+    (a mutant's, for a negative control)."""
+    generate = setups.speculative_run(target, draft, prompt, config, horizon, step=step)
     sample = setups.sampler(generate, prompt, horizon, batch=sampling_rows(target.vocab_size, SHIPPED_BATCH),
                             progress=progress, stop=config.sampling.stop)
     return statistical.audit_sampler(sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed,

@@ -48,7 +48,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.costs import CostProfile
+from spectheory.costs import PROFILE_KIND, CostProfile
 from spectheory.timing import Timing, time_interleaved, time_repeats
 from spectheory.validation import as_int
 
@@ -56,7 +56,8 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "autoregressive_costs", "phases_per_iteration", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "measure_profile"]
+           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "profile_document",
+           "measure_profile"]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -335,6 +336,18 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     jobs[("verify widths", 0, 0)] = verify_widths_job(target, batches[0], sampling, range(1, widths + 1),
                                                       recorder.add_widths)
     return jobs, recorder
+
+
+def profile_document(target, target_name: str, draft_name: str, *, batch_size: int, temperature: float, text: str,
+                     settings, profile: CostProfile, spread: dict) -> dict:
+    """A measured profile as the JSON document `spectheory profile --out` writes and `spectheory gamma --costs`
+    and `spectheory tree --costs` read (``settings``: a ``measure.bench.BenchSettings``)."""
+    from measure.bench import environment, model_dtype  # measure.bench imports this module
+
+    return {"kind": PROFILE_KIND, "target": target_name, "draft": draft_name,
+            "environment": environment(target.device, model_dtype(target)), "batch_size": batch_size,
+            "temperature": temperature, "text": text, "settings": settings.as_dict(), "profile": profile.as_dict(),
+            "spread": spread}
 
 
 def measure_profile(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,

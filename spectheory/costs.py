@@ -21,7 +21,7 @@ iterations are the largest of its rows', replayed along each row's profiled text
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -218,6 +218,21 @@ class CostProfile:
             return float(iteration_seconds(drafts, self.t_draft, 0.0, self.t_iteration))
         last = len(self.t_overhead)
         return self.t_overhead[min(drafts, last) - 1] + max(drafts - last, 0) * self.t_draft
+
+    def with_acceptance(self, acceptance) -> "CostProfile":
+        """These costs at another acceptance a_1..a_g (e.g. measured on other text, or on another machine):
+        the proposal lengths folded at g (an iteration at gamma verifies min(m, gamma) + 1 positions), the
+        overheads cut at g or extended by t_draft per token as ``overhead_seconds`` does, the profiled texts
+        dropped. Past the profiled gamma_max a short-proposing draft's lengths are unknown: refused."""
+        g = len(acceptance)
+        fractions = self.proposal_fractions
+        if fractions and g > self.gamma_max:
+            raise ValueError(f"acceptance gives {g} positions, but this profile measured the draft's proposal lengths "
+                             f"up to gamma_max {self.gamma_max}: profile at --gamma-max {g} or give at most "
+                             f"{self.gamma_max} values")
+        overhead = tuple(self.overhead_seconds(d) for d in range(1, g + 1)) if self.t_overhead else ()
+        return replace(self, acceptance=tuple(acceptance), acceptance_along_text=(), t_overhead=overhead,
+                       proposal_fractions=fractions[:g] + (sum(fractions[g:]),) if fractions else ())
 
     def iteration_seconds(self, gamma: int) -> float:
         gamma = self._check_gamma(gamma)

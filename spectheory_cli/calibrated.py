@@ -60,7 +60,10 @@ def cost_entries(args: argparse.Namespace) -> tuple[dict, str]:
         gamma_max = len(entries.get("t_verify", [None, None])) - 1
         if args.acceptance is None and args.alpha is None:
             raise UsageError("spectheory gamma: error: measured costs without a profile need --alpha or --acceptance")
-        entries["acceptance"] = list(args.acceptance or [args.alpha[0]] * gamma_max)
+        acceptance = list(args.acceptance or [args.alpha[0]] * gamma_max)
+        if args.costs:  # the profile's proposal lengths and overheads refitted to these positions
+            entries = CostProfile.from_dict(entries).with_acceptance(acceptance).as_dict()
+        entries["acceptance"] = acceptance
         entries["acceptance_along_text"] = []
     entries.setdefault("t_iteration", 0.0)
     return entries, described

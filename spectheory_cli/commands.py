@@ -16,5 +16,6 @@ COMMANDS = {
     "diverge": "where an engine's greedy output leaves ours, the target's margin there: numerics or a bug",
     "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
     "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
+    "device-check": "the prepared GPU check: decoders on the device, cost profiles of SmolLM2-shaped models",
     "export-hf": "write the shipped pair as Hugging Face model directories (GPT-2 weights, character tokenizer)",
 }

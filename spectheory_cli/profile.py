@@ -10,13 +10,12 @@ import json
 
 import torch
 
-from measure.bench import BenchSettings, environment, model_dtype
-from measure.profile import check_batch_size, measure_profile
+from measure.bench import BenchSettings
+from measure.profile import check_batch_size, measure_profile, profile_document
 from measure.alpha import text_windows
 from measure.inputs import load_inputs
 from decoders.sampling import Sampling
 from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
-from spectheory.costs import PROFILE_KIND
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_positive_int
 
@@ -55,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
                                       max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
                                       warmup=settings.warmup, batch_size=args.batch_size,
                                       verify_widths=args.verify_widths)
-    document = {"kind": PROFILE_KIND, "target": args.target or "shipped target", "draft": args.draft,
-                "environment": environment(target.device, model_dtype(target)), "batch_size": args.batch_size,
-                "temperature": args.temperature, "text": inputs.text, "settings": settings.as_dict(), "profile": profile.as_dict(),
-                "spread": spread}
+    document = profile_document(target, args.target or "shipped target", args.draft, batch_size=args.batch_size,
+                                temperature=args.temperature, text=inputs.text, settings=settings, profile=profile,
+                                spread=spread)
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print(json.dumps(document, indent=1, allow_nan=False))

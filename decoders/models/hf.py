@@ -124,6 +124,11 @@ class HFCausalLM:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the model's weights (what results record)."""
+        return self.mask_dtype
+
     def new_state(self, batch_size: int, capacity: int | None = None) -> HFState:
         """An empty cache for rows of ``capacity`` tokens (default: ``DEFAULT_CAPACITY``), never more than
         the model's context; it grows when a row needs more, up to the context."""

@@ -101,6 +101,23 @@ def test_proposal_fractions_against_their_verify_widths():
         CostProfile(1.0, 0.1, t_verify, 0.2, (0.5, 0.5, 0.5), proposal_fractions=(0.5, 0.5))
 
 
+def test_with_acceptance_keeps_the_iteration_seconds_of_the_profiled_gammas():
+    """Another acceptance of fewer positions: an iteration at gamma <= g costs what the profile's did (proposals
+    folded at g verify the same widths); more positions extend the overheads by t_draft per token, and a
+    short-proposing draft's lengths past gamma_max are refused."""
+    fractions, overhead = (0.5, 0.25, 0.0, 0.25), (0.3, 0.5, 0.6)
+    profile = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0, 8.0, 9.0), 0.2, (0.5, 0.5, 0.5), proposal_fractions=fractions,
+                          t_overhead=overhead, acceptance_along_text=((1.0, 0.0),))
+    shorter = profile.with_acceptance([0.9, 0.8])
+    assert shorter.proposal_fractions == (0.5, 0.25, 0.25) and shorter.t_overhead == (0.3, 0.5)
+    assert [shorter.iteration_seconds(g) for g in (1, 2)] == [profile.iteration_seconds(g) for g in (1, 2)]
+    assert shorter.acceptance_along_text == () and shorter.tokens_per_iteration(2) == 1 + 0.9 + 0.9 * 0.8
+    plain = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0, 8.0, 9.0), 0.2, (0.5, 0.5, 0.5), t_overhead=overhead)
+    assert plain.with_acceptance([0.5] * 4).t_overhead == pytest.approx((0.3, 0.5, 0.6, 0.7))
+    with pytest.raises(ValueError, match="proposal lengths up to gamma_max 3"):
+        profile.with_acceptance([0.5] * 4)
+
+
 def test_profile_json_engine_names_against_the_metrics_conversions():
     """A profile's JSON names its per-position acceptance as the engines do (docs/metrics.md): the conditional
     rates are ``acceptance`` itself, the unconditional ones their running products (0.8, 0.8 x 0.5); reading the

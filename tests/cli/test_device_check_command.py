@@ -1,0 +1,62 @@
+"""`spectheory device-check --dry-run` on the CPU: the prepared GPU check's every section runs at tiny sizes, so the
+command a GPU machine runs (`.ci/device-check`, docs/gpu.md) cannot rot between the sessions that have one."""
+
+import json
+
+import pytest
+
+from tests.command import not_strict_json, run
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("device_check")
+    from spectheory_cli import main
+
+    status = main(["device-check", "--device", "cpu", "--dry-run", "--out", str(out)])
+    return status, out, json.loads((out / "device_check.json").read_text())
+
+
+def test_dry_run_passes_every_section_against_autoregressive_and_exact_law(dry_run):
+    status, out, document = dry_run
+    sections = document["sections"]
+    assert status == 0 and not [name for name, s in sections.items() if "error" in s.get("result", {}) or "skipped" in s]
+    exact_cases = sections["exact"]["result"]
+    assert [case["passed"] for case in exact_cases.values()] == [not name.endswith("(must fail)") for name in exact_cases]
+    for decodings in sections["greedy"]["result"].values():
+        assert all(d["equal"] and d["first_difference"] is None for d in decodings.values()), decodings
+    # the reference at 300 samples (level 0.01: a false failure has probability at most 1%, seed fixed); the
+    # planted residual-from-p bug fails the same test (p 1.9e-8 at seed 0)
+    assert [c["passed"] for c in sections["statistical"]["result"].values()] == [True, False]
+    assert not_strict_json(out) == []
+
+
+def test_dry_run_profiles_are_read_by_the_calculators(dry_run, capsys):
+    _, out, document = dry_run
+    profiles = sorted(out.glob("profile_*.json"))
+    assert [p.name for p in profiles] == sorted(s["result"]["file"] for name, s in document["sections"].items()
+                                               if name.startswith("profile "))
+    for path in profiles:
+        assert run(capsys, "gamma", "--costs", str(path), "--acceptance", "0.8", "0.7", "--json")[0] == 0
+        status, printed, _ = run(capsys, "tree", "--costs", str(path), "--alpha", "0.7", "--budget", "4", "--json")
+        assert status == 0 and json.loads(printed)
+
+
+def test_call_table_holds_every_batch_and_width(dry_run):
+    tables = {name: s["result"] for name, s in dry_run[2]["sections"].items() if name.startswith("calls ")}
+    assert tables and all(sorted(t["seconds_per_call"]) == ["1", "2"] for t in tables.values())
+    for table in tables.values():
+        for widths in table["seconds_per_call"].values():
+            assert sorted(widths, key=int) == ["1", "4"]
+            assert all(0 < low <= median <= high for low, median, high in widths.values())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--device", "cpu", "--budget-seconds", "0"], "budget_seconds"),
+    (["--device", "cuda:7"], "CUDA devices"),
+])
+def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    status, _, err = run(capsys, "device-check", "--dry-run", "--out", str(tmp_path / "out"), *argv)
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
