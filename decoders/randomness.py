@@ -32,7 +32,10 @@ class TorchRandomness:
         self.generator = generator
 
     def _uniform(self, shape, like: torch.Tensor) -> torch.Tensor:
-        return torch.rand(shape, generator=self.generator, device=like.device, dtype=torch.float64)
+        # drawn where the generator lives (a CPU generator serves a model on CUDA: the audits seed one generator
+        # for every device), then moved; on one device the stream is the generator's own
+        uniform = torch.rand(shape, generator=self.generator, device=self.generator.device, dtype=torch.float64)
+        return uniform.to(like.device)
 
     def categorical(self, probs: torch.Tensor) -> torch.Tensor:
         cdf = torch.cumsum(probs, dim=-1, dtype=torch.float64)  # [..., V]
