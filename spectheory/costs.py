@@ -220,19 +220,31 @@ class CostProfile:
         return self.t_overhead[min(drafts, last) - 1] + max(drafts - last, 0) * self.t_draft
 
     def with_acceptance(self, acceptance) -> "CostProfile":
-        """These costs at another acceptance a_1..a_g (e.g. measured on other text, or on another machine):
-        the proposal lengths folded at g (an iteration at gamma verifies min(m, gamma) + 1 positions), the
-        overheads cut at g or extended by t_draft per token as ``overhead_seconds`` does, the profiled texts
-        dropped. Past the profiled gamma_max a short-proposing draft's lengths are unknown: refused."""
+        """These costs at another acceptance a_1..a_g (e.g. measured on other text): the proposal lengths folded
+        at g (an iteration at gamma verifies min(m, gamma) + 1 positions), the overheads cut at g or extended
+        (``_overheads``), the profiled texts dropped. Past the profiled gamma_max a short-proposing draft's
+        lengths are unknown: refused."""
         g = len(acceptance)
         fractions = self.proposal_fractions
         if fractions and g > self.gamma_max:
             raise ValueError(f"acceptance gives {g} positions, but this profile measured the draft's proposal lengths "
                              f"up to gamma_max {self.gamma_max}: profile at --gamma-max {g} or give at most "
                              f"{self.gamma_max} values")
-        overhead = tuple(self.overhead_seconds(d) for d in range(1, g + 1)) if self.t_overhead else ()
-        return replace(self, acceptance=tuple(acceptance), acceptance_along_text=(), t_overhead=overhead,
+        return replace(self, acceptance=tuple(acceptance), acceptance_along_text=(), t_overhead=self._overheads(g),
                        proposal_fractions=fractions[:g] + (sum(fractions[g:]),) if fractions else ())
+
+    def with_text(self, other: "CostProfile") -> "CostProfile":
+        """These costs with what ``other`` measured of the text and the draft: its acceptance, its outcomes along
+        the texts (kept where both profiles decode as many rows per call) and its proposal lengths. Costs from one
+        device and acceptance from another are a forecast for the first (docs/gpu.md)."""
+        texts = other.acceptance_along_text if other.batch_size == self.batch_size else ()
+        return replace(self, acceptance=other.acceptance, acceptance_along_text=texts, alpha=other.alpha,
+                       proposal_fractions=other.proposal_fractions, t_overhead=self._overheads(other.gamma_max))
+
+    def _overheads(self, gamma_max: int) -> tuple:
+        """``t_overhead`` at gamma = 1..gamma_max: cut, or extended by t_draft per token as ``overhead_seconds``
+        does; () where the profile has none."""
+        return tuple(self.overhead_seconds(d) for d in range(1, gamma_max + 1)) if self.t_overhead else ()
 
     def iteration_seconds(self, gamma: int) -> float:
         gamma = self._check_gamma(gamma)

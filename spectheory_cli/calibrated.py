@@ -11,7 +11,7 @@ from spectheory_cli import UsageError
 from spectheory.costs import PROFILE_KIND, CostProfile
 from spectheory.outputs import strict_loads
 
-COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance")
+COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance", "acceptance_from")
 
 
 def load_profile(path: str) -> dict:
@@ -27,6 +27,25 @@ def load_profile(path: str) -> dict:
     if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
     return document
+
+
+def text_profile(path: str) -> dict:
+    """The profile entries measured along text in a `spectheory profile` file, or in a `spectheory bench` file
+    that holds a profile at one temperature (``--acceptance-from``)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--acceptance-from {path!r} does not exist")
+    try:
+        document = strict_loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"--acceptance-from {path!r} is not JSON ({error})") from None
+    if isinstance(document, dict) and document.get("kind") == PROFILE_KIND and isinstance(document.get("profile"), dict):
+        return document["profile"]
+    profiles = document.get("profiles") if isinstance(document, dict) else None
+    if isinstance(profiles, dict) and len(profiles) == 1 and isinstance(next(iter(profiles.values())), dict):
+        return next(iter(profiles.values()))
+    raise ValueError(f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one "
+                     f"temperature")
 
 
 def add_cost_flags(costs) -> None:
@@ -56,6 +75,13 @@ def cost_entries(args: argparse.Namespace) -> tuple[dict, str]:
             raise ValueError(f"cost profile {args.costs!r} is of {document['target']} with draft "
                              f"{document['draft']}, not of {args.pair[0]} with draft {args.pair[1]}")
     entries.update(flag_costs(args))
+    if args.acceptance_from is not None:
+        if args.acceptance is not None or args.alpha is not None or not args.costs:
+            raise UsageError("spectheory gamma: error: --acceptance-from goes with --costs, without --acceptance or "
+                             "--alpha")
+        text = CostProfile.from_dict(text_profile(args.acceptance_from))
+        return CostProfile.from_dict(entries).with_text(text).as_dict(), f"{described}, acceptance of " \
+                                                                           f"{args.acceptance_from}"
     if args.acceptance is not None or not args.costs:
         gamma_max = len(entries.get("t_verify", [None, None])) - 1
         if args.acceptance is None and args.alpha is None:

@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="refuse a --costs profile of another pair (names as `spectheory profile` records them)")
     costs.add_argument("--acceptance", type=float, nargs="+", metavar="A",
                        help="per-position acceptance a_1, a_2, ... (instead of Eq. 1 at --alpha)")
+    costs.add_argument("--acceptance-from", metavar="FILE",
+                       help="with --costs: the acceptance, its outcomes along the texts and the draft's proposal "
+                            "lengths of another profile or bench file (a forecast: costs from one device, acceptance "
+                            "measured on another; docs/gpu.md)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print one JSON document: a list, one object per alpha")
     output.add_argument("--latex", action="store_true", help="print LaTeX tabulars")

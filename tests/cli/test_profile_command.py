@@ -83,3 +83,20 @@ def test_profile_verify_widths_feed_the_tree_command(tmp_path, capsys):
     assert status == 2 and "budget 13 needs t_verify for 1..13 positions, the costs give 12" in err
     status, _, err = run(capsys, "profile", "--draft", "bigram", *SMALL, "--verify-widths", "3")
     assert status == 2 and "verify_widths must be an integer >= 4, got 3" in err
+
+
+def test_acceptance_from_another_profile_against_with_text(profile_file, tmp_path, capsys):
+    """--acceptance-from: the costs of --costs with the acceptance, along-text outcomes and proposal lengths of
+    another file (a profile, or a bench file's single profile): CostProfile.with_text's table; alone, an error."""
+    costs = CostProfile.from_dict(json.loads(profile_file.read_text())["profile"])
+    text = CostProfile(1.0, 0.1, (1.0, 1.0, 1.0), 0.1, (0.9, 0.5), proposal_fractions=(0.25, 0.0, 0.75),
+                       acceptance_along_text=((1.0, 1.0, 0.0),))
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"profiles": {"0.0": text.as_dict()}}))
+    status, out, _ = run(capsys, "gamma", "--costs", str(profile_file), "--acceptance-from", str(bench), "--json")
+    forecast = costs.with_text(text)
+    assert status == 0 and [row["calibrated_speedup"] for row in json.loads(out)["table"]] == pytest.approx(
+        [forecast.speedup(gamma) for gamma in range(3)])
+    assert forecast.t_verify == costs.t_verify and forecast.proposal_fractions == text.proposal_fractions
+    status, _, err = run(capsys, "gamma", "--costs", str(profile_file), "--acceptance-from", str(bench), "--alpha", "0.5")
+    assert status == 2 and "--acceptance-from goes with --costs" in err

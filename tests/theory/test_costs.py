@@ -118,6 +118,21 @@ def test_with_acceptance_keeps_the_iteration_seconds_of_the_profiled_gammas():
         profile.with_acceptance([0.5] * 4)
 
 
+def test_with_text_takes_the_text_and_keeps_the_costs():
+    """Costs of one profile, acceptance of another: every cost as measured, the text's acceptance, proposal
+    lengths and outcomes along its texts (dropped where the two decode different numbers of rows per call)."""
+    costs = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0, 8.0), 0.2, (0.5, 0.5, 0.5), t_overhead=(0.3, 0.5, 0.6))
+    text = CostProfile(9.0, 9.0, (9.0, 9.0, 9.0), 9.0, (0.8, 0.6), proposal_fractions=(0.5, 0.0, 0.5),
+                       acceptance_along_text=((1.0, 0.0, 1.0),), alpha=0.7)
+    forecast = costs.with_text(text)
+    assert (forecast.t_step, forecast.t_verify, forecast.t_overhead) == (1.0, costs.t_verify, (0.3, 0.5))
+    assert (forecast.acceptance, forecast.proposal_fractions, forecast.alpha) == ((0.8, 0.6), (0.5, 0.0, 0.5), 0.7)
+    assert forecast.acceptance_along_text == text.acceptance_along_text
+    assert forecast.iteration_seconds(2) == 0.5 + 0.5 * 1.0 + 0.5 * 4.0
+    batched = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0), 0.2, (0.5, 0.5), batch_size=2)
+    assert batched.with_text(text).acceptance_along_text == ()
+
+
 def test_profile_json_engine_names_against_the_metrics_conversions():
     """A profile's JSON names its per-position acceptance as the engines do (docs/metrics.md): the conditional
     rates are ``acceptance`` itself, the unconditional ones their running products (0.8, 0.8 x 0.5); reading the
