@@ -14,16 +14,21 @@ from spectheory.outputs import strict_loads
 COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance", "acceptance_from")
 
 
+def _read_json(path: str, what: str):
+    """The strict JSON in ``path``; one-line errors naming ``what`` for a missing or malformed file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{what} {path!r} does not exist")
+    try:
+        return strict_loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"{what} {path!r} is not JSON ({error})") from None
+
+
 def load_profile(path: str) -> dict:
     """The profile entries of a `spectheory profile` file; one-line errors for a missing, malformed or
     foreign file."""
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"cost profile {path!r} does not exist")
-    try:
-        document = strict_loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"cost profile {path!r} is not JSON ({error})") from None
+    document = _read_json(path, "cost profile")
     if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
     return document
@@ -32,13 +37,7 @@ def load_profile(path: str) -> dict:
 def text_profile(path: str) -> dict:
     """The profile entries measured along text in a `spectheory profile` file, or in a `spectheory bench` file
     that holds a profile at one temperature (``--acceptance-from``)."""
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"--acceptance-from {path!r} does not exist")
-    try:
-        document = strict_loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"--acceptance-from {path!r} is not JSON ({error})") from None
+    document = _read_json(path, "--acceptance-from")
     if isinstance(document, dict) and document.get("kind") == PROFILE_KIND and isinstance(document.get("profile"), dict):
         return document["profile"]
     profiles = document.get("profiles") if isinstance(document, dict) else None
