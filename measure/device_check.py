@@ -236,8 +236,9 @@ def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict
     profile, spread = measure_profile(target, draft, prompts, Sampling(0.0), gamma_max=pair.gamma_max,
                                       max_new_tokens=s.max_new_tokens, repeats=s.repeats, warmup=s.warmup,
                                       verify_widths=sizes.verify_widths)
-    return profile_document(target, pair.target + " (random weights)", pair.draft, batch_size=1, temperature=0.0,
-                            text="random token ids", settings=s, profile=profile, spread=spread)
+    return profile_document(environment(target.device, dtype), pair.target + " (random weights)", pair.draft,
+                            batch_size=1, temperature=0.0, text="random token ids", settings=s, profile=profile,
+                            spread=spread)
 
 
 def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> dict:
@@ -281,40 +282,36 @@ def _shipped_prompts(count: int, length: int, device) -> torch.Tensor:
     return torch.as_tensor(text_windows(np.asarray(held_out), count, length, 0)).to(device)
 
 
-def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, command: str, log=print) -> dict:
-    """Every section in turn, each written to ``out/device_check.json`` as it ends and profiles to
-    ``out/profile_<pair>_<dtype>.json``; returns the whole document."""
-    as_positive_int("budget_seconds", int(budget_seconds))
-    device = torch.device(device)
-    out = Path(out)
-    start = time.perf_counter()
-    document = {"kind": "spectheory device check", "environment": dict(environment(device, getattr(torch, sizes.dtypes[0])),
-                                                                      versions=_versions()),
-                "sizes": sizes.as_dict(), "budget_seconds": budget_seconds, "sections": {}}
+def _environment(device: torch.device, dtype_name: str) -> dict:
+    """``measure.bench.environment`` with the packages' versions and, on CUDA, the device's size."""
+    described = dict(environment(device, getattr(torch, dtype_name)), versions=_versions())
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
-        document["environment"].update(gpu_memory_bytes=properties.total_memory,
-                                       multiprocessors=properties.multi_processor_count,
-                                       capability=list(torch.cuda.get_device_capability(device)))
+        described.update(gpu_memory_bytes=properties.total_memory, multiprocessors=properties.multi_processor_count,
+                         capability=list(torch.cuda.get_device_capability(device)))
+    return described
 
+
+def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) -> list:
+    """[(name, callable)] in the order they run: the correctness checks, the call tables (seconds each), then the
+    profiles (minutes each)."""
     def shipped_pair():
         from decoders.models import zoo
 
         return zoo.load_pair(device=device)
 
     def greedy():
+        from decoders.models.hf import layer_skip
+
         target, draft = shipped_pair()
         shipped = greedy_equality(target, draft, _shipped_prompts(sizes.greedy_prompts, 32, device),
                                   sizes.greedy_tokens)
         shape = SHAPES[sizes.greedy_shape]
-        model = shape.build(device, torch.float32, seed=0)
-        from decoders.models.hf import layer_skip
-
+        model, early = shape.build(device, torch.float32, seed=0), max(1, shape.num_hidden_layers // 4)
         prompts = random_prompts(shape.vocab_size, sizes.greedy_prompts, 32, 0, device)
-        early = max(1, shape.num_hidden_layers // 4)
-        randomly = greedy_equality(model, layer_skip(model, early), prompts, sizes.greedy_tokens)
         return {"shipped pair (float32)": shipped,
-                f"{shape.name} random weights, layerskip:{early} draft (float32)": randomly}
+                f"{shape.name} random weights, layerskip:{early} draft (float32)":
+                    greedy_equality(model, layer_skip(model, early), prompts, sizes.greedy_tokens)}
 
     def statistical():
         target, draft = shipped_pair()
@@ -322,21 +319,27 @@ def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, co
 
     sections = [("exact", lambda: exact_cases(device, sizes.exact_horizon)), ("greedy", greedy),
                 ("statistical", statistical)]
-    for dtype_name in sizes.dtypes:  # seconds each: before the profiles, which take minutes
-        for shape in sizes.call_shapes:
-            sections.append((f"calls {shape} {dtype_name}",
-                             lambda shape=shape, dtype_name=dtype_name: call_table(shape, sizes, device, dtype_name)))
-    for pair in sizes.pairs:
-        sections.append((f"profile {pair.name} {sizes.dtypes[0]}", _profile_section(pair, sizes, device, out, command)))
-    for name, section in sections:
+    sections += [(f"calls {shape} {dtype_name}", lambda shape=shape, dtype_name=dtype_name: call_table(
+        shape, sizes, device, dtype_name)) for dtype_name in sizes.dtypes for shape in sizes.call_shapes]
+    return sections + [(f"profile {pair.name} {sizes.dtypes[0]}", _profile_section(pair, sizes, device, out, command))
+                       for pair in sizes.pairs]
+
+
+def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, command: str, log=print) -> dict:
+    """Every section in turn, each written to ``out/device_check.json`` as it ends and profiles to
+    ``out/profile_<pair>_<dtype>.json``; returns the whole document."""
+    as_positive_int("budget_seconds", int(budget_seconds))
+    device, out, start = torch.device(device), Path(out), time.perf_counter()
+    document = {"kind": "spectheory device check", "environment": _environment(device, sizes.dtypes[0]),
+                "sizes": sizes.as_dict(), "budget_seconds": budget_seconds, "sections": {}}
+    for name, section in _sections(sizes, device, out, command):
         elapsed = time.perf_counter() - start
         if elapsed > budget_seconds:
             document["sections"][name] = {"skipped": f"the budget of {budget_seconds:g} s was spent ({elapsed:.0f} s)"}
             log(f"[{elapsed:6.0f} s] {name}: skipped (budget)")
             continue
         try:
-            result = section()
-            status = "ok"
+            result, status = section(), "ok"
         except Exception as error:  # a section's failure is a finding: recorded, and the others still run
             result = {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc(limit=8)}
             status = f"error: {type(error).__name__}: {error}"

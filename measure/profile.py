@@ -338,14 +338,13 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     return jobs, recorder
 
 
-def profile_document(target, target_name: str, draft_name: str, *, batch_size: int, temperature: float, text: str,
-                     settings, profile: CostProfile, spread: dict) -> dict:
+def profile_document(environment: dict, target_name: str, draft_name: str, *, batch_size: int, temperature: float,
+                     text: str, settings, profile: CostProfile, spread: dict) -> dict:
     """A measured profile as the JSON document `spectheory profile --out` writes and `spectheory gamma --costs`
-    and `spectheory tree --costs` read (``settings``: a ``measure.bench.BenchSettings``)."""
-    from measure.bench import environment, model_dtype  # measure.bench imports this module
-
-    return {"kind": PROFILE_KIND, "target": target_name, "draft": draft_name,
-            "environment": environment(target.device, model_dtype(target)), "batch_size": batch_size,
+    and `spectheory tree --costs` read (``environment``: ``measure.bench.environment``'s; ``settings``: a
+    ``measure.bench.BenchSettings``)."""
+    return {"kind": PROFILE_KIND, "target": target_name, "draft": draft_name, "environment": environment,
+            "batch_size": batch_size,
             "temperature": temperature, "text": text, "settings": settings.as_dict(), "profile": profile.as_dict(),
             "spread": spread}
 

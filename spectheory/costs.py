@@ -22,10 +22,12 @@ iterations are the largest of its rows', replayed along each row's profiled text
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from spectheory.metrics import per_position_from_conditional
+from spectheory.outputs import strict_loads
 from spectheory.optimum import beats, first_best
 from spectheory.positional import expected_iterations_along, expected_tokens_positional
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
@@ -35,7 +37,8 @@ from spectheory.validation import as_cost, as_count, as_positive_int, as_probabi
 PROFILE_KIND = "spectheory cost profile"
 
 __all__ = ["PROFILE_KIND", "CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
-           "affine_optimal_gamma", "calibrated_sequence_speedup", "batch_schedule", "schedule_settings"]
+           "affine_optimal_gamma", "calibrated_sequence_speedup", "batch_schedule", "schedule_settings",
+           "load_profile", "text_profile"]
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -298,3 +301,36 @@ def schedule_settings(rows: list[dict]) -> dict:
     return {"num_speculative_tokens_per_batch_size": ranges,
             "draft_len_schedule": {row["batch_size"]: row["gamma"] for row in rows},
             "sglang_candidate_steps": candidates}
+
+
+def _read_json(path: str, what: str):
+    """The strict JSON in ``path``; one-line errors naming ``what`` for a missing or malformed file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{what} {path!r} does not exist")
+    try:
+        return strict_loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"{what} {path!r} is not JSON ({error})") from None
+
+
+def load_profile(path: str) -> dict:
+    """The profile entries of a `spectheory profile` file; one-line errors for a missing, malformed or
+    foreign file."""
+    document = _read_json(path, "cost profile")
+    if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
+        raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
+    return document
+
+
+def text_profile(path: str) -> dict:
+    """The profile entries measured along text in a `spectheory profile` file, or in a `spectheory bench` file
+    that holds a profile at one temperature (``--acceptance-from``)."""
+    document = _read_json(path, "--acceptance-from")
+    if isinstance(document, dict) and document.get("kind") == PROFILE_KIND and isinstance(document.get("profile"), dict):
+        return document["profile"]
+    profiles = document.get("profiles") if isinstance(document, dict) else None
+    if isinstance(profiles, dict) and len(profiles) == 1 and isinstance(next(iter(profiles.values())), dict):
+        return next(iter(profiles.values()))
+    raise ValueError(f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one "
+                     f"temperature")

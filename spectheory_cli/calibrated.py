@@ -4,47 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from spectheory.calculator import calibrated_table, format_calibrated_text
 from spectheory_cli import UsageError
-from spectheory.costs import PROFILE_KIND, CostProfile
-from spectheory.outputs import strict_loads
+from spectheory.costs import CostProfile, load_profile, text_profile
 
 COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms", "acceptance", "acceptance_from")
-
-
-def _read_json(path: str, what: str):
-    """The strict JSON in ``path``; one-line errors naming ``what`` for a missing or malformed file."""
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"{what} {path!r} does not exist")
-    try:
-        return strict_loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"{what} {path!r} is not JSON ({error})") from None
-
-
-def load_profile(path: str) -> dict:
-    """The profile entries of a `spectheory profile` file; one-line errors for a missing, malformed or
-    foreign file."""
-    document = _read_json(path, "cost profile")
-    if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
-        raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
-    return document
-
-
-def text_profile(path: str) -> dict:
-    """The profile entries measured along text in a `spectheory profile` file, or in a `spectheory bench` file
-    that holds a profile at one temperature (``--acceptance-from``)."""
-    document = _read_json(path, "--acceptance-from")
-    if isinstance(document, dict) and document.get("kind") == PROFILE_KIND and isinstance(document.get("profile"), dict):
-        return document["profile"]
-    profiles = document.get("profiles") if isinstance(document, dict) else None
-    if isinstance(profiles, dict) and len(profiles) == 1 and isinstance(next(iter(profiles.values())), dict):
-        return next(iter(profiles.values()))
-    raise ValueError(f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one "
-                     f"temperature")
 
 
 def add_cost_flags(costs) -> None:

@@ -10,7 +10,7 @@ import json
 
 import torch
 
-from measure.bench import BenchSettings
+from measure.bench import BenchSettings, environment, model_dtype
 from measure.profile import check_batch_size, measure_profile, profile_document
 from measure.alpha import text_windows
 from measure.inputs import load_inputs
@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
                                       max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
                                       warmup=settings.warmup, batch_size=args.batch_size,
                                       verify_widths=args.verify_widths)
-    document = profile_document(target, args.target or "shipped target", args.draft, batch_size=args.batch_size,
-                                temperature=args.temperature, text=inputs.text, settings=settings, profile=profile,
-                                spread=spread)
+    document = profile_document(environment(target.device, model_dtype(target)), args.target or "shipped target",
+                                args.draft, batch_size=args.batch_size, temperature=args.temperature,
+                                text=inputs.text, settings=settings, profile=profile, spread=spread)
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print(json.dumps(document, indent=1, allow_nan=False))

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spectheory_cli.calibrated import load_profile
+from spectheory.costs import load_profile
 from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, schedule_settings
 from spectheory.optimum import best_choice
 from spectheory.outputs import strict_loads

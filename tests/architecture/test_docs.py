@@ -170,3 +170,22 @@ def test_engine_numbers_against_their_results():
         verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
         row = next(line for line in page.splitlines() if f"`results/{name}.json`" in line)
         assert f"| {verdict['p_value']:.3g} |" in row and ("PASS" if verdict["passed"] else "FAIL") in row, row
+
+
+def test_gpu_numbers_against_their_results():
+    """docs/gpu.md's tables of the H100 run carry results/gpu's numbers: every call-table row (ms, medians) and
+    the profile rows of the files beside it (t_step, t_draft, t_iteration, c, t_verify at 1, 8 and 64)."""
+    page = (ROOT / "docs" / "gpu.md").read_text()
+    check = json.loads((ROOT / "results" / "gpu" / "device_check.json").read_text())
+    rows = re.findall(r"^\| (smollm2-[\w.]+) \| (\w+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", page, flags=re.M)
+    assert len(rows) >= 9
+    for shape, dtype, batch, *quoted in rows:
+        widths = check["sections"][f"calls {shape} {dtype}"]["result"]["seconds_per_call"][batch]
+        assert quoted == [f"{widths[k][1] * 1e3:.1f}" for k in ("1", "8", "64")], (shape, dtype, batch)
+    files = re.findall(r"^\|[^|\n]+\|([^`\n]+)\| `(results/gpu/profile_[\w.-]+\.json)` \|$", page, flags=re.M)
+    assert len(files) == 2
+    for cells, name in files:
+        p = json.loads((ROOT / name).read_text())["profile"]
+        expected = [f"{p['t_step'] * 1e3:.1f}", f"{p['t_draft'] * 1e3:.2f}", f"{p['t_iteration'] * 1e3:.2f}",
+                    f"{p['c']:.4f}"] + [f"{p['t_verify'][k - 1] * 1e3:.1f}" for k in (1, 8, 64)]
+        assert [cell.strip() for cell in cells.split("|") if cell.strip()] == expected, name
