@@ -1,5 +1,6 @@
 """Serving engines driven through one interface (``base.Engine``; docs/engines.md): llama.cpp in-process
-(``llama-cpp``) and any OpenAI-compatible completions endpoint by URL."""
+(``llama-cpp``), llama.cpp's own server started here (``llama-server[:OPTIONS]``) and any OpenAI-compatible
+completions endpoint by URL."""
 
 from __future__ import annotations
 
@@ -9,20 +10,28 @@ from engines.openai import is_url
 __all__ = ["END", "Engine", "EngineRun", "EngineSampling", "ENGINES", "open_engine"]
 
 #: The in-process engines by name; anything else must be an http(s) URL.
-ENGINES = ("llama-cpp",)
+ENGINES = ("llama-cpp", "llama-server[:OPTIONS]")
 
 
 def open_engine(spec: str, *, gguf: str | None = None, concurrency: int = 4, threads: int | None = None) -> Engine:
-    """The engine ``spec`` names: ``llama-cpp`` on the GGUF file ``gguf`` (default SmolLM2's), or a URL (the
-    server's own model); a ValueError (one line at the CLI) for anything else, a missing llama-cpp-python, or a
+    """The engine ``spec`` names: ``llama-cpp`` or ``llama-server[:OPTIONS]`` (``engines.llama_server.ServerOptions``)
+    on the GGUF file ``gguf`` (default SmolLM2's), or a URL (the server's own model); a ValueError (one line at the CLI) for anything else, a missing llama-cpp-python, or a
     dead URL."""
-    if spec == "llama-cpp":
-        from engines.llama_cpp import LlamaCppEngine
+    name, _, options = spec.partition(":")
+    if name in ("llama-cpp", "llama-server") and not is_url(spec):
         from decoders.models.gguf import is_gguf_file, real_model_path
 
         path = real_model_path("smollm2") if gguf in (None, "smollm2") else gguf
         if not is_gguf_file(path):
-            raise ValueError(f"the llama-cpp engine reads a GGUF file; --target {gguf!r} is not one")
+            raise ValueError(f"the {name} engine reads a GGUF file; --target {gguf!r} is not one")
+        if name == "llama-server":
+            from engines.llama_server import LlamaServerEngine, ServerOptions
+
+            return LlamaServerEngine(path, ServerOptions.parse(options))
+        if options:
+            raise ValueError(f"the llama-cpp engine takes no options, got {spec!r}")
+        from engines.llama_cpp import LlamaCppEngine
+
         return LlamaCppEngine(path, threads=threads)
     if is_url(spec):
         from engines.openai import OpenAIEngine

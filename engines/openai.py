@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from engines.base import END, EngineRun, EngineSampling
 
-__all__ = ["OpenAIEngine", "is_url", "request_body", "row_of"]
+__all__ = ["OpenAIEngine", "is_url", "request_body", "row_of", "post_json", "in_flight", "retried"]
 
 RETRY_BACKOFF = (0.5, 2.0, 5.0)  # seconds before the 2nd, 3rd and 4th try
 
@@ -77,39 +77,59 @@ class OpenAIEngine:
             raise ValueError(f"engine {self.name} does not answer completions at {self.endpoint} ({error})") from None
 
     def _post(self, body: dict) -> dict:
-        request = urllib.request.Request(self.endpoint, data=json.dumps(body).encode("utf-8"),
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-            return json.loads(answer.read().decode("utf-8"))
+        return post_json(self.endpoint, body, self.timeout)
 
     def _sample(self, prompt: str, horizon: int, sampling: EngineSampling, seed: int) -> tuple | None:
         """(row, generated tokens, seconds) of one sample, retried; None when every try failed."""
         body = request_body(prompt, horizon, sampling, seed, self.model)
-        for attempt in range(self.retries + 1):
-            try:
-                started = time.perf_counter()
-                response = self._post(body)
-                row = row_of(response, horizon)
-                return row, sum(token != END for token in row), time.perf_counter() - started
-            except (OSError, urllib.error.URLError, json.JSONDecodeError):
-                if attempt < self.retries:
-                    time.sleep(RETRY_BACKOFF[attempt])
-        return None
+
+        def once():
+            started = time.perf_counter()
+            row = row_of(self._post(body), horizon)
+            return row, sum(token != END for token in row), time.perf_counter() - started
+        return retried(once, self.retries)
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:
         if speculate:
             raise ValueError("an OpenAI-compatible server speculates by its own settings: drop --speculate and "
                              "compare a drafting server with a plain one (--against URL)")
-        results: dict = {}
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self._sample, prompt, horizon, sampling, seed + i): i for i in range(n)}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                if progress:
-                    progress(1)
-        seconds = time.perf_counter() - started
-        kept = [results[i] for i in range(n) if results[i] is not None]
+        results, seconds = in_flight(lambda i: self._sample(prompt, horizon, sampling, seed + i), n, self.concurrency,
+                                     progress)
+        kept = [result for result in results if result is not None]
         return EngineRun(tuple(row for row, _, _ in kept), seconds, {}, n - len(kept),
                          sum(count for _, count, _ in kept))
+
+
+def retried(call, retries: int):
+    """``call()``, tried up to ``retries`` + 1 times with ``RETRY_BACKOFF`` between; None when every try failed
+    (a lost sample, counted by the caller)."""
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except (OSError, urllib.error.URLError, json.JSONDecodeError):
+            if attempt < retries:
+                time.sleep(RETRY_BACKOFF[attempt])
+    return None
+
+
+def post_json(url: str, body: dict, timeout: float) -> dict:
+    """POST ``body`` as JSON to ``url``; the answer's JSON."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return json.loads(answer.read().decode("utf-8"))
+
+
+def in_flight(sample, n: int, concurrency: int, progress=None) -> tuple[list, float]:
+    """([sample(i) for i in range(n)] with ``concurrency`` calls in flight, wall seconds); ``progress(1)`` after
+    each."""
+    results: dict = {}
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = {pool.submit(sample, i): i for i in range(n)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            if progress:
+                progress(1)
+    return [results[i] for i in range(n)], time.perf_counter() - started

@@ -15,7 +15,7 @@ from decoders.models import zoo
 from decoders.models.corpus import character_tokenizer
 from spectheory.outputs import staged_directory
 
-__all__ = ["EXPORTABLE", "export_hf"]
+__all__ = ["EXPORTABLE", "export_hf", "export_truncated_gguf"]
 
 #: The shipped transformers that have a GPT-2 form: the target and the TinyGPT drafts.
 EXPORTABLE = ("target", "transformer", "distilled")
@@ -48,3 +48,46 @@ def _quiet_transformers():
     finally:
         if enabled:
             logging.enable_progress_bar()
+
+
+def export_truncated_gguf(source, out, layers: int) -> Path:
+    """``source``, a llama-architecture GGUF file, through its first ``layers`` blocks only, written to ``out``
+    (atomically): every key but the block count and every tensor outside the dropped blocks copied as it is
+    (quantized bytes included), so the vocabulary is the source's exactly and llama-server takes it as a draft
+    model for the source (``-md``; docs/engines.md). Self-speculation by early exit, as ``layerskip:K`` is for
+    our decoders (docs/theory.md §11)."""
+    import re
+
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    from decoders.models.gguf import check_gguf
+    from spectheory.outputs import write_atomically
+
+    if check_gguf(source) != "llama":
+        raise ValueError(f"--target {str(source)!r}: truncation writes llama-architecture GGUF files only")
+    reader = GGUFReader(source)
+    total = int(reader.fields["llama.block_count"].contents())
+    if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers < total:
+        raise ValueError(f"layers must be an integer in [1, {total - 1}] (the model has {total} blocks), got {layers!r}")
+
+    def kept(name: str) -> bool:
+        block = re.match(r"blk\.(\d+)\.", name)
+        return block is None or int(block.group(1)) < layers
+
+    def write(path: Path) -> None:
+        writer = GGUFWriter(path, arch="llama")
+        for key, field in reader.fields.items():
+            if key.startswith("GGUF.") or key == "general.architecture":
+                continue  # the writer's own header and the architecture it was given
+            value = layers if key == "llama.block_count" else field.contents()
+            sub_type = field.types[-1] if field.types[0] == GGUFValueType.ARRAY else None
+            writer.add_key_value(key, value, field.types[0], sub_type=sub_type)
+        for tensor in reader.tensors:
+            if kept(tensor.name):
+                writer.add_tensor(tensor.name, tensor.data, raw_shape=tensor.data.shape, raw_dtype=tensor.tensor_type)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+
+    return write_atomically(out, write)

