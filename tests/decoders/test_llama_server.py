@@ -1,0 +1,90 @@
+"""llama.cpp's own server (engines.llama_server), started here from the build `.ci/install` makes: plain against
+plain passes the two-sample audit and a planted temperature fails it; speculation by n-grams and by a truncated
+SmolLM2 (`spectheory export-gguf`) keeps greedy decoding token-identical and reports its counters; bad options are
+one-line errors. CI builds the server, so there these tests run; elsewhere they skip when it is missing."""
+
+import os
+
+import pytest
+
+from engines import open_engine
+from engines.audit import SECOND_SIDE_SEED, compare_runs
+from engines.base import EngineSampling
+from engines.llama_server import ServerOptions, server_binary
+
+try:
+    server_binary()
+except ValueError:
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("llama-server is not built (bash .ci/install builds it)", allow_module_level=True)
+
+#: An open chat prompt of 18 tokens: the server evaluates it for every sample (no prompt cache), so short is cheap.
+PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture(scope="module")
+def plain():
+    engine = open_engine("llama-server:np=2,threads=1")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def draft(tmp_path_factory):
+    from decoders.models.gguf import real_model_path
+    from measure.export import export_truncated_gguf
+
+    return export_truncated_gguf(real_model_path("smollm2"), tmp_path_factory.mktemp("draft") / "smollm2-4.gguf", 4)
+
+
+def test_plain_against_plain_passes_and_planted_temperature_fails(plain):
+    """The server against itself at T = 1 (60 samples of 2 tokens a side, disjoint seeds) passes (false-positive
+    probability at most the level, 0.01; p 1.0 when written); a second side asked for T = 0.3 fails (p 1.2e-14)."""
+    t1 = EngineSampling(1.0)
+    a = plain.generate(PROMPT, 60, 2, t1, seed=0)
+    assert len(a.rows) == 60 and a.lost == 0 and a.counters == {}
+    assert compare_runs(a, plain.generate(PROMPT, 60, 2, t1, seed=SECOND_SIDE_SEED), 0.01).passed
+    assert not compare_runs(a, plain.generate(PROMPT, 60, 2, EngineSampling(0.3), seed=SECOND_SIDE_SEED),
+                            0.01).passed
+
+
+def test_speculation_keeps_greedy_tokens_against_plain_decoding(plain, draft):
+    """Greedy decoding drafted by n-grams and by SmolLM2's first 4 blocks (-md) is the plain server's, token for
+    token, and the drafting server reports what it drafted (the plain one nothing)."""
+    greedy = EngineSampling(0.0)
+    reference = plain.generate(PROMPT, 1, 24, greedy).rows
+    for spec in ("spec=ngram-simple", f"spec=draft-simple,draft={draft}"):
+        engine = open_engine(f"llama-server:{spec},threads=1")
+        try:
+            run = engine.generate(PROMPT, 1, 24, greedy, speculate=3)
+        finally:
+            engine.close()
+        assert run.rows == reference, spec
+        if "draft-simple" in spec:
+            assert 0 <= run.counters["num_accepted_tokens"] <= run.counters["num_draft_tokens"] > 0
+
+
+def test_truncated_draft_against_its_source(draft):
+    """export-gguf keeps the first blocks' tensors and the tokenizer byte for byte and drops the rest."""
+    from gguf import GGUFReader
+
+    from decoders.models.gguf import real_model_path
+
+    source, written = GGUFReader(real_model_path("smollm2")), GGUFReader(draft)
+    tensors = {t.name: t for t in source.tensors}
+    assert int(written.fields["llama.block_count"].contents()) == 4 and len(written.tensors) == 2 + 4 * 9
+    assert all(bytes(t.data) == bytes(tensors[t.name].data) for t in written.tensors)
+    assert written.fields["tokenizer.ggml.tokens"].contents() == source.fields["tokenizer.ggml.tokens"].contents()
+
+
+@pytest.mark.parametrize("words, message", [
+    ("spec=draft-simple", "needs draft=FILE.gguf"),
+    ("spec=medusa", "spec must be one of"),
+    ("np=0", "slots"),
+    ("speed=3", "llama-server options are"),
+    ("sampling=typical,spec=ngram-simple", "greedy or probabilistic"),
+])
+def test_bad_options_are_one_line_errors(words, message):
+    with pytest.raises(ValueError, match=message):
+        ServerOptions.parse(words)
