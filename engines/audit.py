@@ -218,7 +218,9 @@ def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sa
                         level: float) -> tuple[dict, dict, list]:
     """(verdict document, both samples' rows, printed lines) of the two-sample audit of two runs."""
     report = compare_runs(a, b, level)
-    document = dict(report.as_dict(), a=a_text, b=b_text, sampling=sampling.describe(), lost=[a.lost, b.lost])
+    document = dict(report.as_dict(), a=a_text, b=b_text, sampling=sampling.describe(), lost=[a.lost, b.lost],
+                    seconds=[a.seconds, b.seconds], counters=[a.counters, b.counters],
+                    samples_per_second=[len(run.rows) / run.seconds if run.seconds > 0 else 0.0 for run in (a, b)])
     lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}",
              f"two-sample (token KS and prefix chi-square per position, Bonferroni): p = {report.p_value:.3g}, "
              f"detectable TV {report.detectable_tv:.3f} at n = {report.n_a} + {report.n_b}: "

@@ -25,7 +25,7 @@ PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\
 
 @pytest.fixture(scope="module")
 def plain():
-    engine = open_engine("llama-server:np=2,threads=1")
+    engine = open_engine("llama-server:threads=1")
     yield engine
     engine.close()
 
@@ -65,6 +65,7 @@ def test_speculation_keeps_greedy_tokens_against_plain_decoding(plain, draft):
             assert 0 <= run.counters["num_accepted_tokens"] <= run.counters["num_draft_tokens"] > 0
 
 
+@pytest.mark.slow  # 8 s of reading GGUF files; the greedy test above shows llama.cpp takes the draft
 def test_truncated_draft_against_its_source(draft):
     """export-gguf keeps the first blocks' tensors and the tokenizer byte for byte and drops the rest."""
     from gguf import GGUFReader
@@ -88,3 +89,14 @@ def test_truncated_draft_against_its_source(draft):
 def test_bad_options_are_one_line_errors(words, message):
     with pytest.raises(ValueError, match=message):
         ServerOptions.parse(words)
+
+
+def test_completions_per_request_keep_every_row_against_one_request_each(plain):
+    """Eight samples per request (n_cmpl, one prompt evaluation, decoded together in eight slots) are the rows of
+    one request per sample on a one-slot server, seed for seed: batching there does not move the law."""
+    single = open_engine("llama-server:np=1,completions=1,threads=1")
+    try:
+        alone = single.generate(PROMPT, 16, 3, EngineSampling(1.0), seed=7)
+    finally:
+        single.close()
+    assert plain.generate(PROMPT, 16, 3, EngineSampling(1.0), seed=7).rows == alone.rows
