@@ -34,7 +34,7 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
-    (["--engine", "vllm"], "engine must be one of llama-cpp or an http(s):// URL, got 'vllm'"),
+    (["--engine", "vllm"], "engine must be one of llama-cpp, llama-server[:OPTIONS] or an http(s):// URL, got 'vllm'"),
     (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
     (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
     (["--engine", "llama-cpp", "--exact"], "drop --exact"),
@@ -42,6 +42,9 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
     (["--engine", "http://127.0.0.1:9", "--temperature", "0"], "--temperature 0 audits greedy equality"),
     (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
     (["--engine", "llama-cpp", "--against", "model", "--repeat-penalty", "1.3"], "needs a law our sampler computes"),
+    (["--engine", "llama-server:spec=medusa", "--temperature", "1"], "llama-server spec must be one of"),
+    (["--engine", "llama-server:spec=draft-simple", "--temperature", "1"], "needs draft=FILE.gguf"),
+    (["--engine", "llama-server:np=2,completions=4", "--temperature", "1"], "completions must be"),
 ])
 def test_engine_flags_against_error_contract(argv, fragment, capsys):
     status, out, err = run(capsys, "audit", *argv)
