@@ -14,10 +14,12 @@ re-evaluates only the prompt's last token, which changes logits), and the server
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import socket
 import subprocess
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,8 +150,6 @@ class LlamaServer:
                 raise ValueError(f"llama-server exited with status {self.process.returncode} at start "
                                  f"(flags: {' '.join(arguments)})")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    pass
                 if self.get("/health").get("status") == "ok":
                     return
             except (OSError, ValueError):
@@ -159,9 +159,6 @@ class LlamaServer:
         raise ValueError(f"llama-server did not become ready within {START_SECONDS:g} s")
 
     def get(self, path: str) -> dict:
-        import json
-        import urllib.request
-
         with urllib.request.urlopen(self.url + path, timeout=10) as answer:
             return json.loads(answer.read().decode("utf-8"))
 
