@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
-from engines.base import END, Engine, EngineRun, EngineSampling
-from engines.llama_cpp import LlamaCppEngine
+from engines.base import END, Engine, EngineRun, EngineSampling, capability
 from engines.openai import is_url
 from spectheory.validation import as_int
 
@@ -77,8 +76,9 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
         run = engine.generate(prompt, 1, horizon, greedy, speculate=gamma)
         row = run.rows[0]
         differ = [i for i, (a, b) in enumerate(zip(row, plain)) if a != b]
-        diagnosis = diagnose_difference(engine.logits_after, engine.tokenize(prompt), plain, row, differ[0]) \
-            if differ and isinstance(engine, LlamaCppEngine) else None
+        logits_after, tokenize = capability(engine, "logits_after"), capability(engine, "tokenize")
+        diagnosis = diagnose_difference(logits_after, tokenize(prompt), plain, row, differ[0]) \
+            if differ and logits_after and tokenize else None
         checks.append(GreedyCheck(gamma, horizon, not differ, differ[0] if differ else None, run.counters, diagnosis))
         if progress:
             progress(1)
@@ -95,18 +95,17 @@ def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: f
     return 0.5 * np.abs(softmax(engine_logits) - softmax(our_logits)).sum(axis=-1)
 
 
-def batch_shape_difference(engine: LlamaCppEngine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
-    """llama.cpp's logits at the positions of ``tokens`` after ``prompt_ids``, evaluated one token per call (the
-    plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per position and the
-    total variation of the two laws at T = 1, which bounds how exactly speculation can keep the plain law."""
+def batch_shape_difference(engine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
+    """An engine's logits (its ``all_logits``) at the positions of ``tokens`` after ``prompt_ids``, evaluated one
+    token per call (the plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per
+    position and the total variation of the two laws at T = 1, which bounds how exactly speculation can keep the
+    plain law."""
     sequence = [prompt_ids[-1]] + list(tokens[:-1])  # position i of the result predicts tokens[i]
     head = [list(prompt_ids[:-1])]
 
     def logits(size):
         chunks = head + [sequence[i:i + size] for i in range(0, len(sequence), size)]
-        engine.logits_after(chunks)
-        return np.array(engine.llama(True).scores[len(prompt_ids) - 1:len(prompt_ids) - 1 + len(sequence)],
-                        dtype=np.float64)
+        return engine.all_logits(chunks)[len(prompt_ids) - 1:len(prompt_ids) - 1 + len(sequence)]
     one, batched = logits(1), logits(chunk)
     tv = numeric_tv(one, batched)
     return {"chunk": chunk, "positions": len(sequence), "tv_at_t1": tv.tolist(),
@@ -150,8 +149,10 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
     from decoders.models.zoo import load_named
     from decoders.sampling import Sampling
 
-    if not isinstance(engine, LlamaCppEngine):
-        raise ValueError("--against model needs the in-process engine (--engine llama-cpp): it reads token ids")
+    missing = [name for name in ("model_path", "tokenize", "all_logits") if capability(engine, name) is None]
+    if missing:
+        raise ValueError(f"--against model needs an engine with {', '.join(missing)} (docs/engines.md §2), as the "
+                         f"in-process engine (--engine llama-cpp) has; {engine.name} has not")
     check_model_law(sampling)
     if any(END in row for row in run.rows):
         raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
@@ -162,7 +163,7 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
     sequence = list(ids) + [token for token in greedy if token != END]
     with torch.no_grad():
         ours = target.forward(torch.tensor([sequence]), target.new_state(1, len(sequence)))[0].double().numpy()
-    scores = engine.all_logits(sequence)
+    scores = engine.all_logits([sequence])
     tv = numeric_tv(scores[len(ids) - 1:len(sequence) - 1], ours[len(ids) - 1:len(sequence) - 1],
                     max(sampling.temperature, 1e-6))
     tokens = torch.tensor([list(row) for row in run.rows], dtype=torch.int64)
@@ -184,8 +185,9 @@ def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=Non
     document = {"engine": engine.name, "horizon": horizon, "prompt": prompt, "prompt_ids": None, "plain": list(plain),
                 "checks": [check.as_dict() for check in checks], "explained_by_numerics": explained,
                 "passed": explained == sum(not check.equal for check in checks)}
-    if isinstance(engine, LlamaCppEngine):
+    if capability(engine, "tokenize"):
         document["prompt_ids"] = list(engine.tokenize(prompt))
+    if document["prompt_ids"] is not None and capability(engine, "all_logits"):
         document["batch_shape"] = batch_shape_difference(engine, document["prompt_ids"],
                                                          [token for token in plain if token != END])
     return document
@@ -345,4 +347,6 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
                 model_lines(found, a_text, engine.model_path.name, request.sampling))
     b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
                              seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
-    return two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
+    document, samples, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
+    version = capability(engine, "version")
+    return (dict(document, engine_version=version()) if version else document), samples, lines

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from spectheory.validation import as_int, as_real
 
-__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "check_speculate"]
+__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "CAPABILITIES", "capability", "add_counters",
+           "check_speculate"]
 
 #: What a row holds after the engine stopped it (end of sequence) before the horizon.
 END = "<end>"
@@ -75,6 +76,39 @@ class Engine(Protocol):
         """n continuations of ``prompt`` (text, read as the engine reads a completion prompt) of ``horizon``
         tokens each; sample i drawn with seed ``seed + i``; ``speculate`` > 0 drafts that many tokens per
         step, 0 decodes plainly. ``progress`` is called with the number of samples finished."""
+
+
+#: What an engine may offer beyond ``Engine``, each optional, with what the toolkit does without it (docs/engines.md
+#: §2). Code outside ``engines/`` asks ``capability(engine, NAME)``, never the engine's class.
+CAPABILITIES = {
+    "version": "version() -> str, recorded in results (without: not recorded)",
+    "tokenize": "tokenize(prompt) -> ids, as the engine reads a completion prompt (without: no bench, no diagnosis)",
+    "model_path": "model_path: the GGUF file it serves (without: no bench, no --against model)",
+    "settings": "settings() -> dict: threads, slots, speculation options, for the record (without: not recorded)",
+    "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
+                    "first token, seconds after it) of one continuation (without: no bench)",
+    "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft} in "
+                  "seconds (docs/engines.md, Bench; without: no bench)",
+    "logits_after": "logits_after(chunks, row) -> logits [V] after evaluating chunks of ids, one call each "
+                    "(without: greedy differences are not diagnosed)",
+    "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
+                  "(without: no --against model, no batch-shape numerics)",
+}
+
+
+def capability(engine, name: str):
+    """``engine``'s optional capability ``name`` (a ``CAPABILITIES`` key), or None where it lacks it."""
+    if name not in CAPABILITIES:
+        raise KeyError(f"unknown engine capability {name!r}; they are {', '.join(CAPABILITIES)}")
+    return getattr(engine, name, None)
+
+
+def add_counters(total: dict, one: dict) -> dict:
+    """Two runs' speculation counters summed key by key (lists element by element); {} is the empty sum."""
+    if not total:
+        return one
+    return {key: [a + b for a, b in zip(total[key], one[key])] if isinstance(one[key], list) else total[key] + one[key]
+            for key in one}
 
 
 def check_speculate(speculate: int) -> int:

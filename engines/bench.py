@@ -1,72 +1,40 @@
-"""llama.cpp's speed with and without speculation, measured and predicted (docs/engines.md, "Bench").
+"""A serving engine's speed with and without its speculation, measured and predicted (docs/engines.md, "Bench").
 
-Greedy decoding of the same prompts, plainly and with prompt lookup at each gamma, timed interleaved over
-repeats (medians, min-max spread). The speedup is plain decode seconds over speculative decode seconds for the
-same tokens (prefill apart: both paths prefill alike, and a prompt's prefill is reported beside).
+Greedy decoding of the same prompts, plainly and at each gamma, timed interleaved over repeats (medians, min-max
+spread). The speedup is plain decode seconds over speculative decode seconds for the same tokens (prefill apart:
+both paths prefill alike, and a prompt's prefill is reported beside). Any engine with the capabilities
+``tokenize``, ``model_path``, ``generate_ids`` and ``call_costs`` (``engines.base.CAPABILITIES``) is benched:
+llama.cpp in-process (prompt lookup) and llama-server (a draft model or the n-gram drafters).
 
-The prediction is the cost model of docs/theory.md §10 with the engine's own costs, measured apart from the
-runs it predicts: t_step, one plain decode step (the plain runs' decode seconds per token); t_verify(k), one
-``Llama.eval`` of k tokens on the speculating instance (``logits_all``, as its loop runs); t_sample, one
-``Llama.sample`` (paid once per emitted token); t_lookup, one prompt-lookup call. From the speculative runs
-it takes only what a cost model needs of the text: the distribution of proposal lengths m (prompt lookup
-proposes fewer than gamma tokens, or none, where the text has no match) and the tokens per iteration
-(accepted + 1). An iteration then costs t_lookup + E[t_verify(m + 1)] + E[tokens] t_sample, and the predicted
-speedup is E[tokens] t_step / that (``spectheory.costs.calibrated_speedup``).
+The prediction is the cost model of docs/theory.md §10 with the engine's own call costs, measured apart from the
+runs it predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token;
+t_round, a drafting cost paid once per round (prompt lookup); t_draft, paid per drafted token (a draft model's
+step). t_step is the plain runs' decode seconds per token. From the speculative runs it takes only what a cost
+model needs of the text: the tokens per round (accepted + 1) and the proposal lengths m (their distribution where
+the engine counts it, else their mean). A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] +
+E[tokens] t_sample, and the predicted speedup is E[tokens] t_step / that (``spectheory.costs.calibrated_speedup``).
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 
-from engines.base import EngineSampling
-from engines.llama_cpp import LlamaCppEngine, _add_counters
+from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
 from spectheory.optimum import best_choice
 from spectheory.timing import host
 from spectheory.validation import as_int
 
-__all__ = ["engine_bench", "engine_bench_lines", "measure_engine_costs", "server_bench"]
+__all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "BENCH_CAPABILITIES"]
 
 GREEDY = EngineSampling(temperature=0.0)
+#: What ``engine_bench`` needs of an engine (``engines.base.CAPABILITIES``).
+BENCH_CAPABILITIES = ("tokenize", "model_path", "generate_ids", "call_costs")
 
 
-def _median_seconds(call, repeats: int = 7) -> float:
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds)
-
-
-def measure_engine_costs(engine: LlamaCppEngine, prompt_ids: list, max_tokens: int) -> dict:
-    """t_verify(k) for k = 1..``max_tokens``, t_sample and t_lookup in seconds, after ``prompt_ids`` (module
-    docstring); each the median of 7 calls, k interleaved."""
-    llama = engine.llama(True)
-    llama.reset()
-    llama.eval(list(prompt_ids))
-    base = llama.n_tokens
-    extra = list(prompt_ids[-max_tokens:])  # tokens to evaluate: any ids of the text serve
-
-    def verify(k):
-        llama.n_tokens = base
-        llama.eval(extra[:k])
-    verify(1)  # warm
-    t_verify = [_median_seconds(lambda k=k: verify(k)) for k in range(1, max_tokens + 1)]
-    llama.n_tokens = base
-    llama.eval(extra[:1])
-    sampler_args = dict(top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, temp=0.0, repeat_penalty=1.0)
-    t_sample = _median_seconds(lambda: llama.sample(idx=llama.n_tokens - 1, **sampler_args), repeats=21)
-    lookup = engine._draft(max_tokens - 1, [])
-    history = np.asarray(list(prompt_ids) + extra, dtype=np.intc)
-    t_lookup = _median_seconds(lambda: lookup(history), repeats=21)
-    return {"t_verify": t_verify, "t_sample": t_sample, "t_lookup": t_lookup, "context": base}
-
-
-def _decode_all(engine: LlamaCppEngine, prompts: list, tokens: int, gamma: int) -> dict:
+def _decode_all(engine, prompts: list, tokens: int, gamma: int) -> dict:
     """Greedy decoding of every prompt at ``gamma`` (0: plain): seconds to the first token and after it, the
     tokens, the counters."""
     out = {"prefill": 0.0, "decode": 0.0, "tokens": 0, "rows": [], "counters": {}}
@@ -76,8 +44,17 @@ def _decode_all(engine: LlamaCppEngine, prompts: list, tokens: int, gamma: int) 
         out["decode"] += after
         out["tokens"] += len(row)
         out["rows"].append(row)
-        out["counters"] = _add_counters(out["counters"], counters) if counters else out["counters"]
+        out["counters"] = add_counters(out["counters"], counters) if counters else out["counters"]
     return out
+
+
+def _verify_seconds(counters: dict, t_verify: list, rounds: int) -> float:
+    """E[t_verify(m + 1)] over the rounds: by the counted proposal lengths where the engine counts them, else at
+    the mean length (interpolated between widths)."""
+    if "proposal_length_counts" in counters:
+        return sum(count * t_verify[m] for m, count in enumerate(counters["proposal_length_counts"])) / rounds
+    width = min(counters["num_draft_tokens"] / rounds, len(t_verify) - 1)  # index m: a call of m + 1 tokens
+    return float(np.interp(width, np.arange(len(t_verify)), t_verify))
 
 
 def _spread(values: list) -> list:
@@ -89,33 +66,44 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
     ratios = [p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
               for p, r in zip(plain, runs)]  # decode seconds per token after the first, plain over speculative
     counters = runs[0]["counters"]
-    rounds = counters["num_drafts"] + counters["rounds_without_draft"]
+    rounds = counters["rounds"]
     per_iteration = 1 + counters["num_accepted_tokens"] / rounds
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
-    verify = sum(count * costs["t_verify"][m] for m, count in enumerate(counters["proposal_length_counts"])) / rounds
-    seconds = costs["t_lookup"] + verify + per_iteration * costs["t_sample"]
+    seconds = (costs["t_round"] + lengths * costs["t_draft"] + _verify_seconds(counters, costs["t_verify"], rounds)
+               + per_iteration * costs["t_sample"])
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     predicted = float(calibrated_speedup(per_iteration, t_step, seconds))
-    trials = sum(counters["reached_per_position"])
+    trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
+    drafted = counters["num_draft_tokens"]
     return {"gamma": gamma, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
             "predicted_speedup": predicted, "predicted_over_measured": predicted / statistics.median(ratios),
             "tokens_per_iteration": per_iteration, "mean_proposal_length": lengths, "alpha": alpha,
             "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
+            "acceptance_rate": counters["num_accepted_tokens"] / drafted if drafted else None,
             "seconds_per_iteration_predicted": seconds, "counters": counters,
             "greedy_equal_to_plain": runs[0]["rows"] == plain[0]["rows"],
             "decode_seconds": [r["decode"] for r in runs], "tokens_per_second": statistics.median(
                 (r["tokens"] - len(r["rows"])) / r["decode"] for r in runs)}
 
 
-def engine_bench(engine: LlamaCppEngine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
+def check_benchable(engine) -> None:
+    """A one-line error naming what ``engine`` lacks of ``BENCH_CAPABILITIES``."""
+    missing = [name for name in BENCH_CAPABILITIES if capability(engine, name) is None]
+    if missing:
+        raise ValueError(f"engine {engine.name} cannot be benched here: it lacks {', '.join(missing)} "
+                         f"(docs/engines.md §2); for two servers by URL use --engine URL --against URL")
+
+
+def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
                  warmup: int = 1, progress=None) -> dict:
     """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
     repeat, the costs measured first (module docstring)."""
+    check_benchable(engine)
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
     repeats, max_new_tokens = as_int("repeats", repeats, low=1, high=100), as_int("max_new_tokens", max_new_tokens,
                                                                                   low=2, high=1024)
-    costs = measure_engine_costs(engine, prompts[0], max(gammas) + 1)
+    costs = engine.call_costs(prompts[0], max(gammas) + 1)
     runs: dict = {0: [], **{g: [] for g in gammas}}
     for repeat in range(warmup + repeats):
         for gamma in runs:
@@ -129,7 +117,11 @@ def engine_bench(engine: LlamaCppEngine, prompts: list, *, gammas, max_new_token
     recommended = best_choice([{"gamma": 0, "predicted_speedup": 1.0}] + rows, lambda row: row["predicted_speedup"],
                               lambda row: row["gamma"])["gamma"]
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
-    return {"engine": engine.name, "model": engine.model_path.name, "threads": engine.threads, "temperature": 0.0,
+    settings = capability(engine, "settings")
+    settings = settings() if settings else {}
+    version = capability(engine, "version")
+    return {"engine": engine.name, "model": engine.model_path.name, "threads": settings.get("threads"),
+            "engine_settings": settings, "engine_version": version() if version else None, "temperature": 0.0,
             "batch_size": 1, "dtype": "GGUF quantized (llama.cpp kernels)", "device": "cpu", "repeats": repeats,
             "warmup": warmup, "prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts],
             "max_new_tokens": max_new_tokens, "costs": dict(costs, t_step=t_step),
@@ -170,11 +162,12 @@ def engine_bench_lines(document: dict) -> list:
              f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)"]
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
-        alpha = "n/a" if row["alpha"] is None else f"{row['alpha']:.3f}"
+        alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (
+            "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
         lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}), predicted "
                      f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
                      f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
-                     f"tokens, alpha {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
+                     f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
     gamma = document["recommended_gamma"]
     lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}"))
     return lines

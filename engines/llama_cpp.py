@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.base import END, EngineRun, EngineSampling, check_speculate
+from engines.base import END, EngineRun, EngineSampling, add_counters, check_speculate
+from spectheory.timing import time_repeats
 
 __all__ = ["LlamaCppEngine", "import_llama_cpp", "proposal_counters"]
 
@@ -59,15 +60,8 @@ def proposal_counters(proposals: list, sequence: list, gamma: int) -> dict:
             reached[i] += 1
             accepted[i] += int(i < hits)
     return {"num_drafts": drafts, "num_draft_tokens": lengths, "num_accepted_tokens": sum(accepted),
-            "rounds_without_draft": empty, "reached_per_position": reached, "accepted_per_position": accepted,
+            "rounds_without_draft": empty, "rounds": drafts + empty, "reached_per_position": reached, "accepted_per_position": accepted,
             "proposal_length_counts": lengths_seen}
-
-
-def _add_counters(total: dict, one: dict) -> dict:
-    if not total:
-        return one
-    return {key: [a + b for a, b in zip(total[key], one[key])] if isinstance(one[key], list) else total[key] + one[key]
-            for key in one}
 
 
 class _Recorded:
@@ -121,10 +115,44 @@ class LlamaCppEngine:
             llama.eval(list(chunk))
         return np.array(llama.scores[llama.n_tokens + row], dtype=np.float64)
 
-    def all_logits(self, ids: list) -> np.ndarray:
-        """llama.cpp's logits ``[len(ids), V]`` at every position of ``ids``, evaluated in one call."""
-        self.logits_after([ids])
-        return np.array(self.llama(True).scores[:len(ids)], dtype=np.float64)
+    def all_logits(self, chunks: list) -> np.ndarray:
+        """llama.cpp's logits ``[N, V]`` at every position of ``chunks`` (lists of ids, N in all), evaluated in
+        turn, one ``Llama.eval`` each."""
+        self.logits_after(chunks)
+        llama = self.llama(True)
+        return np.array(llama.scores[:llama.n_tokens], dtype=np.float64)
+
+    def settings(self) -> dict:
+        return {"threads": self.threads, "context": CONTEXT, "draft": "prompt lookup (LlamaPromptLookupDecoding)"}
+
+    def version(self) -> str:
+        return f"llama-cpp-python {self._llama_cpp.__version__}"
+
+    def call_costs(self, prompt_ids: list, max_tokens: int) -> dict:
+        """t_verify(k) for k = 1..``max_tokens`` (one ``Llama.eval`` of k tokens on the speculating instance, as its
+        loop verifies), t_sample (one ``Llama.sample``, paid once per emitted token), t_round (one prompt-lookup
+        call) and t_draft 0 (lookup costs the same at any length), in seconds after ``prompt_ids``: medians of 7
+        calls (21 for the sampler and the lookup); docs/engines.md, Bench."""
+        llama = self.llama(True)
+        llama.reset()
+        llama.eval(list(prompt_ids))
+        base = llama.n_tokens
+        extra = list(prompt_ids[-max_tokens:])  # tokens to evaluate: any ids of the text serve
+
+        def verify(k):
+            llama.n_tokens = base
+            llama.eval(extra[:k])
+        verify(1)  # warm
+        t_verify = [time_repeats(lambda k=k: verify(k), repeats=7, warmup=0).median for k in range(1, max_tokens + 1)]
+        llama.n_tokens = base
+        llama.eval(extra[:1])
+        sampler_args = dict(top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, temp=0.0, repeat_penalty=1.0)
+        t_sample = time_repeats(lambda: llama.sample(idx=llama.n_tokens - 1, **sampler_args), repeats=21,
+                                warmup=0).median
+        lookup = self._draft(max_tokens - 1, [])
+        history = np.asarray(list(prompt_ids) + extra, dtype=np.intc)
+        t_round = time_repeats(lambda: lookup(history), repeats=21, warmup=0).median
+        return {"t_verify": t_verify, "t_sample": t_sample, "t_round": t_round, "t_draft": 0.0, "context": base}
 
     def _draft(self, speculate: int, proposals: list):
         """A prompt-lookup draft of ``speculate`` tokens that records each proposal in ``proposals``."""
@@ -162,7 +190,7 @@ class LlamaCppEngine:
         for i in range(n):
             tokens, one, to_first, after = self.generate_ids(ids, horizon, sampling, speculate=speculate, seed=seed + i)
             rows.append(tuple(tokens) + (END,) * (horizon - len(tokens)))
-            counters = _add_counters(counters, one) if one else counters
+            counters = add_counters(counters, one) if one else counters
             seconds, generated = seconds + to_first + after, generated + len(tokens)
             if progress:
                 progress(1)

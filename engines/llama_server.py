@@ -14,13 +14,17 @@ re-evaluates only the prompt's last token, which changes logits), and the server
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import os
+import signal
 import socket
+import statistics
 import subprocess
+import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from engines.base import END, EngineRun, EngineSampling, check_speculate
@@ -122,6 +126,12 @@ class ServerOptions:
         return flags
 
 
+def _die_with_parent() -> None:
+    """In the started server, on Linux: SIGTERM when the thread that started it ends, however it ends (``atexit``
+    does not run when the toolkit is killed by a signal, and an orphaned server would hold the cores)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -139,7 +149,8 @@ class LlamaServer:
             filter(None, [str(binary.parent), os.environ.get("LD_LIBRARY_PATH")])))
         self._log = open(log, "ab") if log else subprocess.DEVNULL
         self.process = subprocess.Popen([str(binary), *arguments, "--host", "127.0.0.1", "--port", str(self.port)],
-                                        stdout=self._log, stderr=self._log, env=environment)
+                                        stdout=self._log, stderr=self._log, env=environment,
+                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         atexit.register(self.stop)
         self._wait_ready(arguments)
 
@@ -202,6 +213,7 @@ class LlamaServerEngine:
         if not Path(model).is_file():
             raise ValueError(f"the llama-server engine serves a GGUF file; {str(model)!r} is not one")
         self.model, self.options, self.retries = str(model), options, retries
+        self.model_path = Path(model)
         self.name = "llama-server" + (f" ({options.spec})" if options.spec else "")
         self._servers: dict = {}
 
@@ -222,6 +234,58 @@ class LlamaServerEngine:
                                 env=dict(os.environ, LD_LIBRARY_PATH=str(self.binary.parent)))
         lines = (answer.stdout + answer.stderr).strip().splitlines()
         return next((line for line in lines if line.startswith("version")), lines[0] if lines else "unknown")
+
+    def settings(self) -> dict:
+        return dict(asdict(self.options), draft=self.options.draft and Path(self.options.draft).name)
+
+    def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                     seed: int = 0) -> tuple[list, dict, float, float]:
+        """One continuation of ``prompt_ids`` (as the in-process engine's): its token ids; the counters, with
+        ``rounds`` (verify calls: each emits its accepted drafts and one token, after the first token, which the
+        prompt's evaluation gives); and the server's own seconds to the first token and after it."""
+        answer = self.server(speculate).post("/completion", completion_body(prompt_ids, horizon, sampling, seed))
+        tokens, timings = [int(token) for token in answer["tokens"]], answer.get("timings", {})
+        drafted, accepted = timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
+        counters = {"num_draft_tokens": drafted, "num_accepted_tokens": accepted,
+                    "rounds": max(len(tokens) - 1 - accepted, 0)} if speculate and self.options.spec else {}
+        return tokens, counters, timings["prompt_ms"] / 1e3, timings["predicted_ms"] / 1e3
+
+    def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 7) -> dict:
+        """The plain server's t_verify(k), k = 1..``max_tokens``: the seconds it reports for evaluating k new tokens
+        after ``prompt_ids`` cached in slot 0 (a verify call's shape; its one sample included, so t_sample is 0);
+        t_draft, the draft model's seconds per generated token on a plain server of its own (0 for the n-gram
+        drafters, whose lookups cost no model call); t_round 0. Medians over ``repeats``, k interleaved
+        (docs/engines.md, Bench)."""
+        server, extra = self.server(0), list(prompt_ids[-max_tokens:])
+        greedy = EngineSampling(temperature=0.0)
+
+        def evaluate(ids: list) -> dict:
+            body = dict(completion_body(ids, 1, greedy, 0), cache_prompt=True, id_slot=0)
+            return server.post("/completion", body)["timings"]
+        evaluate(prompt_ids)
+        seconds: dict = {k: [] for k in range(1, max_tokens + 1)}
+        for _ in range(repeats):
+            for k in seconds:
+                evaluate(prompt_ids)  # the slot's cache back to the prompt: the next call evaluates k tokens
+                timings = evaluate(list(prompt_ids) + extra[:k])
+                if timings["prompt_n"] != k:
+                    raise ValueError(f"llama-server evaluated {timings['prompt_n']} tokens where {k} were new: its "
+                                     f"prompt cache did not hold the prompt")
+                seconds[k].append(timings["prompt_ms"] / 1e3)
+        t_draft = 0.0
+        if self.options.draft is not None:
+            draft = LlamaServer(ServerOptions(slots=1, completions=1, threads=self.options.threads,
+                                              context=self.options.context).arguments(self.options.draft, 0),
+                                binary=self.binary)
+            try:
+                per_token = [timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
+                    draft.post("/completion", completion_body(prompt_ids, 33, greedy, 0))["timings"]
+                    for _ in range(repeats))]
+            finally:
+                draft.stop()
+            t_draft = statistics.median(per_token)
+        return {"t_verify": [statistics.median(seconds[k]) for k in seconds], "t_sample": 0.0, "t_round": 0.0,
+                "t_draft": t_draft, "context": len(prompt_ids)}
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:

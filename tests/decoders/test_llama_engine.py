@@ -97,7 +97,8 @@ def test_counters_against_emitted_tokens(engine):
     after the first, but for the last round the horizon cut off."""
     ids = engine.tokenize(ENGINE_PROMPT)
     tokens, counters, _, _ = engine.generate_ids(ids, 40, EngineSampling(0.0), speculate=4)
-    rounds = counters["num_drafts"] + counters["rounds_without_draft"]
+    rounds = counters["rounds"]
+    assert rounds == counters["num_drafts"] + counters["rounds_without_draft"]
     assert sum(counters["proposal_length_counts"]) == rounds
     assert counters["num_accepted_tokens"] <= counters["num_draft_tokens"] <= 4 * counters["num_drafts"]
     assert len(tokens) - 1 - 5 <= rounds + counters["num_accepted_tokens"] <= len(tokens) - 1

@@ -100,3 +100,24 @@ def test_completions_per_request_keep_every_row_against_one_request_each(plain):
     finally:
         single.close()
     assert plain.generate(PROMPT, 16, 3, EngineSampling(1.0), seed=7).rows == alone.rows
+
+
+def test_bench_against_plain_decoding(tmp_path, capsys, draft):
+    """``bench --engine llama-server`` with a draft model: its greedy tokens are plain decoding's, its call costs
+    come from the server's own timings (k new tokens evaluated per verify call, the draft's step measured on a
+    server of its own), and the counters add up: each round emits its accepted drafts and one token."""
+    import json
+
+    from command import run
+
+    out = tmp_path / "bench.json"
+    status, printed, _ = run(capsys, "bench", "--engine", f"llama-server:spec=draft-simple,draft={draft},np=1,"
+                             "completions=1,threads=1", "--gammas", "2", "--prompts", "1", "--max-new-tokens", "12",
+                             "--repeats", "1", "--warmup", "0", "--out", str(out))
+    document = json.loads(out.read_text())
+    row, costs = document["rows"][0], document["costs"]
+    assert status == 0 and row["greedy_equal_to_plain"] is True, printed
+    assert len(costs["t_verify"]) == 3 and min(costs["t_verify"]) > 0 and 0 < costs["t_draft"] < costs["t_step"]
+    counters = row["counters"]
+    assert counters["rounds"] + counters["num_accepted_tokens"] == 12 - 1 and counters["num_draft_tokens"] > 0
+    assert row["predicted_speedup"] > 0 and document["engine_settings"]["spec"] == "draft-simple"

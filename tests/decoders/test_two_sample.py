@@ -233,7 +233,7 @@ def test_proposal_counters_against_hand_counts():
     sequence = [1, 2, 3, 4, 5, 6, 7, 8]
     counters = proposal_counters([(4, [5, 9]), (5, []), (6, [7, 8]), (8, [1])], sequence, 3)
     assert counters == {"num_drafts": 2, "num_draft_tokens": 4, "num_accepted_tokens": 3, "rounds_without_draft": 1,
-                        "reached_per_position": [2, 2, 0], "accepted_per_position": [2, 1, 0],
+                        "rounds": 3, "reached_per_position": [2, 2, 0], "accepted_per_position": [2, 1, 0],
                         "proposal_length_counts": [1, 0, 2, 0]}
 
 
