@@ -16,7 +16,7 @@ from engines.base import END, Engine, EngineRun, EngineSampling, capability
 from engines.openai import is_url
 from spectheory.validation import as_int
 
-__all__ = ["GreedyCheck", "greedy_checks", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
+__all__ = ["GreedyCheck", "greedy_checks", "probabilities_check", "LOGPROB_TOLERANCE", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
            "batch_shape_difference", "as_categories", "compare_runs", "greedy_audit", "greedy_lines",
            "two_sample_document", "model_lines", "samples_side", "engine_side", "EngineAuditRequest",
            "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
@@ -83,6 +83,32 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
         if progress:
             progress(1)
     return plain, checks
+
+
+#: Reported log-probabilities of one token on two paths may differ by this much (nats) from batch-shape numerics.
+LOGPROB_TOLERANCE = 0.01
+
+
+def probabilities_check(token_logprobs, prompt_ids: list, horizon: int, gammas, top: int = 2) -> dict:
+    """The engine's reported probabilities of its greedy tokens (``token_logprobs``, an engine capability) with
+    speculation at each gamma against without: at every position where both paths emitted the same token, the
+    emitted token's log-probability within ``LOGPROB_TOLERANCE`` and the same top ids. A path that reports no
+    probabilities for some tokens (an empty top list) fails there."""
+    greedy = EngineSampling(temperature=0.0)
+    plain = token_logprobs(prompt_ids, horizon, greedy, speculate=0, top=top)
+    checks = []
+    for gamma in gammas:
+        spec = token_logprobs(prompt_ids, horizon, greedy, speculate=gamma, top=top)
+        agree = next((i for i, (a, b) in enumerate(zip(plain, spec)) if a[0] != b[0]), min(len(plain), len(spec)))
+        wrong = [i for i in range(agree) if abs(plain[i][1] - spec[i][1]) > LOGPROB_TOLERANCE
+                 or [t for t, _ in plain[i][2]] != [t for t, _ in spec[i][2]]]
+        checks.append({"gamma": gamma, "compared": agree, "wrong": len(wrong), "wrong_positions": wrong,
+                       "first_wrong": None if not wrong else {
+                           "position": wrong[0], "token": plain[wrong[0]][0], "plain_logprob": plain[wrong[0]][1],
+                           "reported_logprob": spec[wrong[0]][1], "plain_top": [list(t) for t in plain[wrong[0]][2]],
+                           "reported_top": [list(t) for t in spec[wrong[0]][2]]}})
+    return {"top": top, "tolerance": LOGPROB_TOLERANCE, "checks": checks,
+            "passed": not any(check["wrong"] for check in checks)}
 
 
 def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -190,6 +216,9 @@ def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=Non
     if document["prompt_ids"] is not None and capability(engine, "all_logits"):
         document["batch_shape"] = batch_shape_difference(engine, document["prompt_ids"],
                                                          [token for token in plain if token != END])
+    if document["prompt_ids"] is not None and capability(engine, "token_logprobs"):
+        document["probabilities"] = probabilities_check(engine.token_logprobs, document["prompt_ids"], horizon, gammas)
+        document["passed"] = document["passed"] and document["probabilities"]["passed"]
     return document
 
 
@@ -211,7 +240,18 @@ def greedy_lines(document: dict) -> list:
                      f"up to {max(shape['max_logit_difference']):.3f}; the laws at T = 1 by a total variation of "
                      f"median {shape['tv_median']:.4f}, max {shape['tv_max']:.4f} per position")
     explained = document["explained_by_numerics"]
-    lines.append("greedy: " + ("PASS" if document["passed"] else "FAIL") + (
+    probabilities = document.get("probabilities")
+    if probabilities:
+        for check in probabilities["checks"]:
+            first = check["first_wrong"]
+            lines.append(f"gamma {check['gamma']}: reported probabilities of {check['compared']} tokens: "
+                         + ("equal to plain decoding's" if not first else
+                            f"{check['wrong']} differ; first at token {first['position']}: log-probability "
+                            f"{first['reported_logprob']:.4f} reported, {first['plain_logprob']:.4f} without "
+                            f"speculation, {len(first['reported_top'])} of {probabilities['top']} top entries"))
+        lines.append("reported probabilities: " + ("PASS" if probabilities["passed"] else "FAIL"))
+    tokens_passed = explained == sum(not check["equal"] for check in document["checks"])
+    lines.append("greedy: " + ("PASS" if tokens_passed else "FAIL") + (
         f" ({explained} of {len(document['checks'])} gammas differ by batch-shape numerics)" if explained else ""))
     return lines
 

@@ -89,6 +89,9 @@ CAPABILITIES = {
                     "first token, seconds after it) of one continuation (without: no bench)",
     "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft} in "
                   "seconds (docs/engines.md, Bench; without: no bench)",
+    "token_logprobs": "token_logprobs(ids, horizon, sampling, speculate=, seed=, top=) -> [(id, logprob, top ids and "
+                      "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
+                      "audited)",
     "logits_after": "logits_after(chunks, row) -> logits [V] after evaluating chunks of ids, one call each "
                     "(without: greedy differences are not diagnosed)",
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "

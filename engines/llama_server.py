@@ -67,7 +67,9 @@ class ServerOptions:
     argmax, verified by sample-and-match; probabilistic: sampled drafts verified by rejection sampling at T > 0),
     ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``completions`` (samples
     per request, ``n_cmpl``: the prompt is evaluated once for them, at most ``slots``), ``threads`` (-t) and
-    ``context`` (tokens per slot)."""
+    ``context`` (tokens per slot); and two samplers only this engine has, sent with every request: ``mirostat``
+    (0 off, 1 or 2: llama.cpp's Mirostat version, at its default tau 5 and eta 0.1, which replaces the other
+    truncations) and ``grammar`` (a ``GRAMMARS`` name: the output constrained to it)."""
 
     spec: str | None = None
     draft: str | None = None
@@ -77,9 +79,15 @@ class ServerOptions:
     completions: int = 8  # the prompt once for 8 samples: the same rows as one request each, 2.5x as fast (docs)
     threads: int = 2
     context: int = 2048
+    mirostat: int = 0
+    grammar: str | None = None
 
     WORDS = {"spec": "spec", "draft": "draft", "sampling": "draft_sampling", "draft-min": "draft_min", "np": "slots",
-             "completions": "completions", "threads": "threads", "context": "context"}
+             "completions": "completions", "threads": "threads", "context": "context", "mirostat": "mirostat",
+             "grammar": "grammar"}
+    INTEGERS = ("draft_min", "slots", "completions", "threads", "context", "mirostat")
+    #: Grammars by name, sent as the request's json_schema (the server turns a schema into a grammar).
+    GRAMMARS = {"json": {"type": "object"}}
 
     def __post_init__(self) -> None:
         from spectheory.validation import as_int
@@ -98,6 +106,9 @@ class ServerOptions:
         as_int("completions", self.completions, low=1, high=self.slots)
         as_int("threads", self.threads, low=1, high=512)
         as_int("context", self.context, low=64, high=1 << 20)
+        as_int("mirostat", self.mirostat, low=0, high=2)
+        if self.grammar is not None and self.grammar not in self.GRAMMARS:
+            raise ValueError(f"llama-server grammar must be one of {', '.join(self.GRAMMARS)}, got {self.grammar!r}")
 
     @classmethod
     def parse(cls, words: str) -> "ServerOptions":
@@ -110,9 +121,13 @@ class ServerOptions:
                 raise ValueError(f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
                                  f"commas, got {word!r}")
             field = cls.WORDS[key]
-            values[field] = int(value) if field in ("draft_min", "slots", "completions", "threads", "context") and value.isdigit() \
-                else value
+            values[field] = int(value) if field in cls.INTEGERS and value.isdigit() else value
         return cls(**values)
+
+    def request_fields(self) -> dict:
+        """What every request carries beyond ``completion_body``: the engine's own samplers where they are on."""
+        return {**({"mirostat": self.mirostat} if self.mirostat else {}),
+                **({"json_schema": self.GRAMMARS[self.grammar]} if self.grammar else {})}
 
     def arguments(self, model: str, speculate: int) -> list:
         """llama-server's flags for ``model`` drafting up to ``speculate`` tokens (0: no speculation)."""
@@ -214,7 +229,9 @@ class LlamaServerEngine:
             raise ValueError(f"the llama-server engine serves a GGUF file; {str(model)!r} is not one")
         self.model, self.options, self.retries = str(model), options, retries
         self.model_path = Path(model)
-        self.name = "llama-server" + (f" ({options.spec})" if options.spec else "")
+        words = [options.spec] + [f"mirostat {options.mirostat}"] * bool(options.mirostat) + \
+            [f"grammar {options.grammar}"] * bool(options.grammar)
+        self.name = "llama-server" + (f" ({', '.join(filter(None, words))})" if any(words) else "")
         self._servers: dict = {}
 
     def server(self, speculate: int) -> LlamaServer:
@@ -235,6 +252,9 @@ class LlamaServerEngine:
         lines = (answer.stdout + answer.stderr).strip().splitlines()
         return next((line for line in lines if line.startswith("version")), lines[0] if lines else "unknown")
 
+    def _body(self, prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int) -> dict:
+        return dict(completion_body(prompt_ids, horizon, sampling, seed), **self.options.request_fields())
+
     def settings(self) -> dict:
         return dict(asdict(self.options), draft=self.options.draft and Path(self.options.draft).name)
 
@@ -243,12 +263,23 @@ class LlamaServerEngine:
         """One continuation of ``prompt_ids`` (as the in-process engine's): its token ids; the counters, with
         ``rounds`` (verify calls: each emits its accepted drafts and one token, after the first token, which the
         prompt's evaluation gives); and the server's own seconds to the first token and after it."""
-        answer = self.server(speculate).post("/completion", completion_body(prompt_ids, horizon, sampling, seed))
+        answer = self.server(speculate).post("/completion", self._body(prompt_ids, horizon, sampling, seed))
         tokens, timings = [int(token) for token in answer["tokens"]], answer.get("timings", {})
         drafted, accepted = timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
         counters = {"num_draft_tokens": drafted, "num_accepted_tokens": accepted,
                     "rounds": max(len(tokens) - 1 - accepted, 0)} if speculate and self.options.spec else {}
         return tokens, counters, timings["prompt_ms"] / 1e3, timings["predicted_ms"] / 1e3
+
+    def token_logprobs(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                       seed: int = 0, top: int = 2) -> list:
+        """What the server reports of each emitted token with ``n_probs`` = ``top``: (id, its log-probability, the
+        top ``top`` (id, log-probability) pairs), the probabilities of the raw logits' softmax (the server's default
+        ``n_probs`` semantics)."""
+        body = dict(self._body(prompt_ids, horizon, sampling, seed), n_probs=top)
+        answer = self.server(speculate).post("/completion", body)
+        return [(int(entry["id"]), float(entry["logprob"]),
+                 tuple((int(pair["id"]), float(pair["logprob"])) for pair in entry["top_logprobs"]))
+                for entry in answer["completion_probabilities"]]
 
     def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 7) -> dict:
         """The plain server's t_verify(k), k = 1..``max_tokens``: the seconds it reports for evaluating k new tokens
@@ -294,7 +325,7 @@ class LlamaServerEngine:
 
         def request(r: int):
             count = min(per, n - starts[r])
-            body = dict(completion_body(ids, horizon, sampling, seed + starts[r]), n_cmpl=count)
+            body = dict(self._body(ids, horizon, sampling, seed + starts[r]), n_cmpl=count)
 
             def call():
                 answer = server.post("/completion", body)

@@ -85,6 +85,8 @@ def test_truncated_draft_against_its_source(draft):
     ("np=0", "slots"),
     ("speed=3", "llama-server options are"),
     ("sampling=typical,spec=ngram-simple", "greedy or probabilistic"),
+    ("mirostat=3", "mirostat must be"),
+    ("grammar=yaml", "grammar must be one of json"),
 ])
 def test_bad_options_are_one_line_errors(words, message):
     with pytest.raises(ValueError, match=message):
@@ -121,3 +123,21 @@ def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     counters = row["counters"]
     assert counters["rounds"] + counters["num_accepted_tokens"] == 12 - 1 and counters["num_draft_tokens"] > 0
     assert row["predicted_speedup"] > 0 and document["engine_settings"]["spec"] == "draft-simple"
+
+
+def test_reported_probabilities_under_speculation_against_plain_decoding(plain, draft):
+    """The probabilities check passes a plain server against itself (the control: the engine has no
+    speculation, so both paths are plain) and fails the speculating one, whose verify rounds report log-probability
+    0 and no top list (results/llama_server_n_probs: a finding on this build, not a property we want)."""
+    from engines.audit import probabilities_check
+
+    ids = plain.tokenize(PROMPT)
+    assert probabilities_check(plain.token_logprobs, ids, 8, [2])["passed"]
+    engine = open_engine(f"llama-server:spec=draft-simple,draft={draft},threads=1,np=1,completions=1")
+    try:
+        found = probabilities_check(engine.token_logprobs, ids, 8, [2])
+    finally:
+        engine.close()
+    first = found["checks"][0]["first_wrong"]
+    assert not found["passed"] and first["reported_logprob"] == 0.0 and first["plain_logprob"] < -0.01
+    assert first["reported_top"] == [] and len(first["plain_top"]) == 2
