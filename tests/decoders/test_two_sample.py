@@ -253,3 +253,24 @@ def test_server_bench_against_stand_in_costs():
                             ["a", "bb"], max_new_tokens=8, repeats=3, warmup=1)
     assert document["speedup"] == pytest.approx(2.0) and document["speedup_spread"] == pytest.approx([2.0] * 3)
     assert document["greedy_equal"] and document["repeats"] == 3 and len(document["seconds_per_token"]["plain"]) == 3
+
+
+def test_engine_bench_prediction_against_hand_computation():
+    """One gamma's row from server-style counters (totals only: 10 rounds, 20 drafted, 5 accepted) and costs
+    t_verify = 10, 12, 14 ms, t_draft 1 ms, t_step 8 ms: 1.5 tokens per round, mean proposal 2, so a round costs
+    2 x 1 + t_verify(3) = 16 ms and the prediction is 1.5 x 8 / 16 = 0.75; the speedup measured is plain seconds per
+    token over speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
+    9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms."""
+    from engines.bench import _row, _verify_seconds
+
+    plain = [{"decode": 0.008 * 15, "tokens": 16, "rows": [[0] * 16]}]
+    runs = [{"decode": 0.010 * 15, "tokens": 16, "rows": [[0] * 16],
+             "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
+    costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
+    row = _row(2, plain, runs, costs)
+    assert row["predicted_speedup"] == pytest.approx(0.75) and row["speedup"] == pytest.approx(0.8)
+    assert row["alpha"] is None and row["acceptance_rate"] == pytest.approx(0.25)
+    assert row["tokens_per_iteration"] == pytest.approx(1.5) and row["mean_proposal_length"] == pytest.approx(2.0)
+    counted = {"num_draft_tokens": 18, "proposal_length_counts": [1, 0, 9]}
+    assert _verify_seconds(counted, costs["t_verify"], 10) == pytest.approx(0.0136)
+    assert _verify_seconds({"num_draft_tokens": 15}, costs["t_verify"], 10) == pytest.approx(0.013)  # m 1.5
