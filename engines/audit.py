@@ -260,13 +260,17 @@ def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sa
                         level: float) -> tuple[dict, dict, list]:
     """(verdict document, both samples' rows, printed lines) of the two-sample audit of two runs."""
     report = compare_runs(a, b, level)
+    rates = [len(run.rows) / run.seconds if run.seconds > 0 else 0.0 for run in (a, b)]
+    ratio = rates[0] / rates[1] if all(rates) else None  # a side drawn from a file has no rate
     document = dict(report.as_dict(), a=a_text, b=b_text, sampling=sampling.describe(), lost=[a.lost, b.lost],
-                    seconds=[a.seconds, b.seconds], counters=[a.counters, b.counters],
-                    samples_per_second=[len(run.rows) / run.seconds if run.seconds > 0 else 0.0 for run in (a, b)])
+                    seconds=[a.seconds, b.seconds], counters=[a.counters, b.counters], samples_per_second=rates,
+                    throughput_ratio=ratio)
     lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}",
              f"two-sample (token KS and prefix chi-square per position, Bonferroni): p = {report.p_value:.3g}, "
              f"detectable TV {report.detectable_tv:.3f} at n = {report.n_a} + {report.n_b}: "
              f"{'PASS' if report.passed else 'FAIL'}"]
+    if ratio is not None:
+        lines.append(f"samples a second: {rates[0]:.1f} against {rates[1]:.1f} (ratio {ratio:.2f})")
     return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines
 
 
