@@ -1,6 +1,6 @@
 """Where an engine's greedy output first leaves ours (or two token files each other), the target's logit
 margin there, and a verdict: a near-tie within float noise is numerics, a margin of logits is a bug
-(docs/metrics.md). --engine llama-cpp draws the engine's greedy tokens here (docs/engines.md)."""
+(docs/metrics.md). --engine llama-cpp (or llama-server) draws the engine's greedy tokens here (docs/engines.md)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", nargs="+", metavar="FILE",
                         help="the engine's new token ids (a JSON list, an object with 'tokens', or integers); two "
                              "files compare with each other instead of with our greedy decoding")
-    parser.add_argument("--engine", choices=("llama-cpp",), help="instead of --tokens: draw the engine's greedy "
-                        "tokens here, on --target's GGUF file (default smollm2), with --speculate draft tokens")
+    parser.add_argument("--engine", metavar="ENGINE", help="instead of --tokens: draw the engine's greedy tokens here "
+                        "(llama-cpp or llama-server[:OPTIONS]), on --target's GGUF file (default smollm2), with "
+                        "--speculate draft tokens")
     parser.add_argument("--speculate", type=int, default=4, help="--engine: draft tokens per step, 0 = off (default 4)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="--engine: tokens drawn (default 64)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from decoders.autoregressive import generate_autoregressive
     from engines import EngineSampling, open_engine
+    from engines.base import capability
     from measure.diverge import diagnose, read_tokens
     from measure.inputs import encode_text
     from decoders.models.zoo import load_named
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from decoders.sampling import GREEDY
 
     if (args.tokens is None) == (args.engine is None) or len(args.tokens or ()) > 2:
-        raise ValueError("give --tokens FILE (against our greedy decoding), --tokens A B, or --engine llama-cpp")
+        raise ValueError("give --tokens FILE (against our greedy decoding), --tokens A B, or --engine ENGINE")
     sequences = [read_tokens(path) for path in args.tokens or ()]
     target_name = args.target or ("smollm2" if args.engine else None)
     target, tokenizer = load_named(target_name, role="target", device=args.device)
@@ -45,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--prompt-text is empty after tokenization")
     if args.engine:
         engine = open_engine(args.engine, gguf=None if target_name == "smollm2" else target_name)
+        if capability(engine, "generate_ids") is None:
+            raise ValueError(f"--engine {args.engine}: diverge reads the engine's token ids (generate_ids, "
+                             f"docs/engines.md §2), which it does not give; draw its tokens into --tokens FILE")
         tokens, _, _, _ = engine.generate_ids(prompt, as_int("max_new_tokens", args.max_new_tokens, low=1, high=1024),
                                               EngineSampling(0.0), speculate=args.speculate)
         sequences, args.tokens = [tokens], [f"{args.engine} (speculate {args.speculate})"]
