@@ -227,8 +227,7 @@ class LlamaServerEngine:
         self.binary = server_binary()
         if not Path(model).is_file():
             raise ValueError(f"the llama-server engine serves a GGUF file; {str(model)!r} is not one")
-        self.model, self.options, self.retries = str(model), options, retries
-        self.model_path = Path(model)
+        self.model_path, self.options, self.retries = Path(model), options, retries
         words = [options.spec] + [f"mirostat {options.mirostat}"] * bool(options.mirostat) + \
             [f"grammar {options.grammar}"] * bool(options.grammar)
         self.name = "llama-server" + (f" ({', '.join(filter(None, words))})" if any(words) else "")
@@ -237,7 +236,8 @@ class LlamaServerEngine:
     def server(self, speculate: int) -> LlamaServer:
         speculate = check_speculate(speculate) if self.options.spec else 0
         if speculate not in self._servers:
-            self._servers[speculate] = LlamaServer(self.options.arguments(self.model, speculate), binary=self.binary)
+            self._servers[speculate] = LlamaServer(self.options.arguments(str(self.model_path), speculate),
+                                                    binary=self.binary)
         return self._servers[speculate]
 
     def tokenize(self, prompt: str) -> list:
