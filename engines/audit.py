@@ -283,11 +283,19 @@ def model_lines(found: dict, described: str, model: str, sampling: EngineSamplin
             f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}"]
 
 
-def samples_side(path: str) -> tuple[str, EngineRun]:
-    """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``)."""
+def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[str, EngineRun]:
+    """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``); with ``prompt``,
+    the file must continue that prompt (its text, or its ids by ``tokenize`` where the file holds ids)."""
     from decoders.audit.samples import read_rows
 
-    _, rows = read_rows(path)
+    file_prompt, rows = read_rows(path)
+    if prompt is not None and isinstance(file_prompt, str) and file_prompt != prompt:
+        raise ValueError(f"samples file '{path}' continues the prompt {file_prompt[:60]!r}, not --prompt-text "
+                         f"{prompt[:60]!r}: both sides must continue the same prompt")
+    if prompt is not None and not isinstance(file_prompt, str) and tokenize is not None and \
+            list(file_prompt) != list(tokenize(prompt)):
+        raise ValueError(f"samples file '{path}' continues the prompt ids {list(file_prompt)[:12]}..., not those "
+                         f"of --prompt-text {prompt[:60]!r}: both sides must continue the same prompt")
     return f"samples file {path} ({len(rows)} rows)", EngineRun(tuple(rows), 0.0)
 
 
@@ -370,7 +378,8 @@ class EngineAuditRequest:
     def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
         """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
         if spec.endswith(".jsonl") and not is_url(spec):
-            return samples_side(spec)
+            tokenize = capability(engine, "tokenize") if engine is not None else None
+            return samples_side(spec, None if self.engine is None else self.prompt, tokenize)
         return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
                            speculate=speculate, seed=seed)
 
@@ -382,15 +391,19 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
                                 progress)
         return document, {}, greedy_lines(document)
     engine = None if request.engine is None else request.open(request.engine)
+    against = request.against or "plain"
+    file_b = against.endswith(".jsonl") and not is_url(against)
+    if file_b:  # a file is read, and its prompt checked, before the long draw of the other side
+        b_text, b = request.side(against, speculate=0, seed=0, engine=engine)
     a_text, a = request.side(request.samples or request.engine, speculate=request.draft_tokens, seed=request.seed,
                              engine=engine)
-    against = request.against or "plain"
     if against == "model":
         found = against_model(engine, request.prompt, a, request.sampling, level=request.level, seed=request.seed)
         return (dict(found, engine=a_text, sampling=request.sampling.describe()), {"rows": list(a.rows)},
                 model_lines(found, a_text, engine.model_path.name, request.sampling))
-    b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
-                             seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
+    if not file_b:
+        b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
+                                 seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
     document, samples, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
     version = capability(engine, "version")
     return (dict(document, engine_version=version()) if version else document), samples, lines

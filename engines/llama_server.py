@@ -60,6 +60,14 @@ def server_binary() -> Path:
     return binary
 
 
+def _float_or_text(value: str) -> float | str:
+    """``value`` as a float where it reads as one (else as given, for the check to name)."""
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 @dataclass(frozen=True)
 class ServerOptions:
     """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, or None for no speculation at any
@@ -68,8 +76,8 @@ class ServerOptions:
     ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``completions`` (samples
     per request, ``n_cmpl``: the prompt is evaluated once for them, at most ``slots``), ``threads`` (-t) and
     ``context`` (tokens per slot); and two samplers only this engine has, sent with every request: ``mirostat``
-    (0 off, 1 or 2: llama.cpp's Mirostat version, at its default tau 5 and eta 0.1, which replaces the other
-    truncations) and ``grammar`` (a ``GRAMMARS`` name: the output constrained to it)."""
+    (0 off, 1 or 2: llama.cpp's Mirostat version, which replaces the other truncations; ``mirostat_tau`` and
+    ``mirostat_eta``, its target surprise in bits and learning rate, None for llama.cpp's 5 and 0.1) and ``grammar`` (a ``GRAMMARS`` name: the output constrained to it)."""
 
     spec: str | None = None
     draft: str | None = None
@@ -80,12 +88,15 @@ class ServerOptions:
     threads: int = 2
     context: int = 2048
     mirostat: int = 0
+    mirostat_tau: float | None = None
+    mirostat_eta: float | None = None
     grammar: str | None = None
 
     WORDS = {"spec": "spec", "draft": "draft", "sampling": "draft_sampling", "draft-min": "draft_min", "np": "slots",
              "completions": "completions", "threads": "threads", "context": "context", "mirostat": "mirostat",
-             "grammar": "grammar"}
+             "mirostat-tau": "mirostat_tau", "mirostat-eta": "mirostat_eta", "grammar": "grammar"}
     INTEGERS = ("draft_min", "slots", "completions", "threads", "context", "mirostat")
+    FLOATS = ("mirostat_tau", "mirostat_eta")
     #: Grammars by name, sent as the request's json_schema (the server turns a schema into a grammar).
     GRAMMARS = {"json": {"type": "object"}}
 
@@ -107,6 +118,12 @@ class ServerOptions:
         as_int("threads", self.threads, low=1, high=512)
         as_int("context", self.context, low=64, high=1 << 20)
         as_int("mirostat", self.mirostat, low=0, high=2)
+        for name in self.FLOATS:
+            value = getattr(self, name)
+            if value is not None and not self.mirostat:
+                raise ValueError(f"llama-server {name.replace('_', '-')} needs mirostat=1 or mirostat=2")
+            if value is not None and not (isinstance(value, float) and 0 < value < 100):
+                raise ValueError(f"llama-server {name.replace('_', '-')} must be a number in (0, 100), got {value!r}")
         if self.grammar is not None and self.grammar not in self.GRAMMARS:
             raise ValueError(f"llama-server grammar must be one of {', '.join(self.GRAMMARS)}, got {self.grammar!r}")
 
@@ -121,12 +138,14 @@ class ServerOptions:
                 raise ValueError(f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
                                  f"commas, got {word!r}")
             field = cls.WORDS[key]
-            values[field] = int(value) if field in cls.INTEGERS and value.isdigit() else value
+            values[field] = int(value) if field in cls.INTEGERS and value.isdigit() else \
+                _float_or_text(value) if field in cls.FLOATS else value
         return cls(**values)
 
     def request_fields(self) -> dict:
         """What every request carries beyond ``completion_body``: the engine's own samplers where they are on."""
         return {**({"mirostat": self.mirostat} if self.mirostat else {}),
+                **{name: getattr(self, name) for name in self.FLOATS if getattr(self, name) is not None},
                 **({"json_schema": self.GRAMMARS[self.grammar]} if self.grammar else {})}
 
     def arguments(self, model: str, speculate: int) -> list:
@@ -228,7 +247,9 @@ class LlamaServerEngine:
         if not Path(model).is_file():
             raise ValueError(f"the llama-server engine serves a GGUF file; {str(model)!r} is not one")
         self.model_path, self.options, self.retries = Path(model), options, retries
-        words = [options.spec] + [f"mirostat {options.mirostat}"] * bool(options.mirostat) + \
+        words = [options.spec] + [" ".join([f"mirostat {options.mirostat}"] + [f"{name[9:]} {getattr(options, name):g}" for name in
+                                                          options.FLOATS if getattr(options, name) is not None])
+                                ] * bool(options.mirostat) + \
             [f"grammar {options.grammar}"] * bool(options.grammar)
         self.name = "llama-server" + (f" ({', '.join(filter(None, words))})" if any(words) else "")
         self._servers: dict = {}

@@ -49,3 +49,21 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
 def test_engine_flags_against_error_contract(argv, fragment, capsys):
     status, out, err = run(capsys, "audit", *argv)
     assert status == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeypatch):
+    """`--engine E --against B.jsonl`: a file that continues another prompt is refused before the engine draws a
+    sample (the error names both prompts); the same file with its own prompt is audited (the control)."""
+    from engines.audit import EngineAuditRequest, run_engine_audit
+
+    engine, drawn = MarkovEngine(), []
+    b = _file(tmp_path / "b.jsonl", engine, SECOND_SIDE_SEED, n=200)  # prompt "p"
+    monkeypatch.setattr(EngineAuditRequest, "open", lambda self, spec: engine)
+    draw = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *args, **kwargs: drawn.append(args) or draw(*args, **kwargs))
+    with pytest.raises(ValueError, match="continues the prompt 'p', not --prompt-text 'q'"):
+        run_engine_audit(EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200, prompt="q"))
+    assert drawn == []
+    document = run_engine_audit(EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200,
+                                                   prompt="p"))[0]
+    assert len(drawn) == 1 and document["n_a"] == document["n_b"] == 200

@@ -87,10 +87,19 @@ def test_truncated_draft_against_its_source(draft):
     ("sampling=typical,spec=ngram-simple", "greedy or probabilistic"),
     ("mirostat=3", "mirostat must be"),
     ("grammar=yaml", "grammar must be one of json"),
+    ("mirostat-tau=3", "mirostat-tau needs mirostat=1 or mirostat=2"),
+    ("mirostat=2,mirostat-eta=fast", "mirostat-eta must be a number in"),
 ])
 def test_bad_options_are_one_line_errors(words, message):
     with pytest.raises(ValueError, match=message):
         ServerOptions.parse(words)
+
+
+def test_mirostat_options_against_request_fields():
+    """Mirostat's tau and eta are sent with every request as llama-server's fields name them, and named."""
+    options = ServerOptions.parse("mirostat=2,mirostat-tau=3,mirostat-eta=1")
+    assert options.request_fields() == {"mirostat": 2, "mirostat_tau": 3.0, "mirostat_eta": 1.0}
+    assert ServerOptions.parse("mirostat=2").request_fields() == {"mirostat": 2}
 
 
 def test_completions_per_request_keep_every_row_against_one_request_each(plain):
