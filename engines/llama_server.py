@@ -70,8 +70,9 @@ def _float_or_text(value: str) -> float | str:
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, or None for no speculation at any
-    ``speculate``), ``draft`` (the -md GGUF file the model drafts need), ``draft_sampling`` (greedy: the draft's
+    """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, by default ``ngram-simple``, the
+    drafter that needs no draft model, as the in-process engine's default is prompt lookup; None, ``spec=none``:
+    no speculation at any ``speculate``), ``draft`` (the -md GGUF file the model drafts need), ``draft_sampling`` (greedy: the draft's
     argmax, verified by sample-and-match; probabilistic: sampled drafts verified by rejection sampling at T > 0),
     ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``completions`` (samples
     per request, ``n_cmpl``: the prompt is evaluated once for them, at most ``slots``), ``threads`` (-t) and
@@ -79,7 +80,7 @@ class ServerOptions:
     (0 off, 1 or 2: llama.cpp's Mirostat version, which replaces the other truncations; ``mirostat_tau`` and
     ``mirostat_eta``, its target surprise in bits and learning rate, None for llama.cpp's 5 and 0.1) and ``grammar`` (a ``GRAMMARS`` name: the output constrained to it)."""
 
-    spec: str | None = None
+    spec: str | None = "ngram-simple"
     draft: str | None = None
     draft_sampling: str = "greedy"
     draft_min: int = 0
@@ -104,7 +105,7 @@ class ServerOptions:
         from spectheory.validation import as_int
 
         if self.spec is not None and self.spec not in SPEC_TYPES:
-            raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)}, got {self.spec!r}")
+            raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)} or none, got {self.spec!r}")
         if (self.spec in MODEL_DRAFTS) != (self.draft is not None):
             raise ValueError(f"llama-server: spec {self.spec} {'needs' if self.spec in MODEL_DRAFTS else 'takes no'} "
                              f"draft=FILE.gguf")
@@ -138,6 +139,9 @@ class ServerOptions:
                 raise ValueError(f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
                                  f"commas, got {word!r}")
             field = cls.WORDS[key]
+            if field == "spec" and value == "none":
+                values[field] = None
+                continue
             values[field] = int(value) if field in cls.INTEGERS and value.isdigit() else \
                 _float_or_text(value) if field in cls.FLOATS else value
         return cls(**values)

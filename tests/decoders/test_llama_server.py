@@ -95,6 +95,14 @@ def test_bad_options_are_one_line_errors(words, message):
         ServerOptions.parse(words)
 
 
+def test_default_speculation_against_server_flags():
+    """With no spec the engine drafts by n-grams (no draft model needed), as the in-process engine's default is
+    prompt lookup; spec=none starts no drafter at any speculation length."""
+    assert "--spec-type ngram-simple" in " ".join(ServerOptions.parse("").arguments("m.gguf", 4))
+    assert "--spec-type" not in " ".join(ServerOptions.parse("spec=none").arguments("m.gguf", 4))
+    assert "--spec-type" not in " ".join(ServerOptions.parse("").arguments("m.gguf", 0))
+
+
 def test_mirostat_options_against_request_fields():
     """Mirostat's tau and eta are sent with every request as llama-server's fields name them, and named."""
     options = ServerOptions.parse("mirostat=2,mirostat-tau=3,mirostat-eta=1")
