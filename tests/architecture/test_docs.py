@@ -200,3 +200,19 @@ def test_gpu_numbers_against_their_results():
         expected = [f"{p['t_step'] * 1e3:.1f}", f"{p['t_draft'] * 1e3:.2f}", f"{p['t_iteration'] * 1e3:.2f}",
                     f"{p['c']:.4f}"] + [f"{p['t_verify'][k - 1] * 1e3:.1f}" for k in (1, 8, 64)]
         assert [cell.strip() for cell in cells.split("|") if cell.strip()] == expected, name
+
+
+def test_llama_server_verdicts_against_their_results():
+    """docs/engines.md's table of llama-server's audits quotes each result file: samples a side, detectable total
+    variation, p-value and verdict; every result file of a llama-server audit has its row."""
+    page = (ROOT / "docs" / "engines.md").read_text()
+    names = sorted(path.stem for path in (ROOT / "results").glob("llama_server_audit_*.json"))
+    assert len(names) >= 4
+    for name in names:
+        verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
+        row = next((line for line in page.splitlines() if line.startswith("|") and f"`results/{name}.json`" in line),
+                   None)
+        assert row is not None, name
+        for text in (f"| {verdict['n_a']:,} |", f"| {verdict['detectable_tv']:.3f} |", f"| {verdict['p_value']:.3g} |",
+                     "| PASS |" if verdict["passed"] else "| FAIL |"):
+            assert text in row, (name, text, row)

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""llama-server's rejection-sampling verifier (--spec-draft-sampling probabilistic) changes the output law under
+Mirostat 2: the Mirostat state mu is updated from the token the sampler chain drew at each verified position
+(common_sampler_sample inside common_sampler_sample_and_accept_n_rejection), not from the token emitted there
+(the accepted draft or the residual draw). The next position is then truncated by a mu that does not belong to the
+emitted text.
+
+Starts two servers of one build on one model, one plain and one speculating with the model as its own draft,
+draws N seeded samples of 4 tokens from each with Mirostat 2 (tau 2, eta 2: a strong learning rate makes the
+effect large), and compares the two samples' 4-token prefixes by a chi-square test of homogeneity. Needs only
+python3 (standard library). Usage:
+
+    repro.py LLAMA_SERVER MODEL.gguf [N]     (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
+
+Plain decoding against itself (two seed ranges) is printed first as the control; it should pass.
+"""
+
+import collections
+import json
+import math
+import subprocess
+import sys
+import time
+import urllib.request
+
+PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
+SAMPLER = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
+           "mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0, "n_predict": 4, "cache_prompt": False,
+           "return_tokens": True}
+PER_REQUEST = 8
+
+
+def start(server: str, model: str, port: int, extra: list) -> subprocess.Popen:
+    process = subprocess.Popen([server, "-m", model, "-np", str(PER_REQUEST), "-t", "2", "--port", str(port),
+                                "--no-cache-prompt"] + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            return process
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"server on port {port} did not start")
+
+
+def samples(port: int, n: int, seed: int) -> list:
+    rows = []
+    for start_seed in range(seed, seed + n, PER_REQUEST):
+        body = dict(SAMPLER, prompt=PROMPT, seed=start_seed, n_cmpl=PER_REQUEST)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        answers = json.load(urllib.request.urlopen(request, timeout=600))
+        rows += [tuple(answer["tokens"]) for answer in answers]
+    return rows[:n]
+
+
+def chi_square_p(a: list, b: list) -> tuple:
+    """Homogeneity of two samples' categories (cells with fewer than 10 pooled counts merged): (statistic, dof, p)."""
+    ca, cb = collections.Counter(a), collections.Counter(b)
+    cells, rare = [], [0, 0]
+    for key in set(ca) | set(cb):
+        if ca[key] + cb[key] >= 10:
+            cells.append((ca[key], cb[key]))
+        else:
+            rare[0], rare[1] = rare[0] + ca[key], rare[1] + cb[key]
+    if sum(rare):
+        cells.append(tuple(rare))
+    na, nb = len(a), len(b)
+    statistic = sum((x - (x + y) * na / (na + nb)) ** 2 / ((x + y) * na / (na + nb)) +
+                    (y - (x + y) * nb / (na + nb)) ** 2 / ((x + y) * nb / (na + nb)) for x, y in cells)
+    dof = len(cells) - 1
+    z = ((statistic / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))  # Wilson-Hilferty
+    return statistic, dof, 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    server, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000
+    plain = start(server, model, 18441, [])
+    spec = start(server, model, 18442, ["--spec-type", "draft-simple", "-md", model, "--spec-draft-n-max", "4",
+                                        "--spec-draft-sampling", "probabilistic"])
+    try:
+        a = samples(18441, n, 0)
+        b = samples(18441, n, 10 ** 6)
+        c = samples(18442, n, 10 ** 6)
+    finally:
+        plain.kill(), spec.kill()
+    for name, other in (("plain against plain (control)", b), ("plain against speculating", c)):
+        statistic, dof, p = chi_square_p(a, other)
+        print(f"{name}: 4-token prefixes, {len(set(a))} and {len(set(other))} distinct; chi-square {statistic:.1f} "
+              f"on {dof} degrees of freedom, p = {p:.3g}")
+
+
+if __name__ == "__main__":
+    main()
