@@ -7,7 +7,7 @@ paths, so two files drawn with the same seeds are not independent samples).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -16,10 +16,10 @@ from engines.base import END, Engine, EngineRun, EngineSampling, capability
 from engines.openai import is_url
 from spectheory.validation import as_int
 
-__all__ = ["GreedyCheck", "greedy_checks", "probabilities_check", "LOGPROB_TOLERANCE", "diagnose_difference", "numeric_tv", "against_model", "check_model_law",
-           "batch_shape_difference", "as_categories", "compare_runs", "greedy_audit", "greedy_lines",
-           "two_sample_document", "model_lines", "samples_side", "engine_side", "EngineAuditRequest",
-           "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
+__all__ = ["GreedyCheck", "greedy_checks", "probabilities_check", "LOGPROB_TOLERANCE", "diagnose_difference",
+           "numeric_tv", "against_model", "check_model_law", "batch_shape_difference", "as_categories",
+           "compare_runs", "greedy_audit", "greedy_lines", "two_sample_document", "model_lines", "samples_side",
+           "engine_side", "EngineAuditRequest", "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
 
 #: Seeds of the second side start here, so that the two sides never share one (module docstring).
 SECOND_SIDE_SEED = 1 << 30
@@ -42,8 +42,7 @@ class GreedyCheck:
     diagnosis: dict | None = None
 
     def as_dict(self) -> dict:
-        return {"gamma": self.gamma, "tokens": self.tokens, "equal": self.equal,
-                "first_difference": self.first_difference, "counters": self.counters, "diagnosis": self.diagnosis}
+        return asdict(self)
 
 
 def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculative: tuple, position: int) -> dict:
@@ -286,16 +285,10 @@ def model_lines(found: dict, described: str, model: str, sampling: EngineSamplin
 def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[str, EngineRun]:
     """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``); with ``prompt``,
     the file must continue that prompt (its text, or its ids by ``tokenize`` where the file holds ids)."""
-    from decoders.audit.samples import read_rows
+    from decoders.audit.samples import check_continues, read_rows
 
     file_prompt, rows = read_rows(path)
-    if prompt is not None and isinstance(file_prompt, str) and file_prompt != prompt:
-        raise ValueError(f"samples file '{path}' continues the prompt {file_prompt[:60]!r}, not --prompt-text "
-                         f"{prompt[:60]!r}: both sides must continue the same prompt")
-    if prompt is not None and not isinstance(file_prompt, str) and tokenize is not None and \
-            list(file_prompt) != list(tokenize(prompt)):
-        raise ValueError(f"samples file '{path}' continues the prompt ids {list(file_prompt)[:12]}..., not those "
-                         f"of --prompt-text {prompt[:60]!r}: both sides must continue the same prompt")
+    check_continues(path, file_prompt, prompt, tokenize)
     return f"samples file {path} ({len(rows)} rows)", EngineRun(tuple(rows), 0.0)
 
 
@@ -378,8 +371,7 @@ class EngineAuditRequest:
     def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
         """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
         if spec.endswith(".jsonl") and not is_url(spec):
-            tokenize = capability(engine, "tokenize") if engine is not None else None
-            return samples_side(spec, None if self.engine is None else self.prompt, tokenize)
+            return samples_side(spec, None if self.engine is None else self.prompt, capability(engine, "tokenize"))
         return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
                            speculate=speculate, seed=seed)
 
@@ -392,9 +384,8 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
         return document, {}, greedy_lines(document)
     engine = None if request.engine is None else request.open(request.engine)
     against = request.against or "plain"
-    file_b = against.endswith(".jsonl") and not is_url(against)
-    if file_b:  # a file is read, and its prompt checked, before the long draw of the other side
-        b_text, b = request.side(against, speculate=0, seed=0, engine=engine)
+    file_b = against.endswith(".jsonl") and not is_url(against)  # read, its prompt checked, before a is drawn
+    b_text, b = request.side(against, speculate=0, seed=0, engine=engine) if file_b else (None, None)
     a_text, a = request.side(request.samples or request.engine, speculate=request.draft_tokens, seed=request.seed,
                              engine=engine)
     if against == "model":

@@ -17,8 +17,8 @@ from typing import Protocol
 
 from spectheory.validation import as_int, as_real
 
-__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "CAPABILITIES", "capability", "add_counters",
-           "check_speculate"]
+__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "CAPABILITIES", "DEFAULT_CONTEXT", "capability",
+           "add_counters", "check_speculate"]
 
 #: What a row holds after the engine stopped it (end of sequence) before the horizon.
 END = "<end>"
@@ -84,6 +84,7 @@ CAPABILITIES = {
     "version": "version() -> str, recorded in results (without: not recorded)",
     "tokenize": "tokenize(prompt) -> ids, as the engine reads a completion prompt (without: no bench, no diagnosis)",
     "model_path": "model_path: the GGUF file it serves (without: no bench, no --against model)",
+    "context": "context: tokens one sequence may hold, prompt and output together (without: DEFAULT_CONTEXT)",
     "settings": "settings() -> dict: threads, slots, speculation options, for the record (without: not recorded)",
     "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
                     "first token, seconds after it) of one continuation (without: no bench)",
@@ -97,6 +98,10 @@ CAPABILITIES = {
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
                   "(without: no --against model, no batch-shape numerics)",
 }
+
+
+#: The context the Spec-Bench table assumes of an engine that does not say its own (llama.cpp's default here).
+DEFAULT_CONTEXT = 2048
 
 
 def capability(engine, name: str):

@@ -83,6 +83,7 @@ class LlamaCppEngine:
     inside ``Llama.eval`` with a broadcast error), both loaded on first use."""
 
     name = "llama-cpp"
+    context = CONTEXT
 
     def __init__(self, model_path, *, threads: int | None = None) -> None:
         self._llama_cpp = import_llama_cpp()

@@ -265,6 +265,11 @@ class LlamaServerEngine:
                                                     binary=self.binary)
         return self._servers[speculate]
 
+    @property
+    def context(self) -> int:
+        """Tokens one slot holds (``-c`` is this times the slots)."""
+        return self.options.context
+
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as the in-process engine reads a prompt: special tokens parsed, BOS where the model
         adds one (SmolLM2 adds none)."""

@@ -11,8 +11,8 @@ import torch
 from tqdm import tqdm
 
 from engines import open_engine
+from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
-from engines.llama_cpp import CONTEXT
 from measure.bench import BenchSettings
 from measure.inputs import load_inputs
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
@@ -23,12 +23,14 @@ __all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table"]
 
 #: llama.cpp's prompt lookup at these draft lengths: its best on SmolLM2 is the smallest (docs/measuring.md).
 ENGINE_GAMMAS = (1, 2, 4)
+#: The table's name of an engine's rows, where it is not the engine's own name.
+ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 
-def _engine_row(category: str, document: dict, questions: list) -> dict:
+def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
     """One category's best measured gamma in ``measure.spec_bench_table``'s keys (the prediction: the engine's)."""
     best = best_choice(document["rows"], lambda row: row["speedup"], lambda row: row["gamma"])
-    return {"category": category, "label": LABELS[category], "draft": "llama.cpp prompt lookup",
+    return {"category": category, "label": LABELS[category], "draft": label,
             "prompts": len(questions), "cut": sum(q["cut"] > 0 for q in questions),
             "prompt_tokens": sum(q["tokens"] for q in questions) / len(questions), "setting": f"gamma {best['gamma']}",
             "gamma": best["gamma"], "mean_acceptance_length": best["tokens_per_iteration"], "alpha": best["alpha"],
@@ -43,7 +45,8 @@ def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tok
     """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
     longer than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading
     is slower than the rest: one warm-up at least. The document, with its ``table``."""
-    room, warmup = CONTEXT - max_new_tokens - max(gammas) - 1, max(warmup, 1)
+    room = (capability(engine, "context") or DEFAULT_CONTEXT) - max_new_tokens - max(gammas) - 1
+    warmup = max(warmup, 1)
     categories, rows = {}, []
     for category in spec_bench_categories(task):
         questions = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
@@ -52,7 +55,8 @@ def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tok
             document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
                                     max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup, progress=bar.update)
         categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
-        rows.append(_engine_row(category, document, categories[category]["questions"]))
+        rows.append(_engine_row(category, document, categories[category]["questions"],
+                                ENGINE_LABELS.get(engine.name, engine.name)))
     return {"task": task, "engine": engine.name, "model": engine.model_path.name, "prompt_room": room,
             "categories": categories, "table": rows}
 

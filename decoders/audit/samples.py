@@ -17,7 +17,7 @@ import torch
 from decoders.audit.statistical import MAX_SAMPLES
 from spectheory.outputs import strict_loads, write_text
 
-__all__ = ["EngineSamples", "read_samples", "read_rows", "write_rows"]
+__all__ = ["EngineSamples", "read_samples", "read_rows", "check_continues", "write_rows"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,20 @@ def _pieces(value, key: str, where: str) -> tuple | str:
             for token in value):
         raise ValueError(f"{where}: {key!r} must be a non-empty list of token ids or text pieces")
     return tuple(value)
+
+
+def check_continues(path, file_prompt, prompt: str | None, tokenize=None) -> None:
+    """A one-line error unless samples file ``path``'s prompt (``read_rows``' first value: text, or ids compared
+    with ``tokenize(prompt)`` where a tokenizer is given) is ``prompt``, which the other side continues (None:
+    nothing to check)."""
+    if prompt is None:
+        return
+    if isinstance(file_prompt, str) and file_prompt != prompt:
+        raise ValueError(f"samples file '{path}' continues the prompt {file_prompt[:60]!r}, not --prompt-text "
+                         f"{prompt[:60]!r}: both sides must continue the same prompt")
+    if not isinstance(file_prompt, str) and tokenize is not None and list(file_prompt) != list(tokenize(prompt)):
+        raise ValueError(f"samples file '{path}' continues the prompt ids {list(file_prompt)[:12]}, not those of "
+                         f"--prompt-text {prompt[:60]!r}: both sides must continue the same prompt")
 
 
 def read_rows(path, tokens_of=_pieces, stop: tuple = ()) -> tuple:
