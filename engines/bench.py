@@ -9,10 +9,12 @@ llama.cpp in-process (prompt lookup) and llama-server (a draft model or the n-gr
 The prediction is the cost model of docs/theory.md §10 with the engine's own call costs, measured apart from the
 runs it predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token;
 t_round, a drafting cost paid once per round (prompt lookup); t_draft, paid per drafted token (a draft model's
-step). t_step is the plain runs' decode seconds per token. From the speculative runs it takes only what a cost
-model needs of the text: the tokens per round (accepted + 1) and the proposal lengths m (their distribution where
-the engine counts it, else their mean). A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] +
-E[tokens] t_sample, and the predicted speedup is E[tokens] t_step / that (``spectheory.costs.calibrated_speedup``).
+step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of each round's verify batch
+(llama-server feeds the draft every batch the target evaluates). t_step is the plain runs' decode seconds per token.
+From the speculative runs it takes only what a cost model needs of the text: the tokens per round (accepted + 1) and
+the proposal lengths m (their distribution where the engine counts it, else their mean). A round then costs t_round
++ E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]), and the predicted speedup is
+E[tokens] t_step / that (``spectheory.costs.calibrated_speedup``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
     seconds = (costs["t_round"] + lengths * costs["t_draft"] + _verify_seconds(counters, costs["t_verify"], rounds)
                + per_iteration * costs["t_sample"])
+    if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
+        seconds += _verify_seconds(counters, costs["t_draft_batch"], rounds)
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     predicted = float(calibrated_speedup(per_iteration, t_step, seconds))
     trials = sum(counters.get("reached_per_position", []))

@@ -42,6 +42,12 @@ START_SECONDS = 120.0
 #: Speculative types that need a draft model (-md); the ngram-* types draft from the text.
 MODEL_DRAFTS = ("draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark")
 SPEC_TYPES = MODEL_DRAFTS + ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+#: The flag that caps each n-gram drafter's draft length (common/arg.cpp); --spec-draft-n-max caps only the model
+#: drafts and ngram-cache. ngram-simple drafts a copy only when it is at least its lookup key long (size n, 12 by
+#: default; common/ngram-map.cpp), so the engine shortens its key to the draft length where it is longer.
+NGRAM_LENGTH_FLAGS = {"ngram-simple": "--spec-ngram-simple-size-m", "ngram-map-k": "--spec-ngram-map-k-size-m",
+                      "ngram-map-k4v": "--spec-ngram-map-k4v-size-m", "ngram-mod": "--spec-ngram-mod-n-max"}
+NGRAM_SIMPLE_KEY = 12
 
 
 def server_home() -> Path:
@@ -153,12 +159,17 @@ class ServerOptions:
                 **({"json_schema": self.GRAMMARS[self.grammar]} if self.grammar else {})}
 
     def arguments(self, model: str, speculate: int) -> list:
-        """llama-server's flags for ``model`` drafting up to ``speculate`` tokens (0: no speculation)."""
+        """llama-server's flags for ``model`` drafting up to ``speculate`` tokens (0: no speculation), by each
+        drafter's own length flag (``NGRAM_LENGTH_FLAGS``)."""
         flags = ["-m", model, "-np", str(self.slots), "-t", str(self.threads), "-c", str(self.context * self.slots),
                  "--no-cache-prompt", "--no-webui"]
         if speculate and self.spec is not None:
             flags += ["--spec-type", self.spec, "--spec-draft-n-max", str(speculate),
                       "--spec-draft-n-min", str(self.draft_min)]
+            if self.spec in NGRAM_LENGTH_FLAGS:
+                flags += [NGRAM_LENGTH_FLAGS[self.spec], str(speculate)]
+            if self.spec == "ngram-simple":
+                flags += ["--spec-ngram-simple-size-n", str(min(speculate, NGRAM_SIMPLE_KEY))]
             if self.draft is not None:
                 flags += ["-md", self.draft, "--spec-draft-sampling", self.draft_sampling]
         return flags
@@ -234,6 +245,27 @@ def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, se
             "repeat_penalty": sampling.repeat_penalty, "typical_p": 1.0, "frequency_penalty": 0.0,
             "presence_penalty": 0.0, "dry_multiplier": 0.0, "xtc_probability": 0.0, "top_n_sigma": -1.0,
             "mirostat": 0, "return_tokens": True, "cache_prompt": False, "stream": False}
+
+
+def width_seconds(server: LlamaServer, prompt_ids: list, max_tokens: int, repeats: int) -> list:
+    """[k = 1..``max_tokens``]: the seconds ``server`` reports for evaluating k new tokens after ``prompt_ids``
+    cached in its slot 0 (a verify call's shape), medians over ``repeats``, k interleaved."""
+    extra, greedy = list(prompt_ids[-max_tokens:]), EngineSampling(temperature=0.0)
+
+    def evaluate(ids: list) -> dict:
+        return server.post("/completion", dict(completion_body(ids, 1, greedy, 0), cache_prompt=True,
+                                               id_slot=0))["timings"]
+    evaluate(prompt_ids)
+    seconds: dict = {k: [] for k in range(1, max_tokens + 1)}
+    for _ in range(repeats):
+        for k in seconds:
+            evaluate(prompt_ids)  # the slot's cache back to the prompt: the next call evaluates k tokens
+            timings = evaluate(list(prompt_ids) + extra[:k])
+            if timings["prompt_n"] != k:
+                raise ValueError(f"llama-server evaluated {timings['prompt_n']} tokens where {k} were new: its "
+                                 f"prompt cache did not hold the prompt")
+            seconds[k].append(timings["prompt_ms"] / 1e3)
+    return [statistics.median(seconds[k]) for k in seconds]
 
 
 def _row(answer: dict, horizon: int) -> tuple:
@@ -312,41 +344,27 @@ class LlamaServerEngine:
                 for entry in answer["completion_probabilities"]]
 
     def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 7) -> dict:
-        """The plain server's t_verify(k), k = 1..``max_tokens``: the seconds it reports for evaluating k new tokens
-        after ``prompt_ids`` cached in slot 0 (a verify call's shape; its one sample included, so t_sample is 0);
-        t_draft, the draft model's seconds per generated token on a plain server of its own (0 for the n-gram
-        drafters, whose lookups cost no model call); t_round 0. Medians over ``repeats``, k interleaved
-        (docs/engines.md, Bench)."""
-        server, extra = self.server(0), list(prompt_ids[-max_tokens:])
-        greedy = EngineSampling(temperature=0.0)
-
-        def evaluate(ids: list) -> dict:
-            body = dict(completion_body(ids, 1, greedy, 0), cache_prompt=True, id_slot=0)
-            return server.post("/completion", body)["timings"]
-        evaluate(prompt_ids)
-        seconds: dict = {k: [] for k in range(1, max_tokens + 1)}
-        for _ in range(repeats):
-            for k in seconds:
-                evaluate(prompt_ids)  # the slot's cache back to the prompt: the next call evaluates k tokens
-                timings = evaluate(list(prompt_ids) + extra[:k])
-                if timings["prompt_n"] != k:
-                    raise ValueError(f"llama-server evaluated {timings['prompt_n']} tokens where {k} were new: its "
-                                     f"prompt cache did not hold the prompt")
-                seconds[k].append(timings["prompt_ms"] / 1e3)
-        t_draft = 0.0
-        if self.options.draft is not None:
-            draft = LlamaServer(ServerOptions(slots=1, completions=1, threads=self.options.threads,
-                                              context=self.options.context).arguments(self.options.draft, 0),
-                                binary=self.binary)
-            try:
-                per_token = [timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
-                    draft.post("/completion", completion_body(prompt_ids, 33, greedy, 0))["timings"]
-                    for _ in range(repeats))]
-            finally:
-                draft.stop()
-            t_draft = statistics.median(per_token)
-        return {"t_verify": [statistics.median(seconds[k]) for k in seconds], "t_sample": 0.0, "t_round": 0.0,
-                "t_draft": t_draft, "context": len(prompt_ids)}
+        """The plain server's t_verify(k), k = 1..``max_tokens`` (``width_seconds``; its one sample included, so
+        t_sample is 0); with a draft model, on a plain server of the draft's own: t_draft, its seconds per generated
+        token, and t_draft_batch(k), its ``width_seconds``, since llama-server has the draft evaluate every batch
+        the target does, each round's verify batch included (server-context.cpp, TAG_SPEC_AVOID_DRAFT_REEVAL). The
+        n-gram drafters cost no model call: t_draft 0, no t_draft_batch; t_round 0 (docs/engines.md, Bench)."""
+        costs = {"t_verify": width_seconds(self.server(0), prompt_ids, max_tokens, repeats), "t_sample": 0.0,
+                 "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids)}
+        if self.options.draft is None:
+            return costs
+        draft = LlamaServer(ServerOptions(slots=1, completions=1, threads=self.options.threads,
+                                          context=self.options.context).arguments(self.options.draft, 0),
+                            binary=self.binary)
+        try:
+            greedy = EngineSampling(temperature=0.0)
+            per_token = [timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
+                draft.post("/completion", completion_body(prompt_ids, 33, greedy, 0))["timings"]
+                for _ in range(repeats))]
+            batches = width_seconds(draft, prompt_ids, max_tokens, repeats)
+        finally:
+            draft.stop()
+        return dict(costs, t_draft=statistics.median(per_token), t_draft_batch=batches)
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:

@@ -101,6 +101,10 @@ def test_default_speculation_against_server_flags():
     assert "--spec-type ngram-simple" in " ".join(ServerOptions.parse("").arguments("m.gguf", 4))
     assert "--spec-type" not in " ".join(ServerOptions.parse("spec=none").arguments("m.gguf", 4))
     assert "--spec-type" not in " ".join(ServerOptions.parse("").arguments("m.gguf", 0))
+    flags = " ".join(ServerOptions.parse("").arguments("m.gguf", 4))  # the drafter's own length flags
+    assert "--spec-ngram-simple-size-m 4" in flags and "--spec-ngram-simple-size-n 4" in flags
+    assert "--spec-ngram-simple-size-n 12" in " ".join(ServerOptions.parse("").arguments("m.gguf", 16))
+    assert "--spec-ngram-mod-n-max 3" in " ".join(ServerOptions.parse("spec=ngram-mod").arguments("m.gguf", 3))
 
 
 def test_mirostat_options_against_request_fields():

@@ -260,7 +260,8 @@ def test_engine_bench_prediction_against_hand_computation():
     t_verify = 10, 12, 14 ms, t_draft 1 ms, t_step 8 ms: 1.5 tokens per round, mean proposal 2, so a round costs
     2 x 1 + t_verify(3) = 16 ms and the prediction is 1.5 x 8 / 16 = 0.75; the speedup measured is plain seconds per
     token over speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
-    9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms."""
+    9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms. A draft that also evaluates
+    the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.6."""
     from engines.bench import _row, _verify_seconds
 
     plain = [{"decode": 0.008 * 15, "tokens": 16, "rows": [[0] * 16]}]
@@ -274,3 +275,5 @@ def test_engine_bench_prediction_against_hand_computation():
     counted = {"num_draft_tokens": 18, "proposal_length_counts": [1, 0, 9]}
     assert _verify_seconds(counted, costs["t_verify"], 10) == pytest.approx(0.0136)
     assert _verify_seconds({"num_draft_tokens": 15}, costs["t_verify"], 10) == pytest.approx(0.013)  # m 1.5
+    with_batch = _row(2, plain, runs, dict(costs, t_draft_batch=[0.002, 0.003, 0.004]))  # + t_draft_batch(3)
+    assert with_batch["predicted_speedup"] == pytest.approx(1.5 * 8 / 20)
