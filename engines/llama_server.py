@@ -268,6 +268,13 @@ def width_seconds(server: LlamaServer, prompt_ids: list, max_tokens: int, repeat
     return [statistics.median(seconds[k]) for k in seconds]
 
 
+def generation_seconds(server: LlamaServer, prompt_ids: list, repeats: int, tokens: int = 33) -> float:
+    """``server``'s seconds per greedy token after the first, after ``prompt_ids``: median of ``repeats`` runs."""
+    body = completion_body(prompt_ids, tokens, EngineSampling(temperature=0.0), 0)
+    return statistics.median(timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
+        server.post("/completion", body)["timings"] for _ in range(repeats)))
+
+
 def _row(answer: dict, horizon: int) -> tuple:
     """A /completion result's token ids, ``END``-padded to ``horizon``."""
     tokens = [int(token) for token in answer["tokens"]][:horizon]
@@ -344,27 +351,24 @@ class LlamaServerEngine:
                 for entry in answer["completion_probabilities"]]
 
     def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 7) -> dict:
-        """The plain server's t_verify(k), k = 1..``max_tokens`` (``width_seconds``; its one sample included, so
-        t_sample is 0); with a draft model, on a plain server of the draft's own: t_draft, its seconds per generated
-        token, and t_draft_batch(k), its ``width_seconds``, since llama-server has the draft evaluate every batch
-        the target does, each round's verify batch included (server-context.cpp, TAG_SPEC_AVOID_DRAFT_REEVAL). The
-        n-gram drafters cost no model call: t_draft 0, no t_draft_batch; t_round 0 (docs/engines.md, Bench)."""
-        costs = {"t_verify": width_seconds(self.server(0), prompt_ids, max_tokens, repeats), "t_sample": 0.0,
-                 "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids)}
+        """The plain server's t_verify(k), k = 1..``max_tokens`` (``width_seconds``), and t_sample, a generated
+        token's cost beyond a call of one token (sampling, the server's step); a draft model's t_draft
+        (``generation_seconds``) and t_draft_batch(k) (its ``width_seconds``: llama-server has the draft evaluate
+        every verify batch too) on a server of its own; the n-gram drafters cost nothing (docs/engines.md, Bench)."""
+        server = self.server(0)
+        t_verify = width_seconds(server, prompt_ids, max_tokens, repeats)
+        costs = {"t_verify": t_verify, "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids),
+                 "t_sample": max(generation_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0)}
         if self.options.draft is None:
             return costs
         draft = LlamaServer(ServerOptions(slots=1, completions=1, threads=self.options.threads,
                                           context=self.options.context).arguments(self.options.draft, 0),
                             binary=self.binary)
         try:
-            greedy = EngineSampling(temperature=0.0)
-            per_token = [timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
-                draft.post("/completion", completion_body(prompt_ids, 33, greedy, 0))["timings"]
-                for _ in range(repeats))]
-            batches = width_seconds(draft, prompt_ids, max_tokens, repeats)
+            return dict(costs, t_draft=generation_seconds(draft, prompt_ids, repeats),
+                        t_draft_batch=width_seconds(draft, prompt_ids, max_tokens, repeats))
         finally:
             draft.stop()
-        return dict(costs, t_draft=statistics.median(per_token), t_draft_batch=batches)
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:
