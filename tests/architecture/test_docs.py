@@ -216,3 +216,15 @@ def test_llama_server_verdicts_against_their_results():
         for text in (f"| {verdict['n_a']:,} |", f"| {verdict['detectable_tv']:.3f} |", f"| {verdict['p_value']:.3g} |",
                      "| PASS |" if verdict["passed"] else "| FAIL |"):
             assert text in row, (name, text, row)
+
+
+def test_llama_server_bench_rows_against_their_results():
+    """docs/engines.md quotes every row of llama-server's bench files: measured speedup with its spread,
+    predicted, their ratio, tokens per call and mean proposal length."""
+    page = (ROOT / "docs" / "engines.md").read_text()
+    for name in ("llama_server_bench_draft24_rewrite", "llama_server_bench_ngram_rewrite"):
+        for row in json.loads((ROOT / "results" / f"{name}.json").read_text())["rows"]:
+            low, _, high = row["speedup_spread"]
+            assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
+                    f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | "
+                    f"{row['mean_proposal_length']:.2f} |") in page, (name, row["gamma"])
