@@ -10,11 +10,14 @@ The prediction is the cost model of docs/theory.md §10 with the engine's own ca
 runs it predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token;
 t_round, a drafting cost paid once per round (prompt lookup); t_draft, paid per drafted token (a draft model's
 step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of each round's verify batch
-(llama-server feeds the draft every batch the target evaluates). t_step is the plain runs' decode seconds per token.
-From the speculative runs it takes only what a cost model needs of the text: the tokens per round (accepted + 1) and
-the proposal lengths m (their distribution where the engine counts it, else their mean). A round then costs t_round
-+ E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]), and the predicted speedup is
-E[tokens] t_step / that (``spectheory.costs.calibrated_speedup``).
+(llama-server feeds the draft every batch the target evaluates). The costs are measured once per repeat, beside
+that repeat's runs, and each is the median over repeats: a machine whose speed drifts by 15% over minutes moves the
+costs with the runs. From the speculative runs it takes only what a cost model needs of the text: the tokens per
+round (accepted + 1) and the proposal lengths m (their distribution where the engine counts it, else their mean).
+A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]).
+A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times
+that over a round's cost (``spectheory.costs.calibrated_speedup``): no timing of the runs enters the prediction.
+The runs' own plain step (t_step) is reported beside, with the model's plain step over it.
 """
 
 from __future__ import annotations
@@ -59,6 +62,19 @@ def _verify_seconds(counters: dict, t_verify: list, rounds: int) -> float:
     return float(np.interp(width, np.arange(len(t_verify)), t_verify))
 
 
+def plain_step(costs: dict) -> float:
+    """The cost model's plain decode step: one call of one token and one sample (module docstring)."""
+    return costs["t_verify"][0] + costs["t_sample"]
+
+
+def median_costs(measured: list) -> dict:
+    """Each cost's median over ``measured`` (one ``call_costs`` dict per repeat; lists element by element)."""
+    def median(values: list):
+        return [median(list(column)) for column in zip(*values)] if isinstance(values[0], list) else \
+            statistics.median(values)
+    return {key: median([costs[key] for costs in measured]) for key in measured[0]}
+
+
 def _spread(values: list) -> list:
     return [min(values), statistics.median(values), max(values)]
 
@@ -75,8 +91,7 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
                + per_iteration * costs["t_sample"])
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         seconds += _verify_seconds(counters, costs["t_draft_batch"], rounds)
-    t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
-    predicted = float(calibrated_speedup(per_iteration, t_step, seconds))
+    predicted = float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
     trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
     drafted = counters["num_draft_tokens"]
@@ -102,21 +117,22 @@ def check_benchable(engine) -> None:
 def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
                  warmup: int = 1, progress=None) -> dict:
     """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
-    repeat, the costs measured first (module docstring)."""
+    repeat, the costs measured at the start of each repeat (module docstring)."""
     check_benchable(engine)
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
     repeats, max_new_tokens = as_int("repeats", repeats, low=1, high=100), as_int("max_new_tokens", max_new_tokens,
                                                                                   low=2, high=1024)
-    costs = engine.call_costs(prompts[0], max(gammas) + 1)
-    runs: dict = {0: [], **{g: [] for g in gammas}}
+    measured_costs, runs = [], {0: [], **{g: [] for g in gammas}}
     for repeat in range(warmup + repeats):
+        if repeat >= warmup:
+            measured_costs.append(engine.call_costs(prompts[0], max(gammas) + 1))
         for gamma in runs:
             result = _decode_all(engine, prompts, max_new_tokens, gamma)
             if repeat >= warmup:
                 runs[gamma].append(result)
             if progress:
                 progress(1)
-    plain = runs.pop(0)
+    plain, costs = runs.pop(0), median_costs(measured_costs)
     rows = [_row(gamma, plain, runs[gamma], costs) for gamma in gammas]
     recommended = best_choice([{"gamma": 0, "predicted_speedup": 1.0}] + rows, lambda row: row["predicted_speedup"],
                               lambda row: row["gamma"])["gamma"]
@@ -128,7 +144,9 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             "engine_settings": settings, "engine_version": version() if version else None, "temperature": 0.0,
             "batch_size": 1, "dtype": "GGUF quantized (llama.cpp kernels)", "device": "cpu", "repeats": repeats,
             "warmup": warmup, "prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts],
-            "max_new_tokens": max_new_tokens, "costs": dict(costs, t_step=t_step),
+            "max_new_tokens": max_new_tokens, "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
+            "plain_step_model_over_measured": plain_step(costs) / t_step,
+            "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
             "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
                       "prefill_seconds": [p["prefill"] for p in plain]},
             "rows": rows, "recommended_gamma": recommended, "environment": host()}
@@ -163,7 +181,10 @@ def engine_bench_lines(document: dict) -> list:
     lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
              f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
              f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (llama.cpp "
-             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)"]
+             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)",
+             f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
+             f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
+             f"{document['plain_step_model_over_measured']:.3f}"]
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (

@@ -144,6 +144,7 @@ def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     counters = row["counters"]
     assert counters["rounds"] + counters["num_accepted_tokens"] == 12 - 1 and counters["num_draft_tokens"] > 0
     assert row["predicted_speedup"] > 0 and document["engine_settings"]["spec"] == "draft-simple"
+    assert costs["t_plain"] == costs["t_verify"][0] + costs["t_sample"] and "cost model's plain step" in printed
 
 
 def test_reported_probabilities_under_speculation_against_plain_decoding(plain, draft):

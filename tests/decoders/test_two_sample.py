@@ -257,11 +257,12 @@ def test_server_bench_against_stand_in_costs():
 
 def test_engine_bench_prediction_against_hand_computation():
     """One gamma's row from server-style counters (totals only: 10 rounds, 20 drafted, 5 accepted) and costs
-    t_verify = 10, 12, 14 ms, t_draft 1 ms, t_step 8 ms: 1.5 tokens per round, mean proposal 2, so a round costs
-    2 x 1 + t_verify(3) = 16 ms and the prediction is 1.5 x 8 / 16 = 0.75; the speedup measured is plain seconds per
-    token over speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
+    t_verify = 10, 12, 14 ms, t_draft 1 ms, t_sample 0: 1.5 tokens per round, mean proposal 2, so a round costs
+    2 x 1 + t_verify(3) = 16 ms, a plain step t_verify(1) = 10 ms, and the prediction is 1.5 x 10 / 16 = 0.9375 (the
+    plain runs' own 8 ms a token does not enter it); the speedup measured is plain seconds per token over
+    speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
     9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms. A draft that also evaluates
-    the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.6."""
+    the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.75. A t_sample of 1 ms makes the plain step 11 ms and the round 17.5 ms."""
     from engines.bench import _row, _verify_seconds
 
     plain = [{"decode": 0.008 * 15, "tokens": 16, "rows": [[0] * 16]}]
@@ -269,11 +270,24 @@ def test_engine_bench_prediction_against_hand_computation():
              "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     row = _row(2, plain, runs, costs)
-    assert row["predicted_speedup"] == pytest.approx(0.75) and row["speedup"] == pytest.approx(0.8)
+    assert row["predicted_speedup"] == pytest.approx(0.9375) and row["speedup"] == pytest.approx(0.8)
     assert row["alpha"] is None and row["acceptance_rate"] == pytest.approx(0.25)
     assert row["tokens_per_iteration"] == pytest.approx(1.5) and row["mean_proposal_length"] == pytest.approx(2.0)
     counted = {"num_draft_tokens": 18, "proposal_length_counts": [1, 0, 9]}
     assert _verify_seconds(counted, costs["t_verify"], 10) == pytest.approx(0.0136)
     assert _verify_seconds({"num_draft_tokens": 15}, costs["t_verify"], 10) == pytest.approx(0.013)  # m 1.5
     with_batch = _row(2, plain, runs, dict(costs, t_draft_batch=[0.002, 0.003, 0.004]))  # + t_draft_batch(3)
-    assert with_batch["predicted_speedup"] == pytest.approx(1.5 * 8 / 20)
+    assert with_batch["predicted_speedup"] == pytest.approx(1.5 * 10 / 20)
+    sampled = _row(2, plain, runs, dict(costs, t_sample=0.001))
+    assert sampled["predicted_speedup"] == pytest.approx(1.5 * 11 / 17.5)
+
+
+def test_median_costs_against_hand_computation():
+    """Three repeats' costs: each scalar's median, each list's median element by element."""
+    from engines.bench import median_costs, plain_step
+
+    measured = [{"t_verify": [0.010, 0.020], "t_sample": 0.001}, {"t_verify": [0.030, 0.010], "t_sample": 0.003},
+                {"t_verify": [0.020, 0.030], "t_sample": 0.002}]
+    costs = median_costs(measured)
+    assert costs["t_verify"] == pytest.approx([0.020, 0.020]) and costs["t_sample"] == pytest.approx(0.002)
+    assert plain_step(costs) == pytest.approx(0.022)
