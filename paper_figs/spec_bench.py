@@ -15,9 +15,9 @@ RESULT = "spec_bench_smollm2.json"
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """The whole table on SmolLM2 with the time-boxed settings (``paper_figs.spec_bench_tables.whole_table``)."""
+    """The whole table on SmolLM2 with the time-boxed settings (``jobs.spec_bench.whole_table``)."""
     from measure.spec_bench_suite import SUITE_SETTINGS
-    from paper_figs.spec_bench_tables import whole_table
+    from jobs.spec_bench import whole_table
 
     return write_json(Path(results) / RESULT, whole_table(SUITE_SETTINGS, progress=progress), command=RECOMPUTE_COMMAND)
 

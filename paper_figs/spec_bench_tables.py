@@ -1,87 +1,18 @@
-"""Spec-Bench's whole table (docs/measuring.md, "Spec-Bench"): our decoders' rows (``measure.spec_bench_suite``)
-and a serving engine's on the same categories (``engines.bench.engine_bench``: llama.cpp's prompt lookup over its
-own plain decoding), which only a layer above both ``measure`` and ``engines`` can put together. The
-``spec_bench`` figure, ``bench --task spec-bench --draft all`` and ``report --task spec-bench`` read it."""
+"""Moved to ``jobs.spec_bench`` (measurement has no place among the figures); this name still resolves, with a
+warning."""
 
 from __future__ import annotations
 
-import time
-
-import torch
-from tqdm import tqdm
-
-from engines import open_engine
-from engines.base import DEFAULT_CONTEXT, capability
-from engines.bench import engine_bench
-from measure.bench import BenchSettings
-from measure.inputs import load_inputs
-from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
-from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
-from spectheory.optimum import best_choice
+import warnings
 
 __all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table"]
 
-#: llama.cpp's prompt lookup at these draft lengths: its best on SmolLM2 is the smallest (docs/measuring.md).
-ENGINE_GAMMAS = (1, 2, 4)
-#: The table's name of an engine's rows, where it is not the engine's own name.
-ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
+def __getattr__(name: str):
+    if name in __all__:
+        warnings.warn(f"paper_figs.spec_bench_tables.{name} moved: import it from jobs.spec_bench",
+                      DeprecationWarning, stacklevel=2)
+        from jobs import spec_bench
 
-def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
-    """One category's best measured gamma in ``measure.spec_bench_table``'s keys (the prediction: the engine's)."""
-    best = best_choice(document["rows"], lambda row: row["speedup"], lambda row: row["gamma"])
-    return {"category": category, "label": LABELS[category], "draft": label,
-            "prompts": len(questions), "cut": sum(q["cut"] > 0 for q in questions),
-            "prompt_tokens": sum(q["tokens"] for q in questions) / len(questions), "setting": f"gamma {best['gamma']}",
-            "gamma": best["gamma"], "mean_acceptance_length": best["tokens_per_iteration"], "alpha": best["alpha"],
-            "speedup": best["speedup"], "speedup_spread": best["speedup_spread"],
-            "calibrated_speedup": best["predicted_speedup"],
-            "calibrated_over_measured": best["predicted_speedup"] / best["speedup"],
-            "greedy_equal": all(row["greedy_equal_to_plain"] for row in document["rows"])}
-
-
-def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
-                 seed: int, progress: bool | None = None) -> dict:
-    """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
-    longer than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading
-    is slower than the rest: one warm-up at least. The document, with its ``table``."""
-    room = (capability(engine, "context") or DEFAULT_CONTEXT) - max_new_tokens - max(gammas) - 1
-    warmup = max(warmup, 1)
-    categories, rows = {}, []
-    for category in spec_bench_categories(task):
-        questions = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
-        with tqdm(total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run", delay=1, leave=False,
-                  disable=None if progress is None else not progress) as bar:
-            document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
-                                    max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup, progress=bar.update)
-        categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
-        rows.append(_engine_row(category, document, categories[category]["questions"],
-                                ENGINE_LABELS.get(engine.name, engine.name)))
-    return {"task": task, "engine": engine.name, "model": engine.model_path.name, "prompt_room": room,
-            "categories": categories, "table": rows}
-
-
-def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, progress) -> dict:
-    """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
-    try:
-        engine = open_engine("llama-cpp", gguf=None if target in (None, "shipped") else target)
-    except ValueError as error:
-        return {"skipped": str(error)}
-    return engine_table(engine, load_inputs(str(engine.model_path), []), task, gammas=gammas,
-                        prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                        warmup=settings.warmup, seed=settings.seed, progress=progress)
-
-
-def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
-                drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                progress: bool | None = None) -> dict:
-    """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
-    the engine's rows (``engine``; where there are none, ``engine_skipped`` says why)."""
-    drafts = drafts or suite_drafts(target)
-    document = spec_bench_document(drafts, settings, task, target=target, dynamic=DYNAMIC, device=device, dtype=dtype,
-                                   progress=progress)
-    started = time.perf_counter()
-    engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, progress)
-    engine["seconds"] = time.perf_counter() - started
-    document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
-    return document
+        return getattr(spec_bench, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

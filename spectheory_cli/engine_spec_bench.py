@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from measure.spec_bench_table import table_lines
-from paper_figs.spec_bench_tables import engine_table
+from jobs.spec_bench import engine_table
 from spectheory.outputs import write_json
 
 

@@ -1,5 +1,5 @@
 """``--task spec-bench`` in ``bench`` and ``report``: Spec-Bench's table for one draft, or for every draft with
-``--draft all`` (``paper_figs.spec_bench_tables.whole_table``: the drafts of ``suite_drafts``, EAGLE-2's dynamic
+``--draft all`` (``jobs.spec_bench.whole_table``: the drafts of ``suite_drafts``, EAGLE-2's dynamic
 tree and, on a GGUF target with llama-cpp-python installed, llama.cpp's prompt lookup); docs/measuring.md."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from decoders.sampling import Sampling
 from measure.bench import BenchSettings
 from measure.spec_bench_suite import SUITE_SETTINGS, spec_bench_document, suite_drafts
 from measure.spec_bench_table import spec_bench_lines
-from paper_figs.spec_bench_tables import whole_table
+from jobs.spec_bench import whole_table
 from spectheory.outputs import check_writable, write_json
 
 __all__ = ["ALL", "spec_bench_table", "run_spec_bench"]

@@ -1,5 +1,5 @@
 """The one-way layering of the project (docs/project.md, "Layout"): theory <- sims, decoders <- measure, engines
-<- paper_figs <- cli; packages of one layer never import each other, and no module imports itself back through
+<- jobs <- paper_figs <- cli; packages of one layer never import each other, and no module imports itself back through
 others (no cycles).
 
 The first tests import in a fresh interpreter and look at ``sys.modules``; the last parses every import
@@ -18,10 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ("spectheory.__main__", "spectheory.cli")  # the one place each that reaches up to the CLI
 THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if f"spectheory.{p.stem}" not in
                 ("spectheory.__init__",) + ENTRY_POINTS)
-HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "measure", "engines", "paper_figs", "spectheory_cli")
+HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "measure", "engines", "jobs", "paper_figs",
+         "spectheory_cli")
 THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory"}  # and the standard library
-LAYER = {"theory": 0, "sims": 1, "decoders": 1, "measure": 2, "engines": 2, "paper_figs": 3, "cli": 4}
-PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "paper_figs", "spectheory_cli")
+LAYER = {"theory": 0, "sims": 1, "decoders": 1, "measure": 2, "engines": 2, "jobs": 3, "paper_figs": 4, "cli": 5}
+PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "jobs", "paper_figs", "spectheory_cli")
+#: What a figure never imports: it draws from documents, and measurement is a job's (``jobs``).
+NOT_FOR_FIGURES = ("torch", "engines", "decoders.models", "measure.inputs")
 
 
 def _loaded_after(code: str) -> list:
@@ -52,6 +55,19 @@ def test_old_cli_import_against_its_deprecation():
         main = spectheory.cli.main
     from spectheory_cli import main as moved
     assert main is moved
+
+
+def test_old_spec_bench_tables_import_against_its_deprecation():
+    """``paper_figs.spec_bench_tables``, where the Spec-Bench job lived among the figures, still resolves, with a
+    warning, to ``jobs.spec_bench``."""
+    import paper_figs.spec_bench_tables as old
+    from jobs import spec_bench
+
+    with pytest.warns(DeprecationWarning, match="import it from jobs.spec_bench"):
+        moved = old.whole_table
+    assert moved is spec_bench.whole_table
+    with pytest.raises(AttributeError):
+        old.not_there
 
 
 def _layer(module: str, path: Path | None = None) -> str | None:
@@ -99,6 +115,25 @@ def _violations() -> list[str]:
                 elif target != "cli" and LAYER[target] >= LAYER[layer]:
                     problems.append(f"{where}: {layer} may not import {target}")
     return problems
+
+
+def _figure_violations(root: Path) -> list[str]:
+    """Every import in ``root``/paper_figs (lazy ones too) of torch, an engine or a model loader."""
+    return [f"{path.relative_to(root)}:{line} imports {imported}"
+            for path in sorted((root / "paper_figs").rglob("*.py")) for line, imported in _imports(path)
+            if any(imported == name or imported.startswith(name + ".") for name in NOT_FOR_FIGURES)]
+
+
+def test_figures_import_no_torch_engine_or_model_loader_against_the_layout():
+    assert _figure_violations(ROOT) == []
+
+
+def test_figure_import_check_catches_a_measurement(tmp_path):
+    """Negative control: a copy of the Spec-Bench figure that opens an engine itself."""
+    (tmp_path / "paper_figs").mkdir()
+    (tmp_path / "paper_figs" / "spec_bench.py").write_text(
+        "def compute():\n    from engines import open_engine\n" + (ROOT / "paper_figs" / "spec_bench.py").read_text())
+    assert _figure_violations(tmp_path) == ["paper_figs/spec_bench.py:2 imports engines.open_engine"]
 
 
 def test_imports_go_one_way_against_the_layer_order():

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "paper_figs", "spectheory_cli")
+PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "jobs", "paper_figs", "spectheory_cli")
 MAX_FUNCTION, MAX_MODULE, MAX_CLI_MODULE = 60, 400, 99
 
 
