@@ -28,7 +28,7 @@ import numpy as np
 
 from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_gamma_row
 from spectheory.timing import host
 from spectheory.validation import as_int
 
@@ -134,8 +134,7 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
                 progress(1)
     plain, costs = runs.pop(0), median_costs(measured_costs)
     rows = [_row(gamma, plain, runs[gamma], costs) for gamma in gammas]
-    recommended = best_choice([{"gamma": 0, "predicted_speedup": 1.0}] + rows, lambda row: row["predicted_speedup"],
-                              lambda row: row["gamma"])["gamma"]
+    recommended = best_gamma_row([{"gamma": 0, "predicted_speedup": 1.0}] + rows, "predicted_speedup")["gamma"]
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     settings = capability(engine, "settings")
     settings = settings() if settings else {}

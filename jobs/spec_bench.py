@@ -18,7 +18,7 @@ from measure.bench import BenchSettings
 from measure.inputs import load_inputs
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
 from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_gamma_row
 
 __all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table"]
 
@@ -30,7 +30,7 @@ ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
     """One category's best measured gamma in ``measure.spec_bench_table``'s keys (the prediction: the engine's)."""
-    best = best_choice(document["rows"], lambda row: row["speedup"], lambda row: row["gamma"])
+    best = best_gamma_row(document["rows"])
     return {"category": category, "label": LABELS[category], "draft": label,
             "prompts": len(questions), "cut": sum(q["cut"] > 0 for q in questions),
             "prompt_tokens": sum(q["tokens"] for q in questions) / len(questions), "setting": f"gamma {best['gamma']}",

@@ -35,7 +35,7 @@ from measure.profile import call_job, call_seconds, efficiency, phases_per_itera
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_gamma_row
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
@@ -116,8 +116,7 @@ class BenchReport:
 
     def best(self, temperature: float) -> dict:
         """The row with the largest measured speedup at ``temperature`` (ties: the smallest gamma)."""
-        return best_choice([row for row in self.rows if row["temperature"] == temperature],
-                           lambda row: row["speedup"], lambda row: row["gamma"])
+        return best_gamma_row([row for row in self.rows if row["temperature"] == temperature])
 
     def as_dict(self) -> dict:
         return dict(asdict(self), rows=list(self.rows),

@@ -40,7 +40,7 @@ from decoders.speculative import SpeculativeConfig
 from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_gamma_row
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
@@ -204,7 +204,7 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
-    best = best_choice(rows.values(), lambda row: row["speedup"], lambda row: row["gamma"])
+    best = best_gamma_row(rows.values())
     measured = rows.get(calibrated)
     return {"temperature": temperature, "optimal_gamma": calibrated,
             "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),

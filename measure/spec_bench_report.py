@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_choice, best_gamma_row
 
 __all__ = ["NO_SPECULATION", "recommend", "recommendation_lines"]
 
@@ -39,7 +39,7 @@ def _overall(weights: dict, speedups: dict) -> float:
 def _category(measured: dict) -> dict:
     """One category's recommendation, its measured speedup, and the best measured setting."""
     settings = _settings(measured)
-    chosen = best_choice(settings, lambda s: s["predicted"], lambda s: s["gamma"])
+    chosen = best_gamma_row(settings, "predicted")
     if chosen["predicted"] <= 1.0:
         chosen = {"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0}
     tree = measured.get("dynamic")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from spectheory.optimum import best_choice
+from spectheory.optimum import best_gamma_row
 
 __all__ = ["best_row", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines"]
 
@@ -19,7 +19,7 @@ def best_row(rows: list) -> dict:
     greedy = [row for row in rows if row["temperature"] == 0]
     if not greedy:
         raise ValueError("the Spec-Bench table is at T = 0: give --temperatures 0")
-    return best_choice(greedy, lambda row: row["speedup"], lambda row: row["gamma"] or 0)
+    return best_gamma_row(greedy)
 
 
 def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting) -> dict:

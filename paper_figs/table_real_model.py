@@ -14,6 +14,7 @@ from pathlib import Path
 from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
 from spectheory.calculator import gamma_table
 from spectheory.costs import CostProfile
+from spectheory.optimum import best_gamma_row
 from spectheory.outputs import write_json
 
 RESULT = "real_smollm2.json"
@@ -47,7 +48,7 @@ def cells(document: dict) -> list[dict]:
         tokens = bench["settings"]["max_new_tokens"]
         for temperature in bench["settings"]["temperatures"]:
             rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
-            best = max(rows.values(), key=lambda row: row["speedup"])
+            best = best_gamma_row(rows.values())
             profile = CostProfile.from_dict(bench["profiles"][str(temperature)])
             recommended = profile.optimal_gamma(tokens=tokens)
             alpha_counts = min(bench["alpha"][str(temperature)] or 0.0, 1.0)

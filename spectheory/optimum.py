@@ -6,7 +6,7 @@ gamma = 0 ("do not speculate") for the gamma calculator, the cost model, the tre
 
 import numpy as np
 
-__all__ = ["TIE_RTOL", "beats", "first_best", "best_choice"]
+__all__ = ["TIE_RTOL", "beats", "first_best", "best_choice", "best_gamma_row"]
 
 #: Speedups closer than this, relatively, are a tie. It is far above the rounding of the closed forms
 #: (a few ulp, about 1e-15) and far below any difference a measurement resolves (about 1e-3).
@@ -33,3 +33,9 @@ def best_choice(choices, speedup, drafts):
     tree's nodes)."""
     ordered = sorted(choices, key=drafts)
     return ordered[first_best([speedup(choice) for choice in ordered])]
+
+
+def best_gamma_row(rows, key: str = "speedup") -> dict:
+    """The row of ``rows`` (dicts with ``gamma``; None for a tree, counted as 0) with the best ``row[key]``, ties
+    going to the smallest gamma: the one rule for a sweep's best measured or predicted gamma."""
+    return best_choice(rows, lambda row: row[key], lambda row: row["gamma"] or 0)

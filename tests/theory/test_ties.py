@@ -7,7 +7,7 @@ import pytest
 
 from spectheory.calculator import calibrated_table, gamma_table
 from spectheory.costs import CostProfile, affine_optimal_gamma, batch_schedule
-from spectheory.optimum import TIE_RTOL, beats, best_choice, first_best
+from spectheory.optimum import TIE_RTOL, beats, best_choice, best_gamma_row, first_best
 from spectheory.speedup import optimal_gamma, walltime_improvement
 from spectheory.trees import hardware_optimal_tree, optimal_tree
 
@@ -29,6 +29,8 @@ OPTIMISERS = {
         [a], t_step=1.0, t_draft=c, t_verify=[1.0, 1.0])[0].tree.size - 1,
     "measured picks (best_choice: report, bench, schedule)": lambda a, c: best_choice(
         [(0, 1.0), (1, float(walltime_improvement(a, 1, c)))], lambda m: m[1], lambda m: m[0])[0],
+    "best row of a sweep (best_gamma_row: bench, report, Spec-Bench, engines)": lambda a, c: best_gamma_row(
+        [{"gamma": 1, "speedup": float(walltime_improvement(a, 1, c))}, {"gamma": 0, "speedup": 1.0}])["gamma"],
 }
 
 BREAK_EVEN = [0.5, 0.25, 0.9999999999999999]  # the last: the float that failed CI (alpha = c = 1 - 2^-53)
