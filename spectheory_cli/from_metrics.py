@@ -11,11 +11,12 @@ from pathlib import Path
 from spectheory.calculator import calibrated_table, format_calibrated_text, format_text, gamma_table
 from spectheory_cli import UsageError
 from spectheory.costs import CostProfile
-from spectheory_cli.engine_counters import read_counts
 from spectheory.metrics import estimate_alpha
 
 
 def _counts(path: str):
+    from engines.counters import read_counts  # here: `gamma` alone loads only the theory
+
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"--from-metrics {path!r} does not exist")
