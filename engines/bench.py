@@ -34,17 +34,17 @@ from spectheory.validation import as_int
 
 __all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "BENCH_CAPABILITIES"]
 
-GREEDY = EngineSampling(temperature=0.0)
+ENGINE_GREEDY = EngineSampling(temperature=0.0)
 #: What ``engine_bench`` needs of an engine (``engines.base.CAPABILITIES``).
 BENCH_CAPABILITIES = ("tokenize", "model_path", "generate_ids", "call_costs")
 
 
-def _decode_all(engine, prompts: list, tokens: int, gamma: int) -> dict:
+def _greedy_runs(engine, prompts: list, tokens: int, gamma: int) -> dict:
     """Greedy decoding of every prompt at ``gamma`` (0: plain): seconds to the first token and after it, the
     tokens, the counters."""
     out = {"prefill": 0.0, "decode": 0.0, "tokens": 0, "rows": [], "counters": {}}
     for ids in prompts:
-        row, counters, to_first, after = engine.generate_ids(ids, tokens, GREEDY, speculate=gamma)
+        row, counters, to_first, after = engine.generate_ids(ids, tokens, ENGINE_GREEDY, speculate=gamma)
         out["prefill"] += to_first
         out["decode"] += after
         out["tokens"] += len(row)
@@ -127,7 +127,7 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
         if repeat >= warmup:
             measured_costs.append(engine.call_costs(prompts[0], max(gammas) + 1))
         for gamma in runs:
-            result = _decode_all(engine, prompts, max_new_tokens, gamma)
+            result = _greedy_runs(engine, prompts, max_new_tokens, gamma)
             if repeat >= warmup:
                 runs[gamma].append(result)
             if progress:
@@ -162,7 +162,7 @@ def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repe
     rows: dict = {"plain": None, "speculating": None}
     for repeat in range(warmup + repeats):
         for name, server in (("plain", plain), ("speculating", speculating)):
-            runs = [server.generate(prompt, 1, max_new_tokens, GREEDY) for prompt in prompts]
+            runs = [server.generate(prompt, 1, max_new_tokens, ENGINE_GREEDY) for prompt in prompts]
             tokens = sum(run.generated_tokens for run in runs)
             if repeat >= warmup:
                 seconds[name].append(sum(run.seconds for run in runs) / tokens)

@@ -21,7 +21,7 @@ from spectheory.timing import time_repeats
 __all__ = ["LlamaCppEngine", "import_llama_cpp", "proposal_counters"]
 
 #: The context llama.cpp allocates: the longest shipped prompt (about 600 tokens) and a horizon fit.
-CONTEXT = 2048
+N_CTX = 2048
 
 
 def import_llama_cpp():
@@ -83,7 +83,7 @@ class LlamaCppEngine:
     inside ``Llama.eval`` with a broadcast error), both loaded on first use."""
 
     name = "llama-cpp"
-    context = CONTEXT
+    context = N_CTX
 
     def __init__(self, model_path, *, threads: int | None = None) -> None:
         self._llama_cpp = import_llama_cpp()
@@ -97,7 +97,7 @@ class LlamaCppEngine:
         """The ``Llama`` instance for plain decoding or for speculation."""
         if speculating not in self._instances:
             self._instances[speculating] = self._llama_cpp.Llama(
-                model_path=str(self.model_path), n_ctx=CONTEXT, n_threads=self.threads, logits_all=speculating,
+                model_path=str(self.model_path), n_ctx=N_CTX, n_threads=self.threads, logits_all=speculating,
                 seed=0, verbose=False)
         return self._instances[speculating]
 
@@ -124,7 +124,7 @@ class LlamaCppEngine:
         return np.array(llama.scores[:llama.n_tokens], dtype=np.float64)
 
     def settings(self) -> dict:
-        return {"threads": self.threads, "context": CONTEXT, "draft": "prompt lookup (LlamaPromptLookupDecoding)"}
+        return {"threads": self.threads, "context": N_CTX, "draft": "prompt lookup (LlamaPromptLookupDecoding)"}
 
     def version(self) -> str:
         return f"llama-cpp-python {self._llama_cpp.__version__}"

@@ -35,7 +35,7 @@ from measure.profile import ProfileRecorder, call_job, verify_widths_job
 from measure.spec_bench import LABELS, PromptRows, spec_bench_categories, spec_bench_prompts
 from spectheory.timing import time_interleaved
 
-__all__ = ["SMOLLM2_DRAFTS", "TARGET_DRAFTS", "DYNAMIC", "SUITE_SETTINGS", "suite_drafts", "bench_category",
+__all__ = ["SMOLLM2_DRAFTS", "SELF_DRAFT_GAMMAS", "DYNAMIC", "SUITE_SETTINGS", "suite_drafts", "bench_category",
            "spec_bench_document"]
 
 #: Every draft of the table on SmolLM2 with the gammas it sweeps, two at least (one gamma would calibrate its own
@@ -43,7 +43,7 @@ __all__ = ["SMOLLM2_DRAFTS", "TARGET_DRAFTS", "DYNAMIC", "SUITE_SETTINGS", "suit
 SMOLLM2_DRAFTS = {"copy": (2, 4, 6), "copy:earliest": (2, 4, 6), "ngram": (1, 3), "smollm2-draft": (1, 2),
                   "layerskip:24": (1, 2)}
 #: The drafts any target with a tokenizer gets (built from the target itself).
-TARGET_DRAFTS = {name: SMOLLM2_DRAFTS[name] for name in ("copy", "copy:earliest", "ngram")}
+SELF_DRAFT_GAMMAS = {name: SMOLLM2_DRAFTS[name] for name in ("copy", "copy:earliest", "ngram")}
 #: EAGLE-2's tree (branching, depth, nodes) decoded with the table's first draft.
 DYNAMIC = DynamicTree(2, 4, 8)
 #: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
@@ -53,7 +53,7 @@ SUITE_SETTINGS = BenchSettings(gammas=(2, 4, 6), temperatures=(0.0,), prompts=2,
 
 def suite_drafts(target: str | None) -> dict:
     """The table's drafts and their gammas for ``target``."""
-    return dict(SMOLLM2_DRAFTS) if target == "smollm2" else dict(TARGET_DRAFTS)
+    return dict(SMOLLM2_DRAFTS) if target == "smollm2" else dict(SELF_DRAFT_GAMMAS)
 
 
 def _room(models, new_tokens: int, width: int) -> int:

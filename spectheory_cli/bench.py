@@ -24,7 +24,7 @@ from spectheory_cli.task_flags import TASK_HELP, spec_bench_presets as presets, 
 from spectheory.outputs import check_writable, write_json
 
 DEFAULTS = BenchSettings()
-CONTEXT = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
+CONTEXT_RULE = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,16 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_device(parser)
     add_dtype(parser)
     parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
-                        help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT)
+                        help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT_RULE)
     parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
                         help="temperatures (default 0 1)")
     parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
                         help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
                              f"per run; default {DEFAULTS.prompts})")
     parser.add_argument("--prompt-length", type=int, help=f"tokens per prompt (default {DEFAULTS.prompt_length}, "
-                        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT)
+                        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT_RULE)
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
-                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT)
+                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT_RULE)
     parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
                         help=f"timed repeats, median reported, at most {MAX_REPEATS} (default {DEFAULTS.repeats})")
     parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup,
