@@ -14,8 +14,8 @@ from tqdm import tqdm
 from engines import open_engine
 from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
+from decoders.models.gguf import gguf_tokenizer
 from measure.bench import BenchSettings
-from measure.inputs import load_inputs
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
 from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
 from spectheory.optimum import best_gamma_row
@@ -41,7 +41,7 @@ def _engine_row(category: str, document: dict, questions: list, label: str) -> d
             "greedy_equal": all(row["greedy_equal_to_plain"] for row in document["rows"])}
 
 
-def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
+def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
                  seed: int, progress: bool | None = None) -> dict:
     """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
     longer than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading
@@ -50,7 +50,7 @@ def engine_table(engine, inputs, task: str, *, gammas, prompts: int, max_new_tok
     warmup = max(warmup, 1)
     categories, rows = {}, []
     for category in spec_bench_categories(task):
-        questions = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
+        questions = spec_bench_prompts(tokenizer, category, prompts, seed, room)
         with tqdm(total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run", delay=1, leave=False,
                   disable=None if progress is None else not progress) as bar:
             document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
@@ -68,7 +68,7 @@ def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas:
         engine = open_engine("llama-cpp", gguf=None if target in (None, "shipped") else target)
     except ValueError as error:
         return {"skipped": str(error)}
-    return engine_table(engine, load_inputs(str(engine.model_path), []), task, gammas=gammas,
+    return engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas,
                         prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
                         warmup=settings.warmup, seed=settings.seed, progress=progress)
 

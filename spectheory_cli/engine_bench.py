@@ -72,9 +72,9 @@ def run_engine_bench(args: argparse.Namespace) -> int:
         prompts = benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length, args.seed)
         return _server_bench(args, inputs, [row.tolist() for row in prompts])
     engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
-    inputs = load_inputs(str(engine.model_path), [])
     if is_spec_bench(args.task):
-        return run_engine_spec_bench(args, engine, inputs)
+        return run_engine_spec_bench(args, engine)
+    inputs = load_inputs(str(engine.model_path), [])
     prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length,
                                                          args.seed)]
     with tqdm(total=(len(args.gammas) + 1) * (args.repeats + args.warmup), desc="engine bench", unit="run",

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["MAGIC", "ARCHITECTURES", "cache_root", "is_gguf_file", "check_gguf", "fingerprint", "converted_directory",
-           "load_gguf", "REAL_MODELS", "real_model_path"]
+           "gguf_tokenizer", "load_gguf", "REAL_MODELS", "real_model_path"]
 
 MAGIC = b"GGUF"
 #: Decoder-only, full-attention architectures whose GGUF transformers reads and the adapter runs.
@@ -125,7 +125,7 @@ def _convert(path: Path, out: Path) -> None:
     """Dequantize ``path`` with transformers and save model and tokenizer into ``out``. transformers' own
     bars are off, and its dequantization bar shows on a terminal only (``disable=None``), like ours."""
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging
 
     verbosity, bars, bar = logging.get_verbosity(), logging.is_progress_bar_enabled(), gguf_utils.tqdm
@@ -134,7 +134,7 @@ def _convert(path: Path, out: Path) -> None:
     try:
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True,
                                                      dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        tokenizer = gguf_tokenizer(path)
         model.hf_quantizer = None  # the weights are dequantized floats now: save them as such
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -148,6 +148,14 @@ def _convert(path: Path, out: Path) -> None:
         logging.set_verbosity(verbosity)
         if bars:
             logging.enable_progress_bar()
+
+
+def gguf_tokenizer(path):
+    """The tokenizer (and chat template) of the GGUF file ``path``, read without its weights."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
 
 
 def load_gguf(path, *, device: torch.device | str = "cpu", dtype: torch.dtype | None = None):
