@@ -11,13 +11,14 @@ import time
 import torch
 from tqdm import tqdm
 
+from decoders.models.gguf import gguf_tokenizer
 from engines import open_engine
 from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
-from decoders.models.gguf import gguf_tokenizer
 from measure.bench import BenchSettings
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
 from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
+from measure.spec_bench_table import table_row
 from spectheory.optimum import best_gamma_row
 
 __all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table"]
@@ -29,16 +30,13 @@ ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 
 def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
-    """One category's best measured gamma in ``measure.spec_bench_table``'s keys (the prediction: the engine's)."""
+    """One category's best measured gamma as a table row (``measure.spec_bench_table.table_row``; the prediction:
+    the engine's)."""
     best = best_gamma_row(document["rows"])
-    return {"category": category, "label": LABELS[category], "draft": label,
-            "prompts": len(questions), "cut": sum(q["cut"] > 0 for q in questions),
-            "prompt_tokens": sum(q["tokens"] for q in questions) / len(questions), "setting": f"gamma {best['gamma']}",
-            "gamma": best["gamma"], "mean_acceptance_length": best["tokens_per_iteration"], "alpha": best["alpha"],
-            "speedup": best["speedup"], "speedup_spread": best["speedup_spread"],
-            "calibrated_speedup": best["predicted_speedup"],
-            "calibrated_over_measured": best["predicted_speedup"] / best["speedup"],
-            "greedy_equal": all(row["greedy_equal_to_plain"] for row in document["rows"])}
+    chosen = dict(best, setting=f"gamma {best['gamma']}", mean_acceptance_length=best["tokens_per_iteration"],
+                  calibrated_speedup=best["predicted_speedup"], calibrated_over_measured=best["predicted_over_measured"])
+    return table_row(category, LABELS[category], label, questions, chosen,
+                     all(row["greedy_equal_to_plain"] for row in document["rows"]))
 
 
 def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,

@@ -11,7 +11,7 @@ import math
 
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["best_row", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines"]
+__all__ = ["best_row", "table_row", "CHOSEN_KEYS", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines"]
 
 
 def best_row(rows: list) -> dict:
@@ -22,16 +22,24 @@ def best_row(rows: list) -> dict:
     return best_gamma_row(greedy)
 
 
-def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting) -> dict:
-    """One (category, draft) line in the engines' words (docs/metrics.md)."""
-    best = best_row(rows)
+#: What a table row takes from the setting it shows (``table_row``).
+CHOSEN_KEYS = ("setting", "gamma", "mean_acceptance_length", "acceptance_rate", "alpha", "speedup", "speedup_spread",
+               "calibrated_speedup", "calibrated_over_measured")
+
+
+def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict, greedy_equal: bool) -> dict:
+    """One (category, draft) line in the engines' words (docs/metrics.md): the prompts' counts, and of ``chosen``
+    (the best setting, our decoders' or an engine's) the ``CHOSEN_KEYS``."""
     return {"category": category, "label": label, "draft": draft, "prompts": len(prompts),
             "cut": sum(p["cut"] > 0 for p in prompts), "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
-            "setting": setting(best), "gamma": best["gamma"], "mean_acceptance_length": best["mean_acceptance_length"],
-            "acceptance_rate": best["acceptance_rate"], "alpha": best["alpha_counts"], "speedup": best["speedup"],
-            "speedup_spread": best["speedup_spread"], "calibrated_speedup": best["calibrated_speedup"],
-            "calibrated_over_measured": best["calibrated_over_measured"],
-            "greedy_equal": all(all(row["greedy_equal"]) for row in rows)}
+            **{key: chosen[key] for key in CHOSEN_KEYS}, "greedy_equal": greedy_equal}
+
+
+def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting) -> dict:
+    """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``."""
+    best = best_row(rows)
+    return table_row(category, label, draft, prompts, dict(best, setting=setting(best), alpha=best["alpha_counts"]),
+                     all(all(row["greedy_equal"]) for row in rows))
 
 
 def category_rows(document: dict) -> list:
