@@ -17,7 +17,8 @@ round (accepted + 1) and the proposal lengths m (their distribution where the en
 A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]).
 A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times
 that over a round's cost (``spectheory.costs.calibrated_speedup``): no timing of the runs enters the prediction.
-The runs' own plain step (t_step) is reported beside, with the model's plain step over it.
+The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured speedup
+has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
 from spectheory.optimum import best_gamma_row
-from spectheory.timing import host
+from spectheory.timing import host, speedup_interval
 from spectheory.validation import as_int
 
 __all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "BENCH_CAPABILITIES"]
@@ -40,13 +41,14 @@ BENCH_CAPABILITIES = ("tokenize", "model_path", "generate_ids", "call_costs")
 
 
 def _greedy_runs(engine, prompts: list, tokens: int, gamma: int) -> dict:
-    """Greedy decoding of every prompt at ``gamma`` (0: plain): seconds to the first token and after it, the
-    tokens, the counters."""
-    out = {"prefill": 0.0, "decode": 0.0, "tokens": 0, "rows": [], "counters": {}}
+    """Greedy decoding of every prompt at ``gamma`` (0: plain): seconds to the first token and after it (in all and
+    per prompt), the tokens, the counters."""
+    out = {"prefill": 0.0, "decode": 0.0, "decodes": [], "tokens": 0, "rows": [], "counters": {}}
     for ids in prompts:
         row, counters, to_first, after = engine.generate_ids(ids, tokens, ENGINE_GREEDY, speculate=gamma)
         out["prefill"] += to_first
         out["decode"] += after
+        out["decodes"].append(after)
         out["tokens"] += len(row)
         out["rows"].append(row)
         out["counters"] = add_counters(out["counters"], counters) if counters else out["counters"]
@@ -95,7 +97,10 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
     trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
     drafted = counters["num_draft_tokens"]
+    interval = speedup_interval([p["decodes"] for p in plain], [r["decodes"] for r in runs],
+                                *([len(row) - 1 for row in path[0]["rows"]] for path in (plain, runs)))
     return {"gamma": gamma, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
+            "speedup_interval": interval,
             "predicted_speedup": predicted, "predicted_over_measured": predicted / statistics.median(ratios),
             "tokens_per_iteration": per_iteration, "mean_proposal_length": lengths, "alpha": alpha,
             "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
@@ -188,7 +193,9 @@ def engine_bench_lines(document: dict) -> list:
         low, _, high = row["speedup_spread"]
         alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (
             "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
-        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}), predicted "
+        interval = "" if "speedup_interval" not in row else \
+            "; 95% interval {:.3f}-{:.3f}".format(*row["speedup_interval"])
+        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}{interval}), predicted "
                      f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
                      f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
                      f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Callable
 
+import numpy as np
+
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Timing", "repeat_ratios", "time_repeats", "time_interleaved", "host", "cpu_name", "PACKAGES"]
+__all__ = ["Timing", "repeat_ratios", "speedup_interval", "time_repeats", "time_interleaved", "host", "cpu_name",
+           "PACKAGES"]
 
 #: Packages whose versions every result records (absent ones are recorded as null).
 PACKAGES = ("spectheory", "numpy", "scipy", "sympy", "torch", "transformers", "matplotlib")
@@ -41,6 +44,28 @@ class Timing:
 def repeat_ratios(baseline: Timing, timing: Timing) -> list:
     """Per repeat, the baseline's seconds over ``timing``'s (runs timed interleaved: a speedup per repeat)."""
     return [a / b for a, b in zip(baseline.seconds, timing.seconds)]
+
+
+def speedup_interval(plain, speculative, plain_tokens, speculative_tokens, *, level: float = 0.95,
+                     draws: int = 2000, seed: int = 0) -> list:
+    """[low, high]: a ``level`` bootstrap interval of a bench's speedup, the median over repeats of plain seconds
+    per token over speculative seconds per token, resampling the repeats and the prompts (two levels, with
+    replacement, the same draw for both paths). ``plain``, ``speculative``: decode seconds [repeats][prompts];
+    ``*_tokens``: the tokens each prompt's decode produced [prompts]."""
+    plain, speculative = np.asarray(plain, dtype=np.float64), np.asarray(speculative, dtype=np.float64)
+    tokens = np.asarray(plain_tokens, dtype=np.float64), np.asarray(speculative_tokens, dtype=np.float64)
+    if plain.ndim != 2 or plain.shape != speculative.shape or tokens[0].shape != tokens[1].shape != plain.shape[1:]:
+        raise ValueError(f"speedup_interval needs [repeats][prompts] seconds and [prompts] tokens of one shape, got "
+                         f"{plain.shape}, {speculative.shape}, {tokens[0].shape}, {tokens[1].shape}")
+    generator = np.random.default_rng(seed)
+    repeats, prompts = plain.shape
+    rows = generator.integers(repeats, size=(draws, repeats))  # [draws, repeats]
+    columns = generator.integers(prompts, size=(draws, prompts))  # [draws, prompts]
+    picked = lambda seconds: np.take_along_axis(seconds[rows], columns[:, None, :], axis=2).sum(axis=2)
+    per_token = [picked(seconds) / count[columns].sum(axis=1, keepdims=True)
+                 for seconds, count in ((plain, tokens[0]), (speculative, tokens[1]))]  # [draws, repeats] each
+    statistic = np.median(per_token[0] / per_token[1], axis=1)  # [draws]
+    return [float(q) for q in np.quantile(statistic, [(1 - level) / 2, (1 + level) / 2])]
 
 
 def time_repeats(run: Callable[[], object], *, repeats: int, warmup: int,

@@ -265,12 +265,13 @@ def test_engine_bench_prediction_against_hand_computation():
     the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.75. A t_sample of 1 ms makes the plain step 11 ms and the round 17.5 ms."""
     from engines.bench import _row, _verify_seconds
 
-    plain = [{"decode": 0.008 * 15, "tokens": 16, "rows": [[0] * 16]}]
-    runs = [{"decode": 0.010 * 15, "tokens": 16, "rows": [[0] * 16],
+    plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
+    runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
              "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     row = _row(2, plain, runs, costs)
     assert row["predicted_speedup"] == pytest.approx(0.9375) and row["speedup"] == pytest.approx(0.8)
+    assert row["speedup_interval"] == pytest.approx([0.8, 0.8])  # one repeat of one prompt: no spread
     assert row["alpha"] is None and row["acceptance_rate"] == pytest.approx(0.25)
     assert row["tokens_per_iteration"] == pytest.approx(1.5) and row["mean_proposal_length"] == pytest.approx(2.0)
     counted = {"num_draft_tokens": 18, "proposal_length_counts": [1, 0, 9]}
@@ -280,6 +281,29 @@ def test_engine_bench_prediction_against_hand_computation():
     assert with_batch["predicted_speedup"] == pytest.approx(1.5 * 10 / 20)
     sampled = _row(2, plain, runs, dict(costs, t_sample=0.001))
     assert sampled["predicted_speedup"] == pytest.approx(1.5 * 11 / 17.5)
+
+
+def test_speedup_interval_against_its_coverage():
+    """Paired repeats x prompts with a true speedup of 2 (plain 2 s, speculative 1 s a token, 10% noise on each
+    cell): over 200 seeded benches of 5 repeats x 4 prompts the 95% interval holds 2 in 180 to 200 of them (a
+    correct interval fails this with probability about 0.001: binomial(200, 0.95) < 180), and is narrower than
+    +-15% (the median's half-width). Negative control: benches whose true speedup is 1.43 put 2 outside at least
+    190 of 200 intervals."""
+    from spectheory.timing import speedup_interval
+
+    generator = np.random.default_rng(5)
+    tokens = np.array([10, 20, 40, 80])
+    held, widths, excluded = 0, [], 0
+    for _ in range(200):
+        noise = 1 + 0.1 * generator.standard_normal((3, 5, 4))
+        plain, speculative, slower = 2.0 * tokens * noise[0], 1.0 * tokens * noise[1], 1.4 * tokens * noise[2]
+        low, high = speedup_interval(plain, speculative, tokens, tokens, draws=400, seed=int(generator.integers(1 << 30)))
+        held += low <= 2.0 <= high
+        widths.append((high - low) / 2 / 2.0)
+        low, high = speedup_interval(plain, slower, tokens, tokens, draws=400)
+        excluded += not low <= 2.0 <= high
+    assert 180 <= held <= 200 and np.median(widths) < 0.15
+    assert excluded >= 190
 
 
 def test_median_costs_against_hand_computation():
