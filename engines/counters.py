@@ -4,10 +4,11 @@ text (parsed by ``prometheus_client``), an SGLang response's ``meta_info``, a ll
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from spectheory.metrics import EngineCounts
 
-__all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts"]
+__all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts", "read_counts_file"]
 
 
 def _sum_samples(families: dict, name: str, label: str | None = None) -> dict:
@@ -80,3 +81,18 @@ def read_counts(text: str) -> EngineCounts:
             return counts_from_llama_cpp(document)
         raise ValueError("the JSON holds neither SGLang's meta_info (spec_verify_ct) nor llama.cpp's timings (draft_n)")
     return counts_from_vllm(text)
+
+
+def read_counts_file(path: str, what: str = "--from-metrics") -> EngineCounts:
+    """``read_counts`` of the text file ``path``; one-line errors naming ``what`` (the argument that gave it)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{what} {path!r} does not exist")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path!r} is not text (a Prometheus dump or a JSON response)") from None
+    try:
+        return read_counts(text)
+    except ValueError as error:
+        raise ValueError(f"{what} {path!r}: {error}") from None

@@ -22,7 +22,8 @@ from spectheory.speedup import (
 )
 
 __all__ = ["MAX_TABLE_GAMMA", "GammaRow", "GammaTable", "gamma_table", "format_text", "format_latex",
-           "CalibratedRow", "CalibratedTable", "calibrated_table", "format_calibrated_text"]
+           "CalibratedRow", "CalibratedTable", "calibrated_table", "format_calibrated_text", "engine_answer",
+           "format_engine_answer", "answer_table"]
 
 #: The table has one row per gamma = 0..gamma_max; ``spectheory.speedup.optimal_gamma`` has no such cap.
 MAX_TABLE_GAMMA = 1024
@@ -202,3 +203,46 @@ def format_calibrated_text(result: CalibratedTable) -> str:
                     f"{result.theorem_3_8_optimal_gamma}: {result.theorem_3_8_speedup:.3f}x")
     return "\n".join(lines + [summary])
 
+
+def answer_table(alpha: float | None, c: float, c_hat: float | None, gamma_max: int, *, entries: dict | None = None,
+                 described: str = "", per_position: bool = False):
+    """(table, gamma -> predicted speedup, text) at ``alpha``: calibrated on the cost-profile ``entries``
+    (``spectheory.costs.profile_entries``, described as ``described``; Eq. 1 at ``alpha`` unless the acceptance is
+    ``per_position``), else Theorem 3.8's with draft costs ``c`` and ``c_hat`` (default c) up to ``gamma_max``."""
+    if entries is not None:
+        table = calibrated_table(CostProfile.from_dict(entries), alpha=None if per_position else alpha, c=c or None)
+        return table, {row.gamma: row.calibrated_speedup for row in table.table}, \
+            f"cost profile: {described}\n{format_calibrated_text(table)}"
+    table = gamma_table(alpha, c, c if c_hat is None else c_hat, gamma_max)
+    return table, {row.gamma: row.speedup for row in table.table}, format_text(table)
+
+
+def engine_answer(counts, estimate, table, speedups: dict) -> dict:
+    """What an engine's counters (``spectheory.metrics.EngineCounts``) say (docs/metrics.md): the alpha they imply
+    (``estimate``), the predicted speedup of the engine's draft length and of ``table``'s optimum, from
+    ``speedups`` (gamma -> the table's predicted speedup)."""
+    current, best = estimate.gamma, table.optimal_gamma
+    return {"metrics": counts.as_dict(), "alpha": estimate.alpha, "alpha_standard_error": estimate.standard_error,
+            "alpha_method": estimate.method, "engine_gamma": current, "recommended_gamma": best,
+            "speedup_at_engine_gamma": speedups.get(current), "recommended_speedup": speedups[best],
+            "speedup_change": speedups[best] / speedups[current] if current in speedups else None,
+            "table": table.as_dict()}
+
+
+def format_engine_answer(counts, answer: dict, table_text: str) -> str:
+    """``engine_answer`` as text: the counters in the engines' words, alpha, the table, the recommendation."""
+    rates = ", ".join(f"{r:.3f}" for r in counts.per_position_acceptance_rate) or "not reported"
+    conditional = ", ".join(f"{r:.3f}" for r in counts.conditional_acceptance_rate) or "not reported"
+    current, best = answer["engine_gamma"], answer["recommended_gamma"]
+    closing = (f"the engine's draft length {current} is beyond the table (--gamma-max "
+               f"{len(answer['table']['table']) - 1})" if answer["speedup_change"] is None else
+               f"the engine drafts {current} per round: predicted {answer['speedup_at_engine_gamma']:.3f}x; gamma "
+               f"{best} predicts {answer['recommended_speedup']:.3f}x ({answer['speedup_change']:.3f} times the "
+               f"current speed)")
+    return "\n".join([
+        f"{counts.engine}: {counts.drafts:g} drafts, {counts.draft_tokens:g} draft tokens "
+        f"({counts.draft_length:.2f} per draft), {counts.accepted_tokens:g} accepted",
+        f"  acceptance_rate {counts.acceptance_rate:.4f}, mean_acceptance_length {counts.mean_acceptance_length:.4f}",
+        f"  per_position_acceptance_rate (unconditional): {rates}", f"  conditional_acceptance_rate: {conditional}",
+        f"  alpha = {answer['alpha']:.4f} +- {answer['alpha_standard_error']:.4f} (1 SE; {answer['alpha_method']})\n",
+        table_text, "", closing])

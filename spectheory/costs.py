@@ -38,7 +38,7 @@ PROFILE_KIND = "spectheory cost profile"
 
 __all__ = ["PROFILE_KIND", "CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
            "affine_optimal_gamma", "calibrated_sequence_speedup", "batch_schedule", "schedule_settings",
-           "load_profile", "text_profile"]
+           "load_profile", "text_profile", "profile_entries"]
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -334,3 +334,34 @@ def text_profile(path: str) -> dict:
         return next(iter(profiles.values()))
     raise ValueError(f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one "
                      f"temperature")
+
+
+def profile_entries(costs: str | None, flags: dict, *, pair=None, acceptance=None, acceptance_from: str | None = None,
+                    alpha: float | None = None) -> tuple[dict, str]:
+    """The entries of a cost profile for the gamma calculator and what they describe: the `spectheory profile`
+    file ``costs`` (refused when of another ``pair`` (target, draft)), overridden by ``flags`` (seconds: t_step,
+    t_draft, t_iteration, the list t_verify), with the acceptance of ``acceptance_from`` (another profile or
+    bench file), of ``acceptance`` (per position) or of ``alpha`` at every position (docs/theory.md §10)."""
+    entries, described = {}, "flags"
+    if costs:
+        document = load_profile(costs)
+        entries, described = dict(document["profile"]), f"{document['target']} with draft {document['draft']}"
+        if pair and list(pair) != [document["target"], document["draft"]]:
+            raise ValueError(f"cost profile {costs!r} is of {document['target']} with draft {document['draft']}, "
+                             f"not of {pair[0]} with draft {pair[1]}")
+    entries.update(flags)
+    if acceptance_from is not None:
+        if acceptance is not None or alpha is not None or not costs:
+            raise ValueError("--acceptance-from goes with --costs, without --acceptance or --alpha")
+        text = CostProfile.from_dict(text_profile(acceptance_from))
+        return CostProfile.from_dict(entries).with_text(text).as_dict(), f"{described}, acceptance of {acceptance_from}"
+    if acceptance is not None or not costs:
+        if acceptance is None and alpha is None:
+            raise ValueError("measured costs without a profile need --alpha or --acceptance")
+        acceptance = list(acceptance or [alpha] * (len(entries.get("t_verify", [None, None])) - 1))
+        if costs:  # the profile's proposal lengths and overheads refitted to these positions
+            entries = CostProfile.from_dict(entries).with_acceptance(acceptance).as_dict()
+        entries["acceptance"] = acceptance
+        entries["acceptance_along_text"] = []
+    entries.setdefault("t_iteration", 0.0)
+    return entries, described

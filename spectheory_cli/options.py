@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_device", "add_dtype", "names", "add_target", "add_text", "draft_help"]
+__all__ = ["add_device", "add_dtype", "names", "add_target", "add_text", "draft_help", "add_cost_flags",
+           "flag_costs", "COST_FLAGS"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -63,3 +64,24 @@ def add_text(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--text", metavar="FILE", help=f"held-out UTF-8 text for {what} (default: the shipped corpus's "
                                                        f"held-out split, read by the target's tokenizer)")
 
+
+#: The measured-cost flags of ``gamma`` and ``tree`` (argparse's names), besides --costs.
+COST_FLAGS = ("t_step_ms", "t_draft_ms", "t_verify_ms", "t_iteration_ms")
+
+
+def add_cost_flags(costs) -> None:
+    """The measured costs as flags (an argument group of ``gamma`` and ``tree``), read by ``flag_costs``."""
+    costs.add_argument("--t-step-ms", type=float, help="autoregressive decoder, ms per token")
+    costs.add_argument("--t-draft-ms", type=float, help="one draft call (a chain's token, a tree's level), ms")
+    costs.add_argument("--t-verify-ms", type=float, nargs="+", metavar="MS",
+                       help="verifying k = 1, 2, ... positions, ms (gamma up to their number - 1)")
+    costs.add_argument("--t-iteration-ms", type=float, help="accept, correct and rollback per iteration, ms (default 0)")
+
+
+def flag_costs(args: argparse.Namespace) -> dict:
+    """The --t-* flags given, in seconds: ``t_step``, ``t_draft``, ``t_iteration`` and the list ``t_verify``."""
+    costs = {key: getattr(args, key + "_ms") / 1e3 for key in ("t_step", "t_draft", "t_iteration")
+             if getattr(args, key + "_ms") is not None}
+    if args.t_verify_ms is not None:
+        costs["t_verify"] = [ms / 1e3 for ms in args.t_verify_ms]
+    return costs

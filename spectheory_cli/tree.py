@@ -11,7 +11,8 @@ import argparse
 import json
 
 from spectheory_cli import UsageError
-from spectheory_cli.calibrated import add_cost_flags, flag_costs, load_profile
+from spectheory_cli.options import add_cost_flags, flag_costs
+from spectheory.costs import load_profile
 from spectheory.trees import Tree, check_rank_acceptance, expected_tokens_rank, hardware_optimal_tree, optimal_tree
 from spectheory.validation import as_int, as_positive_int, as_probability, as_real
 
@@ -28,8 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     costs = parser.add_argument_group("costs (docs/theory.md §10); without them only expected tokens")
     costs.add_argument("--c", type=float, help="Theorem 3.8's costs: a draft call is c target calls, verify "
                                                "costs one call at any width")
-    costs.add_argument("--costs", metavar="FILE", help="a cost profile written by `spectheory profile --out`; "
-                                                      "its t_verify must cover the budget")
+    costs.add_argument("--costs", metavar="FILE", help="a `spectheory profile --out` file; its t_verify must cover the budget")
     add_cost_flags(costs)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 

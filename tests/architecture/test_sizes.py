@@ -41,3 +41,51 @@ def test_every_package_is_measured():
     """A new top-level package cannot escape the limits (the CLI escaped them once, when it moved)."""
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
     assert packages and packages <= set(PACKAGES), packages - set(PACKAGES)
+
+
+#: CLI modules any command may use: argument definitions shared between commands.
+FLAG_MODULES = {"options", "audit_flags", "bench_flags", "mutant_flags", "task_flags"}
+#: Commands that still span helper modules, to be folded into one module each (issue 56); none may be added.
+STILL_SPANNING = {"audit": {"engine_audit"}, "bench": {"engine_bench", "engine_spec_bench", "spec_bench"},
+                  "report": {"spec_bench_report", "spec_bench"}}
+
+
+def command_spans(root: Path) -> dict:
+    """command -> the CLI modules besides the flags that its module reaches through imports (lazy ones too)."""
+    from spectheory_cli.commands import COMMANDS
+
+    def reached(name: str) -> set:
+        tree = ast.parse((root / "spectheory_cli" / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spectheory_cli."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.ImportFrom) and node.module == "spectheory_cli":
+                found |= {alias.name for alias in node.names if (root / "spectheory_cli" / f"{alias.name}.py").exists()}
+        return found - FLAG_MODULES - {name}
+
+    spans = {}
+    for command in COMMANDS:
+        seen, todo = set(), [command.replace("-", "_")]
+        while todo:
+            for module in reached(todo.pop()) - seen:
+                seen.add(module)
+                todo.append(module)
+        spans[command] = seen
+    return spans
+
+
+def test_each_command_is_one_module_besides_the_shared_flags():
+    spans = command_spans(ROOT)
+    assert {command: modules for command, modules in spans.items() if modules} == STILL_SPANNING
+
+
+def test_command_span_check_catches_a_helper_module(tmp_path):
+    """Negative control: a copy of the CLI whose gamma command imports a helper module again."""
+    import shutil
+
+    shutil.copytree(ROOT / "spectheory_cli", tmp_path / "spectheory_cli")
+    (tmp_path / "spectheory_cli" / "calibrated.py").write_text("")
+    gamma = tmp_path / "spectheory_cli" / "gamma.py"
+    gamma.write_text("from spectheory_cli import calibrated\n" + gamma.read_text())
+    assert command_spans(tmp_path)["gamma"] == {"calibrated"}
