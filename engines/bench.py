@@ -193,10 +193,9 @@ def engine_bench_lines(document: dict) -> list:
         low, _, high = row["speedup_spread"]
         alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (
             "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
-        interval = "" if "speedup_interval" not in row else \
-            "; 95% interval {:.3f}-{:.3f}".format(*row["speedup_interval"])
-        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}{interval}), predicted "
-                     f"{row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
+        bottom, top = row["speedup_interval"]
+        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
+                     f"{bottom:.3f}-{top:.3f}), predicted {row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
                      f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
                      f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
     gamma = document["recommended_gamma"]
