@@ -1,4 +1,4 @@
-"""What every generation loop shares (docs/theory.md §10, §12): prompt checks and the
+"""What every decoder shares (docs/theory.md §10, §12): the one decode loop (``decode``), prompt checks and the
 start, the one way a draft is fed its pending tokens, the one first call (the prompt, then the new positions: a
 chain's causal ones or a tree's nodes), the one rollback (``keep_nodes``: truncate where the kept nodes are
 contiguous, ``commit_path`` where they are a tree's path), output bookkeeping, phase timing."""
@@ -17,9 +17,9 @@ from decoders.models.protocol import check_model, model_calls, prefill_call
 from decoders.sampling import History
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft", "forward_after",
-           "prompt_nodes", "keep_nodes", "park", "Output", "PhaseTimer", "check_models", "check_room", "synchronize",
-           "room_for"]
+__all__ = ["decode", "as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft",
+           "forward_after", "prompt_nodes", "keep_nodes", "park", "park_committed", "Output", "PhaseTimer",
+           "check_models", "check_room", "synchronize", "room_for"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -217,6 +217,30 @@ def park(model, state, done: torch.Tensor) -> None:
     """Cut rows that have finished (``done: [B]`` bool) back to empty before a step: their work is discarded,
     so they never outgrow the room their state was made with."""
     model.truncate(state, torch.where(done, 0, state.lengths))
+
+
+def decode(output: "Output", iterate: Callable, park_rows: Callable | None = None) -> int:
+    """The decoders' one loop: until every row has finished, run one iteration and extend each active row by
+    the tokens it emitted. ``iterate(active)`` runs the decoder's step and returns every row's new tokens
+    (a list indexed by row; only the active rows' are read); ``park_rows(done)`` (``done: [B]`` bool) cuts
+    finished rows' states back, called only once some row has finished. Returns the number of iterations."""
+    iterations = 0
+    while not output.finished:
+        active = [b for b, done in enumerate(output.done) if not done]
+        if park_rows is not None and len(active) < len(output.done):
+            park_rows(output.done)
+        emitted = iterate(active)
+        for b in active:
+            output.extend(b, emitted[b])
+        iterations += 1
+    return iterations
+
+
+def park_committed(target, draft, committed: "Committed", done: list) -> None:
+    """``park`` both models' states of ``committed`` at the rows ``done`` (a list of bools): a chain's or a
+    tree's ``park_rows`` for ``decode``."""
+    mask = torch.tensor(done, device=target.device)
+    park(target, committed.target_state, mask), park(draft, committed.draft_state, mask)
 
 
 class Output:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, forward_after, new_state, unfed
+from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, decode, forward_after, new_state, unfed
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, draw
@@ -36,13 +36,15 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
     history = history_of(sampling, prompts, model)
     steps = 0
-    while not output.finished:
+
+    def iterate(active: list) -> list:
+        nonlocal last, pending, history, steps
         with timer.phase("decode" if steps else "prefill"):  # "prefill": the prompt and the first new token
             last = autoregressive_step(model, state, last, sampling, randomness, pending, history)
         steps, pending = steps + 1, None
         if history is not None:
             history = history.plus(last[:, None])
-        for b, token in enumerate(last.tolist()):
-            output.extend(b, [token])
+        return [[token] for token in last.tolist()]
+    decode(output, iterate)
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

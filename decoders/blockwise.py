@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_room, park, prefill
+from decoders._loop import Output, PhaseTimer, as_prompts, check_room, decode, park, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import check_probs
@@ -129,10 +129,9 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
     check_probs(heads)  # NaN logits (e.g. weights), checked once: argmax would read NaN as the largest logit
     block = heads.argmax(dim=-1)  # [B, k], y_1 certain, y_2..y_k proposed
     accepted_log, calls = [], 1
-    while not output.finished:
-        active = [b for b, done in enumerate(output.done) if not done]
-        if len(active) < batch:
-            park(model, state, torch.tensor(output.done, device=model.device))
+
+    def iterate(active: list) -> list:
+        nonlocal block, calls
         held = state.lengths.clone()
         with timer.phase("verify"):
             heads = model.head_logits(block, state)[:, :, :k]  # [B, k, k, V], one call: verify and propose
@@ -145,7 +144,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
             block = heads[rows, size - 1].argmax(dim=-1)  # the next block, from the last accepted position
         sizes = size.tolist()
         accepted_log.append(tuple(sizes[b] - 1 for b in active))
-        for b in active:
-            output.extend(b, block_tokens[b][:sizes[b]])
+        return [tokens[:count] for tokens, count in zip(block_tokens, sizes)]
+    decode(output, iterate, lambda done: park(model, state, torch.tensor(done, device=model.device)))
     stats = DecodeStats(len(accepted_log), calls, 0, tuple(accepted_log), (), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

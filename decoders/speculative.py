@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, feed_draft,
-                            forward_after, keep_nodes, park, room_for, start)
+from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
+                            forward_after, keep_nodes, park_committed, room_for, start)
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -257,11 +257,9 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         committed = start(target, draft, prompts, room, history)
     accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}
     draft_calls = 0
-    while not output.finished:
-        active = [b for b, done in enumerate(output.done) if not done]
-        if len(active) < len(prompts):  # only once some row has finished: no extra work while all rows generate
-            done = torch.tensor(output.done, device=target.device)
-            park(target, committed.target_state, done), park(draft, committed.draft_state, done)
+
+    def iterate(active: list) -> list:
+        nonlocal draft_calls
         outcome = step(target, draft, committed, config, randomness, timer)
         overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, k]; NaN where p or q is
         check_probs(overlap, outcome.p[:, -1], models={"target": outcome.p, "draft": outcome.q})  # all of p and q
@@ -277,8 +275,8 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
             overlap, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (overlap, proposed))
         outcomes["overlaps"].append(overlap)
         outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(proposed)
-        for b in active:
-            output.extend(b, tokens[b][:accepted[b] + 1])
+        return [row[:count + 1] for row, count in zip(tokens, accepted)]
+    decode(output, iterate, lambda done: park_committed(target, draft, committed, done))
     iterations = len(accepted_log)
     stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log),
                         _verified_betas(**outcomes, active=actives), timer.finish(), tuple(proposed_log))

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, feed_draft,
-                            forward_after, keep_nodes, park, room_for, start)
+from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
+                            forward_after, keep_nodes, park_committed, room_for, start)
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, adjusted_probs, check_probs, history_of
+from decoders.sampling import Sampling, adjusted_probs, check_probs, history_of
 from decoders.verification import residual, verify_node
 from decoders.models.protocol import check_model, prefill_call
 from decoders.verification import TREE_VERIFIERS as VERIFIERS
@@ -304,17 +304,14 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
     with timer.phase("prefill"):
         state = start(target, draft, prompts, room, history_of(config.sampling, prompts, target))
     accepted_log, ranks_log = [], []
-    while not output.finished:
-        active = [b for b, done in enumerate(output.done) if not done]
-        if len(active) < len(prompts):  # finished rows restart empty: their work is discarded
-            done = torch.tensor(output.done, device=target.device)
-            park(target, state.target_state, done), park(draft, state.draft_state, done)
+
+    def iterate(active: list) -> list:
         outcome = step(target, draft, state, config, randomness, timer)
         counts, tokens, ranks = outcome.accepted.tolist(), outcome.tokens.tolist(), outcome.ranks.tolist()
         accepted_log.append(tuple(counts[b] for b in active))
         ranks_log.append(tuple(tuple(ranks[b][:counts[b]]) for b in active))
-        for b in active:
-            output.extend(b, tokens[b][:counts[b] + 1])
+        return [row[:count + 1] for row, count in zip(tokens, counts)]
+    decode(output, iterate, lambda done: park_committed(target, draft, state, done))  # finished rows restart empty
     iterations = len(accepted_log)
     draft_calls = iterations * (config.tree.depth + isinstance(config.tree, DynamicTree))  # a call per level but the
     # deepest (the first feeds the pending tokens); a dynamic tree then appends its accepted path

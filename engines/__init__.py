@@ -11,17 +11,20 @@ __all__ = ["END", "Engine", "EngineRun", "EngineSampling", "ENGINES", "open_engi
 
 #: The in-process engines by name; anything else must be an http(s) URL.
 ENGINES = ("llama-cpp", "llama-server[:OPTIONS]")
+#: ``--target`` values that mean the engines' default model, SmolLM2-135M-Instruct's GGUF file.
+DEFAULT_TARGETS = (None, "smollm2", "shipped")
 
 
 def open_engine(spec: str, *, gguf: str | None = None, concurrency: int = 4, threads: int | None = None) -> Engine:
     """The engine ``spec`` names: ``llama-cpp`` or ``llama-server[:OPTIONS]`` (``engines.llama_server.ServerOptions``)
-    on the GGUF file ``gguf`` (default SmolLM2's), or a URL (the server's own model); a ValueError (one line at the CLI) for anything else, a missing llama-cpp-python, or a
-    dead URL."""
+    on the GGUF file ``gguf`` (the one place that reads ``--target`` for an engine: a path, or None, "smollm2" or
+    "shipped" for SmolLM2's), or a URL (the server's own model); a ValueError (one line at the CLI) for anything
+    else, a missing llama-cpp-python, or a dead URL."""
     name, _, options = spec.partition(":")
     if name in ("llama-cpp", "llama-server") and not is_url(spec):
         from decoders.models.gguf import is_gguf_file, real_model_path
 
-        path = real_model_path("smollm2") if gguf in (None, "smollm2") else gguf
+        path = real_model_path("smollm2") if gguf in DEFAULT_TARGETS else gguf
         if not is_gguf_file(path):
             raise ValueError(f"the {name} engine reads a GGUF file; --target {gguf!r} is not one")
         if name == "llama-server":

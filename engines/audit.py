@@ -295,10 +295,9 @@ def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[s
 def engine_side(engine: Engine, prompt: str, sampling: EngineSampling, n: int, horizon: int, *, speculate: int,
                 seed: int) -> tuple[str, EngineRun]:
     """(description, run) of n samples drawn from ``engine``, with a progress bar on a terminal."""
-    from tqdm import tqdm
+    from decoders.progress import progress_bar
 
-    with tqdm(total=n, desc=f"{engine.name} speculate {speculate}", unit="sample", delay=1, leave=False,
-              disable=None) as bar:
+    with progress_bar(None, total=n, desc=f"{engine.name} speculate {speculate}", unit="sample") as bar:
         run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)
     lost = f", {run.lost} of {n} samples lost" if run.lost else ""
     setting = "its own speculation settings" if is_url(engine.name) else f"speculate {speculate}"

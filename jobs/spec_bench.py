@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.models.gguf import gguf_tokenizer
 from engines import open_engine
@@ -49,8 +49,7 @@ def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_
     categories, rows = {}, []
     for category in spec_bench_categories(task):
         questions = spec_bench_prompts(tokenizer, category, prompts, seed, room)
-        with tqdm(total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run", delay=1, leave=False,
-                  disable=None if progress is None else not progress) as bar:
+        with progress_bar(progress, total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run") as bar:
             document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
                                     max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup, progress=bar.update)
         categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
@@ -63,7 +62,7 @@ def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_
 def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, progress) -> dict:
     """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
     try:
-        engine = open_engine("llama-cpp", gguf=None if target in (None, "shipped") else target)
+        engine = open_engine("llama-cpp", gguf=target)
     except ValueError as error:
         return {"skipped": str(error)}
     return engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas,

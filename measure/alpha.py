@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.autoregressive import generate_autoregressive
@@ -229,8 +229,7 @@ def alpha_table(target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0
     """``estimate_alpha`` for every (draft name -> model) of ``drafts`` at every temperature."""
     jobs = [(name, model, temperature) for name, model in drafts.items() for temperature in temperatures]
     return [estimate_alpha(target, model, name, stream, temperature, **options)
-            for name, model, temperature in tqdm(jobs, desc="alpha", unit="pair", delay=1, leave=False,
-                                                 disable=None if progress is None else not progress)]
+            for name, model, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair")]
 
 
 def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
@@ -252,8 +251,7 @@ def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LEN
     standard errors over windows."""
     text, sampling = text_windows(stream, check_windows(windows), length, seed), Sampling(temperature)
     rows = []
-    for name, draft in tqdm(drafts.items(), desc="lenience", unit="draft", delay=1, leave=False,
-                            disable=None if progress is None else not progress):
+    for name, draft in progress_bar(progress, drafts.items(), desc="lenience", unit="draft"):
         per_window = _pooled_betas(target, draft, text, sampling, skip=skip, batch_size=batch_size,
                                    leniences=leniences)[0].mean(dim=2)  # [l, W]
         errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)

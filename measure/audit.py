@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
@@ -247,8 +247,7 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
         randomness = TorchRandomness(generator)
         return torch.tensor([stop_padded(hf_generate(target.model, prompt, request.horizon, request.sampling,
                                                      randomness, **options), request.horizon, request.sampling.stop)
-                             for _ in tqdm(range(n), desc=request.sampler, unit="sample", delay=1, leave=False,
-                                           disable=None)])
+                             for _ in progress_bar(None, range(n), desc=request.sampler, unit="sample")])
 
     report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
                                        horizon=request.horizon, seed=request.seed, draft=draft, level=request.level)

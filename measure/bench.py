@@ -25,7 +25,7 @@ import statistics
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
@@ -282,8 +282,7 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         temperature_jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
         jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
         measures[temperature] = recorder, outputs
-    with tqdm(total=len(jobs) * (s.warmup + s.repeats), desc="bench", unit="run", delay=1, leave=False,
-              disable=None if progress is None else not progress) as bar:
+    with progress_bar(progress, total=len(jobs) * (s.warmup + s.repeats), desc="bench", unit="run") as bar:
         timed_jobs = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
                                       synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
     c_target, c_draft = (timed_jobs[name].median / s.call_steps for name in ("c target", "c draft"))
@@ -329,8 +328,7 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     calls = sum(len(s.temperatures) * ((len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) + 1) * (s.warmup + s.repeats)
                 for b in s.batch_sizes)
     rows, profiles = [], {}
-    with tqdm(total=calls, desc="batch sweep", unit="run", delay=1, leave=False,
-              disable=None if progress is None else not progress) as bar:
+    with progress_bar(progress, total=calls, desc="batch sweep", unit="run") as bar:
         for batch_size in s.batch_sizes:
             count = s.batch_prompts(batch_size)
             for temperature in s.temperatures:
@@ -359,8 +357,7 @@ def bench_blockwise(model, prompts: torch.Tensor, settings: BenchSettings, confi
     autoregressive decoding with the base model, at batch 1 on ``prompts`` ``[N, L]``."""
     device, s = model.device, settings
     prompts = prompts.to(device)
-    with tqdm(total=1 + len(configs), desc="blockwise", unit="run", delay=1, leave=False,
-              disable=None if progress is None else not progress) as bar:
+    with progress_bar(progress, total=1 + len(configs), desc="blockwise", unit="run") as bar:
         baseline = timed_decoding(prompts, lambda p, r: generate_autoregressive(
             model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r), s)[0]
         bar.update(1)

@@ -8,7 +8,7 @@ import copy
 import statistics
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
 from decoders._loop import synchronize
@@ -69,8 +69,8 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
         pairs["ours_unpadded"] = (unpadded, ours_draft)
     results = {"gamma": gamma, "native": native is not None, "assisted": sorted(assisted or {}),
                "padded_widths": ours_target.padded_widths, "rows": []}
-    with tqdm(total=len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts),
-              desc="hf", unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
+    runs = len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts)
+    with progress_bar(progress, total=runs, desc="hf", unit="run") as bar:
         for temperature in s.temperatures:
             sampling = Sampling(temperature)
             config = SpeculativeConfig(gamma, sampling)

@@ -24,7 +24,7 @@ import statistics
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
@@ -159,7 +159,7 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
            "environment": environment(target.device, model_dtype(target)),
            "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
            "temperatures": []}
-    with tqdm(total=None, desc=f"policies {draft_name}", disable=progress is False, leave=False) as bar:
+    with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
         for temperature in settings.temperatures:
             summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar,
                                       calibration_windows)

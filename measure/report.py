@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from measure.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
@@ -151,7 +151,7 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     shape = alpha.window_shape(target, draft)
     tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
     trees = policies = None
-    with tqdm(total=3 + tree_stage + bool(s.policies), desc="report", unit="stage", disable=None if progress is None else not progress) as stages:
+    with progress_bar(progress, total=3 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]

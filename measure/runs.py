@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.models import zoo
 from measure import alpha, bench, policy_bench, tree_bench
@@ -55,8 +55,7 @@ def spec_bench_alpha_document(drafts=None, temperatures=(0.0, 1.0), task: str = 
     questions, estimates = {}, []
     categories = spec_bench_categories(task)
     jobs = [(c, name, t) for c in categories for name in inputs.drafts for t in temperatures]
-    for category, name, temperature in tqdm(jobs, desc="alpha", unit="pair", delay=1, leave=False,
-                                            disable=None if progress is None else not progress):
+    for category, name, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair"):
         if category not in questions:
             questions[category] = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
         estimate = alpha.alpha_on_prompts(inputs.target, inputs.drafts[name], name,

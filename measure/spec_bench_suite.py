@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
@@ -191,7 +191,7 @@ def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, 
     tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)
     categories, started = spec_bench_categories(task), time.perf_counter()
     _warm(inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens]))
-    with tqdm(desc="spec-bench", unit="run", delay=1, leave=False, disable=None if progress is None else not progress) as bar:
+    with progress_bar(progress, desc="spec-bench", unit="run") as bar:
         measured = {category: bench_category(inputs.target, inputs.tokenizer, category, models, settings, dynamic=tree,
                                              bar=bar, categories=len(categories)) for category in categories}
     return {"task": task, "target": target or "shipped target", "drafts": {name: list(g) for name, g in drafts.items()},

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
@@ -228,7 +228,7 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     new = settings.max_new_tokens
     if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
-    with tqdm(total=None, desc=f"trees {draft_name}", disable=progress is False, leave=False) as bar:
+    with progress_bar(progress, total=None, desc=f"trees {draft_name}") as bar:
         def ar(prompt):
             return generate_autoregressive(target, prompt, max_new_tokens=new, sampling=GREEDY,
                                            randomness=seeded(0, target.device))

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if not prompt:
         raise ValueError("--prompt-text is empty after tokenization")
     if args.engine:
-        engine = open_engine(args.engine, gguf=None if target_name == "smollm2" else target_name)
+        engine = open_engine(args.engine, gguf=target_name)
         if capability(engine, "generate_ids") is None:
             raise ValueError(f"--engine {args.engine}: diverge reads the engine's token ids (generate_ids, "
                              f"docs/engines.md §2), which it does not give; draw its tokens into --tokens FILE")

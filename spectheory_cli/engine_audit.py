@@ -7,7 +7,7 @@ model); --samples A.jsonl --against B.jsonl compares two files drawn anywhere.""
 import argparse
 import json
 
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from engines import ENGINES, EngineSampling
 from engines.audit import ENGINE_PROMPT, EngineAuditRequest, run_engine_audit as run_request
@@ -56,8 +56,8 @@ def run_engine_audit(args: argparse.Namespace) -> int:
     request = _request(args)
     if args.out:
         check_writable(args.out)
-    with tqdm(total=len(request.gammas), desc="greedy", unit="gamma", delay=1, leave=False,
-              disable=None if request.greedy else True) as bar:
+    with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy",
+                      unit="gamma") as bar:
         document, samples, lines = run_request(request, bar.update)
     print("\n".join(lines))
     if args.out:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
 from engines import ENGINES, open_engine
@@ -46,8 +46,7 @@ def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
 def _server_bench(args, inputs, prompts) -> int:
     """--engine URL --against URL: two servers' end-to-end greedy speed on the task prompts (as text)."""
     texts = [inputs.tokenizer.decode(ids) for ids in prompts]
-    with tqdm(total=2 * (args.repeats + args.warmup), desc="server bench", unit="run", delay=1, leave=False,
-              disable=None) as bar:
+    with progress_bar(None, total=2 * (args.repeats + args.warmup), desc="server bench", unit="run") as bar:
         document = server_bench(open_engine(args.engine), open_engine(args.against), texts,
                                 max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup,
                                 progress=bar.update)
@@ -71,14 +70,14 @@ def run_engine_bench(args: argparse.Namespace) -> int:
         inputs = load_inputs(args.target or "smollm2", [])
         prompts = benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length, args.seed)
         return _server_bench(args, inputs, [row.tolist() for row in prompts])
-    engine = open_engine(args.engine, gguf=None if args.target in (None, "shipped") else args.target)
+    engine = open_engine(args.engine, gguf=args.target)
     if is_spec_bench(args.task):
         return run_engine_spec_bench(args, engine)
     inputs = load_inputs(str(engine.model_path), [])
     prompts = [row.tolist() for row in benchmark_prompts(inputs, args.task or "rewrite", args.prompts, length,
                                                          args.seed)]
-    with tqdm(total=(len(args.gammas) + 1) * (args.repeats + args.warmup), desc="engine bench", unit="run",
-              delay=1, leave=False, disable=None) as bar:
+    runs = (len(args.gammas) + 1) * (args.repeats + args.warmup)
+    with progress_bar(None, total=runs, desc="engine bench", unit="run") as bar:
         document = engine_bench(engine, prompts, gammas=args.gammas, max_new_tokens=args.max_new_tokens,
                                 repeats=args.repeats, warmup=args.warmup, progress=bar.update)
     document.update(task=args.task or "rewrite", cpu=document["environment"]["host"]["cpu"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 import paper_figs
 from spectheory_cli.options import names
@@ -27,8 +27,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.results, directory=True)
     written = paper_figs.make_all(args.out, args.results, names=tuple(args.only or paper_figs.SCRIPTS),
                                   recompute=args.recompute,
-                                  progress=lambda items, **options: tqdm(items, delay=1, leave=False, disable=None,
-                                                                         **options))
+                                  progress=lambda items, **options: progress_bar(None, items, **options))
     for name, paths in written.items():
         print(f"{name}: {', '.join(str(path) for path in paths)}")
     return 0

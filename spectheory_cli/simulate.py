@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import numpy as np
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from sims.families import FAMILIES
 from sims.run import PROCESSES, SimulationSpec, run_simulation
@@ -59,8 +58,7 @@ def _spec(args: argparse.Namespace) -> SimulationSpec:
 def _progress(unit: str):
     """Counts iterations (streams for markov), shown on a terminal once a run takes over a second."""
     def progress(sizes):
-        with tqdm(total=sum(sizes), desc="simulate", unit=unit, unit_scale=True, delay=1.0, disable=None,
-                  file=sys.stderr) as bar:
+        with progress_bar(None, total=sum(sizes), desc="simulate", unit=unit, unit_scale=True) as bar:
             for size in sizes:
                 yield size
                 bar.update(size)

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
@@ -113,8 +113,7 @@ class Enumerator:
 
 def _progress(total: int | None, description: str, progress: bool | None):
     """A tqdm bar on stderr when it is a terminal (``progress=None``), always (True) or never (False)."""
-    return tqdm(total=total, desc=description, unit="branch", delay=1, disable=None if progress is None else not progress,
-                leave=False)
+    return progress_bar(progress, total=total, desc=description, unit="branch")
 
 
 @torch.no_grad()

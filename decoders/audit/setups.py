@@ -17,7 +17,7 @@ import functools
 from typing import Callable, Sequence
 
 import torch
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
@@ -128,8 +128,7 @@ def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int]
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)
         rows = torch.empty(n, horizon, dtype=torch.int64)  # allocated once: no small objects between batches' tensors
-        with tqdm(total=n, desc="sampling", unit="seq", delay=1, leave=False,
-                  disable=None if progress is None else not progress) as bar:
+        with progress_bar(progress, total=n, desc="sampling", unit="seq") as bar:
             for begin in range(0, n, batch):
                 size = min(batch, n - begin)
                 rows[begin:begin + size] = torch.tensor(

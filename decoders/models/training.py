@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from tqdm import tqdm
+from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseGPT
@@ -207,8 +207,7 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
             raise ValueError(f"checkpoint {str(checkpoint)!r} cannot be resumed ({type(error).__name__}: "
                              f"{_first_problem(error)}); delete it to train from the start") from None
     started, running = time.perf_counter(), []
-    with tqdm(total=config.steps, initial=step, desc=description, unit="step", delay=1, leave=False,
-              disable=None if progress is None else not progress) as bar:
+    with progress_bar(progress, total=config.steps, initial=step, desc=description, unit="step") as bar:
         while step < min(config.steps, until or config.steps):
             model.train()
             for group in optimizer.param_groups:
@@ -305,8 +304,7 @@ def target_samples(target, stream: np.ndarray, *, count: int, length: int, promp
     prompts = _windows(stream, count, prompt_length - 1, generator)  # [count, prompt_length]
     randomness = TorchRandomness(torch.Generator(device=target.device).manual_seed(seed + 1))
     rows = []
-    for first in tqdm(range(0, count, batch_size), desc="samples", unit="batch", delay=1, leave=False,
-                      disable=None if progress is None else not progress):
+    for first in progress_bar(progress, range(0, count, batch_size), desc="samples", unit="batch"):
         batch = prompts[first:first + batch_size]
         generation = generate_autoregressive(target, batch.to(target.device), max_new_tokens=length - prompt_length,
                                              sampling=sampling, randomness=randomness)
