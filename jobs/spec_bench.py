@@ -17,11 +17,13 @@ from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
 from measure.bench import BenchSettings
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
-from measure.spec_bench_suite import DYNAMIC, spec_bench_document, suite_drafts
+from measure.spec_bench_suite import DYNAMIC, SUITE_SETTINGS, spec_bench_document, suite_drafts
 from measure.spec_bench_table import table_row
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table"]
+__all__ = ["ALL", "ENGINE_GAMMAS", "engine_table", "whole_table", "spec_bench_table"]
+
+ALL = "all"  # --draft all: the whole table
 
 #: llama.cpp's prompt lookup at these draft lengths: its best on SmolLM2 is the smallest (docs/measuring.md).
 ENGINE_GAMMAS = (1, 2, 4)
@@ -83,3 +85,20 @@ def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: st
     engine["seconds"] = time.perf_counter() - started
     document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
     return document
+
+
+def spec_bench_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
+                     device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
+    """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
+    the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own."""
+    own = suite_drafts(target)
+    drafts = {name: tuple(gammas) if gammas else own.get(name, SUITE_SETTINGS.gammas)
+              for name in (list(own) if draft == ALL else [draft])}
+    settings = BenchSettings(gammas=tuple(sorted({g for chosen in drafts.values() for g in chosen})),
+                             temperatures=settings.temperatures, prompts=settings.prompts,
+                             max_new_tokens=settings.max_new_tokens, repeats=settings.repeats, warmup=settings.warmup,
+                             call_steps=SUITE_SETTINGS.call_steps, seed=settings.seed, batch_sizes=())
+    models = dict(target=target, device=device, dtype=dtype)
+    if draft == ALL:
+        return whole_table(settings, task, drafts=drafts, **models)
+    return spec_bench_document(drafts, settings, task, dynamic=None, **models)

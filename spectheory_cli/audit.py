@@ -17,7 +17,8 @@ from decoders.audit.statistical import MAX_SAMPLES
 from decoders.models.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
 from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
 from decoders.policies import POLICIES
-from spectheory_cli.engine_audit import add_engine_arguments, engine_requested, run_engine_audit
+from jobs.engine_audit import audit_engine
+from spectheory_cli.engine_flags import add_engine_arguments, engine_request, engine_requested
 from spectheory_cli.options import names
 from spectheory_cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
 from spectheory_cli.mutant_flags import cited, mutant_presets
@@ -77,7 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if engine_requested(args):
-        return run_engine_audit(args)
+        document, lines = audit_engine(engine_request(args), out=args.out, command=args.command_line)
+        print("\n".join(lines) + (f"\n{json.dumps(document, allow_nan=False)}" if args.json else ""))
+        return 0 if document["passed"] else 1
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
     own = next((m.exact for m in MUTANTS if m.name == args.mutant), METHODS[0])  # a bare --exact: the bug's method

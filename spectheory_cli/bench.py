@@ -7,22 +7,16 @@ import argparse
 
 import torch
 
+from jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
 from measure.alpha import MAX_PROMPTS
 from measure.bench import MAX_REPEATS, BenchSettings
-from measure.bench_lines import bench_lines
-from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
-from measure.runs import bench_document, policy_document, tree_document
 from measure.spec_bench import is_spec_bench
-from spectheory_cli.spec_bench import run_spec_bench
-from measure.tree_bench import check_budgets, check_dynamic, tree_lines
-from decoders.sampling import Sampling
 from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory_cli.bench_flags import add_comparison_arguments, check_comparison
-from spectheory_cli.engine_bench import ENGINE_PROMPT_LENGTH, add_engine_bench_arguments, run_engine_bench
 from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
-from spectheory_cli.task_flags import TASK_HELP, spec_bench_presets as presets, task_name
-from spectheory.outputs import check_writable, write_json
+from spectheory_cli.task_flags import TASK_HELP, spec_bench_presets, task_name
 
+presets = spec_bench_presets  # Spec-Bench's own flags, parsed before the user's (spectheory_cli)
 DEFAULTS = BenchSettings()
 CONTEXT_RULE = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
 
@@ -59,40 +53,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
-    add_engine_bench_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     sampling = sampling_from(args)
-    if sampling != Sampling() and (args.hf or args.engine):
-        raise ValueError(f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
-                         f"flags ({sampling})")
-    if is_spec_bench(args.task) and not args.engine:
-        return run_spec_bench(args, sampling)
-    args.gammas = args.gammas or list(DEFAULTS.gammas)
+    check_comparison(args, sampling)
+    runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
+    common = dict(target=args.target, out=args.out, command=args.command_line)
     if args.engine:
-        return run_engine_bench(args)
-    settings = BenchSettings(tuple(args.gammas), tuple(args.temperatures), args.prompts,
-                             args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
-                             args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
-                             batch_gammas=tuple(args.batch_gammas), sampling=sampling)
-    check_comparison(args)
-    if args.out:
-        check_writable(args.out)
-    models = dict(target=args.target, text=args.text, device=args.device, dtype=getattr(torch, args.dtype), task=args.task)
-    if args.policies is not None:
-        document = policy_document(args.draft, settings, policies=check_policies(args.policies or BENCH_POLICIES),
-                                   **models)
-        lines = policy_lines(document)
-    elif args.tree:
-        document = tree_document(args.draft, settings, budgets=check_budgets(args.budgets),
-                                 dynamic=check_dynamic(args.dynamic, args.budgets), **models)
-        lines = tree_lines(document)
+        _, lines = engine_bench(args.engine, against=args.against, task=args.task, prompts=args.prompts,
+                                prompt_length=args.prompt_length, seed=args.seed,
+                                gammas=args.gammas or list(DEFAULTS.gammas), **runs, **common)
+    elif is_spec_bench(args.task):
+        settings = BenchSettings(temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed,
+                                 batch_sizes=(), **runs)
+        _, lines = spec_bench(settings, args.task, draft=args.draft, gammas=args.gammas, device=args.device,
+                              dtype=getattr(torch, args.dtype), **common)
     else:
-        document = bench_document(args.draft, settings, hf=args.hf, hf_gamma=args.hf_gamma, **models)
-        lines = bench_lines(document)
-    if args.out:
-        write_json(args.out, document, command=args.command_line)
+        settings = BenchSettings(tuple(args.gammas or DEFAULTS.gammas), tuple(args.temperatures), args.prompts,
+                                 args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
+                                 args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
+                                 batch_gammas=tuple(args.batch_gammas), sampling=sampling)
+        _, lines = decoder_bench(args.draft, settings, text=args.text, device=args.device,
+                                 dtype=getattr(torch, args.dtype), task=args.task, policies=args.policies,
+                                 tree=args.tree, budgets=args.budgets, dynamic=args.dynamic, hf=args.hf,
+                                 hf_gamma=args.hf_gamma, **common)
     print("\n".join(lines))
     return 0
-

@@ -2,28 +2,28 @@
 gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
 statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
 report.html into --out. About three minutes on a 2-core CPU with the defaults; a real model (smollm2, a GGUF
-file) gets a smaller budget of its own, about twelve minutes. --task spec-bench: ``spectheory_cli.spec_bench_report``."""
+file) gets a smaller budget of its own, about twelve minutes. --task spec-bench: a draft per category (jobs.report)."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import replace
 
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.models import zoo
 from measure.alpha import MAX_PROMPTS, MAX_WINDOWS
 from measure.bench import MAX_REPEATS
-from measure.inputs import load_inputs
-from measure.report import REAL_MODEL_SETTINGS, ReportSettings, measure_pair, summary_lines
+from jobs.report import pair_report, spec_bench_report
+from jobs.spec_bench import ALL
+from measure.report import REAL_MODEL_SETTINGS, ReportSettings, summary_lines
 from measure.spec_bench import TASK, is_spec_bench
-from measure.tasks import benchmark_prompts
+from measure.spec_bench_report import recommendation_lines
 from decoders.models.gguf import is_gguf_file
-from paper_figs.report import write_report
+from paper_figs.report import write_report, write_spec_bench_report
 from spectheory_cli.options import add_device, add_target, add_text, draft_help
-from spectheory_cli.spec_bench_report import run_spec_bench_report
-from spectheory_cli.task_flags import task_name
+from spectheory_cli.task_flags import report_spec_bench_settings, task_name
 from spectheory.calculator import MAX_TABLE_GAMMA
-from spectheory.outputs import check_writable
 
 DEFAULTS = ReportSettings()
 BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed")
@@ -80,20 +80,20 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
     if is_spec_bench(args.task):
-        return run_spec_bench_report(args)
-    if args.from_table:
+        table, recommendation = spec_bench_report(report_spec_bench_settings(args), args.task, draft=args.draft or ALL,
+                                                  from_table=args.from_table, target=args.target, device=args.device,
+                                                  out=args.out)
+        paths = write_spec_bench_report(table, recommendation, args.out, command=args.command_line)
+        lines = recommendation_lines(recommendation)
+    elif args.from_table:
         raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
-    args.draft = args.draft or "transformer"
-    settings = _settings(args)  # checked before loading
-    check_writable(args.out, directory=True)
-    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device)
-    document = measure_pair(inputs.target, inputs.drafts[args.draft], target_name=args.target or "shipped target",
-                            draft_name=args.draft, settings=settings, held_out=inputs.held_out,
-                            text=inputs.text, command=args.command_line, prompts=benchmark_prompts(
-                                inputs, settings.task, settings.prompts, settings.prompt_length, settings.seed + 1))
-    paths = write_report(document, args.out)
-    print("\n".join(summary_lines(document.as_dict())))
+    else:
+        document = pair_report(_settings(args), target=args.target, draft=args.draft or "transformer",  # checked first
+                               text=args.text, device=args.device, out=args.out, command=args.command_line)
+        paths, lines = write_report(document, args.out), summary_lines(document.as_dict())
+    print("\n".join(lines))
     print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
-          f"in {document.seconds:.0f} s")
+          f"in {time.perf_counter() - started:.0f} s")
     return 0

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from measure.bench import BenchSettings
 from measure.spec_bench import CATEGORIES, TASK, is_spec_bench, spec_bench_categories
 from measure.spec_bench_suite import SUITE_SETTINGS
 from measure.tasks import TASKS
 
-#: A Spec-Bench bench's defaults (``measure.spec_bench_suite.SUITE_SETTINGS``): two questions per category, 48 new
+#: A Spec-Bench bench's defaults (``measure.spec_bench_suite.SUITE_SETTINGS``): two questions per category, 32 new
 #: tokens, greedy, no batch sweep -- the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
 SPEC_BENCH_PRESETS = ["--prompts", str(SUITE_SETTINGS.prompts), "--max-new-tokens", str(SUITE_SETTINGS.max_new_tokens),
                       "--temperatures", "0", "--repeats", str(SUITE_SETTINGS.repeats), "--warmup",
@@ -38,3 +39,21 @@ def spec_bench_presets(argv: list) -> list:
         if is_spec_bench(value):
             return list(SPEC_BENCH_PRESETS)
     return []
+
+
+#: The report's flags that Spec-Bench's table has no use for.
+UNUSED_BY_SPEC_BENCH = ("text", "temperatures", "prompt_length", "tree_budgets", "policies", "windows", "audit_n",
+                        "gamma_max")
+
+
+def report_spec_bench_settings(args: argparse.Namespace) -> BenchSettings:
+    """``report --task spec-bench``'s settings: the flags given over ``SUITE_SETTINGS``; a ValueError naming a flag
+    the table does not take."""
+    given = [name for name in UNUSED_BY_SPEC_BENCH if getattr(args, name, None) is not None]
+    if given:
+        raise ValueError(f"--task {args.task} does not take --{given[0].replace('_', '-')}")
+    return BenchSettings(temperatures=(0.0,), prompts=args.prompts or SUITE_SETTINGS.prompts,
+                         max_new_tokens=args.max_new_tokens or SUITE_SETTINGS.max_new_tokens,
+                         repeats=args.repeats or SUITE_SETTINGS.repeats,
+                         warmup=SUITE_SETTINGS.warmup if args.warmup is None else args.warmup, seed=args.seed or 0,
+                         batch_sizes=())

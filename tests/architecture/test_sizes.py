@@ -44,10 +44,7 @@ def test_every_package_is_measured():
 
 
 #: CLI modules any command may use: argument definitions shared between commands.
-FLAG_MODULES = {"options", "audit_flags", "bench_flags", "mutant_flags", "task_flags"}
-#: Commands that still span helper modules, to be folded into one module each (issue 56); none may be added.
-STILL_SPANNING = {"audit": {"engine_audit"}, "bench": {"engine_bench", "engine_spec_bench", "spec_bench"},
-                  "report": {"spec_bench_report", "spec_bench"}}
+FLAG_MODULES = {"options", "audit_flags", "bench_flags", "engine_flags", "mutant_flags", "task_flags"}
 
 
 def command_spans(root: Path) -> dict:
@@ -77,7 +74,7 @@ def command_spans(root: Path) -> dict:
 
 def test_each_command_is_one_module_besides_the_shared_flags():
     spans = command_spans(ROOT)
-    assert {command: modules for command, modules in spans.items() if modules} == STILL_SPANNING
+    assert {command: modules for command, modules in spans.items() if modules} == {}
 
 
 def test_command_span_check_catches_a_helper_module(tmp_path):

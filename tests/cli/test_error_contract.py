@@ -70,6 +70,7 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
                                          "--hf compares at --temperatures only"),
     "bench --engine dropped the bias": (["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
                                         "--engine compares at --temperatures only"),
+    "bench --against without --engine was ignored": (["bench", "--against", "http://127.0.0.1:1"], "add --engine"),
 }
 if NO_CUDA:
     CASES["--device cuda without CUDA"] = (["bench", "--device", "cuda"], "this machine has 0 CUDA devices")

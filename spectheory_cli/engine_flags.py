@@ -1,19 +1,16 @@
-"""`spectheory audit --engine`: a serving engine's speculative sampler audited (docs/engines.md). At temperature 0
+"""The flags of `spectheory audit --engine`, and the request they make: a serving engine's speculative sampler
+audited (docs/engines.md). At temperature 0
 its greedy tokens with speculation against its plain greedy tokens at every --gammas; above it, its samples
 with speculation against a second sample by the two-sample test: the same engine plain (--against plain), a
 second server (--against URL) or a file (--against FILE.jsonl), or our model of its GGUF file (--against
 model); --samples A.jsonl --against B.jsonl compares two files drawn anywhere."""
 
 import argparse
-import json
-
-from decoders.progress import progress_bar
 
 from engines import ENGINES, EngineSampling
-from engines.audit import ENGINE_PROMPT, EngineAuditRequest, run_engine_audit as run_request
-from spectheory.outputs import check_writable, write_json
+from engines.audit import ENGINE_PROMPT, EngineAuditRequest
 
-__all__ = ["add_engine_arguments", "engine_requested", "run_engine_audit"]
+__all__ = ["add_engine_arguments", "engine_requested", "engine_request"]
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +32,8 @@ def engine_requested(args: argparse.Namespace) -> bool:
     return args.engine is not None or args.against is not None
 
 
-def _request(args) -> EngineAuditRequest:
+def engine_request(args: argparse.Namespace) -> EngineAuditRequest:
+    """The engine audit the flags ask for; a ValueError naming the flags that do not apply to an engine."""
     if args.exact is not None or args.mutant or args.policy:
         raise ValueError("--engine audits the engine's own sampler: drop --exact, --mutant and --policy")
     if (args.frequency_penalty or args.presence_penalty or args.logit_bias or args.penalize_prompt or args.stop
@@ -50,18 +48,3 @@ def _request(args) -> EngineAuditRequest:
                               5000 if args.n is None else args.n, horizon, args.level, args.seed,
                               args.prompt_text or ENGINE_PROMPT, None if args.target == "tinygpt" else args.target,
                               args.concurrency)
-
-
-def run_engine_audit(args: argparse.Namespace) -> int:
-    request = _request(args)
-    if args.out:
-        check_writable(args.out)
-    with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy",
-                      unit="gamma") as bar:
-        document, samples, lines = run_request(request, bar.update)
-    print("\n".join(lines))
-    if args.out:
-        write_json(args.out, dict(document, **samples), command=args.command_line)
-    if args.json:
-        print(json.dumps(document, allow_nan=False))
-    return 0 if document["passed"] else 1

@@ -1,0 +1,125 @@
+"""`spectheory bench` as one call per kind of run (docs/measuring.md; docs/engines.md §4): our decoders' sweep, trees
+against chains or draft-length policies (``decoder_bench``); Spec-Bench's table (``spec_bench``); a serving engine's
+own speculation against its own plain decoding, in-process, llama-server or two servers by URL (``engine_bench``).
+Each returns the document and the lines to print, and writes the document to ``out`` (probed before any work)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from decoders.autoregressive import generate_autoregressive
+from decoders.models.gguf import gguf_tokenizer
+from decoders.progress import progress_bar
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from engines import open_engine
+from engines.bench import engine_bench as measure_engine, engine_bench_lines, server_bench
+from engines.openai import is_url
+from jobs.spec_bench import ALL, engine_table, spec_bench_table
+from measure.bench import BenchSettings
+from measure.bench_lines import bench_lines
+from measure.inputs import load_inputs
+from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from measure.runs import bench_document, policy_document, tree_document
+from measure.spec_bench import is_spec_bench
+from measure.spec_bench_table import spec_bench_lines, table_lines
+from measure.tasks import benchmark_prompts
+from measure.tree_bench import check_budgets, check_dynamic, tree_lines
+from spectheory.outputs import check_writable, write_json
+
+__all__ = ["decoder_bench", "spec_bench", "engine_bench", "ENGINE_PROMPT_LENGTH"]
+
+#: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
+ENGINE_PROMPT_LENGTH = 192
+
+
+def _written(document: dict, lines: list, out: str | None, command: str | None) -> tuple:
+    if out:
+        write_json(out, document, command=command)
+    return document, lines
+
+
+def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None, device="cpu", dtype=torch.float32,
+                  task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
+                  out=None, command=None) -> tuple:
+    """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
+    (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``)."""
+    models = dict(target=target, text=text, device=device, dtype=dtype, task=task)
+    if out:
+        check_writable(out)
+    if policies is not None:
+        document = policy_document(draft, settings, policies=check_policies(policies or BENCH_POLICIES), **models)
+        return _written(document, policy_lines(document), out, command)
+    if tree:
+        document = tree_document(draft, settings, budgets=check_budgets(budgets),
+                                 dynamic=check_dynamic(dynamic, budgets), **models)
+        return _written(document, tree_lines(document), out, command)
+    document = bench_document(draft, settings, hf=hf, hf_gamma=hf_gamma, **models)
+    return _written(document, bench_lines(document), out, command)
+
+
+def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target=None, device="cpu",
+               dtype=torch.float32, out=None, command=None) -> tuple:
+    """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows)."""
+    if out:
+        check_writable(out)
+    document = spec_bench_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype)
+    lines = spec_bench_lines(document)
+    if "engine_skipped" in document:
+        lines.append(f"no engine rows: {document['engine_skipped']}")
+    return _written(document, lines, out, command)
+
+
+def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
+    """Our reference autoregressive decoder's greedy tokens per second on the same prompts (one run each)."""
+    started = time.perf_counter()
+    for row in prompts:
+        generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=GREEDY, randomness=seeded(0))
+    return len(prompts) * tokens / (time.perf_counter() - started)
+
+
+def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
+    """Two servers by URL, end to end (``engines.bench.server_bench``)."""
+    with progress_bar(None, total=2 * (runs["repeats"] + runs["warmup"]), desc="server bench", unit="run") as bar:
+        document = server_bench(open_engine(spec), open_engine(against), texts, progress=bar.update, **runs)
+    low, _, high = document["speedup_spread"]
+    return document, [f"{document['engine']} against {document['against']}: {document['speedup']:.3f}x "
+                      f"({low:.3f}-{high:.3f}) end to end per token; greedy text equal: {document['greedy_equal']}"]
+
+
+def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
+    """Spec-Bench's categories on the engine (``jobs.spec_bench.engine_table``); only its tokenizer is read here."""
+    document = engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas, **settings)
+    return document, [f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
+                      f"engine's own plain decoding at the best of gammas {', '.join(map(str, gammas))}",
+                      *table_lines(document["table"])]
+
+
+def engine_bench(spec: str, *, against: str | None = None, target=None, task=None, prompts: int, prompt_length=None,
+                 seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, out=None, command=None) -> tuple:
+    """The engine ``spec``'s speed with and without its speculation on the task's prompts (docs/engines.md §4):
+    two servers by URL (``against``), Spec-Bench's categories, or the engine bench with its cost model and our
+    reference decoder's speed beside."""
+    if is_url(spec) != (against is not None):
+        raise ValueError("--against URL (the plain server) goes with --engine URL (the speculating one), and only")
+    if out:
+        check_writable(out)
+    task, length = task or "rewrite", prompt_length or ENGINE_PROMPT_LENGTH
+    runs = dict(max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup)
+    if is_url(spec):
+        inputs = load_inputs(target or "smollm2", [])
+        texts = [inputs.tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
+        document, lines = _two_servers(spec, against, texts, runs)
+        return _written(dict(document, task=task), lines, out, command)
+    engine = open_engine(spec, gguf=target)
+    if is_spec_bench(task):
+        return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed)), out, command)
+    inputs = load_inputs(str(engine.model_path), [])
+    rows = [row.tolist() for row in benchmark_prompts(inputs, task, prompts, length, seed)]
+    with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
+        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, **runs)
+    document.update(task=task, cpu=document["environment"]["host"]["cpu"],
+                    ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens))
+    return _written(document, engine_bench_lines(document), out, command)

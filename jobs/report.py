@@ -1,0 +1,52 @@
+"""The measurements of `spectheory report`, one call each (docs/measuring.md): on a pair of models, alpha, the gamma
+sweep, the calculator's answer and an audit (``pair_report``); on Spec-Bench, a draft and gamma per category from
+the whole table, measured or read from a saved one (``spec_bench_report``). ``paper_figs.report`` writes what they
+return (report.json, report.md, report.html and the figures) into the output directory, probed here first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.spec_bench import ALL, spec_bench_table
+from measure.bench import BenchSettings
+from measure.inputs import load_inputs
+from measure.report import ReportSettings, measure_pair
+from measure.spec_bench_report import recommend
+from measure.tasks import benchmark_prompts
+from spectheory.outputs import check_writable, strict_loads
+
+__all__ = ["pair_report", "spec_bench_report", "saved_table"]
+
+
+def pair_report(settings: ReportSettings, *, target=None, draft: str = "transformer", text=None, device="cpu",
+                out: str = "report", command: str | None = None):
+    """The report's document (``measure.report.ReportDocument``) on ``target`` and ``draft`` (the shipped pair by
+    default) under ``settings``."""
+    check_writable(out, directory=True)
+    inputs = load_inputs(target, [draft], text=text, device=device)
+    document = measure_pair(inputs.target, inputs.drafts[draft], target_name=target or "shipped target",
+                            draft_name=draft, settings=settings, held_out=inputs.held_out, text=inputs.text,
+                            command=command, prompts=benchmark_prompts(inputs, settings.task, settings.prompts,
+                                                                       settings.prompt_length, settings.seed + 1))
+    return document
+
+
+def saved_table(path: str) -> dict:
+    """A table written by ``bench --task spec-bench --out`` (one draft or all)."""
+    try:
+        table = strict_loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"--from {path}: cannot read a JSON table ({error})") from None
+    if not isinstance(table, dict) or "categories" not in table or "drafts" not in table:
+        raise ValueError(f"--from {path}: not a Spec-Bench table (bench --task spec-bench --draft all --out FILE)")
+    return table
+
+
+def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | None = None, draft: str = ALL,
+                      target=None, device="cpu", out: str = "report") -> tuple:
+    """The table, read from ``from_table`` or measured on ``settings``, and per Spec-Bench category a draft and
+    gamma, or "do not speculate" (``measure.spec_bench_report.recommend``)."""
+    check_writable(out, directory=True)
+    table = saved_table(from_table) if from_table else spec_bench_table(settings, task, draft=draft, target=target,
+                                                                          device=device)
+    return table, recommend(table)
