@@ -9,20 +9,29 @@
   categories' baseline seconds summed over their speculative seconds summed (Spec-Bench's "overall"); its
   measured overall speedup against the per-category recommendations' measured overall speedup says what a single
   setting loses.
+* Noise, where it decides: each measured speedup's standard error over the category's questions
+  (``speedup_standard_error``; an exact 1x has none, the dynamic tree's is not measured). A recommendation says
+  whether its measured speedup is within the 95% band of the best measured one's (the difference within 1.96
+  times the root sum of squares of the two errors), and the one-setting loss carries a 95% half-width by the
+  delta method over the categories (independent errors; docs/measuring.md, "Spec-Bench"). None where an error is
+  unknown.
 """
 
 from __future__ import annotations
 
 from spectheory.optimum import best_choice, best_gamma_row
 
-__all__ = ["NO_SPECULATION", "recommend", "recommendation_lines"]
+__all__ = ["NO_SPECULATION", "recommend", "recommendation_lines", "within_noise", "overall_error", "apart_label",
+           "loss_noise"]
 
 NO_SPECULATION = "do not speculate"
+Z95 = 1.959963984540054  # the two-sided 95% point of the normal law
 
 
 def _settings(measured: dict) -> list:
     """The chain settings of one category that have a prediction: {draft, gamma, predicted, measured}."""
-    return [{"draft": name, "gamma": row["gamma"], "predicted": row["calibrated_speedup"], "measured": row["speedup"]}
+    return [{"draft": name, "gamma": row["gamma"], "predicted": row["calibrated_speedup"], "measured": row["speedup"],
+             "error": row.get("speedup_standard_error")}
             for name, drafted in measured["drafts"].items() for row in drafted["rows"]
             if row["calibrated_speedup"] is not None]
 
@@ -36,20 +45,40 @@ def _overall(weights: dict, speedups: dict) -> float:
     return sum(weights.values()) / sum(weights[category] / speedups[category] for category in weights)
 
 
+def within_noise(a: float, a_error: float | None, b: float, b_error: float | None) -> bool | None:
+    """Whether two measured speedups differ by no more than the 95% band of their difference (independent standard
+    errors, 0 for an exact 1x); None where an error is unknown."""
+    if a_error is None or b_error is None:
+        return None
+    return abs(a - b) <= Z95 * (a_error ** 2 + b_error ** 2) ** 0.5
+
+
 def _category(measured: dict) -> dict:
-    """One category's recommendation, its measured speedup, and the best measured setting."""
+    """One category's recommendation, its measured speedup, and the best measured setting, with their standard
+    errors and whether the two are told apart."""
     settings = _settings(measured)
     chosen = best_gamma_row(settings, "predicted")
     if chosen["predicted"] <= 1.0:
-        chosen = {"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0}
+        chosen = {"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0, "error": 0.0}
     tree = measured.get("dynamic")
-    candidates = [(_name(s), s["measured"]) for s in settings] + [(NO_SPECULATION, 1.0)] + (
-        [(f"dynamic tree ({tree['draft']}) {tree['rows'][0]['nodes']} nodes", tree["rows"][0]["speedup"])] if tree else [])
+    candidates = [(_name(s), s["measured"], s["error"]) for s in settings] + [(NO_SPECULATION, 1.0, 0.0)] + (
+        [(f"dynamic tree ({tree['draft']}) {tree['rows'][0]['nodes']} nodes", tree["rows"][0]["speedup"],
+          tree["rows"][0].get("speedup_standard_error"))] if tree else [])
     best = best_choice(candidates, lambda c: c[1], lambda c: 0)
     return {"recommended": _name(chosen), "draft": chosen["draft"], "gamma": chosen["gamma"],
             "predicted_speedup": chosen["predicted"], "measured_speedup": chosen["measured"],
-            "best_measured": best[0], "best_measured_speedup": best[1],
-            "recommended_over_best": chosen["measured"] / best[1]}
+            "measured_standard_error": chosen["error"], "best_measured": best[0], "best_measured_speedup": best[1],
+            "best_measured_standard_error": best[2], "recommended_over_best": chosen["measured"] / best[1],
+            "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best[1], best[2])}
+
+
+def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
+    """Standard error of ``_overall(weights, speedups)`` by the delta method, the categories' errors independent:
+    d overall / d s_c = overall^2 w_c / (W s_c^2). None where a category's error is unknown."""
+    if any(errors[category] is None for category in weights):
+        return None
+    overall, total = _overall(weights, speedups), sum(weights.values())
+    return sum((overall ** 2 * weights[c] / (total * speedups[c] ** 2) * errors[c]) ** 2 for c in weights) ** 0.5
 
 
 def recommend(document: dict) -> dict:
@@ -64,26 +93,48 @@ def recommend(document: dict) -> dict:
     common = set.intersection(*(set(grid) for grid in grids.values()))
     overall = [{"draft": draft, "gamma": gamma,
                 "predicted": _overall(weights, {c: grid[(draft, gamma)]["predicted"] for c, grid in grids.items()}),
-                "measured": _overall(weights, {c: grid[(draft, gamma)]["measured"] for c, grid in grids.items()})}
-               for draft, gamma in sorted(common)] + [{"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0}]
+                "measured": _overall(weights, {c: grid[(draft, gamma)]["measured"] for c, grid in grids.items()}),
+                "error": overall_error(weights, {c: grid[(draft, gamma)]["measured"] for c, grid in grids.items()},
+                                       {c: grid[(draft, gamma)]["error"] for c, grid in grids.items()})}
+               for draft, gamma in sorted(common)] + [{"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0,
+                                                       "error": 0.0}]
     one = best_choice(overall, lambda s: s["predicted"], lambda s: s["gamma"] or 0)
     each = _overall(weights, {c: row["measured_speedup"] for c, row in per_category.items()})
+    each_error = overall_error(weights, {c: row["measured_speedup"] for c, row in per_category.items()},
+                               {c: row["measured_standard_error"] for c, row in per_category.items()})
+    loss_error = None if one["error"] is None or each_error is None else \
+        one["measured"] / each * ((one["error"] / one["measured"]) ** 2 + (each_error / each) ** 2) ** 0.5
     return {"categories": per_category,
             "one_setting": {"setting": _name(one), "predicted_overall": one["predicted"],
                             "measured_overall": one["measured"], "per_category_measured_overall": each,
-                            "loss": 1 - one["measured"] / each}}
+                            "loss": 1 - one["measured"] / each, "loss_standard_error": loss_error,
+                            "loss_within_noise": None if loss_error is None else
+                            abs(1 - one["measured"] / each) <= Z95 * loss_error}}
 
 
 def recommendation_lines(recommendation: dict) -> list:
     """The recommendation as printed lines."""
     lines = [f"{'category':<27}{'recommended':<24}{'predicted':>10}{'measured':>10}  {'best measured':<30}"
-             f"{'speedup':>8}{'ratio':>7}"]
+             f"{'speedup':>8}{'ratio':>7}  apart (95%)"]
     for row in recommendation["categories"].values():
         lines.append(f"{row['label']:<27}{row['recommended']:<24}{row['predicted_speedup']:>9.2f}x"
                      f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<30}{row['best_measured_speedup']:>7.2f}x"
-                     f"{row['recommended_over_best']:>7.3f}")
+                     f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}")
     one = recommendation["one_setting"]
+    noise = loss_noise(one)
     lines.append(f"one setting for all categories: {one['setting']}, predicted overall {one['predicted_overall']:.2f}x, "
                  f"measured {one['measured_overall']:.2f}x; the per-category settings measure {one['per_category_measured_overall']:.2f}x "
-                 f"overall: one setting loses {100 * one['loss']:.1f}%")
+                 f"overall: one setting loses {100 * one['loss']:.1f}%{noise}")
     return lines
+
+
+def loss_noise(one: dict) -> str:
+    """The one-setting loss's 95% half-width as printed after it ("" where its error is unknown)."""
+    error = one.get("loss_standard_error")
+    return "" if error is None else f" +- {100 * Z95 * error:.1f}% (95%){'' if one['loss_within_noise'] else ': apart'}"
+
+
+def apart_label(within: bool | None) -> str:
+    """Whether the recommended and the best measured speedups are told apart at 95%: "no" (within noise), "yes",
+    or "unknown" (an error not measured)."""
+    return "unknown" if within is None else "no" if within else "yes"

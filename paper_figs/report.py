@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 
 from measure.report import ReportDocument, by_temperature
+from measure.spec_bench_report import apart_label, loss_noise
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
@@ -55,18 +56,20 @@ def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: 
     """The Spec-Bench report as blocks (``report_blocks``'s kinds)."""
     env, s, one = table["environment"], table["settings"], recommendation["one_setting"]
     rows = [[row["label"], row["recommended"], f"{row['predicted_speedup']:.2f}x", f"{row['measured_speedup']:.2f}x",
-             row["best_measured"], f"{row['best_measured_speedup']:.2f}x", f"{row['recommended_over_best']:.3f}"]
-            for row in recommendation["categories"].values()]
+             row["best_measured"], f"{row['best_measured_speedup']:.2f}x", f"{row['recommended_over_best']:.3f}",
+             apart_label(row.get("within_noise_of_best"))] for row in recommendation["categories"].values()]
     return [("heading", 1, f"Spec-Bench report: {table['target']}"),
             ("paragraph", f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
                           f"threads): T = 0, batch 1, {s['prompts']} questions per category, {s['max_new_tokens']} new "
                           f"tokens each. Every number below is read from `report.json`."),
             ("table", ["category", "recommended", "predicted", "measured", "best measured", "its speedup",
-                       "recommended / best"], rows),
+                       "recommended / best", "told apart (95%)"], rows),
             ("paragraph", f"One setting for all categories, by the cost model: **{one['setting']}**, predicted "
                           f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
                           f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
-                          f"loses {100 * one['loss']:.1f}%."),
+                          f"loses {100 * one['loss']:.1f}%{loss_noise(one)}. \"Told apart\": the recommended and the "
+                          f"best measured speedups differ by more than the 95% band of their difference (standard "
+                          f"errors over the questions; unknown where one is not measured)."),
             ("image", figure, "Speedup per category and draft, measured (bars, spread of repeats) and predicted "
                               "(ticks)")]
 

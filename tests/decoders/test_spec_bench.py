@@ -18,7 +18,8 @@ from measure.profile import ProfileRecorder
 from measure.runs import spec_bench_alpha_document
 from measure.spec_bench import (CATEGORIES, LABELS, QUESTIONS, PromptRows, select_questions, spec_bench_categories,
                                 spec_bench_prompts)
-from measure.spec_bench_report import NO_SPECULATION, recommend, recommendation_lines
+from measure.spec_bench_report import (NO_SPECULATION, Z95, overall_error, recommend, recommendation_lines,
+                                       within_noise)
 from measure.spec_bench_suite import spec_bench_document
 from measure.spec_bench_table import category_rows, spec_bench_lines
 from command import run
@@ -194,6 +195,60 @@ def test_recommendation_against_hand_computed_choices():
     assert one["loss"] == pytest.approx(1 - one["measured_overall"] / one["per_category_measured_overall"])
     lines = recommendation_lines(answer)
     assert lines[2].startswith(LABELS["rag"]) and NO_SPECULATION in lines[2] and "loses 0.7%" in lines[-1]
+
+
+def test_noise_bands_against_hand_computed_differences():
+    """Two speedups are apart at 95% when they differ by more than 1.96 sqrt(e_a^2 + e_b^2); an unknown error
+    decides nothing."""
+    assert within_noise(1.1, 0.05, 1.0, 0.0) is False  # 0.1 > 0.098
+    assert within_noise(1.09, 0.05, 1.0, 0.0) is True
+    assert within_noise(1.3, 0.1, 1.1, 0.1) is True  # 0.2 <= 1.96 * 0.1414 = 0.277
+    assert within_noise(1.3, None, 1.0, 0.0) is None
+
+
+def test_overall_error_against_monte_carlo():
+    """The delta-method error of the overall speedup against the spread of 200,000 seeded draws of the categories'
+    speedups (normal, independent); they agree within 3% at errors this small."""
+    weights, speedups, errors = {"a": 2.0, "b": 6.0}, {"a": 1.4, "b": 1.0}, {"a": 0.05, "b": 0.03}
+    draws = {c: torch.normal(speedups[c], errors[c], (200_000,), generator=torch.Generator().manual_seed(i))
+             for i, c in enumerate(weights)}
+    overall = sum(weights.values()) / sum(weights[c] / draws[c] for c in weights)
+    assert overall_error(weights, speedups, errors) == pytest.approx(float(overall.std()), rel=0.03)
+    assert overall_error(weights, speedups, {"a": 0.05, "b": None}) is None
+
+
+def _with_errors(table: dict, error: float) -> dict:
+    for measured in table["categories"].values():
+        for drafted in measured["drafts"].values():
+            for row in drafted["rows"]:
+                row["speedup_standard_error"] = error
+    return table
+
+
+def test_recommendation_noise_against_hand_computed_bands():
+    """QA's recommendation (copy gamma 2, measured 1.4) against its best measured (the same): within noise; RAG's
+    (do not speculate, exact 1x) against copy gamma 1's 1.02 with error e: apart at e = 0.01 (0.02 > 0.0196), within
+    at e = 0.1; the one-setting loss carries the delta method's half-width, and without errors all is unknown."""
+    tight = recommend(_with_errors(small_spec_bench_table(), 0.01))
+    qa, rag = tight["categories"]["qa"], tight["categories"]["rag"]
+    assert qa["within_noise_of_best"] is True and rag["within_noise_of_best"] is False
+    assert recommend(_with_errors(small_spec_bench_table(), 0.1))["categories"]["rag"]["within_noise_of_best"] is True
+    one = tight["one_setting"]
+    weights = {"qa": 2.0, "rag": 6.0}
+    one_error = overall_error(weights, {"qa": 1.25, "rag": 1.02}, {"qa": 0.01, "rag": 0.01})
+    each_error = overall_error(weights, {"qa": 1.4, "rag": 1.0}, {"qa": 0.01, "rag": 0.0})
+    ratio = one["measured_overall"] / one["per_category_measured_overall"]
+    assert one["loss_standard_error"] == pytest.approx(ratio * ((one_error / one["measured_overall"]) ** 2 + (
+        each_error / one["per_category_measured_overall"]) ** 2) ** 0.5)
+    assert one["loss_within_noise"] == (abs(one["loss"]) <= Z95 * one["loss_standard_error"])
+    assert lines_apart(recommendation_lines(tight)) == ["no", "yes"]
+    unknown = recommend(small_spec_bench_table())  # the control: no errors measured, nothing decided
+    assert unknown["categories"]["qa"]["within_noise_of_best"] is None and unknown["one_setting"]["loss_standard_error"] is None
+    assert lines_apart(recommendation_lines(unknown)) == ["unknown", "unknown"]
+
+
+def lines_apart(lines: list) -> list:
+    return [line.split()[-1] for line in lines[1:-1]]
 
 
 def test_report_from_a_saved_table(tmp_path, capsys):
