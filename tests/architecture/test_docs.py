@@ -223,7 +223,7 @@ def test_llama_server_bench_rows_against_their_results():
     predicted, their ratio, tokens per call and mean proposal length."""
     page = (ROOT / "docs" / "engines.md").read_text()
     for name in ("llama_server_bench_draft24_rewrite", "llama_server_bench_ngram_rewrite",
-                 "llama_server_bench_draft24_rewrite_interleaved"):
+                 "llama_server_bench_draft24_rewrite_interleaved", "llama_server_bench_ngram_defaults"):
         for row in json.loads((ROOT / "results" / f"{name}.json").read_text())["rows"]:
             low, _, high = row["speedup_spread"]
             assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
