@@ -219,12 +219,11 @@ def park(model, state, done: torch.Tensor) -> None:
     model.truncate(state, torch.where(done, 0, state.lengths))
 
 
-def decode(output: "Output", iterate: Callable, park_rows: Callable | None = None) -> int:
+def decode(output: "Output", iterate: Callable, park_rows: Callable | None = None) -> None:
     """The decoders' one loop: until every row has finished, run one iteration and extend each active row by
     the tokens it emitted. ``iterate(active)`` runs the decoder's step and returns every row's new tokens
     (a list indexed by row; only the active rows' are read); ``park_rows(done)`` (``done: [B]`` bool) cuts
-    finished rows' states back, called only once some row has finished. Returns the number of iterations."""
-    iterations = 0
+    finished rows' states back, called only once some row has finished."""
     while not output.finished:
         active = [b for b, done in enumerate(output.done) if not done]
         if park_rows is not None and len(active) < len(output.done):
@@ -232,8 +231,6 @@ def decode(output: "Output", iterate: Callable, park_rows: Callable | None = Non
         emitted = iterate(active)
         for b in active:
             output.extend(b, emitted[b])
-        iterations += 1
-    return iterations
 
 
 def park_committed(target, draft, committed: "Committed", done: list) -> None:
