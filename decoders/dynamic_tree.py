@@ -57,9 +57,10 @@ def confidence(logits: torch.Tensor) -> torch.Tensor:
 def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: DynamicTree, sampling: Sampling) -> tuple:
     """EAGLE-2's tree per row (``DynamicTree``) from the draft's logits after the committed sequence (``root: [B, V]``;
     the state holds that sequence): tokens ``[B, N]`` (node 0 the last committed token), parents ``[B, N]`` (nodes
-    numbered depth by depth, siblings by descending confidence: their verification order) and each node's draft law
-    ``[B, N, V]`` (zero where the draft did not expand it: never read). The scored nodes stay in the state, beyond
-    the committed sequence."""
+    numbered depth by depth, siblings by descending confidence: their verification order), each node's draft law
+    ``[B, N, V]`` (zero where the draft did not expand it: never read) and each node's confidence ``[B, N]``, the
+    cumulative draft log-probability of its path (0 at the root; the forecast's input, ``measure.dynamic_forecast``).
+    The scored nodes stay in the state, beyond the committed sequence."""
     batch, k, device = len(last), spec.branching, last.device
     rows = torch.arange(batch, device=device)[:, None]
     logits = root[:, None]  # [B, 1, V]
@@ -99,7 +100,8 @@ def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: Dy
     laws = laws.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, laws.shape[-1]))  # [B, N, V]
     q = torch.where((at >= 0)[..., None], laws, 0.0)
     return (torch.cat([last[:, None], tokens.gather(1, kept)], dim=1),
-            torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1), q)
+            torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1), q,
+            torch.cat([torch.zeros_like(scores[:, :1]), scores.gather(1, kept)], dim=1))
 
 
 def row_children(parents: torch.Tensor, width: int) -> torch.Tensor:

@@ -255,7 +255,7 @@ class TreeStep:
         with timer.phase("draft"):
             root = feed_draft(draft, state)  # [B, V]
             if isinstance(tree, DynamicTree):  # each row's own tree
-                tokens, parents, q = draft_dynamic(draft, state.draft_state, root, state.last, tree,
+                tokens, parents, q, _ = draft_dynamic(draft, state.draft_state, root, state.last, tree,
                                                    config.sampling.unconditioned)
                 children = row_children(parents, tree.branching)  # [B, N, width]
             else:

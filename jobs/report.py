@@ -10,7 +10,7 @@ from pathlib import Path
 from jobs.spec_bench import ALL, spec_bench_table
 from measure.bench import BenchSettings
 from measure.inputs import load_inputs
-from measure.report import ReportSettings, measure_pair
+from measure.report import FORECAST_SEED, ReportSettings, measure_pair
 from measure.spec_bench_report import recommend
 from measure.tasks import benchmark_prompts
 from spectheory.outputs import check_writable, strict_loads
@@ -24,10 +24,12 @@ def pair_report(settings: ReportSettings, *, target=None, draft: str = "transfor
     default) under ``settings``."""
     check_writable(out, directory=True)
     inputs = load_inputs(target, [draft], text=text, device=device)
+    prompts = {name: benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
+               for name, count, offset in (("prompts", settings.prompts, 1),
+                                           ("forecast_prompts", settings.forecast_prompts, FORECAST_SEED))}
     document = measure_pair(inputs.target, inputs.drafts[draft], target_name=target or "shipped target",
                             draft_name=draft, settings=settings, held_out=inputs.held_out, text=inputs.text,
-                            command=command, prompts=benchmark_prompts(inputs, settings.task, settings.prompts,
-                                                                       settings.prompt_length, settings.seed + 1))
+                            command=command, **prompts)
     return document
 
 

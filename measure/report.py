@@ -1,13 +1,17 @@
 """The one-command report's measurement (``spectheory report``): a target/draft pair measured, a gamma
 recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.report`` renders it).
 
+* the forecast, first: per temperature a cost profile (docs/theory.md §10) measured on other prompts than the
+  sweep's, its speedup at each gamma of the sweep and the gamma it recommends (``forecast_pair``);
 * alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
 * c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
-  decoder for a gamma sweep at batch 1 (``measure.bench.bench_pair``);
-* the recommended gamma: the cost model (docs/theory.md §10) at the profile measured beside the sweep, with
-  Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees (acceptance counts of
-  the sweep) and the measured c beside it, and the best measured gamma;
-* a statistical audit of speculative sampling at T = 1 with the gamma recommended at the last temperature
+  decoder for a gamma sweep at batch 1 (``measure.bench.bench_pair``): the check of the forecast, its seconds
+  beside the forecast's;
+* per temperature the forecast's gamma judged on the sweep (its measured speedup, its loss against the best
+  measured gamma, forecast / measured at every gamma); as diagnostics, the cost model at the profile measured
+  beside the sweep and Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees
+  (acceptance counts of the sweep) and the measured c;
+* a statistical audit of speculative sampling at T = 1 with the forecast's gamma at the last temperature
   measured (``measure.audit.audit_pair``);
 * where both models have tree attention: the optimal draft tree against the chain at small node budgets, T = 0
   (``measure.tree_bench``), and whether to use a tree;
@@ -30,6 +34,7 @@ from measure.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
+from measure.profile import measure_profile
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
 from measure.tasks import TASKS
 from measure.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
@@ -40,12 +45,14 @@ from decoders.speculative import SpeculativeConfig
 from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
-from spectheory.optimum import best_gamma_row
+from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
-           "REAL_MODEL_SETTINGS"]
+           "REAL_MODEL_SETTINGS", "forecast_pair"]
 
+FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (the sweep's are seed + 1)
+FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
 #: sampling batch prefills it again, which a real model's 192-token task prompt would make the longest stage.
@@ -72,12 +79,15 @@ class ReportSettings:
     task: str | None = None  # None: the prompts are windows of the held-out text; else a task of measure.tasks
     tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
     policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
+    forecast_prompts: int = 2  # other prompts for the forecast's cost profile, run before the sweep
+    forecast_repeats: int = 2  # its timed repeats (after one warm-up)
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
         if self.task is not None and self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        positive_int_fields(self, ("audit_horizon",))
+        positive_int_fields(self, ("audit_horizon", "forecast_repeats"))
+        as_int("forecast_prompts", self.forecast_prompts, low=1, high=1024)
         as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
         alpha.check_windows(self.windows)
         as_int("audit_n", self.audit_n, low=2, high=MAX_SAMPLES)
@@ -113,6 +123,9 @@ class ReportDocument:
     audit: dict  # the audit's report with its gamma, temperature and prompt
     trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
     policies: dict | None = None  # draft-length policies (measure.policy_bench), None where not measured
+    forecast: dict | None = None  # the forecast made before the sweep (``forecast_pair``), with its seconds
+    sweep_seconds: float | None = None  # the sweep that checks it
+    sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -130,7 +143,7 @@ def tree_budget(settings: "ReportSettings") -> dict:
 #: are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=())
+                                     tree_budgets=(8,), policies=(), forecast_repeats=1)
 
 
 def by_temperature(mapping: dict) -> dict:
@@ -138,51 +151,89 @@ def by_temperature(mapping: dict) -> dict:
     return {float(key): value for key, value in mapping.items()}
 
 
+def forecast_pair(target, draft, prompts: torch.Tensor, settings: ReportSettings, progress=None) -> dict:
+    """The forecast made before the sweep (docs/measuring.md, "The report"): per temperature a cost profile
+    (``measure.profile.measure_profile``: costs and acceptance along the text decoded) on ``prompts`` ``[P, L]``,
+    which are not the sweep's, over ``forecast_repeats`` repeats; its speedup at each gamma of the sweep and the
+    gamma it recommends among them (ties to the smaller). Nothing the sweep measures goes into it."""
+    start, s = time.perf_counter(), settings
+    temperatures = []
+    for temperature in s.temperatures:
+        profile, spread = measure_profile(target, draft, prompts, s.bench_settings().at(temperature),
+                                          gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens,
+                                          repeats=s.forecast_repeats, warmup=1, progress=progress)
+        speedups = [{"gamma": gamma, "speedup": profile.speedup(gamma, tokens=s.max_new_tokens)} for gamma in s.gammas]
+        best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
+        temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
+                             "speedups": speedups, "profile": profile.as_dict(), "spread": spread})
+    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "repeats": s.forecast_repeats, "warmup": 1,
+            "temperatures": temperatures, "seconds": time.perf_counter() - start}
+
+
+def _trees_and_policies(target, draft, prompts, held_out, s: ReportSettings, recommendations: list, names: dict,
+                        progress, stages, tree_stage: bool) -> tuple:
+    """The report's last sections: tree against chain where both models have tree attention, and the draft-length
+    policies against the best measured fixed gammas."""
+    trees = policies = None
+    if tree_stage:
+        stages.set_postfix_str("tree against chain")
+        trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
+                            progress=progress, **names, **tree_budget(s))
+        stages.update()
+    if s.policies:
+        stages.set_postfix_str("draft-length policies")
+        fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
+        policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
+                                  policies=s.policies, progress=progress,
+                                  calibration_windows=min(s.windows, CALIBRATION_WINDOWS[0]), **names)
+        stages.update()
+    as_json = lambda document: json.loads(json.dumps(document, allow_nan=False)) if document else None  # noqa: E731
+    return as_json(trees), as_json(policies)
+
+
 def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
                  held_out: np.ndarray, text: str, command: str = "", prompts: torch.Tensor | None = None,
-                 progress: bool | None = None) -> ReportDocument:
-    """Measure the pair: alpha along text, the gamma sweep, the recommendation, the audit. ``held_out`` [N] is
-    the token stream windows come from, read from ``text`` (``measure.inputs``); ``prompts``
-    ``[count, length]`` the benchmark's (default: windows of ``held_out``). On the shipped corpus's held-out split
-    with a character vocabulary the audit's prompt is ``settings.audit_prompt``, else the end of the first benchmark
-    prompt (``AUDIT_PROMPT_TOKENS``)."""
+                 forecast_prompts: torch.Tensor | None = None, progress: bool | None = None) -> ReportDocument:
+    """Measure the pair: the forecast (on ``forecast_prompts``, default other windows of ``held_out``), alpha along
+    text, the gamma sweep that checks it, the recommendations, the audit. ``held_out`` [N] is the token stream
+    windows come from, read from ``text`` (``measure.inputs``); ``prompts`` ``[count, length]`` the benchmark's
+    (default: windows of ``held_out``). On the shipped corpus's held-out split with a character vocabulary the
+    audit's prompt is ``settings.audit_prompt``, else the end of the first benchmark prompt (``AUDIT_PROMPT_TOKENS``).
+    The audit runs at the forecast's gamma of the last temperature."""
     start, s = time.perf_counter(), settings
     shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
     tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
-    trees = policies = None
-    with progress_bar(progress, total=3 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
+    if prompts is None:
+        prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
+    if forecast_prompts is None:
+        forecast_prompts = alpha.text_windows(held_out, s.forecast_prompts, s.prompt_length, s.seed + FORECAST_SEED)
+    with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
+        stages.set_postfix_str("forecast")
+        forecast = forecast_pair(target, draft, forecast_prompts, s)
+        stages.update()
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
                                                  windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
         stages.update()
         stages.set_postfix_str("benchmark")
-        if prompts is None:
-            prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
+        swept = time.perf_counter()
         bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
                                                  draft_name=draft_name, progress=progress).as_dict(), allow_nan=False))  # as in the file
-        recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens) for t in s.temperatures]
+        sweep_seconds = time.perf_counter() - swept
+        recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens, ahead)
+                           for t, ahead in zip(s.temperatures, forecast["temperatures"])]
         stages.update()
         stages.set_postfix_str("audit")
-        audit_gamma = max(1, recommendations[-1]["optimal_gamma"])
+        audit_gamma = max(1, recommendations[-1]["forecast_gamma"])
         audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0, -AUDIT_PROMPT_TOKENS:].tolist()
         audit = audit_pair(target, draft, audit_prompt,
                            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
                            n=s.audit_n, seed=s.seed, progress=progress)
         stages.update()
-        if tree_stage:
-            stages.set_postfix_str("tree against chain")
-            trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
-                                target_name=target_name, draft_name=draft_name, progress=progress,
-                                **tree_budget(s))
-            stages.update()
-        if s.policies:
-            stages.set_postfix_str("draft-length policies")
-            fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
-            policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
-                                      policies=s.policies, target_name=target_name, draft_name=draft_name,
-                                      progress=progress, calibration_windows=min(s.windows, CALIBRATION_WINDOWS[0]))
-            stages.update()
+        trees, policies = _trees_and_policies(target, draft, prompts, held_out, s, recommendations,
+                                              {"target_name": target_name, "draft_name": draft_name}, progress, stages,
+                                              tree_stage)
     return ReportDocument(
         command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
@@ -192,13 +243,15 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
                      row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
         audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
                    prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt),
-        trees=json.loads(json.dumps(trees, allow_nan=False)) if trees else None,
-        policies=json.loads(json.dumps(policies, allow_nan=False)) if policies else None)
+        trees=trees, policies=policies, forecast=json.loads(json.dumps(forecast, allow_nan=False)),
+        sweep_seconds=sweep_seconds, sweep_prompt_ids=prompts.tolist())
 
 
-def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int) -> dict:
-    """The cost model's gamma (the recommendation) and Theorem 3.8's at the sweep's pooled alpha (counts) and
-    measured c, beside the best measured gamma."""
+def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
+    """The forecast's gamma (the recommendation, ``forecast_pair``) judged on the sweep: its measured speedup, the
+    forecast over the measured speedup at every gamma and its loss against the best measured gamma; beside it, as
+    diagnostics, the cost model calibrated on the sweep's own profile and Theorem 3.8 at the sweep's pooled alpha
+    (counts) and measured c."""
     alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
     table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
@@ -206,7 +259,14 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
     best = best_gamma_row(rows.values())
     measured = rows.get(calibrated)
-    return {"temperature": temperature, "optimal_gamma": calibrated,
+    at_forecast = rows.get(forecast["gamma"])
+    judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": rows[f["gamma"]]["speedup"],
+               "forecast_over_measured": f["speedup"] / rows[f["gamma"]]["speedup"]} for f in forecast["speedups"]]
+    loss = 1 - at_forecast["speedup"] / best["speedup"]
+    return {"temperature": temperature, "forecast_gamma": forecast["gamma"], "forecast_speedup": forecast["speedup"],
+            "measured_speedup_at_forecast_gamma": at_forecast["speedup"], "forecast_loss": loss,
+            "forecast_within_5_percent": loss <= FORECAST_LOSS, "forecast_by_gamma": judged,
+            "optimal_gamma": calibrated,
             "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
             "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
             "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
@@ -215,11 +275,20 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
 
 
 def summary_lines(document: dict) -> list[str]:
-    """The report's answers as the command prints them, from ``report.json``'s document."""
-    lines = [f"T = {r['temperature']:g}: recommended gamma {r['optimal_gamma']} (cost model {r['calibrated_speedup']:.3f}x; "
-             f"Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma {r['theorem_3_8_gamma']}, "
-             f"{r['predicted_speedup']:.3f}x); best measured gamma {r['best_measured_gamma']} at "
-             f"{r['best_measured_speedup']:.3f}x" for r in document["recommendations"]]
+    """The report's answers as the command prints them, from ``report.json``'s document: the forecast first."""
+    forecast, lines = document["forecast"], []
+    for r in document["recommendations"]:
+        ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
+        lines += [f"T = {r['temperature']:g}: recommended gamma {r['forecast_gamma']} (forecast {r['forecast_speedup']:.3f}x; "
+                  f"measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, {r['forecast_loss']:.1%} under the best "
+                  f"measured, gamma {r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x; forecast/measured "
+                  f"{min(ratios):.3f}-{max(ratios):.3f} over the sweep)",
+                  f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
+                  f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
+                  f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)"]
+    lines.append(f"the forecast took {forecast['seconds']:.1f} s ({forecast['prompts']} other prompts, "
+                 f"{forecast['repeats']} repeats), the sweep that checks it {document['sweep_seconds']:.1f} s "
+                 f"({forecast['seconds'] / document['sweep_seconds']:.0%} of it)")
     lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
     for block in (document.get("policies") or {}).get("temperatures", []):
         lines.append(f"T = {block['temperature']:g}: "

@@ -18,6 +18,7 @@ call of the same width (the mask's cost).
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ from decoders._loop import synchronize
 from decoders.autoregressive import generate_autoregressive
 from measure.alpha import text_windows
 from measure.bench import BenchSettings, environment, model_dtype
+from measure.dynamic_forecast import forecast_dynamic
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -173,15 +175,6 @@ def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
     return EngineCounts("ours", len(accepted), len(accepted) * (tree.size - 1), sum(accepted))
 
 
-def _costs(generations: list) -> tuple[float, float]:
-    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases (the draft's: the
-    target reads the prompt in its first call, whose cost the iterations then share), and their wall time but the
-    prefill over their iterations."""
-    prefill = sum(g.stats.seconds["prefill"] for g in generations)
-    seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
-    return prefill, seconds / sum(g.stats.iterations for g in generations)
-
-
 def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray,
          text: np.ndarray) -> dict:
     """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
@@ -202,7 +195,8 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
            "seconds_per_iteration": per_iteration}
     row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
                               "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
-                              "calibrated_speedup", "calibrated_over_measured")))
+                              "calibrated_speedup", "calibrated_over_measured", "forecast_tokens_per_call",
+                              "forecast_speedup", "tokens_forecast_over_measured", "forecast_over_measured")))
     if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
         predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
         iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
@@ -213,6 +207,25 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
                    rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
                    replayed_iterations=iterations,
                    calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
+    return row
+
+
+def _costs(generations: list) -> tuple[float, float]:
+    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases (the draft's: the
+    target reads the prompt in its first call, whose cost the iterations then share), and their wall time but the
+    prefill over their iterations."""
+    prefill = sum(g.stats.seconds["prefill"] for g in generations)
+    seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
+    return prefill, seconds / sum(g.stats.iterations for g in generations)
+
+
+def _judged(row: dict, forecast: dict | None) -> dict:
+    """``row``; a dynamic tree's with the forecast of its budget (``measure.dynamic_forecast``) beside what it measured."""
+    if forecast and row["kind"] == "dynamic":
+        ahead = next(f for f in forecast["rows"] if f["budget"] == row["budget"])
+        row.update(forecast_tokens_per_call=ahead["forecast_tokens_per_call"], forecast_speedup=ahead["forecast_speedup"],
+                   tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row["tokens_per_call"],
+                   forecast_over_measured=ahead["forecast_speedup"] / row["speedup"])
     return row
 
 
@@ -228,6 +241,10 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     new = settings.max_new_tokens
     if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
+    started = time.perf_counter()
+    forecast = None if not dynamic else forecast_dynamic(  # first: from other windows, before the sweep it forecasts
+        target, draft, held_out, *dynamic, budgets, tokens=new, length=prompts.shape[1], seed=settings.seed,
+        windows=held_out_windows, repeats=settings.repeats)
     with progress_bar(progress, total=None, desc=f"trees {draft_name}") as bar:
         def ar(prompt):
             return generate_autoregressive(target, prompt, max_new_tokens=new, sampling=GREEDY,
@@ -257,17 +274,17 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
         calls = [_call_ratio(target, prompts[0], c.tree, call_repeats) for c in candidates if c.kind == "tree"]
         bar.update()
     autoregressive = timings["autoregressive"]
-    t_step = autoregressive.median / (len(prompts) * new)
-    rows = [_row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text)
-            for candidate in candidates]
+    rows = [_judged(_row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text),
+                    forecast) for candidate in candidates]
     best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
     return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
             "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
             "settings": dict(settings.as_dict(), budgets=list(budgets), held_out_windows=held_out_windows,
                              call_repeats=call_repeats),
             "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
-            "autoregressive": dict(autoregressive.as_dict(), seconds_per_token=t_step),
-            "rows": rows, "tree_calls": calls,
+            "autoregressive": dict(autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)),
+            "rows": rows, "tree_calls": calls, "dynamic_forecast": forecast,
+            "seconds": time.perf_counter() - started,
             "recommendation": {"kind": best["kind"], "budget": best["budget"], "tree": best["tree"],
                                "speedup": best["speedup"]}}
 
@@ -292,6 +309,17 @@ def tree_lines(document: dict) -> list[str]:
                      f"{number(row['tokens_over_predicted'], 9)}  "
                      f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
                      f"{number(row['calibrated_over_measured'], 12)}")
+    forecast = document.get("dynamic_forecast")
+    for row in [row for row in document["rows"] if row["kind"] == "dynamic"] if forecast else ():
+        lines.append(f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call, "
+                     f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
+                     f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})")
+    if forecast:
+        used = forecast["used"]
+        lines.append(f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
+                     f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target: "
+                     f"{used['calibration_contexts']} trees scored, {used['draft_contexts']} drafted; "
+                     f"{used['cost_prompts']} cost prompts) of the whole bench's {document['seconds']:.1f} s")
     for call in document["tree_calls"]:
         lines.append(f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
                      f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x")

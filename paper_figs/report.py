@@ -87,12 +87,23 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
 
 
 def _recommendation_blocks(d: dict) -> list[tuple]:
-    blocks = [("heading", 2, "Recommendation")]
+    forecast = d["forecast"]
+    blocks = [("heading", 2, "Recommendation"),
+              ("paragraph", f"The forecast comes first, from a cost profile of {forecast['prompts']} other prompts "
+                            f"({forecast['repeats']} repeats; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
+                            f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
+              ("table", ["T", "forecast gamma", "forecast", "measured there", "loss against the best measured",
+                         "forecast / measured over the sweep"],
+               [[f"{r['temperature']:g}", str(r["forecast_gamma"]), f"{r['forecast_speedup']:.3f}",
+                 f"{r['measured_speedup_at_forecast_gamma']:.3f}", f"{r['forecast_loss']:.1%}",
+                 "{:.3f}-{:.3f}".format(*(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"])
+                                          for f in (min, max)))] for r in d["recommendations"]])]
     for r in d["recommendations"]:
         measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
             f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
-        blocks.append(("paragraph", f"**T = {r['temperature']:g}: gamma = {r['optimal_gamma']}.** The cost model "
-                                    f"(measured costs, docs/theory.md §10) predicts {r['calibrated_speedup']:.3f}x "
+        blocks.append(("paragraph", f"**T = {r['temperature']:g}: gamma = {r['forecast_gamma']}** (the forecast's). "
+                                    f"Diagnostics: the cost model calibrated on the sweep's own profile "
+                                    f"(docs/theory.md §10) picks gamma = {r['optimal_gamma']} for {r['calibrated_speedup']:.3f}x "
                                     f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "
                                     f"choose gamma = {r['theorem_3_8_gamma']} for {r['predicted_speedup']:.3f}x "
                                     f"({r['expected_tokens']:.3f} tokens per iteration). The best measured gamma was "

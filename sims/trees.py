@@ -6,7 +6,9 @@ tokens must follow p and the accepted ranks the closed forms. ``simulate_tree_ra
 the rank model (which child is accepted, drawn from a_1..a_k), and ``simulate_tree`` verifies a tree with
 tokens: at every node it reaches, a trial drafts the node's children from that node's (p, q) and runs the
 verifier, stopping at the first node where no candidate is accepted. Each returns the tokens per target
-call (accepted nodes + 1) as a mean with its standard error over trials.
+call (accepted nodes + 1) as a mean with its standard error over trials. ``simulate_walk_along`` decodes a text
+iteration by iteration, each iteration drawing its accepted count from the law at the position it starts at: the
+tokens per call a dynamic tree's forecast (``spectheory.dynamic_trees``) must match.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from sims._draws import categorical
-from sims._stats import Estimate, as_generator, mean_estimate
+from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
 from spectheory.acceptance import excess
 from spectheory.multidraft import VERIFIERS, kseq_correction, kseq_rho
 from spectheory.trees import Tree, check_rank_acceptance
 from spectheory.validation import as_distribution_pair, as_positive_int
 
-__all__ = ["MultiDraftResult", "verify_draws", "simulate_multidraft", "simulate_tree_ranks", "simulate_tree"]
+__all__ = ["MultiDraftResult", "verify_draws", "simulate_multidraft", "simulate_tree_ranks", "simulate_tree",
+           "simulate_walk_along"]
 
 
 def _normalised(rows: np.ndarray) -> np.ndarray:
@@ -153,6 +156,23 @@ def simulate_tree(rng: np.random.Generator, tree: Tree, p, q, verifier: str, tri
             node[here[accepted]] = children[v, rank[accepted] - 1]
             live[here[~accepted]] = False
     return mean_estimate(np.array(tree.depths)[node] + 1)
+
+
+def simulate_walk_along(rng: np.random.Generator, accepted_laws, trials: int) -> Estimate:
+    """Tokens per call of a decoder walking a text of n positions: an iteration starting at position j accepts m
+    nodes with probability ``accepted_laws[j, m]`` (``[n, M]``) and emits m + 1 tokens, so the next one starts at
+    j + m + 1; each trial walks the whole text (ratio of tokens to iterations over trials, delta method)."""
+    rng = as_generator(rng)
+    laws = np.asarray(accepted_laws, dtype=np.float64)
+    if laws.ndim != 2 or len(laws) < 1 or np.any(laws < 0) or not np.allclose(laws.sum(axis=1), 1.0):
+        raise ValueError(f"accepted_laws must be [positions, counts] rows of probabilities, got shape {laws.shape}")
+    trials = as_positive_int("trials", trials)
+    position, iterations = np.zeros(trials, dtype=np.int64), np.zeros(trials, dtype=np.int64)
+    while np.any(live := position < len(laws)):
+        accepted = categorical(rng, laws[position[live]])
+        position[live] += accepted + 1
+        iterations[live] += 1
+    return ratio_estimate(np.minimum(position, len(laws)), iterations)
 
 
 #: The figures' rank acceptance vectors: a strong draft, and a weaker one whose second choices matter more.

@@ -1,8 +1,7 @@
-"""On the shipped pair (or --target/--draft, with --text): alpha along held-out text, c and the measured speedup over a
-gamma sweep at batch 1, the gamma the calculator recommends (Theorem 3.8 at the measured alpha and c), a
-statistical audit of speculative sampling at T = 1, and the figures; writes report.json, report.md and
-report.html into --out. About three minutes on a 2-core CPU with the defaults; a real model (smollm2, a GGUF
-file) gets a smaller budget of its own, about twelve minutes. --task spec-bench: a draft per category (jobs.report)."""
+"""On the shipped pair (or --target/--draft, with --text): the forecast first (a cost profile on other prompts and the
+gamma it recommends), then alpha along held-out text and the gamma sweep at batch 1 that checks it, a statistical
+audit at T = 1 and the figures; report.json, report.md and report.html in --out. About three minutes on a 2-core
+CPU; a real model gets a smaller budget, about twelve minutes. --task spec-bench: a draft per category."""
 
 from __future__ import annotations
 
@@ -26,14 +25,16 @@ from spectheory_cli.task_flags import report_spec_bench_settings, task_name
 from spectheory.calculator import MAX_TABLE_GAMMA
 
 DEFAULTS = ReportSettings()
-BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed")
+BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed", "forecast_prompts",
+          "forecast_repeats")
 HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
         "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
         "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
         "repeats": f"timed repeats, median reported, at most {MAX_REPEATS}",
         "warmup": f"untimed runs first, at most {MAX_REPEATS}",
         "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
-        "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed"}
+        "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed",
+        "forecast_prompts": "other prompts the forecast's cost profile decodes", "forecast_repeats": "its timed repeats"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,9 +74,7 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
     base = REAL_MODEL_SETTINGS if real else DEFAULTS
     given = {name: getattr(args, name) for name in BUDGET + ("temperatures", "gammas", "task", "prompt_length", "tree_budgets", "policies")
              if getattr(args, name, None) is not None}
-    for name in ("temperatures", "gammas", "tree_budgets", "policies"):
-        if name in given:
-            given[name] = tuple(given[name])
+    given.update({name: tuple(given[name]) for name in ("temperatures", "gammas", "tree_budgets", "policies") if name in given})
     return replace(base, **given)
 
 

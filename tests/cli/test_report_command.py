@@ -36,7 +36,14 @@ def report(tmp_path_factory):
 def test_report_markdown_numbers_against_its_json(report):
     out, document = report
     text = (out / "report.md").read_text()
-    alpha_table, speed_table, tree_table, *policy_tables = markdown_tables(text)
+    forecast_table, alpha_table, speed_table, tree_table, *policy_tables = markdown_tables(text)
+    assert len(forecast_table) - 1 == len(document["recommendations"]) == 2
+    for cells, r in zip(forecast_table[1:], document["recommendations"]):
+        assert [float(cells[0]), int(cells[1])] == [r["temperature"], r["forecast_gamma"]]
+        assert [float(cells[2]), float(cells[3]), float(cells[4].rstrip("%")) / 100] == pytest.approx(
+            [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4)
+        ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
+        assert [float(x) for x in cells[5].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
     bench = document["bench"]
     assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
                               "cost model", "Theorem 3.8"]
@@ -58,13 +65,14 @@ def test_report_markdown_numbers_against_its_json(report):
         assert float(cells[2]) == pytest.approx(bench["alpha"][str(alpha["temperature"])], abs=5e-4)
         assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
     for r in document["recommendations"]:
-        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\.\*\* The cost model .* predicts "
-                             rf"([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = ([\d.]+) would choose gamma = "
-                             rf"(\d+) for ([\d.]+)x", text)
+        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\*\* \(the forecast's\)\. Diagnostics: "
+                             rf".* picks gamma = (\d+) for ([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = "
+                             rf"([\d.]+) would choose gamma = (\d+) for ([\d.]+)x", text)
         assert sentence, r
-        assert int(sentence[1]) == r["optimal_gamma"] and float(sentence[2]) == pytest.approx(r["calibrated_speedup"], abs=5e-4)
-        assert float(sentence[3]) == pytest.approx(r["alpha"], abs=5e-4) and int(sentence[5]) == r["theorem_3_8_gamma"]
-        assert float(sentence[6]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
+        assert [int(sentence[1]), int(sentence[2])] == [r["forecast_gamma"], r["optimal_gamma"]]
+        assert float(sentence[3]) == pytest.approx(r["calibrated_speedup"], abs=5e-4)
+        assert float(sentence[4]) == pytest.approx(r["alpha"], abs=5e-4) and int(sentence[6]) == r["theorem_3_8_gamma"]
+        assert float(sentence[7]) == pytest.approx(r["predicted_speedup"], abs=5e-4)
     assert len(tree_table) - 1 == len(document["trees"]["rows"])
     for cells, row in zip(tree_table[1:], document["trees"]["rows"]):
         assert [int(cells[0]), cells[1], int(cells[2])] == [row["budget"], row["kind"], row["tree"]["depth"]]
@@ -85,13 +93,28 @@ def test_report_markdown_numbers_against_its_json(report):
     assert f"**{verdict}**" in text and f"{document['audit']['n']} sampled continuations" in text
 
 
-def test_report_recommendation_against_calculator(report):
-    """The recommendation is the cost model's optimum over the profile in the JSON; Theorem 3.8's beside it
-    is the calculator's."""
+def test_report_recommendation_against_its_forecast_and_calculator(report):
+    """The recommendation is the forecast's: the best of the sweep's gammas under the profile measured first, on
+    prompts other than the sweep's; judged on the sweep's measured speedups. The cost model calibrated on the
+    sweep's own profile and Theorem 3.8 (the calculator's) stay beside it as diagnostics."""
     from spectheory.calculator import gamma_table
     from spectheory.costs import CostProfile
 
     _, document = report
+    forecast, tokens = document["forecast"], document["settings"]["max_new_tokens"]
+    assert forecast["prompts"] == 2 and forecast["seconds"] > 0 and document["sweep_seconds"] > 0
+    assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["sweep_prompt_ids"]))
+    for r, ahead in zip(document["recommendations"], forecast["temperatures"]):
+        profile = CostProfile.from_dict(ahead["profile"])
+        speedups = {gamma: profile.speedup(gamma, tokens=tokens) for gamma in document["settings"]["gammas"]}
+        assert r["forecast_gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
+        measured = {row["gamma"]: row["speedup"] for row in document["bench"]["rows"]
+                    if row["temperature"] == r["temperature"]}
+        assert r["measured_speedup_at_forecast_gamma"] == measured[r["forecast_gamma"]]
+        assert r["forecast_loss"] == pytest.approx(1 - measured[r["forecast_gamma"]] / max(measured.values()))
+        assert [row["forecast_over_measured"] for row in r["forecast_by_gamma"]] == pytest.approx(
+            [speedups[g] / measured[g] for g in sorted(measured)])
+    assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["forecast_gamma"])
     for r in document["recommendations"]:
         assert r["alpha"] == pytest.approx(min(document["bench"]["alpha"][str(r["temperature"])], 1.0))
         table = gamma_table(r["alpha"], document["c"], document["c"], document["settings"]["gamma_max"])
@@ -100,7 +123,6 @@ def test_report_recommendation_against_calculator(report):
         tokens = document["settings"]["max_new_tokens"]
         assert r["optimal_gamma"] == profile.optimal_gamma(tokens=tokens)
         assert r["calibrated_speedup"] == pytest.approx(profile.speedup(r["optimal_gamma"], tokens=tokens))
-    assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["optimal_gamma"])
 
 
 def test_report_html_and_figures_against_markdown(report):

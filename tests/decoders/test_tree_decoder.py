@@ -140,9 +140,11 @@ def test_dynamic_tree_shape_against_eagle2():
     draft = TabularModel(torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64)), 0)
     state = draft.new_state(1)
     root = draft.forward(torch.tensor([[2]]), state)[:, 0]  # fed the last committed token, as feed_draft does
-    tokens, parents, q = draft_dynamic(draft, state, root, torch.tensor([2]), DynamicTree(2, 3, 6), Sampling(1.0))
+    tokens, parents, q, scores = draft_dynamic(draft, state, root, torch.tensor([2]), DynamicTree(2, 3, 6),
+                                               Sampling(1.0))
     assert tokens.tolist() == [[2, 0, 1, 0, 1, 0]] and parents.tolist() == [[-1, 0, 0, 1, 1, 2]]
     assert q[0, :5].sum(-1).tolist() == [1.0] * 5 and q[0, 5].abs().sum() == 0  # 10 was not expanded
+    assert torch.allclose(scores.exp(), torch.tensor([[1.0, 0.5, 0.3, 0.25, 0.15, 0.15]], dtype=scores.dtype))
 
 
 @pytest.mark.parametrize("temperature", (1.0, 0.7))
