@@ -1,13 +1,15 @@
 """EAGLE-2's dynamic tree, forecast before it is run (docs/theory.md §12, "Forecasting a dynamic tree").
 
 * The text: windows of held-out text continued greedily by the target (``greedy_continuations``), the text a
-  decoder walks at T = 0; trees grow at every few positions of it.
-* Calibration: at half of those positions the draft grows its widest tree of branching K and depth D (every node
-  it drafts kept) and one target call scores it; each node's confidence s (its cumulative draft log-probability)
-  is recorded beside its acceptance under the target-only rule, the target's probability of its path (0 or 1 at
-  T = 0) (``node_acceptance``). c(s) is fitted on them (``spectheory.dynamic_trees.calibrate_paths``).
-* Tokens per call at each budget N: c summed over the N - 1 most confident nodes of the trees the draft alone grows
-  at the other positions (no target call there), plus one.
+  decoder walks at T = 0.
+* At every position of it the draft grows its widest tree of branching K and depth D (every node it drafts kept)
+  and one target call scores it; each node's confidence s (its cumulative draft log-probability) is recorded
+  beside its acceptance under the target-only rule, the target's probability of its path (0 or 1 at T = 0)
+  (``node_acceptance``).
+* Tokens per call at each budget N, replayed: the tree of N nodes keeps the N - 1 most confident; an iteration
+  starting at a position accepts its kept nodes on the greedy path and the next starts after them
+  (``spectheory.dynamic_trees.replayed_tokens``). Beside it, EAGLE-2's premise: c(s) fitted on the same nodes
+  (``calibrate_paths``) and the harmonic mean of 1 + the sum of c over the kept nodes (``expected_tokens_dynamic``).
 * Call costs on other prompts (``cost_prompts``): the tree decoder at each budget interleaved with our
   autoregressive decoder; its seconds per iteration, and the autoregressive seconds per prompt.
 * The forecast speedup from both (``spectheory.dynamic_trees.dynamic_speedup``).
@@ -29,12 +31,12 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.tree import TreeConfig, generate_tree
 from measure.alpha import text_windows
-from spectheory.dynamic_trees import calibrate_paths, dynamic_speedup, expected_tokens_dynamic
+from spectheory.dynamic_trees import calibrate_paths, dynamic_speedup, expected_tokens_dynamic, replayed_tokens
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
 
-__all__ = ["widest", "node_acceptance", "node_confidence", "greedy_continuations", "forecast_dynamic"]
+__all__ = ["widest", "node_acceptance", "greedy_continuations", "forecast_dynamic"]
 
 BATCH = 8  # contexts per call
 
@@ -51,14 +53,6 @@ def _grown(target, draft, contexts: torch.Tensor, tree: DynamicTree, sampling: S
     tokens, parents, _, confidence = draft_dynamic(draft, state.draft_state, feed_draft(draft, state), state.last, tree,
                                                    sampling.unconditioned)
     return state, tokens, parents, confidence
-
-
-@torch.inference_mode()
-def node_confidence(target, draft, contexts: torch.Tensor, tree: DynamicTree, sampling: Sampling) -> np.ndarray:
-    """``[W, N - 1]``: the confidence of each node of ``tree`` grown by the draft at the end of each context (the
-    draft's calls only: the target is given the contexts but never called)."""
-    return np.concatenate([_grown(target, draft, contexts[i:i + BATCH], tree, sampling)[3][:, 1:].double().cpu().numpy()
-                           for i in range(0, len(contexts), BATCH)])
 
 
 @torch.inference_mode()
@@ -113,39 +107,39 @@ def greedy_continuations(target, windows: torch.Tensor, tokens: int) -> torch.Te
 
 
 def forecast_dynamic(target, draft, held_out: np.ndarray, branching: int, depth: int, budgets, *, tokens: int,
-                     length: int, seed: int, windows: int = 32, stride: int = 4, cost_prompts: int = 2,
-                     repeats: int = 2) -> dict:
+                     length: int, seed: int, windows: int = 16, cost_prompts: int = 2, repeats: int = 2) -> dict:
     """The forecast of the module docstring at T = 0 for EAGLE-2's trees of ``branching``, ``depth`` at each budget.
     ``windows`` windows of ``length`` tokens of ``held_out`` are continued greedily by the target for ``tokens``
-    tokens (the text a decoder at T = 0 walks); the trees grow at every ``stride``-th position of the continuations,
-    alternately calibrating c (the target scores them) and giving the confidence it is applied to (the draft alone).
+    tokens (the text a decoder at T = 0 walks), and the draft's widest tree is grown and scored by the target at
+    every position of the continuations. Per budget: tokens per call replayed along them (the forecast,
+    ``replayed_tokens``) and from the calibration fitted on them (the premise's, ``expected_tokens_dynamic``).
     ``cost_prompts`` other windows give the costs over ``repeats`` timed repeats. Returns the JSON section: per
     budget the forecast tokens per call and speedup, the budget it recommends (the fastest forecast; ties to the
     smaller), the calibration, what went into it and its seconds."""
     started = time.perf_counter()
     as_int("windows", windows, low=1), as_int("cost_prompts", cost_prompts, low=1), as_int("repeats", repeats, low=1)
-    as_int("stride", stride, low=1, high=max(1, tokens // 2))
     greedy, full = Sampling(0.0), widest(branching, depth)
-    trees = {budget: DynamicTree(branching, depth, budget) for budget in budgets}
     text = greedy_continuations(target, text_windows(held_out, windows, length, seed + 2), tokens)
-    cuts = range(0, tokens, stride)
-    measured = [node_acceptance(target, draft, text[:, :length + cut], full, greedy) for cut in cuts[0::2]]
-    calibration = calibrate_paths(*(np.concatenate(part) for part in zip(*measured)))
-    grown = np.concatenate([node_confidence(target, draft, text[:, :length + cut], full, greedy) for cut in cuts[1::2]]
-                           or [part[0] for part in measured])
+    measured = [node_acceptance(target, draft, text[:, :length + cut], full, greedy) for cut in range(tokens)]
+    confidence, acceptance = (np.stack(part, axis=1) for part in zip(*measured))  # [W, tokens, nodes]
+    calibration = calibrate_paths(confidence.reshape(-1, full.size - 1), acceptance.reshape(-1, full.size - 1))
+    trees = {budget: DynamicTree(branching, depth, budget) for budget in budgets}
     costs = _costs(target, draft, text_windows(held_out, cost_prompts, length, seed + 3), trees, tokens, repeats)
+    order = np.argsort(-confidence, axis=2, kind="stable")  # the kept nodes first, as ``draft_dynamic`` ranks them
     rows = []
     for budget in budgets:
-        expected = expected_tokens_dynamic(calibration, grown, budget)
+        kept = order[..., :budget - 1]
+        expected = replayed_tokens(np.take_along_axis(acceptance, kept, axis=2).sum(axis=2))
         cost = costs["budgets"][budget]
-        rows.append(dict(budget=budget, forecast_tokens_per_call=expected, **cost, forecast_speedup=dynamic_speedup(
-            expected, tokens=tokens, autoregressive_seconds=costs["autoregressive_seconds"],
-            seconds_per_iteration=cost["seconds_per_iteration"])))
+        rows.append(dict(budget=budget, forecast_tokens_per_call=expected,
+                         calibrated_tokens_per_call=expected_tokens_dynamic(
+                             calibration, confidence.reshape(-1, full.size - 1), budget), **cost,
+                         forecast_speedup=dynamic_speedup(expected, tokens=tokens,
+                                                          autoregressive_seconds=costs["autoregressive_seconds"],
+                                                          seconds_per_iteration=cost["seconds_per_iteration"])))
     best = best_choice(rows, lambda row: row["forecast_speedup"], lambda row: row["budget"])
     return {"branching": branching, "depth": depth, "calibration": calibration.as_dict(), "rows": rows,
-            "recommended_budget": best["budget"],
-            "autoregressive_seconds": costs["autoregressive_seconds"],
-            "used": {"windows": windows, "calibration_contexts": windows * len(cuts[0::2]),
-                     "draft_contexts": len(grown), "cost_prompts": cost_prompts, "length": length, "tokens": tokens,
-                     "stride": stride, "repeats": repeats, "seeds": {"windows": seed + 2, "costs": seed + 3}},
+            "recommended_budget": best["budget"], "autoregressive_seconds": costs["autoregressive_seconds"],
+            "used": {"windows": windows, "contexts": windows * tokens, "cost_prompts": cost_prompts, "length": length,
+                     "tokens": tokens, "repeats": repeats, "seeds": {"windows": seed + 2, "costs": seed + 3}},
             "seconds": time.perf_counter() - started}

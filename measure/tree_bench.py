@@ -311,15 +311,17 @@ def tree_lines(document: dict) -> list[str]:
                      f"{number(row['calibrated_over_measured'], 12)}")
     forecast = document.get("dynamic_forecast")
     for row in [row for row in document["rows"] if row["kind"] == "dynamic"] if forecast else ():
-        lines.append(f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call, "
+        calibrated = next(f for f in forecast["rows"] if f["budget"] == row["budget"])["calibrated_tokens_per_call"]
+        lines.append(f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call (calibrated "
+                     f"{calibrated:.3f}), "
                      f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
                      f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})")
     if forecast:
         used = forecast["used"]
         lines.append(f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
-                     f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target: "
-                     f"{used['calibration_contexts']} trees scored, {used['draft_contexts']} drafted; "
-                     f"{used['cost_prompts']} cost prompts) of the whole bench's {document['seconds']:.1f} s")
+                     f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target, a tree "
+                     f"scored at each of {used['contexts']} positions; {used['cost_prompts']} cost prompts) of the "
+                     f"whole bench's {document['seconds']:.1f} s")
     for call in document["tree_calls"]:
         lines.append(f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
                      f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x")

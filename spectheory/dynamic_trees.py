@@ -15,6 +15,10 @@ forecast. Iterations do not start at every position: one that starts at j ends a
 text whose E_j changes slowly a position starts an iteration with probability about 1 / E_j, and the tokens per
 call over contexts at evenly spaced positions are their harmonic mean, E(N) = 1 / mean_j (1 / E_j(N)) (the
 arithmetic mean would overweight the easy stretches a decoder crosses in a few long iterations).
+That is a forecast from the premise. At T = 0 the walk itself can be replayed: with the target's acceptance of every
+node at every position of a text, an iteration starting at j accepts the kept nodes on the greedy path and the next
+starts after them (``replayed_tokens``), which needs no premise and no renewal argument; where iterations start
+(after a rejection) is where a text is hard for the draft, which neither mean sees.
 The speedup: the autoregressive seconds of ``tokens`` new tokens over tokens / E iterations of the tree decoder.
 """
 
@@ -27,7 +31,7 @@ import numpy as np
 from spectheory.validation import as_positive_int
 
 __all__ = ["CONFIDENCE_EDGES", "PathCalibration", "calibrate_paths", "tokens_per_context", "expected_tokens_dynamic",
-           "dynamic_speedup"]
+           "replayed_tokens", "dynamic_speedup"]
 
 #: Inner bin edges of the confidence s (natural log): half-nat bins from -8 to 0, everything below -8 in the first
 #: (a path that unlikely is almost never accepted).
@@ -96,6 +100,22 @@ def tokens_per_context(calibration: PathCalibration, confidence, budget: int) ->
 def expected_tokens_dynamic(calibration: PathCalibration, confidence, budget: int) -> float:
     """E(N): the harmonic mean of ``tokens_per_context`` over contexts at evenly spaced positions of a text."""
     return float(1.0 / np.mean(1.0 / tokens_per_context(calibration, confidence, budget)))
+
+
+def replayed_tokens(accepted) -> float:
+    """Tokens per call of decoders walking texts at T = 0: ``accepted`` ``[texts, positions]`` holds the nodes a tree
+    grown at each position accepts (its greedy path's kept nodes), so an iteration that starts at j emits
+    accepted[j] + 1 tokens and the next starts there; the last iteration of a text counts the tokens left."""
+    accepted = np.asarray(accepted)
+    if accepted.ndim != 2 or accepted.size == 0 or np.any(accepted < 0) or np.any(accepted != np.round(accepted)):
+        raise ValueError(f"accepted must be [texts, positions] non-negative whole counts, got shape {accepted.shape}")
+    iterations = 0
+    for row in accepted.astype(np.int64):
+        position = 0
+        while position < len(row):
+            position += row[position] + 1
+            iterations += 1
+    return accepted.size / iterations
 
 
 def dynamic_speedup(tokens_per_call: float, *, tokens: int, autoregressive_seconds: float,

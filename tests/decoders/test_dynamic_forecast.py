@@ -11,7 +11,8 @@ from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.tree import TreeConfig, generate_tree
-from measure.dynamic_forecast import forecast_dynamic, node_acceptance, node_confidence, widest
+from measure.dynamic_forecast import forecast_dynamic, node_acceptance, widest
+from spectheory.dynamic_trees import replayed_tokens
 from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 
 TREE = DynamicTree(2, 3, 6)
@@ -25,18 +26,18 @@ def decode(target, draft, prompts, sampling, tokens, seed=0):
 
 def test_node_acceptance_against_the_decoder_at_greedy():
     """T = 0: the accepted nodes summed per context equal the decoder's first iteration's accepted count, context by
-    context (12 contexts, counts 1 to 3), and the confidences are the draft's alone (``node_confidence``)."""
+    context (12 contexts, counts 1 to 3)."""
     target, draft = tiny_gpt(0), tiny_gpt(1)
     confidence, acceptance = node_acceptance(target, draft, CONTEXTS, TREE, Sampling(0.0))
     first = decode(target, draft, CONTEXTS, Sampling(0.0), 4).stats.accepted_per_iteration[0]
     assert acceptance.sum(axis=1).tolist() == list(first) and len(set(first)) > 1
-    assert set(np.unique(acceptance)) <= {0.0, 1.0}
-    assert np.array_equal(node_confidence(target, draft, CONTEXTS, TREE, Sampling(0.0)), confidence)
+    assert set(np.unique(acceptance)) <= {0.0, 1.0} and np.all(confidence <= 0)
 
 
 def test_node_acceptance_along_a_greedy_run_against_the_decoder():
     """Along the text one prompt's greedy run decoded, the tree grown at each iteration's start accepts what the
-    decoder accepted there: replaying the run from the measured acceptance gives its iterations one by one."""
+    decoder accepted there: replaying the run from the measured acceptance gives its iterations one by one, and
+    ``replayed_tokens`` over the acceptance at every position gives its tokens per call."""
     target, draft = tiny_gpt(0), tiny_gpt(1)
     run = decode(target, draft, CONTEXTS[:1], Sampling(0.0), 24)  # accepted 3, 1, 3, 2, 0, 0, 1, 1, 3, 1
     text = torch.tensor([CONTEXTS[0].tolist() + list(run.tokens[0])])
@@ -47,6 +48,8 @@ def test_node_acceptance_along_a_greedy_run_against_the_decoder():
         position += accepted + 1
     assert replayed == [iteration[0] for iteration in run.stats.accepted_per_iteration]
     assert len(set(replayed)) == 4
+    everywhere = [int(node_acceptance(target, draft, text[:, :8 + j], TREE, Sampling(0.0))[1].sum()) for j in range(24)]
+    assert replayed_tokens([everywhere]) == 24 / len(replayed)
 
 
 def test_node_acceptance_against_the_decoder_when_sampling():
@@ -64,21 +67,22 @@ def test_node_acceptance_against_the_decoder_when_sampling():
 
 
 def test_forecast_document_records_what_it_used():
-    """The forecast's section: a calibration over the widest tree, per budget tokens per call of at least 1 and at
-    most the tree's depth + 1, a finite speedup, and the seeds, counts and seconds that went into it."""
+    """The forecast's section: a calibration over every node of the widest tree at every position, per budget tokens
+    per call of at least 1 and at most the tree's depth + 1 (replayed and calibrated), a finite speedup, and the
+    seeds, counts and seconds that went into it."""
     forecast = forecast_dynamic(tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4, 6), tokens=12, length=8, seed=0,
-                                windows=4, stride=2, repeats=1)
+                                windows=4, repeats=1)
     json.dumps(forecast, allow_nan=False)
-    assert sum(forecast["calibration"]["nodes"]) == 4 * 3 * (widest(2, 3).size - 1)  # 4 windows x cuts 0, 4, 8
-    assert forecast["used"] == {"windows": 4, "calibration_contexts": 12, "draft_contexts": 12, "cost_prompts": 2,
-                                     "length": 8, "tokens": 12, "stride": 2, "repeats": 1,
-                                     "seeds": {"windows": 2, "costs": 3}}
+    assert sum(forecast["calibration"]["nodes"]) == 4 * 12 * (widest(2, 3).size - 1)
+    assert forecast["used"] == {"windows": 4, "contexts": 48, "cost_prompts": 2, "length": 8, "tokens": 12,
+                                "repeats": 1, "seeds": {"windows": 2, "costs": 3}}
     for row in forecast["rows"]:
-        assert 1 <= row["forecast_tokens_per_call"] <= 4 and 0 < row["forecast_speedup"] < 100
+        assert 1 <= row["forecast_tokens_per_call"] <= 4 and 1 <= row["calibrated_tokens_per_call"] <= 4
+        assert 0 < row["forecast_speedup"] < 100
     assert [row["budget"] for row in forecast["rows"]] == [4, 6] and forecast["seconds"] > 0
     assert forecast["recommended_budget"] == max(forecast["rows"], key=lambda row: row["forecast_speedup"])["budget"]
 
 
 def test_forecast_refuses_bad_settings():
-    with pytest.raises(ValueError, match="stride must be an integer in \\[1, 6\\], got 7"):
-        forecast_dynamic(tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4,), tokens=12, length=8, seed=0, stride=7)
+    with pytest.raises(ValueError, match="windows must be a positive integer, got 0"):
+        forecast_dynamic(tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4,), tokens=12, length=8, seed=0, windows=0)

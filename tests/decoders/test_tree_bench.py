@@ -79,12 +79,12 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     dynamic = document["rows"][-1]
     assert (dynamic["kind"], dynamic["tree"]) == ("dynamic", {"dynamic": True, "branching": 2, "nodes": 4, "depth": 3})
     assert dynamic["tokens_per_call"] == 4.0 and dynamic["calibrated_speedup"] is None
-    forecast = document["dynamic_forecast"]  # made before the sweep, from other windows; the calibration pools the
-    # kept path's nodes with unkept ones of like confidence, so it forecasts a little under the 4 tokens measured
+    forecast = document["dynamic_forecast"]  # made before the sweep, on other windows, where the target's own
+    # second choice at depth 1 can outrank its greedy node at depth 3 and 3 kept nodes then hold 2 of the path
     assert dynamic["forecast_tokens_per_call"] == forecast["rows"][0]["forecast_tokens_per_call"]
-    assert 0.99 < dynamic["tokens_forecast_over_measured"] <= 1.0 and dynamic["forecast_over_measured"] > 0
+    assert 0.85 < dynamic["tokens_forecast_over_measured"] <= 1.0 and dynamic["forecast_over_measured"] > 0
     assert document["rows"][0]["forecast_speedup"] is None  # the chain's row
-    assert tree_lines(document)[6].startswith("dynamic 4: forecast 3.99")
+    assert tree_lines(document)[6].startswith(f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call")
     assert tree_lines(document)[5].split()[:7] == ["4", "dynamic", "3", "4.000", str(dynamic["iterations"]), "(-)", "-"]
     with pytest.raises(ValueError, match="dynamic must be K:D .* budget must be an integer in \\[2, 3\\], got 4"):
         check_dynamic("1:2", (4,))

@@ -6,7 +6,7 @@ import pytest
 
 from sims.trees import simulate_walk_along
 from spectheory.dynamic_trees import (PathCalibration, calibrate_paths, dynamic_speedup, expected_tokens_dynamic,
-                                      tokens_per_context)
+                                      replayed_tokens, tokens_per_context)
 
 
 def test_calibration_against_a_hand_count():
@@ -59,6 +59,14 @@ def test_harmonic_mean_against_a_simulated_walk():
 def test_expected_tokens_is_the_harmonic_mean_of_contexts():
     calibration = PathCalibration((-1.0,), (0.0, 1.0), (1, 1))
     assert expected_tokens_dynamic(calibration, [[0.0, 0.0, 0.0], [0.0, -2.0, -2.0]], 4) == pytest.approx(1 / (0.5 * (1 / 4 + 1 / 2)))
+
+
+def test_replayed_tokens_against_a_walk_by_hand():
+    """Text 1: start at 0 (2 accepted: 3 tokens), at 3 (0: 1), at 4 (1: 2 tokens, the text ends) -> 3 iterations;
+    text 2: 0 (3: 4 tokens), 4 (0), 5 (0) -> 3 iterations; 12 tokens over 6 iterations."""
+    assert replayed_tokens([[2, 5, 5, 0, 1, 9], [3, 0, 0, 0, 0, 0]]) == 2.0
+    with pytest.raises(ValueError, match="accepted must be"):
+        replayed_tokens([[0.5, 1]])
 
 
 def test_speedup_against_a_hand_count():
