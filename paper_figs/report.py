@@ -90,7 +90,7 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
     forecast = d["forecast"]
     blocks = [("heading", 2, "Recommendation"),
               ("paragraph", f"The forecast comes first, from a cost profile of {forecast['prompts']} other prompts "
-                            f"({forecast['repeats']} repeats; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
+                            f"(timed repeats: {forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
                             f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
               ("table", ["T", "forecast gamma", "forecast", "measured there", "loss against the best measured",
                          "forecast / measured over the sweep"],
