@@ -259,7 +259,7 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
     best = best_gamma_row(rows.values())
     measured = rows.get(calibrated)
-    at_forecast = rows.get(forecast["gamma"])
+    at_forecast = rows[forecast["gamma"]]  # the forecast chooses among the swept gammas
     judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": rows[f["gamma"]]["speedup"],
                "forecast_over_measured": f["speedup"] / rows[f["gamma"]]["speedup"]} for f in forecast["speedups"]]
     loss = 1 - at_forecast["speedup"] / best["speedup"]

@@ -175,6 +175,15 @@ def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
     return EngineCounts("ours", len(accepted), len(accepted) * (tree.size - 1), sum(accepted))
 
 
+def _costs(generations: list) -> tuple[float, float]:
+    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases (the draft's: the
+    target reads the prompt in its first call, whose cost the iterations then share), and their wall time but the
+    prefill over their iterations."""
+    prefill = sum(g.stats.seconds["prefill"] for g in generations)
+    seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
+    return prefill, seconds / sum(g.stats.iterations for g in generations)
+
+
 def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray,
          text: np.ndarray) -> dict:
     """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
@@ -196,7 +205,8 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
     row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
                               "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
                               "calibrated_speedup", "calibrated_over_measured", "forecast_tokens_per_call",
-                              "forecast_speedup", "tokens_forecast_over_measured", "forecast_over_measured")))
+                              "forecast_speedup", "tokens_forecast_over_measured", "forecast_over_measured",
+                              "calibrated_tokens_per_call")))
     if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
         predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
         iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
@@ -210,20 +220,12 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
     return row
 
 
-def _costs(generations: list) -> tuple[float, float]:
-    """(prefill seconds in all, seconds per iteration) of profiled runs: their prefill phases (the draft's: the
-    target reads the prompt in its first call, whose cost the iterations then share), and their wall time but the
-    prefill over their iterations."""
-    prefill = sum(g.stats.seconds["prefill"] for g in generations)
-    seconds = sum(g.stats.seconds["total"] for g in generations) - prefill
-    return prefill, seconds / sum(g.stats.iterations for g in generations)
-
-
 def _judged(row: dict, forecast: dict | None) -> dict:
     """``row``; a dynamic tree's with the forecast of its budget (``measure.dynamic_forecast``) beside what it measured."""
     if forecast and row["kind"] == "dynamic":
         ahead = next(f for f in forecast["rows"] if f["budget"] == row["budget"])
         row.update(forecast_tokens_per_call=ahead["forecast_tokens_per_call"], forecast_speedup=ahead["forecast_speedup"],
+                   calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
                    tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row["tokens_per_call"],
                    forecast_over_measured=ahead["forecast_speedup"] / row["speedup"])
     return row
@@ -311,9 +313,8 @@ def tree_lines(document: dict) -> list[str]:
                      f"{number(row['calibrated_over_measured'], 12)}")
     forecast = document.get("dynamic_forecast")
     for row in [row for row in document["rows"] if row["kind"] == "dynamic"] if forecast else ():
-        calibrated = next(f for f in forecast["rows"] if f["budget"] == row["budget"])["calibrated_tokens_per_call"]
         lines.append(f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call (calibrated "
-                     f"{calibrated:.3f}), "
+                     f"{row['calibrated_tokens_per_call']:.3f}), "
                      f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
                      f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})")
     if forecast:

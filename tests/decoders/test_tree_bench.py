@@ -82,6 +82,7 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     forecast = document["dynamic_forecast"]  # made before the sweep, on other windows, where the target's own
     # second choice at depth 1 can outrank its greedy node at depth 3 and 3 kept nodes then hold 2 of the path
     assert dynamic["forecast_tokens_per_call"] == forecast["rows"][0]["forecast_tokens_per_call"]
+    assert dynamic["calibrated_tokens_per_call"] == forecast["rows"][0]["calibrated_tokens_per_call"]
     assert 0.85 < dynamic["tokens_forecast_over_measured"] <= 1.0 and dynamic["forecast_over_measured"] > 0
     assert document["rows"][0]["forecast_speedup"] is None  # the chain's row
     assert tree_lines(document)[6].startswith(f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call")
