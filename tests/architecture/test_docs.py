@@ -175,7 +175,8 @@ def test_engine_numbers_against_their_results():
 def test_gpu_numbers_against_their_results():
     """docs/gpu.md's tables of the H100 run carry results/gpu's numbers: every call-table row (ms, medians) and
     the profile rows of the files beside it (t_step, t_draft, t_iteration, c, t_verify at 1, 8 and 64), for the
-    first run (results/gpu/), the second (results/gpu/2026-11-27/) and the third (results/gpu/2026-11-27b/)."""
+    first run (results/gpu/), the second (results/gpu/2026-11-27/), the third (results/gpu/2026-11-27b/) and the
+    fourth, on an H200 (results/gpu/2026-11-27c/)."""
     page = (ROOT / "docs" / "gpu.md").read_text()
     check = json.loads((ROOT / "results" / "gpu" / "device_check.json").read_text())
     rows = re.findall(r"^\| (smollm2-[\w.]+) \| (\w+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", page, flags=re.M)
@@ -184,7 +185,8 @@ def test_gpu_numbers_against_their_results():
         widths = check["sections"][f"calls {shape} {dtype}"]["result"]["seconds_per_call"][batch]
         assert quoted == [f"{widths[k][1] * 1e3:.1f}" for k in ("1", "8", "64")], (shape, dtype, batch)
     later_runs = {"2026-11-27": (page.split("## The second run")[1].split("## The third run")[0], 4),
-                  "2026-11-27b": (page.split("## The third run")[1], 6)}
+                  "2026-11-27b": (page.split("## The third run")[1].split("## The fourth run")[0], 6),
+                  "2026-11-27c": (page.split("## The fourth run")[1], 6)}
     for run, (section, count) in later_runs.items():
         check = json.loads((ROOT / "results" / "gpu" / run / "device_check.json").read_text())
         rows = re.findall(r"^\| (smollm2-[\w.]+) \| (\w+) \| ([\d., ]+) \| ([\d., ]+) \|$", section, flags=re.M)
@@ -194,7 +196,7 @@ def test_gpu_numbers_against_their_results():
             assert quoted == [", ".join(f"{widths[batch][k][1] * 1e3:.1f}" for k in ("1", "8", "64"))
                               for batch in ("1", "16")], (run, shape, dtype)
     files = re.findall(r"^\|[^|\n]+\|([^`\n]+)\| `(results/gpu/[\w/-]*profile_[\w.-]+\.json)` \|$", page, flags=re.M)
-    assert len(files) == 8
+    assert len(files) == 11
     for cells, name in files:
         p = json.loads((ROOT / name).read_text())["profile"]
         expected = [f"{p['t_step'] * 1e3:.1f}", f"{p['t_draft'] * 1e3:.2f}", f"{p['t_iteration'] * 1e3:.2f}",
