@@ -10,7 +10,8 @@ from pathlib import Path
 from jobs.spec_bench import ALL, spec_bench_table
 from measure.bench import BenchSettings
 from measure.inputs import load_inputs
-from measure.report import FORECAST_SEED, ReportSettings, measure_pair
+from measure.forecast import FORECAST_SEED
+from measure.report import ReportSettings, measure_pair
 from measure.spec_bench_report import recommend
 from measure.tasks import benchmark_prompts
 from spectheory.outputs import check_writable, strict_loads

@@ -37,7 +37,7 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.optimum import best_gamma_row
 from spectheory.speedup import walltime_improvement
-from spectheory.timing import cpu_name, time_interleaved
+from spectheory.timing import cpu_name, speedup_interval, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
 __all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
@@ -183,9 +183,14 @@ def _job_keys(timings: dict, name, rows: int) -> list:
     return [(name, row, 0) if (name, row, 0) in timings else (name, row) for row in range(rows)]
 
 
+def seconds_grid(timings: dict, name, rows: int) -> list:
+    """Seconds of job ``name`` [repeats][prompts]."""
+    return [list(values) for values in zip(*(timings[key].seconds for key in _job_keys(timings, name, rows)))]
+
+
 def per_repeat(timings: dict, name, rows: int) -> list:
     """Seconds of job ``name`` per repeat, summed over the prompts."""
-    return [sum(values) for values in zip(*(timings[key].seconds for key in _job_keys(timings, name, rows)))]
+    return [sum(values) for values in seconds_grid(timings, name, rows)]
 
 
 def per_prompt(timings: dict, name, rows: int) -> list:
@@ -219,18 +224,22 @@ def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
     return {key: phases[key] for key in ("draft", "verify", "other")}
 
 
-def bench_row(temperature: float, gamma: int, autoregressive: list, speculative: list, runs: list, profile,
-         s: BenchSettings, per_prompt: tuple = ((), ())) -> dict:
-    """One (temperature, gamma) row: the measured speedup (medians) with its spread over repeats (each
-    repeat's ratio of interleaved runs) and its standard error over the prompts (``per_prompt``: each prompt's
-    autoregressive and speculative median seconds; at T > 0 each prompt's sampled text is one draw), and the
-    calibrated prediction from the profile, with whether it is within max(10%, 2 SE) of the measurement."""
+def bench_row(temperature: float, gamma: int, timings: dict, names: tuple, rows: int, runs: list, profile,
+              s: BenchSettings, *, standard_error: bool = True) -> dict:
+    """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
+    baseline's, the speculative decoder's) over ``rows`` prompts (or batches): the measured speedup (medians) with
+    its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and
+    prompts (``spectheory.timing.speedup_interval``) and, with ``standard_error``, its standard error over the prompts
+    (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction from the profile, with whether
+    it is within max(10%, 2 SE) of the measurement."""
+    autoregressive, speculative = (per_repeat(timings, name, rows) for name in names)
+    grids = [seconds_grid(timings, name, rows) for name in names]  # [repeats][rows] each
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     iterations = sum(len(step) for run in runs for step in run.stats.accepted_per_iteration)  # row iterations
     ratios = sorted(a / b for a, b in zip(autoregressive, speculative))
     speedup = statistics.median(autoregressive) / statistics.median(speculative)
     calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
-    error = ratio_standard_error(*per_prompt)
+    error = ratio_standard_error(*(per_prompt(timings, name, rows) for name in names)) if standard_error else None
     allowed = max(CALIBRATED_TOLERANCE * speedup, 2 * (error or 0.0))
     return {"temperature": temperature, "gamma": gamma, "seconds": statistics.median(speculative),
             "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
@@ -238,6 +247,7 @@ def bench_row(temperature: float, gamma: int, autoregressive: list, speculative:
             "accepted_tokens": accepted, "verified_tokens": verified,
             "alpha_counts": accepted / verified if verified else None, "speedup": speedup,
             "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]], "speedup_standard_error": error,
+            "speedup_interval": speedup_interval(*grids, [1] * rows, [1] * rows),
             "calibrated_speedup": calibrated, "calibrated_over_measured": calibrated / speedup,
             "calibrated_within": abs(calibrated - speedup) <= allowed,
             "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
@@ -292,18 +302,15 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         timings = {key[1]: timing for key, timing in timed_jobs.items() if isinstance(key, tuple) and key[0] == temperature}
         profile = recorder.profile(c)
         profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
-        baseline = per_repeat(timings, "autoregressive", len(prompts))
-        autoregressive[temperature] = statistics.median(baseline)
+        autoregressive[temperature] = statistics.median(per_repeat(timings, "autoregressive", len(prompts)))
         call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
         ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
         costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(call),
                               "over_target_call": statistics.median(ratios),  # each repeat's, then the median
                               "over_target_call_spread": [ratios[0], ratios[-1]],
                               "efficiency": recorder.efficiency("autoregressive")}
-        alone = per_prompt(timings, "autoregressive", len(prompts))
-        measured = [bench_row(temperature, gamma, baseline, per_repeat(timings, gamma, len(prompts)),
-                         [outputs[(gamma, row)] for row in range(len(prompts))], profile, s,
-                         (alone, per_prompt(timings, gamma, len(prompts)))) for gamma in s.gammas]
+        measured = [bench_row(temperature, gamma, timings, ("autoregressive", gamma), len(prompts),
+                              [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]
         if greedy is not None and temperature == 0:
             measured = [dict(row, greedy_equal=[outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i])
                                                 for i in range(len(prompts))]) for row in measured]
@@ -340,8 +347,9 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
                 baseline = per_repeat(timings, "autoregressive", batches)
                 tokens = count * s.max_new_tokens
                 for gamma in s.batch_gammas:
-                    row = bench_row(temperature, gamma, baseline, per_repeat(timings, gamma, batches),
-                               [outputs[(gamma, batch)] for batch in range(batches)], profile, s)
+                    row = bench_row(temperature, gamma, timings, ("autoregressive", gamma), batches,
+                                    [outputs[(gamma, batch)] for batch in range(batches)], profile, s,
+                                    standard_error=False)
                     rows.append(dict(row, batch_size=batch_size, prompts=count,
                                      autoregressive_tokens_per_second=tokens / statistics.median(baseline),
                                      tokens_per_second=tokens / row["seconds"],

@@ -48,6 +48,7 @@ def bench_lines(document: dict) -> list[str]:
                      f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
                      f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
                      f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}")
+    lines += _forecast_lines(document)
     lines += _batch_lines(document.get("batches"))
     for row in document.get("hf", {}).get("rows", []):
         lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: " + "; ".join(
@@ -55,6 +56,33 @@ def bench_lines(document: dict) -> list[str]:
             f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
             f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
             for kind, theirs in (("ar", "generate"), ("speculative", "assisted")) if f"{kind}_ours_adapter_over_hf" in row))
+    return lines
+
+
+def _forecast_lines(document: dict) -> list[str]:
+    """The forecast made before the sweep (``measure.forecast``) against every measured row, with the measured 95%
+    interval, and its gamma's loss against the best measured gamma."""
+    forecast = document.get("forecast")
+    if not forecast:
+        return []
+    lines = [f"forecast from {forecast['prompts']} other prompts ({forecast['repeats']} timed repeats): "
+             f"{forecast['seconds']:.1f} s, {forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's "
+             f"{document['sweep_seconds']:.1f} s",
+             "   T  gamma  forecast  measured [95% interval]  forecast/measured"]
+    for judged in forecast["judged"]:
+        for row in judged["forecast_by_gamma"]:
+            low, high = row["measured_interval"]
+            lines.append(f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  {row['measured']:8.3f} "
+                         f"[{low:.3f}-{high:.3f}]  {row['forecast_over_measured']:17.3f}"
+                         f"{'' if row['inside_interval'] else '  (outside)'}")
+        ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
+        noise = ("" if judged["forecast_gamma"] == judged["best_measured_gamma"] else
+                 "; 95% intervals apart" if judged["loss_resolved"] else "; 95% intervals overlap")
+        lines.append(f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
+                     f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
+                     f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
+                     f"{judged['best_measured_speedup']:.3f}x{noise}); forecast/measured "
+                     f"{min(ratios):.3f}-{max(ratios):.3f}")
     return lines
 
 

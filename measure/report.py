@@ -2,7 +2,7 @@
 recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.report`` renders it).
 
 * the forecast, first: per temperature a cost profile (docs/theory.md §10) measured on other prompts than the
-  sweep's, its speedup at each gamma of the sweep and the gamma it recommends (``forecast_pair``);
+  sweep's, its speedup at each gamma of the sweep and the gamma it recommends (``measure.forecast.forecast_sweep``);
 * alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
 * c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
   decoder for a gamma sweep at batch 1 (``measure.bench.bench_pair``): the check of the forecast, its seconds
@@ -34,7 +34,7 @@ from measure.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
-from measure.profile import measure_profile
+from measure.forecast import FORECAST_SEED, check_disjoint, forecast_sweep, judge_forecast
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
 from measure.tasks import TASKS
 from measure.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
@@ -45,14 +45,11 @@ from decoders.speculative import SpeculativeConfig
 from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.costs import CostProfile
-from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
-           "REAL_MODEL_SETTINGS", "forecast_pair"]
+           "REAL_MODEL_SETTINGS"]
 
-FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (the sweep's are seed + 1)
-FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
 #: sampling batch prefills it again, which a real model's 192-token task prompt would make the longest stage.
@@ -123,7 +120,7 @@ class ReportDocument:
     audit: dict  # the audit's report with its gamma, temperature and prompt
     trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
     policies: dict | None = None  # draft-length policies (measure.policy_bench), None where not measured
-    forecast: dict | None = None  # the forecast made before the sweep (``forecast_pair``), with its seconds
+    forecast: dict | None = None  # the forecast made before the sweep (``measure.forecast.forecast_sweep``), with its seconds
     sweep_seconds: float | None = None  # the sweep that checks it
     sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
 
@@ -149,25 +146,6 @@ REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prom
 def by_temperature(mapping: dict) -> dict:
     """A JSON object keyed by temperature (string keys) as {float: value}."""
     return {float(key): value for key, value in mapping.items()}
-
-
-def forecast_pair(target, draft, prompts: torch.Tensor, settings: ReportSettings, progress=None) -> dict:
-    """The forecast made before the sweep (docs/measuring.md, "The report"): per temperature a cost profile
-    (``measure.profile.measure_profile``: costs and acceptance along the text decoded) on ``prompts`` ``[P, L]``,
-    which are not the sweep's, over ``forecast_repeats`` repeats; its speedup at each gamma of the sweep and the
-    gamma it recommends among them (ties to the smaller). Nothing the sweep measures goes into it."""
-    start, s = time.perf_counter(), settings
-    temperatures = []
-    for temperature in s.temperatures:
-        profile, spread = measure_profile(target, draft, prompts, s.bench_settings().at(temperature),
-                                          gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens,
-                                          repeats=s.forecast_repeats, warmup=1, progress=progress)
-        speedups = [{"gamma": gamma, "speedup": profile.speedup(gamma, tokens=s.max_new_tokens)} for gamma in s.gammas]
-        best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
-        temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
-                             "speedups": speedups, "profile": profile.as_dict(), "spread": spread})
-    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "repeats": s.forecast_repeats, "warmup": 1,
-            "temperatures": temperatures, "seconds": time.perf_counter() - start}
 
 
 def _trees_and_policies(target, draft, prompts, held_out, s: ReportSettings, recommendations: list, names: dict,
@@ -210,7 +188,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
         forecast_prompts = alpha.text_windows(held_out, s.forecast_prompts, s.prompt_length, s.seed + FORECAST_SEED)
     with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
-        forecast = forecast_pair(target, draft, forecast_prompts, s)
+        check_disjoint(forecast_prompts, prompts)
+        forecast = forecast_sweep(target, draft, forecast_prompts, s.bench_settings(), repeats=s.forecast_repeats)
         stages.update()
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
@@ -248,30 +227,20 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
-    """The forecast's gamma (the recommendation, ``forecast_pair``) judged on the sweep: its measured speedup, the
-    forecast over the measured speedup at every gamma and its loss against the best measured gamma; beside it, as
-    diagnostics, the cost model calibrated on the sweep's own profile and Theorem 3.8 at the sweep's pooled alpha
-    (counts) and measured c."""
+    """The forecast's gamma (the recommendation, ``measure.forecast.forecast_sweep``) judged on the sweep
+    (``measure.forecast.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the sweep's own
+    profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
     alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
     table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
     calibrated = profile.optimal_gamma(tokens=tokens)
-    rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
-    best = best_gamma_row(rows.values())
-    measured = rows.get(calibrated)
-    at_forecast = rows[forecast["gamma"]]  # the forecast chooses among the swept gammas
-    judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": rows[f["gamma"]]["speedup"],
-               "forecast_over_measured": f["speedup"] / rows[f["gamma"]]["speedup"]} for f in forecast["speedups"]]
-    loss = 1 - at_forecast["speedup"] / best["speedup"]
-    return {"temperature": temperature, "forecast_gamma": forecast["gamma"], "forecast_speedup": forecast["speedup"],
-            "measured_speedup_at_forecast_gamma": at_forecast["speedup"], "forecast_loss": loss,
-            "forecast_within_5_percent": loss <= FORECAST_LOSS, "forecast_by_gamma": judged,
-            "optimal_gamma": calibrated,
+    rows = [row for row in bench["rows"] if row["temperature"] == temperature]
+    measured = next((row for row in rows if row["gamma"] == calibrated), None)
+    return {"temperature": temperature, **judge_forecast(forecast, rows), "optimal_gamma": calibrated,
             "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
             "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
             "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
-            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens,
-            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"]}
+            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens}
 
 
 def summary_lines(document: dict) -> list[str]:
@@ -279,10 +248,12 @@ def summary_lines(document: dict) -> list[str]:
     forecast, lines = document["forecast"], []
     for r in document["recommendations"]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
+        inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
         lines += [f"T = {r['temperature']:g}: recommended gamma {r['forecast_gamma']} (forecast {r['forecast_speedup']:.3f}x; "
                   f"measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, {r['forecast_loss']:.1%} under the best "
-                  f"measured, gamma {r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x; forecast/measured "
-                  f"{min(ratios):.3f}-{max(ratios):.3f} over the sweep)",
+                  f"measured, gamma {r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x, "
+                  f"{_resolved(r)}; forecast/measured {min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the "
+                  f"measured 95% interval at {inside} of {len(ratios)} gammas)",
                   f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
                   f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
                   f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)"]
@@ -300,3 +271,11 @@ def summary_lines(document: dict) -> list[str]:
         lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
                      f"tree and chain, {best['speedup']:.3f}x")
     return lines
+
+
+def _resolved(recommendation: dict) -> str:
+    """Whether the sweep tells the forecast's gamma from the best measured one (``judge_forecast``)."""
+    if recommendation["forecast_gamma"] == recommendation["best_measured_gamma"]:
+        return "the same gamma"
+    return ("a loss the sweep resolves (95% intervals apart)" if recommendation["loss_resolved"] else
+            "within the sweep's noise (95% intervals overlap)")

@@ -4,6 +4,7 @@ writer adds). ``spectheory alpha`` and ``bench`` print them; the figure scripts'
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import torch
@@ -12,6 +13,7 @@ from decoders.progress import progress_bar
 from decoders.models import zoo
 from measure import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
+from measure.forecast import FORECAST_SEED, check_disjoint, forecast_sweep, judge_forecast
 from measure.inputs import load_inputs
 from measure.spec_bench import spec_bench_categories, spec_bench_prompts
 from measure.tasks import benchmark_prompts
@@ -78,13 +80,16 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                    target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
                    hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
-                   progress: bool | None = None) -> dict:
+                   forecast_prompts: int = 0, forecast_repeats: int = 2, progress: bool | None = None) -> dict:
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
     networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
-    are that task's (``measure.tasks``) instead of windows of the text."""
+    are that task's (``measure.tasks``) instead of windows of the text. With ``forecast_prompts``, first the
+    forecast of the sweep from that many other prompts (``measure.forecast``), judged on the sweep's rows."""
     if hf_gamma is not None:
         as_positive_int("hf_gamma", hf_gamma)
+    as_int("forecast_prompts", forecast_prompts, low=0, high=alpha.MAX_PROMPTS)
+    as_positive_int("forecast_repeats", forecast_repeats)
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
     target_model, model = inputs.target, inputs.drafts[draft]
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
@@ -93,10 +98,22 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
 
         check_comparable(target_model, model)
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
+    ahead = None
+    if forecast_prompts:
+        other = benchmark_prompts(inputs, task, forecast_prompts, settings.prompt_length, settings.seed + FORECAST_SEED)
+        check_disjoint(other, prompts)
+        ahead = forecast_sweep(target_model, model, other, settings, repeats=forecast_repeats, progress=progress)
+    swept = time.perf_counter()
     report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
                               draft_name=draft, progress=progress)
-    document = dict(report.as_dict(), text=inputs.text, task=task,
+    document = dict(report.as_dict(), text=inputs.text, task=task, sweep_seconds=time.perf_counter() - swept,
+                    prompt_ids=prompts.tolist(),
                     padded_widths=getattr(target_model, "padded_widths", {}))  # docs/theory.md §11
+    if ahead:
+        document["forecast"] = dict(ahead, judged=[
+            {"temperature": t["temperature"], **judge_forecast(t, [row for row in document["rows"]
+                                                                  if row["temperature"] == t["temperature"]])}
+            for t in ahead["temperatures"]])
     if settings.batch_sizes:
         pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
                                   settings.prompt_length, settings.seed)

@@ -29,7 +29,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, generate_tree, tree_room
-from measure.bench import BenchSettings, bench_row, environment, model_dtype, per_prompt, per_repeat, with_theorem
+from measure.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from measure.inputs import load_inputs
 from measure.profile import ProfileRecorder, call_job, verify_widths_job
 from measure.spec_bench import LABELS, PromptRows, spec_bench_categories, spec_bench_prompts
@@ -107,19 +107,17 @@ def _draft_document(name: str, gammas: tuple, timings: dict, room: int, count: i
     c_target, c_draft = (timings[key].median / s.call_steps for key in ((room, "c target"), (room, name, "c")))
     recorder = state["recorders"][name]
     profile = recorder.profile(c_draft / c_target)
-    baseline = per_repeat(timings, (room, "autoregressive"), count)
-    alone = per_prompt(timings, (room, "autoregressive"), count)
     measured = []
     for gamma in gammas:
         runs = [state["outputs"][(name, gamma, row)] for row in range(count)]
-        row = bench_row(0.0, gamma, baseline, per_repeat(timings, (room, name, gamma), count), runs, profile, s,
-                        (alone, per_prompt(timings, (room, name, gamma), count)))
+        row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), count, runs, profile, s)
         measured.append(dict(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
     if len(gammas) == 1:  # the profile's only runs are the row's own: its calibration would be the measurement
         measured = [dict(row, calibrated_speedup=None, calibrated_over_measured=None, calibrated_within=None)
                     for row in measured]
     alpha, rows = with_theorem(measured, c_draft / c_target)
-    return {"gammas": list(gammas), "prompt_room": room, "autoregressive_seconds": statistics.median(baseline),
+    baseline = statistics.median(per_repeat(timings, (room, "autoregressive"), count))
+    return {"gammas": list(gammas), "prompt_room": room, "autoregressive_seconds": baseline,
             "c": c_draft / c_target, "target_call_seconds": c_target,
             "draft_call_seconds": c_draft, "alpha": alpha, "rows": rows,
             "profile": dict(profile.as_dict(), spread=recorder.spread())}

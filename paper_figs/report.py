@@ -86,6 +86,13 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
             *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees")), *_policy_blocks(d.get("policies"))]
 
 
+def _resolution(r: dict) -> str:
+    """Whether the sweep tells the forecast's gamma from the best measured one (``measure.forecast.judge_forecast``)."""
+    if r["forecast_gamma"] == r["best_measured_gamma"]:
+        return "no loss"
+    return "resolved (intervals apart)" if r["loss_resolved"] else "within the noise (intervals overlap)"
+
+
 def _recommendation_blocks(d: dict) -> list[tuple]:
     forecast = d["forecast"]
     blocks = [("heading", 2, "Recommendation"),
@@ -93,11 +100,14 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
                             f"(timed repeats: {forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
                             f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
               ("table", ["T", "forecast gamma", "forecast", "measured there", "loss against the best measured",
-                         "forecast / measured over the sweep"],
+                         "forecast / measured over the sweep", "the loss against the sweep's 95% intervals",
+                         "forecast inside the measured 95% interval"],
                [[f"{r['temperature']:g}", str(r["forecast_gamma"]), f"{r['forecast_speedup']:.3f}",
                  f"{r['measured_speedup_at_forecast_gamma']:.3f}", f"{r['forecast_loss']:.1%}",
                  "{:.3f}-{:.3f}".format(*(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"])
-                                          for f in (min, max)))] for r in d["recommendations"]])]
+                                          for f in (min, max))), _resolution(r),
+                 f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of {len(r['forecast_by_gamma'])} "
+                 f"gammas"] for r in d["recommendations"]])]
     for r in d["recommendations"]:
         measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
             f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"

@@ -71,6 +71,12 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
     "bench --engine dropped the bias": (["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
                                         "--engine compares at --temperatures only"),
     "bench --against without --engine was ignored": (["bench", "--against", "http://127.0.0.1:1"], "add --engine"),
+    "bench --forecast-prompts with --tree was ignored": (["bench", "--tree", "--forecast-prompts", "2"],
+                                                         "do not take it"),
+    "bench --forecast-prompts negative": (["bench", "--forecast-prompts", "-1"],
+                                          "forecast_prompts must be an integer in [0, 1024]"),
+    "bench --forecast-repeats 0": (["bench", "--forecast-prompts", "2", "--forecast-repeats", "0"],
+                                   "forecast_repeats must be a positive integer"),
 }
 if NO_CUDA:
     CASES["--device cuda without CUDA"] = (["bench", "--device", "cuda"], "this machine has 0 CUDA devices")

@@ -44,6 +44,9 @@ def test_report_markdown_numbers_against_its_json(report):
             [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4)
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         assert [float(x) for x in cells[5].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
+        assert cells[7] == f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of 2 gammas"
+        assert cells[6].startswith("no loss" if r["forecast_gamma"] == r["best_measured_gamma"] else
+                                   "resolved" if r["loss_resolved"] else "within the noise")
     bench = document["bench"]
     assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
                               "cost model", "Theorem 3.8"]

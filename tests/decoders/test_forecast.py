@@ -1,0 +1,90 @@
+"""The forecast of a gamma sweep (measure.forecast; docs/measuring.md, Forecasts): judged by hand, made from its own
+profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
+
+import pytest
+import torch
+
+from measure.bench import BenchSettings, seconds_grid
+from measure.bench_lines import bench_lines
+from measure.forecast import check_disjoint, forecast_sweep, judge_forecast
+from measure.runs import bench_document
+from spectheory.costs import CostProfile
+from spectheory.timing import Timing, speedup_interval
+from test_bench import SETTINGS, tiny
+
+
+def _row(gamma, speedup, interval):
+    return {"temperature": 0.0, "gamma": gamma, "speedup": speedup, "speedup_interval": interval}
+
+
+def test_judge_forecast_against_rows_by_hand():
+    """Forecast / measured at each gamma, the interval test, the loss of the forecast's gamma against the best and
+    whether the intervals resolve it; a forecast that picks the best gamma loses nothing."""
+    rows = [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.45, 1.55]), _row(4, 1.2, [1.1, 1.3])]
+    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": 1, "speedup": 1.05}, {"gamma": 2, "speedup": 1.2},
+                                                         {"gamma": 4, "speedup": 1.6}]}
+    judged = judge_forecast(forecast, rows)
+    assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx([1.05, 0.8, 4 / 3])
+    assert [row["inside_interval"] for row in judged["forecast_by_gamma"]] == [True, False, False]
+    assert judged["best_measured_gamma"] == 2 and judged["forecast_loss"] == pytest.approx(1 - 1.2 / 1.5)
+    assert not judged["forecast_within_5_percent"] and judged["loss_resolved"]  # 1.3 < 1.45
+    overlapping = judge_forecast(forecast, [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.25, 1.7]), _row(4, 1.2, [1.1, 1.3])])
+    assert not overlapping["loss_resolved"]
+    right = judge_forecast(dict(forecast, gamma=2), rows)
+    assert right["forecast_loss"] == 0 and right["forecast_within_5_percent"]
+
+
+def test_forecast_sweep_against_its_own_profiles():
+    """The forecast's speedup at each gamma is its profile's (docs/theory.md §10), its gamma the best of them."""
+    target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
+    prompts = torch.randint(0, 20, (2, 8), generator=torch.Generator().manual_seed(3))
+    forecast = forecast_sweep(target, draft, prompts, SETTINGS, repeats=1)
+    assert forecast["prompt_ids"] == prompts.tolist() and forecast["seconds"] > 0
+    assert [t["temperature"] for t in forecast["temperatures"]] == list(SETTINGS.temperatures)
+    for block in forecast["temperatures"]:
+        profile = CostProfile.from_dict(block["profile"])
+        speedups = {row["gamma"]: row["speedup"] for row in block["speedups"]}
+        assert speedups == {g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas}
+        assert block["gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
+
+
+def test_row_seconds_interval_against_ratios_by_hand():
+    """A row's 95% interval (``bench_row``) is the bootstrap over the repeats and prompts of the seconds
+    ``seconds_grid`` reads from the timings, [repeats][prompts]: it holds the pooled ratio; a sweep whose
+    speculative runs took twice as long in every repeat and prompt has the interval [0.5, 0.5]."""
+    timings = {("autoregressive", 0, 0): Timing((1.0, 1.2, 1.1)), ("autoregressive", 1, 0): Timing((2.0, 2.1, 1.9)),
+               (2, 0): Timing((0.5, 0.7, 0.6)), (2, 1): Timing((1.1, 1.0, 1.2))}
+    grids = [seconds_grid(timings, name, 2) for name in ("autoregressive", 2)]
+    assert grids[0] == [[1.0, 2.0], [1.2, 2.1], [1.1, 1.9]]
+    low, high = speedup_interval(*grids, [1, 1], [1, 1])
+    assert low < 3.0 / 1.65 < high  # the repeats' summed ratios are 3.0/1.6, 3.3/1.7, 3.0/1.8
+    doubled = {key: Timing(tuple(2 * t for t in timings[("autoregressive", key[1], 0)].seconds)) if key[0] == 2 else value
+               for key, value in timings.items()}
+    assert speedup_interval(*(seconds_grid(doubled, name, 2) for name in ("autoregressive", 2)), [1, 1], [1, 1]) \
+        == pytest.approx([0.5, 0.5])
+
+
+def test_check_disjoint_refuses_a_shared_prompt():
+    """A forecast that saw one of the sweep's prompts is not a forecast."""
+    prompts = torch.arange(12).reshape(3, 4)
+    check_disjoint(prompts[:2] + 100, prompts)
+    with pytest.raises(ValueError, match="share 1 prompt"):
+        check_disjoint(prompts[1:2], prompts)
+
+
+def test_bench_forecast_against_the_sweep_it_did_not_see():
+    """``bench --forecast-prompts``: the forecast's prompts are not the sweep's, each temperature is judged on the
+    sweep's rows, every row carries its interval, and the lines print forecast beside measured."""
+    settings = BenchSettings(gammas=(1, 2), temperatures=(0.0, 1.0), prompts=2, prompt_length=16, max_new_tokens=8,
+                             repeats=1, warmup=0, call_steps=4, batch_sizes=())
+    document = bench_document("bigram", settings, forecast_prompts=2, forecast_repeats=1)
+    forecast = document["forecast"]
+    assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["prompt_ids"]))
+    assert document["sweep_seconds"] > 0 and forecast["seconds"] > 0
+    for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
+        rows = {row["gamma"]: row for row in document["rows"] if row["temperature"] == judged["temperature"]}
+        assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx(
+            [f["speedup"] / rows[f["gamma"]]["speedup"] for f in ahead["speedups"]])
+    assert all(low <= high for row in document["rows"] for low, high in [row["speedup_interval"]])
+    lines = "\n".join(bench_lines(document))
+    assert "forecast from 2 other prompts" in lines and "the forecast recommends gamma" in lines
