@@ -43,10 +43,10 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
 
 def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None, device="cpu", dtype=torch.float32,
                   task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
-                  forecast=(0, 2), out=None, command=None) -> tuple:
+                  forecast=(0, 2, 2), out=None, command=None) -> tuple:
     """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
     (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``; ``forecast``: the
-    prompts and repeats of the forecast made first, (0, _) for none)."""
+    prompts, cost prompts and repeats of the forecast made first, (0, _, _) for none)."""
     models = dict(target=target, text=text, device=device, dtype=dtype, task=task)
     if out:
         check_writable(out)
@@ -58,7 +58,7 @@ def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None
                                  dynamic=check_dynamic(dynamic, budgets), **models)
         return _written(document, tree_lines(document), out, command)
     document = bench_document(draft, settings, hf=hf, hf_gamma=hf_gamma, forecast_prompts=forecast[0],
-                              forecast_repeats=forecast[1], **models)
+                              forecast_cost_prompts=forecast[1], forecast_repeats=forecast[2], **models)
     return _written(document, bench_lines(document), out, command)
 
 

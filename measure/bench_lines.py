@@ -65,16 +65,19 @@ def _forecast_lines(document: dict) -> list[str]:
     forecast = document.get("forecast")
     if not forecast:
         return []
-    lines = [f"forecast from {forecast['prompts']} other prompts ({forecast['repeats']} timed repeats): "
-             f"{forecast['seconds']:.1f} s, {forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's "
-             f"{document['sweep_seconds']:.1f} s",
-             "   T  gamma  forecast  measured [95% interval]  forecast/measured"]
-    for judged in forecast["judged"]:
+    lines = [f"forecast from acceptance along {forecast['prompts']} other prompts and a cost profile of "
+             f"{forecast['cost_prompts']} of them ({forecast['repeats']} timed repeats): {forecast['seconds']:.1f} s, "
+             f"{forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's {document['sweep_seconds']:.1f} s",
+             "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured"]
+    for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
         for row in judged["forecast_by_gamma"]:
             low, high = row["measured_interval"]
-            lines.append(f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  {row['measured']:8.3f} "
-                         f"[{low:.3f}-{high:.3f}]  {row['forecast_over_measured']:17.3f}"
-                         f"{'' if row['inside_interval'] else '  (outside)'}")
+            lines.append(f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  "
+                         f"{_error(row['forecast_standard_error'])}  {row['measured']:8.3f} [{low:.3f}-{high:.3f}]  "
+                         f"{row['forecast_over_measured']:17.3f}{'' if row['inside_interval'] else '  (outside)'}")
+        if ahead["prompts_needed"] is not None:
+            lines.append(f"T = {judged['temperature']:g}: the forecast's text pins it to +-10% (95%) with "
+                         f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})")
         ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
         noise = ("" if judged["forecast_gamma"] == judged["best_measured_gamma"] else
                  "; 95% intervals apart" if judged["loss_resolved"] else "; 95% intervals overlap")

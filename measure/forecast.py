@@ -1,24 +1,36 @@
 """The forecast of a gamma sweep, made before it and judged on it (docs/measuring.md, "Forecasts"): per temperature a
-cost profile (docs/theory.md §10) measured on prompts the sweep does not decode, its speedup at each gamma and the
-gamma it recommends (``forecast_sweep``); then, on the sweep's rows, forecast over measured at every gamma, the
+cost profile (docs/theory.md §10) timed on a few prompts the sweep does not decode and the acceptance along more of
+them, its speedup at each gamma with a standard error over those prompts, and the gamma it recommends
+(``forecast_sweep``); then, on the sweep's rows, forecast over measured at every gamma, the
 recommended gamma's measured speedup, its loss against the best measured gamma and whether the sweep's 95%
 intervals tell the two apart (``judge_forecast``). ``spectheory bench --forecast-prompts N`` and
 ``spectheory report`` print both."""
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
+from dataclasses import replace
 
 import torch
 
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
 from measure.bench import BenchSettings
-from measure.profile import measure_profile
+from measure.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
+from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice, best_gamma_row
+from spectheory.validation import as_int
 
-__all__ = ["FORECAST_SEED", "FORECAST_LOSS", "forecast_sweep", "judge_forecast", "check_disjoint"]
+__all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
+           "judge_forecast", "check_disjoint", "acceptance_runs", "forecast_speedups", "prompts_needed"]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
+FORECAST_TOLERANCE = 0.10  # the forecast's aim: within +-10% of the measured speedup (issue 55)
+FORECAST_COST_PROMPTS = 2  # prompts the forecast's cost profile times; the acceptance comes from all of them
 
 
 def check_disjoint(forecast_prompts: torch.Tensor, prompts: torch.Tensor) -> None:
@@ -29,24 +41,79 @@ def check_disjoint(forecast_prompts: torch.Tensor, prompts: torch.Tensor) -> Non
                          f"--seed or fewer --forecast-prompts")
 
 
+def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int,
+                    max_new_tokens: int) -> list[dict]:
+    """Per prompt of ``prompts`` ``[P, L]``, its speculative runs at ``gamma_max`` (untimed; ``SAMPLES`` of them
+    when sampling, on the profile's seeds): the accepted count and verified width of every iteration, and each
+    run's counts in order (its text)."""
+    samples, runs = 1 if sampling.greedy else SAMPLES, []
+    prompts = prompts.to(target.device)
+    for row in range(len(prompts)):
+        texts, widths = [], []
+        for sample in range(samples):
+            stats = generate_speculative(target, draft, prompts[row:row + 1], max_new_tokens=max_new_tokens,
+                                         config=SpeculativeConfig(gamma_max, sampling),
+                                         randomness=seeded(SEED_OFFSET + samples * row + sample, target.device)).stats
+            texts.append(counts_by_row(stats.accepted_per_iteration, 1, max_new_tokens)[0])
+            widths += [max(proposed) + 1 for proposed in stats.proposed_per_iteration]
+        runs.append({"texts": texts, "widths": widths})
+    return runs
+
+
+def _with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfile:
+    """``profile`` with its acceptance replaced by that of ``runs`` (``acceptance_runs``'s), pooled."""
+    texts = [text for run in runs for text in run["texts"]]
+    fields = acceptance_fields([n for text in texts for n in text], [k for run in runs for k in run["widths"]],
+                               texts, profile.gamma_max, tokens)
+    return replace(profile, **fields)
+
+
+def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
+    """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, and its jackknife
+    standard error over the prompts (None for one prompt): how well the text decoded pins the forecast."""
+    n, rows = len(runs), []
+    for gamma in gammas:
+        speedup = _with_acceptance(profile, runs, tokens).speedup(gamma, tokens=tokens)
+        left_out = [_with_acceptance(profile, runs[:i] + runs[i + 1:], tokens).speedup(gamma, tokens=tokens)
+                    for i in range(n)] if n > 1 else []
+        error = math.sqrt((n - 1) / n * sum((x - statistics.fmean(left_out)) ** 2 for x in left_out)) if n > 1 else None
+        rows.append({"gamma": gamma, "speedup": speedup, "standard_error": error})
+    return rows
+
+
+def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOLERANCE) -> int | None:
+    """The prompts a forecast needs for a 95% interval of +-``tolerance`` at every gamma, scaling the jackknife
+    standard errors of ``forecast_speedups`` (from ``prompts`` prompts) as 1 / sqrt(prompts)."""
+    ratios = [row["standard_error"] / row["speedup"] for row in speedups if row["standard_error"] is not None]
+    if not ratios:
+        return None
+    return max(1, math.ceil(prompts * (1.96 * max(ratios) / tolerance) ** 2))
+
+
 def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, repeats: int,
-                   progress=None) -> dict:
-    """Per temperature of ``settings`` a cost profile (``measure.profile.measure_profile``: costs and acceptance along
-    the text decoded) on ``prompts`` ``[P, L]``, over ``repeats`` timed repeats after one warm-up; its speedup at
-    each of ``settings.gammas`` and the gamma it recommends among them (ties to the smaller). Nothing the sweep
-    measures goes into it."""
+                   cost_prompts: int = FORECAST_COST_PROMPTS, progress=None) -> dict:
+    """Per temperature of ``settings``: a cost profile (``measure.profile.measure_profile``) on the first
+    ``cost_prompts`` of ``prompts`` ``[P, L]`` over ``repeats`` timed repeats after one warm-up, and the
+    acceptance along all P (``acceptance_runs``); its speedup at each of ``settings.gammas`` with a standard
+    error over the prompts, the prompts that would pin it to +-10%, and the gamma it recommends (ties to the
+    smaller). Nothing the sweep measures goes into it."""
     start, s = time.perf_counter(), settings
+    as_int("cost_prompts", cost_prompts, low=1, high=len(prompts))
     temperatures = []
     for temperature in s.temperatures:
-        profile, spread = measure_profile(target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas),
-                                          max_new_tokens=s.max_new_tokens, repeats=repeats, warmup=1,
-                                          progress=progress)
-        speedups = [{"gamma": gamma, "speedup": profile.speedup(gamma, tokens=s.max_new_tokens)} for gamma in s.gammas]
+        profile, spread = measure_profile(target, draft, prompts[:cost_prompts], s.at(temperature),
+                                          gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens, repeats=repeats,
+                                          warmup=1, progress=progress)
+        runs = acceptance_runs(target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas),
+                               max_new_tokens=s.max_new_tokens)
+        speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)
         best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
         temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
-                             "speedups": speedups, "profile": profile.as_dict(), "spread": spread})
-    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "repeats": repeats, "warmup": 1,
-            "temperatures": temperatures, "seconds": time.perf_counter() - start}
+                             "speedups": speedups, "prompts_needed": prompts_needed(speedups, len(prompts)),
+                             "profile": _with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
+                             "spread": spread})
+    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "cost_prompts": cost_prompts,
+            "repeats": repeats, "warmup": 1, "temperatures": temperatures, "seconds": time.perf_counter() - start}
 
 
 def judge_forecast(forecast: dict, rows: list) -> dict:
@@ -58,6 +125,7 @@ def judge_forecast(forecast: dict, rows: list) -> dict:
     measured = {row["gamma"]: row for row in rows}
     best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
     judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": measured[f["gamma"]]["speedup"],
+               "forecast_standard_error": f["standard_error"],
                "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
                "measured_interval": measured[f["gamma"]]["speedup_interval"],
                "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"])}

@@ -56,7 +56,7 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = ["SEED_OFFSET", "SAMPLES", "autoregressive_costs", "phases_per_iteration", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "efficiency", "counts_by_row", "outcomes_along_text", "timed", "call_job", "verify_widths_job", "call_seconds", "profile_document",
+           "efficiency", "counts_by_row", "outcomes_along_text", "acceptance_fields", "timed", "call_job", "verify_widths_job", "call_seconds", "profile_document",
            "measure_profile"]
 
 
@@ -113,6 +113,18 @@ def outcomes_along_text(counts, gamma: int, tokens: int, untested: float) -> tup
     for n in counts:
         outcomes += [1.0] * n + ([0.0] if n < gamma else [untested])
     return tuple(outcomes[:tokens])
+
+
+def acceptance_fields(counts: list, widths: list, texts: list, gamma_max: int, tokens: int) -> dict:
+    """A profile's acceptance (``CostProfile``'s fields) from runs at ``gamma_max``: ``counts``, the accepted count
+    of every iteration; ``widths``, the positions each iteration verified; ``texts``, per decoded row its counts in
+    order (the text's outcomes, ``outcomes_along_text``)."""
+    verified = sum(counts) + sum(1 for n in counts if n < gamma_max)
+    alpha = sum(counts) / verified if verified else None
+    fractions = tuple(widths.count(m + 1) / len(widths) for m in range(gamma_max + 1))
+    return {"acceptance": acceptance_by_position(counts, gamma_max), "alpha": alpha,
+            "acceptance_along_text": tuple(outcomes_along_text(row, gamma_max, tokens, alpha or 0.0) for row in texts),
+            "proposal_fractions": () if fractions[-1] == 1 else fractions}
 
 
 @dataclass
@@ -209,21 +221,15 @@ class ProfileRecorder:
     def profile(self, c: float | None = None) -> CostProfile:
         """The medians as a ``CostProfile`` (with Theorem 3.8's ``c`` when given)."""
         m = {key: statistics.median(v) for key, v in self.components().items()}
-        counts = [n for r in self._repeats(("speculative", self.gamma_max)) for row in r["counts"] for n in row]
-        verified = sum(counts) + sum(1 for n in counts if n < self.gamma_max)
-        alpha = sum(counts) / verified if verified else None
-        texts = self._repeats(("speculative", self.gamma_max))[-1]["counts"]
-        widths = [k for r in self._repeats(("speculative", self.gamma_max)) for k in r["widths"]]
-        fractions = tuple(widths.count(m + 1) / len(widths) for m in range(self.gamma_max + 1))
+        runs = self._repeats(("speculative", self.gamma_max))
+        counts = [n for r in runs for row in r["counts"] for n in row]
+        widths = [k for r in runs for k in r["widths"]]
         return CostProfile(
             t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
             t_verify=tuple(m[f"t_verify_{k}"] for k in range(1, len(self.widths[-1]) + 1)),
             t_iteration=max(m["draft_intercept"] + m["other_intercept"], 0.0),
-            acceptance=acceptance_by_position(counts, self.gamma_max),
-            target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], alpha=alpha, c=c,
-            acceptance_along_text=tuple(outcomes_along_text(row, self.gamma_max, self.tokens, alpha or 0.0)
-                                        for row in texts), batch_size=self.batch_size,
-            proposal_fractions=() if fractions[-1] == 1 else fractions,
+            target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], c=c, batch_size=self.batch_size,
+            **acceptance_fields(counts, widths, runs[-1]["counts"], self.gamma_max, self.tokens),
             t_overhead=tuple(float(x) for x in np.interp(range(1, self.gamma_max + 1), self.gammas,
                                                          [max(m[f"overhead_{g}"], 0.0) for g in self.gammas])))
 

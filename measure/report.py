@@ -76,8 +76,9 @@ class ReportSettings:
     task: str | None = None  # None: the prompts are windows of the held-out text; else a task of measure.tasks
     tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
     policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
-    forecast_prompts: int = 2  # other prompts for the forecast's cost profile, run before the sweep
-    forecast_repeats: int = 2  # its timed repeats (after one warm-up)
+    forecast_prompts: int = 8  # other prompts for the forecast's acceptance, run before the sweep
+    forecast_cost_prompts: int = 2  # the first of them, timed for its cost profile
+    forecast_repeats: int = 2  # the cost profile's timed repeats (after one warm-up)
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
@@ -85,6 +86,7 @@ class ReportSettings:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         positive_int_fields(self, ("audit_horizon", "forecast_repeats"))
         as_int("forecast_prompts", self.forecast_prompts, low=1, high=1024)
+        as_int("forecast_cost_prompts", self.forecast_cost_prompts, low=1, high=self.forecast_prompts)
         as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
         alpha.check_windows(self.windows)
         as_int("audit_n", self.audit_n, low=2, high=MAX_SAMPLES)
@@ -140,7 +142,8 @@ def tree_budget(settings: "ReportSettings") -> dict:
 #: are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=(), forecast_repeats=1)
+                                     tree_budgets=(8,), policies=(), forecast_cost_prompts=1,
+                                     forecast_repeats=1)
 
 
 def by_temperature(mapping: dict) -> dict:
@@ -189,7 +192,8 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
         check_disjoint(forecast_prompts, prompts)
-        forecast = forecast_sweep(target, draft, forecast_prompts, s.bench_settings(), repeats=s.forecast_repeats)
+        forecast = forecast_sweep(target, draft, forecast_prompts, s.bench_settings(), repeats=s.forecast_repeats,
+                                  cost_prompts=s.forecast_cost_prompts)
         stages.update()
         stages.set_postfix_str("alpha along text")
         alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,

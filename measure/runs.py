@@ -80,16 +80,20 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                    target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
                    hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
-                   forecast_prompts: int = 0, forecast_repeats: int = 2, progress: bool | None = None) -> dict:
+                   forecast_prompts: int = 0, forecast_cost_prompts: int = 2, forecast_repeats: int = 2,
+                   progress: bool | None = None) -> dict:
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
     networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
     are that task's (``measure.tasks``) instead of windows of the text. With ``forecast_prompts``, first the
-    forecast of the sweep from that many other prompts (``measure.forecast``), judged on the sweep's rows."""
+    forecast of the sweep from that many other prompts, the first ``forecast_cost_prompts`` timed over
+    ``forecast_repeats`` (``measure.forecast``), judged on the sweep's rows."""
     if hf_gamma is not None:
         as_positive_int("hf_gamma", hf_gamma)
     as_int("forecast_prompts", forecast_prompts, low=0, high=alpha.MAX_PROMPTS)
     as_positive_int("forecast_repeats", forecast_repeats)
+    if forecast_prompts:
+        as_int("forecast_cost_prompts", forecast_cost_prompts, low=1, high=forecast_prompts)
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
     target_model, model = inputs.target, inputs.drafts[draft]
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
@@ -102,7 +106,8 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     if forecast_prompts:
         other = benchmark_prompts(inputs, task, forecast_prompts, settings.prompt_length, settings.seed + FORECAST_SEED)
         check_disjoint(other, prompts)
-        ahead = forecast_sweep(target_model, model, other, settings, repeats=forecast_repeats, progress=progress)
+        ahead = forecast_sweep(target_model, model, other, settings, repeats=forecast_repeats,
+                               cost_prompts=forecast_cost_prompts, progress=progress)
     swept = time.perf_counter()
     report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
                               draft_name=draft, progress=progress)

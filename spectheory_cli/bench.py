@@ -51,9 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
                         help="gammas of the batch sweep (default 2 4)")
     parser.add_argument("--forecast-prompts", type=int, default=0, metavar="N",
-                        help="first forecast the sweep from a cost profile of N other prompts, judged on the sweep's "
-                             "rows (docs/measuring.md, Forecasts; default 0: none)")
-    parser.add_argument("--forecast-repeats", type=int, default=2, help="the forecast's timed repeats (default 2)")
+                        help="first forecast the sweep from acceptance along N other prompts and a cost profile of the "
+                             "first of them, judged on the sweep's rows (docs/measuring.md, Forecasts; default 0: none)")
+    parser.add_argument("--forecast-cost-prompts", type=int, default=2, metavar="N",
+                        help="the forecast's prompts its cost profile times (default 2)")
+    parser.add_argument("--forecast-repeats", type=int, default=2, help="the cost profile's timed repeats (default 2)")
     add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         _, lines = decoder_bench(args.draft, settings, text=args.text, device=args.device,
                                  dtype=getattr(torch, args.dtype), task=args.task, policies=args.policies,
                                  tree=args.tree, budgets=args.budgets, dynamic=args.dynamic, hf=args.hf,
-                                 hf_gamma=args.hf_gamma, forecast=(args.forecast_prompts, args.forecast_repeats),
-                                 **common)
+                                 hf_gamma=args.hf_gamma, **common,
+                                 forecast=(args.forecast_prompts, args.forecast_cost_prompts, args.forecast_repeats))
     print("\n".join(lines))
     return 0

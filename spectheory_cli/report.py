@@ -26,7 +26,7 @@ from spectheory.calculator import MAX_TABLE_GAMMA
 
 DEFAULTS = ReportSettings()
 BUDGET = ("windows", "prompts", "max_new_tokens", "repeats", "warmup", "audit_n", "gamma_max", "seed", "forecast_prompts",
-          "forecast_repeats")
+          "forecast_cost_prompts", "forecast_repeats")
 HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
         "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
         "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
@@ -34,7 +34,8 @@ HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (
         "warmup": f"untimed runs first, at most {MAX_REPEATS}",
         "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
         "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed",
-        "forecast_prompts": "other prompts the forecast's cost profile decodes", "forecast_repeats": "its timed repeats"}
+        "forecast_prompts": "other prompts the forecast measures acceptance along",
+        "forecast_cost_prompts": "the first of them that its cost profile times", "forecast_repeats": "its timed repeats"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

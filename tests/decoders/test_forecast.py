@@ -6,7 +6,10 @@ import torch
 
 from measure.bench import BenchSettings, seconds_grid
 from measure.bench_lines import bench_lines
-from measure.forecast import check_disjoint, forecast_sweep, judge_forecast
+from decoders.sampling import GREEDY
+from measure.forecast import (acceptance_runs, check_disjoint, forecast_speedups, forecast_sweep, judge_forecast,
+                              prompts_needed)
+from measure.profile import SAMPLES, measure_profile
 from measure.runs import bench_document
 from spectheory.costs import CostProfile
 from spectheory.timing import Timing, speedup_interval
@@ -21,8 +24,8 @@ def test_judge_forecast_against_rows_by_hand():
     """Forecast / measured at each gamma, the interval test, the loss of the forecast's gamma against the best and
     whether the intervals resolve it; a forecast that picks the best gamma loses nothing."""
     rows = [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.45, 1.55]), _row(4, 1.2, [1.1, 1.3])]
-    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": 1, "speedup": 1.05}, {"gamma": 2, "speedup": 1.2},
-                                                         {"gamma": 4, "speedup": 1.6}]}
+    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": g, "speedup": x, "standard_error": 0.1}
+                                                         for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))]}
     judged = judge_forecast(forecast, rows)
     assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx([1.05, 0.8, 4 / 3])
     assert [row["inside_interval"] for row in judged["forecast_by_gamma"]] == [True, False, False]
@@ -35,17 +38,51 @@ def test_judge_forecast_against_rows_by_hand():
 
 
 def test_forecast_sweep_against_its_own_profiles():
-    """The forecast's speedup at each gamma is its profile's (docs/theory.md §10), its gamma the best of them."""
+    """The forecast's speedup at each gamma is its profile's (docs/theory.md §10), its gamma the best of them, and
+    its standard error the jackknife's over the prompts."""
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
-    prompts = torch.randint(0, 20, (2, 8), generator=torch.Generator().manual_seed(3))
-    forecast = forecast_sweep(target, draft, prompts, SETTINGS, repeats=1)
-    assert forecast["prompt_ids"] == prompts.tolist() and forecast["seconds"] > 0
+    prompts = torch.randint(0, 20, (4, 8), generator=torch.Generator().manual_seed(3))
+    forecast = forecast_sweep(target, draft, prompts, SETTINGS, repeats=1, cost_prompts=2)
+    assert forecast["prompt_ids"] == prompts.tolist() and forecast["seconds"] > 0 and forecast["cost_prompts"] == 2
     assert [t["temperature"] for t in forecast["temperatures"]] == list(SETTINGS.temperatures)
     for block in forecast["temperatures"]:
         profile = CostProfile.from_dict(block["profile"])
         speedups = {row["gamma"]: row["speedup"] for row in block["speedups"]}
-        assert speedups == {g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas}
+        assert speedups == pytest.approx({g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas})
         assert block["gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
+        assert len(profile.acceptance_along_text) == 4 * (1 if block["temperature"] == 0 else SAMPLES)
+        assert all(row["standard_error"] >= 0 for row in block["speedups"])
+
+
+def test_acceptance_runs_against_the_profiles_own():
+    """At T = 0 the forecast's untimed runs see what the cost profile's timed runs at gamma_max saw on the same
+    prompts (the same seeds): the same acceptance by position, alpha, texts and proposal lengths."""
+    target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
+    prompts = torch.randint(0, 20, (3, 8), generator=torch.Generator().manual_seed(4))
+    profile, _ = measure_profile(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12, repeats=2, warmup=0,
+                                 call_steps=4)
+    runs = acceptance_runs(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12)
+    assert len(runs) == 3 and all(len(run["texts"]) == 1 for run in runs)
+    rebuilt = forecast_speedups(profile, runs, (1, 2, 3), 12)
+    assert [row["speedup"] for row in rebuilt] == pytest.approx([profile.speedup(g, tokens=12) for g in (1, 2, 3)])
+    other = acceptance_runs(target, tiny(8, 1, 9), prompts, GREEDY, gamma_max=3, max_new_tokens=12)  # control
+    assert [run["texts"] for run in other] != [run["texts"] for run in runs]
+
+
+def test_prompts_needed_against_the_jackknife_by_hand():
+    """Identical prompts pin the forecast exactly (standard error 0, one prompt needed); a 5% standard error from
+    4 prompts needs 4 x (1.96 x 0.05 / 0.10)^2 = 3.84, so 4 prompts, and 10% needs 16."""
+    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.0}], 4) == 1
+    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.1}], 4) == 4
+    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.1},
+                           {"gamma": 2, "speedup": 1.0, "standard_error": 0.1}], 4) == 16
+    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": None}], 1) is None
+    target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
+    prompt = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(5))
+    profile, _ = measure_profile(target, draft, prompt, GREEDY, gamma_max=3, max_new_tokens=12, repeats=1, warmup=0,
+                                 call_steps=4)
+    same = acceptance_runs(target, draft, prompt.repeat(3, 1), GREEDY, gamma_max=3, max_new_tokens=12)
+    assert [row["standard_error"] for row in forecast_speedups(profile, same, (1, 3), 12)] == pytest.approx([0, 0])
 
 
 def test_row_seconds_interval_against_ratios_by_hand():
@@ -77,7 +114,7 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
     sweep's rows, every row carries its interval, and the lines print forecast beside measured."""
     settings = BenchSettings(gammas=(1, 2), temperatures=(0.0, 1.0), prompts=2, prompt_length=16, max_new_tokens=8,
                              repeats=1, warmup=0, call_steps=4, batch_sizes=())
-    document = bench_document("bigram", settings, forecast_prompts=2, forecast_repeats=1)
+    document = bench_document("bigram", settings, forecast_prompts=3, forecast_cost_prompts=1, forecast_repeats=1)
     forecast = document["forecast"]
     assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["prompt_ids"]))
     assert document["sweep_seconds"] > 0 and forecast["seconds"] > 0
@@ -87,4 +124,5 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
             [f["speedup"] / rows[f["gamma"]]["speedup"] for f in ahead["speedups"]])
     assert all(low <= high for row in document["rows"] for low, high in [row["speedup_interval"]])
     lines = "\n".join(bench_lines(document))
-    assert "forecast from 2 other prompts" in lines and "the forecast recommends gamma" in lines
+    assert "forecast from acceptance along 3 other prompts and a cost profile of 1" in lines
+    assert "the forecast recommends gamma" in lines and "pins it to +-10% (95%)" in lines
