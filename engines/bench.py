@@ -24,18 +24,20 @@ has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speed
 from __future__ import annotations
 
 import statistics
+import time
 
 import numpy as np
 
 from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
 from spectheory.optimum import best_gamma_row
-from spectheory.timing import host, speedup_interval
+from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
 
 __all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "BENCH_CAPABILITIES"]
 
 ENGINE_GREEDY = EngineSampling(temperature=0.0)
+SPEEDUP_TOLERANCE = 0.03  # a measured speedup is known when its 95% interval is within +-3% (issue 55)
 #: What ``engine_bench`` needs of an engine (``engines.base.CAPABILITIES``).
 BENCH_CAPABILITIES = ("tokenize", "model_path", "generate_ids", "call_costs")
 
@@ -81,11 +83,9 @@ def _spread(values: list) -> list:
     return [min(values), statistics.median(values), max(values)]
 
 
-def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
-    """One gamma's measured and predicted speedup (module docstring)."""
-    ratios = [p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
-              for p, r in zip(plain, runs)]  # decode seconds per token after the first, plain over speculative
-    counters = runs[0]["counters"]
+def _predicted(counters: dict, costs: dict) -> tuple:
+    """(tokens per round, mean proposal length, predicted seconds per round, predicted speedup) from a path's
+    ``counters`` and the engine's call ``costs`` (module docstring)."""
     rounds = counters["rounds"]
     per_iteration = 1 + counters["num_accepted_tokens"] / rounds
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
@@ -93,15 +93,27 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
                + per_iteration * costs["t_sample"])
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         seconds += _verify_seconds(counters, costs["t_draft_batch"], rounds)
-    predicted = float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
+    return per_iteration, lengths, seconds, float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
+
+
+def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None) -> dict:
+    """One gamma's measured and predicted speedup (module docstring), and the forecast's where there is one: the
+    model at the costs and counters of ``forecast`` ({"costs", "counters"}, measured on other prompts)."""
+    ratios = [p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
+              for p, r in zip(plain, runs)]  # decode seconds per token after the first, plain over speculative
+    counters = runs[0]["counters"]
+    per_iteration, lengths, seconds, predicted = _predicted(counters, costs)
     trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
     drafted = counters["num_draft_tokens"]
     interval = speedup_interval([p["decodes"] for p in plain], [r["decodes"] for r in runs],
                                 *([len(row) - 1 for row in path[0]["rows"]] for path in (plain, runs)))
+    half_width = (interval[1] - interval[0]) / 2 / statistics.median(ratios)
     return {"gamma": gamma, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
             "speedup_interval": interval,
+            "prompts_for_3_percent": units_needed(len(plain[0]["rows"]), half_width, SPEEDUP_TOLERANCE),
             "predicted_speedup": predicted, "predicted_over_measured": predicted / statistics.median(ratios),
+            **_forecast_fields(forecast, statistics.median(ratios), interval),
             "tokens_per_iteration": per_iteration, "mean_proposal_length": lengths, "alpha": alpha,
             "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
             "acceptance_rate": counters["num_accepted_tokens"] / drafted if drafted else None,
@@ -109,6 +121,25 @@ def _row(gamma: int, plain: list, runs: list, costs: dict) -> dict:
             "greedy_equal_to_plain": runs[0]["rows"] == plain[0]["rows"],
             "decode_seconds": [r["decode"] for r in runs], "tokens_per_second": statistics.median(
                 (r["tokens"] - len(r["rows"])) / r["decode"] for r in runs)}
+
+
+def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> dict:
+    """A row's forecast (``_predicted`` at the forecast's costs and counters) against its measured speedup."""
+    if forecast is None:
+        return {}
+    tokens, _, _, speedup = _predicted(forecast["counters"], forecast["costs"])
+    return {"forecast_speedup": speedup, "forecast_over_measured": speedup / measured,
+            "forecast_tokens_per_iteration": tokens, "forecast_inside_interval": interval[0] <= speedup <= interval[1]}
+
+
+def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
+    """The forecast's measurements on ``prompts`` that the bench does not time: the engine's call costs once, and
+    each gamma's counters from one untimed greedy run of every prompt."""
+    started = time.perf_counter()
+    costs = engine.call_costs(prompts[0], max(gammas) + 1)
+    counters = {gamma: _greedy_runs(engine, prompts, tokens, gamma)["counters"] for gamma in gammas}
+    return {"prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts], "costs": costs,
+            "counters": counters, "seconds": time.perf_counter() - started}
 
 
 def check_benchable(engine) -> None:
@@ -120,13 +151,19 @@ def check_benchable(engine) -> None:
 
 
 def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
-                 warmup: int = 1, progress=None) -> dict:
+                 warmup: int = 1, forecast_prompts: list | None = None, progress=None) -> dict:
     """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
-    repeat, the costs measured at the start of each repeat (module docstring)."""
+    repeat, the costs measured at the start of each repeat (module docstring). With ``forecast_prompts`` (other
+    prompts, lists of ids), first the forecast: the costs and each gamma's counters measured on them
+    (``_forecast``), the model's speedup from those alone beside every measured row."""
     check_benchable(engine)
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
     repeats, max_new_tokens = as_int("repeats", repeats, low=1, high=100), as_int("max_new_tokens", max_new_tokens,
                                                                                   low=2, high=1024)
+    if forecast_prompts and set(map(tuple, forecast_prompts)) & set(map(tuple, prompts)):
+        raise ValueError("the forecast's prompts share a prompt with the bench's: a forecast must not see them")
+    ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens) if forecast_prompts else None
+    swept = time.perf_counter()
     measured_costs, runs = [], {0: [], **{g: [] for g in gammas}}
     for repeat in range(warmup + repeats):
         if repeat >= warmup:
@@ -138,8 +175,10 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             if progress:
                 progress(1)
     plain, costs = runs.pop(0), median_costs(measured_costs)
-    rows = [_row(gamma, plain, runs[gamma], costs) for gamma in gammas]
-    recommended = best_gamma_row([{"gamma": 0, "predicted_speedup": 1.0}] + rows, "predicted_speedup")["gamma"]
+    rows = [_row(gamma, plain, runs[gamma], costs,
+                 ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}) for gamma in gammas]
+    key = "forecast_speedup" if ahead else "predicted_speedup"  # the forecast's recommendation where there is one
+    recommended = best_gamma_row([{"gamma": 0, key: 1.0}] + rows, key)["gamma"]
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
@@ -153,7 +192,8 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
             "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
                       "prefill_seconds": [p["prefill"] for p in plain]},
-            "rows": rows, "recommended_gamma": recommended, "environment": host()}
+            "rows": rows, "recommended_gamma": recommended, "environment": host(), "forecast": ahead,
+            "sweep_seconds": time.perf_counter() - swept}
 
 
 def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repeats: int, warmup: int = 1,
@@ -194,10 +234,19 @@ def engine_bench_lines(document: dict) -> list:
         alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (
             "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
         bottom, top = row["speedup_interval"]
+        if "forecast_speedup" in row:
+            lines.append(f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
+                         f"(forecast / measured {row['forecast_over_measured']:.3f}, "
+                         f"{'inside' if row['forecast_inside_interval'] else 'outside'} the measured 95% interval)")
         lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
-                     f"{bottom:.3f}-{top:.3f}), predicted {row['predicted_speedup']:.3f}x (ratio {row['predicted_over_measured']:.3f}); "
+                     f"{bottom:.3f}-{top:.3f}, +-3% would take {row['prompts_for_3_percent']} prompts); the model at "
+                     f"these runs' counters (a diagnostic) {row['predicted_speedup']:.3f}x (ratio "
+                     f"{row['predicted_over_measured']:.3f}); "
                      f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
                      f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
-    gamma = document["recommended_gamma"]
-    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}"))
+    gamma, forecast = document["recommended_gamma"], document.get("forecast")
+    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}") + (
+        f", by the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
+        f"({forecast['seconds']:.1f} s; the bench "
+        f"{document['sweep_seconds']:.1f} s)" if forecast else ", by the model at the runs' own counters"))
     return lines

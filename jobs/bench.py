@@ -18,8 +18,10 @@ from engines import open_engine
 from engines.bench import engine_bench as measure_engine, engine_bench_lines, server_bench
 from engines.openai import is_url
 from jobs.spec_bench import ALL, engine_table, spec_bench_table
+from measure.alpha import MAX_PROMPTS
 from measure.bench import BenchSettings
 from measure.bench_lines import bench_lines
+from measure.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
 from measure.inputs import load_inputs
 from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
 from measure.runs import bench_document, policy_document, tree_document
@@ -28,6 +30,7 @@ from measure.spec_bench_table import spec_bench_lines, table_lines
 from measure.tasks import benchmark_prompts
 from measure.tree_bench import check_budgets, check_dynamic, tree_lines
 from spectheory.outputs import check_writable, write_json
+from spectheory.validation import as_int
 
 __all__ = ["decoder_bench", "spec_bench", "engine_bench", "ENGINE_PROMPT_LENGTH"]
 
@@ -43,7 +46,7 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
 
 def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None, device="cpu", dtype=torch.float32,
                   task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
-                  forecast=(0, 2, 2), out=None, command=None) -> tuple:
+                  forecast=(0, FORECAST_COST_PROMPTS, FORECAST_REPEATS), out=None, command=None) -> tuple:
     """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
     (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``; ``forecast``: the
     prompts, cost prompts and repeats of the forecast made first, (0, _, _) for none)."""
@@ -100,12 +103,14 @@ def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
 
 
 def engine_bench(spec: str, *, against: str | None = None, target=None, task=None, prompts: int, prompt_length=None,
-                 seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, out=None, command=None) -> tuple:
+                 seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, forecast_prompts: int = 0,
+                 out=None, command=None) -> tuple:
     """The engine ``spec``'s speed with and without its speculation on the task's prompts (docs/engines.md §4):
     two servers by URL (``against``), Spec-Bench's categories, or the engine bench with its cost model and our
-    reference decoder's speed beside."""
+    reference decoder's speed beside (with ``forecast_prompts``, its forecast from that many other prompts)."""
     if is_url(spec) != (against is not None):
         raise ValueError("--against URL (the plain server) goes with --engine URL (the speculating one), and only")
+    as_int("forecast_prompts", forecast_prompts, low=0, high=MAX_PROMPTS)
     if out:
         check_writable(out)
     task, length = task or "rewrite", prompt_length or ENGINE_PROMPT_LENGTH
@@ -120,8 +125,10 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
         return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed)), out, command)
     inputs = load_inputs(str(engine.model_path), [])
     rows = [row.tolist() for row in benchmark_prompts(inputs, task, prompts, length, seed)]
+    other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts,
+                          rows).tolist() if forecast_prompts else None
     with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
-        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, **runs)
+        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, forecast_prompts=other, **runs)
     document.update(task=task, cpu=document["environment"]["host"]["cpu"],
                     ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens))
     return _written(document, engine_bench_lines(document), out, command)

@@ -10,7 +10,7 @@ from pathlib import Path
 from jobs.spec_bench import ALL, spec_bench_table
 from measure.bench import BenchSettings
 from measure.inputs import load_inputs
-from measure.forecast import FORECAST_SEED
+from measure.forecast import FORECAST_SEED, other_prompts
 from measure.report import ReportSettings, measure_pair
 from measure.spec_bench_report import recommend
 from measure.tasks import benchmark_prompts
@@ -25,12 +25,14 @@ def pair_report(settings: ReportSettings, *, target=None, draft: str = "transfor
     default) under ``settings``."""
     check_writable(out, directory=True)
     inputs = load_inputs(target, [draft], text=text, device=device)
-    prompts = {name: benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
-               for name, count, offset in (("prompts", settings.prompts, 1),
-                                           ("forecast_prompts", settings.forecast_prompts, FORECAST_SEED))}
+    def draw(count: int, offset: int):
+        return benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
+
+    prompts = draw(settings.prompts, 1)
     document = measure_pair(inputs.target, inputs.drafts[draft], target_name=target or "shipped target",
                             draft_name=draft, settings=settings, held_out=inputs.held_out, text=inputs.text,
-                            command=command, **prompts)
+                            command=command, prompts=prompts, forecast_prompts=other_prompts(
+                                lambda n: draw(n, FORECAST_SEED), settings.forecast_prompts, prompts))
     return document
 
 

@@ -22,23 +22,25 @@ from measure.bench import BenchSettings
 from measure.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice, best_gamma_row
+from spectheory.timing import units_needed
 from spectheory.validation import as_int
 
 __all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
-           "judge_forecast", "check_disjoint", "acceptance_runs", "forecast_speedups", "prompts_needed"]
+           "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "forecast_speedups", "prompts_needed"]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
 FORECAST_TOLERANCE = 0.10  # the forecast's aim: within +-10% of the measured speedup (issue 55)
-FORECAST_COST_PROMPTS = 2  # prompts the forecast's cost profile times; the acceptance comes from all of them
+FORECAST_COST_PROMPTS = 1  # prompts the forecast's cost profile times (a call's cost is not the text's)
+FORECAST_REPEATS = 3  # its timed repeats: the median of 3 sets one slow repeat aside, of 2 it averages it in
 
 
-def check_disjoint(forecast_prompts: torch.Tensor, prompts: torch.Tensor) -> None:
-    """A forecast judged on a sweep must not have seen the sweep's prompts (``[P, L]`` each)."""
-    shared = set(map(tuple, forecast_prompts.tolist())) & set(map(tuple, prompts.tolist()))
-    if shared:
-        raise ValueError(f"the forecast's prompts share {len(shared)} prompt(s) with the sweep's: choose another "
-                         f"--seed or fewer --forecast-prompts")
+def other_prompts(draw, count: int, sweep) -> torch.Tensor:
+    """``count`` prompts ``[count, L]`` for a forecast that none of the ``sweep``'s prompts (rows of ids) are: the
+    first of ``draw(count + len(sweep))`` (prompts of the forecast's seed) that are not the sweep's."""
+    seen = set(map(tuple, sweep.tolist() if isinstance(sweep, torch.Tensor) else sweep))
+    pool = draw(count + len(seen))
+    return torch.tensor([row for row in pool.tolist() if tuple(row) not in seen][:count], dtype=pool.dtype)
 
 
 def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int,
@@ -85,12 +87,10 @@ def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOL
     """The prompts a forecast needs for a 95% interval of +-``tolerance`` at every gamma, scaling the jackknife
     standard errors of ``forecast_speedups`` (from ``prompts`` prompts) as 1 / sqrt(prompts)."""
     ratios = [row["standard_error"] / row["speedup"] for row in speedups if row["standard_error"] is not None]
-    if not ratios:
-        return None
-    return max(1, math.ceil(prompts * (1.96 * max(ratios) / tolerance) ** 2))
+    return units_needed(prompts, 1.96 * max(ratios), tolerance) if ratios else None
 
 
-def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, repeats: int,
+def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, repeats: int = FORECAST_REPEATS,
                    cost_prompts: int = FORECAST_COST_PROMPTS, progress=None) -> dict:
     """Per temperature of ``settings``: a cost profile (``measure.profile.measure_profile``) on the first
     ``cost_prompts`` of ``prompts`` ``[P, L]`` over ``repeats`` timed repeats after one warm-up, and the
@@ -103,7 +103,7 @@ def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings
     for temperature in s.temperatures:
         profile, spread = measure_profile(target, draft, prompts[:cost_prompts], s.at(temperature),
                                           gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens, repeats=repeats,
-                                          warmup=1, progress=progress)
+                                          warmup=1, call_steps=0, progress=progress)  # c: Theorem 3.8's, not used
         runs = acceptance_runs(target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas),
                                max_new_tokens=s.max_new_tokens)
         speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)

@@ -358,10 +358,11 @@ def profile_document(environment: dict, target_name: str, draft_name: str, *, ba
 def measure_profile(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
                     repeats: int, warmup: int, batch_size: int = 1, call_steps: int = 64, verify_widths: int | None = None,
                     progress=None) -> tuple[CostProfile, dict]:
-    """The cost profile on its own (``spectheory profile``): (profile, spread over repeats)."""
+    """The cost profile on its own (``spectheory profile``): (profile, spread over repeats); ``call_steps`` 0 leaves
+    out c (Theorem 3.8's cost ratio, from that many one-token calls of each model)."""
     prompts = prompts.to(target.device)
     c = call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) / \
-        call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
+        call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) if call_steps else None
     jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=gamma_max,
                                   max_new_tokens=max_new_tokens, warmup=warmup, batch_size=batch_size,
                                   verify_widths=verify_widths)

@@ -34,7 +34,8 @@ from measure.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
-from measure.forecast import FORECAST_SEED, check_disjoint, forecast_sweep, judge_forecast
+from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
+                              other_prompts)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
 from measure.tasks import TASKS
 from measure.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
@@ -77,8 +78,8 @@ class ReportSettings:
     tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
     policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
     forecast_prompts: int = 8  # other prompts for the forecast's acceptance, run before the sweep
-    forecast_cost_prompts: int = 2  # the first of them, timed for its cost profile
-    forecast_repeats: int = 2  # the cost profile's timed repeats (after one warm-up)
+    forecast_cost_prompts: int = FORECAST_COST_PROMPTS  # the first of them, timed for its cost profile
+    forecast_repeats: int = FORECAST_REPEATS  # the cost profile's timed repeats (after one warm-up)
 
     def __post_init__(self) -> None:
         self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
@@ -142,8 +143,7 @@ def tree_budget(settings: "ReportSettings") -> dict:
 #: are the rewrite task.
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=(), forecast_cost_prompts=1,
-                                     forecast_repeats=1)
+                                     tree_budgets=(8,), policies=())
 
 
 def by_temperature(mapping: dict) -> dict:
@@ -188,10 +188,10 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     if prompts is None:
         prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
     if forecast_prompts is None:
-        forecast_prompts = alpha.text_windows(held_out, s.forecast_prompts, s.prompt_length, s.seed + FORECAST_SEED)
+        forecast_prompts = other_prompts(lambda n: alpha.text_windows(held_out, n, s.prompt_length, s.seed + FORECAST_SEED),
+                                         s.forecast_prompts, prompts)
     with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
-        check_disjoint(forecast_prompts, prompts)
         forecast = forecast_sweep(target, draft, forecast_prompts, s.bench_settings(), repeats=s.forecast_repeats,
                                   cost_prompts=s.forecast_cost_prompts)
         stages.update()

@@ -13,7 +13,8 @@ from decoders.progress import progress_bar
 from decoders.models import zoo
 from measure import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
-from measure.forecast import FORECAST_SEED, check_disjoint, forecast_sweep, judge_forecast
+from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
+                              other_prompts)
 from measure.inputs import load_inputs
 from measure.spec_bench import spec_bench_categories, spec_bench_prompts
 from measure.tasks import benchmark_prompts
@@ -80,7 +81,8 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                    target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
                    hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
-                   forecast_prompts: int = 0, forecast_cost_prompts: int = 2, forecast_repeats: int = 2,
+                   forecast_prompts: int = 0, forecast_cost_prompts: int = FORECAST_COST_PROMPTS,
+                   forecast_repeats: int = FORECAST_REPEATS,
                    progress: bool | None = None) -> dict:
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
@@ -104,8 +106,8 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     ahead = None
     if forecast_prompts:
-        other = benchmark_prompts(inputs, task, forecast_prompts, settings.prompt_length, settings.seed + FORECAST_SEED)
-        check_disjoint(other, prompts)
+        other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, settings.prompt_length,
+                                                          settings.seed + FORECAST_SEED), forecast_prompts, prompts)
         ahead = forecast_sweep(target_model, model, other, settings, repeats=forecast_repeats,
                                cost_prompts=forecast_cost_prompts, progress=progress)
     swept = time.perf_counter()

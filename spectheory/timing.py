@@ -7,6 +7,7 @@ the median with its spread. ``host`` says where numbers come from: Python, platf
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import statistics
@@ -19,7 +20,7 @@ import numpy as np
 
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Timing", "repeat_ratios", "speedup_interval", "time_repeats", "time_interleaved", "host", "cpu_name",
+__all__ = ["Timing", "repeat_ratios", "speedup_interval", "units_needed", "time_repeats", "time_interleaved", "host", "cpu_name",
            "PACKAGES"]
 
 #: Packages whose versions every result records (absent ones are recorded as null).
@@ -66,6 +67,12 @@ def speedup_interval(plain, speculative, plain_tokens, speculative_tokens, *, le
                  for seconds, count in ((plain, tokens[0]), (speculative, tokens[1]))]  # [draws, repeats] each
     statistic = np.median(per_token[0] / per_token[1], axis=1)  # [draws]
     return [float(q) for q in np.quantile(statistic, [(1 - level) / 2, (1 + level) / 2])]
+
+
+def units_needed(units: int, half_width: float, tolerance: float) -> int:
+    """The sampling units (prompts) that would narrow a 95% interval of relative half-width ``half_width``,
+    measured on ``units`` of them, to +-``tolerance``: units (half_width / tolerance)^2, as 1 / sqrt(units)."""
+    return max(1, math.ceil(units * (half_width / tolerance) ** 2))
 
 
 def time_repeats(run: Callable[[], object], *, repeats: int, warmup: int,

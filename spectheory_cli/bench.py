@@ -10,6 +10,7 @@ import torch
 from jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
 from measure.alpha import MAX_PROMPTS
 from measure.bench import MAX_REPEATS, BenchSettings
+from measure.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from measure.spec_bench import is_spec_bench
 from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory_cli.bench_flags import add_comparison_arguments, check_comparison
@@ -53,9 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--forecast-prompts", type=int, default=0, metavar="N",
                         help="first forecast the sweep from acceptance along N other prompts and a cost profile of the "
                              "first of them, judged on the sweep's rows (docs/measuring.md, Forecasts; default 0: none)")
-    parser.add_argument("--forecast-cost-prompts", type=int, default=2, metavar="N",
-                        help="the forecast's prompts its cost profile times (default 2)")
-    parser.add_argument("--forecast-repeats", type=int, default=2, help="the cost profile's timed repeats (default 2)")
+    parser.add_argument("--forecast-cost-prompts", type=int, default=FORECAST_COST_PROMPTS, metavar="N",
+                        help=f"the forecast's prompts its cost profile times (default {FORECAST_COST_PROMPTS})")
+    parser.add_argument("--forecast-repeats", type=int, default=FORECAST_REPEATS,
+                        help=f"the cost profile's timed repeats (default {FORECAST_REPEATS})")
     add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
@@ -69,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.engine:
         _, lines = engine_bench(args.engine, against=args.against, task=args.task, prompts=args.prompts,
                                 prompt_length=args.prompt_length, seed=args.seed,
-                                gammas=args.gammas or list(DEFAULTS.gammas), **runs, **common)
+                                gammas=args.gammas or list(DEFAULTS.gammas), forecast_prompts=args.forecast_prompts,
+                                **runs, **common)
     elif is_spec_bench(args.task):
         settings = BenchSettings(temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed,
                                  batch_sizes=(), **runs)

@@ -105,7 +105,7 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
 
     _, document = report
     forecast, tokens = document["forecast"], document["settings"]["max_new_tokens"]
-    assert (forecast["prompts"], forecast["cost_prompts"]) == (8, 2)
+    assert (forecast["prompts"], forecast["cost_prompts"], forecast["repeats"]) == (8, 1, 3)
     assert forecast["seconds"] > 0 and document["sweep_seconds"] > 0
     assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["sweep_prompt_ids"]))
     for r, ahead in zip(document["recommendations"], forecast["temperatures"]):

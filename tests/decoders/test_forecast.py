@@ -7,7 +7,7 @@ import torch
 from measure.bench import BenchSettings, seconds_grid
 from measure.bench_lines import bench_lines
 from decoders.sampling import GREEDY
-from measure.forecast import (acceptance_runs, check_disjoint, forecast_speedups, forecast_sweep, judge_forecast,
+from measure.forecast import (acceptance_runs, other_prompts, forecast_speedups, forecast_sweep, judge_forecast,
                               prompts_needed)
 from measure.profile import SAMPLES, measure_profile
 from measure.runs import bench_document
@@ -101,12 +101,14 @@ def test_row_seconds_interval_against_ratios_by_hand():
         == pytest.approx([0.5, 0.5])
 
 
-def test_check_disjoint_refuses_a_shared_prompt():
-    """A forecast that saw one of the sweep's prompts is not a forecast."""
-    prompts = torch.arange(12).reshape(3, 4)
-    check_disjoint(prompts[:2] + 100, prompts)
-    with pytest.raises(ValueError, match="share 1 prompt"):
-        check_disjoint(prompts[1:2], prompts)
+def test_other_prompts_against_the_sweeps():
+    """The forecast's prompts are the first of its own draw that the sweep does not decode: a draw that repeats a
+    sweep prompt loses it and still gives the count asked for."""
+    sweep = torch.arange(12).reshape(3, 4)
+    pool = torch.cat([sweep[1:2], sweep + 100, sweep[2:3]])  # [5, 4]: two of the sweep's among other prompts
+    chosen = other_prompts(lambda n: pool[:n], 3, sweep)
+    assert chosen.tolist() == (sweep + 100).tolist()
+    assert other_prompts(lambda n: pool[:n], 2, sweep[:1]).tolist() == [[4, 5, 6, 7], [100, 101, 102, 103]]
 
 
 def test_bench_forecast_against_the_sweep_it_did_not_see():

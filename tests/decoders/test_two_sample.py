@@ -283,6 +283,75 @@ def test_engine_bench_prediction_against_hand_computation():
     assert sampled["predicted_speedup"] == pytest.approx(1.5 * 11 / 17.5)
 
 
+def test_engine_bench_forecast_against_hand_computation():
+    """The forecast is the same model at the costs and counters measured on other prompts: 10 rounds, 20 drafted,
+    10 accepted give 2 tokens per round and a 16 ms round (2 x 1 ms + t_verify(3)), so 2 x 10 / 16 = 1.25 against
+    the measured 0.8 (outside its interval [0.8, 0.8]); a zero-width interval needs 1 prompt for +-3%."""
+    from engines.bench import _row
+
+    plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
+    runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
+             "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
+    costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
+    forecast = {"costs": costs, "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 10, "rounds": 10}}
+    row = _row(2, plain, runs, costs, forecast)
+    assert row["forecast_speedup"] == pytest.approx(1.25) and row["forecast_over_measured"] == pytest.approx(1.5625)
+    assert row["forecast_tokens_per_iteration"] == pytest.approx(2.0) and not row["forecast_inside_interval"]
+    assert row["predicted_speedup"] == pytest.approx(0.9375) and row["prompts_for_3_percent"] == 1
+
+
+class _CountingEngine:
+    """A stand-in engine for the bench: gamma g accepts g // 2 tokens a round; it records the prompts whose call
+    costs it measured."""
+
+    name = "counting"
+
+    @property
+    def model_path(self):
+        from pathlib import Path
+
+        return Path("counting.gguf")
+
+    def __init__(self):
+        self.costed = []
+
+    def tokenize(self, prompt):
+        return list(prompt)
+
+    def call_costs(self, ids, max_tokens):
+        self.costed.append(list(ids))
+        return {"t_verify": [0.010 + 0.001 * k for k in range(max_tokens)], "t_sample": 0.0, "t_round": 0.0,
+                "t_draft": 0.001}
+
+    def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0):
+        rounds = -(-horizon // (1 + speculate // 2))
+        counters = {"num_draft_tokens": speculate * rounds, "num_accepted_tokens": horizon - rounds,
+                    "rounds": rounds} if speculate else {}
+        return [1] * horizon, counters, 0.001, 0.001 * (rounds if speculate else horizon)
+
+
+def test_engine_bench_forecast_against_other_prompts():
+    """``engine_bench(forecast_prompts=...)``: the forecast's costs are measured on the other prompts, its
+    counters come from runs of them, every row carries the forecast, the recommendation is the forecast's, and a
+    forecast prompt that is also a bench prompt is refused."""
+    from engines.bench import _predicted, engine_bench, engine_bench_lines
+
+    engine = _CountingEngine()
+    document = engine_bench(engine, [[1, 2, 3], [4, 5, 6]], gammas=[2, 4], max_new_tokens=12, repeats=2, warmup=0,
+                            forecast_prompts=[[7, 8, 9]])
+    assert engine.costed[0] == [7, 8, 9] and all(ids == [1, 2, 3] for ids in engine.costed[1:])
+    forecast = document["forecast"]
+    for row in document["rows"]:
+        expected = _predicted(forecast["counters"][row["gamma"]], forecast["costs"])[3]
+        assert row["forecast_speedup"] == pytest.approx(expected)
+    best = max(document["rows"], key=lambda row: (row["forecast_speedup"], -row["gamma"]))
+    assert document["recommended_gamma"] == (best["gamma"] if best["forecast_speedup"] > 1 else 0)
+    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert "by the forecast from 1 other prompt (" in "\n".join(engine_bench_lines(document))
+    with pytest.raises(ValueError, match="share a prompt"):
+        engine_bench(engine, [[1, 2, 3]], gammas=[2], max_new_tokens=12, repeats=1, forecast_prompts=[[1, 2, 3]])
+
+
 def test_speedup_interval_against_its_coverage():
     """Paired repeats x prompts with a true speedup of 2 (plain 2 s, speculative 1 s a token, 10% noise on each
     cell): over 200 seeded benches of 5 repeats x 4 prompts the 95% interval holds 2 in 180 to 200 of them (a
