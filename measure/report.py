@@ -262,9 +262,9 @@ def summary_lines(document: dict) -> list[str]:
                   f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
                   f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)"]
     repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
-    lines.append(f"the forecast took {forecast['seconds']:.1f} s ({forecast['prompts']} other prompts, "
-                 f"{repeats}), the sweep that checks it {document['sweep_seconds']:.1f} s "
-                 f"({forecast['seconds'] / document['sweep_seconds']:.0%} of it)")
+    lines.append(f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
+                 f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
+                 f"{document['sweep_seconds']:.1f} s ({forecast['seconds'] / document['sweep_seconds']:.0%} of it)")
     lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
     for block in (document.get("policies") or {}).get("temperatures", []):
         lines.append(f"T = {block['temperature']:g}: "

@@ -96,8 +96,9 @@ def _resolution(r: dict) -> str:
 def _recommendation_blocks(d: dict) -> list[tuple]:
     forecast = d["forecast"]
     blocks = [("heading", 2, "Recommendation"),
-              ("paragraph", f"The forecast comes first, from a cost profile of {forecast['prompts']} other prompts "
-                            f"(timed repeats: {forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
+              ("paragraph", f"The forecast comes first, from the acceptance along {forecast['prompts']} other prompts "
+                            f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
+                            f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
                             f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
               ("table", ["T", "forecast gamma", "forecast", "measured there", "loss against the best measured",
                          "forecast / measured over the sweep", "the loss against the sweep's 95% intervals",
