@@ -232,8 +232,8 @@ def bench_row(temperature: float, gamma: int, timings: dict, names: tuple, rows:
     prompts (``spectheory.timing.speedup_interval``) and, with ``standard_error``, its standard error over the prompts
     (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction from the profile, with whether
     it is within max(10%, 2 SE) of the measurement."""
-    autoregressive, speculative = (per_repeat(timings, name, rows) for name in names)
     grids = [seconds_grid(timings, name, rows) for name in names]  # [repeats][rows] each
+    autoregressive, speculative = ([sum(repeat) for repeat in grid] for grid in grids)  # per repeat
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     iterations = sum(len(step) for run in runs for step in run.stats.accepted_per_iteration)  # row iterations
     ratios = sorted(a / b for a, b in zip(autoregressive, speculative))

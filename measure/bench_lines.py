@@ -7,7 +7,7 @@ import statistics
 
 from spectheory.costs import CostProfile
 
-__all__ = ["bench_lines"]
+__all__ = ["bench_lines", "loss_resolution"]
 
 
 def bench_lines(document: dict) -> list[str]:
@@ -79,14 +79,21 @@ def _forecast_lines(document: dict) -> list[str]:
             lines.append(f"T = {judged['temperature']:g}: the forecast's text pins it to +-10% (95%) with "
                          f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})")
         ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
-        noise = ("" if judged["forecast_gamma"] == judged["best_measured_gamma"] else
-                 "; 95% intervals apart" if judged["loss_resolved"] else "; 95% intervals overlap")
         lines.append(f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
                      f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
                      f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
-                     f"{judged['best_measured_speedup']:.3f}x{noise}); forecast/measured "
+                     f"{judged['best_measured_speedup']:.3f}x; {loss_resolution(judged)}); forecast/measured "
                      f"{min(ratios):.3f}-{max(ratios):.3f}")
     return lines
+
+
+def loss_resolution(judged: dict) -> str:
+    """Whether the sweep tells a forecast's gamma from the best measured one (``measure.forecast.judge_forecast``'s
+    verdict, as the bench, the report and report.md print it)."""
+    if judged["forecast_gamma"] == judged["best_measured_gamma"]:
+        return "the same gamma"
+    return ("a loss the sweep resolves (95% intervals apart)" if judged["loss_resolved"] else
+            "within the sweep's noise (95% intervals overlap)")
 
 
 def _native(row: dict, kind: str) -> str:

@@ -40,7 +40,10 @@ def other_prompts(draw, count: int, sweep) -> torch.Tensor:
     first of ``draw(count + len(sweep))`` (prompts of the forecast's seed) that are not the sweep's."""
     seen = set(map(tuple, sweep.tolist() if isinstance(sweep, torch.Tensor) else sweep))
     pool = draw(count + len(seen))
-    return torch.tensor([row for row in pool.tolist() if tuple(row) not in seen][:count], dtype=pool.dtype)
+    kept = [row for row in pool.tolist() if tuple(row) not in seen][:count]
+    if len(kept) < count:
+        raise ValueError(f"forecast_prompts {count}: only {len(kept)} prompts other than the sweep's could be drawn")
+    return torch.tensor(kept, dtype=pool.dtype)
 
 
 def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int,
@@ -73,13 +76,13 @@ def _with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfi
 def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
     """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, and its jackknife
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast."""
-    n, rows = len(runs), []
+    n, pooled = len(runs), _with_acceptance(profile, runs, tokens)
+    left_out = [_with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
+    rows = []
     for gamma in gammas:
-        speedup = _with_acceptance(profile, runs, tokens).speedup(gamma, tokens=tokens)
-        left_out = [_with_acceptance(profile, runs[:i] + runs[i + 1:], tokens).speedup(gamma, tokens=tokens)
-                    for i in range(n)] if n > 1 else []
-        error = math.sqrt((n - 1) / n * sum((x - statistics.fmean(left_out)) ** 2 for x in left_out)) if n > 1 else None
-        rows.append({"gamma": gamma, "speedup": speedup, "standard_error": error})
+        jackknife = [one.speedup(gamma, tokens=tokens) for one in left_out]
+        error = math.sqrt((n - 1) / n * sum((x - statistics.fmean(jackknife)) ** 2 for x in jackknife)) if n > 1 else None
+        rows.append({"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens), "standard_error": error})
     return rows
 
 

@@ -34,6 +34,7 @@ from measure.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
+from measure.bench_lines import loss_resolution
 from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
                               other_prompts)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
@@ -256,7 +257,7 @@ def summary_lines(document: dict) -> list[str]:
         lines += [f"T = {r['temperature']:g}: recommended gamma {r['forecast_gamma']} (forecast {r['forecast_speedup']:.3f}x; "
                   f"measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, {r['forecast_loss']:.1%} under the best "
                   f"measured, gamma {r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x, "
-                  f"{_resolved(r)}; forecast/measured {min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the "
+                  f"{loss_resolution(r)}; forecast/measured {min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the "
                   f"measured 95% interval at {inside} of {len(ratios)} gammas)",
                   f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
                   f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
@@ -276,10 +277,3 @@ def summary_lines(document: dict) -> list[str]:
                      f"tree and chain, {best['speedup']:.3f}x")
     return lines
 
-
-def _resolved(recommendation: dict) -> str:
-    """Whether the sweep tells the forecast's gamma from the best measured one (``judge_forecast``)."""
-    if recommendation["forecast_gamma"] == recommendation["best_measured_gamma"]:
-        return "the same gamma"
-    return ("a loss the sweep resolves (95% intervals apart)" if recommendation["loss_resolved"] else
-            "within the sweep's noise (95% intervals overlap)")

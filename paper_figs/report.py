@@ -12,6 +12,7 @@ import re
 import statistics
 from pathlib import Path
 
+from measure.bench_lines import loss_resolution
 from measure.report import ReportDocument, by_temperature
 from measure.spec_bench_report import apart_label, loss_noise
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
@@ -86,13 +87,6 @@ def report_blocks(d: dict, figures: list) -> list[tuple]:
             *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees")), *_policy_blocks(d.get("policies"))]
 
 
-def _resolution(r: dict) -> str:
-    """Whether the sweep tells the forecast's gamma from the best measured one (``measure.forecast.judge_forecast``)."""
-    if r["forecast_gamma"] == r["best_measured_gamma"]:
-        return "no loss"
-    return "resolved (intervals apart)" if r["loss_resolved"] else "within the noise (intervals overlap)"
-
-
 def _recommendation_blocks(d: dict) -> list[tuple]:
     forecast = d["forecast"]
     blocks = [("heading", 2, "Recommendation"),
@@ -106,7 +100,7 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
                [[f"{r['temperature']:g}", str(r["forecast_gamma"]), f"{r['forecast_speedup']:.3f}",
                  f"{r['measured_speedup_at_forecast_gamma']:.3f}", f"{r['forecast_loss']:.1%}",
                  "{:.3f}-{:.3f}".format(*(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"])
-                                          for f in (min, max))), _resolution(r),
+                                          for f in (min, max))), loss_resolution(r),
                  f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of {len(r['forecast_by_gamma'])} "
                  f"gammas"] for r in d["recommendations"]])]
     for r in d["recommendations"]:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from measure.bench import BenchSettings, seconds_grid
-from measure.bench_lines import bench_lines
+from measure.bench_lines import bench_lines, loss_resolution
 from decoders.sampling import GREEDY
 from measure.forecast import (acceptance_runs, other_prompts, forecast_speedups, forecast_sweep, judge_forecast,
                               prompts_needed)
@@ -35,6 +35,9 @@ def test_judge_forecast_against_rows_by_hand():
     assert not overlapping["loss_resolved"]
     right = judge_forecast(dict(forecast, gamma=2), rows)
     assert right["forecast_loss"] == 0 and right["forecast_within_5_percent"]
+    assert [loss_resolution(one) for one in (judged, overlapping, right)] == [
+        "a loss the sweep resolves (95% intervals apart)", "within the sweep's noise (95% intervals overlap)",
+        "the same gamma"]
 
 
 def test_forecast_sweep_against_its_own_profiles():
@@ -109,6 +112,8 @@ def test_other_prompts_against_the_sweeps():
     chosen = other_prompts(lambda n: pool[:n], 3, sweep)
     assert chosen.tolist() == (sweep + 100).tolist()
     assert other_prompts(lambda n: pool[:n], 2, sweep[:1]).tolist() == [[4, 5, 6, 7], [100, 101, 102, 103]]
+    with pytest.raises(ValueError, match="only 3 prompts other than the sweep's"):
+        other_prompts(lambda n: pool[:n], 4, sweep)
 
 
 def test_bench_forecast_against_the_sweep_it_did_not_see():
