@@ -66,11 +66,13 @@ def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None
 
 
 def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target=None, device="cpu",
-               dtype=torch.float32, out=None, command=None) -> tuple:
-    """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows)."""
+               dtype=torch.float32, forecast_questions: int = 0, out=None, command=None) -> tuple:
+    """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows), forecast first
+    from ``forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
-    document = spec_bench_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype)
+    document = spec_bench_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
+                                forecast_questions=forecast_questions)
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
         lines.append(f"no engine rows: {document['engine_skipped']}")
@@ -122,7 +124,8 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
         return _written(dict(document, task=task), lines, out, command)
     engine = open_engine(spec, gguf=target)
     if is_spec_bench(task):
-        return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed)), out, command)
+        return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed,
+                                                                  forecast_questions=forecast_prompts)), out, command)
     inputs = load_inputs(str(engine.model_path), [])
     rows = [row.tolist() for row in benchmark_prompts(inputs, task, prompts, length, seed)]
     other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts,

@@ -12,6 +12,7 @@ from measure.bench import BenchSettings
 from measure.inputs import load_inputs
 from measure.forecast import FORECAST_SEED, other_prompts
 from measure.report import ReportSettings, measure_pair
+from measure.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from measure.spec_bench_report import recommend
 from measure.tasks import benchmark_prompts
 from spectheory.outputs import check_writable, strict_loads
@@ -48,10 +49,12 @@ def saved_table(path: str) -> dict:
 
 
 def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | None = None, draft: str = ALL,
-                      target=None, device="cpu", out: str = "report") -> tuple:
-    """The table, read from ``from_table`` or measured on ``settings``, and per Spec-Bench category a draft and
-    gamma, or "do not speculate" (``measure.spec_bench_report.recommend``)."""
+                      target=None, device="cpu", out: str = "report", forecast_questions: int | None = None) -> tuple:
+    """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions``
+    other questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft
+    and gamma, or "do not speculate" (``measure.spec_bench_report.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
+    questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
     table = saved_table(from_table) if from_table else spec_bench_table(settings, task, draft=draft, target=target,
-                                                                          device=device)
+                                                                          device=device, forecast_questions=questions)
     return table, recommend(table)

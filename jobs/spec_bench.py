@@ -17,6 +17,7 @@ from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
 from measure.bench import BenchSettings
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
+from measure.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
 from measure.spec_bench_suite import DYNAMIC, SUITE_SETTINGS, spec_bench_document, suite_drafts
 from measure.spec_bench_table import table_row
 from spectheory.optimum import best_gamma_row
@@ -42,18 +43,21 @@ def _engine_row(category: str, document: dict, questions: list, label: str) -> d
 
 
 def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
-                 seed: int, progress: bool | None = None) -> dict:
-    """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each); prompts
-    longer than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading
-    is slower than the rest: one warm-up at least. The document, with its ``table``."""
+                 seed: int, forecast_questions: int = 0, progress: bool | None = None) -> dict:
+    """Each category of ``task`` through ``engines.bench.engine_bench`` (``prompts`` questions each; with
+    ``forecast_questions``, its forecast from that many other questions of the category first); prompts longer
+    than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading is
+    slower than the rest: one warm-up at least. The document, with its ``table``."""
     room = (capability(engine, "context") or DEFAULT_CONTEXT) - max_new_tokens - max(gammas) - 1
     warmup = max(warmup, 1)
     categories, rows = {}, []
     for category in spec_bench_categories(task):
         questions = spec_bench_prompts(tokenizer, category, prompts, seed, room)
+        others = [list(p.tokens) for p in other_questions(tokenizer, category, forecast_questions, seed, room, prompts)]
         with progress_bar(progress, total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run") as bar:
             document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
-                                    max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup, progress=bar.update)
+                                    max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup,
+                                    forecast_prompts=others or None, progress=bar.update)
         categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
         rows.append(_engine_row(category, document, categories[category]["questions"],
                                 ENGINE_LABELS.get(engine.name, engine.name)))
@@ -61,7 +65,8 @@ def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_
             "categories": categories, "table": rows}
 
 
-def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, progress) -> dict:
+def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, forecast_questions: int,
+                 progress) -> dict:
     """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
     try:
         engine = open_engine("llama-cpp", gguf=target)
@@ -69,28 +74,31 @@ def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas:
         return {"skipped": str(error)}
     return engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas,
                         prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                        warmup=settings.warmup, seed=settings.seed, progress=progress)
+                        warmup=settings.warmup, seed=settings.seed, forecast_questions=forecast_questions,
+                        progress=progress)
 
 
 def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
                 drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                progress: bool | None = None) -> dict:
+                forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS, progress: bool | None = None) -> dict:
     """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
-    the engine's rows (``engine``; where there are none, ``engine_skipped`` says why)."""
+    the engine's rows (``engine``; where there are none, ``engine_skipped`` says why), each forecast first from
+    ``forecast_questions`` other questions per category (0: none)."""
     drafts = drafts or suite_drafts(target)
     document = spec_bench_document(drafts, settings, task, target=target, dynamic=DYNAMIC, device=device, dtype=dtype,
-                                   progress=progress)
+                                   forecast_questions=forecast_questions, progress=progress)
     started = time.perf_counter()
-    engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, progress)
+    engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, forecast_questions, progress)
     engine["seconds"] = time.perf_counter() - started
     document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
     return document
 
 
 def spec_bench_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
-                     device: str = "cpu", dtype: torch.dtype = torch.float32) -> dict:
+                     device: str = "cpu", dtype: torch.dtype = torch.float32, forecast_questions: int = 0) -> dict:
     """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
-    the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own."""
+    the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own; each forecast first
+    from ``forecast_questions`` other questions per category (0: none)."""
     own = suite_drafts(target)
     drafts = {name: tuple(gammas) if gammas else own.get(name, SUITE_SETTINGS.gammas)
               for name in (list(own) if draft == ALL else [draft])}
@@ -98,7 +106,7 @@ def spec_bench_table(settings: BenchSettings, task: str, *, draft: str = ALL, ga
                              temperatures=settings.temperatures, prompts=settings.prompts,
                              max_new_tokens=settings.max_new_tokens, repeats=settings.repeats, warmup=settings.warmup,
                              call_steps=SUITE_SETTINGS.call_steps, seed=settings.seed, batch_sizes=())
-    models = dict(target=target, device=device, dtype=dtype)
+    models = dict(target=target, device=device, dtype=dtype, forecast_questions=forecast_questions)
     if draft == ALL:
         return whole_table(settings, task, drafts=drafts, **models)
     return spec_bench_document(drafts, settings, task, dynamic=None, **models)

@@ -26,7 +26,8 @@ from spectheory.timing import units_needed
 from spectheory.validation import as_int
 
 __all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
-           "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "forecast_speedups", "prompts_needed"]
+           "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "with_acceptance", "forecast_speedups",
+           "prompts_needed"]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
@@ -65,7 +66,7 @@ def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *,
     return runs
 
 
-def _with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfile:
+def with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfile:
     """``profile`` with its acceptance replaced by that of ``runs`` (``acceptance_runs``'s), pooled."""
     texts = [text for run in runs for text in run["texts"]]
     fields = acceptance_fields([n for text in texts for n in text], [k for run in runs for k in run["widths"]],
@@ -76,8 +77,8 @@ def _with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfi
 def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
     """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, and its jackknife
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast."""
-    n, pooled = len(runs), _with_acceptance(profile, runs, tokens)
-    left_out = [_with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
+    n, pooled = len(runs), with_acceptance(profile, runs, tokens)
+    left_out = [with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
     rows = []
     for gamma in gammas:
         jackknife = [one.speedup(gamma, tokens=tokens) for one in left_out]
@@ -113,7 +114,7 @@ def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings
         best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
         temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
                              "speedups": speedups, "prompts_needed": prompts_needed(speedups, len(prompts)),
-                             "profile": _with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
+                             "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
                              "spread": spread})
     return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "cost_prompts": cost_prompts,
             "repeats": repeats, "warmup": 1, "temperatures": temperatures, "seconds": time.perf_counter() - start}

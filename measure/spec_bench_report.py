@@ -29,15 +29,24 @@ Z95 = 1.959963984540054  # the two-sided 95% point of the normal law
 
 
 def _settings(measured: dict) -> list:
-    """The chain settings of one category that have a prediction: {draft, gamma, predicted, measured}."""
-    return [{"draft": name, "gamma": row["gamma"], "predicted": row["calibrated_speedup"], "measured": row["speedup"],
-             "error": row.get("speedup_standard_error")}
+    """The settings of one category that have a prediction: {setting, draft, gamma, drafted, predicted, measured,
+    error}; the prediction is the forecast (``measure.spec_bench_forecast``, the dynamic tree's included) where the
+    table was forecast, else the cost model calibrated on the table's own runs."""
+    forecast = measured.get("forecast")
+    if forecast is not None:
+        errors = {f"{name} gamma {row['gamma']}": row.get("speedup_standard_error")
+                  for name, drafted in measured["drafts"].items() for row in drafted["rows"]}
+        return [{"setting": row["setting"], "draft": row["draft"], "gamma": row["gamma"], "drafted": row["drafted"],
+                 "predicted": row["forecast"], "measured": row["measured"], "error": errors.get(row["setting"])}
+                for row in forecast["judged"]["rows"]]
+    return [{"setting": f"{name} gamma {row['gamma']}", "draft": name, "gamma": row["gamma"], "drafted": row["gamma"],
+             "predicted": row["calibrated_speedup"], "measured": row["speedup"], "error": row.get("speedup_standard_error")}
             for name, drafted in measured["drafts"].items() for row in drafted["rows"]
             if row["calibrated_speedup"] is not None]
 
 
-def _name(setting: dict) -> str:
-    return NO_SPECULATION if setting["draft"] is None else f"{setting['draft']} gamma {setting['gamma']}"
+NOT_SPECULATING = {"setting": NO_SPECULATION, "draft": None, "gamma": None, "drafted": 0, "predicted": 1.0,
+                   "measured": 1.0, "error": 0.0}
 
 
 def _overall(weights: dict, speedups: dict) -> float:
@@ -54,22 +63,23 @@ def within_noise(a: float, a_error: float | None, b: float, b_error: float | Non
 
 
 def _category(measured: dict) -> dict:
-    """One category's recommendation, its measured speedup, and the best measured setting, with their standard
-    errors and whether the two are told apart."""
+    """One category's recommendation (the largest prediction; ties to fewer drafted tokens), its measured speedup,
+    and the best measured setting, with their standard errors and whether the two are told apart."""
     settings = _settings(measured)
-    chosen = best_gamma_row(settings, "predicted")
-    if chosen["predicted"] <= 1.0:
-        chosen = {"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0, "error": 0.0}
-    tree = measured.get("dynamic")
-    candidates = [(_name(s), s["measured"], s["error"]) for s in settings] + [(NO_SPECULATION, 1.0, 0.0)] + (
-        [(f"dynamic tree ({tree['draft']}) {tree['rows'][0]['nodes']} nodes", tree["rows"][0]["speedup"],
-          tree["rows"][0].get("speedup_standard_error"))] if tree else [])
-    best = best_choice(candidates, lambda c: c[1], lambda c: 0)
-    return {"recommended": _name(chosen), "draft": chosen["draft"], "gamma": chosen["gamma"],
+    chosen = best_choice(settings + [NOT_SPECULATING], lambda s: s["predicted"], lambda s: s["drafted"])
+    candidates, tree = settings + [NOT_SPECULATING], measured.get("dynamic")
+    if tree and tree["draft"] not in {s["draft"] for s in settings}:  # measured only, without a forecast
+        row = tree["rows"][0]
+        candidates.append({"setting": f"dynamic tree ({tree['draft']}) {row['nodes']} nodes", "drafted": row["nodes"],
+                           "measured": row["speedup"], "error": row.get("speedup_standard_error")})
+    best = best_choice(candidates, lambda c: c["measured"], lambda c: c["drafted"])
+    return {"recommended": chosen["setting"], "draft": chosen["draft"], "gamma": chosen["gamma"],
+            "predicted_by": "forecast" if "forecast" in measured else "model",
             "predicted_speedup": chosen["predicted"], "measured_speedup": chosen["measured"],
-            "measured_standard_error": chosen["error"], "best_measured": best[0], "best_measured_speedup": best[1],
-            "best_measured_standard_error": best[2], "recommended_over_best": chosen["measured"] / best[1],
-            "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best[1], best[2])}
+            "measured_standard_error": chosen["error"], "best_measured": best["setting"],
+            "best_measured_speedup": best["measured"], "best_measured_standard_error": best["error"],
+            "recommended_over_best": chosen["measured"] / best["measured"],
+            "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best["measured"], best["error"])}
 
 
 def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
@@ -88,24 +98,24 @@ def recommend(document: dict) -> dict:
                     for category, measured in categories.items()}
     weights = {category: next(iter(measured["drafts"].values()))["autoregressive_seconds"]
                for category, measured in categories.items()}
-    grids = {category: {(s["draft"], s["gamma"]): s for s in _settings(measured)}
-             for category, measured in categories.items()}
+    ahead = {category: measured["forecast"]["autoregressive_seconds"] if "forecast" in measured else weights[category]
+             for category, measured in categories.items()}  # a forecast weighs by its own baseline seconds
+    grids = {category: {s["setting"]: s for s in _settings(measured)} for category, measured in categories.items()}
     common = set.intersection(*(set(grid) for grid in grids.values()))
-    overall = [{"draft": draft, "gamma": gamma,
-                "predicted": _overall(weights, {c: grid[(draft, gamma)]["predicted"] for c, grid in grids.items()}),
-                "measured": _overall(weights, {c: grid[(draft, gamma)]["measured"] for c, grid in grids.items()}),
-                "error": overall_error(weights, {c: grid[(draft, gamma)]["measured"] for c, grid in grids.items()},
-                                       {c: grid[(draft, gamma)]["error"] for c, grid in grids.items()})}
-               for draft, gamma in sorted(common)] + [{"draft": None, "gamma": None, "predicted": 1.0, "measured": 1.0,
-                                                       "error": 0.0}]
-    one = best_choice(overall, lambda s: s["predicted"], lambda s: s["gamma"] or 0)
+    overall = [{"setting": name, "drafted": grids[next(iter(grids))][name]["drafted"],
+                "predicted": _overall(ahead, {c: grid[name]["predicted"] for c, grid in grids.items()}),
+                "measured": _overall(weights, {c: grid[name]["measured"] for c, grid in grids.items()}),
+                "error": overall_error(weights, {c: grid[name]["measured"] for c, grid in grids.items()},
+                                       {c: grid[name]["error"] for c, grid in grids.items()})}
+               for name in sorted(common)] + [NOT_SPECULATING]
+    one = best_choice(overall, lambda s: s["predicted"], lambda s: s["drafted"])
     each = _overall(weights, {c: row["measured_speedup"] for c, row in per_category.items()})
     each_error = overall_error(weights, {c: row["measured_speedup"] for c, row in per_category.items()},
                                {c: row["measured_standard_error"] for c, row in per_category.items()})
     loss_error = None if one["error"] is None or each_error is None else \
         one["measured"] / each * ((one["error"] / one["measured"]) ** 2 + (each_error / each) ** 2) ** 0.5
     return {"categories": per_category,
-            "one_setting": {"setting": _name(one), "predicted_overall": one["predicted"],
+            "one_setting": {"setting": one["setting"], "predicted_overall": one["predicted"],
                             "measured_overall": one["measured"], "per_category_measured_overall": each,
                             "loss": 1 - one["measured"] / each, "loss_standard_error": loss_error,
                             "loss_within_noise": None if loss_error is None else
@@ -114,15 +124,17 @@ def recommend(document: dict) -> dict:
 
 def recommendation_lines(recommendation: dict) -> list:
     """The recommendation as printed lines."""
-    lines = [f"{'category':<27}{'recommended':<24}{'predicted':>10}{'measured':>10}  {'best measured':<30}"
-             f"{'speedup':>8}{'ratio':>7}  apart (95%)"]
+    by = {row.get("predicted_by", "model") for row in recommendation["categories"].values()}
+    lines = [f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
+             f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"]
     for row in recommendation["categories"].values():
-        lines.append(f"{row['label']:<27}{row['recommended']:<24}{row['predicted_speedup']:>9.2f}x"
-                     f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<30}{row['best_measured_speedup']:>7.2f}x"
+        lines.append(f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
+                     f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
                      f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}")
     one = recommendation["one_setting"]
     noise = loss_noise(one)
-    lines.append(f"one setting for all categories: {one['setting']}, predicted overall {one['predicted_overall']:.2f}x, "
+    lines.append(f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
+                 f"overall {one['predicted_overall']:.2f}x, "
                  f"measured {one['measured_overall']:.2f}x; the per-category settings measure {one['per_category_measured_overall']:.2f}x "
                  f"overall: one setting loses {100 * one['loss']:.1f}%{noise}")
     return lines

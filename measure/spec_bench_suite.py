@@ -32,8 +32,10 @@ from decoders.tree import TreeConfig, generate_tree, tree_room
 from measure.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from measure.inputs import load_inputs
 from measure.profile import ProfileRecorder, call_job, verify_widths_job
-from measure.spec_bench import LABELS, PromptRows, spec_bench_categories, spec_bench_prompts
+from measure.spec_bench import LABELS, QUESTIONS_PER_CATEGORY, PromptRows, spec_bench_categories, spec_bench_prompts
+from measure.spec_bench_forecast import forecast_table, judge_category
 from spectheory.timing import time_interleaved
+from spectheory.validation import as_int
 
 __all__ = ["SMOLLM2_DRAFTS", "SELF_DRAFT_GAMMAS", "DYNAMIC", "SUITE_SETTINGS", "suite_drafts", "bench_category",
            "spec_bench_document"]
@@ -140,10 +142,11 @@ def _dynamic_document(name: str, tree: DynamicTree, timings: dict, room: int, co
 
 
 def bench_category(target, tokenizer, category: str, drafts: dict, s: BenchSettings, *, dynamic=None, bar=None,
-                   categories: int = 1) -> dict:
+                   categories: int = 1, questions=None) -> dict:
     """One category's rows: ``drafts`` {name: (model, gammas)}, ``dynamic`` (draft name, model, DynamicTree) or None;
-    ``s.prompts`` questions, cut to the prompt room of each draft's context (drafts of one room share their
-    baseline); every job timed interleaved. ``bar``: a progress bar over ``categories`` such calls."""
+    ``s.prompts`` questions (``questions(room)``'s prompts where given), cut to the prompt room of each draft's
+    context (drafts of one room share their baseline); every job timed interleaved. ``bar``: a progress bar over
+    ``categories`` such calls."""
     tree = [tree_room(TreeConfig(dynamic[2], GREEDY, "target-only"), s.max_new_tokens) - s.max_new_tokens] if dynamic else []
     width = max([max(gammas) + 1 for _, gammas in drafts.values()] + tree)
     groups = {}
@@ -152,7 +155,8 @@ def bench_category(target, tokenizer, category: str, drafts: dict, s: BenchSetti
     dynamic_room = None if dynamic is None else next(room for room, members in groups.items() if dynamic[0] in members)
     prompts, jobs, states = {}, {}, {}
     for room, members in groups.items():
-        prompts[room] = spec_bench_prompts(tokenizer, category, s.prompts, s.seed, room)
+        prompts[room] = questions(room) if questions else spec_bench_prompts(tokenizer, category, s.prompts, s.seed,
+                                                                             room)
         rows = PromptRows(list(prompt.tokens) for prompt in prompts[room])
         states[room] = {}
         jobs |= _group_jobs(target, members, rows, s, room, dynamic if room == dynamic_room else None, states[room])
@@ -177,23 +181,39 @@ def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
 
 def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, task: str = "spec-bench", *,
                         target: str | None = None, dynamic: DynamicTree | None = DYNAMIC, device: str = "cpu",
-                        dtype: torch.dtype = torch.float32, progress: bool | None = None) -> dict:
+                        dtype: torch.dtype = torch.float32, forecast_questions: int = 0,
+                        progress: bool | None = None) -> dict:
     """Spec-Bench per category for ``drafts`` {name: gammas} (``suite_drafts``) and, unless ``dynamic`` is None, the
     dynamic tree with the first draft, at T = 0 (``bench_category``); ``settings.prompts`` questions per category,
-    ``settings.max_new_tokens`` new tokens each."""
+    ``settings.max_new_tokens`` new tokens each. With ``forecast_questions``, first the forecast of every category
+    from that many other questions of it (``measure.spec_bench_forecast``), judged on the table."""
     if settings.temperatures != (0.0,):
         raise ValueError(f"temperatures {settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0")
+    as_int("forecast_questions", forecast_questions, low=0, high=QUESTIONS_PER_CATEGORY - settings.prompts)
     inputs = load_inputs(target, list(drafts), device=device, dtype=dtype)
     models = {name: (inputs.drafts[name], tuple(gammas)) for name, gammas in drafts.items()}
     first = next(iter(drafts))
     tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)
     categories, started = spec_bench_categories(task), time.perf_counter()
     _warm(inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens]))
+    ahead = None
+    if forecast_questions:
+        with progress_bar(progress, total=len(categories), desc="forecast", unit="category") as bar:
+            ahead = forecast_table(inputs.target, inputs.tokenizer, categories, models, settings, dynamic=tree,
+                                   questions=forecast_questions, bench_category=bench_category,
+                                   progress=lambda _: bar.update(1))
+    swept = time.perf_counter()
     with progress_bar(progress, desc="spec-bench", unit="run") as bar:
         measured = {category: bench_category(inputs.target, inputs.tokenizer, category, models, settings, dynamic=tree,
                                              bar=bar, categories=len(categories)) for category in categories}
+    if ahead is not None:
+        for category, document in measured.items():
+            document["forecast"] = dict(ahead["categories"][category],
+                                        judged=judge_category(ahead["categories"][category], document))
+        ahead = {key: value for key, value in ahead.items() if key != "categories"}
     return {"task": task, "target": target or "shipped target", "drafts": {name: list(g) for name, g in drafts.items()},
             "dynamic": None if dynamic is None else dict(dynamic.as_dict(), draft=first),
             "environment": environment(inputs.target.device, model_dtype(inputs.target)),
             "settings": replace(settings, gammas=tuple(sorted({g for gs in drafts.values() for g in gs}))).as_dict(),
-            "batch_size": 1, "seconds": time.perf_counter() - started, "categories": measured}
+            "batch_size": 1, "seconds": time.perf_counter() - started, "sweep_seconds": time.perf_counter() - swept,
+            "forecast": ahead, "categories": measured}

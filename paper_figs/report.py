@@ -15,6 +15,7 @@ from pathlib import Path
 from measure.bench_lines import loss_resolution
 from measure.report import ReportDocument, by_temperature
 from measure.spec_bench_report import apart_label, loss_noise
+from measure.spec_bench_table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
@@ -56,6 +57,9 @@ def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, com
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:
     """The Spec-Bench report as blocks (``report_blocks``'s kinds)."""
     env, s, one = table["environment"], table["settings"], recommendation["one_setting"]
+    by = "forecast" if all(r.get("predicted_by") == "forecast" for r in recommendation["categories"].values()) else \
+        "model"
+    judged = forecast_lines(table)
     rows = [[row["label"], row["recommended"], f"{row['predicted_speedup']:.2f}x", f"{row['measured_speedup']:.2f}x",
              row["best_measured"], f"{row['best_measured_speedup']:.2f}x", f"{row['recommended_over_best']:.3f}",
              apart_label(row.get("within_noise_of_best"))] for row in recommendation["categories"].values()]
@@ -63,9 +67,14 @@ def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: 
             ("paragraph", f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
                           f"threads): T = 0, batch 1, {s['prompts']} questions per category, {s['max_new_tokens']} new "
                           f"tokens each. Every number below is read from `report.json`."),
-            ("table", ["category", "recommended", "predicted", "measured", "best measured", "its speedup",
+            ("table", ["category", "recommended", by, "measured", "best measured", "its speedup",
                        "recommended / best", "told apart (95%)"], rows),
-            ("paragraph", f"One setting for all categories, by the cost model: **{one['setting']}**, predicted "
+            *([("paragraph", "The forecast, made before the table was timed, from other questions of each category: "
+                             + "; ".join(judged) + ".")] if judged else
+              [("paragraph", "No forecast: the recommendation is the cost model calibrated on the table's own runs, "
+                             "a check of the decomposition rather than a forecast.")]),
+            ("paragraph", f"One setting for all categories, by the {'forecast' if by == 'forecast' else 'cost model'}: "
+                          f"**{one['setting']}**, {by} "
                           f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
                           f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
                           f"loses {100 * one['loss']:.1f}%{loss_noise(one)}. \"Told apart\": the recommended and the "

@@ -1,7 +1,8 @@
 """Spec-Bench on CPU in the style of its bar chart (Xia et al. 2024; docs/measuring.md, "Spec-Bench"): SmolLM2-135M's
 speedup per category, T = 0, batch 1, for every draft at its best gamma, EAGLE-2's dynamic tree and llama.cpp's
 prompt lookup (over its own plain decoding, ours over our autoregressive decoder): bars measured, with the
-spread of their repeats; black ticks the cost model's prediction (none for the dynamic tree)."""
+spread of their repeats; crosses the forecast made from other questions before the table was timed, where there
+is one; ticks the cost model calibrated on the table's own runs (a diagnostic; none for the dynamic tree)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,11 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
         predicted = [(x, row["calibrated_speedup"]) for x, row in places if row["calibrated_speedup"] is not None]
         if predicted:
             axes.scatter(*zip(*predicted), marker="_", color="black", s=40, linewidths=1.2, zorder=3,
-                         label="cost model" if index == 0 else None)
+                         label="cost model (fit)" if index == 0 else None)
+        forecast = [(x, row["forecast_speedup"]) for x, row in places if row.get("forecast_speedup") is not None]
+        if forecast:
+            axes.scatter(*zip(*forecast), marker="x", color="black", s=12, linewidths=0.8, zorder=3,
+                         label="forecast" if index == 0 else None)
     axes.axhline(1.0, color="grey", linewidth=0.8)
     axes.set_xticks(range(len(categories)), [label.replace(" ", "\n", 1) for _, label in categories])
     axes.set(ylabel="speedup (T = 0, batch 1)")

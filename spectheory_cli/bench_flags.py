@@ -55,9 +55,9 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
         raise ValueError(f"--dynamic {args.dynamic} adds dynamic trees to the tree comparison: add --tree")
     if args.policies is not None and (args.hf or args.tree):
         raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
-    if args.forecast_prompts and (args.against or args.tree or args.policies is not None or is_spec_bench(args.task)):
-        raise ValueError(f"--forecast-prompts {args.forecast_prompts} forecasts a gamma sweep, ours or an engine's: "
-                         f"--against, --tree (its --dynamic rows carry their own), --policies and --task "
-                         f"{args.task or 'spec-bench'} do not take it")
+    if args.forecast_prompts and (args.against or args.tree or args.policies is not None):
+        raise ValueError(f"--forecast-prompts {args.forecast_prompts} forecasts a gamma sweep or Spec-Bench's table, "
+                         f"ours or an engine's: --against, --tree (its --dynamic rows carry their own) and --policies "
+                         f"do not take it")
     if args.tree and args.hf:
         raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")

@@ -43,7 +43,7 @@ def spec_bench_presets(argv: list) -> list:
 
 #: The report's flags that Spec-Bench's table has no use for.
 UNUSED_BY_SPEC_BENCH = ("text", "temperatures", "prompt_length", "tree_budgets", "policies", "windows", "audit_n",
-                        "gamma_max")
+                        "gamma_max", "forecast_cost_prompts")
 
 
 def report_spec_bench_settings(args: argparse.Namespace) -> BenchSettings:

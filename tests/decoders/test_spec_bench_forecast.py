@@ -1,0 +1,149 @@
+"""Spec-Bench's forecast (measure/spec_bench_forecast.py): its questions against the table's, its acceptance against
+the decoders' own runs on the same questions, its judgement and the report's recommendation against hand-computed
+values; never timings."""
+
+import json
+
+import pytest
+
+from decoders.dynamic_tree import DynamicTree
+from figure_inputs import small_spec_bench_table
+from measure import spec_bench_forecast
+from measure.bench import BenchSettings
+from measure.spec_bench import LABELS, select_questions, spec_bench_prompts
+from measure.spec_bench_forecast import judge_category, other_questions
+from measure.spec_bench_report import NO_SPECULATION, recommend, recommendation_lines
+from measure.spec_bench_suite import spec_bench_document
+from measure.spec_bench_table import category_rows, forecast_lines, spec_bench_lines
+
+SETTINGS = BenchSettings(gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0,
+                         batch_sizes=(), call_steps=2)
+
+
+def test_other_questions_against_the_tables_selection():
+    """The forecast's questions are none of the table's, the same for the same seed, and too many are refused."""
+    timed = {q["question_id"] for q in select_questions("qa", 2, 0)}
+    others = other_questions(None, "qa", 5, 0, 10_000, 2)
+    assert len({q.question_id for q in others}) == 5 and not timed & {q.question_id for q in others}
+    assert [q.question_id for q in other_questions(None, "qa", 5, 0, 10_000, 2)] == [q.question_id for q in others]
+    with pytest.raises(ValueError, match="only 78 of qa's are not the table's"):
+        other_questions(None, "qa", 79, 0, 10_000, 2)
+
+
+def _measured(speedups: dict, intervals: dict, tree: float) -> dict:
+    rows = [{"gamma": g, "speedup": s, "speedup_interval": intervals[g]} for g, s in speedups.items()]
+    return {"drafts": {"copy": {"rows": rows}}, "dynamic": {"rows": [{"speedup": tree}]}}
+
+
+def _forecast(speedups: dict, tree: float, recommended: str) -> dict:
+    return {"drafts": {"copy": {"speedups": [{"gamma": g, "speedup": s, "standard_error": 0.01}
+                                             for g, s in speedups.items()]}},
+            "dynamic": {"draft": "copy", "nodes": 8, "speedup": tree, "standard_error": 0.02},
+            "recommended": {"setting": recommended, "speedup": max([tree, 1.0, *speedups.values()])}}
+
+
+def test_judge_category_against_hand_computed_values():
+    """Forecast / measured per setting and inside the interval or not; the forecast's choice (copy gamma 2) measured
+    at 1.2x against the best measured (the tree, 1.3x): loses 1 - 1.2 / 1.3, more than 5%, and the tree has no
+    interval to be inside of; a right forecast loses 0."""
+    measured = _measured({1: 1.1, 2: 1.2}, {1: [1.0, 1.2], 2: [1.15, 1.25]}, 1.3)
+    judged = judge_category(_forecast({1: 1.0, 2: 1.5}, 1.25, "copy gamma 2"), measured)
+    assert [(r["setting"], r["forecast_over_measured"], r["inside_interval"]) for r in judged["rows"]] == [
+        ("copy gamma 1", pytest.approx(1.0 / 1.1), True), ("copy gamma 2", pytest.approx(1.5 / 1.2), False),
+        ("dynamic tree (copy) 8 nodes", pytest.approx(1.25 / 1.3), None)]
+    assert (judged["recommended_measured"], judged["best_measured"]) == (1.2, "dynamic tree (copy) 8 nodes")
+    assert judged["loss"] == pytest.approx(1 - 1.2 / 1.3) and not judged["within_5_percent"]
+    assert judged["within_best_interval"] is None
+    right = judge_category(_forecast({1: 1.0, 2: 1.5}, 1.25, "copy gamma 2"),
+                           _measured({1: 1.1, 2: 1.4}, {1: [1.0, 1.2], 2: [1.3, 1.5]}, 1.3))
+    assert right["loss"] == 0 and right["within_5_percent"] and right["within_best_interval"]
+    # "do not speculate" is measured at 1x: chosen where everything measures below
+    slow = judge_category(_forecast({1: 0.9, 2: 0.8}, 0.7, NO_SPECULATION),
+                          _measured({1: 0.95, 2: 0.9}, {1: [0.9, 1.0], 2: [0.85, 0.95]}, 0.8))
+    assert (slow["recommended_measured"], slow["best_measured"], slow["loss"]) == (1.0, NO_SPECULATION, 0.0)
+
+
+def _forecast_table() -> dict:
+    """``small_spec_bench_table`` with a forecast that prefers copy gamma 1 on QA (against the model's gamma 2) and
+    the dynamic tree on RAG."""
+    table = small_spec_bench_table()
+    wanted = {"qa": {"copy gamma 1": 1.6, "copy gamma 2": 1.3, "slow gamma 1": 0.5, "tree": 0.9},
+              "rag": {"copy gamma 1": 0.9, "copy gamma 2": 0.8, "slow gamma 1": 0.5, "tree": 1.2}}
+    for category, measured in table["categories"].items():
+        rows = [{"setting": f"{name} gamma {row['gamma']}", "draft": name, "gamma": row["gamma"],
+                 "drafted": row["gamma"], "forecast": wanted[category][f"{name} gamma {row['gamma']}"],
+                 "measured": row["speedup"]} for name, drafted in measured["drafts"].items() for row in drafted["rows"]]
+        tree = measured["dynamic"]["rows"][0]
+        rows.append({"setting": "dynamic tree (copy) 8 nodes", "draft": "dynamic", "gamma": None, "drafted": 8,
+                     "forecast": wanted[category]["tree"], "measured": tree["speedup"]})
+        measured["forecast"] = {"autoregressive_seconds": 1.0, "judged": {"rows": rows}}
+    return table
+
+
+def test_recommendation_from_the_forecast_against_hand_computed_choices():
+    """With a forecast the report recommends from it, the dynamic tree included, and says so; the calibrated model
+    (QA: copy gamma 2) is not consulted. One setting for all weighs the categories by the forecast's own baseline
+    seconds (1 each): copy gamma 1, (1 + 1) / (1 / 1.6 + 1 / 0.9)."""
+    answer = recommend(_forecast_table())
+    qa, rag = answer["categories"]["qa"], answer["categories"]["rag"]
+    assert (qa["recommended"], qa["predicted_speedup"], qa["predicted_by"]) == ("copy gamma 1", 1.6, "forecast")
+    assert (rag["recommended"], rag["predicted_speedup"]) == ("dynamic tree (copy) 8 nodes", 1.2)
+    assert rag["measured_speedup"] == _forecast_table()["categories"]["rag"]["dynamic"]["rows"][0]["speedup"]
+    one = answer["one_setting"]
+    assert one["setting"] == "copy gamma 1" and one["predicted_overall"] == pytest.approx(2 / (1 / 1.6 + 1 / 0.9))
+    lines = recommendation_lines(answer)
+    assert "forecast" in lines[0] and "forecast overall" in lines[-1]
+    control = recommend(small_spec_bench_table())  # no forecast: the calibrated model's choices
+    assert control["categories"]["qa"]["recommended"] == "copy gamma 2"
+    assert control["categories"]["qa"]["predicted_by"] == "model"
+
+
+@pytest.fixture(scope="module")
+def forecast_table():
+    """QA on the shipped target, bigram at gammas 1 and 2 and EAGLE-2's tree, forecast from 2 other questions."""
+    return spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
+                               forecast_questions=2, progress=False)
+
+
+def test_forecast_document_against_its_table(forecast_table):
+    """The forecast names its questions (none the table's), judges every setting of the table, and prints; the
+    document is strict JSON."""
+    measured = forecast_table["categories"]["qa"]
+    forecast = measured["forecast"]
+    timed = {q["question_id"] for room in measured["prompts"].values() for q in room}
+    asked = {q["question_id"] for room in forecast["questions"].values() for q in room}
+    assert len(asked) == 2 and not timed & asked
+    assert [row["setting"] for row in forecast["judged"]["rows"]] == [
+        "bigram gamma 1", "bigram gamma 2", "dynamic tree (bigram) 4 nodes"]
+    assert forecast["recommended"]["setting"] in {row["setting"] for row in forecast["judged"]["rows"]} | {NO_SPECULATION}
+    assert [row["forecast_speedup"] is not None for row in category_rows(forecast_table)] == [True, True]
+    assert forecast_table["forecast"]["questions"] == 2 and forecast_table["sweep_seconds"] > 0
+    lines = forecast_lines(forecast_table)
+    assert lines[1].startswith(f"{LABELS['qa']}: recommended ") and "over 3 settings" in lines[1]
+    assert spec_bench_lines(forecast_table)[-2:] == lines
+    json.dumps(forecast_table, allow_nan=False)
+
+
+def test_forecast_acceptance_against_the_decoders_runs(monkeypatch):
+    """Given the table's own question, the forecast's acceptance runs decode the timed runs' text at T = 0: the
+    pooled alpha at the largest gamma is the timed row's alpha_counts, and the tree's tokens per call the timed
+    tree's. Negative control: on another question (seed + 7; the shipped character model continues most QA
+    questions alike over 8 tokens) they differ."""
+    def table_question(tokenizer, category, count, seed, room, timed):
+        return spec_bench_prompts(tokenizer, category, count, seed, room)
+    monkeypatch.setattr(spec_bench_forecast, "other_questions", table_question)
+    document = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
+                                   forecast_questions=1, progress=False)
+    measured = document["categories"]["qa"]
+    forecast = measured["forecast"]
+    assert forecast["drafts"]["bigram"]["alpha"] == pytest.approx(measured["drafts"]["bigram"]["rows"][-1]["alpha_counts"])
+    assert forecast["dynamic"]["tokens_per_call"] == pytest.approx(measured["dynamic"]["rows"][0]["mean_acceptance_length"])
+    monkeypatch.setattr(spec_bench_forecast, "other_questions",
+                        lambda tokenizer, category, count, seed, room, timed: spec_bench_prompts(
+                            tokenizer, category, count, seed + 7, room))
+    other = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
+                                forecast_questions=1, progress=False)["categories"]["qa"]
+    assert other["forecast"]["drafts"]["bigram"]["alpha"] != pytest.approx(
+        other["drafts"]["bigram"]["rows"][-1]["alpha_counts"])
+    assert other["forecast"]["dynamic"]["tokens_per_call"] != pytest.approx(
+        other["dynamic"]["rows"][0]["mean_acceptance_length"])
