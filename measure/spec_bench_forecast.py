@@ -23,8 +23,9 @@ from dataclasses import replace
 
 import torch
 
-from decoders.sampling import GREEDY
+from decoders._loop import synchronize
 from decoders.randomness import seeded
+from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
 from measure.bench import BenchSettings
 from measure.forecast import (FORECAST_LOSS, FORECAST_REPEATS, FORECAST_SEED, acceptance_runs, forecast_speedups,
@@ -34,7 +35,6 @@ from measure.spec_bench_report import NO_SPECULATION
 from spectheory.costs import CostProfile, calibrated_sequence_speedup
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
-from decoders._loop import synchronize
 
 __all__ = ["SPEC_BENCH_FORECAST_QUESTIONS", "other_questions", "prefill_ratio",
            "forecast_category", "forecast_table", "judge_category"]
