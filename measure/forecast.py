@@ -27,7 +27,7 @@ from spectheory.validation import as_int
 
 __all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
            "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "with_acceptance", "forecast_speedups",
-           "prompts_needed"]
+           "jackknife_error", "prompts_needed"]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
@@ -79,12 +79,19 @@ def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> 
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast."""
     n, pooled = len(runs), with_acceptance(profile, runs, tokens)
     left_out = [with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
-    rows = []
-    for gamma in gammas:
-        jackknife = [one.speedup(gamma, tokens=tokens) for one in left_out]
-        error = math.sqrt((n - 1) / n * sum((x - statistics.fmean(jackknife)) ** 2 for x in jackknife)) if n > 1 else None
-        rows.append({"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens), "standard_error": error})
-    return rows
+    return [{"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens),
+             "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])}
+            for gamma in gammas]
+
+
+def jackknife_error(left_out: list) -> float | None:
+    """The jackknife standard error from the n leave-one-out values of an estimate, sqrt((n - 1)/n sum_i (x_i -
+    mean)^2); None for fewer than two (one prompt leaves nothing out)."""
+    n = len(left_out)
+    if n < 2:
+        return None
+    mean = statistics.fmean(left_out)
+    return math.sqrt((n - 1) / n * sum((x - mean) ** 2 for x in left_out))
 
 
 def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOLERANCE) -> int | None:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from dataclasses import replace
@@ -29,9 +28,9 @@ from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
 from measure.bench import BenchSettings
 from measure.forecast import (FORECAST_LOSS, FORECAST_REPEATS, FORECAST_SEED, acceptance_runs, forecast_speedups,
-                              prompts_needed, with_acceptance)
+                              jackknife_error, prompts_needed, with_acceptance)
 from measure.spec_bench import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
-from measure.spec_bench_report import NO_SPECULATION
+from measure.spec_bench_report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from spectheory.costs import CostProfile, calibrated_sequence_speedup
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
@@ -104,23 +103,21 @@ def _tree_forecast(target, model, tree, rows: PromptRows, profile: CostProfile, 
                                                            target_prefill=profile.target_prefill,
                                                            draft_prefill=profile.draft_prefill))
     per_call, value = speedup(made)
-    n = len(made)
-    left_out = [speedup(made[:i] + made[i + 1:])[1] for i in range(n)] if n > 1 else []
-    error = math.sqrt((n - 1) / n * sum((x - statistics.fmean(left_out)) ** 2 for x in left_out)) if n > 1 else None
+    error = jackknife_error([speedup(made[:i] + made[i + 1:])[1] for i in range(len(made))] if len(made) > 1 else [])
     return {"nodes": tree.budget, "tokens_per_call": per_call, "speedup": value, "standard_error": error,
             "seconds_per_iteration": iteration_seconds}
 
 
 def _recommended(drafts: dict, dynamic: dict | None) -> dict:
     """The setting of the largest forecast among every draft's gammas, the dynamic tree and no speculation (1x)."""
-    settings = [{"setting": f"{name} gamma {row['gamma']}", "draft": name, "gamma": row["gamma"],
-                 "speedup": row["speedup"], "drafted": row["gamma"]}
+    settings = [{"setting": chain_setting(name, row["gamma"]), "draft": name, "gamma": row["gamma"],
+                 "forecast": row["speedup"], "drafted": row["gamma"]}
                 for name, forecast in drafts.items() for row in forecast["speedups"]]
     if dynamic is not None:
-        settings.append({"setting": f"dynamic tree ({dynamic['draft']}) {dynamic['nodes']} nodes",
-                         "draft": "dynamic", "gamma": None, "speedup": dynamic["speedup"], "drafted": dynamic["nodes"]})
-    settings.append({"setting": NO_SPECULATION, "draft": None, "gamma": None, "speedup": 1.0, "drafted": 0})
-    return best_choice(settings, lambda s: s["speedup"], lambda s: s["drafted"])
+        settings.append({"setting": tree_setting(dynamic["draft"], dynamic["nodes"]), "draft": "dynamic",
+                         "gamma": None, "forecast": dynamic["speedup"], "drafted": dynamic["nodes"]})
+    best = best_choice(settings + [NOT_SPECULATING], lambda s: s["forecast"], lambda s: s["drafted"])
+    return {"setting": best["setting"], "draft": best["draft"], "gamma": best["gamma"], "speedup": best["forecast"]}
 
 
 def forecast_category(target, tokenizer, category: str, models: dict, rooms: dict, cost_questions: dict, cost: dict,
@@ -189,7 +186,7 @@ def judge_category(forecast: dict, measured: dict) -> dict:
         timed = {row["gamma"]: row for row in drafted["rows"]}
         for f in forecast["drafts"][name]["speedups"]:
             row = timed[f["gamma"]]
-            rows.append({"setting": f"{name} gamma {f['gamma']}", "draft": name, "gamma": f["gamma"], "drafted": f["gamma"],
+            rows.append({"setting": chain_setting(name, f["gamma"]), "draft": name, "gamma": f["gamma"], "drafted": f["gamma"],
                          "forecast": f["speedup"], "forecast_standard_error": f["standard_error"],
                          "measured": row["speedup"], "measured_interval": row["speedup_interval"],
                          "forecast_over_measured": f["speedup"] / row["speedup"],
@@ -197,15 +194,14 @@ def judge_category(forecast: dict, measured: dict) -> dict:
     tree = forecast.get("dynamic")
     if tree is not None and measured.get("dynamic"):
         timed = measured["dynamic"]["rows"][0]
-        rows.append({"setting": f"dynamic tree ({tree['draft']}) {tree['nodes']} nodes", "draft": "dynamic",
+        rows.append({"setting": tree_setting(tree["draft"], tree["nodes"]), "draft": "dynamic",
                      "gamma": None, "drafted": tree["nodes"], "forecast": tree["speedup"], "forecast_standard_error": tree["standard_error"],
                      "measured": timed["speedup"], "measured_interval": None,
                      "forecast_over_measured": tree["speedup"] / timed["speedup"], "inside_interval": None})
     by_setting = {row["setting"]: row for row in rows}
     chosen = forecast["recommended"]["setting"]
     measured_there = 1.0 if chosen == NO_SPECULATION else by_setting[chosen]["measured"]
-    best = best_choice(rows + [{"setting": NO_SPECULATION, "measured": 1.0, "measured_interval": [1.0, 1.0],
-                                "drafted": 0}], lambda row: row["measured"], lambda row: row["drafted"])
+    best = best_choice(rows + [NOT_SPECULATING], lambda row: row["measured"], lambda row: row["drafted"])
     loss = 1 - measured_there / best["measured"]
     interval = best["measured_interval"]
     return {"rows": rows, "recommended": chosen, "recommended_forecast": forecast["recommended"]["speedup"],

@@ -21,11 +21,24 @@ from __future__ import annotations
 
 from spectheory.optimum import best_choice, best_gamma_row
 
-__all__ = ["NO_SPECULATION", "recommend", "recommendation_lines", "within_noise", "overall_error", "apart_label",
+__all__ = ["NO_SPECULATION", "NOT_SPECULATING", "chain_setting", "tree_setting", "recommend", "recommendation_lines", "within_noise", "overall_error", "apart_label",
            "loss_noise"]
 
 NO_SPECULATION = "do not speculate"
 Z95 = 1.959963984540054  # the two-sided 95% point of the normal law
+#: Autoregressive decoding as a setting: 1x whether forecast, predicted or measured, exactly.
+NOT_SPECULATING = {"setting": NO_SPECULATION, "draft": None, "gamma": None, "drafted": 0, "forecast": 1.0,
+                   "predicted": 1.0, "measured": 1.0, "measured_interval": [1.0, 1.0], "error": 0.0}
+
+
+def chain_setting(draft: str, gamma: int) -> str:
+    """The name of a chain setting in the table, the forecast and the report."""
+    return f"{draft} gamma {gamma}"
+
+
+def tree_setting(draft: str, nodes: int) -> str:
+    """The name of the dynamic tree's setting."""
+    return f"dynamic tree ({draft}) {nodes} nodes"
 
 
 def _settings(measured: dict) -> list:
@@ -34,19 +47,15 @@ def _settings(measured: dict) -> list:
     table was forecast, else the cost model calibrated on the table's own runs."""
     forecast = measured.get("forecast")
     if forecast is not None:
-        errors = {f"{name} gamma {row['gamma']}": row.get("speedup_standard_error")
+        errors = {chain_setting(name, row["gamma"]): row.get("speedup_standard_error")
                   for name, drafted in measured["drafts"].items() for row in drafted["rows"]}
         return [{"setting": row["setting"], "draft": row["draft"], "gamma": row["gamma"], "drafted": row["drafted"],
                  "predicted": row["forecast"], "measured": row["measured"], "error": errors.get(row["setting"])}
                 for row in forecast["judged"]["rows"]]
-    return [{"setting": f"{name} gamma {row['gamma']}", "draft": name, "gamma": row["gamma"], "drafted": row["gamma"],
+    return [{"setting": chain_setting(name, row["gamma"]), "draft": name, "gamma": row["gamma"], "drafted": row["gamma"],
              "predicted": row["calibrated_speedup"], "measured": row["speedup"], "error": row.get("speedup_standard_error")}
             for name, drafted in measured["drafts"].items() for row in drafted["rows"]
             if row["calibrated_speedup"] is not None]
-
-
-NOT_SPECULATING = {"setting": NO_SPECULATION, "draft": None, "gamma": None, "drafted": 0, "predicted": 1.0,
-                   "measured": 1.0, "error": 0.0}
 
 
 def _overall(weights: dict, speedups: dict) -> float:
@@ -68,9 +77,9 @@ def _category(measured: dict) -> dict:
     settings = _settings(measured)
     chosen = best_choice(settings + [NOT_SPECULATING], lambda s: s["predicted"], lambda s: s["drafted"])
     candidates, tree = settings + [NOT_SPECULATING], measured.get("dynamic")
-    if tree and tree["draft"] not in {s["draft"] for s in settings}:  # measured only, without a forecast
-        row = tree["rows"][0]
-        candidates.append({"setting": f"dynamic tree ({tree['draft']}) {row['nodes']} nodes", "drafted": row["nodes"],
+    if tree and tree_setting(tree["draft"], tree["rows"][0]["nodes"]) not in {s["setting"] for s in settings}:
+        row = tree["rows"][0]  # measured only: the calibrated model does not predict it
+        candidates.append({"setting": tree_setting(tree["draft"], row["nodes"]), "drafted": row["nodes"],
                            "measured": row["speedup"], "error": row.get("speedup_standard_error")})
     best = best_choice(candidates, lambda c: c["measured"], lambda c: c["drafted"])
     return {"recommended": chosen["setting"], "draft": chosen["draft"], "gamma": chosen["gamma"],

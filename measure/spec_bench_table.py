@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from measure.spec_bench_report import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
 __all__ = ["best_row", "table_row", "CHOSEN_KEYS", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines",
@@ -37,13 +38,12 @@ def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict
             "greedy_equal": greedy_equal}
 
 
-def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecasts: dict) -> dict:
-    """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``, with the
-    forecast of that setting where ``forecasts`` {setting: forecast speedup} has one."""
+def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecast) -> dict:
+    """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``, with
+    ``forecast(best)``, the forecast of that setting (None without one)."""
     best = best_row(rows)
-    name = setting(best)
-    return table_row(category, label, draft, prompts, dict(best, setting=name, alpha=best["alpha_counts"],
-                                                           forecast_speedup=forecasts.get(f"{draft} {name}")),
+    return table_row(category, label, draft, prompts, dict(best, setting=setting(best), alpha=best["alpha_counts"],
+                                                           forecast_speedup=forecast(best)),
                      all(all(row["greedy_equal"]) for row in rows))
 
 
@@ -61,12 +61,14 @@ def category_rows(document: dict) -> list:
         for name, drafted in measured["drafts"].items():
             prompts = measured["prompts"][str(drafted["prompt_room"])]
             rows.append(_row(category, measured["label"], name, prompts, drafted["rows"],
-                             lambda best: f"gamma {best['gamma']}", forecasts))
+                             lambda best: f"gamma {best['gamma']}",
+                             lambda best, name=name: forecasts.get(chain_setting(name, best["gamma"]))))
         if measured.get("dynamic"):
             tree = measured["dynamic"]
             rows.append(_row(category, measured["label"], f"dynamic tree ({tree['draft']})",
                              measured["prompts"][str(tree["prompt_room"])], tree["rows"],
-                             lambda best: f"{best['nodes']} nodes", forecasts))
+                             lambda best: f"{best['nodes']} nodes",
+                             lambda best: forecasts.get(tree_setting(tree["draft"], best["nodes"]))))
     engine = document.get("engine")
     return rows + (list(engine["table"]) if engine else [])
 

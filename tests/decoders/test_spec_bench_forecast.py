@@ -98,6 +98,16 @@ def test_recommendation_from_the_forecast_against_hand_computed_choices():
     assert control["categories"]["qa"]["predicted_by"] == "model"
 
 
+def test_measured_only_tree_against_hand_computed_best():
+    """Without a forecast the dynamic tree is still a measured candidate, though its draft (copy) has chain rows
+    too: at 2.0x on QA it is the best measured, and the model's choice (copy gamma 2, 1.4x) is 0.7 of it."""
+    table = small_spec_bench_table()
+    table["categories"]["qa"]["dynamic"]["rows"][0]["speedup"] = 2.0
+    qa = recommend(table)["categories"]["qa"]
+    assert (qa["recommended"], qa["best_measured"]) == ("copy gamma 2", "dynamic tree (copy) 8 nodes")
+    assert qa["recommended_over_best"] == pytest.approx(1.4 / 2.0)
+
+
 @pytest.fixture(scope="module")
 def forecast_table():
     """QA on the shipped target, bigram at gammas 1 and 2 and EAGLE-2's tree, forecast from 2 other questions."""
