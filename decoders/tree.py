@@ -12,15 +12,18 @@ verifier's residual (the bonus at a leaf is drawn from p). Both models then keep
 (``keep_nodes``), with the invariants of ``decoders._loop.Committed``: the target holds the committed sequence
 but its last token, the draft the same or, where the path ended at the deepest level, but its last two.
 
-A chain-shaped tree (``Tree.chain``: one child per node) takes the chain decoder's fast path: causal calls
-(``forward``) instead of tree attention, and ``truncate`` instead of moving the kept nodes. Rows of a batch
-accept different paths. Every draw goes through ``Randomness`` with the batch first, so the exact audit
+A chain-shaped tree (``Tree.chain``: one child per node) whose verifier's rule at one child is Algorithm 1's (RRS
+with or without replacement, K-SEQ; every verifier at temperature 0) is the chain decoder: ``generate_tree`` runs
+``decoders.speculative.SpeculativeStep`` with gamma the chain's depth, so the chain lives in one step class
+(docs/project.md, "One decode loop"). The target-only verifier at a temperature above 0 is another rule on a chain
+(the draft's top token, accepted with p(x)); it and the audits' planted-bug steps run this module's tree step on
+any shape. Rows of a batch accept different paths. Every draw goes through ``Randomness`` with the batch first, so the exact audit
 enumerates it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -30,13 +33,19 @@ from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_chi
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs, history_of
+from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.verification import residual, verify_node
 from decoders.models.protocol import check_model, prefill_call
 from decoders.verification import TREE_VERIFIERS as VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "generate_tree",
-           "tree_acceptance", "breadth_first", "check_tree_models", "tree_room", "is_chain"]
+           "tree_acceptance", "breadth_first", "check_tree_models", "tree_room", "is_chain", "CHAIN_RULE_VERIFIERS",
+           "runs_as_chain"]
+
+#: The verifiers whose rule at a node with one child is Algorithm 1's: the child drawn from q, accepted with
+#: min(1, p / q), else a token from norm((p - q)+) (docs/theory.md §12).
+CHAIN_RULE_VERIFIERS = ("kseq", "rrs", "rrs-without-replacement")
 
 
 def breadth_first(tree: Tree) -> Tree:
@@ -58,8 +67,14 @@ def tree_room(config, max_new_tokens: int) -> int:
 
 
 def is_chain(tree: Tree | DynamicTree) -> bool:
-    """Whether ``tree`` is static with one child per node at most (``Tree.chain``): the causal fast path."""
+    """Whether ``tree`` is static with one child per node at most (``Tree.chain``)."""
     return isinstance(tree, Tree) and tree.size == tree.depth + 1
+
+
+def runs_as_chain(config) -> bool:
+    """Whether ``config`` (a ``TreeConfig``) is the chain decoder's: a chain verified by Algorithm 1's rule, which
+    every verifier is at temperature 0 (greedy matching)."""
+    return is_chain(config.tree) and (config.verifier in CHAIN_RULE_VERIFIERS or config.sampling.greedy)
 
 
 @dataclass(frozen=True)
@@ -123,8 +138,8 @@ def _draft_tree(draft, state, root: torch.Tensor, last: torch.Tensor, config: Tr
     """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
     (zero at the deepest level: never read), from the draft's logits after the committed sequence, ``root: [B, V]``.
     The draft scores every level but the deepest; its nodes sit beyond the committed sequence, node n at pending
-    index n - 1 (causal calls for a chain)."""
-    tree, levels, chain = config.tree, _levels(config.tree), is_chain(config.tree)
+    index n - 1."""
+    tree, levels = config.tree, _levels(config.tree)
     parents = torch.tensor(tree.parents, device=last.device) - 1  # [N], each node's parent's pending index
     tokens = torch.zeros(len(last), tree.size, dtype=torch.int64, device=last.device)
     tokens[:, 0] = last
@@ -132,8 +147,7 @@ def _draft_tree(draft, state, root: torch.Tensor, last: torch.Tensor, config: Tr
     for depth, level in enumerate(levels[:-1]):
         nodes = list(level)
         if depth:
-            logits = draft.forward(tokens[:, nodes], state) if chain else \
-                draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
+            logits = draft.forward_tree(tokens[:, nodes], state, parents[nodes].expand(len(last), -1))  # [B, n, V]
         logits = proposing(logits)  # none: uniform q
         probs = adjusted_probs(logits, config.sampling.unconditioned, validate=False)
         if q is None:
@@ -189,7 +203,7 @@ class TreeStep:
 
     def score(self, target, tokens: torch.Tensor, target_state, parents: torch.Tensor | None, pending) -> torch.Tensor:
         """The target's logits ``[B, N, V]`` of the tree's nodes in one call, after the ``pending`` prompt tokens at
-        the first (``forward_after``; causal where ``parents`` is None: a chain)."""
+        the first (``forward_after``)."""
         return forward_after(target, tokens, target_state, pending, parents)
 
     def bonus_law(self, p: torch.Tensor, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
@@ -224,15 +238,15 @@ class TreeStep:
 
     @staticmethod
     def commit(target, draft, state: Committed, tokens, path, accepted, held: tuple, tree) -> None:
-        """Both models keep the accepted path ``path: [B, depth + 1]`` (``keep_nodes``; a chain's are contiguous:
-        truncated) from their lengths before the iteration, ``held`` (target, draft). The target keeps its first
+        """Both models keep the accepted path ``path: [B, depth + 1]`` (``keep_nodes``) from their lengths before the
+        iteration, ``held`` (target, draft). The target keeps its first
         ``accepted + 1`` nodes (after the prompt, at the first iteration); the draft, which was fed the root
         causally, the accepted nodes it scored (all but one at the deepest level) or, for a dynamic tree, whose
         scored nodes are not the tree's, appends them. Sets ``draft_pending``."""
-        chain, dynamic = is_chain(tree), isinstance(tree, DynamicTree)
+        dynamic = isinstance(tree, DynamicTree)
         pending = state.target_unfed
         held_target = held[0] if pending is None else held[0] + pending.counts
-        keep_nodes(target, state.target_state, held_target, accepted + 1, None if chain else path, pending)
+        keep_nodes(target, state.target_state, held_target, accepted + 1, path, pending)
         state.target_unfed = None
         fed = held[1] + state.draft_pending  # [B], the committed sequence, root included
         if dynamic:  # drop the scored nodes, then append the accepted ones
@@ -241,7 +255,7 @@ class TreeStep:
             state.draft_pending = torch.ones_like(accepted)
             return
         kept = accepted.clamp(max=tree.depth - 1)  # the deepest level was never scored
-        causal = chain or tree.depth == 1  # no node beyond the root was scored: nothing but the root to keep
+        causal = tree.depth == 1  # no node beyond the root was scored: nothing but the root to keep
         scored = _levels(tree)[-1].start - 1  # nodes beyond the root the draft scored; later path entries are unread
         keep_nodes(draft, state.draft_state, fed, kept, None if causal else (path[:, 1:] - 1).clamp(0, scored - 1))
         state.draft_pending = torch.where(accepted == tree.depth, 2, 1)
@@ -264,8 +278,7 @@ class TreeStep:
                 children = _children_table(tree, target.device).expand(batch, -1, -1)  # [B, N, width]
         with timer.phase("verify"):
             history = None if state.history is None else state.history.along_tree(tokens, parents)
-            logits = self.score(target, tokens, state.target_state, None if is_chain(tree) else parents,
-                                state.target_unfed)
+            logits = self.score(target, tokens, state.target_state, parents, state.target_unfed)
             p = adjusted_probs(logits, config.sampling, validate=False, history=history)
             check_probs(p, models={"target": p})
         with timer.phase("accept"):
@@ -290,10 +303,17 @@ REFERENCE_TREE_STEP = TreeStep()
 def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeConfig, randomness: Randomness,
                   eos: int | None = None, profile: bool = False, step: TreeStep = REFERENCE_TREE_STEP) -> Generation:
     """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
-    ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs)."""
+    ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs). A chain
+    the chain decoder verifies alike (``runs_as_chain``) is the chain decoder's, with each accepted child's rank 1."""
     if not isinstance(config, TreeConfig):
         raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
     check_tree_models(target, draft, config)
+    if step is REFERENCE_TREE_STEP and runs_as_chain(config):
+        generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens, eos=eos,
+                                          config=SpeculativeConfig(config.tree.depth, config.sampling),
+                                          randomness=randomness, profile=profile)
+        ranks = tuple(tuple((1,) * count for count in rows) for rows in generation.stats.accepted_per_iteration)
+        return replace(generation, stats=replace(generation.stats, accepted_ranks=ranks))
     prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
     room = tree_room(config, max_new_tokens)
     check_room(target, prompts, room, "max_new_tokens + tree nodes + 1")

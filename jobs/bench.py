@@ -10,6 +10,7 @@ import time
 import torch
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.models.corpus import character_tokenizer
 from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
@@ -17,12 +18,12 @@ from decoders.sampling import GREEDY
 from engines import open_engine
 from engines.bench import engine_bench as measure_engine, engine_bench_lines, server_bench
 from engines.openai import is_url
-from jobs.spec_bench import ALL, engine_table, spec_bench_table
+from jobs.spec_bench import ALL, engine_table, measure_table
 from measure.alpha import MAX_PROMPTS
 from measure.bench import BenchSettings
 from measure.bench_lines import bench_lines
 from measure.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
-from measure.inputs import load_inputs
+from measure.inputs import load_inputs, load_text_inputs
 from measure.policy_bench import BENCH_POLICIES, check_policies, policy_lines
 from measure.runs import bench_document, policy_document, tree_document
 from measure.spec_bench import is_spec_bench
@@ -71,7 +72,7 @@ def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=N
     from ``forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
-    document = spec_bench_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
+    document = measure_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
                                 forecast_questions=forecast_questions)
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
@@ -118,8 +119,9 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
     task, length = task or "rewrite", prompt_length or ENGINE_PROMPT_LENGTH
     runs = dict(max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup)
     if is_url(spec):
-        inputs = load_inputs(target or "smollm2", [])
-        texts = [inputs.tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
+        inputs = load_text_inputs(target or "smollm2")  # prompts only: the tokenizer, never the model's weights
+        tokenizer = inputs.tokenizer or character_tokenizer()
+        texts = [tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
         document, lines = _two_servers(spec, against, texts, runs)
         return _written(dict(document, task=task), lines, out, command)
     engine = open_engine(spec, gguf=target)

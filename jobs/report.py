@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.spec_bench import ALL, spec_bench_table
+from jobs.spec_bench import ALL, measure_table
 from measure.bench import BenchSettings
 from measure.inputs import load_inputs
 from measure.forecast import FORECAST_SEED, other_prompts
@@ -55,6 +55,6 @@ def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | N
     and gamma, or "do not speculate" (``measure.spec_bench_report.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
-    table = saved_table(from_table) if from_table else spec_bench_table(settings, task, draft=draft, target=target,
+    table = saved_table(from_table) if from_table else measure_table(settings, task, draft=draft, target=target,
                                                                           device=device, forecast_questions=questions)
     return table, recommend(table)

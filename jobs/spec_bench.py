@@ -7,27 +7,26 @@ own plain decoding), which only a layer above both ``measure`` and ``engines`` c
 from __future__ import annotations
 
 import time
+import warnings
 
 import torch
-from decoders.progress import progress_bar
 
 from decoders.models.gguf import gguf_tokenizer
+from decoders.progress import progress_bar
 from engines import open_engine
 from engines.base import DEFAULT_CONTEXT, capability
 from engines.bench import engine_bench
 from measure.bench import BenchSettings
 from measure.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
 from measure.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
-from measure.spec_bench_suite import DYNAMIC, SUITE_SETTINGS, spec_bench_document, suite_drafts
+from measure.spec_bench_suite import DYNAMIC, ENGINE_GAMMAS, SUITE_SETTINGS, spec_bench_document, suite_drafts
 from measure.spec_bench_table import table_row
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["ALL", "ENGINE_GAMMAS", "engine_table", "whole_table", "spec_bench_table"]
+__all__ = ["ALL", "ENGINE_GAMMAS", "engine_table", "whole_table", "measure_table"]
 
 ALL = "all"  # --draft all: the whole table
 
-#: llama.cpp's prompt lookup at these draft lengths: its best on SmolLM2 is the smallest (docs/measuring.md).
-ENGINE_GAMMAS = (1, 2, 4)
 #: The table's name of an engine's rows, where it is not the engine's own name.
 ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
@@ -94,8 +93,8 @@ def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: st
     return document
 
 
-def spec_bench_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
-                     device: str = "cpu", dtype: torch.dtype = torch.float32, forecast_questions: int = 0) -> dict:
+def measure_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
+                  device: str = "cpu", dtype: torch.dtype = torch.float32, forecast_questions: int = 0) -> dict:
     """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
     the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own; each forecast first
     from ``forecast_questions`` other questions per category (0: none)."""
@@ -110,3 +109,13 @@ def spec_bench_table(settings: BenchSettings, task: str, *, draft: str = ALL, ga
     if draft == ALL:
         return whole_table(settings, task, drafts=drafts, **models)
     return spec_bench_document(drafts, settings, task, dynamic=None, **models)
+
+
+def __getattr__(name: str):
+    """``spec_bench_table``, this module's old name of ``measure_table`` (it shared its name with the module
+    ``measure.spec_bench_table``), still resolves, with a warning."""
+    if name == "spec_bench_table":
+        warnings.warn("jobs.spec_bench.spec_bench_table is now jobs.spec_bench.measure_table", DeprecationWarning,
+                      stacklevel=2)
+        return measure_table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,8 @@ import torch
 from decoders.models import zoo
 from decoders.models.corpus import encode_text, load_corpus, split_text
 
-__all__ = ["Inputs", "load_inputs", "encode_text", "read_text", "check_tokenizers", "SHIPPED_TEXT"]
+__all__ = ["Inputs", "load_inputs", "load_text_inputs", "target_tokenizer", "encode_text", "read_text",
+           "check_tokenizers", "SHIPPED_TEXT"]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
 HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
@@ -85,7 +86,37 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
               for name in drafts}
     for name, (_, other) in loaded.items():
         check_tokenizers(tokenizer, other, f"draft '{name}'")
-    drafts = {name: draft for name, (draft, _) in loaded.items()}
+    return _with_held_out(model, {name: draft for name, (draft, _) in loaded.items()}, tokenizer, text, contents)
+
+
+def load_text_inputs(target: str | None, *, text=None) -> Inputs:
+    """``load_inputs`` without models (``target`` None in the result): the held-out text as ``target``'s tokenizer
+    reads it (``target_tokenizer``), for runs that only build prompts, such as a bench of two servers."""
+    contents = None if text is None else read_text(text)
+    return _with_held_out(None, {}, target_tokenizer(target), text, contents)
+
+
+def target_tokenizer(name_or_path: str | None):
+    """The tokenizer of the target ``name_or_path`` (None: the corpus's characters) read without its weights: a
+    GGUF file's or a real model's (``gguf_tokenizer``), a Hugging Face directory's; the shipped target's and a zoo
+    file's are the characters; any other name is refused by ``zoo.load_named``, whose error names what it accepts."""
+    from decoders.models.gguf import REAL_MODELS, gguf_tokenizer, is_gguf_file, real_model_path
+    from decoders.models.hf import is_model_directory
+
+    if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
+        path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
+        return zoo.own_tokenizer(gguf_tokenizer(path))
+    if name_or_path not in (None, "target") and is_model_directory(name_or_path):
+        from transformers import AutoTokenizer
+
+        return zoo.own_tokenizer(AutoTokenizer.from_pretrained(name_or_path, local_files_only=True))
+    if name_or_path in (None, "target") or Path(name_or_path).is_file():
+        return None  # the shipped target and zoo files (GGUF files are read above) read the corpus's characters
+    return zoo.load_named(name_or_path, role="target")[1]  # no model of ours: its error names what is accepted
+
+
+def _with_held_out(model, drafts: dict, tokenizer, text, contents: str | None) -> Inputs:
+    """Inputs of ``model`` and ``drafts`` with the held-out text read by ``tokenizer`` (docstring of the module)."""
     if text is None and tokenizer is None:
         corpus = load_corpus()
         return Inputs(model, drafts, None, corpus.held_out, SHIPPED_TEXT, corpus.fingerprint)

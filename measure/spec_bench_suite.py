@@ -37,8 +37,8 @@ from measure.spec_bench_forecast import forecast_table, judge_category
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
 
-__all__ = ["SMOLLM2_DRAFTS", "SELF_DRAFT_GAMMAS", "DYNAMIC", "SUITE_SETTINGS", "suite_drafts", "bench_category",
-           "spec_bench_document"]
+__all__ = ["SMOLLM2_DRAFTS", "SELF_DRAFT_GAMMAS", "DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts",
+           "bench_category", "spec_bench_document"]
 
 #: Every draft of the table on SmolLM2 with the gammas it sweeps, two at least (one gamma would calibrate its own
 #: prediction): prompt lookup where its best lies, the slow drafts (alpha near 0.1, or c near 0.8) at small gammas.
@@ -51,6 +51,9 @@ DYNAMIC = DynamicTree(2, 4, 8)
 #: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
 SUITE_SETTINGS = BenchSettings(gammas=(2, 4, 6), temperatures=(0.0,), prompts=2, max_new_tokens=32, repeats=2,
                                warmup=0, call_steps=32, batch_sizes=())
+#: A serving engine's rows (llama.cpp's prompt lookup) at these draft lengths: its best on SmolLM2 is the smallest
+#: (docs/measuring.md).
+ENGINE_GAMMAS = (1, 2, 4)
 
 
 def suite_drafts(target: str | None) -> dict:

@@ -34,7 +34,7 @@ from spectheory.outputs import strict_loads, write_atomically, write_text
 
 __all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
            "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order",
-           "REAL_MODELS", "TARGET_DRAFTS", "real_model_path", "is_target_draft"]
+           "REAL_MODELS", "TARGET_DRAFTS", "real_model_path", "is_target_draft", "own_tokenizer"]
 
 ZOO = Path(__file__).with_name("weights")
 
@@ -186,10 +186,10 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
         return load_file(name_or_path, device=device, dtype=dtype), None
     if role == "target":  # its verify calls: padded to cheaper widths where this machine has them (call_widths)
         pad_cheapest_widths(model)
-    return model, _own_tokenizer(tokenizer)
+    return model, own_tokenizer(tokenizer)
 
 
-def _own_tokenizer(tokenizer):
+def own_tokenizer(tokenizer):
     """None for the corpus's character tokenizer (``spectheory export-hf``'s), else ``tokenizer``."""
     from decoders.models.corpus import character_tokenizer
 

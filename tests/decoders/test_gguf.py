@@ -173,3 +173,25 @@ def test_audit_of_our_decoder_on_a_gguf_target_with_the_ngram_and_copy_drafts(ti
         out = capsys.readouterr().out
         assert status == 0, out
         assert json.loads(out)["n"] == 400
+
+
+def test_text_inputs_against_load_inputs_without_the_weights(tiny, cache, monkeypatch):
+    """A run that only builds prompts (a bench of two servers by URL) reads the target's tokenizer: the same held-out
+    ids and tokenizer as ``load_inputs``, no model. Control: ``load_inputs`` does convert and load the GGUF weights."""
+    from measure import inputs as inputs_module
+
+    root, _ = tiny
+    full = inputs_module.load_inputs(str(root / "tiny.gguf"), [])
+    loads = []
+    monkeypatch.setattr(zoo, "load_gguf", lambda *args, **kwargs: loads.append(args) or (_ for _ in ()).throw(
+        AssertionError("weights loaded")))
+    text = inputs_module.load_text_inputs(str(root / "tiny.gguf"))
+    assert text.target is None and text.drafts == {} and loads == []
+    assert text.tokenizer.get_vocab() == full.tokenizer.get_vocab()
+    assert np.array_equal(text.held_out, full.held_out) and text.fingerprint == full.fingerprint
+    with pytest.raises(AssertionError, match="weights loaded"):
+        inputs_module.load_inputs(str(root / "tiny.gguf"), [])
+    shipped = inputs_module.load_text_inputs(None)
+    assert shipped.tokenizer is None and shipped.target is None and len(shipped.held_out) > 0
+    with pytest.raises(ValueError, match="not a shipped model"):
+        inputs_module.load_text_inputs("no-such-model")

@@ -10,8 +10,10 @@ from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
-from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, generate_tree, tree_acceptance
+from decoders.tree import (REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, generate_tree, runs_as_chain,
+                           tree_acceptance)
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree, optimal_tree
 
@@ -82,13 +84,38 @@ def test_tree_draft_calls_against_counted_calls(tree):
         generation.stats.iterations * (tree.depth + isinstance(tree, DynamicTree))
 
 
+@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+def test_chain_tree_against_chain_decoder(verifier):
+    """A chain-shaped tree whose verifier is Algorithm 1 at one child (RRS, RRS without replacement, K-SEQ) is the
+    chain decoder (``runs_as_chain``): at T = 1 the same seeded tokens and accepted counts as ``generate_speculative``
+    at gamma = depth, causal calls and truncation only, each accepted child's rank 1. Control: the target-only
+    verifier at T = 1 is another rule, run as a tree of width 1 (tree attention, other tokens)."""
+    target, draft = _Calls(tiny_gpt(0)), _Calls(tiny_gpt(1, d_model=16, n_layer=1))
+    sampling = Sampling(1.0)
+    tree_run = generate_tree(target, draft, PROMPTS, max_new_tokens=12, config=TreeConfig(SHAPES["chain"], sampling,
+                             verifier), randomness=seeded(1))
+    chain_run = generate_speculative(target.model, draft.model, PROMPTS, max_new_tokens=12,
+                                     config=SpeculativeConfig(SHAPES["chain"].depth, sampling), randomness=seeded(1))
+    names = set(target.names) | set(draft.names)
+    same = (tree_run.tokens, tree_run.stats.accepted_per_iteration) == \
+        (chain_run.tokens, chain_run.stats.accepted_per_iteration)
+    assert same == runs_as_chain(TreeConfig(SHAPES["chain"], sampling, verifier)) == (verifier != "target-only")
+    if verifier == "target-only":
+        assert {"forward_tree", "commit_path"} <= names, names
+    else:
+        assert names == {"forward", "append", "truncate"}, names
+        assert tree_run.stats.accepted_ranks == tuple(tuple((1,) * count for count in rows)
+                                                      for rows in chain_run.stats.accepted_per_iteration)
+
+
 @pytest.mark.parametrize("shape", ["chain", "binary"])
-def test_chain_tree_fast_path_against_tree_attention(shape):
-    """A chain-shaped tree takes the chain decoder's path: causal calls and truncation only, never tree attention
-    or a moved cache; a branching tree uses both. The tokens are greedy autoregressive decoding's either way."""
+def test_greedy_chain_tree_against_tree_attention(shape):
+    """At T = 0 every verifier is greedy matching, so a chain-shaped tree, target-only included, is the chain
+    decoder: causal calls and truncation only, never tree attention or a moved cache; a branching tree uses both.
+    The tokens are greedy autoregressive decoding's either way."""
     target, draft = _Calls(tiny_gpt(0)), _Calls(tiny_gpt(1, d_model=16, n_layer=1))
     generation = generate_tree(target, draft, PROMPTS, max_new_tokens=12, config=TreeConfig(SHAPES[shape], GREEDY,
-                               "rrs"), randomness=seeded(1))
+                               "target-only"), randomness=seeded(1))
     assert generation.tokens == generate_autoregressive(target.model, PROMPTS, max_new_tokens=12, sampling=GREEDY,
                                                         randomness=seeded(0)).tokens
     names = set(target.names) | set(draft.names)
@@ -181,6 +208,18 @@ def test_exact_tree_law_against_target(verifier, temperature):
     config = TreeConfig(Tree((-1, 0, 0, 1)), sampling, verifier)
     law, branches = tree_law(target, draft, [1, 2], config, 3, progress=False)
     report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3,
+                          branches=branches)
+    assert report.max_abs_difference <= 1e-9, (verifier, report)
+
+
+@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+def test_exact_chain_tree_law_against_target(verifier):
+    """A chain-shaped tree under every verifier at T = 1 (the chain decoder's law for RRS and K-SEQ, a tree of width
+    1 for target-only): the law of the first 3 tokens equals the target's within 1e-9, V = 4."""
+    target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=4).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=4).double()
+    config = TreeConfig(Tree.chain(2), Sampling(1.0), verifier)
+    law, branches = tree_law(target, draft, [1, 2], config, 3, progress=False)
+    report = compare_laws(law, autoregressive_law(target, [1, 2], Sampling(1.0), 3), method="prefix-dp", horizon=3,
                           branches=branches)
     assert report.max_abs_difference <= 1e-9, (verifier, report)
 
