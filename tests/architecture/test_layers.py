@@ -68,6 +68,11 @@ def test_old_spec_bench_tables_import_against_its_deprecation():
     assert moved is spec_bench.whole_table
     with pytest.raises(AttributeError):
         old.not_there
+    with pytest.warns(DeprecationWarning, match="now jobs.spec_bench.measure_table"):
+        renamed = spec_bench.spec_bench_table  # its old name: it shared it with the module measure.spec_bench_table
+    assert renamed is spec_bench.measure_table
+    with pytest.raises(AttributeError):
+        spec_bench.not_there
 
 
 def _layer(module: str, path: Path | None = None) -> str | None:
