@@ -17,8 +17,8 @@ with or without replacement, K-SEQ; every verifier at temperature 0) is the chai
 ``decoders.speculative.SpeculativeStep`` with gamma the chain's depth, so the chain lives in one step class
 (docs/project.md, "One decode loop"). The target-only verifier at a temperature above 0 is another rule on a chain
 (the draft's top token, accepted with p(x)); it and the audits' planted-bug steps run this module's tree step on
-any shape. Rows of a batch accept different paths. Every draw goes through ``Randomness`` with the batch first, so the exact audit
-enumerates it.
+any shape. Rows of a batch accept different paths. Every draw goes through ``Randomness`` with the batch first, so
+the exact audit enumerates it.
 """
 
 from __future__ import annotations
@@ -239,10 +239,10 @@ class TreeStep:
     @staticmethod
     def commit(target, draft, state: Committed, tokens, path, accepted, held: tuple, tree) -> None:
         """Both models keep the accepted path ``path: [B, depth + 1]`` (``keep_nodes``) from their lengths before the
-        iteration, ``held`` (target, draft). The target keeps its first
-        ``accepted + 1`` nodes (after the prompt, at the first iteration); the draft, which was fed the root
-        causally, the accepted nodes it scored (all but one at the deepest level) or, for a dynamic tree, whose
-        scored nodes are not the tree's, appends them. Sets ``draft_pending``."""
+        iteration, ``held`` (target, draft). The target keeps its first ``accepted + 1`` nodes (after the prompt, at
+        the first iteration); the draft, which was fed the root causally, the accepted nodes it scored (all but one
+        at the deepest level) or, for a dynamic tree, whose scored nodes are not the tree's, appends them. Sets
+        ``draft_pending``."""
         dynamic = isinstance(tree, DynamicTree)
         pending = state.target_unfed
         held_target = held[0] if pending is None else held[0] + pending.counts
