@@ -4,7 +4,8 @@ server), driven as an engine (docs/engines.md).
 One request per sample (``n`` = 1, seed ``seed + i``), ``concurrency`` of them in flight, each with a timeout
 and retries with backoff; a sample whose every try failed is *lost* and counted, never dropped silently.
 Tokens come back per position from ``logprobs.tokens``: as ids where the server offers them (vLLM's
-``return_tokens_as_token_ids`` writes ``token_id:N``), else as text pieces. Speculation is a server's
+``return_tokens_as_token_ids`` writes ``token_id:N``), else as text pieces; or from ``logprobs.content``, ids
+(llama-server's). Speculation is a server's
 setting, not a request's: compare two servers (one drafting, one not) with ``--against``.
 """
 
@@ -43,16 +44,23 @@ def _token(piece: str):
     return int(piece[len("token_id:"):]) if piece.startswith("token_id:") else piece
 
 
+def _pieces(logprobs: dict) -> list:
+    """Each sampled token of a completion's ``logprobs``: the legacy ``tokens`` list (vLLM, llama-cpp-python's
+    server), or ``content``, one entry per token with its ``id`` (llama-server's)."""
+    if "tokens" in logprobs:
+        return [_token(piece) for piece in logprobs["tokens"]]
+    return [entry["id"] if isinstance(entry.get("id"), int) else entry["token"] for entry in logprobs["content"]]
+
+
 def row_of(response: dict, horizon: int) -> tuple:
     """The sampled tokens of a completions response, ``END``-padded to ``horizon``; a ValueError when the
     server gave no per-token logprobs."""
     try:
-        choice = response["choices"][0]
-        pieces = choice["logprobs"]["tokens"]
-    except (KeyError, IndexError, TypeError):
-        raise ValueError("the endpoint returned no per-token logprobs (choices[0].logprobs.tokens): it cannot be "
-                         "audited token by token") from None
-    tokens = tuple(_token(piece) for piece in pieces[:horizon])
+        pieces = _pieces(response["choices"][0]["logprobs"])
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ValueError("the endpoint returned no per-token logprobs (choices[0].logprobs.tokens or .content): it "
+                         "cannot be audited token by token") from None
+    tokens = tuple(pieces[:horizon])
     return tokens + (END,) * (horizon - len(tokens))
 
 

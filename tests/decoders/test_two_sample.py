@@ -384,3 +384,20 @@ def test_median_costs_against_hand_computation():
     costs = median_costs(measured)
     assert costs["t_verify"] == pytest.approx([0.020, 0.020]) and costs["t_sample"] == pytest.approx(0.002)
     assert plain_step(costs) == pytest.approx(0.022)
+
+
+def test_rows_of_both_logprob_formats_against_their_tokens():
+    """A completion's tokens from the legacy ``logprobs.tokens`` (text pieces, or vLLM's ``token_id:N``) and from
+    ``logprobs.content`` (llama-server 11434's /v1/completions, this response as it answered), END-padded; a
+    response without either is refused in one line."""
+    from engines.openai import row_of
+
+    content = {"choices": [{"text": "-by-", "index": 0, "finish_reason": "length", "logprobs": {"content": [
+        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.78, "top_logprobs": []},
+        {"id": 1717, "token": "by", "bytes": [98, 121], "logprob": -2.13, "top_logprobs": []},
+        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.02, "top_logprobs": []}]}}]}
+    assert row_of(content, 4) == (29, 1717, 29, END)
+    assert row_of({"choices": [{"logprobs": {"tokens": ["token_id:5", "token_id:7"]}}]}, 2) == (5, 7)
+    assert row_of({"choices": [{"logprobs": {"tokens": ["a", "b"]}}]}, 3) == ("a", "b", END)
+    with pytest.raises(ValueError, match="no per-token logprobs"):
+        row_of({"choices": [{"text": "ab", "logprobs": None}]}, 2)
