@@ -5,8 +5,8 @@ One request per sample (``n`` = 1, seed ``seed + i``), ``concurrency`` of them i
 and retries with backoff; a sample whose every try failed is *lost* and counted, never dropped silently.
 Tokens come back per position from ``logprobs.tokens``: as ids where the server offers them (vLLM's
 ``return_tokens_as_token_ids`` writes ``token_id:N``), else as text pieces; or from ``logprobs.content``, ids
-(llama-server's). Speculation is a server's
-setting, not a request's: compare two servers (one drafting, one not) with ``--against``.
+(llama-server's). Speculation is a server's setting, not a request's: compare two servers (one drafting, one
+not) with ``--against``.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=N
     if out:
         check_writable(out)
     document = measure_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
-                                forecast_questions=forecast_questions)
+                             forecast_questions=forecast_questions)
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
         lines.append(f"no engine rows: {document['engine_skipped']}")

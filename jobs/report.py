@@ -56,5 +56,5 @@ def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | N
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
     table = saved_table(from_table) if from_table else measure_table(settings, task, draft=draft, target=target,
-                                                                          device=device, forecast_questions=questions)
+                                                                     device=device, forecast_questions=questions)
     return table, recommend(table)
