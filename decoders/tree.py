@@ -41,7 +41,7 @@ from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "generate_tree",
            "tree_acceptance", "breadth_first", "check_tree_models", "tree_room", "is_chain", "CHAIN_RULE_VERIFIERS",
-           "runs_as_chain"]
+           "runs_as_chain", "chain_config"]
 
 #: The verifiers whose rule at a node with one child is Algorithm 1's: the child drawn from q, accepted with
 #: min(1, p / q), else a token from norm((p - q)+) (docs/theory.md §12).
@@ -299,19 +299,27 @@ class TreeStep:
 REFERENCE_TREE_STEP = TreeStep()
 
 
+def chain_config(config: TreeConfig, step: TreeStep) -> SpeculativeConfig | None:
+    """The chain decoder's config (gamma = the chain's depth) where ``config`` run by ``step`` is the chain decoder's
+    (``runs_as_chain``, with the reference step: a planted bug runs its own step), else None."""
+    if step is REFERENCE_TREE_STEP and runs_as_chain(config):
+        return SpeculativeConfig(config.tree.depth, config.sampling)
+    return None
+
+
 @torch.inference_mode()
 def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeConfig, randomness: Randomness,
                   eos: int | None = None, profile: bool = False, step: TreeStep = REFERENCE_TREE_STEP) -> Generation:
     """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
     ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs). A chain
-    the chain decoder verifies alike (``runs_as_chain``) is the chain decoder's, with each accepted child's rank 1."""
+    the chain decoder verifies alike (``chain_config``) is the chain decoder's, with each accepted child's rank 1."""
     if not isinstance(config, TreeConfig):
         raise ValueError(f"config must be a TreeConfig, got {type(config).__name__}")
     check_tree_models(target, draft, config)
-    if step is REFERENCE_TREE_STEP and runs_as_chain(config):
-        generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens, eos=eos,
-                                          config=SpeculativeConfig(config.tree.depth, config.sampling),
-                                          randomness=randomness, profile=profile)
+    chain = chain_config(config, step)
+    if chain is not None:
+        generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens, config=chain,
+                                          randomness=randomness, eos=eos, profile=profile)
         ranks = tuple(tuple((1,) * count for count in rows) for rows in generation.stats.accepted_per_iteration)
         return replace(generation, stats=replace(generation.stats, accepted_ranks=ranks))
     prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)

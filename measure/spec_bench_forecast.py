@@ -186,8 +186,9 @@ def judge_category(forecast: dict, measured: dict) -> dict:
         timed = {row["gamma"]: row for row in drafted["rows"]}
         for f in forecast["drafts"][name]["speedups"]:
             row = timed[f["gamma"]]
-            rows.append({"setting": chain_setting(name, f["gamma"]), "draft": name, "gamma": f["gamma"], "drafted": f["gamma"],
-                         "forecast": f["speedup"], "forecast_standard_error": f["standard_error"],
+            rows.append({"setting": chain_setting(name, f["gamma"]), "draft": name, "gamma": f["gamma"],
+                         "drafted": f["gamma"], "forecast": f["speedup"],
+                         "forecast_standard_error": f["standard_error"],
                          "measured": row["speedup"], "measured_interval": row["speedup_interval"],
                          "forecast_over_measured": f["speedup"] / row["speedup"],
                          "inside_interval": row["speedup_interval"][0] <= f["speedup"] <= row["speedup_interval"][1]})
@@ -195,7 +196,8 @@ def judge_category(forecast: dict, measured: dict) -> dict:
     if tree is not None and measured.get("dynamic"):
         timed = measured["dynamic"]["rows"][0]
         rows.append({"setting": tree_setting(tree["draft"], tree["nodes"]), "draft": "dynamic",
-                     "gamma": None, "drafted": tree["nodes"], "forecast": tree["speedup"], "forecast_standard_error": tree["standard_error"],
+                     "gamma": None, "drafted": tree["nodes"], "forecast": tree["speedup"],
+                     "forecast_standard_error": tree["standard_error"],
                      "measured": timed["speedup"], "measured_interval": None,
                      "forecast_over_measured": tree["speedup"] / timed["speedup"], "inside_interval": None})
     by_setting = {row["setting"]: row for row in rows}

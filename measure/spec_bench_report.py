@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from spectheory.optimum import best_choice, best_gamma_row
 
-__all__ = ["NO_SPECULATION", "NOT_SPECULATING", "chain_setting", "tree_setting", "recommend", "recommendation_lines", "within_noise", "overall_error", "apart_label",
-           "loss_noise"]
+__all__ = ["NO_SPECULATION", "NOT_SPECULATING", "chain_setting", "tree_setting", "recommend", "recommendation_lines",
+           "within_noise", "overall_error", "apart_label", "loss_noise"]
 
 NO_SPECULATION = "do not speculate"
 Z95 = 1.959963984540054  # the two-sided 95% point of the normal law

@@ -36,7 +36,7 @@ from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
 from decoders._loop import start
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep
-from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, check_tree_models, runs_as_chain, tree_room
+from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, chain_config, check_tree_models, tree_room
 from spectheory.validation import as_positive_int
 
 __all__ = ["Enumerator", "Law", "ExactReport", "BranchBudgetExceeded", "autoregressive_law", "speculative_law",
@@ -164,11 +164,11 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
              step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None,
              max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``step``'s iterations);
-    of the chain decoder where ``generate_tree`` runs it (``runs_as_chain``, with the reference step)."""
+    of the chain decoder where ``generate_tree`` runs it (``chain_config``)."""
     check_tree_models(target, draft, config)
-    if step is REFERENCE_TREE_STEP and runs_as_chain(config):
-        return speculative_law(target, draft, prompt, SpeculativeConfig(config.tree.depth, config.sampling), horizon,
-                               progress=progress, max_branches=max_branches)
+    chain = chain_config(config, step)
+    if chain is not None:
+        return speculative_law(target, draft, prompt, chain, horizon, progress=progress, max_branches=max_branches)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
         state = start(target, draft, prompts, tree_room(config, 0),

@@ -5,6 +5,6 @@ here="$(dirname "$0")"
 for i in 1 2 3 4 5 6 7 8 9; do
   echo "chain before $(OMP_NUM_THREADS=1 python "$here/chain_time.py" /tmp/before)"
   echo "chain after $(OMP_NUM_THREADS=1 python "$here/chain_time.py" /work/main)"
-  echo "tree-chain before $(OMP_NUM_THREADS=1 python "$here/tree_chain_time.py" /tmp/pre56)"
-  echo "tree-chain after $(OMP_NUM_THREADS=1 python "$here/tree_chain_time.py" /work/main)"
+  echo "tree-chain before $(OMP_NUM_THREADS=1 python "$here/chain_time.py" /tmp/pre56 tree-chain)"
+  echo "tree-chain after $(OMP_NUM_THREADS=1 python "$here/chain_time.py" /work/main tree-chain)"
 done

@@ -12,8 +12,8 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
-from decoders.tree import (REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, generate_tree, runs_as_chain,
-                           tree_acceptance)
+from decoders.tree import (REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, chain_config, generate_tree,
+                           runs_as_chain, tree_acceptance)
 from spectheory.multidraft import VERIFIERS
 from spectheory.trees import Tree, optimal_tree
 
@@ -99,7 +99,10 @@ def test_chain_tree_against_chain_decoder(verifier):
     names = set(target.names) | set(draft.names)
     same = (tree_run.tokens, tree_run.stats.accepted_per_iteration) == \
         (chain_run.tokens, chain_run.stats.accepted_per_iteration)
-    assert same == runs_as_chain(TreeConfig(SHAPES["chain"], sampling, verifier)) == (verifier != "target-only")
+    config = TreeConfig(SHAPES["chain"], sampling, verifier)
+    assert same == runs_as_chain(config) == (chain_config(config, REFERENCE_TREE_STEP) is not None) == \
+        (verifier != "target-only")
+    assert chain_config(config, tree_mutant(TREE_MUTANTS[0].name).step) is None  # a planted bug runs its own step
     if verifier == "target-only":
         assert {"forward_tree", "commit_path"} <= names, names
     else:
