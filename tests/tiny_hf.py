@@ -4,13 +4,13 @@ import pytest
 import torch
 
 
-def tiny_hf_model(kind: str, attention: str = "sdpa", vocab: int = 24, context: int = 96):
+def tiny_hf_model(kind: str, attention: str = "sdpa", vocab: int = 24, context: int = 96, seed: int = 7):
     """Our adapter over a tiny random transformers model: GPT-2 (learned positions) or Llama (rotary
     positions, grouped-query attention), with ``attention`` its attention implementation."""
     transformers = pytest.importorskip("transformers")
     from decoders.models.hf import HFCausalLM
 
-    torch.manual_seed(7)  # model initialisation only
+    torch.manual_seed(seed)  # model initialisation only
     if kind == "gpt2":
         config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=vocab, n_positions=context,
                                          bos_token_id=None, eos_token_id=None)

@@ -22,7 +22,7 @@ from decoders.models.base import (PendingTree, check_shape, check_step, check_tr
                                   tree_layout)
 
 __all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
-           "check_same_tokenizer", "layer_skip", "layer_count"]
+           "check_same_tokenizer", "layer_skip", "layer_count", "float_logits"]
 
 #: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
 DEFAULT_CAPACITY = 256
@@ -34,7 +34,8 @@ class RowCache:
     """The key/value cache transformers' attention layers write into (``update(keys, values, layer)``):
     ``keys``/``values`` hold one ``[B, H, capacity + 1, Dh]`` buffer per layer, allocated at the first
     call. Before each call the adapter sets ``write_at: [B, S]`` (the slot of every new token) and
-    ``visible`` (slots the call's mask spans); ``update`` writes there and returns the visible slots."""
+    ``visible`` (slots the call's mask spans; None: all of them); ``update`` writes there and returns the visible
+    slots."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -44,7 +45,7 @@ class RowCache:
         self.visible = 0
         self._index: torch.Tensor | None = None  # write_at expanded to [B, H, S, Dh], built once per call
 
-    def prepare(self, write_at: torch.Tensor, visible: int) -> None:
+    def prepare(self, write_at: torch.Tensor, visible: int | None) -> None:
         self.write_at, self.visible, self._index = write_at, visible, None
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
@@ -58,10 +59,12 @@ class RowCache:
         keys, values = self.keys[layer_idx], self.values[layer_idx]
         keys.scatter_(2, self._index, key_states)
         values.scatter_(2, self._index.expand(-1, -1, -1, value_states.shape[-1]), value_states)
+        if self.visible is None:  # every slot (the static cache: a fixed shape)
+            return keys, values
         return keys[:, :, :self.visible], values[:, :, :self.visible]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
-        return self.visible
+        return self.capacity + 1 if self.visible is None else self.visible
 
     def grow(self, capacity: int) -> None:
         """Larger buffers holding the same slots (the spare last slot is scratch and not kept)."""
@@ -147,10 +150,7 @@ class HFCausalLM:
         check_shape(tokens, state)
         batch, new = tokens.shape
         if state.bound + new > state.capacity:  # the exact check costs a synchronisation: only where buffers may fill
-            counts = check_step(self, tokens, state, counts)
-            needed = int((state.lengths + counts).max())
-            if needed > state.capacity:
-                state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
+            counts = self._make_room(tokens, state, counts)
         pad = -(-self.padded_widths.get(batch * new, batch * new) // batch) - new  # columns added: a cheaper call
         if pad:
             counts = torch.full_like(state.lengths, new) if counts is None else counts
@@ -162,17 +162,37 @@ class HFCausalLM:
         else:  # padding (s >= counts[b]) writes into the spare last slot, never into the row
             write_at = torch.where(offsets < counts[:, None], positions, state.capacity)
             position_ids = positions.clamp(max=state.capacity - 1)
-        visible = min(state.bound + new, state.capacity)  # slots past a row's end are masked anyway
+        visible = self._visible(state, state.bound + new)  # slots past a row's end are masked anyway
         keys = torch.arange(visible, device=tokens.device)
         mask = (keys <= positions[:, :, None])[:, None]  # [B, 1, S + pad, K]: a query sees its row up to itself
         kept = keep or new
         logits = self._run(tokens, state, write_at, visible, mask, position_ids, kept + pad)[:, :kept]
         state.lengths = state.lengths + counts
-        state.bound = visible
+        state.bound = min(state.bound + new, state.capacity)
         state.tree = None  # a pending tree's slots may have been overwritten
         return logits
 
     __call__ = forward
+
+    def _make_room(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None) -> torch.Tensor:
+        """Checked ``counts`` after growing the buffers where a row needs more slots (up to the context)."""
+        counts = check_step(self, tokens, state, counts)
+        needed = int((state.lengths + counts).max())
+        if needed > state.capacity:
+            state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
+        return counts
+
+    def _visible(self, state: HFState, bound: int) -> int:
+        """The key slots a call's mask spans, given a bound on the rows' lengths after it: no more than needed."""
+        return min(bound, state.capacity)
+
+    def compiled(self, backend: str = "inductor", mode: str | None = None) -> "HFCausalLM":
+        """This model (the same weights) on the compiled, static-cache path (``decoders.models.compiled``)."""
+        from decoders.models.compiled import StaticHF
+
+        twin = StaticHF(self.model, backend=backend, mode=mode)
+        twin.early_exit = self.early_exit
+        return twin
 
     def append(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None) -> None:
         """``forward`` without the logits (a prefill): the LM head runs at one position only."""
@@ -184,8 +204,8 @@ class HFCausalLM:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
                 ~mask, torch.finfo(self.mask_dtype).min)
         state.cache.prepare(write_at, visible)
-        return self.model(input_ids=tokens, cache=state.cache, attention_mask=mask,
-                          position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits.float()
+        return float_logits(self.model(input_ids=tokens, cache=state.cache, attention_mask=mask,
+                          position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits)
 
     def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
                      positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
@@ -198,17 +218,22 @@ class HFCausalLM:
         check_shape(tokens, state)
         parents = torch.as_tensor(parents, dtype=torch.int64, device=tokens.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
-        visible = state.bound + tree.size
-        if self.max_context is not None and visible > self.max_context:
+        needed = state.bound + tree.size
+        if self.max_context is not None and needed > self.max_context:
             raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the model's context "
                              f"of {self.max_context} tokens")
-        if visible > state.capacity:
-            state.cache.grow(min(max(visible, 2 * state.capacity), self.max_context or visible))
+        if needed > state.capacity:
+            self._grow_for_tree(state, tree.size, needed)
+        visible = self._visible(state, needed)
         depth_positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
         logits = self._run(tokens, state, slots, visible, mask, depth_positions if positions is None else positions,
                            keep)
         state.tree = tree
         return logits
+
+    def _grow_for_tree(self, state: HFState, nodes: int, needed: int) -> None:
+        """Buffers of at least ``needed`` slots for a tree of ``nodes`` nodes (up to the context)."""
+        state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
 
     def commit_path(self, state: HFState, path: torch.Tensor, counts: torch.Tensor) -> None:
         """Keep each row's first ``counts[b]`` nodes of ``path: [B, M]`` after its prefix; drop the pending tree."""
@@ -229,6 +254,11 @@ class HFCausalLM:
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
         state.tree = None
+
+
+def float_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Logits in float32 at least: half precision widened, float64 kept (the exact audits' tiny models)."""
+    return logits if logits.dtype == torch.float64 else logits.float()
 
 
 def _layer_stack(model) -> tuple:

@@ -21,7 +21,8 @@ from typing import Protocol
 import torch
 
 __all__ = ["ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
-           "prefill_call", "repeated", "model_calls"]
+           "prefill_call", "repeated", "model_calls",
+           "compiled_model"]
 
 
 class ModelState(Protocol):
@@ -66,6 +67,8 @@ OPTIONAL = {
                          "shared prompt once; without it, the prompt is scored again with every row",
     ("model", "head_logits"): "head_logits(...): the LM head alone, timed as a model call by the profiles; "
                               "without it, nothing (the head is inside forward)",
+    ("model", "compiled"): "compiled(backend, mode): the same model on a static cache with one compiled step per call "
+                           "shape (docs/gpu.md); without it, the eager model, and one line says so",
 }
 
 
@@ -113,3 +116,11 @@ def repeated(model, state, rows: int, body: torch.Tensor, capacity: int):
 def model_calls(model, names: tuple) -> list:
     """Which of the method ``names`` ``model`` has (a timer wraps those it finds)."""
     return [name for name in names if hasattr(model, name)]
+
+
+def compiled_model(model, role: str = "model", *, backend: str = "inductor", mode: str | None = None) -> tuple:
+    """(``model`` on its compiled path, None), or (``model`` itself, the one line saying that the ``role`` runs
+    eagerly) where it has none."""
+    if hasattr(model, "compiled"):
+        return model.compiled(backend=backend, mode=mode), None
+    return model, f"the {role} ({type(model).__name__}) has no compiled path: it runs eagerly"

@@ -1,0 +1,164 @@
+"""The compiled, static-cache path (decoders.models.compiled; docs/gpu.md) against the eager adapter: its logits,
+greedy tokens and exact laws (every chain and tree verifier, the sampling parameters engines ship) equal the eager
+path's, the planted mutants still fail on it, and what a CUDA graph would capture is one graph with no host read.
+
+The models are tiny random float64 Hugging Face Llama and GPT-2 models with peaked conditionals, compiled with the
+``eager`` backend: dynamo traces each call shape into one graph (``fullgraph``) in seconds, without inductor's code
+generation; the graph is what inductor and CUDA graphs would compile and replay (``test_inductor_...`` runs
+inductor itself). Exact laws are compared to 1e-9 (float64 enumerations: no false positives); a mutant counts as
+caught above 1e-6."""
+
+import itertools
+
+import pytest
+import torch
+
+from decoders.audit.exact import autoregressive_law, compare_laws, speculative_law, tree_law
+from decoders.audit.mutants import MUTANTS
+from decoders.audit.tree_mutants import TREE_MUTANTS
+from decoders.autoregressive import generate_autoregressive
+from decoders.models.protocol import compiled_model
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY, Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.tree import DynamicTree, TreeConfig, generate_tree
+from spectheory.multidraft import VERIFIERS
+from spectheory.trees import Tree
+from tiny_hf import tiny_hf_model
+
+transformers = pytest.importorskip("transformers")
+
+PROMPT = [1, 2]
+CAUGHT = 1e-6
+SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
+             "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY,
+             "all at T=0.8": Sampling(0.8, top_k=3, top_p=0.97, min_p=0.05, repetition_penalty=1.3,
+                                      frequency_penalty=0.4, presence_penalty=0.2, logit_bias=((1, 0.5),)),
+             "stop+temperature": Sampling(0.8, stop=(3,))}
+
+
+def peaked(kind: str, vocab: int, seed: int = 7):
+    """A tiny float64 model of ``kind`` whose embeddings and head are scaled up: peaked, varied conditionals (a
+    fresh one's are nearly uniform, under which many bugs move no mass)."""
+    adapter = tiny_hf_model(kind, vocab=vocab, seed=seed)
+    with torch.no_grad():
+        weights = (adapter.model.get_input_embeddings().weight, adapter.model.get_output_embeddings().weight)
+        for weight in {w.data_ptr(): w for w in weights}.values():  # once where the two are tied (GPT-2)
+            weight.mul_(15.0)
+    adapter.model.to(torch.float64)
+    return type(adapter)(adapter.model)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """(eager target, eager draft, compiled target, compiled draft) at V = 4: a Llama target, a GPT-2 draft."""
+    target, draft = peaked("llama", 4), peaked("gpt2", 4, seed=8)
+    return target, draft, target.compiled(backend="eager"), draft.compiled(backend="eager")
+
+
+def exact(law_and_branches, target, sampling, horizon):
+    law, branches = law_and_branches
+    return compare_laws(law, autoregressive_law(target, PROMPT, sampling, horizon), method="prefix-dp",
+                        horizon=horizon, branches=branches)
+
+
+def test_compiled_logits_against_eager(pair):
+    """Causal calls, a rollback and a tree call: the same logits as the eager adapter (float64, 1e-12), though the
+    compiled calls attend over every slot of the static cache."""
+    target, _, compiled, _ = pair
+    calls = [("forward", torch.tensor([[1, 2, 3], [2, 0, 1]]), None), ("forward", torch.tensor([[3, 1], [0, 2]]), None),
+             ("truncate", torch.tensor([4, 3]), None), ("forward", torch.tensor([[1], [3]]), None),
+             ("forward_tree", torch.tensor([[1, 2, 3], [0, 1, 2]]), torch.tensor([[-1, 0, 0], [-1, 0, 1]]))]
+    states = [model.new_state(2, 16) for model in (target, compiled)]
+    with torch.no_grad():
+        for name, tokens, parents in calls:
+            outputs = [model.truncate(state, tokens) if name == "truncate" else
+                       getattr(model, name)(tokens, state, *(() if parents is None else (parents,)))
+                       for model, state in zip((target, compiled), states)]
+            if name != "truncate":
+                torch.testing.assert_close(outputs[1], outputs[0], atol=1e-12, rtol=0)
+    assert {width for _, width, _ in compiled.compiled_shapes} == {1, 2, 3}  # the first call (a prompt) ran eagerly
+
+
+def test_static_cache_is_allocated_once(pair):
+    """A rollback moves the rows' lengths only: the same buffers before and after a whole chain run."""
+    _, _, compiled, _ = pair
+    state = compiled.new_state(1, 12)
+    buffers = [buffer.data_ptr() for buffer in state.cache.keys + state.cache.values]
+    with torch.no_grad():
+        compiled.forward(torch.tensor([[1, 2, 3]]), state)
+        compiled.truncate(state, torch.tensor([1]))
+        compiled.forward(torch.tensor([[3, 0]]), state)
+        with pytest.raises(ValueError, match="capacity of 12"):
+            compiled.forward(torch.tensor([[1] * 10]), state)
+    assert [buffer.data_ptr() for buffer in state.cache.keys + state.cache.values] == buffers
+
+
+@pytest.mark.parametrize("decoder", ("autoregressive", "chain", "tree", "dynamic"))
+def test_greedy_compiled_against_eager(decoder):
+    """Batches of prompts of different lengths, 16 tokens: the compiled pair gives the eager pair's tokens."""
+    target, draft = peaked("llama", 24), peaked("gpt2", 24, seed=8)
+    prompts = [[1, 2, 3, 4], [5, 6], [7, 8, 9]]
+    outputs = []
+    for t, d in ((target, draft), (target.compiled(backend="eager"), draft.compiled(backend="eager"))):
+        options = {"max_new_tokens": 16, "randomness": seeded(0)}
+        if decoder == "autoregressive":
+            outputs.append(generate_autoregressive(t, prompts, sampling=GREEDY, **options).tokens)
+        elif decoder == "chain":
+            outputs.append(generate_speculative(t, d, prompts, config=SpeculativeConfig(3, GREEDY), **options).tokens)
+        else:
+            tree = DynamicTree(2, 3, 6) if decoder == "dynamic" else Tree.kary(2, 2)
+            outputs.append(generate_tree(t, d, prompts, config=TreeConfig(tree, GREEDY), **options).tokens)
+    assert outputs[1] == outputs[0]
+    assert len(set(outputs[0])) == 3  # the rows differ: the comparison sees each row's own tokens
+
+
+@pytest.mark.parametrize("verifier", ("token", "block"))
+@pytest.mark.parametrize("name", sorted(SAMPLINGS))
+def test_exact_chain_law_on_compiled_path_against_autoregressive(pair, verifier, name):
+    """gamma 2, the first 3 tokens, against the eager target's autoregressive law: within 1e-9."""
+    target, _, compiled, draft = pair
+    sampling = SAMPLINGS[name]
+    report = exact(speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling, verifier=verifier), 3),
+                   target, sampling, 3)
+    assert report.max_abs_difference <= 1e-9 and report.branches > (0 if sampling.greedy else 10), (verifier, name, report)
+
+
+@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("temperature", (1.0, 0.7))
+def test_exact_tree_law_on_compiled_path_against_autoregressive(pair, verifier, temperature):
+    """A branching tree under every verifier: the law of the first 3 tokens within 1e-9 of the eager target's."""
+    target, _, compiled, draft = pair
+    sampling = Sampling(temperature)
+    report = exact(tree_law(compiled, draft, PROMPT, TreeConfig(Tree((-1, 0, 0, 1)), sampling, verifier), 3,
+                            progress=False), target, sampling, 3)
+    assert report.max_abs_difference <= 1e-9, (verifier, report)
+
+
+def test_exact_dynamic_tree_law_on_compiled_path_against_autoregressive(pair):
+    target, _, compiled, draft = pair
+    report = exact(tree_law(compiled, draft, PROMPT, TreeConfig(DynamicTree(2, 3, 5), Sampling(1.0)), 3,
+                            progress=False), target, Sampling(1.0), 3)
+    assert report.max_abs_difference <= 1e-9, report
+
+
+CHAIN_MUTANTS = [bug for bug in MUTANTS if bug.exact == "dp"]  # the ones the prefix programme sees
+
+
+@pytest.mark.parametrize("bug", CHAIN_MUTANTS, ids=lambda bug: bug.name)
+def test_mutant_fails_on_compiled_path(pair, bug):
+    """Every chain mutant the prefix programme sees, on the compiled pair, under the sampling where it shows."""
+    target, _, compiled, draft = pair
+    sampling = bug.shows_with.bound(None, 4)
+    report = exact(speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling), 3, step=bug.step),
+                   target, sampling, 3)
+    assert report.max_abs_difference > CAUGHT, (bug.name, report)
+
+
+@pytest.mark.parametrize("planted", TREE_MUTANTS, ids=lambda planted: planted.name)
+def test_tree_mutant_fails_on_compiled_path(pair, planted):
+    target, _, compiled, draft = pair
+    config = TreeConfig(Tree((-1, 0, 0, 0, 1)), planted.shows_with, planted.verifier)
+    report = exact(tree_law(compiled, draft, PROMPT, config, 2, step=planted.step, progress=False), target,
+                   planted.shows_with, 2)
+    assert report.max_abs_difference > CAUGHT, (planted.name, report)
