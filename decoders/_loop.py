@@ -13,13 +13,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from decoders.models.protocol import check_model, model_calls, prefill_call
-from decoders.sampling import History
+from decoders.models.protocol import check_model, model_calls, prefill_call, tighten
+from decoders.sampling import History, check_probs
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["decode", "as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft",
            "forward_after", "prompt_nodes", "keep_nodes", "park", "park_committed", "Output", "PhaseTimer",
-           "check_models", "check_room", "synchronize", "room_for"]
+           "check_models", "check_room", "synchronize", "room_for", "host_read"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -211,6 +211,25 @@ def keep_nodes(model, state, held: torch.Tensor, counts: torch.Tensor, path: tor
         chain = torch.cat([chain, torch.zeros_like(path)], dim=1)  # [B, P + M]
         after = pending.counts[:, None] + torch.arange(path.shape[1], device=path.device)  # [B, M]
         model.commit_path(state, chain.scatter_(1, after, path + pending.tokens.shape[1]), pending.counts + counts)
+
+
+def host_read(columns: list, probs: tuple = (), models: dict | None = None, states: tuple = ()) -> list:
+    """The decoders' one host read per iteration (docs/gpu.md, "Host synchronisations"): each integer tensor of
+    ``columns`` (``[B, k]``) as a list of rows (lists of k values), and in the same read ``check_probs`` of ``probs``
+    and each of ``states``' longest row, which tightens its host bound (``tighten``)."""
+    batch, widths = len(columns[0]), [column.shape[1] for column in columns]
+    extras = [state.lengths.max().reshape(1) for state in states]
+    if probs:
+        extras.append(torch.isnan(sum(p.sum() for p in probs)).to(torch.int64).reshape(1))
+    parts = [column.to(torch.int64) for column in columns] + ([torch.cat(extras).expand(batch, -1)] if extras else [])
+    rows = torch.cat(parts, dim=1).tolist()  # [B, sum(widths) + extras]: the one read
+    tail = rows[0][sum(widths):]
+    if probs and tail[-1]:
+        check_probs(*probs, models=models)  # raises, naming the model whose logits hold NaN
+    for state, longest in zip(states, tail):
+        tighten(state, longest)
+    starts = [sum(widths[:i]) for i in range(len(widths))]
+    return [[row[at:at + width] for row in rows] for at, width in zip(starts, widths)]
 
 
 def park(model, state, done: torch.Tensor) -> None:

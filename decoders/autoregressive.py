@@ -5,22 +5,23 @@ from __future__ import annotations
 
 import torch
 
-from decoders._loop import Output, PhaseTimer, Unfed, as_prompts, check_room, decode, forward_after, new_state, unfed
+from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_room, decode, forward_after, host_read, new_state,
+                            unfed)
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, draw
+from decoders.sampling import History, Sampling, history_of, adjusted_probs, draw
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
 
 def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness,
-                        pending: Unfed | None = None, history: History | None = None) -> torch.Tensor:
+                        pending: Unfed | None = None, history: History | None = None) -> tuple:
     """Feed each row's last token ``[B]`` (after its ``pending`` prompt tokens) and sample the next one ``[B]``
-    from the adjusted distribution (penalised by ``history``'s counts ``[B, V]`` where a penalty is set)."""
+    from the adjusted distribution ``[B, V]`` (penalised by ``history``'s counts where a penalty is set): (the
+    tokens, that distribution, unchecked: ``decoders._loop.host_read`` checks it with the iteration's one read)."""
     logits = forward_after(model, last[:, None], state, pending)[:, 0]  # [B, V]
     probs = adjusted_probs(logits, sampling, validate=False, history=history)
-    check_probs(probs)
-    return draw(probs, sampling, randomness)
+    return draw(probs, sampling, randomness), probs
 
 
 @torch.inference_mode()
@@ -40,11 +41,11 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
     def iterate(active: list) -> list:
         nonlocal last, pending, history, steps
         with timer.phase("decode" if steps else "prefill"):  # "prefill": the prompt and the first new token
-            last = autoregressive_step(model, state, last, sampling, randomness, pending, history)
+            last, probs = autoregressive_step(model, state, last, sampling, randomness, pending, history)
         steps, pending = steps + 1, None
         if history is not None:
             history = history.plus(last[:, None])
-        return [[token] for token in last.tolist()]
+        return host_read([last[:, None]], (probs,))[0]
     decode(output, iterate)
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

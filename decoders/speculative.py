@@ -19,17 +19,18 @@ from dataclasses import dataclass, replace
 import torch
 
 from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
-                            forward_after, keep_nodes, park_committed, room_for, start)
+                            forward_after, host_read, keep_nodes, park_committed, room_for, start)
+from decoders.models.protocol import fixed_widths
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, history_of, adjusted_probs, check_probs, processed_logits, proposes
+from decoders.sampling import History, Sampling, history_of, adjusted_probs, processed_logits, proposes
 from decoders.verification import (CHAIN_VERIFIERS as VERIFIERS, accept_block, accept_tokens, draft_ratio,
                                     next_token_law)
 from spectheory.validation import as_positive_int
 
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
-           "generate_speculative"]  # Committed and start live in decoders._loop, shared with the tree decoder
+           "generate_speculative", "refuse_inexact"]  # Committed and start live in decoders._loop, shared with the tree decoder
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,10 @@ def _token_zero(like: torch.Tensor) -> torch.Tensor:
 class SpeculativeStep:
     """One iteration of Algorithm 1 (or block verification) in named phases: ``draft``, ``verify``,
     ``accept`` and ``correct``, then ``rollback``. Calling it runs the iteration and updates ``committed``
-    in place. The planted-bug decoders of ``decoders.audit.mutants`` override one phase each."""
+    in place. The planted-bug decoders of ``decoders.audit.mutants`` override one phase each. ``preserves_law`` is
+    False for a step that is not a sampler (``decoders.timing``), which the audits refuse."""
+
+    preserves_law = True
 
     def room(self, config: SpeculativeConfig, max_new_tokens: int) -> int:
         """Tokens each state must hold beyond its prompt: the new tokens and one iteration's overshoot."""
@@ -156,18 +160,20 @@ class SpeculativeStep:
 
     def verify(self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor,
                config: SpeculativeConfig) -> torch.Tensor:
-        """One target call on the last committed token and the drafts up to the longest row's proposals (m), after
-        the prompt at the first iteration: p ``[B, k + 1, V]``, whose positions after m + 1 repeat position m + 1
-        (never tested or drawn from). Penalties count the committed tokens and the drafts before each position."""
-        width, drafts = int(proposed.sum(dim=1).max()) + 1, drafted.shape[1]  # one host read, as the loop's own
+        """One target call on the last committed token and the drafts, after the prompt at the first iteration: all k
+        where the target has ``fixed_widths`` (no host read, one compiled shape a gamma), else up to the longest
+        row's proposals (one read). p ``[B, k + 1, V]``, whose positions after a row's m proposals repeat position
+        m + 1 (never tested or drawn from). Penalties count the committed tokens and the drafts before each
+        position."""
+        drafts, proposals = drafted.shape[1], proposed.sum(dim=1, keepdim=True)  # [B, 1]
+        width = drafts + 1 if fixed_widths(target) else int(proposals.max()) + 1  # the read, where widths vary
         feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
         logits = forward_after(target, feed, committed.target_state, committed.target_unfed)
         committed.target_unfed = None
         history = None if committed.history is None else committed.history.along(drafted[:, :width - 1])
-        p = adjusted_probs(logits, config.sampling, validate=False, history=history)
-        if width == drafts + 1:  # every position proposed somewhere (always, for a model draft): no copy
-            return p
-        return torch.cat([p, p[:, -1:].expand(-1, drafts + 1 - width, -1)], dim=1)  # [B, k + 1, V]
+        p = adjusted_probs(logits, config.sampling, validate=False, history=history)  # [B, width, V]
+        at = torch.minimum(torch.arange(drafts + 1, device=p.device), proposals)  # [B, k + 1]
+        return p.gather(1, at[..., None].expand(-1, -1, p.shape[-1]))
 
     def ratio(self, p, q, drafted, proposed) -> torch.Tensor:
         """p_i(x_i) / q_i(x_i) at the proposed positions, 0 elsewhere. # [B, gamma]"""
@@ -235,6 +241,13 @@ class SpeculativeStep:
 REFERENCE_STEP = SpeculativeStep()
 
 
+def refuse_inexact(step) -> None:
+    """A ``ValueError`` for a step that declares it does not preserve the target's law: auditing it says nothing."""
+    if not getattr(step, "preserves_law", True):
+        raise ValueError(f"{step!r} does not preserve the target's law (timing-only acceptance, docs/gpu.md): it is "
+                         f"not a sampler, and the audits refuse it")
+
+
 @torch.inference_mode()
 def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config: SpeculativeConfig,
                          randomness: Randomness, eos: int | None = None, profile: bool = False,
@@ -262,11 +275,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         nonlocal draft_calls
         outcome = step(target, draft, committed, config, randomness, timer)
         overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, k]; NaN where p or q is
-        check_probs(overlap, outcome.p[:, -1], models={"target": outcome.p, "draft": outcome.q})  # all of p and q
         short = config.gamma - overlap.shape[1]  # a policy drafted fewer: pad to gamma, never verified
         draft_calls += overlap.shape[1]
-        (accepted, proposed_counts), tokens = (torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)]).tolist(),
-                                               outcome.tokens.tolist())
+        counts, tokens = host_read([torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)], 1), outcome.tokens],
+                                   (overlap, outcome.p[:, -1]), {"target": outcome.p, "draft": outcome.q},
+                                   (committed.target_state, committed.draft_state))  # all of p and q checked
+        accepted, proposed_counts = [row[0] for row in counts], [row[1] for row in counts]
         accepted_log.append(tuple(accepted[b] for b in active))
         proposed_log.append(tuple(proposed_counts[b] for b in active))
         actives.append(active)

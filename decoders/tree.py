@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
-                            forward_after, keep_nodes, park_committed, room_for, start)
+                            forward_after, host_read, keep_nodes, park_committed, room_for, start)
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -335,7 +335,9 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
 
     def iterate(active: list) -> list:
         outcome = step(target, draft, state, config, randomness, timer)
-        counts, tokens, ranks = outcome.accepted.tolist(), outcome.tokens.tolist(), outcome.ranks.tolist()
+        counts, tokens, ranks = host_read([outcome.accepted[:, None], outcome.tokens, outcome.ranks],
+                                          states=(state.target_state, state.draft_state))
+        counts = [row[0] for row in counts]
         accepted_log.append(tuple(counts[b] for b in active))
         ranks_log.append(tuple(tuple(ranks[b][:counts[b]]) for b in active))
         return [row[:count + 1] for row, count in zip(tokens, counts)]

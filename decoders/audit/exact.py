@@ -35,7 +35,7 @@ from decoders.progress import progress_bar
 from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
 from decoders._loop import start
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, refuse_inexact
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, chain_config, check_tree_models, tree_room
 from spectheory.validation import as_positive_int
 
@@ -148,7 +148,10 @@ def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeCon
                     step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None,
                     max_branches: int | None = None) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
-    (``prefix_law`` over ``step``'s iterations, each from fresh states and a fresh copy of the config's policy)."""
+    (``prefix_law`` over ``step``'s iterations, each from fresh states and a fresh copy of the config's policy); a
+    step that is not a sampler is refused."""
+    refuse_inexact(step)
+
     def iterate(prompts: list, randomness: Randomness) -> list:
         committed = start(target, draft, prompts, config.gamma + 1, _history(prompts, len(prompt), target, config.sampling))
         outcome = step(target, draft, committed, config.afresh(), randomness)

@@ -24,7 +24,7 @@ from decoders.models.history import CopyDraft, NGramModel, TabularModel, Uniform
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import Randomness, TorchRandomness
 from decoders.sampling import Sampling, stop_padded
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative, refuse_inexact
 from spectheory.validation import as_int
 
 __all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
@@ -107,7 +107,10 @@ def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeCon
                     step: SpeculativeStep = REFERENCE_STEP,
                     source: Callable[[Randomness], Randomness] | None = None) -> Callable[[list, Randomness], tuple]:
     """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row,
-    drawing from ``source(randomness)`` when a source is given (a planted randomness bug)."""
+    drawing from ``source(randomness)`` when a source is given (a planted randomness bug); a step that is not a
+    sampler is refused."""
+    refuse_inexact(step)
+
     def generate(prompts, randomness):  # a draft-length policy starts afresh in each run, as in a new decoder
         return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config.afresh(),
                                     randomness=randomness if source is None else source(randomness), step=step).tokens

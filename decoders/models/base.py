@@ -101,10 +101,12 @@ def extend_tree(tree: PendingTree | None, parents: torch.Tensor) -> PendingTree:
     if tree is not None:
         ancestors[:, :held, :held], depths[:, :held] = tree.ancestors, tree.depths
     rows = torch.arange(batch, device=parents.device)
+    nodes = held + torch.arange(new, device=parents.device)
+    if bool(((parents < -1) | (parents >= nodes)).any()):  # one host read for every node
+        node = held + int(((parents < -1) | (parents >= nodes)).any(dim=0).to(torch.int64).argmax())
+        raise ValueError(f"parents of new node {node} must be in [-1, {node}), got {parents[:, node - held].tolist()}")
     for i in range(new):
         node, parent = held + i, parents[:, i]
-        if bool(((parent < -1) | (parent >= node)).any()):
-            raise ValueError(f"parents of new node {node} must be in [-1, {node}), got {parent.tolist()}")
         rooted = parent >= 0
         safe = parent.clamp(min=0)
         ancestors[:, node] = ancestors[rows, safe] & rooted[:, None]

@@ -13,97 +13,21 @@ downloaded: pass a model you built or a local directory.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from decoders.models.base import (PendingTree, check_shape, check_step, check_truncate, extend_tree, path_slots,
-                                  tree_layout)
+from decoders.models.base import check_shape, check_step, check_truncate, extend_tree, path_slots, tree_layout
+from decoders.models.compiled import BACKENDS, MAX_COMPILED_WIDTH, allocate, compile_mode, raise_shape_limits
+from decoders.models.hf_cache import HFState, RowCache
 
 __all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
-           "check_same_tokenizer", "layer_skip", "layer_count", "float_logits"]
+           "check_same_tokenizer", "layer_skip", "layer_count", "float_logits", "StaticHF"]
 
 #: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
 DEFAULT_CAPACITY = 256
 #: Attention implementations that take our per-row mask: sdpa a boolean one, eager an additive one.
 MASKED_ATTENTION = ("sdpa", "eager")
-
-
-class RowCache:
-    """The key/value cache transformers' attention layers write into (``update(keys, values, layer)``):
-    ``keys``/``values`` hold one ``[B, H, capacity + 1, Dh]`` buffer per layer, allocated at the first
-    call. Before each call the adapter sets ``write_at: [B, S]`` (the slot of every new token) and
-    ``visible`` (slots the call's mask spans; None: all of them); ``update`` writes there and returns the visible
-    slots."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.keys: list[torch.Tensor] = []
-        self.values: list[torch.Tensor] = []
-        self.write_at: torch.Tensor | None = None
-        self.visible = 0
-        self._index: torch.Tensor | None = None  # write_at expanded to [B, H, S, Dh], built once per call
-
-    def prepare(self, write_at: torch.Tensor, visible: int | None) -> None:
-        self.write_at, self.visible, self._index = write_at, visible, None
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
-        """Writes ``[B, H, S, Dh]`` keys and values at ``write_at``; returns the first ``visible`` slots."""
-        if layer_idx == len(self.keys):  # first call: this layer's buffers
-            shape = key_states.shape[:2] + (self.capacity + 1, key_states.shape[-1])
-            self.keys.append(key_states.new_zeros(shape))
-            self.values.append(value_states.new_zeros(shape[:3] + value_states.shape[-1:]))
-        if self._index is None:
-            self._index = self.write_at[:, None, :, None].expand(-1, key_states.shape[1], -1, key_states.shape[-1])
-        keys, values = self.keys[layer_idx], self.values[layer_idx]
-        keys.scatter_(2, self._index, key_states)
-        values.scatter_(2, self._index.expand(-1, -1, -1, value_states.shape[-1]), value_states)
-        if self.visible is None:  # every slot (the static cache: a fixed shape)
-            return keys, values
-        return keys[:, :, :self.visible], values[:, :, :self.visible]
-
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        return self.capacity + 1 if self.visible is None else self.visible
-
-    def grow(self, capacity: int) -> None:
-        """Larger buffers holding the same slots (the spare last slot is scratch and not kept)."""
-        for buffers in (self.keys, self.values):
-            for i, old in enumerate(buffers):
-                grown = old.new_zeros(old.shape[:2] + (capacity + 1,) + old.shape[3:])
-                grown[:, :, :self.capacity] = old[:, :, :self.capacity]
-                buffers[i] = grown
-        self.capacity = capacity
-
-    def clone(self) -> "RowCache":
-        copy = RowCache(self.capacity)
-        copy.keys, copy.values = [k.clone() for k in self.keys], [v.clone() for v in self.values]
-        return copy
-
-
-@dataclass
-class HFState:
-    """The adapter's cache and ``lengths: [B]``; ``bound`` is a host-side upper bound on ``lengths.max()``."""
-
-    cache: RowCache
-    lengths: torch.Tensor
-    bound: int = 0
-    tree: PendingTree | None = None  # draft-tree nodes held beyond lengths (forward_tree), until commit_path
-
-    @property
-    def capacity(self) -> int:
-        return self.cache.capacity
-
-    def clone(self) -> "HFState":
-        tree = None if self.tree is None else PendingTree(self.tree.ancestors.clone(), self.tree.depths.clone())
-        return HFState(self.cache.clone(), self.lengths.clone(), self.bound, tree)
-
-    def repeat(self, rows: int) -> "HFState":
-        """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
-        cache = RowCache(self.cache.capacity)
-        cache.keys = [k.repeat(rows, 1, 1, 1) for k in self.cache.keys]
-        cache.values = [v.repeat(rows, 1, 1, 1) for v in self.cache.values]
-        return HFState(cache, self.lengths.repeat(rows), self.bound)
 
 
 class HFCausalLM:
@@ -177,6 +101,7 @@ class HFCausalLM:
     def _make_room(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None) -> torch.Tensor:
         """Checked ``counts`` after growing the buffers where a row needs more slots (up to the context)."""
         counts = check_step(self, tokens, state, counts)
+        state.bound = int(state.lengths.max())  # tightened where a read is made anyway
         needed = int((state.lengths + counts).max())
         if needed > state.capacity:
             state.cache.grow(min(max(needed, 2 * state.capacity), self.max_context or needed))
@@ -188,8 +113,6 @@ class HFCausalLM:
 
     def compiled(self, backend: str = "inductor", mode: str | None = None) -> "HFCausalLM":
         """This model (the same weights) on the compiled, static-cache path (``decoders.models.compiled``)."""
-        from decoders.models.compiled import StaticHF
-
         twin = StaticHF(self.model, backend=backend, mode=mode)
         twin.early_exit = self.early_exit
         return twin
@@ -219,6 +142,9 @@ class HFCausalLM:
         parents = torch.as_tensor(parents, dtype=torch.int64, device=tokens.device).expand(tokens.shape)
         tree = extend_tree(state.tree, parents)
         needed = state.bound + tree.size
+        if needed > min(state.capacity, self.max_context or needed):  # the host bound may be loose (after a truncate)
+            state.bound = int(state.lengths.max())
+            needed = state.bound + tree.size
         if self.max_context is not None and needed > self.max_context:
             raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the model's context "
                              f"of {self.max_context} tokens")
@@ -248,12 +174,88 @@ class HFCausalLM:
         state.tree = None
 
     def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
-        """Cut rows back (the slots past a row's end are overwritten later); ``bound``, a known upper bound
-        on the new lengths, spares a synchronisation."""
-        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
+        """Cut rows back (the slots past a row's end are overwritten later), without a host read: ``bound`` is a
+        known upper bound on the new lengths, else the old one stays (a decoder tightens it from its own read,
+        ``decoders.models.protocol.tighten``)."""
+        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" else \
             torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
-        state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
+        state.bound = state.bound if bound is None else min(bound, state.bound)
         state.tree = None
+
+
+class StaticHF(HFCausalLM):
+    """``HFCausalLM`` over a static cache, its short calls compiled (``decoders.models.compiled``'s docstring). ``backend`` is one of
+    ``BACKENDS``; ``mode`` is inductor's (None: ``compile_mode`` of the model's device). ``compiled_shapes`` holds
+    the call shapes (rows, width, logits kept) compiled so far."""
+
+    fixed_widths = True  # verify at gamma + 1 tokens: no host read, one compiled shape a gamma
+
+    def __init__(self, model, *, backend: str = "inductor", mode: str | None = None,
+                 max_width: int = MAX_COMPILED_WIDTH) -> None:
+        super().__init__(model)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend, self.max_width = backend, max_width
+        self.mode = compile_mode(self.device) if mode is None and backend == "inductor" else mode
+        self.compiled_shapes: set = set()
+        raise_shape_limits()
+        self._compiled = torch.compile(self._call, fullgraph=True, dynamic=None, backend=backend, mode=self.mode)
+
+    def __repr__(self) -> str:
+        return f"StaticHF({type(self.model).__name__}, backend={self.backend!r}, mode={self.mode!r})"
+
+    def new_state(self, batch_size: int, capacity: int | None = None) -> HFState:
+        """A state whose buffers hold ``capacity`` tokens a row (None: the model's context), allocated now."""
+        slots = capacity or self.max_context
+        if slots is None:
+            raise ValueError("a static cache needs a capacity: the model states no context length")
+        slots = min(slots, self.max_context or slots)
+        state = HFState(RowCache(slots), torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+        allocate(state.cache, self.model.config, batch_size, self.mask_dtype, self.device)
+        return state
+
+    def _make_room(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None) -> torch.Tensor:
+        """Checked ``counts``: a static cache never grows, so a row that would outgrow it is an error (the host
+        bound was loose: tightened by the read)."""
+        counts = check_step(self, tokens, state, counts, state.capacity)
+        state.bound = int(state.lengths.max())
+        return counts
+
+    def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
+        """Cut rows back by moving their lengths; checked on the device (no host read on any device)."""
+        lengths = torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        torch._assert_async(((lengths >= 0) & (lengths <= state.lengths)).all(),
+                            "lengths must be in [0, held] per row")
+        state.lengths = lengths
+        state.bound = state.bound if bound is None else min(bound, state.bound)
+        state.tree = None
+
+    def _grow_for_tree(self, state: HFState, nodes: int, needed: int) -> None:
+        raise ValueError(f"a tree of {nodes} nodes after {state.bound} tokens exceeds the static cache's capacity of "
+                         f"{state.capacity} tokens")
+
+    def _visible(self, state: HFState, bound: int) -> int:
+        """Every slot, the spare last one included: one key width for every call."""
+        return state.capacity + 1
+
+    def _call(self, tokens, cache: RowCache, write_at, mask, position_ids, keep: int) -> torch.Tensor:
+        """One call of the wrapped model over the whole static cache: the function that is compiled."""
+        if not self.boolean_mask:
+            mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
+                ~mask, torch.finfo(self.mask_dtype).min)
+        cache.prepare(write_at, None)  # every slot: no Python integer for the graph to specialise on
+        return float_logits(self.model(input_ids=tokens, cache=cache, attention_mask=mask, position_ids=position_ids,
+                                       use_cache=True, logits_to_keep=keep).logits)
+
+    def _run(self, tokens, state: HFState, write_at, visible: int, mask, position_ids, keep: int = 0) -> torch.Tensor:
+        """The compiled call where the shape is a step's (no prompt, at most ``max_width`` tokens), else eager."""
+        batch, width = tokens.shape
+        if keep not in (0, width) or width > self.max_width:
+            return self._call(tokens, state.cache, write_at, mask, position_ids, keep)
+        self.compiled_shapes.add((batch, width, state.capacity))
+        if position_ids is write_at:  # one tensor as two inputs would be a graph of its own (dynamo's aliasing guard)
+            position_ids = position_ids.clone()
+        return self._compiled(tokens, state.cache, write_at, mask, position_ids, 0)
 
 
 def float_logits(logits: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ import torch
 
 __all__ = ["ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
            "prefill_call", "repeated", "model_calls",
-           "compiled_model"]
+           "compiled_model", "tighten", "fixed_widths"]
 
 
 class ModelState(Protocol):
@@ -67,6 +67,11 @@ OPTIONAL = {
                          "shared prompt once; without it, the prompt is scored again with every row",
     ("model", "head_logits"): "head_logits(...): the LM head alone, timed as a model call by the profiles; "
                               "without it, nothing (the head is inside forward)",
+    ("state", "bound"): "bound: a host-side upper bound on lengths.max(), which spares the model a host read; the "
+                        "decoders set it exactly from their one read per iteration (tighten); without it, nothing",
+    ("model", "fixed_widths"): "fixed_widths = True: a chain's verify always takes gamma + 1 tokens (no host read of "
+                               "the proposals, one compiled shape a gamma); without it, the longest row's proposals "
+                               "plus one (cheaper where a draft often proposes nothing, eagerly)",
     ("model", "compiled"): "compiled(backend, mode): the same model on a static cache with one compiled step per call "
                            "shape (docs/gpu.md); without it, the eager model, and one line says so",
 }
@@ -124,3 +129,14 @@ def compiled_model(model, role: str = "model", *, backend: str = "inductor", mod
     if hasattr(model, "compiled"):
         return model.compiled(backend=backend, mode=mode), None
     return model, f"the {role} ({type(model).__name__}) has no compiled path: it runs eagerly"
+
+
+def tighten(state, longest: int) -> None:
+    """Tell ``state`` its longest row's length, read by the decoder (its ``bound``, where it keeps one)."""
+    if hasattr(state, "bound"):
+        state.bound = longest
+
+
+def fixed_widths(model) -> bool:
+    """Whether ``model`` takes every chain verify at gamma + 1 tokens (``OPTIONAL``)."""
+    return bool(getattr(model, "fixed_widths", False))

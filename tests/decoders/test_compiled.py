@@ -162,3 +162,79 @@ def test_tree_mutant_fails_on_compiled_path(pair, planted):
     report = exact(tree_law(compiled, draft, PROMPT, config, 2, step=planted.step, progress=False), target,
                    planted.shows_with, 2)
     assert report.max_abs_difference > CAUGHT, (planted.name, report)
+
+
+def _compiled_call_arguments(compiled):
+    """The arguments of one compiled call (a chain's verify of 3 tokens, 2 rows), as ``StaticHF._run`` passes them."""
+    seen = []
+    original, compiled._compiled = compiled._compiled, lambda *args: seen.append(args) or original(*args)
+    try:
+        with torch.no_grad():
+            state = compiled.new_state(2, 16)
+            compiled.forward(torch.tensor([[1, 2, 3, 0], [0, 1, 2, 3]]), state)  # a prompt: eager
+            compiled.forward(torch.tensor([[1, 2, 3], [3, 2, 1]]), state)
+    finally:
+        compiled._compiled = original
+    return seen[0]
+
+
+def test_compiled_call_is_one_graph_against_a_planted_host_read(pair):
+    """What the compiled path captures (``StaticHF._call``) traced by dynamo: one graph, no break, so inductor and
+    CUDA graphs take it whole. The control, the same call followed by a host read, breaks, and ``fullgraph``
+    refuses it."""
+    _, _, compiled, _ = pair
+    arguments = _compiled_call_arguments(compiled)
+
+    def with_host_read(*args):
+        logits = compiled._call(*args)
+        if logits.sum().item() > 0:  # a value the host waits for
+            return logits * 2
+        return logits
+
+    with torch.no_grad():
+        explained = torch._dynamo.explain(compiled._call)(*arguments)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+        planted = torch._dynamo.explain(with_host_read)(*arguments)
+        assert planted.graph_break_count >= 1
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="(?i)graph break|unsupported|data-dependent|item"):
+            torch.compile(with_host_read, fullgraph=True, backend="eager")(*arguments)
+
+
+class _ReadingModel:
+    """A model that reads a value to the host in every forward (the control of the host-read count)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def forward(self, tokens, state, counts=None, keep=0):
+        int(state.lengths.max())
+        return self.model.forward(tokens, state, counts, keep)
+
+
+@pytest.mark.parametrize("planted", (False, True))
+@pytest.mark.parametrize("decoder", ("autoregressive", "chain"))
+def test_host_reads_per_iteration_against_a_planted_read(decoder, planted):
+    """On the compiled pair an iteration reads the device once (the tokens and accepted counts, with the NaN check and
+    the caches' lengths in the same read), plus one read at the end (the chain's acceptance statistics); the control
+    adds one read per forward, which the count sees. Counted on CPU: the reads a CUDA run makes are the same calls."""
+    from decoders.host_reads import HostReads
+
+    target, draft = peaked("llama", 24).compiled(backend="eager"), peaked("gpt2", 24, seed=8).compiled(backend="eager")
+    target = _ReadingModel(target) if planted else target
+    prompts = [[1, 2, 3, 4], [5, 6]]
+
+    def run(tokens):
+        if decoder == "autoregressive":
+            return generate_autoregressive(target, prompts, max_new_tokens=tokens, sampling=Sampling(1.0),
+                                           randomness=seeded(0))
+        return generate_speculative(target, draft, prompts, max_new_tokens=tokens,
+                                    config=SpeculativeConfig(3, Sampling(1.0)), randomness=seeded(0))
+    run(4)  # every call shape compiled first
+    with HostReads() as reads:
+        iterations = run(20).stats.iterations
+    allowed = iterations + (decoder == "chain")
+    assert (reads.total <= allowed) != planted, (reads.total, iterations, dict(reads.by_name))
