@@ -46,12 +46,12 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
 
 
 def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None, device="cpu", dtype=torch.float32,
-                  task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
+                  compile="auto", task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
                   forecast=(0, FORECAST_COST_PROMPTS, FORECAST_REPEATS), out=None, command=None) -> tuple:
     """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
     (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``; ``forecast``: the
     prompts, cost prompts and repeats of the forecast made first, (0, _, _) for none)."""
-    models = dict(target=target, text=text, device=device, dtype=dtype, task=task)
+    models = dict(target=target, text=text, device=device, dtype=dtype, compile=compile, task=task)
     if out:
         check_writable(out)
     if policies is not None:

@@ -21,11 +21,11 @@ __all__ = ["pair_report", "spec_bench_report", "saved_table"]
 
 
 def pair_report(settings: ReportSettings, *, target=None, draft: str = "transformer", text=None, device="cpu",
-                out: str = "report", command: str | None = None):
+                compile: str = "auto", out: str = "report", command: str | None = None):
     """The report's document (``measure.report.ReportDocument``) on ``target`` and ``draft`` (the shipped pair by
     default) under ``settings``."""
     check_writable(out, directory=True)
-    inputs = load_inputs(target, [draft], text=text, device=device)
+    inputs = load_inputs(target, [draft], text=text, device=device, compile=compile)
     def draw(count: int, offset: int):
         return benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
 

@@ -29,6 +29,7 @@ from decoders.tree import TreeConfig, generate_tree
 from measure.alpha import text_windows
 from measure.audit import audit_pair
 from measure.bench import BenchSettings, environment
+from measure.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from measure.profile import efficiency, measure_profile, profile_document, verify_widths_job
 from spectheory.outputs import write_json
 from spectheory.timing import PACKAGES, time_repeats
@@ -81,6 +82,7 @@ SHAPES = {shape.name: shape for shape in (
     LlamaShape("smollm2-135m", 576, 1536, 30, 9, 3),
     LlamaShape("smollm2-360m", 960, 2560, 32, 15, 5),
     LlamaShape("smollm2-1.7b", 2048, 8192, 24, 32, 32),
+    LlamaShape("llama-7b-shape", 4096, 11008, 32, 32, 8),  # SmolLM2's family at 7B size (the compiled section)
     LlamaShape("tiny-llama", 64, 128, 2, 4, 2, vocab_size=512, max_position_embeddings=512),
 )}
 
@@ -114,27 +116,31 @@ class CheckSizes:
     audit_n: int  # the shipped pair's statistical audit, and its planted-bug control
     exact_horizon: int
     settings: BenchSettings  # the profiles' prompts, lengths, repeats
+    compiled: CompiledSizes | None = None  # the compiled path's section (measure.compiled_check)
 
     def as_dict(self) -> dict:
         return {"pairs": [vars(p) for p in self.pairs], "verify_widths": self.verify_widths,
                 "call_shapes": list(self.call_shapes), "call_batches": list(self.call_batches),
                 "call_widths": list(self.call_widths), "dtypes": list(self.dtypes), "greedy_shape": self.greedy_shape,
                 "greedy_tokens": self.greedy_tokens, "greedy_prompts": self.greedy_prompts, "audit_n": self.audit_n,
-                "exact_horizon": self.exact_horizon, "settings": self.settings.as_dict()}
+                "exact_horizon": self.exact_horizon, "settings": self.settings.as_dict(),
+                "compiled": None if self.compiled is None else self.compiled.as_dict()}
 
 
 FULL = CheckSizes(
     pairs=(Pair("smollm2-135m", "copy", 8), Pair("smollm2-1.7b", "smollm2-135m", 4),
            Pair("smollm2-360m", "smollm2-135m", 4)),
     verify_widths=64, call_shapes=("smollm2-135m", "smollm2-360m", "smollm2-1.7b"), call_batches=(1, 4, 16),
-    call_widths=(1, 2, 4, 8, 16, 32, 64), dtypes=("bfloat16", "float16"), greedy_shape="smollm2-135m",
+    call_widths=(1, 2, 4, 8, 16, 32, 64), dtypes=("bfloat16",), greedy_shape="smollm2-135m",
     greedy_tokens=48, greedy_prompts=4, audit_n=4000, exact_horizon=3,
-    settings=BenchSettings((8,), (0.0,), prompts=2, prompt_length=64, max_new_tokens=24, repeats=3, warmup=1))
+    settings=BenchSettings((8,), (0.0,), prompts=2, prompt_length=64, max_new_tokens=24, repeats=3, warmup=1),
+    compiled=COMPILED_FULL)
 DRY_RUN = CheckSizes(
     pairs=(Pair("tiny-llama", "copy", 3), Pair("tiny-llama", "tiny-llama", 2)), verify_widths=6,
     call_shapes=("tiny-llama",), call_batches=(1, 2), call_widths=(1, 4), dtypes=("float32",),
     greedy_shape="tiny-llama", greedy_tokens=12, greedy_prompts=2, audit_n=300, exact_horizon=2,
-    settings=BenchSettings((3,), (0.0,), prompts=2, prompt_length=8, max_new_tokens=6, repeats=2, warmup=0))
+    settings=BenchSettings((3,), (0.0,), prompts=2, prompt_length=8, max_new_tokens=6, repeats=2, warmup=0),
+    compiled=COMPILED_DRY_RUN)
 
 #: The tree of the greedy checks and the exact tree audit.
 TREE = "kary:2:2"
@@ -319,6 +325,9 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
 
     sections = [("exact", lambda: exact_cases(device, sizes.exact_horizon)), ("greedy", greedy),
                 ("statistical", statistical)]
+    if sizes.compiled is not None:  # before the eager tables and profiles: the issue-69 numbers come first
+        sections.append((f"compiled {sizes.dtypes[0]}", lambda: compiled_section(SHAPES, sizes.compiled, device,
+                                                                                  sizes.dtypes[0])))
     sections += [(f"calls {shape} {dtype_name}", lambda shape=shape, dtype_name=dtype_name: call_table(
         shape, sizes, device, dtype_name)) for dtype_name in sizes.dtypes for shape in sizes.call_shapes]
     return sections + [(f"profile {pair.name} {sizes.dtypes[0]}", _profile_section(pair, sizes, device, out, command))

@@ -12,6 +12,7 @@ by that tokenizer, or a file. Drafts built from the target (copy, random, ngram,
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +21,14 @@ import torch
 
 from decoders.models import zoo
 from decoders.models.corpus import encode_text, load_corpus, split_text
+from decoders.models.protocol import compiled_model
 
 __all__ = ["Inputs", "load_inputs", "load_text_inputs", "target_tokenizer", "encode_text", "read_text",
-           "check_tokenizers", "SHIPPED_TEXT"]
+           "check_tokenizers", "SHIPPED_TEXT", "COMPILE", "compiled_models"]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
+#: --compile: the compiled path on CUDA only (auto), everywhere it applies (on), never (off) (docs/gpu.md)
+COMPILE = ("auto", "on", "off")
 HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
 
 
@@ -73,11 +77,14 @@ def read_text(path, flag: str = "--text") -> str:
 
 
 def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
-                dtype: torch.dtype = torch.float32) -> Inputs:
+                dtype: torch.dtype = torch.float32, compile: str = "auto") -> Inputs:
     """Load ``target`` and every name of ``drafts`` (``zoo.load_named``; None: every shipped draft, or for a target
     with its own tokenizer ``zoo.OWN_TOKENIZER_DRAFTS``), check that they share a tokenizer,
     and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
-    by the model's own tokenizer where it has one)."""
+    by the model's own tokenizer where it has one). ``compile`` (``COMPILE``): the models on their compiled path
+    (``compiled_models``)."""
+    if compile not in COMPILE:
+        raise ValueError(f"compile must be one of {COMPILE}, got {compile!r}")
     contents = None if text is None else read_text(text)  # a bad file fails before any model loads
     model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
     if drafts is None:
@@ -86,7 +93,22 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
               for name in drafts}
     for name, (_, other) in loaded.items():
         check_tokenizers(tokenizer, other, f"draft '{name}'")
-    return _with_held_out(model, {name: draft for name, (draft, _) in loaded.items()}, tokenizer, text, contents)
+    model, drafts = compiled_models(model, {name: draft for name, (draft, _) in loaded.items()}, compile)
+    return _with_held_out(model, drafts, tokenizer, text, contents)
+
+
+def compiled_models(target, drafts: dict, compile: str) -> tuple:
+    """(target, drafts) on their compiled path (docs/gpu.md) where ``compile`` is "on", or "auto" on CUDA; a model
+    without one runs eagerly, and one line on stderr says so. "off", and "auto" elsewhere: the models as they are."""
+    if compile == "off" or compile == "auto" and torch.device(target.device).type != "cuda":
+        return target, drafts
+    roles = {"target": target, **{f"draft {name!r}": draft for name, draft in drafts.items()}}
+    twins = {}
+    for role, model in roles.items():
+        twins[role], note = compiled_model(model, role)
+        if note:
+            print(note, file=sys.stderr)
+    return twins.pop("target"), dict(zip(drafts, twins.values()))
 
 
 def load_text_inputs(target: str | None, *, text=None) -> Inputs:

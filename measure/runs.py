@@ -15,6 +15,7 @@ from measure import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
 from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
                               other_prompts)
+from decoders.models.protocol import decode_path
 from measure.inputs import load_inputs
 from measure.spec_bench import spec_bench_categories, spec_bench_prompts
 from measure.tasks import benchmark_prompts
@@ -80,7 +81,7 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
 
 def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                    target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
+                   compile: str = "auto", hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
                    forecast_prompts: int = 0, forecast_cost_prompts: int = FORECAST_COST_PROMPTS,
                    forecast_repeats: int = FORECAST_REPEATS,
                    progress: bool | None = None) -> dict:
@@ -96,7 +97,7 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     as_positive_int("forecast_repeats", forecast_repeats)
     if forecast_prompts:
         as_int("forecast_cost_prompts", forecast_cost_prompts, low=1, high=forecast_prompts)
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     target_model, model = inputs.target, inputs.drafts[draft]
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
     if hf:
@@ -115,7 +116,8 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
                               draft_name=draft, progress=progress)
     document = dict(report.as_dict(), text=inputs.text, task=task, sweep_seconds=time.perf_counter() - swept,
                     prompt_ids=prompts.tolist(),
-                    padded_widths=getattr(target_model, "padded_widths", {}))  # docs/theory.md §11
+                    padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
+                    decode_paths={"target": decode_path(target_model), "draft": decode_path(model)})
     if ahead:
         document["forecast"] = dict(ahead, judged=[
             {"temperature": t["temperature"], **judge_forecast(t, [row for row in document["rows"]
@@ -135,11 +137,12 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
 
 def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,
                   budgets=tree_bench.TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
-                  dtype: torch.dtype = torch.float32, task: str | None = None, dynamic: tuple | None = None,
+                  dtype: torch.dtype = torch.float32, compile: str = "auto", task: str | None = None,
+                  dynamic: tuple | None = None,
                   progress: bool | None = None) -> dict:
     """Tree against chain at each node budget (``tree_bench.bench_trees``; ``dynamic``: EAGLE-2's trees too) for a
     pair (default the shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = tree_bench.bench_trees(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
                                       budgets=budgets, target_name=target or "shipped target", draft_name=draft,
@@ -149,10 +152,11 @@ def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.B
 
 def policy_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
                     policies=policy_bench.BENCH_POLICIES, target: str | None = None, text=None, device: str = "cpu",
-                    dtype: torch.dtype = torch.float32, task: str | None = None, progress: bool | None = None) -> dict:
+                    dtype: torch.dtype = torch.float32, compile: str = "auto", task: str | None = None,
+                    progress: bool | None = None) -> dict:
     """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
     shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype)
+    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = policy_bench.bench_policies(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,

@@ -14,7 +14,7 @@ from measure.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from measure.spec_bench import is_spec_bench
 from spectheory_cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory_cli.bench_flags import add_comparison_arguments, check_comparison
-from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
+from spectheory_cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
 from spectheory_cli.task_flags import TASK_HELP, spec_bench_presets, task_name
 
 presets = spec_bench_presets  # Spec-Bench's own flags, parsed before the user's (spectheory_cli)
@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", type=task_name, help=TASK_HELP)
     add_device(parser)
     add_dtype(parser)
+    add_compile(parser)
     parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
                         help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT_RULE)
     parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                                  args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
                                  batch_gammas=tuple(args.batch_gammas), sampling=sampling)
         _, lines = decoder_bench(args.draft, settings, text=args.text, device=args.device,
-                                 dtype=getattr(torch, args.dtype), task=args.task, policies=args.policies,
+                                 dtype=getattr(torch, args.dtype), compile=args.compile, task=args.task, policies=args.policies,
                                  tree=args.tree, budgets=args.budgets, dynamic=args.dynamic, hf=args.hf,
                                  hf_gamma=args.hf_gamma, **common,
                                  forecast=(args.forecast_prompts, args.forecast_cost_prompts, args.forecast_repeats))

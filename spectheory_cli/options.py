@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_device", "add_dtype", "names", "add_target", "add_text", "draft_help", "add_cost_flags",
+__all__ = ["add_device", "add_compile", "add_dtype", "names", "add_target", "add_text", "draft_help", "add_cost_flags",
            "flag_costs", "COST_FLAGS"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -33,6 +33,11 @@ def device(value: str) -> str:
 
 def add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=device, default="cpu", help="torch device: cpu or cuda[:N] (default cpu)")
+
+
+def add_compile(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                        help="the compiled, static-cache decode path (docs/gpu.md): auto = on CUDA only (default)")
 
 
 def add_dtype(parser: argparse.ArgumentParser) -> None:

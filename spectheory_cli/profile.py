@@ -15,7 +15,7 @@ from measure.profile import check_batch_size, measure_profile, profile_document
 from measure.alpha import text_windows
 from measure.inputs import load_inputs
 from decoders.sampling import Sampling
-from spectheory_cli.options import add_device, add_dtype, add_target, add_text, draft_help
+from spectheory_cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_positive_int
 
@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_text(parser, "the prompts")
     add_device(parser)
     add_dtype(parser)
+    add_compile(parser)
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--gamma-max", type=int, default=max(DEFAULTS.gammas),
                         help=f"the profiling run's gamma; t_verify up to gamma_max + 1 (default {max(DEFAULTS.gammas)})")
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable(args.out)
     dtype = getattr(torch, args.dtype)
-    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device, dtype=dtype)
+    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device, dtype=dtype,
+                         compile=args.compile)
     target, draft = inputs.target, inputs.drafts[args.draft]
     prompts = text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
     profile, spread = measure_profile(target, draft, prompts, Sampling(args.temperature), gamma_max=args.gamma_max,

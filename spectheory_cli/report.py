@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.models import zoo
+from decoders.models.gguf import is_gguf_file
 from measure.alpha import MAX_PROMPTS, MAX_WINDOWS
 from measure.bench import MAX_REPEATS
 from jobs.report import pair_report, spec_bench_report
@@ -18,9 +19,8 @@ from jobs.spec_bench import ALL
 from measure.report import REAL_MODEL_SETTINGS, ReportSettings, summary_lines
 from measure.spec_bench import TASK, is_spec_bench
 from measure.spec_bench_report import recommendation_lines
-from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report, write_spec_bench_report
-from spectheory_cli.options import add_device, add_target, add_text, draft_help
+from spectheory_cli.options import add_compile, add_device, add_target, add_text, draft_help
 from spectheory_cli.task_flags import report_spec_bench_settings, task_name
 from spectheory.calculator import MAX_TABLE_GAMMA
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "draft and gamma per Spec-Bench category")
     parser.add_argument("--from", dest="from_table", metavar="FILE", help=f"--task {TASK}: read the table from FILE "
                         f"(bench --task {TASK} --draft all --out FILE) instead of measuring it")
-    add_device(parser)
+    add_device(parser), add_compile(parser)
     parser.add_argument("--temperatures", type=float, nargs="+", metavar="T",
                         help="temperatures (default " + " ".join(f"{t:g}" for t in DEFAULTS.temperatures) + ")")
     parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
     else:
         document = pair_report(_settings(args), target=args.target, draft=args.draft or "transformer",  # checked first
-                               text=args.text, device=args.device, out=args.out, command=args.command_line)
+                               text=args.text, device=args.device, compile=args.compile, out=args.out, command=args.command_line)
         paths, lines = write_report(document, args.out), summary_lines(document.as_dict())
     print("\n".join(lines))
     print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "

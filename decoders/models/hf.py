@@ -204,6 +204,10 @@ class StaticHF(HFCausalLM):
     def __repr__(self) -> str:
         return f"StaticHF({type(self.model).__name__}, backend={self.backend!r}, mode={self.mode!r})"
 
+    @property
+    def decode_path(self) -> str:
+        return f"compiled, static cache ({self.backend}, mode {self.mode})"
+
     def new_state(self, batch_size: int, capacity: int | None = None) -> HFState:
         """A state whose buffers hold ``capacity`` tokens a row (None: the model's context), allocated now."""
         slots = capacity or self.max_context

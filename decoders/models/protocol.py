@@ -22,7 +22,7 @@ import torch
 
 __all__ = ["ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
            "prefill_call", "repeated", "model_calls",
-           "compiled_model", "tighten", "fixed_widths"]
+           "compiled_model", "tighten", "fixed_widths", "decode_path"]
 
 
 class ModelState(Protocol):
@@ -73,7 +73,8 @@ OPTIONAL = {
                                "the proposals, one compiled shape a gamma); without it, the longest row's proposals "
                                "plus one (cheaper where a draft often proposes nothing, eagerly)",
     ("model", "compiled"): "compiled(backend, mode): the same model on a static cache with one compiled step per call "
-                           "shape (docs/gpu.md); without it, the eager model, and one line says so",
+                           "shape (docs/gpu.md), whose decode_path names it; without it, the eager model, and one "
+                           "line says so",
 }
 
 
@@ -140,3 +141,8 @@ def tighten(state, longest: int) -> None:
 def fixed_widths(model) -> bool:
     """Whether ``model`` takes every chain verify at gamma + 1 tokens (``OPTIONAL``)."""
     return bool(getattr(model, "fixed_widths", False))
+
+
+def decode_path(model) -> str:
+    """How ``model`` runs, for results: its ``decode_path`` where it is compiled, else "eager"."""
+    return getattr(model, "decode_path", "eager")

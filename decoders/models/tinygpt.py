@@ -170,6 +170,13 @@ class TinyGPT(nn.Module):
         state.tree = None  # a pending tree's slots may have been overwritten
         return self.norm(x)
 
+    def compiled(self, backend: str = "inductor", mode: str | None = None):
+        """The same network as a GPT-2 (``decoders.models.hf.tinygpt_to_gpt2``) on the compiled, static-cache path
+        (docs/gpu.md): its logits are TinyGPT's up to rounding."""
+        from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+
+        return HFCausalLM(tinygpt_to_gpt2(self)).compiled(backend=backend, mode=mode)
+
     def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None,
                 keep: int = 0) -> torch.Tensor:
         """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""

@@ -60,3 +60,20 @@ def test_call_table_holds_every_batch_and_width(dry_run):
 def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
     status, _, err = run(capsys, "device-check", "--dry-run", "--out", str(tmp_path / "out"), *argv)
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_compiled_section_holds_every_part(dry_run):
+    """The compiled section on CPU (dynamo's eager backend, tiny shapes): ms per token of the three paths, the
+    compiled pair's profile, and the timing-only chain at every alpha and gamma beside its prediction."""
+    from measure.compiled_check import COMPILED_DRY_RUN
+
+    (name, section), = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]
+    result = section["result"]
+    for rows in result["per_token_ms"].values():
+        for path in ("eager", "compiled", "transformers_static_generate"):
+            assert 0 < rows[path][0] <= rows[path][1] <= rows[path][2], (path, rows)
+    assert list(result["profiles"]) == ["+".join(pair) for pair in COMPILED_DRY_RUN.profile_pairs]
+    chain = result["timing_chain"]
+    assert [(row["alpha"], row["gamma"]) for row in chain] == [(a, g) for a in COMPILED_DRY_RUN.alphas
+                                                              for g in COMPILED_DRY_RUN.gammas]
+    assert all(row["measured_speedup"] > 0 and row["predicted_speedup"] > 0 for row in chain), chain

@@ -4,9 +4,9 @@ path's, the planted mutants still fail on it, and what a CUDA graph would captur
 
 The models are tiny random float64 Hugging Face Llama and GPT-2 models with peaked conditionals, compiled with the
 ``eager`` backend: dynamo traces each call shape into one graph (``fullgraph``) in seconds, without inductor's code
-generation; the graph is what inductor and CUDA graphs would compile and replay (``test_inductor_...`` runs
-inductor itself). Exact laws are compared to 1e-9 (float64 enumerations: no false positives); a mutant counts as
-caught above 1e-6."""
+generation; the graph is what inductor and CUDA graphs would compile and replay (``test_inductor_chain_against_eager``,
+slow, runs inductor itself). Exact laws are compared to 1e-9 (float64 enumerations: no false positives); a mutant
+counts as caught above 1e-6."""
 
 import itertools
 
@@ -238,3 +238,36 @@ def test_host_reads_per_iteration_against_a_planted_read(decoder, planted):
         iterations = run(20).stats.iterations
     allowed = iterations + (decoder == "chain")
     assert (reads.total <= allowed) != planted, (reads.total, iterations, dict(reads.by_name))
+
+
+def test_compile_choice_against_the_models_capabilities(capsys):
+    """``--compile`` on: the shipped target (a TinyGPT, through its GPT-2 twin) is compiled, the copy draft has no
+    compiled path and runs eagerly, which one line says; auto on a CPU and off leave every model eager, silently."""
+    from decoders.models.protocol import decode_path
+    from measure.inputs import load_inputs
+
+    inputs = load_inputs(None, ["copy"], compile="on")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert decode_path(inputs.target).startswith("compiled") and decode_path(inputs.drafts["copy"]) == "eager"
+    assert lines == ["the draft 'copy' (CopyDraft) has no compiled path: it runs eagerly"]
+    for choice in ("auto", "off"):
+        inputs = load_inputs(None, ["copy"], compile=choice)
+        assert decode_path(inputs.target) == "eager" and capsys.readouterr().err == ""
+    with pytest.raises(ValueError, match="compile must be one of"):
+        load_inputs(None, ["copy"], compile="yes")
+
+
+@pytest.mark.slow
+def test_inductor_chain_against_eager():
+    """inductor itself (C++ kernels on a CPU): the chain's greedy tokens and its exact law at T = 1 as the eager
+    path's (tens of seconds of compilation: slow)."""
+    target, draft = peaked("llama", 4), peaked("gpt2", 4, seed=8)
+    compiled_target, compiled_draft = target.compiled(backend="inductor"), draft.compiled(backend="inductor")
+    report = exact(speculative_law(compiled_target, compiled_draft, PROMPT, SpeculativeConfig(2, Sampling(1.0)), 3),
+                   target, Sampling(1.0), 3)
+    assert report.max_abs_difference <= 1e-9, report
+    prompts = [[1, 2, 3], [0, 1]]
+    assert generate_speculative(compiled_target, compiled_draft, prompts, max_new_tokens=12, randomness=seeded(0),
+                                config=SpeculativeConfig(3, GREEDY)).tokens == \
+        generate_speculative(target, draft, prompts, max_new_tokens=12, randomness=seeded(0),
+                             config=SpeculativeConfig(3, GREEDY)).tokens
