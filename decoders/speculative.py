@@ -29,8 +29,9 @@ from decoders.verification import (CHAIN_VERIFIERS as VERIFIERS, accept_block, a
                                     next_token_law)
 from spectheory.validation import as_positive_int
 
+# Committed and start live in decoders._loop, shared with the tree decoder
 __all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
-           "generate_speculative", "refuse_inexact"]  # Committed and start live in decoders._loop, shared with the tree decoder
+           "generate_speculative", "refuse_inexact"]
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ class HFCausalLM:
                 cache.scatter_(2, destination[:, None, :, None].expand(-1, heads, -1, width),
                                cache.gather(2, source[:, None, :, None].expand(-1, heads, -1, width)))
         state.lengths = state.lengths + counts
-        state.bound = int(state.lengths.max())  # one read per commit: later calls then need none
+        state.bound = min(state.bound + path.shape[1], state.capacity)  # no read: the decoder's own tightens it
         state.tree = None
 
     def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:

@@ -231,3 +231,17 @@ def test_llama_server_bench_rows_against_their_results():
             assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
                     f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | "
                     f"{row['mean_proposal_length']:.2f} |") in page, (name, row["gamma"])
+
+
+def test_compiled_cpu_table_against_its_results():
+    """docs/measuring.md's table of the compiled path on a CPU carries results/compiled_cpu/compiled_cpu.json's
+    medians, row by row, as the page prints them."""
+    page = (ROOT / "docs" / "measuring.md").read_text()
+    document = json.loads((ROOT / "results" / "compiled_cpu" / "compiled_cpu.json").read_text())
+    rows = []
+    for pair, entry in document["pairs"].items():
+        for name, row in entry["rows"].items():
+            speedups = [f"{row[key]:.3f}" if key in row else "-" for key in ("eager_speedup", "compiled_speedup")]
+            rows.append(f"| {pair} | {name} | {row['eager_ms_per_token']:.2f} | {row['compiled_ms_per_token']:.2f} | "
+                        f"{row['compiled_over_eager']:.3f} | {' | '.join(speedups)} | {row['greedy_tokens_equal']} |")
+    assert len(rows) == 5 and [row for row in rows if row not in page] == []
