@@ -67,13 +67,13 @@ def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None
 
 
 def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target=None, device="cpu",
-               dtype=torch.float32, forecast_questions: int = 0, out=None, command=None) -> tuple:
+               dtype=torch.float32, compile="auto", forecast_questions: int = 0, out=None, command=None) -> tuple:
     """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows), forecast first
     from ``forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
     document = measure_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
-                             forecast_questions=forecast_questions)
+                             compile=compile, forecast_questions=forecast_questions)
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
         lines.append(f"no engine rows: {document['engine_skipped']}")

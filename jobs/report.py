@@ -49,12 +49,13 @@ def saved_table(path: str) -> dict:
 
 
 def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | None = None, draft: str = ALL,
-                      target=None, device="cpu", out: str = "report", forecast_questions: int | None = None) -> tuple:
+                      target=None, device="cpu", compile: str = "auto", out: str = "report",
+                      forecast_questions: int | None = None) -> tuple:
     """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions``
     other questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft
     and gamma, or "do not speculate" (``measure.spec_bench_report.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
-    table = saved_table(from_table) if from_table else measure_table(settings, task, draft=draft, target=target,
-                                                                     device=device, forecast_questions=questions)
+    table = saved_table(from_table) if from_table else measure_table(
+        settings, task, draft=draft, target=target, device=device, compile=compile, forecast_questions=questions)
     return table, recommend(table)

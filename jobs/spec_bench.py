@@ -78,14 +78,14 @@ def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas:
 
 
 def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
-                drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32, compile: str = "auto",
                 forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS, progress: bool | None = None) -> dict:
     """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
     the engine's rows (``engine``; where there are none, ``engine_skipped`` says why), each forecast first from
     ``forecast_questions`` other questions per category (0: none)."""
     drafts = drafts or suite_drafts(target)
     document = spec_bench_document(drafts, settings, task, target=target, dynamic=DYNAMIC, device=device, dtype=dtype,
-                                   forecast_questions=forecast_questions, progress=progress)
+                                   compile=compile, forecast_questions=forecast_questions, progress=progress)
     started = time.perf_counter()
     engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, forecast_questions, progress)
     engine["seconds"] = time.perf_counter() - started
@@ -94,7 +94,8 @@ def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: st
 
 
 def measure_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
-                  device: str = "cpu", dtype: torch.dtype = torch.float32, forecast_questions: int = 0) -> dict:
+                  device: str = "cpu", dtype: torch.dtype = torch.float32, compile: str = "auto",
+                  forecast_questions: int = 0) -> dict:
     """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
     the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own; each forecast first
     from ``forecast_questions`` other questions per category (0: none)."""
@@ -105,7 +106,7 @@ def measure_table(settings: BenchSettings, task: str, *, draft: str = ALL, gamma
                              temperatures=settings.temperatures, prompts=settings.prompts,
                              max_new_tokens=settings.max_new_tokens, repeats=settings.repeats, warmup=settings.warmup,
                              call_steps=SUITE_SETTINGS.call_steps, seed=settings.seed, batch_sizes=())
-    models = dict(target=target, device=device, dtype=dtype, forecast_questions=forecast_questions)
+    models = dict(target=target, device=device, dtype=dtype, compile=compile, forecast_questions=forecast_questions)
     if draft == ALL:
         return whole_table(settings, task, drafts=drafts, **models)
     return spec_bench_document(drafts, settings, task, dynamic=None, **models)

@@ -184,7 +184,7 @@ def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
 
 def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, task: str = "spec-bench", *,
                         target: str | None = None, dynamic: DynamicTree | None = DYNAMIC, device: str = "cpu",
-                        dtype: torch.dtype = torch.float32, forecast_questions: int = 0,
+                        dtype: torch.dtype = torch.float32, compile: str = "auto", forecast_questions: int = 0,
                         progress: bool | None = None) -> dict:
     """Spec-Bench per category for ``drafts`` {name: gammas} (``suite_drafts``) and, unless ``dynamic`` is None, the
     dynamic tree with the first draft, at T = 0 (``bench_category``); ``settings.prompts`` questions per category,
@@ -193,7 +193,7 @@ def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, 
     if settings.temperatures != (0.0,):
         raise ValueError(f"temperatures {settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0")
     as_int("forecast_questions", forecast_questions, low=0, high=QUESTIONS_PER_CATEGORY - settings.prompts)
-    inputs = load_inputs(target, list(drafts), device=device, dtype=dtype)
+    inputs = load_inputs(target, list(drafts), device=device, dtype=dtype, compile=compile)
     models = {name: (inputs.drafts[name], tuple(gammas)) for name, gammas in drafts.items()}
     first = next(iter(drafts))
     tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)

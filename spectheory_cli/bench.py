@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         settings = BenchSettings(temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed,
                                  batch_sizes=(), **runs)
         _, lines = spec_bench(settings, args.task, draft=args.draft, gammas=args.gammas, device=args.device,
-                              dtype=getattr(torch, args.dtype), forecast_questions=args.forecast_prompts, **common)
+                              dtype=getattr(torch, args.dtype), compile=args.compile,
+                              forecast_questions=args.forecast_prompts, **common)
     else:
         settings = BenchSettings(tuple(args.gammas or DEFAULTS.gammas), tuple(args.temperatures), args.prompts,
                                  args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if is_spec_bench(args.task):
         table, recommendation = spec_bench_report(report_spec_bench_settings(args), args.task, draft=args.draft or ALL,
                                                   from_table=args.from_table, target=args.target, device=args.device,
-                                                  out=args.out, forecast_questions=args.forecast_prompts)
+                                                  compile=args.compile, out=args.out, forecast_questions=args.forecast_prompts)
         paths = write_spec_bench_report(table, recommendation, args.out, command=args.command_line)
         lines = recommendation_lines(recommendation)
     elif args.from_table:
