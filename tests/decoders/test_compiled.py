@@ -94,13 +94,19 @@ def test_static_cache_is_allocated_once(pair):
     assert [buffer.data_ptr() for buffer in state.cache.keys + state.cache.values] == buffers
 
 
-@pytest.mark.parametrize("decoder", ("autoregressive", "chain", "tree", "dynamic"))
-def test_greedy_compiled_against_eager(decoder):
-    """Batches of prompts of different lengths, 16 tokens: the compiled pair gives the eager pair's tokens."""
+@pytest.fixture(scope="module")
+def wide_pair():
+    """(eager target, eager draft, compiled target, compiled draft) at V = 24, compiled once for the module's tests."""
     target, draft = peaked("llama", 24), peaked("gpt2", 24, seed=8)
+    return target, draft, target.compiled(backend="eager"), draft.compiled(backend="eager")
+
+
+@pytest.mark.parametrize("decoder", ("autoregressive", "chain", "tree", "dynamic"))
+def test_greedy_compiled_against_eager(wide_pair, decoder):
+    """Batches of prompts of different lengths, 16 tokens: the compiled pair gives the eager pair's tokens."""
     prompts = [[1, 2, 3, 4], [5, 6], [7, 8, 9]]
     outputs = []
-    for t, d in ((target, draft), (target.compiled(backend="eager"), draft.compiled(backend="eager"))):
+    for t, d in (wide_pair[:2], wide_pair[2:]):
         options = {"max_new_tokens": 16, "randomness": seeded(0)}
         if decoder == "autoregressive":
             outputs.append(generate_autoregressive(t, prompts, sampling=GREEDY, **options).tokens)
@@ -217,13 +223,13 @@ class _ReadingModel:
 
 @pytest.mark.parametrize("planted", (False, True))
 @pytest.mark.parametrize("decoder", ("autoregressive", "chain"))
-def test_host_reads_per_iteration_against_a_planted_read(decoder, planted):
+def test_host_reads_per_iteration_against_a_planted_read(wide_pair, decoder, planted):
     """On the compiled pair an iteration reads the device once (the tokens and accepted counts, with the NaN check and
     the caches' lengths in the same read), plus one read at the end (the chain's acceptance statistics); the control
     adds one read per forward, which the count sees. Counted on CPU: the reads a CUDA run makes are the same calls."""
     from decoders.host_reads import HostReads
 
-    target, draft = peaked("llama", 24).compiled(backend="eager"), peaked("gpt2", 24, seed=8).compiled(backend="eager")
+    target, draft = wide_pair[2:]
     target = _ReadingModel(target) if planted else target
     prompts = [[1, 2, 3, 4], [5, 6]]
 
