@@ -2,8 +2,8 @@
 settings and helpers; the model is ``decoders.models.hf.StaticHF`` (``HFCausalLM.compiled()``).
 
 ``StaticHF`` is the adapter of ``decoders.models.hf`` with two changes that make every call a fixed-shape
-function of fixed buffers, so that ``torch.compile`` traces it once per call shape and, on CUDA, replays it as a
-CUDA graph (mode ``reduce-overhead``):
+function of fixed buffers, so that ``torch.compile`` traces it (the first shape it sees, then once more with
+symbolic sizes when a size changes) and, on CUDA, replays it as a CUDA graph (mode ``reduce-overhead``):
 
 - its key/value buffers ``[B, H, capacity + 1, Dh]`` per layer are allocated once, when a state is made, for the
   room the decoder asks (rows x capacity), and never grow or move: a rollback (``truncate``) changes the rows'
@@ -11,7 +11,7 @@ CUDA graph (mode ``reduce-overhead``):
   what a query sees;
 - a call of at most ``max_width`` tokens that carries no prompt (the autoregressive step, a chain's verify of
   width 1..gamma + 1, a tree's verify with its mask, the draft's step) runs one compiled function, made on its
-  first call and kept: ``(tokens, cache, write_at, mask, position ids) -> logits``, with no host synchronisation
+  first call and kept (``StaticHF._call``): ``(tokens, cache, write_at, mask, position ids) -> logits``, with no host synchronisation
   inside (``fullgraph``: a graph break is an error). Calls that carry a prompt (prefills, the first verify) have a
   new width for every prompt length and run the same function eagerly, on the same buffers.
 

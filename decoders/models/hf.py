@@ -184,9 +184,9 @@ class HFCausalLM:
 
 
 class StaticHF(HFCausalLM):
-    """``HFCausalLM`` over a static cache, its short calls compiled (``decoders.models.compiled``'s docstring). ``backend`` is one of
-    ``BACKENDS``; ``mode`` is inductor's (None: ``compile_mode`` of the model's device). ``compiled_shapes`` holds
-    the call shapes (rows, width, logits kept) compiled so far."""
+    """``HFCausalLM`` over a static cache, its short calls compiled (``decoders.models.compiled``'s docstring).
+    ``backend`` is one of ``BACKENDS``; ``mode`` is inductor's (None: ``compile_mode`` of the model's device).
+    ``compiled_shapes`` holds the shapes (rows, width, capacity) of the calls that ran compiled so far."""
 
     fixed_widths = True  # verify at gamma + 1 tokens: no host read, one compiled shape a gamma
 
