@@ -6,7 +6,6 @@ model's prediction from the measured profile (``gamma --costs``: ``CostProfile.s
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +19,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.timing import TimingOnlyStep
 from measure.profile import measure_profile
 from spectheory.costs import CostProfile
+from spectheory.timing import repeat_ratios, time_interleaved
 
 __all__ = ["CompiledSizes", "COMPILED_FULL", "COMPILED_DRY_RUN", "compiled_section"]
 
@@ -50,17 +50,14 @@ COMPILED_DRY_RUN = CompiledSizes(("tiny-llama",), (("tiny-llama", "layerskip:1")
                                  (0.8,), (1, 2), 8, 6, 2, backend="eager")
 
 
-def _median_ms(run, tokens: int, repeats: int, device) -> list:
-    """[min, median, max] ms per token of ``run()`` over ``repeats`` timed runs after one untimed (compiles)."""
-    run()
-    times = []
-    for _ in range(repeats):
-        synchronize(device)
-        start = time.perf_counter()
-        run()
-        synchronize(device)
-        times.append(1000 * (time.perf_counter() - start) / tokens)
-    return [min(times), statistics.median(times), max(times)]
+def _ms_per_token(timing, tokens: int) -> list:
+    """[min, median, max] ms per new token of a ``Timing`` of runs that each make ``tokens`` tokens."""
+    return [1000 * seconds / tokens for seconds in (min(timing.seconds), timing.median, max(timing.seconds))]
+
+
+def _timed(runs: dict, sizes: CompiledSizes, device) -> dict:
+    """``time_interleaved`` of ``runs`` after one untimed run each (where they compile), synchronised."""
+    return time_interleaved(runs, repeats=sizes.repeats, warmup=1, synchronize=lambda: synchronize(device))
 
 
 def _draft(spec: str, target, shapes: dict, device, dtype):
@@ -82,10 +79,11 @@ def per_token(shape, sizes: CompiledSizes, device, dtype) -> dict:
     def anchor():
         eager.model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False,
                              cache_implementation="static", attention_mask=torch.ones_like(prompt), pad_token_id=0)
-    rows = {"eager": _median_ms(ours(eager), n, sizes.repeats, device),
-            "compiled": _median_ms(ours(compiled), n, sizes.repeats, device),
-            "transformers_static_generate": _median_ms(anchor, n, sizes.repeats, device)}
-    rows["compiled_over_anchor"] = rows["compiled"][1] / rows["transformers_static_generate"][1]
+    timings = _timed({"eager": ours(eager), "compiled": ours(compiled), "transformers_static_generate": anchor},
+                     sizes, device)
+    rows = {name: _ms_per_token(timing, n) for name, timing in timings.items()}
+    rows["compiled_over_anchor"] = statistics.median(repeat_ratios(timings["compiled"],
+                                                                   timings["transformers_static_generate"]))
     return rows
 
 
@@ -101,24 +99,27 @@ def compiled_profile(target_shape, draft_spec: str, shapes: dict, sizes: Compile
 
 def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device, dtype) -> list:
     """The chain under timing-only acceptance on ``chain_pair``: measured speedup over our compiled autoregressive
-    decoder at each alpha and gamma, beside ``CostProfile.speedup`` from the measured ``profile``."""
+    decoder at each alpha and gamma (the median of per-repeat ratios, all timed interleaved), beside
+    ``CostProfile.speedup`` from the measured profile ``costs``."""
     target = shapes[sizes.chain_pair[0]].build(device, dtype, seed=0)
     draft = _draft(sizes.chain_pair[1], target, shapes, device, dtype).compiled(backend=sizes.backend)
     target = target.compiled(backend=sizes.backend)
     prompt = torch.randint(target.vocab_size, (1, sizes.prompt_length), generator=torch.Generator().manual_seed(2))
     prompt, n = prompt.to(device), sizes.new_tokens
-    base = _median_ms(lambda: generate_autoregressive(target, prompt, max_new_tokens=n, sampling=GREEDY,
-                                                      randomness=seeded(0)), n, sizes.repeats, device)
-    rows = []
+    runs = {"autoregressive": lambda: generate_autoregressive(target, prompt, max_new_tokens=n, sampling=GREEDY,
+                                                              randomness=seeded(0))}
     for alpha in sizes.alphas:
         for gamma in sizes.gammas:
-            chain = _median_ms(lambda: generate_speculative(
+            runs[alpha, gamma] = lambda alpha=alpha, gamma=gamma: generate_speculative(
                 target, draft, prompt, max_new_tokens=n, config=SpeculativeConfig(gamma, GREEDY), randomness=seeded(0),
-                step=TimingOnlyStep(alpha)), n, sizes.repeats, device)
-            predicted = float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None
-            rows.append({"alpha": alpha, "gamma": gamma, "ms_per_token": chain, "measured_speedup": base[1] / chain[1],
-                         "predicted_speedup": predicted})
-    return [dict(row, autoregressive_ms_per_token=base) for row in rows]
+                step=TimingOnlyStep(alpha))
+    timings = _timed(runs, sizes, device)  # every setting interleaved with the autoregressive decoder
+    base = timings.pop("autoregressive")
+    return [{"alpha": alpha, "gamma": gamma, "ms_per_token": _ms_per_token(timing, n),
+             "autoregressive_ms_per_token": _ms_per_token(base, n),
+             "measured_speedup": statistics.median(repeat_ratios(base, timing)),
+             "predicted_speedup": float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None}
+            for (alpha, gamma), timing in timings.items()]
 
 
 def compiled_section(shapes: dict, sizes: CompiledSizes, device, dtype_name: str) -> dict:

@@ -102,8 +102,9 @@ def extend_tree(tree: PendingTree | None, parents: torch.Tensor) -> PendingTree:
         ancestors[:, :held, :held], depths[:, :held] = tree.ancestors, tree.depths
     rows = torch.arange(batch, device=parents.device)
     nodes = held + torch.arange(new, device=parents.device)
-    if bool(((parents < -1) | (parents >= nodes)).any()):  # one host read for every node
-        node = held + int(((parents < -1) | (parents >= nodes)).any(dim=0).to(torch.int64).argmax())
+    bad = (parents < -1) | (parents >= nodes)  # [B, n]
+    if bool(bad.any()):  # one host read for every node
+        node = held + int(bad.any(dim=0).to(torch.int64).argmax())
         raise ValueError(f"parents of new node {node} must be in [-1, {node}), got {parents[:, node - held].tolist()}")
     for i in range(new):
         node, parent = held + i, parents[:, i]

@@ -128,7 +128,7 @@ class HFCausalLM:
                 ~mask, torch.finfo(self.mask_dtype).min)
         state.cache.prepare(write_at, visible)
         return float_logits(self.model(input_ids=tokens, cache=state.cache, attention_mask=mask,
-                          position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits)
+                                       position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits)
 
     def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
                      positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:

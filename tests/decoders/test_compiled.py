@@ -30,11 +30,11 @@ transformers = pytest.importorskip("transformers")
 
 PROMPT = [1, 2]
 CAUGHT = 1e-6
-SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
-             "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY,
-             "all at T=0.8": Sampling(0.8, top_k=3, top_p=0.97, min_p=0.05, repetition_penalty=1.3,
+SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k-2": Sampling(1.0, top_k=2),
+             "top-p-0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY,
+             "all-at-T=0.8": Sampling(0.8, top_k=3, top_p=0.97, min_p=0.05, repetition_penalty=1.3,
                                       frequency_penalty=0.4, presence_penalty=0.2, logit_bias=((1, 0.5),)),
-             "stop+temperature": Sampling(0.8, stop=(3,))}
+             "stop+temperature": Sampling(0.8, stop=(3,))}  # ids without spaces: node ids pass through shells
 
 
 def peaked(kind: str, vocab: int, seed: int = 7):
