@@ -44,7 +44,7 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
             last, probs = autoregressive_step(model, state, last, sampling, randomness, pending, history)
         steps, pending = steps + 1, None
         if history is not None:
-            history = history.plus(last[:, None])
+            history = history.plus(last[:, None], laws=probs[:, None])
         return host_read([last[:, None]], (probs,))[0]
     decode(output, iterate)
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())

@@ -5,18 +5,20 @@ Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, 
 the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax
 distribution, ties going to the lowest token id. The caller's tensor is never modified.
 
-Penalties and grammars make the law depend on the tokens before a position: ``History`` holds their counts per
-row (and a grammar's mask), and ``History.along`` extends them along a path of drafted tokens, one per position.
+Penalties, grammars and Mirostat make the law depend on the tokens before a position: ``History``
+(``decoders.sampler_state``) holds their state per row, and ``History.along`` extends it along a path of drafted
+tokens, one per position.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, fields, replace
 
 import torch
 from decoders.grammar import Grammar, GrammarSpec
+from decoders.mirostat import VERSIONS as MIROSTAT_VERSIONS, Mirostat
+from decoders.sampler_state import History
 from spectheory.validation import as_non_negative_int, as_positive_int
 
 __all__ = ["Sampling", "History", "history_of", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY",
@@ -40,7 +42,9 @@ class Sampling:
     in [0, 1] (keep the tokens whose probability is at least min_p times the largest). ``stop``: token ids that end
     a row (vLLM's ``stop_token_ids``): a row that emits one emits nothing more (``stop_padded``). ``grammar``: a
     ``decoders.grammar.Grammar`` ending with the ``stop`` tokens (a ``GrammarSpec`` until ``bound`` to the model's
-    vocabulary); the tokens it forbids get logit -inf."""
+    vocabulary); the tokens it forbids get logit -inf. ``mirostat`` 1 or 2 (0 = off): llama.cpp's Mirostat last, with
+    target surprise ``mirostat_tau`` (bits), learning rate ``mirostat_eta`` and, for version 1, ``mirostat_m``
+    tokens (``decoders.mirostat``); its state makes the law depend on the tokens before a position."""
 
     temperature: float = 1.0
     top_k: int | None = None
@@ -53,6 +57,10 @@ class Sampling:
     logit_bias: tuple = ()
     stop: tuple = ()
     grammar: object = None
+    mirostat: int = 0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    mirostat_m: int = 100
 
     def __post_init__(self) -> None:
         _finite("temperature", self.temperature, 0.0)
@@ -79,6 +87,11 @@ class Sampling:
             raise ValueError(f"stop must be a tuple of token ids, got {self.stop!r}")
         for token in self.stop:
             as_non_negative_int("stop token", token)
+        if isinstance(self.mirostat, bool) or self.mirostat not in MIROSTAT_VERSIONS:
+            raise ValueError(f"mirostat must be one of {MIROSTAT_VERSIONS} (0 = off), got {self.mirostat!r}")
+        _finite("mirostat_tau", self.mirostat_tau, 0.0)
+        _finite("mirostat_eta", self.mirostat_eta, 0.0)
+        as_positive_int("mirostat_m", self.mirostat_m)
         if self.grammar is not None:
             if not isinstance(self.grammar, (Grammar, GrammarSpec)):
                 raise ValueError(f"grammar must be a decoders.grammar.GrammarSpec or Grammar or None, got "
@@ -103,17 +116,25 @@ class Sampling:
         words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
         words += [f"stop at {list(self.stop)}"] if self.stop else []
         words += [str(self.grammar)] if self.grammar is not None else []
+        words += [f"mirostat {self.mirostat} (tau {self.mirostat_tau:g}, eta {self.mirostat_eta:g}"
+                  f"{f', m {self.mirostat_m}' if self.mirostat == 1 else ''})"] if self.mirostat else []
         return ", ".join(words)
 
     @property
     def uses_history(self) -> bool:
-        """Whether the law depends on the tokens before a position (a penalty or a grammar is set)."""
+        """Whether the law depends on the tokens before a position (a penalty, a grammar or Mirostat is set)."""
         return (self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
-                or self.grammar is not None)
+                or self.grammar is not None or self.mirostat != 0)
+
+    @property
+    def mirostat_sampler(self) -> Mirostat | None:
+        """The Mirostat these settings end with, or None."""
+        return Mirostat(self.mirostat, self.mirostat_tau, self.mirostat_eta, self.mirostat_m) if self.mirostat else None
 
     @property
     def warping(self) -> "Sampling":
-        """The settings that apply after ``processed_logits``: temperature and the filters (no bias, no penalty)."""
+        """The settings that apply after ``processed_logits``: temperature and the filters (no bias, no penalty, no
+        Mirostat: the law drafts are drawn from)."""
         return Sampling(self.temperature, self.top_k, self.top_p, self.min_p)
 
     def check_vocabulary(self, vocab_size: int) -> None:
@@ -127,15 +148,18 @@ class Sampling:
 
     @property
     def unconditioned(self) -> "Sampling":
-        """These settings without the ones that depend on the tokens before a position (penalties, grammar): the law
-        of a draft that does not follow the path (docs/theory.md §14: q need only be the law drafted from)."""
-        return replace(self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None)
+        """These settings without the ones that depend on the tokens before a position (penalties, grammar,
+        Mirostat): the law of a draft that does not follow the path (docs/theory.md §14: q need only be the law
+        drafted from)."""
+        return replace(self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None,
+                       mirostat=0)
 
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
         return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
                                               ("--frequency-penalty", self.frequency_penalty, 0),
-                                              ("--presence-penalty", self.presence_penalty, 0)) if value != off] + (
+                                              ("--presence-penalty", self.presence_penalty, 0),
+                                              ("--mirostat", self.mirostat, 0)) if value != off] + (
             [self.grammar.flag] if self.grammar is not None else [])
 
     def as_dict(self) -> dict:
@@ -152,101 +176,35 @@ class Sampling:
         return replace(self, grammar=self.grammar.compiled(vocabulary, vocab_size, self.stop))
 
 
-@dataclass(frozen=True)
-class History:
-    """Counts of the tokens before a position, per row: ``prompt`` and ``output`` ``[..., V]`` (float, so that they
-    broadcast against logits); with a ``grammar``, each row's ``outputs`` (token tuples) and the grammar's mask
-    there, ``allowed`` ``[..., V]`` bool. ``of`` counts prompts; ``plus`` adds tokens to the output; ``along`` the
-    counts before each position of a path."""
-
-    prompt: torch.Tensor
-    output: torch.Tensor
-    grammar: Grammar | None = None
-    outputs: tuple = ()
-    allowed: torch.Tensor | None = None
-
-    @staticmethod
-    def of(prompts: list, vocab_size: int, device, generated: list | None = None,
-           grammar: Grammar | None = None) -> "History":
-        """The counts of ``prompts`` (lists of ids) ``[B, V]``, whose last ``generated[b]`` tokens are output."""
-        generated = generated or [0] * len(prompts)
-        prompt, output = (torch.zeros(len(prompts), vocab_size, dtype=torch.float32, device=device) for _ in range(2))
-        outputs = tuple(tuple(ids[len(ids) - n:]) if n else () for ids, n in zip(prompts, generated))
-        for b, (ids, n) in enumerate(zip(prompts, generated)):
-            cut = len(ids) - n
-            for counts, part in ((prompt, ids[:cut]), (output, ids[cut:])):
-                if part:
-                    counts[b].index_add_(0, torch.tensor(part, device=device), torch.ones(len(part), device=device))
-        return History(prompt, output).with_grammar(grammar, outputs)
-
-    def with_grammar(self, grammar: Grammar | None, outputs: tuple) -> "History":
-        """This history with ``grammar``'s masks after each row's ``outputs`` (itself without a grammar)."""
-        if grammar is None:
-            return self
-        if not isinstance(grammar, Grammar):
-            raise ValueError(f"the {grammar.kind} must be compiled for the model's vocabulary first (Sampling.bound)")
-        return History(self.prompt, self.output, grammar, outputs, grammar.masks(outputs).to(self.output.device))
-
-    def plus(self, tokens: torch.Tensor, keep: torch.Tensor | None = None) -> "History":
-        """The history after the output tokens ``tokens: [B, S]`` (only where ``keep: [B, S]`` is True)."""
-        ones = torch.ones(tokens.shape, dtype=self.output.dtype, device=tokens.device)
-        ones = ones if keep is None else ones * keep
-        counted = History(self.prompt, self.output.scatter_add(-1, tokens, ones))
-        if self.grammar is None:
-            return counted
-        kept = tokens.tolist() if keep is None else [[t for t, k in zip(row, mask) if k]
-                                                     for row, mask in zip(tokens.tolist(), keep.tolist())]
-        return counted.with_grammar(self.grammar, tuple(row + tuple(new) for row, new in zip(self.outputs, kept)))
-
-    def along(self, path: torch.Tensor) -> "History":
-        """Counts ``[B, S + 1, V]`` before each position of ``path: [B, S]`` (position 0: before its first token);
-        a history of one row serves every row of ``path``."""
-        batch, length = path.shape
-        steps = torch.zeros(batch, length + 1, self.output.shape[-1], dtype=self.output.dtype, device=path.device)
-        steps[:, 1:].scatter_(2, path[..., None], 1.0)
-        output = steps.cumsum_(dim=1).add_(self.output[:, None])
-        allowed = None
-        if self.grammar is not None:
-            rows = [self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens) for b, tokens in enumerate(path.tolist())]
-            allowed = torch.stack([self.grammar.masks([row[:len(row) - length + s] for s in range(length + 1)])
-                                   for row in rows]).to(path.device)  # [B, S + 1, V]
-        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed)
-
-    def along_tree(self, tokens: torch.Tensor, parents: torch.Tensor) -> "History":
-        """The history after each node of a draft tree ``tokens, parents: [B, N]`` (-1: a root, the last committed
-        token, already counted): its ancestors below the root and itself, in order -> ``[B, N, V]``."""
-        batch, size = tokens.shape
-        parents_of = parents.tolist()
-        paths = [[[] for _ in range(size)] for _ in range(batch)]  # node indices below the root, root side first
-        for b, n in itertools.product(range(batch), range(size)):
-            node = n
-            while parents_of[b][node] >= 0:
-                paths[b][n].insert(0, node)
-                node = parents_of[b][node]
-        steps = torch.zeros(batch, size, size, dtype=self.output.dtype, device=tokens.device)  # [B, N, N]: on the path
-        for b, n in itertools.product(range(batch), range(size)):
-            steps[b, n, paths[b][n]] = 1.0
-        one_hot = torch.nn.functional.one_hot(tokens, self.output.shape[-1]).to(self.output.dtype)  # [B, N, V]
-        output = torch.bmm(steps, one_hot).add_(self.output[:, None])
-        allowed = None
-        if self.grammar is not None:
-            rows = tokens.tolist()
-            allowed = torch.stack([self.grammar.masks([self.outputs[b] + tuple(rows[b][m] for m in paths[b][n])
-                                                       for n in range(size)]) for b in range(batch)]).to(tokens.device)
-        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed)
-
-    def at(self, index) -> "History":
-        """The counts at ``index`` of the path dimension (``along``'s), e.g. one position or a slice."""
-        return History(self.prompt[:, index], self.output[:, index], self.grammar, (),
-                       None if self.allowed is None else self.allowed[:, index])
-
-
 def history_of(sampling: Sampling, prompts: list, model, generated: list | None = None) -> History | None:
     """``History.of`` the ``prompts`` for ``model`` (its vocabulary and device) with ``sampling``'s grammar, where
     ``sampling`` needs the tokens before a position; else None."""
     if not sampling.uses_history:
         return None
-    return History.of(prompts, model.vocab_size, model.device, generated, sampling.grammar)
+    history = History.of(prompts, model.vocab_size, model.device, generated, sampling.grammar)
+    mirostat = sampling.mirostat_sampler
+    if mirostat is None:
+        return history
+    start = torch.full((len(prompts),), mirostat.initial, dtype=torch.float64, device=model.device)
+    return replace(history, mirostat=mirostat, mu=_mirostat_after(sampling, prompts, model, generated, start))
+
+
+@torch.no_grad()
+def _mirostat_after(sampling: Sampling, prompts: list, model, generated: list | None, mu: torch.Tensor) -> torch.Tensor:
+    """Mirostat's state ``[B]`` after each row's last ``generated[b]`` tokens, from ``mu`` before them: the target's
+    laws at those tokens from one forward pass over the rows of each (length, generated) pair."""
+    groups = {}
+    for b, (ids, count) in enumerate(zip(prompts, generated or [0] * len(prompts))):
+        if count:
+            groups.setdefault((len(ids), count), []).append(b)
+    for (length, count), rows in groups.items():
+        tokens = torch.tensor([prompts[b] for b in rows], device=model.device)  # [G, L]
+        cut = length - count
+        logits = model.forward(tokens, model.new_state(len(rows), length))[:, cut - 1:length - 1]  # [G, count, V]
+        before = replace(history_of(sampling, [prompts[b][:cut] for b in rows], model), mu=mu[rows])
+        laws = adjusted_probs(logits, sampling, history=before.along(tokens[:, cut:length - 1]))  # [G, count, V]
+        mu = mu.index_copy(0, torch.tensor(rows, device=mu.device), before.plus(tokens[:, cut:], laws=laws).mu)
+    return mu
 
 
 def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History | None = None) -> torch.Tensor:
@@ -342,7 +300,18 @@ def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool =
     if sampling.min_p:  # relative to the largest probability, which every filter before keeps
         probs = probs.masked_fill(probs < sampling.min_p * probs.amax(dim=-1, keepdim=True), 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
-    return probs
+    return probs if not sampling.mirostat else _mirostat_truncated(probs, history)
+
+
+def _mirostat_truncated(probs: torch.Tensor, history: History | None) -> torch.Tensor:
+    """``probs: [B, ..., V]`` truncated by Mirostat at ``history``'s state: one position per row, or the nodes of its
+    walk (``along``, ``along_tree``: each at the state after the tokens before it)."""
+    if history is None or history.mu is None:
+        raise ValueError("--mirostat needs its state before each position (a History from history_of, moved by the "
+                         "laws of the tokens emitted)")
+    if history.walk:
+        return history.mirostat.walked(probs, history.mu, *history.walk)
+    return history.mirostat.truncated(probs, history.mu.reshape(history.mu.shape + (1,) * (probs.dim() - 2)))
 
 
 def draw(probs: torch.Tensor, sampling: Sampling, randomness) -> torch.Tensor:

@@ -192,11 +192,13 @@ class SpeculativeStep:
         """The token after the accepted ones, drawn from ``weights``. # [B]"""
         return randomness.categorical(weights)
 
-    def count(self, history: History, drafted: torch.Tensor, tokens: torch.Tensor, accepted: torch.Tensor) -> History:
-        """The penalties' counts after an iteration: ``history`` plus each row's new tokens, the first
-        ``accepted + 1`` of ``tokens: [B, k + 1]``; the ``drafted`` ``[B, k]`` that were rejected are not counted."""
+    def count(self, history: History, drafted: torch.Tensor, tokens: torch.Tensor, accepted: torch.Tensor,
+              p: torch.Tensor) -> History:
+        """The sampler's state after an iteration: ``history`` plus each row's new tokens, the first ``accepted + 1``
+        of ``tokens: [B, k + 1]``, Mirostat moved by each under its law in ``p: [B, k + 1, V]``; the ``drafted``
+        ``[B, k]`` that were rejected never enter it."""
         new = torch.arange(tokens.shape[1], device=tokens.device) <= accepted[:, None]  # [B, k + 1]
-        return history.plus(tokens, new)
+        return history.plus(tokens, new, laws=p)
 
     def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
         """Cut both states back to the invariants of ``Committed`` (both calls were causal: ``keep_nodes`` truncates)."""
@@ -233,7 +235,7 @@ class SpeculativeStep:
             committed.tail = emitted.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
             committed.draft_pending = torch.where(accepted == gamma, 2, 1)
             if committed.history is not None:
-                committed.history = self.count(committed.history, drafted, emitted[:, 1:], accepted)
+                committed.history = self.count(committed.history, drafted, emitted[:, 1:], accepted, p)
             if config.policy is not None:
                 config.policy.update(committed.policy_state, proposed.sum(dim=1), accepted)
         return StepOutcome(emitted[:, 1:], accepted, proposed, p, q)

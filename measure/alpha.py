@@ -23,7 +23,7 @@ from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_l
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
-from decoders.sampling import history_of, Sampling, adjusted_probs, proposes
+from decoders.sampling import history_of, Sampling, adjusted_probs, processed_logits, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience
@@ -102,7 +102,7 @@ def adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling
     draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
     proposed = proposes(draft_logits)
     logits = torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits))
-    q = adjusted_probs(logits, sampling, history=history)
+    q = adjusted_probs(processed_logits(logits, sampling, history), sampling.warping)  # the decoders' q
     return p, q, proposed, seen_law(logits, q, sampling.greedy)
 
 

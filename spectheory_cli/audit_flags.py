@@ -43,6 +43,11 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = 
     group.add_argument("--stop", type=int, nargs="+", metavar="TOKEN", default=[],
                        help="token ids that end a row (vLLM's stop_token_ids): nothing follows one; the audits pad "
                             "a row that stopped with its stop token")
+    group.add_argument("--mirostat", type=int, choices=(0, 1, 2), default=0,
+                       help="end with llama.cpp's Mirostat 1 or 2, a sampler with a state (docs/theory.md §14; "
+                            "default 0: off)")
+    group.add_argument("--mirostat-tau", type=float, default=5.0, help="Mirostat's target surprise in bits (default 5)")
+    group.add_argument("--mirostat-eta", type=float, default=0.1, help="Mirostat's learning rate (default 0.1)")
     grammar = group.add_mutually_exclusive_group()
     grammar.add_argument("--regex", metavar="R", help="constrain the output to this regular expression (xgrammar; "
                          "needs --stop, the token that ends a complete output; a tiny model's token i is the letter "
@@ -67,7 +72,7 @@ def sampling_from(args: argparse.Namespace):
             grammar = GrammarSpec(kind, read_text(path, f"--{'grammar' if kind == 'ebnf' else kind}"))
     return Sampling(getattr(args, "temperature", 1.0), args.top_k, args.top_p, args.min_p, args.repetition_penalty,
                     args.frequency_penalty, args.presence_penalty, args.penalize_prompt, tuple(args.logit_bias),
-                    tuple(args.stop), grammar)
+                    tuple(args.stop), grammar, args.mirostat, args.mirostat_tau, args.mirostat_eta)
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser, samplers: tuple, schedules: tuple) -> None:

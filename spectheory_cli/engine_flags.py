@@ -37,10 +37,11 @@ def engine_request(args: argparse.Namespace) -> EngineAuditRequest:
     if args.exact is not None or args.mutant or args.policy:
         raise ValueError("--engine audits the engine's own sampler: drop --exact, --mutant and --policy")
     if (args.frequency_penalty or args.presence_penalty or args.logit_bias or args.penalize_prompt or args.stop
-            or args.regex or args.json_schema or args.grammar):
+            or args.regex or args.json_schema or args.grammar or args.mirostat):
         raise ValueError("--engine takes --temperature, --top-k, --top-p, --min-p and --repetition-penalty (llama.cpp's "
                          "repeat_penalty); drop --frequency-penalty, --presence-penalty, --penalize-prompt, --logit-bias, "
-                         "--stop and the grammar")
+                         "--mirostat (llama-server takes it in its spec: mirostat=2,mirostat-tau=...), --stop and the "
+                         "grammar")
     sampling = EngineSampling(args.temperature, args.top_k or 0, 1.0 if args.top_p is None else args.top_p,
                               args.min_p or 0.0, args.repetition_penalty)
     horizon = args.horizon if args.horizon is not None else (64 if args.temperature == 0 else 4)

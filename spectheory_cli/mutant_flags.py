@@ -24,6 +24,9 @@ def flags_of(sampling) -> list:
         flags += ["--stop"] + [str(token) for token in sampling.stop]
     if sampling.grammar is not None:  # a mutant's grammar is a regex: its text is the flag's value
         flags += [sampling.grammar.flag, sampling.grammar.source]
+    if sampling.mirostat:
+        flags += ["--mirostat", str(sampling.mirostat), "--mirostat-tau", f"{sampling.mirostat_tau!r}",
+                  "--mirostat-eta", f"{sampling.mirostat_eta!r}"]
     return flags
 
 

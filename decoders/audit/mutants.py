@@ -15,6 +15,7 @@ from typing import Callable
 
 import torch
 
+from decoders.audit.mirostat_mutants import BonusMovedTwice, MovedByTargetDraw, MovedUnderDraftLaw, NeverRestored
 from decoders.randomness import Randomness
 from decoders.grammar import GrammarSpec
 from decoders.sampling import History, Sampling, adjusted_probs
@@ -201,15 +202,15 @@ class GrammarSkippedInsideDraftWindow(SpeculativeStep):
 
 
 class PenaltyCountsLastTokenOnly(SpeculativeStep):
-    def count(self, history, drafted, tokens, accepted):
+    def count(self, history, drafted, tokens, accepted, p):
         last = tokens.gather(1, accepted[:, None])  # [B, 1]: one token per iteration enters the counts
-        return history.plus(last)
+        return history.plus(last, laws=p.gather(1, accepted[:, None, None].expand(-1, -1, p.shape[-1])))
 
 
 class PenaltyCountsProposals(SpeculativeStep):
-    def count(self, history, drafted, tokens, accepted):
-        proposed = history.plus(drafted)  # every draft, rejected ones too
-        return super().count(proposed, drafted, tokens, accepted)  # and the accepted ones (again) with the last
+    def count(self, history, drafted, tokens, accepted, p):
+        proposed = history.plus(drafted, laws=p[:, :-1])  # every draft, rejected ones too
+        return super().count(proposed, drafted, tokens, accepted, p)  # and the accepted ones (again) with the last
 
 
 class RecoverySharesDraftNoise(SpeculativeStep):
@@ -282,6 +283,9 @@ class Mutant:
     source: Callable[[Randomness], Randomness] = _same_source
     shipped: str = ""  # where an engine shipped it: its tracker's issue or PR
 
+
+#: Mirostat 2 whose truncation moves within a few tokens on the exact audit's models (docs/theory.md §14).
+MIROSTAT_SHOWN = Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0)
 
 #: A grammar over the letters of the exact audit's vocabularies (token 0 "a", 1 "b"), ended by token 2.
 GRAMMAR_SHOWN = Sampling(1.0, stop=(2,), grammar=GrammarSpec("regex", "(ab|ba)+"))
@@ -359,6 +363,16 @@ MUTANTS = (
     Mutant("mixed-seeds-unseeded-rows-greedy", "in a batch mixing requests with and without a seed, the unseeded "
            "rows' sampling noise lands on a copy, so their token after a rejection is the argmax of the residual",
            UnseededRowsGreedy(), exact="batch", shipped="vLLM issue 9441, fixed by PR 10863"),
+    # Samplers with a state (decoders.audit.mirostat_mutants): Mirostat's mu moved by the wrong token or law.
+    Mutant("mirostat-moved-by-target-draw", "Mirostat's state moves at each drafted position by a token the target's "
+           "chain draws itself, independent of the token emitted there", MovedByTargetDraw(), MIROSTAT_SHOWN,
+           "whole-run", shipped="llama.cpp's rejection path, docs/upstream/llama-server-mirostat.md"),
+    Mutant("mirostat-moved-under-q", "Mirostat's state moves by each accepted draft's surprise under the draft's q, "
+           "not the target's p", MovedUnderDraftLaw(), MIROSTAT_SHOWN, "whole-run"),
+    Mutant("mirostat-never-restored", "Mirostat's state moves along every draft in verification and is not "
+           "restored after a rejection", NeverRestored(), MIROSTAT_SHOWN, "whole-run"),
+    Mutant("mirostat-bonus-moved-twice", "after full acceptance Mirostat's state moves twice by the bonus token",
+           BonusMovedTwice(), MIROSTAT_SHOWN, "whole-run"),
 )
 
 

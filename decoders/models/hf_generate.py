@@ -35,13 +35,15 @@ def assisted_options(draft, gamma: int) -> dict | None:
 
 
 def check_hf_sampling(sampling: Sampling) -> None:
-    """transformers' ``generate`` has no frequency or presence penalty and no grammar: refuse them rather than drop
-    them."""
+    """transformers' ``generate`` has no frequency or presence penalty, no grammar and no Mirostat: refuse them rather
+    than drop them."""
     if sampling.frequency_penalty or sampling.presence_penalty:
         raise ValueError("transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
                          "--presence-penalty")
     if sampling.grammar is not None:
         raise ValueError(f"transformers' generate has no grammar; drop {sampling.grammar.flag}")
+    if sampling.mirostat:
+        raise ValueError("transformers' generate has no Mirostat; drop --mirostat")
 
 
 def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
