@@ -89,6 +89,9 @@ def test_truncated_draft_against_its_source(draft):
     ("grammar=yaml", "grammar must be one of json"),
     ("mirostat-tau=3", "mirostat-tau needs mirostat=1 or mirostat=2"),
     ("mirostat=2,mirostat-eta=fast", "mirostat-eta must be a number in"),
+    ("field=seed:3", "field must be KEY:NUMBER with KEY one of typical_p"),
+    ("field=dry_multiplier:strong", "field must be KEY:NUMBER"),
+    ("logit-bias=a:1", "logit-bias must be TOKEN:BIAS"),
 ])
 def test_bad_options_are_one_line_errors(words, message):
     with pytest.raises(ValueError, match=message):
@@ -112,6 +115,29 @@ def test_mirostat_options_against_request_fields():
     options = ServerOptions.parse("mirostat=2,mirostat-tau=3,mirostat-eta=1")
     assert options.request_fields() == {"mirostat": 2, "mirostat_tau": 3.0, "mirostat_eta": 1.0}
     assert ServerOptions.parse("mirostat=2").request_fields() == {"mirostat": 2}
+
+
+def test_other_samplers_against_request_fields():
+    """Any other sampler of llama.cpp's chain reaches every request under its own field name: ``field=`` numbers,
+    ``logit-bias=`` pairs and the chain's order."""
+    options = ServerOptions.parse("field=dry_multiplier:0.8,field=xtc_probability:0.5,logit-bias=12:-1.5,"
+                                  "samplers=top_k;adaptive_p")
+    assert options.request_fields() == {"dry_multiplier": 0.8, "xtc_probability": 0.5, "logit_bias": [[12, -1.5]],
+                                        "samplers": ["top_k", "adaptive_p"]}
+    assert options.sampler_words() == ["dry_multiplier 0.8", "xtc_probability 0.5", "logit bias {12: -1.5}",
+                                       "samplers top_k adaptive_p"]
+
+
+def test_logit_bias_option_reaches_the_server_against_plain_rows(plain):
+    """The negative control of the field pass-through: the first token the plain server draws most often after the
+    prompt (24 samples of one token) never comes first with ``logit-bias=TOKEN:-100``."""
+    rows = plain.generate(PROMPT, 24, 1, EngineSampling(1.0), seed=0).rows
+    first = max(set(rows), key=rows.count)[0]
+    biased = open_engine(f"llama-server:threads=1,logit-bias={first}:-100")
+    try:
+        assert all(row[0] != first for row in biased.generate(PROMPT, 24, 1, EngineSampling(1.0), seed=0).rows)
+    finally:
+        biased.close()
 
 
 def test_completions_per_request_keep_every_row_against_one_request_each(plain):

@@ -173,3 +173,13 @@ def test_mirostat_flags_against_error_contract(argv, status, fragment, capsys):
     assert code == status and fragment in out + err, (code, out, err)
     if status == 2:
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+
+
+@pytest.mark.parametrize("name, passes", [(None, True), ("mirostat-moved-by-target-draw", False)])
+def test_statistical_audit_against_llama_cpp_rejection_path(name, passes):
+    """The statistical audit (the CLI's functions, n = 20,000, seed 0, level 0.01: a correct decoder fails with
+    probability at most 0.01) passes the reference and fails llama.cpp's rejection path, whose samples hold tokens
+    the target's law at the right state does not allow (order-0 target, V = 4, the close draft, gamma 1)."""
+    report = run_audit(AuditRequest(mutant=name, target="order0", draft="close", vocabulary=4, horizon=3, gamma=1,
+                                    n=20_000, sampling=SETTINGS["v2 tau 1.5 eta 2"])).report
+    assert report.passed == passes and (passes or report.p_value < 1e-6), report.as_dict()
