@@ -7,6 +7,8 @@ position's law uses mu after the drafts before it, and a rejected draft never mo
 - Mirostat 2 keeps the tokens whose surprise is at most mu (the most likely one always).
 - Mirostat 1 estimates the Zipf exponent s from the m most likely tokens, sets
   k = ((s - 1) 2^mu / (1 - V^-(s - 1)))^(1/s) and keeps the max(floor(k), 1) most likely tokens (V: the vocabulary).
+  Its candidates are the tokens of positive probability (a filter before it leaves zeros where llama.cpp shrinks the
+  candidate list; a probability that underflows to 0 counts as filtered, where llama.cpp would read log(p / 0)).
 
 ``Mirostat`` holds the settings; its methods are functions of tensors: ``truncated`` (one law), ``moved`` (the
 state after a token), ``walked`` (the laws at the nodes of a path or a tree, each at the state after its

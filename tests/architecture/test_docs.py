@@ -245,3 +245,18 @@ def test_compiled_cpu_table_against_its_results():
             rows.append(f"| {pair} | {name} | {row['eager_ms_per_token']:.2f} | {row['compiled_ms_per_token']:.2f} | "
                         f"{row['compiled_over_eager']:.3f} | {' | '.join(speedups)} | {row['greedy_tokens_equal']} |")
     assert len(rows) == 5 and [row for row in rows if row not in page] == []
+
+
+def test_mirostat_report_against_its_results():
+    """docs/upstream/llama-server-mirostat.md: the unpatched build FAILs and the patched one PASSes at the same n, the
+    same seeds (the same drafts counted) and the same plain rows, with the p-values the report and docs/engines.md
+    print."""
+    page = (ROOT / "docs" / "upstream" / "llama-server-mirostat.md").read_text()
+    engines = (ROOT / "docs" / "engines.md").read_text()
+    unpatched, patched = (json.loads((ROOT / "results" / f"llama_server_audit_rejection_mirostat2_tau2_eta2_10k{end}.json")
+                                     .read_text()) for end in ("", "_patched"))
+    assert not unpatched["passed"] and patched["passed"]
+    assert unpatched["n_a"] == patched["n_a"] == 10_000 and unpatched["rows_b"] == patched["rows_b"]
+    assert unpatched["counters"][0] == patched["counters"][0]
+    for document in (unpatched, patched):
+        assert f"p = {document['p_value']:.3g}" in page and f"| {document['p_value']:.3g} |" in engines
