@@ -395,5 +395,5 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
         b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
                                  seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
     document, samples, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
-    version = capability(engine, "version")
-    return (dict(document, engine_version=version()) if version else document), samples, lines
+    version, known = capability(engine, "version"), capability(engine, "known_deviations")
+    return (dict(document, engine_version=version()) if version else document), samples, lines + (known() if known else [])

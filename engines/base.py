@@ -98,6 +98,8 @@ CAPABILITIES = {
                     "(without: greedy differences are not diagnosed)",
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
                   "(without: no --against model, no batch-shape numerics)",
+    "known_deviations": "known_deviations() -> [lines]: deviations found in this engine under its settings, with the "
+                        "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
 }
 
 

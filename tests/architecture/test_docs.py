@@ -260,3 +260,15 @@ def test_mirostat_report_against_its_results():
     assert unpatched["counters"][0] == patched["counters"][0]
     for document in (unpatched, patched):
         assert f"p = {document['p_value']:.3g}" in page and f"| {document['p_value']:.3g} |" in engines
+
+
+def test_mirostat_power_against_its_results():
+    """The sample size llama-server's engine and the report quote for finding the Mirostat bug with 90% probability
+    is the first measured n at or above 90% in results/llama_server_mirostat/power.json, and its control (the patched
+    build's rows) fails at about the level."""
+    document = json.loads((ROOT / "results" / "llama_server_mirostat" / "power.json").read_text())
+    first = next(row for row in document["rows"] if row["power"] >= 0.9)
+    quoted = (ROOT / "engines" / "llama_server.py").read_text() + (ROOT / "docs" / "upstream" /
+                                                                    "llama-server-mirostat.md").read_text()
+    assert f"from about {first['n']:,} samples a side" in quoted
+    assert all(row["control_failure_rate"] <= 0.03 for row in document["rows"])

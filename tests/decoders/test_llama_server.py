@@ -128,6 +128,18 @@ def test_other_samplers_against_request_fields():
                                        "samplers top_k adaptive_p"]
 
 
+def test_known_mirostat_deviation_against_the_paths_it_concerns():
+    """The engine names the rejection path's Mirostat bug, with the sample size that sees it, where its options meet
+    it (Mirostat and probabilistic drafts), and not on the match path or without Mirostat."""
+    from decoders.models.gguf import real_model_path
+
+    model = real_model_path("smollm2")
+    lines = {words: open_engine(f"llama-server:spec=draft-simple,draft={model},{words}").known_deviations() for words
+             in ("sampling=probabilistic,mirostat=2", "sampling=greedy,mirostat=2", "sampling=probabilistic")}
+    assert "2,000 samples a side" in lines["sampling=probabilistic,mirostat=2"][0]
+    assert lines["sampling=greedy,mirostat=2"] == lines["sampling=probabilistic"] == []
+
+
 def test_logit_bias_option_reaches_the_server_against_plain_rows(plain):
     """The negative control of the field pass-through: the first token the plain server draws most often after the
     prompt (24 samples of one token) never comes first with ``logit-bias=TOKEN:-100``."""
