@@ -93,10 +93,10 @@ class History:
             rows = [self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens) for b, tokens in enumerate(path.tolist())]
             allowed = torch.stack([self.grammar.masks([row[:len(row) - length + s] for s in range(length + 1)])
                                    for row in rows]).to(path.device)  # [B, S + 1, V]
-        nodes = torch.nn.functional.pad(path, (1, 0))  # [B, S + 1]: position s + 1 follows path[:, s]
-        parents = torch.arange(-1, length, device=path.device).expand(batch, -1)
+        walk = () if self.mirostat is None else (  # position s + 1 follows path[:, s] -> [B, S + 1] each
+            torch.nn.functional.pad(path, (1, 0)), torch.arange(-1, length, device=path.device).expand(batch, -1))
         return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed, self.mirostat,
-                       self.mu, (nodes, parents))
+                       self.mu, walk)
 
     def along_tree(self, tokens: torch.Tensor, parents: torch.Tensor) -> "History":
         """The history after each node of a draft tree ``tokens, parents: [B, N]`` (-1: a root, the last committed
@@ -120,4 +120,4 @@ class History:
             allowed = torch.stack([self.grammar.masks([self.outputs[b] + tuple(rows[b][m] for m in paths[b][n])
                                                        for n in range(size)]) for b in range(batch)]).to(tokens.device)
         return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed, self.mirostat,
-                       self.mu, (tokens, parents))
+                       self.mu, () if self.mirostat is None else (tokens, parents))

@@ -292,7 +292,8 @@ class TreeStep:
             new = torch.cat([new[:, 1:], last[:, None]], dim=1)
             new.scatter_(1, accepted[:, None], last[:, None])
             if state.history is not None:  # the accepted path and the token after it, each at its node's law
-                laws = p.gather(1, path[..., None].expand(-1, -1, p.shape[-1]))  # [B, depth + 1, V]
+                laws = None if state.history.mirostat is None else p.gather(  # [B, depth + 1, V]
+                    1, path[..., None].expand(-1, -1, p.shape[-1]))
                 state.history = state.history.plus(new, torch.arange(new.shape[1], device=new.device) <= accepted[:, None],
                                                    laws)
         return TreeOutcome(new, accepted, ranks)

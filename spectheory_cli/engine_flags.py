@@ -40,8 +40,7 @@ def engine_request(args: argparse.Namespace) -> EngineAuditRequest:
             or args.regex or args.json_schema or args.grammar or args.mirostat):
         raise ValueError("--engine takes --temperature, --top-k, --top-p, --min-p and --repetition-penalty (llama.cpp's "
                          "repeat_penalty); drop --frequency-penalty, --presence-penalty, --penalize-prompt, --logit-bias, "
-                         "--mirostat (llama-server takes it in its spec: mirostat=2,mirostat-tau=...), --stop and the "
-                         "grammar")
+                         "--stop and the grammar, and --mirostat (llama-server takes it in its spec: mirostat=2,...)")
     sampling = EngineSampling(args.temperature, args.top_k or 0, 1.0 if args.top_p is None else args.top_p,
                               args.min_p or 0.0, args.repetition_penalty)
     horizon = args.horizon if args.horizon is not None else (64 if args.temperature == 0 else 4)
