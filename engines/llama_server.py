@@ -178,13 +178,21 @@ class LlamaServerEngine:
         self._servers: dict = {}
 
     def known_deviations(self) -> list:
-        """The rejection path's Mirostat bug where these options meet it (docs/upstream/llama-server-mirostat.md)."""
-        if not (self.options.mirostat and self.options.draft_sampling == "probabilistic"):
+        """The rejection path's bugs where these options meet them (docs/upstream/llama-server-mirostat.md and
+        llama-server-adaptive-p.md)."""
+        if self.options.draft_sampling != "probabilistic":
             return []
-        return ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-mirostat.patch) "
-                "moves Mirostat's state by a token it does not emit; at tau 2, eta 2 on an open chat prompt the audit finds it "
-                "with 90% probability from about 2,000 samples a side (80% at 1,500; results/llama_server_mirostat/"
-                "power.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below that says nothing of it"]
+        mirostat = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-mirostat."
+                    "patch) moves Mirostat's state by a token it does not emit; at tau 2, eta 2 on an open chat prompt "
+                    "the audit finds it with 90% probability from about 2,000 samples a side (80% at 1,500; results/"
+                    "llama_server_mirostat/power.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below "
+                    "that says nothing of it"] * bool(self.options.mirostat)
+        adaptive = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p."
+                    "patch) skips adaptive-p's average for tokens it did not draw and seeds its acceptance draws alike "
+                    "in every request; at target 0.5, decay 0.9 the audit found it at 2,000 samples a side (p = "
+                    "0.0019) and 4,000 (p = 4.25e-50), its power not measured: a PASS says little of it"] * (
+            "adaptive_p" in self.options.samplers)
+        return mirostat + adaptive
 
     def server(self, speculate: int) -> LlamaServer:
         speculate = check_speculate(speculate) if self.options.spec else 0

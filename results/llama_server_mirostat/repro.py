@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """llama-server's rejection-sampling verifier (--spec-draft-sampling probabilistic) changes the output law under
-Mirostat 2: the Mirostat state mu is updated from the token the sampler chain drew at each verified position
-(common_sampler_sample inside common_sampler_sample_and_accept_n_rejection), not from the token emitted there
-(the accepted draft or the residual draw). The next position is then truncated by a mu that does not belong to the
-emitted text.
+the samplers that carry a state moved by the token they draw: at each verified position the sampler chain is run to
+read the target's distribution (common_sampler_sample inside common_sampler_sample_and_accept_n_rejection), and
+then another token is emitted there (the accepted draft or the residual draw).
+
+- mirostat-2 (default): Mirostat 2 moves mu by the token it drew, inside apply; the next position is truncated by a
+  mu that does not belong to the emitted text (tau 2, eta 2: a strong learning rate makes the effect large).
+- adaptive-p: adaptive-p moves its moving average in accept only when the emitted token is the one it drew, so under
+  rejection sampling it skips the emitted tokens (target 0.5, decay 0: the average is the last token's probability,
+  which makes the effect large; the chain is temperature then adaptive-p).
 
 Starts two servers of one build on one model, one plain and one speculating with the model as its own draft,
-draws N seeded samples of 4 tokens from each with Mirostat 2 (tau 2, eta 2: a strong learning rate makes the
-effect large), and compares the two samples' 4-token prefixes by a chi-square test of homogeneity. Needs only
-python3 (standard library). Usage:
+draws N seeded samples of 4 tokens from each, and compares the two samples by chi-square tests of homogeneity: their
+4-token prefixes, then the token at each position. Needs only python3 (standard library). Usage:
 
-    repro.py LLAMA_SERVER MODEL.gguf [N]     (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
+    repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p]
+                                             (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
 
 Plain decoding against itself (two seed ranges) is printed first as the control; it should pass.
 """
@@ -24,9 +29,10 @@ import time
 import urllib.request
 
 PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
-SAMPLER = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
-           "mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0, "n_predict": 4, "cache_prompt": False,
-           "return_tokens": True}
+COMMON = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
+          "n_predict": 4, "cache_prompt": False, "return_tokens": True}
+SAMPLERS = {"mirostat-2": {"mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0},
+            "adaptive-p": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "samplers": ["temperature", "adaptive_p"]}}
 PER_REQUEST = 8
 
 
@@ -42,10 +48,10 @@ def start(server: str, model: str, port: int, extra: list) -> subprocess.Popen:
     raise SystemExit(f"server on port {port} did not start")
 
 
-def samples(port: int, n: int, seed: int) -> list:
+def samples(port: int, n: int, seed: int, sampler: dict) -> list:
     rows = []
     for start_seed in range(seed, seed + n, PER_REQUEST):
-        body = dict(SAMPLER, prompt=PROMPT, seed=start_seed, n_cmpl=PER_REQUEST)
+        body = dict(COMMON, **sampler, prompt=PROMPT, seed=start_seed, n_cmpl=PER_REQUEST)
         request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(),
                                          {"Content-Type": "application/json"})
         answers = json.load(urllib.request.urlopen(request, timeout=600))
@@ -68,27 +74,34 @@ def chi_square_p(a: list, b: list) -> tuple:
     statistic = sum((x - (x + y) * na / (na + nb)) ** 2 / ((x + y) * na / (na + nb)) +
                     (y - (x + y) * nb / (na + nb)) ** 2 / ((x + y) * nb / (na + nb)) for x, y in cells)
     dof = len(cells) - 1
+    if dof < 1:
+        return statistic, dof, 1.0
     z = ((statistic / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))  # Wilson-Hilferty
     return statistic, dof, 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 3 or len(sys.argv) > 4 and sys.argv[4] not in SAMPLERS:
         raise SystemExit(__doc__)
     server, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000
+    sampler = SAMPLERS[sys.argv[4] if len(sys.argv) > 4 else "mirostat-2"]
     plain = start(server, model, 18441, [])
     spec = start(server, model, 18442, ["--spec-type", "draft-simple", "-md", model, "--spec-draft-n-max", "4",
                                         "--spec-draft-sampling", "probabilistic"])
     try:
-        a = samples(18441, n, 0)
-        b = samples(18441, n, 10 ** 6)
-        c = samples(18442, n, 10 ** 6)
+        a = samples(18441, n, 0, sampler)
+        b = samples(18441, n, 10 ** 6, sampler)
+        c = samples(18442, n, 10 ** 6, sampler)
     finally:
         plain.kill(), spec.kill()
     for name, other in (("plain against plain (control)", b), ("plain against speculating", c)):
         statistic, dof, p = chi_square_p(a, other)
         print(f"{name}: 4-token prefixes, {len(set(a))} and {len(set(other))} distinct; chi-square {statistic:.1f} "
               f"on {dof} degrees of freedom, p = {p:.3g}")
+        for position in range(4):
+            statistic, dof, p = chi_square_p(*([row[position] if position < len(row) else "end" for row in rows]
+                                             for rows in (a, other)))
+            print(f"    token {position + 1}: chi-square {statistic:.1f} on {dof} degrees of freedom, p = {p:.3g}")
 
 
 if __name__ == "__main__":

@@ -247,19 +247,40 @@ def test_compiled_cpu_table_against_its_results():
     assert len(rows) == 5 and [row for row in rows if row not in page] == []
 
 
-def test_mirostat_report_against_its_results():
-    """docs/upstream/llama-server-mirostat.md: the unpatched build FAILs and the patched one PASSes at the same n, the
-    same seeds (the same drafts counted) and the same plain rows, with the p-values the report and docs/engines.md
-    print."""
-    page = (ROOT / "docs" / "upstream" / "llama-server-mirostat.md").read_text()
+def _patched_against_unpatched(report: str, stem: str, n: int) -> tuple:
+    """The unpatched and patched builds' audits ``results/{stem}{,_patched}.json``: the unpatched FAILs and the
+    patched PASSes at ``n`` a side against the same plain rows, with the p-values docs/upstream/``report`` and
+    docs/engines.md print; returned for the checks particular to each report."""
+    page = (ROOT / "docs" / "upstream" / report).read_text()
     engines = (ROOT / "docs" / "engines.md").read_text()
-    unpatched, patched = (json.loads((ROOT / "results" / f"llama_server_audit_rejection_mirostat2_tau2_eta2_10k{end}.json")
-                                     .read_text()) for end in ("", "_patched"))
+    unpatched, patched = (json.loads((ROOT / "results" / f"{stem}{end}.json").read_text()) for end in ("", "_patched"))
     assert not unpatched["passed"] and patched["passed"]
-    assert unpatched["n_a"] == patched["n_a"] == 10_000 and unpatched["rows_b"] == patched["rows_b"]
-    assert unpatched["counters"][0] == patched["counters"][0]
+    assert unpatched["n_a"] == patched["n_a"] == n and unpatched["rows_b"] == patched["rows_b"]
     for document in (unpatched, patched):
         assert f"p = {document['p_value']:.3g}" in page and f"| {document['p_value']:.3g} |" in engines
+    return unpatched, patched, page
+
+
+def test_mirostat_report_against_its_results():
+    """docs/upstream/llama-server-mirostat.md: the unpatched build FAILs and the patched one PASSes at the same n, the
+    same seeds (the same drafts counted) and the same plain rows."""
+    unpatched, patched, _ = _patched_against_unpatched("llama-server-mirostat.md",
+                                                       "llama_server_audit_rejection_mirostat2_tau2_eta2_10k", 10_000)
+    assert unpatched["counters"][0] == patched["counters"][0]
+
+
+def test_adaptive_p_report_against_its_results():
+    """docs/upstream/llama-server-adaptive-p.md: the unpatched build FAILs and the patched one PASSes at the same n,
+    seeds (the same first tokens) and plain rows; the reproduction's output is the one the report quotes, its control
+    passing and the speculating server's second token failing."""
+    unpatched, patched, page = _patched_against_unpatched(
+        "llama-server-adaptive-p.md", "llama_server_audit_rejection_adaptive_p05_replicate", 4_000)
+    assert [row[0] for row in unpatched["rows_a"]] == [row[0] for row in patched["rows_a"]]
+    output = (ROOT / "results" / "llama_server_adaptive_p" / "output.txt").read_text()
+    assert output.strip() in page
+    control, speculating = output.split("plain against speculating")
+    assert "token 2: chi-square 2.6 on 5 degrees of freedom, p = 0.759" in control
+    assert "token 2: chi-square 26.9 on 7 degrees of freedom, p = 0.000395" in speculating
 
 
 def test_mirostat_power_against_its_results():

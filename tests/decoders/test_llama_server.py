@@ -128,16 +128,22 @@ def test_other_samplers_against_request_fields():
                                        "samplers top_k adaptive_p"]
 
 
-def test_known_mirostat_deviation_against_the_paths_it_concerns():
-    """The engine names the rejection path's Mirostat bug, with the sample size that sees it, where its options meet
-    it (Mirostat and probabilistic drafts), and not on the match path or without Mirostat."""
+def test_known_deviations_against_the_paths_they_concern():
+    """The engine names the rejection path's Mirostat and adaptive-p bugs, with the sample sizes that saw them, where
+    its options meet them (the sampler and probabilistic drafts), and not on the match path or without the sampler."""
     from decoders.models.gguf import real_model_path
 
     model = real_model_path("smollm2")
+    adaptive = "samplers=temperature;adaptive_p"
     lines = {words: open_engine(f"llama-server:spec=draft-simple,draft={model},{words}").known_deviations() for words
-             in ("sampling=probabilistic,mirostat=2", "sampling=greedy,mirostat=2", "sampling=probabilistic")}
+             in ("sampling=probabilistic,mirostat=2", "sampling=greedy,mirostat=2", "sampling=probabilistic",
+                 f"sampling=probabilistic,{adaptive}", f"sampling=greedy,{adaptive}")}
     assert "2,000 samples a side" in lines["sampling=probabilistic,mirostat=2"][0]
+    assert len(lines["sampling=probabilistic,mirostat=2"]) == 1
+    assert "adaptive-p" in lines[f"sampling=probabilistic,{adaptive}"][0]
+    assert len(lines[f"sampling=probabilistic,{adaptive}"]) == 1
     assert lines["sampling=greedy,mirostat=2"] == lines["sampling=probabilistic"] == []
+    assert lines[f"sampling=greedy,{adaptive}"] == []
 
 
 def test_logit_bias_option_reaches_the_server_against_plain_rows(plain):
