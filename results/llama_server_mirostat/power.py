@@ -1,11 +1,12 @@
 """The audit's power against llama.cpp's Mirostat bug where users meet it, measured by subsampling: from the 10,000
-rows a side of the unpatched rejection path and of plain decoding (Mirostat 2, tau 2, eta 2, the chat prompt "Tell me
-something.", results/llama_server_audit_rejection_mirostat2_tau2_eta2_10k.json), draw `repeats` disjoint-seeded
-subsamples of n rows a side without replacement and run the engine audit's own two-sample test
-(engines.audit.compare_runs, level 0.01) on each; the fraction that fails is the power at n. The patched build's
-rows against the same plain rows are the control (its failure rate estimates the false-positive rate, <= 0.01).
+rows a side of the unpatched rejection path and of plain decoding (Mirostat 2, tau 2, eta 2; by default the chat
+prompt "Tell me something.", results/llama_server_audit_rejection_mirostat2_tau2_eta2_10k.json), draw `repeats`
+disjoint-seeded subsamples of n rows a side without replacement and run the engine audit's own two-sample test
+(engines.audit.compare_runs, level 0.01) on each; the fraction that fails is the power at n. The control estimates
+the false-positive rate (<= 0.01): the patched build's rows against the same plain rows where a patched run is given,
+otherwise the plain rows against themselves, split into two disjoint halves (so only n up to half the pool).
 
-    python results/llama_server_mirostat/power.py OUT.json [REPEATS]
+    python results/llama_server_mirostat/power.py OUT.json [REPEATS [UNPATCHED.json PROMPT-NAME [PATCHED.json]]]
 
 Subsamples of one pool of 10,000 overlap, so power near n = 10,000 is overstated; the n where power crosses 90%
 is well below that (the rows it prints), where overlap is small."""
@@ -21,6 +22,7 @@ from spectheory.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (250, 500, 750, 1000, 1500, 2000, 3000)
+LARGE_SIZES = (4000, 5000)  # where the effect is small: only with the plain rows split in halves
 
 
 def power(rows_a: list, rows_b: list, n: int, repeats: int, seed: int) -> float:
@@ -34,18 +36,28 @@ def power(rows_a: list, rows_b: list, n: int, repeats: int, seed: int) -> float:
 
 
 def main() -> None:
-    out, repeats = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100
-    results = ROOT / "results"
-    unpatched, patched = (json.loads((results / f"llama_server_audit_rejection_mirostat2_tau2_eta2_10k{end}.json")
-                                     .read_text()) for end in ("", "_patched"))
+    args = sys.argv[1:]
+    out, repeats = args[0], int(args[1]) if len(args) > 1 else 100
+    if len(args) > 2:
+        unpatched_path, prompt, patched_path = args[2], args[3], args[4] if len(args) > 4 else None
+    else:
+        stem = ROOT / "results" / "llama_server_audit_rejection_mirostat2_tau2_eta2_10k"
+        unpatched_path, prompt, patched_path = f"{stem}.json", "chat: Tell me something.", f"{stem}_patched.json"
+    unpatched = json.loads(Path(unpatched_path).read_text())
+    plain = unpatched["rows_b"]
+    control = json.loads(Path(patched_path).read_text())["rows_a"] if patched_path else None
+    halves = (plain[: len(plain) // 2], plain[len(plain) // 2:])
     rows = []
-    for n in SIZES:
-        row = {"n": n, "power": power(unpatched["rows_a"], unpatched["rows_b"], n, repeats, n),
-               "control_failure_rate": power(patched["rows_a"], patched["rows_b"], n, repeats, n + 1)}
+    for n in SIZES if control else [n for n in SIZES + LARGE_SIZES if n <= len(plain) // 2]:
+        row = {"n": n, "power": power(unpatched["rows_a"], plain, n, repeats, n),
+               "control_failure_rate": power(control, plain, n, repeats, n + 1) if control else
+               power(*halves, n, repeats, n + 1)}
         rows.append(row)
         print(row, flush=True)
-    write_json(out, {"prompt": "chat: Tell me something.", "sampling": "mirostat 2, tau 2, eta 2, T = 1", "horizon": 4,
-                     "level": 0.01, "repeats": repeats, "rows": rows, "pool": 10_000},
+    write_json(out, {"prompt": prompt, "sampling": "mirostat 2, tau 2, eta 2, T = 1", "horizon": 4, "level": 0.01,
+                     "repeats": repeats, "rows": rows, "pool": len(plain),
+                     "control": "patched build against the plain rows" if control else
+                     "plain rows against plain rows, disjoint halves", "whole_pool_p": unpatched["p_value"]},
                command="python " + " ".join(sys.argv))
 
 
