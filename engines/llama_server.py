@@ -183,10 +183,11 @@ class LlamaServerEngine:
         if self.options.draft_sampling != "probabilistic":
             return []
         mirostat = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-mirostat."
-                    "patch) moves Mirostat's state by a token it does not emit; at tau 2, eta 2 on an open chat prompt "
-                    "the audit finds it with 90% probability from about 2,000 samples a side (80% at 1,500; results/"
-                    "llama_server_mirostat/power.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below "
-                    "that says nothing of it"] * bool(self.options.mirostat)
+                    "patch) moves Mirostat's state by a token it does not emit; at tau 2, eta 2 the audit finds it "
+                    "with 90% probability from about 2,000 samples a side on an open chat prompt (80% at 1,500; "
+                    "results/llama_server_mirostat/power.json) and from about 3,000 on a low-entropy code prompt (42% "
+                    "at 1,500; power_code.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below that "
+                    "says nothing of it"] * bool(self.options.mirostat)
         adaptive = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p."
                     "patch) skips adaptive-p's average for tokens it did not draw and seeds its acceptance draws alike "
                     "in every request; at target 0.5, decay 0.9 the audit found it at 2,000 samples a side (p = "

@@ -283,13 +283,15 @@ def test_adaptive_p_report_against_its_results():
     assert "token 2: chi-square 26.9 on 7 degrees of freedom, p = 0.000395" in speculating
 
 
-def test_mirostat_power_against_its_results():
+@pytest.mark.parametrize("name, where", [("power.json", "samples a side on an open chat prompt"),
+                                         ("power_code.json", "on a low-entropy code prompt")])
+def test_mirostat_power_against_its_results(name, where):
     """The sample size llama-server's engine and the report quote for finding the Mirostat bug with 90% probability
-    is the first measured n at or above 90% in results/llama_server_mirostat/power.json, and its control (the patched
-    build's rows) fails at about the level."""
-    document = json.loads((ROOT / "results" / "llama_server_mirostat" / "power.json").read_text())
+    on each prompt is the first measured n at or above 90% in results/llama_server_mirostat/``name``, and its control
+    (the patched build's rows, or the plain rows' halves) fails at about the level."""
+    document = json.loads((ROOT / "results" / "llama_server_mirostat" / name).read_text())
     first = next(row for row in document["rows"] if row["power"] >= 0.9)
     quoted = (ROOT / "engines" / "llama_server.py").read_text() + (ROOT / "docs" / "upstream" /
                                                                     "llama-server-mirostat.md").read_text()
-    assert f"from about {first['n']:,} samples a side" in quoted
+    assert f"from about {first['n']:,} {where}" in " ".join(quoted.replace('"', " ").split())
     assert all(row["control_failure_rate"] <= 0.03 for row in document["rows"])
