@@ -295,3 +295,15 @@ def test_mirostat_power_against_its_results(name, where):
                                                                     "llama-server-mirostat.md").read_text()
     assert f"from about {first['n']:,} {where}" in " ".join(quoted.replace('"', " ").split())
     assert all(row["control_failure_rate"] <= 0.03 for row in document["rows"])
+
+
+def test_samplers_acted_against_their_results():
+    """docs/engines.md's table of whether each sampler of the sweep acted is results/llama_server_samplers/
+    active.json's, and every sampler acted on the rows its audits compared except DRY on the chat prompt, which the
+    page calls vacuous and audits again on a repetitive prompt where it acts."""
+    engines = (ROOT / "docs" / "engines.md").read_text()
+    rows = json.loads((ROOT / "results" / "llama_server_samplers" / "active.json").read_text())["rows"]
+    for row in rows:
+        assert f"| {row['sampler']} | `{row['against']}` | {row['p_value']:.3g} |" in engines, row["sampler"]
+    assert [row["sampler"] for row in rows if not row["acted"]] == ["dry08"]
+    assert "its PASS there\n  is vacuous" in engines
