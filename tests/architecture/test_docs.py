@@ -276,6 +276,7 @@ def test_adaptive_p_report_against_its_results():
     unpatched, patched, page = _patched_against_unpatched(
         "llama-server-adaptive-p.md", "llama_server_audit_rejection_adaptive_p05_replicate", 4_000)
     assert [row[0] for row in unpatched["rows_a"]] == [row[0] for row in patched["rows_a"]]
+    assert f"(p = {unpatched['p_value']:.3g})" in (ROOT / "engines" / "llama_server.py").read_text()  # its known deviation
     output = (ROOT / "results" / "llama_server_adaptive_p" / "output.txt").read_text()
     assert output.strip() in page
     control, speculating = output.split("plain against speculating")
