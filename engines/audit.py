@@ -381,9 +381,10 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
         document = greedy_audit(request.open(request.engine), request.prompt, request.horizon, request.gammas,
                                 progress)
         return document, {}, greedy_lines(document)
-    engine = None if request.engine is None else request.open(request.engine)
     against = request.against or "plain"
     file_b = against.endswith(".jsonl") and not is_url(against)  # read, its prompt checked, before a is drawn
+    other = None if file_b or against in ("plain", "model") else request.open(against)  # asked first: a dead URL
+    engine = None if request.engine is None else request.open(request.engine)  # fails before a server starts
     b_text, b = request.side(against, speculate=0, seed=0, engine=engine) if file_b else (None, None)
     a_text, a = request.side(request.samples or request.engine, speculate=request.draft_tokens, seed=request.seed,
                              engine=engine)
@@ -393,7 +394,7 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
                 model_lines(found, a_text, engine.model_path.name, request.sampling))
     if not file_b:
         b_text, b = request.side(request.engine if against == "plain" else against, speculate=0,
-                                 seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else None)
+                                 seed=request.seed + SECOND_SIDE_SEED, engine=engine if against == "plain" else other)
     document, samples, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
     version, known = capability(engine, "version"), capability(engine, "known_deviations")
     return (dict(document, engine_version=version()) if version else document), samples, lines + (known() if known else [])

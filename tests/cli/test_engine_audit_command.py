@@ -36,6 +36,7 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
     (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
     (["--engine", "vllm"], "engine must be one of llama-cpp, llama-server[:OPTIONS] or an http(s):// URL, got 'vllm'"),
     (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
+    (["--engine", "llama-server", "--against", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
     (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
     (["--engine", "llama-cpp", "--exact"], "drop --exact"),
     (["--engine", "http://127.0.0.1:9", "--speculate", "4", "--temperature", "1"], "speculates by its own settings"),
@@ -67,3 +68,22 @@ def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeyp
     document = run_engine_audit(EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200,
                                                    prompt="p"))[0]
     assert len(drawn) == 1 and document["n_a"] == document["n_b"] == 200
+
+
+def test_dead_url_against_error_contract_before_any_sample(monkeypatch):
+    """`--engine E --against URL` with nothing at URL: refused before E is opened (no server started) or draws a
+    sample (counted, no clock); the control, --against plain, opens E and draws both sides."""
+    from engines.audit import EngineAuditRequest, run_engine_audit
+
+    engine, opened, drawn = MarkovEngine(), [], []
+    real_open = EngineAuditRequest.open
+    monkeypatch.setattr(EngineAuditRequest, "open", lambda self, spec: opened.append(spec) or (
+        engine if spec == "stand-in" else real_open(self, spec)))
+    draw = engine.generate
+    monkeypatch.setattr(engine, "generate", lambda *args, **kwargs: drawn.append(args) or draw(*args, **kwargs))
+    with pytest.raises(ValueError, match="does not answer completions"):
+        run_engine_audit(EngineAuditRequest("stand-in", against="http://127.0.0.1:9", sampling=EngineSampling(1.0),
+                                            n=200))
+    assert opened == ["http://127.0.0.1:9"] and drawn == []
+    run_engine_audit(EngineAuditRequest("stand-in", against="plain", sampling=EngineSampling(1.0), n=200))
+    assert opened[1:] == ["stand-in"] and len(drawn) == 2
