@@ -30,6 +30,7 @@ import numpy as np
 
 from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
+from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_gamma_row
 from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
@@ -128,8 +129,10 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     if forecast is None:
         return {}
     tokens, _, _, speedup = _predicted(forecast["counters"], forecast["costs"])
+    stated = forecast_interval(speedup)  # the prompts' counters are pooled: no standard error over them
     return {"forecast_speedup": speedup, "forecast_over_measured": speedup / measured,
-            "forecast_tokens_per_iteration": tokens, "forecast_inside_interval": interval[0] <= speedup <= interval[1]}
+            "forecast_tokens_per_iteration": tokens, "forecast_inside_interval": interval[0] <= speedup <= interval[1],
+            "forecast_interval": stated, "forecast_covered": covers(speedup, stated, measured, interval)}
 
 
 def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
@@ -236,7 +239,9 @@ def engine_bench_lines(document: dict) -> list:
         bottom, top = row["speedup_interval"]
         if "forecast_speedup" in row:
             lines.append(f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
-                         f"(forecast / measured {row['forecast_over_measured']:.3f}, "
+                         + ("(95% interval {:.3f}-{:.3f}; ".format(*row["forecast_interval"])
+                            if "forecast_interval" in row else "(")
+                         + f"forecast / measured {row['forecast_over_measured']:.3f}, "
                          f"{'inside' if row['forecast_inside_interval'] else 'outside'} the measured 95% interval)")
         lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
                      f"{bottom:.3f}-{top:.3f}, +-3% would take {row['prompts_for_3_percent']} prompts); the model at "

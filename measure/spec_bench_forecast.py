@@ -32,6 +32,7 @@ from measure.forecast import (FORECAST_LOSS, FORECAST_REPEATS, FORECAST_SEED, ac
 from measure.spec_bench import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
 from measure.spec_bench_report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from spectheory.costs import CostProfile, calibrated_sequence_speedup
+from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
 
@@ -105,7 +106,7 @@ def _tree_forecast(target, model, tree, rows: PromptRows, profile: CostProfile, 
     per_call, value = speedup(made)
     error = jackknife_error([speedup(made[:i] + made[i + 1:])[1] for i in range(len(made))] if len(made) > 1 else [])
     return {"nodes": tree.budget, "tokens_per_call": per_call, "speedup": value, "standard_error": error,
-            "seconds_per_iteration": iteration_seconds}
+            "interval": forecast_interval(value, error, len(made)), "seconds_per_iteration": iteration_seconds}
 
 
 def _recommended(drafts: dict, dynamic: dict | None) -> dict:
@@ -191,7 +192,8 @@ def judge_category(forecast: dict, measured: dict) -> dict:
                          "forecast_standard_error": f["standard_error"],
                          "measured": row["speedup"], "measured_interval": row["speedup_interval"],
                          "forecast_over_measured": f["speedup"] / row["speedup"],
-                         "inside_interval": row["speedup_interval"][0] <= f["speedup"] <= row["speedup_interval"][1]})
+                         "inside_interval": row["speedup_interval"][0] <= f["speedup"] <= row["speedup_interval"][1],
+                         "covered": covers(f["speedup"], f["interval"], row["speedup"], row["speedup_interval"])})
     tree = forecast.get("dynamic")
     if tree is not None and measured.get("dynamic"):
         timed = measured["dynamic"]["rows"][0]
@@ -199,7 +201,8 @@ def judge_category(forecast: dict, measured: dict) -> dict:
                      "gamma": None, "drafted": tree["nodes"], "forecast": tree["speedup"],
                      "forecast_standard_error": tree["standard_error"],
                      "measured": timed["speedup"], "measured_interval": None,
-                     "forecast_over_measured": tree["speedup"] / timed["speedup"], "inside_interval": None})
+                     "forecast_over_measured": tree["speedup"] / timed["speedup"], "inside_interval": None,
+                     "covered": None})
     by_setting = {row["setting"]: row for row in rows}
     chosen = forecast["recommended"]["setting"]
     measured_there = 1.0 if chosen == NO_SPECULATION else by_setting[chosen]["measured"]

@@ -31,8 +31,9 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
     with staged_directory(out) as stage:
         write_json(stage / "report.json", document.as_dict(), command=document.command)
         d = document.as_dict()
-        figures = [path for script in (speedup_vs_gamma, measured_vs_predicted, iteration_time)
-                   for path in script.draw(d["bench"], stage / "figures")]
+        figures = [*speedup_vs_gamma.draw(d["bench"], stage / "figures", forecast=d["forecast"]),
+                   *(path for script in (measured_vs_predicted, iteration_time)
+                     for path in script.draw(d["bench"], stage / "figures"))]
         blocks = report_blocks(d, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
@@ -103,10 +104,12 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
                             f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
                             f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
                             f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
-              ("table", ["T", "forecast gamma", "forecast", "measured there", "loss against the best measured",
+              ("table", ["T", "forecast gamma", "forecast", "its 95% interval", "measured there",
+                         "loss against the best measured",
                          "forecast / measured over the sweep", "the loss against the sweep's 95% intervals",
                          "forecast inside the measured 95% interval"],
                [[f"{r['temperature']:g}", str(r["forecast_gamma"]), f"{r['forecast_speedup']:.3f}",
+                 "{:.2f}-{:.2f}".format(*r["forecast_interval"]) if "forecast_interval" in r else "not stated",
                  f"{r['measured_speedup_at_forecast_gamma']:.3f}", f"{r['forecast_loss']:.1%}",
                  "{:.3f}-{:.3f}".format(*(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"])
                                           for f in (min, max))), loss_resolution(r),

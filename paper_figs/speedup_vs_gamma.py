@@ -1,8 +1,9 @@
 """Which gamma? Walltime speedup of the shipped pair against gamma on this machine at batch 1: Theorem 3.8
-at the measured alpha and c (lines; gamma = 0 is autoregressive decoding), the cost model that recommends
-gamma (dashed, shaded two standard errors of the measurement either side, docs/theory.md §9-§10) and the
-measured speedup over our autoregressive decoder (points), per temperature. The theory's optimum is
-marked with a star."""
+at the measured alpha and c (lines; gamma = 0 is autoregressive decoding), the cost model calibrated on the sweep
+(dashed, shaded two standard errors of the measurement either side, docs/theory.md §9-§10), the forecast made
+before the sweep with its stated 95% interval (squares with bars, where the document has one:
+``spectheory.intervals``) and the measured speedup over our autoregressive decoder (circles, with their 95%
+intervals), per temperature. The theory's optimum is marked with a star."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ def make(out: Path, results: Path) -> list[Path]:
     return draw(read_result(results, RESULT), out)
 
 
-def draw(report: dict, out: Path) -> list[Path]:
-    """The figure of one ``spectheory bench`` JSON document ``report``."""
+def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
+    """The figure of one ``spectheory bench`` JSON document ``report``, with ``forecast`` (a report's, or the
+    bench's own ``forecast``) where there is one."""
+    forecast = forecast or report.get("forecast")
+    ahead = {float(entry["temperature"]): entry["speedups"] for entry in (forecast or {}).get("temperatures", [])}
     fig, ax = figure()
     c, top = report["c"], max(report["settings"]["gammas"])
     gammas = np.arange(0, top + 1)
@@ -39,13 +43,26 @@ def draw(report: dict, out: Path) -> list[Path]:
         band = 2 * np.array([row.get("speedup_standard_error") or 0.0 for row in rows])
         ax.plot(swept, model, "--", color=color, linewidth=1.0, label=f"cost model, T = {float(temperature):g}")
         ax.fill_between(swept, model - band, model + band, color=color, alpha=0.15, linewidth=0)
-        ax.plot(swept, [row["speedup"] for row in rows], "o", color=color, ms=3.5,
-                mfc="none", label=f"measured, T = {float(temperature):g}")
+        measured = np.array([row["speedup"] for row in rows])
+        bars = np.abs(np.array([row.get("speedup_interval") or [s, s] for row, s in zip(rows, measured)]).T - measured)
+        ax.errorbar(swept, measured, yerr=bars, fmt="o", color=color, ms=3.5, mfc="none", elinewidth=0.8,
+                    label=f"measured, T = {float(temperature):g}")
+        if float(temperature) in ahead:
+            _forecast(ax, ahead[float(temperature)], color, float(temperature))
     ax.axhline(1.0, color="k", linewidth=0.6)
     ax.set(xlabel="draft tokens per iteration $\\gamma$", ylabel="speedup over autoregressive (x)",
            title=f"{report['environment']['device_name']}, batch 1, c = {c:.3f}", xlim=(-0.3, top + 0.3))
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "speedup_vs_gamma")
+
+
+def _forecast(ax, speedups: list, color: str, temperature: float) -> None:
+    """The forecast at each gamma with its stated 95% interval, beside the measurement (shifted right)."""
+    gammas = np.array([row["gamma"] for row in speedups], dtype=float) + 0.18
+    values = np.array([row["speedup"] for row in speedups])
+    bars = np.abs(np.array([row.get("interval") or [v, v] for row, v in zip(speedups, values)]).T - values)
+    ax.errorbar(gammas, values, yerr=bars, fmt="s", color=color, ms=3.0, elinewidth=0.8, capsize=1.5,
+                label=f"forecast (95% interval), T = {temperature:g}")
 
 
 if __name__ == "__main__":

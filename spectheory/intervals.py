@@ -1,0 +1,58 @@
+"""The stated interval of a forecast speedup (docs/measuring.md, "How far a forecast holds").
+
+A forecast (``measure.forecast``, the Spec-Bench and engine forecasts) is wrong in two ways: its prompts are a
+sample of the text (the jackknife standard error over them says how much), and its costs were timed in another
+minute of the machine, through a cost model, than the run it predicts (no number inside one forecast says how
+much). The interval carries both, on a log scale: half-width sqrt((t SE / s)^2 + (z sigma)^2), t Student's
+quantile on prompts - 1 degrees of freedom (a jackknife over 3-8 prompts is itself uncertain), z the normal
+quantile, sigma ``FORECAST_RUN_ERROR``: the relative error of committed forecasts beyond their prompts' and their
+measurements' spread, estimated from every committed forecast beside its measurement
+(``measure.forecast_coverage.run_error``; a test holds the constant to that estimate, and docs/measuring.md holds
+the coverage each run's rows get from the estimate made without that run).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import stats
+
+from spectheory.validation import as_int
+
+__all__ = ["FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "covers"]
+
+#: One standard deviation of log(forecast / measured) beyond the prompts' and the measurement's spread.
+FORECAST_RUN_ERROR = 0.15
+
+
+def log_half_width(speedup: float, standard_error: float | None = None, prompts: int | None = None, *,
+                   level: float = 0.95, run_error: float = FORECAST_RUN_ERROR) -> float:
+    """The interval's half-width on a log scale: sqrt((t SE / speedup)^2 + (z run_error)^2); the prompts' term is
+    absent where there is no standard error (one prompt, or an engine forecast that pools its prompts' counters)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    z = stats.norm.ppf((1 + level) / 2)
+    prompts_term = 0.0
+    if standard_error is not None:
+        as_int("prompts", prompts, low=2, high=1_000_000)  # a standard error over prompts needs their number
+        prompts_term = stats.t.ppf((1 + level) / 2, prompts - 1) * standard_error / speedup
+    return math.hypot(prompts_term, z * run_error)
+
+
+def forecast_interval(speedup: float, standard_error: float | None = None, prompts: int | None = None, *,
+                      level: float = 0.95, run_error: float = FORECAST_RUN_ERROR) -> list:
+    """[low, high]: the ``level`` interval of a forecast ``speedup`` with ``standard_error`` over ``prompts``."""
+    if not speedup > 0:
+        raise ValueError(f"speedup must be positive, got {speedup!r}")
+    half = log_half_width(speedup, standard_error, prompts, level=level, run_error=run_error)
+    return [speedup * math.exp(-half), speedup * math.exp(half)]
+
+
+def covers(forecast: float, interval: list, measured: float, measured_interval: list) -> bool:
+    """Whether ``measured`` lies inside the forecast's ``interval`` combined with the measurement's own: |log
+    forecast - log measured| <= sqrt(h_f^2 + h_m^2), each h the log half-width of its interval on the side that
+    faces the other value (the difference of two independent estimates)."""
+    below = forecast < measured
+    forecast_half = math.log(interval[1] / forecast) if below else math.log(forecast / interval[0])
+    measured_half = math.log(measured / measured_interval[0]) if below else math.log(measured_interval[1] / measured)
+    return abs(math.log(forecast / measured)) <= math.hypot(forecast_half, measured_half)
