@@ -2,9 +2,8 @@
 rows its audits compared: its plain rows (the rejection run's `rows_b`) against plain decoding at T = 1 with every
 sampler off on the same prompt (results/llama_server_audit_match_t1.json's `rows_b` for the chat prompt,
 results/llama_server_audit_rejection_t1_repeat.json's for the repetitive one), by the engine audit's own two-sample
-test (engines.audit.compare_runs, level 0.01) on the first n rows of each (the JSON grammar's plain rows: the 1,000
-of its first audit). A sampler whose own effect this test cannot see would make its PASS on both paths say nothing
-(DRY on the chat prompt); a FAIL here says it acted.
+test (engines.audit.compare_runs, level 0.01) on the first n rows of each. A sampler whose own effect this test cannot
+see would make its PASS on both paths say nothing (DRY on the chat prompt); a FAIL here says it acted.
 
     python results/llama_server_samplers/active.py OUT.json [N]
 """
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAT, REPEAT = "llama_server_audit_match_t1.json", "llama_server_audit_rejection_t1_repeat.json"
 SWEEP = tuple((name, CHAT) for name in ("mirostat1_tau2_eta2", "mirostat2_defaults", "xtc05_01", "typical09",
                                         "top_n_sigma1", "adaptive_p05", "dry08", "logit_bias", "minp01_10k",
-                                        "json_grammar")) + (("dry08_repeat", REPEAT),)
+                                        "json_grammar_10k")) + (("dry08_repeat", REPEAT),)
 
 
 def run(rows: list) -> EngineRun:
