@@ -50,7 +50,7 @@ from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
-           "REAL_MODEL_SETTINGS"]
+           "REAL_MODEL_SETTINGS", "FULL_SETTINGS"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
@@ -60,24 +60,26 @@ AUDIT_PROMPT_TOKENS = 32
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """The budget of a report; the defaults take about three minutes on a 2-core CPU."""
+    """The budget of a report. The defaults are the main job's, a few minutes on a 2-core CPU (the forecast, a
+    sweep of six gammas over 64 tokens that checks it, the audit, the figures); ``FULL_SETTINGS`` adds every gamma
+    to 8, 128 tokens, trees and policies (docs/measuring.md gives both times)."""
 
     temperatures: tuple = BenchSettings.temperatures
-    windows: int = 32  # held-out windows of 256 tokens (at most the context) for alpha along text
-    gammas: tuple = BenchSettings.gammas
+    windows: int = 16  # held-out windows of 256 tokens (at most the context) for alpha along text
+    gammas: tuple = (1, 2, 3, 4, 6, 8)
     prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
     prompt_length: int = BenchSettings.prompt_length
-    max_new_tokens: int = BenchSettings.max_new_tokens
+    max_new_tokens: int = 64
     repeats: int = BenchSettings.repeats
     warmup: int = BenchSettings.warmup
-    audit_n: int = 4000
+    audit_n: int = 2000
     audit_horizon: int = 4
     audit_prompt: str = SHIPPED_PROMPT
     gamma_max: int = 16
     seed: int = 0
     task: str | None = None  # None: the prompts are windows of the held-out text; else a task of measure.tasks
-    tree_budgets: tuple = (4, 8, 16)  # tree against chain at these node budgets (none: skipped)
-    policies: tuple = ("confidence", "draft-p-min", "heuristic", "moving-average")  # against the best fixed gamma
+    tree_budgets: tuple = ()  # tree against chain at these node budgets (none: skipped)
+    policies: tuple = ()  # draft-length policies against the best fixed gamma (none: skipped)
     forecast_prompts: int = 8  # other prompts for the forecast's acceptance, run before the sweep
     forecast_cost_prompts: int = FORECAST_COST_PROMPTS  # the first of them, timed for its cost profile
     forecast_repeats: int = FORECAST_REPEATS  # the cost profile's timed repeats (after one warm-up)
@@ -142,6 +144,10 @@ def tree_budget(settings: "ReportSettings") -> dict:
 #: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
 #: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
 #: are the rewrite task.
+#: ``spectheory report --full``: the shipped pair at the bench's gammas and length, with trees and policies.
+FULL_SETTINGS = ReportSettings(windows=32, gammas=BenchSettings.gammas, max_new_tokens=BenchSettings.max_new_tokens,
+                               audit_n=4000, tree_budgets=(4, 8, 16),
+                               policies=("confidence", "draft-p-min", "heuristic", "moving-average"))
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
                                      tree_budgets=(8,), policies=())

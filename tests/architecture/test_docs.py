@@ -117,7 +117,7 @@ def test_pages_name_files_that_exist():
     assert named and sorted(name for name in named if not (ROOT / name).exists()) == []
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 250
-    assert "bash .ci/install && spectheory report --out report" in readme
+    assert "bash .ci/install-core && spectheory report --out report" in readme
     assert "bash .ci/install && python3 -m pytest -q" in readme
 
 
@@ -308,3 +308,20 @@ def test_samplers_acted_against_their_results():
         assert f"| {row['sampler']} | `{row['against']}` | {row['p_value']:.3g} |" in engines, row["sampler"]
     assert [row["sampler"] for row in rows if not row["acted"]] == ["dry08"]
     assert "its PASS there\n  is vacuous" in engines
+
+
+def test_report_times_against_the_committed_reports():
+    """The report's help states what the committed reports took, each on the settings it states: results/report on
+    today's defaults, at most 4 minutes, results/report_full on --full's; the README states the first."""
+    from dataclasses import asdict
+
+    from measure.report import FULL_SETTINGS, ReportSettings
+    from spectheory_cli.report import FULL_SECONDS, MAIN_SECONDS
+
+    for seconds, out, settings in ((MAIN_SECONDS, "report", ReportSettings()), (FULL_SECONDS, "report_full",
+                                                                                 FULL_SETTINGS)):
+        document = json.loads((ROOT / "results" / out / "report.json").read_text())
+        assert seconds == round(document["seconds"]), out
+        assert document["settings"] == json.loads(json.dumps(asdict(settings))), out
+    assert MAIN_SECONDS <= 240
+    assert f"`results/report/`, {MAIN_SECONDS} s on 2 CPU cores" in (ROOT / "README.md").read_text()

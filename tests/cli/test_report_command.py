@@ -8,6 +8,7 @@ import pytest
 
 from decoders.models import zoo
 from measure.bench_lines import loss_resolution
+from measure.report import summary_lines
 from spectheory_cli import main
 
 SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
@@ -30,7 +31,7 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--out", str(out), *SMALL]) == 0
+    assert main(["report", "--out", str(out), "--full", *SMALL]) == 0  # --full: the trees and policies too
     return out, json.loads((out / "report.json").read_text())
 
 
@@ -41,12 +42,13 @@ def test_report_markdown_numbers_against_its_json(report):
     assert len(forecast_table) - 1 == len(document["recommendations"]) == 2
     for cells, r in zip(forecast_table[1:], document["recommendations"]):
         assert [float(cells[0]), int(cells[1])] == [r["temperature"], r["forecast_gamma"]]
-        assert [float(cells[2]), float(cells[3]), float(cells[4].rstrip("%")) / 100] == pytest.approx(
+        assert [float(cells[2]), float(cells[4]), float(cells[5].rstrip("%")) / 100] == pytest.approx(
             [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4)
+        assert [float(x) for x in cells[3].split("-")] == pytest.approx(r["forecast_interval"], abs=5e-3)
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
-        assert [float(x) for x in cells[5].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
-        assert cells[7] == f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of 2 gammas"
-        assert cells[6] == loss_resolution(r)
+        assert [float(x) for x in cells[6].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
+        assert cells[8] == f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of 2 gammas"
+        assert cells[7] == loss_resolution(r)
     bench = document["bench"]
     assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
                               "cost model", "Theorem 3.8"]
@@ -118,7 +120,12 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         assert r["forecast_loss"] == pytest.approx(1 - measured[r["forecast_gamma"]] / max(measured.values()))
         assert [row["forecast_over_measured"] for row in r["forecast_by_gamma"]] == pytest.approx(
             [speedups[g] / measured[g] for g in sorted(measured)])
+        stated = {row["gamma"]: row["interval"] for row in ahead["speedups"]}  # spectheory.intervals
+        assert r["forecast_interval"] == stated[r["forecast_gamma"]]
+        assert stated[r["forecast_gamma"]][0] < r["forecast_speedup"] < stated[r["forecast_gamma"]][1]
     assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["forecast_gamma"])
+    first = summary_lines(document)[0]  # the recommendation's line states its interval
+    assert "95% interval {:.2f}-{:.2f}x".format(*document["recommendations"][0]["forecast_interval"]) in first
     for r in document["recommendations"]:
         assert r["alpha"] == pytest.approx(min(document["bench"]["alpha"][str(r["temperature"])], 1.0))
         table = gamma_table(r["alpha"], document["c"], document["c"], document["settings"]["gamma_max"])
@@ -166,6 +173,7 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
     (["report", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to fail after all the work
     (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a shipped model"),
     (["report", "--target", str(zoo.ZOO / "manifest.json")], "cannot be read (UnpicklingError)"),
+    (["report", "--full", "--target", "smollm2"], "--full is the shipped pair's full budget; --target smollm2"),
 ])
 def test_report_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(argv) == 2
