@@ -36,7 +36,8 @@ def _measured(speedups: dict, intervals: dict, tree: float) -> dict:
 
 
 def _forecast(speedups: dict, tree: float, recommended: str) -> dict:
-    return {"drafts": {"copy": {"speedups": [{"gamma": g, "speedup": s, "standard_error": 0.01}
+    return {"drafts": {"copy": {"speedups": [{"gamma": g, "speedup": s, "standard_error": 0.01,
+                                              "interval": [s * 0.8, s * 1.25]}
                                              for g, s in speedups.items()]}},
             "dynamic": {"draft": "copy", "nodes": 8, "speedup": tree, "standard_error": 0.02},
             "recommended": {"setting": recommended, "speedup": max([tree, 1.0, *speedups.values()])}}
