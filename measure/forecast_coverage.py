@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from spectheory.intervals import covers, forecast_interval
+from spectheory.intervals import covers, facing_half_width, forecast_interval
 
 __all__ = ["ForecastPair", "pairs_of", "run_error", "covered", "coverage_table"]
 
@@ -42,8 +42,7 @@ class ForecastPair:
     @property
     def measured_half_width(self) -> float:
         """The measured interval's log half-width on the side that faces the forecast."""
-        low, high = self.measured_interval
-        return math.log(self.measured / low) if self.forecast < self.measured else math.log(high / self.measured)
+        return facing_half_width(self.measured, self.measured_interval, self.forecast)
 
 
 def _pair(source: str, forecast: float, standard_error, prompts: int, measured: float, interval) -> ForecastPair:
@@ -107,10 +106,6 @@ class CoverageRow:
     rows: int
     covered: int
     run_error: float  # estimated without this run
-
-    def as_dict(self) -> dict:
-        return {"run": self.run, "source": self.source, "rows": self.rows, "covered": self.covered,
-                "run_error": self.run_error}
 
 
 def coverage_table(documents: dict, level: float = 0.95) -> list:

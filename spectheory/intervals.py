@@ -19,7 +19,7 @@ from scipy import stats
 
 from spectheory.validation import as_int
 
-__all__ = ["FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "covers"]
+__all__ = ["FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "facing_half_width", "covers"]
 
 #: One standard deviation of log(forecast / measured) beyond the prompts' and the measurement's spread.
 FORECAST_RUN_ERROR = 0.15
@@ -48,11 +48,14 @@ def forecast_interval(speedup: float, standard_error: float | None = None, promp
     return [speedup * math.exp(-half), speedup * math.exp(half)]
 
 
+def facing_half_width(value: float, interval: list, other: float) -> float:
+    """The log half-width of ``value``'s ``interval`` on the side that faces ``other``."""
+    return math.log(interval[1] / value) if other > value else math.log(value / interval[0])
+
+
 def covers(forecast: float, interval: list, measured: float, measured_interval: list) -> bool:
     """Whether ``measured`` lies inside the forecast's ``interval`` combined with the measurement's own: |log
     forecast - log measured| <= sqrt(h_f^2 + h_m^2), each h the log half-width of its interval on the side that
     faces the other value (the difference of two independent estimates)."""
-    below = forecast < measured
-    forecast_half = math.log(interval[1] / forecast) if below else math.log(forecast / interval[0])
-    measured_half = math.log(measured / measured_interval[0]) if below else math.log(measured_interval[1] / measured)
-    return abs(math.log(forecast / measured)) <= math.hypot(forecast_half, measured_half)
+    return abs(math.log(forecast / measured)) <= math.hypot(facing_half_width(forecast, interval, measured),
+                                                            facing_half_width(measured, measured_interval, forecast))
