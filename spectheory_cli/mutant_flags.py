@@ -34,15 +34,17 @@ def mutant_presets(argv: list) -> list:
     """A mutant's own flags (its sampling, and small models where whole runs see it; a tree mutant's decoder,
     verifier, models, tree and horizon), parsed before the user's, which override them: `audit --mutant NAME` alone
     audits the bug where it shows, and a bare `--exact` by the bug's own method (``spectheory_cli.audit``)."""
-    from decoders.audit.mutants import MUTANTS
+    from decoders.audit.mutants import EXACT_SIZES, MUTANTS
     from decoders.audit.tree_mutants import TREE_MUTANTS
 
     name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
     chain = {m.name: m for m in MUTANTS}.get(name)
     tree = {m.name: m for m in TREE_MUTANTS}.get(name)
-    if chain is not None and chain.exact != "dp":  # whole runs branch on every draw: V = 3, gamma 1, short rows
-        return [*flags_of(chain.shows_with), "--vocabulary", "3", "--gamma", "1", "--draft", "tabular", "--horizon",
-                "2" if chain.exact == "batch" else "3"]
+    if chain is not None and chain.exact != "dp":  # whole runs branch on every draw: their smallest sizes
+        size = EXACT_SIZES[chain.exact]
+        prompt = ["--prompt", *map(str, size["prompt"])] if "prompt" in size else []
+        return [*flags_of(chain.shows_with), "--vocabulary", str(size["vocabulary"]), "--gamma", str(size["gamma"]),
+                "--draft", "tabular", "--horizon", str(size["horizon"]), *prompt]
     if chain is not None:
         return flags_of(chain.shows_with)
     if tree is not None:

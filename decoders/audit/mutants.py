@@ -22,7 +22,7 @@ from decoders.sampling import History, Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeStep
 from decoders.verification import draft_ratio
 
-__all__ = ["Mutant", "MUTANTS", "mutant", "OneUniformPerRow"]
+__all__ = ["Mutant", "MUTANTS", "EXACT_SIZES", "mutant", "OneUniformPerRow"]
 
 WRONG_LENIENCE = 0.5
 
@@ -283,6 +283,12 @@ class Mutant:
     source: Callable[[Randomness], Randomness] = _same_source
     shipped: str = ""  # where an engine shipped it: its tracker's issue or PR
 
+
+#: The smallest settings at which whole runs show every bug of their method (docs/project.md, "What CI runs"): they
+#: branch on every draw, so V, gamma and the horizon set the cost. A batch runs two copies of one prompt, so its rows
+#: differ from the second token on; V = 2 with the prompt [0, 1] shows the batch bugs in 241 branches (V = 3: 4,921).
+EXACT_SIZES = {"whole-run": dict(vocabulary=3, gamma=1, horizon=3),
+               "batch": dict(vocabulary=2, gamma=1, horizon=2, prompt=(0, 1))}
 
 #: Mirostat 2 whose truncation moves within a few tokens on the exact audit's models (docs/theory.md §14).
 MIROSTAT_SHOWN = Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0)

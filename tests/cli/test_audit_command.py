@@ -59,9 +59,9 @@ def test_audit_cli_help_against_the_registries(capsys):
 
 
 def test_audit_cli_exact_batch_against_batch_min_mutant(capsys):
-    """--exact batch: whole runs of two rows; the reference passes, batch-minimum rollback fails."""
-    common = ["audit", "--exact", "batch", "--target", "order0", "--draft", "close", "--vocabulary", "3", "--gamma", "1",
-              "--horizon", "2", "--json"]
+    """--exact batch: whole runs of two rows (V = 2, two tokens); the reference passes, batch-minimum rollback fails."""
+    common = ["audit", "--exact", "batch", "--target", "order0", "--draft", "close", "--vocabulary", "2", "--prompt", "0",
+              "1", "--gamma", "1", "--horizon", "2", "--json"]
     assert main(common) == 0
     assert json.loads(capsys.readouterr().out)["method"] == "batch"
     assert main(common + ["--mutant", "batch-min-rollback"]) == 1
@@ -95,23 +95,49 @@ def test_exact_tree_audits_within_their_budget(capsys, argv, code):
     assert ("PASS" if code == 0 else "FAIL") in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", [m.name if m.name != "tree-flat-positions" else
-                                  pytest.param(m.name, marks=pytest.mark.slow) for m in TREE_MUTANTS])
+def _tree_audit_flags(planted, *, exact: bool) -> list:
+    """The flags under which ``planted``'s bug shows: its verifier and temperature, and its audit's models, tree and
+    horizon (the exact audit enumerates the tiny target: flat positions show statistically on the shipped one)."""
+    return ["audit", "--decoder", "tree", "--verifier", planted.verifier, "--temperature",
+            str(planted.shows_with.temperature), "--vocabulary", "4", "--json",
+            *(tiny_target_flags(planted.audit) + ["--exact"] if exact else list(planted.audit) + ["--n", "20000"])]
+
+
+def _audited(capsys, argv: list) -> tuple:
+    """(exit status, the JSON's max_abs_difference or p_value) of `spectheory audit ARGV`."""
+    status, document = main(argv), json.loads(capsys.readouterr().out)
+    return status, document.get("max_abs_difference", document.get("p_value"))
+
+
+def _slow_if_flat(name: str):
+    return name if name != "tree-flat-positions" else pytest.param(name, marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("name", [_slow_if_flat(m.name) for m in TREE_MUTANTS])
 def test_audit_cli_tree_mutants_fail_exact_and_statistical(capsys, name):
     """Each planted tree bug fails the exact audit (> 1e-3 from the target's law) and the statistical one (n =
-    20,000, p < 1e-4) under its mutant's audit flags, where the reference tree decoder passes both: the
-    statistical audit's false-positive probability is its level, 0.01."""
+    20,000, p < 1e-4) under its mutant's audit flags; the reference passes the same audits (below)."""
     planted = tree_mutant(name)
-    common = ["audit", "--decoder", "tree", "--verifier", planted.verifier, "--temperature",
-              str(planted.shows_with.temperature), "--vocabulary", "4", "--json"]
-    exact = tiny_target_flags(planted.audit)  # flat positions show statistically on the shipped target only
-    for bug, code in ((["--mutant", name], 1), ([], 0)):
-        assert main(common + bug + exact + ["--exact"]) == code
-        difference = json.loads(capsys.readouterr().out)["max_abs_difference"]
-        assert difference > 1e-3 if code else difference < TOLERANCE
-        assert main(common + bug + list(planted.audit) + ["--n", "20000"]) == code
-        p_value = json.loads(capsys.readouterr().out)["p_value"]
-        assert p_value < 1e-4 if code else p_value >= 0.01
+    status, difference = _audited(capsys, _tree_audit_flags(planted, exact=True) + ["--mutant", name])
+    assert status == 1 and difference > 1e-3
+    status, p_value = _audited(capsys, _tree_audit_flags(planted, exact=False) + ["--mutant", name])
+    assert status == 1 and p_value < 1e-4
+
+
+#: One tree mutant for each distinct setting the mutants above are audited under: the reference's runs there.
+_TREE_SETTINGS = {(m.verifier, m.shows_with.temperature, m.audit): m.name for m in reversed(TREE_MUTANTS)}
+
+
+@pytest.mark.parametrize("name", [_slow_if_flat(name) for name in _TREE_SETTINGS.values()])
+def test_reference_tree_passes_each_mutant_setting_against_target(capsys, name):
+    """The negative control of the tree mutants: the reference tree decoder passes the exact audit (within 1e-9)
+    and the statistical one (p >= 0.01: its false-positive probability is the level, 0.01) under each setting a
+    mutant is caught with, so a caught mutant is caught for its bug."""
+    planted = tree_mutant(name)
+    status, difference = _audited(capsys, _tree_audit_flags(planted, exact=True))
+    assert status == 0 and difference < TOLERANCE
+    status, p_value = _audited(capsys, _tree_audit_flags(planted, exact=False))
+    assert status == 0 and p_value >= 0.01
 
 
 @pytest.mark.parametrize("policy", POLICIES)

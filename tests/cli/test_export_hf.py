@@ -68,6 +68,7 @@ def test_pairs_with_other_tokenizers_and_missing_directories_refused(capsys, exp
     assert np.array_equal(encode("é"), [97])
 
 
+@pytest.mark.slow  # the report end to end: test_report_command.py; the exported pair's audit: above
 def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
     """report and profile take the exported directories as --target/--draft, end to end, on the shipped
     held-out text and on a text file (--text); a directory with a tokenizer of its own beside a shipped draft is

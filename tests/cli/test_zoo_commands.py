@@ -36,10 +36,11 @@ def test_alpha_cli_writes_json_and_markdown(tmp_path, capsys):
 def test_bench_cli_writes_its_settings(tmp_path, capsys):
     out = tmp_path / "bench.json"
     status = main(["bench", "--gammas", "2", "--temperatures", "0", "--prompts", "1", "--max-new-tokens", "8",
-                   "--repeats", "1", "--warmup", "0", "--out", str(out)])
+                   "--repeats", "1", "--warmup", "0", "--batch-sizes", "1", "2", "--batch-gammas", "2", "--out", str(out)])
     assert status == 0 and "best gamma 2" in capsys.readouterr().out
     document = json.loads(out.read_text())
     assert document["settings"]["gammas"] == [2] and document["settings"]["repeats"] == 1
+    assert document["settings"]["batch_sizes"] == [1, 2] and len(document["batches"]["rows"]) == 2
     assert document["environment"]["device"] == "cpu" and document["draft"] == "transformer"
     assert document["padded_widths"] == {}  # TinyGPT calls are never padded (docs/theory.md §11)
     assert document["rows"][0]["tokens_per_iteration"] >= 1 and document["command"].startswith("spectheory bench")

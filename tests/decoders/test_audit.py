@@ -32,7 +32,7 @@ from scipy import stats
 
 from decoders.audit.exact import (TOLERANCE, BranchBudgetExceeded, Enumerator, autoregressive_law, compare_laws,
                                   lenience_bound_violations, prefix_law, speculative_law, whole_run_law)
-from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from measure.audit import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
@@ -70,9 +70,12 @@ def gpt_target():
     return tiny_target("tinygpt", 5)
 
 
-@pytest.mark.parametrize("draft_kind", DRAFTS)
+@pytest.mark.parametrize("draft_kind", [kind if kind in ("tabular", "close") else pytest.param(kind, marks=pytest.mark.slow)
+                                        for kind in DRAFTS])
 def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind):
-    """Every verifier x sampling x gamma 1-3 from every draft: V = 5, T = 4, exact to 1e-9."""
+    """Every verifier x sampling x gamma 1-3 from a draft: V = 5, T = 4, exact to 1e-9. The default suite runs the
+    tabular draft (acceptance 0.34: mostly rejections) and the close one (0.80: mostly full acceptance); the other
+    drafts take the same paths with another q (slow, docs/project.md)."""
     draft = tiny_draft(draft_kind, tabular_target)
     for verifier, (name, sampling), gamma in itertools.product(("token", "block"), SAMPLINGS.items(), (1, 2, 3)):
         config = SpeculativeConfig(gamma, sampling, verifier=verifier)
@@ -80,19 +83,23 @@ def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (verifier, name, gamma, report.as_dict())
 
 
-@pytest.mark.parametrize("target_kind, draft_kind, gamma", [("tinygpt", "tabular", 2), ("tinygpt", "copy", 1),
-                                                            ("tinygpt", "tinygpt", 1), ("tabular", "ngram", 1),
-                                                            ("order0", "close", 2)])
-def test_exact_whole_run_law_against_autoregressive(target_kind, draft_kind, gamma):
+_WHOLE_RUN_PAIRS = (("tinygpt", "tabular", 2), ("tinygpt", "copy", 1), ("tinygpt", "tinygpt", 1),
+                    ("tabular", "ngram", 1), ("order0", "close", 2))
+
+
+@pytest.mark.parametrize("target_kind, draft_kind, gamma, top_k", [
+    pytest.param(*pair, top_k, marks=pytest.mark.slow) if pair[1] == "tabular" or (pair[2] == 2 and top_k) else
+    (*pair, top_k) for pair in _WHOLE_RUN_PAIRS for top_k in (None, 2)])
+def test_exact_whole_run_law_against_autoregressive(target_kind, draft_kind, gamma, top_k):
     """The full loop, caches and rollback included, along every branch (V = 3, T = 3: several iterations,
-    some after a fully accepted one)."""
-    target = tiny_target(target_kind, 3)
-    draft = tiny_draft(draft_kind, target)
-    for sampling in (Sampling(1.0), Sampling(1.0, top_k=2)):
-        generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(gamma, sampling), 3)
-        report = exact_report(whole_run_law(lambda randomness: generate([PROMPT], randomness)[0]), target,
-                              sampling, 3, "whole-run")
-        assert report.passed and report.branches > 20, report.as_dict()
+    some after a fully accepted one), at T = 1 and with top-k 2. Gamma 2 runs with the close draft, whose
+    iterations mostly accept both tokens, at T = 1; its top-k and the tabular draft's runs, mostly rejected, repeat
+    paths taken above (slow, docs/project.md)."""
+    target, sampling = tiny_target(target_kind, 3), Sampling(1.0, top_k=top_k)
+    generate = speculative_run(target, tiny_draft(draft_kind, target), PROMPT, SpeculativeConfig(gamma, sampling), 3)
+    report = exact_report(whole_run_law(lambda randomness: generate([PROMPT], randomness)[0]), target,
+                          sampling, 3, "whole-run")
+    assert report.passed and report.branches > 20, report.as_dict()
 
 
 def test_exact_lenience_deviates_within_its_bound(tabular_target):
@@ -126,19 +133,16 @@ def test_exact_blockwise_criteria_against_greedy_target(gpt_target):
 ORIGINAL_MUTANTS = MUTANTS[:10]  # on the TinyGPT target with the tabular draft since the first audits
 NEW_MUTANTS = MUTANTS[10:15]  # bugs that couple positions or rows, or act after full acceptance
 # MUTANTS[15:], the bugs engines shipped: tests/decoders/test_sampling_parameters.py
-CLOSE_FIXTURES = (("order0", 5), ("tinygpt", 5))  # V = 3 for the whole-run methods
+CLOSE_FIXTURES = (("order0", 5), ("tinygpt", 5))  # the whole-run methods: EXACT_SIZES
 
 
 def exact_mutant_report(bug, target_kind, vocabulary, draft_kind, *, reference=False):
     """The mutant's law (or with ``reference`` the reference decoder's on the same settings) by the exact
-    method that sees it (``Mutant.exact``): the prefix DP at V = 5, gamma 2, four tokens; whole runs at
-    V = 3, gamma 1, three tokens; whole runs of a batch of two rows at V = 3, gamma 1, two tokens."""
-    if bug.exact != "dp":
-        vocabulary = 3
-    horizon, gamma = {"dp": (MUTANT_HORIZON, MUTANT_GAMMA), "whole-run": (3, 1), "batch": (2, 1)}[bug.exact]
+    method that sees it (``Mutant.exact``): the prefix DP at V = ``vocabulary``, gamma 2, four tokens; whole runs
+    and whole runs of a batch of two rows at their smallest sizes (``EXACT_SIZES``)."""
+    size = EXACT_SIZES.get(bug.exact, dict(vocabulary=vocabulary, gamma=MUTANT_GAMMA, horizon=MUTANT_HORIZON))
     return run_audit(AuditRequest(mutant=None if reference else bug.name, target=target_kind, draft=draft_kind,
-                                  vocabulary=vocabulary, gamma=gamma, sampling=bug.shows_with, horizon=horizon,
-                                  exact=bug.exact)).report
+                                  sampling=bug.shows_with, exact=bug.exact, **size)).report
 
 
 @pytest.mark.parametrize("bug", ORIGINAL_MUTANTS, ids=lambda bug: bug.name)
@@ -187,13 +191,22 @@ def statistical_audit(models, step, sampling, seed=0, n=STATISTICAL_N, source=No
                          horizon=MUTANT_HORIZON, seed=seed, draft=draft)
 
 
-@pytest.mark.parametrize("bug", ORIGINAL_MUTANTS, ids=lambda bug: bug.name)
+def _slow_unless(kept: tuple, values, name=lambda value: value) -> list:
+    """``values`` as parameters, those whose ``name`` is not in ``kept`` marked slow: a statistical test's power
+    and calibration run once by default, their repeats under other bugs or samplings behind ``slow``
+    (docs/project.md, "What CI runs")."""
+    return [value if name(value) in kept else pytest.param(value, marks=pytest.mark.slow) for value in values]
+
+
+@pytest.mark.parametrize("bug", _slow_unless(("residual-from-p", "no-rollback"), ORIGINAL_MUTANTS, lambda bug: bug.name),
+                         ids=lambda bug: bug.name)
 def test_mutant_caught_by_statistical_audit(float32_models, bug):
     report = statistical_audit(float32_models, bug.step, bug.shows_with, source=bug.source)
     assert report.p_value < 1e-4 and not report.passed, report.test_p_values
 
 
-@pytest.mark.parametrize("target_kind, vocabulary", CLOSE_FIXTURES)
+@pytest.mark.parametrize("target_kind, vocabulary", [CLOSE_FIXTURES[0], pytest.param(*CLOSE_FIXTURES[1],
+                                                                                    marks=pytest.mark.slow)])
 @pytest.mark.parametrize("bug", NEW_MUTANTS, ids=lambda bug: bug.name)
 def test_new_mutant_caught_by_statistical_audit_with_close_draft(bug, target_kind, vocabulary):
     target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
@@ -220,8 +233,9 @@ def test_reference_passes_statistical_audit_with_close_draft(target_kind, vocabu
     assert report.passed, report.test_p_values
 
 
-@pytest.mark.parametrize("sampling", SAMPLINGS.values(), ids=SAMPLINGS.keys())
+@pytest.mark.parametrize("sampling", _slow_unless(("T=1",), SAMPLINGS), ids=SAMPLINGS.keys())
 def test_reference_passes_statistical_audit(float32_models, sampling):
+    sampling = SAMPLINGS[sampling]
     report = statistical_audit(float32_models, REFERENCE_STEP, sampling)
     assert report.passed and report.impossible_tokens == 0, report.test_p_values  # fails with probability <= 0.01
     assert report.n == STATISTICAL_N and len(report.position_p_values["draft_ratio"]) == MUTANT_HORIZON

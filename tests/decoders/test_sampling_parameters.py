@@ -14,7 +14,7 @@ from transformers.generation.logits_process import (MinPLogitsWarper, Repetition
 from command import run
 from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.statistical import audit_sampler
-from decoders.audit.mutants import MUTANTS, mutant
+from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from measure.audit import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
 from decoders.autoregressive import generate_autoregressive
@@ -130,8 +130,8 @@ def test_shipped_mutant_caught_by_exact_audit(bug):
     """Each bug under the sampling it shows with (``Mutant.shows_with``), by the method that sees it; the reference
     decoder passes the same audit (the negative control)."""
     settings = dict(target="tinygpt", draft="close", sampling=bug.shows_with, exact=bug.exact)
-    if bug.exact != "dp":  # whole runs branch on every draw: V = 3, gamma 1, and two tokens for a batch of two rows
-        settings.update(vocabulary=3, gamma=1, draft="tabular", horizon=2 if bug.exact == "batch" else 3)
+    if bug.exact != "dp":  # whole runs branch on every draw: their smallest sizes
+        settings.update(EXACT_SIZES[bug.exact], draft="tabular")
     caught, reference = _exact(mutant=bug.name, **settings), _exact(**settings)
     assert not caught.passed and caught.max_abs_difference > 1e-6, caught.as_dict()
     assert reference.passed, reference.as_dict()

@@ -22,9 +22,10 @@ FIGURES = [fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations, fi
 TABLES = [table1, table3_alpha, table5_lenience, table_real_model]
 
 
-@pytest.fixture
-def small_results(tmp_path):
-    return write_small_results(tmp_path / "results")
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    """The small inputs, written once for the module (1.1 s each; the scripts only read them)."""
+    return write_small_results(tmp_path_factory.mktemp("small") / "results")
 
 
 @pytest.mark.parametrize("module", FIGURES, ids=lambda m: m.__name__.split(".")[-1])
