@@ -31,7 +31,8 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--out", str(out), "--full", *SMALL]) == 0  # --full: the trees and policies too
+    # --full: the trees and policies too; two policies (of four) make the policy tables' rows
+    assert main(["report", "--out", str(out), "--full", *SMALL, "--policies", "confidence", "moving-average"]) == 0
     return out, json.loads((out / "report.json").read_text())
 
 
