@@ -18,7 +18,7 @@ import numpy as np
 from engines.base import END, EngineRun, EngineSampling, add_counters, check_speculate
 from spectheory.timing import time_repeats
 
-__all__ = ["LlamaCppEngine", "import_llama_cpp", "proposal_counters"]
+__all__ = ["LlamaCppEngine", "default_threads", "import_llama_cpp", "proposal_counters"]
 
 #: The context llama.cpp allocates: the longest shipped prompt (about 600 tokens) and a horizon fit.
 N_CTX = 2048
@@ -77,8 +77,16 @@ class _Recorded:
         return proposal
 
 
+def default_threads() -> int:
+    """Threads of the in-process engine: ``OMP_NUM_THREADS`` where set (the CPU math libraries' own setting, which
+    the test suite sets to 1 a worker: llama.cpp's threads spin-wait, and beside another busy process two of them
+    made a test 4-10x slower), else every core."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
+
+
 class LlamaCppEngine:
-    """``llama_cpp.Llama`` on ``model_path`` with ``threads`` threads (default: every core): one instance as a
+    """``llama_cpp.Llama`` on ``model_path`` with ``threads`` threads (default: ``default_threads``): one instance as a
     user decodes plainly (``logits_all=False``, llama-cpp-python's default), one for speculation, whose loop
     reads the logits of every drafted position (``logits_all=True``; with False its first generation fails
     inside ``Llama.eval`` with a broadcast error), both loaded on first use."""
@@ -91,7 +99,7 @@ class LlamaCppEngine:
         path = Path(model_path)
         if not path.is_file():
             raise ValueError(f"model_path must be a GGUF file, got '{path}'")
-        self.model_path, self.threads = path, threads or os.cpu_count() or 1
+        self.model_path, self.threads = path, threads or default_threads()
         self._instances: dict = {}
 
     def llama(self, speculating: bool):

@@ -58,14 +58,14 @@ def export_truncated_gguf(source, out, layers: int) -> Path:
     our decoders (docs/theory.md §11)."""
     import re
 
-    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+    from gguf import GGUFValueType, GGUFWriter
 
-    from decoders.models.gguf import check_gguf
+    from decoders.models.gguf import checked_reader
     from spectheory.outputs import write_atomically
 
-    if check_gguf(source) != "llama":
+    architecture, reader = checked_reader(source)
+    if architecture != "llama":
         raise ValueError(f"--target {str(source)!r}: truncation writes llama-architecture GGUF files only")
-    reader = GGUFReader(source)
     total = int(reader.fields["llama.block_count"].contents())
     if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers < total:
         raise ValueError(f"layers must be an integer in [1, {total - 1}] (the model has {total} blocks), got {layers!r}")

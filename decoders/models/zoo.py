@@ -173,19 +173,19 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
     from decoders.models.call_widths import pad_cheapest_widths
     from decoders.models.hf import is_model_directory, load_directory
 
+    path = Path(real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path)
     if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
-        path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path
         model, tokenizer = load_gguf(path, device=device, dtype=dtype)
     elif is_model_directory(name_or_path):
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
-    elif not Path(name_or_path).exists():
+    elif not path.exists():
         shipped = DRAFTS + ("ngram", "layerskip:K", REAL_DRAFT_NAME) if role == "draft" else ("target",)
         raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped + tuple(REAL_MODELS))}), "
                          f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
     else:
         return load_file(name_or_path, device=device, dtype=dtype), None
     if role == "target":  # its verify calls: padded to cheaper widths where this machine has them (call_widths)
-        pad_cheapest_widths(model)
+        pad_cheapest_widths(model, source=f"{path.resolve()}@{path.stat().st_mtime_ns}")
     return model, own_tokenizer(tokenizer)
 
 

@@ -55,19 +55,21 @@ def pair(tmp_path_factory):
     return save_tiny(root / "target", 0), save_tiny(root / "draft", 1)
 
 
-def audit(capsys, pair, *extra):
+def audit(capsys, pair, *extra, n: int = 400):
+    """The CLI's audit of a sampler on ``pair`` at n samples (400: the stop test's planted bug fails at p 3.5e-6;
+    the greedy assistant needs 800, at 400 its p is 0.02)."""
     target, draft = pair
-    status = main(["audit", "--target", target, "--draft", draft, "--prompt", "5", "6", "--horizon", "3", "--n", "800",
+    status = main(["audit", "--target", target, "--draft", draft, "--prompt", "5", "6", "--horizon", "3", "--n", str(n),
                    "--json", *extra])
     return status, json.loads(capsys.readouterr().out)
 
 
 def test_hf_assisted_generation_against_the_greedy_assistant_bug(capsys, pair):
-    status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3")
+    status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800)
     assert status == 0 and document["passed"], document["test_p_values"]
     assert "hf-assisted, 3 assistant tokens, constant schedule" in document["decoder"]
     with greedy_assistant():
-        status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3")
+        status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800)
     assert status == 1 and document["p_value"] < 1e-4
 
 

@@ -80,3 +80,22 @@ def test_padded_target_against_unpadded_speculative_decoding(sampling):
 def test_tiny_models_are_not_padded():
     """A one-token call of a tiny model takes well under 5 ms: nothing to gain, no padding."""
     assert pad_cheapest_widths(tiny_hf_model("llama"), max_tokens=4, context=8, repeats=2) == {}
+
+
+def test_remeasured_source_against_the_plan_measured_before(monkeypatch):
+    """A model loaded again from the same source in this process pads as its first load did, without a call; another
+    source, or no source, is measured (the control: the calls counted)."""
+    import decoders.models.call_widths as call_widths
+
+    monkeypatch.setattr(call_widths, "_MEASURED", {})
+    monkeypatch.setattr(call_widths, "MIN_CALL_SECONDS", 0.0)  # a tiny model's plan is kept, so its reuse shows
+    calls = []
+    monkeypatch.setattr(call_widths, "measure_call_seconds",
+                        lambda adapter, **measure: calls.append(1) or {1: 2.0, 2: 1.0})
+    first, again, other = (tiny_hf_model("llama") for _ in range(3))
+    assert pad_cheapest_widths(first, source="a.gguf@1") == {1: 2} and len(calls) == 1
+    assert pad_cheapest_widths(again, source="a.gguf@1") == {1: 2} and again.padded_widths == {1: 2}
+    assert len(calls) == 1
+    pad_cheapest_widths(other, source="a.gguf@2")
+    pad_cheapest_widths(other)
+    assert len(calls) == 3

@@ -30,6 +30,9 @@ from engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
 
 
+#: One worker runs the module: one llama.cpp engine and one llama-cpp-python server (pyproject.toml's --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_llama_engine")
+
 @pytest.fixture(scope="module")
 def engine():
     return open_engine("llama-cpp")
@@ -45,7 +48,7 @@ def _start_server(*extra) -> tuple:
     """llama-cpp-python's server on SmolLM2 at a free port of 127.0.0.1, answering: (url, process)."""
     port = _free_port()
     process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(real_model_path("smollm2")),
-                                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_threads", "2",
+                                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_threads", "1",
                                 *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(960):  # up to four minutes: a start of about 2 s, on a machine that may be busy
@@ -150,6 +153,7 @@ def test_diverge_engine_against_our_greedy(capsys):
     assert status == 0 and found["compared"] == 16 and not found["verdict"].startswith("bug"), found
 
 
+@pytest.mark.slow  # `bench --engine` end to end: test_llama_server.py; the Spec-Bench presets: test_spec_bench.py
 def test_engine_spec_bench_against_plain_decoding(tmp_path, capsys):
     """``bench --engine llama-cpp --task spec-bench:qa``: one question, prompt lookup at gamma 2 against the
     engine's own plain decoding; its greedy text equals plain decoding's and the JSON holds the category."""
@@ -163,3 +167,13 @@ def test_engine_spec_bench_against_plain_decoding(tmp_path, capsys):
     document = json.loads(out.read_text())
     assert list(document["categories"]) == ["qa"]
     assert document["categories"]["qa"]["rows"][0]["greedy_equal_to_plain"] is True
+
+
+@pytest.mark.parametrize("value, expected", [("1", 1), ("3", 3), ("", os.cpu_count()), ("0", os.cpu_count()),
+                                             ("two", os.cpu_count())])
+def test_default_threads_against_omp_num_threads(monkeypatch, value, expected):
+    """The in-process engine's threads: OMP_NUM_THREADS where it is a positive integer, else every core."""
+    from engines.llama_cpp import default_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert default_threads() == expected

@@ -115,10 +115,12 @@ def test_exact_chain_law_against_autoregressive(name):
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (settings, report.as_dict())
 
 
-@pytest.mark.parametrize("name", ["v2 tau 1.5 eta 2", "v1 tau 1.5 eta 1 m 3"])
-@pytest.mark.parametrize("verifier, tree", [("target-only", "kary:2:2"), ("rrs", "kary:2:2"),
-                                            ("rrs-without-replacement", "kary:2:2"), ("kseq", "kary:2:2"),
-                                            ("target-only", "dynamic:2:2:3")])
+@pytest.mark.parametrize("verifier, tree, name", [  # Mirostat 1 on one verifier by default (docs/project.md)
+    (verifier, tree, name) if name.startswith("v2") or (verifier, tree) == ("target-only", "kary:2:2") else
+    pytest.param(verifier, tree, name, marks=pytest.mark.slow)
+    for verifier, tree in [("target-only", "kary:2:2"), ("rrs", "kary:2:2"), ("rrs-without-replacement", "kary:2:2"),
+                           ("kseq", "kary:2:2"), ("target-only", "dynamic:2:2:3")]
+    for name in ("v2 tau 1.5 eta 2", "v1 tau 1.5 eta 1 m 3")])
 def test_exact_tree_law_against_autoregressive(verifier, tree, name):
     """Every tree verifier and the dynamic tree walk the state along each node's path: the prefix DP, V = 3."""
     report = _exact(decoder="tree", verifier=verifier, tree=tree, draft="tinygpt", vocabulary=3, target="order0",

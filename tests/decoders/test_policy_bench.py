@@ -50,7 +50,7 @@ def _sampled_text(seed: int):
     return target, draft, text
 
 
-@pytest.mark.parametrize("gamma", [1, 3])
+@pytest.mark.parametrize("gamma", [pytest.param(1, marks=pytest.mark.slow), 3])  # gamma 1: slow (docs/project.md)
 def test_sampled_replay_against_along_text_theory(gamma):
     """At T = 1 a fixed gamma replayed along one sampled text accepts position t with probability beta_t =
     sum min(p, q), so its mean iterations over draws estimate expected_iterations_along(beta, gamma) without

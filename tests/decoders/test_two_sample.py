@@ -49,41 +49,45 @@ def _ks_ties_by_first_appearance(a: np.ndarray, b: np.ndarray) -> float:
                                 method="asymp").pvalue)
 
 
-def _split_fails(samples: dict, kind: str, tmp_path, through_files: bool, splits: int = SPLITS) -> int:
-    """FAILs over ``splits`` shuffled splits of ``samples[kind]`` into two halves: through `spectheory audit
-    --samples A.jsonl --against B.jsonl` (its request and run, as the CLI builds them, files written and read)
-    or, cheaper, through ``compare_runs``, where that path ends."""
-    rows, fails, rng = samples[kind], 0, np.random.default_rng(53)
+def _splits(samples: dict, kind: str, splits: int) -> list:
+    """``splits`` shuffled splits of ``samples[kind]`` into two halves, seeded: ``[(rows a, rows b), ...]``."""
+    rows, rng = samples[kind], np.random.default_rng(53)
     half = len(rows) // 2
-    for split in range(splits):
-        order = rng.permutation(len(rows))
-        sides = [[rows[i] for i in order[:half]], [rows[i] for i in order[half:2 * half]]]
-        if through_files:
-            a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-            write_rows(a, samples["prompt"], sides[0])
-            write_rows(b, samples["prompt"], sides[1])
-            passed = run_engine_audit(EngineAuditRequest(None, samples=str(a), against=str(b), level=LEVEL))[0]["passed"]
-        else:
-            passed = compare_runs(*(EngineRun(tuple(map(tuple, side)), 0.0) for side in sides), LEVEL).passed
-        fails += not passed
-    return fails
+    orders = [rng.permutation(len(rows)) for _ in range(splits)]
+    return [([rows[i] for i in order[:half]], [rows[i] for i in order[half:2 * half]]) for order in orders]
 
 
-@pytest.mark.parametrize("samples, kind, through_files, control_fails", [  # the CLI's path by default (docs/project.md)
-    (REAL, "rows", True, 10), pytest.param(REAL, "pieces", False, 10, marks=pytest.mark.slow),
-    pytest.param(DEFAULT_PROMPT, "rows", False, 5, marks=pytest.mark.slow)],
-    ids=["open prompt, ids, samples files", "open prompt, text pieces", "default prompt, ids"])
-def test_size_on_real_llama_cpp_samples_against_binomial_interval(samples, kind, through_files, control_fails,
-                                                                  tmp_path, monkeypatch):
-    """100 splits of llama.cpp's own samples into two halves (3,000 or 2,500), as ids (in-process, through the
-    samples files) and as text pieces (what a server returns): FAILs within [0, 4] (measured: 0, 0 and 1 of 100).
-    Control: the old tie-breaking fails 10 of 10 splits on the open prompt, where most tokens after the first are
-    seen once or twice, and 5 or more of 10 on the default prompt, with fewer rare tokens (measured over 100: 100,
-    100, 76)."""
-    fails = _split_fails(samples, kind, tmp_path, through_files)
+def _split_reports(samples: dict, kind: str, splits: int = SPLITS) -> list:
+    """``compare_runs`` of each split (the end of the samples-file and URL paths)."""
+    return [compare_runs(*(EngineRun(tuple(map(tuple, side)), 0.0) for side in sides), LEVEL)
+            for sides in _splits(samples, kind, splits)]
+
+
+def test_samples_files_path_against_compare_runs(tmp_path):
+    """`spectheory audit --samples A.jsonl --against B.jsonl` (its request and run, as the CLI builds them, files
+    written and read) gives ``compare_runs``' p-value on each of 10 splits of llama.cpp's samples, so the size
+    tests below, run through ``compare_runs``, hold for the files path (3x cheaper a split)."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for sides, report in zip(_splits(REAL, "rows", 10), _split_reports(REAL, "rows", 10)):
+        write_rows(a, REAL["prompt"], sides[0])
+        write_rows(b, REAL["prompt"], sides[1])
+        document = run_engine_audit(EngineAuditRequest(None, samples=str(a), against=str(b), level=LEVEL))[0]
+        assert (document["p_value"], document["passed"]) == (report.p_value, report.passed)
+
+
+@pytest.mark.parametrize("samples, kind, control_fails", [  # one real sample by default (docs/project.md)
+    (REAL, "rows", 10), pytest.param(REAL, "pieces", 10, marks=pytest.mark.slow),
+    pytest.param(DEFAULT_PROMPT, "rows", 5, marks=pytest.mark.slow)],
+    ids=["open prompt, ids", "open prompt, text pieces", "default prompt, ids"])
+def test_size_on_real_llama_cpp_samples_against_binomial_interval(samples, kind, control_fails, monkeypatch):
+    """100 splits of llama.cpp's own samples into two halves (3,000 or 2,500), as ids and as text pieces (what a
+    server returns): FAILs within [0, 4] (measured: 0, 0 and 1 of 100). Control: the old tie-breaking fails 10 of
+    10 splits on the open prompt, where most tokens after the first are seen once or twice, and 5 or more of 10 on
+    the default prompt, with fewer rare tokens (measured over 100: 100, 100, 76)."""
+    fails = sum(not report.passed for report in _split_reports(samples, kind))
     assert CHANCE_FAILS[0] <= fails <= CHANCE_FAILS[1], fails
     monkeypatch.setattr(two_sample, "_ks_by_pooled_frequency", _ks_ties_by_first_appearance)
-    assert _split_fails(samples, kind, tmp_path, through_files, splits=10) >= control_fails
+    assert sum(not report.passed for report in _split_reports(samples, kind, 10)) >= control_fails
 
 
 def test_size_on_zipf_vocabulary_against_binomial_interval(monkeypatch):
