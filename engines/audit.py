@@ -181,7 +181,7 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
     check_model_law(sampling)
     if any(END in row for row in run.rows):
         raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
-    target, _ = load_named(str(engine.model_path), role="target")
+    target, _ = load_named(str(engine.model_path), role="target", timed=False)
     ids = engine.tokenize(prompt)
     horizon = len(run.rows[0])
     greedy = engine.generate(prompt, 1, horizon, EngineSampling(0.0)).rows[0]

@@ -55,7 +55,7 @@ def _models(request: AuditRequest) -> tuple:
     if request.hugging_face:
         from decoders.models import zoo
 
-        target, tokenizer = zoo.load_named(request.target, role="target")
+        target, tokenizer = zoo.load_named(request.target, role="target", timed=False)
         request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None,
                           sampling=request.sampling.bound(tokenizer, target.vocab_size))
         batch = sampling_rows(target.vocab_size, HF_BATCH)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give --tokens FILE (against our greedy decoding), --tokens A B, or --engine ENGINE")
     sequences = [read_tokens(path) for path in args.tokens or ()]
     target_name = args.target or ("smollm2" if args.engine else None)
-    target, tokenizer = load_named(target_name, role="target", device=args.device)
+    target, tokenizer = load_named(target_name, role="target", device=args.device, timed=False)
     prompt = encode_text(tokenizer, args.prompt_text)
     if not prompt:
         raise ValueError("--prompt-text is empty after tokenization")

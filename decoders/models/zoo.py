@@ -154,13 +154,16 @@ def is_target_draft(name) -> bool:
 
 
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32, target: tuple | None = None) -> tuple:
+               dtype: torch.dtype = torch.float32, target: tuple | None = None, timed: bool = True) -> tuple:
     """(model, tokenizer) of the shipped model ``name_or_path`` (the target for None or "target", a draft of
     ``DRAFTS``), a real model of ``REAL_MODELS`` (``smollm2``), a GGUF file, a model file in the zoo's format,
     or a local Hugging Face model directory; ``role`` ("target" or "draft") picks which shipped names apply.
     Drafts of ``TARGET_DRAFTS`` are built for ``target``, the run's (model, tokenizer). The tokenizer is None
     where the model reads the corpus's character ids: shipped models, zoo files and directories whose
-    tokenizer is the corpus's characters (``spectheory export-hf`` writes such directories)."""
+    tokenizer is the corpus's characters (``spectheory export-hf`` writes such directories). A real target's calls
+    are padded to the widths this machine computes cheaper (``call_widths``: measured, 10 s for SmolLM2) unless
+    ``timed`` is False: a caller that times none of its calls (an audit, a diverge, training) reads the same logits
+    unpadded."""
     if role == "target" and name_or_path in (None, "target"):
         return load_target(device=device, dtype=dtype), None
     if role == "draft" and is_target_draft(name_or_path):
@@ -184,7 +187,7 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
                          f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
     else:
         return load_file(name_or_path, device=device, dtype=dtype), None
-    if role == "target":  # its verify calls: padded to cheaper widths where this machine has them (call_widths)
+    if role == "target" and timed:  # its verify calls: padded to cheaper widths where this machine has them
         pad_cheapest_widths(model, source=f"{path.resolve()}@{path.stat().st_mtime_ns}")
     return model, own_tokenizer(tokenizer)
 
@@ -349,7 +352,7 @@ def _real_draft_data(tokenizer) -> tuple[np.ndarray, np.ndarray]:
 def _train_real_draft(work: Path, zoo: Path, device, progress, until, corpus) -> dict:
     """``REAL_DRAFT_NAME``: the corpus phase, then distillation on the real target's samples; exported with the
     tokenizer's fingerprint, which loading checks against the run's target."""
-    target, tokenizer = load_named(REAL_DRAFT_TARGET, role="target", device=device)
+    target, tokenizer = load_named(REAL_DRAFT_TARGET, role="target", device=device, timed=False)
     train_stream, held_out = _real_draft_data(tokenizer)
     config = replace(REAL_DRAFT, model=replace(REAL_DRAFT.model, vocab_size=target.vocab_size))
     base, result = train_language_model(config, train_stream, held_out, checkpoint=work / f"{REAL_DRAFT_NAME}-corpus.pt",

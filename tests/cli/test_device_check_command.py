@@ -10,8 +10,6 @@ from tests.command import not_strict_json, run
 pytest.importorskip("transformers")
 
 
-#: One worker runs the module: the dry run (40 s) made once for its three tests (pyproject.toml's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_device_check_command")
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):

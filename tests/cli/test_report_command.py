@@ -28,8 +28,6 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
-#: One worker runs the module: the report (25 s) made once for its tests (pyproject.toml's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_report_command")
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):

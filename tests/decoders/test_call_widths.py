@@ -99,3 +99,20 @@ def test_remeasured_source_against_the_plan_measured_before(monkeypatch):
     pad_cheapest_widths(other, source="a.gguf@2")
     pad_cheapest_widths(other)
     assert len(calls) == 3
+
+
+def test_untimed_target_against_a_timed_load(tmp_path, monkeypatch):
+    """``load_named`` measures a real target's call widths for a caller that times its calls, and not for one that
+    times none (an audit: ``timed=False``), whose calls stay unpadded."""
+    import decoders.models.call_widths as call_widths
+    from decoders.models import zoo
+    from decoders.models.corpus import character_tokenizer
+
+    tiny_hf_model("llama").model.save_pretrained(tmp_path)
+    character_tokenizer().save_pretrained(tmp_path)
+    measured = []
+    monkeypatch.setattr(call_widths, "pad_cheapest_widths", lambda model, **keys: measured.append(keys) or {})
+    untimed = zoo.load_named(str(tmp_path), role="target", timed=False)[0]
+    assert measured == [] and untimed.padded_widths == {}
+    zoo.load_named(str(tmp_path), role="target")
+    assert len(measured) == 1 and measured[0]["source"].startswith(str(tmp_path.resolve()))

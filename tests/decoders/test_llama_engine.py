@@ -30,8 +30,6 @@ from engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
 
 
-#: One worker runs the module: one llama.cpp engine and one llama-cpp-python server (pyproject.toml's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_llama_engine")
 
 @pytest.fixture(scope="module")
 def engine():

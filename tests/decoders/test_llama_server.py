@@ -21,8 +21,6 @@ if not is_built():
 PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
 
 
-#: One worker runs the module: the truncated draft (10 s to write) and the plain server (pyproject.toml's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_llama_server")
 
 @pytest.fixture(scope="module")
 def plain():

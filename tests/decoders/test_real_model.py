@@ -31,8 +31,6 @@ NEAR_TIE = 1e-4
 DRAFTS = ("copy", "ngram", "random", "layerskip:12", "smollm2-draft")
 
 
-#: One worker runs the module: SmolLM2 loaded once (pyproject.toml's --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_real_model")
 
 @pytest.fixture(scope="module")
 def real():
