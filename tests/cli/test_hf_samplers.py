@@ -55,21 +55,22 @@ def pair(tmp_path_factory):
     return save_tiny(root / "target", 0), save_tiny(root / "draft", 1)
 
 
-def audit(capsys, pair, *extra, n: int = 400):
-    """The CLI's audit of a sampler on ``pair`` at n samples (400: the stop test's planted bug fails at p 3.5e-6;
-    the greedy assistant needs 800, at 400 its p is 0.02)."""
+def audit(capsys, pair, *extra, n: int = 400, horizon: int = 3):
+    """The CLI's audit of a sampler on ``pair`` at n samples of ``horizon`` tokens (n = 400, T = 3: the stop test's
+    planted bug fails at p 3.5e-6; the greedy assistant is caught by the joint test of the first token, which needs
+    n >= 5 x 98: at n = 800, T = 2, p 1.8e-25, at n = 400, T = 3, 0.02)."""
     target, draft = pair
-    status = main(["audit", "--target", target, "--draft", draft, "--prompt", "5", "6", "--horizon", "3", "--n", str(n),
-                   "--json", *extra])
+    status = main(["audit", "--target", target, "--draft", draft, "--prompt", "5", "6", "--horizon", str(horizon),
+                   "--n", str(n), "--json", *extra])
     return status, json.loads(capsys.readouterr().out)
 
 
 def test_hf_assisted_generation_against_the_greedy_assistant_bug(capsys, pair):
-    status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800)
+    status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800, horizon=2)
     assert status == 0 and document["passed"], document["test_p_values"]
     assert "hf-assisted, 3 assistant tokens, constant schedule" in document["decoder"]
     with greedy_assistant():
-        status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800)
+        status, document = audit(capsys, pair, "--sampler", "hf-assisted", "--assistant-tokens", "3", n=800, horizon=2)
     assert status == 1 and document["p_value"] < 1e-4
 
 

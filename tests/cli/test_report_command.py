@@ -161,7 +161,8 @@ def test_report_tree_section_against_the_budget_flags(report):
 def test_report_takes_a_draft_file(tmp_path, capsys):
     """--target and --draft accept model files in the zoo's format (here the shipped ones)."""
     argv = ["report", "--out", str(tmp_path), "--target", str(zoo.ZOO / "target.pt"), "--draft",
-            str(zoo.ZOO / "bigram.pt"), *SMALL, "--temperatures", "1"]
+            str(zoo.ZOO / "bigram.pt"), *SMALL, "--temperatures", "1", "--gamma-max", "2", "--forecast-prompts", "1",
+            "--forecast-cost-prompts", "1", "--forecast-repeats", "1"]  # the files are the point: the least forecast
     assert main(argv) == 0
     document = json.loads((tmp_path / "report.json").read_text())
     assert document["draft"].endswith("bigram.pt") and [r["temperature"] for r in document["recommendations"]] == [1.0]

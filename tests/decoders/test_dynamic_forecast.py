@@ -54,13 +54,14 @@ def test_node_acceptance_along_a_greedy_run_against_the_decoder():
 
 def test_node_acceptance_against_the_decoder_when_sampling():
     """T = 1: at each of two contexts the target's path probabilities summed are the mean accepted count of 600
-    seeded first iterations, within 4 standard errors (false-positive probability about 1e-4 for both); the
-    draft's own path probabilities (EAGLE-2's confidence as if it were the acceptance), the control, are not."""
+    first iterations (one seeded batch of 600 rows), within 4 standard errors (false-positive probability about 1e-4
+    for both); the draft's own path probabilities (EAGLE-2's confidence as if it were the acceptance), the control,
+    are not."""
     target, draft = tiny_gpt(0), tiny_gpt(1)
     confidence, acceptance = node_acceptance(target, draft, CONTEXTS[:2], TREE, Sampling(1.0))
     for row in range(2):
-        counts = np.array([decode(target, draft, CONTEXTS[row:row + 1], Sampling(1.0), 2, seed)
-                           .stats.accepted_per_iteration[0][0] for seed in range(600)])
+        batch = CONTEXTS[row:row + 1].expand(600, -1)  # 600 rows of one context: independent first iterations
+        counts = np.array(decode(target, draft, batch, Sampling(1.0), 2, row).stats.accepted_per_iteration[0])
         error = counts.std(ddof=1) / np.sqrt(len(counts))
         assert abs(counts.mean() - acceptance[row].sum()) < 4 * error, (row, counts.mean(), acceptance[row].sum())
         assert abs(counts.mean() - np.exp(confidence[row]).sum()) > 4 * error, (row, np.exp(confidence[row]).sum())
