@@ -1,43 +1,59 @@
 """Serving engines driven through one interface (``base.Engine``; docs/engines.md): llama.cpp in-process
 (``llama-cpp``), llama.cpp's own server started here (``llama-server[:OPTIONS]``) and any OpenAI-compatible
-completions endpoint by URL."""
+completions endpoint by URL, each a kind of ``registry.ENGINE_KINDS`` (a new kind: docs/extending.md)."""
 
 from __future__ import annotations
 
 from engines.base import END, Engine, EngineRun, EngineSampling
 from engines.openai import is_url
+from engines.registry import (ENGINE_KINDS, PER_REQUEST, SERVER_START, EngineKind, engine_kind, engine_usages,
+                              open_engine, register_engine, speculation_fixed)
 
-__all__ = ["END", "Engine", "EngineRun", "EngineSampling", "ENGINES", "open_engine"]
+__all__ = ["END", "Engine", "EngineRun", "EngineSampling", "EngineKind", "ENGINE_KINDS", "PER_REQUEST", "SERVER_START",
+           "engine_kind", "engine_usages", "open_engine", "register_engine", "speculation_fixed"]
 
-#: The in-process engines by name; anything else must be an http(s) URL.
-ENGINES = ("llama-cpp", "llama-server[:OPTIONS]")
 #: ``--target`` values that mean the engines' default model, SmolLM2-135M-Instruct's GGUF file.
 DEFAULT_TARGETS = (None, "smollm2", "shipped")
 
 
-def open_engine(spec: str, *, gguf: str | None = None, concurrency: int = 4, threads: int | None = None) -> Engine:
-    """The engine ``spec`` names: ``llama-cpp`` or ``llama-server[:OPTIONS]`` (``engines.llama_server.ServerOptions``)
-    on the GGUF file ``gguf`` (the one place that reads ``--target`` for an engine: a path, or None, "smollm2" or
-    "shipped" for SmolLM2's), or a URL (the server's own model); a ValueError (one line at the CLI) for anything
-    else, a missing llama-cpp-python, or a dead URL."""
-    name, _, options = spec.partition(":")
-    if name in ("llama-cpp", "llama-server") and not is_url(spec):
-        from decoders.models.gguf import is_gguf_file, real_model_path
+def _gguf_path(name: str, gguf: str | None):
+    """The GGUF file a local engine reads: ``gguf`` (``--target``), or SmolLM2's for the defaults."""
+    from decoders.models.gguf import is_gguf_file, real_model_path
 
-        path = real_model_path("smollm2") if gguf in DEFAULT_TARGETS else gguf
-        if not is_gguf_file(path):
-            raise ValueError(f"the {name} engine reads a GGUF file; --target {gguf!r} is not one")
-        if name == "llama-server":
-            from engines.llama_server import LlamaServerEngine, ServerOptions
+    path = real_model_path("smollm2") if gguf in DEFAULT_TARGETS else gguf
+    if not is_gguf_file(path):
+        raise ValueError(f"the {name} engine reads a GGUF file; --target {gguf!r} is not one")
+    return path
 
-            return LlamaServerEngine(path, ServerOptions.parse(options))
-        if options:
-            raise ValueError(f"the llama-cpp engine takes no options, got {spec!r}")
-        from engines.llama_cpp import LlamaCppEngine
 
-        return LlamaCppEngine(path, threads=threads)
-    if is_url(spec):
-        from engines.openai import OpenAIEngine
+def _named(name: str):
+    """``matches`` for a kind named ``name`` (with or without ``:OPTIONS``)."""
+    return lambda spec: spec.partition(":")[0] == name and not is_url(spec)
 
-        return OpenAIEngine(spec, concurrency=concurrency)
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)} or an http(s):// URL, got {spec!r}")
+
+def _open_llama_cpp(spec: str, *, gguf=None, threads=None, **_):
+    from engines.llama_cpp import LlamaCppEngine
+
+    if spec.partition(":")[2]:
+        raise ValueError(f"the llama-cpp engine takes no options, got {spec!r}")
+    return LlamaCppEngine(_gguf_path("llama-cpp", gguf), threads=threads)
+
+
+def _open_llama_server(spec: str, *, gguf=None, **_):
+    from engines.llama_server import LlamaServerEngine, ServerOptions
+
+    return LlamaServerEngine(_gguf_path("llama-server", gguf), ServerOptions.parse(spec.partition(":")[2]))
+
+
+def _open_url(spec: str, *, concurrency=4, **_):
+    from engines.openai import OpenAIEngine
+
+    return OpenAIEngine(spec, concurrency=concurrency)
+
+
+register_engine(EngineKind("llama-cpp", "llama-cpp", _named("llama-cpp"), _open_llama_cpp, PER_REQUEST,
+                           "llama.cpp in-process (llama-cpp-python) on --target's GGUF file, prompt lookup as its draft"))
+register_engine(EngineKind("llama-server", "llama-server[:OPTIONS]", _named("llama-server"), _open_llama_server,
+                           PER_REQUEST, "llama.cpp's own server, started here on --target's GGUF file"))
+register_engine(EngineKind("url", "an http(s):// URL", is_url, _open_url, SERVER_START,
+                           "any OpenAI-compatible completions endpoint, speculating by its own settings"))

@@ -13,7 +13,7 @@ import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from engines.base import END, Engine, EngineRun, EngineSampling, capability
-from engines.openai import is_url
+from engines.registry import is_samples_file, speculation_fixed
 from spectheory.validation import as_int
 
 __all__ = ["GreedyCheck", "greedy_checks", "probabilities_check", "LOGPROB_TOLERANCE", "diagnose_difference",
@@ -293,14 +293,14 @@ def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[s
 
 
 def engine_side(engine: Engine, prompt: str, sampling: EngineSampling, n: int, horizon: int, *, speculate: int,
-                seed: int) -> tuple[str, EngineRun]:
-    """(description, run) of n samples drawn from ``engine``, with a progress bar on a terminal."""
+                seed: int, fixed: bool = False) -> tuple[str, EngineRun]:
+    """(description, run) of n samples drawn from ``engine`` (``fixed``: by its own speculation settings)."""
     from decoders.progress import progress_bar
 
     with progress_bar(None, total=n, desc=f"{engine.name} speculate {speculate}", unit="sample") as bar:
         run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)
     lost = f", {run.lost} of {n} samples lost" if run.lost else ""
-    setting = "its own speculation settings" if is_url(engine.name) else f"speculate {speculate}"
+    setting = "its own speculation settings" if fixed else f"speculate {speculate}"
     return f"{engine.name}, {setting} ({len(run.rows)} rows{lost})", run
 
 
@@ -334,10 +334,10 @@ class EngineAuditRequest:
             raise ValueError("--samples with --engine flags needs --against B.jsonl (or drop --engine flags)")
         if self.speculate is not None:
             as_int("speculate", self.speculate, low=1, high=64)
-        if self._engine_is_url and self.speculate is not None:
+        if self._fixed_speculation and self.speculate is not None:
             raise ValueError(f"--speculate {self.speculate}: an OpenAI-compatible server speculates by its own "
                              "settings; compare a drafting server with a plain one (--engine URL --against URL2)")
-        if self._engine_is_url and self.greedy:
+        if self._fixed_speculation and self.greedy:
             raise ValueError("--temperature 0 audits greedy equality by setting the engine's speculation per "
                              "--gammas, which a server fixes at its start: use --engine llama-cpp, or a temperature "
                              "above 0 with --against URL2")
@@ -350,13 +350,13 @@ class EngineAuditRequest:
             check_model_law(self.sampling)
 
     @property
-    def _engine_is_url(self) -> bool:
-        return self.engine is not None and is_url(self.engine)
+    def _fixed_speculation(self) -> bool:  # a server that speculates by its own settings (registry.SERVER_START)
+        return self.engine is not None and speculation_fixed(self.engine)
 
     @property
     def draft_tokens(self) -> int:
         """The engine side's speculation: ``speculate``, 4 by default in-process, 0 (its own settings) for a URL."""
-        return 0 if self._engine_is_url else (self.speculate or 4)
+        return 0 if self._fixed_speculation else (self.speculate or 4)
 
     @property
     def greedy(self) -> bool:
@@ -369,10 +369,10 @@ class EngineAuditRequest:
 
     def side(self, spec: str, *, speculate: int, seed: int, engine=None) -> tuple[str, EngineRun]:
         """(description, run) of one side: a samples file, or an engine (opened here unless given)."""
-        if spec.endswith(".jsonl") and not is_url(spec):
+        if is_samples_file(spec):
             return samples_side(spec, None if self.engine is None else self.prompt, capability(engine, "tokenize"))
         return engine_side(engine or self.open(spec), self.prompt, self.sampling, self.n, self.horizon,
-                           speculate=speculate, seed=seed)
+                           speculate=speculate, seed=seed, fixed=speculation_fixed(spec))
 
 
 def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, dict, list]:
@@ -382,7 +382,7 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
                                 progress)
         return document, {}, greedy_lines(document)
     against = request.against or "plain"
-    file_b = against.endswith(".jsonl") and not is_url(against)  # read, its prompt checked, before a is drawn
+    file_b = is_samples_file(against)  # read, its prompt checked, before a is drawn
     other = None if file_b or against in ("plain", "model") else request.open(against)  # asked first: a dead URL
     engine = None if request.engine is None else request.open(request.engine)  # fails before a server starts
     b_text, b = request.side(against, speculate=0, seed=0, engine=engine) if file_b else (None, None)

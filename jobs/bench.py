@@ -15,9 +15,9 @@ from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
-from engines import open_engine
+from engines import open_engine, speculation_fixed
+from engines.base import capability
 from engines.bench import engine_bench as measure_engine, engine_bench_lines, server_bench
-from engines.openai import is_url
 from jobs.spec_bench import ALL, engine_table, measure_table
 from measure.alpha import MAX_PROMPTS
 from measure.bench import BenchSettings
@@ -105,26 +105,35 @@ def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
                       *table_lines(document["table"])]
 
 
+#: What the engine bench reads of an engine (``engines.base.CAPABILITIES``).
+BENCH_CAPABILITIES = ("model_path", "tokenize", "generate_ids", "call_costs")
+
+
 def engine_bench(spec: str, *, against: str | None = None, target=None, task=None, prompts: int, prompt_length=None,
                  seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, forecast_prompts: int = 0,
                  out=None, command=None) -> tuple:
     """The engine ``spec``'s speed with and without its speculation on the task's prompts (docs/engines.md §4):
     two servers by URL (``against``), Spec-Bench's categories, or the engine bench with its cost model and our
     reference decoder's speed beside (with ``forecast_prompts``, its forecast from that many other prompts)."""
-    if is_url(spec) != (against is not None):
-        raise ValueError("--against URL (the plain server) goes with --engine URL (the speculating one), and only")
+    if speculation_fixed(spec) != (against is not None):
+        raise ValueError("--against URL (the plain server) goes with an --engine whose speculation is fixed at its "
+                         "start (a server's URL), and only")
     as_int("forecast_prompts", forecast_prompts, low=0, high=MAX_PROMPTS)
     if out:
         check_writable(out)
     task, length = task or "rewrite", prompt_length or ENGINE_PROMPT_LENGTH
     runs = dict(max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup)
-    if is_url(spec):
+    if against is not None:  # two servers: the speculating one against the plain one
         inputs = load_text_inputs(target or "smollm2")  # prompts only: the tokenizer, never the model's weights
         tokenizer = inputs.tokenizer or character_tokenizer()
         texts = [tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
         document, lines = _two_servers(spec, against, texts, runs)
         return _written(dict(document, task=task), lines, out, command)
     engine = open_engine(spec, gguf=target)
+    missing = [name for name in BENCH_CAPABILITIES if capability(engine, name) is None]
+    if missing:
+        raise ValueError(f"--engine {spec}: the bench needs the engine's {', '.join(missing)} (engines.base."
+                         f"CAPABILITIES), which {engine.name} has not")
     if is_spec_bench(task):
         return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed,
                                                                   forecast_questions=forecast_prompts)), out, command)

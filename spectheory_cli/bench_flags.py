@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from decoders.sampling import Sampling
-from engines import ENGINES
+from engines import engine_usages
 from measure.policy_bench import BENCH_POLICIES
 from measure.spec_bench import is_spec_bench
 from measure.tree_bench import TREE_BUDGETS
@@ -27,8 +27,9 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
                         f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
     parser.add_argument("--engine", metavar="ENGINE", help=f"instead: a serving engine's speed with and without its "
-                        f"speculation: {', '.join(ENGINES)} on --target's GGUF file (default smollm2), or a "
-                        f"speculating server's URL with --against the plain server's (docs/engines.md)")
+                        f"speculation: {engine_usages()} (a local engine on --target's GGUF file, default smollm2; "
+                        f"a server that speculates by its own settings with --against the plain server's URL; "
+                        f"docs/engines.md)")
     parser.add_argument("--against", metavar="URL", help="--engine URL: the same model served without speculation")
 
 

@@ -7,7 +7,7 @@ model); --samples A.jsonl --against B.jsonl compares two files drawn anywhere.""
 
 import argparse
 
-from engines import ENGINES, EngineSampling
+from engines import EngineSampling, engine_usages
 from engines.audit import ENGINE_PROMPT, EngineAuditRequest
 
 __all__ = ["add_engine_arguments", "engine_requested", "engine_request"]
@@ -15,8 +15,8 @@ __all__ = ["add_engine_arguments", "engine_requested", "engine_request"]
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("engines (docs/engines.md)")
-    group.add_argument("--engine", metavar="ENGINE", help=f"audit a serving engine: {', '.join(ENGINES)} (in-process, "
-                       "on --target's GGUF file, default smollm2) or an OpenAI-compatible server's URL")
+    group.add_argument("--engine", metavar="ENGINE", help=f"audit a serving engine: {engine_usages()} (a local "
+                       "engine reads --target's GGUF file, default smollm2)")
     group.add_argument("--against", metavar="WHAT", help="the second sample: plain (the engine without speculation, "
                        "the default), a server URL, or a samples file (JSON Lines); or model: our float32 model of "
                        "the same GGUF file, by the statistical audit")
