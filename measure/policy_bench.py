@@ -37,6 +37,7 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
+from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.validation import as_positive_int
 
@@ -214,9 +215,12 @@ def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, t
         row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
                    tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
                    predicted_over_measured=replayed["speedup"] / row["speedup"])
-    best_fixed = max((row for row in rows if row["decoder"] in fixed), key=lambda row: row["speedup"])
-    best_policy = max((row for row in rows if row["decoder"] not in fixed), key=lambda row: row["speedup"],
-                      default=None)
+    # the one tie rule (spectheory.optimum): the fewest drafts among equal speedups, a policy by its gamma cap
+    best_fixed = best_choice([row for row in rows if row["decoder"] in fixed], lambda row: row["speedup"],
+                             lambda row: rules[row["decoder"]].gamma_max)
+    others = [row for row in rows if row["decoder"] not in fixed]
+    best_policy = best_choice(others, lambda row: row["speedup"], lambda row: rules[row["decoder"]].gamma_max) \
+        if others else None
     summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
                "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
                "replay_draws": len(traces)}

@@ -22,6 +22,7 @@ from sims._draws import RowSampler, leading_true_count
 from sims._stats import Estimate, as_generator, ratio_estimate
 from sims.families import Contexts, contexts_with_alpha
 from spectheory.validation import as_cost, as_positive_int, as_probability, as_real
+from spectheory.optimum import best_choice
 from spectheory.speedup import oracle_gain
 
 __all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracle", "confidence_threshold",
@@ -206,9 +207,11 @@ POLICY_NAMES = ("oracle", "confidence", "rejection", "heuristic")
 
 
 def _best(runs: dict, c: float) -> tuple:
-    """The key and speedup of the run with the highest mean speedup at cost ratio c."""
+    """The key and speedup of the run with the highest mean speedup at cost ratio c, by the one tie rule
+    (``spectheory.optimum``): among equal speedups the fewest drafts, a key's gamma (a fixed run's key, or the cap of
+    a (threshold, cap) key)."""
     speedups = {key: run.speedup(c) for key, run in runs.items()}
-    key = max(speedups, key=lambda k: speedups[k].mean)
+    key = best_choice(speedups, lambda k: speedups[k].mean, lambda k: k[1] if isinstance(k, tuple) else k)
     return key, speedups[key]
 
 
