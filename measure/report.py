@@ -35,6 +35,7 @@ from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
 from measure.bench_lines import loss_resolution
+from measure.report_document import ReportDocument, by_temperature
 from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
                               other_prompts)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
@@ -107,33 +108,6 @@ class ReportSettings:
                              self.max_new_tokens, self.repeats, self.warmup, seed=self.seed)
 
 
-@dataclass(frozen=True)
-class ReportDocument:
-    """Every number the report shows; ``as_dict`` is the JSON document ``report.json`` holds."""
-
-    command: str
-    created: str
-    seconds: float
-    target: str
-    draft: str
-    text: str  # where the held-out text came from
-    settings: dict
-    environment: dict
-    alpha_text: list  # per temperature: alpha, standard_error, windows, length
-    c: float
-    recommendations: list  # per temperature: the calculator's gamma beside the best measured one
-    bench: dict  # the benchmark's document (measure.bench.BenchReport.as_dict)
-    audit: dict  # the audit's report with its gamma, temperature and prompt
-    trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
-    policies: dict | None = None  # draft-length policies (measure.policy_bench), None where not measured
-    forecast: dict | None = None  # the forecast made before the sweep (``measure.forecast.forecast_sweep``), with its seconds
-    sweep_seconds: float | None = None  # the sweep that checks it
-    sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
 def tree_budget(settings: "ReportSettings") -> dict:
     """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
     windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
@@ -151,11 +125,6 @@ FULL_SETTINGS = ReportSettings(windows=32, gammas=BenchSettings.gammas, max_new_
 REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
                                      max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
                                      tree_budgets=(8,), policies=())
-
-
-def by_temperature(mapping: dict) -> dict:
-    """A JSON object keyed by temperature (string keys) as {float: value}."""
-    return {float(key): value for key, value in mapping.items()}
 
 
 def _trees_and_policies(target, draft, prompts, held_out, s: ReportSettings, recommendations: list, names: dict,

@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from measure.bench_lines import loss_resolution
-from measure.report import ReportDocument, by_temperature
+from measure.report_document import ReportDocument, by_temperature
 from measure.spec_bench_report import apart_label, loss_noise
 from measure.spec_bench_table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma

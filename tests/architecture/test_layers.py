@@ -133,6 +133,23 @@ def test_figures_import_no_torch_engine_or_model_loader_against_the_layout():
     assert _figure_violations(ROOT) == []
 
 
+def _loaded_by_figures(modules) -> list:
+    """``NOT_FOR_FIGURES`` modules a fresh interpreter holds after importing ``modules``: what they pull in
+    transitively, through every project module they import at load time."""
+    probe = "\n".join(f"import {module}" for module in modules) + "\nimport json, sys\nprint(json.dumps(sorted(m for " \
+        f"m in sys.modules if any(m == h or m.startswith(h + '.') for h in {NOT_FOR_FIGURES!r}))))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_figures_pull_in_no_torch_engine_or_model_loader_transitively():
+    """Every figure module loads without torch, an engine or a model loader, whatever it imports on the way (the
+    report's renderer once pulled torch in through measure.report). Control: measure.report itself does."""
+    figures = sorted(f"paper_figs.{path.stem}" for path in (ROOT / "paper_figs").glob("*.py"))
+    assert _loaded_by_figures(figures) == []
+    assert "torch" in _loaded_by_figures(["measure.report"])
+
+
 def test_figure_import_check_catches_a_measurement(tmp_path):
     """Negative control: a copy of the Spec-Bench figure that opens an engine itself."""
     (tmp_path / "paper_figs").mkdir()

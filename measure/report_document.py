@@ -1,0 +1,40 @@
+"""The report's document (docs/measuring.md): every number `spectheory report` shows, as ``report.json`` holds it, in a
+module the figures read without torch (``measure.report`` measures it)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["ReportDocument", "by_temperature"]
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """Every number the report shows; ``as_dict`` is the JSON document ``report.json`` holds."""
+
+    command: str
+    created: str
+    seconds: float
+    target: str
+    draft: str
+    text: str  # where the held-out text came from
+    settings: dict
+    environment: dict
+    alpha_text: list  # per temperature: alpha, standard_error, windows, length
+    c: float
+    recommendations: list  # per temperature: the calculator's gamma beside the best measured one
+    bench: dict  # the benchmark's document (measure.bench.BenchReport.as_dict)
+    audit: dict  # the audit's report with its gamma, temperature and prompt
+    trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
+    policies: dict | None = None  # draft-length policies (measure.policy_bench), None where not measured
+    forecast: dict | None = None  # the forecast made before the sweep (``measure.forecast.forecast_sweep``), with its seconds
+    sweep_seconds: float | None = None  # the sweep that checks it
+    sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def by_temperature(mapping: dict) -> dict:
+    """A JSON object keyed by temperature (string keys) as {float: value}."""
+    return {float(key): value for key, value in mapping.items()}
