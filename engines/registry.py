@@ -56,25 +56,30 @@ def engine_usages() -> str:
     return ", ".join(usages[:-1]) + f" or {usages[-1]}" if len(usages) > 1 else "".join(usages)
 
 
+def _matching(spec: str) -> EngineKind | None:
+    """The first registered kind whose ``matches`` takes ``spec``, or None."""
+    return next((kind for kind in ENGINE_KINDS.values() if kind.matches(spec)), None)
+
+
 def engine_kind(spec: str) -> EngineKind:
     """The kind whose ``matches`` takes ``spec``; a ValueError naming every usage where none does."""
-    for kind in ENGINE_KINDS.values():
-        if kind.matches(spec):
-            return kind
-    raise ValueError(f"engine must be one of {engine_usages()}, got {spec!r}")
+    kind = _matching(spec)
+    if kind is None:
+        raise ValueError(f"engine must be one of {engine_usages()}, got {spec!r}")
+    return kind
 
 
 def speculation_fixed(spec: str) -> bool:
     """Whether the engine ``spec`` names fixes its speculation at its start (its plain side is a second engine); an
     engine of no registered kind (a user's object, opened by other means) speculates per request, as ``Engine``
     says."""
-    kind = next((kind for kind in ENGINE_KINDS.values() if kind.matches(spec)), None)
+    kind = _matching(spec)
     return kind is not None and kind.speculation == SERVER_START
 
 
 def is_samples_file(spec: str) -> bool:
     """Whether a side (--engine's or --against's) is a samples file: JSON Lines that no engine kind takes."""
-    return spec.endswith(".jsonl") and not any(kind.matches(spec) for kind in ENGINE_KINDS.values())
+    return spec.endswith(".jsonl") and _matching(spec) is None
 
 
 def open_engine(spec: str, *, gguf: str | None = None, concurrency: int = 4, threads: int | None = None) -> Engine:

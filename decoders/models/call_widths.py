@@ -72,10 +72,11 @@ def pad_cheapest_widths(adapter, source: str | None = None, **measure) -> dict:
     or directory the model came from), a plan this process measured for the same source, device, dtype and
     thread count is reused."""
     key = (source, str(adapter.device), str(adapter.dtype), torch.get_num_threads(), tuple(sorted(measure.items())))
-    if source is None or key not in _MEASURED:
+    plan = _MEASURED.get(key) if source is not None else None
+    if plan is None:
         seconds = measure_call_seconds(adapter, **measure)
         plan = cheapest_widths(seconds) if seconds.get(1, 0.0) >= MIN_CALL_SECONDS else {}
         if source is not None:
             _MEASURED[key] = plan
-    adapter.padded_widths = dict(_MEASURED[key] if source is not None else plan)
+    adapter.padded_widths = dict(plan)
     return adapter.padded_widths
