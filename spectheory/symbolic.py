@@ -222,7 +222,7 @@ def derive_oracle_speedup() -> sp.Expr:
     """
     n = sp.Symbol("n", integer=True, nonnegative=True)
     odds = sp.Symbol("t", positive=True)  # alpha = 1 / (1 + t) in (0, 1): the series converge
-    law = (1 / (1 + odds)) ** n * (1 - 1 / (1 + odds))
+    law = (1 + odds) ** (-n) * odds / (1 + odds)  # alpha^n (1 - alpha); sympy sums this form in 3 s, not 13
     tokens = sp.summation((n + 1) * law, (n, 0, sp.oo))
     cost = sp.summation((n * c + 1) * law, (n, 0, sp.oo))
     return sp.simplify((tokens / cost).subs(odds, 1 / alpha - 1))

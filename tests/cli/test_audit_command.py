@@ -109,22 +109,18 @@ def _audited(capsys, argv: list) -> tuple:
     return status, document.get("max_abs_difference", document.get("p_value"))
 
 
-def _slow_if_flat(name: str):
-    return name if name != "tree-flat-positions" else pytest.param(name, marks=pytest.mark.slow)
+#: The tree mutant whose catch through the CLI (exact and statistical), and the reference's pass under its setting, run
+#: by default.
+CLI_TREE_MUTANT = "tree-candidates-vs-draft"
 
 
-#: The tree mutant whose statistical catch, and the reference's pass under its setting, run by default.
-STATISTICAL_TREE_MUTANT = "tree-candidates-vs-draft"
+def _cli_cases(names) -> list:
+    """``CLI_TREE_MUTANT`` by default, the others behind slow: tests/decoders/test_tree_decoder.py catches every tree
+    mutant exactly beside the reference's pass, and the path through the CLI is the same for each (docs/project.md)."""
+    return [name if name == CLI_TREE_MUTANT else pytest.param(name, marks=pytest.mark.slow) for name in names]
 
 
-def _statistical_cases(names) -> list:
-    """The statistical audit (n = 20,000) under ``STATISTICAL_TREE_MUTANT``'s setting by default, the others behind
-    slow: the exact audit catches every tree mutant, and the statistical path through the CLI is the same for each
-    (docs/project.md)."""
-    return [name if name == STATISTICAL_TREE_MUTANT else pytest.param(name, marks=pytest.mark.slow) for name in names]
-
-
-@pytest.mark.parametrize("name", [_slow_if_flat(m.name) for m in TREE_MUTANTS])
+@pytest.mark.parametrize("name", _cli_cases(m.name for m in TREE_MUTANTS))
 def test_audit_cli_tree_mutants_fail_exact(capsys, name):
     """Each planted tree bug fails the exact audit (> 1e-3 from the target's law) under its mutant's audit flags; the
     reference passes the same audits (below)."""
@@ -132,7 +128,7 @@ def test_audit_cli_tree_mutants_fail_exact(capsys, name):
     assert status == 1 and difference > 1e-3
 
 
-@pytest.mark.parametrize("name", _statistical_cases(m.name for m in TREE_MUTANTS))
+@pytest.mark.parametrize("name", _cli_cases(m.name for m in TREE_MUTANTS))
 def test_audit_cli_tree_mutants_fail_statistical(capsys, name):
     """Each planted tree bug fails the statistical audit (n = 20,000, p < 1e-4) under its mutant's audit flags."""
     status, p_value = _audited(capsys, _tree_audit_flags(tree_mutant(name), exact=False) + ["--mutant", name])
@@ -143,7 +139,7 @@ def test_audit_cli_tree_mutants_fail_statistical(capsys, name):
 _TREE_SETTINGS = {(m.verifier, m.shows_with.temperature, m.audit): m.name for m in reversed(TREE_MUTANTS)}
 
 
-@pytest.mark.parametrize("name", [_slow_if_flat(name) for name in _TREE_SETTINGS.values()])
+@pytest.mark.parametrize("name", _cli_cases(_TREE_SETTINGS.values()))
 def test_reference_tree_passes_each_mutant_setting_against_target(capsys, name):
     """The negative control of the tree mutants: the reference tree decoder passes the exact audit (within 1e-9)
     under each setting a mutant is caught with, so a caught mutant is caught for its bug."""
@@ -151,7 +147,7 @@ def test_reference_tree_passes_each_mutant_setting_against_target(capsys, name):
     assert status == 0 and difference < TOLERANCE
 
 
-@pytest.mark.parametrize("name", _statistical_cases(
+@pytest.mark.parametrize("name", _cli_cases(
     name for name in _TREE_SETTINGS.values() if name != "tree-flat-positions"))
 def test_reference_tree_passes_statistical_audit_against_target(capsys, name):
     """The statistical audit's negative control under each mutant's setting: the reference passes (p >= 0.01: its

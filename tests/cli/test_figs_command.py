@@ -18,7 +18,10 @@ def small_results(tmp_path):
     return write_small_results(tmp_path / "results")
 
 
+@pytest.mark.slow
 def test_figs_cli_runs_every_script_against_registry(tmp_path, small_results, capsys):
+    """The whole registry through the command (slow: tests/paper_figs runs each script alone; the command runs four
+    end to end below, interrupted and not)."""
     assert main(["figs", "--out", str(tmp_path / "figs"), "--results", str(small_results)]) == 0
     out = capsys.readouterr().out
     assert [line.split(":")[0] for line in out.splitlines()] == list(paper_figs.SCRIPTS)

@@ -221,7 +221,7 @@ def _slow_unless(kept: tuple, values, name=lambda value: value) -> list:
     return [value if name(value) in kept else pytest.param(value, marks=pytest.mark.slow) for value in values]
 
 
-@pytest.mark.parametrize("bug", _slow_unless(("residual-from-p", "no-rollback"), ORIGINAL_MUTANTS, lambda bug: bug.name),
+@pytest.mark.parametrize("bug", _slow_unless(("residual-from-p",), ORIGINAL_MUTANTS, lambda bug: bug.name),
                          ids=lambda bug: bug.name)
 def test_mutant_caught_by_statistical_audit(float32_models, bug):
     report = statistical_audit(float32_models, bug.step, bug.shows_with, source=bug.source)

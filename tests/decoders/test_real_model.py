@@ -32,10 +32,23 @@ DRAFTS = ("copy", "ngram", "random", "layerskip:12", "smollm2-draft")
 
 
 
+class _Drafts(dict):
+    """The drafts of ``DRAFTS`` for a target, each built when a test first asks (the ngram draft's fit takes 5 s)."""
+
+    def __init__(self, target: tuple):
+        super().__init__()
+        self.target = target
+
+    def __missing__(self, name: str):
+        self[name] = zoo.load_named(name, role="draft", target=self.target)[0]
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def real():
-    target, tokenizer = zoo.load_named("smollm2", role="target")
-    drafts = {name: zoo.load_named(name, role="draft", target=(target, tokenizer))[0] for name in DRAFTS}
+    """SmolLM2 unpadded (``timed=False``: the padded test sets its own plan), its drafts, four prompts."""
+    target, tokenizer = zoo.load_named("smollm2", role="target", timed=False)
+    drafts = _Drafts((target, tokenizer))
     prompts = task_prompts("rewrite", tokenizer, split_text(True, max_characters=200_000), 4, 96, seed=0)
     return target, tokenizer, drafts, prompts
 
@@ -125,7 +138,7 @@ PEOPLE_SCHEMA = ('{"type": "array", "minItems": 4, "items": {"type": "object", "
 
 
 @pytest.mark.parametrize("tokens, cases", [
-    pytest.param(16, [("ngram", "chain")], id="short"),
+    pytest.param(16, [("copy", "chain")], id="short"),
     pytest.param(64, [(draft, kind) for draft in ("ngram", "copy", "smollm2-draft") for kind in ("chain", "tree")],
                  id="64-tokens", marks=pytest.mark.slow)])
 def test_greedy_with_every_parameter_against_autoregressive(real, tokens, cases):
