@@ -13,19 +13,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from decoders.models.protocol import check_model, model_calls, prefill_call, tighten
+from decoders.models.protocol import check_model, model_calls, prefill_call, synchronize, tighten
 from decoders.sampling import History, check_probs
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["decode", "as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft",
            "forward_after", "prompt_nodes", "keep_nodes", "park", "park_committed", "Output", "PhaseTimer",
-           "check_models", "check_room", "synchronize", "room_for", "host_read"]
-
-
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work (CUDA); nothing on CPU."""
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+           "check_models", "check_room", "room_for", "host_read"]
 
 
 def as_prompts(prompts, vocab_size: int, eos: int | None = None, stop: tuple = ()) -> list[list[int]]:

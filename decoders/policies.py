@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from spectheory.metrics import HEURISTIC_START
 from spectheory.validation import as_int, as_positive_int, as_probability
 
 __all__ = ["DraftPolicy", "HeuristicPolicy", "ConfidencePolicy", "RocConfidencePolicy",
@@ -59,9 +60,6 @@ class DraftPolicy:
         return f"{self.name} (at most {self.gamma_max})"
 
 
-#: transformers' default ``num_assistant_tokens`` (5.24), where its heuristic schedule starts (``sims.policies``
-#: simulates the same start).
-HEURISTIC_START = 20
 
 
 class HeuristicPolicy(DraftPolicy):

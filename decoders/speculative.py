@@ -25,12 +25,12 @@ from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, processed_logits, proposes
-from decoders.verification import (CHAIN_VERIFIERS as VERIFIERS, accept_block, accept_tokens, draft_ratio,
+from decoders.verification import (CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio,
                                     next_token_law)
 from spectheory.validation import as_positive_int
 
 # Committed and start live in decoders._loop, shared with the tree decoder
-__all__ = ["VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
+__all__ = ["CHAIN_VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
            "generate_speculative", "refuse_inexact"]
 
 
@@ -52,8 +52,8 @@ class SpeculativeConfig:
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
         if not isinstance(self.lenience, (int, float)) or not 0 < self.lenience <= 1:
             raise ValueError(f"lenience must be in (0, 1], got {self.lenience!r}")
-        if self.verifier not in VERIFIERS:
-            raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
+        if self.verifier not in CHAIN_VERIFIERS:
+            raise ValueError(f"verifier must be one of {CHAIN_VERIFIERS}, got {self.verifier!r}")
         if self.verifier == "block" and self.lenience != 1:
             raise ValueError(f"lenience must be 1 with the block verifier, got {self.lenience!r}")
         if self.policy is not None and not isinstance(self.policy, DraftPolicy):

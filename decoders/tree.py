@@ -36,7 +36,7 @@ from decoders.sampling import Sampling, adjusted_probs, check_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.verification import residual, verify_node
 from decoders.models.protocol import check_model, prefill_call
-from decoders.verification import TREE_VERIFIERS as VERIFIERS
+from decoders.verification import TREE_VERIFIERS
 from spectheory.trees import Tree
 
 __all__ = ["DynamicTree", "TreeConfig", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "generate_tree",
@@ -93,8 +93,8 @@ class TreeConfig:
                              f"got {self.tree!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
-        if self.verifier not in VERIFIERS:
-            raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {self.verifier!r}")
+        if self.verifier not in TREE_VERIFIERS:
+            raise ValueError(f"verifier must be one of {sorted(TREE_VERIFIERS)}, got {self.verifier!r}")
         if dynamic and self.verifier != "target-only":
             raise ValueError(f"a dynamic tree drafts the draft's most likely tokens: it needs the target-only "
                              f"verifier, got {self.verifier!r}")

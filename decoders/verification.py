@@ -9,14 +9,14 @@ from __future__ import annotations
 import torch
 
 from decoders.randomness import Randomness
-from spectheory.block_verification import VERIFIERS as CHAIN_VERIFIERS
-from spectheory.multidraft import VERIFIERS as _TREE_RULES
+from spectheory.block_verification import CHAIN_VERIFIERS
+from spectheory.multidraft import TREE_RULES
 
 __all__ = ["CHAIN_VERIFIERS", "TREE_VERIFIERS", "token_at", "draft_ratio", "accept_tokens", "next_token_law",
            "accept_block", "normalised", "excess", "residual", "kseq_rho", "verify_node"]
 
 #: The tree decoders' verifiers, by name (the chain's are ``CHAIN_VERIFIERS``: token and block).
-TREE_VERIFIERS = tuple(sorted(_TREE_RULES))
+TREE_VERIFIERS = tuple(sorted(TREE_RULES))
 
 
 def token_at(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

@@ -171,7 +171,7 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
 
     from decoders.audit.samples import EngineSamples
     from decoders.audit.statistical import audit_sampler
-    from decoders.models.zoo import load_named
+    from decoders.zoo import load_named
     from decoders.sampling import Sampling
 
     missing = [name for name in ("model_path", "tokenize", "all_logits") if capability(engine, name) is None]
@@ -265,9 +265,7 @@ def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sa
                     seconds=[a.seconds, b.seconds], counters=[a.counters, b.counters], samples_per_second=rates,
                     throughput_ratio=ratio)
     lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}",
-             f"two-sample (token KS and prefix chi-square per position, Bonferroni): p = {report.p_value:.3g}, "
-             f"detectable TV {report.detectable_tv:.3f} at n = {report.n_a} + {report.n_b}: "
-             f"{'PASS' if report.passed else 'FAIL'}"]
+             report.summary()]
     if ratio is not None:
         lines.append(f"samples a second: {rates[0]:.1f} against {rates[1]:.1f} (ratio {ratio:.2f})")
     return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engines.base import Engine
+from spectheory.registry import register
 
 __all__ = ["EngineKind", "ENGINE_KINDS", "PER_REQUEST", "SERVER_START", "register_engine", "engine_kind",
            "engine_usages", "speculation_fixed", "is_samples_file", "open_engine"]
@@ -44,10 +45,7 @@ ENGINE_KINDS: dict[str, EngineKind] = {}
 
 def register_engine(kind: EngineKind) -> EngineKind:
     """Adds ``kind`` (a name already registered is a ValueError); returns it."""
-    if kind.name in ENGINE_KINDS:
-        raise ValueError(f"engine kind {kind.name!r} is already registered")
-    ENGINE_KINDS[kind.name] = kind
-    return kind
+    return register(ENGINE_KINDS, kind, "engine kind")
 
 
 def engine_usages() -> str:

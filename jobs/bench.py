@@ -16,8 +16,7 @@ from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from engines import open_engine, speculation_fixed
-from engines.base import capability
-from engines.bench import engine_bench as measure_engine, engine_bench_lines, server_bench
+from engines.bench import check_benchable, engine_bench as measure_engine, engine_bench_lines, server_bench
 from jobs.spec_bench import ALL, engine_table, measure_table
 from measure.alpha import MAX_PROMPTS
 from measure.bench import BenchSettings
@@ -105,10 +104,6 @@ def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
                       *table_lines(document["table"])]
 
 
-#: What the engine bench reads of an engine (``engines.base.CAPABILITIES``).
-BENCH_CAPABILITIES = ("model_path", "tokenize", "generate_ids", "call_costs")
-
-
 def engine_bench(spec: str, *, against: str | None = None, target=None, task=None, prompts: int, prompt_length=None,
                  seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, forecast_prompts: int = 0,
                  out=None, command=None) -> tuple:
@@ -130,10 +125,7 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
         document, lines = _two_servers(spec, against, texts, runs)
         return _written(dict(document, task=task), lines, out, command)
     engine = open_engine(spec, gguf=target)
-    missing = [name for name in BENCH_CAPABILITIES if capability(engine, name) is None]
-    if missing:
-        raise ValueError(f"--engine {spec}: the bench needs the engine's {', '.join(missing)} (engines.base."
-                         f"CAPABILITIES), which {engine.name} has not")
+    check_benchable(engine)  # before any run: what the bench reads of an engine
     if is_spec_bench(task):
         return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed,
                                                                   forecast_questions=forecast_prompts)), out, command)

@@ -12,7 +12,9 @@ from decoders.progress import progress_bar
 
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
+from decoders.audit.battery import power_line
 from decoders.audit.samples import read_samples
+from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
 from measure.alpha import acceptance_calibration, text_windows
 from decoders.models.hf_generate import assisted_options, hf_generate
 from measure.inputs import check_tokenizers, encode_text, read_text
@@ -53,7 +55,7 @@ def _models(request: AuditRequest) -> tuple:
     speculative = request.sampler == "hf-assisted" or (
         request.sampler == "ours" and request.decoder in ("speculative", "tree") and request.samples is None)
     if request.hugging_face:
-        from decoders.models import zoo
+        from decoders import zoo
 
         target, tokenizer = zoo.load_named(request.target, role="target", timed=False)
         request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None,
@@ -63,17 +65,18 @@ def _models(request: AuditRequest) -> tuple:
             return request, target, None, batch
         if request.draft is None:
             raise ValueError(f"with --target {request.target}, give --draft: a model directory, a GGUF file or one "
-                             f"of the drafts built from the target ({', '.join(zoo.TARGET_DRAFTS)})")
-        draft, draft_tokenizer = zoo.load_named(request.draft, role="draft", target=(target, tokenizer))
+                             f"of the drafts built from the target ({', '.join(draft_names(FROM_TARGET))})")
+        draft, draft_tokenizer = open_draft(request.draft, target=(target, tokenizer))
         check_tokenizers(tokenizer, draft_tokenizer)
         return request, target, draft, batch
     if request.target == "shipped":
-        from decoders.models import zoo
+        from decoders import zoo
 
         target = zoo.load_target()
         request = replace(request, prompt=_prompt_ids(request, None), prompt_text=None, text=None,
                           draft=request.draft or "transformer", sampling=request.sampling.bound(None, target.vocab_size))
-        return request, target, zoo.load_draft(request.draft) if speculative else None, SHIPPED_BATCH
+        draft = build_draft(request.draft, DraftContext(), offered=SHIPPED) if speculative else None
+        return request, target, draft, SHIPPED_BATCH
     request = replace(request, prompt=request.prompt or (1, 2), sampling=request.sampling.bound(None, request.vocabulary),
                       draft=request.draft or ("tinygpt" if request.decoder == "tree" else "tabular"))
     dtype = torch.float64 if request.exact else torch.float32
@@ -94,7 +97,7 @@ def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
 
 
 #: Windows x tokens of the target's own samples on which the rejection-risk policy's predictor is fitted.
-CALIBRATION_WINDOWS = (16, 24)
+AUDIT_CALIBRATION_WINDOWS = (16, 24)
 
 
 def _policy(request: AuditRequest, target, draft):
@@ -102,7 +105,7 @@ def _policy(request: AuditRequest, target, draft):
     sampled from the target (seeded), never on the audited runs."""
     calibration = None
     if request.policy == "rejection-risk":
-        count, length = CALIBRATION_WINDOWS
+        count, length = AUDIT_CALIBRATION_WINDOWS
         generator = torch.Generator().manual_seed(request.seed + 1)
         starts = torch.randint(0, target.vocab_size, (count, 1), generator=generator).tolist()
         windows = torch.tensor([stop_padded(row, length - 1, request.sampling.stop) for row in generate_autoregressive(
@@ -137,11 +140,12 @@ def _exact(request: AuditRequest, target, draft, config, step, generate) -> tupl
 
 
 def _statistical_summary(report) -> str:
-    tests = ", ".join(f"{name} {value:.3g}" for name, value in report.test_p_values.items())
+    """One line from the battery's outcomes (``decoders.audit.battery``): each test's p-value, and each power
+    statement once."""
+    tests = ", ".join(f"{outcome.name} {outcome.p_value:.3g}" for outcome in report.battery)
     return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
-            f"{tests}), level {report.level:g}; detects with 90% power a per-position TV of "
-            f"{report.detectable_tv:.4f}{_pair_power(report)}; {report.seconds:.1f} s "
-            f"({report.sampling_seconds:.1f} s sampling)")
+            f"{tests}), level {report.level:g}; detects with 90% power {power_line(report.battery)}; "
+            f"{report.seconds:.1f} s ({report.sampling_seconds:.1f} s sampling)")
 
 
 def deviation_lines(report) -> str:
@@ -164,13 +168,6 @@ def deviation_lines(report) -> str:
         where += ("\nonly the first new token deviates: the sampler likely read the prompt differently from the "
                   "target (a padding mask over a prompt token, an added or missing BOS token, another template)")
     return where
-
-
-def _pair_power(report) -> str:
-    if report.detectable_correlation is None:
-        return ""
-    return (f", a correlation of {report.detectable_correlation:.4f} between two positions or a mean correlation "
-            f"of {report.detectable_mean_correlation:.4f} over all pairs")
 
 
 def run_audit(request: AuditRequest) -> AuditOutcome:

@@ -25,7 +25,7 @@ import torch
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from measure.audit import SHIPPED_BATCH, SHIPPED_PROMPT
 from decoders.audit.statistical import CHUNK, audit_sampler
-from decoders.models import zoo
+from decoders import zoo
 from measure.bench import environment
 from decoders.models.corpus import encode
 from decoders.sampling import Sampling

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import torch
 from decoders.progress import progress_bar
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from measure.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.hf import layer_skip
 from decoders.randomness import seeded
@@ -47,7 +47,7 @@ COMPILED_FULL = CompiledSizes(("smollm2-135m", "smollm2-1.7b"),
                               (("smollm2-1.7b", "smollm2-135m"), ("llama-7b-shape", "layerskip:2")),
                               ("llama-7b-shape", "layerskip:2"), (0.6, 0.8, 0.9), tuple(range(1, 9)), 128, 64, 3)
 COMPILED_DRY_RUN = CompiledSizes(("tiny-llama",), (("tiny-llama", "layerskip:1"),), ("tiny-llama", "layerskip:1"),
-                                 (0.8,), (1, 2), 8, 6, 2, backend="eager")
+                                 (0.8,), (1, 2), 8, 6, 2, backend="none")
 
 
 def _ms_per_token(timing, tokens: int) -> list:

@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.autoregressive import generate_autoregressive
+from decoders.drafts import open_draft
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
@@ -89,7 +90,7 @@ SHAPES = {shape.name: shape for shape in (
 
 @dataclass(frozen=True)
 class Pair:
-    """A profiled pair: a target shape and a draft, another shape or one of ``zoo.TARGET_DRAFTS`` (copy)."""
+    """A profiled pair: a target shape and a draft, another shape or a draft built from the target (``decoders.drafts``: copy)."""
 
     target: str
     draft: str
@@ -227,9 +228,7 @@ def random_prompts(vocab_size: int, count: int, length: int, seed: int, device) 
 def _draft_for(pair: Pair, target, device, dtype):
     if pair.draft in SHAPES:
         return SHAPES[pair.draft].build(device, dtype, seed=1)
-    from decoders.models import zoo
-
-    return zoo.load_named(pair.draft, role="draft", device=device, dtype=dtype, target=(target, None))[0]
+    return open_draft(pair.draft, device=device, dtype=dtype, target=(target, None))[0]
 
 
 def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict:
@@ -302,7 +301,7 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
     """[(name, callable)] in the order they run: the correctness checks, the call tables (seconds each), then the
     profiles (minutes each)."""
     def shipped_pair():
-        from decoders.models import zoo
+        from decoders import zoo
 
         return zoo.load_pair(device=device)
 

@@ -24,7 +24,8 @@ import time
 import numpy as np
 import torch
 
-from decoders._loop import feed_draft, forward_after, start, synchronize
+from decoders._loop import feed_draft, forward_after, start
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.dynamic_tree import DynamicTree, draft_dynamic
 from decoders.randomness import seeded

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from decoders.models import zoo
+from decoders import zoo
 from decoders.models.corpus import character_tokenizer
 from spectheory.outputs import staged_directory
 

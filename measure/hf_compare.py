@@ -11,7 +11,7 @@ import torch
 from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from measure.bench import BenchSettings
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.models.tinygpt import TinyGPT

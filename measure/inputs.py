@@ -6,7 +6,7 @@ A name is a shipped model, a file in the zoo's format or a local Hugging Face mo
 corpus's characters read the corpus's ids, and their held-out text is the shipped corpus's held-out split
 unless a text file is given. A directory with its own tokenizer reads that tokenizer's ids: every model of
 the run must share it (the first difference is named), and the held-out text is the same held-out split read
-by that tokenizer, or a file. Drafts built from the target (copy, random, ngram, layerskip:K) take its tokenizer.
+by that tokenizer, or a file. Drafts built from the target (``decoders.drafts``) take its tokenizer.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from decoders.models import zoo
+from decoders import zoo
+from decoders.drafts import SHIPPED, draft_names, open_draft, own_tokenizer_drafts
 from decoders.models.corpus import encode_text, load_corpus, split_text
 from decoders.models.protocol import compiled_model
 
@@ -78,9 +79,9 @@ def read_text(path, flag: str = "--text") -> str:
 
 def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
                 dtype: torch.dtype = torch.float32, compile: str = "auto") -> Inputs:
-    """Load ``target`` and every name of ``drafts`` (``zoo.load_named``; None: every shipped draft, or for a target
-    with its own tokenizer ``zoo.OWN_TOKENIZER_DRAFTS``), check that they share a tokenizer,
-    and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
+    """Load ``target`` (``zoo.load_named``) and every name of ``drafts`` (``decoders.drafts.open_draft``; None: every
+    shipped draft, or for a target with its own tokenizer ``own_tokenizer_drafts()``), check that they share a
+    tokenizer, and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
     by the model's own tokenizer where it has one). ``compile`` (``COMPILE``): the models on their compiled path
     (``compiled_models``)."""
     if compile not in COMPILE:
@@ -88,8 +89,8 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
     contents = None if text is None else read_text(text)  # a bad file fails before any model loads
     model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
     if drafts is None:
-        drafts = zoo.DRAFTS if tokenizer is None else zoo.OWN_TOKENIZER_DRAFTS
-    loaded = {name: zoo.load_named(name, role="draft", device=device, dtype=dtype, target=(model, tokenizer))
+        drafts = draft_names(SHIPPED) if tokenizer is None else own_tokenizer_drafts()
+    loaded = {name: open_draft(name, device=device, dtype=dtype, target=(model, tokenizer))
               for name in drafts}
     for name, (_, other) in loaded.items():
         check_tokenizers(tokenizer, other, f"draft '{name}'")

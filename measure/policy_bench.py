@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from decoders.progress import progress_bar
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from measure.alpha import adjusted_along_text, acceptance_calibration, text_windows
 from measure.alpha import engine_metrics
@@ -46,7 +46,7 @@ __all__ = ["BENCH_POLICIES", "acceptance_trace", "replay", "replay_prompts", "pr
 
 #: Every policy but "fixed" (the fixed gammas are their own rows).
 BENCH_POLICIES = tuple(name for name in POLICIES if name != "fixed")
-CALIBRATION_WINDOWS = (32, 128)  # held-out windows x tokens for the rejection-risk predictor
+POLICY_CALIBRATION_WINDOWS = (32, 128)  # held-out windows x tokens for the rejection-risk predictor
 REPLAY_DRAWS = 16  # draws of each draft's randomness along the sampled texts at T > 0 (one at T = 0)
 
 
@@ -139,13 +139,13 @@ def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -
 
 
 def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int, count: int):
-    length = CALIBRATION_WINDOWS[1]
+    length = POLICY_CALIBRATION_WINDOWS[1]
     return acceptance_calibration(target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4)
 
 
 def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
                    policies=BENCH_POLICIES, target_name: str = "target", draft_name: str = "draft",
-                   progress: bool | None = None, calibration_windows: int = CALIBRATION_WINDOWS[0]) -> dict:
+                   progress: bool | None = None, calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0]) -> dict:
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
     ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
     passes its own budget). Returns the JSON document."""

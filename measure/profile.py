@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from decoders._loop import check_room, synchronize
+from decoders._loop import check_room
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of

@@ -40,7 +40,7 @@ from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_
                               other_prompts)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
 from measure.tasks import TASKS
-from measure.policy_bench import CALIBRATION_WINDOWS, bench_policies, check_policies
+from measure.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
 from measure.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
 from measure.inputs import SHIPPED_TEXT
 from decoders.sampling import Sampling
@@ -142,7 +142,7 @@ def _trees_and_policies(target, draft, prompts, held_out, s: ReportSettings, rec
         fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
         policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
                                   policies=s.policies, progress=progress,
-                                  calibration_windows=min(s.windows, CALIBRATION_WINDOWS[0]), **names)
+                                  calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0]), **names)
         stages.update()
     as_json = lambda document: json.loads(json.dumps(document, allow_nan=False)) if document else None  # noqa: E731
     return as_json(trees), as_json(policies)

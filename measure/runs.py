@@ -10,7 +10,8 @@ from dataclasses import replace
 import torch
 from decoders.progress import progress_bar
 
-from decoders.models import zoo
+from decoders import zoo
+from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from measure import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
 from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
@@ -73,7 +74,7 @@ def spec_bench_alpha_document(drafts=None, temperatures=(0.0, 1.0), task: str = 
 def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dict:
     """Leviathan et al.'s Table 5 analogue: alpha of every shipped draft at every lenience of ``LENIENCES``."""
     corpus = load_corpus()
-    drafts = {name: zoo.load_draft(name) for name in zoo.DRAFTS}
+    drafts = {name: build_draft(name, DraftContext()) for name in draft_names(SHIPPED)}
     rows = alpha.alpha_under_lenience(zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, windows=windows,
                                       progress=progress)
     return {"corpus_fingerprint": corpus.fingerprint, "windows": windows, "rows": rows}
@@ -136,7 +137,7 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
 
 
 def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,
-                  budgets=tree_bench.TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
+                  budgets=tree_bench.BENCH_TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
                   dtype: torch.dtype = torch.float32, compile: str = "auto", task: str | None = None,
                   dynamic: tuple | None = None,
                   progress: bool | None = None) -> dict:

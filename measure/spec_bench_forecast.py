@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import torch
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree

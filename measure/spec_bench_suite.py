@@ -22,7 +22,8 @@ from dataclasses import replace
 import torch
 from decoders.progress import progress_bar
 
-from decoders._loop import synchronize
+from decoders.drafts import spec_bench_drafts
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
@@ -37,15 +38,9 @@ from measure.spec_bench_forecast import forecast_table, judge_category
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
 
-__all__ = ["SMOLLM2_DRAFTS", "SELF_DRAFT_GAMMAS", "DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts",
+__all__ = ["DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts",
            "bench_category", "spec_bench_document"]
 
-#: Every draft of the table on SmolLM2 with the gammas it sweeps, two at least (one gamma would calibrate its own
-#: prediction): prompt lookup where its best lies, the slow drafts (alpha near 0.1, or c near 0.8) at small gammas.
-SMOLLM2_DRAFTS = {"copy": (2, 4, 6), "copy:earliest": (2, 4, 6), "ngram": (1, 3), "smollm2-draft": (1, 2),
-                  "layerskip:24": (1, 2)}
-#: The drafts any target with a tokenizer gets (built from the target itself).
-SELF_DRAFT_GAMMAS = {name: SMOLLM2_DRAFTS[name] for name in ("copy", "copy:earliest", "ngram")}
 #: EAGLE-2's tree (branching, depth, nodes) decoded with the table's first draft.
 DYNAMIC = DynamicTree(2, 4, 8)
 #: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
@@ -57,8 +52,11 @@ ENGINE_GAMMAS = (1, 2, 4)
 
 
 def suite_drafts(target: str | None) -> dict:
-    """The table's drafts and their gammas for ``target``."""
-    return dict(SMOLLM2_DRAFTS) if target == "smollm2" else dict(SELF_DRAFT_GAMMAS)
+    """The table's drafts and their gammas for ``target``, as the drafts declare them (``decoders.drafts``,
+    ``DraftKind.spec_bench``): two gammas at least each (one would calibrate its own prediction), prompt lookup where
+    its best lies, the slow drafts (alpha near 0.1, or c near 0.8) at small gammas; on a target other than SmolLM2,
+    the drafts built from its text alone."""
+    return spec_bench_drafts(target)
 
 
 def _room(models, new_tokens: int, width: int) -> int:

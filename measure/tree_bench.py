@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from decoders.progress import progress_bar
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from measure.alpha import text_windows
 from measure.bench import BenchSettings, environment, model_dtype
@@ -41,10 +41,10 @@ from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
-__all__ = ["TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees",
+__all__ = ["BENCH_TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees",
            "check_budgets", "check_dynamic", "tree_lines"]
 
-TREE_BUDGETS = (4, 8, 16, 32)
+BENCH_TREE_BUDGETS = (4, 8, 16, 32)
 MAX_RANKS = 8  # candidates per node the rank frequencies cover
 HELD_OUT_WINDOWS = (32, 128)  # windows x tokens of held-out text for the rank frequencies
 CALL_REPEATS = 30  # one-call timings of the tree against the chain
@@ -232,7 +232,7 @@ def _judged(row: dict, forecast: dict | None) -> dict:
 
 
 def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
-                budgets=TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
+                budgets=BENCH_TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
                 dynamic: tuple | None = None, progress: bool | None = None,
                 held_out_windows: int = HELD_OUT_WINDOWS[0], call_repeats: int = CALL_REPEATS) -> dict:
     """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget (``dynamic``: EAGLE-2's

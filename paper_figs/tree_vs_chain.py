@@ -12,16 +12,16 @@ from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from spectheory.outputs import write_json
 
 RESULT = "tree_vs_chain.json"
-DRAFTS = ("bigram", "transformer", "distilled", "unigram")
+FIGURE_DRAFTS = ("bigram", "transformer", "distilled", "unigram")
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """Every draft of ``DRAFTS`` with the shipped target at budgets 4, 8, 16 and 32 (``runs.tree_document``)."""
+    """Every draft of ``FIGURE_DRAFTS`` with the shipped target at budgets 4, 8, 16 and 32 (``runs.tree_document``)."""
     from measure.bench import BenchSettings
     from measure.runs import tree_document
 
     settings = BenchSettings(prompts=4, prompt_length=64, max_new_tokens=64, repeats=5, warmup=1, batch_sizes=())
-    drafts = [tree_document(draft, settings, progress=progress) for draft in DRAFTS]
+    drafts = [tree_document(draft, settings, progress=progress) for draft in FIGURE_DRAFTS]
     return write_json(Path(results) / RESULT, {"drafts": drafts}, command=RECOMPUTE_COMMAND)
 
 

@@ -23,15 +23,13 @@ from sims._stats import Estimate, as_generator, ratio_estimate
 from sims.families import Contexts, contexts_with_alpha
 from spectheory.validation import as_cost, as_positive_int, as_probability, as_real
 from spectheory.optimum import best_choice
+from spectheory.metrics import HEURISTIC_START
 from spectheory.speedup import oracle_gain
 
 __all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracle", "confidence_threshold",
            "rejection_threshold", "heuristic", "PolicyComparison", "compare_policies", "GainGrid",
            "policy_gain_grid", "policy_gain_document", "HEURISTIC_START", "DEFAULT_THRESHOLDS", "POLICY_NAMES"]
 
-#: Hugging Face's default ``num_assistant_tokens`` (transformers 5.24), where the heuristic schedule starts; the
-#: decoders' ``decoders.policies.HEURISTIC_START`` is the same (a test holds both to transformers').
-HEURISTIC_START = 20
 
 #: Uncounted iterations before the heuristic is measured: it moves from 20 by +2 or -1 per iteration and settles
 #: near alpha^d = 1/3 (+2 as often as -1 on average), d = 109 at alpha = 0.99.

@@ -18,7 +18,7 @@ from sims._stats import Estimate, Moments, as_generator, mean_estimate, ratio_es
 from sims.families import Contexts
 from spectheory.validation import as_cost, as_distribution_pair, as_lenience, as_positive_int
 from spectheory.acceptance import excess, rejection_sampling_acceptance
-from spectheory.block_verification import VERIFIERS
+from spectheory.block_verification import CHAIN_VERIFIERS
 
 __all__ = ["NO_TOKEN", "TokenLevelRun", "simulate_speculative", "simulate_rejection_sampling", "residual_weights"]
 
@@ -117,8 +117,8 @@ def simulate_speculative(rng: np.random.Generator, contexts: Contexts, gamma: in
     gamma = as_positive_int("gamma", gamma)
     iterations = as_positive_int("iterations", iterations)
     lenience = float(as_lenience(lenience))
-    if verifier not in VERIFIERS:
-        raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
+    if verifier not in CHAIN_VERIFIERS:
+        raise ValueError(f"verifier must be one of {CHAIN_VERIFIERS}, got {verifier!r}")
     if verifier == "block" and lenience != 1.0:
         raise ValueError(f"lenience must be 1 with the block verifier, got {lenience!r}")
     positions = _positions(rng, contexts, gamma, iterations, schedule)  # [N, gamma + 1]

@@ -20,7 +20,7 @@ import numpy as np
 from sims._draws import categorical
 from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
 from spectheory.acceptance import excess
-from spectheory.multidraft import VERIFIERS, kseq_correction, kseq_rho
+from spectheory.multidraft import TREE_RULES, kseq_correction, kseq_rho
 from spectheory.trees import Tree, check_rank_acceptance
 from spectheory.validation import as_distribution_pair, as_positive_int
 
@@ -94,8 +94,8 @@ def simulate_multidraft(rng: np.random.Generator, p, q, k: int, verifier: str, t
     rng = as_generator(rng)
     p, q = as_distribution_pair(p, q)
     k, trials = as_positive_int("k", k), as_positive_int("trials", trials)
-    if verifier not in VERIFIERS:
-        raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {verifier!r}")
+    if verifier not in TREE_RULES:
+        raise ValueError(f"verifier must be one of {sorted(TREE_RULES)}, got {verifier!r}")
     emitted, rank = verify_draws(rng, p, q, k, verifier, trials)
     return MultiDraftResult(np.bincount(emitted, minlength=len(p)), np.bincount(rank, minlength=k + 1),
                             mean_estimate(rank > 0))
@@ -177,7 +177,7 @@ def simulate_walk_along(rng: np.random.Generator, accepted_laws, trials: int) ->
 
 #: The figures' rank acceptance vectors: a strong draft, and a weaker one whose second choices matter more.
 TREE_ACCEPTANCE = {"strong": (0.8, 0.1, 0.04, 0.02), "weak": (0.45, 0.2, 0.1, 0.05)}
-TREE_BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+SIMULATED_TREE_BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 #: Dirichlet families of the verifier figure: V tokens, the concentration of p and q, pairs per family.
 VERIFIER_FAMILIES = {"Dirichlet(0.5)": 0.5, "Dirichlet(2)": 2.0}
 VERIFIER_VOCABULARY, VERIFIER_PAIRS, VERIFIER_KS = 8, 100, (1, 2, 3, 4, 5)
@@ -192,18 +192,18 @@ def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) 
     rng, out = np.random.default_rng(seed), {}
     wrap = progress or (lambda items, **_: items)
     for name, acceptance in wrap(list(TREE_ACCEPTANCE.items()), desc="tree budgets"):
-        trees = optimal_trees(acceptance, max(TREE_BUDGETS))
+        trees = optimal_trees(acceptance, max(SIMULATED_TREE_BUDGETS))
         rows = []
-        for budget in TREE_BUDGETS:
+        for budget in SIMULATED_TREE_BUDGETS:
             tree, value = trees[budget]
             simulated = simulate_tree_ranks(rng, tree, acceptance, trials)
             rows.append({"budget": budget, "optimal": value, "optimal_depth": tree.depth,
                          "simulated": simulated.mean, "simulated_se": simulated.standard_error,
                          "chain": expected_tokens_rank(Tree.chain(budget - 1), acceptance)})
         kary = {k: [{"nodes": Tree.kary(k, d).size, "expected_tokens": expected_tokens_rank(Tree.kary(k, d), acceptance)}
-                    for d in range(7) if Tree.kary(k, d).size <= max(TREE_BUDGETS)] for k in (2, 3)}
+                    for d in range(7) if Tree.kary(k, d).size <= max(SIMULATED_TREE_BUDGETS)] for k in (2, 3)}
         out[name] = {"acceptance": list(acceptance), "rows": rows, "kary": {str(k): v for k, v in kary.items()}}
-    return {"seed": seed, "trials": trials, "budgets": list(TREE_BUDGETS), "acceptance": out}
+    return {"seed": seed, "trials": trials, "budgets": list(SIMULATED_TREE_BUDGETS), "acceptance": out}
 
 
 def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple = VERIFIER_KS, progress=None) -> dict:
@@ -216,9 +216,9 @@ def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple =
     for name, concentration in wrap(list(VERIFIER_FAMILIES.items()), desc="verifier families"):
         drawn = [(rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration)),
                   rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration))) for _ in range(pairs)]
-        curves = {key: [] for key in (*multidraft.VERIFIERS, "optimal-iid", "spectr-bound")}
+        curves = {key: [] for key in (*multidraft.TREE_RULES, "optimal-iid", "spectr-bound")}
         for k in ks:
-            for key in multidraft.VERIFIERS:
+            for key in multidraft.TREE_RULES:
                 curves[key].append(float(np.mean([multidraft.rank_acceptance(key, p, q, k).sum() for p, q in drawn])))
             curves["optimal-iid"].append(float(np.mean([multidraft.optimal_iid_acceptance(p, q, k) for p, q in drawn])))
             curves["spectr-bound"].append(float(np.mean([multidraft.spectr_upper_bound(p, q, k) for p, q in drawn])))

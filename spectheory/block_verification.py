@@ -13,13 +13,13 @@ from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair
 from spectheory.positional import accepted_count_distribution
 
-__all__ = ["MAX_BLOCKS", "VERIFIERS", "draft_blocks", "accepted_length_given_block",
+__all__ = ["MAX_BLOCKS", "CHAIN_VERIFIERS", "draft_blocks", "accepted_length_given_block",
            "accepted_length_distribution", "expected_accepted_tokens"]
 
 #: Largest number of draft blocks V^gamma that the enumeration accepts.
 MAX_BLOCKS = 1 << 20
 
-VERIFIERS = ("token", "block")
+CHAIN_VERIFIERS = ("token", "block")
 
 
 def _validated(target, draft) -> tuple[np.ndarray, np.ndarray]:
@@ -51,8 +51,8 @@ def accepted_length_given_block(target, draft, blocks, *, verifier: str) -> np.n
     h_gamma = p_gamma, and tau is the largest i with eta_i <= h_i: P(tau = i | x) = h_i prod_{j>i}(1 - h_j).
     """
     target, draft = _validated(target, draft)
-    if verifier not in VERIFIERS:
-        raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
+    if verifier not in CHAIN_VERIFIERS:
+        raise ValueError(f"verifier must be one of {CHAIN_VERIFIERS}, got {verifier!r}")
     positions = np.arange(draft.shape[0])
     ratio = target[positions, blocks] / draft[positions, blocks]  # [N, gamma], P_i(x_i) / Q_i(x_i)
     if verifier == "token":

@@ -25,7 +25,12 @@ import numpy as np
 from spectheory.speedup import alpha_from_tokens_per_iteration, expected_tokens
 
 __all__ = ["DEFINITIONS", "EngineCounts", "AlphaEstimate", "per_position_from_conditional",
-           "conditional_from_per_position", "mean_acceptance_length_from_per_position", "estimate_alpha", "check_counts"]
+           "conditional_from_per_position", "mean_acceptance_length_from_per_position", "estimate_alpha", "check_counts",
+           "HEURISTIC_START"]
+
+#: transformers' default ``num_assistant_tokens`` (5.24), where its heuristic schedule of the draft length starts: the
+#: decoders' heuristic policy (``decoders.policies``) and its simulation (``sims.policies``) start there.
+HEURISTIC_START = 20
 
 #: name -> definition: the table printed by ``spectheory gamma --help`` and written in docs/metrics.md.
 DEFINITIONS = {

@@ -36,7 +36,7 @@ import numpy as np
 from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair, as_positive_int
 
-__all__ = ["VERIFIERS", "rank_acceptance", "rrs", "rrs_without_replacement", "kseq", "kseq_rho", "kseq_scale",
+__all__ = ["TREE_RULES", "rank_acceptance", "rrs", "rrs_without_replacement", "kseq", "kseq_rho", "kseq_scale",
            "kseq_correction", "top_k",
            "optimal_iid_acceptance", "spectr_upper_bound", "residual"]
 
@@ -156,14 +156,14 @@ def top_k(p, q, k: int) -> np.ndarray:
 
 
 #: name -> rank frequencies ``(p, q, k) -> [k]``.
-VERIFIERS = {"rrs": rrs, "rrs-without-replacement": rrs_without_replacement, "kseq": kseq, "target-only": top_k}
+TREE_RULES = {"rrs": rrs, "rrs-without-replacement": rrs_without_replacement, "kseq": kseq, "target-only": top_k}
 
 
 def rank_acceptance(verifier: str, p, q, k: int) -> np.ndarray:
-    """The rank frequencies of ``verifier`` (a name of ``VERIFIERS``)."""
-    if verifier not in VERIFIERS:
-        raise ValueError(f"verifier must be one of {sorted(VERIFIERS)}, got {verifier!r}")
-    return VERIFIERS[verifier](p, q, k)
+    """The rank frequencies of ``verifier`` (a name of ``TREE_RULES``)."""
+    if verifier not in TREE_RULES:
+        raise ValueError(f"verifier must be one of {sorted(TREE_RULES)}, got {verifier!r}")
+    return TREE_RULES[verifier](p, q, k)
 
 
 def _check_enumerable(vocabulary: int) -> None:

@@ -11,10 +11,11 @@ from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, SAMPLERS, AuditRequest
 from measure.audit import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
-from decoders.audit.setups import DRAFTS, MAX_VOCABULARY, TARGETS
+from decoders.audit.setups import MAX_VOCABULARY, TARGETS
+from decoders.drafts import FROM_TARGET, SHIPPED, TINY, draft_names
 from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
-from decoders.models.zoo import DRAFTS as SHIPPED_DRAFTS, REAL_MODELS, TARGET_DRAFTS
+from decoders.zoo import REAL_MODELS
 from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
 from decoders.policies import POLICIES
 from jobs.engine_audit import audit_engine
@@ -40,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"tiny target model ({names(TARGETS)}), shipped (the trained target), a real model "
                              f"({names(REAL_MODELS)}), a GGUF file or a Hugging Face model directory (read locally, "
                              f"never downloaded); all but the tiny ones statistically only (default tinygpt)")
-    parser.add_argument("--draft", help=f"tiny draft model: {names(DRAFTS)} (default tabular); with --target shipped "
-                                        f"a shipped draft: {names(SHIPPED_DRAFTS)} (default transformer); with a real "
-                                        f"model, GGUF file or model directory as target: a draft built from it "
-                                        f"({names(TARGET_DRAFTS)}), or a GGUF file or model directory with the same "
-                                        f"tokenizer")
+    parser.add_argument("--draft", help=f"tiny draft model: {names(draft_names(TINY))} (default tabular); with --target "
+                                        f"shipped a shipped draft: {names(draft_names(SHIPPED))} (default transformer); "
+                                        f"with a real model, GGUF file or model directory as target: a draft built from "
+                                        f"it ({names(draft_names(FROM_TARGET))}), or a GGUF file or model directory with "
+                                        f"the same tokenizer")
     add_sampler_arguments(parser, SAMPLERS, SCHEDULES)
     parser.add_argument("--vocabulary", type=int, default=5, help=f"tiny models' vocabulary, 2 to {MAX_VOCABULARY}")
     parser.add_argument("--verifier", choices=CHAIN_VERIFIERS + TREE_VERIFIERS,

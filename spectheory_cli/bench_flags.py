@@ -10,7 +10,7 @@ from decoders.sampling import Sampling
 from engines import engine_usages
 from measure.policy_bench import BENCH_POLICIES
 from measure.spec_bench import is_spec_bench
-from measure.tree_bench import TREE_BUDGETS
+from measure.tree_bench import BENCH_TREE_BUDGETS
 
 __all__ = ["add_comparison_arguments", "check_comparison"]
 
@@ -21,7 +21,7 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
     parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at each "
                         "node budget, T = 0 (docs/theory.md §12)")
-    parser.add_argument("--budgets", type=int, nargs="+", default=list(TREE_BUDGETS), metavar="N",
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(BENCH_TREE_BUDGETS), metavar="N",
                         help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
     parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget, K:D branching:depth")
     parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from engines.base import capability
     from measure.diverge import diagnose, read_tokens
     from measure.inputs import encode_text
-    from decoders.models.zoo import load_named
+    from decoders.zoo import load_named
     from decoders.randomness import seeded
     from decoders.sampling import GREEDY
 

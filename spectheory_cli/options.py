@@ -46,8 +46,8 @@ def add_dtype(parser: argparse.ArgumentParser) -> None:
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
-    """``--target``: every kind of model the measuring commands load (``decoders.models.zoo.load_named``)."""
-    from decoders.models.zoo import REAL_MODELS
+    """``--target``: every kind of model the measuring commands load (``decoders.zoo.load_named``)."""
+    from decoders.zoo import REAL_MODELS
 
     parser.add_argument("--target", help=f"a real model ({names(REAL_MODELS)}), a GGUF file, a TinyGPT file in the "
                                           f"zoo's format or a local Hugging Face model directory (read locally, never "
@@ -57,12 +57,13 @@ def add_target(parser: argparse.ArgumentParser) -> None:
 
 def draft_help(default: str | None) -> str:
     """The help text of ``--draft`` / ``--drafts``."""
-    from decoders.models.zoo import DRAFTS, REAL_DRAFT_NAME, REAL_DRAFT_TARGET, TARGET_DRAFTS
+    from decoders.drafts import DRAFT_KINDS, FROM_TARGET, SHIPPED, draft_names, own_tokenizer_drafts
 
-    return (f"a shipped draft ({names(DRAFTS)}; {REAL_DRAFT_NAME} for --target {REAL_DRAFT_TARGET}), a draft built "
-            f"from the target ({names(TARGET_DRAFTS)}), a model file "
+    own = [f"{kind.name} for --target {kind.only_target}" for kind in DRAFT_KINDS.values() if kind.only_target]
+    return (f"a shipped draft ({names(draft_names(SHIPPED))}{''.join('; ' + line for line in own)}), a draft built "
+            f"from the target ({names(draft_names(FROM_TARGET))}), a model file "
             f"in the zoo's format, or a GGUF file or model directory with the target's tokenizer (default "
-            f"{default or 'every shipped draft; copy, ngram and random for a target with its own tokenizer'})")
+            f"{default or 'every shipped draft; ' + names(own_tokenizer_drafts()) + ' for a target with its own tokenizer'})")
 
 
 def add_text(parser: argparse.ArgumentParser, what: str) -> None:

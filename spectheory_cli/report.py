@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 
 from decoders.audit.statistical import MAX_SAMPLES
-from decoders.models import zoo
+from decoders import zoo
 from decoders.models.gguf import is_gguf_file
 from measure.alpha import MAX_PROMPTS, MAX_WINDOWS
 from measure.bench import MAX_REPEATS

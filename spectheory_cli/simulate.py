@@ -12,7 +12,7 @@ from decoders.progress import progress_bar
 
 from sims.families import FAMILIES
 from sims.run import PROCESSES, SimulationSpec, run_simulation
-from spectheory.block_verification import VERIFIERS
+from spectheory.block_verification import CHAIN_VERIFIERS
 from spectheory_cli import UsageError
 from spectheory.validation import as_non_negative_int
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocabulary", type=int, default=100,
                         help="token-level: vocabulary size, at most 10000 (memory per context; default 100)")
     parser.add_argument("--lenience", type=float, default=1.0, help="token-level: lenience l in (0, 1] (default 1)")
-    parser.add_argument("--verifier", choices=VERIFIERS, default="token",
+    parser.add_argument("--verifier", choices=CHAIN_VERIFIERS, default="token",
                         help="token-level: token (Algorithm 1) or block (Sun et al.) verification")
     parser.add_argument("--c", type=float, default=0.0, help="cost of a draft call relative to a target call")
     parser.add_argument("--n", type=int, default=100_000, help="iterations to simulate, at most 10^9 (default 100000)")

@@ -1,4 +1,4 @@
-"""Run the recipes of decoders.models.zoo: the target TinyGPT, the transformer draft, the draft distilled on
+"""Run the recipes of decoders.zoo: the target TinyGPT, the transformer draft, the draft distilled on
 the target's samples (needs target and transformer), Stern proposal heads on the frozen target (needs
 target), and the unigram/bigram models. Checkpoints go to --work and a rerun resumes from them; a finished
 model is exported (float16) into --zoo."""
@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from decoders.models import zoo
+from decoders import zoo
 from spectheory_cli.options import add_device, names
 from spectheory.outputs import check_writable
 from spectheory.validation import as_positive_int

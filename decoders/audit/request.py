@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from decoders.audit import setups, statistical, tree_mutants
-from decoders.models.zoo import REAL_MODELS
+from decoders.models.gguf import REAL_MODELS
 from decoders.models.gguf import is_gguf_file
 from decoders.models.hf import is_model_directory
 from decoders.models.hf_generate import SCHEDULES, check_hf_sampling

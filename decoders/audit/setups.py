@@ -19,19 +19,18 @@ from typing import Callable, Sequence
 import torch
 from decoders.progress import progress_bar
 
-from decoders.autoregressive import generate_autoregressive
-from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
+from decoders.drafts import TINY, DraftContext, DraftKind, build_draft, register_draft
+from decoders.models.history import TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import Randomness, TorchRandomness
-from decoders.sampling import Sampling, stop_padded
+from decoders.sampling import stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative, refuse_inexact
 from spectheory.validation import as_int
 
-__all__ = ["TARGETS", "DRAFTS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
+__all__ = ["TARGETS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
 
 TARGETS = ("tabular", "tinygpt", "order0")
 MAX_VOCABULARY = 64  # the tiny models
-DRAFTS = ("tabular", "tinygpt", "ngram", "copy", "random", "close")
 EMBEDDING_STD = 0.3  # peaked but varied conditionals at this size (a fresh TinyGPT's are nearly uniform)
 ORDER0_SHARPNESS = 1.0  # logits N(0, 1): the order-0 table's seed-0 conditional is far from one-hot
 CLOSE_LOGIT_STD = 1.0  # the close draft of a table: its logits plus N(0, 1) noise
@@ -66,26 +65,22 @@ def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = 
 
 
 def tiny_draft(kind: str, target, seed: int = 1, dtype: torch.dtype = torch.float64):
-    """A draft for ``target``: an order-1 table, a smaller TinyGPT, a bigram fitted on the target's
-    samples, the copy draft (prompt lookup), the uniform random draft, or a close copy of the target."""
-    vocab_size = target.vocab_size
-    if kind == "tabular":
-        return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 1, dtype=dtype)
-    if kind == "tinygpt":
-        return _tiny_gpt(vocab_size, seed, 8, dtype)
-    if kind == "ngram":
-        prompts = [[token] for token in range(vocab_size)] * 8
-        samples = generate_autoregressive(target, prompts, max_new_tokens=24, sampling=Sampling(1.0),
-                                          randomness=TorchRandomness(torch.Generator().manual_seed(seed)))
-        fitted = NGramModel.fit([prompt + list(row) for prompt, row in zip(prompts, samples.tokens)], vocab_size, 2)
-        return NGramModel(fitted.table.to(dtype), fitted.order)
-    if kind == "copy":
-        return CopyDraft(vocab_size, dtype=dtype)
-    if kind == "random":
-        return UniformModel(vocab_size, dtype=dtype)
-    if kind == "close":
-        return _close_draft(target, torch.Generator().manual_seed(seed), dtype)
-    raise ValueError(f"draft must be one of {DRAFTS}, got {kind!r}")
+    """The draft ``kind`` of ``draft_names(TINY)`` for ``target`` (``decoders.drafts``): an order-1 table, a smaller
+    TinyGPT, a bigram fitted on the target's samples, the copy draft (prompt lookup), the uniform random draft, a
+    close copy of the target, or one a user registered."""
+    return build_draft(kind, DraftContext(target, None, target.device, dtype, seed, tiny=True), offered=TINY)
+
+
+def _tabular(name: str, context: DraftContext):
+    return TabularModel.random(torch.Generator().manual_seed(context.seed), context.vocab_size, 1, dtype=context.dtype)
+
+
+def _tinygpt(name: str, context: DraftContext):
+    return _tiny_gpt(context.vocab_size, context.seed, 8, context.dtype)
+
+
+def _close(name: str, context: DraftContext):
+    return _close_draft(context.target, torch.Generator().manual_seed(context.seed), context.dtype)
 
 
 @torch.no_grad()
@@ -158,3 +153,9 @@ def release_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+for _kind in (DraftKind("tabular", _tabular, frozenset({TINY}), "a random order-1 table"),
+              DraftKind("tinygpt", _tinygpt, frozenset({TINY}), "a smaller random TinyGPT"),
+              DraftKind("close", _close, frozenset({TINY}), "the target with seeded noise: accepts most tokens")):
+    register_draft(_kind)

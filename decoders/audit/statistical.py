@@ -47,12 +47,14 @@ import torch
 from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
+from decoders.audit.battery import (STATISTICAL, AuditTest, BatteryOutcome, bonferroni, register_audit_test,
+                                    run_battery)
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import history_of, Sampling, adjusted_probs, after_stop, proposes
 from decoders.models.protocol import repeated
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["AuditReport", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
+__all__ = ["AuditReport", "SampleEvidence", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
            "detectable_mean_correlation", "dependence_p_values"]
 
 ORDERINGS = ("id", "target_probability", "draft_ratio")
@@ -97,6 +99,7 @@ class AuditReport:
     seconds: float  # the whole audit
     sampling_seconds: float  # of which drawing the samples (the sampler under audit)
     deviation: dict | None = None  # where the samples deviate most (``locate_deviation``)
+    battery: tuple = ()  # every test's ``decoders.audit.battery.BatteryOutcome``, in the order run
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
@@ -106,7 +109,8 @@ class AuditReport:
                 "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
                 "detectable_tv": self.detectable_tv, "detectable_correlation": self.detectable_correlation,
                 "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds,
-                "sampling_seconds": self.sampling_seconds, "deviation": self.deviation}
+                "sampling_seconds": self.sampling_seconds, "deviation": self.deviation,
+                "battery": [outcome.as_dict() for outcome in self.battery]}
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -125,9 +129,8 @@ def detectable_mean_correlation(n: int, tests: int, level: float, horizon: int) 
     return math.sqrt(2) * detectable_correlation(n, tests, level) / (horizon - 1)
 
 
-def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
-    """Independence across positions of PIT values ``u: [n, T]`` (T >= 2): the two-sided p-value of every
-    pair s < t (``np.triu_indices`` order), the row statistic's, and the strongest pair (s, t, r)."""
+def _dependence(u: np.ndarray) -> tuple[np.ndarray, tuple, float, float]:
+    """``dependence_p_values`` with the row statistic: (pair p-values, strongest pair, row statistic, row p)."""
     n, horizon = u.shape
     z = special.ndtri(np.clip(u, SCORE_CLIP, 1 - SCORE_CLIP))  # [n, T], i.i.d. N(0, 1) under the null
     correlation = z.T @ z / n  # [T, T]: known mean 0 and variance 1, so sqrt(n) r_st has variance 1
@@ -137,7 +140,14 @@ def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
     rows = float(np.sum(z.sum(axis=1) ** 2) / horizon)  # chi-square(n) under the null
     row_p = min(1.0, 2 * min(float(stats.chi2.cdf(rows, n)), float(stats.chi2.sf(rows, n))))
     strongest = int(np.argmax(np.abs(pairs)))
-    return pair_p, row_p, (int(first[strongest]), int(second[strongest]), float(pairs[strongest]))
+    return pair_p, (int(first[strongest]), int(second[strongest]), float(pairs[strongest])), rows, row_p
+
+
+def dependence_p_values(u: np.ndarray) -> tuple[np.ndarray, float, tuple]:
+    """Independence across positions of PIT values ``u: [n, T]`` (T >= 2): the two-sided p-value of every
+    pair s < t (``np.triu_indices`` order), the row statistic's, and the strongest pair (s, t, r)."""
+    pair_p, strongest, _, row_p = _dependence(u)
+    return pair_p, row_p, strongest
 
 
 @torch.no_grad()
@@ -227,14 +237,14 @@ def _ahead(p: torch.Tensor, y: torch.Tensor, order: str, q: torch.Tensor | None)
     return (p * mask).sum(dim=-1)
 
 
-def _joint_test(tokens: np.ndarray, target, prompt, sampling: Sampling, n: int) -> tuple[int, float]:
-    """G-test of the first k tokens' joint law, k the longest prefix (at most 3) with V^k <= n / 5."""
+def _joint_test(tokens: np.ndarray, target, prompt, sampling: Sampling, n: int) -> tuple[int, float, float]:
+    """(k, G, p): the G-test of the first k tokens' joint law, k the longest prefix (at most 3) with V^k <= n / 5."""
     vocab, horizon = target.vocab_size, tokens.shape[1]
     k = 0
     while k < min(horizon, 3) and vocab ** (k + 1) * MIN_EXPECTED <= n:
         k += 1
     if k == 0:
-        return 0, 1.0
+        return 0, 0.0, 1.0
     law = autoregressive_law(target, prompt, sampling, k)
     cells = {prefix: i for i, prefix in enumerate(law)}
     expected = np.array([law[prefix] for prefix in cells]) * n
@@ -246,8 +256,9 @@ def _joint_test(tokens: np.ndarray, target, prompt, sampling: Sampling, n: int) 
         expected = np.append(expected[~small], expected[small].sum())
     expected *= observed.sum() / expected.sum()
     if len(expected) < 2:
-        return k, 1.0
-    return k, float(stats.power_divergence(observed, expected, lambda_="log-likelihood").pvalue)
+        return k, 0.0, 1.0
+    g = stats.power_divergence(observed, expected, lambda_="log-likelihood")
+    return k, float(g.statistic), float(g.pvalue)
 
 
 def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target, prompt: Sequence[int],
@@ -273,27 +284,92 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     orderings = ORDERINGS if draft is not None else ORDERINGS[:2]
     p_y, ahead, expected = _pit_terms(target, draft, prompt, tokens, sampling, orderings)  # [n, T] each, [T, V]
     noise = torch.rand(n, horizon, generator=generator, dtype=torch.float64)
-    raw, test_p, position_p, strongest = [], {}, {}, {}
-    for order in orderings:
-        u = (ahead[order] + noise * p_y).clamp(0.0, 1.0).numpy()  # [n, T], i.i.d. U(0, 1) under the target
-        position_p[order] = tuple(float(stats.kstest(u[:, t], "uniform").pvalue) for t in range(horizon))
-        raw.extend(position_p[order])
-        test_p[f"pit_{order}"] = min(1.0, horizon * min(position_p[order]))
-        if horizon > 1:
-            pair_p, row_p, strongest[order] = dependence_p_values(u)
-            raw.extend(pair_p.tolist() + [row_p])
-            test_p[f"pairs_{order}"] = min(1.0, len(pair_p) * float(pair_p.min()))
-            test_p[f"rows_{order}"] = row_p
-    joint_tokens, joint_p = _joint_test(tokens.numpy(), target, prompt, sampling, n)
-    impossible = int((p_y <= 0).sum())
-    raw.append(joint_p)
-    tests = len(raw) + 1  # and the support check
-    test_p["joint_first_tokens"] = joint_p
-    test_p["support"] = 0.0 if impossible else 1.0
-    combined = 0.0 if impossible else min(1.0, tests * min(raw))
-    pairs_power = (detectable_correlation(n, tests, level), detectable_mean_correlation(n, tests, level, horizon)) \
-        if horizon > 1 else (None, None)
-    deviation = locate_deviation(tokens.numpy(), expected, position_p, level / tests)
-    return AuditReport(combined >= level, combined, level, n, horizon, tests, test_p, position_p, strongest,
-                       joint_tokens, impossible, detectable_tv(n, tests, level), *pairs_power,
-                       time.perf_counter() - started, sampled - started, deviation)
+    u = {order: (ahead[order] + noise * p_y).clamp(0.0, 1.0).numpy() for order in orderings}  # i.i.d. U(0, 1)
+    evidence = SampleEvidence(tokens.numpy(), u, p_y, target, tuple(prompt), sampling, level)
+    outcomes = run_battery(STATISTICAL, evidence, orderings)
+    combined, tests = bonferroni(outcomes)
+    found = {outcome.name: outcome for outcome in outcomes}
+    position_p = {order: found[f"pit_{order}"].details["position_p_values"] for order in orderings
+                  if f"pit_{order}" in found}
+    strongest = {order: found[f"pairs_{order}"].details["strongest_pair"] for order in orderings
+                 if f"pairs_{order}" in found}
+    power = {name: getattr(found.get(f"{name}_{orderings[0]}"), "detectable", None) for name in ("pit", "pairs", "rows")}
+    deviation = locate_deviation(evidence.tokens, expected, position_p, level / tests)
+    return AuditReport(combined >= level, combined, level, n, horizon, tests,
+                       {outcome.name: outcome.p_value for outcome in outcomes}, position_p, strongest,
+                       found["joint_first_tokens"].details["joint_tokens"], int(found["support"].statistic),
+                       power["pit"], power["pairs"], power["rows"],
+                       time.perf_counter() - started, sampled - started, deviation,
+                       outcomes)
+
+
+@dataclass(frozen=True)
+class SampleEvidence:
+    """What the statistical battery's tests read (``decoders.audit.battery``): the samples ``tokens: [n, T]``, their
+    randomized PIT values per token ordering ``u: {ordering: [n, T]}``, the target's probability of each sampled
+    token ``p_y: [n, T]``, and the target, prompt, sampling and level they are tested against."""
+
+    tokens: np.ndarray
+    u: dict
+    p_y: torch.Tensor
+    target: object
+    prompt: tuple
+    sampling: Sampling
+    level: float
+
+    @property
+    def n(self) -> int:
+        return self.tokens.shape[0]
+
+    @property
+    def horizon(self) -> int:
+        return self.tokens.shape[1]
+
+
+def _uniformity(evidence: SampleEvidence, order: str) -> BatteryOutcome:
+    """Kolmogorov-Smirnov of each position's PIT values against U(0, 1); the statistic is the largest distance."""
+    results = [stats.kstest(evidence.u[order][:, t], "uniform") for t in range(evidence.horizon)]
+    position_p = tuple(float(result.pvalue) for result in results)
+    return BatteryOutcome("pit", max(float(result.statistic) for result in results), position_p,
+                       details={"position_p_values": position_p})
+
+
+def _pairs(evidence: SampleEvidence, order: str) -> BatteryOutcome:
+    pair_p, strongest, _, _ = _dependence(evidence.u[order])
+    return BatteryOutcome("pairs", abs(strongest[2]), tuple(pair_p.tolist()), details={"strongest_pair": strongest})
+
+
+def _rows(evidence: SampleEvidence, order: str) -> BatteryOutcome:
+    _, _, rows, row_p = _dependence(evidence.u[order])
+    return BatteryOutcome("rows", rows, (row_p,))
+
+
+def _joint(evidence: SampleEvidence, order: None) -> BatteryOutcome:
+    k, g, p = _joint_test(evidence.tokens, evidence.target, evidence.prompt, evidence.sampling, evidence.n)
+    return BatteryOutcome("joint_first_tokens", g, (p,), details={"joint_tokens": k})
+
+
+def _support(evidence: SampleEvidence, order: None) -> BatteryOutcome:
+    """Any sampled token the target gives probability 0 refutes the sampler outright (p = 0)."""
+    impossible = int((evidence.p_y <= 0).sum())
+    return BatteryOutcome("support", impossible, (0.0 if impossible else 1.0,))
+
+
+def _two_positions(evidence: SampleEvidence) -> bool:
+    return evidence.horizon > 1
+
+
+for _test in (
+    AuditTest("pit", STATISTICAL, _uniformity, "each new token's PIT values uniform (Kolmogorov-Smirnov per position)",
+              power="a per-position TV", detectable=lambda e, tests: detectable_tv(e.n, tests, e.level),
+              per_ordering=True),
+    AuditTest("pairs", STATISTICAL, _pairs, "every pair of positions uncorrelated (normal scores)",
+              power="a correlation between two positions", per_ordering=True, applies=_two_positions,
+              detectable=lambda e, tests: detectable_correlation(e.n, tests, e.level)),
+    AuditTest("rows", STATISTICAL, _rows, "each row's summed normal scores chi-square (dependence over all pairs)",
+              power="a mean correlation over all pairs", per_ordering=True, applies=_two_positions,
+              detectable=lambda e, tests: detectable_mean_correlation(e.n, tests, e.level, e.horizon)),
+    AuditTest("joint_first_tokens", STATISTICAL, _joint, "G-test of the first k tokens' joint law (V^k * 5 <= n)"),
+    AuditTest("support", STATISTICAL, _support, "no sampled token of target probability 0"),
+):
+    register_audit_test(_test)

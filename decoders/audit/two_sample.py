@@ -17,9 +17,9 @@ position t = 1..T, two tests:
   fewer than ``MIN_EXPECTED`` times in either sample into one cell: it sees dependence between positions
   (a joint law that differs while every position's marginal agrees), where prefixes repeat often enough.
 
-The 2T p-values are combined by Bonferroni. Ties make the KS p-value conservative (the statistic over tied
-ranks is at most the one over any order that breaks the ties at random, whose null law is the continuous
-one), so the test's false-positive rate is at most its level; ``tests/decoders/test_two_sample.py``
+The two tests are registered (``decoders.audit.battery``), and their 2T p-values combined by Bonferroni. Ties make
+the KS p-value conservative (the statistic over tied ranks is at most the one over any order that breaks the ties
+at random, whose null law is the continuous one), so the test's false-positive rate is at most its level; ``tests/decoders/test_two_sample.py``
 measures it over 100 splits each of real llama.cpp samples of SmolLM2 and of a 49k-token Zipf stand-in.
 
 Power: ``detectable_tv`` is the per-position total variation, contiguous in the frequency ordering, that
@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from decoders.audit.battery import (TWO_SAMPLE, AuditTest, BatteryOutcome, bonferroni, power_line, register_audit_test,
+                                    run_battery)
 from decoders.audit.statistical import MIN_EXPECTED, POWER_Z
 from spectheory.validation import as_real
 
@@ -55,16 +57,25 @@ class TwoSampleReport:
     prefix_cells: tuple  # [T], cells of each chi-square test after pooling
     p_value: float
     detectable_tv: float
+    battery: tuple = ()  # every test's ``decoders.audit.battery.BatteryOutcome``, in the order run
 
     @property
     def passed(self) -> bool:
         return self.p_value >= self.level
 
+    def summary(self) -> str:
+        """The printed verdict, from the battery's outcomes: each test's p-value, the combination, the power."""
+        tests = ", ".join(f"{outcome.name} p {outcome.p_value:.3g}" for outcome in self.battery)
+        return (f"two-sample ({tests}; Bonferroni over {sum(outcome.share for outcome in self.battery)}): "
+                f"p = {self.p_value:.3g}, detects with 90% power {power_line(self.battery)} at n = {self.n_a} + "
+                f"{self.n_b}: {'PASS' if self.passed else 'FAIL'}")
+
     def as_dict(self) -> dict:
         return {"test": "two-sample", "n_a": self.n_a, "n_b": self.n_b, "horizon": self.horizon, "level": self.level,
                 "token_p": list(self.token_p), "prefix_p": list(self.prefix_p),
                 "prefix_cells": list(self.prefix_cells), "p_value": self.p_value,
-                "detectable_tv": self.detectable_tv, "passed": self.passed}
+                "detectable_tv": self.detectable_tv, "passed": self.passed,
+                "battery": [outcome.as_dict() for outcome in self.battery]}
 
 
 def detectable_tv_two_sample(n_a: int, n_b: int, tests: int, level: float) -> float:
@@ -74,13 +85,13 @@ def detectable_tv_two_sample(n_a: int, n_b: int, tests: int, level: float) -> fl
     return critical + POWER_Z * spread / 2
 
 
-def _ks_by_pooled_frequency(a: np.ndarray, b: np.ndarray) -> float:
-    """KS p-value of tokens ``a: [n_a]`` against ``b: [n_b]``, tokens ranked by pooled count, likeliest first;
-    tokens of one pooled count share one rank (module docstring)."""
+def _ks_by_pooled_frequency(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(KS distance, p-value) of tokens ``a: [n_a]`` against ``b: [n_b]``, tokens ranked by pooled count, likeliest
+    first; tokens of one pooled count share one rank (module docstring)."""
     tokens, counts = np.unique(np.concatenate([a, b]), return_counts=True)
     rank = -counts  # [K]: a function of the pooled sample only, whatever the ids are
-    return float(stats.ks_2samp(rank[np.searchsorted(tokens, a)], rank[np.searchsorted(tokens, b)],
-                                method="asymp").pvalue)
+    result = stats.ks_2samp(rank[np.searchsorted(tokens, a)], rank[np.searchsorted(tokens, b)], method="asymp")
+    return float(result.statistic), float(result.pvalue)
 
 
 def _prefix_homogeneity(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
@@ -112,12 +123,39 @@ def two_sample_test(a, b, level: float = 0.01) -> TwoSampleReport:
                              f"{list(sample.shape)} of {sample.dtype}")
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"the two samples must have one horizon, got {a.shape[1]} and {b.shape[1]} tokens per row")
-    horizon = a.shape[1]
-    token_p = [_ks_by_pooled_frequency(a[:, t], b[:, t]) for t in range(horizon)]
-    prefixes = [_prefix_homogeneity(a[:, :t + 1], b[:, :t + 1]) for t in range(horizon)]
-    prefix_p = [p for p, _ in prefixes]
-    tests = 2 * horizon
-    p_value = min(1.0, tests * min(token_p + prefix_p))
-    return TwoSampleReport(len(a), len(b), horizon, level, tuple(token_p), tuple(prefix_p),
-                           tuple(cells for _, cells in prefixes), p_value,
-                           detectable_tv_two_sample(len(a), len(b), tests, level))
+    outcomes = run_battery(TWO_SAMPLE, TwoSamples(a, b, level))
+    p_value, tests = bonferroni(outcomes)
+    found = {outcome.name: outcome for outcome in outcomes}
+    return TwoSampleReport(len(a), len(b), a.shape[1], level, found["token"].p_values, found["prefix"].p_values,
+                           found["prefix"].details["cells"], p_value, found["token"].detectable,
+                           outcomes)
+
+
+@dataclass(frozen=True)
+class TwoSamples:
+    """What the two-sample battery's tests read: continuations ``a: [n_a, T]`` and ``b: [n_b, T]``, and the level."""
+
+    a: np.ndarray
+    b: np.ndarray
+    level: float
+
+
+def _tokens(samples: TwoSamples, order: None) -> BatteryOutcome:
+    """Per position, the token by KS under the pooled-frequency ordering (module docstring); the statistic is the
+    largest distance."""
+    found = [_ks_by_pooled_frequency(samples.a[:, t], samples.b[:, t]) for t in range(samples.a.shape[1])]
+    return BatteryOutcome("token", max(distance for distance, _ in found), tuple(p for _, p in found))
+
+
+def _prefixes(samples: TwoSamples, order: None) -> BatteryOutcome:
+    """Per position, the prefix by chi-square homogeneity (module docstring); the statistic is the cells tested."""
+    found = [_prefix_homogeneity(samples.a[:, :t + 1], samples.b[:, :t + 1]) for t in range(samples.a.shape[1])]
+    cells = tuple(count for _, count in found)
+    return BatteryOutcome("prefix", float(sum(cells)), tuple(p for p, _ in found), details={"cells": cells})
+
+
+for _test in (AuditTest("token", TWO_SAMPLE, _tokens, "each position's token, KS by pooled frequency",
+                        power="a per-position TV",
+                        detectable=lambda s, tests: detectable_tv_two_sample(len(s.a), len(s.b), tests, s.level)),
+              AuditTest("prefix", TWO_SAMPLE, _prefixes, "each prefix, chi-square homogeneity over the prefixes seen")):
+    register_audit_test(_test)

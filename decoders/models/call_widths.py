@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from decoders._loop import synchronize
+from decoders.models.protocol import synchronize
 from spectheory.timing import time_interleaved
 
 __all__ = ["cheapest_widths", "measure_call_seconds", "pad_cheapest_widths"]

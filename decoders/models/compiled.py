@@ -28,8 +28,9 @@ from decoders.models.hf_cache import RowCache
 __all__ = ["BACKENDS", "MAX_COMPILED_WIDTH", "MAX_SHAPES", "compile_mode", "allocate", "raise_shape_limits"]
 
 #: torch.compile backends: inductor generates kernels (slow to compile, fast to run); eager and aot_eager trace
-#: only (seconds), which the tests use to find graph breaks.
-BACKENDS = ("inductor", "aot_eager", "eager")
+#: only (seconds), which the tests use to find graph breaks; "none" runs the same static-cache calls uncompiled
+#: (no dynamo: the device check's dry run, whose parts' graphs tests/decoders/test_compiled.py traces).
+BACKENDS = ("inductor", "aot_eager", "eager", "none")
 #: Calls of at most this many tokens (and no prompt) run compiled: chain verifies and trees of up to 64 nodes.
 MAX_COMPILED_WIDTH = 64
 #: Distinct call shapes one model may compile (dynamo's per-function limit, beyond which it would run eagerly).

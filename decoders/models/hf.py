@@ -199,7 +199,8 @@ class StaticHF(HFCausalLM):
         self.mode = compile_mode(self.device) if mode is None and backend == "inductor" else mode
         self.compiled_shapes: set = set()
         raise_shape_limits()
-        self._compiled = torch.compile(self._call, fullgraph=True, dynamic=None, backend=backend, mode=self.mode)
+        self._compiled = self._call if backend == "none" else \
+            torch.compile(self._call, fullgraph=True, dynamic=None, backend=backend, mode=self.mode)
 
     def __repr__(self) -> str:
         return f"StaticHF({type(self.model).__name__}, backend={self.backend!r}, mode={self.mode!r})"

@@ -20,9 +20,15 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
+__all__ = ["synchronize", "ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
            "prefill_call", "repeated", "model_calls",
            "compiled_model", "tighten", "fixed_widths", "decode_path"]
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA); nothing on CPU."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
 
 
 class ModelState(Protocol):

@@ -6,7 +6,7 @@ import statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
 torch.set_num_threads(1)
-from decoders.models.zoo import load_pair
+from decoders.zoo import load_pair
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

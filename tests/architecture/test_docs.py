@@ -325,3 +325,26 @@ def test_report_times_against_the_committed_reports():
         assert document["settings"] == json.loads(json.dumps(asdict(settings))), out
     assert MAIN_SECONDS <= 240
     assert f"`results/report/`, {MAIN_SECONDS} s on 2 CPU cores" in (ROOT / "README.md").read_text()
+
+
+def _row(*cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def test_extending_tables_against_the_registries():
+    """docs/extending.md's three tables list exactly the registered engines, drafts and audit tests, in order, as
+    their registries declare them (a new built-in entry needs its row)."""
+    import decoders.audit.setups  # noqa: F401  (registers the tiny drafts)
+    import decoders.audit.two_sample  # noqa: F401  (registers the two-sample tests)
+    from decoders.audit.battery import AUDIT_TESTS
+    from decoders.drafts import DRAFT_KINDS
+    from engines import ENGINE_KINDS
+
+    text = (ROOT / "docs" / "extending.md").read_text()
+    engines = [_row(f"`{k.name}`", f"`{k.usage}`", k.speculation, k.description) for k in ENGINE_KINDS.values()]
+    drafts = [_row(f"`{k.usage}`", ", ".join(sorted(k.offered)) or f"with --target {k.only_target}", k.description)
+              for k in DRAFT_KINDS.values()]
+    tests = [_row(f"`{t.name}`", t.battery, t.description, t.power or "none") for t in AUDIT_TESTS.values()]
+    for header, rows in (("| engine |", engines), ("| draft |", drafts), ("| test |", tests)):
+        table = text[text.index(header):].split("\n\n")[0].splitlines()[2:]
+        assert table == rows, (header, table, rows)

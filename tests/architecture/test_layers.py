@@ -8,6 +8,7 @@ statement in the tree (also those inside functions), so a lazy import cannot hid
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -160,6 +161,32 @@ def test_figure_import_check_catches_a_measurement(tmp_path):
 
 def test_imports_go_one_way_against_the_layer_order():
     assert _violations() == []
+
+
+#: What ``decoders.models``, the decoders' lowest layer, may import of the rest of ``decoders``: the sampling settings
+#: and the state they carry (leaves themselves: they import nothing above ``decoders.models``).
+MODELS_MAY_IMPORT = ("decoders.sampling", "decoders.grammar", "decoders.mirostat", "decoders.sampler_state")
+
+
+def _models_violations(root: Path) -> list:
+    """Every import (lazy ones too) in ``root``/decoders/models, and in the leaves it may import, of a decoders
+    module outside ``decoders.models`` and ``MODELS_MAY_IMPORT``."""
+    paths = sorted((root / "decoders" / "models").rglob("*.py")) + \
+        [root / (leaf.replace(".", "/") + ".py") for leaf in MODELS_MAY_IMPORT]
+    return [f"{path.relative_to(root)}:{line} imports {imported}" for path in paths
+            for line, imported in _imports(path)
+            if imported.startswith("decoders.") and not imported.startswith("decoders.models")
+            and not any(imported == leaf or imported.startswith(leaf + ".") for leaf in MODELS_MAY_IMPORT)]
+
+
+def test_models_are_the_decoders_lowest_layer_against_their_imports(tmp_path):
+    """decoders/models imports no decoder (the zoo, training and the drafts' registry live above it). Control: a
+    copy of the call-width module that imports the decode loop is caught."""
+    assert _models_violations(ROOT) == []
+    shutil.copytree(ROOT / "decoders", tmp_path / "decoders", ignore=shutil.ignore_patterns("weights", "__pycache__"))
+    widths = tmp_path / "decoders" / "models" / "call_widths.py"
+    widths.write_text("from decoders._loop import decode\n" + widths.read_text())
+    assert _models_violations(tmp_path) == ["decoders/models/call_widths.py:1 imports decoders._loop.decode"]
 
 
 @pytest.mark.parametrize("line, fragment", [

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from decoders.models import zoo
+from decoders import zoo
 
 pytest.importorskip("gguf")
 try:

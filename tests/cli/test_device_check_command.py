@@ -64,8 +64,9 @@ def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
 
 
 def test_compiled_section_holds_every_part(dry_run):
-    """The compiled section on CPU (dynamo's eager backend, tiny shapes): ms per token of the three paths, the
-    compiled pair's profile, and the timing-only chain at every alpha and gamma beside its prediction."""
+    """The compiled section on CPU (the static-cache path uncompiled, tiny shapes: test_compiled.py traces its graphs
+    with dynamo): ms per token of the three paths, the compiled pair's profile, and the timing-only chain at every
+    alpha and gamma beside its prediction."""
     from measure.compiled_check import COMPILED_DRY_RUN
 
     (name, section), = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from command import interrupt_after, run, start_interruptible
-from decoders.models import zoo
+from decoders import zoo
 
 NO_CUDA = not torch.cuda.is_available()
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.models import zoo
+from decoders import zoo
 from decoders.models.corpus import encode
 from decoders.models.hf import load_directory
 from spectheory_cli import main

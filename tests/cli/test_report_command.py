@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from decoders.models import zoo
+from decoders import zoo
 from measure.bench_lines import loss_resolution
 from measure.report import summary_lines
 from spectheory_cli import main
@@ -158,8 +158,10 @@ def test_report_tree_section_against_the_budget_flags(report):
     assert document["trees"]["settings"]["call_repeats"] == 10
 
 
+@pytest.mark.slow
 def test_report_takes_a_draft_file(tmp_path, capsys):
-    """--target and --draft accept model files in the zoo's format (here the shipped ones)."""
+    """--target and --draft accept model files in the zoo's format (here the shipped ones). Slow: the report end to
+    end again, where reading such files is tested alone (tests/decoders/test_zoo.py, test_own_models.py)."""
     argv = ["report", "--out", str(tmp_path), "--target", str(zoo.ZOO / "target.pt"), "--draft",
             str(zoo.ZOO / "bigram.pt"), *SMALL, "--temperatures", "1", "--gamma-max", "2", "--forecast-prompts", "1",
             "--forecast-cost-prompts", "1", "--forecast-repeats", "1"]  # the files are the point: the least forecast
@@ -174,7 +176,7 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
     (["report", "--audit-n", "1"], "audit_n must be an integer in [2, 1000000], got 1"),
     (["report", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
     (["report", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to fail after all the work
-    (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a shipped model"),
+    (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a draft we build"),
     (["report", "--target", str(zoo.ZOO / "manifest.json")], "cannot be read (UnpicklingError)"),
     (["report", "--full", "--target", "smollm2"], "--full is the shipped pair's full budget; --target smollm2"),
 ])

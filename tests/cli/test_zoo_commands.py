@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from decoders.models import zoo
+from decoders import zoo
 from spectheory_cli import main
 
 

@@ -35,7 +35,8 @@ from decoders.audit.exact import (TOLERANCE, BranchBudgetExceeded, Enumerator, a
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from measure.audit import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
-from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
+from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
+from decoders.drafts import TINY, draft_names
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
@@ -81,7 +82,7 @@ def _law_cases(part: str) -> list:
 
 @pytest.mark.parametrize("draft_kind, part", [
     (kind, "default") if kind in ("tabular", "close") else pytest.param(kind, "all", marks=pytest.mark.slow)
-    for kind in DRAFTS] + [pytest.param(kind, "rest", marks=pytest.mark.slow) for kind in ("tabular", "close")])
+    for kind in draft_names(TINY)] + [pytest.param(kind, "rest", marks=pytest.mark.slow) for kind in ("tabular", "close")])
 def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind, part):
     """Every verifier x sampling x gamma 1-3 from a draft: V = 5, T = 4, exact to 1e-9. The default suite runs the
     tabular draft (acceptance 0.34: mostly rejections) and the close one (0.80: mostly full acceptance), less T = 0.7

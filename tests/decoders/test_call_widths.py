@@ -105,7 +105,7 @@ def test_untimed_target_against_a_timed_load(tmp_path, monkeypatch):
     """``load_named`` measures a real target's call widths for a caller that times its calls, and not for one that
     times none (an audit: ``timed=False``), whose calls stay unpadded."""
     import decoders.models.call_widths as call_widths
-    from decoders.models import zoo
+    from decoders import zoo
     from decoders.models.corpus import character_tokenizer
 
     tiny_hf_model("llama").model.save_pretrained(tmp_path)

@@ -588,7 +588,7 @@ def test_history_prefill_looks_nothing_up_against_forward():
     """A history model's ``append`` (the decoders' prefill) writes the history without computing logits: a copy
     draft's prefill of 20 tokens makes no lookup, where ``forward`` makes one per position (the control); the
     next call proposes the same token either way. ``copy:earliest`` loads by name with transformers' rule."""
-    from decoders.models.zoo import load_named
+    from decoders.drafts import open_draft
 
     lookups = []
     draft = CopyDraft(VOCAB)
@@ -601,4 +601,4 @@ def test_history_prefill_looks_nothing_up_against_forward():
     assert len(lookups) == 20
     step = torch.tensor([[3]])
     assert torch.equal(draft.forward(step, appended), draft.forward(step, forwarded))
-    assert load_named("copy:earliest", role="draft")[0].earliest and not load_named("copy", role="draft")[0].earliest
+    assert open_draft("copy:earliest")[0].earliest and not open_draft("copy")[0].earliest

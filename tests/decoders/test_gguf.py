@@ -14,7 +14,8 @@ from spectheory_cli import main
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
-from decoders.models import zoo  # noqa: E402
+from decoders import zoo  # noqa: E402
+from decoders.drafts import open_draft  # noqa: E402
 from decoders.models import gguf as gguf_loader  # noqa: E402
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN = 32, 2, 4, 2, 48
@@ -121,7 +122,7 @@ def test_layer_skip_shares_the_targets_weights_against_a_truncated_forward(tiny,
     the final norm and head, and it holds no weight of its own."""
     root, model = tiny
     target, tokenizer = zoo.load_named(str(root / "tiny.gguf"), role="target")
-    draft, same = zoo.load_named("layerskip:1", role="draft", target=(target, tokenizer))
+    draft, same = open_draft("layerskip:1", target=(target, tokenizer))
     assert same is tokenizer
     assert {p.data_ptr() for p in draft.model.parameters()} <= {p.data_ptr() for p in target.model.parameters()}
     tokens = torch.tensor([[1, 2, 3, 4, 5]])
@@ -132,7 +133,7 @@ def test_layer_skip_shares_the_targets_weights_against_a_truncated_forward(tiny,
     assert torch.allclose(ours, reference, atol=1e-4)
     assert len(target.model.model.layers) == LAYERS  # the target is untouched
     with pytest.raises(ValueError, match=r"layers must be an integer in \[1, 1\]"):
-        zoo.load_named("layerskip:2", role="draft", target=(target, tokenizer))
+        open_draft("layerskip:2", target=(target, tokenizer))
 
 
 def test_damaged_foreign_and_unsupported_files_refused_in_one_line(tiny, cache, tmp_path, capsys):

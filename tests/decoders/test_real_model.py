@@ -11,7 +11,8 @@ import torch
 from measure.audit import tree_shape
 from decoders.autoregressive import generate_autoregressive
 from decoders.grammar import GrammarSpec
-from decoders.models import zoo
+from decoders import zoo
+from decoders.drafts import open_draft
 from decoders.models.hf_generate import hf_generate
 from measure.inputs import encode_text
 from measure.tasks import task_prompts
@@ -40,7 +41,7 @@ class _Drafts(dict):
         self.target = target
 
     def __missing__(self, name: str):
-        self[name] = zoo.load_named(name, role="draft", target=self.target)[0]
+        self[name] = open_draft(name, target=self.target)[0]
         return self[name]
 
 

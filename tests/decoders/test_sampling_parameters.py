@@ -16,7 +16,8 @@ from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, sp
 from decoders.audit.statistical import audit_sampler
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from measure.audit import AuditRequest, run_audit, tree_shape
-from decoders.audit.setups import DRAFTS, sampler, speculative_run, tiny_draft, tiny_target
+from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
+from decoders.drafts import TINY, draft_names
 from decoders.autoregressive import generate_autoregressive
 from decoders.grammar import GrammarSpec
 from decoders.policies import POLICIES
@@ -95,7 +96,7 @@ def _exact(**request):
 
 
 @pytest.mark.parametrize("drafts", [pytest.param(("tabular", "copy", "close"), id="three-drafts"),
-                                    pytest.param(DRAFTS, id="every-draft", marks=pytest.mark.slow)])
+                                    pytest.param(draft_names(TINY), id="every-draft", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", PARAMETERS)
 def test_exact_speculative_law_against_autoregressive(name, drafts):
     """Drafts with the token verifier, and the tabular draft with the block verifier: V = 5, gamma 2, three
@@ -268,7 +269,7 @@ def test_greedy_with_every_parameter_against_autoregressive(kind, grammar):
     plain = generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=sampling, randomness=seeded(0)).tokens
     assert plain != generate_autoregressive(target, [[1, 2]], max_new_tokens=56, sampling=GREEDY,
                                             randomness=seeded(0)).tokens  # the parameters change the text
-    for draft, gamma in itertools.product(DRAFTS, (1, 4)):
+    for draft, gamma in itertools.product(draft_names(TINY), (1, 4)):
         got = generate_speculative(target, tiny_draft(draft, target), [[1, 2]], max_new_tokens=56,
                                    config=SpeculativeConfig(gamma, sampling), randomness=seeded(0)).tokens
         assert got == plain, (draft, gamma)
@@ -315,7 +316,7 @@ def test_greedy_shipped_pair_with_every_parameter_against_autoregressive():
     """The shipped pair at temperature 0 under penalties, a logit bias and a regex over its characters (import
     lines; the out-of-vocabulary token stops): 64 tokens of speculative chain (gamma 4) and tree decoding (binary,
     depth 3) equal autoregressive decoding, which the parameters change (plain greedy writes spaces here)."""
-    from decoders.models import zoo
+    from decoders import zoo
     from decoders.models.corpus import OTHER, decode, encode
 
     target, draft = zoo.load_target(), zoo.load_draft("transformer")

@@ -148,7 +148,7 @@ def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
 
 def test_greedy_check_catches_a_wrong_reference():
     """Negative control: a reference that differs in its last token marks the prompt unequal."""
-    from decoders.models.zoo import load_pair
+    from decoders.zoo import load_pair
 
     target, draft = load_pair("bigram")
     rows = PromptRows([[5, 6, 7, 8]])

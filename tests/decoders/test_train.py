@@ -9,7 +9,7 @@ import torch
 from decoders.models.corpus import VOCAB_SIZE, decode, encode
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import GREEDY
-from decoders.models.training import (HeadsConfig, TrainConfig, _windows, load_checkpoint, target_samples,
+from decoders.training import (HeadsConfig, TrainConfig, _windows, load_checkpoint, target_samples,
                             train_language_model, train_proposal_heads)
 
 TEXT = "def add(x, y):\n    return x + y\n\n" * 200

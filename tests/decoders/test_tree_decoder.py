@@ -14,7 +14,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
 from decoders.tree import (REFERENCE_TREE_STEP, DynamicTree, TreeConfig, breadth_first, chain_config, generate_tree,
                            runs_as_chain, tree_acceptance)
-from spectheory.multidraft import VERIFIERS
+from spectheory.multidraft import TREE_RULES
 from spectheory.trees import Tree, optimal_tree
 
 VOCAB = 24
@@ -35,7 +35,7 @@ def test_breadth_first_keeps_the_tree():
     assert sorted(ordered.depths) == sorted(tree.depths) and list(ordered.depths) == sorted(ordered.depths)
 
 
-@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("verifier", sorted(TREE_RULES))
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("batch", (1, 4))
 def test_greedy_tree_against_autoregressive(verifier, shape, batch):
@@ -84,7 +84,7 @@ def test_tree_draft_calls_against_counted_calls(tree):
         generation.stats.iterations * (tree.depth + isinstance(tree, DynamicTree))
 
 
-@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("verifier", sorted(TREE_RULES))
 def test_chain_tree_against_chain_decoder(verifier):
     """A chain-shaped tree whose verifier is Algorithm 1 at one child (RRS, RRS without replacement, K-SEQ) is the
     chain decoder (``runs_as_chain``): at T = 1 the same seeded tokens and accepted counts as ``generate_speculative``
@@ -201,7 +201,7 @@ def test_exact_dynamic_tree_law_against_target(temperature):
             assert report.max_abs_difference > 1e-4, (name, report.max_abs_difference)
 
 
-@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("verifier", sorted(TREE_RULES))
 @pytest.mark.parametrize("temperature", (1.0, 0.7))
 def test_exact_tree_law_against_target(verifier, temperature):
     """V = 4: the law of the first 3 tokens, summed over every branch of the decoder's draws iteration by
@@ -215,7 +215,7 @@ def test_exact_tree_law_against_target(verifier, temperature):
     assert report.max_abs_difference <= 1e-9, (verifier, report)
 
 
-@pytest.mark.parametrize("verifier", sorted(VERIFIERS))
+@pytest.mark.parametrize("verifier", sorted(TREE_RULES))
 def test_exact_chain_tree_law_against_target(verifier):
     """A chain-shaped tree under every verifier at T = 1 (the chain decoder's law for RRS and K-SEQ, a tree of width
     1 for target-only): the law of the first 3 tokens equals the target's within 1e-9, V = 4."""
@@ -228,7 +228,7 @@ def test_exact_chain_tree_law_against_target(verifier):
 
 
 @pytest.mark.parametrize("verifier", [v if v == "rrs" else pytest.param(v, marks=pytest.mark.slow)
-                                      for v in sorted(VERIFIERS)])
+                                      for v in sorted(TREE_RULES)])
 def test_exact_tree_whole_runs_against_target(verifier):
     """Whole runs (the commits between iterations covered): V = 3, 2 tokens."""
     target, draft = tiny_gpt(0, d_model=8, n_layer=1, vocab=3).double(), tiny_gpt(5, d_model=8, n_layer=1, vocab=3).double()
@@ -267,7 +267,7 @@ def test_tree_mutants_fail_the_exact_audit(name):
 def test_flat_positions_break_greedy_equality():
     """The flat-position bug changes greedy output too (the issue: greedy equality must catch it), on the shipped
     pair, whose trained position embeddings matter."""
-    from decoders.models import zoo
+    from decoders import zoo
     from measure.alpha import text_windows
     from decoders.models.corpus import load_corpus
 

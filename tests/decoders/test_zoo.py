@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.models import zoo
+from decoders import zoo
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import generate_blockwise
+from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import VOCAB_SIZE, load_corpus
 from measure.alpha import text_windows
 from decoders.randomness import seeded
@@ -30,15 +31,15 @@ def prompts():
 
 def test_every_shipped_model_loads_by_name(target):
     assert target.vocab_size == VOCAB_SIZE and target.config == zoo.TARGET.model
-    for name in zoo.DRAFTS:
-        assert zoo.load_draft(name).vocab_size == VOCAB_SIZE
+    for name in draft_names(SHIPPED):
+        assert build_draft(name, DraftContext()).vocab_size == VOCAB_SIZE
     assert zoo.load_blockwise().heads == zoo.HEADS.heads
     target_parameters = sum(p.numel() for p in target.parameters())
     for name in ("transformer", "distilled"):
         draft_parameters = sum(p.numel() for p in zoo.load_draft(name).parameters())
         assert target_parameters >= 10 * draft_parameters  # the issue: a draft at least 10x smaller
-    with pytest.raises(ValueError, match="draft must be one of"):
-        zoo.load_draft("nope")
+    with pytest.raises(ValueError, match="draft must be one of transformer, distilled, bigram, unigram, copy, "):
+        build_draft("nope", DraftContext(), offered=SHIPPED)
 
 
 def test_zoo_files_against_manifest_and_budget():
@@ -148,7 +149,7 @@ def test_real_draft_against_its_tokenizer(tmp_path):
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer, models
 
-    from decoders.models.training import target_samples
+    from decoders.training import target_samples
     from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
     from decoders.sampling import Sampling
 
@@ -162,12 +163,12 @@ def test_real_draft_against_its_tokenizer(tmp_path):
     model = TinyGPT(TinyGPTConfig(300, d_model=8, n_layer=1, n_head=2, max_context=32)).eval()
     torch.save({"config": model.config.as_dict(), "weights": model.state_dict(),
                 "tokenizer_fingerprint": zoo.tokenizer_fingerprint(ours)}, tmp_path / f"{zoo.REAL_DRAFT_NAME}.pt")
-    loaded = zoo._real_draft((model, ours), "cpu", torch.float32, zoo=tmp_path)
+    loaded = zoo.real_draft(ours, "cpu", torch.float32, zoo=tmp_path)
     assert loaded.vocab_size == 300
-    for target in ((model, other), (model, None), None):
+    for tokenizer in (other, None):
         with pytest.raises(ValueError, match=f"draft '{zoo.REAL_DRAFT_NAME}' reads smollm2's tokens: use it with "
                                              f"--target smollm2"):
-            zoo._real_draft(target, "cpu", torch.float32, zoo=tmp_path)
+            zoo.real_draft(tokenizer, "cpu", torch.float32, zoo=tmp_path)
     stream = np.arange(260, 300).repeat(3)
     samples = target_samples(model, stream, count=2, length=8, prompt_length=4, sampling=Sampling(1.0), seed=0)
     assert samples.dtype == np.int32 and samples[:, :4].min() >= 260

@@ -21,7 +21,7 @@ PAIRS = {
 }
 
 
-@pytest.mark.parametrize("verifier", sorted(multidraft.VERIFIERS))
+@pytest.mark.parametrize("verifier", sorted(multidraft.TREE_RULES))
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 @pytest.mark.parametrize("k", (1, 2, 3))
 def test_multidraft_against_theory(verifier, pair, k):

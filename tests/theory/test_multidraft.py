@@ -75,7 +75,7 @@ def random_pair(rng, V, sparse=True):
     return p, q
 
 
-@pytest.mark.parametrize("name", sorted(multidraft.VERIFIERS))
+@pytest.mark.parametrize("name", sorted(multidraft.TREE_RULES))
 def test_verifiers_against_enumeration(name):
     """Rank frequencies equal the enumeration's within 1e-12 and the emitted law is p (exact verification)."""
     rng = np.random.default_rng(3)

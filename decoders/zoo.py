@@ -5,10 +5,10 @@ read with ``torch.load(weights_only=True)`` (no arbitrary unpickling), 14.1 MB i
 ``manifest.json`` recording how each model was trained (steps, seconds, held-out loss, corpus fingerprint,
 torch version). ``spectheory train`` reruns a recipe and exports into a zoo directory.
 
-Models: ``target`` (TinyGPT, 4.8M parameters), the drafts of ``DRAFTS`` — ``transformer`` (TinyGPT 11x
-smaller), ``distilled`` (the same, fine-tuned on the target's samples), ``bigram``, ``unigram`` (fitted on
-the corpus), ``copy`` (prompt lookup) and ``random`` (uniform), which need no weights — and ``heads``
-(Stern et al.'s proposal heads over the frozen target, a ``BlockwiseGPT``).
+Models: ``target`` (TinyGPT, 4.8M parameters), the drafts with weights — ``transformer`` (TinyGPT 11x smaller),
+``distilled`` (the same, fine-tuned on the target's samples), ``bigram``, ``unigram`` (fitted on the corpus) and
+``REAL_DRAFT_NAME`` (SmolLM2's) — and ``heads`` (Stern et al.'s proposal heads over the frozen target, a
+``BlockwiseGPT``). Drafts are named through their registry, ``decoders.drafts``, which builds these from here.
 """
 
 from __future__ import annotations
@@ -25,18 +25,18 @@ import torch
 from decoders.blockwise import BlockwiseGPT
 from decoders.models.corpus import VOCAB_SIZE, load_corpus
 from decoders.models.gguf import REAL_MODELS, is_gguf_file, load_gguf, real_model_path
-from decoders.models.history import CopyDraft, NGramModel, SparseNGramModel, UniformModel
+from decoders.models.history import NGramModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
-from decoders.models.training import (HeadsConfig, TrainConfig, TrainResult, read_entries, save_atomically,
+from decoders.training import (HeadsConfig, TrainConfig, TrainResult, read_entries, save_atomically,
                                        target_samples, tinygpt_of, train_language_model, train_proposal_heads)
 from spectheory.outputs import strict_loads, write_atomically, write_text
 
-__all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "DRAFTS", "TRAINABLE", "load_target",
-           "load_draft", "load_blockwise", "load_pair", "load_file", "load_named", "manifest", "train", "training_order",
-           "REAL_MODELS", "TARGET_DRAFTS", "real_model_path", "is_target_draft", "own_tokenizer"]
+__all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "TRAINABLE", "load_target", "load_draft",
+           "load_blockwise", "load_pair", "load_file", "load_named", "is_loadable", "manifest", "train", "training_order",
+           "REAL_MODELS", "REAL_DRAFT_NAME", "REAL_DRAFT_TARGET", "real_model_path", "real_draft", "own_tokenizer"]
 
-ZOO = Path(__file__).with_name("weights")
+ZOO = Path(__file__).parent / "models" / "weights"
 
 TARGET = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=256, n_layer=6, n_head=4, max_context=256), steps=3600,
                      batch_size=16, context=256, learning_rate=2e-3, warmup_steps=100, eval_every=200)
@@ -64,7 +64,6 @@ HEADS = HeadsConfig(heads=4, d_hidden=256, schedule=TrainConfig(TARGET.model, st
 NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
 NGRAM_SMOOTHING = 0.1
 
-DRAFTS = ("transformer", "distilled", "bigram", "unigram", "copy", "random")
 #: A small draft in a real model's tokenizer (docs/theory.md §11): a 2-layer TinyGPT over the whole vocabulary,
 #: trained on the corpus's training split in that model's tokens, then fine-tuned on the model's own samples
 #: (sequence-level distillation). Time-boxed for a 2-core CPU: about 15 minutes in all.
@@ -93,7 +92,8 @@ def _read(name: str, zoo: Path, device) -> dict:
     return read_entries(path, "model file", device)
 
 
-def _tinygpt(name: str, zoo: Path, device, dtype) -> TinyGPT:
+def _tinygpt(name: str, zoo: Path, device, dtype):
+    """The zoo's model ``name``: a TinyGPT or an n-gram model."""
     return _model(_read(name, zoo, device), device, dtype, f"model file {name!r}")
 
 
@@ -117,62 +117,27 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
     return _model(read_entries(path, "model file", device), device, dtype, f"model file {str(path)!r}")
 
 
-#: Drafts built from the run's target (its vocabulary, tokenizer or weights): any target takes them.
-TARGET_DRAFTS = ("copy", "copy:earliest", "random", "ngram", "layerskip:K")
-OWN_TOKENIZER_DRAFTS = ("copy", "ngram", "random")  # alpha's default drafts for a target with its own tokenizer
-NGRAM_ORDER = 3  # the ngram draft: contexts of up to two tokens
-NGRAM_FIT_CHARACTERS = 1_000_000  # of the corpus's training split, tokenized by the target's tokenizer
+def is_loadable(name_or_path) -> bool:
+    """Whether ``load_named`` reads ``name_or_path`` as a model rather than a shipped name: a real model of
+    ``REAL_MODELS``, a GGUF file, a local Hugging Face model directory or an existing model file."""
+    from decoders.models.hf import is_model_directory
 
-
-def _draft_from_target(name: str, target, tokenizer, device, dtype):
-    """The drafts of ``TARGET_DRAFTS`` for ``target`` (its tokenizer: None for the corpus's characters)."""
-    vocab_size = target.vocab_size if target is not None else VOCAB_SIZE
-    if name in ("copy", "copy:earliest"):  # ours, or transformers' prompt lookup (docs/theory.md §11)
-        return CopyDraft(vocab_size, occurrence=name.partition(":")[2] or "latest", device=device, dtype=dtype)
-    if name == "random":
-        return UniformModel(vocab_size, device=device, dtype=dtype)
-    if name == "ngram":
-        from decoders.models.corpus import split_text
-        from decoders.models.corpus import encode_text
-
-        stream = load_corpus().train if tokenizer is None else \
-            encode_text(tokenizer, split_text(False, max_characters=NGRAM_FIT_CHARACTERS))
-        return SparseNGramModel.fit(stream, vocab_size, NGRAM_ORDER, device=device, dtype=dtype)
-    layers = name.partition(":")[2]
-    from decoders.models.hf import HFCausalLM, layer_skip
-
-    if not isinstance(target, HFCausalLM):
-        raise ValueError(f"draft {name!r}: layer skipping needs a Hugging Face or GGUF target, got "
-                         f"{type(target).__name__}")
-    if not layers.isdigit():
-        raise ValueError(f"draft {name!r}: give the layers to keep as layerskip:K, K an integer")
-    return layer_skip(target, int(layers))
-
-
-def is_target_draft(name) -> bool:
-    return name in TARGET_DRAFTS[:-1] or str(name).startswith("layerskip:")  # the last is the layerskip:K pattern
+    return name_or_path in REAL_MODELS or is_gguf_file(name_or_path) or is_model_directory(name_or_path) or \
+        Path(name_or_path).exists()
 
 
 def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32, target: tuple | None = None, timed: bool = True) -> tuple:
-    """(model, tokenizer) of the shipped model ``name_or_path`` (the target for None or "target", a draft of
-    ``DRAFTS``), a real model of ``REAL_MODELS`` (``smollm2``), a GGUF file, a model file in the zoo's format,
-    or a local Hugging Face model directory; ``role`` ("target" or "draft") picks which shipped names apply.
-    Drafts of ``TARGET_DRAFTS`` are built for ``target``, the run's (model, tokenizer). The tokenizer is None
-    where the model reads the corpus's character ids: shipped models, zoo files and directories whose
-    tokenizer is the corpus's characters (``spectheory export-hf`` writes such directories). A real target's calls
-    are padded to the widths this machine computes cheaper (``call_widths``: measured, 10 s for SmolLM2) unless
-    ``timed`` is False: a caller that times none of its calls (an audit, a diverge, training) reads the same logits
-    unpadded."""
+               dtype: torch.dtype = torch.float32, timed: bool = True) -> tuple:
+    """(model, tokenizer) of the shipped target (``name_or_path`` None or "target", ``role`` "target"), a real model of
+    ``REAL_MODELS`` (``smollm2``), a GGUF file, a model file in the zoo's format, or a local Hugging Face model
+    directory; drafts by name come from their registry (``decoders.drafts.open_draft``, which reads the others
+    here). The tokenizer is None where the model reads the corpus's character ids: the shipped target, zoo files
+    and directories whose tokenizer is the corpus's characters (``spectheory export-hf`` writes such directories).
+    A real target's calls are padded to the widths this machine computes cheaper (``call_widths``: measured, 10 s for
+    SmolLM2) unless ``timed`` is False: a caller that times none of its calls (an audit, a diverge, training) reads
+    the same logits unpadded."""
     if role == "target" and name_or_path in (None, "target"):
         return load_target(device=device, dtype=dtype), None
-    if role == "draft" and is_target_draft(name_or_path):
-        model, tokenizer = target if target is not None else (None, None)
-        return _draft_from_target(name_or_path, model, tokenizer, device, dtype), tokenizer
-    if role == "draft" and name_or_path == REAL_DRAFT_NAME:
-        return _real_draft(target, device, dtype), target[1]
-    if role == "draft" and name_or_path in DRAFTS:
-        return load_draft(name_or_path, device=device, dtype=dtype), None
     from decoders.models.call_widths import pad_cheapest_widths
     from decoders.models.hf import is_model_directory, load_directory
 
@@ -182,9 +147,8 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
     elif is_model_directory(name_or_path):
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
     elif not path.exists():
-        shipped = DRAFTS + ("ngram", "layerskip:K", REAL_DRAFT_NAME) if role == "draft" else ("target",)
-        raise ValueError(f"{role} {name_or_path!r} is not a shipped model ({', '.join(shipped + tuple(REAL_MODELS))}), "
-                         f"a GGUF file, a model file or a local Hugging Face model directory (nothing is downloaded)")
+        raise ValueError(f"{role} {name_or_path!r} is not a shipped model (target, {', '.join(REAL_MODELS)}), a GGUF "
+                         f"file, a model file or a local Hugging Face model directory (nothing is downloaded)")
     else:
         return load_file(name_or_path, device=device, dtype=dtype), None
     if role == "target" and timed:  # its verify calls: padded to cheaper widths where this machine has them
@@ -205,16 +169,8 @@ def load_target(*, device: torch.device | str = "cpu", dtype: torch.dtype = torc
 
 
 def load_draft(name: str, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO):
-    """A draft of ``DRAFTS`` by name, on ``device``."""
-    if name in ("transformer", "distilled"):
-        return _tinygpt(name, zoo, device, dtype)
-    if name in NGRAMS:
-        return _model(_read(name, zoo, device), device, dtype, f"model file {name!r}")
-    if name == "copy":
-        return CopyDraft(VOCAB_SIZE, device=device, dtype=dtype)
-    if name == "random":
-        return UniformModel(VOCAB_SIZE, device=device, dtype=dtype)
-    raise ValueError(f"draft must be one of {DRAFTS}, got {name!r}")
+    """A draft with weights in the zoo (transformer, distilled, bigram, unigram) by name, on ``device``."""
+    return _tinygpt(name, zoo, device, dtype)
 
 
 def load_pair(draft: str = "transformer", *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
@@ -374,10 +330,9 @@ def _train_real_draft(work: Path, zoo: Path, device, progress, until, corpus) ->
     return {REAL_DRAFT_NAME: manifest(zoo)[REAL_DRAFT_NAME]}
 
 
-def _real_draft(target: tuple | None, device, dtype, zoo: Path = ZOO) -> TinyGPT:
-    """``REAL_DRAFT_NAME`` for the run's (model, tokenizer), which must be the tokenizer it was trained in."""
+def real_draft(tokenizer, device, dtype, zoo: Path = ZOO) -> TinyGPT:
+    """``REAL_DRAFT_NAME`` for the run's target's ``tokenizer``, which must be the one it was trained in."""
     entries = _read(REAL_DRAFT_NAME, zoo, device)
-    tokenizer = None if target is None else target[1]
     if tokenizer is None or tokenizer_fingerprint(tokenizer) != entries.get("tokenizer_fingerprint"):
         raise ValueError(f"draft {REAL_DRAFT_NAME!r} reads {REAL_DRAFT_TARGET}'s tokens: use it with --target "
                          f"{REAL_DRAFT_TARGET}")
