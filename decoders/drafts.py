@@ -132,10 +132,10 @@ def open_draft(name_or_path: str, *, target: tuple | None = None, device: torch.
     characters."""
     model, tokenizer = target if target is not None else (None, None)
     kind = draft_kind(name_or_path)
-    if kind is not None:
+    if kind is not None and (kind.offered - {TINY} or kind.only_target):  # the tiny-only ones need a tiny target
         draft = kind.build(str(name_or_path), DraftContext(model, tokenizer, device, dtype))
         return draft, tokenizer if kind.reads_target_tokens() else None
-    if not zoo.is_loadable(name_or_path):
+    if kind is not None or not zoo.is_loadable(name_or_path):
         raise ValueError(f"draft {name_or_path!r} is not a draft we build ({_listing()}), a real model "
                          f"({', '.join(zoo.REAL_MODELS)}), a GGUF file, a model file or a local Hugging Face model "
                          f"directory (nothing is downloaded)")

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from decoders.drafts import DRAFT_KINDS, SHIPPED, TINY, DraftKind, register_draft
+from decoders.drafts import DRAFT_KINDS, SHIPPED, TINY, DraftKind, open_draft, register_draft
 from decoders.models.history import TabularModel
 from spectheory_cli import main
 
@@ -34,6 +34,8 @@ def test_registered_draft_is_listed_and_named_in_errors(toy, capsys):
     assert error.count("\n") == 1 and "toy-table" in error and "tabular" in error, error
     with pytest.raises(ValueError, match="already registered"):
         register_draft(toy)
+    with pytest.raises(ValueError, match=r"draft 'close' is not a draft we build \(transformer, .*toy-table"):
+        open_draft("close")  # offered beside the audits' tiny targets only
 
 
 def test_registered_draft_through_bench_against_the_shipped_target(toy, tmp_path, capsys):
