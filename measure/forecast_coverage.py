@@ -14,13 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
-from spectheory.intervals import covers, facing_half_width, forecast_interval
+from spectheory.intervals import Z95, covers, facing_half_width, forecast_interval
 
 __all__ = ["ForecastPair", "pairs_of", "run_error", "covered", "coverage_table"]
 
-Z95 = stats.norm.ppf(0.975)
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@
 
 from __future__ import annotations
 
+from spectheory.intervals import Z95
 from spectheory.optimum import best_choice, best_gamma_row
 
 __all__ = ["NO_SPECULATION", "NOT_SPECULATING", "chain_setting", "tree_setting", "recommend", "recommendation_lines",
            "within_noise", "overall_error", "apart_label", "loss_noise"]
 
 NO_SPECULATION = "do not speculate"
-Z95 = 1.959963984540054  # the two-sided 95% point of the normal law
 #: Autoregressive decoding as a setting: 1x whether forecast, predicted or measured, exactly.
 NOT_SPECULATING = {"setting": NO_SPECULATION, "draft": None, "gamma": None, "drafted": 0, "forecast": 1.0,
                    "predicted": 1.0, "measured": 1.0, "measured_interval": [1.0, 1.0], "error": 0.0}

@@ -19,8 +19,10 @@ from scipy import stats
 
 from spectheory.validation import as_int
 
-__all__ = ["FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "facing_half_width", "covers"]
+__all__ = ["Z95", "FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "facing_half_width", "covers"]
 
+#: The two-sided 95% point of the normal law.
+Z95 = float(stats.norm.ppf(0.975))
 #: One standard deviation of log(forecast / measured) beyond the prompts' and the measurement's spread.
 FORECAST_RUN_ERROR = 0.15
 
