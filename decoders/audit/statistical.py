@@ -15,7 +15,8 @@ move mass):
 
 A G-test on the joint law of the first tokens (exact from the target, when the table is small enough for
 n) and a support check (a token of target probability 0 refutes the sampler outright) complete it. The
-combined p-value is Bonferroni's over all tests.
+combined p-value is Bonferroni's over all tests. Each test is registered (``decoders.audit.battery``, at the end of
+this module): a test registered anywhere joins the battery, its count and its report.
 
 Why these dependence tests. Normal-score correlation is the locally most powerful rank test against a
 Gaussian-copula dependence and needs only the [n, T] matrix of u (no table of V^2 cells, so it works at
