@@ -154,11 +154,14 @@ def check_benchable(engine) -> None:
 
 
 def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
-                 warmup: int = 1, forecast_prompts: list | None = None, progress=None) -> dict:
+                 warmup: int = 1, forecast_prompts: list | None = None, peers: dict | None = None,
+                 progress=None) -> dict:
     """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
     repeat, the costs measured at the start of each repeat (module docstring). With ``forecast_prompts`` (other
     prompts, lists of ids), first the forecast: the costs and each gamma's counters measured on them
-    (``_forecast``), the model's speedup from those alone beside every measured row."""
+    (``_forecast``), the model's speedup from those alone beside every measured row. ``peers`` (name -> a call of
+    (prompts, tokens) giving greedy tokens per second) are timed in each repeat too, interleaved with the engine's
+    runs: other engines' plain decoding of the same prompts, for the record beside its own."""
     check_benchable(engine)
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
     repeats, max_new_tokens = as_int("repeats", repeats, low=1, high=100), as_int("max_new_tokens", max_new_tokens,
@@ -168,9 +171,14 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
     ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens) if forecast_prompts else None
     swept = time.perf_counter()
     measured_costs, runs = [], {0: [], **{g: [] for g in gammas}}
+    peer_rates: dict = {name: [] for name in peers or {}}
     for repeat in range(warmup + repeats):
         if repeat >= warmup:
             measured_costs.append(engine.call_costs(prompts[0], max(gammas) + 1))
+        for name, rate in (peers or {}).items():
+            value = rate(prompts, max_new_tokens)
+            if repeat >= warmup:
+                peer_rates[name].append(value)
         for gamma in runs:
             result = _greedy_runs(engine, prompts, max_new_tokens, gamma)
             if repeat >= warmup:
@@ -188,7 +196,7 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
     version = capability(engine, "version")
     return {"engine": engine.name, "model": engine.model_path.name, "threads": settings.get("threads"),
             "engine_settings": settings, "engine_version": version() if version else None, "temperature": 0.0,
-            "batch_size": 1, "dtype": "GGUF quantized (llama.cpp kernels)", "device": "cpu", "repeats": repeats,
+            "batch_size": 1, "dtype": settings.get("dtype", "GGUF quantized (llama.cpp kernels)"), "device": "cpu", "repeats": repeats,
             "warmup": warmup, "prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts],
             "max_new_tokens": max_new_tokens, "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
             "plain_step_model_over_measured": plain_step(costs) / t_step,
@@ -196,6 +204,8 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
                       "prefill_seconds": [p["prefill"] for p in plain]},
             "rows": rows, "recommended_gamma": recommended, "environment": host(), "forecast": ahead,
+            "peers": {name: {"tokens_per_second": statistics.median(rates), "spread": _spread(rates)}
+                      for name, rates in peer_rates.items()},
             "sweep_seconds": time.perf_counter() - swept}
 
 
@@ -232,6 +242,10 @@ def engine_bench_lines(document: dict) -> list:
              f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
              f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
              f"{document['plain_step_model_over_measured']:.3f}"]
+    for name, peer in document.get("peers", {}).items():
+        low, _, high = peer["spread"]
+        lines.append(f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
+                     f"({low:.1f}-{high:.1f})")
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -70,6 +71,8 @@ class VLLMServer(ServerProcess):
                    "--disable-uvicorn-access-log"]
         if speculative:
             command += ["--speculative-config", json.dumps(speculative)]
+        if options.eager:
+            command += ["--enforce-eager"]
         from decoders.models.gguf import cache_root
 
         logs = cache_root() / "vllm-logs"
@@ -88,6 +91,14 @@ class VLLMServer(ServerProcess):
         return [line.split("] ", 1)[-1] for line in lines if " WARNING " in line]
 
 
+def counters_of(text: str, name: str) -> float:
+    """The counter ``name``'s value summed over its labels in a ``/metrics`` text (0 where absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name in (name, name + "_total"))
+
+
 def spec_counters(before: str, after: str) -> dict:
     """The change of vLLM's spec-decode counters between two ``/metrics`` texts: ``num_drafts``,
     ``num_draft_tokens``, ``num_accepted_tokens`` and ``accepted_per_position`` (a list); {} without speculation."""
@@ -103,6 +114,23 @@ def spec_counters(before: str, after: str) -> dict:
             "num_draft_tokens": int(second.draft_tokens - first.draft_tokens),
             "num_accepted_tokens": int(second.accepted_tokens - first.accepted_tokens),
             "accepted_per_position": [int(b - a) for a, b in zip(earlier, second.accepted_per_position)]}
+
+
+def histogram_sums(text: str, names) -> dict:
+    """name -> the sum of the histogram ``name``'s ``_sum`` samples over its labels, in a ``/metrics`` text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    sums = dict.fromkeys(names, 0.0)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.endswith("_sum") and sample.name[:-4] in sums:
+                sums[sample.name[:-4]] += sample.value
+    return sums
+
+
+#: vLLM's own per-request timings (engine core timestamps, no HTTP): scheduled to first token, first to last.
+PREFILL, DECODE = "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds"
+PREFIX_HITS = "vllm:prefix_cache_hits"
 
 
 def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
@@ -168,9 +196,15 @@ class VLLMEngine:
         self.draft_directory = options.draft and Path(options.draft)
         if options.draft_layers is not None:
             self.draft_directory = layer_draft_directory(self.model_directory, options.draft_layers)
-        ensure_vllm(vllm_home())  # installed (once) before any server: the one line saying so comes first
+        home = ensure_vllm(vllm_home())  # installed (once) before any server: the one line saying so comes first
+        if options.method == "suffix" and not any(home.glob("lib/python*/site-packages/arctic_inference")):
+            raise ValueError("vllm method suffix needs the arctic-inference package in vLLM's environment "
+                             f"({home}); the registry has it only as a source distribution whose build needs a CUDA "
+                             "toolchain (docs/engines.md, vLLM)")
         self.name = f"vllm ({', '.join(options.words())})"
+        self.model_path = Path(model)
         self._servers: dict = {}
+        self._draft_server: VLLMServer | None = None
 
     @staticmethod
     def _directory(model: Path) -> Path:
@@ -199,7 +233,7 @@ class VLLMEngine:
 
     def settings(self) -> dict:
         return dict(asdict(self.options), draft=self.draft_directory and self.draft_directory.name,
-                    model=self.model_directory.name, bound_cpus=_cpus(self.options.threads))
+                    model=self.model_directory.name, bound_cpus=_cpus(self.options.threads), dtype="float32")
 
     def known_deviations(self) -> list:
         """What vLLM says at start it does not apply under speculation (min_p, logit_bias), where the options or a
@@ -216,17 +250,69 @@ class VLLMEngine:
     def _body(self, ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
         return dict(completion_body(ids, horizon, sampling, seed, n), **self.options.request_fields())
 
+    def _timed(self, server: VLLMServer, body: dict) -> tuple[dict, float, float, dict]:
+        """(answer, vLLM's prefill and decode seconds for it, its spec-decode counters): one request alone on the
+        server, its timings the change of vLLM's timing histograms over it."""
+        before = server.metrics()
+        answer = server.post("/v1/completions", body)
+        after = server.metrics()
+        first, second = histogram_sums(before, (PREFILL, DECODE)), histogram_sums(after, (PREFILL, DECODE))
+        return answer, second[PREFILL] - first[PREFILL], second[DECODE] - first[DECODE], spec_counters(before, after)
+
     def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                      seed: int = 0) -> tuple[list, dict, float, float]:
-        """One continuation of ``prompt_ids``: its token ids, the counters, and (for the bench) the request's wall
-        seconds split as vLLM does not report: all of it after the first token, 0 before."""
-        server = self.server(speculate)
-        before = server.metrics()
-        started = time.perf_counter()
-        answer = server.post("/v1/completions", self._body(prompt_ids, horizon, sampling, seed, 1))
-        seconds = time.perf_counter() - started
+        """One continuation of ``prompt_ids`` (``ignore_eos``: the bench's runs have one length): its token ids; the
+        counters, with ``rounds`` (engine steps after the first token: each emits its accepted drafts and one
+        token); and vLLM's own seconds to the first token and after it."""
+        body = dict(self._body(prompt_ids, horizon, sampling, seed, 1), ignore_eos=True)
+        answer, prefill, decode, counters = self._timed(self.server(speculate), body)
         tokens = [token for token in _rows(answer, horizon)[0] if token != END]
-        return tokens, spec_counters(before, server.metrics()), 0.0, seconds
+        if counters:
+            counters["rounds"] = max(len(tokens) - 1 - counters["num_accepted_tokens"], 1)
+        return tokens, counters, prefill, decode
+
+    def _width_seconds(self, server: VLLMServer, ids: list, max_tokens: int, repeats: int) -> list:
+        """[k = 1..``max_tokens``]: vLLM's prefill seconds of k new tokens after ``ids`` held in its prefix cache (a
+        verify call's shape, with its one sample), medians over ``repeats``, k interleaved. ``ids`` is cut to whole
+        KV blocks of 16 so that the cache holds exactly it; a request that found no cached prefix is an error."""
+        block = 16
+        head, extra = list(ids[:len(ids) // block * block]), list(ids[-max_tokens:])
+        if not head:
+            raise ValueError(f"call costs need a prompt of at least {block} tokens, got {len(ids)}")
+        greedy = EngineSampling(0.0)
+        server.post("/v1/completions", completion_body(head, 1, greedy, 0, 1))  # the prefix into the cache
+        seconds: dict = {k: [] for k in range(1, max_tokens + 1)}
+        for _ in range(repeats):
+            for k in seconds:
+                hits = counters_of(server.metrics(), PREFIX_HITS)
+                _, prefill, _, _ = self._timed(server, completion_body(head + extra[:k], 1, greedy, 0, 1))
+                if counters_of(server.metrics(), PREFIX_HITS) - hits < len(head):
+                    raise ValueError("vLLM's prefix cache did not hold the prompt: call costs cannot be measured")
+                seconds[k].append(prefill)
+        return [statistics.median(seconds[k]) for k in seconds]
+
+    def _step_seconds(self, server: VLLMServer, ids: list, repeats: int, tokens: int = 33) -> float:
+        """vLLM's seconds per greedy token after the first (its decode time over the tokens after the first),
+        median of ``repeats`` runs."""
+        body = dict(completion_body(ids, tokens, EngineSampling(0.0), 0, 1), ignore_eos=True)
+        return statistics.median(self._timed(server, body)[2] / (tokens - 1) for _ in range(repeats))
+
+    def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 5) -> dict:
+        """The plain server's t_verify(k), k = 1..``max_tokens`` (``_width_seconds``: a call of k tokens and its
+        sample, so t_sample is what a decode step costs beyond t_verify(1), about 0); a draft model's t_draft (its
+        own step, ``_step_seconds``) and t_draft_batch(k) (its ``_width_seconds``: vLLM's draft model evaluates the
+        accepted tokens of each round) on a plain server of the draft; prompt lookup costs nothing
+        (docs/engines.md, Bench)."""
+        server = self.server(0)
+        t_verify = self._width_seconds(server, prompt_ids, max_tokens, repeats)
+        costs = {"t_verify": t_verify, "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids),
+                 "t_sample": max(self._step_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0)}
+        if self.draft_directory is None:
+            return costs
+        if self._draft_server is None:
+            self._draft_server = VLLMServer(self.draft_directory, self.options, None)
+        return dict(costs, t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
+                    t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats))
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:
@@ -245,25 +331,8 @@ class VLLMEngine:
         return EngineRun(tuple(rows), seconds, spec_counters(before, server.metrics()), n - len(rows),
                          sum(token != END for row in rows for token in row))
 
-    def prompt_logprobs(self, ids: list, top: int = 20) -> list:
-        """vLLM's reported log-probabilities of the plain server's law after ``ids`` (``prompt_logprobs`` of the
-        prompt's last position is not given; a one-token completion with ``logprobs`` = ``top`` is)."""
-        answer = self.server(0).post("/v1/completions", {**completion_body(ids, 1, EngineSampling(1.0), 0, 1),
-                                                          "logprobs": top})
-        return answer["choices"][0]["logprobs"]["top_logprobs"][0]
-
-    def generation_seconds(self, ids: list, speculate: int, tokens: int, repeats: int) -> list:
-        """Wall seconds of ``repeats`` greedy continuations of ``tokens`` tokens after ``ids`` (``ignore_eos``)."""
-        server, greedy = self.server(speculate), EngineSampling(0.0)
-        body = dict(completion_body(ids, tokens, greedy, 0, 1), ignore_eos=True)
-        seconds = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            server.post("/v1/completions", body)
-            seconds.append(time.perf_counter() - started)
-        return seconds
-
     def close(self) -> None:
-        for server in self._servers.values():
+        for server in [*self._servers.values(), *([self._draft_server] if self._draft_server else [])]:
             server.stop()
         self._servers.clear()
+        self._draft_server = None

@@ -54,7 +54,8 @@ class VLLMOptions:
     for draft_model ``draft`` (an HF directory) or ``draft_layers`` (SmolLM2's first K layers, written once as an HF
     directory) and ``draft_sampling`` (``DRAFT_SAMPLING``); ``verify`` (``VERIFIERS``); ``threads`` (the OpenMP
     threads, bound to that many of this process's CPUs), ``kv`` (GiB of KV cache), ``seqs`` (--max-num-seqs),
-    ``completions`` (samples per request, ``n``), ``context`` (--max-model-len); and what every request carries
+    ``completions`` (samples per request, ``n``), ``context`` (--max-model-len), ``eager`` (1: --enforce-eager, no
+    compile warm-up: a start in seconds instead of minutes, slower decoding); and what every request carries
     beyond the common parameters: ``fields`` ((key, number) of ``REQUEST_FIELDS``), ``stop`` (stop strings) and
     ``logit_bias`` ((token, bias))."""
 
@@ -70,6 +71,7 @@ class VLLMOptions:
     seqs: int = 16
     completions: int = 16
     context: int = 1024
+    eager: int = 0
     fields: tuple = ()
     stop: tuple = ()
     logit_bias: tuple = ()
@@ -77,8 +79,8 @@ class VLLMOptions:
     WORDS = {"method": "method", "lookup-min": "lookup_min", "lookup-max": "lookup_max", "draft": "draft",
              "draft-layers": "draft_layers", "draft-sampling": "draft_sampling", "verify": "verify",
              "threads": "threads", "kv": "kv", "seqs": "seqs", "completions": "completions", "context": "context",
-             "field": "fields", "stop": "stop", "logit-bias": "logit_bias"}
-    INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context")
+             "eager": "eager", "field": "fields", "stop": "stop", "logit-bias": "logit_bias"}
+    INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context", "eager")
 
     def __post_init__(self) -> None:
         from spectheory.validation import as_int
@@ -106,6 +108,7 @@ class VLLMOptions:
         as_int("seqs", self.seqs, low=1, high=1024)
         as_int("completions", self.completions, low=1, high=self.seqs)
         as_int("context", self.context, low=64, high=1 << 20)
+        as_int("eager", self.eager, low=0, high=1)
         drafts = (self.draft is not None) + (self.draft_layers is not None)
         if (self.method == "draft_model") != (drafts == 1):
             raise ValueError("vllm method=draft_model needs one of draft=DIR or draft-layers=K" if
@@ -169,6 +172,6 @@ class VLLMOptions:
             f" lookup {self.lookup_min}-{self.lookup_max}" if self.method == "ngram" else "") + (
             f" {self.draft_layers} layers" if self.draft_layers else f" {Path(self.draft).name}" if self.draft else "") + (
             f" {self.draft_sampling} drafts" if self.method == "draft_model" else "")
-        return [method] + [f"{key} {value:g}" for key, value in self.fields] + [
+        return [method] + ["eager"] * bool(self.eager) + [f"{key} {value:g}" for key, value in self.fields] + [
             f"stop {json.dumps(list(self.stop))}"] * bool(self.stop) + [
             f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,7 +161,7 @@ class RowVerdict:
 
     row: int
     draws: int
-    statistic: float
+    statistic: float | None
     dof: int
     p_value: float
     tv: float
@@ -180,12 +181,12 @@ def _g_test(counts: dict, law: dict) -> RowVerdict:
     cells_e, cells_o = np.array(cells_e), np.array(cells_o)
     tv = 0.5 * float(np.abs(observed / n - expected / n).sum())
     if impossible:
-        return RowVerdict(-1, n, math.inf, len(cells_e) - 1, 0.0, tv, impossible)
+        return RowVerdict(-1, n, None, len(cells_e) - 1, 0.0, tv, impossible)  # no statistic: the law is broken
     if len(cells_e) < 2:  # one possible outcome, and only it came out
         return RowVerdict(-1, n, 0.0, 0, 1.0, tv, 0)
-    keep = cells_e > 0
-    g = 2.0 * float(np.sum(np.where(cells_o[keep] > 0, cells_o[keep] * np.log(cells_o[keep] / cells_e[keep]), 0.0)))
-    dof = int(keep.sum()) - 1
+    seen = cells_o > 0
+    g = 2.0 * float(np.sum(cells_o[seen] * np.log(cells_o[seen] / cells_e[seen])))
+    dof = len(cells_e) - 1
     return RowVerdict(-1, n, g, dof, float(stats.chi2.sf(g, dof)), tv, 0)
 
 
@@ -233,3 +234,57 @@ def audit_rejection_sampler(python: Path, *, draws: int = 1_000_000, repeats: in
                              error=result.get("error")))
     return {"vllm": found["vllm"], "torch": found["torch"], "patch": list(patch), "draws": draws, "seed": seed,
             "level": level, "cases": verdicts}
+
+
+def lines(found: dict) -> list:
+    """The printed verdict table of ``audit_rejection_sampler``'s document."""
+    out = [f"vLLM {found['vllm']} rejection sampler as a function (patch: {', '.join(found['patch']) or 'none'}), "
+           f"{found['draws']:,} draws a case, level {found['level']}"]
+    for case in found["cases"]:
+        verdict = "PASS" if case["passed"] else "FAIL"
+        worst = max((row["tv"] for row in case["rows"]), default=float("nan"))
+        detail = case.get("error") or (f"p = {case['p_value']:.3g}, largest TV {worst:.4f}, detectable TV "
+                                        f"{case['detectable_tv']:.4f}")
+        out.append(f"  {case['case']:30s} {verdict} ({detail}); expected {case['expected'].upper()}")
+    return out
+
+
+def main(argv=None) -> int:
+    """``python3 -m engines.vllm_sampler [--draws N] [--patch expand] [--out FILE.json] [CASE ...]``."""
+    import argparse
+
+    from engines.build import ensure_vllm, vllm_home
+    from spectheory.outputs import check_writable, write_json
+
+    parser = argparse.ArgumentParser(prog="python3 -m engines.vllm_sampler", description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to run (default all: {', '.join(CASES)})")
+    parser.add_argument("--draws", type=int, default=1_000_000, help="draws a case (default 1,000,000)")
+    parser.add_argument("--repeats", type=int, default=2000, help="copies of a case's rows in one call (default 2000)")
+    parser.add_argument("--patch", action="append", choices=PATCHES, default=[], help="patch vLLM first")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--level", type=float, default=0.01)
+    parser.add_argument("--out", metavar="FILE.json")
+    args = parser.parse_args(argv)
+    try:
+        if args.out:
+            check_writable(args.out)
+        from spectheory.validation import as_int
+
+        as_int("draws", args.draws, low=100, high=100_000_000)
+        as_int("repeats", args.repeats, low=1, high=100_000)
+        found = audit_rejection_sampler(ensure_vllm(vllm_home()) / "bin" / "python", draws=args.draws,
+                                        repeats=args.repeats, seed=args.seed, level=args.level,
+                                        patch=tuple(args.patch), names=args.cases or None)
+    except ValueError as error:
+        print(f"python3 -m engines.vllm_sampler: error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines(found)))
+    if args.out:
+        import shlex
+
+        write_json(args.out, found, command="python3 -m engines.vllm_sampler " + shlex.join(argv or sys.argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

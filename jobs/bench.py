@@ -15,7 +15,7 @@ from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
-from engines import open_engine, speculation_fixed
+from engines import EngineSampling, open_engine, speculation_fixed
 from engines.bench import check_benchable, engine_bench as measure_engine, engine_bench_lines, server_bench
 from jobs.spec_bench import ALL, engine_table, measure_table
 from measure.alpha import MAX_PROMPTS
@@ -87,6 +87,25 @@ def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
     return len(prompts) * tokens / (time.perf_counter() - started)
 
 
+def _peers(engine, target) -> dict:
+    """llama.cpp in-process on the same GGUF file beside any other engine, where it is built (docs/engines.md, Bench):
+    name -> a call of (prompts, tokens) giving its plain greedy tokens per second after the first token."""
+    import importlib.util
+
+    if engine.name.startswith("llama-cpp") or importlib.util.find_spec("llama_cpp") is None or \
+            not str(engine.model_path).endswith(".gguf"):
+        return {}
+    peer = open_engine("llama-cpp", gguf=target)
+
+    def rate(prompts: list, tokens: int) -> float:
+        decode = made = 0
+        for ids in prompts:
+            row, _, _, after = peer.generate_ids(ids, tokens, EngineSampling(0.0))
+            decode, made = decode + after, made + len(row) - 1
+        return made / decode
+    return {"llama.cpp (llama-cpp-python)": rate}
+
+
 def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
     """Two servers by URL, end to end (``engines.bench.server_bench``)."""
     with progress_bar(None, total=2 * (runs["repeats"] + runs["warmup"]), desc="server bench", unit="run") as bar:
@@ -134,7 +153,8 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
     other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts,
                           rows).tolist() if forecast_prompts else None
     with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
-        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, forecast_prompts=other, **runs)
+        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, forecast_prompts=other,
+                                  peers=_peers(engine, target), **runs)
     document.update(task=task, cpu=document["environment"]["host"]["cpu"],
                     ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens))
     return _written(document, engine_bench_lines(document), out, command)

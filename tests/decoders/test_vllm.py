@@ -1,0 +1,70 @@
+"""vLLM's CPU build (engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the exact
+law (engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced unpatched and
+gone patched; and one live server pair, eager, on SmolLM2: greedy decoding with n-gram speculation token-identical
+to the plain server's, its counters read from /metrics. CI installs vLLM, so there these tests run; elsewhere they
+skip when it is missing. The heavy audits (10,000 samples a side per setting, 10^6 draws a case) are committed
+results with their commands (results/vllm/), not tests."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engines.base import EngineSampling
+from engines.build import vllm_home
+from engines.vllm import is_installed
+
+if not is_installed():
+    if os.environ.get("CI"):
+        raise RuntimeError("vLLM is not installed: the test command's set-up (.ci/install) installs it")
+    pytest.skip("vLLM is not installed (bash .ci/install installs it)", allow_module_level=True)
+
+PYTHON = vllm_home() / "bin" / "python"
+REPRO = Path(__file__).resolve().parents[2] / "docs" / "upstream" / "vllm_cpu_expand_repro.py"
+
+
+def test_rejection_sampler_against_exact_law_patched():
+    """Patched (docs/upstream/vllm-cpu-expand.patch), vLLM's rejection sampler keeps the exact law on a mixed batch
+    (greedy and sampled rows, draft lengths 0-3, random order) and with draft probabilities (G-tests at level 0.01
+    over each case's rows: false-positive probability at most 0.01 a case); the controls fail: draft probabilities
+    withheld (p = 0 when written, TV 0.79) and min-p, which it does not apply (TV 0.33). 20,000 draws a case."""
+    from engines.vllm_sampler import audit_rejection_sampler
+
+    found = audit_rejection_sampler(PYTHON, draws=20000, repeats=1000, patch=("expand",), names=[
+        "sampled_with_probs", "mixed_greedy_sampled_lengths", "control_probs_withheld", "control_min_p"])
+    verdicts = {case["case"]: case for case in found["cases"]}
+    assert verdicts["sampled_with_probs"]["passed"] and verdicts["mixed_greedy_sampled_lengths"]["passed"]
+    assert not verdicts["control_probs_withheld"]["passed"] and not verdicts["control_min_p"]["passed"]
+    assert max(row["tv"] for row in verdicts["control_probs_withheld"]["rows"]) > 0.3
+
+
+def test_cpu_expand_bug_reproduced_unpatched_and_gone_patched():
+    """The upstream reproduction, standalone: unpatched, expand returns uninitialised float32 and int32 values and
+    the first token leaves softmax(logits) (exit 1); patched it passes (exit 0)."""
+    unpatched = subprocess.run([str(PYTHON), str(REPRO)], capture_output=True, text=True, timeout=600)
+    patched = subprocess.run([str(PYTHON), str(REPRO), "--patched"], capture_output=True, text=True, timeout=600)
+    assert unpatched.returncode == 1 and "WRONG" in unpatched.stdout, unpatched.stdout + unpatched.stderr
+    assert patched.returncode == 0 and "WRONG" not in patched.stdout, patched.stdout + patched.stderr
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from engines import open_engine
+
+    opened = open_engine("vllm:eager=1,seqs=8,completions=8")
+    yield opened
+    opened.close()
+
+
+def test_greedy_ngram_speculation_against_plain_decoding(engine):
+    """Greedy decoding with n-gram speculation (3 tokens) is the plain server's, token for token, on the rewrite
+    prompt (where prompt lookup finds text to copy), and the drafting server's /metrics count what it drafted."""
+    from engines.audit import ENGINE_PROMPT
+
+    greedy = EngineSampling(0.0)
+    plain = engine.generate(ENGINE_PROMPT, 1, 32, greedy)
+    drafted = engine.generate(ENGINE_PROMPT, 1, 32, greedy, speculate=3)
+    assert drafted.rows == plain.rows and plain.counters == {}
+    assert 0 < drafted.counters["num_accepted_tokens"] <= drafted.counters["num_draft_tokens"]
+    assert sum(drafted.counters["accepted_per_position"]) == drafted.counters["num_accepted_tokens"]

@@ -1,0 +1,41 @@
+"""The vLLM engine's options (engines.vllm_options) against vLLM's CPU build: what it lacks is one line before any
+server starts or anything is installed; what it takes becomes vLLM's --speculative-config. No vLLM needed."""
+
+import pytest
+
+from engines import open_engine
+from engines.vllm_options import VLLMOptions
+
+
+@pytest.mark.parametrize("words, message", [
+    ("method=eagle3", "needs an EAGLE-3 head"),
+    ("method=mtp", "multi-token-prediction"),
+    ("method=magic", "method must be one of ngram, draft_model, suffix or none"),
+    ("verify=block", "block verification runs in vLLM's V2 model runner"),
+    ("verify=synthetic", "not exact by design"),
+    ("method=draft_model", "needs one of draft=DIR or draft-layers=K"),
+    ("method=ngram,draft-layers=8", "takes no draft"),
+    ("draft-sampling=probabilistic", "applies to method=draft_model only"),
+    ("lookup-min=5,lookup-max=3", "lookup_max must be"),
+    ("threads=two", "threads must be an integer"),
+    ("field=temperature:2", "field must be KEY:NUMBER"),
+    ("colour=red", "vllm options are method="),
+])
+def test_bad_options_against_one_line_error_before_any_server(words, message):
+    with pytest.raises(ValueError, match=message):
+        open_engine(f"vllm:{words}")
+
+
+def test_speculative_config_against_vllm_field_names():
+    ngram = VLLMOptions.parse("lookup-min=1,lookup-max=3")
+    assert ngram.speculative_config(4, None) == {"method": "ngram", "num_speculative_tokens": 4,
+                                                 "prompt_lookup_min": 1, "prompt_lookup_max": 3,
+                                                 "rejection_sample_method": "standard"}
+    assert ngram.speculative_config(0, None) is None
+    draft = VLLMOptions.parse("method=draft_model,draft-layers=16,draft-sampling=probabilistic")
+    assert draft.speculative_config(2, "/d") == {"method": "draft_model", "num_speculative_tokens": 2, "model": "/d",
+                                                 "draft_sample_method": "probabilistic",
+                                                 "rejection_sample_method": "standard"}
+    assert VLLMOptions.parse("method=none").speculative_config(4, None) is None
+    assert VLLMOptions.parse("stop=\n\n,field=presence_penalty:0.5").request_fields() == {
+        "presence_penalty": 0.5, "stop": ["\n\n"]}
