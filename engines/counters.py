@@ -8,7 +8,8 @@ from pathlib import Path
 
 from spectheory.metrics import EngineCounts
 
-__all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts", "read_counts_file"]
+__all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts", "read_counts_file",
+           "read_counts_url"]
 
 
 def _sum_samples(samples: list, name: str, label: str | None = None) -> dict:
@@ -86,8 +87,32 @@ def read_counts(text: str) -> EngineCounts:
     return counts_from_vllm(text)
 
 
+def read_counts_url(url: str, what: str = "--from-metrics") -> EngineCounts:
+    """``read_counts`` of what GET ``url`` answers: a live server's ``/metrics`` (vLLM's; ``/metrics`` is added to a
+    bare ``http://host:port``); one-line errors naming ``what``."""
+    import urllib.request
+    from urllib.parse import urlparse
+
+    if urlparse(url).path in ("", "/"):
+        url = url.rstrip("/") + "/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            text = answer.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{what} {url!r} does not answer ({error})") from None
+    try:
+        return read_counts(text)
+    except ValueError as error:
+        raise ValueError(f"{what} {url!r}: {error}") from None
+
+
 def read_counts_file(path: str, what: str = "--from-metrics") -> EngineCounts:
-    """``read_counts`` of the text file ``path``; one-line errors naming ``what`` (the argument that gave it)."""
+    """``read_counts`` of the text file ``path``, or of a live server where ``path`` is an http(s) URL
+    (``read_counts_url``); one-line errors naming ``what`` (the argument that gave it)."""
+    from engines.openai import is_url
+
+    if is_url(path):
+        return read_counts_url(path, what)
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"{what} {path!r} does not exist")

