@@ -35,6 +35,9 @@ __all__ = ["VLLMServer", "VLLMEngine", "VLLMOptions", "is_installed", "layer_dra
 
 #: Seconds a starting server may take to answer /health: 90-110 s on 2 busy cores, most of it compile warm-up.
 START_SECONDS = 900.0
+#: KV block size: the prefix cache holds whole blocks only, and the CPU default (128) would hold nothing of a short
+#: prompt, so every sample would prefill the whole prompt again; 32 is the smallest the CPU attention takes.
+KV_BLOCK = 32
 #: The known deviation vLLM announces at start (vllm/v1/sample/logits_processor/__init__.py).
 IGNORED_UNDER_SPECULATION = ("min_p", "logit_bias")
 
@@ -68,6 +71,7 @@ class VLLMServer(ServerProcess):
         command = [home / "bin" / "python", "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                    "--served-model-name", "target", "--dtype", "float32", "--max-model-len", options.context,
                    "--max-num-seqs", options.seqs, "--max-num-batched-tokens", max(2048, 128 * options.seqs),
+                   "--block-size", KV_BLOCK,
                    "--seed", 0, "--generation-config", "vllm", "--max-logprobs", 20,
                    "--disable-uvicorn-access-log"]
         if speculative:
@@ -105,16 +109,21 @@ def spec_counters(before: str, after: str) -> dict:
     ``num_draft_tokens``, ``num_accepted_tokens`` and ``accepted_per_position`` (a list); {} without speculation."""
     from engines.counters import counts_from_vllm
 
-    try:
-        first, second = counts_from_vllm(before), counts_from_vllm(after)
-    except ValueError:
+    def read(text: str) -> tuple:  # (drafts, draft tokens, accepted, accepted per position); zeros before any draft
+        try:
+            counts = counts_from_vllm(text)
+        except ValueError:
+            return None
+        return counts.drafts, counts.draft_tokens, counts.accepted_tokens, counts.accepted_per_position
+
+    second = read(after)
+    if second is None:  # no spec-decode counters: a plain server, or a drafting one that has not drafted yet
         return {}
-    positions = len(second.accepted_per_position)
-    earlier = tuple(first.accepted_per_position) + (0.0,) * (positions - len(first.accepted_per_position))
-    return {"num_drafts": int(second.drafts - first.drafts),
-            "num_draft_tokens": int(second.draft_tokens - first.draft_tokens),
-            "num_accepted_tokens": int(second.accepted_tokens - first.accepted_tokens),
-            "accepted_per_position": [int(b - a) for a, b in zip(earlier, second.accepted_per_position)]}
+    first = read(before) or (0.0, 0.0, 0.0, ())
+    earlier = tuple(first[3]) + (0.0,) * (len(second[3]) - len(first[3]))
+    return {"num_drafts": int(second[0] - first[0]), "num_draft_tokens": int(second[1] - first[1]),
+            "num_accepted_tokens": int(second[2] - first[2]),
+            "accepted_per_position": [int(b - a) for a, b in zip(earlier, second[3])]}
 
 
 def histogram_sums(text: str, names) -> dict:
@@ -276,8 +285,9 @@ class VLLMEngine:
     def _width_seconds(self, server: VLLMServer, ids: list, max_tokens: int, repeats: int) -> list:
         """[k = 1..``max_tokens``]: vLLM's prefill seconds of k new tokens after ``ids`` held in its prefix cache (a
         verify call's shape, with its one sample), medians over ``repeats``, k interleaved. ``ids`` is cut to whole
-        KV blocks of 16 so that the cache holds exactly it; a request that found no cached prefix is an error."""
-        block = 16
+        KV blocks (``KV_BLOCK``) so that the cache holds exactly it; a request that found no cached prefix is an
+        error."""
+        block = KV_BLOCK
         head, extra = list(ids[:len(ids) // block * block]), list(ids[-max_tokens:])
         if not head:
             raise ValueError(f"call costs need a prompt of at least {block} tokens, got {len(ids)}")

