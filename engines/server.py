@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -45,10 +46,16 @@ class ServerProcess:
         self._log_path = log
         self._log = open(log, "ab") if log else subprocess.DEVNULL
         self.process = subprocess.Popen([*map(str, command), "--host", "127.0.0.1", "--port", str(self.port)],
-                                        stdout=self._log, stderr=self._log, env=environment,
+                                        stdout=self._log, stderr=self._log, env=environment, start_new_session=True,
                                         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         atexit.register(self.stop)
         self._wait_ready(described, start_seconds)
+
+    def _signal(self, number: int) -> None:
+        try:
+            os.killpg(self.process.pid, number)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def healthy(self) -> bool:
         """Whether the server answers its health check (here: GET /health answers 200)."""
@@ -82,12 +89,15 @@ class ServerProcess:
         return post_json(self.url + path, body, timeout)
 
     def stop(self) -> None:
+        """SIGTERM to the server's process group (its own session: a server's helpers, such as vLLM's engine core
+        and workers, go with it), SIGKILL to the group after 10 s."""
         if self.process.poll() is None:
-            self.process.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                self._signal(signal.SIGKILL)
                 self.process.wait()
+        self._signal(signal.SIGKILL)  # whatever of the group outlived its leader
         if self._log is not subprocess.DEVNULL and not self._log.closed:
             self._log.close()

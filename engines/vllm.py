@@ -54,10 +54,15 @@ def _cpus(threads: int) -> str:
 
 
 def server_environment(home: Path, options: VLLMOptions) -> dict:
-    """The environment a vLLM server runs in (module docstring), offline."""
+    """The environment a vLLM server runs in (module docstring), offline. Intel OpenMP's threads sleep as soon as they
+    are idle (``KMP_BLOCKTIME=0``; its default spins 200 ms, and two servers, or a server beside the toolkit, bound
+    to the same cores then starve each other: one step of a drafting server took over 300 s beside three others,
+    and vLLM's execute_model timeout, 300 s, killed it), and a step may take an hour before vLLM gives up on it."""
     openmp = home / "lib" / "libiomp5.so"
     preload = [str(openmp)] * openmp.is_file() + list(filter(None, [os.environ.get("LD_PRELOAD")]))
     return dict(os.environ, LD_PRELOAD=" ".join(preload), VLLM_CPU_OMP_THREADS_BIND=_cpus(options.threads),
+                KMP_BLOCKTIME=os.environ.get("KMP_BLOCKTIME", "0"),
+                VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600"),
                 VLLM_CPU_KVCACHE_SPACE=str(options.kv), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                 VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false")
 
@@ -278,7 +283,9 @@ class VLLMEngine:
         body = dict(self._body(prompt_ids, horizon, sampling, seed, 1), ignore_eos=True)
         answer, prefill, decode, counters = self._timed(self.server(speculate), body)
         tokens = [token for token in _rows(answer, horizon)[0] if token != END]
-        if counters:
+        if speculate and self.options.method:  # a drafting server's counters, zeros where it found nothing to draft
+            counters = counters or {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
+                                    "accepted_per_position": [0] * speculate}
             counters["rounds"] = max(len(tokens) - 1 - counters["num_accepted_tokens"], 1)
         return tokens, counters, prefill, decode
 

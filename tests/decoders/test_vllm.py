@@ -69,3 +69,14 @@ def test_greedy_ngram_speculation_against_plain_decoding(engine):
     assert drafted.rows == plain.rows and plain.counters == {}
     assert 0 < drafted.counters["num_accepted_tokens"] <= drafted.counters["num_draft_tokens"]
     assert sum(drafted.counters["accepted_per_position"]) == drafted.counters["num_accepted_tokens"]
+
+
+def test_close_against_leftover_processes(engine):
+    """close() stops every server with its helpers (vLLM's API server, engine core and worker are one process
+    group): none of the groups has a process left."""
+    groups = [server.process.pid for server in engine._servers.values()]
+    assert groups
+    engine.close()
+    for group in groups:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(group, 0)
