@@ -237,7 +237,7 @@ def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repe
 def engine_bench_lines(document: dict) -> list:
     lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
              f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
-             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (llama.cpp "
+             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (the engine "
              f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)",
              f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
              f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
