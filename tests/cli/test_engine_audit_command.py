@@ -34,7 +34,9 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
-    (["--engine", "vllm"], "engine must be one of llama-cpp, llama-server[:OPTIONS] or an http(s):// URL, got 'vllm'"),
+    (["--engine", "sglang"], "engine must be one of llama-cpp, llama-server[:OPTIONS], vllm[:OPTIONS] or an http(s):// "
+                             "URL, got 'sglang'"),
+    (["--engine", "vllm:method=eagle3"], "vllm method eagle3 needs an EAGLE-3 head"),
     (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
     (["--engine", "llama-server", "--against", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
     (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),

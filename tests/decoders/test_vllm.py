@@ -24,6 +24,7 @@ PYTHON = vllm_home() / "bin" / "python"
 REPRO = Path(__file__).resolve().parents[2] / "docs" / "upstream" / "vllm_cpu_expand_repro.py"
 
 
+@pytest.mark.slow  # the standalone reproduction below shows the bug by default; this is results/vllm's audit, small
 def test_rejection_sampler_against_exact_law_patched():
     """Patched (docs/upstream/vllm-cpu-expand.patch), vLLM's rejection sampler keeps the exact law on a mixed batch
     (greedy and sampled rows, draft lengths 0-3, random order; G-tests at level 0.01 over the case's rows:
