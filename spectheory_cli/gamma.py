@@ -28,9 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="measured mean tokens per iteration (with the bonus/correction token); "
                              "with --gamma, reports the implied alpha and its table")
     source.add_argument("--from-metrics", metavar="FILE|URL",
-                        help="an engine's counters: vLLM's Prometheus text (/metrics, a file or a live server's URL, "
-                             "http://host:port[/metrics]), an SGLang response or its meta_info (JSON), a llama.cpp "
-                             "server response or its timings (JSON)")
+                        help="an engine's counters: vLLM's /metrics (a file, or a live server's URL), an SGLang response "
+                             "or its meta_info (JSON), a llama.cpp server response or its timings (JSON)")
     parser.add_argument("--gamma", type=int, metavar="G",
                         help="the gamma at which --tokens-per-iteration was measured; with --from-metrics, the "
                              "engine's draft length where its counters do not say (SGLang, llama.cpp)")
