@@ -38,8 +38,6 @@ START_SECONDS = 900.0
 #: KV block size: the prefix cache holds whole blocks only, and the CPU default (128) would hold nothing of a short
 #: prompt, so every sample would prefill the whole prompt again; 32 is the smallest the CPU attention takes.
 KV_BLOCK = 32
-#: The known deviation vLLM announces at start (vllm/v1/sample/logits_processor/__init__.py).
-IGNORED_UNDER_SPECULATION = ("min_p", "logit_bias")
 
 
 def is_installed() -> bool:

@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.llama_server_options import _float_or_text
+
 __all__ = ["METHODS", "DRAFT_SAMPLING", "VERIFIERS", "REQUEST_FIELDS", "VLLMOptions"]
 
 #: Speculative methods vLLM 0.32's CPU build starts (vllm/config/speculative.py): prompt lookup, a draft model, and
@@ -38,13 +40,6 @@ REFUSED_VERIFIERS = {
 }
 #: Request fields beyond the engines' common ones (``field=KEY:NUMBER``) that vLLM's completions take.
 REQUEST_FIELDS = ("presence_penalty", "frequency_penalty", "min_tokens")
-
-
-def _number(value: str) -> float | str:
-    try:
-        return float(value)
-    except ValueError:
-        return value
 
 
 @dataclass(frozen=True)
@@ -141,7 +136,7 @@ class VLLMOptions:
             if name in ("fields", "logit_bias"):
                 first, _, number = value.partition(":")
                 first = int(first) if name == "logit_bias" and first.isdigit() else first
-                values[name] = values.get(name, ()) + ((first, _number(number)),)
+                values[name] = values.get(name, ()) + ((first, _float_or_text(number)),)
             elif name == "stop":
                 values[name] = values.get(name, ()) + (value,)
             elif name == "method" and value == "none":

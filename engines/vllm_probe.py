@@ -146,10 +146,13 @@ def run_case(case: dict, sampler, random: torch.Generator) -> dict:
     calls = -(-int(case["draws"]) // repeats)
     drawn = any(row.get("draft_law") is not None for row in base)
     outputs = []  # (base row of each slot [B], outputs [B, k + 1]) per call
+    per_order = -(-calls // orders)  # calls made in one order
+    order: list = []
     for call in range(calls):
-        if call % -(-calls // orders) == 0 or drawn:
-            order = torch.randperm(len(base) * repeats, generator=random).tolist() if call % -(-calls // orders) == 0 \
-                else order
+        fresh = call % per_order == 0
+        if fresh:
+            order = torch.randperm(len(base) * repeats, generator=random).tolist()
+        if fresh or drawn:  # laid out again in a new order, or with drafts drawn afresh
             rows, metadata, logits, metadata_s, probs = _batch(base, order, vocab, random, call * len(order))
             if case.get("draft_probs", "given") == "withheld":
                 probs = None
