@@ -12,13 +12,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
+from engines.audit_model import against_model, check_model_law, model_lines, numeric_tv
 from engines.base import END, Engine, EngineRun, EngineSampling, capability
 from engines.registry import is_samples_file, speculation_fixed
 from spectheory.validation import as_int
 
 __all__ = ["GreedyCheck", "greedy_checks", "probabilities_check", "LOGPROB_TOLERANCE", "diagnose_difference",
-           "numeric_tv", "against_model", "check_model_law", "batch_shape_difference", "as_categories",
-           "compare_runs", "greedy_audit", "greedy_lines", "two_sample_document", "model_lines", "samples_side",
+           "batch_shape_difference", "as_categories",
+           "compare_runs", "greedy_audit", "greedy_lines", "two_sample_document", "samples_side",
            "engine_side", "EngineAuditRequest", "run_engine_audit", "SECOND_SIDE_SEED", "ENGINE_PROMPT"]
 
 #: Seeds of the second side start here, so that the two sides never share one (module docstring).
@@ -110,16 +111,6 @@ def probabilities_check(token_logprobs, prompt_ids: list, horizon: int, gammas, 
             "passed": not any(check["wrong"] for check in checks)}
 
 
-def numeric_tv(engine_logits: np.ndarray, our_logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Per position, the total variation between the engine's and our model's laws at ``temperature`` from
-    their logits ``[S, V]``: what the numeric difference alone (quantized kernels against float32) costs."""
-    def softmax(logits):
-        scaled = logits / temperature
-        weights = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
-        return weights / weights.sum(axis=-1, keepdims=True)
-    return 0.5 * np.abs(softmax(engine_logits) - softmax(our_logits)).sum(axis=-1)
-
-
 def batch_shape_difference(engine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
     """An engine's logits (its ``all_logits``) at the positions of ``tokens`` after ``prompt_ids``, evaluated one
     token per call (the plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per
@@ -152,52 +143,6 @@ def compare_runs(a: EngineRun, b: EngineRun, level: float) -> TwoSampleReport:
     """The two-sample test of two engine runs' rows."""
     left, right = as_categories(a.rows, b.rows)
     return two_sample_test(left, right, level)
-
-
-def check_model_law(sampling: EngineSampling) -> None:
-    """Refuse sampling parameters under which our sampler's law is not llama.cpp's (one line at the CLI)."""
-    if sampling.min_p or sampling.repeat_penalty != 1.0 or (sampling.top_p < 1.0 and sampling.temperature != 1.0):
-        raise ValueError("--against model needs a law our sampler computes in llama.cpp's order: no --min-p, no "
-                         "--repeat-penalty, and --top-p only at temperature 1 (llama.cpp truncates before the "
-                         "temperature, we after); compare with --against plain instead")
-
-
-def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float,
-                  seed: int) -> dict:
-    """The engine's samples (ids, in-process) audited against our model of the same GGUF file by the
-    statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
-    variation between the two laws along the prompt's last position and the engine's greedy continuation."""
-    import torch
-
-    from decoders.audit.samples import EngineSamples
-    from decoders.audit.statistical import audit_sampler
-    from decoders.zoo import load_named
-    from decoders.sampling import Sampling
-
-    missing = [name for name in ("model_path", "tokenize", "all_logits") if capability(engine, name) is None]
-    if missing:
-        raise ValueError(f"--against model needs an engine with {', '.join(missing)} (docs/engines.md §2), as the "
-                         f"in-process engine (--engine llama-cpp) has; {engine.name} has not")
-    check_model_law(sampling)
-    if any(END in row for row in run.rows):
-        raise ValueError("a sample ended (end of sequence) before the horizon: lower --horizon for --against model")
-    target, _ = load_named(str(engine.model_path), role="target", timed=False)
-    ids = engine.tokenize(prompt)
-    horizon = len(run.rows[0])
-    greedy = engine.generate(prompt, 1, horizon, EngineSampling(0.0)).rows[0]
-    sequence = list(ids) + [token for token in greedy if token != END]
-    with torch.no_grad():
-        ours = target.forward(torch.tensor([sequence]), target.new_state(1, len(sequence)))[0].double().numpy()
-    scores = engine.all_logits([sequence])
-    tv = numeric_tv(scores[len(ids) - 1:len(sequence) - 1], ours[len(ids) - 1:len(sequence) - 1],
-                    max(sampling.temperature, 1e-6))
-    tokens = torch.tensor([list(row) for row in run.rows], dtype=torch.int64)
-    ours_sampling = Sampling(sampling.temperature, sampling.top_k or None,
-                             None if sampling.top_p >= 1.0 else sampling.top_p)
-    report = audit_sampler(EngineSamples(tuple(ids), tokens).sampler(), target, list(ids), ours_sampling,
-                           n=len(tokens), horizon=horizon, seed=seed, level=level)
-    return {"numeric_tv": tv.tolist(), "audit": report.as_dict(), "passed": report.passed,
-            "detectable_tv": report.as_dict().get("detectable_tv")}
 
 
 def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> dict:
@@ -269,15 +214,6 @@ def two_sample_document(a_text: str, a: EngineRun, b_text: str, b: EngineRun, sa
     if ratio is not None:
         lines.append(f"samples a second: {rates[0]:.1f} against {rates[1]:.1f} (ratio {ratio:.2f})")
     return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines
-
-
-def model_lines(found: dict, described: str, model: str, sampling: EngineSampling) -> list:
-    """The printed lines of ``against_model``'s result."""
-    tv = found["numeric_tv"]
-    return [f"audit: {described} against our float32 model of {model}; {sampling.describe()}",
-            f"numeric difference alone (llama.cpp's quantized kernels against our float32), total variation per "
-            f"position along its greedy text: median {float(np.median(tv)):.4f}, max {max(tv):.4f}",
-            f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}"]
 
 
 def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[str, EngineRun]:

@@ -95,9 +95,10 @@ CAPABILITIES = {
                       "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
                       "audited)",
     "logits_after": "logits_after(chunks, row) -> logits [V] after evaluating chunks of ids, one call each "
-                    "(without: greedy differences are not diagnosed)",
+                    "(without: greedy differences are not diagnosed, and --against model needs all_logits)",
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
-                  "(without: no --against model, no batch-shape numerics)",
+                  "(without: --against model reads logits_after a position at a time, or is refused; no batch-shape "
+                  "numerics)",
     "known_deviations": "known_deviations() -> [lines]: deviations found in this engine under its settings, with the "
                         "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
 }

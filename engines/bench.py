@@ -35,7 +35,8 @@ from spectheory.optimum import best_gamma_row
 from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
 
-__all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "BENCH_CAPABILITIES"]
+__all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "predicted_round",
+           "BENCH_CAPABILITIES"]
 
 ENGINE_GREEDY = EngineSampling(temperature=0.0)
 SPEEDUP_TOLERANCE = 0.03  # a measured speedup is known when its 95% interval is within +-3% (issue 55)
@@ -84,7 +85,7 @@ def _spread(values: list) -> list:
     return [min(values), statistics.median(values), max(values)]
 
 
-def _predicted(counters: dict, costs: dict) -> tuple:
+def predicted_round(counters: dict, costs: dict) -> tuple:
     """(tokens per round, mean proposal length, predicted seconds per round, predicted speedup) from a path's
     ``counters`` and the engine's call ``costs`` (module docstring)."""
     rounds = counters["rounds"]
@@ -103,7 +104,7 @@ def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None
     ratios = [p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
               for p, r in zip(plain, runs)]  # decode seconds per token after the first, plain over speculative
     counters = runs[0]["counters"]
-    per_iteration, lengths, seconds, predicted = _predicted(counters, costs)
+    per_iteration, lengths, seconds, predicted = predicted_round(counters, costs)
     trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
     drafted = counters["num_draft_tokens"]
@@ -128,7 +129,7 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     """A row's forecast (``_predicted`` at the forecast's costs and counters) against its measured speedup."""
     if forecast is None:
         return {}
-    tokens, _, _, speedup = _predicted(forecast["counters"], forecast["costs"])
+    tokens, _, _, speedup = predicted_round(forecast["counters"], forecast["costs"])
     stated = forecast_interval(speedup)  # the prompts' counters are pooled: no standard error over them
     return {"forecast_speedup": speedup, "forecast_over_measured": speedup / measured,
             "forecast_tokens_per_iteration": tokens, "forecast_inside_interval": interval[0] <= speedup <= interval[1],

@@ -62,7 +62,16 @@ def server_environment(home: Path, options: VLLMOptions) -> dict:
                 KMP_BLOCKTIME=os.environ.get("KMP_BLOCKTIME", "0"),
                 VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600"),
                 VLLM_CPU_KVCACHE_SPACE=str(options.kv), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false")
+                VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false", **_patched(options))
+
+
+def _patched(options: VLLMOptions) -> dict:
+    """The environment that loads ``options.patch`` into every vLLM process (engines/vllm_site/sitecustomize.py)."""
+    if options.patch is None:
+        return {}
+    site = str(Path(__file__).resolve().parent / "vllm_site")
+    return dict(SPECTHEORY_VLLM_PATCH=options.patch,
+                PYTHONPATH=os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])))
 
 
 class VLLMServer(ServerProcess):
@@ -75,7 +84,7 @@ class VLLMServer(ServerProcess):
                    "--served-model-name", "target", "--dtype", "float32", "--max-model-len", options.context,
                    "--max-num-seqs", options.seqs, "--max-num-batched-tokens", max(2048, 128 * options.seqs),
                    "--block-size", KV_BLOCK,
-                   "--seed", 0, "--generation-config", "vllm", "--max-logprobs", 20,
+                   "--seed", 0, "--generation-config", "vllm", "--max-logprobs", -1,
                    "--disable-uvicorn-access-log"]
         if speculative:
             command += ["--speculative-config", json.dumps(speculative)]
@@ -261,6 +270,24 @@ class VLLMEngine:
         server = next(iter(self._servers.values()), None) or self.server(0)  # any running server tokenizes alike
         return server.post("/tokenize", {"model": "target", "prompt": prompt})["tokens"]
 
+    def logits_after(self, chunks: list, row: int = -1):
+        """vLLM's raw log-probabilities ``[V]`` of the next token after the ids of ``chunks`` joined, cut ``row + 1``
+        from the end (``row`` -1: after all of them, -2: before the last): the plain server's, all V of them, at
+        one request (vLLM schedules its own batches, so ``chunks`` cannot choose how the ids are evaluated; the
+        logits of a verify batch are the target's all the same). Log-probabilities are logits up to a constant."""
+        import numpy as np
+
+        ids = [token for chunk in chunks for token in chunk]
+        ids = ids[:len(ids) + row + 1]
+        body = dict(completion_body(ids, 1, EngineSampling(0.0), 0, 1), logprobs=-1, return_tokens_as_token_ids=True)
+        top = self.server(0).post("/v1/completions", body)["choices"][0]["logprobs"]["top_logprobs"][0]
+        logits = np.full(len(top), -np.inf)
+        for key, value in top.items():
+            logits[int(key.rsplit(":", 1)[1])] = value
+        if not np.isfinite(logits).all():
+            raise ValueError(f"vLLM returned {len(top)} log-probabilities, not one per token of the vocabulary")
+        return logits
+
     def _body(self, ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
         return dict(completion_body(ids, horizon, sampling, seed, n), **self.options.request_fields())
 
@@ -318,18 +345,34 @@ class VLLMEngine:
         """The plain server's t_verify(k), k = 1..``max_tokens`` (``_width_seconds``: a call of k tokens and its
         sample, so t_sample is what a decode step costs beyond t_verify(1), about 0); a draft model's t_draft (its
         own step, ``_step_seconds``) and t_draft_batch(k) (its ``_width_seconds``: vLLM's draft model evaluates the
-        accepted tokens of each round) on a plain server of the draft; prompt lookup costs nothing
-        (docs/engines.md, Bench)."""
+        accepted tokens of each round) on a plain server of the draft; and the drafting server's t_round at
+        ``max_tokens - 1`` draft tokens (``_round_seconds``; docs/engines.md, Bench)."""
         server = self.server(0)
         t_verify = self._width_seconds(server, prompt_ids, max_tokens, repeats)
         costs = {"t_verify": t_verify, "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids),
                  "t_sample": max(self._step_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0)}
-        if self.draft_directory is None:
-            return costs
-        if self._draft_server is None:
-            self._draft_server = VLLMServer(self.draft_directory, self.options, None)
-        return dict(costs, t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
-                    t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats))
+        if self.draft_directory is not None:
+            if self._draft_server is None:
+                self._draft_server = VLLMServer(self.draft_directory, self.options, None)
+            costs.update(t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
+                         t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats))
+        if self.options.method is not None:
+            costs["t_round"] = self._round_seconds(prompt_ids, max_tokens - 1, costs, repeats)
+        return costs
+
+    def _round_seconds(self, ids: list, speculate: int, costs: dict, repeats: int, tokens: int = 33) -> float:
+        """t_round: what a round of the drafting server at ``speculate`` costs beyond the calls the model counts
+        (its proposer, rejection sampler and bookkeeping: about 30 ms a round on 2 cores, half a plain step), the
+        median over ``repeats`` greedy runs of ``ids`` of vLLM's decode seconds per round less the model's round at
+        ``costs`` and that run's counters. The bench measures it on its own prompts apart from the runs it
+        predicts, as every other cost (engines/bench.py)."""
+        from engines.bench import predicted_round
+
+        residuals = []
+        for _ in range(repeats):
+            _, counters, _, decode = self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate)
+            residuals.append(decode / counters["rounds"] - predicted_round(counters, dict(costs, t_round=0.0))[2])
+        return max(statistics.median(residuals), 0.0)
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from engines.llama_server_options import _float_or_text
 
-__all__ = ["METHODS", "DRAFT_SAMPLING", "VERIFIERS", "REQUEST_FIELDS", "VLLMOptions"]
+__all__ = ["METHODS", "DRAFT_SAMPLING", "VERIFIERS", "REQUEST_FIELDS", "PATCHES", "VLLMOptions"]
 
 #: Speculative methods vLLM 0.32's CPU build starts (vllm/config/speculative.py): prompt lookup, a draft model, and
 #: suffix decoding (its arctic-inference package); none: no speculation at any ``speculate``.
@@ -40,6 +40,9 @@ REFUSED_VERIFIERS = {
 }
 #: Request fields beyond the engines' common ones (``field=KEY:NUMBER``) that vLLM's completions take.
 REQUEST_FIELDS = ("presence_penalty", "frequency_penalty", "min_tokens")
+#: Fixes of vLLM's CPU build a server can run with (``patch=NAME``), each loaded into every vLLM process at start:
+#: ``expand``, the rejection sampler's expand kernel (docs/upstream/vllm-cpu-expand.md; engines/vllm_site).
+PATCHES = ("expand",)
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class VLLMOptions:
     ``completions`` (samples per request, ``n``), ``context`` (--max-model-len), ``eager`` (1: --enforce-eager, no
     compile warm-up: a start in seconds instead of minutes, slower decoding); and what every request carries
     beyond the common parameters: ``fields`` ((key, number) of ``REQUEST_FIELDS``), ``stop`` (stop strings) and
-    ``logit_bias`` ((token, bias))."""
+    ``logit_bias`` ((token, bias)); ``patch`` (one of ``PATCHES``: vLLM run with that fix of its CPU build, to show
+    what the fix changes; None, the default: vLLM as installed)."""
 
     method: str | None = "ngram"
     lookup_min: int = 2
@@ -70,11 +74,13 @@ class VLLMOptions:
     fields: tuple = ()
     stop: tuple = ()
     logit_bias: tuple = ()
+    patch: str | None = None
 
     WORDS = {"method": "method", "lookup-min": "lookup_min", "lookup-max": "lookup_max", "draft": "draft",
              "draft-layers": "draft_layers", "draft-sampling": "draft_sampling", "verify": "verify",
              "threads": "threads", "kv": "kv", "seqs": "seqs", "completions": "completions", "context": "context",
-             "eager": "eager", "field": "fields", "stop": "stop", "logit-bias": "logit_bias"}
+             "eager": "eager", "field": "fields", "stop": "stop", "logit-bias": "logit_bias",
+             "patch": "patch"}
     INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context", "eager")
 
     def __post_init__(self) -> None:
@@ -104,6 +110,8 @@ class VLLMOptions:
         as_int("completions", self.completions, low=1, high=self.seqs)
         as_int("context", self.context, low=64, high=1 << 20)
         as_int("eager", self.eager, low=0, high=1)
+        if self.patch is not None and self.patch not in PATCHES:
+            raise ValueError(f"vllm patch must be one of {', '.join(PATCHES)}, got {self.patch!r}")
         drafts = (self.draft is not None) + (self.draft_layers is not None)
         if (self.method == "draft_model") != (drafts == 1):
             raise ValueError("vllm method=draft_model needs one of draft=DIR or draft-layers=K" if
@@ -167,6 +175,6 @@ class VLLMOptions:
             f" lookup {self.lookup_min}-{self.lookup_max}" if self.method == "ngram" else "") + (
             f" {self.draft_layers} layers" if self.draft_layers else f" {Path(self.draft).name}" if self.draft else "") + (
             f" {self.draft_sampling} drafts" if self.method == "draft_model" else "")
-        return [method] + ["eager"] * bool(self.eager) + [f"{key} {value:g}" for key, value in self.fields] + [
+        return [method] + ["eager"] * bool(self.eager) + [f"patched: {self.patch}"] * bool(self.patch) + [f"{key} {value:g}" for key, value in self.fields] + [
             f"stop {json.dumps(list(self.stop))}"] * bool(self.stop) + [
             f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias)

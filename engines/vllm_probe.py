@@ -29,15 +29,10 @@ import time
 # This file's directory holds the toolkit's engines/vllm.py, which would shadow the vllm package.
 sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != os.path.dirname(os.path.abspath(__file__))]
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vllm_site"))
+
 import torch  # noqa: E402
-
-
-def _expand_fixed(output, input_val, cu_num_tokens, replace_from, replace_to, MAX_NUM_TOKENS=None):
-    """expand_kernel's law for any dtype: request b's value (``replace_to`` where it is ``replace_from``) at each of
-    its tokens."""
-    counts = torch.diff(cu_num_tokens.long(), prepend=cu_num_tokens.new_zeros(1).long())
-    values = torch.where(input_val == replace_from, torch.full_like(input_val, replace_to), input_val)
-    output[:int(counts.sum())] = values.repeat_interleave(counts)
+from vllm_expand_fix import expand_fixed  # noqa: E402
 
 
 def _platform(patch: list) -> None:
@@ -51,7 +46,7 @@ def _platform(patch: list) -> None:
     if "expand" in patch:
         from vllm.triton_utils.dispatcher import register_kernels
 
-        register_kernels({"vllm.v1.sample.rejection_sampler.expand_kernel": _expand_fixed})
+        register_kernels({"vllm.v1.sample.rejection_sampler.expand_kernel": expand_fixed})
 
 
 def layout(rows: list, vocab: int):

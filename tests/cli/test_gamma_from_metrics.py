@@ -182,5 +182,6 @@ def test_from_metrics_url_against_the_same_dump_as_a_file():
         assert read_counts_file(url) == read_counts_file(str(path)) and read_counts_file(url).drafts == 2000
     finally:
         server.shutdown()
+        server.server_close()  # refused from now on, not left to time out in the listen queue
     with pytest.raises(ValueError, match="does not answer"):
         read_counts_file(url)

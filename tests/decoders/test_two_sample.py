@@ -20,8 +20,9 @@ from scipy import stats
 from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, numeric_tv, \
+from engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, \
     run_engine_audit
+from engines.audit_model import numeric_tv
 from engines.base import END, EngineRun, EngineSampling
 from engines.llama_cpp import proposal_counters
 from engines.openai import OpenAIEngine
@@ -254,6 +255,31 @@ def test_numeric_tv_against_hand_computation():
     assert numeric_tv(ours, theirs, 2.0) == pytest.approx([np.sqrt(3) / (np.sqrt(3) + 1) - 0.5])
 
 
+def test_engine_logits_by_logits_after_against_all_logits():
+    """--against model reads an engine's logits along a sequence by ``all_logits`` where it has it, else one
+    ``logits_after`` a position (vLLM): the two give the same rows for an engine whose logits are a function of
+    the prefix (here its sum and length)."""
+    from engines.audit_model import _engine_logits
+
+    def law(prefix):
+        return np.array([sum(prefix) % 7, len(prefix), 1.0])
+
+    class Whole:
+        def all_logits(self, chunks):
+            joined = [token for chunk in chunks for token in chunk]
+            return np.stack([law(joined[:end]) for end in range(1, len(joined) + 1)])
+
+    class Stepwise:
+        def logits_after(self, chunks, row=-1):
+            joined = [token for chunk in chunks for token in chunk]
+            return law(joined[:len(joined) + row + 1])
+
+    sequence = [3, 1, 4, 1, 5, 9]
+    whole, stepwise = _engine_logits(Whole(), sequence, 2), _engine_logits(Stepwise(), sequence, 2)
+    assert whole.shape == (3, 3) and np.array_equal(whole, stepwise)
+    assert np.array_equal(stepwise[0], law(sequence[:3]))
+
+
 def test_server_bench_against_stand_in_costs():
     """Two stand-in servers whose tokens cost 2 ms and 1 ms: the speculating one measures 2x, repeat by repeat."""
     from engines.bench import server_bench
@@ -343,7 +369,7 @@ def test_engine_bench_forecast_against_other_prompts():
     """``engine_bench(forecast_prompts=...)``: the forecast's costs are measured on the other prompts, its
     counters come from runs of them, every row carries the forecast, the recommendation is the forecast's, and a
     forecast prompt that is also a bench prompt is refused."""
-    from engines.bench import _predicted, engine_bench, engine_bench_lines
+    from engines.bench import engine_bench, engine_bench_lines, predicted_round
 
     engine = _CountingEngine()
     document = engine_bench(engine, [[1, 2, 3], [4, 5, 6]], gammas=[2, 4], max_new_tokens=12, repeats=2, warmup=0,
@@ -351,7 +377,7 @@ def test_engine_bench_forecast_against_other_prompts():
     assert engine.costed[0] == [7, 8, 9] and all(ids == [1, 2, 3] for ids in engine.costed[1:])
     forecast = document["forecast"]
     for row in document["rows"]:
-        expected = _predicted(forecast["counters"][row["gamma"]], forecast["costs"])[3]
+        expected = predicted_round(forecast["counters"][row["gamma"]], forecast["costs"])[3]
         assert row["forecast_speedup"] == pytest.approx(expected)
     best = max(document["rows"], key=lambda row: (row["forecast_speedup"], -row["gamma"]))
     assert document["recommended_gamma"] == (best["gamma"] if best["forecast_speedup"] > 1 else 0)

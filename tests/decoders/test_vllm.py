@@ -1,9 +1,10 @@
 """vLLM's CPU build (engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the exact
 law (engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced unpatched and
-gone patched; and one live server pair, eager, on SmolLM2: greedy decoding with n-gram speculation token-identical
-to the plain server's, its counters read from /metrics. CI installs vLLM, so there these tests run; elsewhere they
-skip when it is missing. The heavy audits (10,000 samples a side per setting, 10^6 draws a case) are committed
-results with their commands (results/vllm/), not tests."""
+gone patched; and one live server, eager, started once, on SmolLM2: greedy decoding with n-gram speculation
+token-identical to the served model's own greedy decoding, its counters read from /metrics and by ``gamma
+--from-metrics URL``. CI installs vLLM, so there these tests run; elsewhere they skip when it is missing. The heavy
+audits (the verdict table, 10^6 draws a case) are committed results with their commands (results/vllm/), not
+tests."""
 
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.base import EngineSampling
+from engines.base import END, EngineSampling
 from engines.build import vllm_home
 from engines.vllm import is_installed
 
@@ -59,17 +60,27 @@ def engine():
     opened.close()
 
 
-def test_greedy_ngram_speculation_against_plain_decoding(engine):
-    """Greedy decoding with n-gram speculation (3 tokens) is the plain server's, token for token, on the rewrite
-    prompt (where prompt lookup finds text to copy), and the drafting server's /metrics count what it drafted."""
-    from engines.audit import ENGINE_PROMPT
+def test_greedy_ngram_speculation_against_autoregressive(engine):
+    """One server, started once: greedy decoding with n-gram speculation (3 tokens) is the served model's own
+    greedy decoding (transformers, float32, on the directory vLLM serves), token for token, on the rewrite prompt
+    (where prompt lookup finds text to copy); its /metrics count what it drafted, and ``gamma --from-metrics``
+    reads them from the live URL (the plain server's side of this, vLLM against vLLM, is results/vllm/*_greedy.json)."""
+    import torch
+    from transformers import AutoModelForCausalLM
 
-    greedy = EngineSampling(0.0)
-    plain = engine.generate(ENGINE_PROMPT, 1, 32, greedy)
-    drafted = engine.generate(ENGINE_PROMPT, 1, 32, greedy, speculate=3)
-    assert drafted.rows == plain.rows and plain.counters == {}
+    from engines.audit import ENGINE_PROMPT
+    from engines.counters import read_counts_file
+
+    drafted = engine.generate(ENGINE_PROMPT, 1, 32, EngineSampling(0.0), speculate=3)
+    model = AutoModelForCausalLM.from_pretrained(engine.model_directory, dtype=torch.float32)
+    prompt = torch.tensor([engine.tokenize(ENGINE_PROMPT)])
+    with torch.no_grad():
+        greedy = model.generate(prompt, max_new_tokens=32, do_sample=False)[0, prompt.shape[1]:].tolist()
+    assert [token for token in drafted.rows[0] if token != END] == greedy  # both stop at the end of sequence
     assert 0 < drafted.counters["num_accepted_tokens"] <= drafted.counters["num_draft_tokens"]
     assert sum(drafted.counters["accepted_per_position"]) == drafted.counters["num_accepted_tokens"]
+    live = read_counts_file(engine.server(3).url)
+    assert live.drafts == drafted.counters["num_drafts"] and live.accepted_tokens == drafted.counters["num_accepted_tokens"]
 
 
 def test_close_against_leftover_processes(engine):

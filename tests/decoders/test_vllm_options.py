@@ -20,6 +20,7 @@ from engines.vllm_options import VLLMOptions
     ("threads=two", "threads must be an integer"),
     ("field=temperature:2", "field must be KEY:NUMBER"),
     ("colour=red", "vllm options are method="),
+    ("patch=everything", "patch must be one of expand"),
 ])
 def test_bad_options_against_one_line_error_before_any_server(words, message):
     with pytest.raises(ValueError, match=message):
@@ -56,3 +57,29 @@ def test_spec_counters_against_live_metrics_dumps():
                        "accepted_per_position": [6, 5]}
     assert spec_counters(plain, plain) == {} and spec_counters(drafting, drafting)["num_draft_tokens"] == 0
     assert counters_of(plain, "vllm:prefix_cache_hits") > 0
+
+
+def test_patch_environment_against_the_fix_it_loads(tmp_path):
+    """``patch=expand`` puts engines/vllm_site on every vLLM process's PYTHONPATH with the fix named, and that
+    directory's sitecustomize replaces the expand kernel of a module named as vLLM's is, when it is imported (here
+    a stand-in package: no vLLM needed); without the patch the environment names none."""
+    import os
+    import subprocess
+    import sys
+
+    from engines.vllm import server_environment
+
+    patched = server_environment(tmp_path, VLLMOptions.parse("patch=expand"))
+    assert patched["SPECTHEORY_VLLM_PATCH"] == "expand" and "SPECTHEORY_VLLM_PATCH" not in server_environment(
+        tmp_path, VLLMOptions())
+    package = tmp_path / "vllm" / "utils"
+    package.mkdir(parents=True)
+    (tmp_path / "vllm" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "cpu_triton_utils.py").write_text("def _expand_kernel_impl(*args):\n    return 'unpatched'\n")
+    code = "from vllm.utils import cpu_triton_utils as m; print(m._expand_kernel_impl.__name__)"
+    for environment, name in ((patched, "expand_fixed"), (dict(os.environ), "_expand_kernel_impl")):
+        path = os.pathsep.join(filter(None, [environment.get("PYTHONPATH"), str(tmp_path)]))
+        ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                             env=dict(environment, PYTHONPATH=path, LD_PRELOAD=""), timeout=60)
+        assert ran.stdout.strip() == name, ran.stderr
