@@ -6,7 +6,7 @@ model of the GGUF vLLM serves, the statistical audit of docs/theory.md §8), bes
 ours) and the two-sample test's detectable TV. Written as ``<method>_<setting>_one_sample.json`` with the command
 that makes it again:
 
-    python3 results/vllm/one_sample.py results/vllm/ngram_patched_t1.json [--options eager=1,seqs=64]
+    python3 results/vllm/one_sample.py results/vllm/ngram_patched_t1.json ... [--options eager=1,seqs=64]
 """
 
 import argparse
@@ -24,38 +24,44 @@ from spectheory.outputs import write_json
 HERE = Path(__file__).resolve().parent
 
 
+def _audited(engine, verdict: Path, options: str, level: float, settings: dict) -> None:
+    """One verdict file's sides audited against the model, written beside it, and printed."""
+    document = json.loads(verdict.read_text())
+    sampling = settings[document["setting"]][0]
+    check_model_law(sampling)
+    found = {side: against_model(engine, ENGINE_PROMPT, EngineRun(tuple(map(tuple, document[f"rows_{side}"])), 0.0),
+                                 sampling, level=level, seed=0)
+             for side in ("a", "b")}
+    out = {"verdict": verdict.name, "setting": document["setting"], "sampling": sampling.describe(),
+           "level": level, "a": document["a"], "b": document["b"],
+           "two_sample": {"p_value": document["p_value"], "detectable_tv": document["detectable_tv"],
+                          "passed": document["passed"]},
+           "one_sample": found}
+    write_json(verdict.with_name(verdict.stem + "_one_sample.json"), out,
+               command="python3 results/vllm/one_sample.py " + shlex.join([str(verdict), "--options", options]))
+    for side in ("a", "b"):
+        audit = found[side]
+        print(f"{document[side]}: one-sample {'PASS' if audit['passed'] else 'FAIL'}, detectable TV "
+              f"{audit['detectable_tv']}; numeric TV per position {[round(t, 5) for t in audit['numeric_tv']]}",
+              flush=True)
+    print(f"two-sample: p = {document['p_value']:.3g}, detectable TV {document['detectable_tv']:.3f}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("verdict", type=Path)
+    parser.add_argument("verdicts", type=Path, nargs="+")
     parser.add_argument("--options", default="eager=1,seqs=64")
     parser.add_argument("--level", type=float, default=0.01)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from matrix import SETTINGS
 
-    document = json.loads(args.verdict.read_text())
-    sampling = SETTINGS[document["setting"]][0]
-    check_model_law(sampling)
-    engine = open_engine(f"vllm:method=none,{args.options}")
+    engine = open_engine(f"vllm:method=none,{args.options}")  # one plain server; its logits kept across files
     try:
-        found = {side: against_model(engine, ENGINE_PROMPT, EngineRun(tuple(map(tuple, document[f"rows_{side}"])), 0.0),
-                                     sampling, level=args.level, seed=0)
-                 for side in ("a", "b")}
+        for verdict in args.verdicts:
+            _audited(engine, verdict, args.options, args.level, SETTINGS)
     finally:
         engine.close()
-    out = {"verdict": args.verdict.name, "setting": document["setting"], "sampling": sampling.describe(),
-           "level": args.level, "a": document["a"], "b": document["b"],
-           "two_sample": {"p_value": document["p_value"], "detectable_tv": document["detectable_tv"],
-                          "passed": document["passed"]},
-           "one_sample": found}
-    target = args.verdict.with_name(args.verdict.stem + "_one_sample.json")
-    write_json(target, out, command="python3 results/vllm/one_sample.py " + shlex.join(
-        [str(args.verdict), "--options", args.options]))
-    for side in ("a", "b"):
-        audit = found[side]
-        print(f"{document[side]}: one-sample {'PASS' if audit['passed'] else 'FAIL'}, detectable TV "
-              f"{audit['detectable_tv']}; numeric TV per position {[round(t, 5) for t in audit['numeric_tv']]}")
-    print(f"two-sample: p = {document['p_value']:.3g}, detectable TV {document['detectable_tv']:.3f}")
     return 0
 
 
