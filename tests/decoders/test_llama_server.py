@@ -168,6 +168,7 @@ def test_completions_per_request_keep_every_row_against_one_request_each(plain):
     assert plain.generate(PROMPT, 16, 3, EngineSampling(1.0), seed=7).rows == alone.rows
 
 
+@pytest.mark.slow  # 38 s of servers; bench runs end to end in-process (test_llama_engine.py), llama-server in the audits
 def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     """``bench --engine llama-server`` with a draft model: its greedy tokens are plain decoding's, its call costs
     come from the server's own timings (k new tokens evaluated per verify call, the draft's step measured on a

@@ -42,6 +42,7 @@ def test_rejection_sampler_against_exact_law_patched():
     assert max(row["tv"] for row in verdicts["control_probs_withheld"]["rows"]) > 0.3
 
 
+@pytest.mark.slow  # 20-40 s of vLLM's imports and draws; the live test below starts vLLM by default
 def test_cpu_expand_bug_against_its_standalone_reproduction():
     """The upstream reproduction as its maintainers would run it: unpatched, expand returns uninitialised float32 and
     int32 values and the first token leaves softmax(logits) (exit 1: the bug is there; this test fails once vLLM

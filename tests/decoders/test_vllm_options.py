@@ -48,7 +48,7 @@ def test_spec_counters_against_live_metrics_dumps():
     drafting one's own values; a plain server's run, none; the per-position counts sum to the accepted tokens."""
     from pathlib import Path
 
-    from engines.vllm import counters_of, spec_counters
+    from engines.vllm_metrics import counters_of, spec_counters
 
     data = Path(__file__).resolve().parents[1] / "data"
     plain, drafting = ((data / name).read_text() for name in ("vllm_metrics_live_plain.txt", "vllm_metrics_live.txt"))
