@@ -16,18 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 T_3, Z = 3.182446305284263, 1.959963984540054  # Student's t on 3 degrees of freedom and the normal, at 0.975
 
 
-#: Results whose forecasts are reported but not pooled into the run error: vLLM's, whose cost model has no term for
-#: its per-round speculative overhead yet (docs/engines.md, vLLM, Speeds: it misses by 1.7x, a known model gap, not
-#: run-to-run error).
-UNPOOLED = ("vllm",)
 
 
 def _committed() -> dict:
     """Every committed results document that holds a forecast beside its measurement, by path."""
     documents = {}
     for path in sorted((ROOT / "results").rglob("*.json")):
-        if path.parent.name in UNPOOLED:
-            continue
         document = json.loads(path.read_text())
         if isinstance(document, dict) and pairs_of(document):
             documents[str(path.relative_to(ROOT))] = document
