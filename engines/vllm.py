@@ -212,12 +212,18 @@ class VLLMEngine:
         return dict(asdict(self.options), draft=self.draft_directory and self.draft_directory.name,
                     model=self.model_directory.name, bound_cpus=_cpus(self.options.threads), dtype="float32")
 
-    def known_deviations(self) -> list:
-        """What vLLM says at start it does not apply under speculation (min_p, logit_bias), where the options or a
-        run would meet it."""
-        return ["known: vLLM's CPU build warns at start that min_p and logit_bias \"won't work with speculative "
-                "decoding\": a drafting server samples as if they were off, a plain one applies them (docs/engines.md, "
-                "vLLM)"] * bool(self.options.method and self.options.logit_bias)
+    def check_sampling(self, sampling: EngineSampling, speculate: int) -> None:
+        """Refuse, before any server starts, what a speculating vLLM CPU server does not sample: min-p and a logit
+        bias (it answers HTTP 400, "not yet supported with speculative decoding") and top-k (its engine core dies on
+        the first such request: docs/upstream/vllm-cpu-topk-empty.md)."""
+        if not (speculate and self.options.method):
+            return
+        if sampling.min_p or self.options.logit_bias:
+            raise ValueError("vLLM refuses min_p and logit_bias under speculative decoding (HTTP 400); audit them on "
+                             "a plain server, or drop them")
+        if sampling.top_k:
+            raise ValueError("a speculating vLLM CPU server dies on the first top-k request (apply_top_k_only on an "
+                             "empty batch: docs/upstream/vllm-cpu-topk-empty.md); drop --top-k")
 
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as vLLM reads a completion prompt (special tokens in the text parsed; SmolLM2 adds no
@@ -266,6 +272,7 @@ class VLLMEngine:
         """One continuation of ``prompt_ids`` (``ignore_eos``: the bench's runs have one length): its token ids; the
         counters, with ``rounds`` (engine steps after the first token: each emits its accepted drafts and one
         token); and vLLM's own seconds to the first token and after it."""
+        self.check_sampling(sampling, speculate)
         body = dict(self._body(prompt_ids, horizon, sampling, seed, 1), ignore_eos=True)
         answer, prefill, decode, counters = self._timed(self.server(speculate), body)
         tokens = [token for token in _rows(answer, horizon)[0] if token != END]
@@ -337,6 +344,7 @@ class VLLMEngine:
 
     def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
                  seed: int = 0, progress=None) -> EngineRun:
+        self.check_sampling(sampling, speculate)
         server, ids, per = self.server(speculate), self.tokenize(prompt), self.options.completions
         starts = range(0, n, per)  # request r draws samples start..start + count - 1, seeds seed + start + j
         before = server.metrics()

@@ -53,6 +53,7 @@ CASES = {
     "drafts_drawn_from_q": ([{"draft_law": _Q[:3], "logits": _L, "temperature": 1.0},
                              {"draft_law": _Q[:2], "logits": _L[:3], "temperature": 0.7}], {}, "pass"),
     "top_k_2": ([_row(3, top_k=2), _row(2, top_k=3, temperature=0.7)], {}, "pass"),
+    "top_k_no_drafts": ([_row(0, top_k=2), _row(0, top_k=3, temperature=0.7)], {}, "pass"),
     "top_p": ([_row(3, top_p=0.8), _row(2, top_p=0.6, temperature=0.7)], {}, "pass"),
     "top_p_one_hot": ([_row(3, top_p=0.8, draft_probs=None), _row(2, top_p=0.6, draft=[3, 2], draft_probs=None)], {},
                       "pass"),

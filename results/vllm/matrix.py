@@ -60,6 +60,11 @@ def main() -> int:
                                     seed=SECOND_SIDE_SEED)
             for name, engine in drafting.items():
                 _set(engine, setting)
+                try:
+                    engine.check_sampling(sampling, args.speculate)
+                except ValueError as refused:  # what vLLM refuses or dies on under speculation: recorded, not drawn
+                    print(f"{name} {setting}: refused: {refused}", flush=True)
+                    continue
                 a_text, a = engine_side(engine, ENGINE_PROMPT, sampling, args.n, args.horizon,
                                         speculate=args.speculate, seed=0)
                 document, samples, lines = two_sample_document(a_text, a, b_text, b, sampling, 0.01)

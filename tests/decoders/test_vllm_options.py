@@ -83,3 +83,24 @@ def test_patch_environment_against_the_fix_it_loads(tmp_path):
         ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                              env=dict(environment, PYTHONPATH=path, LD_PRELOAD=""), timeout=60)
         assert ran.stdout.strip() == name, ran.stderr
+
+
+def test_sampling_refused_under_speculation_against_what_vllm_does():
+    """What a speculating vLLM CPU server refuses (min-p, a logit bias: HTTP 400) or dies on (top-k:
+    docs/upstream/vllm-cpu-topk-empty.md) is one line before any server; a plain server, or no method, takes it."""
+    from types import SimpleNamespace
+
+    from engines.base import EngineSampling
+    from engines.vllm import VLLMEngine
+
+    def check(words, sampling, speculate=4):
+        VLLMEngine.check_sampling(SimpleNamespace(options=VLLMOptions.parse(words)), sampling, speculate)
+
+    for words, sampling, message in (("", EngineSampling(1.0, min_p=0.1), "refuses min_p"),
+                                     ("logit-bias=5:2", EngineSampling(1.0), "refuses min_p and logit_bias"),
+                                     ("", EngineSampling(1.0, top_k=20), "dies on the first top-k request")):
+        with pytest.raises(ValueError, match=message):
+            check(words, sampling)
+        check(words, sampling, speculate=0)
+        check("method=none," + words, sampling)
+    check("", EngineSampling(0.7, top_p=0.9))
