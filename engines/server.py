@@ -99,5 +99,21 @@ class ServerProcess:
                 self._signal(signal.SIGKILL)
                 self.process.wait()
         self._signal(signal.SIGKILL)  # whatever of the group outlived its leader
+        deadline = time.monotonic() + 10.0  # SIGKILL lands when the kernel next runs them: on busy cores, not at once
+        while _group_alive(self.process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
         if self._log is not subprocess.DEVNULL and not self._log.closed:
             self._log.close()
+
+
+def _group_alive(group: int) -> bool:
+    """Whether any process of process group ``group`` is still alive (a zombie is gone but for its exit status);
+    False where /proc cannot say."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:  # stat after the name: state, ppid, pgrp
+            return True
+    return False
