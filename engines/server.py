@@ -19,7 +19,7 @@ from pathlib import Path
 
 from engines.openai import post_json
 
-__all__ = ["ServerProcess", "free_port"]
+__all__ = ["ServerProcess", "free_port", "group_alive"]
 
 
 def _die_with_parent() -> None:
@@ -100,13 +100,13 @@ class ServerProcess:
                 self.process.wait()
         self._signal(signal.SIGKILL)  # whatever of the group outlived its leader
         deadline = time.monotonic() + 10.0  # SIGKILL lands when the kernel next runs them: on busy cores, not at once
-        while _group_alive(self.process.pid) and time.monotonic() < deadline:
+        while group_alive(self.process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         if self._log is not subprocess.DEVNULL and not self._log.closed:
             self._log.close()
 
 
-def _group_alive(group: int) -> bool:
+def group_alive(group: int) -> bool:
     """Whether any process of process group ``group`` is still alive (a zombie is gone but for its exit status);
     False where /proc cannot say."""
     for entry in Path("/proc").glob("[0-9]*"):

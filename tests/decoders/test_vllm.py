@@ -14,6 +14,7 @@ import pytest
 
 from engines.base import END, EngineSampling
 from engines.build import vllm_home
+from engines.server import group_alive
 from engines.vllm import is_installed
 
 if not is_installed():
@@ -90,24 +91,4 @@ def test_close_against_leftover_processes(engine):
     groups = {server.process.pid for server in engine._servers.values()}
     assert groups
     engine.close()
-    assert not [pid for pid in _living() if _group(pid) in groups]
-
-
-def _living() -> list:
-    """Pids of every process that is not a zombie (a zombie is gone but for its exit status)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if entry.name.isdigit() and state != "Z":
-            out.append(int(entry.name))
-    return out
-
-
-def _group(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
+    assert not any(group_alive(group) for group in groups)
