@@ -32,6 +32,7 @@ from engines.base import EngineSampling, add_counters, capability
 from spectheory.costs import calibrated_speedup
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_gamma_row
+from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
 
@@ -189,8 +190,8 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
     plain, costs = runs.pop(0), median_costs(measured_costs)
     rows = [_row(gamma, plain, runs[gamma], costs,
                  ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}) for gamma in gammas]
-    key = "forecast_speedup" if ahead else "predicted_speedup"  # the forecast's recommendation where there is one
-    recommended = best_gamma_row([{"gamma": 0, key: 1.0}] + rows, key)["gamma"]
+    pick = best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"] if ahead else None
+    recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
@@ -204,7 +205,8 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
             "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
                       "prefill_seconds": [p["prefill"] for p in plain]},
-            "rows": rows, "recommended_gamma": recommended, "environment": host(), "forecast": ahead,
+            "rows": rows, "recommended_gamma": recommended.gamma, "recommendation": recommended.as_dict(),
+            "forecast_gamma": pick, "environment": host(), "forecast": ahead,
             "peers": {name: {"tokens_per_second": statistics.median(rates), "spread": _spread(rates)}
                       for name, rates in peer_rates.items()},
             "sweep_seconds": time.perf_counter() - swept}
@@ -264,9 +266,10 @@ def engine_bench_lines(document: dict) -> list:
                      f"{row['predicted_over_measured']:.3f}); "
                      f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
                      f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
-    gamma, forecast = document["recommended_gamma"], document.get("forecast")
-    lines.append("recommended: " + ("do not speculate (gamma 0)" if gamma == 0 else f"gamma {gamma}") + (
-        f", by the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
-        f"({forecast['seconds']:.1f} s; the bench "
-        f"{document['sweep_seconds']:.1f} s)" if forecast else ", by the model at the runs' own counters"))
+    forecast = document.get("forecast")
+    lines.append("recommended: " + recommendation_words(document["recommendation"]) + (
+        f"; the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
+        f"({forecast['seconds']:.1f} s; the bench {document['sweep_seconds']:.1f} s) picked "
+        + ("do not speculate" if document["forecast_gamma"] == 0 else f"gamma {document['forecast_gamma']}")
+        if forecast else "; no forecast made"))
     return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from spectheory.costs import CostProfile
+from spectheory.recommendation import recommendation_words
 
 __all__ = ["bench_lines", "loss_resolution"]
 
@@ -34,6 +35,9 @@ def bench_lines(document: dict) -> list[str]:
     if checked:
         lines.append(f"calibrated within max(10%, 2 SE over the prompts): {sum(checked)} of {len(checked)} rows")
     for temperature in settings["temperatures"]:
+        if "recommendations" in document:  # spectheory.recommendation's rule (bench files before 2026-12-02 lack it)
+            chosen = document["recommendations"][str(temperature)]
+            lines.append(f"T = {temperature:g}: recommended: {recommendation_words(chosen)}")
         best = document["best"][str(temperature)]
         profile = CostProfile.from_dict(document["profiles"][temperature])
         calibrated = profile.optimal_gamma(tokens=settings['max_new_tokens'])
@@ -136,3 +140,4 @@ def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
     within = sum(error <= tolerance for error in errors)
     return (f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
             f"{100 * max(errors):.1f}%, {within} of {len(rows)} rows within {100 * tolerance:.0f}%")
+

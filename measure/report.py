@@ -47,6 +47,7 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
+from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
@@ -216,7 +217,8 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = [row for row in bench["rows"] if row["temperature"] == temperature]
     measured = next((row for row in rows if row["gamma"] == calibrated), None)
-    return {"temperature": temperature, **judge_forecast(forecast, rows), "optimal_gamma": calibrated,
+    return {"temperature": temperature, **judge_forecast(forecast, rows),
+            "recommendation": from_sweep(rows, forecast["gamma"]).as_dict(), "optimal_gamma": calibrated,
             "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
             "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
             "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
@@ -229,7 +231,8 @@ def summary_lines(document: dict) -> list[str]:
     for r in document["recommendations"]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
-        lines += [f"T = {r['temperature']:g}: recommended gamma {r['forecast_gamma']} (forecast {r['forecast_speedup']:.3f}x"
+        lines += [f"T = {r['temperature']:g}: {recommendation_words(r)}; forecast gamma {r['forecast_gamma']} "
+                  f"({r['forecast_speedup']:.3f}x"
                   f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
                   f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "
                   f"{r['best_measured_speedup']:.3f}x, {loss_resolution(r)}; forecast/measured {min(ratios):.3f}-"

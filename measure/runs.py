@@ -20,6 +20,7 @@ from decoders.models.protocol import decode_path
 from measure.inputs import load_inputs
 from measure.spec_bench import spec_bench_categories, spec_bench_prompts
 from measure.tasks import benchmark_prompts
+from spectheory.recommendation import from_sweep
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = ["alpha_document", "spec_bench_alpha_document", "lenience_document", "bench_document", "tree_document",
@@ -124,6 +125,10 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
             {"temperature": t["temperature"], **judge_forecast(t, [row for row in document["rows"]
                                                                   if row["temperature"] == t["temperature"]])}
             for t in ahead["temperatures"]])
+    picks = {t["temperature"]: t["gamma"] for t in ahead["temperatures"]} if ahead else {}
+    document["recommendations"] = {
+        str(t): from_sweep([row for row in document["rows"] if row["temperature"] == t], picks.get(t)).as_dict()
+        for t in settings.temperatures}
     if settings.batch_sizes:
         pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
                                   settings.prompt_length, settings.seed)

@@ -19,6 +19,7 @@ from measure.spec_bench_table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
+from spectheory.recommendation import recommendation_words
 
 __all__ = ["write_report", "report_blocks", "render_markdown", "render_html"]
 
@@ -118,7 +119,9 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
     for r in d["recommendations"]:
         measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
             f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
-        blocks.append(("paragraph", f"**T = {r['temperature']:g}: gamma = {r['forecast_gamma']}** (the forecast's). "
+        answer, _, rule = recommendation_words(r).partition(" (")
+        blocks.append(("paragraph", f"**T = {r['temperature']:g}: {answer}** ({rule}. The forecast's gamma: "
+                                    f"{r['forecast_gamma']}. "
                                     f"Diagnostics: the cost model calibrated on the sweep's own profile "
                                     f"(docs/theory.md §10) picks gamma = {r['optimal_gamma']} for {r['calibrated_speedup']:.3f}x "
                                     f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "

@@ -10,6 +10,7 @@ import numpy as np
 
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice
+from spectheory.recommendation import from_model
 from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.speedup import (
     continuous_optimal_gamma,
@@ -158,8 +159,12 @@ class CalibratedTable:
     theorem_3_8_speedup: float | None
     table: tuple[CalibratedRow, ...]
 
+    def recommendation(self):
+        """The rule without a sweep (``spectheory.recommendation.from_model``) on this table."""
+        return from_model({row.gamma: row.calibrated_speedup for row in self.table}, "the calibrated cost model")
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        return dict(asdict(self), recommendation=self.recommendation().as_dict())
 
 
 def calibrated_table(profile: CostProfile, *, alpha: float | None = None, c: float | None = None) -> CalibratedTable:
@@ -201,7 +206,7 @@ def format_calibrated_text(result: CalibratedTable) -> str:
     if result.theorem_3_8_optimal_gamma is not None:
         summary += (f"; Theorem 3.8 (alpha {result.theorem_3_8_alpha:.3f}, c {result.c:.4f}) optimum gamma "
                     f"{result.theorem_3_8_optimal_gamma}: {result.theorem_3_8_speedup:.3f}x")
-    return "\n".join(lines + [summary])
+    return "\n".join(lines + [summary, "recommended: " + result.recommendation().line()])
 
 
 def answer_table(alpha: float | None, c: float, c_hat: float | None, gamma_max: int, *, entries: dict | None = None,

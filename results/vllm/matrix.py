@@ -22,6 +22,10 @@ from engines.base import EngineSampling
 from spectheory.outputs import write_json
 
 HERE = Path(__file__).resolve().parent
+#: The audit's prompt with one sentence more: 65 SmolLM2 tokens, two of vLLM CPU's 32-token KV-cache blocks and one,
+#: so from the second sample on a request reuses the whole prompt's cache and computes one prompt token, not 27
+#: (ENGINE_PROMPT's 59 tokens fill one block). Samples per second here: plain 9.7 -> 49, n-gram 3.0 -> 10.6.
+PROMPT = ENGINE_PROMPT.replace("Repeat all of the code:", "Repeat all of the code: Keep all of the names.")
 #: name -> (sampling, request fields beyond it, stop strings)
 SETTINGS = {
     "t1": (EngineSampling(1.0), (), ()),
@@ -56,7 +60,7 @@ def main() -> int:
     try:
         for setting in args.settings:
             sampling = _set(plain, setting)
-            b_text, b = engine_side(plain, ENGINE_PROMPT, sampling, args.n, args.horizon, speculate=0,
+            b_text, b = engine_side(plain, PROMPT, sampling, args.n, args.horizon, speculate=0,
                                     seed=SECOND_SIDE_SEED)
             for name, engine in drafting.items():
                 _set(engine, setting)
@@ -65,10 +69,11 @@ def main() -> int:
                 except ValueError as refused:  # what vLLM refuses or dies on under speculation: recorded, not drawn
                     print(f"{name} {setting}: refused: {refused}", flush=True)
                     continue
-                a_text, a = engine_side(engine, ENGINE_PROMPT, sampling, args.n, args.horizon,
+                a_text, a = engine_side(engine, PROMPT, sampling, args.n, args.horizon,
                                         speculate=args.speculate, seed=0)
                 document, samples, lines = two_sample_document(a_text, a, b_text, b, sampling, 0.01)
-                document.update(setting=setting, request_fields=engine.options.request_fields(),
+                document.update(prompt=PROMPT, prompt_tokens=len(plain.tokenize(PROMPT)), setting=setting,
+                                request_fields=engine.options.request_fields(),
                                 speculate=args.speculate, engine_settings=engine.settings(),
                                 engine_version=engine.version())
                 command = "python3 results/vllm/matrix.py " + shlex.join(

@@ -35,7 +35,8 @@ def _audited(engine, verdict: Path, options: str, level: float, settings: dict) 
     for side in ("a", "b"):
         rows = [tuple(row) for row in document[f"rows_{side}"]]
         whole = tuple(row for row in rows if END not in row)
-        found[side] = dict(against_model(engine, ENGINE_PROMPT, EngineRun(whole, 0.0), sampling, level=level, seed=0),
+        prompt = document.get("prompt", ENGINE_PROMPT)  # matrix.py's prompt; ENGINE_PROMPT in older files
+        found[side] = dict(against_model(engine, prompt, EngineRun(whole, 0.0), sampling, level=level, seed=0),
                            ended_early=len(rows) - len(whole))
     out = {"verdict": verdict.name, "setting": document["setting"], "sampling": sampling.describe(),
            "level": level, "a": document["a"], "b": document["b"],

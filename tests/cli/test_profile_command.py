@@ -45,6 +45,21 @@ def test_gamma_cost_flags_against_the_cost_model(capsys):
         [profile.speedup(gamma, 0.8) for gamma in range(3)])
 
 
+@pytest.mark.parametrize("alpha, answer", [("0.3", "do not speculate (rule: the model's best, no sweep measured; "
+                                                  "the calibrated cost model predicts no gamma above 1x"),
+                                           ("0.8", "gamma 2 (rule: the model's best, no sweep measured; the calibrated "
+                                                   "cost model predicts")])
+def test_gamma_costs_recommendation_against_gamma_zero(capsys, alpha, answer):
+    """A draft call a third of a step (docs/measuring.md, "The recommendation"): at alpha 0.3 no gamma pays and
+    the line says so, at 0.8 gamma 2 does; the JSON holds the same."""
+    flags = ["--t-step-ms", "2", "--t-draft-ms", "0.7", "--t-verify-ms", "1.8", "2", "2.2", "--alpha", alpha]
+    _, out, _ = run(capsys, "gamma", *flags)
+    assert "recommended: " + answer in out, out
+    _, out, _ = run(capsys, "gamma", *flags, "--json")
+    chosen = json.loads(out)["recommendation"]
+    assert chosen["gamma"] == json.loads(out)["optimal_gamma"] == (0 if alpha == "0.3" else 2)
+
+
 @pytest.mark.parametrize("make, extra, fragment", [
     (None, [], "does not exist"),
     (lambda path: path.write_text("{not json"), [], "is not JSON"),

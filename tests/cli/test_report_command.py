@@ -9,6 +9,7 @@ import pytest
 from decoders import zoo
 from measure.bench_lines import loss_resolution
 from measure.report import summary_lines
+from spectheory.recommendation import from_sweep
 from spectheory_cli import main
 
 SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
@@ -72,7 +73,11 @@ def test_report_markdown_numbers_against_its_json(report):
         assert float(cells[2]) == pytest.approx(bench["alpha"][str(alpha["temperature"])], abs=5e-4)
         assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
     for r in document["recommendations"]:
-        sentence = re.search(rf"\*\*T = {r['temperature']:g}: gamma = (\d+)\*\* \(the forecast's\)\. Diagnostics: "
+        rows = [row for row in bench["rows"] if row["temperature"] == r["temperature"]]
+        assert r["recommendation"] == from_sweep(rows, r["forecast_gamma"]).as_dict()  # the rule, on the file's rows
+        answer = "do not speculate" if r["recommendation"]["gamma"] == 0 else f"gamma {r['recommendation']['gamma']}"
+        sentence = re.search(rf"\*\*T = {r['temperature']:g}: {answer}\*\* \(rule: {re.escape(r['recommendation']['rule'])};"
+                             rf".*\)\. The forecast's gamma: (\d+)\. Diagnostics: "
                              rf".* picks gamma = (\d+) for ([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = "
                              rf"([\d.]+) would choose gamma = (\d+) for ([\d.]+)x", text)
         assert sentence, r
@@ -168,7 +173,7 @@ def test_report_takes_a_draft_file(tmp_path, capsys):
     assert main(argv) == 0
     document = json.loads((tmp_path / "report.json").read_text())
     assert document["draft"].endswith("bigram.pt") and [r["temperature"] for r in document["recommendations"]] == [1.0]
-    assert "recommended gamma" in capsys.readouterr().out
+    assert "(rule: " in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, fragment", [

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from decoders import zoo
+from spectheory.recommendation import from_sweep
 from spectheory_cli import main
 
 
@@ -37,8 +38,12 @@ def test_bench_cli_writes_its_settings(tmp_path, capsys):
     out = tmp_path / "bench.json"
     status = main(["bench", "--gammas", "2", "--temperatures", "0", "--prompts", "1", "--max-new-tokens", "8",
                    "--repeats", "1", "--warmup", "0", "--batch-sizes", "1", "2", "--batch-gammas", "2", "--out", str(out)])
-    assert status == 0 and "best gamma 2" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert status == 0 and "best gamma 2" in printed
     document = json.loads(out.read_text())
+    chosen = document["recommendations"]["0.0"]  # docs/measuring.md, "The recommendation": the rule's line printed
+    assert chosen == from_sweep(document["rows"], None).as_dict() and f"T = 0: recommended: {chosen['answer']} (rule: " \
+        f"{chosen['rule']};" in printed
     assert document["settings"]["gammas"] == [2] and document["settings"]["repeats"] == 1
     assert document["settings"]["batch_sizes"] == [1, 2] and len(document["batches"]["rows"]) == 2
     assert document["environment"]["device"] == "cpu" and document["draft"] == "transformer"
