@@ -35,7 +35,7 @@ from decoders.audit.statistical import MAX_SAMPLES
 from measure import alpha
 from measure.bench import BenchSettings, bench_pair
 from measure.bench_lines import loss_resolution
-from measure.report_document import ReportDocument, by_temperature
+from measure.report_document import ReportDocument, by_temperature, recommendation_of
 from measure.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
                               other_prompts)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
@@ -231,7 +231,7 @@ def summary_lines(document: dict) -> list[str]:
     for r in document["recommendations"]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
-        lines += [f"T = {r['temperature']:g}: {recommendation_words(r)}; forecast gamma {r['forecast_gamma']} "
+        lines += [f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma {r['forecast_gamma']} "
                   f"({r['forecast_speedup']:.3f}x"
                   f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
                   f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "

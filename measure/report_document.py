@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-__all__ = ["ReportDocument", "by_temperature"]
+from spectheory.recommendation import from_sweep
+
+__all__ = ["ReportDocument", "by_temperature", "recommendation_of"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,7 @@ class ReportDocument:
     environment: dict
     alpha_text: list  # per temperature: alpha, standard_error, windows, length
     c: float
-    recommendations: list  # per temperature: the calculator's gamma beside the best measured one
+    recommendations: list  # per temperature: the rule's answer, the forecast judged, the calculators beside them
     bench: dict  # the benchmark's document (measure.bench.BenchReport.as_dict)
     audit: dict  # the audit's report with its gamma, temperature and prompt
     trees: dict | None = None  # tree against chain (measure.tree_bench), None where it was not measured
@@ -38,3 +40,13 @@ class ReportDocument:
 def by_temperature(mapping: dict) -> dict:
     """A JSON object keyed by temperature (string keys) as {float: value}."""
     return {float(key): value for key, value in mapping.items()}
+
+
+def recommendation_of(document: dict, r: dict) -> dict:
+    """The recommendation of ``r``, one temperature's entry of the report ``document``'s ``recommendations``
+    (``spectheory.recommendation``): as written, or in a report written before the rule (2026-12-02) the rule applied
+    to its sweep's rows and the forecast's gamma, which is all it reads."""
+    if "recommendation" in r:
+        return r["recommendation"]
+    rows = [row for row in document["bench"]["rows"] if row["temperature"] == r["temperature"]]
+    return from_sweep(rows, r["forecast_gamma"]).as_dict()

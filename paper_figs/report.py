@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 from measure.bench_lines import loss_resolution
-from measure.report_document import ReportDocument, by_temperature
+from measure.report_document import ReportDocument, by_temperature, recommendation_of
 from measure.spec_bench_report import apart_label, loss_noise
 from measure.spec_bench_table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
@@ -119,7 +119,7 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
     for r in d["recommendations"]:
         measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
             f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
-        answer, _, rule = recommendation_words(r).partition(" (")
+        answer, _, rule = recommendation_words(recommendation_of(d, r)).partition(" (")
         blocks.append(("paragraph", f"**T = {r['temperature']:g}: {answer}** ({rule}. The forecast's gamma: "
                                     f"{r['forecast_gamma']}. "
                                     f"Diagnostics: the cost model calibrated on the sweep's own profile "

@@ -104,10 +104,7 @@ def from_model(speedups: dict, source: str = "the model") -> Recommendation:
     return Recommendation(gamma, MODEL, speedup, (1.0, 1.0) if gamma == 0 else None, reason)
 
 
-def recommendation_words(r: dict) -> str:
-    """A recommendation (``spectheory.recommendation.Recommendation.as_dict``, or a report's temperature entry
-    holding one) and the rule that decided; in a report written before the rule (2026-12-02), the forecast's gamma."""
-    if "answer" not in r and "recommendation" not in r:
-        return f"recommended gamma {r['forecast_gamma']} (the forecast's)"
-    chosen = r.get("recommendation", r)
+def recommendation_words(chosen: dict) -> str:
+    """A recommendation as saved (``Recommendation.as_dict``), in words: the answer, the rule that decided and the
+    numbers."""
     return f"{chosen['answer']} (rule: {chosen['rule']}; {chosen['reason']})"

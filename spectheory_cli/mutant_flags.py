@@ -31,22 +31,24 @@ def flags_of(sampling) -> list:
 
 
 def mutant_presets(argv: list) -> list:
-    """A mutant's own flags (its sampling, and small models where whole runs see it; a tree mutant's decoder,
-    verifier, models, tree and horizon), parsed before the user's, which override them: `audit --mutant NAME` alone
-    audits the bug where it shows, and a bare `--exact` by the bug's own method (``spectheory_cli.audit``)."""
+    """A mutant's own flags, parsed before the user's, which override them: `audit --mutant NAME` alone audits the bug
+    where it shows (docs/decoders.md, "Planted bugs"). A chain mutant: its sampling, the small models where whole runs
+    see it, its ``audit`` flags, and its own exact method (``--exact METHOD``) unless ``--n`` asks for samples; a tree
+    mutant: its decoder, verifier, models, tree and horizon, statistically unless ``--exact`` is given."""
     from decoders.audit.mutants import EXACT_SIZES, MUTANTS
     from decoders.audit.tree_mutants import TREE_MUTANTS
 
     name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
     chain = {m.name: m for m in MUTANTS}.get(name)
     tree = {m.name: m for m in TREE_MUTANTS}.get(name)
-    if chain is not None and chain.exact != "dp":  # whole runs branch on every draw: their smallest sizes
-        size = EXACT_SIZES[chain.exact]
-        prompt = ["--prompt", *map(str, size["prompt"])] if "prompt" in size else []
-        return [*flags_of(chain.shows_with), "--vocabulary", str(size["vocabulary"]), "--gamma", str(size["gamma"]),
-                "--draft", "tabular", "--horizon", str(size["horizon"]), *prompt]
     if chain is not None:
-        return flags_of(chain.shows_with)
+        flags = flags_of(chain.shows_with)
+        if chain.exact != "dp":  # whole runs branch on every draw: their smallest sizes
+            size = EXACT_SIZES[chain.exact]
+            flags += ["--vocabulary", str(size["vocabulary"]), "--gamma", str(size["gamma"]), "--draft", "tabular",
+                      "--horizon", str(size["horizon"])] + (["--prompt", *map(str, size["prompt"])] if "prompt" in size
+                                                            else [])
+        return flags + list(chain.audit) + ([] if "--n" in argv else ["--exact", chain.exact])
     if tree is not None:
         return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with),
                 *(tiny_target_flags(tree.audit) if "--exact" in argv else tree.audit)]

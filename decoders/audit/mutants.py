@@ -282,6 +282,7 @@ class Mutant:
     exact: str = "dp"  # the exact method that sees it
     source: Callable[[Randomness], Randomness] = _same_source
     shipped: str = ""  # where an engine shipped it: its tracker's issue or PR
+    audit: tuple = ()  # `spectheory audit` flags beyond its sampling and method's sizes that it needs to show
 
 
 #: The smallest settings at which whole runs show every bug of their method (docs/project.md, "What CI runs"): they
@@ -378,7 +379,8 @@ MUTANTS = (
     Mutant("mirostat-never-restored", "Mirostat's state moves along every draft in verification and is not "
            "restored after a rejection", NeverRestored(), MIROSTAT_SHOWN, "whole-run"),
     Mutant("mirostat-bonus-moved-twice", "after full acceptance Mirostat's state moves twice by the bonus token",
-           BonusMovedTwice(), MIROSTAT_SHOWN, "whole-run"),
+           BonusMovedTwice(), MIROSTAT_SHOWN, "whole-run",
+           audit=("--target", "order0", "--draft", "close", "--vocabulary", "4")),  # full acceptance is frequent
 )
 
 

@@ -172,9 +172,9 @@ def test_failed_audit_says_whether_a_marginal_or_the_dependence_fails(capsys):
     """A mutant that biases each token's law (q / p instead of p / q) is named at a position with the tokens in
     excess; one whose draws share one uniform (each marginal right, the joint law wrong) is named as dependence,
     with the strongest pair, not as a position whose uniformity passed."""
-    assert main(["audit", "--mutant", "ratio-q-over-p"]) == 1
+    assert main(["audit", "--mutant", "ratio-q-over-p", "--n", "20000"]) == 1  # --n: the statistical audit
     assert "deviates most at new token" in capsys.readouterr().out
-    assert main(["audit", "--mutant", "one-uniform"]) == 1
+    assert main(["audit", "--mutant", "one-uniform", "--n", "20000"]) == 1
     out = capsys.readouterr().out
     assert "every new token's own law passes" in out and "strongest pair: new tokens" in out
     assert "deviates most at" not in out

@@ -67,7 +67,6 @@ def test_words_against_the_document():
     chosen = from_sweep(sweep((1, 0.9)), forecast_gamma=1)
     assert recommendation_words(chosen.as_dict()) == chosen.line() == \
         f"do not speculate (rule: {NO_GAIN}; the best: gamma 1 measured 0.900x, 95% interval 0.850-0.950)"
-    assert recommendation_words({"forecast_gamma": 3}) == "recommended gamma 3 (the forecast's)"  # an older report
 
 
 def test_sweep_without_rows_against_an_error():
