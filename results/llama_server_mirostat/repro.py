@@ -17,7 +17,10 @@ draws N seeded samples of 4 tokens from each, and compares the two samples by ch
     repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p]
                                              (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
 
-Plain decoding against itself (two seed ranges) is printed first as the control; it should pass.
+Plain decoding against itself (two seed ranges) is printed first as the control; it should pass. Each server's
+output is kept in llama-server-PORT.log in the working directory; a flag the build does not list in its --help, or
+a server that exits before it is healthy, stops the run with the log's last lines. A test over a single category
+(every sample the same there) has nothing to compare and says so instead of printing a p-value.
 """
 
 import collections
@@ -36,16 +39,35 @@ SAMPLERS = {"mirostat-2": {"mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2
 PER_REQUEST = 8
 
 
+def check_flags(server: str, flags: list) -> None:
+    """Stop before any server starts if the build's --help does not list one of ``flags``."""
+    listed = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=120)
+    missing = [flag for flag in flags if flag.startswith("-") and flag not in listed.stdout + listed.stderr]
+    if missing:
+        raise SystemExit(f"{server} --help does not list {', '.join(missing)}: another llama.cpp version?")
+
+
+def _tail(path: str, lines: int = 15) -> str:
+    with open(path, encoding="utf-8", errors="replace") as log:
+        return "".join(log.readlines()[-lines:])
+
+
 def start(server: str, model: str, port: int, extra: list) -> subprocess.Popen:
-    process = subprocess.Popen([server, "-m", model, "-np", str(PER_REQUEST), "-t", "2", "--port", str(port),
-                                "--no-cache-prompt"] + extra, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [server, "-m", model, "-np", str(PER_REQUEST), "-t", "2", "--port", str(port), "--no-cache-prompt"]
+    check_flags(server, command[1:] + extra)
+    log = f"llama-server-{port}.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(command + extra, stdout=out, stderr=subprocess.STDOUT)
     for _ in range(600):
+        if process.poll() is not None:
+            raise SystemExit(f"server on port {port} exited with code {process.returncode}; {log} ends:\n{_tail(log)}")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
             return process
         except OSError:
             time.sleep(0.5)
-    raise SystemExit(f"server on port {port} did not start")
+    process.kill()
+    raise SystemExit(f"server on port {port} not healthy after 300 s; {log} ends:\n{_tail(log)}")
 
 
 def samples(port: int, n: int, seed: int, sampler: dict) -> list:
@@ -74,8 +96,8 @@ def chi_square_p(a: list, b: list) -> tuple:
     statistic = sum((x - (x + y) * na / (na + nb)) ** 2 / ((x + y) * na / (na + nb)) +
                     (y - (x + y) * nb / (na + nb)) ** 2 / ((x + y) * nb / (na + nb)) for x, y in cells)
     dof = len(cells) - 1
-    if dof < 1:
-        return statistic, dof, 1.0
+    if dof < 1:  # one category: nothing to compare
+        return statistic, dof, None
     z = ((statistic / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))  # Wilson-Hilferty
     return statistic, dof, 0.5 * math.erfc(z / math.sqrt(2))
 
@@ -95,13 +117,18 @@ def main() -> None:
     finally:
         plain.kill(), spec.kill()
     for name, other in (("plain against plain (control)", b), ("plain against speculating", c)):
-        statistic, dof, p = chi_square_p(a, other)
-        print(f"{name}: 4-token prefixes, {len(set(a))} and {len(set(other))} distinct; chi-square {statistic:.1f} "
-              f"on {dof} degrees of freedom, p = {p:.3g}")
+        print(f"{name}: 4-token prefixes, {len(set(a))} and {len(set(other))} distinct; "
+              + described(*chi_square_p(a, other)))
         for position in range(4):
-            statistic, dof, p = chi_square_p(*([row[position] if position < len(row) else "end" for row in rows]
-                                             for rows in (a, other)))
-            print(f"    token {position + 1}: chi-square {statistic:.1f} on {dof} degrees of freedom, p = {p:.3g}")
+            test = chi_square_p(*([row[position] if position < len(row) else "end" for row in rows]
+                                  for rows in (a, other)))
+            print(f"    token {position + 1}: " + described(*test))
+
+
+def described(statistic: float, dof: int, p: float | None) -> str:
+    if p is None:
+        return "a single category on both sides: nothing to test"
+    return f"chi-square {statistic:.1f} on {dof} degrees of freedom, p = {p:.3g}"
 
 
 if __name__ == "__main__":
