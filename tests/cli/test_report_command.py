@@ -1,6 +1,7 @@
 """`spectheory report` on the shipped pair with a small budget: report.md and report.html carry exactly the
 numbers of the report.json they were built from; bad arguments exit 2 with one line."""
 
+import copy
 import json
 import re
 
@@ -141,6 +142,28 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         tokens = document["settings"]["max_new_tokens"]
         assert r["optimal_gamma"] == profile.optimal_gamma(tokens=tokens)
         assert r["calibrated_speedup"] == pytest.approx(profile.speedup(r["optimal_gamma"], tokens=tokens))
+
+
+def test_report_says_do_not_speculate_against_a_sweep_that_pays(report):
+    """The report's rule (docs/measuring.md, "The recommendation") on its own document with the T = 1 sweep made
+    not to pay (every measured speedup and interval scaled under 1x: constructed, no clock): that line says "do not
+    speculate" with the best measured gamma and its interval, and the T = 0 line is the report's own; scaled to pay,
+    the same sweep recommends a gamma."""
+    _, document = report
+    lines = {}
+    for factor in (0.5, 2.0):
+        constructed = copy.deepcopy(document)
+        for row in constructed["bench"]["rows"]:
+            if row["temperature"] == 1.0:
+                row["speedup"] *= factor
+                row["speedup_interval"] = [bound * factor for bound in row["speedup_interval"]]
+        for r in constructed["recommendations"]:
+            del r["recommendation"]  # recomputed by the rule from the rows (measure.report_document.recommendation_of)
+        lines[factor] = summary_lines(constructed)
+    assert lines[0.5][2].startswith("T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its "
+                                    "noise; the best: gamma "), lines[0.5][2]
+    assert lines[0.5][0] == lines[2.0][0] == summary_lines(document)[0]
+    assert re.match(r"T = 1: gamma \d+ \(rule: ", lines[2.0][2]), lines[2.0][2]
 
 
 def test_report_html_and_figures_against_markdown(report):
