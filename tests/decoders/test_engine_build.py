@@ -4,6 +4,7 @@ there already, and a failed step one line naming its log."""
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,9 @@ def test_first_use_build_against_its_steps(tmp_path, monkeypatch, capsys):
 def test_failed_build_against_error_contract(tmp_path, monkeypatch):
     monkeypatch.setenv(HOME_VARIABLE, str(tmp_path / "llama-server"))
     monkeypatch.setattr(build.subprocess, "run", _stand_in([], fail="--build"))
-    with pytest.raises(ValueError, match=r"building with `cmake --build .* failed; its log is .*build\.log"):
+    left = set(Path(tempfile.gettempdir()).glob("llama-server-*"))
+    with pytest.raises(ValueError, match=r"building with `cmake --build .* failed; its log is .*llama-server\.build\.log"):
         server_binary()
     assert not is_built() and not os.path.exists(tmp_path / "llama-server")
+    assert (tmp_path / "llama-server.build.log").is_file()  # the log stays beside the home
+    assert set(Path(tempfile.gettempdir()).glob("llama-server-*")) == left  # the work folder does not
