@@ -12,15 +12,16 @@ then another token is emitted there (the accepted draft or the residual draw).
 
 Starts two servers of one build on one model, one plain and one speculating with the model as its own draft,
 draws N seeded samples of 4 tokens from each, and compares the two samples by chi-square tests of homogeneity: their
-4-token prefixes, then the token at each position. Needs only python3 (standard library). Usage:
+prefixes of 1 to 4 tokens, then the token at each position. Needs only python3 (standard library). Usage:
 
     repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p]
                                              (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
 
 Plain decoding against itself (two seed ranges) is printed first as the control; it should pass. Each server's
 output is kept in llama-server-PORT.log in the working directory; a flag the build does not list in its --help, or
-a server that exits before it is healthy, stops the run with the log's last lines. A test over a single category
-(every sample the same there) has nothing to compare and says so instead of printing a p-value.
+a server that exits before it is healthy, stops the run with the log's last lines. The prefixes are tested at each
+length, 1 to 4 tokens; a test left with fewer than two cells of 10 pooled counts (every prefix distinct, or all
+the same) has nothing to compare and says so instead of printing a p-value.
 """
 
 import collections
@@ -117,8 +118,11 @@ def main() -> None:
     finally:
         plain.kill(), spec.kill()
     for name, other in (("plain against plain (control)", b), ("plain against speculating", c)):
-        print(f"{name}: 4-token prefixes, {len(set(a))} and {len(set(other))} distinct; "
-              + described(*chi_square_p(a, other)))
+        print(f"{name}:")
+        for length in range(1, 5):  # the prefix of each length: the longest alone may have no cell of 10 counts
+            test = chi_square_p(*([row[:length] for row in rows] for rows in (a, other)))
+            print(f"    {length}-token prefixes, {len({row[:length] for row in a})} and "
+                  f"{len({row[:length] for row in other})} distinct: " + described(*test))
         for position in range(4):
             test = chi_square_p(*([row[position] if position < len(row) else "end" for row in rows]
                                   for rows in (a, other)))
@@ -127,7 +131,7 @@ def main() -> None:
 
 def described(statistic: float, dof: int, p: float | None) -> str:
     if p is None:
-        return "a single category on both sides: nothing to test"
+        return "fewer than two cells of 10 pooled counts: nothing to test"
     return f"chi-square {statistic:.1f} on {dof} degrees of freedom, p = {p:.3g}"
 
 
