@@ -29,7 +29,8 @@ PROMPT = ENGINE_PROMPT.replace("Repeat all of the code:", "Repeat all of the cod
 #: name -> (sampling, request fields beyond it, stop strings)
 SETTINGS = {
     "t1": (EngineSampling(1.0), (), ()),
-    "t0.7_top_p0.9": (EngineSampling(0.7, top_p=0.9), (), ()),
+    "t0.7_top_p0.9": (EngineSampling(0.7, top_p=0.9), (), ()),  # one row only on the 65-token prompt: a point mass
+    "t1_top_p0.9": (EngineSampling(1.0, top_p=0.9), (), ()),  # top-p where it keeps more than one token
     "top_k20": (EngineSampling(1.0, top_k=20), (), ()),
     "penalties": (EngineSampling(1.0, repeat_penalty=1.2), (("presence_penalty", 0.5), ("frequency_penalty", 0.3)), ()),
     "stop": (EngineSampling(1.0), (), ("\n",)),
