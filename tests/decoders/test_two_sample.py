@@ -20,6 +20,7 @@ from scipy import stats
 from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
+from spectheory.recommendation import from_sweep
 from engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, \
     run_engine_audit
 from engines.audit_model import numeric_tv
@@ -380,9 +381,11 @@ def test_engine_bench_forecast_against_other_prompts():
         expected = predicted_round(forecast["counters"][row["gamma"]], forecast["costs"])[3]
         assert row["forecast_speedup"] == pytest.approx(expected)
     best = max(document["rows"], key=lambda row: (row["forecast_speedup"], -row["gamma"]))
-    assert document["recommended_gamma"] == (best["gamma"] if best["forecast_speedup"] > 1 else 0)
+    assert document["forecast_gamma"] == (best["gamma"] if best["forecast_speedup"] > 1 else 0)
+    assert document["recommendation"] == from_sweep(document["rows"], document["forecast_gamma"]).as_dict()
     document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
-    assert "by the forecast from 1 other prompt (" in "\n".join(engine_bench_lines(document))
+    printed = "\n".join(engine_bench_lines(document))
+    assert "; the forecast from 1 other prompt (" in printed and f"picked gamma {best['gamma']}" in printed
     with pytest.raises(ValueError, match="share a prompt"):
         engine_bench(engine, [[1, 2, 3]], gammas=[2], max_new_tokens=12, repeats=1, forecast_prompts=[[1, 2, 3]])
 
