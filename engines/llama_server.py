@@ -130,10 +130,11 @@ class LlamaServerEngine:
                     "results/llama_server_mirostat/power.json) and from about 3,000 on a low-entropy code prompt (42% "
                     "at 1,500; power_code.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below that "
                     "says nothing of it"] * bool(self.options.mirostat)
-        adaptive = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p."
-                    "patch) skips adaptive-p's average for tokens it did not draw and seeds its acceptance draws alike "
-                    "in every request; at target 0.5, decay 0.9 the audit found it at 2,000 samples a side (p = "
-                    "0.0019) and 4,000 (p = 4.25e-50), its power not measured: a PASS says little of it"] * (
+        adaptive = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p-seed."
+                    "patch and -average.patch) seeds its acceptance draws alike in every request and skips adaptive-p's "
+                    "average for tokens it did not draw; at target 0.5, decay 0.9 the audit found it at 2,000 samples a "
+                    "side (p = 0.0019) and 4,000 (p = 4.25e-50), the skipped average alone not at 4,000 (p = 0.296), "
+                    "its power not measured: a PASS says little of it"] * (
             "adaptive_p" in self.options.samplers)
         return mirostat + adaptive
 

@@ -284,6 +284,26 @@ def test_adaptive_p_report_against_its_results():
     assert "token 2: chi-square 26.9 on 7 degrees of freedom, p = 0.000395" in speculating
 
 
+def test_rejection_law_script_against_the_reports():
+    """docs/upstream/llama_server_rejection_law.py, the exact law of llama.cpp's verifiers on the smallest case: the
+    match path and the patched rejection path keep plain decoding's law to rounding, the shipped rejection path does
+    not under Mirostat 2 (tau 1.5, eta 2) or adaptive-p, and fixed uniforms move the first token's law where fresh
+    ones do not; both reports quote its output as it prints it."""
+    import subprocess
+    import sys
+
+    script = ROOT / "docs" / "upstream" / "llama_server_rejection_law.py"
+    output = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    variations = [float(v) for v in re.findall(r"total variation ([0-9.e+-]+)", output)]
+    # match, shipped, patched for Mirostat 2, Mirostat 2 at the defaults and adaptive-p; then fixed and fresh uniforms
+    assert len(variations) == 13
+    shipped = variations[1], variations[7]
+    exact = [variations[i] for i in (0, 2, 3, 4, 5, 6, 8)] + [variations[12]]
+    assert min(shipped) > 0.05 and max(exact) < 1e-9 and min(variations[9:12]) > 0.05
+    for report in ("llama-server-mirostat.md", "llama-server-adaptive-p.md"):
+        assert output.strip() in (ROOT / "docs" / "upstream" / report).read_text(), report
+
+
 @pytest.mark.parametrize("name, where", [("power.json", "samples a side on an open chat prompt"),
                                          ("power_code.json", "on a low-entropy code prompt")])
 def test_mirostat_power_against_its_results(name, where):

@@ -8,13 +8,17 @@ then another token is emitted there (the accepted draft or the residual draw).
   mu that does not belong to the emitted text (tau 2, eta 2: a strong learning rate makes the effect large).
 - adaptive-p: adaptive-p moves its moving average in accept only when the emitted token is the one it drew, so under
   rejection sampling it skips the emitted tokens (target 0.5, decay 0: the average is the last token's probability,
-  which makes the effect large; the chain is temperature then adaptive-p).
+  which makes the effect large; the chain is temperature then adaptive-p); and a chain ending in adaptive-p seeds the
+  verifier's generator alike in every request.
+- adaptive-p-top-k: the same after top-k 3. Over the whole vocabulary adaptive-p at target 0.5 is nearly uniform,
+  so the average is tiny whichever token moves it and the skipped average hardly shows; among three candidates the
+  adapted target decides which one is drawn.
 
 Starts two servers of one build on one model, one plain and one speculating with the model as its own draft,
 draws N seeded samples of 4 tokens from each, and compares the two samples by chi-square tests of homogeneity: their
 prefixes of 1 to 4 tokens, then the token at each position. Needs only python3 (standard library). Usage:
 
-    repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p]
+    llama_server_rejection_repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p|adaptive-p-top-k]
                                              (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
 
 Plain decoding against itself (two seed ranges) is printed first as the control; it should pass. Each server's
@@ -36,7 +40,9 @@ PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\
 COMMON = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
           "n_predict": 4, "cache_prompt": False, "return_tokens": True}
 SAMPLERS = {"mirostat-2": {"mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0},
-            "adaptive-p": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "samplers": ["temperature", "adaptive_p"]}}
+            "adaptive-p": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "samplers": ["temperature", "adaptive_p"]},
+            "adaptive-p-top-k": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "top_k": 3,
+                                 "samplers": ["top_k", "temperature", "adaptive_p"]}}
 PER_REQUEST = 8
 
 
