@@ -9,8 +9,7 @@ setting it is asked for: ``speculate`` 0 a plain server, k > 0 a server drafting
 Each server runs as vLLM's CPU docs ask: Intel OpenMP preloaded (``LD_PRELOAD`` of the environment's libiomp5),
 its OpenMP threads bound to ``threads`` of this process's CPUs (``VLLM_CPU_OMP_THREADS_BIND``), ``kv`` GiB of KV
 cache (``VLLM_CPU_KVCACHE_SPACE``), float32, the model's generation defaults off (``--generation-config vllm``:
-every sampling parameter is the request's), offline, the model run in the engine core's process (``--distributed-
-executor-backend uni``: one process fewer to import vLLM into, 15-18 s of a start on 2 cores). Requests go to ``/v1/completions`` with the prompt as token
+every sampling parameter is the request's), offline. Requests go to ``/v1/completions`` with the prompt as token
 ids (``/tokenize``), ``n`` samples a request whose seeds vLLM makes ``seed``, ``seed + 1``, ... (its
 parallel_sampling.py), token ids back (``return_token_ids``); the spec-decode counters are the change in
 ``/metrics`` over a run."""
@@ -87,7 +86,7 @@ class VLLMServer(ServerProcess):
                    "--max-num-seqs", options.seqs, "--max-num-batched-tokens", max(2048, 128 * options.seqs),
                    "--block-size", KV_BLOCK,
                    "--seed", 0, "--generation-config", "vllm", "--max-logprobs", -1,
-                   "--distributed-executor-backend", "uni", "--disable-uvicorn-access-log"]
+                   "--disable-uvicorn-access-log"]
         if speculative:
             command += ["--speculative-config", json.dumps(speculative)]
         if options.eager:

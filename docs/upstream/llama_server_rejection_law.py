@@ -21,9 +21,8 @@ Q = (0.2, 0.3, 0.5)  # the draft's
 HORIZON = 3
 
 
-def mirostat_dist(state, tau, eta):
-    """The truncated, renormalised distribution Mirostat 2 draws from at mu."""
-    mu = state[0]
+def mirostat_dist(mu):
+    """The truncated, renormalised distribution Mirostat 2 draws from at ``mu``."""
     order = sorted(range(len(P)), key=lambda token: -P[token])
     kept = [token for token in order if -math.log2(P[token]) <= mu] or order[:1]
     total = sum(P[token] for token in kept)
@@ -34,7 +33,7 @@ def mirostat(patched, tau, eta):
     """(initial state, dist, after apply drew y, after accept of z) for Mirostat 2 at ``tau``, ``eta``."""
 
     def dist(state):
-        return mirostat_dist(state, tau, eta)
+        return mirostat_dist(state[0])
 
     def drawn(state, y):  # as shipped, mu moves inside apply, by the drawn token
         p = dist(state)
@@ -72,6 +71,11 @@ def adaptive_p(patched):
     return (target / (1 - decay), 1 / (1 - decay), None), dist, drawn, accepted
 
 
+def residual(p):
+    """norm(max(0, p - Q)) before normalising: the rejection path's residual."""
+    return [max(0.0, pk - qk) for pk, qk in zip(p, Q)]
+
+
 def plain_law(sampler, state, prefix, weight, law):
     """Plain decoding: draw from the chain, accept the drawn token."""
     if len(prefix) == HORIZON:
@@ -99,9 +103,9 @@ def speculative_law(sampler, verifier, state, prefix, weight, law):
                 outcomes = [(y, 1.0, y == x)]
             else:
                 accept = min(1.0, p[x] / qx)
-                residual = [max(0.0, pk - qk) for pk, qk in zip(p, Q)]
-                outcomes = [(x, accept, True)] + [(z, (1 - accept) * r / sum(residual), False)
-                                                  for z, r in enumerate(residual) if r > 0 and accept < 1]
+                rest = residual(p)
+                outcomes = [(x, accept, True)] + [(z, (1 - accept) * r / sum(rest), False)
+                                                  for z, r in enumerate(rest) if r > 0 and accept < 1]
             for z, chance, draft_kept in outcomes:
                 if chance == 0:
                     continue
@@ -132,9 +136,9 @@ def fixed_uniform_law(u):
         if P[x] >= Q[x] or u < P[x] / qx:
             law[x] += qx
             continue
-        residual = [max(0.0, pk - qk) for pk, qk in zip(P, Q)]
-        target, z = u * sum(residual), len(residual) - 1
-        for k, r in enumerate(residual):
+        rest = residual(P)
+        target, z = u * sum(rest), len(rest) - 1
+        for k, r in enumerate(rest):
             target -= r
             if r > 0 and target <= 0:
                 z = k
