@@ -220,6 +220,26 @@ def test_llama_server_verdicts_against_their_results():
             assert text in row, (name, text, row)
 
 
+def test_vllm_verdicts_against_their_results():
+    """docs/engines.md's vLLM verdict table quotes each two-sample result file of results/vllm/: samples a side,
+    p-value, detectable total variation, verdict and vLLM's accepted-of-drafted counters; every such file has its
+    row."""
+    page = (ROOT / "docs" / "engines.md").read_text()
+    files = sorted(path for path in (ROOT / "results" / "vllm").glob("*.json")
+                   if json.loads(path.read_text()).get("test") == "two-sample")
+    assert len(files) >= 10
+    for path in files:
+        verdict = json.loads(path.read_text())
+        name = f"`results/vllm/{path.name}`"
+        row = next((line for line in page.splitlines() if line.startswith("|") and name in line), None)
+        assert row is not None, name
+        counters = verdict["counters"][0]
+        for text in (f"| {verdict['n_a']} + {verdict['n_b']} |", f"| {verdict['p_value']:.3g} |",
+                     f"| {verdict['detectable_tv']:.4f} |", "| PASS |" if verdict["passed"] else "| FAIL |",
+                     f"| {counters['num_accepted_tokens']} of {counters['num_draft_tokens']} |"):
+            assert text in row, (name, text, row)
+
+
 def test_llama_server_bench_rows_against_their_results():
     """docs/engines.md quotes every row of llama-server's bench files: measured speedup with its spread,
     predicted, their ratio, tokens per call and mean proposal length."""
