@@ -225,11 +225,10 @@ def test_vllm_verdicts_against_their_results():
     p-value, detectable total variation, verdict and vLLM's accepted-of-drafted counters; every such file has its
     row."""
     page = (ROOT / "docs" / "engines.md").read_text()
-    files = sorted(path for path in (ROOT / "results" / "vllm").glob("*.json")
-                   if json.loads(path.read_text()).get("test") == "two-sample")
-    assert len(files) >= 10
-    for path in files:
-        verdict = json.loads(path.read_text())
+    documents = {path: json.loads(path.read_text()) for path in sorted((ROOT / "results" / "vllm").glob("*.json"))}
+    verdicts = {path: document for path, document in documents.items() if document.get("test") == "two-sample"}
+    assert len(verdicts) >= 10
+    for path, verdict in verdicts.items():
         name = f"`results/vllm/{path.name}`"
         row = next((line for line in page.splitlines() if line.startswith("|") and name in line), None)
         assert row is not None, name
