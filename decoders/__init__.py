@@ -4,5 +4,5 @@
 model protocol and its implementations), ``autoregressive``, ``speculative`` and ``blockwise`` (the
 decoders, each a step function plus a loop), ``results`` (what every run returns), ``audit`` (exact and
 statistical distribution-preservation audits and planted-bug decoders). Measurement on real pairs lives
-beside this package, in ``measure``; serving engines in ``engines``.
+in its rooms ``bench`` (measurement), ``engines`` (serving engines) and ``jobs`` (what needs both).
 """

@@ -6,7 +6,7 @@ and the token it drew) and the outcomes of past iterations, so the decoder stays
 What a policy reads as "the draft's law" is ``seen_law``: q, or at T = 0 the draft's softmax.
 
 Every method takes and returns batched tensors (rows first), so the same object drives the decoder and the
-replay along a measured acceptance trace (``measure.policy_bench``). ``start(batch, device)`` gives a fresh per-row
+replay along a measured acceptance trace (``decoders.bench.policy_bench``). ``start(batch, device)`` gives a fresh per-row
 state; a policy that "persists over calls" (transformers' ``heuristic``) carries its draft length from one
 ``start`` to the next, as transformers keeps it in the assistant's generation config.
 """

@@ -20,7 +20,7 @@ class DecodeStats:
     ``betas``: beta = sum min(p, q) at every verified draft position, whose mean estimates alpha.
     ``seconds``: wall time per phase (prefill, draft, verify, accept, correct, or decode), each measured
     between CUDA synchronisations when ``profile`` was on, with ``model``, the seconds inside the models'
-    calls (over ``total``: the efficiency, ``measure.profile.efficiency``); ``total`` always.
+    calls (over ``total``: the efficiency, ``decoders.bench.profile.efficiency``); ``total`` always.
     """
 
     iterations: int

@@ -17,7 +17,7 @@ RESULT = "bench_cpu.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """The shipped pair's benchmark with the Hugging Face comparison (``spectheory bench --hf``'s defaults)."""
-    from measure.runs import bench_document
+    from decoders.bench.runs import bench_document
 
     return write_json(Path(results) / RESULT, bench_document(hf=True, progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)

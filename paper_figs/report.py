@@ -1,5 +1,5 @@
 """The one-command report rendered (``spectheory report``): ``report.json``, ``report.md`` and ``report.html``
-with their figures, from the ``ReportDocument`` that ``measure.report.measure_pair`` measured.
+with their figures, from the ``ReportDocument`` that ``decoders.bench.report.measure_pair`` measured.
 
 Every number in the Markdown and HTML is formatted from the JSON document, which is written first. The
 files are written into a staged directory that replaces ``out`` only once all of them are complete.
@@ -12,10 +12,10 @@ import re
 import statistics
 from pathlib import Path
 
-from measure.bench_lines import loss_resolution
-from measure.report_document import ReportDocument, by_temperature, recommendation_of
-from measure.spec_bench_report import apart_label, loss_noise
-from measure.spec_bench_table import forecast_lines
+from decoders.bench.bench_lines import loss_resolution
+from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.spec_bench_report import apart_label, loss_noise
+from decoders.bench.spec_bench_table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text

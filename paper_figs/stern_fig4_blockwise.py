@@ -19,7 +19,7 @@ MARKERS = {("exact", 1): ("o", "exact"), ("top_k", 2): ("s", "top-2"), ("top_k",
 
 def compute(results: Path, *, progress=None) -> Path:
     """``bench_blockwise`` on 8 held-out prompts of 64 characters, 128 new tokens, median of 3; writes ``RESULT``."""
-    from measure.runs import blockwise_document
+    from decoders.bench.runs import blockwise_document
 
     return write_json(Path(results) / RESULT, blockwise_document(progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)

@@ -16,8 +16,8 @@ RESULT = "alpha.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """``RESULT`` and ``alpha.md`` as ``spectheory alpha`` writes them (every draft, T = 0 and 1)."""
-    from measure.alpha import AlphaEstimate, alpha_markdown
-    from measure.runs import alpha_document
+    from decoders.bench.alpha import AlphaEstimate, alpha_markdown
+    from decoders.bench.runs import alpha_document
 
     document = alpha_document(progress=None if progress else False)
     write_text(Path(results) / "alpha.md", alpha_markdown([AlphaEstimate(**e) for e in document["estimates"]]))

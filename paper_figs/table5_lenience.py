@@ -16,7 +16,7 @@ RESULT = "lenience.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """Measure every shipped draft on 32 held-out windows at every lenience and write ``RESULT``."""
-    from measure.runs import lenience_document
+    from decoders.bench.runs import lenience_document
 
     return write_json(Path(results) / RESULT, lenience_document(progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)

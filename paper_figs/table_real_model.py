@@ -24,8 +24,8 @@ HEADER = ["draft", "task", "T", "alpha (text)", "c", "best gamma", "speedup (min
 
 
 def compute(results: Path, *, progress=None) -> Path:
-    """``RESULT``: ``measure.runs.real_model_document`` (about 40 minutes on 2 CPU cores)."""
-    from measure.runs import real_model_document
+    """``RESULT``: ``decoders.bench.runs.real_model_document`` (about 40 minutes on 2 CPU cores)."""
+    from decoders.bench.runs import real_model_document
 
     return write_json(Path(results) / RESULT, real_model_document(progress=None if progress else False),
                       command=RECOMPUTE_COMMAND)

@@ -17,8 +17,8 @@ FIGURE_DRAFTS = ("bigram", "transformer", "distilled", "unigram")
 
 def compute(results: Path, *, progress=None) -> Path:
     """Every draft of ``FIGURE_DRAFTS`` with the shipped target at budgets 4, 8, 16 and 32 (``runs.tree_document``)."""
-    from measure.bench import BenchSettings
-    from measure.runs import tree_document
+    from decoders.bench.bench import BenchSettings
+    from decoders.bench.runs import tree_document
 
     settings = BenchSettings(prompts=4, prompt_length=64, max_new_tokens=64, repeats=5, warmup=1, batch_sizes=())
     drafts = [tree_document(draft, settings, progress=progress) for draft in FIGURE_DRAFTS]

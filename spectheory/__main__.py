@@ -2,6 +2,6 @@
 
 import sys
 
-from spectheory_cli import main
+from spectheory.cli import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""The one mechanism behind the project's registries (docs/extending.md): engines (``engines.registry``), drafts
+"""The one mechanism behind the project's registries (docs/extending.md): engines (``decoders.engines.registry``), drafts
 (``decoders.drafts``) and audit tests (``decoders.audit.battery``) each keep their entries in a dict by name and add
 one with ``register``."""
 

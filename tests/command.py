@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from spectheory_cli import main
+from spectheory.cli import main
 from spectheory.outputs import strict_loads
 
 

@@ -1,12 +1,12 @@
 """A cheap engine stand-in for the engine tests: a seeded Markov chain over 30 tokens that follows the engine
-interface (``engines.base.Engine``), with the temperature it applies settable apart from the one it is
+interface (``decoders.engines.base.Engine``), with the temperature it applies settable apart from the one it is
 asked for, so a planted bug (a server asked for T = 1 that samples at T = 0.9) is one argument."""
 
 import numpy as np
 import torch
 
 from decoders.models.history import HistoryModel
-from engines.base import EngineRun, EngineSampling
+from decoders.engines.base import EngineRun, EngineSampling
 
 VOCABULARY = 30
 

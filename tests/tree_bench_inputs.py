@@ -1,10 +1,10 @@
-"""A tiny tree-against-chain bench (``measure.tree_bench``): its tests' and the figure tests' input."""
+"""A tiny tree-against-chain bench (``decoders.bench.tree_bench``): its tests' and the figure tests' input."""
 
 import numpy as np
 import torch
 
-from measure.bench import BenchSettings
-from measure.tree_bench import bench_trees
+from decoders.bench.bench import BenchSettings
+from decoders.bench.tree_bench import bench_trees
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 
 VOCAB = 16

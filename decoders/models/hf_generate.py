@@ -1,6 +1,6 @@
 """Hugging Face ``generate`` driven like our decoders: plain or assisted (an assistant model, prompt lookup,
 early exit) for an exact number of tokens under our ``Sampling``, seeded from our randomness. The audit
-samples transformers through it and the bench times it (``measure.hf_compare``)."""
+samples transformers through it and the bench times it (``decoders.bench.hf_compare``)."""
 
 from __future__ import annotations
 

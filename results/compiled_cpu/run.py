@@ -14,9 +14,9 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from measure.alpha import text_windows
-from measure.bench import environment
-from measure.inputs import compiled_models, load_inputs
+from decoders.bench.alpha import text_windows
+from decoders.bench.bench import environment
+from decoders.bench.inputs import compiled_models, load_inputs
 from spectheory.outputs import write_json
 
 GAMMA, PROMPTS, PROMPT_LENGTH, NEW = 4, 3, 64, 48

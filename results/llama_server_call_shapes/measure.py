@@ -6,10 +6,10 @@ Run from the repository root: python results/llama_server_call_shapes/measure.py
 (here: SmolLM2-135M-Instruct Q4_1 and ``spectheory export-gguf --layers 24``); writes call_shapes.json beside it."""
 import json, statistics, sys
 from pathlib import Path
-from engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds, generation_seconds
-from engines.base import EngineSampling
-from measure.inputs import load_inputs
-from measure.tasks import benchmark_prompts
+from decoders.engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds, generation_seconds
+from decoders.engines.base import EngineSampling
+from decoders.bench.inputs import load_inputs
+from decoders.bench.tasks import benchmark_prompts
 
 MODEL, DRAFT = sys.argv[1], sys.argv[2]
 inputs = load_inputs(MODEL, [])

@@ -12,10 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from engines import open_engine
-from engines.base import EngineSampling
-from measure.inputs import load_inputs
-from measure.tasks import benchmark_prompts
+from decoders.engines import open_engine
+from decoders.engines.base import EngineSampling
+from decoders.bench.inputs import load_inputs
+from decoders.bench.tasks import benchmark_prompts
 
 gammas = [int(g) for g in sys.argv[1:]] or [1, 4, 8]
 engine = open_engine("llama-server")

@@ -1,9 +1,9 @@
 import sys
-from engines import open_engine
-from engines.base import EngineSampling
-from engines.llama_server import completion_body
-from measure.inputs import load_inputs
-from measure.tasks import benchmark_prompts
+from decoders.engines import open_engine
+from decoders.engines.base import EngineSampling
+from decoders.engines.llama_server import completion_body
+from decoders.bench.inputs import load_inputs
+from decoders.bench.tasks import benchmark_prompts
 engine = open_engine("llama-server")
 inputs = load_inputs(str(engine.model_path), [])
 prompts = [row.tolist() for row in benchmark_prompts(inputs, "rewrite", 8, 192, 0)]

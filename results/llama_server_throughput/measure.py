@@ -3,8 +3,8 @@
 tokens per completion, 16 per request (the server's plain generation speed, prompt amortized), both in tokens/s;
 interleaved, 3 repeats, medians."""
 import json, statistics, sys, time
-from engines import open_engine
-from engines.base import EngineSampling
+from decoders.engines import open_engine
+from decoders.engines.base import EngineSampling
 P = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
 T1 = EngineSampling(1.0)
 settings = {"plain": ("np=16,completions=16", 0),

@@ -16,9 +16,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from engines import open_engine
-from engines.audit import ENGINE_PROMPT, SECOND_SIDE_SEED, engine_side, two_sample_document
-from engines.base import EngineSampling
+from decoders.engines import open_engine
+from decoders.engines.audit import ENGINE_PROMPT, SECOND_SIDE_SEED, engine_side, two_sample_document
+from decoders.engines.base import EngineSampling
 from spectheory.outputs import write_json
 
 HERE = Path(__file__).resolve().parent

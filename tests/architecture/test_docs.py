@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spectheory_cli import main
-from measure.report import summary_lines
-from measure.spec_bench_report import recommendation_lines
+from spectheory.cli import main
+from decoders.bench.report import summary_lines
+from decoders.bench.spec_bench_report import recommendation_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -295,7 +295,7 @@ def test_adaptive_p_report_against_its_results():
     unpatched, patched, page = _patched_against_unpatched(
         "llama-server-adaptive-p.md", "llama_server_audit_rejection_adaptive_p05_replicate", 4_000)
     assert [row[0] for row in unpatched["rows_a"]] == [row[0] for row in patched["rows_a"]]
-    assert f"(p = {unpatched['p_value']:.3g})" in (ROOT / "engines" / "llama_server.py").read_text()  # its known deviation
+    assert f"(p = {unpatched['p_value']:.3g})" in (ROOT / "decoders" / "engines" / "llama_server.py").read_text()  # its known deviation
     output = (ROOT / "results" / "llama_server_adaptive_p" / "output.txt").read_text()
     assert output.strip() in page
     control, speculating = output.split("plain against speculating")
@@ -331,7 +331,7 @@ def test_mirostat_power_against_its_results(name, where):
     (the patched build's rows, or the plain rows' halves) fails at about the level."""
     document = json.loads((ROOT / "results" / "llama_server_mirostat" / name).read_text())
     first = next(row for row in document["rows"] if row["power"] >= 0.9)
-    quoted = (ROOT / "engines" / "llama_server.py").read_text() + (ROOT / "docs" / "upstream" /
+    quoted = (ROOT / "decoders" / "engines" / "llama_server.py").read_text() + (ROOT / "docs" / "upstream" /
                                                                     "llama-server-mirostat.md").read_text()
     assert f"from about {first['n']:,} {where}" in " ".join(quoted.replace('"', " ").split())
     assert all(row["control_failure_rate"] <= 0.03 for row in document["rows"])
@@ -354,8 +354,8 @@ def test_report_times_against_the_committed_reports():
     today's defaults, at most 4 minutes, results/report_full on --full's; the README states the first."""
     from dataclasses import asdict
 
-    from measure.report import FULL_SETTINGS, ReportSettings
-    from spectheory_cli.report import FULL_SECONDS, MAIN_SECONDS
+    from decoders.bench.report import FULL_SETTINGS, ReportSettings
+    from spectheory.cli.report import FULL_SECONDS, MAIN_SECONDS
 
     for seconds, out, settings in ((MAIN_SECONDS, "report", ReportSettings()), (FULL_SECONDS, "report_full",
                                                                                  FULL_SETTINGS)):
@@ -377,7 +377,7 @@ def test_extending_tables_against_the_registries():
     import decoders.audit.two_sample  # noqa: F401  (registers the two-sample tests)
     from decoders.audit.battery import AUDIT_TESTS
     from decoders.drafts import DRAFT_KINDS
-    from engines import ENGINE_KINDS
+    from decoders.engines import ENGINE_KINDS
 
     text = (ROOT / "docs" / "extending.md").read_text()
     engines = [_row(f"`{k.name}`", f"`{k.usage}`", k.speculation, k.description) for k in ENGINE_KINDS.values()]

@@ -1,6 +1,7 @@
-"""The one-way layering of the project (docs/project.md, "Layout"): theory <- sims, decoders <- measure, engines
-<- jobs <- paper_figs <- cli; packages of one layer never import each other, and no module imports itself back through
-others (no cycles).
+"""The one-way layering of the project (docs/project.md, "Layout") over its four import roots (spectheory, sims,
+decoders, paper_figs) and the rooms of a floor of their own: theory <- sims, decoders <- decoders.bench,
+decoders.engines <- decoders.jobs <- paper_figs <- spectheory.cli; rooms of one floor never import each other, and no
+module imports itself back through others (no cycles).
 
 The first tests import in a fresh interpreter and look at ``sys.modules``; the last parses every import
 statement in the tree (also those inside functions), so a lazy import cannot hide a wrong direction.
@@ -16,16 +17,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_POINTS = ("spectheory.__main__", "spectheory.cli")  # the one place each that reaches up to the CLI
+ENTRY_POINTS = ("spectheory.__main__",)  # the one place below the CLI that reaches up to it
 THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if f"spectheory.{p.stem}" not in
                 ("spectheory.__init__",) + ENTRY_POINTS)
-HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "measure", "engines", "jobs", "paper_figs",
-         "spectheory_cli")
+HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "paper_figs", "spectheory.cli")
 THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory"}  # and the standard library
-LAYER = {"theory": 0, "sims": 1, "decoders": 1, "measure": 2, "engines": 2, "jobs": 3, "paper_figs": 4, "cli": 5}
-PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "jobs", "paper_figs", "spectheory_cli")
-#: What a figure never imports: it draws from documents, and measurement is a job's (``jobs``).
-NOT_FOR_FIGURES = ("torch", "engines", "decoders.models", "measure.inputs")
+LAYER = {"theory": 0, "sims": 1, "decoders": 1, "bench": 2, "engines": 2, "jobs": 3, "paper_figs": 4, "cli": 5}
+#: The rooms of a root that sit on a floor of their own (the root's other modules are the root's floor).
+ROOMS = {"decoders.bench": "bench", "decoders.engines": "engines", "decoders.jobs": "jobs", "spectheory.cli": "cli"}
+PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")  # the import roots: nothing else is installed
+#: What a figure never imports: it draws from documents, and measurement is a job's (``decoders.jobs``).
+NOT_FOR_FIGURES = ("torch", "decoders.engines", "decoders.models", "decoders.bench.inputs")
 
 
 def _loaded_after(code: str) -> list:
@@ -42,46 +44,19 @@ def test_theory_modules_import_without_torch_or_the_other_layers():
 
 
 def test_gamma_command_imports_only_the_theory():
-    code = "import contextlib, io\nfrom spectheory_cli import main\n" \
+    code = "import contextlib, io\nfrom spectheory.cli import main\n" \
            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['gamma', '--alpha', '0.8']) == 0"
     loaded = _loaded_after(code)
-    assert "spectheory_cli.gamma" in loaded and all(m.startswith("spectheory_cli") for m in loaded), loaded
-
-
-def test_old_cli_import_against_its_deprecation():
-    """``spectheory.cli.main``, where the CLI lived before it had its own package, still runs, with a warning."""
-    import spectheory.cli
-
-    with pytest.warns(DeprecationWarning, match="import main from spectheory_cli"):
-        main = spectheory.cli.main
-    from spectheory_cli import main as moved
-    assert main is moved
-
-
-def test_old_spec_bench_tables_import_against_its_deprecation():
-    """``paper_figs.spec_bench_tables``, where the Spec-Bench job lived among the figures, still resolves, with a
-    warning, to ``jobs.spec_bench``."""
-    import paper_figs.spec_bench_tables as old
-    from jobs import spec_bench
-
-    with pytest.warns(DeprecationWarning, match="import it from jobs.spec_bench"):
-        moved = old.whole_table
-    assert moved is spec_bench.whole_table
-    with pytest.raises(AttributeError):
-        old.not_there
-    with pytest.warns(DeprecationWarning, match="now jobs.spec_bench.measure_table"):
-        renamed = spec_bench.spec_bench_table  # its old name: it shared it with the module measure.spec_bench_table
-    assert renamed is spec_bench.measure_table
-    with pytest.raises(AttributeError):
-        spec_bench.not_there
+    assert "spectheory.cli.gamma" in loaded and all(m.startswith("spectheory.cli") for m in loaded), loaded
 
 
 def _layer(module: str, path: Path | None = None) -> str | None:
     """The layer of a dotted module name (or of the file ``path``); None outside the project."""
-    parts = module.split(".")
-    if parts[0] in ("spectheory", "spectheory_cli"):
-        return "cli" if parts[0] == "spectheory_cli" else "theory"
-    return parts[0] if parts[0] in LAYER else None
+    for room, layer in ROOMS.items():
+        if module == room or module.startswith(room + "."):
+            return layer
+    root = module.split(".")[0]
+    return "theory" if root == "spectheory" else root if root in LAYER else None
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -103,10 +78,12 @@ def _module_of(path: Path, root: Path | None = None) -> str:
 
 def _violations() -> list[str]:
     problems = []
-    for package in PACKAGES[:-1]:
+    for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             own = _module_of(path)
             layer = _layer(own)
+            if layer == "cli":  # the top floor imports every other
+                continue
             for line, imported in _imports(path):
                 target = _layer(imported)
                 where = f"{path.relative_to(ROOT)}:{line} imports {imported}"
@@ -117,7 +94,7 @@ def _violations() -> list[str]:
                 if target is None or target == layer:
                     continue
                 if target == "cli" and not entry:
-                    problems.append(f"{where}: only the entry points import spectheory_cli")
+                    problems.append(f"{where}: only the entry points import spectheory.cli")
                 elif target != "cli" and LAYER[target] >= LAYER[layer]:
                     problems.append(f"{where}: {layer} may not import {target}")
     return problems
@@ -145,18 +122,26 @@ def _loaded_by_figures(modules) -> list:
 
 def test_figures_pull_in_no_torch_engine_or_model_loader_transitively():
     """Every figure module loads without torch, an engine or a model loader, whatever it imports on the way (the
-    report's renderer once pulled torch in through measure.report). Control: measure.report itself does."""
+    report's renderer once pulled torch in through decoders.bench.report). Control: decoders.bench.report itself does."""
     figures = sorted(f"paper_figs.{path.stem}" for path in (ROOT / "paper_figs").glob("*.py"))
     assert _loaded_by_figures(figures) == []
-    assert "torch" in _loaded_by_figures(["measure.report"])
+    assert "torch" in _loaded_by_figures(["decoders.bench.report"])
 
 
 def test_figure_import_check_catches_a_measurement(tmp_path):
     """Negative control: a copy of the Spec-Bench figure that opens an engine itself."""
     (tmp_path / "paper_figs").mkdir()
     (tmp_path / "paper_figs" / "spec_bench.py").write_text(
-        "def compute():\n    from engines import open_engine\n" + (ROOT / "paper_figs" / "spec_bench.py").read_text())
-    assert _figure_violations(tmp_path) == ["paper_figs/spec_bench.py:2 imports engines.open_engine"]
+        "def compute():\n    from decoders.engines import open_engine\n" + (ROOT / "paper_figs" / "spec_bench.py").read_text())
+    assert _figure_violations(tmp_path) == ["paper_figs/spec_bench.py:2 imports decoders.engines.open_engine"]
+
+
+def test_the_import_roots_against_the_design():
+    """The distribution installs four import roots (pyproject.toml): every top-level package of the tree is one of
+    them, and the layer checks above walk all four."""
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages == set(PACKAGES)
+    assert 'include = ["spectheory*", "sims*", "decoders*", "paper_figs*"]' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_imports_go_one_way_against_the_layer_order():

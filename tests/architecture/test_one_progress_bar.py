@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("spectheory", "sims", "decoders", "measure", "engines", "jobs", "paper_figs", "spectheory_cli")
+PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
 BAR = re.compile(r"(?<![\w.])tqdm\(")
 
 

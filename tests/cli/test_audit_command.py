@@ -7,12 +7,12 @@ import pytest
 from decoders.audit.exact import TOLERANCE
 from decoders.audit.mutants import MUTANTS, mutant
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
-from measure.audit import AuditRequest
+from decoders.bench.audit import AuditRequest
 from decoders.drafts import TINY, draft_names
 from decoders.policies import POLICIES
 from decoders.verification import TREE_VERIFIERS
-from spectheory_cli import main
-from spectheory_cli.mutant_flags import tiny_target_flags
+from spectheory.cli import main
+from spectheory.cli.mutant_flags import tiny_target_flags
 
 
 def test_audit_cli_exit_status_and_json(capsys):

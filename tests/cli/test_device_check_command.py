@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("device_check")
-    from spectheory_cli import main
+    from spectheory.cli import main
 
     status = main(["device-check", "--device", "cpu", "--dry-run", "--out", str(out)])
     return status, out, json.loads((out / "device_check.json").read_text())
@@ -67,7 +67,7 @@ def test_compiled_section_holds_every_part(dry_run):
     """The compiled section on CPU (the static-cache path uncompiled, tiny shapes: test_compiled.py traces its graphs
     with dynamo): ms per token of the three paths, the compiled pair's profile, and the timing-only chain at every
     alpha and gamma beside its prediction."""
-    from measure.compiled_check import COMPILED_DRY_RUN
+    from decoders.bench.compiled_check import COMPILED_DRY_RUN
 
     (name, section), = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]
     result = section["result"]

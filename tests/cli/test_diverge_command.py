@@ -10,8 +10,8 @@ import torch
 
 from command import run
 from decoders.autoregressive import generate_autoregressive
-from measure.diverge import BUG_MARGIN, NUMERICS_MARGIN, diagnose, first_divergence
-from measure.inputs import encode_text
+from decoders.bench.diverge import BUG_MARGIN, NUMERICS_MARGIN, diagnose, first_divergence
+from decoders.bench.inputs import encode_text
 from decoders.zoo import load_target
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY

@@ -12,7 +12,7 @@ from decoders.grammar import GrammarSpec
 from decoders.autoregressive import generate_autoregressive
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
-from spectheory_cli import main
+from spectheory.cli import main
 
 PROMPT = [1, 2]
 TARGET = ["--target", "tabular", "--vocabulary", "5"]  # float32 tables, the audit's own tiny target

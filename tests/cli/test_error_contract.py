@@ -160,7 +160,7 @@ def test_ctrl_c_against_error_contract(tmp_path):
 def test_out_of_memory_exit_3_against_the_verdicts(capsys, monkeypatch, failure):
     """A run that exhausts memory (once: the exact tree audit under an 8 GB limit, torch's allocator traceback and
     exit 1, an audit's FAIL) exits 3 with one line: neither a verdict (0, 1) nor bad input (2)."""
-    from spectheory_cli import audit, main
+    from spectheory.cli import audit, main
 
     def exhausted(args):
         raise failure
@@ -172,7 +172,7 @@ def test_out_of_memory_exit_3_against_the_verdicts(capsys, monkeypatch, failure)
 
 def test_other_runtime_errors_against_out_of_memory(monkeypatch):
     """Control: a RuntimeError that is not the allocator's is not dressed up as one."""
-    from spectheory_cli import audit, main
+    from spectheory.cli import audit, main
 
     def broken(args):
         raise RuntimeError("a bug")

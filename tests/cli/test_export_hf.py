@@ -10,7 +10,7 @@ import torch
 from decoders import zoo
 from decoders.models.corpus import encode
 from decoders.models.hf import load_directory
-from spectheory_cli import main
+from spectheory.cli import main
 
 transformers = pytest.importorskip("transformers")
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from decoders.audit.battery import AUDIT_TESTS, STATISTICAL, AuditTest, BatteryOutcome, register_audit_test
-from spectheory_cli import main
+from spectheory.cli import main
 
 
 def _mean_pit(evidence, order: str) -> BatteryOutcome:

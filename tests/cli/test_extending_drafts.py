@@ -10,7 +10,7 @@ import torch
 
 from decoders.drafts import DRAFT_KINDS, SHIPPED, TINY, DraftKind, open_draft, register_draft
 from decoders.models.history import TabularModel
-from spectheory_cli import main
+from spectheory.cli import main
 
 
 def _random_table(name: str, context):

@@ -10,7 +10,7 @@ import pytest
 import paper_figs
 from command import children_cpu_seconds, interrupt_after, start_interruptible
 from figure_inputs import write_small_results
-from spectheory_cli import main
+from spectheory.cli import main
 
 
 @pytest.fixture

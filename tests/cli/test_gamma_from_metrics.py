@@ -161,7 +161,7 @@ def test_from_metrics_url_against_the_same_dump_as_a_file():
     import threading
     from pathlib import Path
 
-    from engines.counters import read_counts_file
+    from decoders.engines.counters import read_counts_file
 
     dump = (Path(__file__).resolve().parents[2] / "docs" / "examples" / "vllm_metrics.txt").read_bytes()
 

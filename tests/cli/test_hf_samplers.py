@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from spectheory_cli import main
+from spectheory.cli import main
 
 transformers = pytest.importorskip("transformers")
 

@@ -12,8 +12,8 @@ import pytest
 
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
-from spectheory_cli import main
-from spectheory_cli.mutant_flags import mutant_presets
+from spectheory.cli import main
+from spectheory.cli.mutant_flags import mutant_presets
 
 BY_DEFAULT = ("bonus-from-last-draft-position", "mirostat-bonus-moved-twice")
 NAMES = [m.name for m in MUTANTS] + [m.name for m in TREE_MUTANTS]

@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from measure.report import AUDIT_PROMPT_TOKENS
-from spectheory_cli import main
+from decoders.bench.report import AUDIT_PROMPT_TOKENS
+from spectheory.cli import main
 
 transformers = pytest.importorskip("transformers")
 

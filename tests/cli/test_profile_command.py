@@ -14,7 +14,7 @@ SMALL = ["--prompts", "1", "--max-new-tokens", "16", "--repeats", "1", "--warmup
 
 @pytest.fixture(scope="module")
 def profile_file(tmp_path_factory):
-    from spectheory_cli import main
+    from spectheory.cli import main
 
     path = tmp_path_factory.mktemp("profile") / "profile.json"
     assert main(["profile", "--draft", "bigram", "--out", str(path), *SMALL]) == 0

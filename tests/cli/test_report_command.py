@@ -8,10 +8,10 @@ import re
 import pytest
 
 from decoders import zoo
-from measure.bench_lines import loss_resolution
-from measure.report import summary_lines
+from decoders.bench.bench_lines import loss_resolution
+from decoders.bench.report import summary_lines
 from spectheory.recommendation import from_sweep
-from spectheory_cli import main
+from spectheory.cli import main
 
 SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
          "--warmup", "0", "--audit-n", "300"]
@@ -158,7 +158,7 @@ def test_report_says_do_not_speculate_against_a_sweep_that_pays(report):
                 row["speedup"] *= factor
                 row["speedup_interval"] = [bound * factor for bound in row["speedup_interval"]]
         for r in constructed["recommendations"]:
-            del r["recommendation"]  # recomputed by the rule from the rows (measure.report_document.recommendation_of)
+            del r["recommendation"]  # recomputed by the rule from the rows (decoders.bench.report_document.recommendation_of)
         lines[factor] = summary_lines(constructed)
     assert lines[0.5][2].startswith("T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its "
                                     "noise; the best: gamma "), lines[0.5][2]
@@ -219,7 +219,7 @@ def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, mon
     leaves every file of the first one as it was, and nothing beside it."""
     import shutil
 
-    from measure.report import ReportDocument
+    from decoders.bench.report import ReportDocument
     from paper_figs import report as rendering
 
     out = tmp_path / "report"

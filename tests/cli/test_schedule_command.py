@@ -3,7 +3,7 @@ in the engines' settings; bad input exits 2 with one line."""
 
 import json
 
-from spectheory_cli import main
+from spectheory.cli import main
 from spectheory.costs import PROFILE_KIND, CostProfile
 
 

@@ -52,7 +52,7 @@ def test_tree_bad_input_against_error_contract(capsys, argv, message):
 
 
 def test_tree_never_imports_torch():
-    code = ("import sys; from spectheory_cli import main; "
+    code = ("import sys; from spectheory.cli import main; "
             "assert main(['tree', '--acceptance', '0.8', '0.15', '0.04', '--budget', '16', '--json']) == 0; "
             "assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

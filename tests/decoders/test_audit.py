@@ -33,7 +33,7 @@ from scipy import stats
 from decoders.audit.exact import (TOLERANCE, BranchBudgetExceeded, Enumerator, autoregressive_law, compare_laws,
                                   lenience_bound_violations, prefix_law, speculative_law, whole_run_law)
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
-from measure.audit import AuditRequest, _audit_samples, run_audit
+from decoders.bench.audit import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.drafts import TINY, draft_names
@@ -44,7 +44,7 @@ from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
 from engine_standin import ZipfEngine, ZipfModel
-from engines.base import EngineSampling
+from decoders.engines.base import EngineSampling
 
 SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
              "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from decoders.grammar import GrammarSpec
-from measure.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
-from measure.profile import acceptance_by_position, counts_by_row, outcomes_along_text
-from measure.hf_compare import hf_comparison
-from measure.alpha import (LENIENCES, AlphaEstimate, accepted_and_verified, alpha_markdown, alpha_under_lenience,
+from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
+from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
+from decoders.bench.hf_compare import hf_comparison
+from decoders.bench.alpha import (LENIENCES, AlphaEstimate, accepted_and_verified, alpha_markdown, alpha_under_lenience,
                                     betas_along_text, engine_metrics, estimate_alpha, text_windows)
 from decoders.models.history import CopyDraft, TabularModel
 from spectheory.metrics import mean_acceptance_length_from_per_position
@@ -111,7 +111,7 @@ def test_profile_verify_widths_against_the_runs_phases():
     from the runs at gamma_max. The first call of every run carries the prompt: the autoregressive run's
     first step (its "prefill" phase, 3 s) is t_step (1 s) and the prompt's 2 s, which come off the
     speculative runs' verify phases (control: left on, they would shift t_verify by 0.5 s more)."""
-    from measure.profile import ProfileRecorder
+    from decoders.bench.profile import ProfileRecorder
     from decoders.results import DecodeStats
 
     def run(gamma, verify, proposed):
@@ -136,7 +136,7 @@ def test_profile_overhead_against_the_runs_between():
     """Draft-and-rest seconds per iteration measured at gamma 1, 3 and 4 (1.0, 2.0 and 2.2 s): the profile's
     t_overhead holds them and interpolates gamma 2 (1.5 s), and an iteration at gamma 3 costs 2.0 s plus its
     verify call. Control: the line through gamma 1 and 4 alone (t_draft 0.4, t_iteration 0.6) says 1.8 s."""
-    from measure.profile import ProfileRecorder
+    from decoders.bench.profile import ProfileRecorder
     from decoders.results import DecodeStats
     from spectheory.costs import CostProfile
 

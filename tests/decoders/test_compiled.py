@@ -268,7 +268,7 @@ def test_compile_choice_against_the_models_capabilities(capsys):
     """``--compile`` on: the shipped target (a TinyGPT, through its GPT-2 twin) is compiled, the copy draft has no
     compiled path and runs eagerly, which one line says; auto on a CPU and off leave every model eager, silently."""
     from decoders.models.protocol import decode_path
-    from measure.inputs import load_inputs
+    from decoders.bench.inputs import load_inputs
 
     inputs = load_inputs(None, ["copy"], compile="on")
     lines = capsys.readouterr().err.strip().splitlines()

@@ -16,7 +16,7 @@ from decoders import _loop
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
-from measure.profile import efficiency
+from decoders.bench.profile import efficiency
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import TorchRandomness, seeded

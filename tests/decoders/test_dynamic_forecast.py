@@ -1,4 +1,4 @@
-"""The dynamic tree's forecast (docs/theory.md §12, ``measure.dynamic_forecast``) against the tree decoder: the
+"""The dynamic tree's forecast (docs/theory.md §12, ``decoders.bench.dynamic_forecast``) against the tree decoder: the
 acceptance it measures per node is what the decoder's walk accepts, at the first iteration and along a whole run."""
 
 import json
@@ -11,7 +11,7 @@ from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.tree import TreeConfig, generate_tree
-from measure.dynamic_forecast import forecast_dynamic, node_acceptance, widest
+from decoders.bench.dynamic_forecast import forecast_dynamic, node_acceptance, widest
 from spectheory.dynamic_trees import replayed_tokens
 from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 

@@ -1,4 +1,4 @@
-"""The engines' first-use build (``engines.build``) against a stand-in build that records its commands and makes
+"""The engines' first-use build (``decoders.engines.build``) against a stand-in build that records its commands and makes
 the files each real step would: announced in one line, the binary moved into place, nothing built when it is
 there already, and a failed step one line naming its log."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engines import build
-from engines.llama_server import HOME_VARIABLE, is_built, server_binary
+from decoders.engines import build
+from decoders.engines.llama_server import HOME_VARIABLE, is_built, server_binary
 
 
 def _stand_in(calls: list, fail: str | None = None):

@@ -1,5 +1,5 @@
 """The forecasts' stated 95% intervals (``spectheory.intervals``) against hand computations, and their coverage on
-every committed forecast beside its measurement (``measure.forecast_coverage``) against docs/measuring.md's table,
+every committed forecast beside its measurement (``decoders.bench.forecast_coverage``) against docs/measuring.md's table,
 with the control that a narrower interval fails the 90% line on the same rows."""
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from measure.forecast_coverage import ForecastPair, coverage_table, covered, pairs_of, run_error
+from decoders.bench.forecast_coverage import ForecastPair, coverage_table, covered, pairs_of, run_error
 from spectheory.intervals import FORECAST_RUN_ERROR, covers, forecast_interval
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from spectheory_cli import main
+from spectheory.cli import main
 
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
@@ -179,7 +179,7 @@ def test_audit_of_our_decoder_on_a_gguf_target_with_the_ngram_and_copy_drafts(ti
 def test_text_inputs_against_load_inputs_without_the_weights(tiny, cache, monkeypatch):
     """A run that only builds prompts (a bench of two servers by URL) reads the target's tokenizer: the same held-out
     ids and tokenizer as ``load_inputs``, no model. Control: ``load_inputs`` does convert and load the GGUF weights."""
-    from measure import inputs as inputs_module
+    from decoders.bench import inputs as inputs_module
 
     root, _ = tiny
     full = inputs_module.load_inputs(str(root / "tiny.gguf"), [])

@@ -22,11 +22,11 @@ except ImportError:
         raise
     pytest.skip("llama-cpp-python is not installed (bash .ci/install builds it)", allow_module_level=True)
 
-from engines import open_engine
-from engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
+from decoders.engines import open_engine
+from decoders.engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
                                     greedy_checks)
-from engines.base import END, EngineSampling
-from engines.openai import OpenAIEngine
+from decoders.engines.base import END, EngineSampling
+from decoders.engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
 
 
@@ -171,7 +171,7 @@ def test_engine_spec_bench_against_plain_decoding(tmp_path, capsys):
                                              ("two", os.cpu_count())])
 def test_default_threads_against_omp_num_threads(monkeypatch, value, expected):
     """The in-process engine's threads: OMP_NUM_THREADS where it is a positive integer, else every core."""
-    from engines.llama_cpp import default_threads
+    from decoders.engines.llama_cpp import default_threads
 
     monkeypatch.setenv("OMP_NUM_THREADS", value)
     assert default_threads() == expected

@@ -1,4 +1,4 @@
-"""llama.cpp's own server (engines.llama_server), started here from the build `.ci/install` makes: plain against
+"""llama.cpp's own server (decoders.engines.llama_server), started here from the build `.ci/install` makes: plain against
 plain passes the two-sample audit and a planted temperature fails it; speculation by n-grams and by a truncated
 SmolLM2 (`spectheory export-gguf`) keeps greedy decoding token-identical and reports its counters; bad options are
 one-line errors. CI builds the server, so there these tests run; elsewhere they skip when it is missing."""
@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from engines import open_engine
-from engines.audit import SECOND_SIDE_SEED, compare_runs
-from engines.base import EngineSampling
-from engines.llama_server import ServerOptions, is_built
+from decoders.engines import open_engine
+from decoders.engines.audit import SECOND_SIDE_SEED, compare_runs
+from decoders.engines.base import EngineSampling
+from decoders.engines.llama_server import ServerOptions, is_built
 
 if not is_built():
     if os.environ.get("CI"):
@@ -32,7 +32,7 @@ def plain():
 @pytest.fixture(scope="module")
 def draft(tmp_path_factory):
     from decoders.models.gguf import real_model_path
-    from measure.export import export_truncated_gguf
+    from decoders.bench.export import export_truncated_gguf
 
     return export_truncated_gguf(real_model_path("smollm2"), tmp_path_factory.mktemp("draft") / "smollm2-4.gguf", 4)
 
@@ -195,7 +195,7 @@ def test_reported_probabilities_under_speculation_against_plain_decoding(plain, 
     """The probabilities check passes a plain server against itself (the control: the engine has no
     speculation, so both paths are plain) and fails the speculating one, whose verify rounds report log-probability
     0 and no top list (results/llama_server_n_probs: a finding on this build, not a property we want)."""
-    from engines.audit import probabilities_check
+    from decoders.engines.audit import probabilities_check
 
     ids = plain.tokenize(PROMPT)
     assert probabilities_check(plain.token_logprobs, ids, 8, [2])["passed"]

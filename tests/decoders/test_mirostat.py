@@ -17,7 +17,7 @@ from decoders.audit.mutants import mutant
 from decoders.audit.setups import tiny_target
 from decoders.mirostat import Mirostat
 from decoders.sampling import Sampling, adjusted_probs, history_of
-from measure.audit import AuditRequest, run_audit
+from decoders.bench.audit import AuditRequest, run_audit
 
 CAUGHT = 1e-6
 #: Settings whose truncation moves within three tokens on the tiny targets (tests below check that it does).

@@ -11,7 +11,7 @@ from decoders.audit import setups
 from decoders.audit.exact import autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
-from measure.alpha import acceptance_calibration
+from decoders.bench.alpha import acceptance_calibration
 from decoders.models.history import TabularModel
 from decoders.policies import (POLICIES, BatchSchedulePolicy, HeuristicPolicy, MovingAveragePolicy, calibrate_acceptance,
                                make_policy, roc_threshold)

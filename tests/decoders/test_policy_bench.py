@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from measure.alpha import acceptance_calibration
-from measure.alpha import adjusted_along_text, betas_along_text
-from measure.policy_bench import acceptance_trace, predicted, replay, replay_prompts
+from decoders.bench.alpha import acceptance_calibration
+from decoders.bench.alpha import adjusted_along_text, betas_along_text
+from decoders.bench.policy_bench import acceptance_trace, predicted, replay, replay_prompts
 from decoders.policies import POLICIES, make_policy
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
@@ -88,8 +88,8 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
     """transformers' heuristic may draft 64 tokens; where the models' context (160) leaves less after the prompt
     (8) and the new tokens (100), the bench caps every policy there (51) instead of failing on the room, as the
     shipped report at its defaults did (64 + 128 + 65 > 256). Control: the uncapped rule does not fit."""
-    from measure.bench import BenchSettings
-    from measure.policy_bench import bench_policies
+    from decoders.bench.bench import BenchSettings
+    from decoders.bench.policy_bench import bench_policies
     from tree_bench_inputs import held_out
 
     target, draft = tiny_gpt(0), tiny_gpt(1)

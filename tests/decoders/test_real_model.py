@@ -8,14 +8,14 @@ The default suite runs one short case per draft; ``-m slow`` runs the full grid 
 import pytest
 import torch
 
-from measure.audit import tree_shape
+from decoders.bench.audit import tree_shape
 from decoders.autoregressive import generate_autoregressive
 from decoders.grammar import GrammarSpec
 from decoders import zoo
 from decoders.drafts import open_draft
 from decoders.models.hf_generate import hf_generate
-from measure.inputs import encode_text
-from measure.tasks import task_prompts
+from decoders.bench.inputs import encode_text
+from decoders.bench.tasks import task_prompts
 from decoders.models.corpus import split_text
 from decoders.randomness import seeded
 from decoders.sampling import Sampling

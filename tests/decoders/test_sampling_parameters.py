@@ -15,7 +15,7 @@ from command import run
 from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.statistical import audit_sampler
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
-from measure.audit import AuditRequest, run_audit, tree_shape
+from decoders.bench.audit import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.drafts import TINY, draft_names
 from decoders.autoregressive import generate_autoregressive

@@ -1,4 +1,4 @@
-"""Spec-Bench's questions (measure/spec_bench.py) against the file's own counts; its table on the shipped tiny
+"""Spec-Bench's questions (decoders/bench/spec_bench.py) against the file's own counts; its table on the shipped tiny
 pair against greedy autoregressive decoding, prompt by prompt; the report's recommendation against hand-computed
 choices; never timings."""
 
@@ -11,17 +11,17 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from measure.bench import BenchSettings, bench_pair
+from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.dynamic_tree import DynamicTree
 from figure_inputs import small_spec_bench_table
-from measure.profile import ProfileRecorder
-from measure.runs import spec_bench_alpha_document
-from measure.spec_bench import (CATEGORIES, LABELS, QUESTIONS, PromptRows, select_questions, spec_bench_categories,
+from decoders.bench.profile import ProfileRecorder
+from decoders.bench.runs import spec_bench_alpha_document
+from decoders.bench.spec_bench import (CATEGORIES, LABELS, QUESTIONS, PromptRows, select_questions, spec_bench_categories,
                                 spec_bench_prompts)
-from measure.spec_bench_report import (NO_SPECULATION, Z95, overall_error, recommend, recommendation_lines,
+from decoders.bench.spec_bench_report import (NO_SPECULATION, Z95, overall_error, recommend, recommendation_lines,
                                        within_noise)
-from measure.spec_bench_suite import spec_bench_document
-from measure.spec_bench_table import category_rows, spec_bench_lines
+from decoders.bench.spec_bench_suite import spec_bench_document
+from decoders.bench.spec_bench_table import category_rows, spec_bench_lines
 from command import run
 
 #: Spec-Bench's question file as its README describes it: MT-bench's 8 sub-categories of 10, then 80 of each.
@@ -132,7 +132,7 @@ def test_spec_bench_table_against_autoregressive(table):
 
 def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
     """Negative control: a speculative decoder whose last token is off marks its prompts unequal."""
-    from measure import spec_bench_suite
+    from decoders.bench import spec_bench_suite
 
     real = spec_bench_suite.generate_speculative
 

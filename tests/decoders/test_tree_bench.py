@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from measure.tree_bench import rank_frequencies, tree_lines
+from decoders.bench.tree_bench import rank_frequencies, tree_lines
 from decoders.models.history import TabularModel
 from tree_bench_inputs import VOCAB, small_tree_document, tiny_gpt
 
@@ -60,7 +60,7 @@ def test_replayed_iterations_against_a_walk_by_hand():
     (positions 0 and 1; position 2's token comes from the target), 1 (position 3; rank 2 is no chain child) and 1
     (position 5, the text's end): 3. The root with two leaves along 2 2 3 1: rank 2 accepted (position 1 from the
     target), nothing (rank 3 is no child), rank 1: 3. Control: no rank ever accepted, one iteration a token."""
-    from measure.tree_bench import replayed_iterations
+    from decoders.bench.tree_bench import replayed_iterations
     from spectheory.trees import Tree
 
     assert replayed_iterations(Tree.chain(2), [1, 1, 0, 1, 2, 1]) == 3
@@ -72,7 +72,7 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     """EAGLE-2's dynamic trees beside chain and tree: with the target as its own draft every call accepts a whole
     path of ``depth`` nodes (depth + 1 tokens); the rank model predicts no dynamic tree, so those fields are empty
     and the lines print a dash."""
-    from measure.tree_bench import check_dynamic
+    from decoders.bench.tree_bench import check_dynamic
 
     document = small_tree_document(draft=tiny_gpt(0), budgets=(4,), dynamic=check_dynamic("2:3", (4,)))
     json.dumps(document, allow_nan=False)

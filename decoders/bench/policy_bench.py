@@ -1,0 +1,254 @@
+"""Draft-length policies against the best fixed gamma, measured on a pair (docs/theory.md §13).
+
+At each temperature the autoregressive decoder, the speculative decoder at every fixed gamma and at every policy
+(``decoders.policies``, the engines' defaults) decode the prompts one at a time, timed interleaved repeat by repeat;
+each row reports tokens per target call, draft tokens proposed and wasted (proposed, not accepted) per generated
+token, and the speedup with its spread over repeats. A policy object lives for one timed run, so a rule that
+persists over calls (transformers' ``heuristic``) carries its length from prompt to prompt.
+
+Every row also carries the replay's prediction: the same policy object run along the target's own continuation
+of each prompt (greedy at T = 0, sampled at T > 0), where at each position the draft's token and whether the
+target accepts it are drawn as the decoder draws them (``acceptance_trace``: nothing random at T = 0; at T > 0,
+``REPLAY_DRAWS`` draws averaged) and the draft's law q there is what the policy sees. Tokens per call follow, and
+the speedup from a cost profile whose jobs are timed interleaved with the runs (t_step, t_draft, the verify call
+at every width, t_iteration, prefills: ``decoders.bench.profile``), each iteration costing max(d, 1) draft calls
+and a verify call of d + 1 positions for d proposed drafts. Past a rejection the replay's draft sees the text, not
+its own rejected token, and at T > 0 the next position is the text's, not the accepted draft token (docs/theory.md
+§13 says what that approximates).
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+
+import numpy as np
+import torch
+from decoders.progress import progress_bar
+
+from decoders.models.protocol import synchronize
+from decoders.autoregressive import generate_autoregressive
+from decoders.bench.alpha import adjusted_along_text, acceptance_calibration, text_windows
+from decoders.bench.alpha import engine_metrics
+from decoders.bench.bench import BenchSettings, environment, model_dtype
+from decoders.bench.profile import profile_jobs
+from decoders.policies import POLICIES, DraftPolicy, make_policy
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.costs import CostProfile
+from spectheory.optimum import best_choice
+from spectheory.timing import repeat_ratios, time_interleaved
+from spectheory.validation import as_positive_int
+
+__all__ = ["BENCH_POLICIES", "acceptance_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
+           "check_policies"]
+
+#: Every policy but "fixed" (the fixed gammas are their own rows).
+BENCH_POLICIES = tuple(name for name in POLICIES if name != "fixed")
+POLICY_CALIBRATION_WINDOWS = (32, 128)  # held-out windows x tokens for the rejection-risk predictor
+REPLAY_DRAWS = 16  # draws of each draft's randomness along the sampled texts at T > 0 (one at T = 0)
+
+
+def check_policies(names) -> tuple:
+    names = tuple(names)
+    for name in names:
+        if name not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {name!r}")
+    return names
+
+
+@torch.no_grad()
+def acceptance_trace(target, draft, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1,
+                     seed: int = 0) -> list[dict]:
+    """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, ``draws`` draws (one at T = 0, where nothing is
+    random) of what the draft does at each position under ``sampling``: the drafted token x ~ q ``drafted [P, T]``,
+    whether it is accepted (u < min(1, p(x) / q(x)) for a fresh uniform u, so accepted with probability
+    sum_x min(p, q); at T = 0: the draft's argmax is the text's next token) ``accepted [P, T]``, and the law a
+    policy reads there ``q [P, T, V]`` (``seen_law``; shared by the draws). Row by row, so memory is one row's."""
+    draws = 1 if sampling.greedy else as_positive_int("draws", draws)
+    generator = torch.Generator(device=target.device).manual_seed(int(seed))
+    drafted, accepted, seen = [], [], []
+    for row in continuations.to(target.device):
+        p, q, proposed, law = adjusted_along_text(target, draft, row[None], sampling, skip)  # [1, T, V], [1, T]
+        tokens = torch.multinomial(q[0], draws, replacement=True, generator=generator).T  # [draws, T]
+        drawn = [law[0].expand(draws, -1, -1).gather(-1, tokens[..., None])[..., 0] for law in (p, q)]  # [draws, T]
+        uniform = torch.rand(tokens.shape, generator=generator, device=tokens.device)
+        drafted.append(tokens[:, None])
+        accepted.append(((uniform < drawn[0] / drawn[1]) & proposed)[:, None])  # [draws, 1, T]
+        seen.append(law)
+    drafted, accepted, seen = torch.cat(drafted, dim=1), torch.cat(accepted, dim=1), torch.cat(seen)
+    return [{"accepted": accepted[i], "drafted": drafted[i], "q": seen} for i in range(draws)]
+
+
+def replay(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
+    """Each row's iterations (proposed, accepted) when ``policy`` (fresh state) drafts at most ``cap`` per iteration
+    along ``trace`` (one of ``acceptance_trace``'s) until ``tokens`` are emitted."""
+    accepted_along, q, drafted = trace["accepted"], trace["q"], trace["drafted"]
+    batch, length = accepted_along.shape
+    device, rows = accepted_along.device, torch.arange(batch, device=accepted_along.device)
+    state, position = policy.start(batch, device), torch.zeros(batch, dtype=torch.int64, device=device)
+    iterations = [[] for _ in range(batch)]
+    while bool((position < tokens).any()):
+        active = position < tokens
+        limit = policy.limit(state, batch, device).clamp(max=cap)
+        drafting, proposed = limit > 0, torch.zeros(batch, dtype=torch.int64, device=device)
+        for i in range(cap):
+            if i and not bool(drafting.any()):
+                break
+            at = (position + i).clamp(max=length - 1)
+            proposed += drafting.long()
+            drafting = drafting & policy.keep(state, i, q[rows, at], drafted[rows, at]) & (i + 1 < limit)
+        window = (position[:, None] + torch.arange(cap, device=device)).clamp(max=length - 1)  # [B, cap]
+        hits = accepted_along.gather(1, window) & (torch.arange(cap, device=device) < proposed[:, None])
+        accepted = hits.long().cummin(dim=1).values.sum(dim=1)
+        policy.update(state, proposed, accepted)
+        for row in active.nonzero()[:, 0].tolist():
+            iterations[row].append((int(proposed[row]), int(accepted[row])))
+        position = torch.where(active, position + accepted + 1, position)
+    return iterations
+
+
+def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
+    """``replay`` prompt after prompt with one policy object, as the bench decodes them at batch 1 (a rule that
+    persists over calls carries over; the batch-dependent rules see batch 1)."""
+    return [replay(policy, {key: value[row:row + 1] for key, value in trace.items()}, cap=cap, tokens=tokens)[0]
+            for row in range(len(trace["accepted"]))]
+
+
+def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
+    """Tokens per call and the speedup the replay's iterations predict under ``profile``'s costs."""
+    calls = [pair for row in iterations for pair in row]
+    seconds = sum(profile.overhead_seconds(max(d, 1)) + profile.t_verify[d] for d, _ in calls)
+    prompts = len(iterations)
+    autoregressive = prompts * (profile.target_prefill + tokens * profile.t_step)
+    speculative = prompts * (profile.target_prefill + profile.draft_prefill) + seconds
+    return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
+
+
+def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -> dict:
+    ratios = repeat_ratios(autoregressive, timing)
+    accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
+    proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
+    emitted = sum(len(row) for g in generations for row in g.tokens)
+    speedup = statistics.median(ratios)
+    return {"decoder": name, "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
+            "drafted_per_token": sum(proposed) / emitted, "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
+            "mean_proposed": sum(proposed) / len(proposed), "seconds": timing.median,
+            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, gamma_max)}
+
+
+def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int, count: int):
+    length = POLICY_CALIBRATION_WINDOWS[1]
+    return acceptance_calibration(target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4)
+
+
+def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
+                   policies=BENCH_POLICIES, target_name: str = "target", draft_name: str = "draft",
+                   progress: bool | None = None, calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0]) -> dict:
+    """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
+    ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
+    passes its own budget). Returns the JSON document."""
+    policies, new = check_policies(policies), settings.max_new_tokens
+    # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
+    contexts = [model.max_context for model in (target, draft) if model.max_context is not None]
+    room = min(contexts) - prompts.shape[1] - new - 1 if contexts else None
+    if room is not None and room < 1:
+        raise ValueError(f"prompt length {prompts.shape[1]} plus max_new_tokens {new} leaves no room to draft in the "
+                         f"models' context of {min(contexts)} tokens")
+    out = {"target": target_name, "draft": draft_name, "batch_size": 1,
+           "environment": environment(target.device, model_dtype(target)),
+           "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
+           "temperatures": []}
+    with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
+        for temperature in settings.temperatures:
+            summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar,
+                                      calibration_windows)
+            out.setdefault("profile", summary["profile"])
+            out["temperatures"].append(summary)
+            bar.update()
+    return out
+
+
+def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, temperature: float, policies: tuple,
+                    room: int | None, bar, calibration_windows: int) -> dict:
+    """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
+    runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
+    sampling, new = settings.at(temperature), settings.max_new_tokens
+    calibration = _calibration(target, draft, held_out, sampling, settings.seed, calibration_windows)
+    rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
+    fixed = set(rules)
+    rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})
+    cap = max(rule.gamma_max for rule in rules.values())
+    outputs = {}
+
+    def decoder(name, rule):
+        def run():
+            fresh = copy.deepcopy(rule)  # one policy per run: it persists over the prompts
+            outputs[name] = [generate_speculative(
+                target, draft, p[None], max_new_tokens=new, randomness=seeded(i, target.device),
+                config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh))
+                for i, p in enumerate(prompts)]
+        return run
+
+    runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=new, sampling=sampling,
+                                                               randomness=seeded(i, target.device))
+                                       for i, p in enumerate(prompts)]}
+    runs.update({name: decoder(name, rule) for name, rule in rules.items()})
+    # the replay's costs, measured interleaved with the runs they predict
+    jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
+                                  max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
+    runs.update({("profile", key): job for key, job in jobs.items()})
+    timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
+                               synchronize=lambda: synchronize(target.device), progress=bar.update)
+    rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
+                 policy=rules[name].describe()) for name in rules]
+    profile = recorder.profile()
+    continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
+        target, p[None], max_new_tokens=new + cap + 1, sampling=sampling, randomness=seeded(i, target.device))
+        .tokens[0]) for i, p in enumerate(prompts)])
+    traces = acceptance_trace(target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS,
+                              seed=settings.seed)
+    for row in rows:
+        replayed = predicted([iterations for trace in traces for iterations in replay_prompts(
+            copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)], profile, new)
+        row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
+                   tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
+                   predicted_over_measured=replayed["speedup"] / row["speedup"])
+    # the one tie rule (spectheory.optimum): the fewest drafts among equal speedups, a policy by its gamma cap
+    best_fixed = best_choice([row for row in rows if row["decoder"] in fixed], lambda row: row["speedup"],
+                             lambda row: rules[row["decoder"]].gamma_max)
+    others = [row for row in rows if row["decoder"] not in fixed]
+    best_policy = best_choice(others, lambda row: row["speedup"], lambda row: rules[row["decoder"]].gamma_max) \
+        if others else None
+    summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
+               "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
+               "replay_draws": len(traces)}
+    if best_policy is not None:
+        gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
+        gain = best_policy["speedup"] / best_fixed["speedup"]
+        summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
+                       gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
+    return summary
+
+
+def policy_lines(document: dict) -> list[str]:
+    """The comparison as printed by `spectheory bench --policies`."""
+    env = document["environment"]
+    lines = [f"{document['target']} with {document['draft']}, batch 1; {env['device_name']}, {env['dtype']}"]
+    for block in document["temperatures"]:
+        lines.append(f"T = {block['temperature']:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
+                     f"(min-max)  replay tokens/call  replay speedup")
+        for row in block["rows"]:
+            low, _, high = row["speedup_spread"]
+            replayed = (f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
+                        f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
+                        if "predicted_speedup" in row else "")
+            lines.append(f"  {row['decoder']:20s}  {row['tokens_per_call']:8.3f}  {row['drafted_per_token']:8.3f}  "
+                         f"{row['wasted_per_token']:8.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f}){replayed}")
+        if "best_policy" in block:
+            low, _, high = block["gain_spread"]
+            lines.append(f"  best fixed: {block['best_fixed']}; best policy: {block['best_policy']}, "
+                         f"{block['gain_over_best_fixed']:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
+                         + ("use it" if block["use_policy"] else "keep the fixed gamma"))
+    return lines
