@@ -17,9 +17,28 @@ from decoders.models.protocol import check_model, model_calls, prefill_call, syn
 from decoders.sampling import History, check_probs
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["decode", "as_prompts", "Unfed", "unfed", "new_state", "prefill", "Committed", "start", "feed_draft",
-           "forward_after", "prompt_nodes", "keep_nodes", "park", "park_committed", "Output", "PhaseTimer",
-           "check_models", "check_room", "room_for", "host_read"]
+__all__ = [
+    "decode",
+    "as_prompts",
+    "Unfed",
+    "unfed",
+    "new_state",
+    "prefill",
+    "Committed",
+    "start",
+    "feed_draft",
+    "forward_after",
+    "prompt_nodes",
+    "keep_nodes",
+    "park",
+    "park_committed",
+    "Output",
+    "PhaseTimer",
+    "check_models",
+    "check_room",
+    "room_for",
+    "host_read",
+]
 
 
 def as_prompts(prompts, vocab_size: int, eos: int | None = None, stop: tuple = ()) -> list[list[int]]:
@@ -27,14 +46,19 @@ def as_prompts(prompts, vocab_size: int, eos: int | None = None, stop: tuple = (
     integers (a float id is refused, never truncated); ``eos`` and the ``stop`` tokens must be token ids too."""
     if isinstance(prompts, torch.Tensor):
         if prompts.dim() != 2 or prompts.is_floating_point() or prompts.dtype == torch.bool:
-            raise ValueError(f"a prompt tensor must be integer with shape (batch, length), got "
-                             f"{prompts.dtype} {tuple(prompts.shape)}")
+            raise ValueError(
+                f"a prompt tensor must be integer with shape (batch, length), got "
+                f"{prompts.dtype} {tuple(prompts.shape)}"
+            )
         prompts = prompts.tolist()
     prompts = [prompt.tolist() if isinstance(prompt, torch.Tensor) else list(prompt) for prompt in prompts]
     if not prompts or any(len(prompt) == 0 for prompt in prompts):
         raise ValueError("prompts must be a non-empty batch of non-empty token sequences")
-    if any(isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocab_size
-           for prompt in prompts for token in prompt):
+    if any(
+        isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < vocab_size
+        for prompt in prompts
+        for token in prompt
+    ):
         raise ValueError(f"prompt tokens must be integers in [0, {vocab_size})")
     if eos is not None:
         as_int("eos", eos, low=0, high=vocab_size - 1)
@@ -49,8 +73,9 @@ def check_models(target, draft=None) -> None:
     if draft is not None:
         check_model(draft, "draft")
     if draft is not None and draft.vocab_size != target.vocab_size:
-        raise ValueError(f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, "
-                         f"target {target.vocab_size}")
+        raise ValueError(
+            f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, target {target.vocab_size}"
+        )
 
 
 def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
@@ -59,8 +84,9 @@ def check_room(model, prompts: list[list[int]], extra: int, what: str) -> None:
         return
     longest = max(len(prompt) for prompt in prompts)
     if longest + extra > model.max_context:
-        raise ValueError(f"prompt length {longest} plus {what} ({extra}) exceeds the model's context of "
-                         f"{model.max_context} tokens")
+        raise ValueError(
+            f"prompt length {longest} plus {what} ({extra}) exceeds the model's context of {model.max_context} tokens"
+        )
 
 
 @dataclass(frozen=True)
@@ -122,14 +148,23 @@ class Committed:
         return self.tail[:, 1]
 
 
-def start(target, draft, prompts: list[list[int]], room: int | None = None, history: History | None = None) -> Committed:
+def start(
+    target, draft, prompts: list[list[int]], room: int | None = None, history: History | None = None
+) -> Committed:
     """Prefill the draft, which holds each prompt but its last token; the target holds nothing yet and its first
     call carries that much of the prompt. Both have space for ``room`` more tokens (None: each model's
     context). ``history``: the prompts' (``decoders.sampling.history_of``), where the sampling needs one."""
-    tail = torch.tensor([[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device)
-    return Committed(new_state(target, prompts, room), prefill(draft, prompts, room=room), tail,
-                     torch.ones(len(prompts), dtype=torch.int64, device=target.device), unfed(prompts, target.device),
-                     history=history)
+    tail = torch.tensor(
+        [[prompt[-2] if len(prompt) > 1 else 0, prompt[-1]] for prompt in prompts], device=target.device
+    )
+    return Committed(
+        new_state(target, prompts, room),
+        prefill(draft, prompts, room=room),
+        tail,
+        torch.ones(len(prompts), dtype=torch.int64, device=target.device),
+        unfed(prompts, target.device),
+        history=history,
+    )
 
 
 def room_for(max_new_tokens: int, nodes: int) -> int:
@@ -146,8 +181,14 @@ def feed_draft(draft, committed: Committed) -> torch.Tensor:
     return torch.where(two, logits[:, 1], logits[:, 0])
 
 
-def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None, parents: torch.Tensor | None = None,
-                  tree_call: Callable | None = None) -> torch.Tensor:
+def forward_after(
+    model,
+    tokens: torch.Tensor,
+    state,
+    pending: Unfed | None,
+    parents: torch.Tensor | None = None,
+    tree_call: Callable | None = None,
+) -> torch.Tensor:
     """The one first call and every later one: logits ``[B, W, V]`` of ``tokens [B, W]``, after each row's ``pending``
     prompt tokens (None: none), whose logits are never computed where the model can skip them (``keep``). Without
     ``parents`` the tokens follow each other (a chain: ``model.forward``); with ``parents [B, W]`` they are a tree's
@@ -155,8 +196,9 @@ def forward_after(model, tokens: torch.Tensor, state, pending: Unfed | None, par
     if parents is not None:
         if pending is not None and pending.tokens.shape[1] > 0:
             tokens, parents = prompt_nodes(pending, tokens, parents)
-        return (tree_call or model.forward_tree)(tokens, state, parents, keep=parents.shape[1] - (
-            0 if pending is None else pending.tokens.shape[1]))
+        return (tree_call or model.forward_tree)(
+            tokens, state, parents, keep=parents.shape[1] - (0 if pending is None else pending.tokens.shape[1])
+        )
     if pending is None or pending.tokens.shape[1] == 0:
         return model.forward(tokens, state)
     width, longest = tokens.shape[1], pending.tokens.shape[1]
@@ -185,12 +227,20 @@ def prompt_nodes(pending: Unfed, tokens: torch.Tensor, parents: torch.Tensor) ->
     chain_tokens = pending.tokens.gather(1, (index[None, :] - first).clamp(min=0).clamp(max=width - 1))
     chain_parents = torch.where(index[None, :] > first, index[None, :] - 1, -1)
     root = torch.where(pending.counts > 0, width - 1, -1)[:, None]  # [B, 1], the tree root's parent
-    return (torch.cat([chain_tokens, tokens], dim=1),
-            torch.cat([chain_parents, torch.where(parents < 0, root, parents + width)], dim=1))
+    return (
+        torch.cat([chain_tokens, tokens], dim=1),
+        torch.cat([chain_parents, torch.where(parents < 0, root, parents + width)], dim=1),
+    )
 
 
-def keep_nodes(model, state, held: torch.Tensor, counts: torch.Tensor, path: torch.Tensor | None = None,
-               pending: Unfed | None = None) -> None:
+def keep_nodes(
+    model,
+    state,
+    held: torch.Tensor,
+    counts: torch.Tensor,
+    path: torch.Tensor | None = None,
+    pending: Unfed | None = None,
+) -> None:
     """The one rollback. After a call that fed a row's nodes beyond ``held[b]`` tokens, keep ``counts[b]`` of them
     and drop the rest. Without ``path`` the nodes follow each other (a causal call): ``truncate`` to held + counts,
     nothing moves. With ``path [B, M]`` (node indices, a root-to-node path) they are a tree's: ``commit_path``
@@ -217,13 +267,13 @@ def host_read(columns: list, probs: tuple = (), models: dict | None = None, stat
         extras.append(torch.isnan(sum(p.sum() for p in probs)).to(torch.int64).reshape(1))
     parts = [column.to(torch.int64) for column in columns] + ([torch.cat(extras).expand(batch, -1)] if extras else [])
     rows = torch.cat(parts, dim=1).tolist()  # [B, sum(widths) + extras]: the one read
-    tail = rows[0][sum(widths):]
+    tail = rows[0][sum(widths) :]
     if probs and tail[-1]:
         check_probs(*probs, models=models)  # raises, naming the model whose logits hold NaN
     for state, longest in zip(states, tail):
         tighten(state, longest)
     starts = [sum(widths[:i]) for i in range(len(widths))]
-    return [[row[at:at + width] for row in rows] for at, width in zip(starts, widths)]
+    return [[row[at : at + width] for row in rows] for at, width in zip(starts, widths)]
 
 
 def park(model, state, done: torch.Tensor) -> None:
@@ -329,6 +379,7 @@ class PhaseTimer:
 
     def timed(self, call):
         """``call`` with its seconds, between synchronisations, added to the "model" entry."""
+
         def run(*args, **kwargs):
             self._sync()
             start = clock()
@@ -336,6 +387,7 @@ class PhaseTimer:
             self._sync()
             self.seconds["model"] += clock() - start
             return result
+
         self.seconds.setdefault("model", 0.0)
         return run
 

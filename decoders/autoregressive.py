@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import torch
 
-from decoders._loop import (Output, PhaseTimer, Unfed, as_prompts, check_room, decode, forward_after, host_read, new_state,
-                            unfed)
+from decoders._loop import (
+    Output,
+    PhaseTimer,
+    Unfed,
+    as_prompts,
+    check_room,
+    decode,
+    forward_after,
+    host_read,
+    new_state,
+    unfed,
+)
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, draw
@@ -14,8 +24,15 @@ from decoders.sampling import History, Sampling, history_of, adjusted_probs, dra
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
 
-def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, randomness: Randomness,
-                        pending: Unfed | None = None, history: History | None = None) -> tuple:
+def autoregressive_step(
+    model,
+    state,
+    last: torch.Tensor,
+    sampling: Sampling,
+    randomness: Randomness,
+    pending: Unfed | None = None,
+    history: History | None = None,
+) -> tuple:
     """Feed each row's last token ``[B]`` (after its ``pending`` prompt tokens) and sample the next one ``[B]``
     from the adjusted distribution ``[B, V]`` (penalised by ``history``'s counts where a penalty is set): (the
     tokens, that distribution, unchecked: ``decoders._loop.host_read`` checks it with the iteration's one read)."""
@@ -25,8 +42,16 @@ def autoregressive_step(model, state, last: torch.Tensor, sampling: Sampling, ra
 
 
 @torch.inference_mode()
-def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sampling, randomness: Randomness,
-                            eos: int | None = None, profile: bool = False) -> Generation:
+def generate_autoregressive(
+    model,
+    prompts,
+    *,
+    max_new_tokens: int,
+    sampling: Sampling,
+    randomness: Randomness,
+    eos: int | None = None,
+    profile: bool = False,
+) -> Generation:
     """Sample up to ``max_new_tokens`` per row (rows stop at ``eos``); prompts may differ in length."""
     prompts = as_prompts(prompts, model.vocab_size, eos, sampling.stop)
     output = Output(len(prompts), max_new_tokens, eos, sampling.stop)
@@ -46,6 +71,7 @@ def generate_autoregressive(model, prompts, *, max_new_tokens: int, sampling: Sa
         if history is not None:
             history = history.plus(last[:, None], laws=probs[:, None])
         return host_read([last[:, None]], (probs,))[0]
+
     decode(output, iterate)
     stats = DecodeStats(steps, steps, 0, (), (), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

@@ -34,8 +34,9 @@ class BlockwiseGPT(nn.Module):
         d_hidden = d_hidden or 4 * d_model
         self.base, self.heads = base, heads
         self.vocab_size, self.max_context = base.vocab_size, base.max_context
-        self.proposal = nn.Sequential(nn.Linear(d_model, heads * d_hidden), nn.ReLU(),
-                                      nn.Linear(heads * d_hidden, heads * d_model))
+        self.proposal = nn.Sequential(
+            nn.Linear(d_model, heads * d_hidden), nn.ReLU(), nn.Linear(heads * d_hidden, heads * d_model)
+        )
 
     @property
     def device(self) -> torch.device:
@@ -55,8 +56,11 @@ class BlockwiseGPT(nn.Module):
     def initialize_proposal(self, generator: torch.Generator, *, std: float = 0.02) -> "BlockwiseGPT":
         """Seeded proposal layers from an explicit CPU ``generator``: weights N(0, std^2), biases 0."""
         for name, parameter in self.proposal.named_parameters():
-            parameter.copy_(torch.zeros_like(parameter) if name.endswith("bias")
-                            else torch.randn(parameter.shape, generator=generator) * std)
+            parameter.copy_(
+                torch.zeros_like(parameter)
+                if name.endswith("bias")
+                else torch.randn(parameter.shape, generator=generator) * std
+            )
         return self
 
     def head_logits(self, tokens, state, counts=None) -> torch.Tensor:
@@ -103,8 +107,15 @@ def _agrees(proposals: torch.Tensor, logits: torch.Tensor, config: BlockwiseConf
 
 
 @torch.inference_mode()
-def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, config: BlockwiseConfig = BlockwiseConfig(),
-                       eos: int | None = None, profile: bool = False) -> Generation:
+def generate_blockwise(
+    model: BlockwiseGPT,
+    prompts,
+    *,
+    max_new_tokens: int,
+    config: BlockwiseConfig = BlockwiseConfig(),
+    eos: int | None = None,
+    profile: bool = False,
+) -> Generation:
     """Greedy blockwise parallel decoding; with the exact criterion the output is the base's greedy decoding.
 
     Each iteration feeds the proposed block [y_1, y_2..y_k] (y_1 is the base's greedy token, certain),
@@ -137,7 +148,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
             heads = model.head_logits(block, state)[:, :, :k]  # [B, k, k, V], one call: verify and propose
             calls += 1
             passes = _agrees(block[:, 1:], heads[:, :-1, 0], config)  # proposal i+1 vs base after position i
-            passes[:, :config.min_block_size - 1] = True
+            passes[:, : config.min_block_size - 1] = True
             size = 1 + passes.cummin(dim=1).values.sum(dim=1)  # [B], accepted block size
             model.truncate(state, held + size)
             block_tokens = block.tolist()
@@ -145,6 +156,7 @@ def generate_blockwise(model: BlockwiseGPT, prompts, *, max_new_tokens: int, con
         sizes = size.tolist()
         accepted_log.append(tuple(sizes[b] - 1 for b in active))
         return [tokens[:count] for tokens, count in zip(block_tokens, sizes)]
+
     decode(output, iterate, lambda done: park(model, state, torch.tensor(done, device=model.device)))
     stats = DecodeStats(len(accepted_log), calls, 0, tuple(accepted_log), (), timer.finish())
     return Generation(tuple(tuple(row) for row in output.rows), stats)

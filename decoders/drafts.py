@@ -23,8 +23,21 @@ from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
 from spectheory.registry import register
 
-__all__ = ["SHIPPED", "FROM_TARGET", "TINY", "DraftContext", "DraftKind", "DRAFT_KINDS", "register_draft", "draft_kind",
-           "draft_names", "own_tokenizer_drafts", "spec_bench_drafts", "build_draft", "open_draft"]
+__all__ = [
+    "SHIPPED",
+    "FROM_TARGET",
+    "TINY",
+    "DraftContext",
+    "DraftKind",
+    "DRAFT_KINDS",
+    "register_draft",
+    "draft_kind",
+    "draft_names",
+    "own_tokenizer_drafts",
+    "spec_bench_drafts",
+    "build_draft",
+    "open_draft",
+]
 
 SHIPPED, FROM_TARGET, TINY = "shipped", "from target", "tiny"
 
@@ -111,8 +124,11 @@ def spec_bench_drafts(target: str | None) -> dict:
 
 
 def _listing() -> str:
-    return ", ".join(kind.usage + (f" (with --target {kind.only_target})" if kind.only_target else "")
-                     for kind in DRAFT_KINDS.values() if kind.offered - {TINY} or kind.only_target)
+    return ", ".join(
+        kind.usage + (f" (with --target {kind.only_target})" if kind.only_target else "")
+        for kind in DRAFT_KINDS.values()
+        if kind.offered - {TINY} or kind.only_target
+    )
 
 
 def build_draft(name, context: DraftContext, offered: str | None = None):
@@ -125,8 +141,13 @@ def build_draft(name, context: DraftContext, offered: str | None = None):
     return kind.build(str(name), context)
 
 
-def open_draft(name_or_path: str, *, target: tuple | None = None, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32) -> tuple:
+def open_draft(
+    name_or_path: str,
+    *,
+    target: tuple | None = None,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> tuple:
     """(model, tokenizer) of the draft ``name_or_path`` for the run's ``target`` (model, tokenizer): a registered
     kind, else a model ``decoders.zoo.load_named`` loads. The tokenizer is None where the draft reads the corpus's
     characters."""
@@ -136,9 +157,11 @@ def open_draft(name_or_path: str, *, target: tuple | None = None, device: torch.
         draft = kind.build(str(name_or_path), DraftContext(model, tokenizer, device, dtype))
         return draft, tokenizer if kind.reads_target_tokens() else None
     if kind is not None or not zoo.is_loadable(name_or_path):
-        raise ValueError(f"draft {name_or_path!r} is not a draft we build ({_listing()}), a real model "
-                         f"({', '.join(zoo.REAL_MODELS)}), a GGUF file, a model file or a local Hugging Face model "
-                         f"directory (nothing is downloaded)")
+        raise ValueError(
+            f"draft {name_or_path!r} is not a draft we build ({_listing()}), a real model "
+            f"({', '.join(zoo.REAL_MODELS)}), a GGUF file, a model file or a local Hugging Face model "
+            f"directory (nothing is downloaded)"
+        )
     return zoo.load_named(name_or_path, role="draft", device=device, dtype=dtype)
 
 
@@ -151,8 +174,9 @@ def _shipped(name: str, context: DraftContext):
 
 def _copy(name: str, context: DraftContext):
     """Ours (the latest earlier occurrence) or transformers' prompt lookup (the earliest; docs/theory.md §11)."""
-    return CopyDraft(context.vocab_size, occurrence=name.partition(":")[2] or "latest", device=context.device,
-                     dtype=context.dtype)
+    return CopyDraft(
+        context.vocab_size, occurrence=name.partition(":")[2] or "latest", device=context.device, dtype=context.dtype
+    )
 
 
 def _uniform(name: str, context: DraftContext):
@@ -170,12 +194,20 @@ def _ngram(name: str, context: DraftContext):
     if context.tiny:
         target, vocab_size = context.target, context.vocab_size
         prompts = [[token] for token in range(vocab_size)] * 8
-        samples = generate_autoregressive(target, prompts, max_new_tokens=24, sampling=Sampling(1.0),
-                                          randomness=TorchRandomness(torch.Generator().manual_seed(context.seed)))
+        samples = generate_autoregressive(
+            target,
+            prompts,
+            max_new_tokens=24,
+            sampling=Sampling(1.0),
+            randomness=TorchRandomness(torch.Generator().manual_seed(context.seed)),
+        )
         fitted = NGramModel.fit([prompt + list(row) for prompt, row in zip(prompts, samples.tokens)], vocab_size, 2)
         return NGramModel(fitted.table.to(context.dtype), fitted.order)
-    stream = load_corpus().train if context.tokenizer is None else \
-        encode_text(context.tokenizer, split_text(False, max_characters=NGRAM_FIT_CHARACTERS))
+    stream = (
+        load_corpus().train
+        if context.tokenizer is None
+        else encode_text(context.tokenizer, split_text(False, max_characters=NGRAM_FIT_CHARACTERS))
+    )
     return SparseNGramModel.fit(stream, context.vocab_size, NGRAM_ORDER, device=context.device, dtype=context.dtype)
 
 
@@ -184,8 +216,9 @@ def _layer_skip(name: str, context: DraftContext):
     from decoders.models.hf import HFCausalLM, layer_skip
 
     if not isinstance(context.target, HFCausalLM):
-        raise ValueError(f"draft {name!r}: layer skipping needs a Hugging Face or GGUF target, got "
-                         f"{type(context.target).__name__}")
+        raise ValueError(
+            f"draft {name!r}: layer skipping needs a Hugging Face or GGUF target, got {type(context.target).__name__}"
+        )
     layers = name.partition(":")[2]
     if not layers.isdigit():
         raise ValueError(f"draft {name!r}: give the layers to keep as layerskip:K, K an integer")
@@ -201,17 +234,51 @@ for _kind in (
     DraftKind("distilled", _shipped, frozenset({SHIPPED}), "the transformer fine-tuned on the target's samples"),
     DraftKind("bigram", _shipped, frozenset({SHIPPED}), "a bigram fitted on the corpus"),
     DraftKind("unigram", _shipped, frozenset({SHIPPED}), "a unigram fitted on the corpus"),
-    DraftKind("copy", _copy, frozenset({SHIPPED, FROM_TARGET, TINY}), "prompt lookup: the latest earlier occurrence",
-              own_tokenizer_default=True, spec_bench=("copy", (2, 4, 6))),
-    DraftKind("copy:earliest", _copy, frozenset({FROM_TARGET}), "transformers' prompt lookup: the earliest occurrence",
-              spec_bench=("copy:earliest", (2, 4, 6))),
-    DraftKind("ngram", _ngram, frozenset({FROM_TARGET, TINY}), "an n-gram model of the target's text",
-              own_tokenizer_default=True, spec_bench=("ngram", (1, 3))),
-    DraftKind(zoo.REAL_DRAFT_NAME, _real_draft, frozenset(), f"a 2-layer TinyGPT distilled from {zoo.REAL_DRAFT_TARGET}",
-              only_target=zoo.REAL_DRAFT_TARGET, spec_bench=(zoo.REAL_DRAFT_NAME, (1, 2))),
-    DraftKind("layerskip", _layer_skip, frozenset({FROM_TARGET}), "the target's first K layers", argument="K",
-              spec_bench=("layerskip:24", (1, 2))),
-    DraftKind("random", _uniform, frozenset({SHIPPED, FROM_TARGET, TINY}), "uniform over the vocabulary",
-              own_tokenizer_default=True),
+    DraftKind(
+        "copy",
+        _copy,
+        frozenset({SHIPPED, FROM_TARGET, TINY}),
+        "prompt lookup: the latest earlier occurrence",
+        own_tokenizer_default=True,
+        spec_bench=("copy", (2, 4, 6)),
+    ),
+    DraftKind(
+        "copy:earliest",
+        _copy,
+        frozenset({FROM_TARGET}),
+        "transformers' prompt lookup: the earliest occurrence",
+        spec_bench=("copy:earliest", (2, 4, 6)),
+    ),
+    DraftKind(
+        "ngram",
+        _ngram,
+        frozenset({FROM_TARGET, TINY}),
+        "an n-gram model of the target's text",
+        own_tokenizer_default=True,
+        spec_bench=("ngram", (1, 3)),
+    ),
+    DraftKind(
+        zoo.REAL_DRAFT_NAME,
+        _real_draft,
+        frozenset(),
+        f"a 2-layer TinyGPT distilled from {zoo.REAL_DRAFT_TARGET}",
+        only_target=zoo.REAL_DRAFT_TARGET,
+        spec_bench=(zoo.REAL_DRAFT_NAME, (1, 2)),
+    ),
+    DraftKind(
+        "layerskip",
+        _layer_skip,
+        frozenset({FROM_TARGET}),
+        "the target's first K layers",
+        argument="K",
+        spec_bench=("layerskip:24", (1, 2)),
+    ),
+    DraftKind(
+        "random",
+        _uniform,
+        frozenset({SHIPPED, FROM_TARGET, TINY}),
+        "uniform over the vocabulary",
+        own_tokenizer_default=True,
+    ),
 ):
     register_draft(_kind)

@@ -28,7 +28,7 @@ class DynamicTree:
 
     def __post_init__(self) -> None:
         as_positive_int("branching", self.branching), as_positive_int("depth", self.depth)
-        drafted = self.branching + (self.depth - 1) * self.branching ** 2
+        drafted = self.branching + (self.depth - 1) * self.branching**2
         as_int("budget", self.budget, low=2, high=drafted + 1)
 
     @property
@@ -65,8 +65,12 @@ def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: Dy
     rows = torch.arange(batch, device=device)[:, None]
     logits = root[:, None]  # [B, 1, V]
     scores, tokens = torch.topk(confidence(logits[:, 0]), k, dim=-1)  # [B, k], depth 1
-    drafted = {"tokens": [tokens], "scores": [scores], "parents": [torch.full_like(tokens, -1)],
-               "depths": [torch.ones_like(tokens)]}
+    drafted = {
+        "tokens": [tokens],
+        "scores": [scores],
+        "parents": [torch.full_like(tokens, -1)],
+        "depths": [torch.ones_like(tokens)],
+    }
     fed_logits, fed_candidates = [logits], []  # the draft's logits at the nodes it scored, and which they were
     frontier, fed, held = torch.arange(k, device=device).expand(batch, -1), torch.full_like(tokens, -1), 0
     for depth in range(2, spec.depth + 1):  # feed the frontier, draft its children, keep the best k as the next one
@@ -82,10 +86,11 @@ def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: Dy
         scores, best = torch.topk(child_scores, k, dim=-1)  # [B, k]
         tokens, frontier = children.flatten(1).gather(1, best), count + best
         fed, held = held + best // k, held + k
-    tokens, scores, parents, depths = (torch.cat(drafted[key], dim=1)
-                                       for key in ("tokens", "scores", "parents", "depths"))
+    tokens, scores, parents, depths = (
+        torch.cat(drafted[key], dim=1) for key in ("tokens", "scores", "parents", "depths")
+    )
     # the best budget - 1; a stable sort keeps an ancestor (never less likely, drafted earlier) before its nodes
-    kept = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :spec.budget - 1]  # [B, N - 1]
+    kept = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, : spec.budget - 1]  # [B, N - 1]
     order = torch.sort(depths.gather(1, kept) * kept.shape[1] + torch.arange(kept.shape[1], device=device), dim=1)
     kept = kept.gather(1, order.indices)  # depth by depth, by confidence within a depth
     node = torch.full_like(parents, -1)  # each drafted token's node, -1 if dropped
@@ -99,9 +104,12 @@ def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: Dy
     laws = adjusted_probs(proposing(torch.cat(fed_logits, dim=1)), sampling, validate=False)  # [B, scored, V]
     laws = laws.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, laws.shape[-1]))  # [B, N, V]
     q = torch.where((at >= 0)[..., None], laws, 0.0)
-    return (torch.cat([last[:, None], tokens.gather(1, kept)], dim=1),
-            torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1), q,
-            torch.cat([torch.zeros_like(scores[:, :1]), scores.gather(1, kept)], dim=1))
+    return (
+        torch.cat([last[:, None], tokens.gather(1, kept)], dim=1),
+        torch.cat([torch.full_like(last[:, None], -1), tree_parents], dim=1),
+        q,
+        torch.cat([torch.zeros_like(scores[:, :1]), scores.gather(1, kept)], dim=1),
+    )
 
 
 def row_children(parents: torch.Tensor, width: int) -> torch.Tensor:

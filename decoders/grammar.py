@@ -33,8 +33,10 @@ def token_texts(vocab_size: int) -> list:
         return list(VOCABULARY) + ["\ufffd"] * (VOCAB_SIZE - OTHER)
     if vocab_size <= len(AUDIT_LETTERS):
         return list(AUDIT_LETTERS[:vocab_size])
-    raise ValueError(f"a grammar needs the texts of the tokens: a tokenizer, or a vocabulary of at most "
-                     f"{len(AUDIT_LETTERS)} tokens (letters) or of the shipped pair's {VOCAB_SIZE}, got {vocab_size}")
+    raise ValueError(
+        f"a grammar needs the texts of the tokens: a tokenizer, or a vocabulary of at most "
+        f"{len(AUDIT_LETTERS)} tokens (letters) or of the shipped pair's {VOCAB_SIZE}, got {vocab_size}"
+    )
 
 
 def _import_xgrammar():
@@ -70,8 +72,9 @@ class GrammarSpec:
 
     def compiled(self, vocabulary, vocab_size: int, stop) -> "Grammar":
         """This grammar for ``vocabulary`` (a transformers tokenizer, or None: ``token_texts``)."""
-        return Grammar(self.kind, self.source, token_texts(vocab_size) if vocabulary is None else vocabulary,
-                       vocab_size, stop)
+        return Grammar(
+            self.kind, self.source, token_texts(vocab_size) if vocabulary is None else vocabulary, vocab_size, stop
+        )
 
 
 class Grammar:
@@ -86,11 +89,15 @@ class Grammar:
         if isinstance(vocabulary, (list, tuple)):
             info = xgrammar.TokenizerInfo(list(vocabulary), vocab_size=vocab_size, stop_token_ids=list(self.stop))
         else:
-            info = xgrammar.TokenizerInfo.from_huggingface(vocabulary, vocab_size=vocab_size,
-                                                           stop_token_ids=list(self.stop))
+            info = xgrammar.TokenizerInfo.from_huggingface(
+                vocabulary, vocab_size=vocab_size, stop_token_ids=list(self.stop)
+            )
         compiler = xgrammar.GrammarCompiler(info, max_threads=1)
-        compile_kind = {"regex": compiler.compile_regex, "json-schema": compiler.compile_json_schema,
-                        "ebnf": compiler.compile_grammar}[kind]
+        compile_kind = {
+            "regex": compiler.compile_regex,
+            "json-schema": compiler.compile_json_schema,
+            "ebnf": compiler.compile_grammar,
+        }[kind]
         try:
             compiled = compile_kind(source)
         except (RuntimeError, ValueError) as error:  # xgrammar's message after its time stamp and source line
@@ -120,8 +127,10 @@ class Grammar:
         packed = self._walk(outputs)
         allowed = _unpacked(packed, self.vocab_size)
         if not bool(allowed.any()):
-            raise ValueError(f"the {self.kind} allows no token after the output {list(outputs)}: a dead end of this "
-                             f"vocabulary (the next characters it needs are in no token)")
+            raise ValueError(
+                f"the {self.kind} allows no token after the output {list(outputs)}: a dead end of this "
+                f"vocabulary (the next characters it needs are in no token)"
+            )
         self._masks[outputs] = packed
         if len(self._masks) > CACHED_MASKS:
             self._masks.popitem(last=False)

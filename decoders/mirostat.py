@@ -66,7 +66,8 @@ class Mirostat:
         token id (llama.cpp's partial sort leaves them unspecified)."""
         ordered, order = torch.sort(probs, dim=-1, descending=True, stable=True)
         kept = torch.zeros_like(probs, dtype=torch.bool).scatter(
-            -1, order, _kept_by_rank(ordered, mu.to(probs.dtype), self.version, self.m, probs.shape[-1]))
+            -1, order, _kept_by_rank(ordered, mu.to(probs.dtype), self.version, self.m, probs.shape[-1])
+        )
         law = probs.masked_fill(~kept, 0.0)
         return law / law.sum(dim=-1, keepdim=True)
 
@@ -75,7 +76,9 @@ class Mirostat:
         surprise = -torch.log2(law.gather(-1, token[..., None])[..., 0].to(mu.dtype))
         return mu - self.eta * (surprise - self.tau)
 
-    def walked(self, probs: torch.Tensor, mu: torch.Tensor, tokens: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    def walked(
+        self, probs: torch.Tensor, mu: torch.Tensor, tokens: torch.Tensor, parents: torch.Tensor
+    ) -> torch.Tensor:
         """The truncated laws ``[B, N, V]`` at the nodes of ``probs: [B, N, V]``: node n's state is ``mu: [B]`` (or
         ``[1]``) where ``parents[:, n] < 0`` (a root), else its parent's state moved by ``tokens[:, n]`` under the
         parent's law (``tokens, parents: [B, N]``; parents come before their children). A chain's path is the tree

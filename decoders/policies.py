@@ -21,9 +21,25 @@ import torch
 from spectheory.metrics import HEURISTIC_START
 from spectheory.validation import as_int, as_positive_int, as_probability
 
-__all__ = ["DraftPolicy", "HeuristicPolicy", "ConfidencePolicy", "RocConfidencePolicy",
-           "EntropyPolicy", "RejectionRiskPolicy", "MovingAveragePolicy", "BatchSchedulePolicy", "POLICIES",
-           "make_policy", "calibrate_acceptance", "acceptance_bin_sums", "calibration_from_sums", "seen_law", "AcceptanceCalibration", "roc_threshold", "SGLANG_STEPS"]
+__all__ = [
+    "DraftPolicy",
+    "HeuristicPolicy",
+    "ConfidencePolicy",
+    "RocConfidencePolicy",
+    "EntropyPolicy",
+    "RejectionRiskPolicy",
+    "MovingAveragePolicy",
+    "BatchSchedulePolicy",
+    "POLICIES",
+    "make_policy",
+    "calibrate_acceptance",
+    "acceptance_bin_sums",
+    "calibration_from_sums",
+    "seen_law",
+    "AcceptanceCalibration",
+    "roc_threshold",
+    "SGLANG_STEPS",
+]
 
 
 def seen_law(logits: torch.Tensor, q: torch.Tensor, greedy: bool) -> torch.Tensor:
@@ -58,8 +74,6 @@ class DraftPolicy:
 
     def describe(self) -> str:
         return f"{self.name} (at most {self.gamma_max})"
-
-
 
 
 class HeuristicPolicy(DraftPolicy):
@@ -120,8 +134,10 @@ class RocConfidencePolicy(ConfidencePolicy):
         super().__init__(gamma_max, threshold, name="confidence-roc")
 
     def start(self, batch, device):
-        return {"threshold": torch.full((batch,), self.threshold, dtype=torch.float64, device=device),
-                "history": [([], []) for _ in range(batch)]}
+        return {
+            "threshold": torch.full((batch,), self.threshold, dtype=torch.float64, device=device),
+            "history": [([], []) for _ in range(batch)],
+        }
 
     def _threshold(self, state):
         return state["threshold"]
@@ -139,7 +155,7 @@ class RocConfidencePolicy(ConfidencePolicy):
         for row, (scores, matches) in enumerate(state["history"]):
             n, m = int(accepted[row]), int(proposed[row])
             matches += [1] * n + ([0] if n < m else [])
-            scores += confidences[row][:len(matches) - len(scores)]
+            scores += confidences[row][: len(matches) - len(scores)]
             if len(scores) > 5 and 0 in matches and 1 in matches:
                 thresholds[row] = roc_threshold(np.array(scores), np.array(matches))
         state["threshold"] = torch.tensor(thresholds, dtype=torch.float64, device=state["threshold"].device)
@@ -187,8 +203,9 @@ class AcceptanceCalibration:
         return table[torch.bucketize(confidence, edges, right=True)]
 
 
-def acceptance_bin_sums(p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None,
-                        bins: int = 20) -> torch.Tensor:
+def acceptance_bin_sums(
+    p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None, bins: int = 20
+) -> torch.Tensor:
     """Per bin of the probability the policy reads, ``seen(x)`` (default q; ``seen_law``), over every token x of the
     adjusted laws ``p, q: [N, V]``: the draw mass q(x) and the accepted mass q(x) min(1, p(x) / q(x)) -> ``[2, bins]``
     (sums of batches add up)."""
@@ -215,8 +232,9 @@ def calibration_from_sums(sums: torch.Tensor) -> AcceptanceCalibration:
     return AcceptanceCalibration(tuple(np.linspace(0.0, 1.0, bins + 1).tolist()), tuple(values.tolist()))
 
 
-def calibrate_acceptance(p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None,
-                         bins: int = 20) -> AcceptanceCalibration:
+def calibrate_acceptance(
+    p: torch.Tensor, q: torch.Tensor, seen: torch.Tensor | None = None, bins: int = 20
+) -> AcceptanceCalibration:
     """The acceptance predictor from adjusted laws ``p, q: [N, V]`` along held-out text: per bin of ``seen(x)``,
     the q-weighted mean of min(1, p(x) / q(x)) over the tokens x (``acceptance_bin_sums``)."""
     return calibration_from_sums(acceptance_bin_sums(p, q, seen, bins))
@@ -255,8 +273,14 @@ class MovingAveragePolicy(DraftPolicy):
 
     name = "moving-average"
 
-    def __init__(self, steps: dict = None, weight: float = 0.2, warmup: int = 10, interval: int = 5,
-                 batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        steps: dict = None,
+        weight: float = 0.2,
+        warmup: int = 10,
+        interval: int = 5,
+        batch_size: int | None = None,
+    ) -> None:
         self.steps = {int(k): tuple(v) for k, v in (steps or SGLANG_STEPS).items()}
         self.batch_size = batch_size  # the decoding batch size, where it is not the rows (the exact audit's branches)
         super().__init__(max(max(v) for v in self.steps.values()) or 1)
@@ -269,8 +293,11 @@ class MovingAveragePolicy(DraftPolicy):
     def start(self, batch, device):
         candidates = self._candidates(batch)
         middle = candidates[len(candidates) // 2]
-        return {"index": torch.full((batch,), candidates.index(middle), dtype=torch.int64, device=device),
-                "average": torch.full((batch,), float(middle), dtype=torch.float64, device=device), "iterations": 0}
+        return {
+            "index": torch.full((batch,), candidates.index(middle), dtype=torch.int64, device=device),
+            "average": torch.full((batch,), float(middle), dtype=torch.float64, device=device),
+            "iterations": 0,
+        }
 
     def limit(self, state, batch, device):
         candidates = torch.tensor(self._candidates(batch), device=device)
@@ -318,19 +345,35 @@ class BatchSchedulePolicy(DraftPolicy):
 
 
 #: Policy names and their defaults (transformers' assisted generation, llama.cpp, SGLang, vLLM, the papers).
-POLICIES = ("fixed", "heuristic", "heuristic-transient", "confidence", "confidence-roc", "draft-p-min", "entropy",
-            "rejection-risk", "moving-average", "batch-schedule")
+POLICIES = (
+    "fixed",
+    "heuristic",
+    "heuristic-transient",
+    "confidence",
+    "confidence-roc",
+    "draft-p-min",
+    "entropy",
+    "rejection-risk",
+    "moving-average",
+    "batch-schedule",
+)
 
 
-def make_policy(name: str, *, gamma: int = 4, cap: int | None = None, calibration: AcceptanceCalibration | None = None,
-                batch_size: int | None = None) -> DraftPolicy:
+def make_policy(
+    name: str,
+    *,
+    gamma: int = 4,
+    cap: int | None = None,
+    calibration: AcceptanceCalibration | None = None,
+    batch_size: int | None = None,
+) -> DraftPolicy:
     """A fresh policy called ``name`` with its documented defaults; ``gamma`` is the fixed policy's length, ``cap``
     (optional) lowers every policy's most drafts per iteration (the audits' tiny models); ``rejection-risk`` needs
     ``calibration``; ``batch_size`` fixes the batch size the batch-dependent rules read (the exact audit batches
     its branches as rows)."""
     if cap is not None:
         as_positive_int("cap", cap)
-    most = (lambda default: default if cap is None else min(default, cap))
+    most = lambda default: default if cap is None else min(default, cap)
     if name == "fixed":
         return DraftPolicy(gamma)
     if name in ("heuristic", "heuristic-transient"):

@@ -50,8 +50,12 @@ class DecodeStats:
         return sum(self.betas) / len(self.betas) if self.betas else None
 
     def as_dict(self) -> dict:
-        return dict(asdict(self), mean_accepted_tokens_per_iteration=self.mean_accepted_tokens_per_iteration,
-                    mean_tokens_per_iteration=self.mean_tokens_per_iteration, alpha_estimate=self.alpha_estimate)
+        return dict(
+            asdict(self),
+            mean_accepted_tokens_per_iteration=self.mean_accepted_tokens_per_iteration,
+            mean_tokens_per_iteration=self.mean_tokens_per_iteration,
+            alpha_estimate=self.alpha_estimate,
+        )
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,13 @@ class History:
     walk: tuple = ()
 
     @staticmethod
-    def of(prompts: list, vocab_size: int, device, generated: list | None = None,
-           grammar: Grammar | None = None) -> "History":
+    def of(
+        prompts: list, vocab_size: int, device, generated: list | None = None, grammar: Grammar | None = None
+    ) -> "History":
         """The counts of ``prompts`` (lists of ids) ``[B, V]``, whose last ``generated[b]`` tokens are output."""
         generated = generated or [0] * len(prompts)
         prompt, output = (torch.zeros(len(prompts), vocab_size, dtype=torch.float32, device=device) for _ in range(2))
-        outputs = tuple(tuple(ids[len(ids) - n:]) if n else () for ids, n in zip(prompts, generated))
+        outputs = tuple(tuple(ids[len(ids) - n :]) if n else () for ids, n in zip(prompts, generated))
         for b, (ids, n) in enumerate(zip(prompts, generated)):
             cut = len(ids) - n
             for counts, part in ((prompt, ids[:cut]), (output, ids[cut:])):
@@ -57,18 +58,27 @@ class History:
             raise ValueError(f"the {grammar.kind} must be compiled for the model's vocabulary first (Sampling.bound)")
         return replace(self, grammar=grammar, outputs=outputs, allowed=grammar.masks(outputs).to(self.output.device))
 
-    def plus(self, tokens: torch.Tensor, keep: torch.Tensor | None = None, laws: torch.Tensor | None = None) -> "History":
+    def plus(
+        self, tokens: torch.Tensor, keep: torch.Tensor | None = None, laws: torch.Tensor | None = None
+    ) -> "History":
         """The history after the output tokens ``tokens: [B, S]`` (only where ``keep: [B, S]`` is True); Mirostat's
         state moves by each kept token under ``laws: [B, S, V]``, the target's law it was emitted at (without them
         the state after is unknown, None: a draft's counts along its own path)."""
         ones = torch.ones(tokens.shape, dtype=self.output.dtype, device=tokens.device)
         ones = ones if keep is None else ones * keep
-        counted = History(self.prompt, self.output.scatter_add(-1, tokens, ones), mirostat=self.mirostat,
-                          mu=self._moved(tokens, keep, laws))
+        counted = History(
+            self.prompt,
+            self.output.scatter_add(-1, tokens, ones),
+            mirostat=self.mirostat,
+            mu=self._moved(tokens, keep, laws),
+        )
         if self.grammar is None:
             return counted
-        kept = tokens.tolist() if keep is None else [[t for t, k in zip(row, mask) if k]
-                                                     for row, mask in zip(tokens.tolist(), keep.tolist())]
+        kept = (
+            tokens.tolist()
+            if keep is None
+            else [[t for t, k in zip(row, mask) if k] for row, mask in zip(tokens.tolist(), keep.tolist())]
+        )
         return counted.with_grammar(self.grammar, tuple(row + tuple(new) for row, new in zip(self.outputs, kept)))
 
     def _moved(self, tokens: torch.Tensor, keep: torch.Tensor | None, laws: torch.Tensor | None):
@@ -90,13 +100,24 @@ class History:
         output = steps.cumsum_(dim=1).add_(self.output[:, None])
         allowed = None
         if self.grammar is not None:
-            rows = [self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens) for b, tokens in enumerate(path.tolist())]
-            allowed = torch.stack([self.grammar.masks([row[:len(row) - length + s] for s in range(length + 1)])
-                                   for row in rows]).to(path.device)  # [B, S + 1, V]
-        walk = () if self.mirostat is None else (  # position s + 1 follows path[:, s] -> [B, S + 1] each
-            torch.nn.functional.pad(path, (1, 0)), torch.arange(-1, length, device=path.device).expand(batch, -1))
-        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed, self.mirostat,
-                       self.mu, walk)
+            rows = [
+                self.outputs[b if len(self.outputs) > 1 else 0] + tuple(tokens)
+                for b, tokens in enumerate(path.tolist())
+            ]
+            allowed = torch.stack(
+                [self.grammar.masks([row[: len(row) - length + s] for s in range(length + 1)]) for row in rows]
+            ).to(path.device)  # [B, S + 1, V]
+        walk = (
+            ()
+            if self.mirostat is None
+            else (  # position s + 1 follows path[:, s] -> [B, S + 1] each
+                torch.nn.functional.pad(path, (1, 0)),
+                torch.arange(-1, length, device=path.device).expand(batch, -1),
+            )
+        )
+        return History(
+            self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed, self.mirostat, self.mu, walk
+        )
 
     def along_tree(self, tokens: torch.Tensor, parents: torch.Tensor) -> "History":
         """The history after each node of a draft tree ``tokens, parents: [B, N]`` (-1: a root, the last committed
@@ -117,7 +138,19 @@ class History:
         allowed = None
         if self.grammar is not None:
             rows = tokens.tolist()
-            allowed = torch.stack([self.grammar.masks([self.outputs[b] + tuple(rows[b][m] for m in paths[b][n])
-                                                       for n in range(size)]) for b in range(batch)]).to(tokens.device)
-        return History(self.prompt[:, None].expand_as(output), output, self.grammar, (), allowed, self.mirostat,
-                       self.mu, () if self.mirostat is None else (tokens, parents))
+            allowed = torch.stack(
+                [
+                    self.grammar.masks([self.outputs[b] + tuple(rows[b][m] for m in paths[b][n]) for n in range(size)])
+                    for b in range(batch)
+                ]
+            ).to(tokens.device)
+        return History(
+            self.prompt[:, None].expand_as(output),
+            output,
+            self.grammar,
+            (),
+            allowed,
+            self.mirostat,
+            self.mu,
+            () if self.mirostat is None else (tokens, parents),
+        )

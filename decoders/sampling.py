@@ -21,8 +21,19 @@ from decoders.mirostat import VERSIONS as MIROSTAT_VERSIONS, Mirostat
 from decoders.sampler_state import History
 from spectheory.validation import as_non_negative_int, as_positive_int
 
-__all__ = ["Sampling", "History", "history_of", "adjusted_probs", "processed_logits", "draw", "check_probs", "proposes", "GREEDY",
-           "stop_padded", "after_stop"]
+__all__ = [
+    "Sampling",
+    "History",
+    "history_of",
+    "adjusted_probs",
+    "processed_logits",
+    "draw",
+    "check_probs",
+    "proposes",
+    "GREEDY",
+    "stop_padded",
+    "after_stop",
+]
 
 
 def _finite(name: str, value, low: float = -math.inf) -> None:
@@ -78,7 +89,8 @@ class Sampling:
         if not isinstance(self.penalize_prompt, bool):
             raise ValueError(f"penalize_prompt must be True or False, got {self.penalize_prompt!r}")
         if not isinstance(self.logit_bias, tuple) or not all(
-                isinstance(pair, tuple) and len(pair) == 2 for pair in self.logit_bias):
+            isinstance(pair, tuple) and len(pair) == 2 for pair in self.logit_bias
+        ):
             raise ValueError(f"logit_bias must be a tuple of (token, bias) pairs, got {self.logit_bias!r}")
         for token, bias in self.logit_bias:
             as_non_negative_int("logit_bias token", token)
@@ -94,13 +106,17 @@ class Sampling:
         as_positive_int("mirostat_m", self.mirostat_m)
         if self.grammar is not None:
             if not isinstance(self.grammar, (Grammar, GrammarSpec)):
-                raise ValueError(f"grammar must be a decoders.grammar.GrammarSpec or Grammar or None, got "
-                                 f"{type(self.grammar).__name__}")
+                raise ValueError(
+                    f"grammar must be a decoders.grammar.GrammarSpec or Grammar or None, got "
+                    f"{type(self.grammar).__name__}"
+                )
             if not self.stop:
                 raise ValueError(f"{self.grammar.flag} needs a stop token (--stop) to end a complete output")
             if isinstance(self.grammar, Grammar) and set(self.grammar.stop) != set(self.stop):
-                raise ValueError(f"the grammar ends rows with stop tokens {list(self.grammar.stop)}, which must be the "
-                                 f"sampling's, got stop {list(self.stop)}")
+                raise ValueError(
+                    f"the grammar ends rows with stop tokens {list(self.grammar.stop)}, which must be the "
+                    f"sampling's, got stop {list(self.stop)}"
+                )
 
     @property
     def greedy(self) -> bool:
@@ -108,23 +124,42 @@ class Sampling:
 
     def __str__(self) -> str:
         """The settings that differ from the defaults, e.g. "T = 0.7, top-p 0.9, repetition penalty 1.3"."""
-        words = [f"T = {self.temperature:g}"] + [f"{name} {value:g}" for name, value, off in (
-            ("top-k", self.top_k, None), ("top-p", self.top_p, None), ("min-p", self.min_p, None),
-            ("repetition penalty", self.repetition_penalty, 1), ("frequency penalty", self.frequency_penalty, 0),
-            ("presence penalty", self.presence_penalty, 0)) if value != off]
+        words = [f"T = {self.temperature:g}"] + [
+            f"{name} {value:g}"
+            for name, value, off in (
+                ("top-k", self.top_k, None),
+                ("top-p", self.top_p, None),
+                ("min-p", self.min_p, None),
+                ("repetition penalty", self.repetition_penalty, 1),
+                ("frequency penalty", self.frequency_penalty, 0),
+                ("presence penalty", self.presence_penalty, 0),
+            )
+            if value != off
+        ]
         words += ["penalties count the prompt"] if self.penalize_prompt else []
         words += [f"logit bias {dict(self.logit_bias)}"] if self.logit_bias else []
         words += [f"stop at {list(self.stop)}"] if self.stop else []
         words += [str(self.grammar)] if self.grammar is not None else []
-        words += [f"mirostat {self.mirostat} (tau {self.mirostat_tau:g}, eta {self.mirostat_eta:g}"
-                  f"{f', m {self.mirostat_m}' if self.mirostat == 1 else ''})"] if self.mirostat else []
+        words += (
+            [
+                f"mirostat {self.mirostat} (tau {self.mirostat_tau:g}, eta {self.mirostat_eta:g}"
+                f"{f', m {self.mirostat_m}' if self.mirostat == 1 else ''})"
+            ]
+            if self.mirostat
+            else []
+        )
         return ", ".join(words)
 
     @property
     def uses_history(self) -> bool:
         """Whether the law depends on the tokens before a position (a penalty, a grammar or Mirostat is set)."""
-        return (self.repetition_penalty != 1 or self.frequency_penalty != 0 or self.presence_penalty != 0
-                or self.grammar is not None or self.mirostat != 0)
+        return (
+            self.repetition_penalty != 1
+            or self.frequency_penalty != 0
+            or self.presence_penalty != 0
+            or self.grammar is not None
+            or self.mirostat != 0
+        )
 
     @property
     def mirostat_sampler(self) -> Mirostat | None:
@@ -144,29 +179,41 @@ class Sampling:
                 if token >= vocab_size:
                     raise ValueError(f"{name} token must be below the vocabulary size {vocab_size}, got {token}")
         if isinstance(self.grammar, Grammar) and self.grammar.vocab_size != vocab_size:
-            raise ValueError(f"the grammar was compiled for {self.grammar.vocab_size} tokens, the model has {vocab_size}")
+            raise ValueError(
+                f"the grammar was compiled for {self.grammar.vocab_size} tokens, the model has {vocab_size}"
+            )
 
     @property
     def unconditioned(self) -> "Sampling":
         """These settings without the ones that depend on the tokens before a position (penalties, grammar,
         Mirostat): the law of a draft that does not follow the path (docs/theory.md §14: q need only be the law
         drafted from)."""
-        return replace(self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None,
-                       mirostat=0)
+        return replace(
+            self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None, mirostat=0
+        )
 
     def history_flags(self) -> list:
         """The CLI flags of the settings that make the law depend on the history, for refusals."""
-        return [flag for flag, value, off in (("--repetition-penalty", self.repetition_penalty, 1),
-                                              ("--frequency-penalty", self.frequency_penalty, 0),
-                                              ("--presence-penalty", self.presence_penalty, 0),
-                                              ("--mirostat", self.mirostat, 0)) if value != off] + (
-            [self.grammar.flag] if self.grammar is not None else [])
+        return [
+            flag
+            for flag, value, off in (
+                ("--repetition-penalty", self.repetition_penalty, 1),
+                ("--frequency-penalty", self.frequency_penalty, 0),
+                ("--presence-penalty", self.presence_penalty, 0),
+                ("--mirostat", self.mirostat, 0),
+            )
+            if value != off
+        ] + ([self.grammar.flag] if self.grammar is not None else [])
 
     def as_dict(self) -> dict:
         """Every setting, JSON-ready: the grammar as its kind and source."""
         grammar = None if self.grammar is None else {"kind": self.grammar.kind, "source": self.grammar.source}
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "grammar"}, "grammar": grammar,
-                "logit_bias": [list(pair) for pair in self.logit_bias], "stop": list(self.stop)}
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "grammar"},
+            "grammar": grammar,
+            "logit_bias": [list(pair) for pair in self.logit_bias],
+            "stop": list(self.stop),
+        }
 
     def bound(self, vocabulary, vocab_size: int) -> "Sampling":
         """These settings with their grammar compiled for ``vocabulary`` (a transformers tokenizer, or None: the texts
@@ -200,9 +247,9 @@ def _mirostat_after(sampling: Sampling, prompts: list, model, generated: list | 
     for (length, count), rows in groups.items():
         tokens = torch.tensor([prompts[b] for b in rows], device=model.device)  # [G, L]
         cut = length - count
-        logits = model.forward(tokens, model.new_state(len(rows), length))[:, cut - 1:length - 1]  # [G, count, V]
+        logits = model.forward(tokens, model.new_state(len(rows), length))[:, cut - 1 : length - 1]  # [G, count, V]
         before = replace(history_of(sampling, [prompts[b][:cut] for b in rows], model), mu=mu[rows])
-        laws = adjusted_probs(logits, sampling, history=before.along(tokens[:, cut:length - 1]))  # [G, count, V]
+        laws = adjusted_probs(logits, sampling, history=before.along(tokens[:, cut : length - 1]))  # [G, count, V]
         mu = mu.index_copy(0, torch.tensor(rows, device=mu.device), before.plus(tokens[:, cut:], laws=laws).mu)
     return mu
 
@@ -214,7 +261,8 @@ def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History 
         sampling.check_vocabulary(logits.shape[-1])
         tokens, values = zip(*sampling.logit_bias)
         bias = torch.zeros(logits.shape[-1], dtype=logits.dtype).index_add_(
-            0, torch.tensor(tokens), torch.tensor(values, dtype=logits.dtype))
+            0, torch.tensor(tokens), torch.tensor(values, dtype=logits.dtype)
+        )
         logits = logits + bias.to(logits.device)
     if not sampling.uses_history:
         return logits
@@ -226,7 +274,9 @@ def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History 
         logits = torch.where(seen, torch.where(logits.signbit(), logits * penalty, logits / penalty), logits)
     if sampling.frequency_penalty or sampling.presence_penalty:
         counts = history.output + history.prompt if sampling.penalize_prompt else history.output
-        logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * (counts > 0).to(logits.dtype)
+        logits = (
+            logits - sampling.frequency_penalty * counts - sampling.presence_penalty * (counts > 0).to(logits.dtype)
+        )
     if sampling.grammar is not None:  # -inf stays -inf through the steps above: the order does not matter
         if history.allowed is None:
             raise ValueError("a grammar needs the output before each position (a History built with the grammar)")
@@ -243,7 +293,7 @@ def stop_padded(tokens, horizon: int, stop) -> tuple:
     tokens = tuple(tokens)
     for i, token in enumerate(tokens[:horizon]):
         if token in stop:
-            return tokens[:i + 1] + (token,) * (horizon - i - 1)
+            return tokens[: i + 1] + (token,) * (horizon - i - 1)
     return tokens[:horizon]
 
 
@@ -258,8 +308,9 @@ def after_stop(probs: torch.Tensor, tokens: torch.Tensor, stop) -> torch.Tensor:
     return torch.cat([probs[:, :1], torch.where(after[..., None], first, probs[:, 1:])], dim=1)
 
 
-def adjusted_probs(logits: torch.Tensor, sampling: Sampling, *, validate: bool = True,
-                   history: History | None = None) -> torch.Tensor:
+def adjusted_probs(
+    logits: torch.Tensor, sampling: Sampling, *, validate: bool = True, history: History | None = None
+) -> torch.Tensor:
     """``logits: [..., V]`` -> probabilities ``[..., V]`` (float32 or wider) under ``sampling``; ``history`` holds the
     counts before each row's position where a penalty is set (``processed_logits``).
 
@@ -307,8 +358,10 @@ def _mirostat_truncated(probs: torch.Tensor, history: History | None) -> torch.T
     """``probs: [B, ..., V]`` truncated by Mirostat at ``history``'s state: one position per row, or the nodes of its
     walk (``along``, ``along_tree``: each at the state after the tokens before it)."""
     if history is None or history.mu is None:
-        raise ValueError("--mirostat needs its state before each position (a History from history_of, moved by the "
-                         "laws of the tokens emitted)")
+        raise ValueError(
+            "--mirostat needs its state before each position (a History from history_of, moved by the "
+            "laws of the tokens emitted)"
+        )
     if history.walk:
         return history.mirostat.walked(probs, history.mu, *history.walk)
     return history.mirostat.truncated(probs, history.mu.reshape(history.mu.shape + (1,) * (probs.dim() - 2)))
@@ -332,5 +385,7 @@ def check_probs(*probs: torch.Tensor, models: dict | None = None) -> None:
     synchronisation in all). ``models`` (name -> that model's probabilities) names the culprit in the error."""
     if math.isnan(float(sum(p.sum() for p in probs))):
         culprit = next((name for name, p in (models or {}).items() if math.isnan(float(p.sum()))), None)
-        raise ValueError(f"{'the ' + culprit + chr(39) + 's ' if culprit else ''}logits must not contain NaN and each "
-                         f"row needs a finite entry")
+        raise ValueError(
+            f"{'the ' + culprit + chr(39) + 's ' if culprit else ''}logits must not contain NaN and each "
+            f"row needs a finite entry"
+        )

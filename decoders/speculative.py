@@ -18,20 +18,42 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
-                            forward_after, host_read, keep_nodes, park_committed, room_for, start)
+from decoders._loop import (
+    Committed,
+    Output,
+    PhaseTimer,
+    as_prompts,
+    check_models,
+    check_room,
+    decode,
+    feed_draft,
+    forward_after,
+    host_read,
+    keep_nodes,
+    park_committed,
+    room_for,
+    start,
+)
 from decoders.models.protocol import fixed_widths
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, history_of, adjusted_probs, processed_logits, proposes
-from decoders.verification import (CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio,
-                                    next_token_law)
+from decoders.verification import CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio, next_token_law
 from spectheory.validation import as_positive_int
 
 # Committed and start live in decoders._loop, shared with the tree decoder
-__all__ = ["CHAIN_VERIFIERS", "SpeculativeConfig", "Committed", "StepOutcome", "SpeculativeStep", "REFERENCE_STEP", "start",
-           "generate_speculative", "refuse_inexact"]
+__all__ = [
+    "CHAIN_VERIFIERS",
+    "SpeculativeConfig",
+    "Committed",
+    "StepOutcome",
+    "SpeculativeStep",
+    "REFERENCE_STEP",
+    "start",
+    "generate_speculative",
+    "refuse_inexact",
+]
 
 
 @dataclass(frozen=True)
@@ -95,8 +117,9 @@ def _verified_betas(overlaps: list, accepted: list, proposed: list, active: list
 
 def _token_zero(like: torch.Tensor) -> torch.Tensor:
     """The law of token 0 for sure, shaped like ``like`` ``[B, V]``."""
-    return torch.nn.functional.one_hot(torch.zeros(len(like), dtype=torch.int64, device=like.device),
-                                       like.shape[-1]).to(like.dtype)
+    return torch.nn.functional.one_hot(
+        torch.zeros(len(like), dtype=torch.int64, device=like.device), like.shape[-1]
+    ).to(like.dtype)
 
 
 class SpeculativeStep:
@@ -159,8 +182,9 @@ class SpeculativeStep:
         proposed = proposes(raw) if policy is None else proposes(raw) & torch.stack(live, 1)
         return torch.stack(tokens, 1), q, proposed.cummin(dim=1).values
 
-    def verify(self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor,
-               config: SpeculativeConfig) -> torch.Tensor:
+    def verify(
+        self, target, committed: Committed, drafted: torch.Tensor, proposed: torch.Tensor, config: SpeculativeConfig
+    ) -> torch.Tensor:
         """One target call on the last committed token and the drafts, after the prompt at the first iteration: all k
         where the target has ``fixed_widths`` (no host read, one compiled shape a gamma), else up to the longest
         row's proposals (one read). p ``[B, k + 1, V]``, whose positions after a row's m proposals repeat position
@@ -168,10 +192,10 @@ class SpeculativeStep:
         position."""
         drafts, proposals = drafted.shape[1], proposed.sum(dim=1, keepdim=True)  # [B, 1]
         width = drafts + 1 if fixed_widths(target) else int(proposals.max()) + 1  # the read, where widths vary
-        feed = torch.cat([committed.tail[:, 1:], drafted[:, :width - 1]], dim=1)  # [B, width]
+        feed = torch.cat([committed.tail[:, 1:], drafted[:, : width - 1]], dim=1)  # [B, width]
         logits = forward_after(target, feed, committed.target_state, committed.target_unfed)
         committed.target_unfed = None
-        history = None if committed.history is None else committed.history.along(drafted[:, :width - 1])
+        history = None if committed.history is None else committed.history.along(drafted[:, : width - 1])
         p = adjusted_probs(logits, config.sampling, validate=False, history=history)  # [B, width, V]
         at = torch.minimum(torch.arange(drafts + 1, device=p.device), proposals)  # [B, k + 1]
         return p.gather(1, at[..., None].expand(-1, -1, p.shape[-1]))
@@ -192,8 +216,9 @@ class SpeculativeStep:
         """The token after the accepted ones, drawn from ``weights``. # [B]"""
         return randomness.categorical(weights)
 
-    def count(self, history: History, drafted: torch.Tensor, tokens: torch.Tensor, accepted: torch.Tensor,
-              p: torch.Tensor) -> History:
+    def count(
+        self, history: History, drafted: torch.Tensor, tokens: torch.Tensor, accepted: torch.Tensor, p: torch.Tensor
+    ) -> History:
         """The sampler's state after an iteration: ``history`` plus each row's new tokens, the first ``accepted + 1``
         of ``tokens: [B, k + 1]``, Mirostat moved by each under its law in ``p: [B, k + 1, V]``; the ``drafted``
         ``[B, k]`` that were rejected never enter it."""
@@ -205,8 +230,15 @@ class SpeculativeStep:
         keep_nodes(target, committed.target_state, held_target, accepted + 1)
         keep_nodes(draft, committed.draft_state, held_draft, committed.draft_pending + accepted.clamp(max=gamma - 1))
 
-    def __call__(self, target, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness,
-                 timer: PhaseTimer | None = None) -> StepOutcome:
+    def __call__(
+        self,
+        target,
+        draft,
+        committed: Committed,
+        config: SpeculativeConfig,
+        randomness: Randomness,
+        timer: PhaseTimer | None = None,
+    ) -> StepOutcome:
         timer = timer or PhaseTimer(target.device, profile=False)
         if config.policy is not None and committed.policy_state is None:
             committed.policy_state = config.policy.start(len(committed.tail), target.device)
@@ -247,14 +279,25 @@ REFERENCE_STEP = SpeculativeStep()
 def refuse_inexact(step) -> None:
     """A ``ValueError`` for a step that declares it does not preserve the target's law: auditing it says nothing."""
     if not getattr(step, "preserves_law", True):
-        raise ValueError(f"{step!r} does not preserve the target's law (timing-only acceptance, docs/gpu.md): it is "
-                         f"not a sampler, and the audits refuse it")
+        raise ValueError(
+            f"{step!r} does not preserve the target's law (timing-only acceptance, docs/gpu.md): it is "
+            f"not a sampler, and the audits refuse it"
+        )
 
 
 @torch.inference_mode()
-def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config: SpeculativeConfig,
-                         randomness: Randomness, eos: int | None = None, profile: bool = False,
-                         step: SpeculativeStep = REFERENCE_STEP) -> Generation:
+def generate_speculative(
+    target,
+    draft,
+    prompts,
+    *,
+    max_new_tokens: int,
+    config: SpeculativeConfig,
+    randomness: Randomness,
+    eos: int | None = None,
+    profile: bool = False,
+    step: SpeculativeStep = REFERENCE_STEP,
+) -> Generation:
     """Speculative decoding of up to ``max_new_tokens`` per row; rows may accept different numbers of tokens.
     ``step`` is the iteration to repeat (the audits pass planted-bug variants)."""
     check_models(target, draft)
@@ -280,9 +323,12 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
         overlap = torch.minimum(outcome.p[:, :-1], outcome.q).sum(dim=-1)  # [B, k]; NaN where p or q is
         short = config.gamma - overlap.shape[1]  # a policy drafted fewer: pad to gamma, never verified
         draft_calls += overlap.shape[1]
-        counts, tokens = host_read([torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)], 1), outcome.tokens],
-                                   (overlap, outcome.p[:, -1]), {"target": outcome.p, "draft": outcome.q},
-                                   (committed.target_state, committed.draft_state))  # all of p and q checked
+        counts, tokens = host_read(
+            [torch.stack([outcome.accepted, outcome.proposed.sum(dim=1)], 1), outcome.tokens],
+            (overlap, outcome.p[:, -1]),
+            {"target": outcome.p, "draft": outcome.q},
+            (committed.target_state, committed.draft_state),
+        )  # all of p and q checked
         accepted, proposed_counts = [row[0] for row in counts], [row[1] for row in counts]
         accepted_log.append(tuple(accepted[b] for b in active))
         proposed_log.append(tuple(proposed_counts[b] for b in active))
@@ -292,9 +338,17 @@ def generate_speculative(target, draft, prompts, *, max_new_tokens: int, config:
             overlap, proposed = (torch.nn.functional.pad(x, (0, short)) for x in (overlap, proposed))
         outcomes["overlaps"].append(overlap)
         outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(proposed)
-        return [row[:count + 1] for row, count in zip(tokens, accepted)]
+        return [row[: count + 1] for row, count in zip(tokens, accepted)]
+
     decode(output, iterate, lambda done: park_committed(target, draft, committed, done))
     iterations = len(accepted_log)
-    stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log),
-                        _verified_betas(**outcomes, active=actives), timer.finish(), tuple(proposed_log))
+    stats = DecodeStats(
+        iterations,
+        iterations,
+        draft_calls,
+        tuple(accepted_log),
+        _verified_betas(**outcomes, active=actives),
+        timer.finish(),
+        tuple(proposed_log),
+    )
     return Generation(tuple(tuple(row) for row in output.rows), stats)

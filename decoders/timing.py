@@ -36,6 +36,8 @@ class TimingOnlyStep(SpeculativeStep):
 
     def __call__(self, target, draft, committed, config, randomness, timer=None):
         if config.verifier != "token" or config.lenience != 1:
-            raise ValueError(f"timing-only acceptance replaces token verification: it needs verifier 'token' and "
-                             f"lenience 1, got {config.verifier!r} and {config.lenience:g}")
+            raise ValueError(
+                f"timing-only acceptance replaces token verification: it needs verifier 'token' and "
+                f"lenience 1, got {config.verifier!r} and {config.lenience:g}"
+            )
         return super().__call__(target, draft, committed, config, randomness, timer)

@@ -28,8 +28,19 @@ from decoders.sampling import Sampling
 from spectheory.outputs import write_atomically
 from spectheory.validation import as_positive_int, positive_int_fields
 
-__all__ = ["TrainConfig", "TrainResult", "HeadsConfig", "train_language_model", "train_proposal_heads",
-           "target_samples", "held_out_loss", "load_checkpoint", "read_entries", "save_atomically", "tinygpt_of"]
+__all__ = [
+    "TrainConfig",
+    "TrainResult",
+    "HeadsConfig",
+    "train_language_model",
+    "train_proposal_heads",
+    "target_samples",
+    "held_out_loss",
+    "load_checkpoint",
+    "read_entries",
+    "save_atomically",
+    "tinygpt_of",
+]
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         positive_int_fields(self, ("steps", "batch_size", "context", "eval_every", "eval_batches"))
         if self.context > self.model.max_context:
-            raise ValueError(f"context must be at most the model's max_context {self.model.max_context}, "
-                             f"got {self.context}")
+            raise ValueError(
+                f"context must be at most the model's max_context {self.model.max_context}, got {self.context}"
+            )
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
 
@@ -98,8 +110,10 @@ def _heads_loss(model: BlockwiseGPT, windows: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         hidden = model.base.training_hidden(windows[:, :-1])  # [B, C, D], the frozen base
     logits = model.logits_of_hidden(hidden)  # [B, C, k, V]
-    losses = [F.cross_entropy(logits[:, :-i, i].flatten(0, 1).float(), windows[:, 1 + i:].flatten())
-              for i in range(1, model.heads)]
+    losses = [
+        F.cross_entropy(logits[:, :-i, i].flatten(0, 1).float(), windows[:, 1 + i :].flatten())
+        for i in range(1, model.heads)
+    ]
     return sum(losses) / len(losses)
 
 
@@ -109,8 +123,9 @@ def _held_out(loss_of, stream: np.ndarray, context: int, batches: int, batch_siz
     return sum(float(loss_of(_windows(stream, batch_size, context, generator))) for _ in range(batches)) / batches
 
 
-def held_out_loss(model: TinyGPT, stream: np.ndarray, context: int, batches: int, batch_size: int,
-                  seed: int = 1234) -> float:
+def held_out_loss(
+    model: TinyGPT, stream: np.ndarray, context: int, batches: int, batch_size: int, seed: int = 1234
+) -> float:
     """Mean cross-entropy in nats per character on fixed random windows of ``stream``."""
     model.eval()
     return _held_out(partial(_loss, model), stream, context, batches, batch_size, seed)
@@ -127,14 +142,23 @@ def _check_data(config: TrainConfig, train: np.ndarray, held_out: np.ndarray) ->
     """Streams need more than ``context + 1`` tokens, sample rows at least ``context + 1``."""
     for name, data in (("train", train), ("held_out", held_out)):
         if data.ndim not in (1, 2) or data.shape[-1] < config.context + 1 + (data.ndim == 1):
-            raise ValueError(f"{name} must be a stream [N] or rows [R, L] holding windows of context + 1 = "
-                             f"{config.context + 1} tokens, got shape {data.shape}")
+            raise ValueError(
+                f"{name} must be a stream [N] or rows [R, L] holding windows of context + 1 = "
+                f"{config.context + 1} tokens, got shape {data.shape}"
+            )
 
 
-def train_language_model(config: TrainConfig, train: np.ndarray, held_out: np.ndarray, *,
-                         checkpoint: Path | None = None, device: torch.device | str = "cpu",
-                         progress: bool | None = None, until: int | None = None,
-                         initial: TinyGPT | None = None) -> tuple[TinyGPT, TrainResult]:
+def train_language_model(
+    config: TrainConfig,
+    train: np.ndarray,
+    held_out: np.ndarray,
+    *,
+    checkpoint: Path | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool | None = None,
+    until: int | None = None,
+    initial: TinyGPT | None = None,
+) -> tuple[TinyGPT, TrainResult]:
     """Train (or resume, when ``checkpoint`` exists with the same configuration) a TinyGPT on ``train``
     (a token stream ``[N]`` or samples ``[R, L]``), scoring ``held_out``. ``initial`` starts from its
     weights instead of the seeded initialisation (fine-tuning); ``until`` stops after that many steps in
@@ -144,8 +168,19 @@ def train_language_model(config: TrainConfig, train: np.ndarray, held_out: np.nd
     if initial is not None:
         model.load_state_dict(initial.state_dict())
     model = model.to(device)
-    return _optimise(model, partial(_loss, model), config, {}, train, held_out, checkpoint=checkpoint,
-                     device=device, progress=progress, until=until, description="train")
+    return _optimise(
+        model,
+        partial(_loss, model),
+        config,
+        {},
+        train,
+        held_out,
+        checkpoint=checkpoint,
+        device=device,
+        progress=progress,
+        until=until,
+        description="train",
+    )
 
 
 @dataclass(frozen=True)
@@ -166,9 +201,17 @@ class HeadsConfig:
         return asdict(self)
 
 
-def train_proposal_heads(config: HeadsConfig, base: TinyGPT, train: np.ndarray, held_out: np.ndarray, *,
-                         checkpoint: Path | None = None, device: torch.device | str = "cpu",
-                         progress: bool | None = None, until: int | None = None) -> tuple[BlockwiseGPT, TrainResult]:
+def train_proposal_heads(
+    config: HeadsConfig,
+    base: TinyGPT,
+    train: np.ndarray,
+    held_out: np.ndarray,
+    *,
+    checkpoint: Path | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool | None = None,
+    until: int | None = None,
+) -> tuple[BlockwiseGPT, TrainResult]:
     """Train the proposal heads of a ``BlockwiseGPT`` over the frozen ``base`` (Stern et al. 2018, §3);
     the held-out loss is the heads' mean cross-entropy."""
     schedule = config.schedule
@@ -179,17 +222,41 @@ def train_proposal_heads(config: HeadsConfig, base: TinyGPT, train: np.ndarray, 
     model.initialize_proposal(torch.Generator().manual_seed(schedule.seed))
     base.requires_grad_(False)
     model = model.to(device)
-    return _optimise(model, partial(_heads_loss, model), schedule, config.as_dict(), train, held_out,
-                     checkpoint=checkpoint, device=device, progress=progress, until=until, description="heads")
+    return _optimise(
+        model,
+        partial(_heads_loss, model),
+        schedule,
+        config.as_dict(),
+        train,
+        held_out,
+        checkpoint=checkpoint,
+        device=device,
+        progress=progress,
+        until=until,
+        description="heads",
+    )
 
 
-def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, train: np.ndarray,
-              held_out: np.ndarray, *, checkpoint, device, progress, until, description):
+def _optimise(
+    model: nn.Module,
+    loss_of,
+    config: TrainConfig,
+    identity: dict,
+    train: np.ndarray,
+    held_out: np.ndarray,
+    *,
+    checkpoint,
+    device,
+    progress,
+    until,
+    description,
+):
     """AdamW with warm-up and cosine decay over the trainable parameters of ``model``, minimising
     ``loss_of(windows)``; saves to and resumes from ``checkpoint`` when its ``identity`` matches."""
     trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay,
-                                  betas=(0.9, 0.95))
+    optimizer = torch.optim.AdamW(
+        trainable, lr=config.learning_rate, weight_decay=config.weight_decay, betas=(0.9, 0.95)
+    )
     generator = torch.Generator().manual_seed(config.seed + 1)  # the training windows
     identity = dict(identity, train_config=config.as_dict())
     step, train_losses, held_out_losses = 0, [], []
@@ -201,11 +268,16 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             generator.set_state(state["generator"])
-            step, train_losses, held_out_losses = state["step"], list(map(tuple, state["train_losses"])), \
-                list(map(tuple, state["held_out_losses"]))
+            step, train_losses, held_out_losses = (
+                state["step"],
+                list(map(tuple, state["train_losses"])),
+                list(map(tuple, state["held_out_losses"])),
+            )
         except (KeyError, TypeError, RuntimeError) as error:  # entries missing or of the wrong kind or shape
-            raise ValueError(f"checkpoint {str(checkpoint)!r} cannot be resumed ({type(error).__name__}: "
-                             f"{_first_problem(error)}); delete it to train from the start") from None
+            raise ValueError(
+                f"checkpoint {str(checkpoint)!r} cannot be resumed ({type(error).__name__}: "
+                f"{_first_problem(error)}); delete it to train from the start"
+            ) from None
     started, running = time.perf_counter(), []
     with progress_bar(progress, total=config.steps, initial=step, desc=description, unit="step") as bar:
         while step < min(config.steps, until or config.steps):
@@ -223,16 +295,25 @@ def _optimise(model: nn.Module, loss_of, config: TrainConfig, identity: dict, tr
             if step % config.eval_every == 0 or step == config.steps or step == until:
                 model.eval()
                 train_losses.append((step, sum(running) / len(running)))
-                held_out_losses.append((step, _held_out(loss_of, held_out, config.context, config.eval_batches,
-                                                        config.batch_size)))
+                held_out_losses.append(
+                    (step, _held_out(loss_of, held_out, config.context, config.eval_batches, config.batch_size))
+                )
                 bar.set_postfix(train=f"{train_losses[-1][1]:.3f}", held_out=f"{held_out_losses[-1][1]:.3f}")
                 running = []
                 if checkpoint is not None:
-                    save_atomically(checkpoint, dict(identity, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                                           generator=generator.get_state(), step=step,
-                                           train_losses=[list(entry) for entry in train_losses],
-                                           held_out_losses=[list(entry) for entry in held_out_losses],
-                                           model_config=config.model.as_dict()))
+                    save_atomically(
+                        checkpoint,
+                        dict(
+                            identity,
+                            model=model.state_dict(),
+                            optimizer=optimizer.state_dict(),
+                            generator=generator.get_state(),
+                            step=step,
+                            train_losses=[list(entry) for entry in train_losses],
+                            held_out_losses=[list(entry) for entry in held_out_losses],
+                            model_config=config.model.as_dict(),
+                        ),
+                    )
     result = TrainResult(step, time.perf_counter() - started, tuple(train_losses), tuple(held_out_losses))
     return model.eval(), result
 
@@ -246,8 +327,10 @@ def read_entries(path, what: str, device: torch.device | str = "cpu") -> dict:
     try:
         entries = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # pickle, zip and I/O errors of every kind: a file this toolkit did not write
-        raise ValueError(f"{what} {str(path)!r} cannot be read ({type(error).__name__}): not a file written by "
-                         f"spectheory, or a damaged one") from None
+        raise ValueError(
+            f"{what} {str(path)!r} cannot be read ({type(error).__name__}): not a file written by "
+            f"spectheory, or a damaged one"
+        ) from None
     if not isinstance(entries, dict):
         raise ValueError(f"{what} {str(path)!r} holds a {type(entries).__name__}, not a dictionary of entries")
     return entries
@@ -262,14 +345,19 @@ def tinygpt_of(config, weights, source: str) -> TinyGPT:
         raise ValueError(f"{source}: config must be a dictionary of {known}, got {type(config).__name__}")
     unknown = sorted(map(str, set(config) - set(known)))
     if unknown or "vocab_size" not in config:
-        raise ValueError(f"{source}: config " + (f"has unknown keys {unknown}" if unknown else "lacks vocab_size")
-                         + f" (a TinyGPT's are {', '.join(known)})")
+        raise ValueError(
+            f"{source}: config "
+            + (f"has unknown keys {unknown}" if unknown else "lacks vocab_size")
+            + f" (a TinyGPT's are {', '.join(known)})"
+        )
     if not isinstance(weights, dict) or not all(isinstance(value, torch.Tensor) for value in weights.values()):
         raise ValueError(f"{source}: weights must be a dictionary of tensors")
     not_finite = [name for name, value in weights.items() if not bool(torch.isfinite(value).all())]
     if not_finite:
-        raise ValueError(f"{source}: weights must be finite, {len(not_finite)} tensors hold NaN or infinity "
-                         f"(first {not_finite[0]!r})")
+        raise ValueError(
+            f"{source}: weights must be finite, {len(not_finite)} tensors hold NaN or infinity "
+            f"(first {not_finite[0]!r})"
+        )
     try:
         model = TinyGPT(TinyGPTConfig(**config))
         model.load_state_dict(weights)
@@ -291,8 +379,18 @@ def save_atomically(path, entries: dict) -> None:
 
 
 @torch.no_grad()
-def target_samples(target, stream: np.ndarray, *, count: int, length: int, prompt_length: int,
-                   sampling: Sampling, seed: int, batch_size: int = 128, progress: bool | None = None) -> np.ndarray:
+def target_samples(
+    target,
+    stream: np.ndarray,
+    *,
+    count: int,
+    length: int,
+    prompt_length: int,
+    sampling: Sampling,
+    seed: int,
+    batch_size: int = 128,
+    progress: bool | None = None,
+) -> np.ndarray:
     """Sequence-level distillation data (Kim and Rush 2016): ``count`` rows ``[count, length]`` (uint8 for a
     vocabulary of at most 256 tokens, else int32), each a random ``prompt_length``-token window of ``stream``
     continued by the target under ``sampling``."""
@@ -305,8 +403,13 @@ def target_samples(target, stream: np.ndarray, *, count: int, length: int, promp
     randomness = TorchRandomness(torch.Generator(device=target.device).manual_seed(seed + 1))
     rows = []
     for first in progress_bar(progress, range(0, count, batch_size), desc="samples", unit="batch"):
-        batch = prompts[first:first + batch_size]
-        generation = generate_autoregressive(target, batch.to(target.device), max_new_tokens=length - prompt_length,
-                                             sampling=sampling, randomness=randomness)
+        batch = prompts[first : first + batch_size]
+        generation = generate_autoregressive(
+            target,
+            batch.to(target.device),
+            max_new_tokens=length - prompt_length,
+            sampling=sampling,
+            randomness=randomness,
+        )
         rows.append(torch.cat([batch, torch.tensor(generation.tokens, dtype=torch.int64)], dim=1))
     return torch.cat(rows).numpy().astype(np.uint8 if target.vocab_size <= 256 else np.int32)

@@ -27,8 +27,22 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from decoders._loop import (Committed, Output, PhaseTimer, as_prompts, check_models, check_room, decode, feed_draft,
-                            forward_after, host_read, keep_nodes, park_committed, room_for, start)
+from decoders._loop import (
+    Committed,
+    Output,
+    PhaseTimer,
+    as_prompts,
+    check_models,
+    check_room,
+    decode,
+    feed_draft,
+    forward_after,
+    host_read,
+    keep_nodes,
+    park_committed,
+    room_for,
+    start,
+)
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
@@ -39,9 +53,22 @@ from decoders.models.protocol import check_model, prefill_call
 from decoders.verification import TREE_VERIFIERS
 from spectheory.trees import Tree
 
-__all__ = ["DynamicTree", "TreeConfig", "TreeOutcome", "TreeStep", "REFERENCE_TREE_STEP", "generate_tree",
-           "tree_acceptance", "breadth_first", "check_tree_models", "tree_room", "is_chain", "CHAIN_RULE_VERIFIERS",
-           "runs_as_chain", "chain_config"]
+__all__ = [
+    "DynamicTree",
+    "TreeConfig",
+    "TreeOutcome",
+    "TreeStep",
+    "REFERENCE_TREE_STEP",
+    "generate_tree",
+    "tree_acceptance",
+    "breadth_first",
+    "check_tree_models",
+    "tree_room",
+    "is_chain",
+    "CHAIN_RULE_VERIFIERS",
+    "runs_as_chain",
+    "chain_config",
+]
 
 #: The verifiers whose rule at a node with one child is Algorithm 1's: the child drawn from q, accepted with
 #: min(1, p / q), else a token from norm((p - q)+) (docs/theory.md §12).
@@ -89,15 +116,18 @@ class TreeConfig:
     def __post_init__(self) -> None:
         dynamic = isinstance(self.tree, DynamicTree)
         if not (dynamic or isinstance(self.tree, Tree) and self.tree.size >= 2):
-            raise ValueError(f"tree must be a spectheory.trees.Tree with at least one draft node or a DynamicTree, "
-                             f"got {self.tree!r}")
+            raise ValueError(
+                f"tree must be a spectheory.trees.Tree with at least one draft node or a DynamicTree, got {self.tree!r}"
+            )
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {type(self.sampling).__name__}")
         if self.verifier not in TREE_VERIFIERS:
             raise ValueError(f"verifier must be one of {sorted(TREE_VERIFIERS)}, got {self.verifier!r}")
         if dynamic and self.verifier != "target-only":
-            raise ValueError(f"a dynamic tree drafts the draft's most likely tokens: it needs the target-only "
-                             f"verifier, got {self.verifier!r}")
+            raise ValueError(
+                f"a dynamic tree drafts the draft's most likely tokens: it needs the target-only "
+                f"verifier, got {self.verifier!r}"
+            )
         if not dynamic:
             object.__setattr__(self, "tree", breadth_first(self.tree))
 
@@ -133,8 +163,15 @@ def _draft_children(logits, q, count: int, verifier: str, randomness: Randomness
     return torch.stack(drawn, dim=1)
 
 
-def _draft_tree(draft, state, root: torch.Tensor, last: torch.Tensor, config: TreeConfig, randomness: Randomness,
-                draft_children=_draft_children):
+def _draft_tree(
+    draft,
+    state,
+    root: torch.Tensor,
+    last: torch.Tensor,
+    config: TreeConfig,
+    randomness: Randomness,
+    draft_children=_draft_children,
+):
     """The tree's tokens ``[B, N]`` (node 0 the last committed token) and each node's draft law ``[B, N, V]``
     (zero at the deepest level: never read), from the draft's logits after the committed sequence, ``root: [B, V]``.
     The draft scores every level but the deepest; its nodes sit beyond the committed sequence, node n at pending
@@ -156,8 +193,9 @@ def _draft_tree(draft, state, root: torch.Tensor, last: torch.Tensor, config: Tr
         for i, node in enumerate(nodes):
             children = list(tree.children(node))
             if children:
-                tokens[:, children] = draft_children(logits[:, i], q[:, node], len(children), config.verifier,
-                                                     randomness)
+                tokens[:, children] = draft_children(
+                    logits[:, i], q[:, node], len(children), config.verifier, randomness
+                )
     return tokens, q
 
 
@@ -181,8 +219,9 @@ def check_tree_models(target, draft, config: TreeConfig | None = None) -> None:
     tree = config.tree
     widest = tree.branching if isinstance(tree, DynamicTree) else max(len(tree.children(n)) for n in range(tree.size))
     if widest > target.vocab_size:
-        raise ValueError(f"the tree's {widest} top-k candidates per node exceed the vocabulary of "
-                         f"{target.vocab_size} tokens")
+        raise ValueError(
+            f"the tree's {widest} top-k candidates per node exceed the vocabulary of {target.vocab_size} tokens"
+        )
 
 
 class TreeStep:
@@ -222,8 +261,9 @@ class TreeStep:
         walking = torch.ones(batch, dtype=torch.bool, device=tokens.device)
         for _ in range(config.tree.depth):
             kids = torch.where(walking[:, None], children[rows, node], -1)  # [B, width]; stopped rows draw nothing
-            rank, residual = self.verify_node(p[rows, node], q[rows, node], kids,
-                                              tokens.gather(1, kids.clamp(min=0)), config.verifier, randomness)
+            rank, residual = self.verify_node(
+                p[rows, node], q[rows, node], kids, tokens.gather(1, kids.clamp(min=0)), config.verifier, randomness
+            )
             leaf = children[rows, node][:, 0] < 0
             stopped = walking & (rank == 0)
             weights = torch.where((stopped & ~leaf)[:, None], residual, weights)
@@ -260,8 +300,15 @@ class TreeStep:
         keep_nodes(draft, state.draft_state, fed, kept, None if causal else (path[:, 1:] - 1).clamp(0, scored - 1))
         state.draft_pending = torch.where(accepted == tree.depth, 2, 1)
 
-    def __call__(self, target, draft, state: Committed, config: TreeConfig, randomness: Randomness,
-                 timer: PhaseTimer | None = None) -> TreeOutcome:
+    def __call__(
+        self,
+        target,
+        draft,
+        state: Committed,
+        config: TreeConfig,
+        randomness: Randomness,
+        timer: PhaseTimer | None = None,
+    ) -> TreeOutcome:
         """One iteration (module docstring); updates ``state`` in place."""
         timer = timer or PhaseTimer(target.device, profile=False)
         tree, batch = config.tree, len(state.tail)
@@ -269,8 +316,9 @@ class TreeStep:
         with timer.phase("draft"):
             root = feed_draft(draft, state)  # [B, V]
             if isinstance(tree, DynamicTree):  # each row's own tree
-                tokens, parents, q, _ = draft_dynamic(draft, state.draft_state, root, state.last, tree,
-                                                   config.sampling.unconditioned)
+                tokens, parents, q, _ = draft_dynamic(
+                    draft, state.draft_state, root, state.last, tree, config.sampling.unconditioned
+                )
                 children = row_children(parents, tree.branching)  # [B, N, width]
             else:
                 tokens, q = _draft_tree(draft, state.draft_state, root, state.last, config, randomness, self.children)
@@ -292,10 +340,16 @@ class TreeStep:
             new = torch.cat([new[:, 1:], last[:, None]], dim=1)
             new.scatter_(1, accepted[:, None], last[:, None])
             if state.history is not None:  # the accepted path and the token after it, each at its node's law
-                laws = None if state.history.mirostat is None else p.gather(  # [B, depth + 1, V]
-                    1, path[..., None].expand(-1, -1, p.shape[-1]))
-                state.history = state.history.plus(new, torch.arange(new.shape[1], device=new.device) <= accepted[:, None],
-                                                   laws)
+                laws = (
+                    None
+                    if state.history.mirostat is None
+                    else p.gather(  # [B, depth + 1, V]
+                        1, path[..., None].expand(-1, -1, p.shape[-1])
+                    )
+                )
+                state.history = state.history.plus(
+                    new, torch.arange(new.shape[1], device=new.device) <= accepted[:, None], laws
+                )
         return TreeOutcome(new, accepted, ranks)
 
 
@@ -311,8 +365,18 @@ def chain_config(config: TreeConfig, step: TreeStep) -> SpeculativeConfig | None
 
 
 @torch.inference_mode()
-def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeConfig, randomness: Randomness,
-                  eos: int | None = None, profile: bool = False, step: TreeStep = REFERENCE_TREE_STEP) -> Generation:
+def generate_tree(
+    target,
+    draft,
+    prompts,
+    *,
+    max_new_tokens: int,
+    config: TreeConfig,
+    randomness: Randomness,
+    eos: int | None = None,
+    profile: bool = False,
+    step: TreeStep = REFERENCE_TREE_STEP,
+) -> Generation:
     """Tree speculative decoding of up to ``max_new_tokens`` per row. Both models need ``forward_tree`` and
     ``commit_path`` (TinyGPT, the Hugging Face adapter); ``step`` is the iteration (the audits plant bugs). A chain
     the chain decoder verifies alike (``chain_config``) is the chain decoder's, with each accepted child's rank 1."""
@@ -321,8 +385,16 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
     check_tree_models(target, draft, config)
     chain = chain_config(config, step)
     if chain is not None:
-        generation = generate_speculative(target, draft, prompts, max_new_tokens=max_new_tokens, config=chain,
-                                          randomness=randomness, eos=eos, profile=profile)
+        generation = generate_speculative(
+            target,
+            draft,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            config=chain,
+            randomness=randomness,
+            eos=eos,
+            profile=profile,
+        )
         ranks = tuple(tuple((1,) * count for count in rows) for rows in generation.stats.accepted_per_iteration)
         return replace(generation, stats=replace(generation.stats, accepted_ranks=ranks))
     prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
@@ -338,18 +410,21 @@ def generate_tree(target, draft, prompts, *, max_new_tokens: int, config: TreeCo
 
     def iterate(active: list) -> list:
         outcome = step(target, draft, state, config, randomness, timer)
-        counts, tokens, ranks = host_read([outcome.accepted[:, None], outcome.tokens, outcome.ranks],
-                                          states=(state.target_state, state.draft_state))
+        counts, tokens, ranks = host_read(
+            [outcome.accepted[:, None], outcome.tokens, outcome.ranks], states=(state.target_state, state.draft_state)
+        )
         counts = [row[0] for row in counts]
         accepted_log.append(tuple(counts[b] for b in active))
-        ranks_log.append(tuple(tuple(ranks[b][:counts[b]]) for b in active))
-        return [row[:count + 1] for row, count in zip(tokens, counts)]
+        ranks_log.append(tuple(tuple(ranks[b][: counts[b]]) for b in active))
+        return [row[: count + 1] for row, count in zip(tokens, counts)]
+
     decode(output, iterate, lambda done: park_committed(target, draft, state, done))  # finished rows restart empty
     iterations = len(accepted_log)
     draft_calls = iterations * (config.tree.depth + isinstance(config.tree, DynamicTree))  # a call per level but the
     # deepest (the first feeds the pending tokens); a dynamic tree then appends its accepted path
-    stats = DecodeStats(iterations, iterations, draft_calls, tuple(accepted_log), (),
-                        timer.finish(), accepted_ranks=tuple(ranks_log))
+    stats = DecodeStats(
+        iterations, iterations, draft_calls, tuple(accepted_log), (), timer.finish(), accepted_ranks=tuple(ranks_log)
+    )
     return Generation(tuple(tuple(row) for row in output.rows), stats)
 
 
@@ -361,10 +436,14 @@ def tree_acceptance(stats: DecodeStats, tree: Tree) -> dict:
     for d in range(1, tree.depth + 1):
         reached = sum(1 for ranks in walks if len(ranks) >= d - 1)
         per_depth.append(sum(1 for ranks in walks if len(ranks) >= d) / reached if reached else 0.0)
-    width = tree.branching if isinstance(tree, DynamicTree) else \
-        max(len(tree.children(node)) for node in range(tree.size))
+    width = (
+        tree.branching if isinstance(tree, DynamicTree) else max(len(tree.children(node)) for node in range(tree.size))
+    )
     chosen = [rank for ranks in walks for rank in ranks]
     tries = sum(len(ranks) + 1 for ranks in walks)  # every accepted step, and the step that stopped
     per_rank = [chosen.count(r) / tries if tries else 0.0 for r in range(1, width + 1)]
-    return {"tokens_per_target_call": stats.mean_tokens_per_iteration, "acceptance_per_depth": per_depth,
-            "rank_frequencies": per_rank}
+    return {
+        "tokens_per_target_call": stats.mean_tokens_per_iteration,
+        "acceptance_per_depth": per_depth,
+        "rank_frequencies": per_rank,
+    }

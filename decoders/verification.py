@@ -12,8 +12,20 @@ from decoders.randomness import Randomness
 from spectheory.block_verification import CHAIN_VERIFIERS
 from spectheory.multidraft import TREE_RULES
 
-__all__ = ["CHAIN_VERIFIERS", "TREE_VERIFIERS", "token_at", "draft_ratio", "accept_tokens", "next_token_law",
-           "accept_block", "normalised", "excess", "residual", "kseq_rho", "verify_node"]
+__all__ = [
+    "CHAIN_VERIFIERS",
+    "TREE_VERIFIERS",
+    "token_at",
+    "draft_ratio",
+    "accept_tokens",
+    "next_token_law",
+    "accept_block",
+    "normalised",
+    "excess",
+    "residual",
+    "kseq_rho",
+    "verify_node",
+]
 
 #: The tree decoders' verifiers, by name (the chain's are ``CHAIN_VERIFIERS``: token and block).
 TREE_VERIFIERS = tuple(sorted(TREE_RULES))

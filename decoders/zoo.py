@@ -28,20 +28,65 @@ from decoders.models.gguf import REAL_MODELS, is_gguf_file, load_gguf, real_mode
 from decoders.models.history import NGramModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
-from decoders.training import (HeadsConfig, TrainConfig, TrainResult, read_entries, save_atomically,
-                                       target_samples, tinygpt_of, train_language_model, train_proposal_heads)
+from decoders.training import (
+    HeadsConfig,
+    TrainConfig,
+    TrainResult,
+    read_entries,
+    save_atomically,
+    target_samples,
+    tinygpt_of,
+    train_language_model,
+    train_proposal_heads,
+)
 from spectheory.outputs import strict_loads, write_atomically, write_text
 
-__all__ = ["ZOO", "TARGET", "DRAFT", "DISTILLATION", "HEADS", "NGRAMS", "TRAINABLE", "load_target", "load_draft",
-           "load_blockwise", "load_pair", "load_file", "load_named", "is_loadable", "manifest", "train", "training_order",
-           "REAL_MODELS", "REAL_DRAFT_NAME", "REAL_DRAFT_TARGET", "real_model_path", "real_draft", "own_tokenizer"]
+__all__ = [
+    "ZOO",
+    "TARGET",
+    "DRAFT",
+    "DISTILLATION",
+    "HEADS",
+    "NGRAMS",
+    "TRAINABLE",
+    "load_target",
+    "load_draft",
+    "load_blockwise",
+    "load_pair",
+    "load_file",
+    "load_named",
+    "is_loadable",
+    "manifest",
+    "train",
+    "training_order",
+    "REAL_MODELS",
+    "REAL_DRAFT_NAME",
+    "REAL_DRAFT_TARGET",
+    "real_model_path",
+    "real_draft",
+    "own_tokenizer",
+]
 
 ZOO = Path(__file__).parent / "models" / "weights"
 
-TARGET = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=256, n_layer=6, n_head=4, max_context=256), steps=3600,
-                     batch_size=16, context=256, learning_rate=2e-3, warmup_steps=100, eval_every=200)
-DRAFT = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=128, n_layer=2, n_head=4, max_context=256), steps=3000,
-                    batch_size=16, context=256, learning_rate=3e-3, warmup_steps=100, eval_every=250)
+TARGET = TrainConfig(
+    TinyGPTConfig(VOCAB_SIZE, d_model=256, n_layer=6, n_head=4, max_context=256),
+    steps=3600,
+    batch_size=16,
+    context=256,
+    learning_rate=2e-3,
+    warmup_steps=100,
+    eval_every=200,
+)
+DRAFT = TrainConfig(
+    TinyGPTConfig(VOCAB_SIZE, d_model=128, n_layer=2, n_head=4, max_context=256),
+    steps=3000,
+    batch_size=16,
+    context=256,
+    learning_rate=3e-3,
+    warmup_steps=100,
+    eval_every=250,
+)
 
 
 @dataclass(frozen=True)
@@ -57,10 +102,21 @@ class Distillation:
     schedule: TrainConfig
 
 
-DISTILLATION = Distillation(samples=4096, length=256, prompt_length=32, temperature=1.0, seed=2,  # the full context
-                            schedule=replace(DRAFT, steps=1500, context=255, learning_rate=1e-3, seed=3))
-HEADS = HeadsConfig(heads=4, d_hidden=256, schedule=TrainConfig(TARGET.model, steps=600, batch_size=16, context=256,
-                                                                learning_rate=1e-3, warmup_steps=50, eval_every=200))
+DISTILLATION = Distillation(
+    samples=4096,
+    length=256,
+    prompt_length=32,
+    temperature=1.0,
+    seed=2,  # the full context
+    schedule=replace(DRAFT, steps=1500, context=255, learning_rate=1e-3, seed=3),
+)
+HEADS = HeadsConfig(
+    heads=4,
+    d_hidden=256,
+    schedule=TrainConfig(
+        TARGET.model, steps=600, batch_size=16, context=256, learning_rate=1e-3, warmup_steps=50, eval_every=200
+    ),
+)
 NGRAMS = {"unigram": 1, "bigram": 2}  # name -> n
 NGRAM_SMOOTHING = 0.1
 
@@ -69,10 +125,24 @@ NGRAM_SMOOTHING = 0.1
 #: (sequence-level distillation). Time-boxed for a 2-core CPU: about 15 minutes in all.
 REAL_DRAFT_NAME, REAL_DRAFT_TARGET = "smollm2-draft", "smollm2"
 REAL_DRAFT_CHARACTERS = 2_000_000  # of the training split; the held-out loss reads 200,000 of the held-out one
-REAL_DRAFT = TrainConfig(TinyGPTConfig(VOCAB_SIZE, d_model=48, n_layer=2, n_head=4, max_context=256), steps=400,
-                         batch_size=8, context=128, learning_rate=3e-3, warmup_steps=40, eval_every=100, eval_batches=4)
-REAL_DISTILLATION = Distillation(samples=256, length=128, prompt_length=32, temperature=1.0, seed=2,
-                                 schedule=replace(REAL_DRAFT, steps=150, context=127, learning_rate=1e-3, seed=3))
+REAL_DRAFT = TrainConfig(
+    TinyGPTConfig(VOCAB_SIZE, d_model=48, n_layer=2, n_head=4, max_context=256),
+    steps=400,
+    batch_size=8,
+    context=128,
+    learning_rate=3e-3,
+    warmup_steps=40,
+    eval_every=100,
+    eval_batches=4,
+)
+REAL_DISTILLATION = Distillation(
+    samples=256,
+    length=128,
+    prompt_length=32,
+    temperature=1.0,
+    seed=2,
+    schedule=replace(REAL_DRAFT, steps=150, context=127, learning_rate=1e-3, seed=3),
+)
 TRAINABLE = ("ngrams", "transformer", "target", "distilled", "heads", REAL_DRAFT_NAME)  # in dependency order
 
 
@@ -104,12 +174,15 @@ def _model(entries: dict, device, dtype, source: str):
     if "table" in entries:
         try:
             table = entries["table"]
-            return NGramModel(table.to(dtype) if isinstance(table, torch.Tensor) else table, entries.get("order"),
-                              device=device)
+            return NGramModel(
+                table.to(dtype) if isinstance(table, torch.Tensor) else table, entries.get("order"), device=device
+            )
         except ValueError as error:
             raise ValueError(f"{source}: {error}") from None
-    raise ValueError(f"{source}: a model file holds a TinyGPT (config, weights) or an n-gram table (table, order), "
-                     f"got keys {sorted(map(str, entries))}")
+    raise ValueError(
+        f"{source}: a model file holds a TinyGPT (config, weights) or an n-gram table (table, order), "
+        f"got keys {sorted(map(str, entries))}"
+    )
 
 
 def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32):
@@ -122,12 +195,22 @@ def is_loadable(name_or_path) -> bool:
     ``REAL_MODELS``, a GGUF file, a local Hugging Face model directory or an existing model file."""
     from decoders.models.hf import is_model_directory
 
-    return name_or_path in REAL_MODELS or is_gguf_file(name_or_path) or is_model_directory(name_or_path) or \
-        Path(name_or_path).exists()
+    return (
+        name_or_path in REAL_MODELS
+        or is_gguf_file(name_or_path)
+        or is_model_directory(name_or_path)
+        or Path(name_or_path).exists()
+    )
 
 
-def load_named(name_or_path: str | None, *, role: str, device: torch.device | str = "cpu",
-               dtype: torch.dtype = torch.float32, timed: bool = True) -> tuple:
+def load_named(
+    name_or_path: str | None,
+    *,
+    role: str,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    timed: bool = True,
+) -> tuple:
     """(model, tokenizer) of the shipped target (``name_or_path`` None or "target", ``role`` "target"), a real model of
     ``REAL_MODELS`` (``smollm2``), a GGUF file, a model file in the zoo's format, or a local Hugging Face model
     directory; drafts by name come from their registry (``decoders.drafts.open_draft``, which reads the others
@@ -147,8 +230,10 @@ def load_named(name_or_path: str | None, *, role: str, device: torch.device | st
     elif is_model_directory(name_or_path):
         model, tokenizer = load_directory(name_or_path, device=device, dtype=dtype)
     elif not path.exists():
-        raise ValueError(f"{role} {name_or_path!r} is not a shipped model (target, {', '.join(REAL_MODELS)}), a GGUF "
-                         f"file, a model file or a local Hugging Face model directory (nothing is downloaded)")
+        raise ValueError(
+            f"{role} {name_or_path!r} is not a shipped model (target, {', '.join(REAL_MODELS)}), a GGUF "
+            f"file, a model file or a local Hugging Face model directory (nothing is downloaded)"
+        )
     else:
         return load_file(name_or_path, device=device, dtype=dtype), None
     if role == "target" and timed:  # its verify calls: padded to cheaper widths where this machine has them
@@ -173,13 +258,20 @@ def load_draft(name: str, *, device: torch.device | str = "cpu", dtype: torch.dt
     return _tinygpt(name, zoo, device, dtype)
 
 
-def load_pair(draft: str = "transformer", *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32,
-              zoo: Path = ZOO) -> tuple:
+def load_pair(
+    draft: str = "transformer",
+    *,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    zoo: Path = ZOO,
+) -> tuple:
     """(target, draft) for the speculative decoders."""
     return load_target(device=device, dtype=dtype, zoo=zoo), load_draft(draft, device=device, dtype=dtype, zoo=zoo)
 
 
-def load_blockwise(*, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO) -> BlockwiseGPT:
+def load_blockwise(
+    *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, zoo: Path = ZOO
+) -> BlockwiseGPT:
     """The target with its trained proposal heads (Stern et al.)."""
     entries = _read("heads", zoo, device)
     model = BlockwiseGPT(load_target(device=device, dtype=dtype, zoo=zoo), entries["heads"], entries["d_hidden"])
@@ -199,16 +291,27 @@ def _export(name: str, entries: dict, record: dict, zoo: Path) -> None:
     save_atomically(path, entries)
     data = path.read_bytes()
     book = manifest(zoo)
-    book[name] = dict(record, file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
-                      torch=torch.__version__, python=platform.python_version())
+    book[name] = dict(
+        record,
+        file=path.name,
+        bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        torch=torch.__version__,
+        python=platform.python_version(),
+    )
     write_text(Path(zoo) / "manifest.json", json.dumps(book, indent=1, sort_keys=True, allow_nan=False) + "\n")
 
 
 def _training_record(result: TrainResult, config, corpus, parameters: int) -> dict:
-    return {"config": asdict(config), "parameters": parameters, "steps": result.steps,
-            "seconds_this_run": round(result.seconds, 1), "held_out_losses": [list(e) for e in result.held_out_losses],
-            "final_held_out_loss_nats_per_char": result.held_out_losses[-1][1] if result.held_out_losses else None,
-            "corpus_fingerprint": corpus.fingerprint}
+    return {
+        "config": asdict(config),
+        "parameters": parameters,
+        "steps": result.steps,
+        "seconds_this_run": round(result.seconds, 1),
+        "held_out_losses": [list(e) for e in result.held_out_losses],
+        "final_held_out_loss_nats_per_char": result.held_out_losses[-1][1] if result.held_out_losses else None,
+        "corpus_fingerprint": corpus.fingerprint,
+    }
 
 
 def _half(module: torch.nn.Module) -> dict:
@@ -216,19 +319,39 @@ def _half(module: torch.nn.Module) -> dict:
     return {key: value.detach().to("cpu", torch.float16) for key, value in module.state_dict().items()}
 
 
-def _export_tinygpt(name: str, model: TinyGPT, result: TrainResult, config, corpus, zoo: Path, *,
-                    entries: dict | None = None, record: dict | None = None) -> None:
+def _export_tinygpt(
+    name: str,
+    model: TinyGPT,
+    result: TrainResult,
+    config,
+    corpus,
+    zoo: Path,
+    *,
+    entries: dict | None = None,
+    record: dict | None = None,
+) -> None:
     """Export a trained TinyGPT (float16, tied head) with ``entries`` added to its file and ``record`` to its
     manifest entry."""
     weights = _half(model)
     weights["head.weight"] = weights["embed.weight"]  # tied: one tensor in the file
     parameters = sum(p.numel() for p in model.parameters())
-    _export(name, {"config": model.config.as_dict(), "weights": weights, **(entries or {})},
-            dict(_training_record(result, config, corpus, parameters), **(record or {})), zoo)
+    _export(
+        name,
+        {"config": model.config.as_dict(), "weights": weights, **(entries or {})},
+        dict(_training_record(result, config, corpus, parameters), **(record or {})),
+        zoo,
+    )
 
 
-def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str = "cpu",
-          progress: bool | None = None, until: int | None = None) -> dict:
+def train(
+    name: str,
+    *,
+    work: Path,
+    zoo: Path = ZOO,
+    device: torch.device | str = "cpu",
+    progress: bool | None = None,
+    until: int | None = None,
+) -> dict:
     """Run the recipe of ``name`` (one of ``TRAINABLE``), resuming from checkpoints in ``work``, and export
     the model into ``zoo`` once training is complete. Returns the manifest entries written (none while
     ``until`` stops training early)."""
@@ -237,17 +360,31 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
     corpus, work = load_corpus(), Path(work)
     if name in ("target", "transformer"):
         config = TARGET if name == "target" else DRAFT
-        model, result = train_language_model(config, corpus.train, corpus.held_out, checkpoint=work / f"{name}.pt",
-                                             device=device, progress=progress, until=until)
+        model, result = train_language_model(
+            config,
+            corpus.train,
+            corpus.held_out,
+            checkpoint=work / f"{name}.pt",
+            device=device,
+            progress=progress,
+            until=until,
+        )
         if result.steps < config.steps:
             return {}
         _export_tinygpt(name, model, result, config, corpus, zoo)
     elif name == "distilled":
         samples = _distillation_samples(corpus.train, work, zoo, device, progress)
         schedule = DISTILLATION.schedule
-        model, result = train_language_model(schedule, samples, corpus.held_out, checkpoint=work / "distilled.pt",
-                                             device=device, progress=progress, until=until,
-                                             initial=load_draft("transformer", zoo=zoo))
+        model, result = train_language_model(
+            schedule,
+            samples,
+            corpus.held_out,
+            checkpoint=work / "distilled.pt",
+            device=device,
+            progress=progress,
+            until=until,
+            initial=load_draft("transformer", zoo=zoo),
+        )
         if result.steps < schedule.steps:
             return {}
         _export_tinygpt(name, model, result, DISTILLATION, corpus, zoo)
@@ -255,27 +392,53 @@ def train(name: str, *, work: Path, zoo: Path = ZOO, device: torch.device | str 
         return _train_real_draft(work, zoo, device, progress, until, corpus)
     elif name == "heads":
         base = load_target(device=device, zoo=zoo)
-        model, result = train_proposal_heads(HEADS, base, corpus.train, corpus.held_out, checkpoint=work / "heads.pt",
-                                             device=device, progress=progress, until=until)
+        model, result = train_proposal_heads(
+            HEADS,
+            base,
+            corpus.train,
+            corpus.held_out,
+            checkpoint=work / "heads.pt",
+            device=device,
+            progress=progress,
+            until=until,
+        )
         if result.steps < HEADS.schedule.steps:
             return {}
-        _export("heads", {"heads": HEADS.heads, "d_hidden": HEADS.d_hidden, "weights": _half(model.proposal)},
-                _training_record(result, HEADS, corpus, sum(p.numel() for p in model.proposal.parameters())), zoo)
+        _export(
+            "heads",
+            {"heads": HEADS.heads, "d_hidden": HEADS.d_hidden, "weights": _half(model.proposal)},
+            _training_record(result, HEADS, corpus, sum(p.numel() for p in model.proposal.parameters())),
+            zoo,
+        )
     else:
         for ngram, n in NGRAMS.items():
-            model = NGramModel.fit([torch.from_numpy(corpus.train.astype(np.int64))], VOCAB_SIZE, n,
-                                   smoothing=NGRAM_SMOOTHING)
-            _export(ngram, {"order": model.order, "table": model.table.to(torch.float32)},
-                    {"n": n, "smoothing": NGRAM_SMOOTHING, "parameters": model.table.numel(),
-                     "corpus_fingerprint": corpus.fingerprint}, zoo)
+            model = NGramModel.fit(
+                [torch.from_numpy(corpus.train.astype(np.int64))], VOCAB_SIZE, n, smoothing=NGRAM_SMOOTHING
+            )
+            _export(
+                ngram,
+                {"order": model.order, "table": model.table.to(torch.float32)},
+                {
+                    "n": n,
+                    "smoothing": NGRAM_SMOOTHING,
+                    "parameters": model.table.numel(),
+                    "corpus_fingerprint": corpus.fingerprint,
+                },
+                zoo,
+            )
         return {ngram: manifest(zoo)[ngram] for ngram in NGRAMS}
     return {name: manifest(zoo)[name]}
 
 
 def _distillation_samples(stream: np.ndarray, work: Path, zoo: Path, device, progress) -> np.ndarray:
     """The shipped target's samples for distillation, cached in ``work``."""
-    return _cached_samples(Path(work) / "distillation_samples.npy", lambda: load_target(device=device, zoo=zoo),
-                           stream, DISTILLATION, progress)
+    return _cached_samples(
+        Path(work) / "distillation_samples.npy",
+        lambda: load_target(device=device, zoo=zoo),
+        stream,
+        DISTILLATION,
+        progress,
+    )
 
 
 def _cached_samples(path: Path, target, stream: np.ndarray, recipe: Distillation, progress) -> np.ndarray:
@@ -283,9 +446,16 @@ def _cached_samples(path: Path, target, stream: np.ndarray, recipe: Distillation
     minutes to draw)."""
     if path.exists():
         return np.load(path)
-    samples = target_samples(target(), stream, count=recipe.samples, length=recipe.length,
-                             prompt_length=recipe.prompt_length, sampling=Sampling(temperature=recipe.temperature),
-                             seed=recipe.seed, progress=progress)
+    samples = target_samples(
+        target(),
+        stream,
+        count=recipe.samples,
+        length=recipe.length,
+        prompt_length=recipe.prompt_length,
+        sampling=Sampling(temperature=recipe.temperature),
+        seed=recipe.seed,
+        progress=progress,
+    )
     write_atomically(path, lambda temporary: _save_array(temporary, samples))
     return samples
 
@@ -311,22 +481,44 @@ def _train_real_draft(work: Path, zoo: Path, device, progress, until, corpus) ->
     target, tokenizer = load_named(REAL_DRAFT_TARGET, role="target", device=device, timed=False)
     train_stream, held_out = _real_draft_data(tokenizer)
     config = replace(REAL_DRAFT, model=replace(REAL_DRAFT.model, vocab_size=target.vocab_size))
-    base, result = train_language_model(config, train_stream, held_out, checkpoint=work / f"{REAL_DRAFT_NAME}-corpus.pt",
-                                        device=device, progress=progress, until=until)
+    base, result = train_language_model(
+        config,
+        train_stream,
+        held_out,
+        checkpoint=work / f"{REAL_DRAFT_NAME}-corpus.pt",
+        device=device,
+        progress=progress,
+        until=until,
+    )
     if result.steps < config.steps:
         return {}
-    samples = _cached_samples(work / f"{REAL_DRAFT_NAME}-samples.npy", lambda: target, train_stream, REAL_DISTILLATION,
-                              progress)
+    samples = _cached_samples(
+        work / f"{REAL_DRAFT_NAME}-samples.npy", lambda: target, train_stream, REAL_DISTILLATION, progress
+    )
     schedule = replace(REAL_DISTILLATION.schedule, model=config.model)
-    model, result = train_language_model(schedule, samples, held_out, checkpoint=work / f"{REAL_DRAFT_NAME}.pt",
-                                         device=device, progress=progress, until=until, initial=base)
+    model, result = train_language_model(
+        schedule,
+        samples,
+        held_out,
+        checkpoint=work / f"{REAL_DRAFT_NAME}.pt",
+        device=device,
+        progress=progress,
+        until=until,
+        initial=base,
+    )
     if result.steps < schedule.steps:
         return {}
     fingerprint = tokenizer_fingerprint(tokenizer)
-    _export_tinygpt(REAL_DRAFT_NAME, model, result, REAL_DISTILLATION, corpus, zoo,
-                    entries={"tokenizer_fingerprint": fingerprint},
-                    record={"target": REAL_DRAFT_TARGET, "tokenizer_fingerprint": fingerprint,
-                            "corpus_phase": asdict(config)})
+    _export_tinygpt(
+        REAL_DRAFT_NAME,
+        model,
+        result,
+        REAL_DISTILLATION,
+        corpus,
+        zoo,
+        entries={"tokenizer_fingerprint": fingerprint},
+        record={"target": REAL_DRAFT_TARGET, "tokenizer_fingerprint": fingerprint, "corpus_phase": asdict(config)},
+    )
     return {REAL_DRAFT_NAME: manifest(zoo)[REAL_DRAFT_NAME]}
 
 
@@ -334,8 +526,9 @@ def real_draft(tokenizer, device, dtype, zoo: Path = ZOO) -> TinyGPT:
     """``REAL_DRAFT_NAME`` for the run's target's ``tokenizer``, which must be the one it was trained in."""
     entries = _read(REAL_DRAFT_NAME, zoo, device)
     if tokenizer is None or tokenizer_fingerprint(tokenizer) != entries.get("tokenizer_fingerprint"):
-        raise ValueError(f"draft {REAL_DRAFT_NAME!r} reads {REAL_DRAFT_TARGET}'s tokens: use it with --target "
-                         f"{REAL_DRAFT_TARGET}")
+        raise ValueError(
+            f"draft {REAL_DRAFT_NAME!r} reads {REAL_DRAFT_TARGET}'s tokens: use it with --target {REAL_DRAFT_TARGET}"
+        )
     return _model(entries, device, dtype, f"model file {REAL_DRAFT_NAME!r}")
 
 

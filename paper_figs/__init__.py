@@ -18,10 +18,27 @@ from spectheory.outputs import staged_directory
 __all__ = ["SCRIPTS", "script", "make_all"]
 
 #: Every figure and table script, in the papers' order, then ours.
-SCRIPTS = ("fig2_expected_tokens", "fig3_optimal_gamma", "fig4_speedup_operations", "table1", "fig5_timelines",
-           "simulation_vs_theory", "measured_vs_predicted", "speedup_vs_gamma", "iteration_time", "table3_alpha",
-           "speedup_vs_batch", "table5_lenience", "stern_fig4_blockwise", "dynamic_gamma_heatmap", "table_real_model",
-           "tree_expected_tokens", "verifier_acceptance", "tree_vs_chain", "spec_bench")
+SCRIPTS = (
+    "fig2_expected_tokens",
+    "fig3_optimal_gamma",
+    "fig4_speedup_operations",
+    "table1",
+    "fig5_timelines",
+    "simulation_vs_theory",
+    "measured_vs_predicted",
+    "speedup_vs_gamma",
+    "iteration_time",
+    "table3_alpha",
+    "speedup_vs_batch",
+    "table5_lenience",
+    "stern_fig4_blockwise",
+    "dynamic_gamma_heatmap",
+    "table_real_model",
+    "tree_expected_tokens",
+    "verifier_acceptance",
+    "tree_vs_chain",
+    "spec_bench",
+)
 
 
 def script(name: str):
@@ -64,5 +81,7 @@ def _make(module, out: Path, results: Path) -> list[Path]:
     except (KeyError, IndexError, TypeError) as error:
         if not hasattr(module, "RESULT"):
             raise  # nothing read from a file: a bug, shown as one
-        raise ValueError(f"result file {str(results / module.RESULT)!r} lacks what {module.__name__} draws "
-                         f"({type(error).__name__}: {error}): rerun spectheory figs --recompute --results {results}") from None
+        raise ValueError(
+            f"result file {str(results / module.RESULT)!r} lacks what {module.__name__} draws "
+            f"({type(error).__name__}: {error}): rerun spectheory figs --recompute --results {results}"
+        ) from None

@@ -18,8 +18,12 @@ def make(out: Path, results: Path | None = None) -> list[Path]:
     fig, ax = figure()
     for c in CS:
         ax.step(alpha, optimal_gamma(alpha, c), where="post", label=f"c = {c:g}")
-    ax.set(xlabel="acceptance rate $\\alpha$", ylabel="optimal $\\gamma$ (draft tokens per iteration)",
-           yscale="symlog", xlim=(0, 1))
+    ax.set(
+        xlabel="acceptance rate $\\alpha$",
+        ylabel="optimal $\\gamma$ (draft tokens per iteration)",
+        yscale="symlog",
+        xlim=(0, 1),
+    )
     ax.set_yticks([0, 1, 2, 5, 10, 20, 50], labels=["0", "1", "2", "5", "10", "20", "50"])
     ax.legend(loc="upper left")
     return save(fig, out, "fig3_optimal_gamma")

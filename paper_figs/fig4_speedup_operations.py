@@ -20,10 +20,13 @@ def make(out: Path, results: Path | None = None) -> list[Path]:
     for gamma in GAMMAS:
         speed.plot(alpha, walltime_improvement(alpha, gamma, 0.0), label=f"$\\gamma$ = {gamma}")
         operations.plot(alpha, operations_factor(alpha, gamma, 0.0), label=f"$\\gamma$ = {gamma}")
-    speed.set(xlabel="acceptance rate $\\alpha$", ylabel="walltime speedup (x)", xlim=(0, 1),
-              title="speedup, c = 0")
-    operations.set(xlabel="acceptance rate $\\alpha$", ylabel="arithmetic operations (x autoregressive)",
-                   xlim=(0, 1), title="operations, $\\hat{c}$ = 0")
+    speed.set(xlabel="acceptance rate $\\alpha$", ylabel="walltime speedup (x)", xlim=(0, 1), title="speedup, c = 0")
+    operations.set(
+        xlabel="acceptance rate $\\alpha$",
+        ylabel="arithmetic operations (x autoregressive)",
+        xlim=(0, 1),
+        title="operations, $\\hat{c}$ = 0",
+    )
     speed.legend(loc="upper left")
     operations.legend(loc="upper right")
     return save(fig, out, "fig4_speedup_operations")

@@ -27,14 +27,17 @@ def accepted_counts(rng: np.random.Generator, gamma: int, tokens: int) -> np.nda
 
 def make(out: Path, results: Path | None = None) -> list[Path]:
     rng = np.random.default_rng(SEED)
-    lanes = [("$\\gamma$ = 7", speculative_timeline(accepted_counts(rng, 7, TOKENS), 7, C)),
-             ("$\\gamma$ = 3", speculative_timeline(accepted_counts(rng, 3, TOKENS), 3, C)),
-             ("autoregressive", autoregressive_timeline(TOKENS))]
+    lanes = [
+        ("$\\gamma$ = 7", speculative_timeline(accepted_counts(rng, 7, TOKENS), 7, C)),
+        ("$\\gamma$ = 3", speculative_timeline(accepted_counts(rng, 3, TOKENS), 3, C)),
+        ("autoregressive", autoregressive_timeline(TOKENS)),
+    ]
     fig, ax = figure((FULL[0], 2.0))
     for lane, (label, timeline) in enumerate(lanes):
         y = len(lanes) - 1 - lane
-        for model, phase, start, duration, accepted in zip(timeline.model, timeline.phase, timeline.start,
-                                                           timeline.duration, timeline.accepted):
+        for model, phase, start, duration, accepted in zip(
+            timeline.model, timeline.phase, timeline.start, timeline.duration, timeline.accepted
+        ):
             ax.barh(y, duration, left=start, height=0.6, color=COLORS[model], edgecolor="white", linewidth=0.3)
             if phase == "verify":
                 ax.text(start + duration / 2, y + 0.36, str(accepted + 1), ha="center", va="bottom", fontsize=5)

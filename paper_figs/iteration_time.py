@@ -28,13 +28,24 @@ def draw(report: dict, out: Path) -> list[Path]:
     for ax, temperature in zip(axes[0], temperatures):
         rows = [row for row in report["rows"] if row["temperature"] == temperature]
         gammas = np.array([row["gamma"] for row in rows])
-        for offset, key, hatch in ((-0.2, "calibrated_seconds_per_iteration", ""),
-                                   (0.2, "measured_seconds_per_iteration", "//")):
+        for offset, key, hatch in (
+            (-0.2, "calibrated_seconds_per_iteration", ""),
+            (0.2, "measured_seconds_per_iteration", "//"),
+        ):
             bottom = np.zeros(len(rows))
             for part, label, color in PARTS:
                 values = np.array([1e3 * (row[key] or {}).get(part, 0.0) for row in rows])
-                ax.bar(gammas + offset, values, 0.38, bottom=bottom, color=color, hatch=hatch, edgecolor="white",
-                       linewidth=0.3, label=f"{'predicted' if not hatch else 'measured'}: {label}")
+                ax.bar(
+                    gammas + offset,
+                    values,
+                    0.38,
+                    bottom=bottom,
+                    color=color,
+                    hatch=hatch,
+                    edgecolor="white",
+                    linewidth=0.3,
+                    label=f"{'predicted' if not hatch else 'measured'}: {label}",
+                )
                 bottom += values
         ax.set(xlabel="$\\gamma$ (left bar predicted, right measured)", title=f"T = {temperature:g}", xticks=gammas)
     axes[0][0].set_ylabel("ms per iteration")

@@ -19,8 +19,9 @@ def compute(results: Path, *, progress=None) -> Path:
     """The shipped pair's benchmark with the Hugging Face comparison (``spectheory bench --hf``'s defaults)."""
     from decoders.bench.runs import bench_document
 
-    return write_json(Path(results) / RESULT, bench_document(hf=True, progress=None if progress else False),
-                      command=RECOMPUTE_COMMAND)
+    return write_json(
+        Path(results) / RESULT, bench_document(hf=True, progress=None if progress else False), command=RECOMPUTE_COMMAND
+    )
 
 
 def make(out: Path, results: Path) -> list[Path]:
@@ -34,17 +35,45 @@ def draw(report: dict, out: Path) -> list[Path]:
         rows = [row for row in report["rows"] if row["temperature"] == temperature]
         if rows:
             label = f"T = {temperature:g} ($\\gamma$ = {rows[0]['gamma']}..{rows[-1]['gamma']})"
-            ax.scatter([r["predicted_speedup"] for r in rows], [r["speedup"] for r in rows], marker=marker, s=14,
-                       facecolors="none", edgecolors=color, label=f"Theorem 3.8, {label}")
-            ax.errorbar([r["calibrated_speedup"] for r in rows], [r["speedup"] for r in rows],
-                        yerr=[2 * (r.get("speedup_standard_error") or 0.0) for r in rows], fmt=marker, ms=3.5,
-                        color=color, elinewidth=0.7, label=f"cost model, {label}")
-    ax.scatter([row[6] for row in LEVIATHAN_TABLE_4], [row[7] for row in LEVIATHAN_TABLE_4], marker="x", s=16,
-               color="gray", label="Leviathan et al. T5 (Table 4)")
-    top = max(3.6, *[r[key] for r in report["rows"] for key in ("speedup", "predicted_speedup", "calibrated_speedup")]) * 1.05
+            ax.scatter(
+                [r["predicted_speedup"] for r in rows],
+                [r["speedup"] for r in rows],
+                marker=marker,
+                s=14,
+                facecolors="none",
+                edgecolors=color,
+                label=f"Theorem 3.8, {label}",
+            )
+            ax.errorbar(
+                [r["calibrated_speedup"] for r in rows],
+                [r["speedup"] for r in rows],
+                yerr=[2 * (r.get("speedup_standard_error") or 0.0) for r in rows],
+                fmt=marker,
+                ms=3.5,
+                color=color,
+                elinewidth=0.7,
+                label=f"cost model, {label}",
+            )
+    ax.scatter(
+        [row[6] for row in LEVIATHAN_TABLE_4],
+        [row[7] for row in LEVIATHAN_TABLE_4],
+        marker="x",
+        s=16,
+        color="gray",
+        label="Leviathan et al. T5 (Table 4)",
+    )
+    top = (
+        max(3.6, *[r[key] for r in report["rows"] for key in ("speedup", "predicted_speedup", "calibrated_speedup")])
+        * 1.05
+    )
     ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="measured = predicted")
-    ax.set(xlabel="predicted speedup (x)", ylabel="measured speedup (x)", xlim=(0.5, top),
-           ylim=(0.5, top), title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}")
+    ax.set(
+        xlabel="predicted speedup (x)",
+        ylabel="measured speedup (x)",
+        xlim=(0.5, top),
+        ylim=(0.5, top),
+        title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}",
+    )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "measured_vs_predicted")
 

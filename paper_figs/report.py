@@ -32,9 +32,14 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
     with staged_directory(out) as stage:
         write_json(stage / "report.json", document.as_dict(), command=document.command)
         d = document.as_dict()
-        figures = [*speedup_vs_gamma.draw(d["bench"], stage / "figures", forecast=d["forecast"]),
-                   *(path for script in (measured_vs_predicted, iteration_time)
-                     for path in script.draw(d["bench"], stage / "figures"))]
+        figures = [
+            *speedup_vs_gamma.draw(d["bench"], stage / "figures", forecast=d["forecast"]),
+            *(
+                path
+                for script in (measured_vs_predicted, iteration_time)
+                for path in script.draw(d["bench"], stage / "figures")
+            ),
+        ]
         blocks = report_blocks(d, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
@@ -59,120 +64,253 @@ def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, com
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:
     """The Spec-Bench report as blocks (``report_blocks``'s kinds)."""
     env, s, one = table["environment"], table["settings"], recommendation["one_setting"]
-    by = "forecast" if all(r.get("predicted_by") == "forecast" for r in recommendation["categories"].values()) else \
-        "model"
+    by = (
+        "forecast"
+        if all(r.get("predicted_by") == "forecast" for r in recommendation["categories"].values())
+        else "model"
+    )
     judged = forecast_lines(table)
-    rows = [[row["label"], row["recommended"], f"{row['predicted_speedup']:.2f}x", f"{row['measured_speedup']:.2f}x",
-             row["best_measured"], f"{row['best_measured_speedup']:.2f}x", f"{row['recommended_over_best']:.3f}",
-             apart_label(row.get("within_noise_of_best"))] for row in recommendation["categories"].values()]
-    return [("heading", 1, f"Spec-Bench report: {table['target']}"),
-            ("paragraph", f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
-                          f"threads): T = 0, batch 1, {s['prompts']} questions per category, {s['max_new_tokens']} new "
-                          f"tokens each. Every number below is read from `report.json`."),
-            ("table", ["category", "recommended", by, "measured", "best measured", "its speedup",
-                       "recommended / best", "told apart (95%)"], rows),
-            *([("paragraph", "The forecast, made before the table was timed, from other questions of each category: "
-                             + "; ".join(judged) + ".")] if judged else
-              [("paragraph", "No forecast: the recommendation is the cost model calibrated on the table's own runs, "
-                             "a check of the decomposition rather than a forecast.")]),
-            ("paragraph", f"One setting for all categories, by the {'forecast' if by == 'forecast' else 'cost model'}: "
-                          f"**{one['setting']}**, {by} "
-                          f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
-                          f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
-                          f"loses {100 * one['loss']:.1f}%{loss_noise(one)}. \"Told apart\": the recommended and the "
-                          f"best measured speedups differ by more than the 95% band of their difference (standard "
-                          f"errors over the questions; unknown where one is not measured)."),
-            ("image", figure, "Speedup per category and draft, measured (bars, spread of repeats) and predicted "
-                              "(ticks)")]
+    rows = [
+        [
+            row["label"],
+            row["recommended"],
+            f"{row['predicted_speedup']:.2f}x",
+            f"{row['measured_speedup']:.2f}x",
+            row["best_measured"],
+            f"{row['best_measured_speedup']:.2f}x",
+            f"{row['recommended_over_best']:.3f}",
+            apart_label(row.get("within_noise_of_best")),
+        ]
+        for row in recommendation["categories"].values()
+    ]
+    return [
+        ("heading", 1, f"Spec-Bench report: {table['target']}"),
+        (
+            "paragraph",
+            f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
+            f"threads): T = 0, batch 1, {s['prompts']} questions per category, {s['max_new_tokens']} new "
+            f"tokens each. Every number below is read from `report.json`.",
+        ),
+        (
+            "table",
+            [
+                "category",
+                "recommended",
+                by,
+                "measured",
+                "best measured",
+                "its speedup",
+                "recommended / best",
+                "told apart (95%)",
+            ],
+            rows,
+        ),
+        *(
+            [
+                (
+                    "paragraph",
+                    "The forecast, made before the table was timed, from other questions of each category: "
+                    + "; ".join(judged)
+                    + ".",
+                )
+            ]
+            if judged
+            else [
+                (
+                    "paragraph",
+                    "No forecast: the recommendation is the cost model calibrated on the table's own runs, "
+                    "a check of the decomposition rather than a forecast.",
+                )
+            ]
+        ),
+        (
+            "paragraph",
+            f"One setting for all categories, by the {'forecast' if by == 'forecast' else 'cost model'}: "
+            f"**{one['setting']}**, {by} "
+            f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
+            f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
+            f'loses {100 * one["loss"]:.1f}%{loss_noise(one)}. "Told apart": the recommended and the '
+            f"best measured speedups differ by more than the 95% band of their difference (standard "
+            f"errors over the questions; unknown where one is not measured).",
+        ),
+        ("image", figure, "Speedup per category and draft, measured (bars, spread of repeats) and predicted (ticks)"),
+    ]
 
 
 def report_blocks(d: dict, figures: list) -> list[tuple]:
     """The report as blocks: ("heading", level, text), ("paragraph", text), ("table", header, rows), ("image",
     path, caption). Inline `code` and **bold** are the only markup."""
     env = d["environment"]
-    return [("heading", 1, f"Speculative decoding report: {d['target']} with draft {d['draft']}"),
-            ("paragraph", f"`{d['command'] or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
-                          f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
-                          f"in {d['seconds']:.1f} s. Every number below is read from `report.json`."),
-            *_recommendation_blocks(d), *_alpha_blocks(d), *_speed_blocks(d["bench"], figures),
-            *_audit_blocks(d["audit"]), *_tree_blocks(d.get("trees")), *_policy_blocks(d.get("policies"))]
+    return [
+        ("heading", 1, f"Speculative decoding report: {d['target']} with draft {d['draft']}"),
+        (
+            "paragraph",
+            f"`{d['command'] or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
+            f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
+            f"in {d['seconds']:.1f} s. Every number below is read from `report.json`.",
+        ),
+        *_recommendation_blocks(d),
+        *_alpha_blocks(d),
+        *_speed_blocks(d["bench"], figures),
+        *_audit_blocks(d["audit"]),
+        *_tree_blocks(d.get("trees")),
+        *_policy_blocks(d.get("policies")),
+    ]
 
 
 def _recommendation_blocks(d: dict) -> list[tuple]:
     forecast = d["forecast"]
-    blocks = [("heading", 2, "Recommendation"),
-              ("paragraph", f"The forecast comes first, from the acceptance along {forecast['prompts']} other prompts "
-                            f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
-                            f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
-                            f"the sweep that checks it took {d['sweep_seconds']:.1f} s."),
-              ("table", ["T", "forecast gamma", "forecast", "its 95% interval", "measured there",
-                         "loss against the best measured",
-                         "forecast / measured over the sweep", "the loss against the sweep's 95% intervals",
-                         "forecast inside the measured 95% interval"],
-               [[f"{r['temperature']:g}", str(r["forecast_gamma"]), f"{r['forecast_speedup']:.3f}",
-                 "{:.2f}-{:.2f}".format(*r["forecast_interval"]) if "forecast_interval" in r else "not stated",
-                 f"{r['measured_speedup_at_forecast_gamma']:.3f}", f"{r['forecast_loss']:.1%}",
-                 "{:.3f}-{:.3f}".format(*(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"])
-                                          for f in (min, max))), loss_resolution(r),
-                 f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of {len(r['forecast_by_gamma'])} "
-                 f"gammas"] for r in d["recommendations"]])]
+    blocks = [
+        ("heading", 2, "Recommendation"),
+        (
+            "paragraph",
+            f"The forecast comes first, from the acceptance along {forecast['prompts']} other prompts "
+            f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
+            f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
+            f"the sweep that checks it took {d['sweep_seconds']:.1f} s.",
+        ),
+        (
+            "table",
+            [
+                "T",
+                "forecast gamma",
+                "forecast",
+                "its 95% interval",
+                "measured there",
+                "loss against the best measured",
+                "forecast / measured over the sweep",
+                "the loss against the sweep's 95% intervals",
+                "forecast inside the measured 95% interval",
+            ],
+            [
+                [
+                    f"{r['temperature']:g}",
+                    str(r["forecast_gamma"]),
+                    f"{r['forecast_speedup']:.3f}",
+                    "{:.2f}-{:.2f}".format(*r["forecast_interval"]) if "forecast_interval" in r else "not stated",
+                    f"{r['measured_speedup_at_forecast_gamma']:.3f}",
+                    f"{r['forecast_loss']:.1%}",
+                    "{:.3f}-{:.3f}".format(
+                        *(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"]) for f in (min, max))
+                    ),
+                    loss_resolution(r),
+                    f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of {len(r['forecast_by_gamma'])} "
+                    f"gammas",
+                ]
+                for r in d["recommendations"]
+            ],
+        ),
+    ]
     for r in d["recommendations"]:
-        measured = "not in the sweep" if r["measured_speedup_at_optimal_gamma"] is None else \
-            f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
+        measured = (
+            "not in the sweep"
+            if r["measured_speedup_at_optimal_gamma"] is None
+            else f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
+        )
         answer, _, rule = recommendation_words(recommendation_of(d, r)).partition(" (")
-        blocks.append(("paragraph", f"**T = {r['temperature']:g}: {answer}** ({rule}. The forecast's gamma: "
-                                    f"{r['forecast_gamma']}. "
-                                    f"Diagnostics: the cost model calibrated on the sweep's own profile "
-                                    f"(docs/theory.md §10) picks gamma = {r['optimal_gamma']} for {r['calibrated_speedup']:.3f}x "
-                                    f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "
-                                    f"choose gamma = {r['theorem_3_8_gamma']} for {r['predicted_speedup']:.3f}x "
-                                    f"({r['expected_tokens']:.3f} tokens per iteration). The best measured gamma was "
-                                    f"{r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x."))
+        blocks.append(
+            (
+                "paragraph",
+                f"**T = {r['temperature']:g}: {answer}** ({rule}. The forecast's gamma: "
+                f"{r['forecast_gamma']}. "
+                f"Diagnostics: the cost model calibrated on the sweep's own profile "
+                f"(docs/theory.md §10) picks gamma = {r['optimal_gamma']} for {r['calibrated_speedup']:.3f}x "
+                f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "
+                f"choose gamma = {r['theorem_3_8_gamma']} for {r['predicted_speedup']:.3f}x "
+                f"({r['expected_tokens']:.3f} tokens per iteration). The best measured gamma was "
+                f"{r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x.",
+            )
+        )
     return blocks
 
 
 def _alpha_blocks(d: dict) -> list[tuple]:
     bench = d["bench"]
-    return [("heading", 2, "Measured alpha and c"),
-            ("table", ["T", "alpha along text", "alpha from acceptance counts", "c"],
-             [[f"{a['temperature']:g}", f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
-               f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}", f"{d['c']:.4f}"] for a in d["alpha_text"]]),
-            ("paragraph", f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
-                          f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts is accepted / verified draft tokens "
-                          f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
-                          f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
-                          f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).")]
+    return [
+        ("heading", 2, "Measured alpha and c"),
+        (
+            "table",
+            ["T", "alpha along text", "alpha from acceptance counts", "c"],
+            [
+                [
+                    f"{a['temperature']:g}",
+                    f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
+                    f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}",
+                    f"{d['c']:.4f}",
+                ]
+                for a in d["alpha_text"]
+            ],
+        ),
+        (
+            "paragraph",
+            f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
+            f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts is accepted / verified draft tokens "
+            f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
+            f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
+            f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).",
+        ),
+    ]
 
 
 def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
     calibrated = [abs(row["calibrated_over_measured"] - 1) for row in bench["rows"]]
     theorem = [abs(1 / row["measured_over_predicted"] - 1) for row in bench["rows"]]
     settings = bench["settings"]
-    blocks = [("heading", 2, "Speedup"),
-              ("table", ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
-                         "cost model", "Theorem 3.8"],
-               [[f"{row['temperature']:g}", str(row["gamma"]), f"{row['tokens_per_iteration']:.3f}",
-                 f"{row['alpha_counts']:.3f}",
-                 f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-                 "n/a" if row.get("speedup_standard_error") is None else f"{row['speedup_standard_error']:.3f}",
-                 f"{row['calibrated_speedup']:.3f}", f"{row['predicted_speedup']:.3f}"] for row in bench["rows"]]),
-              ("paragraph", f"Batch 1, {settings['prompts']} held-out prompts of {settings['prompt_length']} "
-                            f"tokens, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
-                            f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
-                            "speedup over our autoregressive decoder ("
-                            + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
-                            + "; SE: the speedup's standard error over the prompts, whose sampled texts at T > 0 "
-                            "are draws too"
-                            + f"). The cost model is off by {100 * statistics.median(calibrated):.1f}% "
-                            f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
-                            f"{100 * statistics.median(theorem):.1f}% and {100 * max(theorem):.1f}%. A short "
-                            "benchmark: on a busy machine repeat it, or measure with `spectheory bench`.")]
-    return blocks + [("image", path, caption) for path, caption in zip(figures, (
-        "Speedup against gamma: Theorem 3.8 (lines, optimum starred), the cost model (dashed, shaded 2 SE) and "
-        "measured (points).",
-        "Measured against predicted speedup: Theorem 3.8 (open) and the cost model (filled, 2 SE bars), with "
-        "Leviathan et al.'s twelve T5 points.",
-        "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars)."))]
+    blocks = [
+        ("heading", 2, "Speedup"),
+        (
+            "table",
+            [
+                "T",
+                "gamma",
+                "tokens per iteration",
+                "alpha (counts)",
+                "speedup (min-max)",
+                "SE",
+                "cost model",
+                "Theorem 3.8",
+            ],
+            [
+                [
+                    f"{row['temperature']:g}",
+                    str(row["gamma"]),
+                    f"{row['tokens_per_iteration']:.3f}",
+                    f"{row['alpha_counts']:.3f}",
+                    f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                    "n/a" if row.get("speedup_standard_error") is None else f"{row['speedup_standard_error']:.3f}",
+                    f"{row['calibrated_speedup']:.3f}",
+                    f"{row['predicted_speedup']:.3f}",
+                ]
+                for row in bench["rows"]
+            ],
+        ),
+        (
+            "paragraph",
+            f"Batch 1, {settings['prompts']} held-out prompts of {settings['prompt_length']} "
+            f"tokens, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
+            f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
+            "speedup over our autoregressive decoder ("
+            + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
+            + "; SE: the speedup's standard error over the prompts, whose sampled texts at T > 0 "
+            "are draws too" + f"). The cost model is off by {100 * statistics.median(calibrated):.1f}% "
+            f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
+            f"{100 * statistics.median(theorem):.1f}% and {100 * max(theorem):.1f}%. A short "
+            "benchmark: on a busy machine repeat it, or measure with `spectheory bench`.",
+        ),
+    ]
+    return blocks + [
+        ("image", path, caption)
+        for path, caption in zip(
+            figures,
+            (
+                "Speedup against gamma: Theorem 3.8 (lines, optimum starred), the cost model (dashed, shaded 2 SE) and "
+                "measured (points).",
+                "Measured against predicted speedup: Theorem 3.8 (open) and the cost model (filled, 2 SE bars), with "
+                "Leviathan et al.'s twelve T5 points.",
+                "Where an iteration's time goes: the cost model (left bars) beside the measured phases (right bars).",
+            ),
+        )
+    ]
 
 
 def _tree_blocks(trees: dict | None) -> list[tuple]:
@@ -180,24 +318,42 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
     if trees is None:
         return []
     best = trees["recommendation"]
-    verdict = (f"**Use a tree** of {best['tree']['nodes']} nodes (depth {best['tree']['depth']}, parents "
-               f"`{best['tree']['parents']}`)" if best["kind"] == "tree" else
-               f"**Use a chain** (gamma = {best['tree']['nodes'] - 1})")
+    verdict = (
+        f"**Use a tree** of {best['tree']['nodes']} nodes (depth {best['tree']['depth']}, parents "
+        f"`{best['tree']['parents']}`)"
+        if best["kind"] == "tree"
+        else f"**Use a chain** (gamma = {best['tree']['nodes'] - 1})"
+    )
     a = ", ".join(f"{x:.3f}" for x in trees["rank_frequencies"]["decoding"])
-    return [("heading", 2, "Tree or chain (T = 0)"),
-            ("table", ["budget", "decoder", "depth", "tokens per call", "rank model", "speedup (min-max)",
-                       "calibrated"],
-             [[str(row["budget"]), row["kind"], str(row["tree"]["depth"]), f"{row['tokens_per_call']:.3f}",
-               f"{row['predicted_tokens_per_call']:.3f}",
-               f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-               f"{row['calibrated_speedup']:.3f}"] for row in trees["rows"]]),
-            ("paragraph", f"{verdict}: {best['speedup']:.3f}x measured, the fastest of the rows above. At each budget "
-                          "(positions per verify call, the root included) the chain of budget - 1 drafts runs in the "
-                          "speculative decoder and the optimal tree of the rank model (docs/theory.md §12) in the "
-                          f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
-                          f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
-                          "Calibrated: each decoder's measured costs per iteration times its iterations replayed "
-                          "along the decoded text (exact at T = 0).")]
+    return [
+        ("heading", 2, "Tree or chain (T = 0)"),
+        (
+            "table",
+            ["budget", "decoder", "depth", "tokens per call", "rank model", "speedup (min-max)", "calibrated"],
+            [
+                [
+                    str(row["budget"]),
+                    row["kind"],
+                    str(row["tree"]["depth"]),
+                    f"{row['tokens_per_call']:.3f}",
+                    f"{row['predicted_tokens_per_call']:.3f}",
+                    f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                    f"{row['calibrated_speedup']:.3f}",
+                ]
+                for row in trees["rows"]
+            ],
+        ),
+        (
+            "paragraph",
+            f"{verdict}: {best['speedup']:.3f}x measured, the fastest of the rows above. At each budget "
+            "(positions per verify call, the root included) the chain of budget - 1 drafts runs in the "
+            "speculative decoder and the optimal tree of the rank model (docs/theory.md §12) in the "
+            f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
+            f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
+            "Calibrated: each decoder's measured costs per iteration times its iterations replayed "
+            "along the decoded text (exact at T = 0).",
+        ),
+    ]
 
 
 def _policy_blocks(policies: dict | None) -> list[tuple]:
@@ -206,20 +362,34 @@ def _policy_blocks(policies: dict | None) -> list[tuple]:
         return []
     blocks = [("heading", 2, "Draft length: a policy or a fixed gamma")]
     for block in policies["temperatures"]:
-        blocks.append(("table", ["T", "decoder", "tokens per call", "drafts wasted per token", "speedup (min-max)",
-                                 "replay"],
-                       [[f"{block['temperature']:g}", row["decoder"], f"{row['tokens_per_call']:.3f}",
-                         f"{row['wasted_per_token']:.3f}",
-                         f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-                         f"{row['predicted_speedup']:.3f}" if "predicted_speedup" in row else "n/a"]
-                        for row in block["rows"]]))
+        blocks.append(
+            (
+                "table",
+                ["T", "decoder", "tokens per call", "drafts wasted per token", "speedup (min-max)", "replay"],
+                [
+                    [
+                        f"{block['temperature']:g}",
+                        row["decoder"],
+                        f"{row['tokens_per_call']:.3f}",
+                        f"{row['wasted_per_token']:.3f}",
+                        f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
+                        f"{row['predicted_speedup']:.3f}" if "predicted_speedup" in row else "n/a",
+                    ]
+                    for row in block["rows"]
+                ],
+            )
+        )
         low, gain, high = block["gain_spread"]
-        verdict = (f"**use {block['best_policy']}**" if block["use_policy"] else
-                   f"**keep {block['best_fixed']}**")
-        blocks.append(("paragraph", f"T = {block['temperature']:g}: {verdict}. The best policy, {block['best_policy']}, "
-                                    f"measured {gain:.3f}x the best fixed gamma ({low:.3f}-{high:.3f} over the "
-                                    "repeats); a policy is advised only when it wins in every repeat. Replay: the "
-                                    "policy along the greedy text with the measured costs (docs/theory.md §13)."))
+        verdict = f"**use {block['best_policy']}**" if block["use_policy"] else f"**keep {block['best_fixed']}**"
+        blocks.append(
+            (
+                "paragraph",
+                f"T = {block['temperature']:g}: {verdict}. The best policy, {block['best_policy']}, "
+                f"measured {gain:.3f}x the best fixed gamma ({low:.3f}-{high:.3f} over the "
+                "repeats); a policy is advised only when it wins in every repeat. Replay: the "
+                "policy along the greedy text with the measured costs (docs/theory.md §13).",
+            )
+        )
     return blocks
 
 
@@ -232,13 +402,18 @@ def _prompt(audit: dict) -> str:
 
 def _audit_blocks(audit: dict) -> list[tuple]:
     verdict = "PASS" if audit["passed"] else "FAIL"
-    return [("heading", 2, "Audit"),
-            ("paragraph", f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
-                          f"{audit['temperature']:g}) from {_prompt(audit)}, {audit['n']} sampled "
-                          f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
-                          f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
-                          f"{audit['level']:g}; it would detect a per-position total variation of "
-                          f"{audit['detectable_tv']:.4f} with 90% power ({audit['seconds']:.1f} s).")]
+    return [
+        ("heading", 2, "Audit"),
+        (
+            "paragraph",
+            f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
+            f"{audit['temperature']:g}) from {_prompt(audit)}, {audit['n']} sampled "
+            f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
+            f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
+            f"{audit['level']:g}; it would detect a per-position total variation of "
+            f"{audit['detectable_tv']:.4f} with 90% power ({audit['seconds']:.1f} s).",
+        ),
+    ]
 
 
 def render_markdown(blocks: list[tuple]) -> str:
@@ -262,10 +437,12 @@ def _inline(text: str) -> str:
 
 
 def render_html(blocks: list[tuple], *, title: str) -> str:
-    parts = [f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:sans-serif;max-width:52em;margin:2em auto;line-height:1.4}"
-             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 8px;text-align:right}"
-             "img{max-width:100%}</style></head><body>"]
+    parts = [
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:52em;margin:2em auto;line-height:1.4}"
+        "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 8px;text-align:right}"
+        "img{max-width:100%}</style></head><body>",
+    ]
     for kind, *body in blocks:
         if kind == "heading":
             parts.append(f"<h{body[0]}>{_inline(body[1])}</h{body[0]}>")
@@ -277,6 +454,8 @@ def render_html(blocks: list[tuple], *, title: str) -> str:
             parts += ["<tr>" + "".join(f"<td>{_inline(cell)}</td>" for cell in row) + "</tr>" for row in rows]
             parts.append("</table>")
         else:
-            parts.append(f"<figure><img src='{html.escape(str(body[0]))}' alt='{html.escape(body[1])}'>"
-                         f"<figcaption>{_inline(body[1])}</figcaption></figure>")
+            parts.append(
+                f"<figure><img src='{html.escape(str(body[0]))}' alt='{html.escape(body[1])}'>"
+                f"<figcaption>{_inline(body[1])}</figcaption></figure>"
+            )
     return "\n".join(parts + ["</body></html>"]) + "\n"

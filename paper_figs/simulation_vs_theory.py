@@ -26,8 +26,12 @@ SEED = 0
 def compute(results: Path, *, progress=None) -> Path:
     """Run every (process, gamma, alpha) simulation of the figure, seeded, and write ``RESULT``."""
     runs = []
-    jobs = [(process, iterations, gamma, alpha) for process, _, iterations in PROCESSES for gamma in GAMMAS
-            for alpha in ALPHAS]
+    jobs = [
+        (process, iterations, gamma, alpha)
+        for process, _, iterations in PROCESSES
+        for gamma in GAMMAS
+        for alpha in ALPHAS
+    ]
     for index, (process, iterations, gamma, alpha) in enumerate(progress(jobs) if progress else jobs):
         spec = SimulationSpec(process, gamma, iterations=iterations, alpha=alpha)
         runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED).as_dict())
@@ -45,11 +49,24 @@ def make(out: Path, results: Path) -> list[Path]:
             if not points:
                 continue
             x = [r["alpha"] for r in points]
-            curves.errorbar(x, [r["mean_tokens_per_iteration"] for r in points],
-                            yerr=[1.96 * r["standard_error"] for r in points], fmt=marker, color=color, ms=3.5,
-                            mfc="none", capsize=2)
-            scores.scatter(np.add(x, Z_OFFSET[process]), [r["z_score"] for r in points], marker=marker, s=14, facecolors="none",
-                           edgecolors=color)
+            curves.errorbar(
+                x,
+                [r["mean_tokens_per_iteration"] for r in points],
+                yerr=[1.96 * r["standard_error"] for r in points],
+                fmt=marker,
+                color=color,
+                ms=3.5,
+                mfc="none",
+                capsize=2,
+            )
+            scores.scatter(
+                np.add(x, Z_OFFSET[process]),
+                [r["z_score"] for r in points],
+                marker=marker,
+                s=14,
+                facecolors="none",
+                edgecolors=color,
+            )
     for process, marker, iterations in PROCESSES:
         curves.plot([], [], marker, color="gray", mfc="none", label=f"{process} ({iterations:,} iterations)")
     curves.set(xlabel="acceptance rate $\\alpha$", ylabel="tokens per iteration", xlim=(0, 0.95))
@@ -57,8 +74,9 @@ def make(out: Path, results: Path) -> list[Path]:
     scores.axhspan(-1.96, 1.96, color="gray", alpha=0.15, label="$\\pm$1.96")
     scores.axhline(0, color="k", linewidth=0.6)
     top = max(3.5, *(abs(r["z_score"]) for r in runs)) * 1.1
-    scores.set(xlabel="acceptance rate $\\alpha$", ylabel="z = (simulated - Eq. 1) / SE", ylim=(-top, top),
-               xlim=(0, 0.95))
+    scores.set(
+        xlabel="acceptance rate $\\alpha$", ylabel="z = (simulated - Eq. 1) / SE", ylim=(-top, top), xlim=(0, 0.95)
+    )
     scores.legend(loc="upper left")
     return save(fig, out, "simulation_vs_theory")
 

@@ -32,20 +32,46 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
     width = 0.8 / len(drafts)
     fig, axes = figure((FULL[0], 3.0))
     for index, draft in enumerate(drafts):
-        places = [(i + (index - (len(drafts) - 1) / 2) * width, cells[(c, draft)])
-                  for i, (c, _) in enumerate(categories) if (c, draft) in cells]
+        places = [
+            (i + (index - (len(drafts) - 1) / 2) * width, cells[(c, draft)])
+            for i, (c, _) in enumerate(categories)
+            if (c, draft) in cells
+        ]
         xs, mine = [x for x, _ in places], [row for _, row in places]
-        axes.bar(xs, [row["speedup"] for row in mine], width, color=f"C{index}", label=draft,
-                 yerr=[[max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in mine],
-                       [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in mine]], error_kw={"linewidth": 0.6})
+        axes.bar(
+            xs,
+            [row["speedup"] for row in mine],
+            width,
+            color=f"C{index}",
+            label=draft,
+            yerr=[
+                [max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in mine],
+                [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in mine],
+            ],
+            error_kw={"linewidth": 0.6},
+        )
         predicted = [(x, row["calibrated_speedup"]) for x, row in places if row["calibrated_speedup"] is not None]
         if predicted:
-            axes.scatter(*zip(*predicted), marker="_", color="black", s=40, linewidths=1.2, zorder=3,
-                         label="cost model (fit)" if index == 0 else None)
+            axes.scatter(
+                *zip(*predicted),
+                marker="_",
+                color="black",
+                s=40,
+                linewidths=1.2,
+                zorder=3,
+                label="cost model (fit)" if index == 0 else None,
+            )
         forecast = [(x, row["forecast_speedup"]) for x, row in places if row.get("forecast_speedup") is not None]
         if forecast:
-            axes.scatter(*zip(*forecast), marker="x", color="black", s=12, linewidths=0.8, zorder=3,
-                         label="forecast" if index == 0 else None)
+            axes.scatter(
+                *zip(*forecast),
+                marker="x",
+                color="black",
+                s=12,
+                linewidths=0.8,
+                zorder=3,
+                label="forecast" if index == 0 else None,
+            )
     axes.axhline(1.0, color="grey", linewidth=0.8)
     axes.set_xticks(range(len(categories)), [label.replace(" ", "\n", 1) for _, label in categories])
     axes.set(ylabel="speedup (T = 0, batch 1)")

@@ -24,21 +24,44 @@ def draw(report: dict, out: Path) -> list[Path]:
     fig, ax = figure()
     series = sorted({(row["temperature"], row["gamma"]) for row in sweep["rows"]})
     for index, (temperature, gamma) in enumerate(series):
-        rows = sorted((row for row in sweep["rows"] if (row["temperature"], row["gamma"]) == (temperature, gamma)),
-                      key=lambda row: row["batch_size"])
+        rows = sorted(
+            (row for row in sweep["rows"] if (row["temperature"], row["gamma"]) == (temperature, gamma)),
+            key=lambda row: row["batch_size"],
+        )
         sizes = [row["batch_size"] for row in rows]
         color, marker = f"C{index}", "o" if temperature == 0 else "s"
-        ax.plot(sizes, [row["calibrated_speedup"] for row in rows], "-", color=color, linewidth=1,
-                label=f"predicted, T = {temperature:g}, $\\gamma$ = {gamma}")
-        ax.vlines(sizes, [row["speedup_spread"][0] for row in rows], [row["speedup_spread"][2] for row in rows],
-                  color=color, linewidth=0.8)  # each repeat's ratio: min to max
-        ax.plot(sizes, [row["speedup"] for row in rows], marker, color=color, ms=3.5, mfc="none",
-                label=f"measured, T = {temperature:g}, $\\gamma$ = {gamma}")
+        ax.plot(
+            sizes,
+            [row["calibrated_speedup"] for row in rows],
+            "-",
+            color=color,
+            linewidth=1,
+            label=f"predicted, T = {temperature:g}, $\\gamma$ = {gamma}",
+        )
+        ax.vlines(
+            sizes,
+            [row["speedup_spread"][0] for row in rows],
+            [row["speedup_spread"][2] for row in rows],
+            color=color,
+            linewidth=0.8,
+        )  # each repeat's ratio: min to max
+        ax.plot(
+            sizes,
+            [row["speedup"] for row in rows],
+            marker,
+            color=color,
+            ms=3.5,
+            mfc="none",
+            label=f"measured, T = {temperature:g}, $\\gamma$ = {gamma}",
+        )
     ax.axhline(1.0, color="k", linewidth=0.6)
     ax.set_xscale("log", base=2)
     ax.set_xticks(sweep["batch_sizes"], [str(size) for size in sweep["batch_sizes"]])
-    ax.set(xlabel="batch size (rows per model call)", ylabel="speedup over autoregressive (x)",
-           title=f"{report['environment']['device_name']}, {report['environment']['dtype']}")
+    ax.set(
+        xlabel="batch size (rows per model call)",
+        ylabel="speedup over autoregressive (x)",
+        title=f"{report['environment']['device_name']}, {report['environment']['dtype']}",
+    )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small")
     return save(fig, out, "speedup_vs_batch")
 

@@ -33,8 +33,12 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
     gammas = np.arange(0, top + 1)
     for color, (temperature, alpha) in zip(("C0", "C1", "C2", "C3"), report["alpha"].items()):
         alpha = min(float(alpha), 1.0)
-        ax.plot(gammas, walltime_improvement(alpha, gammas, c), color=color,
-                label=f"Theorem 3.8, T = {float(temperature):g} ($\\alpha$ = {alpha:.3f})")
+        ax.plot(
+            gammas,
+            walltime_improvement(alpha, gammas, c),
+            color=color,
+            label=f"Theorem 3.8, T = {float(temperature):g} ($\\alpha$ = {alpha:.3f})",
+        )
         best = int(optimal_gamma(alpha, c, gamma_max=top))
         ax.plot(best, walltime_improvement(alpha, best, c), "*", color=color, ms=8)
         rows = [row for row in report["rows"] if row["temperature"] == float(temperature)]
@@ -45,13 +49,26 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
         ax.fill_between(swept, model - band, model + band, color=color, alpha=0.15, linewidth=0)
         measured = np.array([row["speedup"] for row in rows])
         bars = np.abs(np.array([row.get("speedup_interval") or [s, s] for row, s in zip(rows, measured)]).T - measured)
-        ax.errorbar(swept, measured, yerr=bars, fmt="o", color=color, ms=3.5, mfc="none", elinewidth=0.8,
-                    label=f"measured, T = {float(temperature):g}")
+        ax.errorbar(
+            swept,
+            measured,
+            yerr=bars,
+            fmt="o",
+            color=color,
+            ms=3.5,
+            mfc="none",
+            elinewidth=0.8,
+            label=f"measured, T = {float(temperature):g}",
+        )
         if float(temperature) in ahead:
             _forecast(ax, ahead[float(temperature)], color, float(temperature))
     ax.axhline(1.0, color="k", linewidth=0.6)
-    ax.set(xlabel="draft tokens per iteration $\\gamma$", ylabel="speedup over autoregressive (x)",
-           title=f"{report['environment']['device_name']}, batch 1, c = {c:.3f}", xlim=(-0.3, top + 0.3))
+    ax.set(
+        xlabel="draft tokens per iteration $\\gamma$",
+        ylabel="speedup over autoregressive (x)",
+        title=f"{report['environment']['device_name']}, batch 1, c = {c:.3f}",
+        xlim=(-0.3, top + 0.3),
+    )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "speedup_vs_gamma")
 
@@ -61,8 +78,17 @@ def _forecast(ax, speedups: list, color: str, temperature: float) -> None:
     gammas = np.array([row["gamma"] for row in speedups], dtype=float) + 0.18
     values = np.array([row["speedup"] for row in speedups])
     bars = np.abs(np.array([row.get("interval") or [v, v] for row, v in zip(speedups, values)]).T - values)
-    ax.errorbar(gammas, values, yerr=bars, fmt="s", color=color, ms=3.0, elinewidth=0.8, capsize=1.5,
-                label=f"forecast (95% interval), T = {temperature:g}")
+    ax.errorbar(
+        gammas,
+        values,
+        yerr=bars,
+        fmt="s",
+        color=color,
+        ms=3.0,
+        elinewidth=0.8,
+        capsize=1.5,
+        label=f"forecast (95% interval), T = {temperature:g}",
+    )
 
 
 if __name__ == "__main__":

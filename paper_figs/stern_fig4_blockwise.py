@@ -21,8 +21,9 @@ def compute(results: Path, *, progress=None) -> Path:
     """``bench_blockwise`` on 8 held-out prompts of 64 characters, 128 new tokens, median of 3; writes ``RESULT``."""
     from decoders.bench.runs import blockwise_document
 
-    return write_json(Path(results) / RESULT, blockwise_document(progress=None if progress else False),
-                      command=RECOMPUTE_COMMAND)
+    return write_json(
+        Path(results) / RESULT, blockwise_document(progress=None if progress else False), command=RECOMPUTE_COMMAND
+    )
 
 
 def make(out: Path, results: Path) -> list[Path]:
@@ -32,13 +33,23 @@ def make(out: Path, results: Path) -> list[Path]:
         rows = [r for r in document["rows"] if r["criterion"] == criterion and r["top_k"] == top_k]
         if not rows:
             continue
-        ax.plot([r["mean_block_size"] for r in rows], [r["speedup"] for r in rows], marker + "-", ms=4,
-                label=f"ours, {label} (k = {', '.join(str(r['block_size']) for r in rows)})")
+        ax.plot(
+            [r["mean_block_size"] for r in rows],
+            [r["speedup"] for r in rows],
+            marker + "-",
+            ms=4,
+            label=f"ours, {label} (k = {', '.join(str(r['block_size']) for r in rows)})",
+        )
     ax.plot(*zip(*STERN_BLOCKWISE.values()), "x", color="gray", label="Stern et al. (k = 2..10)")
     top = 1.05 * max(5.2, *(r["mean_block_size"] for r in document["rows"]))
     ax.plot([1, top], [1, top], "k:", linewidth=0.8, label="speedup = block size")
-    ax.set(xlabel="mean accepted block size (tokens per model call)", ylabel="wall-clock speedup (x)",
-           xlim=(1, top), ylim=(0.8, top), title=f"{document['environment']['device_name']}, batch 1")
+    ax.set(
+        xlabel="mean accepted block size (tokens per model call)",
+        ylabel="wall-clock speedup (x)",
+        xlim=(1, top),
+        ylim=(0.8, top),
+        title=f"{document['environment']['device_name']}, batch 1",
+    )
     ax.legend(loc="upper left")
     return save(fig, out, "stern_fig4_blockwise")
 

@@ -14,18 +14,39 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from spectheory.outputs import strict_loads, write_atomically, write_text  # noqa: E402
 
-__all__ = ["COLUMN", "FULL", "figure", "save", "markdown_table", "write_table", "read_result", "plt",
-           "RECOMPUTE_COMMAND"]
+__all__ = [
+    "COLUMN",
+    "FULL",
+    "figure",
+    "save",
+    "markdown_table",
+    "write_table",
+    "read_result",
+    "plt",
+    "RECOMPUTE_COMMAND",
+]
 
 RECOMPUTE_COMMAND = "spectheory figs --recompute"  # the provenance of every result a script's compute() writes
 COLUMN = (3.4, 2.6)  # inches: one column of a two-column paper
 FULL = (7.0, 2.8)  # the full text width
 
-plt.rcParams.update({
-    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7, "xtick.labelsize": 7,
-    "ytick.labelsize": 7, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-    "axes.spines.right": False, "savefig.bbox": "tight", "savefig.dpi": 200, "lines.linewidth": 1.3,
-})
+plt.rcParams.update(
+    {
+        "font.size": 8,
+        "axes.titlesize": 8,
+        "axes.labelsize": 8,
+        "legend.fontsize": 7,
+        "xtick.labelsize": 7,
+        "ytick.labelsize": 7,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "savefig.bbox": "tight",
+        "savefig.dpi": 200,
+        "lines.linewidth": 1.3,
+    }
+)
 
 
 def figure(size=COLUMN, ncols: int = 1, **options):
@@ -48,18 +69,25 @@ def save(fig, out: Path, name: str) -> list[Path]:
 
 def markdown_table(header: list, rows: list) -> list[str]:
     """The lines of a Markdown table; cells are strings."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |" for row in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
 
 
-def write_table(out: Path, name: str, header: list, rows: list, *, csv_rows: list | None = None,
-                note: str = "") -> list[Path]:
+def write_table(
+    out: Path, name: str, header: list, rows: list, *, csv_rows: list | None = None, note: str = ""
+) -> list[Path]:
     """Write ``name``.md (a Markdown table of ``rows``, then ``note``) and ``name``.csv (``csv_rows``, default
     ``rows``) into ``out``; cells are strings."""
     out = Path(out)
     table = io.StringIO(newline="")
     csv.writer(table, lineterminator="\n").writerows([header, *(rows if csv_rows is None else csv_rows)])
-    return [write_text(out / f"{name}.md", "\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else "")),
-            write_text(out / f"{name}.csv", table.getvalue())]
+    return [
+        write_text(
+            out / f"{name}.md", "\n".join(markdown_table(header, rows)) + "\n" + (f"\n{note}\n" if note else "")
+        ),
+        write_text(out / f"{name}.csv", table.getvalue()),
+    ]
 
 
 def read_result(results: Path, name: str) -> dict:

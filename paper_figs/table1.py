@@ -13,8 +13,15 @@ CELLS = ((0.6, 2), (0.7, 3), (0.8, 2), (0.8, 5), (0.9, 2), (0.9, 10))
 
 def rows() -> list[dict]:
     """One dict per cell: alpha, gamma, operations and speed, rounded as the paper prints them."""
-    return [{"alpha": alpha, "gamma": gamma, "operations": round(float(operations_factor(alpha, gamma, 0.0)), 2),
-             "speed": round(float(walltime_improvement(alpha, gamma, 0.0)), 2)} for alpha, gamma in CELLS]
+    return [
+        {
+            "alpha": alpha,
+            "gamma": gamma,
+            "operations": round(float(operations_factor(alpha, gamma, 0.0)), 2),
+            "speed": round(float(walltime_improvement(alpha, gamma, 0.0)), 2),
+        }
+        for alpha, gamma in CELLS
+    ]
 
 
 def make(out: Path, results: Path | None = None) -> list[Path]:

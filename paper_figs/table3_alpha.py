@@ -33,8 +33,14 @@ def rows(estimates: list[dict]) -> tuple[list, list, list]:
     markdown, csv = [], []
     for draft in drafts:
         found = [cell.get((draft, t)) for t in temperatures]
-        markdown.append([draft] + [f"{e[f'alpha_{kind}']:.3f} ± {e[f'alpha_{kind}_standard_error']:.3f}" if e else "-"
-                                   for e in found for kind in ("text", "counts")])
+        markdown.append(
+            [draft]
+            + [
+                f"{e[f'alpha_{kind}']:.3f} ± {e[f'alpha_{kind}_standard_error']:.3f}" if e else "-"
+                for e in found
+                for kind in ("text", "counts")
+            ]
+        )
         csv.append([draft] + [f"{e[f'alpha_{kind}']:.4f}" if e else "" for e in found for kind in ("text", "counts")])
     return header, markdown, csv
 
@@ -43,8 +49,10 @@ def make(out: Path, results: Path) -> list[Path]:
     document = read_result(results, RESULT)
     header, markdown, csv = rows(document["estimates"])
     paper = ", ".join(f"{name} {t0:.2f} / {t1:.2f}" for name, (t0, t1) in LEVIATHAN_TABLE_3_GPT.items())
-    note = (f"Leviathan et al. Table 3, GPT-like 97M target (T = 0 / T = 1): {paper}. "
-            f"Ours: `{document.get('command', 'spectheory alpha')}`.")
+    note = (
+        f"Leviathan et al. Table 3, GPT-like 97M target (T = 0 / T = 1): {paper}. "
+        f"Ours: `{document.get('command', 'spectheory alpha')}`."
+    )
     return write_table(out, "table3_alpha", header, markdown, csv_rows=csv, note=note)
 
 

@@ -18,20 +18,25 @@ def compute(results: Path, *, progress=None) -> Path:
     """Measure every shipped draft on 32 held-out windows at every lenience and write ``RESULT``."""
     from decoders.bench.runs import lenience_document
 
-    return write_json(Path(results) / RESULT, lenience_document(progress=None if progress else False),
-                      command=RECOMPUTE_COMMAND)
+    return write_json(
+        Path(results) / RESULT, lenience_document(progress=None if progress else False), command=RECOMPUTE_COMMAND
+    )
 
 
 def make(out: Path, results: Path) -> list[Path]:
     document = read_result(results, RESULT)
     leniences = document["rows"][0]["leniences"]
     header = ["draft"] + [f"l = {lenience:g}" for lenience in leniences]
-    markdown = [[row["draft"]] + [f"{a:.3f} ± {e:.3f}" for a, e in zip(row["alpha"], row["standard_error"])]
-                for row in document["rows"]]
+    markdown = [
+        [row["draft"]] + [f"{a:.3f} ± {e:.3f}" for a, e in zip(row["alpha"], row["standard_error"])]
+        for row in document["rows"]
+    ]
     csv = [[row["draft"]] + [f"{a:.4f}" for a in row["alpha"]] for row in document["rows"]]
     paper = "; ".join(f"{name} " + " / ".join(f"{a:.2f}" for a in values) for name, values in LEVIATHAN_TABLE_5.items())
-    note = (f"T = {document['rows'][0]['temperature']:g}, {document['windows']} held-out windows, +- one standard "
-            f"error over windows. Leviathan et al. Table 5 (T5 EnDe, T = 1, l = 1 / 0.5 / 0.3 / 0.1): {paper}.")
+    note = (
+        f"T = {document['rows'][0]['temperature']:g}, {document['windows']} held-out windows, +- one standard "
+        f"error over windows. Leviathan et al. Table 5 (T5 EnDe, T = 1, l = 1 / 0.5 / 0.3 / 0.1): {paper}."
+    )
     return write_table(out, "table5_lenience", header, markdown, csv_rows=csv, note=note)
 
 

@@ -18,17 +18,31 @@ from spectheory.optimum import best_gamma_row
 from spectheory.outputs import write_json
 
 RESULT = "real_smollm2.json"
-HEADER = ["draft", "task", "T", "alpha (text)", "c", "best gamma", "speedup (min-max)", "cost model gamma",
-          "predicted", "measured there", "Thm 3.8 gamma", "Thm 3.8 predicted", "AR ours/generate",
-          "spec ours/assisted"]
+HEADER = [
+    "draft",
+    "task",
+    "T",
+    "alpha (text)",
+    "c",
+    "best gamma",
+    "speedup (min-max)",
+    "cost model gamma",
+    "predicted",
+    "measured there",
+    "Thm 3.8 gamma",
+    "Thm 3.8 predicted",
+    "AR ours/generate",
+    "spec ours/assisted",
+]
 
 
 def compute(results: Path, *, progress=None) -> Path:
     """``RESULT``: ``decoders.bench.runs.real_model_document`` (about 40 minutes on 2 CPU cores)."""
     from decoders.bench.runs import real_model_document
 
-    return write_json(Path(results) / RESULT, real_model_document(progress=None if progress else False),
-                      command=RECOMPUTE_COMMAND)
+    return write_json(
+        Path(results) / RESULT, real_model_document(progress=None if progress else False), command=RECOMPUTE_COMMAND
+    )
 
 
 def _ratio(row: dict | None, kind: str) -> str:
@@ -55,13 +69,27 @@ def cells(document: dict) -> list[dict]:
             theorem = gamma_table(alpha_counts, bench["c"], bench["c"], 16)
             hf = next((row for row in cell.get("hf", {}).get("rows", []) if row["temperature"] == temperature), None)
             text = alphas[(cell["draft"], temperature)]
-            found.append({"draft": cell["draft"], "task": cell["task"], "temperature": temperature,
-                          "alpha": text["alpha"][0], "alpha_se": text["standard_error"][0], "c": bench["c"],
-                          "best_gamma": best["gamma"], "speedup": best["speedup"], "spread": best["speedup_spread"],
-                          "recommended": recommended, "predicted": profile.speedup(recommended, tokens=tokens),
-                          "measured_there": rows[recommended]["speedup"] if recommended in rows else
-                          (1.0 if recommended == 0 else None),
-                          "theorem_gamma": theorem.optimal_gamma, "theorem_speedup": theorem.speedup, "hf": hf})
+            found.append(
+                {
+                    "draft": cell["draft"],
+                    "task": cell["task"],
+                    "temperature": temperature,
+                    "alpha": text["alpha"][0],
+                    "alpha_se": text["standard_error"][0],
+                    "c": bench["c"],
+                    "best_gamma": best["gamma"],
+                    "speedup": best["speedup"],
+                    "spread": best["speedup_spread"],
+                    "recommended": recommended,
+                    "predicted": profile.speedup(recommended, tokens=tokens),
+                    "measured_there": rows[recommended]["speedup"]
+                    if recommended in rows
+                    else (1.0 if recommended == 0 else None),
+                    "theorem_gamma": theorem.optimal_gamma,
+                    "theorem_speedup": theorem.speedup,
+                    "hf": hf,
+                }
+            )
     return found
 
 
@@ -70,22 +98,54 @@ def make(out: Path, results: Path) -> list[Path]:
     markdown, csv = [], []
     for c in cells(document):
         there = "-" if c["measured_there"] is None else f"{c['measured_there']:.2f}x"
-        markdown.append([c["draft"], c["task"], f"{c['temperature']:g}", f"{c['alpha']:.3f} ± {c['alpha_se']:.3f}",
-                         f"{c['c']:.3f}", str(c["best_gamma"]),
-                         f"{c['speedup']:.2f}x ({c['spread'][0]:.2f}-{c['spread'][2]:.2f})", str(c["recommended"]),
-                         f"{c['predicted']:.2f}x", there, str(c["theorem_gamma"]), f"{c['theorem_speedup']:.2f}x",
-                         _ratio(c["hf"], "ar"), _ratio(c["hf"], "speculative")])
-        csv.append([c["draft"], c["task"], f"{c['temperature']:g}", f"{c['alpha']:.4f}", f"{c['c']:.4f}",
-                    str(c["best_gamma"]), f"{c['speedup']:.4f}", str(c["recommended"]), f"{c['predicted']:.4f}",
-                    "" if c["measured_there"] is None else f"{c['measured_there']:.4f}", str(c["theorem_gamma"]),
-                    f"{c['theorem_speedup']:.4f}", _ratio(c["hf"], "ar"), _ratio(c["hf"], "speculative")])
-    extra = ", ".join(f"{row['draft']} {row['alpha'][0]:.3f} (T = {row['temperature']:g})"
-                      for row in document["alpha_text"] if row["draft"] not in {c["draft"] for c in document["cells"]})
+        markdown.append(
+            [
+                c["draft"],
+                c["task"],
+                f"{c['temperature']:g}",
+                f"{c['alpha']:.3f} ± {c['alpha_se']:.3f}",
+                f"{c['c']:.3f}",
+                str(c["best_gamma"]),
+                f"{c['speedup']:.2f}x ({c['spread'][0]:.2f}-{c['spread'][2]:.2f})",
+                str(c["recommended"]),
+                f"{c['predicted']:.2f}x",
+                there,
+                str(c["theorem_gamma"]),
+                f"{c['theorem_speedup']:.2f}x",
+                _ratio(c["hf"], "ar"),
+                _ratio(c["hf"], "speculative"),
+            ]
+        )
+        csv.append(
+            [
+                c["draft"],
+                c["task"],
+                f"{c['temperature']:g}",
+                f"{c['alpha']:.4f}",
+                f"{c['c']:.4f}",
+                str(c["best_gamma"]),
+                f"{c['speedup']:.4f}",
+                str(c["recommended"]),
+                f"{c['predicted']:.4f}",
+                "" if c["measured_there"] is None else f"{c['measured_there']:.4f}",
+                str(c["theorem_gamma"]),
+                f"{c['theorem_speedup']:.4f}",
+                _ratio(c["hf"], "ar"),
+                _ratio(c["hf"], "speculative"),
+            ]
+        )
+    extra = ", ".join(
+        f"{row['draft']} {row['alpha'][0]:.3f} (T = {row['temperature']:g})"
+        for row in document["alpha_text"]
+        if row["draft"] not in {c["draft"] for c in document["cells"]}
+    )
     env = document["environment"]
-    note = (f"{env['device_name']}, {env['dtype']}, {env['torch_threads']} threads, batch 1, "
-            f"{document['settings']['prompts']} prompts x {document['settings']['max_new_tokens']} tokens, "
-            f"{document['settings']['repeats']} repeats. Alpha along text of other layer-skip depths: {extra}. "
-            f"Ours: `{document.get('command', RECOMPUTE_COMMAND)}`.")
+    note = (
+        f"{env['device_name']}, {env['dtype']}, {env['torch_threads']} threads, batch 1, "
+        f"{document['settings']['prompts']} prompts x {document['settings']['max_new_tokens']} tokens, "
+        f"{document['settings']['repeats']} repeats. Alpha along text of other layer-skip depths: {extra}. "
+        f"Ours: `{document.get('command', RECOMPUTE_COMMAND)}`."
+    )
     return write_table(out, "table_real_model", HEADER, markdown, csv_rows=csv, note=note)
 
 

@@ -29,13 +29,24 @@ def make(out: Path, results: Path) -> list[Path]:
         rows = case["rows"]
         budgets = [row["budget"] for row in rows]
         ax.plot(budgets, [row["optimal"] for row in rows], "-", label="optimal tree")
-        ax.errorbar(budgets, [row["simulated"] for row in rows], yerr=[2 * row["simulated_se"] for row in rows],
-                    fmt="o", markersize=3, label="optimal, simulated")
+        ax.errorbar(
+            budgets,
+            [row["simulated"] for row in rows],
+            yerr=[2 * row["simulated_se"] for row in rows],
+            fmt="o",
+            markersize=3,
+            label="optimal, simulated",
+        )
         ax.plot(budgets, [row["chain"] for row in rows], "--", label="chain")
         for k, marker in (("2", "s-"), ("3", "^-")):
             points = case["kary"][k]
-            ax.plot([p["nodes"] for p in points], [p["expected_tokens"] for p in points], marker, markersize=3,
-                    label=f"full {k}-ary")
+            ax.plot(
+                [p["nodes"] for p in points],
+                [p["expected_tokens"] for p in points],
+                marker,
+                markersize=3,
+                label=f"full {k}-ary",
+            )
         a = ", ".join(f"{x:g}" for x in case["acceptance"])
         ax.set(title=f"{name} draft: a = ({a})", xlabel="node budget", xscale="log")
     axes[0].set_ylabel("expected tokens per call")

@@ -35,13 +35,27 @@ def make(out: Path, results: Path) -> list[Path]:
             budgets = [row["budget"] for row in rows]
             label = f"{document['draft']} {kind}"
             tokens.plot(budgets, [row["predicted_tokens_per_call"] for row in rows], style, color=colour)
-            tokens.plot(budgets, [row["tokens_per_call"] for row in rows], marker, color=colour, markersize=3,
-                        fillstyle="none" if kind == "chain" else "full", label=label)
+            tokens.plot(
+                budgets,
+                [row["tokens_per_call"] for row in rows],
+                marker,
+                color=colour,
+                markersize=3,
+                fillstyle="none" if kind == "chain" else "full",
+                label=label,
+            )
             speed.plot(budgets, [row["calibrated_speedup"] for row in rows], style, color=colour)
             low = [max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in rows]
             high = [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in rows]
-            speed.errorbar(budgets, [row["speedup"] for row in rows], yerr=[low, high], fmt=marker, color=colour,
-                           markersize=3, fillstyle="none" if kind == "chain" else "full")
+            speed.errorbar(
+                budgets,
+                [row["speedup"] for row in rows],
+                yerr=[low, high],
+                fmt=marker,
+                color=colour,
+                markersize=3,
+                fillstyle="none" if kind == "chain" else "full",
+            )
     tokens.set(xlabel="node budget (positions per verify call)", ylabel="tokens per target call", xscale="log")
     speed.set(xlabel="node budget (positions per verify call)", ylabel="speedup over autoregressive", xscale="log")
     speed.axhline(1.0, color="grey", linewidth=0.8)

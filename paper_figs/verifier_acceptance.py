@@ -12,9 +12,14 @@ from paper_figs.tree_expected_tokens import RESULT, compute  # one result file f
 
 __all__ = ["RESULT", "compute", "make"]
 
-LABELS = {"rrs": "RRS, i.i.d.", "rrs-without-replacement": "RRS without replacement", "kseq": "SpecTr K-SEQ",
-          "target-only": "top-k, target-only", "optimal-iid": "i.i.d. optimum $\\alpha^*$",
-          "spectr-bound": "SpecTr bound"}
+LABELS = {
+    "rrs": "RRS, i.i.d.",
+    "rrs-without-replacement": "RRS without replacement",
+    "kseq": "SpecTr K-SEQ",
+    "target-only": "top-k, target-only",
+    "optimal-iid": "i.i.d. optimum $\\alpha^*$",
+    "spectr-bound": "SpecTr bound",
+}
 
 
 def make(out: Path, results: Path) -> list[Path]:

@@ -59,19 +59,27 @@ class Moments:
         return cls(len(x), float(x.sum()), float(y.sum()), float(x @ x), float(y @ y), float(x @ y))
 
     def __add__(self, other: "Moments") -> "Moments":
-        return Moments(self.units + other.units, self.x + other.x, self.y + other.y,
-                       self.xx + other.xx, self.yy + other.yy, self.xy + other.xy)
+        return Moments(
+            self.units + other.units,
+            self.x + other.x,
+            self.y + other.y,
+            self.xx + other.xx,
+            self.yy + other.yy,
+            self.xy + other.xy,
+        )
 
     def ratio(self) -> Estimate:
         """sum x / sum y with its delta-method standard error (the mean of x when y = 1)."""
         if self.units < 2 or self.y == 0:
-            raise ValueError(f"a ratio estimate needs at least 2 units and a non-zero denominator, "
-                             f"got {self.units} units and sum y = {self.y!r}")
+            raise ValueError(
+                f"a ratio estimate needs at least 2 units and a non-zero denominator, "
+                f"got {self.units} units and sum y = {self.y!r}"
+            )
         n = self.units
         ratio = self.x / self.y
         mean_y = self.y / n
         # Sample variance of the residuals x_i - R y_i, from the pooled sums.
-        residual_squares = self.xx - 2 * ratio * self.xy + ratio ** 2 * self.yy
+        residual_squares = self.xx - 2 * ratio * self.xy + ratio**2 * self.yy
         variance = max(residual_squares, 0.0) / (n - 1)
         return Estimate(ratio, float(np.sqrt(variance / n) / abs(mean_y)), n)
 
@@ -89,7 +97,7 @@ def ratio_estimate(numerators, denominators) -> Estimate:
 def as_generator(rng) -> np.random.Generator:
     """The explicit ``numpy.random.Generator`` every simulator draws from (seeds live at the edge)."""
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
-                         f"got {type(rng).__name__}")
+        raise ValueError(
+            f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}"
+        )
     return rng
-

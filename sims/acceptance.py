@@ -92,8 +92,15 @@ def simulate_positional(rng: np.random.Generator, acceptance, iterations: int) -
     return AcceptanceRun(len(acceptance), leading_true_count(draws))
 
 
-def simulate_markov(rng: np.random.Generator, chain: MarkovAcceptance, gamma: int, *, streams: int = 2000,
-                    iterations_per_stream: int = 200, burn_in_iterations: int = 20) -> MarkovRun:
+def simulate_markov(
+    rng: np.random.Generator,
+    chain: MarkovAcceptance,
+    gamma: int,
+    *,
+    streams: int = 2000,
+    iterations_per_stream: int = 200,
+    burn_in_iterations: int = 20,
+) -> MarkovRun:
     """Speculative iterations along token streams whose regime follows ``chain`` (docs/theory.md §4).
 
     Every emitted token occupies one position of the stream, and the regime moves one step of the chain

@@ -49,8 +49,15 @@ def _validated(accuracies, correlation: float) -> tuple[np.ndarray, float]:
     return accuracies, float(as_real("correlation", correlation, low=0.0, high=1.0))
 
 
-def simulate_blockwise(rng: np.random.Generator, accuracies, *, correlation: float = 0.0, min_block_size: int = 1,
-                       decodes: int = 1000, blocks: int = 100) -> BlockwiseRun:
+def simulate_blockwise(
+    rng: np.random.Generator,
+    accuracies,
+    *,
+    correlation: float = 0.0,
+    min_block_size: int = 1,
+    decodes: int = 1000,
+    blocks: int = 100,
+) -> BlockwiseRun:
     """``decodes`` decodes of ``blocks`` blocks with heads of marginal ``accuracies: [k - 1]`` (heads 2..k)."""
     rng = as_generator(rng)
     accuracies, correlation = _validated(accuracies, correlation)
@@ -61,7 +68,7 @@ def simulate_blockwise(rng: np.random.Generator, accuracies, *, correlation: flo
     own = rng.standard_normal(shape + (len(accuracies),))  # [S, B, k - 1], E_i
     latent = np.sqrt(correlation) * shared + np.sqrt(1 - correlation) * own
     right = latent < stats.norm.ppf(accuracies)  # [S, B, k - 1]
-    return BlockwiseRun(heads, min_block_size + leading_true_count(right[..., min_block_size - 1:]))
+    return BlockwiseRun(heads, min_block_size + leading_true_count(right[..., min_block_size - 1 :]))
 
 
 def conditional_accuracies(accuracies, correlation: float) -> np.ndarray:
@@ -75,8 +82,11 @@ def conditional_accuracies(accuracies, correlation: float) -> np.ndarray:
     all_right = [1.0]
     for i in range(1, len(accuracies) + 1):
         covariance = np.full((i, i), correlation) + (1 - correlation) * np.eye(i)
-        all_right.append(float(stats.multivariate_normal(np.zeros(i), covariance).cdf(thresholds[:i]))
-                         if i > 1 else float(accuracies[0]))
+        all_right.append(
+            float(stats.multivariate_normal(np.zeros(i), covariance).cdf(thresholds[:i]))
+            if i > 1
+            else float(accuracies[0])
+        )
     all_right = np.array(all_right)
     ratio = np.divide(all_right[1:], all_right[:-1], out=np.zeros(len(accuracies)), where=all_right[:-1] > 0)
     return np.clip(ratio, 0.0, 1.0)  # the CDF's integration error can push a ratio just past 1

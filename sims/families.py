@@ -16,8 +16,15 @@ from sims._stats import as_generator
 from spectheory.validation import as_distribution, as_distribution_pair, as_positive_int, as_probability, as_real
 from spectheory.acceptance import acceptance_probability, expected_acceptance, total_variation
 
-__all__ = ["FAMILIES", "Contexts", "dirichlet_pairs", "zipf_pairs", "mix_to_acceptance", "contexts_with_alpha",
-           "family_contexts"]
+__all__ = [
+    "FAMILIES",
+    "Contexts",
+    "dirichlet_pairs",
+    "zipf_pairs",
+    "mix_to_acceptance",
+    "contexts_with_alpha",
+    "family_contexts",
+]
 
 #: The families ``family_contexts`` (and ``spectheory simulate --family``) can build.
 FAMILIES = ("dirichlet", "zipf", "mixture")
@@ -41,8 +48,9 @@ class Contexts:
         p, q = as_distribution_pair(self.p, self.q)
         weights = as_distribution("weights", self.weights)
         if p.ndim != 2 or weights.shape != p.shape[:1]:
-            raise ValueError(f"p and q must have shape (K, V) and weights shape (K,), got {p.shape} and "
-                             f"{weights.shape}")
+            raise ValueError(
+                f"p and q must have shape (K, V) and weights shape (K,), got {p.shape} and {weights.shape}"
+            )
         for name, value in (("p", p), ("q", q), ("weights", weights)):
             object.__setattr__(self, name, value)
 
@@ -64,8 +72,9 @@ class Contexts:
         return expected_acceptance(self.p, self.q, weights=self.weights, lenience=lenience)
 
 
-def dirichlet_pairs(rng: np.random.Generator, vocabulary: int, count: int, *, concentration: float = 1.0,
-                    agreement: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
+def dirichlet_pairs(
+    rng: np.random.Generator, vocabulary: int, count: int, *, concentration: float = 1.0, agreement: float = 10.0
+) -> tuple[np.ndarray, np.ndarray]:
     """``count`` pairs ``p, q: [count, V]``: p ~ Dirichlet(concentration), q ~ Dirichlet(agreement V p).
 
     ``agreement`` is the draft's concentration around the target: large values give q close to p (alpha
@@ -80,8 +89,15 @@ def dirichlet_pairs(rng: np.random.Generator, vocabulary: int, count: int, *, co
     return _renormalised(p), _renormalised(q)
 
 
-def zipf_pairs(rng: np.random.Generator, vocabulary: int, count: int, *, exponent: float = 1.1,
-               draft_temperature: float = 1.0, perturbation: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def zipf_pairs(
+    rng: np.random.Generator,
+    vocabulary: int,
+    count: int,
+    *,
+    exponent: float = 1.1,
+    draft_temperature: float = 1.0,
+    perturbation: float = 0.5,
+) -> tuple[np.ndarray, np.ndarray]:
     """Zipf-shaped pairs ``[count, V]``: p(x) proportional to rank(x)^-exponent under a random ranking.
 
     The draft is p at ``draft_temperature`` with Gaussian noise of standard deviation ``perturbation``
@@ -111,15 +127,24 @@ def mix_to_acceptance(p, r, beta) -> np.ndarray:
     unreachable = beta < floor - 1e-12
     if np.any(unreachable):
         index = tuple(int(i) for i in np.argwhere(unreachable)[0])
-        raise ValueError(f"beta must be at least 1 - TV(p, r) = {floor[index]:.6g} for this pair, got "
-                         f"{beta[index]:.6g}" + (f" at index {index}" if index else ""))
+        raise ValueError(
+            f"beta must be at least 1 - TV(p, r) = {floor[index]:.6g} for this pair, got "
+            f"{beta[index]:.6g}" + (f" at index {index}" if index else "")
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.where(distance > 0, (1 - beta) / distance, 0.0)[..., None]  # [..., 1]
     return _renormalised((1 - lam) * p + lam * r)
 
 
-def contexts_with_alpha(rng: np.random.Generator, vocabulary: int, count: int, alpha: float, *,
-                        spread: float = 0.5, concentration: float = 1.0) -> Contexts:
+def contexts_with_alpha(
+    rng: np.random.Generator,
+    vocabulary: int,
+    count: int,
+    alpha: float,
+    *,
+    spread: float = 0.5,
+    concentration: float = 1.0,
+) -> Contexts:
     """``count`` equally likely contexts whose betas vary around mean ``alpha`` exactly.
 
     Targets p ~ Dirichlet(concentration); per-context betas b_k drawn from a Beta law with mean alpha
@@ -185,7 +210,7 @@ def _betas_with_mean(rng: np.random.Generator, alpha: float, spread: float, floo
     if spread == 0 or alpha in (0.0, 1.0):
         betas = np.full(count, alpha)
     else:
-        total = 1 / spread ** 2 - 1  # a + b: var = alpha (1 - alpha) / (a + b + 1)
+        total = 1 / spread**2 - 1  # a + b: var = alpha (1 - alpha) / (a + b + 1)
         betas = rng.beta(max(alpha * total, 1e-3), max((1 - alpha) * total, 1e-3), size=count)
     low, high = -1.0, 1.0  # the shift s with mean(clip(betas + s, floors, 1)) = alpha, by bisection
     for _ in range(_BISECTION_STEPS):

@@ -26,9 +26,24 @@ from spectheory.optimum import best_choice
 from spectheory.metrics import HEURISTIC_START
 from spectheory.speedup import oracle_gain
 
-__all__ = ["PositionDraws", "PolicyRun", "draw_positions", "fixed_gamma", "oracle", "confidence_threshold",
-           "rejection_threshold", "heuristic", "PolicyComparison", "compare_policies", "GainGrid",
-           "policy_gain_grid", "policy_gain_document", "HEURISTIC_START", "DEFAULT_THRESHOLDS", "POLICY_NAMES"]
+__all__ = [
+    "PositionDraws",
+    "PolicyRun",
+    "draw_positions",
+    "fixed_gamma",
+    "oracle",
+    "confidence_threshold",
+    "rejection_threshold",
+    "heuristic",
+    "PolicyComparison",
+    "compare_policies",
+    "GainGrid",
+    "policy_gain_grid",
+    "policy_gain_document",
+    "HEURISTIC_START",
+    "DEFAULT_THRESHOLDS",
+    "POLICY_NAMES",
+]
 
 
 #: Uncounted iterations before the heuristic is measured: it moves from 20 by +2 or -1 per iteration and settles
@@ -93,8 +108,7 @@ def draw_positions(rng: np.random.Generator, contexts: Contexts, iterations: int
     context, token = np.divmod(outcome, contexts.vocabulary)
     confidence = contexts.q[context, token]
     accept_probability = np.minimum(1.0, contexts.p[context, token] / confidence)
-    return PositionDraws(rng.random(outcome.shape) < accept_probability, confidence,
-                         1 - contexts.beta()[context])
+    return PositionDraws(rng.random(outcome.shape) < accept_probability, confidence, 1 - contexts.beta()[context])
 
 
 def _run(draws: PositionDraws, drafts: np.ndarray) -> PolicyRun:
@@ -147,8 +161,16 @@ def rejection_threshold(draws: PositionDraws, threshold: float, cap: int | None 
     return _run(draws, np.minimum(_risky_run(_cumulative_risk(draws), threshold), _cap(draws, cap)))
 
 
-def heuristic(rng: np.random.Generator, contexts: Contexts, streams: int, iterations: int, max_gamma: int, *,
-              start: int = HEURISTIC_START, burn_in: int = 0) -> PolicyRun:
+def heuristic(
+    rng: np.random.Generator,
+    contexts: Contexts,
+    streams: int,
+    iterations: int,
+    max_gamma: int,
+    *,
+    start: int = HEURISTIC_START,
+    burn_in: int = 0,
+) -> PolicyRun:
     """Hugging Face's schedule: draft d tokens, then d + 2 if all were accepted, else max(1, d - 1).
 
     Each of ``streams`` streams runs ``burn_in`` uncounted iterations (the schedule climbing from
@@ -165,8 +187,7 @@ def heuristic(rng: np.random.Generator, contexts: Contexts, streams: int, iterat
         draws = draw_positions(rng, contexts, streams, int(current.max()))
         drafts[:, i] = current
         accepted[:, i] = np.minimum(draws.acceptable_run, current)
-        current = np.where(accepted[:, i] == current, np.minimum(current + 2, max_gamma),
-                           np.maximum(current - 1, 1))
+        current = np.where(accepted[:, i] == current, np.minimum(current + 2, max_gamma), np.maximum(current - 1, 1))
     return PolicyRun(drafts[:, burn_in:], accepted[:, burn_in:])
 
 
@@ -195,9 +216,15 @@ class PolicyComparison:
 
     def as_dict(self) -> dict:
         estimates = {name: getattr(self, name).as_dict() for name in ("best_fixed",) + POLICY_NAMES}
-        return dict(estimates, c=self.c, alpha=self.alpha, best_fixed_gamma=self.best_fixed_gamma,
-                    confidence_setting=list(self.confidence_setting),
-                    rejection_setting=list(self.rejection_setting), gains=self.gains())
+        return dict(
+            estimates,
+            c=self.c,
+            alpha=self.alpha,
+            best_fixed_gamma=self.best_fixed_gamma,
+            confidence_setting=list(self.confidence_setting),
+            rejection_setting=list(self.rejection_setting),
+            gains=self.gains(),
+        )
 
 
 #: The dynamic policies a comparison reports, besides the best fixed gamma.
@@ -220,9 +247,16 @@ def _default_max_gamma(alpha: float) -> int:
     return int(np.clip(np.ceil(np.log(1e-4) / np.log(max(alpha, 1e-12))), 8, 1024))
 
 
-def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterations: int = 20000,
-                     max_gamma: int | None = None, streams: int = 100,
-                     thresholds=DEFAULT_THRESHOLDS) -> list[PolicyComparison]:
+def compare_policies(
+    rng: np.random.Generator,
+    contexts: Contexts,
+    cs,
+    *,
+    iterations: int = 20000,
+    max_gamma: int | None = None,
+    streams: int = 100,
+    thresholds=DEFAULT_THRESHOLDS,
+) -> list[PolicyComparison]:
     """Every policy on the same draws, for each cost ratio in ``cs``, knobs tuned per c.
 
     ``max_gamma`` defaults to ``_default_max_gamma(alpha)``; at most ``MAX_POSITIONS`` positions are
@@ -235,8 +269,15 @@ def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterat
     iterations = max(2, min(as_positive_int("iterations", iterations), MAX_POSITIONS // max_gamma))
     draws = draw_positions(rng, contexts, iterations, max_gamma)
     fixed = {g: fixed_gamma(draws, g) for g in range(1, max_gamma + 1)}
-    scheduled = heuristic(rng, contexts, streams, max(100, iterations // streams), max_gamma,
-                          start=min(HEURISTIC_START, max_gamma), burn_in=HEURISTIC_BURN_IN)
+    scheduled = heuristic(
+        rng,
+        contexts,
+        streams,
+        max(100, iterations // streams),
+        max_gamma,
+        start=min(HEURISTIC_START, max_gamma),
+        burn_in=HEURISTIC_BURN_IN,
+    )
     optimal = oracle(draws)
     cumulative_risk = _cumulative_risk(draws)
     confident = {h: _confident_run(draws, h) for h in thresholds}  # drafts before the cap, per threshold
@@ -245,11 +286,22 @@ def compare_policies(rng: np.random.Generator, contexts: Contexts, cs, *, iterat
     for c in np.atleast_1d(as_cost("cs", cs)):
         gamma, best_fixed = _best(fixed, c)
         caps = sorted({gamma, max_gamma})
-        confidence = _best({(h, cap): _run(draws, np.minimum(run, cap)) for h, run in confident.items()
-                            for cap in caps}, c)
+        confidence = _best(
+            {(h, cap): _run(draws, np.minimum(run, cap)) for h, run in confident.items() for cap in caps}, c
+        )
         rejection = _best({(h, cap): _run(draws, np.minimum(run, cap)) for h, run in risky.items() for cap in caps}, c)
-        comparisons.append(PolicyComparison(float(c), alpha, int(gamma), best_fixed, optimal.speedup(c),
-                                            *confidence, *rejection, scheduled.speedup(c)))
+        comparisons.append(
+            PolicyComparison(
+                float(c),
+                alpha,
+                int(gamma),
+                best_fixed,
+                optimal.speedup(c),
+                *confidence,
+                *rejection,
+                scheduled.speedup(c),
+            )
+        )
     return comparisons
 
 
@@ -274,9 +326,18 @@ class GainGrid:
         return dict(arrays, comparisons=[[one.as_dict() for one in row] for row in self.comparisons])
 
 
-def policy_gain_grid(rng: np.random.Generator, alphas, cs, *, vocabulary: int = 32, contexts: int = 64,
-                     spread: float = 0.5, concentration: float = 0.3, iterations: int = 20000,
-                     progress=None) -> GainGrid:
+def policy_gain_grid(
+    rng: np.random.Generator,
+    alphas,
+    cs,
+    *,
+    vocabulary: int = 32,
+    contexts: int = 64,
+    spread: float = 0.5,
+    concentration: float = 0.3,
+    iterations: int = 20000,
+    progress=None,
+) -> GainGrid:
     """``compare_policies`` over a grid of alpha (one ``contexts_with_alpha`` family each) and c.
 
     ``progress``: an optional callable wrapping the alpha loop (e.g. ``tqdm``).
@@ -284,15 +345,23 @@ def policy_gain_grid(rng: np.random.Generator, alphas, cs, *, vocabulary: int = 
     alphas = np.atleast_1d(as_probability("alphas", alphas))
     cs = np.atleast_1d(as_cost("cs", cs))
     loop = progress(alphas) if progress else alphas
-    rows = [compare_policies(rng, contexts_with_alpha(rng, vocabulary, contexts, alpha, spread=spread,
-                                                      concentration=concentration), cs, iterations=iterations)
-            for alpha in loop]
-    gains = {name: np.array([[row.gains()[name] for row in comparisons] for comparisons in rows])
-             for name in POLICY_NAMES}
+    rows = [
+        compare_policies(
+            rng,
+            contexts_with_alpha(rng, vocabulary, contexts, alpha, spread=spread, concentration=concentration),
+            cs,
+            iterations=iterations,
+        )
+        for alpha in loop
+    ]
+    gains = {
+        name: np.array([[row.gains()[name] for row in comparisons] for comparisons in rows]) for name in POLICY_NAMES
+    }
     realised = np.array([comparisons[0].alpha for comparisons in rows])
     theory = oracle_gain(realised[:, None], cs[None, :], gamma_max=1024)
-    return GainGrid(alphas, cs, gains["oracle"], gains["confidence"], gains["rejection"], gains["heuristic"],
-                    theory, rows)
+    return GainGrid(
+        alphas, cs, gains["oracle"], gains["confidence"], gains["rejection"], gains["heuristic"], theory, rows
+    )
 
 
 def _claim_summary(grid: GainGrid) -> dict:
@@ -311,5 +380,10 @@ def policy_gain_document(*, seed: int = 0, iterations: int = 20000, progress=Non
     alphas = np.round(np.linspace(0.5, 0.99, 15), 3)
     cs = np.round(np.linspace(0.0, 0.1, 11), 3)
     grid = policy_gain_grid(np.random.default_rng(seed), alphas, cs, iterations=iterations, progress=progress)
-    return {"seed": seed, "iterations": iterations, "family": "contexts_with_alpha(V=32, K=64, spread=0.5, "
-            "concentration=0.3)", "peaks": _claim_summary(grid), **grid.as_dict()}
+    return {
+        "seed": seed,
+        "iterations": iterations,
+        "family": "contexts_with_alpha(V=32, K=64, spread=0.5, concentration=0.3)",
+        "peaks": _claim_summary(grid),
+        **grid.as_dict(),
+    }

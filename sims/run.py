@@ -38,11 +38,19 @@ MARKOV_STREAM = 200
 #: Upper bounds, checked before any work: a chunk holds CHUNK x gamma draws (at most 512 MB at gamma 1024),
 #: a token-level context V probabilities, and 10^9 iterations take a minute (iid, gamma 4: 10^7 in 0.5 s) to an
 #: hour (token-level: 10^5 in 0.3 s) on 2 CPU cores.
-MAX_GAMMA, MAX_VOCABULARY, MAX_CONTEXTS, MAX_ITERATIONS = 1024, 10_000, 10_000, 10 ** 9
+MAX_GAMMA, MAX_VOCABULARY, MAX_CONTEXTS, MAX_ITERATIONS = 1024, 10_000, 10_000, 10**9
 #: The settings that only one kind of process reads, with the processes that read them.
-PROCESS_SETTINGS = {"alpha": ("iid", "token-level"), "acceptance": ("positional",), "regime_acceptance": ("markov",),
-                    "transition": ("markov",), "family": ("token-level",), "vocabulary": ("token-level",),
-                    "contexts": ("token-level",), "lenience": ("token-level",), "verifier": ("token-level",)}
+PROCESS_SETTINGS = {
+    "alpha": ("iid", "token-level"),
+    "acceptance": ("positional",),
+    "regime_acceptance": ("markov",),
+    "transition": ("markov",),
+    "family": ("token-level",),
+    "vocabulary": ("token-level",),
+    "contexts": ("token-level",),
+    "lenience": ("token-level",),
+    "verifier": ("token-level",),
+}
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,10 @@ class SimulationSpec:
         defaults = {f.name: f.default for f in fields(self)}
         for name, processes in PROCESS_SETTINGS.items():
             if self.process not in processes and getattr(self, name) != defaults[name]:
-                raise ValueError(f"{name} applies to the {' and '.join(processes)} process only, got "
-                                 f"{name} = {getattr(self, name)!r} with process {self.process!r}")
+                raise ValueError(
+                    f"{name} applies to the {' and '.join(processes)} process only, got "
+                    f"{name} = {getattr(self, name)!r} with process {self.process!r}"
+                )
         needs = {"iid": "alpha", "token-level": "alpha", "positional": "acceptance", "markov": "regime_acceptance"}
         if getattr(self, needs[self.process]) is None:
             raise ValueError(f"process {self.process!r} needs {needs[self.process]}")
@@ -93,9 +103,11 @@ class SimulationSpec:
     def chain(self) -> MarkovAcceptance:
         """The Markov chain of a markov spec (``transition`` is row-major, K x K)."""
         regimes = len(self.regime_acceptance)
-        if self.transition is None or len(self.transition) != regimes ** 2:
-            raise ValueError(f"transition must have K^2 = {regimes ** 2} entries (row-major), got "
-                             f"{None if self.transition is None else len(self.transition)}")
+        if self.transition is None or len(self.transition) != regimes**2:
+            raise ValueError(
+                f"transition must have K^2 = {regimes**2} entries (row-major), got "
+                f"{None if self.transition is None else len(self.transition)}"
+            )
         return MarkovAcceptance(np.reshape(self.transition, (regimes, regimes)), np.asarray(self.regime_acceptance))
 
 
@@ -124,8 +136,14 @@ class SimulationSummary:
 
     def as_dict(self) -> dict:
         document = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
-        document.update(process=self.spec.process, gamma=self.spec.gamma, c=self.spec.c,
-                        iterations=self.spec.iterations, z_score=self.z_score, **self.extra)
+        document.update(
+            process=self.spec.process,
+            gamma=self.spec.gamma,
+            c=self.spec.c,
+            iterations=self.spec.iterations,
+            z_score=self.z_score,
+            **self.extra,
+        )
         document["spec"] = {key: value for key, value in asdict(self.spec).items() if value is not None}
         return document
 
@@ -136,8 +154,9 @@ def _chunks(total: int, size: int, progress) -> list[int]:
     return progress(sizes) if progress else sizes
 
 
-def run_simulation(rng: np.random.Generator, spec: SimulationSpec, *, seed: int | None = None,
-                   progress=None) -> SimulationSummary:
+def run_simulation(
+    rng: np.random.Generator, spec: SimulationSpec, *, seed: int | None = None, progress=None
+) -> SimulationSummary:
     """Simulate ``spec`` and set it beside its closed form; ``progress`` wraps the chunk loop (e.g. tqdm).
 
     For markov, ``iterations`` is split over streams of ``MARKOV_STREAM`` counted iterations (at least 2).
@@ -166,21 +185,40 @@ def run_simulation(rng: np.random.Generator, spec: SimulationSpec, *, seed: int 
             histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
             accepted += run.acceptance_moments()
             beta += run.beta_moments()
-        extra.update(alpha_from_acceptances=accepted.ratio().mean, alpha_from_beta=beta.ratio().mean,
-                     draft_calls=spec.iterations * spec.gamma, target_calls=spec.iterations)
+        extra.update(
+            alpha_from_acceptances=accepted.ratio().mean,
+            alpha_from_beta=beta.ratio().mean,
+            draft_calls=spec.iterations * spec.gamma,
+            target_calls=spec.iterations,
+        )
     else:
-        rates = np.full(spec.gamma, spec.alpha) if spec.process == "iid" else as_probability(
-            "acceptance", spec.acceptance)
+        rates = (
+            np.full(spec.gamma, spec.alpha) if spec.process == "iid" else as_probability("acceptance", spec.acceptance)
+        )
         alpha = float(np.mean(rates)) if len(rates) else 1.0
         theory = float(expected_tokens_positional(rates)) if len(rates) else 1.0
         theory_law = accepted_count_distribution(rates).tolist() if len(rates) else [1.0]
         for size in _chunks(spec.iterations, CHUNK, progress):
-            run = simulate_iid(rng, spec.alpha, spec.gamma, size) if spec.process == "iid" else \
-                simulate_positional(rng, rates, size)
+            run = (
+                simulate_iid(rng, spec.alpha, spec.gamma, size)
+                if spec.process == "iid"
+                else simulate_positional(rng, rates, size)
+            )
             tokens += Moments.of(run.accepted + 1)
             histogram += np.bincount(run.accepted, minlength=spec.gamma + 1)
     estimate = tokens.ratio()
     cost = spec.gamma * spec.c + 1  # target calls per iteration
-    return SimulationSummary(spec, seed, float(alpha), estimate.mean, estimate.standard_error, float(theory),
-                             estimate.mean / cost, estimate.standard_error / cost, float(theory) / cost,
-                             (histogram / histogram.sum()).tolist(), theory_law, extra)
+    return SimulationSummary(
+        spec,
+        seed,
+        float(alpha),
+        estimate.mean,
+        estimate.standard_error,
+        float(theory),
+        estimate.mean / cost,
+        estimate.standard_error / cost,
+        float(theory) / cost,
+        (histogram / histogram.sum()).tolist(),
+        theory_law,
+        extra,
+    )

@@ -23,8 +23,9 @@ from spectheory.validation import as_positive_int
 __all__ = ["loop_token_level", "loop_iid", "main"]
 
 
-def loop_token_level(rng: np.random.Generator, p: np.ndarray, q: np.ndarray, weights: np.ndarray, gamma: int,
-                     iterations: int) -> np.ndarray:
+def loop_token_level(
+    rng: np.random.Generator, p: np.ndarray, q: np.ndarray, weights: np.ndarray, gamma: int, iterations: int
+) -> np.ndarray:
     """Algorithm 1 one iteration and one draw at a time: accepted draft tokens per iteration.  # [N]"""
     vocabulary = p.shape[1]
     accepted = np.empty(iterations, dtype=np.int64)
@@ -62,29 +63,64 @@ def _case(name: str, draft_tokens_vectorised: int, vectorised, draft_tokens_loop
     loop_timing = time_repeats(loop, repeats=repeats, warmup=1)
     vectorised_rate = draft_tokens_vectorised / vectorised_timing.median
     loop_rate = draft_tokens_loop / loop_timing.median
-    return {"case": name, "vectorised_draft_tokens_per_second": vectorised_rate,
-            "loop_draft_tokens_per_second": loop_rate, "speedup": vectorised_rate / loop_rate,
-            "vectorised_draft_tokens": draft_tokens_vectorised, "loop_draft_tokens": draft_tokens_loop,
-            "vectorised_timing": vectorised_timing.as_dict(), "loop_timing": loop_timing.as_dict()}
+    return {
+        "case": name,
+        "vectorised_draft_tokens_per_second": vectorised_rate,
+        "loop_draft_tokens_per_second": loop_rate,
+        "speedup": vectorised_rate / loop_rate,
+        "vectorised_draft_tokens": draft_tokens_vectorised,
+        "loop_draft_tokens": draft_tokens_loop,
+        "vectorised_timing": vectorised_timing.as_dict(),
+        "loop_timing": loop_timing.as_dict(),
+    }
 
 
-def run_benchmark(*, vocabulary: int = 1000, contexts: int = 64, gamma: int = 4, alpha: float = 0.8,
-                  iterations: int = 200_000, loop_iterations: int = 2_000, repeats: int = 5, seed: int = 0) -> dict:
+def run_benchmark(
+    *,
+    vocabulary: int = 1000,
+    contexts: int = 64,
+    gamma: int = 4,
+    alpha: float = 0.8,
+    iterations: int = 200_000,
+    loop_iterations: int = 2_000,
+    repeats: int = 5,
+    seed: int = 0,
+) -> dict:
     """Both cases; returns the JSON document."""
     rng = np.random.default_rng(seed)
     table = contexts_with_alpha(rng, vocabulary, contexts, alpha)
     cases = [
-        _case("token-level", iterations * gamma, lambda: simulate_speculative(rng, table, gamma, iterations),
-              loop_iterations * gamma,
-              lambda: loop_token_level(rng, table.p, table.q, table.weights, gamma, loop_iterations), repeats),
-        _case("iid acceptance", 10 * iterations * gamma, lambda: simulate_iid(rng, alpha, gamma, 10 * iterations),
-              10 * loop_iterations * gamma, lambda: loop_iid(rng, alpha, gamma, 10 * loop_iterations), repeats),
+        _case(
+            "token-level",
+            iterations * gamma,
+            lambda: simulate_speculative(rng, table, gamma, iterations),
+            loop_iterations * gamma,
+            lambda: loop_token_level(rng, table.p, table.q, table.weights, gamma, loop_iterations),
+            repeats,
+        ),
+        _case(
+            "iid acceptance",
+            10 * iterations * gamma,
+            lambda: simulate_iid(rng, alpha, gamma, 10 * iterations),
+            10 * loop_iterations * gamma,
+            lambda: loop_iid(rng, alpha, gamma, 10 * loop_iterations),
+            repeats,
+        ),
     ]
     return {
-        "benchmark": "sims.throughput", "cases": cases,
-        "settings": {"vocabulary": vocabulary, "contexts": contexts, "gamma": gamma, "alpha": table.alpha(),
-                     "iterations": iterations, "loop_iterations": loop_iterations, "repeats": repeats, "seed": seed,
-                     "timing": "median of repeats after one warm-up, time.perf_counter"},
+        "benchmark": "sims.throughput",
+        "cases": cases,
+        "settings": {
+            "vocabulary": vocabulary,
+            "contexts": contexts,
+            "gamma": gamma,
+            "alpha": table.alpha(),
+            "iterations": iterations,
+            "loop_iterations": loop_iterations,
+            "repeats": repeats,
+            "seed": seed,
+            "timing": "median of repeats after one warm-up, time.perf_counter",
+        },
     }
 
 
@@ -97,8 +133,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     document = run_benchmark(repeats=as_positive_int("repeats", args.repeats), seed=args.seed)
     for case in document["cases"]:
-        print(f"{case['case']:>15}: vectorised {case['vectorised_draft_tokens_per_second']:.3g} draft tokens/s, "
-              f"loop {case['loop_draft_tokens_per_second']:.3g} draft tokens/s, {case['speedup']:.0f}x")
+        print(
+            f"{case['case']:>15}: vectorised {case['vectorised_draft_tokens_per_second']:.3g} draft tokens/s, "
+            f"loop {case['loop_draft_tokens_per_second']:.3g} draft tokens/s, {case['speedup']:.0f}x"
+        )
     if args.out:
         write_json(args.out, document, command="python -m sims.throughput " + " ".join(argv or sys.argv[1:]))
     return 0

@@ -21,7 +21,13 @@ from sims._stats import Estimate, ratio_estimate
 from spectheory.costs import CostProfile
 from spectheory.validation import as_cost, as_count, as_positive_int
 
-__all__ = ["Timeline", "speculative_timeline", "autoregressive_timeline", "walltime_speedup", "calibrated_walltime_speedup"]
+__all__ = [
+    "Timeline",
+    "speculative_timeline",
+    "autoregressive_timeline",
+    "walltime_speedup",
+    "calibrated_walltime_speedup",
+]
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,10 @@ class Timeline:
 
 def _encoders(target_encoder: float, draft_encoder: float) -> list[tuple[str, float]]:
     """The encoder calls that precede decoding, draft's first (Figure 5 draws both)."""
-    costs = [("draft", float(as_cost("draft_encoder", draft_encoder))),
-             ("target", float(as_cost("target_encoder", target_encoder)))]
+    costs = [
+        ("draft", float(as_cost("draft_encoder", draft_encoder))),
+        ("target", float(as_cost("target_encoder", target_encoder))),
+    ]
     return [(model, cost) for model, cost in costs if cost > 0]
 
 
@@ -66,8 +74,15 @@ def _assemble(prefix: list[tuple[str, float]], model, phase, duration, iteration
     return Timeline(model, phase, start, duration, iteration, accepted, tokens)
 
 
-def speculative_timeline(accepted, gamma: int, c: float = 0.0, *, target_encoder: float = 0.0,
-                         draft_encoder: float = 0.0, costs: CostProfile | None = None) -> Timeline:
+def speculative_timeline(
+    accepted,
+    gamma: int,
+    c: float = 0.0,
+    *,
+    target_encoder: float = 0.0,
+    draft_encoder: float = 0.0,
+    costs: CostProfile | None = None,
+) -> Timeline:
     """The timeline of iterations that accepted ``accepted: [I]`` draft tokens each, with ``gamma`` drafts.
 
     Each iteration: gamma draft calls of duration c, then one verify call of duration 1 that emits
@@ -80,8 +95,11 @@ def speculative_timeline(accepted, gamma: int, c: float = 0.0, *, target_encoder
     if accepted.ndim != 1 or np.any(accepted > gamma):
         raise ValueError(f"accepted must be a 1-D array of counts in [0, gamma = {gamma}], got {accepted!r}")
     iterations = len(accepted)
-    draft, verify, extra = (c, 1.0, []) if costs is None else (
-        costs.t_draft, costs.verify_seconds(gamma), [("target", "iterate", costs.t_iteration)])
+    draft, verify, extra = (
+        (c, 1.0, [])
+        if costs is None
+        else (costs.t_draft, costs.verify_seconds(gamma), [("target", "iterate", costs.t_iteration)])
+    )
     events = [("draft", "draft", draft)] * gamma + [("target", "verify", verify)] + extra
     per_iteration = len(events)
     model = np.tile([m for m, _, _ in events], iterations)
@@ -90,20 +108,35 @@ def speculative_timeline(accepted, gamma: int, c: float = 0.0, *, target_encoder
     iteration = np.repeat(np.arange(iterations), per_iteration)
     marks = np.full((iterations, per_iteration), -1, dtype=np.int64)
     marks[:, gamma] = accepted
-    return _assemble(_encoders(target_encoder, draft_encoder), model, phase, duration, iteration,
-                     marks.ravel(), int((accepted + 1).sum()))
+    return _assemble(
+        _encoders(target_encoder, draft_encoder),
+        model,
+        phase,
+        duration,
+        iteration,
+        marks.ravel(),
+        int((accepted + 1).sum()),
+    )
 
 
 def autoregressive_timeline(tokens: int, *, target_encoder: float = 0.0, costs: CostProfile | None = None) -> Timeline:
     """One target call per token (t_step seconds each with ``costs``), after the target's encoder."""
     tokens = int(as_count("tokens", tokens))
     step = 1.0 if costs is None else costs.t_step
-    return _assemble(_encoders(target_encoder, 0.0), np.full(tokens, "target"), np.full(tokens, "decode"),
-                     np.full(tokens, step), np.arange(tokens), np.full(tokens, -1), tokens)
+    return _assemble(
+        _encoders(target_encoder, 0.0),
+        np.full(tokens, "target"),
+        np.full(tokens, "decode"),
+        np.full(tokens, step),
+        np.arange(tokens),
+        np.full(tokens, -1),
+        tokens,
+    )
 
 
-def walltime_speedup(accepted, gamma: int, c: float, *, target_encoder: float = 0.0,
-                     draft_encoder: float = 0.0) -> Estimate:
+def walltime_speedup(
+    accepted, gamma: int, c: float, *, target_encoder: float = 0.0, draft_encoder: float = 0.0
+) -> Estimate:
     """Autoregressive over speculative time for the same tokens, over sequences ``accepted: [S, I]``.
 
     Each row is one decode of I iterations; its speculative time is the total of its timeline, its

@@ -103,8 +103,16 @@ def residual_weights(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return excess(p, q)
 
 
-def simulate_speculative(rng: np.random.Generator, contexts: Contexts, gamma: int, iterations: int, *,
-                         lenience: float = 1.0, verifier: str = "token", schedule=None) -> TokenLevelRun:
+def simulate_speculative(
+    rng: np.random.Generator,
+    contexts: Contexts,
+    gamma: int,
+    iterations: int,
+    *,
+    lenience: float = 1.0,
+    verifier: str = "token",
+    schedule=None,
+) -> TokenLevelRun:
     """``iterations`` independent iterations of speculative sampling with ``gamma`` draft tokens.
 
     ``lenience`` l accepts a draft token x with min(1, p(x) / (l q(x))) (token verifier only);
@@ -142,14 +150,18 @@ def _positions(rng: np.random.Generator, contexts: Contexts, gamma: int, iterati
             return rng.integers(count, size=(iterations, gamma + 1))  # equally likely: skip choice's CDF
         return rng.choice(count, size=(iterations, gamma + 1), p=contexts.weights)
     schedule = np.asarray(schedule)
-    if schedule.shape != (gamma + 1,) or not np.issubdtype(schedule.dtype, np.integer) \
-            or np.any((schedule < 0) | (schedule >= count)):
+    if (
+        schedule.shape != (gamma + 1,)
+        or not np.issubdtype(schedule.dtype, np.integer)
+        or np.any((schedule < 0) | (schedule >= count))
+    ):
         raise ValueError(f"schedule must be gamma + 1 = {gamma + 1} context indices in [0, {count}), got {schedule!r}")
     return np.broadcast_to(schedule, (iterations, gamma + 1)).copy()
 
 
-def _verify_tokens(rng: np.random.Generator, contexts: Contexts, positions: np.ndarray, draft: np.ndarray,
-                   lenience: float) -> tuple[np.ndarray, np.ndarray]:
+def _verify_tokens(
+    rng: np.random.Generator, contexts: Contexts, positions: np.ndarray, draft: np.ndarray, lenience: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1's accept/correct phases: accepted counts ``[N]`` and the last emitted token ``[N]``."""
     iterations, gamma = draft.shape
     rows = positions[:, :gamma]
@@ -163,19 +175,21 @@ def _verify_tokens(rng: np.random.Generator, contexts: Contexts, positions: np.n
     return accepted, last
 
 
-def _verify_block(rng: np.random.Generator, contexts: Contexts, positions: np.ndarray,
-                  draft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _verify_block(
+    rng: np.random.Generator, contexts: Contexts, positions: np.ndarray, draft: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Sun et al.'s block verifier, in slabs that bound the ``[n, gamma + 1, V]`` arrays it needs."""
     slab = max(1, _BLOCK_SLAB // (positions.shape[1] * contexts.vocabulary))
     parts = []
     for start in range(0, len(draft), slab):
-        rows = positions[start:start + slab]  # [n, gamma + 1]
-        parts.append(_verify_block_slab(rng, contexts.p[rows], contexts.q[rows], draft[start:start + slab]))
+        rows = positions[start : start + slab]  # [n, gamma + 1]
+        parts.append(_verify_block_slab(rng, contexts.p[rows], contexts.q[rows], draft[start : start + slab]))
     return np.concatenate([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
 
 
-def _verify_block_slab(rng: np.random.Generator, target: np.ndarray, drafted_from: np.ndarray,
-                       draft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _verify_block_slab(
+    rng: np.random.Generator, target: np.ndarray, drafted_from: np.ndarray, draft: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Block verification of ``draft: [n, gamma]``; index i of ``target, drafted_from: [n, gamma + 1, V]``
     holds P_{i+1}, Q_{i+1} (docs/theory.md §5).
 

@@ -24,8 +24,14 @@ from spectheory.multidraft import TREE_RULES, kseq_correction, kseq_rho
 from spectheory.trees import Tree, check_rank_acceptance
 from spectheory.validation import as_distribution_pair, as_positive_int
 
-__all__ = ["MultiDraftResult", "verify_draws", "simulate_multidraft", "simulate_tree_ranks", "simulate_tree",
-           "simulate_walk_along"]
+__all__ = [
+    "MultiDraftResult",
+    "verify_draws",
+    "simulate_multidraft",
+    "simulate_tree_ranks",
+    "simulate_tree",
+    "simulate_walk_along",
+]
 
 
 def _normalised(rows: np.ndarray) -> np.ndarray:
@@ -33,8 +39,9 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
     return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
 
 
-def verify_draws(rng: np.random.Generator, p: np.ndarray, q: np.ndarray, k: int, verifier: str,
-                 trials: int) -> tuple[np.ndarray, np.ndarray]:
+def verify_draws(
+    rng: np.random.Generator, p: np.ndarray, q: np.ndarray, k: int, verifier: str, trials: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``trials`` independent verifications of k candidates at one position: (emitted tokens ``[trials]``,
     accepted rank ``[trials]``, 1..k, 0 where none was accepted and the token is the correction)."""
     V = len(p)
@@ -97,8 +104,9 @@ def simulate_multidraft(rng: np.random.Generator, p, q, k: int, verifier: str, t
     if verifier not in TREE_RULES:
         raise ValueError(f"verifier must be one of {sorted(TREE_RULES)}, got {verifier!r}")
     emitted, rank = verify_draws(rng, p, q, k, verifier, trials)
-    return MultiDraftResult(np.bincount(emitted, minlength=len(p)), np.bincount(rank, minlength=k + 1),
-                            mean_estimate(rank > 0))
+    return MultiDraftResult(
+        np.bincount(emitted, minlength=len(p)), np.bincount(rank, minlength=k + 1), mean_estimate(rank > 0)
+    )
 
 
 def _child_table(tree: Tree) -> np.ndarray:
@@ -197,11 +205,24 @@ def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) 
         for budget in SIMULATED_TREE_BUDGETS:
             tree, value = trees[budget]
             simulated = simulate_tree_ranks(rng, tree, acceptance, trials)
-            rows.append({"budget": budget, "optimal": value, "optimal_depth": tree.depth,
-                         "simulated": simulated.mean, "simulated_se": simulated.standard_error,
-                         "chain": expected_tokens_rank(Tree.chain(budget - 1), acceptance)})
-        kary = {k: [{"nodes": Tree.kary(k, d).size, "expected_tokens": expected_tokens_rank(Tree.kary(k, d), acceptance)}
-                    for d in range(7) if Tree.kary(k, d).size <= max(SIMULATED_TREE_BUDGETS)] for k in (2, 3)}
+            rows.append(
+                {
+                    "budget": budget,
+                    "optimal": value,
+                    "optimal_depth": tree.depth,
+                    "simulated": simulated.mean,
+                    "simulated_se": simulated.standard_error,
+                    "chain": expected_tokens_rank(Tree.chain(budget - 1), acceptance),
+                }
+            )
+        kary = {
+            k: [
+                {"nodes": Tree.kary(k, d).size, "expected_tokens": expected_tokens_rank(Tree.kary(k, d), acceptance)}
+                for d in range(7)
+                if Tree.kary(k, d).size <= max(SIMULATED_TREE_BUDGETS)
+            ]
+            for k in (2, 3)
+        }
         out[name] = {"acceptance": list(acceptance), "rows": rows, "kary": {str(k): v for k, v in kary.items()}}
     return {"seed": seed, "trials": trials, "budgets": list(SIMULATED_TREE_BUDGETS), "acceptance": out}
 
@@ -214,8 +235,13 @@ def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple =
     rng, families = np.random.default_rng(seed), {}
     wrap = progress or (lambda items, **_: items)
     for name, concentration in wrap(list(VERIFIER_FAMILIES.items()), desc="verifier families"):
-        drawn = [(rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration)),
-                  rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration))) for _ in range(pairs)]
+        drawn = [
+            (
+                rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration)),
+                rng.dirichlet(np.full(VERIFIER_VOCABULARY, concentration)),
+            )
+            for _ in range(pairs)
+        ]
         curves = {key: [] for key in (*multidraft.TREE_RULES, "optimal-iid", "spectr-bound")}
         for k in ks:
             for key in multidraft.TREE_RULES:
@@ -223,8 +249,7 @@ def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple =
             curves["optimal-iid"].append(float(np.mean([multidraft.optimal_iid_acceptance(p, q, k) for p, q in drawn])))
             curves["spectr-bound"].append(float(np.mean([multidraft.spectr_upper_bound(p, q, k) for p, q in drawn])))
         families[name] = curves
-    return {"seed": seed, "vocabulary": VERIFIER_VOCABULARY, "pairs": pairs, "ks": list(ks),
-            "families": families}
+    return {"seed": seed, "vocabulary": VERIFIER_VOCABULARY, "pairs": pairs, "ks": list(ks), "families": families}
 
 
 def trees_document(*, progress=None) -> dict:

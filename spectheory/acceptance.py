@@ -48,8 +48,7 @@ def acceptance_probability(p, q, *, lenience: float = 1.0, atol: float = SUM_TOL
     return np.minimum(p / lenience[..., None], q).sum(axis=-1)
 
 
-def expected_acceptance(p, q, *, weights=None, lenience: float = 1.0,
-                        atol: float = SUM_TOLERANCE) -> float:
+def expected_acceptance(p, q, *, weights=None, lenience: float = 1.0, atol: float = SUM_TOLERANCE) -> float:
     """alpha = E[beta] over the contexts (prefixes) met while decoding (section 3.2).
 
     ``p, q: [N, V]``, one row per context; ``weights: [N]`` their probabilities (uniform if omitted).

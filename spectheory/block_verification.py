@@ -13,8 +13,14 @@ from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair
 from spectheory.positional import accepted_count_distribution
 
-__all__ = ["MAX_BLOCKS", "CHAIN_VERIFIERS", "draft_blocks", "accepted_length_given_block",
-           "accepted_length_distribution", "expected_accepted_tokens"]
+__all__ = [
+    "MAX_BLOCKS",
+    "CHAIN_VERIFIERS",
+    "draft_blocks",
+    "accepted_length_given_block",
+    "accepted_length_distribution",
+    "expected_accepted_tokens",
+]
 
 #: Largest number of draft blocks V^gamma that the enumeration accepts.
 MAX_BLOCKS = 1 << 20
@@ -27,7 +33,7 @@ def _validated(target, draft) -> tuple[np.ndarray, np.ndarray]:
     if target.ndim != 2:
         raise ValueError(f"target and draft must have shape (gamma, V), got {target.shape}")
     gamma, vocabulary = target.shape
-    if vocabulary ** gamma > MAX_BLOCKS:
+    if vocabulary**gamma > MAX_BLOCKS:
         raise ValueError(f"V^gamma = {vocabulary}^{gamma} draft blocks exceed MAX_BLOCKS = {MAX_BLOCKS}")
     return target, draft
 

@@ -29,7 +29,7 @@ def expected_block_size(head_accuracies, min_block_size: int = 1) -> np.ndarray:
     heads = accuracies.shape[-1] + 1
     min_block_size = int(as_real("min_block_size", min_block_size, low=1, high=heads, integer=True))
     # The first min_block_size - 1 extra heads are accepted unconditionally.
-    return (min_block_size - 1) + expected_tokens_positional(accuracies[..., min_block_size - 1:])
+    return (min_block_size - 1) + expected_tokens_positional(accuracies[..., min_block_size - 1 :])
 
 
 def model_calls(tokens, mean_block_size, *, combined: bool) -> np.ndarray:

@@ -36,9 +36,21 @@ from spectheory.validation import as_cost, as_count, as_positive_int, as_probabi
 #: The ``kind`` of a cost-profile document (``spectheory profile --out``; read by ``gamma --costs``).
 PROFILE_KIND = "spectheory cost profile"
 
-__all__ = ["PROFILE_KIND", "CostProfile", "iteration_seconds", "calibrated_speedup", "effective_cost", "affine_speedup",
-           "affine_optimal_gamma", "calibrated_sequence_speedup", "batch_schedule", "schedule_settings",
-           "load_profile", "text_profile", "profile_entries"]
+__all__ = [
+    "PROFILE_KIND",
+    "CostProfile",
+    "iteration_seconds",
+    "calibrated_speedup",
+    "effective_cost",
+    "affine_speedup",
+    "affine_optimal_gamma",
+    "calibrated_sequence_speedup",
+    "batch_schedule",
+    "schedule_settings",
+    "load_profile",
+    "text_profile",
+    "profile_entries",
+]
 
 
 def _positive(name: str, value) -> np.ndarray:
@@ -74,8 +86,9 @@ def affine_speedup(alpha, gamma, t_step, t_draft, verify_intercept, verify_slope
     return efficiency * walltime_improvement(alpha, gamma, c_eff)
 
 
-def affine_optimal_gamma(alpha, t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0, *,
-                         gamma_max: int = 16) -> np.ndarray:
+def affine_optimal_gamma(
+    alpha, t_step, t_draft, verify_intercept, verify_slope, t_iteration=0.0, *, gamma_max: int = 16
+) -> np.ndarray:
     """The gamma in [0, gamma_max] with the largest calibrated speedup, 0 meaning autoregressive decoding
     (speedup 1): Theorem 3.8's optimum at c_eff, at least 1, kept where its speedup beats 1 (``spectheory.optimum``)."""
     c_eff, efficiency = effective_cost(t_step, t_draft, verify_intercept, verify_slope, t_iteration)
@@ -84,8 +97,9 @@ def affine_optimal_gamma(alpha, t_step, t_draft, verify_intercept, verify_slope,
     return np.where(beats(efficiency * walltime_improvement(alpha, best, c_eff), 1.0), best, 0)
 
 
-def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_per_iteration, *,
-                                target_prefill=0.0, draft_prefill=0.0) -> np.ndarray:
+def calibrated_sequence_speedup(
+    tokens, tokens_per_iteration, t_step, seconds_per_iteration, *, target_prefill=0.0, draft_prefill=0.0
+) -> np.ndarray:
     """The speedup on sequences of ``tokens`` new tokens after a prompt: (target_prefill + tokens t_step) /
     (target_prefill + draft_prefill + tokens / E[tokens per iteration] * seconds per iteration). It tends to
     ``calibrated_speedup`` as tokens grow."""
@@ -93,8 +107,11 @@ def calibrated_sequence_speedup(tokens, tokens_per_iteration, t_step, seconds_pe
     per_iteration = as_real("tokens_per_iteration", tokens_per_iteration, low=1.0)
     target_prefill, draft_prefill = as_cost("target_prefill", target_prefill), as_cost("draft_prefill", draft_prefill)
     autoregressive = target_prefill + tokens * _positive("t_step", t_step)
-    speculative = target_prefill + draft_prefill + tokens / per_iteration * _positive(
-        "seconds_per_iteration", seconds_per_iteration)
+    speculative = (
+        target_prefill
+        + draft_prefill
+        + tokens / per_iteration * _positive("seconds_per_iteration", seconds_per_iteration)
+    )
     return autoregressive / speculative
 
 
@@ -129,8 +146,10 @@ class CostProfile:
         for name in ("t_draft", "t_iteration", "target_prefill", "draft_prefill"):
             as_cost(name, getattr(self, name))
         if len(self.t_verify) < 2 or not 1 <= len(self.acceptance) <= len(self.t_verify) - 1:
-            raise ValueError(f"a cost profile needs acceptance for positions 1..gamma_max and t_verify for at least "
-                             f"k = 1..gamma_max + 1, got {len(self.acceptance)} and {len(self.t_verify)} values")
+            raise ValueError(
+                f"a cost profile needs acceptance for positions 1..gamma_max and t_verify for at least "
+                f"k = 1..gamma_max + 1, got {len(self.acceptance)} and {len(self.t_verify)} values"
+            )
         _positive("t_verify", self.t_verify)
         as_probability("acceptance", self.acceptance)
         if self.alpha is not None:
@@ -143,16 +162,22 @@ class CostProfile:
         if self.proposal_fractions:
             as_probability("proposal_fractions", self.proposal_fractions)
             if len(self.proposal_fractions) != len(self.acceptance) + 1 or abs(sum(self.proposal_fractions) - 1) > 1e-6:
-                raise ValueError(f"proposal_fractions must give m = 0..gamma_max ({len(self.acceptance) + 1} values) "
-                                 f"summing to 1, got {list(self.proposal_fractions)}")
+                raise ValueError(
+                    f"proposal_fractions must give m = 0..gamma_max ({len(self.acceptance) + 1} values) "
+                    f"summing to 1, got {list(self.proposal_fractions)}"
+                )
         if self.t_overhead:
             as_cost("t_overhead", self.t_overhead)
             if len(self.t_overhead) != len(self.acceptance):
-                raise ValueError(f"t_overhead must give gamma = 1..gamma_max ({len(self.acceptance)} values), "
-                                 f"got {len(self.t_overhead)}")
+                raise ValueError(
+                    f"t_overhead must give gamma = 1..gamma_max ({len(self.acceptance)} values), "
+                    f"got {len(self.t_overhead)}"
+                )
         if len(self.acceptance_along_text) % self.batch_size:
-            raise ValueError(f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "
-                             f"got {len(self.acceptance_along_text)}")
+            raise ValueError(
+                f"acceptance_along_text must hold whole batches of {self.batch_size} texts, "
+                f"got {len(self.acceptance_along_text)}"
+            )
 
     @classmethod
     def from_dict(cls, entries: dict) -> "CostProfile":
@@ -167,16 +192,25 @@ class CostProfile:
         optional = ("target_prefill", "draft_prefill", "alpha", "c", "batch_size", "proposal_fractions", "t_overhead")
         values = {key: entries[key] for key in required + optional if key in entries}
         texts = entries.get("acceptance_along_text", [])
-        if not all(isinstance(values[key], list) for key in ("t_verify", "acceptance")) or not isinstance(texts, list) \
-                or not all(isinstance(text, list) for text in texts):
+        if (
+            not all(isinstance(values[key], list) for key in ("t_verify", "acceptance"))
+            or not isinstance(texts, list)
+            or not all(isinstance(text, list) for text in texts)
+        ):
             raise ValueError("t_verify, acceptance and acceptance_along_text must be lists of numbers")
         for key in ("proposal_fractions", "t_overhead"):
             if not isinstance(values.get(key, []), list):
                 raise ValueError(f"{key} must be a list of numbers")
-        return cls(**dict(values, t_verify=tuple(values["t_verify"]), acceptance=tuple(values["acceptance"]),
-                          proposal_fractions=tuple(values.get("proposal_fractions", ())),
-                          t_overhead=tuple(values.get("t_overhead", ())),
-                          acceptance_along_text=tuple(tuple(text) for text in texts)))
+        return cls(
+            **dict(
+                values,
+                t_verify=tuple(values["t_verify"]),
+                acceptance=tuple(values["acceptance"]),
+                proposal_fractions=tuple(values.get("proposal_fractions", ())),
+                t_overhead=tuple(values.get("t_overhead", ())),
+                acceptance_along_text=tuple(tuple(text) for text in texts),
+            )
+        )
 
     @property
     def gamma_max(self) -> int:
@@ -197,7 +231,7 @@ class CostProfile:
             return float(expected_tokens(alpha, gamma))
         if along_text and self.acceptance_along_text:
             texts, b = self.acceptance_along_text, self.batch_size
-            batches = [texts[i:i + b] for i in range(0, len(texts), b)]
+            batches = [texts[i : i + b] for i in range(0, len(texts), b)]
             tokens = sum(max(len(text) for text in batch) for batch in batches)
             return tokens / sum(max(expected_iterations_along(text, gamma) for text in batch) for batch in batches)
         return float(expected_tokens_positional(self.acceptance[:gamma]))
@@ -230,19 +264,32 @@ class CostProfile:
         g = len(acceptance)
         fractions = self.proposal_fractions
         if fractions and g > self.gamma_max:
-            raise ValueError(f"acceptance gives {g} positions, but this profile measured the draft's proposal lengths "
-                             f"up to gamma_max {self.gamma_max}: profile at --gamma-max {g} or give at most "
-                             f"{self.gamma_max} values")
-        return replace(self, acceptance=tuple(acceptance), acceptance_along_text=(), t_overhead=self._overheads(g),
-                       proposal_fractions=fractions[:g] + (sum(fractions[g:]),) if fractions else ())
+            raise ValueError(
+                f"acceptance gives {g} positions, but this profile measured the draft's proposal lengths "
+                f"up to gamma_max {self.gamma_max}: profile at --gamma-max {g} or give at most "
+                f"{self.gamma_max} values"
+            )
+        return replace(
+            self,
+            acceptance=tuple(acceptance),
+            acceptance_along_text=(),
+            t_overhead=self._overheads(g),
+            proposal_fractions=fractions[:g] + (sum(fractions[g:]),) if fractions else (),
+        )
 
     def with_text(self, other: "CostProfile") -> "CostProfile":
         """These costs with what ``other`` measured of the text and the draft: its acceptance, its outcomes along
         the texts (kept where both profiles decode as many rows per call) and its proposal lengths. Costs from one
         device and acceptance from another are a forecast for the first (docs/gpu.md)."""
         texts = other.acceptance_along_text if other.batch_size == self.batch_size else ()
-        return replace(self, acceptance=other.acceptance, acceptance_along_text=texts, alpha=other.alpha,
-                       proposal_fractions=other.proposal_fractions, t_overhead=self._overheads(other.gamma_max))
+        return replace(
+            self,
+            acceptance=other.acceptance,
+            acceptance_along_text=texts,
+            alpha=other.alpha,
+            proposal_fractions=other.proposal_fractions,
+            t_overhead=self._overheads(other.gamma_max),
+        )
 
     def _overheads(self, gamma_max: int) -> tuple:
         """``t_overhead`` at gamma = 1..gamma_max: cut, or extended by t_draft per token as ``overhead_seconds``
@@ -261,8 +308,16 @@ class CostProfile:
         per_iteration, seconds = self.tokens_per_iteration(gamma, alpha), self.iteration_seconds(gamma)
         if tokens is None:
             return float(calibrated_speedup(per_iteration, self.t_step, seconds))
-        return float(calibrated_sequence_speedup(tokens, per_iteration, self.t_step, seconds,
-                                                 target_prefill=self.target_prefill, draft_prefill=self.draft_prefill))
+        return float(
+            calibrated_sequence_speedup(
+                tokens,
+                per_iteration,
+                self.t_step,
+                seconds,
+                target_prefill=self.target_prefill,
+                draft_prefill=self.draft_prefill,
+            )
+        )
 
     def optimal_gamma(self, alpha=None, *, tokens: float | None = None) -> int:
         """The gamma in [0, gamma_max] with the largest calibrated speedup over the measured curve, ties going
@@ -272,11 +327,16 @@ class CostProfile:
     def as_dict(self) -> dict:
         """The fields, with ``acceptance`` also in the engines' names (docs/metrics.md; ``from_dict`` reads
         ``acceptance`` alone)."""
-        return dict(asdict(self), t_verify=list(self.t_verify), acceptance=list(self.acceptance),
-                    conditional_acceptance_rate=list(self.acceptance),
-                    per_position_acceptance_rate=list(per_position_from_conditional(self.acceptance)),
-                    proposal_fractions=list(self.proposal_fractions), t_overhead=list(self.t_overhead),
-                    acceptance_along_text=[list(text) for text in self.acceptance_along_text])
+        return dict(
+            asdict(self),
+            t_verify=list(self.t_verify),
+            acceptance=list(self.acceptance),
+            conditional_acceptance_rate=list(self.acceptance),
+            per_position_acceptance_rate=list(per_position_from_conditional(self.acceptance)),
+            proposal_fractions=list(self.proposal_fractions),
+            t_overhead=list(self.t_overhead),
+            acceptance_along_text=[list(text) for text in self.acceptance_along_text],
+        )
 
 
 def batch_schedule(profiles: dict, tokens: int | None = None) -> list[dict]:
@@ -285,8 +345,14 @@ def batch_schedule(profiles: dict, tokens: int | None = None) -> list[dict]:
     rows = []
     for batch, profile in sorted(profiles.items()):
         gamma = profile.optimal_gamma(tokens=tokens)
-        rows.append({"batch_size": batch, "gamma": gamma, "speedup": profile.speedup(gamma, tokens=tokens),
-                     "gamma_max": profile.gamma_max})
+        rows.append(
+            {
+                "batch_size": batch,
+                "gamma": gamma,
+                "speedup": profile.speedup(gamma, tokens=tokens),
+                "gamma_max": profile.gamma_max,
+            }
+        )
     return rows
 
 
@@ -295,12 +361,15 @@ def schedule_settings(rows: list[dict]) -> dict:
     with their length, a {batch size: length} table, and SGLang-style candidates (the length and its neighbours)."""
     ranges = [[row["batch_size"], nxt["batch_size"] - 1, row["gamma"]] for row, nxt in zip(rows, rows[1:])]
     ranges.append([rows[-1]["batch_size"], None, rows[-1]["gamma"]])
-    candidates = {row["batch_size"]: sorted({max(row["gamma"] - 2, 0), row["gamma"], min(row["gamma"] + 2,
-                                                                                          row["gamma_max"])})
-                  for row in rows}
-    return {"num_speculative_tokens_per_batch_size": ranges,
-            "draft_len_schedule": {row["batch_size"]: row["gamma"] for row in rows},
-            "sglang_candidate_steps": candidates}
+    candidates = {
+        row["batch_size"]: sorted({max(row["gamma"] - 2, 0), row["gamma"], min(row["gamma"] + 2, row["gamma_max"])})
+        for row in rows
+    }
+    return {
+        "num_speculative_tokens_per_batch_size": ranges,
+        "draft_len_schedule": {row["batch_size"]: row["gamma"] for row in rows},
+        "sglang_candidate_steps": candidates,
+    }
 
 
 def _read_json(path: str, what: str):
@@ -318,7 +387,11 @@ def load_profile(path: str) -> dict:
     """The profile entries of a `spectheory profile` file; one-line errors for a missing, malformed or
     foreign file."""
     document = _read_json(path, "cost profile")
-    if not isinstance(document, dict) or document.get("kind") != PROFILE_KIND or not isinstance(document.get("profile"), dict):
+    if (
+        not isinstance(document, dict)
+        or document.get("kind") != PROFILE_KIND
+        or not isinstance(document.get("profile"), dict)
+    ):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
     return document
 
@@ -327,17 +400,29 @@ def text_profile(path: str) -> dict:
     """The profile entries measured along text in a `spectheory profile` file, or in a `spectheory bench` file
     that holds a profile at one temperature (``--acceptance-from``)."""
     document = _read_json(path, "--acceptance-from")
-    if isinstance(document, dict) and document.get("kind") == PROFILE_KIND and isinstance(document.get("profile"), dict):
+    if (
+        isinstance(document, dict)
+        and document.get("kind") == PROFILE_KIND
+        and isinstance(document.get("profile"), dict)
+    ):
         return document["profile"]
     profiles = document.get("profiles") if isinstance(document, dict) else None
     if isinstance(profiles, dict) and len(profiles) == 1 and isinstance(next(iter(profiles.values())), dict):
         return next(iter(profiles.values()))
-    raise ValueError(f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one "
-                     f"temperature")
+    raise ValueError(
+        f"--acceptance-from {path!r} is neither a cost profile nor a bench file with a profile at one temperature"
+    )
 
 
-def profile_entries(costs: str | None, flags: dict, *, pair=None, acceptance=None, acceptance_from: str | None = None,
-                    alpha: float | None = None) -> tuple[dict, str]:
+def profile_entries(
+    costs: str | None,
+    flags: dict,
+    *,
+    pair=None,
+    acceptance=None,
+    acceptance_from: str | None = None,
+    alpha: float | None = None,
+) -> tuple[dict, str]:
     """The entries of a cost profile for the gamma calculator and what they describe: the `spectheory profile`
     file ``costs`` (refused when of another ``pair`` (target, draft)), overridden by ``flags`` (seconds: t_step,
     t_draft, t_iteration, the list t_verify), with the acceptance of ``acceptance_from`` (another profile or
@@ -347,8 +432,10 @@ def profile_entries(costs: str | None, flags: dict, *, pair=None, acceptance=Non
         document = load_profile(costs)
         entries, described = dict(document["profile"]), f"{document['target']} with draft {document['draft']}"
         if pair and list(pair) != [document["target"], document["draft"]]:
-            raise ValueError(f"cost profile {costs!r} is of {document['target']} with draft {document['draft']}, "
-                             f"not of {pair[0]} with draft {pair[1]}")
+            raise ValueError(
+                f"cost profile {costs!r} is of {document['target']} with draft {document['draft']}, "
+                f"not of {pair[0]} with draft {pair[1]}"
+            )
     entries.update(flags)
     if acceptance_from is not None:
         if acceptance is not None or alpha is not None or not costs:

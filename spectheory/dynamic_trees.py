@@ -30,8 +30,15 @@ import numpy as np
 
 from spectheory.validation import as_positive_int
 
-__all__ = ["CONFIDENCE_EDGES", "PathCalibration", "calibrate_paths", "tokens_per_context", "expected_tokens_dynamic",
-           "replayed_tokens", "dynamic_speedup"]
+__all__ = [
+    "CONFIDENCE_EDGES",
+    "PathCalibration",
+    "calibrate_paths",
+    "tokens_per_context",
+    "expected_tokens_dynamic",
+    "replayed_tokens",
+    "dynamic_speedup",
+]
 
 #: Inner bin edges of the confidence s (natural log): half-nat bins from -8 to 0, everything below -8 in the first
 #: (a path that unlikely is almost never accepted).
@@ -118,8 +125,9 @@ def replayed_tokens(accepted) -> float:
     return accepted.size / iterations
 
 
-def dynamic_speedup(tokens_per_call: float, *, tokens: int, autoregressive_seconds: float,
-                    seconds_per_iteration: float) -> float:
+def dynamic_speedup(
+    tokens_per_call: float, *, tokens: int, autoregressive_seconds: float, seconds_per_iteration: float
+) -> float:
     """Speedup of ``tokens`` new tokens per prompt: ``autoregressive_seconds`` per prompt over tokens / E iterations
     of ``seconds_per_iteration`` (the tree decoder's whole seconds over its iterations, its prefill included)."""
     if not tokens_per_call >= 1:

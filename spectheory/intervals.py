@@ -27,8 +27,14 @@ Z95 = float(stats.norm.ppf(0.975))
 FORECAST_RUN_ERROR = 0.15
 
 
-def log_half_width(speedup: float, standard_error: float | None = None, prompts: int | None = None, *,
-                   level: float = 0.95, run_error: float = FORECAST_RUN_ERROR) -> float:
+def log_half_width(
+    speedup: float,
+    standard_error: float | None = None,
+    prompts: int | None = None,
+    *,
+    level: float = 0.95,
+    run_error: float = FORECAST_RUN_ERROR,
+) -> float:
     """The interval's half-width on a log scale: sqrt((t SE / speedup)^2 + (z run_error)^2); the prompts' term is
     absent where there is no standard error (one prompt, or an engine forecast that pools its prompts' counters)."""
     if not 0 < level < 1:
@@ -41,8 +47,14 @@ def log_half_width(speedup: float, standard_error: float | None = None, prompts:
     return math.hypot(prompts_term, z * run_error)
 
 
-def forecast_interval(speedup: float, standard_error: float | None = None, prompts: int | None = None, *,
-                      level: float = 0.95, run_error: float = FORECAST_RUN_ERROR) -> list:
+def forecast_interval(
+    speedup: float,
+    standard_error: float | None = None,
+    prompts: int | None = None,
+    *,
+    level: float = 0.95,
+    run_error: float = FORECAST_RUN_ERROR,
+) -> list:
     """[low, high]: the ``level`` interval of a forecast ``speedup`` with ``standard_error`` over ``prompts``."""
     if not speedup > 0:
         raise ValueError(f"speedup must be positive, got {speedup!r}")
@@ -59,5 +71,6 @@ def covers(forecast: float, interval: list, measured: float, measured_interval: 
     """Whether ``measured`` lies inside the forecast's ``interval`` combined with the measurement's own: |log
     forecast - log measured| <= sqrt(h_f^2 + h_m^2), each h the log half-width of its interval on the side that
     faces the other value (the difference of two independent estimates)."""
-    return abs(math.log(forecast / measured)) <= math.hypot(facing_half_width(forecast, interval, measured),
-                                                            facing_half_width(measured, measured_interval, forecast))
+    return abs(math.log(forecast / measured)) <= math.hypot(
+        facing_half_width(forecast, interval, measured), facing_half_width(measured, measured_interval, forecast)
+    )

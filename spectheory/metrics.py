@@ -24,9 +24,17 @@ import numpy as np
 
 from spectheory.speedup import alpha_from_tokens_per_iteration, expected_tokens
 
-__all__ = ["DEFINITIONS", "EngineCounts", "AlphaEstimate", "per_position_from_conditional",
-           "conditional_from_per_position", "mean_acceptance_length_from_per_position", "estimate_alpha", "check_counts",
-           "HEURISTIC_START"]
+__all__ = [
+    "DEFINITIONS",
+    "EngineCounts",
+    "AlphaEstimate",
+    "per_position_from_conditional",
+    "conditional_from_per_position",
+    "mean_acceptance_length_from_per_position",
+    "estimate_alpha",
+    "check_counts",
+    "HEURISTIC_START",
+]
 
 #: transformers' default ``num_assistant_tokens`` (5.24), where its heuristic schedule of the draft length starts: the
 #: decoders' heuristic policy (``decoders.policies``) and its simulation (``sims.policies``) start there.
@@ -37,7 +45,7 @@ DEFINITIONS = {
     "acceptance_rate": "accepted draft tokens / drafted tokens",
     "mean_acceptance_length": "tokens per verification round, bonus included: 1 + accepted / rounds",
     "per_position_acceptance_rate": "position i: rounds whose first i + 1 drafts were all accepted / rounds "
-                                    "(unconditional)",
+    "(unconditional)",
     "conditional_acceptance_rate": "position i: rounds that accepted position i / rounds that reached it",
     "alpha": "the conditional rate if it is one number for every position (Leviathan et al.)",
 }
@@ -79,10 +87,14 @@ class EngineCounts:
         return conditional_from_per_position(self.per_position_acceptance_rate)
 
     def as_dict(self) -> dict:
-        return dict(asdict(self), draft_length=self.draft_length, acceptance_rate=self.acceptance_rate,
-                    mean_acceptance_length=self.mean_acceptance_length,
-                    per_position_acceptance_rate=list(self.per_position_acceptance_rate),
-                    conditional_acceptance_rate=list(self.conditional_acceptance_rate))
+        return dict(
+            asdict(self),
+            draft_length=self.draft_length,
+            acceptance_rate=self.acceptance_rate,
+            mean_acceptance_length=self.mean_acceptance_length,
+            per_position_acceptance_rate=list(self.per_position_acceptance_rate),
+            conditional_acceptance_rate=list(self.conditional_acceptance_rate),
+        )
 
 
 def check_counts(counts: EngineCounts) -> None:
@@ -92,11 +104,15 @@ def check_counts(counts: EngineCounts) -> None:
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{counts.engine} counter {name} must be a finite count >= 0, got {value!r}")
     if counts.drafts <= 0 or counts.draft_tokens <= 0:  # rounds may draft nothing (llama.cpp, a copy draft)
-        raise ValueError(f"{counts.engine} counters show no drafts (drafts {counts.drafts:g}, draft tokens "
-                         f"{counts.draft_tokens:g}): nothing to measure")
+        raise ValueError(
+            f"{counts.engine} counters show no drafts (drafts {counts.drafts:g}, draft tokens "
+            f"{counts.draft_tokens:g}): nothing to measure"
+        )
     if counts.accepted_tokens > counts.draft_tokens:
-        raise ValueError(f"{counts.engine} counters contradict each other: accepted tokens "
-                         f"{counts.accepted_tokens:g} > drafted tokens {counts.draft_tokens:g}")
+        raise ValueError(
+            f"{counts.engine} counters contradict each other: accepted tokens "
+            f"{counts.accepted_tokens:g} > drafted tokens {counts.draft_tokens:g}"
+        )
     positions = counts.accepted_per_position
     if not positions:
         return
@@ -105,13 +121,17 @@ def check_counts(counts: EngineCounts) -> None:
     previous = counts.drafts
     for i, a in enumerate(positions):
         if a > previous:
-            raise ValueError(f"{counts.engine} counters contradict each other: position {i} accepted {a:g} > "
-                             f"{'drafts' if i == 0 else f'position {i - 1} accepted'} {previous:g} (an "
-                             f"unconditional per-position count cannot grow with position)")
+            raise ValueError(
+                f"{counts.engine} counters contradict each other: position {i} accepted {a:g} > "
+                f"{'drafts' if i == 0 else f'position {i - 1} accepted'} {previous:g} (an "
+                f"unconditional per-position count cannot grow with position)"
+            )
         previous = a
     if not math.isclose(sum(positions), counts.accepted_tokens, rel_tol=1e-9, abs_tol=0.5):
-        raise ValueError(f"{counts.engine} counters contradict each other: per-position accepted counts sum to "
-                         f"{sum(positions):g}, accepted tokens is {counts.accepted_tokens:g}")
+        raise ValueError(
+            f"{counts.engine} counters contradict each other: per-position accepted counts sum to "
+            f"{sum(positions):g}, accepted tokens is {counts.accepted_tokens:g}"
+        )
 
 
 def per_position_from_conditional(conditional) -> tuple[float, ...]:
@@ -149,24 +169,36 @@ def estimate_alpha(counts: EngineCounts, gamma: int | None = None) -> AlphaEstim
     the mean draft length rounded), its error by the delta method from the truncated geometric's variance."""
     positions = counts.accepted_per_position
     if positions and gamma is not None and gamma != len(positions):
-        raise ValueError(f"--gamma {gamma} contradicts the {counts.engine} counters, which count {len(positions)} "
-                         f"positions per draft")
+        raise ValueError(
+            f"--gamma {gamma} contradicts the {counts.engine} counters, which count {len(positions)} "
+            f"positions per draft"
+        )
     if positions:
         trials = counts.drafts + sum(positions[:-1])
         alpha = sum(positions) / trials
-        return AlphaEstimate(alpha, math.sqrt(max(alpha * (1 - alpha), 0.0) / trials), len(positions),
-                             "per-position counts (maximum likelihood)")
+        return AlphaEstimate(
+            alpha,
+            math.sqrt(max(alpha * (1 - alpha), 0.0) / trials),
+            len(positions),
+            "per-position counts (maximum likelihood)",
+        )
     k = max(1, round(counts.draft_length)) if gamma is None else gamma
     length = min(counts.mean_acceptance_length, k + 1.0)
     alpha = float(alpha_from_tokens_per_iteration(length, k))
     # Var of the accepted count L = min(geometric, k) at alpha, and dE/dalpha, by finite differences of Eq. 1.
     j = np.arange(k + 1)
-    probabilities = np.where(j < k, alpha ** j * (1 - alpha), alpha ** k)
-    variance = float(np.sum(probabilities * j ** 2) - np.sum(probabilities * j) ** 2)
+    probabilities = np.where(j < k, alpha**j * (1 - alpha), alpha**k)
+    variance = float(np.sum(probabilities * j**2) - np.sum(probabilities * j) ** 2)
     step = 1e-6
     slope = float(expected_tokens(min(alpha + step, 1.0), k) - expected_tokens(max(alpha - step, 0.0), k)) / (
-        min(alpha + step, 1.0) - max(alpha - step, 0.0))
+        min(alpha + step, 1.0) - max(alpha - step, 0.0)
+    )
     error = math.sqrt(variance / counts.drafts) / slope if slope > 0 else float("inf")
     exact = math.isclose(counts.draft_length, k)
-    return AlphaEstimate(alpha, error, k, "mean acceptance length through Eq. 1" +
-                         ("" if exact else f" (draft lengths vary, mean {counts.draft_length:.2f}: approximate)"))
+    return AlphaEstimate(
+        alpha,
+        error,
+        k,
+        "mean acceptance length through Eq. 1"
+        + ("" if exact else f" (draft lengths vary, mean {counts.draft_length:.2f}: approximate)"),
+    )

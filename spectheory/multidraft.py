@@ -36,9 +36,20 @@ import numpy as np
 from spectheory.acceptance import excess
 from spectheory.validation import as_distribution_pair, as_positive_int
 
-__all__ = ["TREE_RULES", "rank_acceptance", "rrs", "rrs_without_replacement", "kseq", "kseq_rho", "kseq_scale",
-           "kseq_correction", "top_k",
-           "optimal_iid_acceptance", "spectr_upper_bound", "residual"]
+__all__ = [
+    "TREE_RULES",
+    "rank_acceptance",
+    "rrs",
+    "rrs_without_replacement",
+    "kseq",
+    "kseq_rho",
+    "kseq_scale",
+    "kseq_correction",
+    "top_k",
+    "optimal_iid_acceptance",
+    "spectr_upper_bound",
+    "residual",
+]
 
 #: Largest V for the enumerations (2^V token sets; ordered draws without replacement), and most ordered draws.
 ENUMERATION_VOCABULARY = 16

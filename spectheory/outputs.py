@@ -26,8 +26,15 @@ from typing import Callable, Iterator
 
 from spectheory.timing import host
 
-__all__ = ["write_atomically", "write_text", "write_json", "strict_loads", "provenance", "staged_directory",
-           "check_writable"]
+__all__ = [
+    "write_atomically",
+    "write_text",
+    "write_json",
+    "strict_loads",
+    "provenance",
+    "staged_directory",
+    "check_writable",
+]
 
 PARTIAL = ".partial"  # suffix of temporary files and staging directories (ignored by git)
 
@@ -46,8 +53,9 @@ def check_writable(path, *, directory: bool = False) -> Path:
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError:
-        raise ValueError(f"output {kind} {str(path)!r} cannot be written: {str(parent)!r} is not a writable "
-                         f"directory") from None
+        raise ValueError(
+            f"output {kind} {str(path)!r} cannot be written: {str(parent)!r} is not a writable directory"
+        ) from None
     return path
 
 
@@ -86,7 +94,6 @@ def write_json(path, document: dict, *, command: str, indent: int = 1) -> Path:
     ``provenance``, atomically."""
     text = json.dumps(dict(document, command=command, provenance=provenance()), indent=indent, allow_nan=False)
     return write_text(path, text + "\n")
-
 
 
 def _refuse_constant(name: str):

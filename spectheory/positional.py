@@ -65,16 +65,17 @@ def expected_iterations_along(acceptance, gamma: int) -> float:
     values = as_probability("acceptance", acceptance)
     gamma = int(as_count("gamma", gamma))
     if values.ndim != 1 or gamma < 1:
-        raise ValueError(f"acceptance must be one text's [N] values and gamma >= 1, got shape {values.shape}, "
-                         f"gamma {gamma}")
+        raise ValueError(
+            f"acceptance must be one text's [N] values and gamma >= 1, got shape {values.shape}, gamma {gamma}"
+        )
     length = len(values)
     padded = np.concatenate([values, np.zeros(gamma + 1)])
     f = np.zeros(length + gamma + 2)  # f[s] = 0 for s >= N
     for s in range(length - 1, -1, -1):
-        window = padded[s:s + gamma]  # [gamma]
+        window = padded[s : s + gamma]  # [gamma]
         reach = np.concatenate([[1.0], np.cumprod(window)])  # P(at least k accepted), k = 0..gamma
         law = reach - np.concatenate([reach[1:], [0.0]])  # P(exactly k accepted), k = 0..gamma
-        f[s] = 1 + law @ f[s + 1:s + gamma + 2]
+        f[s] = 1 + law @ f[s + 1 : s + gamma + 2]
     return float(f[0])
 
 
@@ -94,8 +95,10 @@ class MarkovAcceptance:
         transition = as_distribution("transition", self.transition)  # [K, K]
         acceptance = as_probability("acceptance", self.acceptance)  # [K]
         if acceptance.ndim != 1 or transition.shape != acceptance.shape * 2:
-            raise ValueError(f"transition must have shape (K, K) and acceptance shape (K,), got "
-                             f"{transition.shape} and {acceptance.shape}")
+            raise ValueError(
+                f"transition must have shape (K, K) and acceptance shape (K,), got "
+                f"{transition.shape} and {acceptance.shape}"
+            )
         object.__setattr__(self, "transition", transition)
         object.__setattr__(self, "acceptance", acceptance)
 

@@ -15,8 +15,16 @@ from dataclasses import asdict, dataclass
 
 from spectheory.optimum import best_choice, best_gamma_row
 
-__all__ = ["NO_GAIN", "MEASURED_BEST", "FORECAST_WITHIN_NOISE", "MODEL", "Recommendation", "from_sweep",
-           "from_model", "recommendation_words"]
+__all__ = [
+    "NO_GAIN",
+    "MEASURED_BEST",
+    "FORECAST_WITHIN_NOISE",
+    "MODEL",
+    "Recommendation",
+    "from_sweep",
+    "from_model",
+    "recommendation_words",
+]
 
 #: The rules, as the lines and documents name them.
 NO_GAIN = "no measured gamma beats plain decoding beyond its noise"
@@ -76,17 +84,22 @@ def from_sweep(rows: list, forecast_gamma: int | None = None) -> Recommendation:
     pick = next((row for row in rows if row["gamma"] == forecast_gamma), None)
     if pick is not None and _pays(pick) and not _apart(pick, best):
         reason = _measured(pick) + ("" if pick is best else f"; the best: {_measured(best)}")
-        return Recommendation(pick["gamma"], FORECAST_WITHIN_NOISE, pick["speedup"], tuple(pick["speedup_interval"]),
-                              reason)
+        return Recommendation(
+            pick["gamma"], FORECAST_WITHIN_NOISE, pick["speedup"], tuple(pick["speedup_interval"]), reason
+        )
     if forecast_gamma is None:
         why = "no forecast"
     elif pick is None:
-        why = "the forecast's do not speculate" if forecast_gamma == 0 else f"the forecast's gamma {forecast_gamma} " \
-                                                                           "was not measured"
+        why = (
+            "the forecast's do not speculate"
+            if forecast_gamma == 0
+            else f"the forecast's gamma {forecast_gamma} was not measured"
+        )
     else:
         why = f"the forecast's {_measured(pick)}: " + ("below the best's" if _pays(pick) else "not above 1x")
-    return Recommendation(best["gamma"], MEASURED_BEST, best["speedup"], tuple(best["speedup_interval"]),
-                          f"{_measured(best)}; {why}")
+    return Recommendation(
+        best["gamma"], MEASURED_BEST, best["speedup"], tuple(best["speedup_interval"]), f"{_measured(best)}; {why}"
+    )
 
 
 def from_model(speedups: dict, source: str = "the model") -> Recommendation:

@@ -27,7 +27,7 @@ __all__ = [
     "GAMMA_MAX_LIMIT",
 ]
 
-GAMMA_MAX_LIMIT = 10 ** 6  # far beyond any useful draft length, and int64-safe in every formula here
+GAMMA_MAX_LIMIT = 10**6  # far beyond any useful draft length, and int64-safe in every formula here
 
 
 def expected_tokens(alpha, gamma) -> np.ndarray:
@@ -127,8 +127,11 @@ def continuous_optimal_gamma(alpha, c) -> np.ndarray:
         excess = decay * (1 - c_safe) / c_safe  # > 0 on the interior; huge or +inf for subnormal c
     moderate = excess < 1e300
     # Beyond that, s = excess + log1p(s) makes log1p(s) = log(excess) to double precision.
-    log_root = np.where(moderate, np.log1p(_log1p_root(np.where(moderate, excess, 1.0))),
-                        np.log(decay) + np.log1p(-c_safe) - np.log(c_safe))
+    log_root = np.where(
+        moderate,
+        np.log1p(_log1p_root(np.where(moderate, excess, 1.0))),
+        np.log(decay) + np.log1p(-c_safe) - np.log(c_safe),
+    )
     stationary = log_root / decay - 1
     return np.where(unbounded, np.inf, np.where(interior, np.maximum(stationary, 0.0), 0.0))
 
@@ -177,8 +180,9 @@ def alpha_from_tokens_per_iteration(tokens_per_iteration, gamma) -> np.ndarray:
     too_many = tokens > gamma + 1
     if np.any(too_many):
         index = tuple(int(i) for i in np.argwhere(too_many)[0])
-        raise ValueError(f"tokens_per_iteration must be at most gamma + 1 = {gamma[index] + 1:g}, "
-                         f"got {tokens[index].item()!r}")
+        raise ValueError(
+            f"tokens_per_iteration must be at most gamma + 1 = {gamma[index] + 1:g}, got {tokens[index].item()!r}"
+        )
     low, high = np.zeros(tokens.shape), np.ones(tokens.shape)
     for _ in range(60):
         middle = (low + high) / 2

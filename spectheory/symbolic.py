@@ -14,16 +14,47 @@ from typing import Sequence
 import sympy as sp
 
 __all__ = [
-    "alpha", "gamma", "c", "c_hat", "m_hat", "n_tokens", "block_size",
-    "EXPECTED_TOKENS", "WALLTIME_IMPROVEMENT", "OPERATIONS_FACTOR", "IMPROVEMENT_LOWER_BOUND",
-    "MEMORY_TRAFFIC_REDUCTION", "ORACLE_SPEEDUP", "OPTIMAL_GAMMA", "MODEL_CALLS_SEPARATE",
-    "MODEL_CALLS_COMBINED", "CALIBRATED_SPEEDUP", "t_step", "t_draft", "verify_intercept", "verify_slope",
-    "t_iteration", "p_k", "tree_depth", "KARY_EXPECTED_TOKENS", "ClosedForm", "CLOSED_FORMS",
-    "derive_calibrated_reductions", "derive_kary_tree",
-    "d_lk", "total_variation", "acceptance_probability", "rejection_sampling_acceptance",
-    "expected_tokens_positional", "expected_block_size", "markov_expected_tokens",
-    "derive_optimal_gamma", "derive_oracle_speedup", "derive_lemma_3_3",
-    "speculative_sampling_law", "latex",
+    "alpha",
+    "gamma",
+    "c",
+    "c_hat",
+    "m_hat",
+    "n_tokens",
+    "block_size",
+    "EXPECTED_TOKENS",
+    "WALLTIME_IMPROVEMENT",
+    "OPERATIONS_FACTOR",
+    "IMPROVEMENT_LOWER_BOUND",
+    "MEMORY_TRAFFIC_REDUCTION",
+    "ORACLE_SPEEDUP",
+    "OPTIMAL_GAMMA",
+    "MODEL_CALLS_SEPARATE",
+    "MODEL_CALLS_COMBINED",
+    "CALIBRATED_SPEEDUP",
+    "t_step",
+    "t_draft",
+    "verify_intercept",
+    "verify_slope",
+    "t_iteration",
+    "p_k",
+    "tree_depth",
+    "KARY_EXPECTED_TOKENS",
+    "ClosedForm",
+    "CLOSED_FORMS",
+    "derive_calibrated_reductions",
+    "derive_kary_tree",
+    "d_lk",
+    "total_variation",
+    "acceptance_probability",
+    "rejection_sampling_acceptance",
+    "expected_tokens_positional",
+    "expected_block_size",
+    "markov_expected_tokens",
+    "derive_optimal_gamma",
+    "derive_oracle_speedup",
+    "derive_lemma_3_3",
+    "speculative_sampling_law",
+    "latex",
 ]
 
 alpha = sp.Symbol("alpha", nonnegative=True)
@@ -51,13 +82,14 @@ MEMORY_TRAFFIC_REDUCTION = EXPECTED_TOKENS / (gamma * m_hat + 1)
 #: Section 3.5: oracle-gamma speedup (see derive_oracle_speedup).
 ORACLE_SPEEDUP = 1 / (1 - alpha + c * alpha)
 #: The continuous maximiser of Theorem 3.8 (see derive_optimal_gamma); W_{-1} is the right branch.
-OPTIMAL_GAMMA = ((1 + sp.LambertW(-sp.exp(-1) * alpha ** ((1 - c) / c), -1)) / sp.log(alpha) - 1 / c)
+OPTIMAL_GAMMA = (1 + sp.LambertW(-sp.exp(-1) * alpha ** ((1 - c) / c), -1)) / sp.log(alpha) - 1 / c
 #: Stern et al. section 4: model calls for m tokens with mean accepted block size k_hat.
 MODEL_CALLS_SEPARATE = 2 * n_tokens / block_size
 MODEL_CALLS_COMBINED = n_tokens / block_size + 1
 #: docs/theory.md §10: the speedup with measured costs and an affine verify cost v0 + v1 k.
-CALIBRATED_SPEEDUP = EXPECTED_TOKENS * t_step / (gamma * t_draft + verify_intercept + verify_slope * (gamma + 1)
-                                                 + t_iteration)
+CALIBRATED_SPEEDUP = (
+    EXPECTED_TOKENS * t_step / (gamma * t_draft + verify_intercept + verify_slope * (gamma + 1) + t_iteration)
+)
 
 #: docs/theory.md §12: expected tokens per call of the full k-ary tree of depth d, P_k = a_1 + ... + a_k.
 KARY_EXPECTED_TOKENS = (1 - p_k ** (tree_depth + 1)) / (1 - p_k)
@@ -82,8 +114,11 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "continuous_optimal_gamma": ClosedForm(OPTIMAL_GAMMA, (alpha, c), "Section 3.5, Lambert W"),
     "model_calls_separate": ClosedForm(MODEL_CALLS_SEPARATE, (n_tokens, block_size), "Stern et al. §4"),
     "model_calls_combined": ClosedForm(MODEL_CALLS_COMBINED, (n_tokens, block_size), "Stern et al. §4"),
-    "calibrated_speedup": ClosedForm(CALIBRATED_SPEEDUP, (alpha, gamma, t_step, t_draft, verify_intercept,
-                                                          verify_slope, t_iteration), "docs/theory.md §10"),
+    "calibrated_speedup": ClosedForm(
+        CALIBRATED_SPEEDUP,
+        (alpha, gamma, t_step, t_draft, verify_intercept, verify_slope, t_iteration),
+        "docs/theory.md §10",
+    ),
     "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory.md §12"),
 }
 
@@ -141,7 +176,7 @@ def expected_tokens_positional(acceptance: Sequence) -> sp.Expr:
 
 def expected_block_size(head_accuracies: Sequence, min_block_size: int = 1) -> sp.Expr:
     """l + sum_{i>l} prod_{l<j<=i} a_j over heads 2..k."""
-    return (min_block_size - 1) + expected_tokens_positional(head_accuracies[min_block_size - 1:])
+    return (min_block_size - 1) + expected_tokens_positional(head_accuracies[min_block_size - 1 :])
 
 
 def markov_expected_tokens(transition: Sequence[Sequence], acceptance: Sequence, gamma_value: int) -> sp.Expr:
@@ -193,8 +228,7 @@ def derive_calibrated_reductions() -> tuple[sp.Expr, sp.Expr]:
     t_draft = c t_step, t_verify = t_step, t_iteration = 0; and the calibrated speedup with an affine verify
     cost minus efficiency * Theorem 3.8 at c_eff = (t_draft + v1) / T0, efficiency = t_step / T0,
     T0 = v0 + v1 + t_iteration."""
-    theorem = CALIBRATED_SPEEDUP.subs({t_draft: c * t_step, verify_intercept: t_step, verify_slope: 0,
-                                       t_iteration: 0})
+    theorem = CALIBRATED_SPEEDUP.subs({t_draft: c * t_step, verify_intercept: t_step, verify_slope: 0, t_iteration: 0})
     base = verify_intercept + verify_slope + t_iteration
     scaled = t_step / base * WALLTIME_IMPROVEMENT.subs(c, (t_draft + verify_slope) / base)
     return sp.simplify(theorem - WALLTIME_IMPROVEMENT), sp.simplify(CALIBRATED_SPEEDUP - scaled)
@@ -231,8 +265,9 @@ def derive_oracle_speedup() -> sp.Expr:
 # --- exact law of speculative sampling ----------------------------------------------------------------
 
 
-def speculative_sampling_law(p: Sequence[Fraction], q: Sequence[Fraction],
-                             lenience: Fraction = Fraction(1)) -> list[Fraction]:
+def speculative_sampling_law(
+    p: Sequence[Fraction], q: Sequence[Fraction], lenience: Fraction = Fraction(1)
+) -> list[Fraction]:
     """The exact law of one token from speculative sampling (Leviathan et al. §2.3, appendix A.1).
 
     Draw x ~ q, accept with min(1, p(x) / (l q(x))); on rejection draw from norm(max(0, p - q)).

@@ -32,9 +32,19 @@ import numpy as np
 from spectheory.optimum import beats, best_choice, first_best
 from spectheory.validation import as_int, as_positive_int, as_probability
 
-__all__ = ["Tree", "path_products", "expected_tokens_rank", "expected_tokens_candidates", "expected_tokens_kary",
-           "optimal_trees", "optimal_tree", "best_first_tree", "TreeChoice", "hardware_optimal_tree",
-           "check_rank_acceptance"]
+__all__ = [
+    "Tree",
+    "path_products",
+    "expected_tokens_rank",
+    "expected_tokens_candidates",
+    "expected_tokens_kary",
+    "optimal_trees",
+    "optimal_tree",
+    "best_first_tree",
+    "TreeChoice",
+    "hardware_optimal_tree",
+    "check_rank_acceptance",
+]
 
 
 @dataclass(frozen=True)
@@ -49,8 +59,9 @@ class Tree:
             raise ValueError(f"parents must start with -1 (the root), got {list(self.parents)[:8]}")
         bad = [i for i, parent in enumerate(parents[1:], start=1) if not 0 <= parent < i]
         if bad:
-            raise ValueError(f"parents[i] must be in [0, i) for every node i > 0, got parents[{bad[0]}] = "
-                             f"{parents[bad[0]]}")
+            raise ValueError(
+                f"parents[i] must be in [0, i) for every node i > 0, got parents[{bad[0]}] = {parents[bad[0]]}"
+            )
         object.__setattr__(self, "parents", parents)
 
     @classmethod
@@ -130,8 +141,7 @@ def check_rank_acceptance(acceptance) -> np.ndarray:
     if a.ndim != 1 or len(a) == 0:
         raise ValueError(f"acceptance must be a non-empty vector a_1..a_k, got shape {a.shape}")
     if a.sum() > 1 + 1e-9:
-        raise ValueError(f"acceptance a_1..a_k are rank frequencies and must sum to at most 1, got sum "
-                         f"{a.sum():.6g}")
+        raise ValueError(f"acceptance a_1..a_k are rank frequencies and must sum to at most 1, got sum {a.sum():.6g}")
     return a
 
 
@@ -260,7 +270,7 @@ def optimal_trees(acceptance, nodes: int, depth: int | None = None) -> dict:
     programme = _programme(acceptance, nodes, levels)
     out = {}
     for n in range(1, nodes + 1):  # exactly n nodes may be impossible (too few ranks under the cap): at most n
-        m = first_best(programme.best[levels, 1:n + 1]) + 1
+        m = first_best(programme.best[levels, 1 : n + 1]) + 1
         out[n] = (programme.tree(m, levels), float(programme.best[levels, m]))
     return out
 
@@ -301,12 +311,24 @@ class TreeChoice:
     speedup: float
 
     def as_dict(self) -> dict:
-        return {"tree": self.tree.as_dict(), "expected_tokens": self.expected_tokens,
-                "seconds_per_call": self.seconds_per_call, "speedup": self.speedup}
+        return {
+            "tree": self.tree.as_dict(),
+            "expected_tokens": self.expected_tokens,
+            "seconds_per_call": self.seconds_per_call,
+            "speedup": self.speedup,
+        }
 
 
-def hardware_optimal_tree(acceptance, *, t_step: float, t_draft: float, t_verify, t_iteration: float = 0.0,
-                          nodes: int | None = None, depth: int | None = None) -> tuple[TreeChoice, dict]:
+def hardware_optimal_tree(
+    acceptance,
+    *,
+    t_step: float,
+    t_draft: float,
+    t_verify,
+    t_iteration: float = 0.0,
+    nodes: int | None = None,
+    depth: int | None = None,
+) -> tuple[TreeChoice, dict]:
     """The tree maximising T*(n, l) t_step / (depth t_draft + t_verify(n) + t_iteration) over budgets n up to
     ``nodes`` (default len(t_verify)) and depth caps up to ``depth``: (the best choice, {n: best choice at
     n}). n = 1 is autoregressive decoding, speedup 1."""
@@ -315,7 +337,9 @@ def hardware_optimal_tree(acceptance, *, t_step: float, t_draft: float, t_verify
         raise ValueError("t_verify must be positive seconds for k = 1, 2, ... positions")
     for name, value in (("t_step", t_step), ("t_draft", t_draft), ("t_iteration", t_iteration)):
         if not np.isfinite(value) or value < 0 or (name == "t_step" and value == 0):
-            raise ValueError(f"{name} must be {'positive' if name == 't_step' else 'non-negative'} seconds, got {value!r}")
+            raise ValueError(
+                f"{name} must be {'positive' if name == 't_step' else 'non-negative'} seconds, got {value!r}"
+            )
     nodes = len(t_verify) if nodes is None else as_positive_int("nodes", nodes)
     if nodes > len(t_verify):
         raise ValueError(f"t_verify must cover k = 1..nodes = {nodes} positions, got {len(t_verify)} values")

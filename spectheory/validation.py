@@ -8,8 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SUM_TOLERANCE", "as_real", "as_probability", "as_cost", "as_count", "as_lenience", "as_distribution",
-           "as_distribution_pair", "as_int", "as_positive_int", "as_non_negative_int", "positive_int_fields"]
+__all__ = [
+    "SUM_TOLERANCE",
+    "as_real",
+    "as_probability",
+    "as_cost",
+    "as_count",
+    "as_lenience",
+    "as_distribution",
+    "as_distribution_pair",
+    "as_int",
+    "as_positive_int",
+    "as_non_negative_int",
+    "positive_int_fields",
+]
 
 #: Tolerance on ``sum(p) == 1`` for a probability vector (float32 softmax outputs sum to 1 within ~1e-6).
 SUM_TOLERANCE = 1e-6
@@ -24,8 +36,9 @@ def _first_offender(name: str, values: np.ndarray, bad: np.ndarray, requirement:
     raise ValueError(f"{name} must be {requirement}, got {values[index].item()!r}{where}")
 
 
-def as_real(name: str, value, *, low: float = -np.inf, high: float = np.inf,
-            low_open: bool = False, integer: bool = False) -> np.ndarray:
+def as_real(
+    name: str, value, *, low: float = -np.inf, high: float = np.inf, low_open: bool = False, integer: bool = False
+) -> np.ndarray:
     """``value`` as a float64 array, finite (``high`` may be +inf) and inside the given interval."""
     try:
         values = np.asarray(value, dtype=np.float64)
@@ -74,8 +87,7 @@ def as_distribution(name: str, value, *, atol: float = SUM_TOLERANCE) -> np.ndar
         raise ValueError(f"{name} must have a non-empty last (vocabulary) axis, got shape {values.shape}")
     _first_offender(name, values, np.isinf(values), "finite")
     totals = values.sum(axis=-1)
-    _first_offender(f"sum of {name} over its last axis", totals, np.abs(totals - 1.0) > atol,
-                    f"1 within {atol:g}")
+    _first_offender(f"sum of {name} over its last axis", totals, np.abs(totals - 1.0) > atol, f"1 within {atol:g}")
     return values
 
 
@@ -90,8 +102,12 @@ def as_distribution_pair(p, q, *, atol: float = SUM_TOLERANCE) -> tuple[np.ndarr
 
 def as_int(name: str, value, *, low: int, high: int | None = None) -> int:
     """An integer (not a bool, not a float) in [``low``, ``high``]; numpy integers are accepted."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or (
-            high is not None and value > high):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
+    ):
         if low == 1 and high is None:
             requirement = "a positive integer"
         elif low == 0 and high is None:

@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from command import not_strict_json  # noqa: E402
 
-settings.register_profile("ci", derandomize=True, deadline=None, max_examples=100,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 

@@ -14,13 +14,23 @@ VOCABULARY = 30
 class MarkovEngine:
     name = "markov"
 
-    def __init__(self, *, applied_temperature: float | None = None, table_seed: int = 123,
-                 seconds_per_token: float = 0.0) -> None:
+    def __init__(
+        self, *, applied_temperature: float | None = None, table_seed: int = 123, seconds_per_token: float = 0.0
+    ) -> None:
         self.logits = np.random.default_rng(table_seed).normal(size=(VOCABULARY, VOCABULARY)) * 2  # [V, V]
         self.applied_temperature, self.seconds_per_token = applied_temperature, seconds_per_token
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         temperature = max(self.applied_temperature or sampling.temperature, 1e-3)  # T = 0: nearly greedy
         rng = np.random.default_rng(seed)
         rows = np.empty((n, horizon), dtype=np.int64)
@@ -33,8 +43,9 @@ class MarkovEngine:
             previous = rows[:, t]
         if progress:
             progress(n)
-        return EngineRun(tuple(tuple(int(x) for x in row) for row in rows), self.seconds_per_token * n * horizon, {}, 0,
-                         n * horizon)
+        return EngineRun(
+            tuple(tuple(int(x) for x in row) for row in rows), self.seconds_per_token * n * horizon, {}, 0, n * horizon
+        )
 
 
 #: SmolLM2's vocabulary size: the Zipf stand-in has a real vocabulary's shape (most tokens seen once or never).
@@ -58,8 +69,14 @@ class ZipfEngine:
 
     name = "zipf"
 
-    def __init__(self, *, applied_temperature: float | None = None, applied_top_p: float | None = None,
-                 applied_repeat_penalty: float | None = None, vocabulary: int = ZIPF_VOCABULARY) -> None:
+    def __init__(
+        self,
+        *,
+        applied_temperature: float | None = None,
+        applied_top_p: float | None = None,
+        applied_repeat_penalty: float | None = None,
+        vocabulary: int = ZIPF_VOCABULARY,
+    ) -> None:
         self.applied = (applied_temperature, applied_top_p, applied_repeat_penalty)
         self.vocabulary = vocabulary
         ranks = np.arange(vocabulary)
@@ -67,8 +84,10 @@ class ZipfEngine:
 
     def laws(self, sampling: EngineSampling) -> np.ndarray:
         """The law over ranks per context class ``[3, V]`` under ``sampling`` with the applied overrides."""
-        temperature, top_p, penalty = (applied if applied is not None else asked for applied, asked in zip(
-            self.applied, (sampling.temperature, sampling.top_p, sampling.repeat_penalty)))
+        temperature, top_p, penalty = (
+            applied if applied is not None else asked
+            for applied, asked in zip(self.applied, (sampling.temperature, sampling.top_p, sampling.repeat_penalty))
+        )
         logits = 12.0 - np.log1p(np.arange(self.vocabulary))[None, :] * np.array(ZIPF_EXPONENTS)[:, None]  # [3, V]
         prompt = list(PROMPT_RANKS)
         logits[:, prompt] = np.where(logits[:, prompt] > 0, logits[:, prompt] / penalty, logits[:, prompt] * penalty)
@@ -78,13 +97,22 @@ class ZipfEngine:
             probs = np.exp(row - row.max())
             probs /= probs.sum()
             kept = np.zeros(self.vocabulary, dtype=bool)
-            kept[order[:int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]] = True  # smallest set >= top_p
+            kept[order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]] = True  # smallest set >= top_p
             scaled = np.where(kept, np.exp((row - row.max()) / max(temperature, 1e-3)), 0.0)
             laws.append(scaled / scaled.sum())
         return np.array(laws)
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         cdf = np.cumsum(self.laws(sampling), axis=1)  # [3, V]
         rng = np.random.default_rng(seed)
         rows = np.empty((n, horizon), dtype=np.int64)
@@ -93,8 +121,9 @@ class ZipfEngine:
             rank = np.empty(n, dtype=np.int64)
             for k in range(3):
                 rows_k = context == k
-                rank[rows_k] = np.minimum(np.searchsorted(cdf[k], rng.random(rows_k.sum()) * cdf[k, -1], side="right"),
-                                          self.vocabulary - 1)
+                rank[rows_k] = np.minimum(
+                    np.searchsorted(cdf[k], rng.random(rows_k.sum()) * cdf[k, -1], side="right"), self.vocabulary - 1
+                )
             rows[:, t] = self.tokens[context, rank]
             context = rows[:, t] % 3
         if progress:

@@ -3,8 +3,18 @@
 import json
 from pathlib import Path
 
-from paper_figs import (dynamic_gamma_heatmap, measured_vs_predicted, simulation_vs_theory, stern_fig4_blockwise,
-                        spec_bench, table3_alpha, table5_lenience, table_real_model, tree_expected_tokens, tree_vs_chain)
+from paper_figs import (
+    dynamic_gamma_heatmap,
+    measured_vs_predicted,
+    simulation_vs_theory,
+    stern_fig4_blockwise,
+    spec_bench,
+    table3_alpha,
+    table5_lenience,
+    table_real_model,
+    tree_expected_tokens,
+    tree_vs_chain,
+)
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
@@ -14,31 +24,89 @@ from tree_bench_inputs import small_tree_document
 def write_small_results(results: Path) -> Path:
     """Tiny stand-ins for the cached results the data-driven figures read, written into ``results``."""
     results.mkdir(parents=True)
-    grid = {"alphas": [0.5, 0.9], "cs": [0.0, 0.1], "oracle": [[1.0, 1.2], [1.0, 1.5]],
-            "rejection": [[1.0, 1.01], [1.0, 1.1]], "heuristic": [[0.9, 0.95], [0.7, 0.97]]}
+    grid = {
+        "alphas": [0.5, 0.9],
+        "cs": [0.0, 0.1],
+        "oracle": [[1.0, 1.2], [1.0, 1.5]],
+        "rejection": [[1.0, 1.01], [1.0, 1.1]],
+        "heuristic": [[0.9, 0.95], [0.7, 0.97]],
+    }
     (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
     phases = {"draft": 1e-3, "verify": 3e-3, "other": 5e-4}
-    rows = [{"temperature": t, "gamma": g, "speedup": 1 + g / 5, "predicted_speedup": 1 + g / 4,
-             "calibrated_speedup": 1 + g / 6, "measured_seconds_per_iteration": phases,
-             "calibrated_seconds_per_iteration": phases} for t in (0.0, 1.0) for g in (1, 2)]
-    batches = [{"batch_size": b, "temperature": t, "gamma": g, "speedup": 1.5 / b ** 0.2, "calibrated_speedup": 1.4 / b ** 0.2,
-                "speedup_spread": [1.4 / b ** 0.2, 1.5 / b ** 0.2, 1.6 / b ** 0.2]}
-               for b in (1, 4, 16) for t in (0.0, 1.0) for g in (2, 4)]
-    bench = {"rows": rows, "c": 0.1, "environment": {"device_name": "test cpu", "dtype": "float32"},
-             "settings": {"gammas": [1, 2]}, "alpha": {"0.0": 0.8, "1.0": 0.7},
-             "batches": {"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches}}
+    rows = [
+        {
+            "temperature": t,
+            "gamma": g,
+            "speedup": 1 + g / 5,
+            "predicted_speedup": 1 + g / 4,
+            "calibrated_speedup": 1 + g / 6,
+            "measured_seconds_per_iteration": phases,
+            "calibrated_seconds_per_iteration": phases,
+        }
+        for t in (0.0, 1.0)
+        for g in (1, 2)
+    ]
+    batches = [
+        {
+            "batch_size": b,
+            "temperature": t,
+            "gamma": g,
+            "speedup": 1.5 / b**0.2,
+            "calibrated_speedup": 1.4 / b**0.2,
+            "speedup_spread": [1.4 / b**0.2, 1.5 / b**0.2, 1.6 / b**0.2],
+        }
+        for b in (1, 4, 16)
+        for t in (0.0, 1.0)
+        for g in (2, 4)
+    ]
+    bench = {
+        "rows": rows,
+        "c": 0.1,
+        "environment": {"device_name": "test cpu", "dtype": "float32"},
+        "settings": {"gammas": [1, 2]},
+        "alpha": {"0.0": 0.8, "1.0": 0.7},
+        "batches": {"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches},
+    }
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
-    runs = [{"process": p, "gamma": g, "alpha": a, "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
-             "standard_error": 0.01, "z_score": 1.0} for p in ("iid", "token-level") for g in (2, 4) for a in (0.3, 0.8)]
+    runs = [
+        {
+            "process": p,
+            "gamma": g,
+            "alpha": a,
+            "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
+            "standard_error": 0.01,
+            "z_score": 1.0,
+        }
+        for p in ("iid", "token-level")
+        for g in (2, 4)
+        for a in (0.3, 0.8)
+    ]
     (results / simulation_vs_theory.RESULT).write_text(json.dumps({"runs": runs}))
-    blocks = [{"criterion": c, "top_k": k, "block_size": b, "mean_block_size": 1 + b / 2, "speedup": 1 + b / 3}
-              for c, k in (("exact", 1), ("top_k", 2)) for b in (2, 4)]
-    (results / stern_fig4_blockwise.RESULT).write_text(json.dumps({"rows": blocks, "environment": {"device_name": "cpu"}}))
-    estimates = [{"draft": d, "temperature": t, "alpha_text": 0.5, "alpha_text_standard_error": 0.01, "alpha_counts": 0.6,
-                  "alpha_counts_standard_error": 0.02} for d in ("transformer", "bigram") for t in (0.0, 1.0)]
+    blocks = [
+        {"criterion": c, "top_k": k, "block_size": b, "mean_block_size": 1 + b / 2, "speedup": 1 + b / 3}
+        for c, k in (("exact", 1), ("top_k", 2))
+        for b in (2, 4)
+    ]
+    (results / stern_fig4_blockwise.RESULT).write_text(
+        json.dumps({"rows": blocks, "environment": {"device_name": "cpu"}})
+    )
+    estimates = [
+        {
+            "draft": d,
+            "temperature": t,
+            "alpha_text": 0.5,
+            "alpha_text_standard_error": 0.01,
+            "alpha_counts": 0.6,
+            "alpha_counts_standard_error": 0.02,
+        }
+        for d in ("transformer", "bigram")
+        for t in (0.0, 1.0)
+    ]
     (results / table3_alpha.RESULT).write_text(json.dumps({"command": "spectheory alpha", "estimates": estimates}))
-    lenient = [{"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6],
-                "standard_error": [0.01, 0.01]} for d in ("transformer", "bigram")]
+    lenient = [
+        {"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6], "standard_error": [0.01, 0.01]}
+        for d in ("transformer", "bigram")
+    ]
     (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
     trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
@@ -49,15 +117,25 @@ def write_small_results(results: Path) -> Path:
 
 
 def _spec_row(gamma, predicted: float, measured: float) -> dict:
-    return {"temperature": 0.0, "gamma": gamma, "speedup": measured, "speedup_spread": [measured - 0.05, measured,
-            measured + 0.05], "calibrated_speedup": predicted,
-            "calibrated_over_measured": None if predicted is None else predicted / measured,
-            "mean_acceptance_length": 1.5, "acceptance_rate": 0.3, "alpha_counts": 0.4, "greedy_equal": [True]}
+    return {
+        "temperature": 0.0,
+        "gamma": gamma,
+        "speedup": measured,
+        "speedup_spread": [measured - 0.05, measured, measured + 0.05],
+        "calibrated_speedup": predicted,
+        "calibrated_over_measured": None if predicted is None else predicted / measured,
+        "mean_acceptance_length": 1.5,
+        "acceptance_rate": 0.3,
+        "alpha_counts": 0.4,
+        "greedy_equal": [True],
+    }
 
 
 #: ``small_spec_bench_table``'s (predicted, measured) speedups per category, draft and gamma, and baseline seconds.
-SPEC_BENCH_CELLS = {"qa": {"copy": {1: (1.2, 1.25), 2: (1.5, 1.4)}, "slow": {1: (0.9, 0.85)}},
-                    "rag": {"copy": {1: (0.95, 1.02), 2: (0.9, 0.93)}, "slow": {1: (0.8, 0.75)}}}
+SPEC_BENCH_CELLS = {
+    "qa": {"copy": {1: (1.2, 1.25), 2: (1.5, 1.4)}, "slow": {1: (0.9, 0.85)}},
+    "rag": {"copy": {1: (0.95, 1.02), 2: (0.9, 0.93)}, "slow": {1: (0.8, 0.75)}},
+}
 SPEC_BENCH_BASELINES = {"qa": 2.0, "rag": 6.0}
 SPEC_BENCH_TREES = {"qa": 1.3, "rag": 0.98}  # the dynamic tree's measured speedups
 
@@ -70,33 +148,91 @@ def small_spec_bench_table() -> dict:
     categories = {}
     for category, drafts in SPEC_BENCH_CELLS.items():
         tree = [dict(_spec_row(None, None, SPEC_BENCH_TREES[category]), nodes=8)]
-        categories[category] = {"label": labels[category], "prompts": prompts, "drafts": {
-            name: {"prompt_room": 100, "autoregressive_seconds": SPEC_BENCH_BASELINES[category],
-                   "rows": [_spec_row(g, *cell) for g, cell in cells.items()]} for name, cells in drafts.items()},
-            "dynamic": {"draft": "copy", "prompt_room": 100, "rows": tree}}
-    engine = [{"category": c, "label": labels[c], "draft": "llama.cpp prompt lookup", "prompts": 1, "cut": 0,
-               "prompt_tokens": 60.0, "setting": "gamma 2", **_spec_row(2, 1.1, 1.2), "alpha": 0.5} for c in labels]
-    return {"task": "spec-bench:qa,rag", "target": "test", "drafts": {"copy": [1, 2], "slow": [1]},
-            "environment": {"device": "cpu", "device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
-            "settings": {"prompts": 1, "max_new_tokens": 8, "gammas": [1, 2]}, "categories": categories,
-            "engine": {"table": engine}}
+        categories[category] = {
+            "label": labels[category],
+            "prompts": prompts,
+            "drafts": {
+                name: {
+                    "prompt_room": 100,
+                    "autoregressive_seconds": SPEC_BENCH_BASELINES[category],
+                    "rows": [_spec_row(g, *cell) for g, cell in cells.items()],
+                }
+                for name, cells in drafts.items()
+            },
+            "dynamic": {"draft": "copy", "prompt_room": 100, "rows": tree},
+        }
+    engine = [
+        {
+            "category": c,
+            "label": labels[c],
+            "draft": "llama.cpp prompt lookup",
+            "prompts": 1,
+            "cut": 0,
+            "prompt_tokens": 60.0,
+            "setting": "gamma 2",
+            **_spec_row(2, 1.1, 1.2),
+            "alpha": 0.5,
+        }
+        for c in labels
+    ]
+    return {
+        "task": "spec-bench:qa,rag",
+        "target": "test",
+        "drafts": {"copy": [1, 2], "slow": [1]},
+        "environment": {"device": "cpu", "device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
+        "settings": {"prompts": 1, "max_new_tokens": 8, "gammas": [1, 2]},
+        "categories": categories,
+        "engine": {"table": engine},
+    }
 
 
 def small_real_model() -> dict:
     """Two cells (copy with a transformers counterpart, random without) of ``table_real_model``'s input."""
-    profile = CostProfile(t_step=0.08, t_draft=0.001, t_verify=(0.08, 0.09, 0.1), t_iteration=0.002,
-                          acceptance=(0.6, 0.5)).as_dict()
+    profile = CostProfile(
+        t_step=0.08, t_draft=0.001, t_verify=(0.08, 0.09, 0.1), t_iteration=0.002, acceptance=(0.6, 0.5)
+    ).as_dict()
     cells = []
     for draft in ("copy", "random"):
-        rows = [{"temperature": t, "gamma": g, "speedup": 1.2 / g if draft == "random" else 1 + g / 5,
-                 "speedup_spread": [1.0, 1.1, 1.3]} for t in (0.0, 1.0) for g in (1, 2)]
-        bench = {"settings": {"temperatures": [0.0, 1.0], "max_new_tokens": 48}, "rows": rows, "c": 0.01,
-                 "alpha": {"0.0": 0.6, "1.0": 0.4}, "profiles": {"0.0": profile, "1.0": profile}}
-        hf = {"rows": [{"temperature": 0.0, "ar_ours_adapter_over_hf": 1.1, "ar_ours_adapter_over_hf_spread": [1.0, 1.2],
-                        **({"speculative_ours_adapter_over_hf": 1.5, "speculative_ours_adapter_over_hf_spread": [1.4, 1.6]}
-                           if draft == "copy" else {})}]}
+        rows = [
+            {
+                "temperature": t,
+                "gamma": g,
+                "speedup": 1.2 / g if draft == "random" else 1 + g / 5,
+                "speedup_spread": [1.0, 1.1, 1.3],
+            }
+            for t in (0.0, 1.0)
+            for g in (1, 2)
+        ]
+        bench = {
+            "settings": {"temperatures": [0.0, 1.0], "max_new_tokens": 48},
+            "rows": rows,
+            "c": 0.01,
+            "alpha": {"0.0": 0.6, "1.0": 0.4},
+            "profiles": {"0.0": profile, "1.0": profile},
+        }
+        hf = {
+            "rows": [
+                {
+                    "temperature": 0.0,
+                    "ar_ours_adapter_over_hf": 1.1,
+                    "ar_ours_adapter_over_hf_spread": [1.0, 1.2],
+                    **(
+                        {"speculative_ours_adapter_over_hf": 1.5, "speculative_ours_adapter_over_hf_spread": [1.4, 1.6]}
+                        if draft == "copy"
+                        else {}
+                    ),
+                }
+            ]
+        }
         cells.append({"draft": draft, "task": "rewrite", "bench": bench, "hf": hf})
-    alphas = [{"draft": d, "temperature": t, "alpha": [0.5], "standard_error": [0.02]}
-              for d in ("copy", "random", "layerskip:8") for t in (0.0, 1.0)]
-    return {"environment": {"device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
-            "settings": {"prompts": 2, "max_new_tokens": 48, "repeats": 2}, "alpha_text": alphas, "cells": cells}
+    alphas = [
+        {"draft": d, "temperature": t, "alpha": [0.5], "standard_error": [0.02]}
+        for d in ("copy", "random", "layerskip:8")
+        for t in (0.0, 1.0)
+    ]
+    return {
+        "environment": {"device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
+        "settings": {"prompts": 2, "max_new_tokens": 48, "repeats": 2},
+        "alpha_text": alphas,
+        "cells": cells,
+    }

@@ -17,8 +17,10 @@ CHI_SQUARE_LEVEL = 1e-4
 def assert_within_band(estimate, theory, **parameters):
     """|estimate.mean - theory| <= BAND standard errors; the message names the parameters."""
     z = estimate.z_score(float(theory))
-    assert abs(z) <= BAND, (f"simulated {estimate.mean:.6g} +- {estimate.standard_error:.3g} vs theory "
-                            f"{float(theory):.6g} (z = {z:+.2f}) at {parameters}")
+    assert abs(z) <= BAND, (
+        f"simulated {estimate.mean:.6g} +- {estimate.standard_error:.3g} vs theory "
+        f"{float(theory):.6g} (z = {z:+.2f}) at {parameters}"
+    )
 
 
 def chi_square_p_value(observed_counts, expected_law) -> float:

@@ -23,6 +23,17 @@ def held_out():
 def small_tree_document(draft=None, budgets=(4, 8), dynamic=None) -> dict:
     """The bench on tiny models (also the figure tests' input)."""
     target = tiny_gpt(0)
-    prompts = torch.randint(0, VOCAB, (SETTINGS.prompts, SETTINGS.prompt_length), generator=torch.Generator().manual_seed(1))
-    return bench_trees(target, draft if draft is not None else tiny_gpt(1), prompts, held_out(), SETTINGS,
-                       budgets=budgets, draft_name="tiny", dynamic=dynamic, progress=False)
+    prompts = torch.randint(
+        0, VOCAB, (SETTINGS.prompts, SETTINGS.prompt_length), generator=torch.Generator().manual_seed(1)
+    )
+    return bench_trees(
+        target,
+        draft if draft is not None else tiny_gpt(1),
+        prompts,
+        held_out(),
+        SETTINGS,
+        budgets=budgets,
+        draft_name="tiny",
+        dynamic=dynamic,
+        progress=False,
+    )

@@ -14,8 +14,18 @@ from typing import Callable
 
 from spectheory.registry import register
 
-__all__ = ["STATISTICAL", "TWO_SAMPLE", "BatteryOutcome", "AuditTest", "AUDIT_TESTS", "register_audit_test",
-           "battery_tests", "run_battery", "bonferroni", "power_line"]
+__all__ = [
+    "STATISTICAL",
+    "TWO_SAMPLE",
+    "BatteryOutcome",
+    "AuditTest",
+    "AUDIT_TESTS",
+    "register_audit_test",
+    "battery_tests",
+    "run_battery",
+    "bonferroni",
+    "power_line",
+]
 
 STATISTICAL, TWO_SAMPLE = "statistical", "two-sample"
 
@@ -45,8 +55,14 @@ class BatteryOutcome:
         return min(1.0, self.share * min(self.p_values))
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "statistic": self.statistic, "p_value": self.p_value, "share": self.share,
-                "detectable": self.detectable, "power": self.power}
+        return {
+            "name": self.name,
+            "statistic": self.statistic,
+            "p_value": self.p_value,
+            "share": self.share,
+            "detectable": self.detectable,
+            "power": self.power,
+        }
 
 
 @dataclass(frozen=True)
@@ -85,10 +101,18 @@ def run_battery(battery: str, evidence, orderings: tuple = ()) -> tuple:
     """Every test of ``battery`` that applies to ``evidence``: the per-ordering ones under each of ``orderings`` in
     turn, then the others; each outcome with its power at the battery's total count."""
     tests = [test for test in battery_tests(battery) if test.applies(evidence)]
-    runs = [(test, order) for order in orderings for test in tests if test.per_ordering] + \
-        [(test, None) for test in tests if not test.per_ordering]
-    outcomes = [(test, replace(test.run(evidence, order), name=test.name if order is None else f"{test.name}_{order}",
-                               power=test.power)) for test, order in runs]
+    runs = [(test, order) for order in orderings for test in tests if test.per_ordering] + [
+        (test, None) for test in tests if not test.per_ordering
+    ]
+    outcomes = [
+        (
+            test,
+            replace(
+                test.run(evidence, order), name=test.name if order is None else f"{test.name}_{order}", power=test.power
+            ),
+        )
+        for test, order in runs
+    ]
     count = sum(outcome.share for _, outcome in outcomes)
     return tuple(replace(outcome, detectable=test.detectable(evidence, count)) for test, outcome in outcomes)
 
@@ -100,7 +124,7 @@ def bonferroni(outcomes) -> tuple[float, int]:
 
 
 def power_line(outcomes) -> str:
-    """"a per-position TV of 0.0123, ...": each test's power statement once (the first of its orderings)."""
+    """ "a per-position TV of 0.0123, ...": each test's power statement once (the first of its orderings)."""
     stated = {}
     for outcome in outcomes:
         if outcome.detectable is not None:

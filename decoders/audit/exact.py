@@ -39,9 +39,21 @@ from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeS
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, chain_config, check_tree_models, tree_room
 from spectheory.validation import as_positive_int
 
-__all__ = ["Enumerator", "Law", "ExactReport", "BranchBudgetExceeded", "autoregressive_law", "speculative_law",
-           "tree_law", "prefix_law", "whole_run_law",
-           "product_law", "compare_laws", "lenience_bound_violations", "TOLERANCE"]
+__all__ = [
+    "Enumerator",
+    "Law",
+    "ExactReport",
+    "BranchBudgetExceeded",
+    "autoregressive_law",
+    "speculative_law",
+    "tree_law",
+    "prefix_law",
+    "whole_run_law",
+    "product_law",
+    "compare_laws",
+    "lenience_bound_violations",
+    "TOLERANCE",
+]
 
 Law = dict  # tuple of token ids -> probability
 TOLERANCE = 1e-9  # float64 sums over at most a few thousand branches are good to ~1e-15
@@ -61,7 +73,7 @@ class Enumerator:
         self.lengths = np.array([len(script) for script in scripts], dtype=np.int64)  # [N]
         self.scripts = np.full((len(scripts), max(self.lengths.max(initial=0), 1)), -1, dtype=np.int64)
         for row, script in enumerate(scripts):
-            self.scripts[row, :len(script)] = script
+            self.scripts[row, : len(script)] = script
         self.probability = np.ones(len(scripts))  # [N]
         self.taken: list[np.ndarray] = []  # one [N] array of joint outcomes per draw
         self.branches: list[tuple[int, tuple[int, ...]]] = []
@@ -133,8 +145,11 @@ def autoregressive_law(target, prompt: Sequence[int], sampling: Sampling, horizo
         logits = target.forward(tokens, target.new_state(len(prefixes), tokens.shape[1]))[:, -1]  # [K, V]
         history = _history(rows, len(prompt), target, sampling)
         probs = adjusted_probs(logits.to(torch.float64), sampling, history=history).cpu().numpy()
-        level = {prefix + (token,): level[prefix] * probs[k, token]
-                 for k, prefix in enumerate(prefixes) for token in np.flatnonzero(probs[k] > 0).tolist()}
+        level = {
+            prefix + (token,): level[prefix] * probs[k, token]
+            for k, prefix in enumerate(prefixes)
+            for token in np.flatnonzero(probs[k] > 0).tolist()
+        }
     return {**{stop_padded(prefix, horizon, sampling.stop): mass for prefix, mass in level.items()}, **ended}
 
 
@@ -144,28 +159,45 @@ def _history(rows: list, prompt_length: int, target, sampling: Sampling) -> Hist
 
 
 @torch.no_grad()
-def speculative_law(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
-                    step: SpeculativeStep = REFERENCE_STEP, progress: bool | None = None,
-                    max_branches: int | None = None) -> tuple[Law, int]:
+def speculative_law(
+    target,
+    draft,
+    prompt: Sequence[int],
+    config: SpeculativeConfig,
+    horizon: int,
+    *,
+    step: SpeculativeStep = REFERENCE_STEP,
+    progress: bool | None = None,
+    max_branches: int | None = None,
+) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of speculative decoding, and the number of branches
     (``prefix_law`` over ``step``'s iterations, each from fresh states and a fresh copy of the config's policy); a
     step that is not a sampler is refused."""
     refuse_inexact(step)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
-        committed = start(target, draft, prompts, config.gamma + 1, _history(prompts, len(prompt), target, config.sampling))
+        committed = start(
+            target, draft, prompts, config.gamma + 1, _history(prompts, len(prompt), target, config.sampling)
+        )
         outcome = step(target, draft, committed, config.afresh(), randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
-        return [row[:n + 1] for row, n in zip(tokens, accepted)]
+        return [row[: n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop,
-                      max_branches=max_branches)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop, max_branches=max_branches)
 
 
 @torch.no_grad()
-def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: int, *,
-             step: TreeStep = REFERENCE_TREE_STEP, progress: bool | None = None,
-             max_branches: int | None = None) -> tuple[Law, int]:
+def tree_law(
+    target,
+    draft,
+    prompt: Sequence[int],
+    config: TreeConfig,
+    horizon: int,
+    *,
+    step: TreeStep = REFERENCE_TREE_STEP,
+    progress: bool | None = None,
+    max_branches: int | None = None,
+) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of tree decoding (``prefix_law`` over ``step``'s iterations);
     of the chain decoder where ``generate_tree`` runs it (``chain_config``)."""
     check_tree_models(target, draft, config)
@@ -174,14 +206,14 @@ def tree_law(target, draft, prompt: Sequence[int], config: TreeConfig, horizon: 
         return speculative_law(target, draft, prompt, chain, horizon, progress=progress, max_branches=max_branches)
 
     def iterate(prompts: list, randomness: Randomness) -> list:
-        state = start(target, draft, prompts, tree_room(config, 0),
-                           _history(prompts, len(prompt), target, config.sampling))
+        state = start(
+            target, draft, prompts, tree_room(config, 0), _history(prompts, len(prompt), target, config.sampling)
+        )
         outcome = step(target, draft, state, config, randomness)
         tokens, accepted = outcome.tokens.tolist(), outcome.accepted.tolist()
-        return [row[:n + 1] for row, n in zip(tokens, accepted)]
+        return [row[: n + 1] for row, n in zip(tokens, accepted)]
 
-    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop,
-                      max_branches=max_branches)
+    return prefix_law(iterate, prompt, horizon, progress=progress, stop=config.sampling.stop, max_branches=max_branches)
 
 
 class BranchBudgetExceeded(ValueError):
@@ -194,7 +226,8 @@ def _over_budget(run: int, budget: int | None, waiting: float, detail: str = "")
     if budget is not None and run + waiting > budget:
         raise BranchBudgetExceeded(
             f"--exact needs more than its budget of {budget:,} branches: {run:,} run and about {waiting:,.0f} more "
-            f"to come{detail}; lower --vocabulary or --horizon, or use a smaller --tree or --gamma")
+            f"to come{detail}; lower --vocabulary or --horizon, or use a smaller --tree or --gamma"
+        )
 
 
 def _dp_over_budget(branches: int, budget: int | None, expanded: int, pending: int, frontier: int) -> None:
@@ -202,12 +235,23 @@ def _dp_over_budget(branches: int, budget: int | None, expanded: int, pending: i
     the ``frontier`` prefixes waiting at the mean count per ``expanded`` prefix so far (an estimate that can only
     be low while those prefixes are still being extended, and leaves out the waiting prefixes' own children)."""
     each = branches / expanded
-    _over_budget(branches, budget, pending + each * frontier,
-                 f" ({frontier:,} prefixes still to extend, at {each:,.0f} branches each so far)" if frontier else "")
+    _over_budget(
+        branches,
+        budget,
+        pending + each * frontier,
+        f" ({frontier:,} prefixes still to extend, at {each:,.0f} branches each so far)" if frontier else "",
+    )
 
 
-def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int], horizon: int, *,
-               progress: bool | None = None, stop: tuple = (), max_branches: int | None = None) -> tuple[Law, int]:
+def prefix_law(
+    iterate: Callable[[list, Randomness], list],
+    prompt: Sequence[int],
+    horizon: int,
+    *,
+    progress: bool | None = None,
+    stop: tuple = (),
+    max_branches: int | None = None,
+) -> tuple[Law, int]:
     """The exact law of the first ``horizon`` tokens of a decoder whose iteration ``iterate(prompts, randomness)``
     (from fresh states of each prompt) returns each row's new tokens, and the number of branches, by a dynamic
     programme over prefixes: the branches of one iteration from every prefix of one length run as one batch,
@@ -244,8 +288,9 @@ def prefix_law(iterate: Callable[[list, Randomness], list], prompt: Sequence[int
     return dict(law), branches
 
 
-def whole_run_law(run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None,
-                  max_branches: int | None = None) -> tuple[Law, int]:
+def whole_run_law(
+    run: Callable[[Randomness], Sequence[int]], *, progress: bool | None = None, max_branches: int | None = None
+) -> tuple[Law, int]:
     """The exact law of ``run(randomness)`` (one generation, returning its tokens; of a batch, its rows'
     tokens concatenated) and the number of branches: the whole loop is run once along every branch of its
     random draws. With ``max_branches`` it stops with ``BranchBudgetExceeded`` when the branches run, plus those
@@ -282,12 +327,21 @@ class ExactReport:
         return self.max_abs_difference <= self.tolerance
 
     def as_dict(self) -> dict:
-        return {"method": self.method, "horizon": self.horizon, "branches": self.branches,
-                "sequences": self.sequences, "total_mass": self.total_mass,
-                "max_abs_difference": self.max_abs_difference, "total_variation": self.total_variation,
-                "largest_deviations": [{"tokens": list(tokens), "law": law, "target": target}
-                                       for tokens, law, target in self.largest_deviations],
-                "tolerance": self.tolerance, "passed": self.passed}
+        return {
+            "method": self.method,
+            "horizon": self.horizon,
+            "branches": self.branches,
+            "sequences": self.sequences,
+            "total_mass": self.total_mass,
+            "max_abs_difference": self.max_abs_difference,
+            "total_variation": self.total_variation,
+            "largest_deviations": [
+                {"tokens": list(tokens), "law": law, "target": target}
+                for tokens, law, target in self.largest_deviations
+            ],
+            "tolerance": self.tolerance,
+            "passed": self.passed,
+        }
 
 
 def product_law(law: Law, copies: int) -> Law:
@@ -305,16 +359,26 @@ def compare_laws(law: Law, reference: Law, *, method: str, horizon: int, branche
     sequences = sorted(set(law) | set(reference))
     differences = np.array([law.get(s, 0.0) - reference.get(s, 0.0) for s in sequences])
     order = np.argsort(-np.abs(differences))[:5]
-    return ExactReport(method, horizon, branches, len(sequences), math.fsum(law.values()),
-                       float(np.abs(differences).max(initial=0.0)), 0.5 * math.fsum(np.abs(differences)),
-                       tuple((sequences[i], law.get(sequences[i], 0.0), reference.get(sequences[i], 0.0)) for i in order))
+    return ExactReport(
+        method,
+        horizon,
+        branches,
+        len(sequences),
+        math.fsum(law.values()),
+        float(np.abs(differences).max(initial=0.0)),
+        0.5 * math.fsum(np.abs(differences)),
+        tuple((sequences[i], law.get(sequences[i], 0.0), reference.get(sequences[i], 0.0)) for i in order),
+    )
 
 
 def lenience_bound_violations(law: Law, reference: Law, lenience: float, *, slack: float = 1e-12) -> list[tuple]:
     """Sequences sampled with probability above p(sequence) / l^length, the guarantee of lenience l
     (Leviathan et al. A.5: no token above p(x) / l, so no sequence above the product)."""
-    return [tokens for tokens, probability in law.items()
-            if probability > reference.get(tokens, 0.0) / lenience ** len(tokens) + slack]
+    return [
+        tokens
+        for tokens, probability in law.items()
+        if probability > reference.get(tokens, 0.0) / lenience ** len(tokens) + slack
+    ]
 
 
 def _check_horizon(horizon: int) -> None:

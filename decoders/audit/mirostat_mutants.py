@@ -31,8 +31,9 @@ class MovedByTargetDraw(SpeculativeStep):
         return super().draft(draft, committed, config, randomness)
 
     def verify(self, target, committed, drafted, proposed, config):
-        base = super().verify(target, committed, drafted, proposed, replace(config, sampling=replace(
-            config.sampling, mirostat=0)))  # [B, k + 1, V], the law before Mirostat
+        base = super().verify(
+            target, committed, drafted, proposed, replace(config, sampling=replace(config.sampling, mirostat=0))
+        )  # [B, k + 1, V], the law before Mirostat
         mirostat, mu = committed.history.mirostat, committed.history.mu.expand(len(base))
         laws, drawn = torch.empty_like(base), []
         for i in range(base.shape[1]):
@@ -45,7 +46,7 @@ class MovedByTargetDraw(SpeculativeStep):
 
     def count(self, history, drafted, tokens, accepted, p):
         counted = super().count(history, drafted, tokens, accepted, p)
-        own = torch.cat([self.drawn, tokens[:, drafted.shape[1]:]], dim=1)  # the y's, then the bonus
+        own = torch.cat([self.drawn, tokens[:, drafted.shape[1] :]], dim=1)  # the y's, then the bonus
         return replace(counted, mu=history.plus(own, _positions(tokens) <= accepted[:, None], laws=p).mu)
 
 

@@ -288,8 +288,10 @@ class Mutant:
 #: The smallest settings at which whole runs show every bug of their method (docs/project.md, "What CI runs"): they
 #: branch on every draw, so V, gamma and the horizon set the cost. A batch runs two copies of one prompt, so its rows
 #: differ from the second token on; V = 2 with the prompt [0, 1] shows the batch bugs in 241 branches (V = 3: 4,921).
-EXACT_SIZES = {"whole-run": dict(vocabulary=3, gamma=1, horizon=3),
-               "batch": dict(vocabulary=2, gamma=1, horizon=2, prompt=(0, 1))}
+EXACT_SIZES = {
+    "whole-run": dict(vocabulary=3, gamma=1, horizon=3),
+    "batch": dict(vocabulary=2, gamma=1, horizon=2, prompt=(0, 1)),
+}
 
 #: Mirostat 2 whose truncation moves within a few tokens on the exact audit's models (docs/theory.md §14).
 MIROSTAT_SHOWN = Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0)
@@ -298,89 +300,223 @@ MIROSTAT_SHOWN = Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0)
 GRAMMAR_SHOWN = Sampling(1.0, stop=(2,), grammar=GrammarSpec("regex", "(ab|ba)+"))
 
 MUTANTS = (
-    Mutant("residual-from-p", "after a rejection the next token is drawn from p, not norm(max(0, p - q))",
-           ResidualFromTarget()),
+    Mutant(
+        "residual-from-p",
+        "after a rejection the next token is drawn from p, not norm(max(0, p - q))",
+        ResidualFromTarget(),
+    ),
     Mutant("ratio-q-over-p", "the accept probability is min(1, q/p) instead of min(1, p/q)", InvertedRatio()),
-    Mutant("q-at-temperature-1", "the accept test uses the draft's softmax at temperature 1 while the draft "
-           "samples at 0.7", DraftTestedAtTemperatureOne(), Sampling(0.7)),
-    Mutant("filter-on-target-only", "top-k is applied to the draft's sampling but not to the q of the accept "
-           "test", FilterOnTargetOnly(), Sampling(1.0, top_k=2)),
+    Mutant(
+        "q-at-temperature-1",
+        "the accept test uses the draft's softmax at temperature 1 while the draft samples at 0.7",
+        DraftTestedAtTemperatureOne(),
+        Sampling(0.7),
+    ),
+    Mutant(
+        "filter-on-target-only",
+        "top-k is applied to the draft's sampling but not to the q of the accept test",
+        FilterOnTargetOnly(),
+        Sampling(1.0, top_k=2),
+    ),
     Mutant("no-rollback", "rejected tokens are never cut from the caches", NoRollback(), exact="whole-run"),
     Mutant("verify-one-late", "x_i is tested against p_{i+1} instead of p_i", VerifiedOnePositionLate()),
-    Mutant("rejected-token-kept", "after a rejection the rejected draft token is emitted instead of a "
-           "residual sample", RejectedTokenKept()),
+    Mutant(
+        "rejected-token-kept",
+        "after a rejection the rejected draft token is emitted instead of a residual sample",
+        RejectedTokenKept(),
+    ),
     Mutant("one-uniform", "one uniform is reused for every position of an iteration", OneUniformReused()),
-    Mutant("bonus-from-draft", "after full acceptance the bonus token is drawn from the draft's last q, not "
-           "from p_{gamma+1}", BonusFromDraft()),
-    Mutant("silent-lenience", f"lenience {WRONG_LENIENCE} is applied while the configuration says 1",
-           SilentLenience()),
-    Mutant("uniform-per-row", "one uniform per row answers every draw of the row, across iterations (a cached "
-           "draw, shared random state)", exact="whole-run", source=OneUniformPerRow),
-    Mutant("copies-previous", "after an accepted draft token the next token repeats the one before it (an "
-           "off-by-one in the position read) instead of the residual or bonus sample", CopiesPreviousToken()),
-    Mutant("bonus-from-last-draft-position", "after full acceptance the bonus token is drawn from the residual at "
-           "the last draft position, not from p_{gamma+1}", BonusFromLastDraftPosition()),
-    Mutant("policy-peeks", "a draft-length policy stops before the first draft the target likes less than the "
-           "draft (it read p of the current iteration)", PolicyPeeks()),
-    Mutant("batch-min-rollback", "every row of the batch is cut back to the batch's fewest accepted tokens, and "
-           "the token after them drawn as if rejected there", BatchMinimumRollback(), exact="batch"),
+    Mutant(
+        "bonus-from-draft",
+        "after full acceptance the bonus token is drawn from the draft's last q, not from p_{gamma+1}",
+        BonusFromDraft(),
+    ),
+    Mutant("silent-lenience", f"lenience {WRONG_LENIENCE} is applied while the configuration says 1", SilentLenience()),
+    Mutant(
+        "uniform-per-row",
+        "one uniform per row answers every draw of the row, across iterations (a cached draw, shared random state)",
+        exact="whole-run",
+        source=OneUniformPerRow,
+    ),
+    Mutant(
+        "copies-previous",
+        "after an accepted draft token the next token repeats the one before it (an "
+        "off-by-one in the position read) instead of the residual or bonus sample",
+        CopiesPreviousToken(),
+    ),
+    Mutant(
+        "bonus-from-last-draft-position",
+        "after full acceptance the bonus token is drawn from the residual at "
+        "the last draft position, not from p_{gamma+1}",
+        BonusFromLastDraftPosition(),
+    ),
+    Mutant(
+        "policy-peeks",
+        "a draft-length policy stops before the first draft the target likes less than the "
+        "draft (it read p of the current iteration)",
+        PolicyPeeks(),
+    ),
+    Mutant(
+        "batch-min-rollback",
+        "every row of the batch is cut back to the batch's fewest accepted tokens, and "
+        "the token after them drawn as if rejected there",
+        BatchMinimumRollback(),
+        exact="batch",
+    ),
     # Sampling parameters under speculation (docs/theory.md §14): bugs engines have shipped, by tracker number.
-    Mutant("penalties-ignored", "repetition, presence and frequency penalties silently ignored by the speculative "
-           "path, draft and target", SamplingDropped(False, **NO_PENALTIES),
-           Sampling(1.0, repetition_penalty=2.0, frequency_penalty=0.5), shipped="TensorRT-LLM PR 17701"),
-    Mutant("frequency-penalty-ignored", "the frequency penalty has no effect with speculation",
-           SamplingDropped(False, frequency_penalty=0.0), Sampling(1.0, frequency_penalty=1.0),
-           shipped="vLLM issue 18902"),
-    Mutant("penalty-last-token-only", "only the last token of each iteration enters the penalty counts, so a "
-           "frequency penalty acts at about 1/L of its value", PenaltyCountsLastTokenOnly(),
-           Sampling(1.0, frequency_penalty=1.0), exact="whole-run", shipped="SGLang PR 33643"),
-    Mutant("penalty-counts-proposals", "every proposed draft enters the penalty counts, rejected ones too, and the "
-           "accepted ones twice", PenaltyCountsProposals(), Sampling(1.0, presence_penalty=1.0), exact="whole-run",
-           shipped="vmlx-swift issue 357"),
-    Mutant("logit-bias-ignored-in-verification", "the target's law in verification leaves out the logit bias",
-           SamplingDropped(True, logit_bias=()), Sampling(1.0, logit_bias=((0, 2.0),)), shipped="SGLang PR 22049"),
-    Mutant("min-p-ignored-in-verification", "min-p is not applied to the target in verification",
-           SamplingDropped(True, min_p=None), Sampling(1.0, min_p=0.3), shipped="SGLang PR 36173"),
-    Mutant("top-p-ignored-in-verification", "top-p is not applied to the target in batch verification",
-           SamplingDropped(True, top_p=None), Sampling(1.0, top_p=0.8), shipped="MLC-LLM PR 2940"),
-    Mutant("grammar-ignored-with-speculation", "the grammar (JSON schema, regex, EBNF) is silently dropped by the "
-           "speculative path, draft and target", SamplingDropped(False, grammar=None), GRAMMAR_SHOWN,
-           shipped="lmdeploy issue 4551, fixed by PR 4559"),
-    Mutant("grammar-skipped-inside-draft-window", "verification applies the grammar's mask at the first position of "
-           "the draft window only: the drafts after it are not checked against the grammar",
-           GrammarSkippedInsideDraftWindow(), GRAMMAR_SHOWN, shipped="vLLM issue 34650, fixed by PR 44297"),
-    Mutant("unset-temperature-greedy", "a request that sets top-k but leaves the temperature unset is decoded "
-           "greedily by the speculative path, so top-k has no effect", SamplingDropped(False, temperature=0.0),
-           Sampling(1.0, top_k=3), shipped="TensorRT-LLM PR 19390"),
+    Mutant(
+        "penalties-ignored",
+        "repetition, presence and frequency penalties silently ignored by the speculative path, draft and target",
+        SamplingDropped(False, **NO_PENALTIES),
+        Sampling(1.0, repetition_penalty=2.0, frequency_penalty=0.5),
+        shipped="TensorRT-LLM PR 17701",
+    ),
+    Mutant(
+        "frequency-penalty-ignored",
+        "the frequency penalty has no effect with speculation",
+        SamplingDropped(False, frequency_penalty=0.0),
+        Sampling(1.0, frequency_penalty=1.0),
+        shipped="vLLM issue 18902",
+    ),
+    Mutant(
+        "penalty-last-token-only",
+        "only the last token of each iteration enters the penalty counts, so a "
+        "frequency penalty acts at about 1/L of its value",
+        PenaltyCountsLastTokenOnly(),
+        Sampling(1.0, frequency_penalty=1.0),
+        exact="whole-run",
+        shipped="SGLang PR 33643",
+    ),
+    Mutant(
+        "penalty-counts-proposals",
+        "every proposed draft enters the penalty counts, rejected ones too, and the accepted ones twice",
+        PenaltyCountsProposals(),
+        Sampling(1.0, presence_penalty=1.0),
+        exact="whole-run",
+        shipped="vmlx-swift issue 357",
+    ),
+    Mutant(
+        "logit-bias-ignored-in-verification",
+        "the target's law in verification leaves out the logit bias",
+        SamplingDropped(True, logit_bias=()),
+        Sampling(1.0, logit_bias=((0, 2.0),)),
+        shipped="SGLang PR 22049",
+    ),
+    Mutant(
+        "min-p-ignored-in-verification",
+        "min-p is not applied to the target in verification",
+        SamplingDropped(True, min_p=None),
+        Sampling(1.0, min_p=0.3),
+        shipped="SGLang PR 36173",
+    ),
+    Mutant(
+        "top-p-ignored-in-verification",
+        "top-p is not applied to the target in batch verification",
+        SamplingDropped(True, top_p=None),
+        Sampling(1.0, top_p=0.8),
+        shipped="MLC-LLM PR 2940",
+    ),
+    Mutant(
+        "grammar-ignored-with-speculation",
+        "the grammar (JSON schema, regex, EBNF) is silently dropped by the speculative path, draft and target",
+        SamplingDropped(False, grammar=None),
+        GRAMMAR_SHOWN,
+        shipped="lmdeploy issue 4551, fixed by PR 4559",
+    ),
+    Mutant(
+        "grammar-skipped-inside-draft-window",
+        "verification applies the grammar's mask at the first position of "
+        "the draft window only: the drafts after it are not checked against the grammar",
+        GrammarSkippedInsideDraftWindow(),
+        GRAMMAR_SHOWN,
+        shipped="vLLM issue 34650, fixed by PR 44297",
+    ),
+    Mutant(
+        "unset-temperature-greedy",
+        "a request that sets top-k but leaves the temperature unset is decoded "
+        "greedily by the speculative path, so top-k has no effect",
+        SamplingDropped(False, temperature=0.0),
+        Sampling(1.0, top_k=3),
+        shipped="TensorRT-LLM PR 19390",
+    ),
     # Randomness, draft laws and batches (docs/theory.md §14): the same trackers' other bugs.
-    Mutant("recovery-shares-draft-noise", "the token after a rejection is drawn with the same noise that drew the "
-           "rejected draft token (one uniform, inverse CDF; the engine shared Gumbel noise), biased toward the "
-           "draft", RecoverySharesDraftNoise(), shipped="vLLM PR 47386, fixed by PR 54282"),
-    Mutant("q-from-raw-logits", "the draft samples after temperature and top-k, but the q it returns for the accept "
-           "test is the softmax of its raw logits", QFromRawLogits(), Sampling(0.7, top_k=3),
-           shipped="transformers issue 47932"),
-    Mutant("draft-sampled-in-bfloat16", "the draft token is drawn from bfloat16 logits while the accept test and "
-           "the residual use the float32 q", DraftSampledInBfloat16(), shipped="DeepSpec issue 31"),
-    Mutant("target-zeroed-by-recovery", "computing the recovery law zeroes p(x_i) in the target's probabilities in "
-           "place, before the accept test reads them: no draft is ever accepted", TargetZeroedByRecovery(),
-           shipped="vLLM-Ascend PR 2881"),
-    Mutant("batch-rows-misordered", "verification reads each row's target probabilities from the row before it "
-           "in the batch, so tokens leak between requests", BatchRowsMisordered(), exact="batch",
-           shipped="vLLM PR 14645"),
-    Mutant("mixed-seeds-unseeded-rows-greedy", "in a batch mixing requests with and without a seed, the unseeded "
-           "rows' sampling noise lands on a copy, so their token after a rejection is the argmax of the residual",
-           UnseededRowsGreedy(), exact="batch", shipped="vLLM issue 9441, fixed by PR 10863"),
+    Mutant(
+        "recovery-shares-draft-noise",
+        "the token after a rejection is drawn with the same noise that drew the "
+        "rejected draft token (one uniform, inverse CDF; the engine shared Gumbel noise), biased toward the "
+        "draft",
+        RecoverySharesDraftNoise(),
+        shipped="vLLM PR 47386, fixed by PR 54282",
+    ),
+    Mutant(
+        "q-from-raw-logits",
+        "the draft samples after temperature and top-k, but the q it returns for the accept "
+        "test is the softmax of its raw logits",
+        QFromRawLogits(),
+        Sampling(0.7, top_k=3),
+        shipped="transformers issue 47932",
+    ),
+    Mutant(
+        "draft-sampled-in-bfloat16",
+        "the draft token is drawn from bfloat16 logits while the accept test and the residual use the float32 q",
+        DraftSampledInBfloat16(),
+        shipped="DeepSpec issue 31",
+    ),
+    Mutant(
+        "target-zeroed-by-recovery",
+        "computing the recovery law zeroes p(x_i) in the target's probabilities in "
+        "place, before the accept test reads them: no draft is ever accepted",
+        TargetZeroedByRecovery(),
+        shipped="vLLM-Ascend PR 2881",
+    ),
+    Mutant(
+        "batch-rows-misordered",
+        "verification reads each row's target probabilities from the row before it "
+        "in the batch, so tokens leak between requests",
+        BatchRowsMisordered(),
+        exact="batch",
+        shipped="vLLM PR 14645",
+    ),
+    Mutant(
+        "mixed-seeds-unseeded-rows-greedy",
+        "in a batch mixing requests with and without a seed, the unseeded "
+        "rows' sampling noise lands on a copy, so their token after a rejection is the argmax of the residual",
+        UnseededRowsGreedy(),
+        exact="batch",
+        shipped="vLLM issue 9441, fixed by PR 10863",
+    ),
     # Samplers with a state (decoders.audit.mirostat_mutants): Mirostat's mu moved by the wrong token or law.
-    Mutant("mirostat-moved-by-target-draw", "Mirostat's state moves at each drafted position by a token the target's "
-           "chain draws itself, independent of the token emitted there", MovedByTargetDraw(), MIROSTAT_SHOWN,
-           "whole-run", shipped="llama.cpp's rejection path, docs/upstream/llama-server-mirostat.md"),
-    Mutant("mirostat-moved-under-q", "Mirostat's state moves by each accepted draft's surprise under the draft's q, "
-           "not the target's p", MovedUnderDraftLaw(), MIROSTAT_SHOWN, "whole-run"),
-    Mutant("mirostat-never-restored", "Mirostat's state moves along every draft in verification and is not "
-           "restored after a rejection", NeverRestored(), MIROSTAT_SHOWN, "whole-run"),
-    Mutant("mirostat-bonus-moved-twice", "after full acceptance Mirostat's state moves twice by the bonus token",
-           BonusMovedTwice(), MIROSTAT_SHOWN, "whole-run",
-           audit=("--target", "order0", "--draft", "close", "--vocabulary", "4")),  # full acceptance is frequent
+    Mutant(
+        "mirostat-moved-by-target-draw",
+        "Mirostat's state moves at each drafted position by a token the target's "
+        "chain draws itself, independent of the token emitted there",
+        MovedByTargetDraw(),
+        MIROSTAT_SHOWN,
+        "whole-run",
+        shipped="llama.cpp's rejection path, docs/upstream/llama-server-mirostat.md",
+    ),
+    Mutant(
+        "mirostat-moved-under-q",
+        "Mirostat's state moves by each accepted draft's surprise under the draft's q, not the target's p",
+        MovedUnderDraftLaw(),
+        MIROSTAT_SHOWN,
+        "whole-run",
+    ),
+    Mutant(
+        "mirostat-never-restored",
+        "Mirostat's state moves along every draft in verification and is not restored after a rejection",
+        NeverRestored(),
+        MIROSTAT_SHOWN,
+        "whole-run",
+    ),
+    Mutant(
+        "mirostat-bonus-moved-twice",
+        "after full acceptance Mirostat's state moves twice by the bonus token",
+        BonusMovedTwice(),
+        MIROSTAT_SHOWN,
+        "whole-run",
+        audit=("--target", "order0", "--draft", "close", "--vocabulary", "4"),
+    ),  # full acceptance is frequent
 )
 
 

@@ -69,10 +69,13 @@ class AuditRequest:
         return self.target not in setups.TARGETS + ("shipped",)
 
     def __post_init__(self) -> None:
-        if self.hugging_face and not (is_model_directory(self.target) or is_gguf_file(self.target)
-                                      or self.target in REAL_MODELS):
-            raise ValueError(f"target must be one of {setups.TARGETS + ('shipped',) + tuple(REAL_MODELS)}, a GGUF "
-                             f"file or a Hugging Face model directory, got {self.target!r} (nothing is downloaded)")
+        if self.hugging_face and not (
+            is_model_directory(self.target) or is_gguf_file(self.target) or self.target in REAL_MODELS
+        ):
+            raise ValueError(
+                f"target must be one of {setups.TARGETS + ('shipped',) + tuple(REAL_MODELS)}, a GGUF "
+                f"file or a Hugging Face model directory, got {self.target!r} (nothing is downloaded)"
+            )
         if self.samples is not None and (self.exact or self.mutant):
             raise ValueError("--samples audits the samples in the file: --exact and --mutant do not apply")
         if self.sampler not in SAMPLERS:
@@ -94,31 +97,37 @@ class AuditRequest:
             if self.policy not in POLICIES:
                 raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
             if self.decoder != "speculative" or self.verifier != "token":
-                raise ValueError(f"--policy applies to the speculative decoder with the token verifier, got --decoder "
-                                 f"{self.decoder} --verifier {self.verifier}")
+                raise ValueError(
+                    f"--policy applies to the speculative decoder with the token verifier, got --decoder "
+                    f"{self.decoder} --verifier {self.verifier}"
+                )
         if self.target not in setups.TARGETS and self.exact:
             raise ValueError(f"--exact enumerates tiny models only; audit --target {self.target} statistically")
         as_int("vocab_size", self.vocabulary, low=2, high=setups.MAX_VOCABULARY)
         if self.target in setups.TARGETS:
             self.sampling.check_vocabulary(self.vocabulary)
         if self.exact and self.horizon * math.log(self.vocabulary) > math.log(MAX_EXACT_SEQUENCES):
-            raise ValueError(f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
-                             f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary")
+            raise ValueError(
+                f"--exact enumerates V^horizon = {self.vocabulary}^{self.horizon} sequences, more than "
+                f"{MAX_EXACT_SEQUENCES:,}: lower --horizon or --vocabulary"
+            )
         if sum(given is not None for given in (self.prompt, self.prompt_text, self.text)) > 1:
             raise ValueError("give one of --prompt, --prompt-text and --text")
         for flag, given in (("--prompt-text", self.prompt_text), ("--text", self.text)):
             if self.target in setups.TARGETS and given is not None:
-                raise ValueError(f"{flag} goes with --target shipped or a model directory (tiny models take "
-                                 f"--prompt token ids)")
+                raise ValueError(
+                    f"{flag} goes with --target shipped or a model directory (tiny models take --prompt token ids)"
+                )
         if self.samples is not None and self.text is not None:
             raise ValueError("--samples carry their prompt: --text does not apply")
-
 
     def _check_hf_sampler(self) -> None:
         """transformers' generate: a model directory, statistically, with settings it has."""
         if not self.hugging_face or self.exact or self.mutant or self.samples is not None:
-            raise ValueError(f"--sampler {self.sampler} audits transformers' generate on a model directory "
-                             f"(--target DIR), statistically, without --mutant or --samples")
+            raise ValueError(
+                f"--sampler {self.sampler} audits transformers' generate on a model directory "
+                f"(--target DIR), statistically, without --mutant or --samples"
+            )
         check_hf_sampling(self.sampling)
         as_positive_int("assistant_tokens", self.assistant_tokens)
         if self.assistant_schedule not in SCHEDULES:
@@ -130,8 +139,9 @@ class AuditRequest:
         """The tree decoder: its shape, verifier and mutant (an exact enumeration's size is counted as it runs)."""
         tree_shape(self.tree)
         if self.verifier not in TREE_VERIFIERS:
-            raise ValueError(f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got "
-                             f"{self.verifier!r}")
+            raise ValueError(
+                f"--decoder tree takes --verifier {' | '.join(sorted(TREE_VERIFIERS))}, got {self.verifier!r}"
+            )
         if self.mutant is not None:
             tree_mutants.tree_mutant(self.mutant)
 

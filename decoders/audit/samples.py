@@ -29,8 +29,10 @@ class EngineSamples:
 
     def sampler(self):
         """``audit_sampler``'s ``sample(n, generator)``: the file's rows (the generator draws nothing)."""
+
         def sample(n: int, generator: torch.Generator) -> torch.Tensor:
             return self.tokens[:n]
+
         return sample
 
 
@@ -49,9 +51,14 @@ def _pieces(value, key: str, where: str) -> tuple | str:
     """An engine file's prompt (text, or ids) or tokens (ids or text pieces, ``END`` after the end)."""
     if key == "prompt" and isinstance(value, str):
         return value
-    if not isinstance(value, list) or not value or not all(
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(
             isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool) and token >= 0)
-            for token in value):
+            for token in value
+        )
+    ):
         raise ValueError(f"{where}: {key!r} must be a non-empty list of token ids or text pieces")
     return tuple(value)
 
@@ -63,11 +70,15 @@ def check_continues(path, file_prompt, prompt: str | None, tokenize=None) -> Non
     if prompt is None:
         return
     if isinstance(file_prompt, str) and file_prompt != prompt:
-        raise ValueError(f"samples file '{path}' continues the prompt {file_prompt[:60]!r}, not --prompt-text "
-                         f"{prompt[:60]!r}: both sides must continue the same prompt")
+        raise ValueError(
+            f"samples file '{path}' continues the prompt {file_prompt[:60]!r}, not --prompt-text "
+            f"{prompt[:60]!r}: both sides must continue the same prompt"
+        )
     if not isinstance(file_prompt, str) and tokenize is not None and list(file_prompt) != list(tokenize(prompt)):
-        raise ValueError(f"samples file '{path}' continues the prompt ids {list(file_prompt)[:12]}, not those of "
-                         f"--prompt-text {prompt[:60]!r}: both sides must continue the same prompt")
+        raise ValueError(
+            f"samples file '{path}' continues the prompt ids {list(file_prompt)[:12]}, not those of "
+            f"--prompt-text {prompt[:60]!r}: both sides must continue the same prompt"
+        )
 
 
 def read_rows(path, tokens_of=_pieces, stop: tuple = ()) -> tuple:
@@ -105,8 +116,10 @@ def read_rows(path, tokens_of=_pieces, stop: tuple = ()) -> tuple:
     horizon = max(len(tokens) for tokens, _ in rows)
     for tokens, where in rows:
         if len(tokens) < horizon and tokens[-1] not in stop:
-            raise ValueError(f"{where}: {len(tokens)} tokens where the longest line has {horizon} (all lines must have "
-                             f"the same number, or end with a --stop token)")
+            raise ValueError(
+                f"{where}: {len(tokens)} tokens where the longest line has {horizon} (all lines must have "
+                f"the same number, or end with a --stop token)"
+            )
     return prompt, [tokens + tokens[-1:] * (horizon - len(tokens)) for tokens, _ in rows]
 
 

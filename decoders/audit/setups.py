@@ -24,7 +24,13 @@ from decoders.models.history import TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import Randomness, TorchRandomness
 from decoders.sampling import stop_padded
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, generate_speculative, refuse_inexact
+from decoders.speculative import (
+    REFERENCE_STEP,
+    SpeculativeConfig,
+    SpeculativeStep,
+    generate_speculative,
+    refuse_inexact,
+)
 from spectheory.validation import as_int
 
 __all__ = ["TARGETS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
@@ -57,8 +63,9 @@ def tiny_target(kind: str, vocab_size: int, seed: int = 0, dtype: torch.dtype = 
     if kind == "tabular":
         return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 2, dtype=dtype)
     if kind == "order0":
-        return TabularModel.random(torch.Generator().manual_seed(seed), vocab_size, 0, sharpness=ORDER0_SHARPNESS,
-                                   dtype=dtype)
+        return TabularModel.random(
+            torch.Generator().manual_seed(seed), vocab_size, 0, sharpness=ORDER0_SHARPNESS, dtype=dtype
+        )
     if kind == "tinygpt":
         return _tiny_gpt(vocab_size, seed, 16, dtype)
     raise ValueError(f"target must be one of {TARGETS}, got {kind!r}")
@@ -98,17 +105,32 @@ def _close_draft(target, generator: torch.Generator, dtype: torch.dtype):
     raise ValueError(f"the close draft needs a tabular or TinyGPT target, got {type(target).__name__}")
 
 
-def speculative_run(target, draft, prompt: Sequence[int], config: SpeculativeConfig, horizon: int, *,
-                    step: SpeculativeStep = REFERENCE_STEP,
-                    source: Callable[[Randomness], Randomness] | None = None) -> Callable[[list, Randomness], tuple]:
+def speculative_run(
+    target,
+    draft,
+    prompt: Sequence[int],
+    config: SpeculativeConfig,
+    horizon: int,
+    *,
+    step: SpeculativeStep = REFERENCE_STEP,
+    source: Callable[[Randomness], Randomness] | None = None,
+) -> Callable[[list, Randomness], tuple]:
     """``generate(prompts, randomness) -> token rows``: speculative decoding of ``horizon`` tokens per row,
     drawing from ``source(randomness)`` when a source is given (a planted randomness bug); a step that is not a
     sampler is refused."""
     refuse_inexact(step)
 
     def generate(prompts, randomness):  # a draft-length policy starts afresh in each run, as in a new decoder
-        return generate_speculative(target, draft, prompts, max_new_tokens=horizon, config=config.afresh(),
-                                    randomness=randomness if source is None else source(randomness), step=step).tokens
+        return generate_speculative(
+            target,
+            draft,
+            prompts,
+            max_new_tokens=horizon,
+            config=config.afresh(),
+            randomness=randomness if source is None else source(randomness),
+            step=step,
+        ).tokens
+
     return generate
 
 
@@ -118,22 +140,31 @@ def stop_padding(generate: Callable[[list, Randomness], tuple], horizon: int, st
     return lambda prompts, randomness: [stop_padded(row, horizon, stop) for row in generate(prompts, randomness)]
 
 
-def sampler(generate: Callable[[list, Randomness], tuple], prompt: Sequence[int], horizon: int, *,
-            batch: int = 8192, progress: bool | None = None,
-            stop: tuple = ()) -> Callable[[int, torch.Generator], torch.Tensor]:
+def sampler(
+    generate: Callable[[list, Randomness], tuple],
+    prompt: Sequence[int],
+    horizon: int,
+    *,
+    batch: int = 8192,
+    progress: bool | None = None,
+    stop: tuple = (),
+) -> Callable[[int, torch.Generator], torch.Tensor]:
     """``sample(n, generator) -> [n, horizon]``: ``generate`` run in batches of ``batch`` copies of the prompt; a row
     that ended at a ``stop`` token is padded with it (``decoders.sampling.stop_padded``)."""
+
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)
         rows = torch.empty(n, horizon, dtype=torch.int64)  # allocated once: no small objects between batches' tensors
         with progress_bar(progress, total=n, desc="sampling", unit="seq") as bar:
             for begin in range(0, n, batch):
                 size = min(batch, n - begin)
-                rows[begin:begin + size] = torch.tensor(
-                    stop_padding(generate, horizon, stop)([list(prompt)] * size, randomness), dtype=torch.int64)
+                rows[begin : begin + size] = torch.tensor(
+                    stop_padding(generate, horizon, stop)([list(prompt)] * size, randomness), dtype=torch.int64
+                )
                 bar.update(size)
                 release_freed_memory()
         return rows
+
     return sample
 
 
@@ -155,7 +186,9 @@ def release_freed_memory() -> None:
         trim(0)
 
 
-for _kind in (DraftKind("tabular", _tabular, frozenset({TINY}), "a random order-1 table"),
-              DraftKind("tinygpt", _tinygpt, frozenset({TINY}), "a smaller random TinyGPT"),
-              DraftKind("close", _close, frozenset({TINY}), "the target with seeded noise: accepts most tokens")):
+for _kind in (
+    DraftKind("tabular", _tabular, frozenset({TINY}), "a random order-1 table"),
+    DraftKind("tinygpt", _tinygpt, frozenset({TINY}), "a smaller random TinyGPT"),
+    DraftKind("close", _close, frozenset({TINY}), "the target with seeded noise: accepts most tokens"),
+):
     register_draft(_kind)

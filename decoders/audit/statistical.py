@@ -48,20 +48,30 @@ import torch
 from scipy import special, stats
 
 from decoders._loop import as_prompts, check_models
-from decoders.audit.battery import (STATISTICAL, AuditTest, BatteryOutcome, bonferroni, register_audit_test,
-                                    run_battery)
+from decoders.audit.battery import STATISTICAL, AuditTest, BatteryOutcome, bonferroni, register_audit_test, run_battery
 from decoders.audit.exact import autoregressive_law
 from decoders.sampling import history_of, Sampling, adjusted_probs, after_stop, proposes
 from decoders.models.protocol import repeated
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["AuditReport", "SampleEvidence", "audit_sampler", "conditionals", "prompt_state", "chunk_rows", "ORDERINGS", "detectable_tv", "detectable_correlation",
-           "detectable_mean_correlation", "dependence_p_values"]
+__all__ = [
+    "AuditReport",
+    "SampleEvidence",
+    "audit_sampler",
+    "conditionals",
+    "prompt_state",
+    "chunk_rows",
+    "ORDERINGS",
+    "detectable_tv",
+    "detectable_correlation",
+    "detectable_mean_correlation",
+    "dependence_p_values",
+]
 
 ORDERINGS = ("id", "target_probability", "draft_ratio")
 POWER_Z = 1.2815515655446004  # the standard normal's 0.9 quantile
 MIN_EXPECTED = 5.0  # G-test cells expected to hold fewer samples are pooled
-SCORE_CLIP = 2.0 ** -53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 has probability 0)
+SCORE_CLIP = 2.0**-53  # u is clipped to [eps, 1 - eps] before Phi^-1 (u = 0 has probability 0)
 MAX_SAMPLES = 1_000_000  # [n, horizon] float64 matrices per ordering (~1 GB at horizon 16); the shipped pair
 # samples 100,000 in 7 minutes on 2 CPU cores, so 10^6 is over an hour
 CHUNK = 256  # sequences per forward pass: bounded memory, and fastest on CPU (shipped: 7.3 s / 4096 vs 9.7 s at 1024)
@@ -103,15 +113,26 @@ class AuditReport:
     battery: tuple = ()  # every test's ``decoders.audit.battery.BatteryOutcome``, in the order run
 
     def as_dict(self) -> dict:
-        return {"passed": self.passed, "p_value": self.p_value, "level": self.level, "n": self.n,
-                "horizon": self.horizon, "tests": self.tests, "test_p_values": dict(self.test_p_values),
-                "position_p_values": {k: list(v) for k, v in self.position_p_values.items()},
-                "strongest_pairs": {k: list(v) for k, v in self.strongest_pairs.items()},
-                "joint_tokens": self.joint_tokens, "impossible_tokens": self.impossible_tokens,
-                "detectable_tv": self.detectable_tv, "detectable_correlation": self.detectable_correlation,
-                "detectable_mean_correlation": self.detectable_mean_correlation, "seconds": self.seconds,
-                "sampling_seconds": self.sampling_seconds, "deviation": self.deviation,
-                "battery": [outcome.as_dict() for outcome in self.battery]}
+        return {
+            "passed": self.passed,
+            "p_value": self.p_value,
+            "level": self.level,
+            "n": self.n,
+            "horizon": self.horizon,
+            "tests": self.tests,
+            "test_p_values": dict(self.test_p_values),
+            "position_p_values": {k: list(v) for k, v in self.position_p_values.items()},
+            "strongest_pairs": {k: list(v) for k, v in self.strongest_pairs.items()},
+            "joint_tokens": self.joint_tokens,
+            "impossible_tokens": self.impossible_tokens,
+            "detectable_tv": self.detectable_tv,
+            "detectable_correlation": self.detectable_correlation,
+            "detectable_mean_correlation": self.detectable_mean_correlation,
+            "seconds": self.seconds,
+            "sampling_seconds": self.sampling_seconds,
+            "deviation": self.deviation,
+            "battery": [outcome.as_dict() for outcome in self.battery],
+        }
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -162,8 +183,9 @@ def prompt_state(model, prompt: Sequence[int], horizon: int):
 
 
 @torch.no_grad()
-def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling,
-                 state=None) -> torch.Tensor:
+def conditionals(
+    model, prompt: Sequence[int], continuations: torch.Tensor, sampling: Sampling, state=None
+) -> torch.Tensor:
     """The model's adjusted distribution before each continuation token: ``[b, T] -> [b, T, V]`` float64, from
     one forward pass of the continuations over ``state`` (``prompt_state``'s, computed when not given). Rows
     where the model proposes nothing (all -inf: a draft's no proposal) are all zeros; after a stop token, that
@@ -176,8 +198,9 @@ def conditionals(model, prompt: Sequence[int], continuations: torch.Tensor, samp
     proposed = proposes(logits)[..., None]
     history = history_of(sampling, [list(prompt)], model)  # the prompt's, then the continuation's before each position
     history = None if history is None else history.along(tokens[:, 1:])
-    probs = adjusted_probs(torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling,
-                           history=history)
+    probs = adjusted_probs(
+        torch.where(proposed, logits, torch.zeros_like(logits)).to(torch.float64), sampling, history=history
+    )
     return after_stop(torch.where(proposed, probs, 0.0), continuations.to(probs.device), sampling.stop).cpu()
 
 
@@ -193,13 +216,13 @@ def _pit_terms(target, draft, prompt, tokens: torch.Tensor, sampling: Sampling, 
     states = [None if model is None else prompt_state(model, prompt, horizon) for model in (target, draft)]
     rows = chunk_rows(target.vocab_size, horizon, sampling)
     for begin in range(0, len(tokens), rows):
-        y = tokens[begin:begin + rows]
+        y = tokens[begin : begin + rows]
         p = conditionals(target, prompt, y, sampling, states[0])  # [b, T, V]
         q = conditionals(draft, prompt, y, sampling, states[1]) if draft is not None else None
-        p_y[begin:begin + rows] = torch.gather(p, -1, y[..., None])[..., 0]
+        p_y[begin : begin + rows] = torch.gather(p, -1, y[..., None])[..., 0]
         expected += p.sum(dim=0)
         for order in orderings:
-            ahead[order][begin:begin + rows] = _ahead(p, y, order, q)
+            ahead[order][begin : begin + rows] = _ahead(p, y, order, q)
     return p_y, ahead, expected
 
 
@@ -217,9 +240,12 @@ def locate_deviation(tokens: np.ndarray, expected: torch.Tensor, position_p: dic
     observed = np.bincount(tokens[:, position], minlength=expected.shape[1]).astype(float)
     excess = observed - expected[position].numpy()
     top = np.argsort(-excess, kind="stable")[:DEVIATING_TOKENS]
-    return {"position": position, "p_value": float(smallest[position]),
-            "tokens": [[int(t), int(observed[t]), float(expected[position, t])] for t in top],
-            "first_position_only": bool(smallest[0] < threshold and (smallest[1:] >= threshold).all())}
+    return {
+        "position": position,
+        "p_value": float(smallest[position]),
+        "tokens": [[int(t), int(observed[t]), float(expected[position, t])] for t in top],
+        "first_position_only": bool(smallest[0] < threshold and (smallest[1:] >= threshold).all()),
+    }
 
 
 def _ahead(p: torch.Tensor, y: torch.Tensor, order: str, q: torch.Tensor | None) -> torch.Tensor:
@@ -262,8 +288,18 @@ def _joint_test(tokens: np.ndarray, target, prompt, sampling: Sampling, n: int) 
     return k, float(g.statistic), float(g.pvalue)
 
 
-def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target, prompt: Sequence[int],
-                  sampling: Sampling, *, n: int, horizon: int, seed: int, draft=None, level: float = 0.01) -> AuditReport:
+def audit_sampler(
+    sample: Callable[[int, torch.Generator], torch.Tensor],
+    target,
+    prompt: Sequence[int],
+    sampling: Sampling,
+    *,
+    n: int,
+    horizon: int,
+    seed: int,
+    draft=None,
+    level: float = 0.01,
+) -> AuditReport:
     """Test that ``sample(n, generator) -> [n, horizon]`` continuations of ``prompt`` follow ``target``'s law
     under ``sampling`` (``target`` and ``draft`` are models of the project's protocol)."""
     as_int("n", n, low=2, high=MAX_SAMPLES)
@@ -290,18 +326,36 @@ def audit_sampler(sample: Callable[[int, torch.Generator], torch.Tensor], target
     outcomes = run_battery(STATISTICAL, evidence, orderings)
     combined, tests = bonferroni(outcomes)
     found = {outcome.name: outcome for outcome in outcomes}
-    position_p = {order: found[f"pit_{order}"].details["position_p_values"] for order in orderings
-                  if f"pit_{order}" in found}
-    strongest = {order: found[f"pairs_{order}"].details["strongest_pair"] for order in orderings
-                 if f"pairs_{order}" in found}
-    power = {name: getattr(found.get(f"{name}_{orderings[0]}"), "detectable", None) for name in ("pit", "pairs", "rows")}
+    position_p = {
+        order: found[f"pit_{order}"].details["position_p_values"] for order in orderings if f"pit_{order}" in found
+    }
+    strongest = {
+        order: found[f"pairs_{order}"].details["strongest_pair"] for order in orderings if f"pairs_{order}" in found
+    }
+    power = {
+        name: getattr(found.get(f"{name}_{orderings[0]}"), "detectable", None) for name in ("pit", "pairs", "rows")
+    }
     deviation = locate_deviation(evidence.tokens, expected, position_p, level / tests)
-    return AuditReport(combined >= level, combined, level, n, horizon, tests,
-                       {outcome.name: outcome.p_value for outcome in outcomes}, position_p, strongest,
-                       found["joint_first_tokens"].details["joint_tokens"], int(found["support"].statistic),
-                       power["pit"], power["pairs"], power["rows"],
-                       time.perf_counter() - started, sampled - started, deviation,
-                       outcomes)
+    return AuditReport(
+        combined >= level,
+        combined,
+        level,
+        n,
+        horizon,
+        tests,
+        {outcome.name: outcome.p_value for outcome in outcomes},
+        position_p,
+        strongest,
+        found["joint_first_tokens"].details["joint_tokens"],
+        int(found["support"].statistic),
+        power["pit"],
+        power["pairs"],
+        power["rows"],
+        time.perf_counter() - started,
+        sampled - started,
+        deviation,
+        outcomes,
+    )
 
 
 @dataclass(frozen=True)
@@ -331,8 +385,9 @@ def _uniformity(evidence: SampleEvidence, order: str) -> BatteryOutcome:
     """Kolmogorov-Smirnov of each position's PIT values against U(0, 1); the statistic is the largest distance."""
     results = [stats.kstest(evidence.u[order][:, t], "uniform") for t in range(evidence.horizon)]
     position_p = tuple(float(result.pvalue) for result in results)
-    return BatteryOutcome("pit", max(float(result.statistic) for result in results), position_p,
-                       details={"position_p_values": position_p})
+    return BatteryOutcome(
+        "pit", max(float(result.statistic) for result in results), position_p, details={"position_p_values": position_p}
+    )
 
 
 def _pairs(evidence: SampleEvidence, order: str) -> BatteryOutcome:
@@ -361,15 +416,35 @@ def _two_positions(evidence: SampleEvidence) -> bool:
 
 
 for _test in (
-    AuditTest("pit", STATISTICAL, _uniformity, "each new token's PIT values uniform (Kolmogorov-Smirnov per position)",
-              power="a per-position TV", detectable=lambda e, tests: detectable_tv(e.n, tests, e.level),
-              per_ordering=True),
-    AuditTest("pairs", STATISTICAL, _pairs, "every pair of positions uncorrelated (normal scores)",
-              power="a correlation between two positions", per_ordering=True, applies=_two_positions,
-              detectable=lambda e, tests: detectable_correlation(e.n, tests, e.level)),
-    AuditTest("rows", STATISTICAL, _rows, "each row's summed normal scores chi-square (dependence over all pairs)",
-              power="a mean correlation over all pairs", per_ordering=True, applies=_two_positions,
-              detectable=lambda e, tests: detectable_mean_correlation(e.n, tests, e.level, e.horizon)),
+    AuditTest(
+        "pit",
+        STATISTICAL,
+        _uniformity,
+        "each new token's PIT values uniform (Kolmogorov-Smirnov per position)",
+        power="a per-position TV",
+        detectable=lambda e, tests: detectable_tv(e.n, tests, e.level),
+        per_ordering=True,
+    ),
+    AuditTest(
+        "pairs",
+        STATISTICAL,
+        _pairs,
+        "every pair of positions uncorrelated (normal scores)",
+        power="a correlation between two positions",
+        per_ordering=True,
+        applies=_two_positions,
+        detectable=lambda e, tests: detectable_correlation(e.n, tests, e.level),
+    ),
+    AuditTest(
+        "rows",
+        STATISTICAL,
+        _rows,
+        "each row's summed normal scores chi-square (dependence over all pairs)",
+        power="a mean correlation over all pairs",
+        per_ordering=True,
+        applies=_two_positions,
+        detectable=lambda e, tests: detectable_mean_correlation(e.n, tests, e.level, e.horizon),
+    ),
     AuditTest("joint_first_tokens", STATISTICAL, _joint, "G-test of the first k tokens' joint law (V^k * 5 <= n)"),
     AuditTest("support", STATISTICAL, _support, "no sampled token of target probability 0"),
 ):

@@ -15,6 +15,7 @@ from decoders.verification import excess
 
 __all__ = ["TreeMutant", "TREE_MUTANTS", "tree_mutant"]
 
+
 class CandidatesAgainstDraft(TreeStep):
     def verify_node(self, p, q, children, tokens, verifier, randomness):
         return super().verify_node(p, q, children, tokens, "rrs", randomness)  # min(1, p / q) for top-k candidates
@@ -23,8 +24,9 @@ class CandidatesAgainstDraft(TreeStep):
 class SiblingsSortedByDraft(TreeStep):
     def verify_node(self, p, q, children, tokens, verifier, randomness):
         order = torch.argsort(-q.gather(1, tokens), dim=1, stable=True)  # by their draft probability: token-dependent
-        rank, residual = super().verify_node(p, q, children.gather(1, order), tokens.gather(1, order), verifier,
-                                             randomness)
+        rank, residual = super().verify_node(
+            p, q, children.gather(1, order), tokens.gather(1, order), verifier, randomness
+        )
         original = order.gather(1, (rank - 1).clamp(min=0)[:, None])[:, 0] + 1
         return torch.where(rank > 0, original, 0), residual
 
@@ -57,6 +59,7 @@ class FlatPositions(TreeStep):
         def flat(nodes, state, node_parents, keep):
             index = state.lengths[:, None] + torch.arange(nodes.shape[1], device=nodes.device)  # node index
             return target.forward_tree(nodes, state, node_parents, positions=index, keep=keep)  # not prefix + depth
+
         return forward_after(target, tokens, target_state, pending, parents, tree_call=flat)
 
 
@@ -80,24 +83,60 @@ _CLOSE_DRAFT_TREE = ("--draft", "close", "--tree", "kary:2:2", "--horizon", "2")
 
 
 TREE_MUTANTS = (
-    TreeMutant("tree-candidates-vs-draft", "deterministic top-k candidates accepted with min(1, p/q) against the "
-               "draft's q", "public re-implementations of top-k tree verification", CandidatesAgainstDraft(),
-               "target-only"),
-    TreeMutant("tree-sorted-siblings", "i.i.d. siblings verified in the order of their draft probability",
-               "tree verifiers that sort candidates by score before testing them", SiblingsSortedByDraft(), "rrs"),
-    TreeMutant("tree-skip-duplicates", "duplicate i.i.d. siblings skipped without updating the residual",
-               "deduplicated candidate sets in multi-draft samplers", DuplicatesSkipped(), "rrs",
-               audit=_CLOSE_DRAFT_TREE),
-    TreeMutant("tree-residual-unnormalised", "the residual (r - q)+ is not renormalised between siblings",
-               "public RRS re-implementations", ResidualNotRenormalised(), "rrs", audit=_CLOSE_DRAFT_TREE),
-    TreeMutant("tree-greedy-at-temperature", "the argmax is accepted at T > 0, then a stochastic token drawn",
-               "an unmerged vLLM tree sampler; SGLang's EAGLE verification on ROCm", GreedyAcceptanceAtTemperature(),
-               "target-only", Sampling(0.7)),
-    TreeMutant("tree-bonus-raw-logits", "the bonus token drawn from the raw logits (no temperature, no top-p)",
-               "EAGLE before April 2025 (commit bf10ac5)", BonusFromRawLogits(), "target-only", Sampling(0.7)),
-    TreeMutant("tree-flat-positions", "tree nodes at position prefix + node index instead of prefix + depth",
-               "tree attention with rotary positions taken from the flat token order", FlatPositions(), "target-only",
-               audit=("--target", "shipped", "--tree", "kary:4:1", "--horizon", "2")),  # trained positions
+    TreeMutant(
+        "tree-candidates-vs-draft",
+        "deterministic top-k candidates accepted with min(1, p/q) against the draft's q",
+        "public re-implementations of top-k tree verification",
+        CandidatesAgainstDraft(),
+        "target-only",
+    ),
+    TreeMutant(
+        "tree-sorted-siblings",
+        "i.i.d. siblings verified in the order of their draft probability",
+        "tree verifiers that sort candidates by score before testing them",
+        SiblingsSortedByDraft(),
+        "rrs",
+    ),
+    TreeMutant(
+        "tree-skip-duplicates",
+        "duplicate i.i.d. siblings skipped without updating the residual",
+        "deduplicated candidate sets in multi-draft samplers",
+        DuplicatesSkipped(),
+        "rrs",
+        audit=_CLOSE_DRAFT_TREE,
+    ),
+    TreeMutant(
+        "tree-residual-unnormalised",
+        "the residual (r - q)+ is not renormalised between siblings",
+        "public RRS re-implementations",
+        ResidualNotRenormalised(),
+        "rrs",
+        audit=_CLOSE_DRAFT_TREE,
+    ),
+    TreeMutant(
+        "tree-greedy-at-temperature",
+        "the argmax is accepted at T > 0, then a stochastic token drawn",
+        "an unmerged vLLM tree sampler; SGLang's EAGLE verification on ROCm",
+        GreedyAcceptanceAtTemperature(),
+        "target-only",
+        Sampling(0.7),
+    ),
+    TreeMutant(
+        "tree-bonus-raw-logits",
+        "the bonus token drawn from the raw logits (no temperature, no top-p)",
+        "EAGLE before April 2025 (commit bf10ac5)",
+        BonusFromRawLogits(),
+        "target-only",
+        Sampling(0.7),
+    ),
+    TreeMutant(
+        "tree-flat-positions",
+        "tree nodes at position prefix + node index instead of prefix + depth",
+        "tree attention with rotary positions taken from the flat token order",
+        FlatPositions(),
+        "target-only",
+        audit=("--target", "shipped", "--tree", "kary:4:1", "--horizon", "2"),
+    ),  # trained positions
 )
 
 

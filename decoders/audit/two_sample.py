@@ -35,8 +35,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from decoders.audit.battery import (TWO_SAMPLE, AuditTest, BatteryOutcome, bonferroni, power_line, register_audit_test,
-                                    run_battery)
+from decoders.audit.battery import (
+    TWO_SAMPLE,
+    AuditTest,
+    BatteryOutcome,
+    bonferroni,
+    power_line,
+    register_audit_test,
+    run_battery,
+)
 from decoders.audit.statistical import MIN_EXPECTED, POWER_Z
 from spectheory.validation import as_real
 
@@ -66,16 +73,27 @@ class TwoSampleReport:
     def summary(self) -> str:
         """The printed verdict, from the battery's outcomes: each test's p-value, the combination, the power."""
         tests = ", ".join(f"{outcome.name} p {outcome.p_value:.3g}" for outcome in self.battery)
-        return (f"two-sample ({tests}; Bonferroni over {sum(outcome.share for outcome in self.battery)}): "
-                f"p = {self.p_value:.3g}, detects with 90% power {power_line(self.battery)} at n = {self.n_a} + "
-                f"{self.n_b}: {'PASS' if self.passed else 'FAIL'}")
+        return (
+            f"two-sample ({tests}; Bonferroni over {sum(outcome.share for outcome in self.battery)}): "
+            f"p = {self.p_value:.3g}, detects with 90% power {power_line(self.battery)} at n = {self.n_a} + "
+            f"{self.n_b}: {'PASS' if self.passed else 'FAIL'}"
+        )
 
     def as_dict(self) -> dict:
-        return {"test": "two-sample", "n_a": self.n_a, "n_b": self.n_b, "horizon": self.horizon, "level": self.level,
-                "token_p": list(self.token_p), "prefix_p": list(self.prefix_p),
-                "prefix_cells": list(self.prefix_cells), "p_value": self.p_value,
-                "detectable_tv": self.detectable_tv, "passed": self.passed,
-                "battery": [outcome.as_dict() for outcome in self.battery]}
+        return {
+            "test": "two-sample",
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+            "horizon": self.horizon,
+            "level": self.level,
+            "token_p": list(self.token_p),
+            "prefix_p": list(self.prefix_p),
+            "prefix_cells": list(self.prefix_cells),
+            "p_value": self.p_value,
+            "detectable_tv": self.detectable_tv,
+            "passed": self.passed,
+            "battery": [outcome.as_dict() for outcome in self.battery],
+        }
 
 
 def detectable_tv_two_sample(n_a: int, n_b: int, tests: int, level: float) -> float:
@@ -100,8 +118,9 @@ def _prefix_homogeneity(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
     both = np.concatenate([a, b])
     _, cell = np.unique(both, axis=0, return_inverse=True)
     cell = cell.ravel()
-    table = np.stack([np.bincount(cell[:len(a)], minlength=cell.max() + 1),
-                      np.bincount(cell[len(a):], minlength=cell.max() + 1)])  # [2, K]
+    table = np.stack(
+        [np.bincount(cell[: len(a)], minlength=cell.max() + 1), np.bincount(cell[len(a) :], minlength=cell.max() + 1)]
+    )  # [2, K]
     share = np.array([len(a), len(b)]) / len(both)
     expected_min = table.sum(axis=0) * share.min()
     common, rare = table[:, expected_min >= MIN_EXPECTED], table[:, expected_min < MIN_EXPECTED].sum(axis=1)
@@ -118,17 +137,33 @@ def two_sample_test(a, b, level: float = 0.01) -> TwoSampleReport:
     level = float(as_real("level", level, low=0.0, high=0.5, low_open=True))
     a, b = np.asarray(a), np.asarray(b)
     for name, sample in (("a", a), ("b", b)):
-        if sample.ndim != 2 or sample.shape[0] < 2 or sample.shape[1] < 1 or not np.issubdtype(sample.dtype, np.integer):
-            raise ValueError(f"sample {name} must be token ids of shape [n >= 2, horizon >= 1], got shape "
-                             f"{list(sample.shape)} of {sample.dtype}")
+        if (
+            sample.ndim != 2
+            or sample.shape[0] < 2
+            or sample.shape[1] < 1
+            or not np.issubdtype(sample.dtype, np.integer)
+        ):
+            raise ValueError(
+                f"sample {name} must be token ids of shape [n >= 2, horizon >= 1], got shape "
+                f"{list(sample.shape)} of {sample.dtype}"
+            )
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"the two samples must have one horizon, got {a.shape[1]} and {b.shape[1]} tokens per row")
     outcomes = run_battery(TWO_SAMPLE, TwoSamples(a, b, level))
     p_value, tests = bonferroni(outcomes)
     found = {outcome.name: outcome for outcome in outcomes}
-    return TwoSampleReport(len(a), len(b), a.shape[1], level, found["token"].p_values, found["prefix"].p_values,
-                           found["prefix"].details["cells"], p_value, found["token"].detectable,
-                           outcomes)
+    return TwoSampleReport(
+        len(a),
+        len(b),
+        a.shape[1],
+        level,
+        found["token"].p_values,
+        found["prefix"].p_values,
+        found["prefix"].details["cells"],
+        p_value,
+        found["token"].detectable,
+        outcomes,
+    )
 
 
 @dataclass(frozen=True)
@@ -149,13 +184,20 @@ def _tokens(samples: TwoSamples, order: None) -> BatteryOutcome:
 
 def _prefixes(samples: TwoSamples, order: None) -> BatteryOutcome:
     """Per position, the prefix by chi-square homogeneity (module docstring); the statistic is the cells tested."""
-    found = [_prefix_homogeneity(samples.a[:, :t + 1], samples.b[:, :t + 1]) for t in range(samples.a.shape[1])]
+    found = [_prefix_homogeneity(samples.a[:, : t + 1], samples.b[:, : t + 1]) for t in range(samples.a.shape[1])]
     cells = tuple(count for _, count in found)
     return BatteryOutcome("prefix", float(sum(cells)), tuple(p for p, _ in found), details={"cells": cells})
 
 
-for _test in (AuditTest("token", TWO_SAMPLE, _tokens, "each position's token, KS by pooled frequency",
-                        power="a per-position TV",
-                        detectable=lambda s, tests: detectable_tv_two_sample(len(s.a), len(s.b), tests, s.level)),
-              AuditTest("prefix", TWO_SAMPLE, _prefixes, "each prefix, chi-square homogeneity over the prefixes seen")):
+for _test in (
+    AuditTest(
+        "token",
+        TWO_SAMPLE,
+        _tokens,
+        "each position's token, KS by pooled frequency",
+        power="a per-position TV",
+        detectable=lambda s, tests: detectable_tv_two_sample(len(s.a), len(s.b), tests, s.level),
+    ),
+    AuditTest("prefix", TWO_SAMPLE, _prefixes, "each prefix, chi-square homogeneity over the prefixes seen"),
+):
     register_audit_test(_test)

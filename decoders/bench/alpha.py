@@ -28,8 +28,26 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience
 
-__all__ = ["AlphaEstimate", "MAX_PROMPTS", "MAX_WINDOWS", "WINDOW", "SKIP", "window_shape", "check_windows", "text_windows", "betas_along_text", "accepted_and_verified", "engine_metrics",
-           "estimate_alpha", "alpha_on_prompts", "alpha_table", "alpha_markdown", "LENIENCES", "alpha_under_lenience", "acceptance_calibration"]
+__all__ = [
+    "AlphaEstimate",
+    "MAX_PROMPTS",
+    "MAX_WINDOWS",
+    "WINDOW",
+    "SKIP",
+    "window_shape",
+    "check_windows",
+    "text_windows",
+    "betas_along_text",
+    "accepted_and_verified",
+    "engine_metrics",
+    "estimate_alpha",
+    "alpha_on_prompts",
+    "alpha_table",
+    "alpha_markdown",
+    "LENIENCES",
+    "alpha_under_lenience",
+    "acceptance_calibration",
+]
 
 #: Leviathan et al.'s Table 5 leniences.
 LENIENCES = (1.0, 0.5, 0.3, 0.1)
@@ -83,10 +101,12 @@ def window_shape(*models) -> dict:
 def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
     """``count`` seeded windows ``[count, length]`` int64 of a token stream (the same for every draft)."""
     if length > len(stream):
-        raise ValueError(f"the held-out text has {len(stream)} tokens, fewer than a window of {length}: give longer "
-                         f"text or shorter windows")
+        raise ValueError(
+            f"the held-out text has {len(stream)} tokens, fewer than a window of {length}: give longer "
+            f"text or shorter windows"
+        )
     starts = np.random.default_rng(seed).integers(0, len(stream) - length + 1, size=count)
-    return torch.from_numpy(np.stack([stream[s:s + length] for s in starts]).astype(np.int64))
+    return torch.from_numpy(np.stack([stream[s : s + length] for s in starts]).astype(np.int64))
 
 
 @torch.no_grad()
@@ -97,9 +117,14 @@ def adjusted_along_text(target, draft, windows: torch.Tensor, sampling: Sampling
     windows = windows.to(target.device)
     history = history_of(sampling, windows[:, :skip].tolist(), target)  # the first ``skip`` tokens are the prompt
     history = None if history is None else history.along(windows[:, skip:-1])
-    p = adjusted_probs(target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1], sampling,
-                       history=history)
-    draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
+    p = adjusted_probs(
+        target.forward(windows, target.new_state(len(windows), windows.shape[1]))[:, skip - 1 : -1],
+        sampling,
+        history=history,
+    )
+    draft_logits = draft.forward(windows, draft.new_state(len(windows), windows.shape[1]))[
+        :, skip - 1 : -1
+    ]  # [B, L - skip, V]
     proposed = proposes(draft_logits)
     logits = torch.where(proposed[..., None], draft_logits, torch.zeros_like(draft_logits))
     q = adjusted_probs(processed_logits(logits, sampling, history), sampling.warping)  # the decoders' q
@@ -113,7 +138,7 @@ def acceptance_calibration(target, draft, windows: torch.Tensor, sampling: Sampl
     batch_size = max(1, ALONG_TEXT_CELLS // (windows.shape[1] * target.vocab_size))
     sums = 0
     for start in range(0, len(windows), batch_size):
-        rows = windows[start:start + batch_size]
+        rows = windows[start : start + batch_size]
         p, q, proposed, seen = adjusted_along_text(target, draft, rows, sampling, skip)
         sums = sums + acceptance_bin_sums(p[proposed], q[proposed], seen[proposed], bins)
     return calibration_from_sums(sums)
@@ -125,8 +150,9 @@ def _betas(p: torch.Tensor, q: torch.Tensor, proposed: torch.Tensor, lenience: f
     return torch.where(proposed, betas, torch.zeros_like(betas))
 
 
-def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int,
-                     lenience: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def betas_along_text(
+    target, draft, windows: torch.Tensor, sampling: Sampling, *, skip: int, lenience: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """beta at each position of ``windows`` ``[B, L]`` after the first ``skip`` (contexts of >= ``skip`` tokens):
     ``(betas [B, L - skip], proposed [B, L - skip])``; beta is 0 where the draft proposes nothing. With
     lenience l, beta = sum_x min(p(x) / l, q(x))."""
@@ -134,14 +160,15 @@ def betas_along_text(target, draft, windows: torch.Tensor, sampling: Sampling, *
     return _betas(p, q, proposed, lenience), proposed
 
 
-def _pooled_betas(target, draft, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int,
-                  leniences=(1.0,)) -> tuple[torch.Tensor, torch.Tensor]:
+def _pooled_betas(
+    target, draft, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int, leniences=(1.0,)
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Betas over ``text`` ``[W, L]`` in batches, one forward pass per batch for every lenience:
     (betas [len(leniences), W, L - skip] float64, proposed [W, L - skip])."""
     parts = []
     batch_size = max(1, min(batch_size, ALONG_TEXT_CELLS // (text.shape[1] * target.vocab_size)))  # memory, any V
     for i in range(0, len(text), batch_size):
-        p, q, proposed, _ = adjusted_along_text(target, draft, text[i:i + batch_size], sampling, skip)
+        p, q, proposed, _ = adjusted_along_text(target, draft, text[i : i + batch_size], sampling, skip)
         parts.append((torch.stack([_betas(p, q, proposed, lenience) for lenience in leniences]), proposed))
     return torch.cat([b for b, _ in parts], dim=1).double(), torch.cat([p for _, p in parts])
 
@@ -161,41 +188,87 @@ def engine_metrics(runs: list, gamma: int) -> dict:
     drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
     if not drafted:
         return dict.fromkeys(("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate"))
-    counts = EngineCounts("ours", len(accepted), drafted, sum(accepted),
-                          tuple(sum(n > i for n in accepted) for i in range(gamma)))
-    return {"acceptance_rate": counts.acceptance_rate, "mean_acceptance_length": counts.mean_acceptance_length,
-            "per_position_acceptance_rate": list(counts.per_position_acceptance_rate)}
+    counts = EngineCounts(
+        "ours", len(accepted), drafted, sum(accepted), tuple(sum(n > i for n in accepted) for i in range(gamma))
+    )
+    return {
+        "acceptance_rate": counts.acceptance_rate,
+        "mean_acceptance_length": counts.mean_acceptance_length,
+        "per_position_acceptance_rate": list(counts.per_position_acceptance_rate),
+    }
 
 
-def estimate_alpha(target, draft, name: str, stream: np.ndarray, temperature: float, *, windows: int = 32,
-                   length: int = WINDOW, skip: int = SKIP, gamma: int = 4, prompts: int = 16, prompt_length: int = 64,
-                   max_new_tokens: int = 128, batch_size: int = 8, seed: int = 0) -> AlphaEstimate:
+def estimate_alpha(
+    target,
+    draft,
+    name: str,
+    stream: np.ndarray,
+    temperature: float,
+    *,
+    windows: int = 32,
+    length: int = WINDOW,
+    skip: int = SKIP,
+    gamma: int = 4,
+    prompts: int = 16,
+    prompt_length: int = 64,
+    max_new_tokens: int = 128,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> AlphaEstimate:
     """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
     sampling = Sampling(temperature)
     check_windows(windows)
     as_int("prompts", prompts, low=1, high=MAX_PROMPTS)
-    betas, proposed = _pooled_betas(target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip,
-                                    batch_size=batch_size)
+    betas, proposed = _pooled_betas(
+        target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip, batch_size=batch_size
+    )
     betas = betas[0]  # [W, L - skip] at lenience 1
     per_window = betas.mean(dim=1)
     starts = text_windows(stream, prompts, prompt_length, seed + 1)
-    runs = [generate_speculative(target, draft, starts[i:i + batch_size], max_new_tokens=max_new_tokens,
-                                 config=SpeculativeConfig(gamma, sampling), randomness=seeded(seed + i, target.device))
-            for i in range(0, prompts, batch_size)]
+    runs = [
+        generate_speculative(
+            target,
+            draft,
+            starts[i : i + batch_size],
+            max_new_tokens=max_new_tokens,
+            config=SpeculativeConfig(gamma, sampling),
+            randomness=seeded(seed + i, target.device),
+        )
+        for i in range(0, prompts, batch_size)
+    ]
     accepted, verified = (sum(values) for values in zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     generated = sum(len(row) for run in runs for row in run.tokens)
     alpha_counts = accepted / verified if verified else float("nan")
     return AlphaEstimate(
-        draft=name, temperature=temperature, alpha_text=float(betas.mean()),
+        draft=name,
+        temperature=temperature,
+        alpha_text=float(betas.mean()),
         alpha_text_standard_error=float(per_window.std() / math.sqrt(windows)),
-        text_positions=betas.numel(), proposal_coverage=float(proposed.double().mean()), alpha_counts=alpha_counts,
-        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
-        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma, generated_tokens=generated,
-        **engine_metrics(runs, gamma))
+        text_positions=betas.numel(),
+        proposal_coverage=float(proposed.double().mean()),
+        alpha_counts=alpha_counts,
+        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified)
+        if verified
+        else float("nan"),
+        accepted_tokens=accepted,
+        verified_tokens=verified,
+        gamma=gamma,
+        generated_tokens=generated,
+        **engine_metrics(runs, gamma),
+    )
 
 
-def alpha_on_prompts(target, draft, name: str, prompts: list, temperature: float, *, gamma: int = 4,
-                     max_new_tokens: int = 48, seed: int = 0) -> AlphaEstimate:
+def alpha_on_prompts(
+    target,
+    draft,
+    name: str,
+    prompts: list,
+    temperature: float,
+    *,
+    gamma: int = 4,
+    max_new_tokens: int = 48,
+    seed: int = 0,
+) -> AlphaEstimate:
     """Both estimates of alpha on ``prompts`` (token lists; Spec-Bench's questions): along the text decoding
     walks, each prompt's continuation by the target (greedy at T = 0, sampled and seeded per prompt otherwise;
     standard error over the two or more prompts), and from the acceptance counts of speculative runs from each."""
@@ -203,58 +276,107 @@ def alpha_on_prompts(target, draft, name: str, prompts: list, temperature: float
     sampling, betas, proposed, runs = Sampling(temperature), [], [], []
     for i, prompt in enumerate(prompts):
         rows = torch.tensor([prompt], device=target.device)  # [1, L]
-        text = generate_autoregressive(target, rows, max_new_tokens=max_new_tokens, sampling=sampling,
-                                       randomness=seeded(seed + i, target.device)).tokens[0]
-        along, drafted = _pooled_betas(target, draft, torch.tensor([list(prompt) + list(text)], device=target.device),
-                                       sampling, skip=len(prompt), batch_size=1)
+        text = generate_autoregressive(
+            target, rows, max_new_tokens=max_new_tokens, sampling=sampling, randomness=seeded(seed + i, target.device)
+        ).tokens[0]
+        along, drafted = _pooled_betas(
+            target,
+            draft,
+            torch.tensor([list(prompt) + list(text)], device=target.device),
+            sampling,
+            skip=len(prompt),
+            batch_size=1,
+        )
         betas.append(along[0, 0]), proposed.append(drafted[0])
-        runs.append(generate_speculative(target, draft, rows, max_new_tokens=max_new_tokens,
-                                         config=SpeculativeConfig(gamma, sampling),
-                                         randomness=seeded(seed + i, target.device)))
+        runs.append(
+            generate_speculative(
+                target,
+                draft,
+                rows,
+                max_new_tokens=max_new_tokens,
+                config=SpeculativeConfig(gamma, sampling),
+                randomness=seeded(seed + i, target.device),
+            )
+        )
     per_prompt = torch.stack([b.mean() for b in betas])
     accepted, verified = (sum(values) for values in zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     alpha_counts = accepted / verified if verified else float("nan")
     return AlphaEstimate(
-        draft=name, temperature=temperature, alpha_text=float(torch.cat(betas).mean()),
+        draft=name,
+        temperature=temperature,
+        alpha_text=float(torch.cat(betas).mean()),
         alpha_text_standard_error=float(per_prompt.std() / math.sqrt(len(prompts))),
-        text_positions=sum(b.numel() for b in betas), proposal_coverage=float(torch.cat(proposed).double().mean()),
+        text_positions=sum(b.numel() for b in betas),
+        proposal_coverage=float(torch.cat(proposed).double().mean()),
         alpha_counts=alpha_counts,
-        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified) if verified else float("nan"),
-        accepted_tokens=accepted, verified_tokens=verified, gamma=gamma,
-        generated_tokens=sum(len(row) for run in runs for row in run.tokens), **engine_metrics(runs, gamma))
+        alpha_counts_standard_error=math.sqrt(alpha_counts * (1 - alpha_counts) / verified)
+        if verified
+        else float("nan"),
+        accepted_tokens=accepted,
+        verified_tokens=verified,
+        gamma=gamma,
+        generated_tokens=sum(len(row) for run in runs for row in run.tokens),
+        **engine_metrics(runs, gamma),
+    )
 
 
-def alpha_table(target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None,
-                **options) -> list[AlphaEstimate]:
+def alpha_table(
+    target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None, **options
+) -> list[AlphaEstimate]:
     """``estimate_alpha`` for every (draft name -> model) of ``drafts`` at every temperature."""
     jobs = [(name, model, temperature) for name, model in drafts.items() for temperature in temperatures]
-    return [estimate_alpha(target, model, name, stream, temperature, **options)
-            for name, model, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair")]
+    return [
+        estimate_alpha(target, model, name, stream, temperature, **options)
+        for name, model, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair")
+    ]
 
 
 def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
     """The Table 3 analogue: one row per (draft, temperature)."""
-    lines = ["| draft | T | alpha (held-out text) | alpha (acceptance counts) | verified draft tokens | coverage |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| draft | T | alpha (held-out text) | alpha (acceptance counts) | verified draft tokens | coverage |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in estimates:
-        lines.append(f"| {e.draft} | {e.temperature:g} | {e.alpha_text:.3f} ± {e.alpha_text_standard_error:.3f} | "
-                     f"{e.alpha_counts:.3f} ± {e.alpha_counts_standard_error:.3f} | {e.verified_tokens} | "
-                     f"{e.proposal_coverage:.2f} |")
+        lines.append(
+            f"| {e.draft} | {e.temperature:g} | {e.alpha_text:.3f} ± {e.alpha_text_standard_error:.3f} | "
+            f"{e.alpha_counts:.3f} ± {e.alpha_counts_standard_error:.3f} | {e.verified_tokens} | "
+            f"{e.proposal_coverage:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def alpha_under_lenience(target, drafts: dict, stream: np.ndarray, leniences=LENIENCES, *, temperature: float = 1.0,
-                         windows: int = 32, length: int = WINDOW, skip: int = SKIP, batch_size: int = 8, seed: int = 0,
-                         progress: bool | None = None) -> list[dict]:
+def alpha_under_lenience(
+    target,
+    drafts: dict,
+    stream: np.ndarray,
+    leniences=LENIENCES,
+    *,
+    temperature: float = 1.0,
+    windows: int = 32,
+    length: int = WINDOW,
+    skip: int = SKIP,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> list[dict]:
     """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
     lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,
     standard errors over windows."""
     text, sampling = text_windows(stream, check_windows(windows), length, seed), Sampling(temperature)
     rows = []
     for name, draft in progress_bar(progress, drafts.items(), desc="lenience", unit="draft"):
-        per_window = _pooled_betas(target, draft, text, sampling, skip=skip, batch_size=batch_size,
-                                   leniences=leniences)[0].mean(dim=2)  # [l, W]
+        per_window = _pooled_betas(
+            target, draft, text, sampling, skip=skip, batch_size=batch_size, leniences=leniences
+        )[0].mean(dim=2)  # [l, W]
         errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)
-        rows.append({"draft": name, "temperature": temperature, "leniences": [float(l) for l in leniences],
-                     "alpha": per_window.mean(dim=1).tolist(), "standard_error": errors.tolist()})
+        rows.append(
+            {
+                "draft": name,
+                "temperature": temperature,
+                "leniences": [float(l) for l in leniences],
+                "alpha": per_window.mean(dim=1).tolist(),
+                "standard_error": errors.tolist(),
+            }
+        )
     return rows

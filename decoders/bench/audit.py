@@ -25,8 +25,16 @@ from decoders.sampling import stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
 
-__all__ = ["DECODERS", "METHODS", "SHIPPED_PROMPT", "AuditRequest", "AuditOutcome", "run_audit", "audit_pair",
-           "tree_shape"]
+__all__ = [
+    "DECODERS",
+    "METHODS",
+    "SHIPPED_PROMPT",
+    "AuditRequest",
+    "AuditOutcome",
+    "run_audit",
+    "audit_pair",
+    "tree_shape",
+]
 
 BATCH_ROWS = 2  # the batch method's rows, each a copy of the prompt
 SHIPPED_PROMPT = "import "
@@ -53,19 +61,27 @@ def sampling_rows(vocab_size: int, most: int) -> int:
 def _models(request: AuditRequest) -> tuple:
     """(request with its defaults filled in, target, draft or None, batch)."""
     speculative = request.sampler == "hf-assisted" or (
-        request.sampler == "ours" and request.decoder in ("speculative", "tree") and request.samples is None)
+        request.sampler == "ours" and request.decoder in ("speculative", "tree") and request.samples is None
+    )
     if request.hugging_face:
         from decoders import zoo
 
         target, tokenizer = zoo.load_named(request.target, role="target", timed=False)
-        request = replace(request, prompt=_prompt_ids(request, tokenizer), prompt_text=None, text=None,
-                          sampling=request.sampling.bound(tokenizer, target.vocab_size))
+        request = replace(
+            request,
+            prompt=_prompt_ids(request, tokenizer),
+            prompt_text=None,
+            text=None,
+            sampling=request.sampling.bound(tokenizer, target.vocab_size),
+        )
         batch = sampling_rows(target.vocab_size, HF_BATCH)
         if not speculative:
             return request, target, None, batch
         if request.draft is None:
-            raise ValueError(f"with --target {request.target}, give --draft: a model directory, a GGUF file or one "
-                             f"of the drafts built from the target ({', '.join(draft_names(FROM_TARGET))})")
+            raise ValueError(
+                f"with --target {request.target}, give --draft: a model directory, a GGUF file or one "
+                f"of the drafts built from the target ({', '.join(draft_names(FROM_TARGET))})"
+            )
         draft, draft_tokenizer = open_draft(request.draft, target=(target, tokenizer))
         check_tokenizers(tokenizer, draft_tokenizer)
         return request, target, draft, batch
@@ -73,12 +89,22 @@ def _models(request: AuditRequest) -> tuple:
         from decoders import zoo
 
         target = zoo.load_target()
-        request = replace(request, prompt=_prompt_ids(request, None), prompt_text=None, text=None,
-                          draft=request.draft or "transformer", sampling=request.sampling.bound(None, target.vocab_size))
+        request = replace(
+            request,
+            prompt=_prompt_ids(request, None),
+            prompt_text=None,
+            text=None,
+            draft=request.draft or "transformer",
+            sampling=request.sampling.bound(None, target.vocab_size),
+        )
         draft = build_draft(request.draft, DraftContext(), offered=SHIPPED) if speculative else None
         return request, target, draft, SHIPPED_BATCH
-    request = replace(request, prompt=request.prompt or (1, 2), sampling=request.sampling.bound(None, request.vocabulary),
-                      draft=request.draft or ("tinygpt" if request.decoder == "tree" else "tabular"))
+    request = replace(
+        request,
+        prompt=request.prompt or (1, 2),
+        sampling=request.sampling.bound(None, request.vocabulary),
+        draft=request.draft or ("tinygpt" if request.decoder == "tree" else "tabular"),
+    )
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
@@ -108,12 +134,27 @@ def _policy(request: AuditRequest, target, draft):
         count, length = AUDIT_CALIBRATION_WINDOWS
         generator = torch.Generator().manual_seed(request.seed + 1)
         starts = torch.randint(0, target.vocab_size, (count, 1), generator=generator).tolist()
-        windows = torch.tensor([stop_padded(row, length - 1, request.sampling.stop) for row in generate_autoregressive(
-            target, starts, max_new_tokens=length - 1, sampling=request.sampling, randomness=TorchRandomness(generator)).tokens])
+        windows = torch.tensor(
+            [
+                stop_padded(row, length - 1, request.sampling.stop)
+                for row in generate_autoregressive(
+                    target,
+                    starts,
+                    max_new_tokens=length - 1,
+                    sampling=request.sampling,
+                    randomness=TorchRandomness(generator),
+                ).tokens
+            ]
+        )
         windows = torch.cat([torch.tensor(starts), windows], dim=1)
         calibration = acceptance_calibration(target, draft, windows, request.sampling, skip=1)
-    return make_policy(request.policy, gamma=request.gamma, cap=request.gamma, calibration=calibration,
-                       batch_size=BATCH_ROWS if request.exact == "batch" else 1)
+    return make_policy(
+        request.policy,
+        gamma=request.gamma,
+        cap=request.gamma,
+        calibration=calibration,
+        batch_size=BATCH_ROWS if request.exact == "batch" else 1,
+    )
 
 
 def _exact(request: AuditRequest, target, draft, config, step, generate) -> tuple:
@@ -125,27 +166,33 @@ def _exact(request: AuditRequest, target, draft, config, step, generate) -> tupl
     if method == "dp" and request.decoder == "tree":
         law, branches = exact.tree_law(target, draft, prompt, config, request.horizon, step=step, max_branches=budget)
     elif method == "dp":
-        law, branches = exact.speculative_law(target, draft, prompt, config, request.horizon, step=step,
-                                              max_branches=budget)
+        law, branches = exact.speculative_law(
+            target, draft, prompt, config, request.horizon, step=step, max_branches=budget
+        )
     elif method == "whole-run":
         law, branches = exact.whole_run_law(lambda randomness: generate([prompt], randomness)[0], max_branches=budget)
     else:
         law, branches = exact.whole_run_law(
-            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()), max_branches=budget)
+            lambda randomness: sum(generate([prompt] * BATCH_ROWS, randomness), ()), max_branches=budget
+        )
         reference = exact.product_law(reference, BATCH_ROWS)
     report = exact.compare_laws(law, reference, method=method, horizon=request.horizon, branches=branches)
-    return report, (f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
-                    f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total "
-                    f"variation {report.total_variation:.3g}, tolerance {report.tolerance:g}")
+    return report, (
+        f"exact ({method}): {report.branches} branches, {report.sequences} sequences, total mass "
+        f"{report.total_mass:.15f}, max |law - target| {report.max_abs_difference:.3g}, total "
+        f"variation {report.total_variation:.3g}, tolerance {report.tolerance:g}"
+    )
 
 
 def _statistical_summary(report) -> str:
     """One line from the battery's outcomes (``decoders.audit.battery``): each test's p-value, and each power
     statement once."""
     tests = ", ".join(f"{outcome.name} {outcome.p_value:.3g}" for outcome in report.battery)
-    return (f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
-            f"{tests}), level {report.level:g}; detects with 90% power {power_line(report.battery)}; "
-            f"{report.seconds:.1f} s ({report.sampling_seconds:.1f} s sampling)")
+    return (
+        f"statistical: n = {report.n}, p = {report.p_value:.3g} (Bonferroni over {report.tests} tests: "
+        f"{tests}), level {report.level:g}; detects with 90% power {power_line(report.battery)}; "
+        f"{report.seconds:.1f} s ({report.sampling_seconds:.1f} s sampling)"
+    )
 
 
 def deviation_lines(report) -> str:
@@ -156,17 +203,25 @@ def deviation_lines(report) -> str:
     if deviation["p_value"] >= report.level / report.tests:  # every marginal passes: the failure is elsewhere
         pairs = [pair for pair in report.strongest_pairs.values() if pair]
         strongest = max(pairs, key=lambda pair: abs(pair[2]), default=None)
-        return (f"every new token's own law passes (smallest uniformity p = {deviation['p_value']:.3g}, at new token "
-                f"{deviation['position']}): the samples fail on dependence between positions or on the joint law"
-                + ("" if strongest is None else f"; strongest pair: new tokens {strongest[0]} and {strongest[1]}, "
-                                                f"normal-score correlation {strongest[2]:.3f}"))
-    tokens = ", ".join(f"token {t} {observed} times for {expected:.1f} expected" for t, observed, expected
-                       in deviation["tokens"])
-    where = (f"deviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): "
-             f"{tokens}")
+        return (
+            f"every new token's own law passes (smallest uniformity p = {deviation['p_value']:.3g}, at new token "
+            f"{deviation['position']}): the samples fail on dependence between positions or on the joint law"
+            + (
+                ""
+                if strongest is None
+                else f"; strongest pair: new tokens {strongest[0]} and {strongest[1]}, "
+                f"normal-score correlation {strongest[2]:.3f}"
+            )
+        )
+    tokens = ", ".join(
+        f"token {t} {observed} times for {expected:.1f} expected" for t, observed, expected in deviation["tokens"]
+    )
+    where = f"deviates most at new token {deviation['position']} (uniformity p = {deviation['p_value']:.3g}): {tokens}"
     if deviation["first_position_only"]:
-        where += ("\nonly the first new token deviates: the sampler likely read the prompt differently from the "
-                  "target (a padding mask over a prompt token, an added or missing BOS token, another template)")
+        where += (
+            "\nonly the first new token deviates: the sampler likely read the prompt differently from the "
+            "target (a padding mask over a prompt token, an added or missing BOS token, another template)"
+        )
     return where
 
 
@@ -175,8 +230,11 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     tree = request.decoder == "tree"
     bug = None if request.mutant is None else (tree_mutants.tree_mutant if tree else mutants.mutant)(request.mutant)
     request, target, draft, batch = _models(request)  # the sampling's grammar compiled for the target's vocabulary
-    config = TreeConfig(tree_shape(request.tree), request.sampling, request.verifier) if tree else \
-        SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
+    config = (
+        TreeConfig(tree_shape(request.tree), request.sampling, request.verifier)
+        if tree
+        else SpeculativeConfig(request.gamma, request.sampling, request.lenience, request.verifier)
+    )
     if any(not 0 <= token < target.vocab_size for token in request.prompt):
         raise ValueError(f"prompt tokens must be in [0, {target.vocab_size}), got {list(request.prompt)}")
     if request.policy is not None:
@@ -187,32 +245,59 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
     if request.sampler != "ours":
         return _audit_hf_generate(request, target, draft)
     if tree:
+
         def generate(prompts, randomness):
-            return generate_tree(target, draft, prompts, max_new_tokens=request.horizon, config=config,
-                                 randomness=randomness, step=step).tokens
+            return generate_tree(
+                target, draft, prompts, max_new_tokens=request.horizon, config=config, randomness=randomness, step=step
+            ).tokens
+
         shape = "" if isinstance(config.tree, DynamicTree) else f" (parents {list(config.tree.parents)})"
-        described = (f"tree ({request.mutant or 'reference'}), {request.verifier} verifier, tree {request.tree}{shape}, "
-                     f"draft {request.draft}")
+        described = (
+            f"tree ({request.mutant or 'reference'}), {request.verifier} verifier, tree {request.tree}{shape}, "
+            f"draft {request.draft}"
+        )
     elif request.decoder == "speculative":
-        generate = setups.speculative_run(target, draft, request.prompt, config, request.horizon, step=step,
-                                          source=None if bug is None else bug.source)
-        described = (f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "
-                     f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}"
-                     + ("" if config.policy is None else f", policy {config.policy.describe()}"))
+        generate = setups.speculative_run(
+            target,
+            draft,
+            request.prompt,
+            config,
+            request.horizon,
+            step=step,
+            source=None if bug is None else bug.source,
+        )
+        described = (
+            f"speculative ({request.mutant or 'reference'}), {request.verifier} verifier, gamma "
+            f"{request.gamma}, lenience {request.lenience:g}, draft {request.draft}"
+            + ("" if config.policy is None else f", policy {config.policy.describe()}")
+        )
     else:
+
         def generate(prompts, randomness):
-            return generate_autoregressive(target, prompts, max_new_tokens=request.horizon,
-                                           sampling=request.sampling, randomness=randomness).tokens
+            return generate_autoregressive(
+                target, prompts, max_new_tokens=request.horizon, sampling=request.sampling, randomness=randomness
+            ).tokens
+
         described = "autoregressive"
-    described += (f"; target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
-                  f"{list(request.prompt)}, horizon {request.horizon}")
+    described += (
+        f"; target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
+        f"{list(request.prompt)}, horizon {request.horizon}"
+    )
     if request.exact:
         report, summary = _exact(request, target, draft, config, step, generate)
     else:
         sample = setups.sampler(generate, request.prompt, request.horizon, batch=batch, stop=request.sampling.stop)
-        report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
-                                           horizon=request.horizon, seed=request.seed, draft=draft,
-                                           level=request.level)
+        report = statistical.audit_sampler(
+            sample,
+            target,
+            list(request.prompt),
+            request.sampling,
+            n=request.n,
+            horizon=request.horizon,
+            seed=request.seed,
+            draft=draft,
+            level=request.level,
+        )
         summary = _statistical_summary(report)
     return AuditOutcome(described, report, summary)
 
@@ -221,10 +306,20 @@ def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
     """The statistical audit of an engine's samples (``request.samples``) against ``target``."""
     samples = read_samples(request.samples, target.vocab_size, request.sampling.stop)
     n, horizon = samples.tokens.shape
-    report = statistical.audit_sampler(samples.sampler(), target, list(samples.prompt), request.sampling, n=n,
-                                       horizon=horizon, seed=request.seed, level=request.level)
-    described = (f"samples of {request.samples}: {n} continuations of {horizon} tokens after a prompt of "
-                 f"{len(samples.prompt)} tokens; target {request.target}, V = {target.vocab_size}, {request.sampling}")
+    report = statistical.audit_sampler(
+        samples.sampler(),
+        target,
+        list(samples.prompt),
+        request.sampling,
+        n=n,
+        horizon=horizon,
+        seed=request.seed,
+        level=request.level,
+    )
+    described = (
+        f"samples of {request.samples}: {n} continuations of {horizon} tokens after a prompt of "
+        f"{len(samples.prompt)} tokens; target {request.target}, V = {target.vocab_size}, {request.sampling}"
+    )
     return AuditOutcome(described, report, _statistical_summary(report))
 
 
@@ -235,33 +330,74 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     prompt = torch.tensor([request.prompt], device=target.device)
     options = {} if draft is None else assisted_options(draft, request.assistant_tokens)
     if options is None:
-        raise ValueError(f"--sampler hf-assisted: transformers has no counterpart of --draft {request.draft}; give a "
-                         f"model (GGUF file, directory or TinyGPT), copy (prompt lookup) or layerskip:K (early exit)")
+        raise ValueError(
+            f"--sampler hf-assisted: transformers has no counterpart of --draft {request.draft}; give a "
+            f"model (GGUF file, directory or TinyGPT), copy (prompt lookup) or layerskip:K (early exit)"
+        )
     if "assistant" in options:
         options.update(schedule=request.assistant_schedule, threshold=request.assistant_confidence)
 
     def sample(n: int, generator: torch.Generator) -> torch.Tensor:
         randomness = TorchRandomness(generator)
-        return torch.tensor([stop_padded(hf_generate(target.model, prompt, request.horizon, request.sampling,
-                                                     randomness, **options), request.horizon, request.sampling.stop)
-                             for _ in progress_bar(None, range(n), desc=request.sampler, unit="sample")])
+        return torch.tensor(
+            [
+                stop_padded(
+                    hf_generate(target.model, prompt, request.horizon, request.sampling, randomness, **options),
+                    request.horizon,
+                    request.sampling.stop,
+                )
+                for _ in progress_bar(None, range(n), desc=request.sampler, unit="sample")
+            ]
+        )
 
-    report = statistical.audit_sampler(sample, target, list(request.prompt), request.sampling, n=request.n,
-                                       horizon=request.horizon, seed=request.seed, draft=draft, level=request.level)
-    described = (f"transformers generate ({request.sampler}"
-                 + ("" if draft is None else f", {request.assistant_tokens} assistant tokens, {request.assistant_schedule}"
-                    f" schedule, confidence threshold {request.assistant_confidence:g}, assistant {request.draft}")
-                 + f"); target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
-                   f"{list(request.prompt)}, horizon {request.horizon}")
+    report = statistical.audit_sampler(
+        sample,
+        target,
+        list(request.prompt),
+        request.sampling,
+        n=request.n,
+        horizon=request.horizon,
+        seed=request.seed,
+        draft=draft,
+        level=request.level,
+    )
+    described = (
+        f"transformers generate ({request.sampler}"
+        + (
+            ""
+            if draft is None
+            else f", {request.assistant_tokens} assistant tokens, {request.assistant_schedule}"
+            f" schedule, confidence threshold {request.assistant_confidence:g}, assistant {request.draft}"
+        )
+        + f"); target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
+        f"{list(request.prompt)}, horizon {request.horizon}"
+    )
     return AuditOutcome(described, report, _statistical_summary(report))
 
 
-def audit_pair(target, draft, prompt: list, config: SpeculativeConfig, *, horizon: int, n: int, seed: int,
-               progress: bool | None = None, step=REFERENCE_STEP) -> statistical.AuditReport:
+def audit_pair(
+    target,
+    draft,
+    prompt: list,
+    config: SpeculativeConfig,
+    *,
+    horizon: int,
+    n: int,
+    seed: int,
+    progress: bool | None = None,
+    step=REFERENCE_STEP,
+) -> statistical.AuditReport:
     """The statistical audit of speculative decoding on a loaded pair (the report's audit); ``step`` the iteration
     (a mutant's, for a negative control)."""
     generate = setups.speculative_run(target, draft, prompt, config, horizon, step=step)
-    sample = setups.sampler(generate, prompt, horizon, batch=sampling_rows(target.vocab_size, SHIPPED_BATCH),
-                            progress=progress, stop=config.sampling.stop)
-    return statistical.audit_sampler(sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed,
-                                     draft=draft)
+    sample = setups.sampler(
+        generate,
+        prompt,
+        horizon,
+        batch=sampling_rows(target.vocab_size, SHIPPED_BATCH),
+        progress=progress,
+        stop=config.sampling.stop,
+    )
+    return statistical.audit_sampler(
+        sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft
+    )

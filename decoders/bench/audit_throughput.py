@@ -41,16 +41,27 @@ def run(n: int, horizon: int, gamma: int, temperature: float, batch: int, runs: 
     draft = tiny_draft("tabular", target, dtype=torch.float32)
     config = SpeculativeConfig(gamma, Sampling(temperature))
     sample = sampler(speculative_run(target, draft, PROMPT, config, horizon), PROMPT, horizon, batch=batch)
-    reports = [audit_sampler(sample, target, PROMPT, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft)
-               for seed in range(runs)]
+    reports = [
+        audit_sampler(sample, target, PROMPT, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft)
+        for seed in range(runs)
+    ]
     timing = Timing(tuple(report.seconds for report in reports))
-    return {"benchmark": "audit_sampler, reference speculative decoder",
-            "environment": environment("cpu", torch.float32),
-            "target": "tinygpt (d_model 16, 1 layer), V = 5, float32", "draft": "tabular order 1",
-            "n": n, "horizon": horizon, "gamma": gamma, "temperature": temperature, "batch_size": batch,
-            "runs": runs, **timing.as_dict(),
-            "passed": [report.passed for report in reports], "p_values": [report.p_value for report in reports],
-            "detectable_tv": reports[0].detectable_tv}
+    return {
+        "benchmark": "audit_sampler, reference speculative decoder",
+        "environment": environment("cpu", torch.float32),
+        "target": "tinygpt (d_model 16, 1 layer), V = 5, float32",
+        "draft": "tabular order 1",
+        "n": n,
+        "horizon": horizon,
+        "gamma": gamma,
+        "temperature": temperature,
+        "batch_size": batch,
+        "runs": runs,
+        **timing.as_dict(),
+        "passed": [report.passed for report in reports],
+        "p_values": [report.p_value for report in reports],
+        "detectable_tv": reports[0].detectable_tv,
+    }
 
 
 def shipped_cost(n: int, horizon: int, gamma: int, temperature: float, runs: int) -> dict:
@@ -66,8 +77,18 @@ def shipped_cost(n: int, horizon: int, gamma: int, temperature: float, runs: int
     reports = []
 
     def audit():
-        reports.append(audit_sampler(lambda size, generator: tokens, target, prompt, config.sampling, n=n,
-                                     horizon=horizon, seed=0, draft=draft))
+        reports.append(
+            audit_sampler(
+                lambda size, generator: tokens,
+                target,
+                prompt,
+                config.sampling,
+                n=n,
+                horizon=horizon,
+                seed=0,
+                draft=draft,
+            )
+        )
 
     @torch.no_grad()
     def forward():
@@ -76,14 +97,26 @@ def shipped_cost(n: int, horizon: int, gamma: int, temperature: float, runs: int
 
     timings = time_interleaved({"audit": audit, "target_forward": forward}, repeats=runs, warmup=0)
     ratios = [a / f for a, f in zip(timings["audit"].seconds, timings["target_forward"].seconds)]
-    return {"benchmark": "the audit's own work against one batched target forward pass, shipped pair",
-            "environment": environment("cpu", torch.float32), "target": "shipped", "draft": "transformer",
-            "n": n, "horizon": horizon, "gamma": gamma, "temperature": temperature, "batch_size": SHIPPED_BATCH,
-            "chunk": CHUNK, "runs": runs, "sampling_seconds": sampling_seconds,
-            "audit_seconds": timings["audit"].as_dict(), "target_forward_seconds": timings["target_forward"].as_dict(),
-            "ratio": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "runs": ratios},
-            "peak_resident_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "passed": [report.passed for report in reports], "p_values": [report.p_value for report in reports]}
+    return {
+        "benchmark": "the audit's own work against one batched target forward pass, shipped pair",
+        "environment": environment("cpu", torch.float32),
+        "target": "shipped",
+        "draft": "transformer",
+        "n": n,
+        "horizon": horizon,
+        "gamma": gamma,
+        "temperature": temperature,
+        "batch_size": SHIPPED_BATCH,
+        "chunk": CHUNK,
+        "runs": runs,
+        "sampling_seconds": sampling_seconds,
+        "audit_seconds": timings["audit"].as_dict(),
+        "target_forward_seconds": timings["target_forward"].as_dict(),
+        "ratio": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "runs": ratios},
+        "peak_resident_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "passed": [report.passed for report in reports],
+        "p_values": [report.p_value for report in reports],
+    }
 
 
 def main() -> None:
@@ -102,16 +135,20 @@ def main() -> None:
     command = "python -m decoders.bench.audit_throughput " + " ".join(sys.argv[1:])
     if args.shipped_cost:
         result = shipped_cost(args.n, args.horizon, args.gamma, args.temperature, args.runs)
-        print(f"audit of n = {args.n}, horizon {args.horizon} on the shipped pair: own work "
-              f"{result['audit_seconds']['median_seconds']:.1f} s, target forward "
-              f"{result['target_forward_seconds']['median_seconds']:.1f} s, ratio {result['ratio']['median']:.2f} "
-              f"(runs {result['ratio']['min']:.2f}..{result['ratio']['max']:.2f}); peak resident "
-              f"{result['peak_resident_bytes'] / 2 ** 30:.2f} GiB")
+        print(
+            f"audit of n = {args.n}, horizon {args.horizon} on the shipped pair: own work "
+            f"{result['audit_seconds']['median_seconds']:.1f} s, target forward "
+            f"{result['target_forward_seconds']['median_seconds']:.1f} s, ratio {result['ratio']['median']:.2f} "
+            f"(runs {result['ratio']['min']:.2f}..{result['ratio']['max']:.2f}); peak resident "
+            f"{result['peak_resident_bytes'] / 2**30:.2f} GiB"
+        )
     else:
         result = run(args.n, args.horizon, args.gamma, args.temperature, args.batch, args.runs)
-        print(f"audit_sampler n = {args.n}, horizon {args.horizon}: median {result['median_seconds']:.1f} s over "
-              f"{args.runs} runs on {result['environment']['cpu_count']} CPU cores "
-              f"({result['environment']['torch_threads']} torch threads)")
+        print(
+            f"audit_sampler n = {args.n}, horizon {args.horizon}: median {result['median_seconds']:.1f} s over "
+            f"{args.runs} runs on {result['environment']['cpu_count']} CPU cores "
+            f"({result['environment']['torch_threads']} torch threads)"
+        )
     if args.out:
         write_json(args.out, result, command=command)
 

@@ -40,15 +40,32 @@ from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, speedup_interval, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
-__all__ = ["BenchSettings", "BenchReport", "environment", "timed", "timed_decoding", "call_seconds", "bench_pair",
-           "bench_batches", "bench_row", "per_repeat", "per_prompt", "with_theorem",
-           "BLOCKWISE_CONFIGS", "bench_blockwise", "model_dtype"]
+__all__ = [
+    "BenchSettings",
+    "BenchReport",
+    "environment",
+    "timed",
+    "timed_decoding",
+    "call_seconds",
+    "bench_pair",
+    "bench_batches",
+    "bench_row",
+    "per_repeat",
+    "per_prompt",
+    "with_theorem",
+    "BLOCKWISE_CONFIGS",
+    "bench_blockwise",
+    "model_dtype",
+]
 
 MAX_REPEATS = 100  # timed repeats (and warm-up runs) of every decoder: medians settle long before that
 
 #: Stern et al. Fig. 4 analogue: block sizes k = 2..4 under the exact and two top-k criteria.
-BLOCKWISE_CONFIGS = tuple(BlockwiseConfig(criterion, top_k=top_k, block_size=k) for k in (2, 3, 4)
-                          for criterion, top_k in (("exact", 1), ("top_k", 2), ("top_k", 3)))
+BLOCKWISE_CONFIGS = tuple(
+    BlockwiseConfig(criterion, top_k=top_k, block_size=k)
+    for k in (2, 3, 4)
+    for criterion, top_k in (("exact", 1), ("top_k", 2), ("top_k", 3))
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +110,10 @@ class BenchSettings:
         return replace(self.sampling, temperature=temperature)
 
     def as_dict(self) -> dict:
-        return {**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampling"},
-                "sampling": self.sampling.as_dict()}
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampling"},
+            "sampling": self.sampling.as_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -119,22 +138,30 @@ class BenchReport:
         return best_gamma_row([row for row in self.rows if row["temperature"] == temperature])
 
     def as_dict(self) -> dict:
-        return dict(asdict(self), rows=list(self.rows),
-                    best={str(t): self.best(t) for t in self.autoregressive_seconds})
+        return dict(
+            asdict(self), rows=list(self.rows), best={str(t): self.best(t) for t in self.autoregressive_seconds}
+        )
 
 
 def environment(device: torch.device | str, dtype: torch.dtype) -> dict:
     """Where the numbers come from: device, its name, dtype, torch threads, and the host's description."""
     device = torch.device(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
-    return {"device": str(device), "device_name": name, "dtype": str(dtype).replace("torch.", ""),
-            "torch": torch.__version__, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "device": str(device),
+        "device_name": name,
+        "dtype": str(dtype).replace("torch.", ""),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def _decode_all(prompts: torch.Tensor, decode) -> list:
     """``decode(prompt [1, L], randomness)`` for each prompt at batch 1, seeded per prompt."""
-    return [decode(prompts[i:i + 1], seeded(i, prompts.device)) for i in range(len(prompts))]
+    return [decode(prompts[i : i + 1], seeded(i, prompts.device)) for i in range(len(prompts))]
 
 
 def timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tuple[float, list]:
@@ -147,34 +174,72 @@ def timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tu
     return timed(run, repeats=settings.repeats, warmup=settings.warmup, device=prompts.device).median, runs
 
 
-def _temperature_jobs(target, draft, prompts: torch.Tensor, s: BenchSettings, sampling: Sampling, outputs: dict,
-                      gammas: tuple, batch_size: int = 1) -> tuple[dict, object]:
+def _temperature_jobs(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    s: BenchSettings,
+    sampling: Sampling,
+    outputs: dict,
+    gammas: tuple,
+    batch_size: int = 1,
+) -> tuple[dict, object]:
     """The jobs of one temperature, one batch of ``batch_size`` prompts each, in prompt order: the profile's (its
     autoregressive runs are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on
     CPU, where that costs nothing); ``outputs[(gamma, batch)]`` keeps each speculative job's last generation."""
-    profiling, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(gammas),
-                                       max_new_tokens=s.max_new_tokens, warmup=s.warmup, batch_size=batch_size)
+    profiling, recorder = profile_jobs(
+        target,
+        draft,
+        prompts,
+        sampling,
+        gamma_max=max(gammas),
+        max_new_tokens=s.max_new_tokens,
+        warmup=s.warmup,
+        batch_size=batch_size,
+    )
     phases = target.device.type == "cpu"
     jobs = {}
     for batch in range(len(prompts) // batch_size):
         jobs.update({key: run for key, run in profiling.items() if key[1] == batch})  # (name, batch, sample)
         for gamma in gammas:
+
             def run(batch=batch, config=SpeculativeConfig(gamma, sampling)):
                 outputs[(config.gamma, batch)] = generate_speculative(
-                    target, draft, prompts[batch * batch_size:(batch + 1) * batch_size],
-                    max_new_tokens=s.max_new_tokens, config=config, randomness=seeded(batch, target.device),
-                    profile=phases)
+                    target,
+                    draft,
+                    prompts[batch * batch_size : (batch + 1) * batch_size],
+                    max_new_tokens=s.max_new_tokens,
+                    config=config,
+                    randomness=seeded(batch, target.device),
+                    profile=phases,
+                )
+
             jobs[(gamma, batch)] = run
     return jobs, recorder
 
 
-def _measure(target, draft, prompts: torch.Tensor, s: BenchSettings, temperature: float, gammas: tuple, bar, *,
-             batch_size: int = 1, extra: dict | None = None) -> tuple[dict, object, dict]:
+def _measure(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    s: BenchSettings,
+    temperature: float,
+    gammas: tuple,
+    bar,
+    *,
+    batch_size: int = 1,
+    extra: dict | None = None,
+) -> tuple[dict, object, dict]:
     """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
     outputs = {}
     jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, gammas, batch_size)
-    timings = time_interleaved(dict(jobs, **(extra or {})), repeats=s.repeats, warmup=s.warmup,
-                               synchronize=lambda: synchronize(target.device), progress=lambda: bar.update(1))
+    timings = time_interleaved(
+        dict(jobs, **(extra or {})),
+        repeats=s.repeats,
+        warmup=s.warmup,
+        synchronize=lambda: synchronize(target.device),
+        progress=lambda: bar.update(1),
+    )
     return timings, recorder, outputs
 
 
@@ -224,8 +289,18 @@ def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
     return {key: phases[key] for key in ("draft", "verify", "other")}
 
 
-def bench_row(temperature: float, gamma: int, timings: dict, names: tuple, rows: int, runs: list, profile,
-              s: BenchSettings, *, standard_error: bool = True) -> dict:
+def bench_row(
+    temperature: float,
+    gamma: int,
+    timings: dict,
+    names: tuple,
+    rows: int,
+    runs: list,
+    profile,
+    s: BenchSettings,
+    *,
+    standard_error: bool = True,
+) -> dict:
     """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
     baseline's, the speculative decoder's) over ``rows`` prompts (or batches): the measured speedup (medians) with
     its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and
@@ -241,21 +316,34 @@ def bench_row(temperature: float, gamma: int, timings: dict, names: tuple, rows:
     calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
     error = ratio_standard_error(*(per_prompt(timings, name, rows) for name in names)) if standard_error else None
     allowed = max(CALIBRATED_TOLERANCE * speedup, 2 * (error or 0.0))
-    return {"temperature": temperature, "gamma": gamma, "seconds": statistics.median(speculative),
-            "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
-            "iterations": iterations, "tokens_per_iteration": 1 + accepted / iterations,
-            "accepted_tokens": accepted, "verified_tokens": verified,
-            "alpha_counts": accepted / verified if verified else None, "speedup": speedup,
-            "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]], "speedup_standard_error": error,
-            "speedup_interval": speedup_interval(*grids, [1] * rows, [1] * rows),
-            "calibrated_speedup": calibrated, "calibrated_over_measured": calibrated / speedup,
-            "calibrated_within": abs(calibrated - speedup) <= allowed,
-            "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
-            "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
-            **engine_metrics(runs, gamma), "efficiency": efficiency([run.stats for run in runs]),
-            "measured_seconds_per_iteration": _phases_per_iteration(runs, profile.target_prefill),
-            "calibrated_seconds_per_iteration": {"draft": gamma * profile.t_draft, "verify": profile.verify_seconds(gamma),
-                                                 "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft}}
+    return {
+        "temperature": temperature,
+        "gamma": gamma,
+        "seconds": statistics.median(speculative),
+        "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
+        "iterations": iterations,
+        "tokens_per_iteration": 1 + accepted / iterations,
+        "accepted_tokens": accepted,
+        "verified_tokens": verified,
+        "alpha_counts": accepted / verified if verified else None,
+        "speedup": speedup,
+        "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]],
+        "speedup_standard_error": error,
+        "speedup_interval": speedup_interval(*grids, [1] * rows, [1] * rows),
+        "calibrated_speedup": calibrated,
+        "calibrated_over_measured": calibrated / speedup,
+        "calibrated_within": abs(calibrated - speedup) <= allowed,
+        "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
+        "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
+        **engine_metrics(runs, gamma),
+        "efficiency": efficiency([run.stats for run in runs]),
+        "measured_seconds_per_iteration": _phases_per_iteration(runs, profile.target_prefill),
+        "calibrated_seconds_per_iteration": {
+            "draft": gamma * profile.t_draft,
+            "verify": profile.verify_seconds(gamma),
+            "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft,
+        },
+    }
 
 
 def with_theorem(measured: list, c: float) -> tuple[float | None, list]:
@@ -267,15 +355,30 @@ def with_theorem(measured: list, c: float) -> tuple[float | None, list]:
     for row in measured:
         predicted = float(walltime_improvement(min(alpha or 0.0, 1.0), row["gamma"], c))
         predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
-        rows.append(dict(row, predicted_speedup=predicted, measured_over_predicted=row["speedup"] / predicted,
-                         predicted_from_tokens=predicted_from_tokens,
-                         measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens))
+        rows.append(
+            dict(
+                row,
+                predicted_speedup=predicted,
+                measured_over_predicted=row["speedup"] / predicted,
+                predicted_from_tokens=predicted_from_tokens,
+                measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens,
+            )
+        )
     return alpha, rows
 
 
 @torch.no_grad()
-def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, target_name: str = "target",
-               draft_name: str = "draft", progress: bool | None = None, greedy: list | None = None) -> BenchReport:
+def bench_pair(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    settings: BenchSettings,
+    *,
+    target_name: str = "target",
+    draft_name: str = "draft",
+    progress: bool | None = None,
+    greedy: list | None = None,
+) -> BenchReport:
     """c, and for each temperature the autoregressive baseline, speculative decoding at each gamma and the cost
     profile (``decoders.bench.profile``), all timed interleaved prompt by prompt and repeat by repeat, every
     temperature in the same repeats (drift of the machine hits every row alike, docs/theory.md §9). ``greedy``:
@@ -285,7 +388,10 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
     rows, autoregressive, alphas, profiles, costs, measures = [], {}, {}, {}, {}, {}
     # One interleaved timing of everything: c's one-token calls of both models, and for every temperature its
     # decoders, its profile and the one-token target calls at the positions the autoregressive decoder decodes.
-    jobs = {"c target": call_job(target, prompts[0], s.call_steps), "c draft": call_job(draft, prompts[0], s.call_steps)}
+    jobs = {
+        "c target": call_job(target, prompts[0], s.call_steps),
+        "c draft": call_job(draft, prompts[0], s.call_steps),
+    }
     for temperature in s.temperatures:
         outputs = {}
         temperature_jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, s.gammas)
@@ -293,36 +399,77 @@ def bench_pair(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
         jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
         measures[temperature] = recorder, outputs
     with progress_bar(progress, total=len(jobs) * (s.warmup + s.repeats), desc="bench", unit="run") as bar:
-        timed_jobs = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
-                                      synchronize=lambda: synchronize(device), progress=lambda: bar.update(1))
+        timed_jobs = time_interleaved(
+            jobs,
+            repeats=s.repeats,
+            warmup=s.warmup,
+            synchronize=lambda: synchronize(device),
+            progress=lambda: bar.update(1),
+        )
     c_target, c_draft = (timed_jobs[name].median / s.call_steps for name in ("c target", "c draft"))
     c = c_draft / c_target
     for temperature in s.temperatures:
         recorder, outputs = measures[temperature]
-        timings = {key[1]: timing for key, timing in timed_jobs.items() if isinstance(key, tuple) and key[0] == temperature}
+        timings = {
+            key[1]: timing for key, timing in timed_jobs.items() if isinstance(key, tuple) and key[0] == temperature
+        }
         profile = recorder.profile(c)
         profiles[temperature] = dict(profile.as_dict(), spread=recorder.spread())
         autoregressive[temperature] = statistics.median(per_repeat(timings, "autoregressive", len(prompts)))
         call = [seconds / s.max_new_tokens for seconds in timings["target call"].seconds]  # per repeat
         ratios = sorted(step / one for step, one in zip(recorder.components()["t_step"], call))
-        costs[temperature] = {"seconds_per_token": profile.t_step, "target_call_seconds": statistics.median(call),
-                              "over_target_call": statistics.median(ratios),  # each repeat's, then the median
-                              "over_target_call_spread": [ratios[0], ratios[-1]],
-                              "efficiency": recorder.efficiency("autoregressive")}
-        measured = [bench_row(temperature, gamma, timings, ("autoregressive", gamma), len(prompts),
-                              [outputs[(gamma, row)] for row in range(len(prompts))], profile, s) for gamma in s.gammas]
+        costs[temperature] = {
+            "seconds_per_token": profile.t_step,
+            "target_call_seconds": statistics.median(call),
+            "over_target_call": statistics.median(ratios),  # each repeat's, then the median
+            "over_target_call_spread": [ratios[0], ratios[-1]],
+            "efficiency": recorder.efficiency("autoregressive"),
+        }
+        measured = [
+            bench_row(
+                temperature,
+                gamma,
+                timings,
+                ("autoregressive", gamma),
+                len(prompts),
+                [outputs[(gamma, row)] for row in range(len(prompts))],
+                profile,
+                s,
+            )
+            for gamma in s.gammas
+        ]
         if greedy is not None and temperature == 0:
-            measured = [dict(row, greedy_equal=[outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i])
-                                                for i in range(len(prompts))]) for row in measured]
+            measured = [
+                dict(
+                    row,
+                    greedy_equal=[
+                        outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i]) for i in range(len(prompts))
+                    ],
+                )
+                for row in measured
+            ]
         alphas[temperature], theorem_rows = with_theorem(measured, c)
         rows += theorem_rows
-    return BenchReport(environment(device, model_dtype(target)), s.as_dict(), target_name, draft_name, c, c_target,
-                       c_draft, autoregressive, alphas, tuple(rows), profiles, costs)
+    return BenchReport(
+        environment(device, model_dtype(target)),
+        s.as_dict(),
+        target_name,
+        draft_name,
+        c,
+        c_target,
+        c_draft,
+        autoregressive,
+        alphas,
+        tuple(rows),
+        profiles,
+        costs,
+    )
 
 
 @torch.no_grad()
-def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings, *,
-                  progress: bool | None = None) -> dict:
+def bench_batches(
+    target, draft, prompts: torch.Tensor, settings: BenchSettings, *, progress: bool | None = None
+) -> dict:
     """The batch sweep: at each of ``settings.batch_sizes``, the autoregressive and speculative decoders (at
     each of ``batch_gammas``) on ``settings.batch_prompts(b)`` of ``prompts`` ``[N, L]``, b rows per call, with
     the cost model measured at that batch size beside them (docs/theory.md §10): tokens per second, the
@@ -332,55 +479,91 @@ def bench_batches(target, draft, prompts: torch.Tensor, settings: BenchSettings,
     needed = max(s.batch_prompts(b) for b in s.batch_sizes)
     if len(prompts) < needed:
         raise ValueError(f"the batch sweep needs {needed} prompts, got {len(prompts)}")
-    calls = sum(len(s.temperatures) * ((len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) + 1) * (s.warmup + s.repeats)
-                for b in s.batch_sizes)
+    calls = sum(
+        len(s.temperatures) * ((len(s.batch_gammas) + 3) * (s.batch_prompts(b) // b) + 1) * (s.warmup + s.repeats)
+        for b in s.batch_sizes
+    )
     rows, profiles = [], {}
     with progress_bar(progress, total=calls, desc="batch sweep", unit="run") as bar:
         for batch_size in s.batch_sizes:
             count = s.batch_prompts(batch_size)
             for temperature in s.temperatures:
-                timings, recorder, outputs = _measure(target, draft, prompts[:count], s, temperature, s.batch_gammas,
-                                                      bar, batch_size=batch_size)
+                timings, recorder, outputs = _measure(
+                    target, draft, prompts[:count], s, temperature, s.batch_gammas, bar, batch_size=batch_size
+                )
                 profile = recorder.profile()
                 profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())
                 batches = count // batch_size
                 baseline = per_repeat(timings, "autoregressive", batches)
                 tokens = count * s.max_new_tokens
                 for gamma in s.batch_gammas:
-                    row = bench_row(temperature, gamma, timings, ("autoregressive", gamma), batches,
-                                    [outputs[(gamma, batch)] for batch in range(batches)], profile, s,
-                                    standard_error=False)
-                    rows.append(dict(row, batch_size=batch_size, prompts=count,
-                                     autoregressive_tokens_per_second=tokens / statistics.median(baseline),
-                                     tokens_per_second=tokens / row["seconds"],
-                                     autoregressive_efficiency=recorder.efficiency("autoregressive")))
+                    row = bench_row(
+                        temperature,
+                        gamma,
+                        timings,
+                        ("autoregressive", gamma),
+                        batches,
+                        [outputs[(gamma, batch)] for batch in range(batches)],
+                        profile,
+                        s,
+                        standard_error=False,
+                    )
+                    rows.append(
+                        dict(
+                            row,
+                            batch_size=batch_size,
+                            prompts=count,
+                            autoregressive_tokens_per_second=tokens / statistics.median(baseline),
+                            tokens_per_second=tokens / row["seconds"],
+                            autoregressive_efficiency=recorder.efficiency("autoregressive"),
+                        )
+                    )
     return {"batch_sizes": list(s.batch_sizes), "gammas": list(s.batch_gammas), "rows": rows, "profiles": profiles}
 
 
 @torch.no_grad()
-def bench_blockwise(model, prompts: torch.Tensor, settings: BenchSettings, configs=BLOCKWISE_CONFIGS, *,
-                    progress: bool | None = None) -> dict:
+def bench_blockwise(
+    model, prompts: torch.Tensor, settings: BenchSettings, configs=BLOCKWISE_CONFIGS, *, progress: bool | None = None
+) -> dict:
     """Blockwise parallel decoding (Stern et al. Fig. 4 analogue): for each ``BlockwiseConfig``, the mean
     accepted block size (tokens per model call in the loop) and the wall-clock speedup over greedy
     autoregressive decoding with the base model, at batch 1 on ``prompts`` ``[N, L]``."""
     device, s = model.device, settings
     prompts = prompts.to(device)
     with progress_bar(progress, total=1 + len(configs), desc="blockwise", unit="run") as bar:
-        baseline = timed_decoding(prompts, lambda p, r: generate_autoregressive(
-            model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r), s)[0]
+        baseline = timed_decoding(
+            prompts,
+            lambda p, r: generate_autoregressive(
+                model.base, p, max_new_tokens=s.max_new_tokens, sampling=Sampling(0.0), randomness=r
+            ),
+            s,
+        )[0]
         bar.update(1)
         rows = []
         for config in configs:
-            seconds, runs = timed_decoding(prompts, lambda p, r: generate_blockwise(
-                model, p, max_new_tokens=s.max_new_tokens, config=config), s)
+            seconds, runs = timed_decoding(
+                prompts, lambda p, r: generate_blockwise(model, p, max_new_tokens=s.max_new_tokens, config=config), s
+            )
             iterations = sum(run.stats.iterations for run in runs)
             tokens = sum(len(row) for run in runs for row in run.tokens)
-            rows.append(dict(asdict(config), block_size=config.block_size or model.heads, seconds=seconds,
-                             iterations=iterations, mean_block_size=tokens / iterations,
-                             speedup=baseline / seconds))
+            rows.append(
+                dict(
+                    asdict(config),
+                    block_size=config.block_size or model.heads,
+                    seconds=seconds,
+                    iterations=iterations,
+                    mean_block_size=tokens / iterations,
+                    speedup=baseline / seconds,
+                )
+            )
             bar.update(1)
-    return {"environment": environment(device, model_dtype(model)), "settings": s.as_dict(), "heads": model.heads,
-            "autoregressive_seconds": baseline, "rows": rows}
+    return {
+        "environment": environment(device, model_dtype(model)),
+        "settings": s.as_dict(),
+        "heads": model.heads,
+        "autoregressive_seconds": baseline,
+        "rows": rows,
+    }
 
 
 def model_dtype(model) -> torch.dtype:

@@ -15,22 +15,31 @@ def bench_lines(document: dict) -> list[str]:
     """The bench's printed summary of a ``bench_document``: the gamma table, the predictions' errors, the best
     gamma per temperature, the autoregressive costs, the batch sweep and the Hugging Face comparison."""
     env, settings = document["environment"], document["settings"]
-    lines = [f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
-             f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
-             "   T  gamma  tokens/iter  alpha  speedup (min-max)  +-SE      calibrated  cal/measured  Thm 3.8  "
-             "measured/Thm  efficiency"]
-    sampling = {key: value for key, value in settings.get("sampling", {}).items()
-                if key != "temperature" and value not in (None, False, 0.0, 1.0, [], ())}  # the settings that are set
+    lines = [
+        f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
+        f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
+        "   T  gamma  tokens/iter  alpha  speedup (min-max)  +-SE      calibrated  cal/measured  Thm 3.8  "
+        "measured/Thm  efficiency",
+    ]
+    sampling = {
+        key: value
+        for key, value in settings.get("sampling", {}).items()
+        if key != "temperature" and value not in (None, False, 0.0, 1.0, [], ())
+    }  # the settings that are set
     lines[1:1] = [f"sampling at every temperature: {sampling}"] if sampling else []
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
-        lines.append(f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
-                     f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
-                     f"{_error(row.get('speedup_standard_error'))}  "
-                     f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
-                     f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}")
-    lines += [_error_summary(name, document["rows"], key, 0.10)
-              for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))]
+        lines.append(
+            f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
+            f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
+            f"{_error(row.get('speedup_standard_error'))}  "
+            f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
+            f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}"
+        )
+    lines += [
+        _error_summary(name, document["rows"], key, 0.10)
+        for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))
+    ]
     checked = [row["calibrated_within"] for row in document["rows"] if "calibrated_within" in row]
     if checked:
         lines.append(f"calibrated within max(10%, 2 SE over the prompts): {sum(checked)} of {len(checked)} rows")
@@ -40,26 +49,35 @@ def bench_lines(document: dict) -> list[str]:
             lines.append(f"T = {temperature:g}: recommended: {recommendation_words(chosen)}")
         best = document["best"][str(temperature)]
         profile = CostProfile.from_dict(document["profiles"][temperature])
-        calibrated = profile.optimal_gamma(tokens=settings['max_new_tokens'])
-        lines.append(f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
-                     f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
-                     f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha {document['alpha'][temperature]:.3f};"
-                     f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
-                     f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
-                     f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)")
+        calibrated = profile.optimal_gamma(tokens=settings["max_new_tokens"])
+        lines.append(
+            f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
+            f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
+            f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha {document['alpha'][temperature]:.3f};"
+            f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
+            f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
+            f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)"
+        )
     for temperature, costs in document["autoregressive"].items():
-        lines.append(f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
-                     f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
-                     f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
-                     f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}")
+        lines.append(
+            f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
+            f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
+            f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
+            f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}"
+        )
     lines += _forecast_lines(document)
     lines += _batch_lines(document.get("batches"))
     for row in document.get("hf", {}).get("rows", []):
-        lines.append(f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: " + "; ".join(
-            f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
-            f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
-            f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
-            for kind, theirs in (("ar", "generate"), ("speculative", "assisted")) if f"{kind}_ours_adapter_over_hf" in row))
+        lines.append(
+            f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: "
+            + "; ".join(
+                f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
+                f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
+                f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
+                for kind, theirs in (("ar", "generate"), ("speculative", "assisted"))
+                if f"{kind}_ours_adapter_over_hf" in row
+            )
+        )
     return lines
 
 
@@ -69,25 +87,33 @@ def _forecast_lines(document: dict) -> list[str]:
     forecast = document.get("forecast")
     if not forecast:
         return []
-    lines = [f"forecast from acceptance along {forecast['prompts']} other prompts and a cost profile of "
-             f"{forecast['cost_prompts']} of them ({forecast['repeats']} timed repeats): {forecast['seconds']:.1f} s, "
-             f"{forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's {document['sweep_seconds']:.1f} s",
-             "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured"]
+    lines = [
+        f"forecast from acceptance along {forecast['prompts']} other prompts and a cost profile of "
+        f"{forecast['cost_prompts']} of them ({forecast['repeats']} timed repeats): {forecast['seconds']:.1f} s, "
+        f"{forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's {document['sweep_seconds']:.1f} s",
+        "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured",
+    ]
     for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
         for row in judged["forecast_by_gamma"]:
             low, high = row["measured_interval"]
-            lines.append(f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  "
-                         f"{_error(row['forecast_standard_error'])}  {row['measured']:8.3f} [{low:.3f}-{high:.3f}]  "
-                         f"{row['forecast_over_measured']:17.3f}{'' if row['inside_interval'] else '  (outside)'}")
+            lines.append(
+                f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  "
+                f"{_error(row['forecast_standard_error'])}  {row['measured']:8.3f} [{low:.3f}-{high:.3f}]  "
+                f"{row['forecast_over_measured']:17.3f}{'' if row['inside_interval'] else '  (outside)'}"
+            )
         if ahead["prompts_needed"] is not None:
-            lines.append(f"T = {judged['temperature']:g}: the forecast's text pins it to +-10% (95%) with "
-                         f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})")
+            lines.append(
+                f"T = {judged['temperature']:g}: the forecast's text pins it to +-10% (95%) with "
+                f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})"
+            )
         ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
-        lines.append(f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
-                     f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
-                     f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
-                     f"{judged['best_measured_speedup']:.3f}x; {loss_resolution(judged)}); forecast/measured "
-                     f"{min(ratios):.3f}-{max(ratios):.3f}")
+        lines.append(
+            f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
+            f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
+            f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
+            f"{judged['best_measured_speedup']:.3f}x; {loss_resolution(judged)}); forecast/measured "
+            f"{min(ratios):.3f}-{max(ratios):.3f}"
+        )
     return lines
 
 
@@ -96,15 +122,21 @@ def loss_resolution(judged: dict) -> str:
     verdict, as the bench, the report and report.md print it)."""
     if judged["forecast_gamma"] == judged["best_measured_gamma"]:
         return "the same gamma"
-    return ("a loss the sweep resolves (95% intervals apart)" if judged["loss_resolved"] else
-            "within the sweep's noise (95% intervals overlap)")
+    return (
+        "a loss the sweep resolves (95% intervals apart)"
+        if judged["loss_resolved"]
+        else "within the sweep's noise (95% intervals overlap)"
+    )
 
 
 def _native(row: dict, kind: str) -> str:
     """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs, and the
     adapter's unpadded, where it pads calls to cheaper widths."""
-    return "".join(f" ({name} {row[f'{kind}_ours_{name}_seconds']:.3f} s)" for name in ("native", "unpadded")
-                   if f"{kind}_ours_{name}_seconds" in row)
+    return "".join(
+        f" ({name} {row[f'{kind}_ours_{name}_seconds']:.3f} s)"
+        for name in ("native", "unpadded")
+        if f"{kind}_ours_{name}_seconds" in row
+    )
 
 
 def _error(value) -> str:
@@ -121,15 +153,19 @@ def _batch_lines(sweep: dict | None) -> list[str]:
     """The batch sweep's table: tokens per second, measured speedup and the cost model's prediction."""
     if not sweep:
         return []
-    lines = ["batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
-             "  efficiency AR/spec"]
+    lines = [
+        "batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
+        "  efficiency AR/spec"
+    ]
     for row in sweep["rows"]:
         low, _, high = row["speedup_spread"]
-        lines.append(f"{row['batch_size']:5d}  {row['temperature']:3g}  {row['gamma']:5d}  {row['prompts']:7d}  "
-                     f"{row['autoregressive_tokens_per_second']:8.0f}  {row['tokens_per_second']:10.0f}  "
-                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
-                     f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
-                     f"{_share(row['efficiency'])}")
+        lines.append(
+            f"{row['batch_size']:5d}  {row['temperature']:3g}  {row['gamma']:5d}  {row['prompts']:7d}  "
+            f"{row['autoregressive_tokens_per_second']:8.0f}  {row['tokens_per_second']:10.0f}  "
+            f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
+            f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
+            f"{_share(row['efficiency'])}"
+        )
     return lines + [_error_summary("batch sweep", sweep["rows"], "calibrated_speedup", 0.15)]
 
 
@@ -138,6 +174,7 @@ def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
     |predicted / measured - 1|, and the rows within ``tolerance``."""
     errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
     within = sum(error <= tolerance for error in errors)
-    return (f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
-            f"{100 * max(errors):.1f}%, {within} of {len(rows)} rows within {100 * tolerance:.0f}%")
-
+    return (
+        f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
+        f"{100 * max(errors):.1f}%, {within} of {len(rows)} rows within {100 * tolerance:.0f}%"
+    )

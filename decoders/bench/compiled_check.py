@@ -43,11 +43,27 @@ class CompiledSizes:
         return {name: list(value) if isinstance(value, tuple) else value for name, value in vars(self).items()}
 
 
-COMPILED_FULL = CompiledSizes(("smollm2-135m", "smollm2-1.7b"),
-                              (("smollm2-1.7b", "smollm2-135m"), ("llama-7b-shape", "layerskip:2")),
-                              ("llama-7b-shape", "layerskip:2"), (0.6, 0.8, 0.9), tuple(range(1, 9)), 128, 64, 3)
-COMPILED_DRY_RUN = CompiledSizes(("tiny-llama",), (("tiny-llama", "layerskip:1"),), ("tiny-llama", "layerskip:1"),
-                                 (0.8,), (1, 2), 8, 6, 2, backend="none")
+COMPILED_FULL = CompiledSizes(
+    ("smollm2-135m", "smollm2-1.7b"),
+    (("smollm2-1.7b", "smollm2-135m"), ("llama-7b-shape", "layerskip:2")),
+    ("llama-7b-shape", "layerskip:2"),
+    (0.6, 0.8, 0.9),
+    tuple(range(1, 9)),
+    128,
+    64,
+    3,
+)
+COMPILED_DRY_RUN = CompiledSizes(
+    ("tiny-llama",),
+    (("tiny-llama", "layerskip:1"),),
+    ("tiny-llama", "layerskip:1"),
+    (0.8,),
+    (1, 2),
+    8,
+    6,
+    2,
+    backend="none",
+)
 
 
 def _ms_per_token(timing, tokens: int) -> list:
@@ -77,13 +93,23 @@ def per_token(shape, sizes: CompiledSizes, device, dtype) -> dict:
         return lambda: generate_autoregressive(model, prompt, max_new_tokens=n, sampling=GREEDY, randomness=seeded(0))
 
     def anchor():
-        eager.model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False,
-                             cache_implementation="static", attention_mask=torch.ones_like(prompt), pad_token_id=0)
-    timings = _timed({"eager": ours(eager), "compiled": ours(compiled), "transformers_static_generate": anchor},
-                     sizes, device)
+        eager.model.generate(
+            prompt,
+            max_new_tokens=n,
+            min_new_tokens=n,
+            do_sample=False,
+            cache_implementation="static",
+            attention_mask=torch.ones_like(prompt),
+            pad_token_id=0,
+        )
+
+    timings = _timed(
+        {"eager": ours(eager), "compiled": ours(compiled), "transformers_static_generate": anchor}, sizes, device
+    )
     rows = {name: _ms_per_token(timing, n) for name, timing in timings.items()}
-    rows["compiled_over_anchor"] = statistics.median(repeat_ratios(timings["compiled"],
-                                                                   timings["transformers_static_generate"]))
+    rows["compiled_over_anchor"] = statistics.median(
+        repeat_ratios(timings["compiled"], timings["transformers_static_generate"])
+    )
     return rows
 
 
@@ -93,8 +119,16 @@ def compiled_profile(target_shape, draft_spec: str, shapes: dict, sizes: Compile
     draft = _draft(draft_spec, target, shapes, device, dtype).compiled(backend=sizes.backend)
     gamma = max(sizes.gammas)
     prompts = torch.randint(target.vocab_size, (2, sizes.prompt_length), generator=torch.Generator().manual_seed(1))
-    return measure_profile(target.compiled(backend=sizes.backend), draft, prompts.to(device), GREEDY, gamma_max=gamma,
-                           max_new_tokens=sizes.new_tokens, repeats=sizes.repeats, warmup=1)[0]
+    return measure_profile(
+        target.compiled(backend=sizes.backend),
+        draft,
+        prompts.to(device),
+        GREEDY,
+        gamma_max=gamma,
+        max_new_tokens=sizes.new_tokens,
+        repeats=sizes.repeats,
+        warmup=1,
+    )[0]
 
 
 def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device, dtype) -> list:
@@ -106,20 +140,35 @@ def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device,
     target = target.compiled(backend=sizes.backend)
     prompt = torch.randint(target.vocab_size, (1, sizes.prompt_length), generator=torch.Generator().manual_seed(2))
     prompt, n = prompt.to(device), sizes.new_tokens
-    runs = {"autoregressive": lambda: generate_autoregressive(target, prompt, max_new_tokens=n, sampling=GREEDY,
-                                                              randomness=seeded(0))}
+    runs = {
+        "autoregressive": lambda: generate_autoregressive(
+            target, prompt, max_new_tokens=n, sampling=GREEDY, randomness=seeded(0)
+        )
+    }
     for alpha in sizes.alphas:
         for gamma in sizes.gammas:
             runs[alpha, gamma] = lambda alpha=alpha, gamma=gamma: generate_speculative(
-                target, draft, prompt, max_new_tokens=n, config=SpeculativeConfig(gamma, GREEDY), randomness=seeded(0),
-                step=TimingOnlyStep(alpha))
+                target,
+                draft,
+                prompt,
+                max_new_tokens=n,
+                config=SpeculativeConfig(gamma, GREEDY),
+                randomness=seeded(0),
+                step=TimingOnlyStep(alpha),
+            )
     timings = _timed(runs, sizes, device)  # every setting interleaved with the autoregressive decoder
     base = timings.pop("autoregressive")
-    return [{"alpha": alpha, "gamma": gamma, "ms_per_token": _ms_per_token(timing, n),
-             "autoregressive_ms_per_token": _ms_per_token(base, n),
-             "measured_speedup": statistics.median(repeat_ratios(base, timing)),
-             "predicted_speedup": float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None}
-            for (alpha, gamma), timing in timings.items()]
+    return [
+        {
+            "alpha": alpha,
+            "gamma": gamma,
+            "ms_per_token": _ms_per_token(timing, n),
+            "autoregressive_ms_per_token": _ms_per_token(base, n),
+            "measured_speedup": statistics.median(repeat_ratios(base, timing)),
+            "predicted_speedup": float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None,
+        }
+        for (alpha, gamma), timing in timings.items()
+    ]
 
 
 def compiled_section(shapes: dict, sizes: CompiledSizes, device, dtype_name: str) -> dict:
@@ -128,8 +177,9 @@ def compiled_section(shapes: dict, sizes: CompiledSizes, device, dtype_name: str
     document = {"sizes": sizes.as_dict(), "dtype": dtype_name, "per_token_ms": {}}
     for name in sizes.token_shapes:
         document["per_token_ms"][name] = per_token(shapes[name], sizes, device, dtype)
-    profiles = {pair: compiled_profile(shapes[pair[0]], pair[1], shapes, sizes, device, dtype)
-                for pair in sizes.profile_pairs}
+    profiles = {
+        pair: compiled_profile(shapes[pair[0]], pair[1], shapes, sizes, device, dtype) for pair in sizes.profile_pairs
+    }
     document["profiles"] = {"+".join(pair): profile.as_dict() for pair, profile in profiles.items()}
     document["timing_chain"] = timing_chain(shapes, sizes, profiles[sizes.chain_pair], device, dtype)
     return document

@@ -61,11 +61,18 @@ class LlamaShape:
 
         from decoders.models.hf import HFCausalLM
 
-        config = LlamaConfig(hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
-                             num_hidden_layers=self.num_hidden_layers, num_attention_heads=self.num_attention_heads,
-                             num_key_value_heads=self.num_key_value_heads, vocab_size=self.vocab_size,
-                             max_position_embeddings=self.max_position_embeddings, tie_word_embeddings=True,
-                             rope_theta=100000.0, attn_implementation="sdpa")
+        config = LlamaConfig(
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_key_value_heads,
+            vocab_size=self.vocab_size,
+            max_position_embeddings=self.max_position_embeddings,
+            tie_word_embeddings=True,
+            rope_theta=100000.0,
+            attn_implementation="sdpa",
+        )
         torch.manual_seed(seed)  # transformers' initialisation draws from the global generator
         with torch.device(device):
             model = LlamaForCausalLM(config).to(dtype)
@@ -73,19 +80,24 @@ class LlamaShape:
 
     def parameters(self) -> int:
         """Weights in the model (tied embeddings counted once)."""
-        attention = self.hidden_size * self.hidden_size * 2 + \
-            2 * self.hidden_size * (self.hidden_size // self.num_attention_heads) * self.num_key_value_heads
+        attention = (
+            self.hidden_size * self.hidden_size * 2
+            + 2 * self.hidden_size * (self.hidden_size // self.num_attention_heads) * self.num_key_value_heads
+        )
         layer = attention + 3 * self.hidden_size * self.intermediate_size + 2 * self.hidden_size
         return self.vocab_size * self.hidden_size + self.num_hidden_layers * layer + self.hidden_size
 
 
-SHAPES = {shape.name: shape for shape in (
-    LlamaShape("smollm2-135m", 576, 1536, 30, 9, 3),
-    LlamaShape("smollm2-360m", 960, 2560, 32, 15, 5),
-    LlamaShape("smollm2-1.7b", 2048, 8192, 24, 32, 32),
-    LlamaShape("llama-7b-shape", 4096, 11008, 32, 32, 8),  # SmolLM2's family at 7B size (the compiled section)
-    LlamaShape("tiny-llama", 64, 128, 2, 4, 2, vocab_size=512, max_position_embeddings=512),
-)}
+SHAPES = {
+    shape.name: shape
+    for shape in (
+        LlamaShape("smollm2-135m", 576, 1536, 30, 9, 3),
+        LlamaShape("smollm2-360m", 960, 2560, 32, 15, 5),
+        LlamaShape("smollm2-1.7b", 2048, 8192, 24, 32, 32),
+        LlamaShape("llama-7b-shape", 4096, 11008, 32, 32, 8),  # SmolLM2's family at 7B size (the compiled section)
+        LlamaShape("tiny-llama", 64, 128, 2, 4, 2, vocab_size=512, max_position_embeddings=512),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -120,28 +132,57 @@ class CheckSizes:
     compiled: CompiledSizes | None = None  # the compiled path's section (decoders.bench.compiled_check)
 
     def as_dict(self) -> dict:
-        return {"pairs": [vars(p) for p in self.pairs], "verify_widths": self.verify_widths,
-                "call_shapes": list(self.call_shapes), "call_batches": list(self.call_batches),
-                "call_widths": list(self.call_widths), "dtypes": list(self.dtypes), "greedy_shape": self.greedy_shape,
-                "greedy_tokens": self.greedy_tokens, "greedy_prompts": self.greedy_prompts, "audit_n": self.audit_n,
-                "exact_horizon": self.exact_horizon, "settings": self.settings.as_dict(),
-                "compiled": None if self.compiled is None else self.compiled.as_dict()}
+        return {
+            "pairs": [vars(p) for p in self.pairs],
+            "verify_widths": self.verify_widths,
+            "call_shapes": list(self.call_shapes),
+            "call_batches": list(self.call_batches),
+            "call_widths": list(self.call_widths),
+            "dtypes": list(self.dtypes),
+            "greedy_shape": self.greedy_shape,
+            "greedy_tokens": self.greedy_tokens,
+            "greedy_prompts": self.greedy_prompts,
+            "audit_n": self.audit_n,
+            "exact_horizon": self.exact_horizon,
+            "settings": self.settings.as_dict(),
+            "compiled": None if self.compiled is None else self.compiled.as_dict(),
+        }
 
 
 FULL = CheckSizes(
-    pairs=(Pair("smollm2-135m", "copy", 8), Pair("smollm2-1.7b", "smollm2-135m", 4),
-           Pair("smollm2-360m", "smollm2-135m", 4)),
-    verify_widths=64, call_shapes=("smollm2-135m", "smollm2-360m", "smollm2-1.7b"), call_batches=(1, 4, 16),
-    call_widths=(1, 2, 4, 8, 16, 32, 64), dtypes=("bfloat16",), greedy_shape="smollm2-135m",
-    greedy_tokens=48, greedy_prompts=4, audit_n=4000, exact_horizon=3,
+    pairs=(
+        Pair("smollm2-135m", "copy", 8),
+        Pair("smollm2-1.7b", "smollm2-135m", 4),
+        Pair("smollm2-360m", "smollm2-135m", 4),
+    ),
+    verify_widths=64,
+    call_shapes=("smollm2-135m", "smollm2-360m", "smollm2-1.7b"),
+    call_batches=(1, 4, 16),
+    call_widths=(1, 2, 4, 8, 16, 32, 64),
+    dtypes=("bfloat16",),
+    greedy_shape="smollm2-135m",
+    greedy_tokens=48,
+    greedy_prompts=4,
+    audit_n=4000,
+    exact_horizon=3,
     settings=BenchSettings((8,), (0.0,), prompts=2, prompt_length=64, max_new_tokens=24, repeats=3, warmup=1),
-    compiled=COMPILED_FULL)
+    compiled=COMPILED_FULL,
+)
 DRY_RUN = CheckSizes(
-    pairs=(Pair("tiny-llama", "copy", 3), Pair("tiny-llama", "tiny-llama", 2)), verify_widths=6,
-    call_shapes=("tiny-llama",), call_batches=(1, 2), call_widths=(1, 4), dtypes=("float32",),
-    greedy_shape="tiny-llama", greedy_tokens=12, greedy_prompts=2, audit_n=300, exact_horizon=2,
+    pairs=(Pair("tiny-llama", "copy", 3), Pair("tiny-llama", "tiny-llama", 2)),
+    verify_widths=6,
+    call_shapes=("tiny-llama",),
+    call_batches=(1, 2),
+    call_widths=(1, 4),
+    dtypes=("float32",),
+    greedy_shape="tiny-llama",
+    greedy_tokens=12,
+    greedy_prompts=2,
+    audit_n=300,
+    exact_horizon=2,
     settings=BenchSettings((3,), (0.0,), prompts=2, prompt_length=8, max_new_tokens=6, repeats=2, warmup=0),
-    compiled=COMPILED_DRY_RUN)
+    compiled=COMPILED_DRY_RUN,
+)
 
 #: The tree of the greedy checks and the exact tree audit.
 TREE = "kary:2:2"
@@ -167,18 +208,39 @@ def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict:
     the same prompts ``[P, L]``: {decoder: {"equal", "first_difference", "efficiency"}}; efficiency is the
     fraction of the run's wall time spent inside the models' calls (``decoders.bench.profile.efficiency``)."""
     greedy = Sampling(0.0)
-    runs = {"autoregressive": lambda: generate_autoregressive(target, prompts, max_new_tokens=tokens, sampling=greedy,
-                                                              randomness=seeded(0, target.device), profile=True),
-            "chain gamma 4": lambda: generate_speculative(target, draft, prompts, max_new_tokens=tokens,
-                                                          config=SpeculativeConfig(4, greedy),
-                                                          randomness=seeded(0, target.device), profile=True),
-            f"tree {TREE}": lambda: generate_tree(target, draft, prompts, max_new_tokens=tokens,
-                                                  config=TreeConfig(tree_shape(TREE), greedy),
-                                                  randomness=seeded(0, target.device), profile=True)}
+    runs = {
+        "autoregressive": lambda: generate_autoregressive(
+            target, prompts, max_new_tokens=tokens, sampling=greedy, randomness=seeded(0, target.device), profile=True
+        ),
+        "chain gamma 4": lambda: generate_speculative(
+            target,
+            draft,
+            prompts,
+            max_new_tokens=tokens,
+            config=SpeculativeConfig(4, greedy),
+            randomness=seeded(0, target.device),
+            profile=True,
+        ),
+        f"tree {TREE}": lambda: generate_tree(
+            target,
+            draft,
+            prompts,
+            max_new_tokens=tokens,
+            config=TreeConfig(tree_shape(TREE), greedy),
+            randomness=seeded(0, target.device),
+            profile=True,
+        ),
+    }
     generations = {name: run() for name, run in runs.items()}
     reference = generations["autoregressive"].tokens
-    return {name: {"equal": g.tokens == reference, "first_difference": _first_difference(g.tokens, reference),
-                   "efficiency": efficiency([g.stats])} for name, g in generations.items()}
+    return {
+        name: {
+            "equal": g.tokens == reference,
+            "first_difference": _first_difference(g.tokens, reference),
+            "efficiency": efficiency([g.stats]),
+        }
+        for name, g in generations.items()
+    }
 
 
 def exact_cases(device, horizon: int) -> dict:
@@ -189,16 +251,23 @@ def exact_cases(device, horizon: int) -> dict:
     draft = setups.tiny_draft("tinygpt", target).to(device)
     prompt, cases = [1, 2], {}
     bug = mutants.mutant(CONTROL_MUTANT)
-    chains = {"chain T=1": (Sampling(1.0), REFERENCE_STEP), "chain T=0.8 top-k 3": (Sampling(0.8, top_k=3), REFERENCE_STEP),
-              f"chain T=1 {CONTROL_MUTANT} (must fail)": (Sampling(1.0), bug.step)}
+    chains = {
+        "chain T=1": (Sampling(1.0), REFERENCE_STEP),
+        "chain T=0.8 top-k 3": (Sampling(0.8, top_k=3), REFERENCE_STEP),
+        f"chain T=1 {CONTROL_MUTANT} (must fail)": (Sampling(1.0), bug.step),
+    }
     for name, (sampling, step) in chains.items():
-        law, branches = exact.speculative_law(target, draft, prompt, SpeculativeConfig(2, sampling), horizon, step=step,
-                                              progress=False)
+        law, branches = exact.speculative_law(
+            target, draft, prompt, SpeculativeConfig(2, sampling), horizon, step=step, progress=False
+        )
         cases[name] = _compared(law, exact.autoregressive_law(target, prompt, sampling, horizon), horizon, branches)
     sampling = Sampling(1.0)
-    law, branches = exact.tree_law(target, draft, prompt, TreeConfig(tree_shape(TREE), sampling), horizon, progress=False)
-    cases[f"tree {TREE} T=1"] = _compared(law, exact.autoregressive_law(target, prompt, sampling, horizon), horizon,
-                                          branches)
+    law, branches = exact.tree_law(
+        target, draft, prompt, TreeConfig(tree_shape(TREE), sampling), horizon, progress=False
+    )
+    cases[f"tree {TREE} T=1"] = _compared(
+        law, exact.autoregressive_law(target, prompt, sampling, horizon), horizon, branches
+    )
     return cases
 
 
@@ -212,11 +281,22 @@ def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dic
     ``CONTROL_MUTANT`` through the same test: {case: {"passed", "p_value", "n", "detectable_tv", "seconds"}}."""
     config = SpeculativeConfig(4, Sampling(1.0))
     bug = mutants.mutant(CONTROL_MUTANT)
-    reports = {"reference": audit_pair(target, draft, prompt, config, horizon=4, n=n, seed=seed, progress=False),
-               f"{CONTROL_MUTANT} (must fail)": audit_pair(target, draft, prompt, config, horizon=4, n=n, seed=seed,
-                                                           progress=False, step=bug.step)}
-    return {name: {"passed": r.passed, "p_value": r.p_value, "n": r.n, "detectable_tv": r.detectable_tv,
-                   "seconds": r.seconds} for name, r in reports.items()}
+    reports = {
+        "reference": audit_pair(target, draft, prompt, config, horizon=4, n=n, seed=seed, progress=False),
+        f"{CONTROL_MUTANT} (must fail)": audit_pair(
+            target, draft, prompt, config, horizon=4, n=n, seed=seed, progress=False, step=bug.step
+        ),
+    }
+    return {
+        name: {
+            "passed": r.passed,
+            "p_value": r.p_value,
+            "n": r.n,
+            "detectable_tv": r.detectable_tv,
+            "seconds": r.seconds,
+        }
+        for name, r in reports.items()
+    }
 
 
 def random_prompts(vocab_size: int, count: int, length: int, seed: int, device) -> torch.Tensor:
@@ -238,12 +318,28 @@ def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict
     draft = _draft_for(pair, target, device, dtype)
     s = replace(sizes.settings, gammas=(pair.gamma_max,))
     prompts = random_prompts(target.vocab_size, s.prompts, s.prompt_length, s.seed, device)
-    profile, spread = measure_profile(target, draft, prompts, Sampling(0.0), gamma_max=pair.gamma_max,
-                                      max_new_tokens=s.max_new_tokens, repeats=s.repeats, warmup=s.warmup,
-                                      verify_widths=sizes.verify_widths)
-    return profile_document(environment(target.device, dtype), pair.target + " (random weights)", pair.draft,
-                            batch_size=1, temperature=0.0, text="random token ids", settings=s, profile=profile,
-                            spread=spread)
+    profile, spread = measure_profile(
+        target,
+        draft,
+        prompts,
+        Sampling(0.0),
+        gamma_max=pair.gamma_max,
+        max_new_tokens=s.max_new_tokens,
+        repeats=s.repeats,
+        warmup=s.warmup,
+        verify_widths=sizes.verify_widths,
+    )
+    return profile_document(
+        environment(target.device, dtype),
+        pair.target + " (random weights)",
+        pair.draft,
+        batch_size=1,
+        temperature=0.0,
+        text="random token ids",
+        settings=s,
+        profile=profile,
+        spread=spread,
+    )
 
 
 def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> dict:
@@ -257,14 +353,20 @@ def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> dict:
         records = []
         job = verify_widths_job(model, prompts, Sampling(0.0), sizes.call_widths, records.append, steps=2)
         time_repeats(job, repeats=s.repeats, warmup=s.warmup, synchronize=lambda: synchronize(device))
-        timed = records[s.warmup:]
-        table[str(batch)] = {str(k): [min(r[k] for r in timed), float(np.median([r[k] for r in timed])),
-                                      max(r[k] for r in timed)] for k in sizes.call_widths}
+        timed = records[s.warmup :]
+        table[str(batch)] = {
+            str(k): [min(r[k] for r in timed), float(np.median([r[k] for r in timed])), max(r[k] for r in timed)]
+            for k in sizes.call_widths
+        }
     del model
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache()
-    return {"shape": vars(SHAPES[shape]), "parameters": SHAPES[shape].parameters(), "dtype": dtype_name,
-            "seconds_per_call": table}
+    return {
+        "shape": vars(SHAPES[shape]),
+        "parameters": SHAPES[shape].parameters(),
+        "dtype": dtype_name,
+        "seconds_per_call": table,
+    }
 
 
 def _versions() -> dict:
@@ -292,14 +394,18 @@ def _environment(device: torch.device, dtype_name: str) -> dict:
     described = dict(environment(device, getattr(torch, dtype_name)), versions=_versions())
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
-        described.update(gpu_memory_bytes=properties.total_memory, multiprocessors=properties.multi_processor_count,
-                         capability=list(torch.cuda.get_device_capability(device)))
+        described.update(
+            gpu_memory_bytes=properties.total_memory,
+            multiprocessors=properties.multi_processor_count,
+            capability=list(torch.cuda.get_device_capability(device)),
+        )
     return described
 
 
 def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) -> list:
     """[(name, callable)] in the order they run: the correctness checks, the call tables (seconds each), then the
     profiles (minutes each)."""
+
     def shipped_pair():
         from decoders import zoo
 
@@ -309,28 +415,44 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
         from decoders.models.hf import layer_skip
 
         target, draft = shipped_pair()
-        shipped = greedy_equality(target, draft, _shipped_prompts(sizes.greedy_prompts, 32, device),
-                                  sizes.greedy_tokens)
+        shipped = greedy_equality(
+            target, draft, _shipped_prompts(sizes.greedy_prompts, 32, device), sizes.greedy_tokens
+        )
         shape = SHAPES[sizes.greedy_shape]
         model, early = shape.build(device, torch.float32, seed=0), max(1, shape.num_hidden_layers // 4)
         prompts = random_prompts(shape.vocab_size, sizes.greedy_prompts, 32, 0, device)
-        return {"shipped pair (float32)": shipped,
-                f"{shape.name} random weights, layerskip:{early} draft (float32)":
-                    greedy_equality(model, layer_skip(model, early), prompts, sizes.greedy_tokens)}
+        return {
+            "shipped pair (float32)": shipped,
+            f"{shape.name} random weights, layerskip:{early} draft (float32)": greedy_equality(
+                model, layer_skip(model, early), prompts, sizes.greedy_tokens
+            ),
+        }
 
     def statistical():
         target, draft = shipped_pair()
         return statistical_cases(target, draft, _shipped_prompts(1, 8, device)[0].tolist(), sizes.audit_n)
 
-    sections = [("exact", lambda: exact_cases(device, sizes.exact_horizon)), ("greedy", greedy),
-                ("statistical", statistical)]
+    sections = [
+        ("exact", lambda: exact_cases(device, sizes.exact_horizon)),
+        ("greedy", greedy),
+        ("statistical", statistical),
+    ]
     if sizes.compiled is not None:  # before the eager tables and profiles: the issue-69 numbers come first
-        sections.append((f"compiled {sizes.dtypes[0]}", lambda: compiled_section(SHAPES, sizes.compiled, device,
-                                                                                  sizes.dtypes[0])))
-    sections += [(f"calls {shape} {dtype_name}", lambda shape=shape, dtype_name=dtype_name: call_table(
-        shape, sizes, device, dtype_name)) for dtype_name in sizes.dtypes for shape in sizes.call_shapes]
-    return sections + [(f"profile {pair.name} {sizes.dtypes[0]}", _profile_section(pair, sizes, device, out, command))
-                       for pair in sizes.pairs]
+        sections.append(
+            (f"compiled {sizes.dtypes[0]}", lambda: compiled_section(SHAPES, sizes.compiled, device, sizes.dtypes[0]))
+        )
+    sections += [
+        (
+            f"calls {shape} {dtype_name}",
+            lambda shape=shape, dtype_name=dtype_name: call_table(shape, sizes, device, dtype_name),
+        )
+        for dtype_name in sizes.dtypes
+        for shape in sizes.call_shapes
+    ]
+    return sections + [
+        (f"profile {pair.name} {sizes.dtypes[0]}", _profile_section(pair, sizes, device, out, command))
+        for pair in sizes.pairs
+    ]
 
 
 def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, command: str, log=print) -> dict:
@@ -338,8 +460,13 @@ def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, co
     ``out/profile_<pair>_<dtype>.json``; returns the whole document."""
     as_positive_int("budget_seconds", int(budget_seconds))
     device, out, start = torch.device(device), Path(out), time.perf_counter()
-    document = {"kind": "spectheory device check", "environment": _environment(device, sizes.dtypes[0]),
-                "sizes": sizes.as_dict(), "budget_seconds": budget_seconds, "sections": {}}
+    document = {
+        "kind": "spectheory device check",
+        "environment": _environment(device, sizes.dtypes[0]),
+        "sizes": sizes.as_dict(),
+        "budget_seconds": budget_seconds,
+        "sections": {},
+    }
     for name, section in _sections(sizes, device, out, command):
         elapsed = time.perf_counter() - start
         if elapsed > budget_seconds:
@@ -366,6 +493,13 @@ def _profile_section(pair: Pair, sizes: CheckSizes, device, out: Path, command: 
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()
         p = document["profile"]
-        return {"file": path.name, "t_step": p["t_step"], "t_draft": p["t_draft"], "t_iteration": p["t_iteration"],
-                "c": p.get("c"), "t_verify": p["t_verify"]}
+        return {
+            "file": path.name,
+            "t_step": p["t_step"],
+            "t_draft": p["t_draft"],
+            "t_iteration": p["t_iteration"],
+            "c": p.get("c"),
+            "t_verify": p["t_verify"],
+        }
+
     return section

@@ -59,8 +59,10 @@ def read_tokens(path) -> list[int]:
     try:
         tokens = [int(token) for token in document]
     except (TypeError, ValueError):
-        raise ValueError(f"--tokens {str(path)!r} holds no list of token ids (a JSON list, an object with 'tokens', "
-                         f"or integers separated by spaces)") from None
+        raise ValueError(
+            f"--tokens {str(path)!r} holds no list of token ids (a JSON list, an object with 'tokens', "
+            f"or integers separated by spaces)"
+        ) from None
     if not tokens:
         raise ValueError(f"--tokens {str(path)!r} is empty")
     return tokens
@@ -73,13 +75,19 @@ def first_divergence(ours, theirs) -> int | None:
 
 def verdict(margin: float) -> str:
     if margin <= NUMERICS_MARGIN:
-        return (f"numerics: a near-tie (margin {margin:.2e} <= {NUMERICS_MARGIN:g}); any change of summation order "
-                f"may flip it")
+        return (
+            f"numerics: a near-tie (margin {margin:.2e} <= {NUMERICS_MARGIN:g}); any change of summation order "
+            f"may flip it"
+        )
     if margin >= BUG_MARGIN:
-        return (f"bug: the engine's token trails the target's argmax by {margin:.3f} logits (>= {BUG_MARGIN:g}); "
-                f"no float precision explains that; check sampling, masks, positions and the cache")
-    return (f"inconclusive: margin {margin:.3g} is beyond float32 noise but small; reduced precision (float16, "
-            f"bfloat16, quantised kernels) can move logits this much")
+        return (
+            f"bug: the engine's token trails the target's argmax by {margin:.3f} logits (>= {BUG_MARGIN:g}); "
+            f"no float precision explains that; check sampling, masks, positions and the cache"
+        )
+    return (
+        f"inconclusive: margin {margin:.3g} is beyond float32 noise but small; reduced precision (float16, "
+        f"bfloat16, quantised kernels) can move logits this much"
+    )
 
 
 def _at_eos(ours: int, theirs: int, eos: int | None) -> str | None:
@@ -87,9 +95,11 @@ def _at_eos(ours: int, theirs: int, eos: int | None) -> str | None:
     if eos is None or eos not in (ours, theirs):
         return None
     side = "the first" if ours == eos else "the second"
-    return (f"end of sequence: {side} output emits it here and the other does not; an engine that suppresses it "
-            f"(min_new_tokens, ignore_eos, a stop rule) parts from greedy decoding at this point, neither "
-            f"numerics nor a sampling bug")
+    return (
+        f"end of sequence: {side} output emits it here and the other does not; an engine that suppresses it "
+        f"(min_new_tokens, ignore_eos, a stop rule) parts from greedy decoding at this point, neither "
+        f"numerics nor a sampling bug"
+    )
 
 
 @torch.inference_mode()
@@ -105,6 +115,14 @@ def diagnose(target, prompt: list[int], ours: list[int], theirs: list[int], eos:
     top = torch.topk(logits, 2).values
     a, b = ours[position], theirs[position]
     margin = float(logits[a] - logits[b])
-    return Divergence(compared, position, a, b, margin, float(top[0] - top[1]),
-                      int((logits > logits[b]).sum()) + 1, float(torch.softmax(logits, 0)[b]),
-                      _at_eos(a, b, eos) or verdict(abs(margin)))
+    return Divergence(
+        compared,
+        position,
+        a,
+        b,
+        margin,
+        float(top[0] - top[1]),
+        int((logits > logits[b]).sum()) + 1,
+        float(torch.softmax(logits, 0)[b]),
+        _at_eos(a, b, eos) or verdict(abs(margin)),
+    )

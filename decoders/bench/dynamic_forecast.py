@@ -44,15 +44,17 @@ BATCH = 8  # contexts per call
 
 def widest(branching: int, depth: int) -> DynamicTree:
     """The dynamic tree of ``branching`` and ``depth`` that keeps every node the draft drafts."""
-    return DynamicTree(branching, depth, branching + (depth - 1) * branching ** 2 + 1)
+    return DynamicTree(branching, depth, branching + (depth - 1) * branching**2 + 1)
 
 
 def _grown(target, draft, contexts: torch.Tensor, tree: DynamicTree, sampling: Sampling) -> tuple:
     """The committed state after ``contexts`` ``[W, L]`` and each row's tree there: tokens, parents, confidence."""
-    state = start(target, draft, contexts.tolist(), tree.size + tree.scored + 2, history_of(sampling, contexts.tolist(),
-                                                                                             target))
-    tokens, parents, _, confidence = draft_dynamic(draft, state.draft_state, feed_draft(draft, state), state.last, tree,
-                                                   sampling.unconditioned)
+    state = start(
+        target, draft, contexts.tolist(), tree.size + tree.scored + 2, history_of(sampling, contexts.tolist(), target)
+    )
+    tokens, parents, _, confidence = draft_dynamic(
+        draft, state.draft_state, feed_draft(draft, state), state.last, tree, sampling.unconditioned
+    )
     return state, tokens, parents, confidence
 
 
@@ -63,10 +65,14 @@ def node_acceptance(target, draft, contexts: torch.Tensor, tree: DynamicTree, sa
     it): the probability that the target-only rule accepts the node."""
     confidence, acceptance = [], []
     for i in range(0, len(contexts), BATCH):
-        state, tokens, parents, scores = _grown(target, draft, contexts[i:i + BATCH], tree, sampling)
+        state, tokens, parents, scores = _grown(target, draft, contexts[i : i + BATCH], tree, sampling)
         history = None if state.history is None else state.history.along_tree(tokens, parents)
-        p = adjusted_probs(forward_after(target, tokens, state.target_state, state.target_unfed, parents), sampling,
-                           validate=False, history=history).double()  # [B, N, V]
+        p = adjusted_probs(
+            forward_after(target, tokens, state.target_state, state.target_unfed, parents),
+            sampling,
+            validate=False,
+            history=history,
+        ).double()  # [B, N, V]
         rows = torch.arange(len(tokens), device=tokens.device)
         path = torch.ones(tokens.shape, dtype=torch.float64, device=tokens.device)
         for node in range(1, tokens.shape[1]):  # a parent is numbered before its children
@@ -83,32 +89,66 @@ def _costs(target, draft, prompts: torch.Tensor, trees: dict, tokens: int, repea
     greedy, made = Sampling(0.0), {}
 
     def decode(tree, prompt):
-        return generate_tree(target, draft, prompt[None], max_new_tokens=tokens, config=TreeConfig(tree, greedy),
-                             randomness=seeded(0, target.device))
+        return generate_tree(
+            target,
+            draft,
+            prompt[None],
+            max_new_tokens=tokens,
+            config=TreeConfig(tree, greedy),
+            randomness=seeded(0, target.device),
+        )
 
-    runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=tokens, sampling=greedy,
-                                                               randomness=seeded(0, target.device)) for p in prompts]}
+    runs = {
+        "autoregressive": lambda: [
+            generate_autoregressive(
+                target, p[None], max_new_tokens=tokens, sampling=greedy, randomness=seeded(0, target.device)
+            )
+            for p in prompts
+        ]
+    }
     for budget, tree in trees.items():
+
         def run(budget=budget, tree=tree):
             generations = [decode(tree, p) for p in prompts]  # greedy: the same every repeat
             made[budget] = (sum(len(g.tokens[0]) for g in generations), sum(g.stats.iterations for g in generations))
+
         runs[budget] = run
     timings = time_interleaved(runs, repeats=repeats, warmup=1, synchronize=lambda: synchronize(target.device))
-    return {"autoregressive_seconds": timings["autoregressive"].median / len(prompts),
-            "budgets": {budget: {"seconds_per_iteration": timings[budget].median / made[budget][1],
-                                 "tokens_per_call_on_cost_prompts": made[budget][0] / made[budget][1]}
-                        for budget in trees}}
+    return {
+        "autoregressive_seconds": timings["autoregressive"].median / len(prompts),
+        "budgets": {
+            budget: {
+                "seconds_per_iteration": timings[budget].median / made[budget][1],
+                "tokens_per_call_on_cost_prompts": made[budget][0] / made[budget][1],
+            }
+            for budget in trees
+        },
+    }
 
 
 def greedy_continuations(target, windows: torch.Tensor, tokens: int) -> torch.Tensor:
     """``[W, L + tokens]``: each window followed by the target's greedy continuation, decoded as one batch."""
-    generation = generate_autoregressive(target, windows, max_new_tokens=tokens, sampling=Sampling(0.0),
-                                         randomness=seeded(0, target.device))
+    generation = generate_autoregressive(
+        target, windows, max_new_tokens=tokens, sampling=Sampling(0.0), randomness=seeded(0, target.device)
+    )
     return torch.cat([windows, torch.tensor(generation.tokens, dtype=windows.dtype, device=windows.device)], dim=1)
 
 
-def forecast_dynamic(target, draft, held_out: np.ndarray, branching: int, depth: int, budgets, *, tokens: int,
-                     length: int, seed: int, windows: int = 16, cost_prompts: int = 2, repeats: int = 2) -> dict:
+def forecast_dynamic(
+    target,
+    draft,
+    held_out: np.ndarray,
+    branching: int,
+    depth: int,
+    budgets,
+    *,
+    tokens: int,
+    length: int,
+    seed: int,
+    windows: int = 16,
+    cost_prompts: int = 2,
+    repeats: int = 2,
+) -> dict:
     """The forecast of the module docstring at T = 0 for EAGLE-2's trees of ``branching``, ``depth`` at each budget.
     ``windows`` windows of ``length`` tokens of ``held_out`` are continued greedily by the target for ``tokens``
     tokens (the text a decoder at T = 0 walks), and the draft's widest tree is grown and scored by the target at
@@ -121,7 +161,7 @@ def forecast_dynamic(target, draft, held_out: np.ndarray, branching: int, depth:
     as_int("windows", windows, low=1), as_int("cost_prompts", cost_prompts, low=1), as_int("repeats", repeats, low=1)
     greedy, full = Sampling(0.0), widest(branching, depth)
     text = greedy_continuations(target, text_windows(held_out, windows, length, seed + 2), tokens)
-    measured = [node_acceptance(target, draft, text[:, :length + cut], full, greedy) for cut in range(tokens)]
+    measured = [node_acceptance(target, draft, text[:, : length + cut], full, greedy) for cut in range(tokens)]
     confidence, acceptance = (np.stack(part, axis=1) for part in zip(*measured))  # [W, tokens, nodes]
     calibration = calibrate_paths(confidence.reshape(-1, full.size - 1), acceptance.reshape(-1, full.size - 1))
     trees = {budget: DynamicTree(branching, depth, budget) for budget in budgets}
@@ -129,18 +169,41 @@ def forecast_dynamic(target, draft, held_out: np.ndarray, branching: int, depth:
     order = np.argsort(-confidence, axis=2, kind="stable")  # the kept nodes first, as ``draft_dynamic`` ranks them
     rows = []
     for budget in budgets:
-        kept = order[..., :budget - 1]
+        kept = order[..., : budget - 1]
         expected = replayed_tokens(np.take_along_axis(acceptance, kept, axis=2).sum(axis=2))
         cost = costs["budgets"][budget]
-        rows.append(dict(budget=budget, forecast_tokens_per_call=expected,
-                         calibrated_tokens_per_call=expected_tokens_dynamic(
-                             calibration, confidence.reshape(-1, full.size - 1), budget), **cost,
-                         forecast_speedup=dynamic_speedup(expected, tokens=tokens,
-                                                          autoregressive_seconds=costs["autoregressive_seconds"],
-                                                          seconds_per_iteration=cost["seconds_per_iteration"])))
+        rows.append(
+            dict(
+                budget=budget,
+                forecast_tokens_per_call=expected,
+                calibrated_tokens_per_call=expected_tokens_dynamic(
+                    calibration, confidence.reshape(-1, full.size - 1), budget
+                ),
+                **cost,
+                forecast_speedup=dynamic_speedup(
+                    expected,
+                    tokens=tokens,
+                    autoregressive_seconds=costs["autoregressive_seconds"],
+                    seconds_per_iteration=cost["seconds_per_iteration"],
+                ),
+            )
+        )
     best = best_choice(rows, lambda row: row["forecast_speedup"], lambda row: row["budget"])
-    return {"branching": branching, "depth": depth, "calibration": calibration.as_dict(), "rows": rows,
-            "recommended_budget": best["budget"], "autoregressive_seconds": costs["autoregressive_seconds"],
-            "used": {"windows": windows, "contexts": windows * tokens, "cost_prompts": cost_prompts, "length": length,
-                     "tokens": tokens, "repeats": repeats, "seeds": {"windows": seed + 2, "costs": seed + 3}},
-            "seconds": time.perf_counter() - started}
+    return {
+        "branching": branching,
+        "depth": depth,
+        "calibration": calibration.as_dict(),
+        "rows": rows,
+        "recommended_budget": best["budget"],
+        "autoregressive_seconds": costs["autoregressive_seconds"],
+        "used": {
+            "windows": windows,
+            "contexts": windows * tokens,
+            "cost_prompts": cost_prompts,
+            "length": length,
+            "tokens": tokens,
+            "repeats": repeats,
+            "seeds": {"windows": seed + 2, "costs": seed + 3},
+        },
+        "seconds": time.perf_counter() - started,
+    }

@@ -19,6 +19,8 @@ __all__ = ["EXPORTABLE", "export_hf", "export_truncated_gguf"]
 
 #: The shipped transformers that have a GPT-2 form: the target and the TinyGPT drafts.
 EXPORTABLE = ("target", "transformer", "distilled")
+
+
 def export_hf(out, names=("target", "transformer")) -> list[Path]:
     """Write ``out/<name>`` for each shipped model of ``names`` (``EXPORTABLE``); the directory is replaced as
     a whole once all of them are written. Returns the model directories."""
@@ -68,7 +70,9 @@ def export_truncated_gguf(source, out, layers: int) -> Path:
         raise ValueError(f"--target {str(source)!r}: truncation writes llama-architecture GGUF files only")
     total = int(reader.fields["llama.block_count"].contents())
     if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers < total:
-        raise ValueError(f"layers must be an integer in [1, {total - 1}] (the model has {total} blocks), got {layers!r}")
+        raise ValueError(
+            f"layers must be an integer in [1, {total - 1}] (the model has {total} blocks), got {layers!r}"
+        )
 
     def kept(name: str) -> bool:
         block = re.match(r"blk\.(\d+)\.", name)

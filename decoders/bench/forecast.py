@@ -26,9 +26,21 @@ from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.timing import units_needed
 from spectheory.validation import as_int
 
-__all__ = ["FORECAST_SEED", "FORECAST_LOSS", "FORECAST_TOLERANCE", "FORECAST_COST_PROMPTS", "forecast_sweep",
-           "judge_forecast", "other_prompts", "FORECAST_REPEATS", "acceptance_runs", "with_acceptance", "forecast_speedups",
-           "jackknife_error", "prompts_needed"]
+__all__ = [
+    "FORECAST_SEED",
+    "FORECAST_LOSS",
+    "FORECAST_TOLERANCE",
+    "FORECAST_COST_PROMPTS",
+    "forecast_sweep",
+    "judge_forecast",
+    "other_prompts",
+    "FORECAST_REPEATS",
+    "acceptance_runs",
+    "with_acceptance",
+    "forecast_speedups",
+    "jackknife_error",
+    "prompts_needed",
+]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
@@ -48,8 +60,9 @@ def other_prompts(draw, count: int, sweep) -> torch.Tensor:
     return torch.tensor(kept, dtype=pool.dtype)
 
 
-def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int,
-                    max_new_tokens: int) -> list[dict]:
+def acceptance_runs(
+    target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int
+) -> list[dict]:
     """Per prompt of ``prompts`` ``[P, L]``, its speculative runs at ``gamma_max`` (untimed; ``SAMPLES`` of them
     when sampling, on the profile's seeds): the accepted count and verified width of every iteration, and each
     run's counts in order (its text)."""
@@ -58,9 +71,14 @@ def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *,
     for row in range(len(prompts)):
         texts, widths = [], []
         for sample in range(samples):
-            stats = generate_speculative(target, draft, prompts[row:row + 1], max_new_tokens=max_new_tokens,
-                                         config=SpeculativeConfig(gamma_max, sampling),
-                                         randomness=seeded(SEED_OFFSET + samples * row + sample, target.device)).stats
+            stats = generate_speculative(
+                target,
+                draft,
+                prompts[row : row + 1],
+                max_new_tokens=max_new_tokens,
+                config=SpeculativeConfig(gamma_max, sampling),
+                randomness=seeded(SEED_OFFSET + samples * row + sample, target.device),
+            ).stats
             texts.append(counts_by_row(stats.accepted_per_iteration, 1, max_new_tokens)[0])
             widths += [max(proposed) + 1 for proposed in stats.proposed_per_iteration]
         runs.append({"texts": texts, "widths": widths})
@@ -70,8 +88,13 @@ def acceptance_runs(target, draft, prompts: torch.Tensor, sampling: Sampling, *,
 def with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfile:
     """``profile`` with its acceptance replaced by that of ``runs`` (``acceptance_runs``'s), pooled."""
     texts = [text for run in runs for text in run["texts"]]
-    fields = acceptance_fields([n for text in texts for n in text], [k for run in runs for k in run["widths"]],
-                               texts, profile.gamma_max, tokens)
+    fields = acceptance_fields(
+        [n for text in texts for n in text],
+        [k for run in runs for k in run["widths"]],
+        texts,
+        profile.gamma_max,
+        tokens,
+    )
     return replace(profile, **fields)
 
 
@@ -80,10 +103,15 @@ def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> 
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast, and its
     stated 95% interval (``spectheory.intervals.forecast_interval``: the prompts and the run error)."""
     n, pooled = len(runs), with_acceptance(profile, runs, tokens)
-    left_out = [with_acceptance(profile, runs[:i] + runs[i + 1:], tokens) for i in range(n)] if n > 1 else []
-    rows = [{"gamma": gamma, "speedup": pooled.speedup(gamma, tokens=tokens),
-             "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])}
-            for gamma in gammas]
+    left_out = [with_acceptance(profile, runs[:i] + runs[i + 1 :], tokens) for i in range(n)] if n > 1 else []
+    rows = [
+        {
+            "gamma": gamma,
+            "speedup": pooled.speedup(gamma, tokens=tokens),
+            "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out]),
+        }
+        for gamma in gammas
+    ]
     return [dict(row, interval=forecast_interval(row["speedup"], row["standard_error"], n)) for row in rows]
 
 
@@ -104,8 +132,16 @@ def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOL
     return units_needed(prompts, 1.96 * max(ratios), tolerance) if ratios else None
 
 
-def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, repeats: int = FORECAST_REPEATS,
-                   cost_prompts: int = FORECAST_COST_PROMPTS, progress=None) -> dict:
+def forecast_sweep(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    settings: BenchSettings,
+    *,
+    repeats: int = FORECAST_REPEATS,
+    cost_prompts: int = FORECAST_COST_PROMPTS,
+    progress=None,
+) -> dict:
     """Per temperature of ``settings``: a cost profile (``decoders.bench.profile.measure_profile``) on the first
     ``cost_prompts`` of ``prompts`` ``[P, L]`` over ``repeats`` timed repeats after one warm-up, and the
     acceptance along all P (``acceptance_runs``); its speedup at each of ``settings.gammas`` with a standard
@@ -115,19 +151,43 @@ def forecast_sweep(target, draft, prompts: torch.Tensor, settings: BenchSettings
     as_int("cost_prompts", cost_prompts, low=1, high=len(prompts))
     temperatures = []
     for temperature in s.temperatures:
-        profile, spread = measure_profile(target, draft, prompts[:cost_prompts], s.at(temperature),
-                                          gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens, repeats=repeats,
-                                          warmup=1, call_steps=0, progress=progress)  # c: Theorem 3.8's, not used
-        runs = acceptance_runs(target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas),
-                               max_new_tokens=s.max_new_tokens)
+        profile, spread = measure_profile(
+            target,
+            draft,
+            prompts[:cost_prompts],
+            s.at(temperature),
+            gamma_max=max(s.gammas),
+            max_new_tokens=s.max_new_tokens,
+            repeats=repeats,
+            warmup=1,
+            call_steps=0,
+            progress=progress,
+        )  # c: Theorem 3.8's, not used
+        runs = acceptance_runs(
+            target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens
+        )
         speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)
         best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
-        temperatures.append({"temperature": temperature, "gamma": best["gamma"], "speedup": best["speedup"],
-                             "speedups": speedups, "prompts_needed": prompts_needed(speedups, len(prompts)),
-                             "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
-                             "spread": spread})
-    return {"prompts": len(prompts), "prompt_ids": prompts.tolist(), "cost_prompts": cost_prompts,
-            "repeats": repeats, "warmup": 1, "temperatures": temperatures, "seconds": time.perf_counter() - start}
+        temperatures.append(
+            {
+                "temperature": temperature,
+                "gamma": best["gamma"],
+                "speedup": best["speedup"],
+                "speedups": speedups,
+                "prompts_needed": prompts_needed(speedups, len(prompts)),
+                "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
+                "spread": spread,
+            }
+        )
+    return {
+        "prompts": len(prompts),
+        "prompt_ids": prompts.tolist(),
+        "cost_prompts": cost_prompts,
+        "repeats": repeats,
+        "warmup": 1,
+        "temperatures": temperatures,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def judge_forecast(forecast: dict, rows: list) -> dict:
@@ -139,21 +199,34 @@ def judge_forecast(forecast: dict, rows: list) -> dict:
     sweep cannot tell the loss from noise)."""
     measured = {row["gamma"]: row for row in rows}
     best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
-    judged = [{"gamma": f["gamma"], "forecast": f["speedup"], "measured": measured[f["gamma"]]["speedup"],
-               "forecast_standard_error": f["standard_error"],
-               "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
-               "measured_interval": measured[f["gamma"]]["speedup_interval"],
-               "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"]),
-               "covered": covers(f["speedup"], f["interval"], measured[f["gamma"]]["speedup"],
-                                 measured[f["gamma"]]["speedup_interval"])}
-              for f in forecast["speedups"]]
+    judged = [
+        {
+            "gamma": f["gamma"],
+            "forecast": f["speedup"],
+            "measured": measured[f["gamma"]]["speedup"],
+            "forecast_standard_error": f["standard_error"],
+            "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
+            "measured_interval": measured[f["gamma"]]["speedup_interval"],
+            "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"]),
+            "covered": covers(
+                f["speedup"], f["interval"], measured[f["gamma"]]["speedup"], measured[f["gamma"]]["speedup_interval"]
+            ),
+        }
+        for f in forecast["speedups"]
+    ]
     loss = 1 - chosen["speedup"] / best["speedup"]
-    return {"forecast_gamma": forecast["gamma"], "forecast_speedup": forecast["speedup"],
-            "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),
-            "measured_speedup_at_forecast_gamma": chosen["speedup"], "forecast_loss": loss,
-            "forecast_within_5_percent": loss <= FORECAST_LOSS, "forecast_by_gamma": judged,
-            "best_measured_gamma": best["gamma"], "best_measured_speedup": best["speedup"],
-            "loss_resolved": chosen["speedup_interval"][1] < best["speedup_interval"][0]}
+    return {
+        "forecast_gamma": forecast["gamma"],
+        "forecast_speedup": forecast["speedup"],
+        "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),
+        "measured_speedup_at_forecast_gamma": chosen["speedup"],
+        "forecast_loss": loss,
+        "forecast_within_5_percent": loss <= FORECAST_LOSS,
+        "forecast_by_gamma": judged,
+        "best_measured_gamma": best["gamma"],
+        "best_measured_speedup": best["speedup"],
+        "loss_resolved": chosen["speedup_interval"][1] < best["speedup_interval"][0],
+    }
 
 
 def _inside(value: float, interval: list) -> bool:

@@ -19,7 +19,6 @@ from spectheory.intervals import Z95, covers, facing_half_width, forecast_interv
 __all__ = ["ForecastPair", "pairs_of", "run_error", "covered", "coverage_table"]
 
 
-
 @dataclass(frozen=True)
 class ForecastPair:
     """One forecast speedup beside the speedup measured for it: the forecast's standard error over ``prompts``
@@ -47,15 +46,23 @@ def _pair(source: str, forecast: float, standard_error, prompts: int, measured: 
 
 
 def _judged_rows(source: str, judged: list, prompts: int) -> list:
-    return [_pair(source, row["forecast"], row["forecast_standard_error"], prompts, row["measured"],
-                  row["measured_interval"]) for one in judged for row in one["forecast_by_gamma"]]
+    return [
+        _pair(
+            source, row["forecast"], row["forecast_standard_error"], prompts, row["measured"], row["measured_interval"]
+        )
+        for one in judged
+        for row in one["forecast_by_gamma"]
+    ]
 
 
 def _engine_rows(source: str, document: dict) -> list:
     """An engine bench's rows: its forecast pools the prompts' counters, so it has no standard error."""
     prompts = document["forecast"]["prompts"]
-    return [_pair(source, row["forecast_speedup"], None, prompts, row["speedup"], row["speedup_interval"])
-            for row in document["rows"] if row.get("forecast_speedup") is not None]
+    return [
+        _pair(source, row["forecast_speedup"], None, prompts, row["speedup"], row["speedup_interval"])
+        for row in document["rows"]
+        if row.get("forecast_speedup") is not None
+    ]
 
 
 def pairs_of(document: dict) -> list:
@@ -69,13 +76,26 @@ def pairs_of(document: dict) -> list:
     if "judged" in forecast:
         return _judged_rows("bench", forecast["judged"], forecast["prompts"])
     if "categories" in document:
-        ours = [_pair("Spec-Bench", row["forecast"], row["forecast_standard_error"], forecast["questions"],
-                      row["measured"], row["measured_interval"])
-                for category in document["categories"].values() for row in category["forecast"]["judged"]["rows"]
-                if row["measured_interval"] is not None]
+        ours = [
+            _pair(
+                "Spec-Bench",
+                row["forecast"],
+                row["forecast_standard_error"],
+                forecast["questions"],
+                row["measured"],
+                row["measured_interval"],
+            )
+            for category in document["categories"].values()
+            for row in category["forecast"]["judged"]["rows"]
+            if row["measured_interval"] is not None
+        ]
         engine = document.get("engine") or {"categories": {}}
-        return ours + [pair for category in engine["categories"].values() if category.get("forecast")
-                       for pair in _engine_rows("Spec-Bench, engine", category)]
+        return ours + [
+            pair
+            for category in engine["categories"].values()
+            if category.get("forecast")
+            for pair in _engine_rows("Spec-Bench, engine", category)
+        ]
     return _engine_rows("engine bench", document)
 
 
@@ -83,8 +103,12 @@ def run_error(pairs: list) -> float:
     """sigma of log(forecast / measured) beyond the prompts' standard error and the measurement's (moments)."""
     if not pairs:
         raise ValueError("run_error needs at least one forecast beside its measurement")
-    excess = [pair.log_error ** 2 - (pair.measured_half_width / Z95) ** 2
-              - (0.0 if pair.standard_error is None else pair.standard_error / pair.forecast) ** 2 for pair in pairs]
+    excess = [
+        pair.log_error**2
+        - (pair.measured_half_width / Z95) ** 2
+        - (0.0 if pair.standard_error is None else pair.standard_error / pair.forecast) ** 2
+        for pair in pairs
+    ]
     return math.sqrt(max(0.0, sum(excess) / len(excess)))
 
 
@@ -115,6 +139,5 @@ def coverage_table(documents: dict, level: float = 0.95) -> list:
             continue
         sigma = run_error([pair for other, theirs in pairs.items() if other != name for pair in theirs])
         sources = " and ".join(dict.fromkeys(pair.source for pair in own))
-        table.append(CoverageRow(name, sources, len(own), sum(covered(pair, sigma, level) for pair in own),
-                                 sigma))
+        table.append(CoverageRow(name, sources, len(own), sum(covered(pair, sigma, level) for pair in own), sigma))
     return table

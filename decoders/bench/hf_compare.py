@@ -22,6 +22,7 @@ from spectheory.timing import time_interleaved
 
 __all__ = ["hf_comparison", "check_comparable"]
 
+
 def check_comparable(target, draft) -> None:
     """The comparison runs Hugging Face ``generate`` on the pair: both TinyGPTs (converted to GPT-2), or a
     Hugging Face target behind the adapter with any draft (``assisted_options`` says what assists it there)."""
@@ -29,9 +30,11 @@ def check_comparable(target, draft) -> None:
 
     kinds = {type(model) for model in (target, draft)}
     if not (kinds <= {TinyGPT} or isinstance(target, HFCausalLM)):
-        raise ValueError(f"--hf needs a transformer target: the shipped target with the transformer or distilled "
-                         f"draft, or a model directory, GGUF file or real model with any draft, got "
-                         f"{' and '.join(t.__name__ for t in kinds)}")
+        raise ValueError(
+            f"--hf needs a transformer target: the shipped target with the transformer or distilled "
+            f"draft, or a model directory, GGUF file or real model with any draft, got "
+            f"{' and '.join(t.__name__ for t in kinds)}"
+        )
 
 
 def _hugging_face_pair(target, draft) -> tuple:
@@ -46,8 +49,9 @@ def _hugging_face_pair(target, draft) -> tuple:
 
 
 @torch.no_grad()
-def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings, *, gamma: int,
-                  progress: bool | None = None) -> dict:
+def hf_comparison(
+    target, draft, prompts: torch.Tensor, settings: BenchSettings, *, gamma: int, progress: bool | None = None
+) -> dict:
     """Our loops against Hugging Face ``generate`` on the same networks (TinyGPTs are converted to GPT-2 and run
     natively too; model directories run through the adapter only): autoregressive against ``generate``,
     speculative against assisted generation with ``gamma`` assistant tokens (constant schedule, confidence
@@ -67,8 +71,13 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
         unpadded = copy.copy(ours_target)
         unpadded.padded_widths = {}
         pairs["ours_unpadded"] = (unpadded, ours_draft)
-    results = {"gamma": gamma, "native": native is not None, "assisted": sorted(assisted or {}),
-               "padded_widths": ours_target.padded_widths, "rows": []}
+    results = {
+        "gamma": gamma,
+        "native": native is not None,
+        "assisted": sorted(assisted or {}),
+        "padded_widths": ours_target.padded_widths,
+        "rows": [],
+    }
     runs = len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts)
     with progress_bar(progress, total=runs, desc="hf", unit="run") as bar:
         for temperature in s.temperatures:
@@ -76,29 +85,46 @@ def hf_comparison(target, draft, prompts: torch.Tensor, settings: BenchSettings,
             config = SpeculativeConfig(gamma, sampling)
             runners = {"ar_hf_generate": lambda p, r: hf_generate(hf_target, p, s.max_new_tokens, sampling, r)}
             if assisted is not None:
-                runners["speculative_hf_assisted"] = lambda p, r: hf_generate(hf_target, p, s.max_new_tokens,
-                                                                              sampling, r, **assisted)
+                runners["speculative_hf_assisted"] = lambda p, r: hf_generate(
+                    hf_target, p, s.max_new_tokens, sampling, r, **assisted
+                )
             for name, (t, d) in pairs.items():
                 runners["ar_" + name] = lambda p, r, t=t: generate_autoregressive(
-                    t, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r).tokens[0]
+                    t, p, max_new_tokens=s.max_new_tokens, sampling=sampling, randomness=r
+                ).tokens[0]
                 runners["speculative_" + name] = lambda p, r, t=t, d=d: generate_speculative(
-                    t, d, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r).tokens[0]
+                    t, d, p, max_new_tokens=s.max_new_tokens, config=config, randomness=r
+                ).tokens[0]
             outputs = {}
-            jobs = {(name, i): lambda name=name, i=i: outputs.__setitem__(
-                (name, i), runners[name](prompts[i:i + 1], seeded(i, prompts.device))) for i in range(len(prompts))
-                for name in runners}
-            timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup,
-                                       synchronize=lambda: synchronize(prompts.device), progress=lambda: bar.update(1))
-            per_repeat = {name: [sum(values) for values in zip(*(timings[(name, i)].seconds for i in range(len(prompts))))]
-                          for name in runners}
+            jobs = {
+                (name, i): lambda name=name, i=i: outputs.__setitem__(
+                    (name, i), runners[name](prompts[i : i + 1], seeded(i, prompts.device))
+                )
+                for i in range(len(prompts))
+                for name in runners
+            }
+            timings = time_interleaved(
+                jobs,
+                repeats=s.repeats,
+                warmup=s.warmup,
+                synchronize=lambda: synchronize(prompts.device),
+                progress=lambda: bar.update(1),
+            )
+            per_repeat = {
+                name: [sum(values) for values in zip(*(timings[(name, i)].seconds for i in range(len(prompts))))]
+                for name in runners
+            }
             row = {"temperature": temperature}
             for name, seconds in per_repeat.items():
                 row[name + "_seconds"] = statistics.median(seconds)
                 row[name + "_seconds_spread"] = [min(seconds), max(seconds)]
             if temperature == 0:
-                row["greedy_outputs_agree"] = all(outputs[(name, i)] == outputs[("ar_hf_generate", i)]
-                                                  for name in runners for i in range(len(prompts)))
-            for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted"))[:len(kinds)]:
+                row["greedy_outputs_agree"] = all(
+                    outputs[(name, i)] == outputs[("ar_hf_generate", i)]
+                    for name in runners
+                    for i in range(len(prompts))
+                )
+            for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted"))[: len(kinds)]:
                 for name in pairs:
                     ours = f"{kind}_{name}"
                     ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[ours]))

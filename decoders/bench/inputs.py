@@ -24,8 +24,18 @@ from decoders.drafts import SHIPPED, draft_names, open_draft, own_tokenizer_draf
 from decoders.models.corpus import encode_text, load_corpus, split_text
 from decoders.models.protocol import compiled_model
 
-__all__ = ["Inputs", "load_inputs", "load_text_inputs", "target_tokenizer", "encode_text", "read_text",
-           "check_tokenizers", "SHIPPED_TEXT", "COMPILE", "compiled_models"]
+__all__ = [
+    "Inputs",
+    "load_inputs",
+    "load_text_inputs",
+    "target_tokenizer",
+    "encode_text",
+    "read_text",
+    "check_tokenizers",
+    "SHIPPED_TEXT",
+    "COMPILE",
+    "compiled_models",
+]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
 #: --compile: the compiled path on CUDA only (auto), everywhere it applies (on), never (off) (docs/gpu.md)
@@ -77,8 +87,15 @@ def read_text(path, flag: str = "--text") -> str:
     return text
 
 
-def load_inputs(target: str | None, drafts, *, text=None, device: torch.device | str = "cpu",
-                dtype: torch.dtype = torch.float32, compile: str = "auto") -> Inputs:
+def load_inputs(
+    target: str | None,
+    drafts,
+    *,
+    text=None,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+) -> Inputs:
     """Load ``target`` (``zoo.load_named``) and every name of ``drafts`` (``decoders.drafts.open_draft``; None: every
     shipped draft, or for a target with its own tokenizer ``own_tokenizer_drafts()``), check that they share a
     tokenizer, and encode the held-out text: the file ``text`` (UTF-8), else the shipped corpus's held-out split (read
@@ -90,8 +107,7 @@ def load_inputs(target: str | None, drafts, *, text=None, device: torch.device |
     model, tokenizer = zoo.load_named(target, role="target", device=device, dtype=dtype)
     if drafts is None:
         drafts = draft_names(SHIPPED) if tokenizer is None else own_tokenizer_drafts()
-    loaded = {name: open_draft(name, device=device, dtype=dtype, target=(model, tokenizer))
-              for name in drafts}
+    loaded = {name: open_draft(name, device=device, dtype=dtype, target=(model, tokenizer)) for name in drafts}
     for name, (_, other) in loaded.items():
         check_tokenizers(tokenizer, other, f"draft '{name}'")
     model, drafts = compiled_models(model, {name: draft for name, (draft, _) in loaded.items()}, compile)
@@ -146,5 +162,12 @@ def _with_held_out(model, drafts: dict, tokenizer, text, contents: str | None) -
     if text is None:  # the same held-out files, read by the model's own tokenizer
         contents = split_text(True, max_characters=HELD_OUT_CHARACTERS)
     ids = np.asarray(encode_text(tokenizer, contents), dtype=np.int64)
-    return Inputs(model, drafts, tokenizer, ids, SHIPPED_TEXT if text is None else str(text),
-                  hashlib.sha256(ids.tobytes()).hexdigest()[:16], contents)
+    return Inputs(
+        model,
+        drafts,
+        tokenizer,
+        ids,
+        SHIPPED_TEXT if text is None else str(text),
+        hashlib.sha256(ids.tobytes()).hexdigest()[:16],
+        contents,
+    )

@@ -41,8 +41,16 @@ from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.validation import as_positive_int
 
-__all__ = ["BENCH_POLICIES", "acceptance_trace", "replay", "replay_prompts", "predicted", "bench_policies", "policy_lines",
-           "check_policies"]
+__all__ = [
+    "BENCH_POLICIES",
+    "acceptance_trace",
+    "replay",
+    "replay_prompts",
+    "predicted",
+    "bench_policies",
+    "policy_lines",
+    "check_policies",
+]
 
 #: Every policy but "fixed" (the fixed gammas are their own rows).
 BENCH_POLICIES = tuple(name for name in POLICIES if name != "fixed")
@@ -59,8 +67,9 @@ def check_policies(names) -> tuple:
 
 
 @torch.no_grad()
-def acceptance_trace(target, draft, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1,
-                     seed: int = 0) -> list[dict]:
+def acceptance_trace(
+    target, draft, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1, seed: int = 0
+) -> list[dict]:
     """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, ``draws`` draws (one at T = 0, where nothing is
     random) of what the draft does at each position under ``sampling``: the drafted token x ~ q ``drafted [P, T]``,
     whether it is accepted (u < min(1, p(x) / q(x)) for a fresh uniform u, so accepted with probability
@@ -112,8 +121,10 @@ def replay(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[l
 def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -> list[list[tuple]]:
     """``replay`` prompt after prompt with one policy object, as the bench decodes them at batch 1 (a rule that
     persists over calls carries over; the batch-dependent rules see batch 1)."""
-    return [replay(policy, {key: value[row:row + 1] for key, value in trace.items()}, cap=cap, tokens=tokens)[0]
-            for row in range(len(trace["accepted"]))]
+    return [
+        replay(policy, {key: value[row : row + 1] for key, value in trace.items()}, cap=cap, tokens=tokens)[0]
+        for row in range(len(trace["accepted"]))
+    ]
 
 
 def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
@@ -132,20 +143,39 @@ def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -
     proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
     emitted = sum(len(row) for g in generations for row in g.tokens)
     speedup = statistics.median(ratios)
-    return {"decoder": name, "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
-            "drafted_per_token": sum(proposed) / emitted, "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
-            "mean_proposed": sum(proposed) / len(proposed), "seconds": timing.median,
-            "speedup": speedup, "speedup_spread": [min(ratios), speedup, max(ratios)], **engine_metrics(generations, gamma_max)}
+    return {
+        "decoder": name,
+        "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
+        "drafted_per_token": sum(proposed) / emitted,
+        "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
+        "mean_proposed": sum(proposed) / len(proposed),
+        "seconds": timing.median,
+        "speedup": speedup,
+        "speedup_spread": [min(ratios), speedup, max(ratios)],
+        **engine_metrics(generations, gamma_max),
+    }
 
 
 def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int, count: int):
     length = POLICY_CALIBRATION_WINDOWS[1]
-    return acceptance_calibration(target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4)
+    return acceptance_calibration(
+        target, draft, text_windows(held_out, count, length, seed), sampling, skip=length // 4
+    )
 
 
-def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
-                   policies=BENCH_POLICIES, target_name: str = "target", draft_name: str = "draft",
-                   progress: bool | None = None, calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0]) -> dict:
+def bench_policies(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    held_out: np.ndarray,
+    settings: BenchSettings,
+    *,
+    policies=BENCH_POLICIES,
+    target_name: str = "target",
+    draft_name: str = "draft",
+    progress: bool | None = None,
+    calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0],
+) -> dict:
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
     ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
     passes its own budget). Returns the JSON document."""
@@ -154,24 +184,41 @@ def bench_policies(target, draft, prompts: torch.Tensor, held_out: np.ndarray, s
     contexts = [model.max_context for model in (target, draft) if model.max_context is not None]
     room = min(contexts) - prompts.shape[1] - new - 1 if contexts else None
     if room is not None and room < 1:
-        raise ValueError(f"prompt length {prompts.shape[1]} plus max_new_tokens {new} leaves no room to draft in the "
-                         f"models' context of {min(contexts)} tokens")
-    out = {"target": target_name, "draft": draft_name, "batch_size": 1,
-           "environment": environment(target.device, model_dtype(target)),
-           "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
-           "temperatures": []}
+        raise ValueError(
+            f"prompt length {prompts.shape[1]} plus max_new_tokens {new} leaves no room to draft in the "
+            f"models' context of {min(contexts)} tokens"
+        )
+    out = {
+        "target": target_name,
+        "draft": draft_name,
+        "batch_size": 1,
+        "environment": environment(target.device, model_dtype(target)),
+        "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
+        "temperatures": [],
+    }
     with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
         for temperature in settings.temperatures:
-            summary = _at_temperature(target, draft, prompts, held_out, settings, temperature, policies, room, bar,
-                                      calibration_windows)
+            summary = _at_temperature(
+                target, draft, prompts, held_out, settings, temperature, policies, room, bar, calibration_windows
+            )
             out.setdefault("profile", summary["profile"])
             out["temperatures"].append(summary)
             bar.update()
     return out
 
 
-def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, temperature: float, policies: tuple,
-                    room: int | None, bar, calibration_windows: int) -> dict:
+def _at_temperature(
+    target,
+    draft,
+    prompts,
+    held_out,
+    settings: BenchSettings,
+    temperature: float,
+    policies: tuple,
+    room: int | None,
+    bar,
+    calibration_windows: int,
+) -> dict:
     """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
     runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
     sampling, new = settings.at(temperature), settings.max_new_tokens
@@ -185,50 +232,117 @@ def _at_temperature(target, draft, prompts, held_out, settings: BenchSettings, t
     def decoder(name, rule):
         def run():
             fresh = copy.deepcopy(rule)  # one policy per run: it persists over the prompts
-            outputs[name] = [generate_speculative(
-                target, draft, p[None], max_new_tokens=new, randomness=seeded(i, target.device),
-                config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh))
-                for i, p in enumerate(prompts)]
+            outputs[name] = [
+                generate_speculative(
+                    target,
+                    draft,
+                    p[None],
+                    max_new_tokens=new,
+                    randomness=seeded(i, target.device),
+                    config=SpeculativeConfig(rule.gamma_max, sampling, policy=None if name in fixed else fresh),
+                )
+                for i, p in enumerate(prompts)
+            ]
+
         return run
 
-    runs = {"autoregressive": lambda: [generate_autoregressive(target, p[None], max_new_tokens=new, sampling=sampling,
-                                                               randomness=seeded(i, target.device))
-                                       for i, p in enumerate(prompts)]}
+    runs = {
+        "autoregressive": lambda: [
+            generate_autoregressive(
+                target, p[None], max_new_tokens=new, sampling=sampling, randomness=seeded(i, target.device)
+            )
+            for i, p in enumerate(prompts)
+        ]
+    }
     runs.update({name: decoder(name, rule) for name, rule in rules.items()})
     # the replay's costs, measured interleaved with the runs they predict
-    jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=max(settings.gammas),
-                                  max_new_tokens=new, warmup=settings.warmup, verify_widths=cap + 1)
+    jobs, recorder = profile_jobs(
+        target,
+        draft,
+        prompts,
+        sampling,
+        gamma_max=max(settings.gammas),
+        max_new_tokens=new,
+        warmup=settings.warmup,
+        verify_widths=cap + 1,
+    )
     runs.update({("profile", key): job for key, job in jobs.items()})
-    timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
-                               synchronize=lambda: synchronize(target.device), progress=bar.update)
-    rows = [dict(_row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
-                 policy=rules[name].describe()) for name in rules]
+    timings = time_interleaved(
+        runs,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        synchronize=lambda: synchronize(target.device),
+        progress=bar.update,
+    )
+    rows = [
+        dict(
+            _row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
+            policy=rules[name].describe(),
+        )
+        for name in rules
+    ]
     profile = recorder.profile()
-    continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
-        target, p[None], max_new_tokens=new + cap + 1, sampling=sampling, randomness=seeded(i, target.device))
-        .tokens[0]) for i, p in enumerate(prompts)])
-    traces = acceptance_trace(target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS,
-                              seed=settings.seed)
+    continuations = torch.tensor(
+        [
+            p.tolist()
+            + list(
+                generate_autoregressive(
+                    target,
+                    p[None],
+                    max_new_tokens=new + cap + 1,
+                    sampling=sampling,
+                    randomness=seeded(i, target.device),
+                ).tokens[0]
+            )
+            for i, p in enumerate(prompts)
+        ]
+    )
+    traces = acceptance_trace(
+        target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS, seed=settings.seed
+    )
     for row in rows:
-        replayed = predicted([iterations for trace in traces for iterations in replay_prompts(
-            copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)], profile, new)
-        row.update(predicted_tokens_per_call=replayed["tokens_per_call"], predicted_speedup=replayed["speedup"],
-                   tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
-                   predicted_over_measured=replayed["speedup"] / row["speedup"])
+        replayed = predicted(
+            [
+                iterations
+                for trace in traces
+                for iterations in replay_prompts(copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)
+            ],
+            profile,
+            new,
+        )
+        row.update(
+            predicted_tokens_per_call=replayed["tokens_per_call"],
+            predicted_speedup=replayed["speedup"],
+            tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
+            predicted_over_measured=replayed["speedup"] / row["speedup"],
+        )
     # the one tie rule (spectheory.optimum): the fewest drafts among equal speedups, a policy by its gamma cap
-    best_fixed = best_choice([row for row in rows if row["decoder"] in fixed], lambda row: row["speedup"],
-                             lambda row: rules[row["decoder"]].gamma_max)
+    best_fixed = best_choice(
+        [row for row in rows if row["decoder"] in fixed],
+        lambda row: row["speedup"],
+        lambda row: rules[row["decoder"]].gamma_max,
+    )
     others = [row for row in rows if row["decoder"] not in fixed]
-    best_policy = best_choice(others, lambda row: row["speedup"], lambda row: rules[row["decoder"]].gamma_max) \
-        if others else None
-    summary = {"temperature": temperature, "autoregressive_seconds": timings["autoregressive"].median,
-               "rows": rows, "best_fixed": best_fixed["decoder"], "profile": profile.as_dict(),
-               "replay_draws": len(traces)}
+    best_policy = (
+        best_choice(others, lambda row: row["speedup"], lambda row: rules[row["decoder"]].gamma_max) if others else None
+    )
+    summary = {
+        "temperature": temperature,
+        "autoregressive_seconds": timings["autoregressive"].median,
+        "rows": rows,
+        "best_fixed": best_fixed["decoder"],
+        "profile": profile.as_dict(),
+        "replay_draws": len(traces),
+    }
     if best_policy is not None:
         gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
         gain = best_policy["speedup"] / best_fixed["speedup"]
-        summary.update(best_policy=best_policy["decoder"], gain_over_best_fixed=gain,
-                       gain_spread=[min(gains), gain, max(gains)], use_policy=min(gains) > 1)
+        summary.update(
+            best_policy=best_policy["decoder"],
+            gain_over_best_fixed=gain,
+            gain_spread=[min(gains), gain, max(gains)],
+            use_policy=min(gains) > 1,
+        )
     return summary
 
 
@@ -237,18 +351,27 @@ def policy_lines(document: dict) -> list[str]:
     env = document["environment"]
     lines = [f"{document['target']} with {document['draft']}, batch 1; {env['device_name']}, {env['dtype']}"]
     for block in document["temperatures"]:
-        lines.append(f"T = {block['temperature']:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
-                     f"(min-max)  replay tokens/call  replay speedup")
+        lines.append(
+            f"T = {block['temperature']:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
+            f"(min-max)  replay tokens/call  replay speedup"
+        )
         for row in block["rows"]:
             low, _, high = row["speedup_spread"]
-            replayed = (f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
-                        f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
-                        if "predicted_speedup" in row else "")
-            lines.append(f"  {row['decoder']:20s}  {row['tokens_per_call']:8.3f}  {row['drafted_per_token']:8.3f}  "
-                         f"{row['wasted_per_token']:8.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f}){replayed}")
+            replayed = (
+                f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
+                f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
+                if "predicted_speedup" in row
+                else ""
+            )
+            lines.append(
+                f"  {row['decoder']:20s}  {row['tokens_per_call']:8.3f}  {row['drafted_per_token']:8.3f}  "
+                f"{row['wasted_per_token']:8.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f}){replayed}"
+            )
         if "best_policy" in block:
             low, _, high = block["gain_spread"]
-            lines.append(f"  best fixed: {block['best_fixed']}; best policy: {block['best_policy']}, "
-                         f"{block['gain_over_best_fixed']:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
-                         + ("use it" if block["use_policy"] else "keep the fixed gamma"))
+            lines.append(
+                f"  best fixed: {block['best_fixed']}; best policy: {block['best_policy']}, "
+                f"{block['gain_over_best_fixed']:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
+                + ("use it" if block["use_policy"] else "keep the fixed gamma")
+            )
     return lines

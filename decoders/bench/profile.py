@@ -56,9 +56,27 @@ from spectheory.validation import as_int
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
-__all__ = ["SEED_OFFSET", "SAMPLES", "autoregressive_costs", "phases_per_iteration", "ProfileRecorder", "overhead_gammas", "check_batch_size", "profile_jobs", "acceptance_by_position",
-           "efficiency", "counts_by_row", "outcomes_along_text", "acceptance_fields", "timed", "call_job", "verify_widths_job", "call_seconds", "profile_document",
-           "measure_profile"]
+__all__ = [
+    "SEED_OFFSET",
+    "SAMPLES",
+    "autoregressive_costs",
+    "phases_per_iteration",
+    "ProfileRecorder",
+    "overhead_gammas",
+    "check_batch_size",
+    "profile_jobs",
+    "acceptance_by_position",
+    "efficiency",
+    "counts_by_row",
+    "outcomes_along_text",
+    "acceptance_fields",
+    "timed",
+    "call_job",
+    "verify_widths_job",
+    "call_seconds",
+    "profile_document",
+    "measure_profile",
+]
 
 
 def acceptance_by_position(counts, gamma: int) -> tuple:
@@ -81,9 +99,12 @@ def phases_per_iteration(seconds: dict, iterations: int, calls: int, target_pref
     ``calls`` speculative runs of ``iterations`` in all (``seconds``: their summed phases), and the draft's prefill
     per run ("prefill"). Each run's first verify call carries the prompt: ``target_prefill`` (the autoregressive
     runs', whose first step carries it likewise) comes off the verify phase."""
-    return {"draft": seconds["draft"] / iterations, "verify": (seconds["verify"] - calls * target_prefill) / iterations,
-            "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations,
-            "prefill": seconds["prefill"] / calls}
+    return {
+        "draft": seconds["draft"] / iterations,
+        "verify": (seconds["verify"] - calls * target_prefill) / iterations,
+        "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations,
+        "prefill": seconds["prefill"] / calls,
+    }
 
 
 def efficiency(stats) -> float | None:
@@ -123,9 +144,12 @@ def acceptance_fields(counts: list, widths: list, texts: list, gamma_max: int, t
     verified = sum(counts) + sum(1 for n in counts if n < gamma_max)
     alpha = sum(counts) / verified if verified else None
     fractions = tuple(widths.count(m + 1) / len(widths) for m in range(gamma_max + 1))
-    return {"acceptance": acceptance_by_position(counts, gamma_max), "alpha": alpha,
-            "acceptance_along_text": tuple(outcomes_along_text(row, gamma_max, tokens, alpha or 0.0) for row in texts),
-            "proposal_fractions": () if fractions[-1] == 1 else fractions}
+    return {
+        "acceptance": acceptance_by_position(counts, gamma_max),
+        "alpha": alpha,
+        "acceptance_along_text": tuple(outcomes_along_text(row, gamma_max, tokens, alpha or 0.0) for row in texts),
+        "proposal_fractions": () if fractions[-1] == 1 else fractions,
+    }
 
 
 @dataclass
@@ -149,19 +173,28 @@ class ProfileRecorder:
     def _repeats(self, name) -> list[dict]:
         """Per repeat, the phase seconds summed over the prompts, with iterations and accepted counts."""
         size = self.calls[name]
-        calls = self.records[name][self.warmup * size:]
-        repeats = [calls[r:r + size] for r in range(0, len(calls), size)]
-        return [{"seconds": {key: sum(stats.seconds.get(key, 0.0) for stats in group)
-                             for key in ("prefill", "draft", "verify", "total")},
-                 "iterations": sum(stats.iterations for stats in group),
-                 "widths": [max(rows) + 1 for stats in group for rows in stats.proposed_per_iteration],
-                 "counts": [row for stats in group  # per row of every call, call by call
-                            for row in counts_by_row(stats.accepted_per_iteration, self.batch_size, self.tokens)]}
-                for group in repeats]
+        calls = self.records[name][self.warmup * size :]
+        repeats = [calls[r : r + size] for r in range(0, len(calls), size)]
+        return [
+            {
+                "seconds": {
+                    key: sum(stats.seconds.get(key, 0.0) for stats in group)
+                    for key in ("prefill", "draft", "verify", "total")
+                },
+                "iterations": sum(stats.iterations for stats in group),
+                "widths": [max(rows) + 1 for stats in group for rows in stats.proposed_per_iteration],
+                "counts": [
+                    row
+                    for stats in group  # per row of every call, call by call
+                    for row in counts_by_row(stats.accepted_per_iteration, self.batch_size, self.tokens)
+                ],
+            }
+            for group in repeats
+        ]
 
     def efficiency(self, name) -> float | None:
         """``efficiency`` over the timed runs of job ``name``."""
-        return efficiency(self.records[name][self.warmup * self.calls[name]:])
+        return efficiency(self.records[name][self.warmup * self.calls[name] :])
 
     @property
     def gammas(self) -> list[int]:
@@ -170,18 +203,22 @@ class ProfileRecorder:
 
     def _autoregressive(self) -> list[dict]:
         """Per repeat: t_step and target_prefill (``autoregressive_costs``)."""
-        return [autoregressive_costs(r["seconds"], self.calls["autoregressive"], self.tokens)
-                for r in self._repeats("autoregressive")]
+        return [
+            autoregressive_costs(r["seconds"], self.calls["autoregressive"], self.tokens)
+            for r in self._repeats("autoregressive")
+        ]
 
     def _phases(self, gamma: int) -> list[dict]:
         """Per repeat: draft, verify and other seconds per iteration, the draft's prefill per call."""
         name = ("speculative", gamma)
-        return [phases_per_iteration(r["seconds"], r["iterations"], self.calls[name], a["target_prefill"])
-                for r, a in zip(self._repeats(name), self._autoregressive())]
+        return [
+            phases_per_iteration(r["seconds"], r["iterations"], self.calls[name], a["target_prefill"])
+            for r, a in zip(self._repeats(name), self._autoregressive())
+        ]
 
     def _verify_calls(self) -> list[dict]:
         """Per repeat: the verify call's seconds at every width, shifted to the decoding runs' verify phases."""
-        calls, out = self.widths[self.warmup:], []
+        calls, out = self.widths[self.warmup :], []
         for r, seconds in enumerate(calls):
             shifts = []
             for gamma in sorted({self.gammas[0], self.gamma_max}):
@@ -198,11 +235,14 @@ class ProfileRecorder:
         smallest = self.gammas[0]  # 1 in the profile's own runs; the sweep's smallest where it lends its runs
         high, low = self._phases(self.gamma_max), self._phases(smallest)
         span = max(self.gamma_max - smallest, 1)
-        values = {"t_step": [a["t_step"] for a in autoregressive],
-                  "target_prefill": [a["target_prefill"] for a in autoregressive]}
+        values = {
+            "t_step": [a["t_step"] for a in autoregressive],
+            "target_prefill": [a["target_prefill"] for a in autoregressive],
+        }
         for name in ("draft", "other"):
-            values[f"{name}_slope"] = [(h[name] - l[name]) / span if self.gamma_max > 1 else 0.0
-                                       for h, l in zip(high, low)]
+            values[f"{name}_slope"] = [
+                (h[name] - l[name]) / span if self.gamma_max > 1 else 0.0 for h, l in zip(high, low)
+            ]
             values[f"{name}_intercept"] = [l[name] - smallest * slope for l, slope in zip(low, values[f"{name}_slope"])]
         if self.gamma_max == smallest:  # one run: all of the draft phase is per draft token
             values["draft_slope"], values["draft_intercept"] = [h["draft"] / smallest for h in high], [0.0] * len(high)
@@ -226,13 +266,22 @@ class ProfileRecorder:
         counts = [n for r in runs for row in r["counts"] for n in row]
         widths = [k for r in runs for k in r["widths"]]
         return CostProfile(
-            t_step=m["t_step"], t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
+            t_step=m["t_step"],
+            t_draft=max(m["draft_slope"] + m["other_slope"], 0.0),
             t_verify=tuple(m[f"t_verify_{k}"] for k in range(1, len(self.widths[-1]) + 1)),
             t_iteration=max(m["draft_intercept"] + m["other_intercept"], 0.0),
-            target_prefill=m["target_prefill"], draft_prefill=m["draft_prefill"], c=c, batch_size=self.batch_size,
+            target_prefill=m["target_prefill"],
+            draft_prefill=m["draft_prefill"],
+            c=c,
+            batch_size=self.batch_size,
             **acceptance_fields(counts, widths, runs[-1]["counts"], self.gamma_max, self.tokens),
-            t_overhead=tuple(float(x) for x in np.interp(range(1, self.gamma_max + 1), self.gammas,
-                                                         [max(m[f"overhead_{g}"], 0.0) for g in self.gammas])))
+            t_overhead=tuple(
+                float(x)
+                for x in np.interp(
+                    range(1, self.gamma_max + 1), self.gammas, [max(m[f"overhead_{g}"], 0.0) for g in self.gammas]
+                )
+            ),
+        )
 
 
 def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
@@ -276,8 +325,12 @@ def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: 
             synchronize(model.device)
             start = time.perf_counter()
             for _ in range(steps):
-                adjusted_probs(model.forward(feeds[k], state), sampling, validate=False,
-                               history=None if history is None else history.along(feeds[k][:, 1:]))
+                adjusted_probs(
+                    model.forward(feeds[k], state),
+                    sampling,
+                    validate=False,
+                    history=None if history is None else history.along(feeds[k][:, 1:]),
+                )
                 model.truncate(state, held)
             synchronize(model.device)
             seconds[k] = (time.perf_counter() - start) / steps
@@ -290,7 +343,6 @@ def call_seconds(model, prompt: torch.Tensor, *, steps: int, repeats: int, warmu
     """Median seconds of one one-token forward pass (``call_job``), timed on its own (Theorem 3.8's c is the
     draft's over the target's)."""
     return timed(call_job(model, prompt, steps), repeats=repeats, warmup=warmup, device=model.device).median / steps
-
 
 
 def overhead_gammas(gamma_max: int) -> list[int]:
@@ -306,8 +358,18 @@ def check_batch_size(batch_size: int, prompts: int) -> int:
     return batch_size
 
 
-def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
-                 warmup: int, batch_size: int = 1, verify_widths: int | None = None) -> tuple[dict, ProfileRecorder]:
+def profile_jobs(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    sampling: Sampling,
+    *,
+    gamma_max: int,
+    max_new_tokens: int,
+    warmup: int,
+    batch_size: int = 1,
+    verify_widths: int | None = None,
+) -> tuple[dict, ProfileRecorder]:
     """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
     per call (1: each prompt on its own, as the benchmark does); the verify call is timed at widths 1..
     ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory.md §12)."""
@@ -316,10 +378,13 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
     widths = gamma_max + 1 if verify_widths is None else as_int("verify_widths", verify_widths, low=gamma_max + 1)
     check_room(target, prompts.tolist(), widths, "verify_widths")
     prompts = prompts.to(target.device)
-    batches = [prompts[i:i + batch_size] for i in range(0, len(prompts), batch_size)]
+    batches = [prompts[i : i + batch_size] for i in range(0, len(prompts), batch_size)]
     samples = 1 if sampling.greedy else SAMPLES
-    runs = [("autoregressive", None, 0)] + [(("speculative", gamma), gamma, j) for gamma in overhead_gammas(gamma_max)
-                                            for j in range(samples if gamma == gamma_max else 1)]
+    runs = [("autoregressive", None, 0)] + [
+        (("speculative", gamma), gamma, j)
+        for gamma in overhead_gammas(gamma_max)
+        for j in range(samples if gamma == gamma_max else 1)
+    ]
     calls = {name: len(batches) * sum(1 for other, _, _ in runs if other == name) for name, _, _ in runs}
     recorder = ProfileRecorder(gamma_max, max_new_tokens, calls, warmup, {}, batch_size)
 
@@ -329,44 +394,104 @@ def profile_jobs(target, draft, prompts: torch.Tensor, sampling: Sampling, *, ga
         def run():
             randomness = seeded(seed, target.device)
             if gamma is None:
-                generation = generate_autoregressive(target, batches[row], max_new_tokens=max_new_tokens,
-                                                     sampling=sampling, randomness=randomness, profile=True)
+                generation = generate_autoregressive(
+                    target,
+                    batches[row],
+                    max_new_tokens=max_new_tokens,
+                    sampling=sampling,
+                    randomness=randomness,
+                    profile=True,
+                )
             else:
-                generation = generate_speculative(target, draft, batches[row], max_new_tokens=max_new_tokens,
-                                                  config=SpeculativeConfig(gamma, sampling), randomness=randomness,
-                                                  profile=True)
+                generation = generate_speculative(
+                    target,
+                    draft,
+                    batches[row],
+                    max_new_tokens=max_new_tokens,
+                    config=SpeculativeConfig(gamma, sampling),
+                    randomness=randomness,
+                    profile=True,
+                )
             recorder.add(name, generation.stats)
+
         return run
 
-    jobs = {(name, row, sample): job(name, gamma, sample, row) for row in range(len(batches))
-            for name, gamma, sample in runs}
-    jobs[("verify widths", 0, 0)] = verify_widths_job(target, batches[0], sampling, range(1, widths + 1),
-                                                      recorder.add_widths)
+    jobs = {
+        (name, row, sample): job(name, gamma, sample, row)
+        for row in range(len(batches))
+        for name, gamma, sample in runs
+    }
+    jobs[("verify widths", 0, 0)] = verify_widths_job(
+        target, batches[0], sampling, range(1, widths + 1), recorder.add_widths
+    )
     return jobs, recorder
 
 
-def profile_document(environment: dict, target_name: str, draft_name: str, *, batch_size: int, temperature: float,
-                     text: str, settings, profile: CostProfile, spread: dict) -> dict:
+def profile_document(
+    environment: dict,
+    target_name: str,
+    draft_name: str,
+    *,
+    batch_size: int,
+    temperature: float,
+    text: str,
+    settings,
+    profile: CostProfile,
+    spread: dict,
+) -> dict:
     """A measured profile as the JSON document `spectheory profile --out` writes and `spectheory gamma --costs`
     and `spectheory tree --costs` read (``environment``: ``decoders.bench.bench.environment``'s; ``settings``: a
     ``decoders.bench.bench.BenchSettings``)."""
-    return {"kind": PROFILE_KIND, "target": target_name, "draft": draft_name, "environment": environment,
-            "batch_size": batch_size,
-            "temperature": temperature, "text": text, "settings": settings.as_dict(), "profile": profile.as_dict(),
-            "spread": spread}
+    return {
+        "kind": PROFILE_KIND,
+        "target": target_name,
+        "draft": draft_name,
+        "environment": environment,
+        "batch_size": batch_size,
+        "temperature": temperature,
+        "text": text,
+        "settings": settings.as_dict(),
+        "profile": profile.as_dict(),
+        "spread": spread,
+    }
 
 
-def measure_profile(target, draft, prompts: torch.Tensor, sampling: Sampling, *, gamma_max: int, max_new_tokens: int,
-                    repeats: int, warmup: int, batch_size: int = 1, call_steps: int = 64, verify_widths: int | None = None,
-                    progress=None) -> tuple[CostProfile, dict]:
+def measure_profile(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    sampling: Sampling,
+    *,
+    gamma_max: int,
+    max_new_tokens: int,
+    repeats: int,
+    warmup: int,
+    batch_size: int = 1,
+    call_steps: int = 64,
+    verify_widths: int | None = None,
+    progress=None,
+) -> tuple[CostProfile, dict]:
     """The cost profile on its own (``spectheory profile``): (profile, spread over repeats); ``call_steps`` 0 leaves
     out c (Theorem 3.8's cost ratio, from that many one-token calls of each model)."""
     prompts = prompts.to(target.device)
-    c = call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) / \
-        call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup) if call_steps else None
-    jobs, recorder = profile_jobs(target, draft, prompts, sampling, gamma_max=gamma_max,
-                                  max_new_tokens=max_new_tokens, warmup=warmup, batch_size=batch_size,
-                                  verify_widths=verify_widths)
-    time_interleaved(jobs, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(target.device),
-                     progress=progress)
+    c = (
+        call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
+        / call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
+        if call_steps
+        else None
+    )
+    jobs, recorder = profile_jobs(
+        target,
+        draft,
+        prompts,
+        sampling,
+        gamma_max=gamma_max,
+        max_new_tokens=max_new_tokens,
+        warmup=warmup,
+        batch_size=batch_size,
+        verify_widths=verify_widths,
+    )
+    time_interleaved(
+        jobs, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(target.device), progress=progress
+    )
     return recorder.profile(c), recorder.spread()

@@ -36,8 +36,14 @@ from decoders.bench import alpha
 from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
-from decoders.bench.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
-                              other_prompts)
+from decoders.bench.forecast import (
+    FORECAST_COST_PROMPTS,
+    FORECAST_REPEATS,
+    FORECAST_SEED,
+    forecast_sweep,
+    judge_forecast,
+    other_prompts,
+)
 from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
 from decoders.bench.tasks import TASKS
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
@@ -51,8 +57,16 @@ from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.costs import CostProfile
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
-__all__ = ["ReportSettings", "ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE",
-           "REAL_MODEL_SETTINGS", "FULL_SETTINGS"]
+__all__ = [
+    "ReportSettings",
+    "ReportDocument",
+    "measure_pair",
+    "summary_lines",
+    "by_temperature",
+    "AUDIT_TEMPERATURE",
+    "REAL_MODEL_SETTINGS",
+    "FULL_SETTINGS",
+]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
@@ -105,53 +119,116 @@ class ReportSettings:
 
     def bench_settings(self) -> BenchSettings:
         """The benchmark's settings."""
-        return BenchSettings(tuple(self.gammas), tuple(self.temperatures), self.prompts, self.prompt_length,
-                             self.max_new_tokens, self.repeats, self.warmup, seed=self.seed)
+        return BenchSettings(
+            tuple(self.gammas),
+            tuple(self.temperatures),
+            self.prompts,
+            self.prompt_length,
+            self.max_new_tokens,
+            self.repeats,
+            self.warmup,
+            seed=self.seed,
+        )
 
 
 def tree_budget(settings: "ReportSettings") -> dict:
     """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
     windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
-    return {"held_out_windows": min(settings.windows, HELD_OUT_WINDOWS[0]),
-            "call_repeats": min(CALL_REPEATS, 10 * settings.repeats)}
+    return {
+        "held_out_windows": min(settings.windows, HELD_OUT_WINDOWS[0]),
+        "call_repeats": min(CALL_REPEATS, 10 * settings.repeats),
+    }
 
 
 #: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
 #: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
 #: are the rewrite task.
 #: ``spectheory report --full``: the shipped pair at the bench's gammas and length, with trees and policies.
-FULL_SETTINGS = ReportSettings(windows=32, gammas=BenchSettings.gammas, max_new_tokens=BenchSettings.max_new_tokens,
-                               audit_n=4000, tree_budgets=(4, 8, 16),
-                               policies=("confidence", "draft-p-min", "heuristic", "moving-average"))
-REAL_MODEL_SETTINGS = ReportSettings(windows=16, gammas=(1, 2, 3, 4, 6, 8), prompts=2, prompt_length=192,
-                                     max_new_tokens=48, repeats=2, warmup=1, audit_n=2000, task="rewrite",
-                                     tree_budgets=(8,), policies=())
+FULL_SETTINGS = ReportSettings(
+    windows=32,
+    gammas=BenchSettings.gammas,
+    max_new_tokens=BenchSettings.max_new_tokens,
+    audit_n=4000,
+    tree_budgets=(4, 8, 16),
+    policies=("confidence", "draft-p-min", "heuristic", "moving-average"),
+)
+REAL_MODEL_SETTINGS = ReportSettings(
+    windows=16,
+    gammas=(1, 2, 3, 4, 6, 8),
+    prompts=2,
+    prompt_length=192,
+    max_new_tokens=48,
+    repeats=2,
+    warmup=1,
+    audit_n=2000,
+    task="rewrite",
+    tree_budgets=(8,),
+    policies=(),
+)
 
 
-def _trees_and_policies(target, draft, prompts, held_out, s: ReportSettings, recommendations: list, names: dict,
-                        progress, stages, tree_stage: bool) -> tuple:
+def _trees_and_policies(
+    target,
+    draft,
+    prompts,
+    held_out,
+    s: ReportSettings,
+    recommendations: list,
+    names: dict,
+    progress,
+    stages,
+    tree_stage: bool,
+) -> tuple:
     """The report's last sections: tree against chain where both models have tree attention, and the draft-length
     policies against the best measured fixed gammas."""
     trees = policies = None
     if tree_stage:
         stages.set_postfix_str("tree against chain")
-        trees = bench_trees(target, draft, prompts, held_out, s.bench_settings(), budgets=s.tree_budgets,
-                            progress=progress, **names, **tree_budget(s))
+        trees = bench_trees(
+            target,
+            draft,
+            prompts,
+            held_out,
+            s.bench_settings(),
+            budgets=s.tree_budgets,
+            progress=progress,
+            **names,
+            **tree_budget(s),
+        )
         stages.update()
     if s.policies:
         stages.set_postfix_str("draft-length policies")
         fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
-        policies = bench_policies(target, draft, prompts, held_out, replace(s.bench_settings(), gammas=fixed),
-                                  policies=s.policies, progress=progress,
-                                  calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0]), **names)
+        policies = bench_policies(
+            target,
+            draft,
+            prompts,
+            held_out,
+            replace(s.bench_settings(), gammas=fixed),
+            policies=s.policies,
+            progress=progress,
+            calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0]),
+            **names,
+        )
         stages.update()
     as_json = lambda document: json.loads(json.dumps(document, allow_nan=False)) if document else None  # noqa: E731
     return as_json(trees), as_json(policies)
 
 
-def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: ReportSettings = ReportSettings(),
-                 held_out: np.ndarray, text: str, command: str = "", prompts: torch.Tensor | None = None,
-                 forecast_prompts: torch.Tensor | None = None, progress: bool | None = None) -> ReportDocument:
+def measure_pair(
+    target,
+    draft,
+    *,
+    target_name: str,
+    draft_name: str,
+    settings: ReportSettings = ReportSettings(),
+    held_out: np.ndarray,
+    text: str,
+    command: str = "",
+    prompts: torch.Tensor | None = None,
+    forecast_prompts: torch.Tensor | None = None,
+    progress: bool | None = None,
+) -> ReportDocument:
     """Measure the pair: the forecast (on ``forecast_prompts``, default other windows of ``held_out``), alpha along
     text, the gamma sweep that checks it, the recommendations, the audit. ``held_out`` [N] is the token stream
     windows come from, read from ``text`` (``decoders.bench.inputs``); ``prompts`` ``[count, length]`` the benchmark's
@@ -165,46 +242,113 @@ def measure_pair(target, draft, *, target_name: str, draft_name: str, settings: 
     if prompts is None:
         prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
     if forecast_prompts is None:
-        forecast_prompts = other_prompts(lambda n: alpha.text_windows(held_out, n, s.prompt_length, s.seed + FORECAST_SEED),
-                                         s.forecast_prompts, prompts)
+        forecast_prompts = other_prompts(
+            lambda n: alpha.text_windows(held_out, n, s.prompt_length, s.seed + FORECAST_SEED),
+            s.forecast_prompts,
+            prompts,
+        )
     with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
-        forecast = forecast_sweep(target, draft, forecast_prompts, s.bench_settings(), repeats=s.forecast_repeats,
-                                  cost_prompts=s.forecast_cost_prompts)
+        forecast = forecast_sweep(
+            target,
+            draft,
+            forecast_prompts,
+            s.bench_settings(),
+            repeats=s.forecast_repeats,
+            cost_prompts=s.forecast_cost_prompts,
+        )
         stages.update()
         stages.set_postfix_str("alpha along text")
-        alpha_text = [alpha.alpha_under_lenience(target, {draft_name: draft}, held_out, (1.0,), temperature=t,
-                                                 windows=s.windows, seed=s.seed, **shape)[0] for t in s.temperatures]
+        alpha_text = [
+            alpha.alpha_under_lenience(
+                target, {draft_name: draft}, held_out, (1.0,), temperature=t, windows=s.windows, seed=s.seed, **shape
+            )[0]
+            for t in s.temperatures
+        ]
         stages.update()
         stages.set_postfix_str("benchmark")
         swept = time.perf_counter()
-        bench = json.loads(json.dumps(bench_pair(target, draft, prompts, s.bench_settings(), target_name=target_name,
-                                                 draft_name=draft_name, progress=progress).as_dict(), allow_nan=False))  # as in the file
+        bench = json.loads(
+            json.dumps(
+                bench_pair(
+                    target,
+                    draft,
+                    prompts,
+                    s.bench_settings(),
+                    target_name=target_name,
+                    draft_name=draft_name,
+                    progress=progress,
+                ).as_dict(),
+                allow_nan=False,
+            )
+        )  # as in the file
         sweep_seconds = time.perf_counter() - swept
-        recommendations = [_recommendation(bench, t, s.gamma_max, s.max_new_tokens, ahead)
-                           for t, ahead in zip(s.temperatures, forecast["temperatures"])]
+        recommendations = [
+            _recommendation(bench, t, s.gamma_max, s.max_new_tokens, ahead)
+            for t, ahead in zip(s.temperatures, forecast["temperatures"])
+        ]
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1]["forecast_gamma"])
         audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0, -AUDIT_PROMPT_TOKENS:].tolist()
-        audit = audit_pair(target, draft, audit_prompt,
-                           SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)), horizon=s.audit_horizon,
-                           n=s.audit_n, seed=s.seed, progress=progress)
+        audit = audit_pair(
+            target,
+            draft,
+            audit_prompt,
+            SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)),
+            horizon=s.audit_horizon,
+            n=s.audit_n,
+            seed=s.seed,
+            progress=progress,
+        )
         stages.update()
-        trees, policies = _trees_and_policies(target, draft, prompts, held_out, s, recommendations,
-                                              {"target_name": target_name, "draft_name": draft_name}, progress, stages,
-                                              tree_stage)
+        trees, policies = _trees_and_policies(
+            target,
+            draft,
+            prompts,
+            held_out,
+            s,
+            recommendations,
+            {"target_name": target_name, "draft_name": draft_name},
+            progress,
+            stages,
+            tree_stage,
+        )
     return ReportDocument(
-        command=command, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        seconds=time.perf_counter() - start, target=target_name, draft=draft_name, text=text,
+        command=command,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=time.perf_counter() - start,
+        target=target_name,
+        draft=draft_name,
+        text=text,
         settings=asdict(settings),
-        environment=bench["environment"], c=bench["c"], recommendations=recommendations, bench=bench,
-        alpha_text=[{"temperature": row["temperature"], "alpha": row["alpha"][0], "standard_error":
-                     row["standard_error"][0], "windows": s.windows, "length": shape["length"]} for row in alpha_text],
-        audit=dict(audit.as_dict(), gamma=audit_gamma, temperature=AUDIT_TEMPERATURE,
-                   prompt=s.audit_prompt if shipped else None, prompt_ids=audit_prompt),
-        trees=trees, policies=policies, forecast=json.loads(json.dumps(forecast, allow_nan=False)),
-        sweep_seconds=sweep_seconds, sweep_prompt_ids=prompts.tolist())
+        environment=bench["environment"],
+        c=bench["c"],
+        recommendations=recommendations,
+        bench=bench,
+        alpha_text=[
+            {
+                "temperature": row["temperature"],
+                "alpha": row["alpha"][0],
+                "standard_error": row["standard_error"][0],
+                "windows": s.windows,
+                "length": shape["length"],
+            }
+            for row in alpha_text
+        ],
+        audit=dict(
+            audit.as_dict(),
+            gamma=audit_gamma,
+            temperature=AUDIT_TEMPERATURE,
+            prompt=s.audit_prompt if shipped else None,
+            prompt_ids=audit_prompt,
+        ),
+        trees=trees,
+        policies=policies,
+        forecast=json.loads(json.dumps(forecast, allow_nan=False)),
+        sweep_seconds=sweep_seconds,
+        sweep_prompt_ids=prompts.tolist(),
+    )
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
@@ -217,12 +361,19 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = [row for row in bench["rows"] if row["temperature"] == temperature]
     measured = next((row for row in rows if row["gamma"] == calibrated), None)
-    return {"temperature": temperature, **judge_forecast(forecast, rows),
-            "recommendation": from_sweep(rows, forecast["gamma"]).as_dict(), "optimal_gamma": calibrated,
-            "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
-            "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
-            "alpha": alpha_counts, "c": bench["c"], "theorem_3_8_gamma": table.optimal_gamma,
-            "predicted_speedup": table.speedup, "expected_tokens": table.expected_tokens}
+    return {
+        "temperature": temperature,
+        **judge_forecast(forecast, rows),
+        "recommendation": from_sweep(rows, forecast["gamma"]).as_dict(),
+        "optimal_gamma": calibrated,
+        "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
+        "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
+        "alpha": alpha_counts,
+        "c": bench["c"],
+        "theorem_3_8_gamma": table.optimal_gamma,
+        "predicted_speedup": table.speedup,
+        "expected_tokens": table.expected_tokens,
+    }
 
 
 def summary_lines(document: dict) -> list[str]:
@@ -231,31 +382,38 @@ def summary_lines(document: dict) -> list[str]:
     for r in document["recommendations"]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
-        lines += [f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma {r['forecast_gamma']} "
-                  f"({r['forecast_speedup']:.3f}x"
-                  f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
-                  f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "
-                  f"{r['best_measured_speedup']:.3f}x, {loss_resolution(r)}; forecast/measured {min(ratios):.3f}-"
-                  f"{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of {len(ratios)} gammas"
-                  f"{_covered_words(r)})",
-                  f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
-                  f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
-                  f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)"]
+        lines += [
+            f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma {r['forecast_gamma']} "
+            f"({r['forecast_speedup']:.3f}x"
+            f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
+            f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "
+            f"{r['best_measured_speedup']:.3f}x, {loss_resolution(r)}; forecast/measured {min(ratios):.3f}-"
+            f"{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of {len(ratios)} gammas"
+            f"{_covered_words(r)})",
+            f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
+            f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
+            f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)",
+        ]
     repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
-    lines.append(f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
-                 f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
-                 f"{document['sweep_seconds']:.1f} s ({forecast['seconds'] / document['sweep_seconds']:.0%} of it)")
+    lines.append(
+        f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
+        f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
+        f"{document['sweep_seconds']:.1f} s ({forecast['seconds'] / document['sweep_seconds']:.0%} of it)"
+    )
     lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
     for block in (document.get("policies") or {}).get("temperatures", []):
-        lines.append(f"T = {block['temperature']:g}: "
-                     f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
-                     f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)")
+        lines.append(
+            f"T = {block['temperature']:g}: "
+            f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+            f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)"
+        )
     if document.get("trees"):
         best = document["trees"]["recommendation"]
-        lines.append(f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
-                     f"tree and chain, {best['speedup']:.3f}x")
+        lines.append(
+            f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
+            f"tree and chain, {best['speedup']:.3f}x"
+        )
     return lines
-
 
 
 def _interval_words(r: dict) -> str:
@@ -267,5 +425,7 @@ def _covered_words(r: dict) -> str:
     rows = r["forecast_by_gamma"]
     if "covered" not in rows[0]:
         return ""
-    return (f", the measurement inside the forecast's interval combined with its own at {sum(row['covered'] for row in rows)}"
-            f" of {len(rows)}")
+    return (
+        f", the measurement inside the forecast's interval combined with its own at {sum(row['covered'] for row in rows)}"
+        f" of {len(rows)}"
+    )

@@ -29,7 +29,9 @@ class ReportDocument:
     audit: dict  # the audit's report with its gamma, temperature and prompt
     trees: dict | None = None  # tree against chain (decoders.bench.tree_bench), None where it was not measured
     policies: dict | None = None  # draft-length policies (decoders.bench.policy_bench), None where not measured
-    forecast: dict | None = None  # the forecast made before the sweep (``decoders.bench.forecast.forecast_sweep``), with its seconds
+    forecast: dict | None = (
+        None  # the forecast made before the sweep (``decoders.bench.forecast.forecast_sweep``), with its seconds
+    )
     sweep_seconds: float | None = None  # the sweep that checks it
     sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
 

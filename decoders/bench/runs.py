@@ -14,8 +14,14 @@ from decoders import zoo
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.bench import alpha, bench, policy_bench, tree_bench
 from decoders.models.corpus import load_corpus
-from decoders.bench.forecast import (FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, forecast_sweep, judge_forecast,
-                              other_prompts)
+from decoders.bench.forecast import (
+    FORECAST_COST_PROMPTS,
+    FORECAST_REPEATS,
+    FORECAST_SEED,
+    forecast_sweep,
+    judge_forecast,
+    other_prompts,
+)
 from decoders.models.protocol import decode_path
 from decoders.bench.inputs import load_inputs
 from decoders.bench.spec_bench import spec_bench_categories, spec_bench_prompts
@@ -23,9 +29,20 @@ from decoders.bench.tasks import benchmark_prompts
 from spectheory.recommendation import from_sweep
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["alpha_document", "spec_bench_alpha_document", "lenience_document", "bench_document", "tree_document",
-           "policy_document", "blockwise_document", "shipped_prompts", "real_model_document", "REAL_CELLS",
-           "REAL_SETTINGS", "ALPHA_ONLY_DRAFTS"]
+__all__ = [
+    "alpha_document",
+    "spec_bench_alpha_document",
+    "lenience_document",
+    "bench_document",
+    "tree_document",
+    "policy_document",
+    "blockwise_document",
+    "shipped_prompts",
+    "real_model_document",
+    "REAL_CELLS",
+    "REAL_SETTINGS",
+    "ALPHA_ONLY_DRAFTS",
+]
 
 
 def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
@@ -33,24 +50,56 @@ def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
     return alpha.text_windows(load_corpus().held_out, count, length, seed)
 
 
-def alpha_document(drafts=None, temperatures=(0.0, 1.0), *, target: str | None = None, text=None, windows: int = 32,
-                   prompts: int = 16, gamma: int = 4, seed: int = 0, device: str = "cpu",
-                   progress: bool | None = None) -> dict:
+def alpha_document(
+    drafts=None,
+    temperatures=(0.0, 1.0),
+    *,
+    target: str | None = None,
+    text=None,
+    windows: int = 32,
+    prompts: int = 16,
+    gamma: int = 4,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> dict:
     """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each draft (default: every shipped
     one, or those built from a target with its own tokenizer) against ``target`` (default: the shipped one) at each
     temperature, on the held-out ``text`` file
     (default: the shipped corpus's held-out split; ``decoders.bench.inputs``)."""
     inputs = load_inputs(target, drafts, text=text, device=device)
-    estimates = alpha.alpha_table(inputs.target, inputs.drafts, inputs.held_out, tuple(temperatures), windows=windows,
-                                  prompts=prompts, gamma=gamma, seed=seed, progress=progress,
-                                  **alpha.window_shape(inputs.target, *inputs.drafts.values()))
-    return {"corpus_fingerprint": inputs.fingerprint, "text": inputs.text,
-            "estimates": [e.as_dict() for e in estimates]}
+    estimates = alpha.alpha_table(
+        inputs.target,
+        inputs.drafts,
+        inputs.held_out,
+        tuple(temperatures),
+        windows=windows,
+        prompts=prompts,
+        gamma=gamma,
+        seed=seed,
+        progress=progress,
+        **alpha.window_shape(inputs.target, *inputs.drafts.values()),
+    )
+    return {
+        "corpus_fingerprint": inputs.fingerprint,
+        "text": inputs.text,
+        "estimates": [e.as_dict() for e in estimates],
+    }
 
 
-def spec_bench_alpha_document(drafts=None, temperatures=(0.0, 1.0), task: str = "spec-bench", *,
-                              target: str | None = None, prompts: int = 4, gamma: int = 4, max_new_tokens: int = 48,
-                              seed: int = 0, device: str = "cpu", progress: bool | None = None) -> dict:
+def spec_bench_alpha_document(
+    drafts=None,
+    temperatures=(0.0, 1.0),
+    task: str = "spec-bench",
+    *,
+    target: str | None = None,
+    prompts: int = 4,
+    gamma: int = 4,
+    max_new_tokens: int = 48,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool | None = None,
+) -> dict:
     """Alpha per Spec-Bench category (``decoders.bench.spec_bench``): both estimates of each draft (default: those built
     from the target) at each temperature on ``prompts`` questions of each category (``alpha.alpha_on_prompts``),
     cut to the room the models' contexts leave beside ``max_new_tokens`` and a verify call."""
@@ -64,29 +113,54 @@ def spec_bench_alpha_document(drafts=None, temperatures=(0.0, 1.0), task: str = 
     for category, name, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair"):
         if category not in questions:
             questions[category] = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
-        estimate = alpha.alpha_on_prompts(inputs.target, inputs.drafts[name], name,
-                                          [list(q.tokens) for q in questions[category]], temperature, gamma=gamma,
-                                          max_new_tokens=max_new_tokens, seed=seed)
+        estimate = alpha.alpha_on_prompts(
+            inputs.target,
+            inputs.drafts[name],
+            name,
+            [list(q.tokens) for q in questions[category]],
+            temperature,
+            gamma=gamma,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        )
         estimates.append(dict(estimate.as_dict(), category=category))
-    return {"task": task, "target": target or "shipped target", "prompt_room": room, "max_new_tokens": max_new_tokens,
-            "prompts": {c: [q.as_dict() for q in qs] for c, qs in questions.items()}, "estimates": estimates}
+    return {
+        "task": task,
+        "target": target or "shipped target",
+        "prompt_room": room,
+        "max_new_tokens": max_new_tokens,
+        "prompts": {c: [q.as_dict() for q in qs] for c, qs in questions.items()},
+        "estimates": estimates,
+    }
 
 
 def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dict:
     """Leviathan et al.'s Table 5 analogue: alpha of every shipped draft at every lenience of ``LENIENCES``."""
     corpus = load_corpus()
     drafts = {name: build_draft(name, DraftContext()) for name in draft_names(SHIPPED)}
-    rows = alpha.alpha_under_lenience(zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, windows=windows,
-                                      progress=progress)
+    rows = alpha.alpha_under_lenience(
+        zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, windows=windows, progress=progress
+    )
     return {"corpus_fingerprint": corpus.fingerprint, "windows": windows, "rows": rows}
 
 
-def bench_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
-                   target: str | None = None, text=None, device: str = "cpu", dtype: torch.dtype = torch.float32,
-                   compile: str = "auto", hf: bool = False, hf_gamma: int | None = None, task: str | None = None,
-                   forecast_prompts: int = 0, forecast_cost_prompts: int = FORECAST_COST_PROMPTS,
-                   forecast_repeats: int = FORECAST_REPEATS,
-                   progress: bool | None = None) -> dict:
+def bench_document(
+    draft: str = "transformer",
+    settings: bench.BenchSettings = bench.BenchSettings(),
+    *,
+    target: str | None = None,
+    text=None,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    hf: bool = False,
+    hf_gamma: int | None = None,
+    task: str | None = None,
+    forecast_prompts: int = 0,
+    forecast_cost_prompts: int = FORECAST_COST_PROMPTS,
+    forecast_repeats: int = FORECAST_REPEATS,
+    progress: bool | None = None,
+) -> dict:
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
     networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
@@ -109,29 +183,62 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     ahead = None
     if forecast_prompts:
-        other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, settings.prompt_length,
-                                                          settings.seed + FORECAST_SEED), forecast_prompts, prompts)
-        ahead = forecast_sweep(target_model, model, other, settings, repeats=forecast_repeats,
-                               cost_prompts=forecast_cost_prompts, progress=progress)
+        other = other_prompts(
+            lambda n: benchmark_prompts(inputs, task, n, settings.prompt_length, settings.seed + FORECAST_SEED),
+            forecast_prompts,
+            prompts,
+        )
+        ahead = forecast_sweep(
+            target_model,
+            model,
+            other,
+            settings,
+            repeats=forecast_repeats,
+            cost_prompts=forecast_cost_prompts,
+            progress=progress,
+        )
     swept = time.perf_counter()
-    report = bench.bench_pair(target_model, model, prompts, settings, target_name=target or "shipped target",
-                              draft_name=draft, progress=progress)
-    document = dict(report.as_dict(), text=inputs.text, task=task, sweep_seconds=time.perf_counter() - swept,
-                    prompt_ids=prompts.tolist(),
-                    padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
-                    decode_paths={"target": decode_path(target_model), "draft": decode_path(model)})
+    report = bench.bench_pair(
+        target_model,
+        model,
+        prompts,
+        settings,
+        target_name=target or "shipped target",
+        draft_name=draft,
+        progress=progress,
+    )
+    document = dict(
+        report.as_dict(),
+        text=inputs.text,
+        task=task,
+        sweep_seconds=time.perf_counter() - swept,
+        prompt_ids=prompts.tolist(),
+        padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
+        decode_paths={"target": decode_path(target_model), "draft": decode_path(model)},
+    )
     if ahead:
-        document["forecast"] = dict(ahead, judged=[
-            {"temperature": t["temperature"], **judge_forecast(t, [row for row in document["rows"]
-                                                                  if row["temperature"] == t["temperature"]])}
-            for t in ahead["temperatures"]])
+        document["forecast"] = dict(
+            ahead,
+            judged=[
+                {
+                    "temperature": t["temperature"],
+                    **judge_forecast(t, [row for row in document["rows"] if row["temperature"] == t["temperature"]]),
+                }
+                for t in ahead["temperatures"]
+            ],
+        )
     picks = {t["temperature"]: t["gamma"] for t in ahead["temperatures"]} if ahead else {}
     document["recommendations"] = {
         str(t): from_sweep([row for row in document["rows"] if row["temperature"] == t], picks.get(t)).as_dict()
-        for t in settings.temperatures}
+        for t in settings.temperatures
+    }
     if settings.batch_sizes:
-        pool = alpha.text_windows(inputs.held_out, max(settings.batch_prompts(b) for b in settings.batch_sizes),
-                                  settings.prompt_length, settings.seed)
+        pool = alpha.text_windows(
+            inputs.held_out,
+            max(settings.batch_prompts(b) for b in settings.batch_sizes),
+            settings.prompt_length,
+            settings.seed,
+        )
         document["batches"] = bench.bench_batches(target_model, model, pool, settings, progress=progress)
     if hf:
         from decoders.bench.hf_compare import hf_comparison
@@ -141,38 +248,72 @@ def bench_document(draft: str = "transformer", settings: bench.BenchSettings = b
     return document
 
 
-def tree_document(draft: str = "bigram", settings: bench.BenchSettings = bench.BenchSettings(), *,
-                  budgets=tree_bench.BENCH_TREE_BUDGETS, target: str | None = None, text=None, device: str = "cpu",
-                  dtype: torch.dtype = torch.float32, compile: str = "auto", task: str | None = None,
-                  dynamic: tuple | None = None,
-                  progress: bool | None = None) -> dict:
+def tree_document(
+    draft: str = "bigram",
+    settings: bench.BenchSettings = bench.BenchSettings(),
+    *,
+    budgets=tree_bench.BENCH_TREE_BUDGETS,
+    target: str | None = None,
+    text=None,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    task: str | None = None,
+    dynamic: tuple | None = None,
+    progress: bool | None = None,
+) -> dict:
     """Tree against chain at each node budget (``tree_bench.bench_trees``; ``dynamic``: EAGLE-2's trees too) for a
     pair (default the shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
-    document = tree_bench.bench_trees(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
-                                      budgets=budgets, target_name=target or "shipped target", draft_name=draft,
-                                      dynamic=dynamic, progress=progress)
+    document = tree_bench.bench_trees(
+        inputs.target,
+        inputs.drafts[draft],
+        prompts,
+        inputs.held_out,
+        settings,
+        budgets=budgets,
+        target_name=target or "shipped target",
+        draft_name=draft,
+        dynamic=dynamic,
+        progress=progress,
+    )
     return dict(document, text=inputs.text, task=task)
 
 
-def policy_document(draft: str = "transformer", settings: bench.BenchSettings = bench.BenchSettings(), *,
-                    policies=policy_bench.BENCH_POLICIES, target: str | None = None, text=None, device: str = "cpu",
-                    dtype: torch.dtype = torch.float32, compile: str = "auto", task: str | None = None,
-                    progress: bool | None = None) -> dict:
+def policy_document(
+    draft: str = "transformer",
+    settings: bench.BenchSettings = bench.BenchSettings(),
+    *,
+    policies=policy_bench.BENCH_POLICIES,
+    target: str | None = None,
+    text=None,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    task: str | None = None,
+    progress: bool | None = None,
+) -> dict:
     """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
     shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
-    document = policy_bench.bench_policies(inputs.target, inputs.drafts[draft], prompts, inputs.held_out, settings,
-                                           policies=policies, target_name=target or "shipped target",
-                                           draft_name=draft, progress=progress)
+    document = policy_bench.bench_policies(
+        inputs.target,
+        inputs.drafts[draft],
+        prompts,
+        inputs.held_out,
+        settings,
+        policies=policies,
+        target_name=target or "shipped target",
+        draft_name=draft,
+        progress=progress,
+    )
     return dict(document, text=inputs.text, task=task)
 
 
-def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *,
-                       progress: bool | None = None) -> dict:
+def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *, progress: bool | None = None) -> dict:
     """Stern et al.'s Fig. 4 analogue: the shipped target with its proposal heads (``bench.BLOCKWISE_CONFIGS``)."""
     prompts = shipped_prompts(settings.prompts, settings.prompt_length, settings.seed)
     return bench.bench_blockwise(zoo.load_blockwise(), prompts, settings, progress=progress)
@@ -181,17 +322,30 @@ def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *,
 #: The real-model table (docs/theory.md §11): (draft, task, gammas swept). layerskip:24 keeps 24 of SmolLM2's 30
 #: layers; it and random (alpha near 0) are swept at small gammas on the rewrite task only (their verdict, do not
 #: speculate, does not depend on the task, and each cell costs minutes).
-REAL_CELLS = (("copy", "rewrite", (1, 2, 4, 8)), ("copy", "completion", (1, 2, 4, 8)),
-              ("ngram", "rewrite", (1, 2, 4, 8)), ("ngram", "completion", (1, 2, 4, 8)),
-              ("layerskip:24", "rewrite", (1, 2, 4)), ("random", "rewrite", (1, 2)))
+REAL_CELLS = (
+    ("copy", "rewrite", (1, 2, 4, 8)),
+    ("copy", "completion", (1, 2, 4, 8)),
+    ("ngram", "rewrite", (1, 2, 4, 8)),
+    ("ngram", "completion", (1, 2, 4, 8)),
+    ("layerskip:24", "rewrite", (1, 2, 4)),
+    ("random", "rewrite", (1, 2)),
+)
 #: Drafts whose alpha along text alone is measured beside the table's (layer skipping at other depths).
 ALPHA_ONLY_DRAFTS = ("layerskip:8", "layerskip:16")
-REAL_SETTINGS = bench.BenchSettings(prompts=2, prompt_length=192, max_new_tokens=40, repeats=2, warmup=1,
-                                    batch_sizes=())
+REAL_SETTINGS = bench.BenchSettings(
+    prompts=2, prompt_length=192, max_new_tokens=40, repeats=2, warmup=1, batch_sizes=()
+)
 
 
-def real_model_document(target: str = "smollm2", cells=REAL_CELLS, settings: bench.BenchSettings = REAL_SETTINGS, *,
-                        windows: int = 16, hf_task: str = "rewrite", progress: bool | None = None) -> dict:
+def real_model_document(
+    target: str = "smollm2",
+    cells=REAL_CELLS,
+    settings: bench.BenchSettings = REAL_SETTINGS,
+    *,
+    windows: int = 16,
+    hf_task: str = "rewrite",
+    progress: bool | None = None,
+) -> dict:
     """The real-model table: alpha along held-out text of every draft at each temperature, then per (draft, task)
     the gamma sweep with its cost profile (``bench.bench_pair`` on the task's prompts), and on ``hf_task`` our
     decoders against transformers' ``generate`` and its assisted generation with the same draft at T = 0, at the
@@ -199,22 +353,48 @@ def real_model_document(target: str = "smollm2", cells=REAL_CELLS, settings: ben
     drafts = list(dict.fromkeys([draft for draft, _, _ in cells] + list(ALPHA_ONLY_DRAFTS)))
     inputs = load_inputs(target, drafts)
     shape = alpha.window_shape(inputs.target, *inputs.drafts.values())
-    alphas = [row for t in settings.temperatures for row in alpha.alpha_under_lenience(
-        inputs.target, inputs.drafts, inputs.held_out, (1.0,), temperature=t, windows=windows, seed=settings.seed,
-        progress=progress, **shape)]
+    alphas = [
+        row
+        for t in settings.temperatures
+        for row in alpha.alpha_under_lenience(
+            inputs.target,
+            inputs.drafts,
+            inputs.held_out,
+            (1.0,),
+            temperature=t,
+            windows=windows,
+            seed=settings.seed,
+            progress=progress,
+            **shape,
+        )
+    ]
     measured = []
     for draft, task, gammas in cells:
         swept = replace(settings, gammas=tuple(gammas))
         prompts = benchmark_prompts(inputs, task, swept.prompts, swept.prompt_length, swept.seed)
-        report = bench.bench_pair(inputs.target, inputs.drafts[draft], prompts, swept, target_name=target,
-                                  draft_name=draft, progress=progress)
+        report = bench.bench_pair(
+            inputs.target, inputs.drafts[draft], prompts, swept, target_name=target, draft_name=draft, progress=progress
+        )
         cell = {"draft": draft, "task": task, "bench": report.as_dict()}
         if task == hf_task:
             from decoders.bench.hf_compare import hf_comparison
 
-            cell["hf"] = hf_comparison(inputs.target, inputs.drafts[draft], prompts, replace(swept, temperatures=(0.0,)),
-                                       gamma=report.best(settings.temperatures[0])["gamma"], progress=progress)
+            cell["hf"] = hf_comparison(
+                inputs.target,
+                inputs.drafts[draft],
+                prompts,
+                replace(swept, temperatures=(0.0,)),
+                gamma=report.best(settings.temperatures[0])["gamma"],
+                progress=progress,
+            )
         measured.append(cell)
-    return {"target": target, "text": inputs.text, "corpus_fingerprint": inputs.fingerprint,
-            "environment": measured[0]["bench"]["environment"], "settings": settings.as_dict(),
-            "windows": windows, "alpha_text": alphas, "cells": measured}
+    return {
+        "target": target,
+        "text": inputs.text,
+        "corpus_fingerprint": inputs.fingerprint,
+        "environment": measured[0]["bench"]["environment"],
+        "settings": settings.as_dict(),
+        "windows": windows,
+        "alpha_text": alphas,
+        "cells": measured,
+    }

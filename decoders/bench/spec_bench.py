@@ -22,20 +22,40 @@ import torch
 from decoders.models.corpus import encode_text
 from spectheory.validation import as_int
 
-__all__ = ["TASK", "CATEGORIES", "LABELS", "QUESTIONS", "SpecBenchPrompt", "PromptRows", "spec_bench_categories",
-           "is_spec_bench", "load_questions", "select_questions", "spec_bench_prompts"]
+__all__ = [
+    "TASK",
+    "CATEGORIES",
+    "LABELS",
+    "QUESTIONS",
+    "SpecBenchPrompt",
+    "PromptRows",
+    "spec_bench_categories",
+    "is_spec_bench",
+    "load_questions",
+    "select_questions",
+    "spec_bench_prompts",
+]
 
 TASK = "spec-bench"
 QUESTIONS = Path(__file__).parent / "data" / "spec_bench" / "question.jsonl"
 #: The six categories in the order of Spec-Bench's table, with the file's category names in each.
 CATEGORIES = {
     "mt_bench": ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities"),
-    "translation": ("translation",), "summarization": ("summarization",), "qa": ("qa",),
-    "math_reasoning": ("math_reasoning",), "rag": ("rag",),
+    "translation": ("translation",),
+    "summarization": ("summarization",),
+    "qa": ("qa",),
+    "math_reasoning": ("math_reasoning",),
+    "rag": ("rag",),
 }
 #: The column headings of Spec-Bench's table.
-LABELS = {"mt_bench": "Multi-turn Conversation", "translation": "Translation", "summarization": "Summarization",
-          "qa": "Question Answering", "math_reasoning": "Mathematical Reasoning", "rag": "Retrieval-aug. Generation"}
+LABELS = {
+    "mt_bench": "Multi-turn Conversation",
+    "translation": "Translation",
+    "summarization": "Summarization",
+    "qa": "Question Answering",
+    "math_reasoning": "Mathematical Reasoning",
+    "rag": "Retrieval-aug. Generation",
+}
 QUESTIONS_PER_CATEGORY = 80
 
 
@@ -54,8 +74,9 @@ def spec_bench_categories(task: str) -> tuple[str, ...]:
     asked = [name.strip() for name in task.partition(":")[2].split(",")]
     unknown = [name for name in asked if name not in CATEGORIES]
     if unknown or not asked:
-        raise ValueError(f"--task {task!r}: Spec-Bench's categories are {', '.join(CATEGORIES)}, got "
-                         f"{', '.join(unknown) or 'none'}")
+        raise ValueError(
+            f"--task {task!r}: Spec-Bench's categories are {', '.join(CATEGORIES)}, got {', '.join(unknown) or 'none'}"
+        )
     return tuple(name for name in CATEGORIES if name in asked)
 
 
@@ -70,8 +91,9 @@ def select_questions(category: str, count: int, seed: int) -> list:
     """``count`` of ``category``'s questions, a seeded subset in question order (all 80 for count 80)."""
     as_int("prompts per category", count, low=1, high=QUESTIONS_PER_CATEGORY)
     pool = [question for question in load_questions() if question["category"] in CATEGORIES[category]]
-    chosen = np.random.default_rng([seed, list(CATEGORIES).index(category)]).choice(len(pool), size=count,
-                                                                                    replace=False)
+    chosen = np.random.default_rng([seed, list(CATEGORIES).index(category)]).choice(
+        len(pool), size=count, replace=False
+    )
     return [pool[i] for i in sorted(chosen.tolist())]
 
 
@@ -79,8 +101,9 @@ def _framed(question: str, tokenizer) -> str:
     """The first turn as the model sees it, up to the opened assistant turn."""
     template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
     if template:
-        return tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
-                                             add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True
+        )
     return f"User: {question}\nAssistant:"
 
 
@@ -94,8 +117,7 @@ class SpecBenchPrompt:
     cut: int
 
     def as_dict(self) -> dict:
-        return {"category": self.category, "question_id": self.question_id, "tokens": len(self.tokens),
-                "cut": self.cut}
+        return {"category": self.category, "question_id": self.question_id, "tokens": len(self.tokens), "cut": self.cut}
 
 
 def spec_bench_prompts(tokenizer, category: str, count: int, seed: int, max_tokens: int) -> list:

@@ -22,13 +22,32 @@ from __future__ import annotations
 from spectheory.intervals import Z95
 from spectheory.optimum import best_choice, best_gamma_row
 
-__all__ = ["NO_SPECULATION", "NOT_SPECULATING", "chain_setting", "tree_setting", "recommend", "recommendation_lines",
-           "within_noise", "overall_error", "apart_label", "loss_noise"]
+__all__ = [
+    "NO_SPECULATION",
+    "NOT_SPECULATING",
+    "chain_setting",
+    "tree_setting",
+    "recommend",
+    "recommendation_lines",
+    "within_noise",
+    "overall_error",
+    "apart_label",
+    "loss_noise",
+]
 
 NO_SPECULATION = "do not speculate"
 #: Autoregressive decoding as a setting: 1x whether forecast, predicted or measured, exactly.
-NOT_SPECULATING = {"setting": NO_SPECULATION, "draft": None, "gamma": None, "drafted": 0, "forecast": 1.0,
-                   "predicted": 1.0, "measured": 1.0, "measured_interval": [1.0, 1.0], "error": 0.0}
+NOT_SPECULATING = {
+    "setting": NO_SPECULATION,
+    "draft": None,
+    "gamma": None,
+    "drafted": 0,
+    "forecast": 1.0,
+    "predicted": 1.0,
+    "measured": 1.0,
+    "measured_interval": [1.0, 1.0],
+    "error": 0.0,
+}
 
 
 def chain_setting(draft: str, gamma: int) -> str:
@@ -47,15 +66,37 @@ def _settings(measured: dict) -> list:
     table was forecast, else the cost model calibrated on the table's own runs."""
     forecast = measured.get("forecast")
     if forecast is not None:
-        errors = {chain_setting(name, row["gamma"]): row.get("speedup_standard_error")
-                  for name, drafted in measured["drafts"].items() for row in drafted["rows"]}
-        return [{"setting": row["setting"], "draft": row["draft"], "gamma": row["gamma"], "drafted": row["drafted"],
-                 "predicted": row["forecast"], "measured": row["measured"], "error": errors.get(row["setting"])}
-                for row in forecast["judged"]["rows"]]
-    return [{"setting": chain_setting(name, row["gamma"]), "draft": name, "gamma": row["gamma"], "drafted": row["gamma"],
-             "predicted": row["calibrated_speedup"], "measured": row["speedup"], "error": row.get("speedup_standard_error")}
-            for name, drafted in measured["drafts"].items() for row in drafted["rows"]
-            if row["calibrated_speedup"] is not None]
+        errors = {
+            chain_setting(name, row["gamma"]): row.get("speedup_standard_error")
+            for name, drafted in measured["drafts"].items()
+            for row in drafted["rows"]
+        }
+        return [
+            {
+                "setting": row["setting"],
+                "draft": row["draft"],
+                "gamma": row["gamma"],
+                "drafted": row["drafted"],
+                "predicted": row["forecast"],
+                "measured": row["measured"],
+                "error": errors.get(row["setting"]),
+            }
+            for row in forecast["judged"]["rows"]
+        ]
+    return [
+        {
+            "setting": chain_setting(name, row["gamma"]),
+            "draft": name,
+            "gamma": row["gamma"],
+            "drafted": row["gamma"],
+            "predicted": row["calibrated_speedup"],
+            "measured": row["speedup"],
+            "error": row.get("speedup_standard_error"),
+        }
+        for name, drafted in measured["drafts"].items()
+        for row in drafted["rows"]
+        if row["calibrated_speedup"] is not None
+    ]
 
 
 def _overall(weights: dict, speedups: dict) -> float:
@@ -68,7 +109,7 @@ def within_noise(a: float, a_error: float | None, b: float, b_error: float | Non
     errors, 0 for an exact 1x); None where an error is unknown."""
     if a_error is None or b_error is None:
         return None
-    return abs(a - b) <= Z95 * (a_error ** 2 + b_error ** 2) ** 0.5
+    return abs(a - b) <= Z95 * (a_error**2 + b_error**2) ** 0.5
 
 
 def _category(measured: dict) -> dict:
@@ -79,16 +120,29 @@ def _category(measured: dict) -> dict:
     candidates, tree = settings + [NOT_SPECULATING], measured.get("dynamic")
     if tree and tree_setting(tree["draft"], tree["rows"][0]["nodes"]) not in {s["setting"] for s in settings}:
         row = tree["rows"][0]  # measured only: the calibrated model does not predict it
-        candidates.append({"setting": tree_setting(tree["draft"], row["nodes"]), "drafted": row["nodes"],
-                           "measured": row["speedup"], "error": row.get("speedup_standard_error")})
+        candidates.append(
+            {
+                "setting": tree_setting(tree["draft"], row["nodes"]),
+                "drafted": row["nodes"],
+                "measured": row["speedup"],
+                "error": row.get("speedup_standard_error"),
+            }
+        )
     best = best_choice(candidates, lambda c: c["measured"], lambda c: c["drafted"])
-    return {"recommended": chosen["setting"], "draft": chosen["draft"], "gamma": chosen["gamma"],
-            "predicted_by": "forecast" if "forecast" in measured else "model",
-            "predicted_speedup": chosen["predicted"], "measured_speedup": chosen["measured"],
-            "measured_standard_error": chosen["error"], "best_measured": best["setting"],
-            "best_measured_speedup": best["measured"], "best_measured_standard_error": best["error"],
-            "recommended_over_best": chosen["measured"] / best["measured"],
-            "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best["measured"], best["error"])}
+    return {
+        "recommended": chosen["setting"],
+        "draft": chosen["draft"],
+        "gamma": chosen["gamma"],
+        "predicted_by": "forecast" if "forecast" in measured else "model",
+        "predicted_speedup": chosen["predicted"],
+        "measured_speedup": chosen["measured"],
+        "measured_standard_error": chosen["error"],
+        "best_measured": best["setting"],
+        "best_measured_speedup": best["measured"],
+        "best_measured_standard_error": best["error"],
+        "recommended_over_best": chosen["measured"] / best["measured"],
+        "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best["measured"], best["error"]),
+    }
 
 
 def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
@@ -97,55 +151,86 @@ def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
     if any(errors[category] is None for category in weights):
         return None
     overall, total = _overall(weights, speedups), sum(weights.values())
-    return sum((overall ** 2 * weights[c] / (total * speedups[c] ** 2) * errors[c]) ** 2 for c in weights) ** 0.5
+    return sum((overall**2 * weights[c] / (total * speedups[c] ** 2) * errors[c]) ** 2 for c in weights) ** 0.5
 
 
 def recommend(document: dict) -> dict:
     """Per category the recommendation (``_category``), and one setting for all against them."""
     categories = document["categories"]
-    per_category = {category: dict(_category(measured), label=measured["label"])
-                    for category, measured in categories.items()}
-    weights = {category: next(iter(measured["drafts"].values()))["autoregressive_seconds"]
-               for category, measured in categories.items()}
-    ahead = {category: measured["forecast"]["autoregressive_seconds"] if "forecast" in measured else weights[category]
-             for category, measured in categories.items()}  # a forecast weighs by its own baseline seconds
+    per_category = {
+        category: dict(_category(measured), label=measured["label"]) for category, measured in categories.items()
+    }
+    weights = {
+        category: next(iter(measured["drafts"].values()))["autoregressive_seconds"]
+        for category, measured in categories.items()
+    }
+    ahead = {
+        category: measured["forecast"]["autoregressive_seconds"] if "forecast" in measured else weights[category]
+        for category, measured in categories.items()
+    }  # a forecast weighs by its own baseline seconds
     grids = {category: {s["setting"]: s for s in _settings(measured)} for category, measured in categories.items()}
     common = set.intersection(*(set(grid) for grid in grids.values()))
-    overall = [{"setting": name, "drafted": grids[next(iter(grids))][name]["drafted"],
-                "predicted": _overall(ahead, {c: grid[name]["predicted"] for c, grid in grids.items()}),
-                "measured": _overall(weights, {c: grid[name]["measured"] for c, grid in grids.items()}),
-                "error": overall_error(weights, {c: grid[name]["measured"] for c, grid in grids.items()},
-                                       {c: grid[name]["error"] for c, grid in grids.items()})}
-               for name in sorted(common)] + [NOT_SPECULATING]
+    overall = [
+        {
+            "setting": name,
+            "drafted": grids[next(iter(grids))][name]["drafted"],
+            "predicted": _overall(ahead, {c: grid[name]["predicted"] for c, grid in grids.items()}),
+            "measured": _overall(weights, {c: grid[name]["measured"] for c, grid in grids.items()}),
+            "error": overall_error(
+                weights,
+                {c: grid[name]["measured"] for c, grid in grids.items()},
+                {c: grid[name]["error"] for c, grid in grids.items()},
+            ),
+        }
+        for name in sorted(common)
+    ] + [NOT_SPECULATING]
     one = best_choice(overall, lambda s: s["predicted"], lambda s: s["drafted"])
     each = _overall(weights, {c: row["measured_speedup"] for c, row in per_category.items()})
-    each_error = overall_error(weights, {c: row["measured_speedup"] for c, row in per_category.items()},
-                               {c: row["measured_standard_error"] for c, row in per_category.items()})
-    loss_error = None if one["error"] is None or each_error is None else \
-        one["measured"] / each * ((one["error"] / one["measured"]) ** 2 + (each_error / each) ** 2) ** 0.5
-    return {"categories": per_category,
-            "one_setting": {"setting": one["setting"], "predicted_overall": one["predicted"],
-                            "measured_overall": one["measured"], "per_category_measured_overall": each,
-                            "loss": 1 - one["measured"] / each, "loss_standard_error": loss_error,
-                            "loss_within_noise": None if loss_error is None else
-                            abs(1 - one["measured"] / each) <= Z95 * loss_error}}
+    each_error = overall_error(
+        weights,
+        {c: row["measured_speedup"] for c, row in per_category.items()},
+        {c: row["measured_standard_error"] for c, row in per_category.items()},
+    )
+    loss_error = (
+        None
+        if one["error"] is None or each_error is None
+        else one["measured"] / each * ((one["error"] / one["measured"]) ** 2 + (each_error / each) ** 2) ** 0.5
+    )
+    return {
+        "categories": per_category,
+        "one_setting": {
+            "setting": one["setting"],
+            "predicted_overall": one["predicted"],
+            "measured_overall": one["measured"],
+            "per_category_measured_overall": each,
+            "loss": 1 - one["measured"] / each,
+            "loss_standard_error": loss_error,
+            "loss_within_noise": None if loss_error is None else abs(1 - one["measured"] / each) <= Z95 * loss_error,
+        },
+    }
 
 
 def recommendation_lines(recommendation: dict) -> list:
     """The recommendation as printed lines."""
     by = {row.get("predicted_by", "model") for row in recommendation["categories"].values()}
-    lines = [f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
-             f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"]
+    lines = [
+        f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
+        f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"
+    ]
     for row in recommendation["categories"].values():
-        lines.append(f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
-                     f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
-                     f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}")
+        lines.append(
+            f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
+            f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
+            f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}"
+        )
     one = recommendation["one_setting"]
     noise = loss_noise(one)
-    lines.append(f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
-                 f"overall {one['predicted_overall']:.2f}x, "
-                 f"measured {one['measured_overall']:.2f}x; the per-category settings measure {one['per_category_measured_overall']:.2f}x "
-                 f"overall: one setting loses {100 * one['loss']:.1f}%{noise}")
+    lines.append(
+        f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
+        f"overall {one['predicted_overall']:.2f}x, "
+        f"measured {one['measured_overall']:.2f}x; the per-category settings measure {one['per_category_measured_overall']:.2f}x "
+        f"overall: one setting loses {100 * one['loss']:.1f}%{noise}"
+    )
     return lines
 
 

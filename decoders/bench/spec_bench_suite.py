@@ -33,19 +33,32 @@ from decoders.tree import TreeConfig, generate_tree, tree_room
 from decoders.bench.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
-from decoders.bench.spec_bench import LABELS, QUESTIONS_PER_CATEGORY, PromptRows, spec_bench_categories, spec_bench_prompts
+from decoders.bench.spec_bench import (
+    LABELS,
+    QUESTIONS_PER_CATEGORY,
+    PromptRows,
+    spec_bench_categories,
+    spec_bench_prompts,
+)
 from decoders.bench.spec_bench_forecast import forecast_table, judge_category
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
 
-__all__ = ["DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts",
-           "bench_category", "spec_bench_document"]
+__all__ = ["DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts", "bench_category", "spec_bench_document"]
 
 #: EAGLE-2's tree (branching, depth, nodes) decoded with the table's first draft.
 DYNAMIC = DynamicTree(2, 4, 8)
 #: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
-SUITE_SETTINGS = BenchSettings(gammas=(2, 4, 6), temperatures=(0.0,), prompts=2, max_new_tokens=32, repeats=2,
-                               warmup=0, call_steps=32, batch_sizes=())
+SUITE_SETTINGS = BenchSettings(
+    gammas=(2, 4, 6),
+    temperatures=(0.0,),
+    prompts=2,
+    max_new_tokens=32,
+    repeats=2,
+    warmup=0,
+    call_steps=32,
+    batch_sizes=(),
+)
 #: A serving engine's rows (llama.cpp's prompt lookup) at these draft lengths: its best on SmolLM2 is the smallest
 #: (docs/measuring.md).
 ENGINE_GAMMAS = (1, 2, 4)
@@ -70,42 +83,76 @@ def _group_jobs(target, drafts: dict, rows: PromptRows, s: BenchSettings, room: 
     """The timed jobs of one prompt room: ``drafts`` {name: (model, gammas)} and the ``dynamic`` (name, model,
     tree) or None; fills ``state``: greedy tokens, outputs and each draft's recorder."""
     new, count = s.max_new_tokens, len(rows)
-    recorders = {name: ProfileRecorder(max(gammas), new, {"autoregressive": count} | {
-        ("speculative", g): count for g in gammas}, s.warmup, {}) for name, (_, gammas) in drafts.items()}
+    recorders = {
+        name: ProfileRecorder(
+            max(gammas), new, {"autoregressive": count} | {("speculative", g): count for g in gammas}, s.warmup, {}
+        )
+        for name, (_, gammas) in drafts.items()
+    }
     state.update(recorders=recorders, greedy={}, outputs={})
     widths = range(1, max((max(g) for _, g in drafts.values()), default=1) + 2)
     jobs = {(room, "c target"): call_job(target, rows[0], s.call_steps)}
     jobs |= {(room, name, "c"): call_job(model, rows[0], s.call_steps) for name, (model, _) in drafts.items()}
     if drafts:
-        jobs[(room, "verify widths")] = verify_widths_job(target, rows[0:1], GREEDY, widths, lambda seconds: [
-            recorder.add_widths(seconds) for recorder in recorders.values()])
+        jobs[(room, "verify widths")] = verify_widths_job(
+            target,
+            rows[0:1],
+            GREEDY,
+            widths,
+            lambda seconds: [recorder.add_widths(seconds) for recorder in recorders.values()],
+        )
     for row in range(count):
+
         def autoregressive(row=row):
-            generation = generate_autoregressive(target, rows[row:row + 1], max_new_tokens=new, sampling=GREEDY,
-                                                 randomness=seeded(row, target.device), profile=True)
+            generation = generate_autoregressive(
+                target,
+                rows[row : row + 1],
+                max_new_tokens=new,
+                sampling=GREEDY,
+                randomness=seeded(row, target.device),
+                profile=True,
+            )
             state["greedy"][row] = generation.tokens[0]
             for recorder in recorders.values():
                 recorder.add("autoregressive", generation.stats)
+
         jobs[((room, "autoregressive"), row)] = autoregressive
         for name, (model, gammas) in drafts.items():
             for gamma in gammas:
+
                 def speculative(row=row, name=name, model=model, gamma=gamma):
-                    generation = generate_speculative(target, model, rows[row:row + 1], max_new_tokens=new,
-                                                      config=SpeculativeConfig(gamma, GREEDY),
-                                                      randomness=seeded(row, target.device), profile=True)
+                    generation = generate_speculative(
+                        target,
+                        model,
+                        rows[row : row + 1],
+                        max_new_tokens=new,
+                        config=SpeculativeConfig(gamma, GREEDY),
+                        randomness=seeded(row, target.device),
+                        profile=True,
+                    )
                     state["outputs"][(name, gamma, row)] = generation
                     recorders[name].add(("speculative", gamma), generation.stats)
+
                 jobs[((room, name, gamma), row)] = speculative
         if dynamic is not None:
+
             def tree(row=row, model=dynamic[1], config=TreeConfig(dynamic[2], GREEDY, "target-only")):
-                state["outputs"][("dynamic", row)] = generate_tree(target, model, rows[row:row + 1], max_new_tokens=new,
-                                                                   config=config, randomness=seeded(row, target.device))
+                state["outputs"][("dynamic", row)] = generate_tree(
+                    target,
+                    model,
+                    rows[row : row + 1],
+                    max_new_tokens=new,
+                    config=config,
+                    randomness=seeded(row, target.device),
+                )
+
             jobs[((room, "dynamic"), row)] = tree
     return jobs
 
 
-def _draft_document(name: str, gammas: tuple, timings: dict, room: int, count: int, state: dict,
-                    s: BenchSettings) -> dict:
+def _draft_document(
+    name: str, gammas: tuple, timings: dict, room: int, count: int, state: dict, s: BenchSettings
+) -> dict:
     """One draft's rows (``decoders.bench.bench.bench_row``, with greedy equality per prompt and Theorem 3.8 beside)."""
     c_target, c_draft = (timings[key].median / s.call_steps for key in ((room, "c target"), (room, name, "c")))
     recorder = state["recorders"][name]
@@ -116,74 +163,146 @@ def _draft_document(name: str, gammas: tuple, timings: dict, room: int, count: i
         row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), count, runs, profile, s)
         measured.append(dict(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
     if len(gammas) == 1:  # the profile's only runs are the row's own: its calibration would be the measurement
-        measured = [dict(row, calibrated_speedup=None, calibrated_over_measured=None, calibrated_within=None)
-                    for row in measured]
+        measured = [
+            dict(row, calibrated_speedup=None, calibrated_over_measured=None, calibrated_within=None)
+            for row in measured
+        ]
     alpha, rows = with_theorem(measured, c_draft / c_target)
     baseline = statistics.median(per_repeat(timings, (room, "autoregressive"), count))
-    return {"gammas": list(gammas), "prompt_room": room, "autoregressive_seconds": baseline,
-            "c": c_draft / c_target, "target_call_seconds": c_target,
-            "draft_call_seconds": c_draft, "alpha": alpha, "rows": rows,
-            "profile": dict(profile.as_dict(), spread=recorder.spread())}
+    return {
+        "gammas": list(gammas),
+        "prompt_room": room,
+        "autoregressive_seconds": baseline,
+        "c": c_draft / c_target,
+        "target_call_seconds": c_target,
+        "draft_call_seconds": c_draft,
+        "alpha": alpha,
+        "rows": rows,
+        "profile": dict(profile.as_dict(), spread=recorder.spread()),
+    }
 
 
 def _dynamic_document(name: str, tree: DynamicTree, timings: dict, room: int, count: int, state: dict) -> dict:
     """The dynamic tree's row: speedup over the baseline per repeat, tokens per target call, greedy equality."""
     runs = [state["outputs"][("dynamic", row)] for row in range(count)]
-    ratios = sorted(a / b for a, b in zip(per_repeat(timings, (room, "autoregressive"), count),
-                                          per_repeat(timings, (room, "dynamic"), count)))
+    ratios = sorted(
+        a / b
+        for a, b in zip(
+            per_repeat(timings, (room, "autoregressive"), count), per_repeat(timings, (room, "dynamic"), count)
+        )
+    )
     accepted = [n for run in runs for iteration in run.stats.accepted_per_iteration for n in iteration]
     median = statistics.median(ratios)
-    return {"draft": name, "tree": tree.as_dict(), "prompt_room": room,
-            "rows": [{"temperature": 0.0, "gamma": None, "nodes": tree.budget, "speedup": median,
-                      "speedup_spread": [ratios[0], median, ratios[-1]],
-                      "mean_acceptance_length": 1 + sum(accepted) / len(accepted),
-                      "acceptance_rate": sum(accepted) / (len(accepted) * (tree.budget - 1)), "alpha_counts": None,
-                      "calibrated_speedup": None, "calibrated_over_measured": None,
-                      "greedy_equal": [run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]}]}
+    return {
+        "draft": name,
+        "tree": tree.as_dict(),
+        "prompt_room": room,
+        "rows": [
+            {
+                "temperature": 0.0,
+                "gamma": None,
+                "nodes": tree.budget,
+                "speedup": median,
+                "speedup_spread": [ratios[0], median, ratios[-1]],
+                "mean_acceptance_length": 1 + sum(accepted) / len(accepted),
+                "acceptance_rate": sum(accepted) / (len(accepted) * (tree.budget - 1)),
+                "alpha_counts": None,
+                "calibrated_speedup": None,
+                "calibrated_over_measured": None,
+                "greedy_equal": [run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)],
+            }
+        ],
+    }
 
 
-def bench_category(target, tokenizer, category: str, drafts: dict, s: BenchSettings, *, dynamic=None, bar=None,
-                   categories: int = 1, questions=None) -> dict:
+def bench_category(
+    target,
+    tokenizer,
+    category: str,
+    drafts: dict,
+    s: BenchSettings,
+    *,
+    dynamic=None,
+    bar=None,
+    categories: int = 1,
+    questions=None,
+) -> dict:
     """One category's rows: ``drafts`` {name: (model, gammas)}, ``dynamic`` (draft name, model, DynamicTree) or None;
     ``s.prompts`` questions (``questions(room)``'s prompts where given), cut to the prompt room of each draft's
     context (drafts of one room share their baseline); every job timed interleaved. ``bar``: a progress bar over
     ``categories`` such calls."""
-    tree = [tree_room(TreeConfig(dynamic[2], GREEDY, "target-only"), s.max_new_tokens) - s.max_new_tokens] if dynamic else []
+    tree = (
+        [tree_room(TreeConfig(dynamic[2], GREEDY, "target-only"), s.max_new_tokens) - s.max_new_tokens]
+        if dynamic
+        else []
+    )
     width = max([max(gammas) + 1 for _, gammas in drafts.values()] + tree)
     groups = {}
     for name, (model, gammas) in drafts.items():
-        groups.setdefault(_room((target, model), max(s.max_new_tokens, s.call_steps), width), {})[name] = (model, gammas)
+        groups.setdefault(_room((target, model), max(s.max_new_tokens, s.call_steps), width), {})[name] = (
+            model,
+            gammas,
+        )
     dynamic_room = None if dynamic is None else next(room for room, members in groups.items() if dynamic[0] in members)
     prompts, jobs, states = {}, {}, {}
     for room, members in groups.items():
-        prompts[room] = questions(room) if questions else spec_bench_prompts(tokenizer, category, s.prompts, s.seed,
-                                                                             room)
+        prompts[room] = (
+            questions(room) if questions else spec_bench_prompts(tokenizer, category, s.prompts, s.seed, room)
+        )
         rows = PromptRows(list(prompt.tokens) for prompt in prompts[room])
         states[room] = {}
         jobs |= _group_jobs(target, members, rows, s, room, dynamic if room == dynamic_room else None, states[room])
     if bar is not None and not bar.total:
         bar.reset(total=len(jobs) * (s.warmup + s.repeats) * categories)
-    timings = time_interleaved(jobs, repeats=s.repeats, warmup=s.warmup, synchronize=lambda: synchronize(target.device),
-                               progress=None if bar is None else lambda: bar.update(1))
-    document = {"label": LABELS[category], "prompts": {str(room): [p.as_dict() for p in prompts[room]] for room in groups},
-                "drafts": {name: _draft_document(name, gammas, timings, room, s.prompts, states[room], s)
-                           for room, members in groups.items() for name, (_, gammas) in members.items()}}
+    timings = time_interleaved(
+        jobs,
+        repeats=s.repeats,
+        warmup=s.warmup,
+        synchronize=lambda: synchronize(target.device),
+        progress=None if bar is None else lambda: bar.update(1),
+    )
+    document = {
+        "label": LABELS[category],
+        "prompts": {str(room): [p.as_dict() for p in prompts[room]] for room in groups},
+        "drafts": {
+            name: _draft_document(name, gammas, timings, room, s.prompts, states[room], s)
+            for room, members in groups.items()
+            for name, (_, gammas) in members.items()
+        },
+    }
     if dynamic is not None:
-        document["dynamic"] = _dynamic_document(dynamic[0], dynamic[2], timings, dynamic_room, s.prompts, states[dynamic_room])
+        document["dynamic"] = _dynamic_document(
+            dynamic[0], dynamic[2], timings, dynamic_room, s.prompts, states[dynamic_room]
+        )
     return document
 
 
 def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
     """One short untimed decode per draft: the first calls' one-off costs stay out of the timed repeats."""
     for model, gammas in drafts.values():
-        generate_speculative(target, model, prompt, max_new_tokens=8, config=SpeculativeConfig(max(gammas), GREEDY),
-                             randomness=seeded(0, target.device))
+        generate_speculative(
+            target,
+            model,
+            prompt,
+            max_new_tokens=8,
+            config=SpeculativeConfig(max(gammas), GREEDY),
+            randomness=seeded(0, target.device),
+        )
 
 
-def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, task: str = "spec-bench", *,
-                        target: str | None = None, dynamic: DynamicTree | None = DYNAMIC, device: str = "cpu",
-                        dtype: torch.dtype = torch.float32, compile: str = "auto", forecast_questions: int = 0,
-                        progress: bool | None = None) -> dict:
+def spec_bench_document(
+    drafts: dict,
+    settings: BenchSettings = SUITE_SETTINGS,
+    task: str = "spec-bench",
+    *,
+    target: str | None = None,
+    dynamic: DynamicTree | None = DYNAMIC,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    forecast_questions: int = 0,
+    progress: bool | None = None,
+) -> dict:
     """Spec-Bench per category for ``drafts`` {name: gammas} (``suite_drafts``) and, unless ``dynamic`` is None, the
     dynamic tree with the first draft, at T = 0 (``bench_category``); ``settings.prompts`` questions per category,
     ``settings.max_new_tokens`` new tokens each. With ``forecast_questions``, first the forecast of every category
@@ -196,25 +315,54 @@ def spec_bench_document(drafts: dict, settings: BenchSettings = SUITE_SETTINGS, 
     first = next(iter(drafts))
     tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)
     categories, started = spec_bench_categories(task), time.perf_counter()
-    _warm(inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens]))
+    _warm(
+        inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens])
+    )
     ahead = None
     if forecast_questions:
         with progress_bar(progress, total=len(categories), desc="forecast", unit="category") as bar:
-            ahead = forecast_table(inputs.target, inputs.tokenizer, categories, models, settings, dynamic=tree,
-                                   questions=forecast_questions, bench_category=bench_category,
-                                   progress=lambda _: bar.update(1))
+            ahead = forecast_table(
+                inputs.target,
+                inputs.tokenizer,
+                categories,
+                models,
+                settings,
+                dynamic=tree,
+                questions=forecast_questions,
+                bench_category=bench_category,
+                progress=lambda _: bar.update(1),
+            )
     swept = time.perf_counter()
     with progress_bar(progress, desc="spec-bench", unit="run") as bar:
-        measured = {category: bench_category(inputs.target, inputs.tokenizer, category, models, settings, dynamic=tree,
-                                             bar=bar, categories=len(categories)) for category in categories}
+        measured = {
+            category: bench_category(
+                inputs.target,
+                inputs.tokenizer,
+                category,
+                models,
+                settings,
+                dynamic=tree,
+                bar=bar,
+                categories=len(categories),
+            )
+            for category in categories
+        }
     if ahead is not None:
         for category, document in measured.items():
-            document["forecast"] = dict(ahead["categories"][category],
-                                        judged=judge_category(ahead["categories"][category], document))
+            document["forecast"] = dict(
+                ahead["categories"][category], judged=judge_category(ahead["categories"][category], document)
+            )
         ahead = {key: value for key, value in ahead.items() if key != "categories"}
-    return {"task": task, "target": target or "shipped target", "drafts": {name: list(g) for name, g in drafts.items()},
-            "dynamic": None if dynamic is None else dict(dynamic.as_dict(), draft=first),
-            "environment": environment(inputs.target.device, model_dtype(inputs.target)),
-            "settings": replace(settings, gammas=tuple(sorted({g for gs in drafts.values() for g in gs}))).as_dict(),
-            "batch_size": 1, "seconds": time.perf_counter() - started, "sweep_seconds": time.perf_counter() - swept,
-            "forecast": ahead, "categories": measured}
+    return {
+        "task": task,
+        "target": target or "shipped target",
+        "drafts": {name: list(g) for name, g in drafts.items()},
+        "dynamic": None if dynamic is None else dict(dynamic.as_dict(), draft=first),
+        "environment": environment(inputs.target.device, model_dtype(inputs.target)),
+        "settings": replace(settings, gammas=tuple(sorted({g for gs in drafts.values() for g in gs}))).as_dict(),
+        "batch_size": 1,
+        "seconds": time.perf_counter() - started,
+        "sweep_seconds": time.perf_counter() - swept,
+        "forecast": ahead,
+        "categories": measured,
+    }

@@ -12,8 +12,16 @@ import math
 from decoders.bench.spec_bench_report import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["best_row", "table_row", "CHOSEN_KEYS", "category_rows", "table_lines", "matrix_lines", "spec_bench_lines",
-           "forecast_lines"]
+__all__ = [
+    "best_row",
+    "table_row",
+    "CHOSEN_KEYS",
+    "category_rows",
+    "table_lines",
+    "matrix_lines",
+    "spec_bench_lines",
+    "forecast_lines",
+]
 
 
 def best_row(rows: list) -> dict:
@@ -25,26 +33,47 @@ def best_row(rows: list) -> dict:
 
 
 #: What a table row takes from the setting it shows (``table_row``).
-CHOSEN_KEYS = ("setting", "gamma", "mean_acceptance_length", "acceptance_rate", "alpha", "speedup", "speedup_spread",
-               "calibrated_speedup", "calibrated_over_measured")
+CHOSEN_KEYS = (
+    "setting",
+    "gamma",
+    "mean_acceptance_length",
+    "acceptance_rate",
+    "alpha",
+    "speedup",
+    "speedup_spread",
+    "calibrated_speedup",
+    "calibrated_over_measured",
+)
 
 
 def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict, greedy_equal: bool) -> dict:
     """One (category, draft) line in the engines' words (docs/metrics.md): the prompts' counts, and of ``chosen``
     (the best setting, our decoders' or an engine's) the ``CHOSEN_KEYS``."""
-    return {"category": category, "label": label, "draft": draft, "prompts": len(prompts),
-            "cut": sum(p["cut"] > 0 for p in prompts), "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
-            **{key: chosen[key] for key in CHOSEN_KEYS}, "forecast_speedup": chosen.get("forecast_speedup"),
-            "greedy_equal": greedy_equal}
+    return {
+        "category": category,
+        "label": label,
+        "draft": draft,
+        "prompts": len(prompts),
+        "cut": sum(p["cut"] > 0 for p in prompts),
+        "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
+        **{key: chosen[key] for key in CHOSEN_KEYS},
+        "forecast_speedup": chosen.get("forecast_speedup"),
+        "greedy_equal": greedy_equal,
+    }
 
 
 def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecast) -> dict:
     """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``, with
     ``forecast(best)``, the forecast of that setting (None without one)."""
     best = best_row(rows)
-    return table_row(category, label, draft, prompts, dict(best, setting=setting(best), alpha=best["alpha_counts"],
-                                                           forecast_speedup=forecast(best)),
-                     all(all(row["greedy_equal"]) for row in rows))
+    return table_row(
+        category,
+        label,
+        draft,
+        prompts,
+        dict(best, setting=setting(best), alpha=best["alpha_counts"], forecast_speedup=forecast(best)),
+        all(all(row["greedy_equal"]) for row in rows),
+    )
 
 
 def _forecasts(measured: dict) -> dict:
@@ -60,15 +89,30 @@ def category_rows(document: dict) -> list:
         forecasts = _forecasts(measured)
         for name, drafted in measured["drafts"].items():
             prompts = measured["prompts"][str(drafted["prompt_room"])]
-            rows.append(_row(category, measured["label"], name, prompts, drafted["rows"],
-                             lambda best: f"gamma {best['gamma']}",
-                             lambda best, name=name: forecasts.get(chain_setting(name, best["gamma"]))))
+            rows.append(
+                _row(
+                    category,
+                    measured["label"],
+                    name,
+                    prompts,
+                    drafted["rows"],
+                    lambda best: f"gamma {best['gamma']}",
+                    lambda best, name=name: forecasts.get(chain_setting(name, best["gamma"])),
+                )
+            )
         if measured.get("dynamic"):
             tree = measured["dynamic"]
-            rows.append(_row(category, measured["label"], f"dynamic tree ({tree['draft']})",
-                             measured["prompts"][str(tree["prompt_room"])], tree["rows"],
-                             lambda best: f"{best['nodes']} nodes",
-                             lambda best: forecasts.get(tree_setting(tree["draft"], best["nodes"]))))
+            rows.append(
+                _row(
+                    category,
+                    measured["label"],
+                    f"dynamic tree ({tree['draft']})",
+                    measured["prompts"][str(tree["prompt_room"])],
+                    tree["rows"],
+                    lambda best: f"{best['nodes']} nodes",
+                    lambda best: forecasts.get(tree_setting(tree["draft"], best["nodes"])),
+                )
+            )
     engine = document.get("engine")
     return rows + (list(engine["table"]) if engine else [])
 
@@ -83,15 +127,19 @@ def _times(value) -> str:
 
 def table_lines(rows: list) -> list:
     """The header and one line per row of ``category_rows``."""
-    lines = [f"{'category':<27}{'draft':<23}{'prompts':>8}{'cut':>5}{'tokens':>8}{'setting':>10}{'tok/call':>9}"
-             f"{'alpha':>7}{'speedup':>9}{'spread':>13}{'forecast':>9}{'model':>8}{'greedy':>8}"]
+    lines = [
+        f"{'category':<27}{'draft':<23}{'prompts':>8}{'cut':>5}{'tokens':>8}{'setting':>10}{'tok/call':>9}"
+        f"{'alpha':>7}{'speedup':>9}{'spread':>13}{'forecast':>9}{'model':>8}{'greedy':>8}"
+    ]
     for row in rows:
         low, _, high = row["speedup_spread"]
-        lines.append(f"{row['label']:<27}{row['draft']:<23}{row['prompts']:>8}{row['cut']:>5}{row['prompt_tokens']:>8.0f}"
-                     f"{row['setting']:>10}{row['mean_acceptance_length']:>9.2f}{_number(row['alpha'], '.3f'):>7}"
-                     f"{row['speedup']:>8.2f}x{f'{low:.2f}-{high:.2f}x':>13}{_times(row.get('forecast_speedup')):>9}"
-                     f"{_times(row['calibrated_speedup']):>8}"
-                     f"{'equal' if row['greedy_equal'] else 'DIFFER':>8}")
+        lines.append(
+            f"{row['label']:<27}{row['draft']:<23}{row['prompts']:>8}{row['cut']:>5}{row['prompt_tokens']:>8.0f}"
+            f"{row['setting']:>10}{row['mean_acceptance_length']:>9.2f}{_number(row['alpha'], '.3f'):>7}"
+            f"{row['speedup']:>8.2f}x{f'{low:.2f}-{high:.2f}x':>13}{_times(row.get('forecast_speedup')):>9}"
+            f"{_times(row['calibrated_speedup']):>8}"
+            f"{'equal' if row['greedy_equal'] else 'DIFFER':>8}"
+        )
     return lines
 
 
@@ -101,14 +149,20 @@ def matrix_lines(rows: list) -> list:
     categories = list(dict.fromkeys((row["category"], row["label"]) for row in rows))
     drafts = list(dict.fromkeys(row["draft"] for row in rows))
     cells = {(row["category"], row["draft"]): row for row in rows}
-    lines = [f"{'draft':<23}" + "".join(f"{label.split()[0][:10]:>11}" for _, label in categories)
-             + f"{'tok/call':>10}{'geo. mean':>11}"]
+    lines = [
+        f"{'draft':<23}"
+        + "".join(f"{label.split()[0][:10]:>11}" for _, label in categories)
+        + f"{'tok/call':>10}{'geo. mean':>11}"
+    ]
     for draft in drafts:
         mine = [cells.get((category, draft)) for category, _ in categories]
         present = [row for row in mine if row]
         mean = math.exp(sum(math.log(row["speedup"]) for row in present) / len(present))
-        lines.append(f"{draft:<23}" + "".join(f"{_number(row and row['speedup'], '.2f') + ('x' if row else ''):>11}" for row in mine)
-                     + f"{sum(row['mean_acceptance_length'] for row in present) / len(present):>10.2f}{mean:>10.2f}x")
+        lines.append(
+            f"{draft:<23}"
+            + "".join(f"{_number(row and row['speedup'], '.2f') + ('x' if row else ''):>11}" for row in mine)
+            + f"{sum(row['mean_acceptance_length'] for row in present) / len(present):>10.2f}{mean:>10.2f}x"
+        )
     return lines
 
 
@@ -116,14 +170,24 @@ def spec_bench_lines(document: dict) -> list:
     """The table as printed lines: Spec-Bench's layout, then the line per category and draft."""
     rows = category_rows(document)
     s = document["settings"]
-    lines = [f"Spec-Bench, {document['target']}, T = 0, batch 1, {s['prompts']} prompts per category, "
-             f"{s['max_new_tokens']} new tokens each; speedup at each draft's best gamma over our autoregressive "
-             f"decoder (an engine's: over its own plain decoding)"] + matrix_lines(rows) + [""] + table_lines(rows)
+    lines = (
+        [
+            f"Spec-Bench, {document['target']}, T = 0, batch 1, {s['prompts']} prompts per category, "
+            f"{s['max_new_tokens']} new tokens each; speedup at each draft's best gamma over our autoregressive "
+            f"decoder (an engine's: over its own plain decoding)"
+        ]
+        + matrix_lines(rows)
+        + [""]
+        + table_lines(rows)
+    )
     if any(row["cut"] for row in rows):
-        lines.append("cut: prompts longer than the draft's context leaves room for (beside the new tokens) lost their "
-                     "front")
-    lines.append("forecast: from other questions of the category, made before the table was timed; model: the cost "
-                 "model calibrated on the table's own runs, a diagnostic")
+        lines.append(
+            "cut: prompts longer than the draft's context leaves room for (beside the new tokens) lost their front"
+        )
+    lines.append(
+        "forecast: from other questions of the category, made before the table was timed; model: the cost "
+        "model calibrated on the table's own runs, a diagnostic"
+    )
     return lines + forecast_lines(document)
 
 
@@ -133,23 +197,30 @@ def forecast_lines(document: dict) -> list:
     forecast = document.get("forecast")
     if not forecast:
         return []
-    lines = [f"the forecast ({forecast['questions']} other questions per category, costs timed on one over "
-             f"{forecast['repeats']} repeats) took {forecast['seconds']:.0f} s, the table that checks it "
-             f"{document['sweep_seconds']:.0f} s ({100 * forecast['seconds'] / document['sweep_seconds']:.0f}%)"]
+    lines = [
+        f"the forecast ({forecast['questions']} other questions per category, costs timed on one over "
+        f"{forecast['repeats']} repeats) took {forecast['seconds']:.0f} s, the table that checks it "
+        f"{document['sweep_seconds']:.0f} s ({100 * forecast['seconds'] / document['sweep_seconds']:.0f}%)"
+    ]
     for measured in document["categories"].values():
         judged = measured["forecast"]["judged"]
         ratios = [row["forecast_over_measured"] for row in judged["rows"]]
         inside = [row["inside_interval"] for row in judged["rows"] if row["inside_interval"] is not None]
-        lines.append(f"{measured['label']}: recommended {judged['recommended']} (forecast "
-                     f"{judged['recommended_forecast']:.2f}x, measured {judged['recommended_measured']:.2f}x), best "
-                     f"measured {judged['best_measured']} {judged['best_measured_speedup']:.2f}x: loses "
-                     f"{100 * judged['loss']:.1f}%{_inside_best(judged)}; forecast/measured {min(ratios):.3f}-"
-                     f"{max(ratios):.3f} over {len(ratios)} settings, inside the measured 95% interval at "
-                     f"{sum(inside)} of {len(inside)}")
+        lines.append(
+            f"{measured['label']}: recommended {judged['recommended']} (forecast "
+            f"{judged['recommended_forecast']:.2f}x, measured {judged['recommended_measured']:.2f}x), best "
+            f"measured {judged['best_measured']} {judged['best_measured_speedup']:.2f}x: loses "
+            f"{100 * judged['loss']:.1f}%{_inside_best(judged)}; forecast/measured {min(ratios):.3f}-"
+            f"{max(ratios):.3f} over {len(ratios)} settings, inside the measured 95% interval at "
+            f"{sum(inside)} of {len(inside)}"
+        )
     return lines
 
 
 def _inside_best(judged: dict) -> str:
     within = judged["within_best_interval"]
-    return "" if within is None or judged["loss"] == 0 else (" (inside the best's 95% interval)" if within else
-                                                             " (below the best's 95% interval)")
+    return (
+        ""
+        if within is None or judged["loss"] == 0
+        else (" (inside the best's 95% interval)" if within else " (below the best's 95% interval)")
+    )

@@ -23,8 +23,10 @@ from decoders.bench.inputs import encode_text
 __all__ = ["TASKS", "task_prompts", "benchmark_prompts"]
 
 TASKS = ("completion", "rewrite")
-_INSTRUCTIONS = {"completion": "Write the next part of this Python module.",
-                 "rewrite": "Add type hints to this Python code. Repeat all of the code:\n```python\n"}
+_INSTRUCTIONS = {
+    "completion": "Write the next part of this Python module.",
+    "rewrite": "Add type hints to this Python code. Repeat all of the code:\n```python\n",
+}
 _ANSWER_START = {"completion": "```python\n", "rewrite": "```python\n"}
 _DEFINITION = re.compile(r"^[ \t]*def ", re.MULTILINE)
 MIN_WINDOW_TOKENS = 16
@@ -40,8 +42,12 @@ def _frame(task: str, tokenizer) -> tuple[list, list, list]:
         user, answer = _INSTRUCTIONS[task] + marker + "\n```", _ANSWER_START[task]
     template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
     if template:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
-                                             add_generation_prompt=True) + answer
+        text = (
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            )
+            + answer
+        )
     else:
         text = f"# Task: {user}\n# Answer:\n{answer}"
     before, _, after = text.partition(marker)
@@ -54,8 +60,10 @@ def _starts(text: str, task: str, count: int, seed: int) -> list:
     if task == "rewrite":
         candidates = np.array([match.start() for match in _DEFINITION.finditer(text)])
         if len(candidates) < count:
-            raise ValueError(f"the held-out text has {len(candidates)} function definitions, fewer than the "
-                             f"{count} rewrite prompts asked for")
+            raise ValueError(
+                f"the held-out text has {len(candidates)} function definitions, fewer than the "
+                f"{count} rewrite prompts asked for"
+            )
         return sorted(generator.choice(candidates, size=count, replace=False).tolist())
     lines = np.array([0] + [match.end() for match in re.finditer("\n", text)][:-1])
     return sorted(generator.choice(lines, size=min(count, len(lines)), replace=False).tolist())
@@ -69,12 +77,14 @@ def task_prompts(task: str, tokenizer, text: str, count: int, length: int, seed:
     before, after = _frame(task, tokenizer)
     room = length - len(before) - len(after)
     if room < MIN_WINDOW_TOKENS:
-        raise ValueError(f"prompt_length {length} leaves {room} tokens for the code after the {task} task's "
-                         f"{len(before) + len(after)} tokens of framing: give at least "
-                         f"{len(before) + len(after) + MIN_WINDOW_TOKENS}")
+        raise ValueError(
+            f"prompt_length {length} leaves {room} tokens for the code after the {task} task's "
+            f"{len(before) + len(after)} tokens of framing: give at least "
+            f"{len(before) + len(after) + MIN_WINDOW_TOKENS}"
+        )
     prompts = []
     for start in _starts(text, task, count, seed):
-        window = encode_text(tokenizer, text[start:start + 8 * room])[:room]  # tokens are shorter than 8 characters
+        window = encode_text(tokenizer, text[start : start + 8 * room])[:room]  # tokens are shorter than 8 characters
         if len(window) < room:
             raise ValueError(f"the held-out text is too short for {task} prompts of {length} tokens")
         prompts.append(before + window + after)
@@ -85,8 +95,10 @@ def benchmark_prompts(inputs, task: str | None, count: int, length: int, seed: i
     """A benchmark's prompts ``[count, length]``: seeded windows of the held-out ids (``task`` None), or the task's
     prompts built from the held-out text (``decoders.bench.inputs.Inputs``)."""
     if task is not None and task not in TASKS:
-        raise ValueError(f"--task {task}: only the plain bench (no --tree, --policies, --hf or --engine) runs "
-                         f"Spec-Bench's questions yet; the other commands take {', '.join(TASKS)}")
+        raise ValueError(
+            f"--task {task}: only the plain bench (no --tree, --policies, --hf or --engine) runs "
+            f"Spec-Bench's questions yet; the other commands take {', '.join(TASKS)}"
+        )
     if task is None:
         from decoders.bench.alpha import text_windows
 

@@ -41,8 +41,17 @@ from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
 from spectheory.validation import as_int
 
-__all__ = ["BENCH_TREE_BUDGETS", "MAX_RANKS", "greedy_ranks", "rank_frequencies", "replayed_iterations", "bench_trees",
-           "check_budgets", "check_dynamic", "tree_lines"]
+__all__ = [
+    "BENCH_TREE_BUDGETS",
+    "MAX_RANKS",
+    "greedy_ranks",
+    "rank_frequencies",
+    "replayed_iterations",
+    "bench_trees",
+    "check_budgets",
+    "check_dynamic",
+    "tree_lines",
+]
 
 BENCH_TREE_BUDGETS = (4, 8, 16, 32)
 MAX_RANKS = 8  # candidates per node the rank frequencies cover
@@ -66,31 +75,34 @@ def check_dynamic(spec: str | None, budgets) -> tuple | None:
         for budget in check_budgets(budgets):
             DynamicTree(branching, depth, budget)
     except ValueError as error:
-        raise ValueError(f"dynamic must be K:D (branching, depth) valid at every budget, got {spec!r}: "
-                         f"{error}") from None
+        raise ValueError(
+            f"dynamic must be K:D (branching, depth) valid at every budget, got {spec!r}: {error}"
+        ) from None
     return branching, depth
 
 
 @torch.no_grad()
-def greedy_ranks(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
-                 batch_size: int = 8) -> np.ndarray:
+def greedy_ranks(
+    target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS, batch_size: int = 8
+) -> np.ndarray:
     """``[W, L - skip]``: at each position of ``windows`` ``[W, L]`` after the first ``skip`` tokens, the rank of the
     target's greedy token among the draft's most likely tokens there (1 for the first, ties broken by the lower id;
     0 beyond ``ranks``)."""
     as_int("skip", skip, low=1, high=windows.shape[1] - 1)
     out = []
     for start in range(0, len(windows), batch_size):
-        rows = windows[start:start + batch_size].to(target.device)
-        greedy = target.forward(rows, target.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1].argmax(dim=-1)
-        logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1:-1]  # [B, L - skip, V]
+        rows = windows[start : start + batch_size].to(target.device)
+        greedy = target.forward(rows, target.new_state(len(rows), rows.shape[1]))[:, skip - 1 : -1].argmax(dim=-1)
+        logits = draft.forward(rows, draft.new_state(len(rows), rows.shape[1]))[:, skip - 1 : -1]  # [B, L - skip, V]
         order = torch.sort(logits.float(), dim=-1, descending=True, stable=True).indices[..., :ranks]
         hit = order == greedy[..., None]  # [B, L - skip, ranks], at most one rank per position
         out.append(torch.where(hit.any(dim=-1), hit.to(torch.int64).argmax(dim=-1) + 1, 0).cpu().numpy())
     return np.concatenate(out)
 
 
-def rank_frequencies(target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS,
-                     batch_size: int = 8) -> np.ndarray:
+def rank_frequencies(
+    target, draft, windows: torch.Tensor, *, skip: int, ranks: int = MAX_RANKS, batch_size: int = 8
+) -> np.ndarray:
     """a_1..a_ranks at T = 0 along ``windows`` ``[W, L]`` after the first ``skip`` tokens: the share of positions
     where the target's greedy token is the draft's j-th most likely token (``greedy_ranks``)."""
     return _frequencies(greedy_ranks(target, draft, windows, skip=skip, ranks=ranks, batch_size=batch_size), ranks)
@@ -131,12 +143,24 @@ class _Candidate:
     def decode(self, target, draft, prompt: torch.Tensor, max_new_tokens: int, profile: bool = False):
         randomness = seeded(0, target.device)
         if self.kind == "chain":
-            return generate_speculative(target, draft, prompt, max_new_tokens=max_new_tokens,
-                                        config=SpeculativeConfig(self.tree.size - 1, GREEDY), randomness=randomness,
-                                        profile=profile)
-        return generate_tree(target, draft, prompt, max_new_tokens=max_new_tokens,
-                             config=TreeConfig(self.tree, GREEDY, "target-only"), randomness=randomness,
-                             profile=profile)
+            return generate_speculative(
+                target,
+                draft,
+                prompt,
+                max_new_tokens=max_new_tokens,
+                config=SpeculativeConfig(self.tree.size - 1, GREEDY),
+                randomness=randomness,
+                profile=profile,
+            )
+        return generate_tree(
+            target,
+            draft,
+            prompt,
+            max_new_tokens=max_new_tokens,
+            config=TreeConfig(self.tree, GREEDY, "target-only"),
+            randomness=randomness,
+            profile=profile,
+        )
 
 
 def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
@@ -160,18 +184,26 @@ def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
         target.forward(nodes, state)
         target.truncate(state, held)
 
-    timing = time_interleaved({"tree": tree_call, "chain": chain_call}, repeats=repeats, warmup=3,
-                              synchronize=lambda: synchronize(target.device))
-    return {"width": tree.size, "tree_call_seconds": timing["tree"].median,
-            "chain_call_seconds": timing["chain"].median,
-            "tree_over_chain_call": timing["tree"].median / timing["chain"].median}
+    timing = time_interleaved(
+        {"tree": tree_call, "chain": chain_call},
+        repeats=repeats,
+        warmup=3,
+        synchronize=lambda: synchronize(target.device),
+    )
+    return {
+        "width": tree.size,
+        "tree_call_seconds": timing["tree"].median,
+        "chain_call_seconds": timing["chain"].median,
+        "tree_over_chain_call": timing["tree"].median / timing["chain"].median,
+    }
 
 
 def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
     """The runs' rounds as an engine counts a tree's (docs/metrics.md): every node but the root is a draft token
     of its round; the accepted ones are the accepted path's."""
-    accepted = [n for generation in generations for iteration in generation.stats.accepted_per_iteration
-                for n in iteration]
+    accepted = [
+        n for generation in generations for iteration in generation.stats.accepted_per_iteration for n in iteration
+    ]
     return EngineCounts("ours", len(accepted), len(accepted) * (tree.size - 1), sum(accepted))
 
 
@@ -184,8 +216,9 @@ def _costs(generations: list) -> tuple[float, float]:
     return prefill, seconds / sum(g.stats.iterations for g in generations)
 
 
-def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray,
-         text: np.ndarray) -> dict:
+def _row(
+    candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray, text: np.ndarray
+) -> dict:
     """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
     (``profiled``: per repeat, prefill and per-iteration seconds) and, for static shapes, the rank model's and the
     replay's predictions from the greedy ranks ``along`` the continuations and the rank frequencies."""
@@ -195,28 +228,54 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
     measured_tokens = counts.mean_acceptance_length
     prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled))
     speedup = statistics.median(ratios)
-    row = {"kind": candidate.kind, "budget": candidate.budget, "tree": candidate.tree.as_dict(),
-           "iterations": int(counts.drafts), "tokens_per_call": measured_tokens,
-           "mean_acceptance_length": measured_tokens,
-           "acceptance_rate": counts.acceptance_rate, "seconds": timing.median,
-           "seconds_spread": [min(timing.seconds), max(timing.seconds)], "speedup": speedup,
-           "speedup_spread": [min(ratios), speedup, max(ratios)], "prefill_seconds": prefill,
-           "seconds_per_iteration": per_iteration}
-    row.update(dict.fromkeys(("predicted_tokens_per_call", "predicted_tokens_per_call_held_out",
-                              "tokens_over_predicted", "rank_model_speedup", "replayed_iterations",
-                              "calibrated_speedup", "calibrated_over_measured", "forecast_tokens_per_call",
-                              "forecast_speedup", "tokens_forecast_over_measured", "forecast_over_measured",
-                              "calibrated_tokens_per_call")))
+    row = {
+        "kind": candidate.kind,
+        "budget": candidate.budget,
+        "tree": candidate.tree.as_dict(),
+        "iterations": int(counts.drafts),
+        "tokens_per_call": measured_tokens,
+        "mean_acceptance_length": measured_tokens,
+        "acceptance_rate": counts.acceptance_rate,
+        "seconds": timing.median,
+        "seconds_spread": [min(timing.seconds), max(timing.seconds)],
+        "speedup": speedup,
+        "speedup_spread": [min(ratios), speedup, max(ratios)],
+        "prefill_seconds": prefill,
+        "seconds_per_iteration": per_iteration,
+    }
+    row.update(
+        dict.fromkeys(
+            (
+                "predicted_tokens_per_call",
+                "predicted_tokens_per_call_held_out",
+                "tokens_over_predicted",
+                "rank_model_speedup",
+                "replayed_iterations",
+                "calibrated_speedup",
+                "calibrated_over_measured",
+                "forecast_tokens_per_call",
+                "forecast_speedup",
+                "tokens_forecast_over_measured",
+                "forecast_over_measured",
+                "calibrated_tokens_per_call",
+            )
+        )
+    )
     if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
         predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
         iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
         calibrated = autoregressive.median / (prefill + iterations * per_iteration)
-        row.update(predicted_tokens_per_call=predicted, tokens_over_predicted=measured_tokens / predicted,
-                   predicted_tokens_per_call_held_out=expected_tokens_rank(
-                       candidate.tree, text[:1] if candidate.kind == "chain" else text),
-                   rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
-                   replayed_iterations=iterations,
-                   calibrated_speedup=calibrated, calibrated_over_measured=calibrated / speedup)
+        row.update(
+            predicted_tokens_per_call=predicted,
+            tokens_over_predicted=measured_tokens / predicted,
+            predicted_tokens_per_call_held_out=expected_tokens_rank(
+                candidate.tree, text[:1] if candidate.kind == "chain" else text
+            ),
+            rank_model_speedup=autoregressive.median / (prefill + along.size / predicted * per_iteration),
+            replayed_iterations=iterations,
+            calibrated_speedup=calibrated,
+            calibrated_over_measured=calibrated / speedup,
+        )
     return row
 
 
@@ -224,17 +283,31 @@ def _judged(row: dict, forecast: dict | None) -> dict:
     """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.dynamic_forecast``) beside what it measured."""
     if forecast and row["kind"] == "dynamic":
         ahead = next(f for f in forecast["rows"] if f["budget"] == row["budget"])
-        row.update(forecast_tokens_per_call=ahead["forecast_tokens_per_call"], forecast_speedup=ahead["forecast_speedup"],
-                   calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
-                   tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row["tokens_per_call"],
-                   forecast_over_measured=ahead["forecast_speedup"] / row["speedup"])
+        row.update(
+            forecast_tokens_per_call=ahead["forecast_tokens_per_call"],
+            forecast_speedup=ahead["forecast_speedup"],
+            calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
+            tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row["tokens_per_call"],
+            forecast_over_measured=ahead["forecast_speedup"] / row["speedup"],
+        )
     return row
 
 
-def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, settings: BenchSettings, *,
-                budgets=BENCH_TREE_BUDGETS, target_name: str = "target", draft_name: str = "draft",
-                dynamic: tuple | None = None, progress: bool | None = None,
-                held_out_windows: int = HELD_OUT_WINDOWS[0], call_repeats: int = CALL_REPEATS) -> dict:
+def bench_trees(
+    target,
+    draft,
+    prompts: torch.Tensor,
+    held_out: np.ndarray,
+    settings: BenchSettings,
+    *,
+    budgets=BENCH_TREE_BUDGETS,
+    target_name: str = "target",
+    draft_name: str = "draft",
+    dynamic: tuple | None = None,
+    progress: bool | None = None,
+    held_out_windows: int = HELD_OUT_WINDOWS[0],
+    call_repeats: int = CALL_REPEATS,
+) -> dict:
     """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget (``dynamic``: EAGLE-2's
     (branching, depth) too); rank frequencies from ``held_out_windows`` windows of ``held_out`` (token ids) and
     from the target's greedy continuations; each tree's one-call timing ``call_repeats`` times (the report passes
@@ -244,91 +317,155 @@ def bench_trees(target, draft, prompts: torch.Tensor, held_out: np.ndarray, sett
     if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")
     started = time.perf_counter()
-    forecast = None if not dynamic else forecast_dynamic(  # first: from other windows, before the sweep it forecasts
-        target, draft, held_out, *dynamic, budgets, tokens=new, length=prompts.shape[1], seed=settings.seed,
-        windows=held_out_windows, repeats=settings.repeats)
+    forecast = (
+        None
+        if not dynamic
+        else forecast_dynamic(  # first: from other windows, before the sweep it forecasts
+            target,
+            draft,
+            held_out,
+            *dynamic,
+            budgets,
+            tokens=new,
+            length=prompts.shape[1],
+            seed=settings.seed,
+            windows=held_out_windows,
+            repeats=settings.repeats,
+        )
+    )
     with progress_bar(progress, total=None, desc=f"trees {draft_name}") as bar:
+
         def ar(prompt):
-            return generate_autoregressive(target, prompt, max_new_tokens=new, sampling=GREEDY,
-                                           randomness=seeded(0, target.device))
+            return generate_autoregressive(
+                target, prompt, max_new_tokens=new, sampling=GREEDY, randomness=seeded(0, target.device)
+            )
 
         continuations = torch.tensor([p.tolist() + list(ar(p[None]).tokens[0]) for p in prompts])
         along = greedy_ranks(target, draft, continuations, skip=prompts.shape[1])  # [P, new]
         decoding = _frequencies(along)
         length = HELD_OUT_WINDOWS[1]
-        text = rank_frequencies(target, draft, text_windows(held_out, held_out_windows, length, settings.seed),
-                                skip=length // 4)
-        candidates = [candidate for budget in budgets for candidate in (
-            _Candidate("chain", budget, Tree.chain(budget - 1)),
-            _Candidate("tree", budget, optimal_tree(decoding, budget)[0]),
-            *([_Candidate("dynamic", budget, DynamicTree(*dynamic, budget))] if dynamic else []))]
+        text = rank_frequencies(
+            target, draft, text_windows(held_out, held_out_windows, length, settings.seed), skip=length // 4
+        )
+        candidates = [
+            candidate
+            for budget in budgets
+            for candidate in (
+                _Candidate("chain", budget, Tree.chain(budget - 1)),
+                _Candidate("tree", budget, optimal_tree(decoding, budget)[0]),
+                *([_Candidate("dynamic", budget, DynamicTree(*dynamic, budget))] if dynamic else []),
+            )
+        ]
         runs, outputs, profiled = {"autoregressive": lambda: [ar(p[None]) for p in prompts]}, {}, {}
         for candidate in candidates:
+
             def run(candidate=candidate):
                 outputs[candidate.name] = [candidate.decode(target, draft, p[None], new) for p in prompts]
 
             def profile(candidate=candidate):  # its costs, measured beside its timings
                 profiled.setdefault(candidate.name, []).append(
-                    _costs([candidate.decode(target, draft, p[None], new, profile=True) for p in prompts]))
+                    _costs([candidate.decode(target, draft, p[None], new, profile=True) for p in prompts])
+                )
+
             runs[candidate.name], runs[candidate.name + " profiled"] = run, profile
-        timings = time_interleaved(runs, repeats=settings.repeats, warmup=settings.warmup,
-                                   synchronize=lambda: synchronize(target.device), progress=bar.update)
+        timings = time_interleaved(
+            runs,
+            repeats=settings.repeats,
+            warmup=settings.warmup,
+            synchronize=lambda: synchronize(target.device),
+            progress=bar.update,
+        )
         calls = [_call_ratio(target, prompts[0], c.tree, call_repeats) for c in candidates if c.kind == "tree"]
         bar.update()
     autoregressive = timings["autoregressive"]
-    rows = [_judged(_row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text),
-                    forecast) for candidate in candidates]
+    rows = [
+        _judged(
+            _row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text), forecast
+        )
+        for candidate in candidates
+    ]
     best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
-    return {"target": target_name, "draft": draft_name, "temperature": 0.0, "verifier": "target-only",
-            "batch_size": 1, "environment": environment(target.device, model_dtype(target)),
-            "settings": dict(settings.as_dict(), budgets=list(budgets), held_out_windows=held_out_windows,
-                             call_repeats=call_repeats),
-            "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
-            "autoregressive": dict(autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)),
-            "rows": rows, "tree_calls": calls, "dynamic_forecast": forecast,
-            "seconds": time.perf_counter() - started,
-            "recommendation": {"kind": best["kind"], "budget": best["budget"], "tree": best["tree"],
-                               "speedup": best["speedup"]}}
+    return {
+        "target": target_name,
+        "draft": draft_name,
+        "temperature": 0.0,
+        "verifier": "target-only",
+        "batch_size": 1,
+        "environment": environment(target.device, model_dtype(target)),
+        "settings": dict(
+            settings.as_dict(), budgets=list(budgets), held_out_windows=held_out_windows, call_repeats=call_repeats
+        ),
+        "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
+        "autoregressive": dict(
+            autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)
+        ),
+        "rows": rows,
+        "tree_calls": calls,
+        "dynamic_forecast": forecast,
+        "seconds": time.perf_counter() - started,
+        "recommendation": {
+            "kind": best["kind"],
+            "budget": best["budget"],
+            "tree": best["tree"],
+            "speedup": best["speedup"],
+        },
+    }
 
 
 def tree_lines(document: dict) -> list[str]:
     """The comparison as printed by `spectheory bench --tree`."""
     env, a = document["environment"], document["rank_frequencies"]
-    lines = [f"{document['target']} with {document['draft']}, T = 0, target-only verifier, batch 1; {env['device_name']}, "
-             f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
-             "rank frequencies a_1.. along the decoded text: " + ", ".join(f"{x:.3f}" for x in a["decoding"])
-             + "; along held-out text: " + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
-             "budget  kind     depth  tokens/call  iterations (replayed)  predicted  meas/pred  speedup (min-max)    "
-             "calibrated  cal/measured"]
+    lines = [
+        f"{document['target']} with {document['draft']}, T = 0, target-only verifier, batch 1; {env['device_name']}, "
+        f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
+        "rank frequencies a_1.. along the decoded text: "
+        + ", ".join(f"{x:.3f}" for x in a["decoding"])
+        + "; along held-out text: "
+        + ", ".join(f"{x:.3f}" for x in a["held_out_text"]),
+        "budget  kind     depth  tokens/call  iterations (replayed)  predicted  meas/pred  speedup (min-max)    "
+        "calibrated  cal/measured",
+    ]
+
     def number(value, width: int) -> str:
         return f"{'-':>{width}s}" if value is None else f"{value:{width}.3f}"
 
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         replayed = "-" if row["replayed_iterations"] is None else str(row["replayed_iterations"])
-        lines.append(f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
-                     f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  "
-                     f"{number(row['tokens_over_predicted'], 9)}  "
-                     f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
-                     f"{number(row['calibrated_over_measured'], 12)}")
+        lines.append(
+            f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
+            f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  "
+            f"{number(row['tokens_over_predicted'], 9)}  "
+            f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
+            f"{number(row['calibrated_over_measured'], 12)}"
+        )
     forecast = document.get("dynamic_forecast")
     for row in [row for row in document["rows"] if row["kind"] == "dynamic"] if forecast else ():
-        lines.append(f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call (calibrated "
-                     f"{row['calibrated_tokens_per_call']:.3f}), "
-                     f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
-                     f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})")
+        lines.append(
+            f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call (calibrated "
+            f"{row['calibrated_tokens_per_call']:.3f}), "
+            f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
+            f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})"
+        )
     if forecast:
         used = forecast["used"]
-        lines.append(f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
-                     f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target, a tree "
-                     f"scored at each of {used['contexts']} positions; {used['cost_prompts']} cost prompts) of the "
-                     f"whole bench's {document['seconds']:.1f} s")
+        lines.append(
+            f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
+            f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target, a tree "
+            f"scored at each of {used['contexts']} positions; {used['cost_prompts']} cost prompts) of the "
+            f"whole bench's {document['seconds']:.1f} s"
+        )
     for call in document["tree_calls"]:
-        lines.append(f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
-                     f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x")
+        lines.append(
+            f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
+            f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x"
+        )
     best = document["recommendation"]
-    shape = (f"branching {best['tree']['branching']}" if best["kind"] == "dynamic" else
-             f"parents {best['tree']['parents']}")
-    lines.append(f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, {shape}), "
-                 f"{best['speedup']:.3f}x measured")
+    shape = (
+        f"branching {best['tree']['branching']}" if best["kind"] == "dynamic" else f"parents {best['tree']['parents']}"
+    )
+    lines.append(
+        f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, {shape}), "
+        f"{best['speedup']:.3f}x measured"
+    )
     return lines

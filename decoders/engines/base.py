@@ -17,8 +17,17 @@ from typing import Protocol
 
 from spectheory.validation import as_int, as_real
 
-__all__ = ["END", "EngineSampling", "EngineRun", "Engine", "CAPABILITIES", "DEFAULT_CONTEXT", "capability",
-           "add_counters", "check_speculate"]
+__all__ = [
+    "END",
+    "EngineSampling",
+    "EngineRun",
+    "Engine",
+    "CAPABILITIES",
+    "DEFAULT_CONTEXT",
+    "capability",
+    "add_counters",
+    "check_speculate",
+]
 
 #: What a row holds after the engine stopped it (end of sequence) before the horizon.
 END = "<end>"
@@ -43,9 +52,16 @@ class EngineSampling:
 
     def describe(self) -> str:
         words = [f"T = {self.temperature:g}"]
-        words += [f"{name} {value:g}" for name, value, neutral in (
-            ("top-k", self.top_k, 0), ("top-p", self.top_p, 1.0), ("min-p", self.min_p, 0.0),
-            ("repeat penalty", self.repeat_penalty, 1.0)) if value != neutral]
+        words += [
+            f"{name} {value:g}"
+            for name, value, neutral in (
+                ("top-k", self.top_k, 0),
+                ("top-p", self.top_p, 1.0),
+                ("min-p", self.min_p, 0.0),
+                ("repeat penalty", self.repeat_penalty, 1.0),
+            )
+            if value != neutral
+        ]
         return ", ".join(words)
 
 
@@ -71,8 +87,17 @@ class Engine(Protocol):
 
     name: str
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         """n continuations of ``prompt`` (text, read as the engine reads a completion prompt) of ``horizon``
         tokens each; sample i drawn with seed ``seed + i``; ``speculate`` > 0 drafts that many tokens per
         step, 0 decodes plainly. ``progress`` is called with the number of samples finished."""
@@ -87,20 +112,20 @@ CAPABILITIES = {
     "context": "context: tokens one sequence may hold, prompt and output together (without: DEFAULT_CONTEXT)",
     "settings": "settings() -> dict: threads, slots, speculation options, for the record (without: not recorded)",
     "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
-                    "first token, seconds after it) of one continuation (without: no bench)",
+    "first token, seconds after it) of one continuation (without: no bench)",
     "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft, "
-                  "optionally t_draft_batch: [k = 1..max_tokens]} in seconds (docs/engines.md, Bench; without: no "
-                  "bench)",
+    "optionally t_draft_batch: [k = 1..max_tokens]} in seconds (docs/engines.md, Bench; without: no "
+    "bench)",
     "token_logprobs": "token_logprobs(ids, horizon, sampling, speculate=, seed=, top=) -> [(id, logprob, top ids and "
-                      "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
-                      "audited)",
+    "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
+    "audited)",
     "logits_after": "logits_after(chunks, row) -> logits [V] after evaluating chunks of ids, one call each "
-                    "(without: greedy differences are not diagnosed, and --against model needs all_logits)",
+    "(without: greedy differences are not diagnosed, and --against model needs all_logits)",
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
-                  "(without: --against model reads logits_after a position at a time, or is refused; no batch-shape "
-                  "numerics)",
+    "(without: --against model reads logits_after a position at a time, or is refused; no batch-shape "
+    "numerics)",
     "known_deviations": "known_deviations() -> [lines]: deviations found in this engine under its settings, with the "
-                        "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
+    "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
 }
 
 
@@ -119,8 +144,10 @@ def add_counters(total: dict, one: dict) -> dict:
     """Two runs' speculation counters summed key by key (lists element by element); {} is the empty sum."""
     if not total:
         return one
-    return {key: [a + b for a, b in zip(total[key], one[key])] if isinstance(one[key], list) else total[key] + one[key]
-            for key in one}
+    return {
+        key: [a + b for a, b in zip(total[key], one[key])] if isinstance(one[key], list) else total[key] + one[key]
+        for key in one
+    }
 
 
 def check_speculate(speculate: int) -> int:

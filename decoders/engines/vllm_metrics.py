@@ -10,8 +10,12 @@ def counters_of(text: str, name: str) -> float:
     """The counter ``name``'s value summed over its labels in a ``/metrics`` text (0 where absent)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-               if sample.name in (name, name + "_total"))
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name in (name, name + "_total")
+    )
 
 
 def spec_counters(before: str, after: str) -> dict:
@@ -31,9 +35,12 @@ def spec_counters(before: str, after: str) -> dict:
         return {}
     first = read(before) or (0.0, 0.0, 0.0, ())
     earlier = tuple(first[3]) + (0.0,) * (len(second[3]) - len(first[3]))
-    return {"num_drafts": int(second[0] - first[0]), "num_draft_tokens": int(second[1] - first[1]),
-            "num_accepted_tokens": int(second[2] - first[2]),
-            "accepted_per_position": [int(b - a) for a, b in zip(earlier, second[3])]}
+    return {
+        "num_drafts": int(second[0] - first[0]),
+        "num_draft_tokens": int(second[1] - first[1]),
+        "num_accepted_tokens": int(second[2] - first[2]),
+        "accepted_per_position": [int(b - a) for a, b in zip(earlier, second[3])],
+    }
 
 
 def histogram_sums(text: str, names) -> dict:

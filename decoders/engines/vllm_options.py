@@ -22,7 +22,8 @@ NEEDS_GPU = {
     "mtp": "a model with multi-token-prediction layers (SmolLM2 has none)",
     "medusa": "Medusa heads trained for the target (none exist for SmolLM2-135M)",
     "ngram_gpu": "a GPU (the n-gram proposer on the device)",
-    "dflash": "a DFlash draft trained for the target", "dspark": "a DSpark draft trained for the target",
+    "dflash": "a DFlash draft trained for the target",
+    "dspark": "a DSpark draft trained for the target",
 }
 #: vLLM's draft_sample_method: greedy (the draft's argmax, one-hot in the verifier) or probabilistic (sampled drafts
 #: verified against their probabilities).
@@ -34,9 +35,9 @@ DRAFT_SAMPLING = ("greedy", "probabilistic")
 VERIFIERS = ("standard",)
 REFUSED_VERIFIERS = {
     "block": "block verification runs in vLLM's V2 model runner, which needs Triton (a GPU); the CPU build uses the "
-             "V1 runner, whose rejection sampler ignores it (it would verify token by token without a word)",
+    "V1 runner, whose rejection sampler ignores it (it would verify token by token without a word)",
     "synthetic": "synthetic acceptance is not in vLLM's CPU kernels (an assertion in vllm/utils/cpu_triton_utils.py), "
-                 "and it is not exact by design (it accepts at fixed rates)",
+    "and it is not exact by design (it accepts at fixed rates)",
 }
 #: Request fields beyond the engines' common ones (``field=KEY:NUMBER``) that vLLM's completions take.
 REQUEST_FIELDS = ("presence_penalty", "frequency_penalty", "min_tokens")
@@ -76,19 +77,35 @@ class VLLMOptions:
     logit_bias: tuple = ()
     patch: str | None = None
 
-    WORDS = {"method": "method", "lookup-min": "lookup_min", "lookup-max": "lookup_max", "draft": "draft",
-             "draft-layers": "draft_layers", "draft-sampling": "draft_sampling", "verify": "verify",
-             "threads": "threads", "kv": "kv", "seqs": "seqs", "completions": "completions", "context": "context",
-             "eager": "eager", "field": "fields", "stop": "stop", "logit-bias": "logit_bias",
-             "patch": "patch"}
+    WORDS = {
+        "method": "method",
+        "lookup-min": "lookup_min",
+        "lookup-max": "lookup_max",
+        "draft": "draft",
+        "draft-layers": "draft_layers",
+        "draft-sampling": "draft_sampling",
+        "verify": "verify",
+        "threads": "threads",
+        "kv": "kv",
+        "seqs": "seqs",
+        "completions": "completions",
+        "context": "context",
+        "eager": "eager",
+        "field": "fields",
+        "stop": "stop",
+        "logit-bias": "logit_bias",
+        "patch": "patch",
+    }
     INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context", "eager")
 
     def __post_init__(self) -> None:
         from spectheory.validation import as_int
 
         if self.method in NEEDS_GPU:
-            raise ValueError(f"vllm method {self.method} needs {NEEDS_GPU[self.method]}; on this CPU build use one of "
-                             f"{', '.join(METHODS)}")
+            raise ValueError(
+                f"vllm method {self.method} needs {NEEDS_GPU[self.method]}; on this CPU build use one of "
+                f"{', '.join(METHODS)}"
+            )
         if self.method is not None and self.method not in METHODS:
             raise ValueError(f"vllm method must be one of {', '.join(METHODS)} or none, got {self.method!r}")
         if self.verify in REFUSED_VERIFIERS:
@@ -96,8 +113,9 @@ class VLLMOptions:
         if self.verify not in VERIFIERS:
             raise ValueError(f"vllm verify must be one of {', '.join(VERIFIERS)}, got {self.verify!r}")
         if self.draft_sampling not in DRAFT_SAMPLING:
-            raise ValueError(f"vllm draft-sampling must be one of {', '.join(DRAFT_SAMPLING)}, got "
-                             f"{self.draft_sampling!r}")
+            raise ValueError(
+                f"vllm draft-sampling must be one of {', '.join(DRAFT_SAMPLING)}, got {self.draft_sampling!r}"
+            )
         for name in self.INTEGERS:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -114,8 +132,11 @@ class VLLMOptions:
             raise ValueError(f"vllm patch must be one of {', '.join(PATCHES)}, got {self.patch!r}")
         drafts = (self.draft is not None) + (self.draft_layers is not None)
         if (self.method == "draft_model") != (drafts == 1):
-            raise ValueError("vllm method=draft_model needs one of draft=DIR or draft-layers=K" if
-                             self.method == "draft_model" else f"vllm method {self.method} takes no draft")
+            raise ValueError(
+                "vllm method=draft_model needs one of draft=DIR or draft-layers=K"
+                if self.method == "draft_model"
+                else f"vllm method {self.method} takes no draft"
+            )
         if self.draft is not None and not (Path(self.draft) / "config.json").is_file():
             raise ValueError(f"vllm draft {self.draft!r} is not a Hugging Face model directory (no config.json)")
         if self.draft_layers is not None:
@@ -124,8 +145,9 @@ class VLLMOptions:
             raise ValueError("vllm draft-sampling applies to method=draft_model only")
         for key, value in self.fields:
             if key not in REQUEST_FIELDS or not isinstance(value, float):
-                raise ValueError(f"vllm field must be KEY:NUMBER with KEY one of {', '.join(REQUEST_FIELDS)}, got "
-                                 f"{key}:{value}")
+                raise ValueError(
+                    f"vllm field must be KEY:NUMBER with KEY one of {', '.join(REQUEST_FIELDS)}, got {key}:{value}"
+                )
         for token, bias in self.logit_bias:
             if not isinstance(token, int) or token < 0 or not isinstance(bias, float):
                 raise ValueError(f"vllm logit-bias must be TOKEN:BIAS (an id >= 0 and a number), got {token}:{bias}")
@@ -138,8 +160,9 @@ class VLLMOptions:
         for word in filter(None, words.split(",")):
             key, equals, value = word.partition("=")
             if not equals or key not in cls.WORDS:
-                raise ValueError(f"vllm options are {', '.join(k + '=' for k in cls.WORDS)} separated by commas, got "
-                                 f"{word!r}")
+                raise ValueError(
+                    f"vllm options are {', '.join(k + '=' for k in cls.WORDS)} separated by commas, got {word!r}"
+                )
             name = cls.WORDS[key]
             if name in ("fields", "logit_bias"):
                 first, _, number = value.partition(":")
@@ -166,15 +189,33 @@ class VLLMOptions:
 
     def request_fields(self) -> dict:
         """What every request carries beyond the common sampling parameters."""
-        return {**dict(self.fields), **({"stop": list(self.stop)} if self.stop else {}),
-                **({"logit_bias": {str(token): bias for token, bias in self.logit_bias}} if self.logit_bias else {})}
+        return {
+            **dict(self.fields),
+            **({"stop": list(self.stop)} if self.stop else {}),
+            **({"logit_bias": {str(token): bias for token, bias in self.logit_bias}} if self.logit_bias else {}),
+        }
 
     def words(self) -> list:
         """The options that change the law or the speculation, in words for the engine's name."""
-        method = "no speculation" if self.method is None else self.method + (
-            f" lookup {self.lookup_min}-{self.lookup_max}" if self.method == "ngram" else "") + (
-            f" {self.draft_layers} layers" if self.draft_layers else f" {Path(self.draft).name}" if self.draft else "") + (
-            f" {self.draft_sampling} drafts" if self.method == "draft_model" else "")
-        return [method] + ["eager"] * bool(self.eager) + [f"patched: {self.patch}"] * bool(self.patch) + [f"{key} {value:g}" for key, value in self.fields] + [
-            f"stop {json.dumps(list(self.stop))}"] * bool(self.stop) + [
-            f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias)
+        method = (
+            "no speculation"
+            if self.method is None
+            else self.method
+            + (f" lookup {self.lookup_min}-{self.lookup_max}" if self.method == "ngram" else "")
+            + (
+                f" {self.draft_layers} layers"
+                if self.draft_layers
+                else f" {Path(self.draft).name}"
+                if self.draft
+                else ""
+            )
+            + (f" {self.draft_sampling} drafts" if self.method == "draft_model" else "")
+        )
+        return (
+            [method]
+            + ["eager"] * bool(self.eager)
+            + [f"patched: {self.patch}"] * bool(self.patch)
+            + [f"{key} {value:g}" for key, value in self.fields]
+            + [f"stop {json.dumps(list(self.stop))}"] * bool(self.stop)
+            + [f"logit bias {dict(self.logit_bias)}"] * bool(self.logit_bias)
+        )

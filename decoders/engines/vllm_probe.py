@@ -27,7 +27,9 @@ import sys
 import time
 
 # This file's directory holds the toolkit's decoders/engines/vllm.py, which would shadow the vllm package.
-sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != os.path.dirname(os.path.abspath(__file__))]
+sys.path[:] = [
+    entry for entry in sys.path if os.path.abspath(entry or ".") != os.path.dirname(os.path.abspath(__file__))
+]
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vllm_site"))
 
@@ -69,7 +71,8 @@ def layout(rows: list, vocab: int):
         cu_num_sampled_tokens=torch.tensor(sampled, dtype=torch.int32),
         target_logits_indices=torch.tensor(target, dtype=torch.int32),
         bonus_logits_indices=torch.tensor(bonus, dtype=torch.int32),
-        logits_indices=torch.arange(int(sampled[-1]), dtype=torch.int32))
+        logits_indices=torch.arange(int(sampled[-1]), dtype=torch.int32),
+    )
     return metadata, starts
 
 
@@ -82,25 +85,39 @@ def sampling_metadata(rows: list, vocab: int, generators: dict):
     greedy = temperature == 0
     top_k = [row.get("top_k") or vocab for row in rows]
     top_p = [row.get("top_p") or 1.0 for row in rows]
-    penalties = {name: torch.tensor([float(row.get(name, neutral)) for row in rows], dtype=torch.float32)
-                 for name, neutral in (("repetition_penalty", 1.0), ("presence_penalty", 0.0),
-                                       ("frequency_penalty", 0.0))}
-    no_penalties = all(row.get("repetition_penalty", 1.0) == 1.0 and not row.get("presence_penalty")
-                       and not row.get("frequency_penalty") for row in rows)
+    penalties = {
+        name: torch.tensor([float(row.get(name, neutral)) for row in rows], dtype=torch.float32)
+        for name, neutral in (("repetition_penalty", 1.0), ("presence_penalty", 0.0), ("frequency_penalty", 0.0))
+    }
+    no_penalties = all(
+        row.get("repetition_penalty", 1.0) == 1.0
+        and not row.get("presence_penalty")
+        and not row.get("frequency_penalty")
+        for row in rows
+    )
     width = max([len(row.get("prompt", [])) for row in rows] + [1])
     prompts = torch.full((len(rows), width), vocab, dtype=torch.int64)
     for b, row in enumerate(rows):
-        prompts[b, :len(row.get("prompt", []))] = torch.tensor(row.get("prompt", []), dtype=torch.int64)
+        prompts[b, : len(row.get("prompt", []))] = torch.tensor(row.get("prompt", []), dtype=torch.int64)
     return SamplingMetadata(
-        temperature=temperature, all_greedy=bool(greedy.all()), all_random=bool((~greedy).all()),
+        temperature=temperature,
+        all_greedy=bool(greedy.all()),
+        all_random=bool((~greedy).all()),
         top_p=None if all(p == 1.0 for p in top_p) else torch.tensor(top_p, dtype=torch.float32),
         top_k=None if all(k == vocab for k in top_k) else torch.tensor(top_k, dtype=torch.int32),
-        generators=generators, max_num_logprobs=None, no_penalties=no_penalties,
+        generators=generators,
+        max_num_logprobs=None,
+        no_penalties=no_penalties,
         prompt_token_ids=None if no_penalties else prompts,
-        frequency_penalties=penalties["frequency_penalty"], presence_penalties=penalties["presence_penalty"],
+        frequency_penalties=penalties["frequency_penalty"],
+        presence_penalties=penalties["presence_penalty"],
         repetition_penalties=penalties["repetition_penalty"],
-        output_token_ids=[list(row.get("output", [])) for row in rows], allowed_token_ids_mask=None,
-        bad_words_token_ids={}, logitsprocs=LogitsProcessors(), spec_token_ids=[list(row["draft_now"]) for row in rows])
+        output_token_ids=[list(row.get("output", [])) for row in rows],
+        allowed_token_ids_mask=None,
+        bad_words_token_ids={},
+        logitsprocs=LogitsProcessors(),
+        spec_token_ids=[list(row["draft_now"]) for row in rows],
+    )
 
 
 def _batch(base: list, order: list, vocab: int, random: torch.Generator, seed_offset: int):
@@ -111,8 +128,9 @@ def _batch(base: list, order: list, vocab: int, random: torch.Generator, seed_of
         row = dict(base[slot % len(base)])
         if row.get("draft_law") is not None:
             row["draft_probs"] = row["draft_law"]
-            row["draft_now"] = torch.multinomial(torch.tensor(row["draft_law"], dtype=torch.float64), 1,
-                                                 generator=random)[:, 0].tolist()
+            row["draft_now"] = torch.multinomial(
+                torch.tensor(row["draft_law"], dtype=torch.float64), 1, generator=random
+            )[:, 0].tolist()
         else:
             row["draft_now"] = list(row.get("draft", []))
         rows.append(row)
@@ -124,11 +142,16 @@ def _batch(base: list, order: list, vocab: int, random: torch.Generator, seed_of
             generators[b] = generator
     metadata, _ = layout(rows, vocab)
     blocks = [torch.tensor(row["logits"], dtype=torch.float32) for row in base]  # [k + 1, V] per base row
-    logits = torch.cat([blocks[slot % len(base)][:len(row["draft_now"]) + 1] for slot, row in zip(order, rows)])
+    logits = torch.cat([blocks[slot % len(base)][: len(row["draft_now"]) + 1] for slot, row in zip(order, rows)])
     with_drafts = [row for row in rows if row["draft_now"]]
     given = all(row.get("draft_probs") is not None for row in with_drafts) and bool(with_drafts)
-    probs = torch.tensor([p for row in with_drafts for p in row["draft_probs"][:len(row["draft_now"])]],
-                         dtype=torch.float32) if given else None
+    probs = (
+        torch.tensor(
+            [p for row in with_drafts for p in row["draft_probs"][: len(row["draft_now"])]], dtype=torch.float32
+        )
+        if given
+        else None
+    )
     return rows, metadata, logits, sampling_metadata(rows, vocab, generators), probs
 
 
@@ -158,7 +181,7 @@ def run_case(case: dict, sampler, random: torch.Generator) -> dict:
             k = max(len(d) for d in drafts)
             padded = torch.full((len(rows), k), -1, dtype=torch.int64)
             for b, d in enumerate(drafts):
-                padded[b, :len(d)] = d
+                padded[b, : len(d)] = d
             output = torch.cat([padded, torch.full((len(rows), 1), -2), output.long()], dim=1)
         outputs.append((slots, output.long()))
     counts = []
@@ -191,11 +214,19 @@ def main() -> int:
         try:
             result = run_case(case, sampler, random)
         except Exception as error:  # reported, as a verdict: a sampler that raises on a valid batch fails
-            result = {"name": case["name"], "draws": 0, "counts": None,
-                      "error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"}
+            result = {
+                "name": case["name"],
+                "draws": 0,
+                "counts": None,
+                "error": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}",
+            }
         results.append(dict(result, seconds=time.perf_counter() - started))
-        print(f"{case['name']}: {results[-1]['draws']} draws in {results[-1]['seconds']:.1f} s"
-              + (f" ({result['error']})" if result.get("error") else ""), file=sys.stderr, flush=True)
+        print(
+            f"{case['name']}: {results[-1]['draws']} draws in {results[-1]['seconds']:.1f} s"
+            + (f" ({result['error']})" if result.get("error") else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     json.dump({"vllm": vllm.__version__, "torch": torch.__version__, "results": results}, sys.stdout)
     return 0
 

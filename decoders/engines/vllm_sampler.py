@@ -31,15 +31,24 @@ __all__ = ["CASES", "PATCHES", "verification_law", "row_law", "case_verdict", "r
 PROBE = Path(__file__).with_name("vllm_probe.py")
 #: Logits of a 5-token vocabulary at successive positions, no ties (ties make top-k and top-p depend on the order
 #: of equal values, which no law fixes).
-_L = [[0.3, 1.4, -0.2, 0.9, -1.1], [1.2, -0.4, 0.5, 0.1, -0.8], [-0.3, 0.2, 1.1, -1.0, 0.6],
-      [0.7, -0.9, 0.05, 1.3, -0.15]]
+_L = [
+    [0.3, 1.4, -0.2, 0.9, -1.1],
+    [1.2, -0.4, 0.5, 0.1, -0.8],
+    [-0.3, 0.2, 1.1, -1.0, 0.6],
+    [0.7, -0.9, 0.05, 1.3, -0.15],
+]
 _Q = [[0.1, 0.45, 0.15, 0.2, 0.1], [0.3, 0.1, 0.35, 0.15, 0.1], [0.15, 0.2, 0.3, 0.05, 0.3]]
 
 
 def _row(k: int, **fields) -> dict:
     """A sampled row drafting ``_Q``'s argmax tokens at k positions, with their probabilities, at T = 1."""
-    return {"draft": [int(np.argmax(q)) for q in _Q[:k]], "draft_probs": _Q[:k], "logits": _L[:k + 1],
-            "temperature": 1.0, **fields}
+    return {
+        "draft": [int(np.argmax(q)) for q in _Q[:k]],
+        "draft_probs": _Q[:k],
+        "logits": _L[: k + 1],
+        "temperature": 1.0,
+        **fields,
+    }
 
 
 #: The function-level cases: name -> (rows, what the probe does; "expect": "pass" for the reference modes, "fail"
@@ -48,20 +57,38 @@ CASES = {
     "sampled_with_probs": ([_row(3), _row(2, draft=[2, 0]), _row(1, draft=[4])], {}, "pass"),
     "sampled_one_hot": ([_row(3, draft_probs=None), _row(2, draft=[3, 2], draft_probs=None)], {}, "pass"),
     "temperature_0.7": ([_row(3, temperature=0.7), _row(2, temperature=0.7, draft=[3, 4])], {}, "pass"),
-    "mixed_greedy_sampled_lengths": ([_row(3), dict(_row(2), temperature=0.0), _row(0), dict(_row(1), temperature=0.0),
-                                      _row(2, temperature=0.7)], {}, "pass"),
-    "drafts_drawn_from_q": ([{"draft_law": _Q[:3], "logits": _L, "temperature": 1.0},
-                             {"draft_law": _Q[:2], "logits": _L[:3], "temperature": 0.7}], {}, "pass"),
+    "mixed_greedy_sampled_lengths": (
+        [_row(3), dict(_row(2), temperature=0.0), _row(0), dict(_row(1), temperature=0.0), _row(2, temperature=0.7)],
+        {},
+        "pass",
+    ),
+    "drafts_drawn_from_q": (
+        [
+            {"draft_law": _Q[:3], "logits": _L, "temperature": 1.0},
+            {"draft_law": _Q[:2], "logits": _L[:3], "temperature": 0.7},
+        ],
+        {},
+        "pass",
+    ),
     "top_k_2": ([_row(3, top_k=2), _row(2, top_k=3, temperature=0.7)], {}, "pass"),
     "top_k_no_drafts": ([_row(0, top_k=2), _row(0, top_k=3, temperature=0.7)], {}, "pass"),
     "top_p": ([_row(3, top_p=0.8), _row(2, top_p=0.6, temperature=0.7)], {}, "pass"),
-    "top_p_one_hot": ([_row(3, top_p=0.8, draft_probs=None), _row(2, top_p=0.6, draft=[3, 2], draft_probs=None)], {},
-                      "pass"),
-    "penalties": ([_row(3, prompt=[1, 1, 3], output=[0, 2], repetition_penalty=1.3, presence_penalty=0.4,
-                        frequency_penalty=0.3)], {}, "pass"),
+    "top_p_one_hot": (
+        [_row(3, top_p=0.8, draft_probs=None), _row(2, top_p=0.6, draft=[3, 2], draft_probs=None)],
+        {},
+        "pass",
+    ),
+    "penalties": (
+        [_row(3, prompt=[1, 1, 3], output=[0, 2], repetition_penalty=1.3, presence_penalty=0.4, frequency_penalty=0.3)],
+        {},
+        "pass",
+    ),
     "per_request_seeds": ([_row(3, seed=7), _row(2, seed=1000, temperature=0.7)], {}, "pass"),
-    "control_probs_withheld": ([{"draft_law": _Q[:3], "logits": _L, "temperature": 1.0}],
-                               {"draft_probs": "withheld"}, "fail"),
+    "control_probs_withheld": (
+        [{"draft_law": _Q[:3], "logits": _L, "temperature": 1.0}],
+        {"draft_probs": "withheld"},
+        "fail",
+    ),
     "control_min_p": ([_row(3, min_p=0.3)], {}, "fail"),
 }
 #: Patches the probe can apply to vLLM before a run (decoders/engines/vllm_probe.py, ``PATCHES`` there).
@@ -75,13 +102,21 @@ def _processed(logits: list, row: dict, position: int, drafts: list) -> torch.Te
     from decoders.sampling import Sampling, adjusted_probs
 
     temperature = row.get("temperature", 1.0)
-    sampling = Sampling(temperature=temperature or 1.0, top_k=row.get("top_k"), top_p=row.get("top_p"),
-                        min_p=row.get("min_p"), repetition_penalty=row.get("repetition_penalty", 1.0),
-                        presence_penalty=row.get("presence_penalty", 0.0),
-                        frequency_penalty=row.get("frequency_penalty", 0.0))
+    sampling = Sampling(
+        temperature=temperature or 1.0,
+        top_k=row.get("top_k"),
+        top_p=row.get("top_p"),
+        min_p=row.get("min_p"),
+        repetition_penalty=row.get("repetition_penalty", 1.0),
+        presence_penalty=row.get("presence_penalty", 0.0),
+        frequency_penalty=row.get("frequency_penalty", 0.0),
+    )
     output = list(row.get("output", [])) + list(drafts[:position])
-    history = History.of([list(row.get("prompt", [])) + output], len(logits), "cpu", [len(output)]) \
-        if sampling.uses_history else None
+    history = (
+        History.of([list(row.get("prompt", [])) + output], len(logits), "cpu", [len(output)])
+        if sampling.uses_history
+        else None
+    )
     scores = torch.tensor([logits], dtype=torch.float64)
     if temperature == 0:
         from decoders.sampling import processed_logits
@@ -149,10 +184,15 @@ def row_law(row: dict) -> dict:
         return {",".join(map(str, key)): mass for key, mass in _greedy_law(row, drafted).items()}
     p = torch.stack([_processed(row["logits"][i], row, i, drafted) for i in range(len(drafted) + 1)])
     vocab = p.shape[1]
-    q = torch.tensor(row["draft_probs"], dtype=torch.float64) if row.get("draft_probs") is not None else \
-        torch.nn.functional.one_hot(torch.tensor(drafted, dtype=torch.int64), vocab).to(torch.float64)
-    return {",".join(map(str, key)): mass for key, mass in verification_law(p, q.reshape(len(drafted), vocab),
-                                                                            drafted).items()}
+    q = (
+        torch.tensor(row["draft_probs"], dtype=torch.float64)
+        if row.get("draft_probs") is not None
+        else torch.nn.functional.one_hot(torch.tensor(drafted, dtype=torch.int64), vocab).to(torch.float64)
+    )
+    return {
+        ",".join(map(str, key)): mass
+        for key, mass in verification_law(p, q.reshape(len(drafted), vocab), drafted).items()
+    }
 
 
 @dataclass(frozen=True)
@@ -202,15 +242,27 @@ def case_verdict(name: str, rows: list, counts: list, level: float) -> dict:
         verdicts.append(dict(found.__dict__, row=index))
     p_value = min(1.0, len(verdicts) * min(verdict["p_value"] for verdict in verdicts))
     draws = min(verdict["draws"] for verdict in verdicts)
-    return {"case": name, "rows": verdicts, "p_value": p_value, "passed": p_value >= level, "level": level,
-            "draws_per_row": draws, "detectable_tv": detectable_tv(draws, len(verdicts), level)}
+    return {
+        "case": name,
+        "rows": verdicts,
+        "p_value": p_value,
+        "passed": p_value >= level,
+        "level": level,
+        "draws_per_row": draws,
+        "detectable_tv": detectable_tv(draws, len(verdicts), level),
+    }
 
 
 def run_probe(python: Path, cases: dict, *, draws: int, repeats: int, seed: int, patch: tuple = ()) -> dict:
     """The probe's counts of ``cases`` (name -> (rows, options, expected)) run by vLLM's ``python``."""
-    spec = {"seed": seed, "patch": list(patch), "cases": [
-        {"name": name, "vocab": len(_L[0]), "draws": draws, "repeats": repeats, "rows": rows, **options}
-        for name, (rows, options, _) in cases.items()]}
+    spec = {
+        "seed": seed,
+        "patch": list(patch),
+        "cases": [
+            {"name": name, "vocab": len(_L[0]), "draws": draws, "repeats": repeats, "rows": rows, **options}
+            for name, (rows, options, _) in cases.items()
+        ],
+    }
     answer = subprocess.run([str(python), str(PROBE)], input=json.dumps(spec), capture_output=True, text=True)
     if answer.returncode != 0:
         tail = answer.stderr.strip().splitlines()[-1:] or ["no output"]
@@ -218,8 +270,16 @@ def run_probe(python: Path, cases: dict, *, draws: int, repeats: int, seed: int,
     return json.loads(answer.stdout)
 
 
-def audit_rejection_sampler(python: Path, *, draws: int = 1_000_000, repeats: int = 2000, seed: int = 0,
-                            level: float = 0.01, patch: tuple = (), names=None) -> dict:
+def audit_rejection_sampler(
+    python: Path,
+    *,
+    draws: int = 1_000_000,
+    repeats: int = 2000,
+    seed: int = 0,
+    level: float = 0.01,
+    patch: tuple = (),
+    names=None,
+) -> dict:
     """Every case (or ``names``) run through vLLM's rejection sampler and judged against its exact law."""
     unknown = [name for name in names or () if name not in CASES]
     if unknown:
@@ -229,23 +289,35 @@ def audit_rejection_sampler(python: Path, *, draws: int = 1_000_000, repeats: in
     verdicts = []
     for result in found["results"]:
         rows, _, expected = chosen[result["name"]]
-        verdict = {"case": result["name"], "passed": False, "p_value": 0.0, "rows": [], "level": level} \
-            if result.get("error") else case_verdict(result["name"], rows, result["counts"], level)
-        verdicts.append(dict(verdict, expected=expected, seconds=result["seconds"],
-                             error=result.get("error")))
-    return {"vllm": found["vllm"], "torch": found["torch"], "patch": list(patch), "draws": draws, "seed": seed,
-            "level": level, "cases": verdicts}
+        verdict = (
+            {"case": result["name"], "passed": False, "p_value": 0.0, "rows": [], "level": level}
+            if result.get("error")
+            else case_verdict(result["name"], rows, result["counts"], level)
+        )
+        verdicts.append(dict(verdict, expected=expected, seconds=result["seconds"], error=result.get("error")))
+    return {
+        "vllm": found["vllm"],
+        "torch": found["torch"],
+        "patch": list(patch),
+        "draws": draws,
+        "seed": seed,
+        "level": level,
+        "cases": verdicts,
+    }
 
 
 def lines(found: dict) -> list:
     """The printed verdict table of ``audit_rejection_sampler``'s document."""
-    out = [f"vLLM {found['vllm']} rejection sampler as a function (patch: {', '.join(found['patch']) or 'none'}), "
-           f"{found['draws']:,} draws a case, level {found['level']}"]
+    out = [
+        f"vLLM {found['vllm']} rejection sampler as a function (patch: {', '.join(found['patch']) or 'none'}), "
+        f"{found['draws']:,} draws a case, level {found['level']}"
+    ]
     for case in found["cases"]:
         verdict = "PASS" if case["passed"] else "FAIL"
         worst = max((row["tv"] for row in case["rows"]), default=float("nan"))
-        detail = case.get("error") or (f"p = {case['p_value']:.3g}, largest TV {worst:.4f}, detectable TV "
-                                        f"{case['detectable_tv']:.4f}")
+        detail = case.get("error") or (
+            f"p = {case['p_value']:.3g}, largest TV {worst:.4f}, detectable TV {case['detectable_tv']:.4f}"
+        )
         out.append(f"  {case['case']:30s} {verdict} ({detail}); expected {case['expected'].upper()}")
     return out
 
@@ -257,7 +329,9 @@ def main(argv=None) -> int:
     from decoders.engines.build import ensure_vllm, vllm_home
     from spectheory.outputs import check_writable, write_json
 
-    parser = argparse.ArgumentParser(prog="python3 -m decoders.engines.vllm_sampler", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python3 -m decoders.engines.vllm_sampler", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to run (default all: {', '.join(CASES)})")
     parser.add_argument("--draws", type=int, default=1_000_000, help="draws a case (default 1,000,000)")
     parser.add_argument("--repeats", type=int, default=2000, help="copies of a case's rows in one call (default 2000)")
@@ -273,9 +347,15 @@ def main(argv=None) -> int:
 
         as_int("draws", args.draws, low=100, high=100_000_000)
         as_int("repeats", args.repeats, low=1, high=100_000)
-        found = audit_rejection_sampler(ensure_vllm(vllm_home()) / "bin" / "python", draws=args.draws,
-                                        repeats=args.repeats, seed=args.seed, level=args.level,
-                                        patch=tuple(args.patch), names=args.cases or None)
+        found = audit_rejection_sampler(
+            ensure_vllm(vllm_home()) / "bin" / "python",
+            draws=args.draws,
+            repeats=args.repeats,
+            seed=args.seed,
+            level=args.level,
+            patch=tuple(args.patch),
+            names=args.cases or None,
+        )
     except ValueError as error:
         print(f"python3 -m decoders.engines.vllm_sampler: error: {error}", file=sys.stderr)
         return 2
@@ -283,7 +363,9 @@ def main(argv=None) -> int:
     if args.out:
         import shlex
 
-        write_json(args.out, found, command="python3 -m decoders.engines.vllm_sampler " + shlex.join(argv or sys.argv[1:]))
+        write_json(
+            args.out, found, command="python3 -m decoders.engines.vllm_sampler " + shlex.join(argv or sys.argv[1:])
+        )
     return 0
 
 

@@ -44,9 +44,26 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
     return document, lines
 
 
-def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None, device="cpu", dtype=torch.float32,
-                  compile="auto", task=None, policies=None, tree=False, budgets=(), dynamic=None, hf=False, hf_gamma=None,
-                  forecast=(0, FORECAST_COST_PROMPTS, FORECAST_REPEATS), out=None, command=None) -> tuple:
+def decoder_bench(
+    draft: str,
+    settings: BenchSettings,
+    *,
+    target=None,
+    text=None,
+    device="cpu",
+    dtype=torch.float32,
+    compile="auto",
+    task=None,
+    policies=None,
+    tree=False,
+    budgets=(),
+    dynamic=None,
+    hf=False,
+    hf_gamma=None,
+    forecast=(0, FORECAST_COST_PROMPTS, FORECAST_REPEATS),
+    out=None,
+    command=None,
+) -> tuple:
     """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
     (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``; ``forecast``: the
     prompts, cost prompts and repeats of the forecast made first, (0, _, _) for none)."""
@@ -57,22 +74,52 @@ def decoder_bench(draft: str, settings: BenchSettings, *, target=None, text=None
         document = policy_document(draft, settings, policies=check_policies(policies or BENCH_POLICIES), **models)
         return _written(document, policy_lines(document), out, command)
     if tree:
-        document = tree_document(draft, settings, budgets=check_budgets(budgets),
-                                 dynamic=check_dynamic(dynamic, budgets), **models)
+        document = tree_document(
+            draft, settings, budgets=check_budgets(budgets), dynamic=check_dynamic(dynamic, budgets), **models
+        )
         return _written(document, tree_lines(document), out, command)
-    document = bench_document(draft, settings, hf=hf, hf_gamma=hf_gamma, forecast_prompts=forecast[0],
-                              forecast_cost_prompts=forecast[1], forecast_repeats=forecast[2], **models)
+    document = bench_document(
+        draft,
+        settings,
+        hf=hf,
+        hf_gamma=hf_gamma,
+        forecast_prompts=forecast[0],
+        forecast_cost_prompts=forecast[1],
+        forecast_repeats=forecast[2],
+        **models,
+    )
     return _written(document, bench_lines(document), out, command)
 
 
-def spec_bench(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target=None, device="cpu",
-               dtype=torch.float32, compile="auto", forecast_questions: int = 0, out=None, command=None) -> tuple:
+def spec_bench(
+    settings: BenchSettings,
+    task: str,
+    *,
+    draft: str = ALL,
+    gammas=None,
+    target=None,
+    device="cpu",
+    dtype=torch.float32,
+    compile="auto",
+    forecast_questions: int = 0,
+    out=None,
+    command=None,
+) -> tuple:
     """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows), forecast first
     from ``forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
-    document = measure_table(settings, task, draft=draft, gammas=gammas, target=target, device=device, dtype=dtype,
-                             compile=compile, forecast_questions=forecast_questions)
+    document = measure_table(
+        settings,
+        task,
+        draft=draft,
+        gammas=gammas,
+        target=target,
+        device=device,
+        dtype=dtype,
+        compile=compile,
+        forecast_questions=forecast_questions,
+    )
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
         lines.append(f"no engine rows: {document['engine_skipped']}")
@@ -92,8 +139,11 @@ def _peers(engine, target) -> dict:
     name -> a call of (prompts, tokens) giving its plain greedy tokens per second after the first token."""
     import importlib.util
 
-    if engine.name.startswith("llama-cpp") or importlib.util.find_spec("llama_cpp") is None or \
-            not str(engine.model_path).endswith(".gguf"):
+    if (
+        engine.name.startswith("llama-cpp")
+        or importlib.util.find_spec("llama_cpp") is None
+        or not str(engine.model_path).endswith(".gguf")
+    ):
         return {}
     peer = open_engine("llama-cpp", gguf=target)
 
@@ -103,6 +153,7 @@ def _peers(engine, target) -> dict:
             row, _, _, after = peer.generate_ids(ids, tokens, EngineSampling(0.0))
             decode, made = decode + after, made + len(row) - 1
         return made / decode
+
     return {"llama.cpp (llama-cpp-python)": rate}
 
 
@@ -111,27 +162,47 @@ def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
     with progress_bar(None, total=2 * (runs["repeats"] + runs["warmup"]), desc="server bench", unit="run") as bar:
         document = server_bench(open_engine(spec), open_engine(against), texts, progress=bar.update, **runs)
     low, _, high = document["speedup_spread"]
-    return document, [f"{document['engine']} against {document['against']}: {document['speedup']:.3f}x "
-                      f"({low:.3f}-{high:.3f}) end to end per token; greedy text equal: {document['greedy_equal']}"]
+    return document, [
+        f"{document['engine']} against {document['against']}: {document['speedup']:.3f}x "
+        f"({low:.3f}-{high:.3f}) end to end per token; greedy text equal: {document['greedy_equal']}"
+    ]
 
 
 def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
     """Spec-Bench's categories on the engine (``decoders.jobs.spec_bench.engine_table``); only its tokenizer is read here."""
     document = engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas, **settings)
-    return document, [f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
-                      f"engine's own plain decoding at the best of gammas {', '.join(map(str, gammas))}",
-                      *table_lines(document["table"])]
+    return document, [
+        f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
+        f"engine's own plain decoding at the best of gammas {', '.join(map(str, gammas))}",
+        *table_lines(document["table"]),
+    ]
 
 
-def engine_bench(spec: str, *, against: str | None = None, target=None, task=None, prompts: int, prompt_length=None,
-                 seed: int = 0, gammas, max_new_tokens: int, repeats: int, warmup: int, forecast_prompts: int = 0,
-                 out=None, command=None) -> tuple:
+def engine_bench(
+    spec: str,
+    *,
+    against: str | None = None,
+    target=None,
+    task=None,
+    prompts: int,
+    prompt_length=None,
+    seed: int = 0,
+    gammas,
+    max_new_tokens: int,
+    repeats: int,
+    warmup: int,
+    forecast_prompts: int = 0,
+    out=None,
+    command=None,
+) -> tuple:
     """The engine ``spec``'s speed with and without its speculation on the task's prompts (docs/engines.md §4):
     two servers by URL (``against``), Spec-Bench's categories, or the engine bench with its cost model and our
     reference decoder's speed beside (with ``forecast_prompts``, its forecast from that many other prompts)."""
     if speculation_fixed(spec) != (against is not None):
-        raise ValueError("--against URL (the plain server) goes with an --engine whose speculation is fixed at its "
-                         "start (a server's URL), and only")
+        raise ValueError(
+            "--against URL (the plain server) goes with an --engine whose speculation is fixed at its "
+            "start (a server's URL), and only"
+        )
     as_int("forecast_prompts", forecast_prompts, low=0, high=MAX_PROMPTS)
     if out:
         check_writable(out)
@@ -146,15 +217,35 @@ def engine_bench(spec: str, *, against: str | None = None, target=None, task=Non
     engine = open_engine(spec, gguf=target)
     check_benchable(engine)  # before any run: what the bench reads of an engine
     if is_spec_bench(task):
-        return _written(*_engine_table(engine, task, gammas, dict(runs, prompts=prompts, seed=seed,
-                                                                  forecast_questions=forecast_prompts)), out, command)
+        return _written(
+            *_engine_table(
+                engine, task, gammas, dict(runs, prompts=prompts, seed=seed, forecast_questions=forecast_prompts)
+            ),
+            out,
+            command,
+        )
     inputs = load_inputs(str(engine.model_path), [])
     rows = [row.tolist() for row in benchmark_prompts(inputs, task, prompts, length, seed)]
-    other = other_prompts(lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts,
-                          rows).tolist() if forecast_prompts else None
+    other = (
+        other_prompts(
+            lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts, rows
+        ).tolist()
+        if forecast_prompts
+        else None
+    )
     with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
-        document = measure_engine(engine, rows, gammas=gammas, progress=bar.update, forecast_prompts=other,
-                                  peers=_peers(engine, target), **runs)
-    document.update(task=task, cpu=document["environment"]["host"]["cpu"],
-                    ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens))
+        document = measure_engine(
+            engine,
+            rows,
+            gammas=gammas,
+            progress=bar.update,
+            forecast_prompts=other,
+            peers=_peers(engine, target),
+            **runs,
+        )
+    document.update(
+        task=task,
+        cpu=document["environment"]["host"]["cpu"],
+        ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens),
+    )
     return _written(document, engine_bench_lines(document), out, command)

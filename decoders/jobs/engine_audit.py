@@ -15,8 +15,7 @@ def audit_engine(request: EngineAuditRequest, *, out: str | None = None, command
     written there as JSON, ``command`` recorded."""
     if out:
         check_writable(out)
-    with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy",
-                      unit="gamma") as bar:
+    with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy", unit="gamma") as bar:
         document, samples, lines = run_engine_audit(request, bar.update)
     if out:
         write_json(out, dict(document, **samples), command=command)

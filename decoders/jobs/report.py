@@ -20,20 +20,38 @@ from spectheory.outputs import check_writable, strict_loads
 __all__ = ["pair_report", "spec_bench_report", "saved_table"]
 
 
-def pair_report(settings: ReportSettings, *, target=None, draft: str = "transformer", text=None, device="cpu",
-                compile: str = "auto", out: str = "report", command: str | None = None):
+def pair_report(
+    settings: ReportSettings,
+    *,
+    target=None,
+    draft: str = "transformer",
+    text=None,
+    device="cpu",
+    compile: str = "auto",
+    out: str = "report",
+    command: str | None = None,
+):
     """The report's document (``decoders.bench.report.ReportDocument``) on ``target`` and ``draft`` (the shipped pair by
     default) under ``settings``."""
     check_writable(out, directory=True)
     inputs = load_inputs(target, [draft], text=text, device=device, compile=compile)
+
     def draw(count: int, offset: int):
         return benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
 
     prompts = draw(settings.prompts, 1)
-    document = measure_pair(inputs.target, inputs.drafts[draft], target_name=target or "shipped target",
-                            draft_name=draft, settings=settings, held_out=inputs.held_out, text=inputs.text,
-                            command=command, prompts=prompts, forecast_prompts=other_prompts(
-                                lambda n: draw(n, FORECAST_SEED), settings.forecast_prompts, prompts))
+    document = measure_pair(
+        inputs.target,
+        inputs.drafts[draft],
+        target_name=target or "shipped target",
+        draft_name=draft,
+        settings=settings,
+        held_out=inputs.held_out,
+        text=inputs.text,
+        command=command,
+        prompts=prompts,
+        forecast_prompts=other_prompts(lambda n: draw(n, FORECAST_SEED), settings.forecast_prompts, prompts),
+    )
     return document
 
 
@@ -48,14 +66,28 @@ def saved_table(path: str) -> dict:
     return table
 
 
-def spec_bench_report(settings: BenchSettings, task: str, *, from_table: str | None = None, draft: str = ALL,
-                      target=None, device="cpu", compile: str = "auto", out: str = "report",
-                      forecast_questions: int | None = None) -> tuple:
+def spec_bench_report(
+    settings: BenchSettings,
+    task: str,
+    *,
+    from_table: str | None = None,
+    draft: str = ALL,
+    target=None,
+    device="cpu",
+    compile: str = "auto",
+    out: str = "report",
+    forecast_questions: int | None = None,
+) -> tuple:
     """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions``
     other questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft
     and gamma, or "do not speculate" (``decoders.bench.spec_bench_report.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
-    table = saved_table(from_table) if from_table else measure_table(
-        settings, task, draft=draft, target=target, device=device, compile=compile, forecast_questions=questions)
+    table = (
+        saved_table(from_table)
+        if from_table
+        else measure_table(
+            settings, task, draft=draft, target=target, device=device, compile=compile, forecast_questions=questions
+        )
+    )
     return table, recommend(table)

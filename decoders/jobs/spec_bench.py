@@ -34,14 +34,37 @@ def _engine_row(category: str, document: dict, questions: list, label: str) -> d
     """One category's best measured gamma as a table row (``decoders.bench.spec_bench_table.table_row``; the prediction:
     the engine's)."""
     best = best_gamma_row(document["rows"])
-    chosen = dict(best, setting=f"gamma {best['gamma']}", mean_acceptance_length=best["tokens_per_iteration"],
-                  calibrated_speedup=best["predicted_speedup"], calibrated_over_measured=best["predicted_over_measured"])
-    return table_row(category, LABELS[category], label, questions, chosen,
-                     all(row["greedy_equal_to_plain"] for row in document["rows"]))
+    chosen = dict(
+        best,
+        setting=f"gamma {best['gamma']}",
+        mean_acceptance_length=best["tokens_per_iteration"],
+        calibrated_speedup=best["predicted_speedup"],
+        calibrated_over_measured=best["predicted_over_measured"],
+    )
+    return table_row(
+        category,
+        LABELS[category],
+        label,
+        questions,
+        chosen,
+        all(row["greedy_equal_to_plain"] for row in document["rows"]),
+    )
 
 
-def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_tokens: int, repeats: int, warmup: int,
-                 seed: int, forecast_questions: int = 0, progress: bool | None = None) -> dict:
+def engine_table(
+    engine,
+    tokenizer,
+    task: str,
+    *,
+    gammas,
+    prompts: int,
+    max_new_tokens: int,
+    repeats: int,
+    warmup: int,
+    seed: int,
+    forecast_questions: int = 0,
+    progress: bool | None = None,
+) -> dict:
     """Each category of ``task`` through ``decoders.engines.bench.engine_bench`` (``prompts`` questions each; with
     ``forecast_questions``, its forecast from that many other questions of the category first); prompts longer
     than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading is
@@ -53,38 +76,83 @@ def engine_table(engine, tokenizer, task: str, *, gammas, prompts: int, max_new_
         questions = spec_bench_prompts(tokenizer, category, prompts, seed, room)
         others = [list(p.tokens) for p in other_questions(tokenizer, category, forecast_questions, seed, room, prompts)]
         with progress_bar(progress, total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run") as bar:
-            document = engine_bench(engine, [list(p.tokens) for p in questions], gammas=gammas,
-                                    max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup,
-                                    forecast_prompts=others or None, progress=bar.update)
+            document = engine_bench(
+                engine,
+                [list(p.tokens) for p in questions],
+                gammas=gammas,
+                max_new_tokens=max_new_tokens,
+                repeats=repeats,
+                warmup=warmup,
+                forecast_prompts=others or None,
+                progress=bar.update,
+            )
         categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
-        rows.append(_engine_row(category, document, categories[category]["questions"],
-                                ENGINE_LABELS.get(engine.name, engine.name)))
-    return {"task": task, "engine": engine.name, "model": engine.model_path.name, "prompt_room": room,
-            "categories": categories, "table": rows}
+        rows.append(
+            _engine_row(
+                category, document, categories[category]["questions"], ENGINE_LABELS.get(engine.name, engine.name)
+            )
+        )
+    return {
+        "task": task,
+        "engine": engine.name,
+        "model": engine.model_path.name,
+        "prompt_room": room,
+        "categories": categories,
+        "table": rows,
+    }
 
 
-def _engine_rows(target: str | None, task: str, settings: BenchSettings, gammas: tuple, forecast_questions: int,
-                 progress) -> dict:
+def _engine_rows(
+    target: str | None, task: str, settings: BenchSettings, gammas: tuple, forecast_questions: int, progress
+) -> dict:
     """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
     try:
         engine = open_engine("llama-cpp", gguf=target)
     except ValueError as error:
         return {"skipped": str(error)}
-    return engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas,
-                        prompts=settings.prompts, max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                        warmup=settings.warmup, seed=settings.seed, forecast_questions=forecast_questions,
-                        progress=progress)
+    return engine_table(
+        engine,
+        gguf_tokenizer(engine.model_path),
+        task,
+        gammas=gammas,
+        prompts=settings.prompts,
+        max_new_tokens=settings.max_new_tokens,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        seed=settings.seed,
+        forecast_questions=forecast_questions,
+        progress=progress,
+    )
 
 
-def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: str | None = "smollm2",
-                drafts: dict | None = None, device: str = "cpu", dtype: torch.dtype = torch.float32, compile: str = "auto",
-                forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS, progress: bool | None = None) -> dict:
+def whole_table(
+    settings: BenchSettings,
+    task: str = "spec-bench",
+    *,
+    target: str | None = "smollm2",
+    drafts: dict | None = None,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS,
+    progress: bool | None = None,
+) -> dict:
     """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
     the engine's rows (``engine``; where there are none, ``engine_skipped`` says why), each forecast first from
     ``forecast_questions`` other questions per category (0: none)."""
     drafts = drafts or suite_drafts(target)
-    document = spec_bench_document(drafts, settings, task, target=target, dynamic=DYNAMIC, device=device, dtype=dtype,
-                                   compile=compile, forecast_questions=forecast_questions, progress=progress)
+    document = spec_bench_document(
+        drafts,
+        settings,
+        task,
+        target=target,
+        dynamic=DYNAMIC,
+        device=device,
+        dtype=dtype,
+        compile=compile,
+        forecast_questions=forecast_questions,
+        progress=progress,
+    )
     started = time.perf_counter()
     engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, forecast_questions, progress)
     engine["seconds"] = time.perf_counter() - started
@@ -92,21 +160,38 @@ def whole_table(settings: BenchSettings, task: str = "spec-bench", *, target: st
     return document
 
 
-def measure_table(settings: BenchSettings, task: str, *, draft: str = ALL, gammas=None, target: str | None = None,
-                  device: str = "cpu", dtype: torch.dtype = torch.float32, compile: str = "auto",
-                  forecast_questions: int = 0) -> dict:
+def measure_table(
+    settings: BenchSettings,
+    task: str,
+    *,
+    draft: str = ALL,
+    gammas=None,
+    target: str | None = None,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    compile: str = "auto",
+    forecast_questions: int = 0,
+) -> dict:
     """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
     the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own; each forecast first
     from ``forecast_questions`` other questions per category (0: none)."""
     own = suite_drafts(target)
-    drafts = {name: tuple(gammas) if gammas else own.get(name, SUITE_SETTINGS.gammas)
-              for name in (list(own) if draft == ALL else [draft])}
-    settings = BenchSettings(gammas=tuple(sorted({g for chosen in drafts.values() for g in chosen})),
-                             temperatures=settings.temperatures, prompts=settings.prompts,
-                             max_new_tokens=settings.max_new_tokens, repeats=settings.repeats, warmup=settings.warmup,
-                             call_steps=SUITE_SETTINGS.call_steps, seed=settings.seed, batch_sizes=())
+    drafts = {
+        name: tuple(gammas) if gammas else own.get(name, SUITE_SETTINGS.gammas)
+        for name in (list(own) if draft == ALL else [draft])
+    }
+    settings = BenchSettings(
+        gammas=tuple(sorted({g for chosen in drafts.values() for g in chosen})),
+        temperatures=settings.temperatures,
+        prompts=settings.prompts,
+        max_new_tokens=settings.max_new_tokens,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        call_steps=SUITE_SETTINGS.call_steps,
+        seed=settings.seed,
+        batch_sizes=(),
+    )
     models = dict(target=target, device=device, dtype=dtype, compile=compile, forecast_questions=forecast_questions)
     if draft == ALL:
         return whole_table(settings, task, drafts=drafts, **models)
     return spec_bench_document(drafts, settings, task, dynamic=None, **models)
-

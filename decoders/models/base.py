@@ -24,8 +24,18 @@ import torch
 
 from decoders.models.protocol import CausalModel, ModelState
 
-__all__ = ["LanguageModel", "ModelState", "check_shape", "check_step", "check_truncate", "append_history",
-           "PendingTree", "extend_tree", "tree_layout", "path_slots"]
+__all__ = [
+    "LanguageModel",
+    "ModelState",
+    "check_shape",
+    "check_step",
+    "check_truncate",
+    "append_history",
+    "PendingTree",
+    "extend_tree",
+    "tree_layout",
+    "path_slots",
+]
 
 
 LanguageModel = CausalModel  # the causal protocol's earlier name
@@ -34,12 +44,18 @@ LanguageModel = CausalModel  # the causal protocol's earlier name
 def check_shape(tokens: torch.Tensor, state: ModelState) -> None:
     """New tokens must be ``[B, S]`` with the state's batch B (host-side: no synchronisation)."""
     if tokens.dim() != 2 or tokens.shape[0] != state.lengths.shape[0]:
-        raise ValueError(f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, "
-                         f"got {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must have shape (batch, new) with batch = {state.lengths.shape[0]}, got {tuple(tokens.shape)}"
+        )
 
 
-def check_step(model: LanguageModel, tokens: torch.Tensor, state: ModelState,
-               counts: torch.Tensor | None, capacity: int | None = None) -> torch.Tensor:
+def check_step(
+    model: LanguageModel,
+    tokens: torch.Tensor,
+    state: ModelState,
+    counts: torch.Tensor | None,
+    capacity: int | None = None,
+) -> torch.Tensor:
     """Validates a forward call against the model's context, or the state's ``capacity`` when it has one;
     returns ``counts`` as an int64 tensor on the model's device."""
     check_shape(tokens, state)
@@ -60,7 +76,9 @@ def check_truncate(state: ModelState, lengths: torch.Tensor) -> torch.Tensor:
     return lengths
 
 
-def append_history(history: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def append_history(
+    history: torch.Tensor, lengths: torch.Tensor, tokens: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Write ``tokens: [B, S]`` into ``history: [B, C]`` at each row's ``lengths[b]`` onwards, growing the
     buffer (doubling) when it is too short. Padding lands past a row's end, where it is never read.
     Returns the (possibly new) history and the positions written, ``[B, S]``."""
@@ -68,12 +86,11 @@ def append_history(history: torch.Tensor, lengths: torch.Tensor, tokens: torch.T
     needed = int((lengths + new).max())
     if needed > history.shape[1]:
         grown = torch.zeros(batch, max(needed, 2 * history.shape[1]), dtype=history.dtype, device=history.device)
-        grown[:, :history.shape[1]] = history
+        grown[:, : history.shape[1]] = history
         history = grown
     positions = lengths[:, None] + torch.arange(new, device=history.device)
     history.scatter_(1, positions, tokens)
     return history, positions
-
 
 
 @dataclass
@@ -127,8 +144,9 @@ def tree_layout(tree: PendingTree, lengths: torch.Tensor, new: int, visible: int
     keys = torch.arange(visible, device=lengths.device)
     relative = keys[None, :] - lengths[:, None]  # [B, K], the key's node index where it is a pending node
     pending = (relative >= 0) & (relative < tree.size)
-    ancestor = torch.gather(tree.ancestors[:, held:], 2,
-                            relative.clamp(0, tree.size - 1)[:, None, :].expand(-1, new, -1))  # [B, n, K]
+    ancestor = torch.gather(
+        tree.ancestors[:, held:], 2, relative.clamp(0, tree.size - 1)[:, None, :].expand(-1, new, -1)
+    )  # [B, n, K]
     mask = (relative < 0)[:, None, :] | (pending[:, None, :] & ancestor)
     return positions, slots, mask[:, None]
 

@@ -34,8 +34,9 @@ def cheapest_widths(seconds: dict, margin: float = MARGIN) -> dict:
 
 
 @torch.no_grad()
-def measure_call_seconds(adapter, *, max_tokens: int = MAX_TOKENS, context: int = 128, repeats: int = 5,
-                         seed: int = 0) -> dict:
+def measure_call_seconds(
+    adapter, *, max_tokens: int = MAX_TOKENS, context: int = 128, repeats: int = 5, seed: int = 0
+) -> dict:
     """``{m: seconds}``: the median time of one adapter call on m new tokens after ``context`` random tokens,
     batch 1, m = 1..``max_tokens``, timed interleaved (each call undone by a truncation), unpadded; fewer context
     tokens where the model's context is shorter, none measured where it has no room."""
@@ -49,7 +50,7 @@ def measure_call_seconds(adapter, *, max_tokens: int = MAX_TOKENS, context: int 
     lengths = state.lengths.clone()
 
     def call(count: int) -> None:
-        adapter.forward(tokens[:, context:context + count], state)
+        adapter.forward(tokens[:, context : context + count], state)
         adapter.truncate(state, lengths, bound=context)
 
     runs = {count: lambda count=count: call(count) for count in range(1, max_tokens + 1)}

@@ -18,8 +18,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VOCABULARY", "VOCAB_SIZE", "OTHER", "encode", "encode_text", "decode", "Corpus", "load_corpus", "stdlib_files", "split_text", "OTHER_TOKEN",
-           "character_tokenizer"]
+__all__ = [
+    "VOCABULARY",
+    "VOCAB_SIZE",
+    "OTHER",
+    "encode",
+    "encode_text",
+    "decode",
+    "Corpus",
+    "load_corpus",
+    "stdlib_files",
+    "split_text",
+    "OTHER_TOKEN",
+    "character_tokenizer",
+]
 
 VOCABULARY = "\n\t" + "".join(chr(code) for code in range(32, 127))  # id = position
 OTHER = len(VOCABULARY)  # every character outside VOCABULARY
@@ -46,8 +58,11 @@ def stdlib_files(root: Path | None = None) -> list[Path]:
     root = Path(root or sysconfig.get_paths()["stdlib"])
     if not root.is_dir():
         raise ValueError(f"root must be a directory, got {str(root)!r}")
-    return sorted(path.relative_to(root) for path in root.rglob("*.py")
-                  if not EXCLUDED_DIRECTORIES & set(path.relative_to(root).parts[:-1]))
+    return sorted(
+        path.relative_to(root)
+        for path in root.rglob("*.py")
+        if not EXCLUDED_DIRECTORIES & set(path.relative_to(root).parts[:-1])
+    )
 
 
 def _held_out(relative: Path) -> bool:
@@ -87,8 +102,13 @@ def load_corpus(root: Path | None = None, *, max_characters: int | None = None) 
         stream = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
         return stream[:max_characters] if max_characters is not None else stream
 
-    return Corpus(joined(splits[False][0]), joined(splits[True][0]), tuple(splits[False][1]),
-                  tuple(splits[True][1]), platform.python_version())
+    return Corpus(
+        joined(splits[False][0]),
+        joined(splits[True][0]),
+        tuple(splits[False][1]),
+        tuple(splits[True][1]),
+        platform.python_version(),
+    )
 
 
 def split_text(held_out: bool, *, max_characters: int | None = None, root: Path | None = None) -> str:

@@ -19,8 +19,20 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["MAGIC", "ARCHITECTURES", "cache_root", "is_gguf_file", "check_gguf", "checked_reader", "fingerprint", "converted_directory",
-           "gguf_tokenizer", "load_gguf", "REAL_MODELS", "real_model_path"]
+__all__ = [
+    "MAGIC",
+    "ARCHITECTURES",
+    "cache_root",
+    "is_gguf_file",
+    "check_gguf",
+    "checked_reader",
+    "fingerprint",
+    "converted_directory",
+    "gguf_tokenizer",
+    "load_gguf",
+    "REAL_MODELS",
+    "real_model_path",
+]
 
 MAGIC = b"GGUF"
 #: Decoder-only, full-attention architectures whose GGUF transformers reads and the adapter runs.
@@ -90,11 +102,14 @@ def checked_reader(path):
     except KeyError:
         raise ValueError(f"GGUF file '{path}' names no architecture (general.architecture)") from None
     except Exception as error:  # the reader raises ValueError, IndexError, struct errors... on a damaged file
-        raise ValueError(f"GGUF file '{path}' is truncated or damaged: {type(error).__name__}: "
-                         f"{str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")) from None
+        raise ValueError(
+            f"GGUF file '{path}' is truncated or damaged: {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+        ) from None
     if architecture not in ARCHITECTURES:
-        raise ValueError(f"GGUF file '{path}' holds a {architecture!r} model; supported architectures: "
-                         f"{', '.join(ARCHITECTURES)}")
+        raise ValueError(
+            f"GGUF file '{path}' holds a {architecture!r} model; supported architectures: {', '.join(ARCHITECTURES)}"
+        )
     supported = _supported_quantizations()
     unsupported = sorted({tensor.tensor_type.name for tensor in reader.tensors if tensor.tensor_type not in supported})
     if unsupported:
@@ -146,8 +161,9 @@ def _convert(path: Path, out: Path) -> None:
     logging.set_verbosity_error(), logging.disable_progress_bar()
     gguf_utils.tqdm = functools.partial(bar, disable=None, leave=False)
     try:
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True,
-                                                     dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, local_files_only=True, dtype=torch.float32
+        )
         tokenizer = gguf_tokenizer(path)
         model.hf_quantizer = None  # the weights are dequantized floats now: save them as such
         if hasattr(model.config, "quantization_config"):
@@ -186,8 +202,11 @@ def real_model_path(name: str) -> Path:
 
     package, filename, install = REAL_MODELS[name]
     spec = importlib.util.find_spec(package)
-    path = None if spec is None or not spec.submodule_search_locations else \
-        Path(list(spec.submodule_search_locations)[0]) / filename
+    path = (
+        None
+        if spec is None or not spec.submodule_search_locations
+        else Path(list(spec.submodule_search_locations)[0]) / filename
+    )
     if path is None or not path.is_file():
         raise ValueError(f"{name} needs the package {package.replace('_', '-')}, which is not installed: {install}")
     return path

@@ -21,8 +21,19 @@ from decoders.models.base import check_shape, check_step, check_truncate, extend
 from decoders.models.compiled import BACKENDS, MAX_COMPILED_WIDTH, allocate, compile_mode, raise_shape_limits
 from decoders.models.hf_cache import HFState, RowCache
 
-__all__ = ["HFCausalLM", "HFState", "RowCache", "tinygpt_to_gpt2", "is_model_directory", "load_directory",
-           "check_same_tokenizer", "layer_skip", "layer_count", "float_logits", "StaticHF"]
+__all__ = [
+    "HFCausalLM",
+    "HFState",
+    "RowCache",
+    "tinygpt_to_gpt2",
+    "is_model_directory",
+    "load_directory",
+    "check_same_tokenizer",
+    "layer_skip",
+    "layer_count",
+    "float_logits",
+    "StaticHF",
+]
 
 #: Tokens per row a state holds before its buffers first grow, when the caller gives no capacity.
 DEFAULT_CAPACITY = 256
@@ -36,11 +47,15 @@ class HFCausalLM:
     def __init__(self, model) -> None:
         attention = getattr(model.config, "_attn_implementation", None) or "eager"
         if attention not in MASKED_ATTENTION:
-            raise ValueError(f"the adapter needs an attention implementation that takes a mask per row, one of "
-                             f"{MASKED_ATTENTION}, got {attention!r}: load the model with attn_implementation='sdpa'")
+            raise ValueError(
+                f"the adapter needs an attention implementation that takes a mask per row, one of "
+                f"{MASKED_ATTENTION}, got {attention!r}: load the model with attn_implementation='sdpa'"
+            )
         self.model = model.eval()
         self.vocab_size = int(model.config.vocab_size)
-        self.max_context = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+        self.max_context = getattr(model.config, "max_position_embeddings", None) or getattr(
+            model.config, "n_positions", None
+        )
         self.boolean_mask = attention == "sdpa"
         self.mask_dtype = next(model.parameters()).dtype
         self.early_exit: int | None = None  # set by layer_skip: the decoder layers kept
@@ -64,8 +79,9 @@ class HFCausalLM:
             slots = min(slots, self.max_context)
         return HFState(RowCache(slots), torch.zeros(batch_size, dtype=torch.int64, device=self.device))
 
-    def forward(self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None,
-                keep: int = 0) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, state: HFState, counts: torch.Tensor | None = None, keep: int = 0
+    ) -> torch.Tensor:
         """Logits ``[B, S, V]`` (float) of the new tokens; appends ``counts`` (default: all S) per row. ``keep``
         > 0 computes the LM head at the last ``keep`` positions only (``[B, keep, V]``)."""
         if torch.is_grad_enabled():
@@ -125,13 +141,28 @@ class HFCausalLM:
         """One call of the wrapped model writing at ``write_at`` with the boolean ``mask: [B, 1, S, K]``."""
         if not self.boolean_mask:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
-                ~mask, torch.finfo(self.mask_dtype).min)
+                ~mask, torch.finfo(self.mask_dtype).min
+            )
         state.cache.prepare(write_at, visible)
-        return float_logits(self.model(input_ids=tokens, cache=state.cache, attention_mask=mask,
-                                       position_ids=position_ids, use_cache=True, logits_to_keep=keep).logits)
+        return float_logits(
+            self.model(
+                input_ids=tokens,
+                cache=state.cache,
+                attention_mask=mask,
+                position_ids=position_ids,
+                use_cache=True,
+                logits_to_keep=keep,
+            ).logits
+        )
 
-    def forward_tree(self, tokens: torch.Tensor, state: HFState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
+    def forward_tree(
+        self,
+        tokens: torch.Tensor,
+        state: HFState,
+        parents: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        keep: int = 0,
+    ) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes (``decoders.models.base``; ``keep`` > 0: of the last
         ``keep`` only): a 4D mask over the prefix and each node's ancestors, position ids prefix length + depth (or
         ``positions``: the audits' planted flat-position bug)."""
@@ -146,14 +177,17 @@ class HFCausalLM:
             state.bound = int(state.lengths.max())
             needed = state.bound + tree.size
         if self.max_context is not None and needed > self.max_context:
-            raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the model's context "
-                             f"of {self.max_context} tokens")
+            raise ValueError(
+                f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the model's context "
+                f"of {self.max_context} tokens"
+            )
         if needed > state.capacity:
             self._grow_for_tree(state, tree.size, needed)
         visible = self._visible(state, needed)
         depth_positions, slots, mask = tree_layout(tree, state.lengths, tokens.shape[1], visible)
-        logits = self._run(tokens, state, slots, visible, mask, depth_positions if positions is None else positions,
-                           keep)
+        logits = self._run(
+            tokens, state, slots, visible, mask, depth_positions if positions is None else positions, keep
+        )
         state.tree = tree
         return logits
 
@@ -167,8 +201,11 @@ class HFCausalLM:
         for buffers in (state.cache.keys, state.cache.values):
             for cache in buffers:
                 heads, width = cache.shape[1], cache.shape[3]
-                cache.scatter_(2, destination[:, None, :, None].expand(-1, heads, -1, width),
-                               cache.gather(2, source[:, None, :, None].expand(-1, heads, -1, width)))
+                cache.scatter_(
+                    2,
+                    destination[:, None, :, None].expand(-1, heads, -1, width),
+                    cache.gather(2, source[:, None, :, None].expand(-1, heads, -1, width)),
+                )
         state.lengths = state.lengths + counts
         state.bound = min(state.bound + path.shape[1], state.capacity)  # no read: the decoder's own tightens it
         state.tree = None
@@ -177,8 +214,11 @@ class HFCausalLM:
         """Cut rows back (the slots past a row's end are overwritten later), without a host read: ``bound`` is a
         known upper bound on the new lengths, else the old one stays (a decoder tightens it from its own read,
         ``decoders.models.protocol.tighten``)."""
-        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" else \
-            torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        state.lengths = (
+            check_truncate(state, lengths)
+            if self.device.type == "cpu"
+            else torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        )
         state.bound = state.bound if bound is None else min(bound, state.bound)
         state.tree = None
 
@@ -190,8 +230,9 @@ class StaticHF(HFCausalLM):
 
     fixed_widths = True  # verify at gamma + 1 tokens: no host read, one compiled shape a gamma
 
-    def __init__(self, model, *, backend: str = "inductor", mode: str | None = None,
-                 max_width: int = MAX_COMPILED_WIDTH) -> None:
+    def __init__(
+        self, model, *, backend: str = "inductor", mode: str | None = None, max_width: int = MAX_COMPILED_WIDTH
+    ) -> None:
         super().__init__(model)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -199,8 +240,11 @@ class StaticHF(HFCausalLM):
         self.mode = compile_mode(self.device) if mode is None and backend == "inductor" else mode
         self.compiled_shapes: set = set()
         raise_shape_limits()
-        self._compiled = self._call if backend == "none" else \
-            torch.compile(self._call, fullgraph=True, dynamic=None, backend=backend, mode=self.mode)
+        self._compiled = (
+            self._call
+            if backend == "none"
+            else torch.compile(self._call, fullgraph=True, dynamic=None, backend=backend, mode=self.mode)
+        )
 
     def __repr__(self) -> str:
         return f"StaticHF({type(self.model).__name__}, backend={self.backend!r}, mode={self.mode!r})"
@@ -229,15 +273,16 @@ class StaticHF(HFCausalLM):
     def truncate(self, state: HFState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
         """Cut rows back by moving their lengths; checked on the device (no host read on any device)."""
         lengths = torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
-        torch._assert_async(((lengths >= 0) & (lengths <= state.lengths)).all(),
-                            "lengths must be in [0, held] per row")
+        torch._assert_async(((lengths >= 0) & (lengths <= state.lengths)).all(), "lengths must be in [0, held] per row")
         state.lengths = lengths
         state.bound = state.bound if bound is None else min(bound, state.bound)
         state.tree = None
 
     def _grow_for_tree(self, state: HFState, nodes: int, needed: int) -> None:
-        raise ValueError(f"a tree of {nodes} nodes after {state.bound} tokens exceeds the static cache's capacity of "
-                         f"{state.capacity} tokens")
+        raise ValueError(
+            f"a tree of {nodes} nodes after {state.bound} tokens exceeds the static cache's capacity of "
+            f"{state.capacity} tokens"
+        )
 
     def _visible(self, state: HFState, bound: int) -> int:
         """Every slot, the spare last one included: one key width for every call."""
@@ -247,10 +292,19 @@ class StaticHF(HFCausalLM):
         """One call of the wrapped model over the whole static cache: the function that is compiled."""
         if not self.boolean_mask:
             mask = torch.zeros(mask.shape, dtype=self.mask_dtype, device=mask.device).masked_fill_(
-                ~mask, torch.finfo(self.mask_dtype).min)
+                ~mask, torch.finfo(self.mask_dtype).min
+            )
         cache.prepare(write_at, None)  # every slot: no Python integer for the graph to specialise on
-        return float_logits(self.model(input_ids=tokens, cache=cache, attention_mask=mask, position_ids=position_ids,
-                                       use_cache=True, logits_to_keep=keep).logits)
+        return float_logits(
+            self.model(
+                input_ids=tokens,
+                cache=cache,
+                attention_mask=mask,
+                position_ids=position_ids,
+                use_cache=True,
+                logits_to_keep=keep,
+            ).logits
+        )
 
     def _run(self, tokens, state: HFState, write_at, visible: int, mask, position_ids, keep: int = 0) -> torch.Tensor:
         """The compiled call where the shape is a step's (no prompt, at most ``max_width`` tokens), else eager."""
@@ -290,8 +344,9 @@ def layer_skip(adapter: HFCausalLM, layers: int) -> HFCausalLM:
     model = adapter.model
     total = layer_count(adapter)
     if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers < total:
-        raise ValueError(f"layerskip layers must be an integer in [1, {total - 1}] (the target has {total} layers), "
-                         f"got {layers!r}")
+        raise ValueError(
+            f"layerskip layers must be an integer in [1, {total - 1}] (the target has {total} layers), got {layers!r}"
+        )
     inner, name = _layer_stack(model)
     config = copy.copy(model.config)
     config.num_hidden_layers = layers
@@ -315,8 +370,10 @@ def load_directory(path, *, device: str = "cpu", dtype: torch.dtype | None = Non
     """(``HFCausalLM``, tokenizer) of a Hugging Face model directory, read from disk only
     (``local_files_only``): a hub id or a missing directory is a ``ValueError``, never a download."""
     if not is_model_directory(path):
-        raise ValueError(f"'{path}' is not a Hugging Face model directory (no config.json there); nothing is "
-                         f"downloaded: give a local directory, e.g. one written by spectheory export-hf")
+        raise ValueError(
+            f"'{path}' is not a Hugging Face model directory (no config.json there); nothing is "
+            f"downloaded: give a local directory, e.g. one written by spectheory export-hf"
+        )
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging
 
@@ -342,8 +399,10 @@ def check_same_tokenizer(target, draft, draft_name: str = "the draft") -> None:
     ours, theirs = target.get_vocab(), draft.get_vocab()
     for token in sorted(set(ours) | set(theirs)):
         if ours.get(token) != theirs.get(token):
-            raise ValueError(f"the target's and {draft_name}'s tokenizers differ: {token!r} is id {ours.get(token)} "
-                             f"for the target and {theirs.get(token)} for {draft_name}")
+            raise ValueError(
+                f"the target's and {draft_name}'s tokenizers differ: {token!r} is id {ours.get(token)} "
+                f"for the target and {theirs.get(token)} for {draft_name}"
+            )
 
 
 def tinygpt_to_gpt2(model):
@@ -353,20 +412,42 @@ def tinygpt_to_gpt2(model):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     c = model.config
-    config = GPT2Config(vocab_size=c.vocab_size, n_positions=c.max_context, n_embd=c.d_model, n_layer=c.n_layer,
-                        n_head=c.n_head, activation_function="gelu", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                        layer_norm_epsilon=model.norm.eps, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-                        tie_word_embeddings=True)
-    weights = {"transformer.wte.weight": model.embed.weight, "transformer.wpe.weight": model.position.weight,
-               "transformer.ln_f.weight": model.norm.weight, "transformer.ln_f.bias": model.norm.bias,
-               "lm_head.weight": model.embed.weight}
+    config = GPT2Config(
+        vocab_size=c.vocab_size,
+        n_positions=c.max_context,
+        n_embd=c.d_model,
+        n_layer=c.n_layer,
+        n_head=c.n_head,
+        activation_function="gelu",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=model.norm.eps,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+        tie_word_embeddings=True,
+    )
+    weights = {
+        "transformer.wte.weight": model.embed.weight,
+        "transformer.wpe.weight": model.position.weight,
+        "transformer.ln_f.weight": model.norm.weight,
+        "transformer.ln_f.bias": model.norm.bias,
+        "lm_head.weight": model.embed.weight,
+    }
     for i, block in enumerate(model.blocks):
         prefix = f"transformer.h.{i}."
         for ours, theirs in ((block.norm_attention, "ln_1"), (block.norm_mlp, "ln_2")):
             weights[prefix + theirs + ".weight"], weights[prefix + theirs + ".bias"] = ours.weight, ours.bias
-        for ours, theirs in ((block.qkv, "attn.c_attn"), (block.project, "attn.c_proj"), (block.mlp[0], "mlp.c_fc"),
-                             (block.mlp[2], "mlp.c_proj")):
+        for ours, theirs in (
+            (block.qkv, "attn.c_attn"),
+            (block.project, "attn.c_proj"),
+            (block.mlp[0], "mlp.c_fc"),
+            (block.mlp[2], "mlp.c_proj"),
+        ):
             weights[prefix + theirs + ".weight"], weights[prefix + theirs + ".bias"] = ours.weight.t(), ours.bias
     converted = GPT2LMHeadModel(config)
-    converted.load_state_dict({key: value.detach().clone() for key, value in weights.items()})  # strict: every weight mapped
+    converted.load_state_dict(
+        {key: value.detach().clone() for key, value in weights.items()}
+    )  # strict: every weight mapped
     return converted.to(device=model.device, dtype=model.embed.weight.dtype).eval()

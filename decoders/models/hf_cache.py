@@ -44,7 +44,7 @@ class RowCache:
         values.scatter_(2, self._index.expand(-1, -1, -1, value_states.shape[-1]), value_states)
         if self.visible is None:  # every slot (the static cache: a fixed shape)
             return keys, values
-        return keys[:, :, :self.visible], values[:, :, :self.visible]
+        return keys[:, :, : self.visible], values[:, :, : self.visible]
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.capacity + 1 if self.visible is None else self.visible
@@ -54,7 +54,7 @@ class RowCache:
         for buffers in (self.keys, self.values):
             for i, old in enumerate(buffers):
                 grown = old.new_zeros(old.shape[:2] + (capacity + 1,) + old.shape[3:])
-                grown[:, :, :self.capacity] = old[:, :, :self.capacity]
+                grown[:, :, : self.capacity] = old[:, :, : self.capacity]
                 buffers[i] = grown
         self.capacity = capacity
 

@@ -38,17 +38,29 @@ def check_hf_sampling(sampling: Sampling) -> None:
     """transformers' ``generate`` has no frequency or presence penalty, no grammar and no Mirostat: refuse them rather
     than drop them."""
     if sampling.frequency_penalty or sampling.presence_penalty:
-        raise ValueError("transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
-                         "--presence-penalty")
+        raise ValueError(
+            "transformers' generate has no frequency or presence penalty; drop --frequency-penalty and "
+            "--presence-penalty"
+        )
     if sampling.grammar is not None:
         raise ValueError(f"transformers' generate has no grammar; drop {sampling.grammar.flag}")
     if sampling.mirostat:
         raise ValueError("transformers' generate has no Mirostat; drop --mirostat")
 
 
-def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Sampling, randomness, *,
-                assistant=None, assistant_tokens: int = 5, schedule: str = "constant", threshold: float = 0.0,
-                **assisted) -> tuple:
+def hf_generate(
+    model,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    sampling: Sampling,
+    randomness,
+    *,
+    assistant=None,
+    assistant_tokens: int = 5,
+    schedule: str = "constant",
+    threshold: float = 0.0,
+    **assisted,
+) -> tuple:
     """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for ``max_new_tokens`` tokens under ``sampling``, ending
     early only at the sampling's stop tokens (``eos_token_id``; not at the model's own EOS token, which it does not
     ban either, as our decoders run to the length asked; ``min_new_tokens`` would ban it, and change the law) (temperature, top-k, top-p, min-p, repetition penalty and
@@ -57,11 +69,21 @@ def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Samp
     early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
     ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
     runs repeat."""
-    options = {"do_sample": not sampling.greedy, "max_new_tokens": max_new_tokens, "eos_token_id": list(sampling.stop) or None,
-               "attention_mask": torch.ones_like(prompt), "pad_token_id": 0, **assisted}
+    options = {
+        "do_sample": not sampling.greedy,
+        "max_new_tokens": max_new_tokens,
+        "eos_token_id": list(sampling.stop) or None,
+        "attention_mask": torch.ones_like(prompt),
+        "pad_token_id": 0,
+        **assisted,
+    }
     if not sampling.greedy:
-        options.update(temperature=sampling.temperature, top_k=sampling.top_k or 0, top_p=sampling.top_p or 1.0,
-                       min_p=sampling.min_p)
+        options.update(
+            temperature=sampling.temperature,
+            top_k=sampling.top_k or 0,
+            top_p=sampling.top_p or 1.0,
+            min_p=sampling.min_p,
+        )
     if sampling.repetition_penalty != 1:  # processors: at temperature 0 too (docs/theory.md §14, the same rule)
         options["repetition_penalty"] = sampling.repetition_penalty
     if sampling.logit_bias:
@@ -71,8 +93,8 @@ def hf_generate(model, prompt: torch.Tensor, max_new_tokens: int, sampling: Samp
         assistant.generation_config.num_assistant_tokens_schedule = schedule
         assistant.generation_config.assistant_confidence_threshold = threshold
         options["assistant_model"] = assistant
-    seed = int(torch.randint(2 ** 31, (1,), generator=randomness.generator))
+    seed = int(torch.randint(2**31, (1,), generator=randomness.generator))
     with torch.random.fork_rng(devices=[prompt.device] if prompt.device.type == "cuda" else []):
         torch.random.manual_seed(seed)
         output = model.generate(prompt, **options)
-    return tuple(output[0, prompt.shape[1]:].tolist())
+    return tuple(output[0, prompt.shape[1] :].tolist())

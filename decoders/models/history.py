@@ -16,7 +16,15 @@ import torch
 from decoders.models.base import PendingTree, append_history, check_shape, check_step, check_truncate, extend_tree
 from spectheory.validation import as_int, as_positive_int
 
-__all__ = ["HistoryState", "HistoryModel", "NGramModel", "SparseNGramModel", "TabularModel", "UniformModel", "CopyDraft"]
+__all__ = [
+    "HistoryState",
+    "HistoryModel",
+    "NGramModel",
+    "SparseNGramModel",
+    "TabularModel",
+    "UniformModel",
+    "CopyDraft",
+]
 
 MAX_ORDER = 3  # tokens of context of a table: V^order rows (a trigram table of V = 98 already holds 94M logits)
 
@@ -32,8 +40,12 @@ class HistoryState:
     tree_tokens: torch.Tensor | None = None
 
     def clone(self) -> "HistoryState":
-        return HistoryState(self.tokens.clone(), self.lengths.clone(), self.tree,
-                            None if self.tree_tokens is None else self.tree_tokens.clone())
+        return HistoryState(
+            self.tokens.clone(),
+            self.lengths.clone(),
+            self.tree,
+            None if self.tree_tokens is None else self.tree_tokens.clone(),
+        )
 
     def repeat(self, rows: int) -> "HistoryState":
         """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
@@ -53,11 +65,14 @@ class HistoryModel:
 
     def new_state(self, batch_size: int, capacity: int | None = None) -> HistoryState:
         """The history buffer starts at ``capacity`` tokens (default 64) and grows when needed."""
-        return HistoryState(torch.zeros(batch_size, capacity or 64, dtype=torch.int64, device=self.device),
-                            torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+        return HistoryState(
+            torch.zeros(batch_size, capacity or 64, dtype=torch.int64, device=self.device),
+            torch.zeros(batch_size, dtype=torch.int64, device=self.device),
+        )
 
-    def forward(self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None,
-                keep: int = 0) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, state: HistoryState, counts: torch.Tensor | None = None, keep: int = 0
+    ) -> torch.Tensor:
         """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""
         ends = self._append(tokens, state, counts) + 1  # [B, S], each new position sees the history through itself
         return self._logits(state.tokens, ends[:, -keep:] if keep else ends)
@@ -84,8 +99,14 @@ class HistoryModel:
         if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
             raise ValueError(f"tokens must be in [0, {self.vocab_size})")
 
-    def forward_tree(self, tokens: torch.Tensor, state: HistoryState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
+    def forward_tree(
+        self,
+        tokens: torch.Tensor,
+        state: HistoryState,
+        parents: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        keep: int = 0,
+    ) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
         nodes (-1: a root after the history): each node's logits are those of the history followed by its
         root-to-node path (``decoders.models.base``; ``keep`` > 0: of the last ``keep`` nodes only). A history has
@@ -150,23 +171,27 @@ class TabularModel(HistoryModel):
     def __init__(self, table: torch.Tensor, order: int, device: torch.device | str = "cpu") -> None:
         as_int("order", order, low=0, high=MAX_ORDER)
         if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2:
-            raise ValueError(f"table must be a 2-D floating-point tensor of logits, got "
-                             f"{getattr(table, 'dtype', type(table).__name__)} of shape {tuple(getattr(table, 'shape', ()))}")
+            raise ValueError(
+                f"table must be a 2-D floating-point tensor of logits, got "
+                f"{getattr(table, 'dtype', type(table).__name__)} of shape {tuple(getattr(table, 'shape', ()))}"
+            )
         if bool(torch.isnan(table).any()):  # infinite logits are limits: -inf rules a token out, +inf makes it certain
             raise ValueError("table must not contain NaN logits")
         vocab_size = table.shape[-1]
-        if table.shape != (vocab_size ** order, vocab_size):
-            raise ValueError(f"table must have shape (V^order, V) = ({vocab_size ** order}, {vocab_size}), "
-                             f"got {tuple(table.shape)}")
+        if table.shape != (vocab_size**order, vocab_size):
+            raise ValueError(
+                f"table must have shape (V^order, V) = ({vocab_size**order}, {vocab_size}), got {tuple(table.shape)}"
+            )
         super().__init__(vocab_size, device, table.dtype)
         self.order = order
         self.table = table.to(self.device)
 
     @classmethod
-    def random(cls, generator: torch.Generator, vocab_size: int, order: int, *, sharpness: float = 2.0,
-               dtype=torch.float64) -> "TabularModel":
+    def random(
+        cls, generator: torch.Generator, vocab_size: int, order: int, *, sharpness: float = 2.0, dtype=torch.float64
+    ) -> "TabularModel":
         """A table of Gaussian logits with standard deviation ``sharpness``."""
-        table = sharpness * torch.randn(vocab_size ** order, vocab_size, generator=generator, dtype=dtype)
+        table = sharpness * torch.randn(vocab_size**order, vocab_size, generator=generator, dtype=dtype)
         return cls(table, order)
 
     def _logits(self, history, ends):
@@ -185,8 +210,9 @@ class NGramModel(TabularModel):
             raise ValueError(f"smoothing must be > 0, got {smoothing!r}")
         counts = torch.zeros(vocab_size ** (n - 1) * vocab_size, dtype=torch.float64)
         for sequence in sequences:
-            tokens = torch.as_tensor(sequence if isinstance(sequence, (torch.Tensor, np.ndarray)) else list(sequence),
-                                     dtype=torch.int64)
+            tokens = torch.as_tensor(
+                sequence if isinstance(sequence, (torch.Tensor, np.ndarray)) else list(sequence), dtype=torch.int64
+            )
             if len(tokens) == 0:
                 continue
             if bool(((tokens < 0) | (tokens >= vocab_size)).any()):
@@ -207,16 +233,23 @@ class SparseNGramModel(HistoryModel):
     down to the unigram, itself add-``smoothing`` over the vocabulary. Unseen contexts fall back unchanged.
     """
 
-    def __init__(self, unigram: torch.Tensor, contexts: list, *, device: torch.device | str = "cpu",
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        unigram: torch.Tensor,
+        contexts: list,
+        *,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         super().__init__(unigram.shape[-1], device, dtype)
         self.unigram = unigram.to(device=self.device, dtype=torch.float64)  # [V] probabilities
         self.contexts = contexts  # contexts[k - 1]: {k tokens: (next ids [m] int64, counts [m] float64)}
         self.order = len(contexts)
 
     @classmethod
-    def fit(cls, tokens, vocab_size: int, n: int = 3, *, smoothing: float = 0.1, device="cpu",
-            dtype=torch.float32) -> "SparseNGramModel":
+    def fit(
+        cls, tokens, vocab_size: int, n: int = 3, *, smoothing: float = 0.1, device="cpu", dtype=torch.float32
+    ) -> "SparseNGramModel":
         """Counts of every (context of up to n - 1 tokens, next token) in the id sequence ``tokens``."""
         as_int("n", n, low=1, high=8)
         if not smoothing > 0:
@@ -234,8 +267,10 @@ class SparseNGramModel(HistoryModel):
             keys, counts = np.unique(windows, axis=0, return_counts=True)  # sorted: a context's rows are adjacent
             table, starts = {}, np.flatnonzero(np.r_[True, (keys[1:, :k] != keys[:-1, :k]).any(axis=1)])
             for start, end in zip(starts, np.r_[starts[1:], len(keys)]):
-                table[tuple(keys[start, :k].tolist())] = (torch.from_numpy(keys[start:end, k].copy()),
-                                                          torch.from_numpy(counts[start:end].astype(np.float64)))
+                table[tuple(keys[start, :k].tolist())] = (
+                    torch.from_numpy(keys[start:end, k].copy()),
+                    torch.from_numpy(counts[start:end].astype(np.float64)),
+                )
             contexts.append(table)
         return cls(unigram / unigram.sum(), contexts, device=device, dtype=dtype)
 
@@ -252,8 +287,12 @@ class SparseNGramModel(HistoryModel):
 
     def _logits(self, history, ends):
         rows, ends_list = history.tolist(), ends.tolist()
-        return torch.stack([torch.stack([self._distribution(row[:end]).log().to(self.dtype) for end in row_ends])
-                            for row, row_ends in zip(rows, ends_list)])
+        return torch.stack(
+            [
+                torch.stack([self._distribution(row[:end]).log().to(self.dtype) for end in row_ends])
+                for row, row_ends in zip(rows, ends_list)
+            ]
+        )
 
 
 class UniformModel(HistoryModel):
@@ -275,8 +314,16 @@ class CopyDraft(HistoryModel):
     reads as "no proposal".
     """
 
-    def __init__(self, vocab_size: int, *, min_match: int = 1, max_match: int = 8, occurrence: str = "latest",
-                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        min_match: int = 1,
+        max_match: int = 8,
+        occurrence: str = "latest",
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         super().__init__(vocab_size, device, dtype)
         if not 1 <= min_match <= max_match:
             raise ValueError(f"need 1 <= min_match <= max_match, got {min_match} and {max_match}")
@@ -298,7 +345,7 @@ class CopyDraft(HistoryModel):
         """The token after the latest (or earliest) earlier occurrence of the longest matching suffix, or None:
         one pass over the positions holding the context's last token, each match extended backwards."""
         last, longest, found = len(context) - 1, 0, None
-        for end in (range(last) if self.earliest else range(last - 1, -1, -1)):
+        for end in range(last) if self.earliest else range(last - 1, -1, -1):
             if context[end] != context[last]:
                 continue
             size = 1

@@ -20,15 +20,29 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["synchronize", "ModelState", "CausalModel", "TreeModel", "OPTIONAL", "REQUIRED", "check_model", "has_tree",
-           "prefill_call", "repeated", "model_calls",
-           "compiled_model", "tighten", "fixed_widths", "decode_path"]
+__all__ = [
+    "synchronize",
+    "ModelState",
+    "CausalModel",
+    "TreeModel",
+    "OPTIONAL",
+    "REQUIRED",
+    "check_model",
+    "has_tree",
+    "prefill_call",
+    "repeated",
+    "model_calls",
+    "compiled_model",
+    "tighten",
+    "fixed_widths",
+    "decode_path",
+]
+
 
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work (CUDA); nothing on CPU."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
-
 
 
 class ModelState(Protocol):
@@ -46,8 +60,9 @@ class CausalModel(Protocol):
     def new_state(self, batch_size: int, capacity: int | None = None) -> ModelState:
         """An empty state for ``batch_size`` rows of at most ``capacity`` tokens (None: the model's context)."""
 
-    def forward(self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None,
-                keep: int = 0) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, state: ModelState, counts: torch.Tensor | None = None, keep: int = 0
+    ) -> torch.Tensor:
         """Logits ``[B, S, V]`` for the new tokens ``[B, S]`` (``[B, keep, V]``, the last ones, when ``keep`` > 0);
         appends ``counts`` (default: all S) per row."""
 
@@ -56,8 +71,9 @@ class CausalModel(Protocol):
 
 
 class TreeModel(CausalModel, Protocol):
-    def forward_tree(self, tokens: torch.Tensor, state: ModelState, parents: torch.Tensor,
-                     keep: int = 0) -> torch.Tensor:
+    def forward_tree(
+        self, tokens: torch.Tensor, state: ModelState, parents: torch.Tensor, keep: int = 0
+    ) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new tree nodes ``[B, n]`` whose ``parents`` index the nodes held so far
         and the new ones before them (-1: a root on the committed prefix)."""
 
@@ -68,19 +84,19 @@ class TreeModel(CausalModel, Protocol):
 #: Optional capabilities: (where, name) -> what it does, and what happens without it.
 OPTIONAL = {
     ("model", "append"): "append(tokens, state, counts): forward without the logits, for prefills; "
-                         "without it, forward (the LM head runs and its logits are dropped)",
+    "without it, forward (the LM head runs and its logits are dropped)",
     ("state", "repeat"): "state.repeat(rows): rows copies of a one-row state, so the statistical audit scores a "
-                         "shared prompt once; without it, the prompt is scored again with every row",
+    "shared prompt once; without it, the prompt is scored again with every row",
     ("model", "head_logits"): "head_logits(...): the LM head alone, timed as a model call by the profiles; "
-                              "without it, nothing (the head is inside forward)",
+    "without it, nothing (the head is inside forward)",
     ("state", "bound"): "bound: a host-side upper bound on lengths.max(), which spares the model a host read; the "
-                        "decoders set it exactly from their one read per iteration (tighten); without it, nothing",
+    "decoders set it exactly from their one read per iteration (tighten); without it, nothing",
     ("model", "fixed_widths"): "fixed_widths = True: a chain's verify always takes gamma + 1 tokens (no host read of "
-                               "the proposals, one compiled shape a gamma); without it, the longest row's proposals "
-                               "plus one (cheaper where a draft often proposes nothing, eagerly)",
+    "the proposals, one compiled shape a gamma); without it, the longest row's proposals "
+    "plus one (cheaper where a draft often proposes nothing, eagerly)",
     ("model", "compiled"): "compiled(backend, mode): the same model on a static cache with one compiled step per call "
-                           "shape (docs/gpu.md), whose decode_path names it; without it, the eager model, and one "
-                           "line says so",
+    "shape (docs/gpu.md), whose decode_path names it; without it, the eager model, and one "
+    "line says so",
 }
 
 
@@ -99,8 +115,11 @@ def check_model(model, role: str = "model", *, tree: bool = False) -> None:
     or of ``TreeModel`` when ``tree``."""
     lacking = _lacks(model, TreeModel if tree else CausalModel)
     if lacking:
-        need = "tree attention (decoders.models.protocol.TreeModel)" if tree else \
-            "the model protocol (decoders.models.protocol.CausalModel)"
+        need = (
+            "tree attention (decoders.models.protocol.TreeModel)"
+            if tree
+            else "the model protocol (decoders.models.protocol.CausalModel)"
+        )
         raise ValueError(f"the {role} {type(model).__name__} lacks {', '.join(lacking)}: a decoder needs {need}")
 
 

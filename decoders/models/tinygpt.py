@@ -13,8 +13,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from decoders.models.base import (PendingTree, check_shape, check_step, check_truncate, extend_tree, path_slots,
-                                  tree_layout)
+from decoders.models.base import (
+    PendingTree,
+    check_shape,
+    check_step,
+    check_truncate,
+    extend_tree,
+    path_slots,
+    tree_layout,
+)
 from spectheory.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
@@ -60,8 +67,12 @@ class KVState:
 
     def repeat(self, rows: int) -> "KVState":
         """A state of ``rows`` copies of this one-row state (a shared prompt, scored once)."""
-        return KVState(self.keys.repeat(1, rows, 1, 1, 1), self.values.repeat(1, rows, 1, 1, 1),
-                       self.lengths.repeat(rows), self.bound)
+        return KVState(
+            self.keys.repeat(1, rows, 1, 1, 1),
+            self.values.repeat(1, rows, 1, 1, 1),
+            self.lengths.repeat(rows),
+            self.bound,
+        )
 
 
 class _Block(nn.Module):
@@ -72,8 +83,9 @@ class _Block(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.project = nn.Linear(config.d_model, config.d_model)
         self.norm_mlp = nn.LayerNorm(config.d_model)
-        self.mlp = nn.Sequential(nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(),
-                                 nn.Linear(4 * config.d_model, config.d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(config.d_model, 4 * config.d_model), nn.GELU(), nn.Linear(4 * config.d_model, config.d_model)
+        )
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x, layer_keys=None, layer_values=None, write_at=None, mask=None):
@@ -90,7 +102,7 @@ class _Block(nn.Module):
         if mask is None:
             attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # [B, H, S, Dh]
         else:
-            keys, values = layer_keys[:, :, :mask.shape[-1]], layer_values[:, :, :mask.shape[-1]]
+            keys, values = layer_keys[:, :, : mask.shape[-1]], layer_values[:, :, : mask.shape[-1]]
             attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # [B, H, S, Dh]
         x = x + self.dropout(self.project(attended.transpose(1, 2).reshape(batch, new, width)))
         return x + self.dropout(self.mlp(self.norm_mlp(x)))
@@ -135,9 +147,11 @@ class TinyGPT(nn.Module):
         slots = c.max_context if capacity is None else min(as_positive_int("capacity", capacity), c.max_context)
         shape = (c.n_layer, batch_size, c.n_head, slots + 1, c.d_model // c.n_head)
         dtype = self.embed.weight.dtype
-        return KVState(torch.zeros(shape, device=self.device, dtype=dtype),
-                       torch.zeros(shape, device=self.device, dtype=dtype),
-                       torch.zeros(batch_size, dtype=torch.int64, device=self.device))
+        return KVState(
+            torch.zeros(shape, device=self.device, dtype=dtype),
+            torch.zeros(shape, device=self.device, dtype=dtype),
+            torch.zeros(batch_size, dtype=torch.int64, device=self.device),
+        )
 
     def hidden(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None) -> torch.Tensor:
         """Final-layer states ``[B, S, D]`` of the new tokens; appends ``counts`` tokens per row to ``state``."""
@@ -160,8 +174,9 @@ class TinyGPT(nn.Module):
         try:  # out-of-range ids fail the lookup itself on CPU: no check on the hot path
             x = self.embed(tokens)
         except IndexError:
-            raise ValueError(f"tokens must be in [0, {self.vocab_size}), got "
-                             f"{tokens.min().item()}..{tokens.max().item()}") from None
+            raise ValueError(
+                f"tokens must be in [0, {self.vocab_size}), got {tokens.min().item()}..{tokens.max().item()}"
+            ) from None
         x = x + self.position(positions.clamp(max=self.max_context - 1))
         for layer, block in enumerate(self.blocks):
             x = block(x, state.keys[layer], state.values[layer], write_at, mask)
@@ -177,8 +192,9 @@ class TinyGPT(nn.Module):
 
         return HFCausalLM(tinygpt_to_gpt2(self)).compiled(backend=backend, mode=mode)
 
-    def forward(self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None,
-                keep: int = 0) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, state: KVState, counts: torch.Tensor | None = None, keep: int = 0
+    ) -> torch.Tensor:
         """Logits ``[B, S, V]`` of the new tokens (``keep`` > 0: of the last ``keep`` positions only)."""
         hidden = self.hidden(tokens, state, counts)
         return self.head(hidden[:, -keep:] if keep else hidden)
@@ -187,8 +203,14 @@ class TinyGPT(nn.Module):
         """``forward`` without the logits (a prefill)."""
         self.hidden(tokens, state, counts)
 
-    def forward_tree(self, tokens: torch.Tensor, state: KVState, parents: torch.Tensor,
-                     positions: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
+    def forward_tree(
+        self,
+        tokens: torch.Tensor,
+        state: KVState,
+        parents: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        keep: int = 0,
+    ) -> torch.Tensor:
         """Logits ``[B, n, V]`` of n new draft-tree nodes ``[B, n]`` whose ``parents: [B, n]`` index the pending
         nodes (-1: a root after the prefix); each sees the prefix and its ancestors (``decoders.models.base``);
         ``keep`` > 0: of the last ``keep`` nodes only. ``positions`` replaces prefix + depth (only the audits'
@@ -198,8 +220,10 @@ class TinyGPT(nn.Module):
         tree = extend_tree(state.tree, parents)
         new = tokens.shape[1]
         if state.bound + tree.size > state.capacity:
-            raise ValueError(f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the state's capacity "
-                             f"of {state.capacity} tokens")
+            raise ValueError(
+                f"a tree of {tree.size} nodes after {state.bound} tokens exceeds the state's capacity "
+                f"of {state.capacity} tokens"
+            )
         depth_positions, slots, mask = tree_layout(tree, state.lengths, new, state.bound + tree.size)
         positions = depth_positions if positions is None else positions
         x = self.embed(tokens) + self.position(positions.clamp(max=self.max_context - 1))
@@ -223,8 +247,11 @@ class TinyGPT(nn.Module):
 
     def truncate(self, state: KVState, lengths: torch.Tensor, *, bound: int | None = None) -> None:
         """Cut rows back; ``bound``, a known upper bound on the new lengths, spares a synchronisation."""
-        state.lengths = check_truncate(state, lengths) if self.device.type == "cpu" or bound is None else \
-            torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        state.lengths = (
+            check_truncate(state, lengths)
+            if self.device.type == "cpu" or bound is None
+            else torch.as_tensor(lengths, dtype=torch.int64, device=self.device)
+        )
         state.bound = int(state.lengths.max()) if bound is None else min(bound, state.bound)
         state.tree = None
 

@@ -104,8 +104,9 @@ def speculative_law(sampler, verifier, state, prefix, weight, law):
             else:
                 accept = min(1.0, p[x] / qx)
                 rest = residual(p)
-                outcomes = [(x, accept, True)] + [(z, (1 - accept) * r / sum(rest), False)
-                                                  for z, r in enumerate(rest) if r > 0 and accept < 1]
+                outcomes = [(x, accept, True)] + [
+                    (z, (1 - accept) * r / sum(rest), False) for z, r in enumerate(rest) if r > 0 and accept < 1
+                ]
             for z, chance, draft_kept in outcomes:
                 if chance == 0:
                     continue
@@ -113,8 +114,9 @@ def speculative_law(sampler, verifier, state, prefix, weight, law):
                 if draft_kept and len(prefix_z) < HORIZON:  # the bonus token: a plain draw from the chain
                     for b, pb in enumerate(dist(state_z)):
                         if pb > 0:
-                            speculative_law(sampler, verifier, accepted(drawn(state_z, b), b), prefix_z + (b,),
-                                            weight_z * pb, law)
+                            speculative_law(
+                                sampler, verifier, accepted(drawn(state_z, b), b), prefix_z + (b,), weight_z * pb, law
+                            )
                 else:
                     speculative_law(sampler, verifier, state_z, prefix_z, weight_z, law)
 
@@ -149,28 +151,38 @@ def fixed_uniform_law(u):
 
 def main():
     print(f"target p = {P} at every position, draft q = {Q}, one drafted token a round, {HORIZON} tokens")
-    for name, make in (("Mirostat 2, tau 1.5, eta 2", lambda patched: mirostat(patched, 1.5, 2.0)),
-                       ("Mirostat 2 at llama.cpp's defaults, tau 5, eta 0.1", lambda patched: mirostat(patched, 5.0, 0.1)),
-                       ("adaptive-p, target 0.5, decay 0", adaptive_p)):
+    for name, make in (
+        ("Mirostat 2, tau 1.5, eta 2", lambda patched: mirostat(patched, 1.5, 2.0)),
+        ("Mirostat 2 at llama.cpp's defaults, tau 5, eta 0.1", lambda patched: mirostat(patched, 5.0, 0.1)),
+        ("adaptive-p, target 0.5, decay 0", adaptive_p),
+    ):
         print(f"{name}:")
         expected = {}
         plain_law(make(False), make(False)[0], (), 1.0, expected)
-        for label, verifier, patched in (("match path (the default verifier)", "match", False),
-                                         ("rejection path, as shipped", "rejection", False),
-                                         ("rejection path, patched", "rejection", True)):
+        for label, verifier, patched in (
+            ("match path (the default verifier)", "match", False),
+            ("rejection path, as shipped", "rejection", False),
+            ("rejection path, patched", "rejection", True),
+        ):
             law = {}
             speculative_law(make(patched), verifier, make(patched)[0], (), 1.0, law)
             print(f"    {label}: {compared(law, expected)}")
-    print("a verifier rng seeded the same in every request (adaptive-p's chain reports no seed), first verified "
-          f"token, target p = {P}:")
+    print(
+        "a verifier rng seeded the same in every request (adaptive-p's chain reports no seed), first verified "
+        f"token, target p = {P}:"
+    )
     for u in (0.1, 0.5, 0.9):
         law = fixed_uniform_law(u)
-        print(f"    uniforms fixed at {u}: law {tuple(round(v, 4) for v in law)}, total variation "
-              f"{0.5 * sum(abs(a - b) for a, b in zip(law, P)):.3g}")
+        print(
+            f"    uniforms fixed at {u}: law {tuple(round(v, 4) for v in law)}, total variation "
+            f"{0.5 * sum(abs(a - b) for a, b in zip(law, P)):.3g}"
+        )
     grid = [fixed_uniform_law((i + 0.5) / 10000) for i in range(10000)]
     mean = [sum(law[k] for law in grid) / len(grid) for k in range(len(P))]
-    print(f"    uniforms drawn afresh (mean over 10,000 values of u): law {tuple(round(v, 4) for v in mean)}, "
-          f"total variation {0.5 * sum(abs(a - b) for a, b in zip(mean, P)):.3g}")
+    print(
+        f"    uniforms drawn afresh (mean over 10,000 values of u): law {tuple(round(v, 4) for v in mean)}, "
+        f"total variation {0.5 * sum(abs(a - b) for a, b in zip(mean, P)):.3g}"
+    )
 
 
 if __name__ == "__main__":

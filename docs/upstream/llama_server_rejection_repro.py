@@ -37,12 +37,27 @@ import time
 import urllib.request
 
 PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
-COMMON = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
-          "n_predict": 4, "cache_prompt": False, "return_tokens": True}
-SAMPLERS = {"mirostat-2": {"mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0},
-            "adaptive-p": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "samplers": ["temperature", "adaptive_p"]},
-            "adaptive-p-top-k": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "top_k": 3,
-                                 "samplers": ["top_k", "temperature", "adaptive_p"]}}
+COMMON = {
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "typical_p": 1.0,
+    "repeat_penalty": 1.0,
+    "n_predict": 4,
+    "cache_prompt": False,
+    "return_tokens": True,
+}
+SAMPLERS = {
+    "mirostat-2": {"mirostat": 2, "mirostat_tau": 2.0, "mirostat_eta": 2.0},
+    "adaptive-p": {"adaptive_target": 0.5, "adaptive_decay": 0.0, "samplers": ["temperature", "adaptive_p"]},
+    "adaptive-p-top-k": {
+        "adaptive_target": 0.5,
+        "adaptive_decay": 0.0,
+        "top_k": 3,
+        "samplers": ["top_k", "temperature", "adaptive_p"],
+    },
+}
 PER_REQUEST = 8
 
 
@@ -81,8 +96,9 @@ def samples(port: int, n: int, seed: int, sampler: dict) -> list:
     rows = []
     for start_seed in range(seed, seed + n, PER_REQUEST):
         body = dict(COMMON, **sampler, prompt=PROMPT, seed=start_seed, n_cmpl=PER_REQUEST)
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(),
-                                         {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         answers = json.load(urllib.request.urlopen(request, timeout=600))
         rows += [tuple(answer["tokens"]) for answer in answers]
     return rows[:n]
@@ -100,8 +116,11 @@ def chi_square_p(a: list, b: list) -> tuple:
     if sum(rare):
         cells.append(tuple(rare))
     na, nb = len(a), len(b)
-    statistic = sum((x - (x + y) * na / (na + nb)) ** 2 / ((x + y) * na / (na + nb)) +
-                    (y - (x + y) * nb / (na + nb)) ** 2 / ((x + y) * nb / (na + nb)) for x, y in cells)
+    statistic = sum(
+        (x - (x + y) * na / (na + nb)) ** 2 / ((x + y) * na / (na + nb))
+        + (y - (x + y) * nb / (na + nb)) ** 2 / ((x + y) * nb / (na + nb))
+        for x, y in cells
+    )
     dof = len(cells) - 1
     if dof < 1:  # one category: nothing to compare
         return statistic, dof, None
@@ -115,23 +134,39 @@ def main() -> None:
     server, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 3000
     sampler = SAMPLERS[sys.argv[4] if len(sys.argv) > 4 else "mirostat-2"]
     plain = start(server, model, 18441, [])
-    spec = start(server, model, 18442, ["--spec-type", "draft-simple", "-md", model, "--spec-draft-n-max", "4",
-                                        "--spec-draft-sampling", "probabilistic"])
+    spec = start(
+        server,
+        model,
+        18442,
+        [
+            "--spec-type",
+            "draft-simple",
+            "-md",
+            model,
+            "--spec-draft-n-max",
+            "4",
+            "--spec-draft-sampling",
+            "probabilistic",
+        ],
+    )
     try:
         a = samples(18441, n, 0, sampler)
-        b = samples(18441, n, 10 ** 6, sampler)
-        c = samples(18442, n, 10 ** 6, sampler)
+        b = samples(18441, n, 10**6, sampler)
+        c = samples(18442, n, 10**6, sampler)
     finally:
         plain.kill(), spec.kill()
     for name, other in (("plain against plain (control)", b), ("plain against speculating", c)):
         print(f"{name}:")
         for length in range(1, 5):  # the prefix of each length: the longest alone may have no cell of 10 counts
             test = chi_square_p(*([row[:length] for row in rows] for rows in (a, other)))
-            print(f"    {length}-token prefixes, {len({row[:length] for row in a})} and "
-                  f"{len({row[:length] for row in other})} distinct: " + described(*test))
+            print(
+                f"    {length}-token prefixes, {len({row[:length] for row in a})} and "
+                f"{len({row[:length] for row in other})} distinct: " + described(*test)
+            )
         for position in range(4):
-            test = chi_square_p(*([row[position] if position < len(row) else "end" for row in rows]
-                                  for rows in (a, other)))
+            test = chi_square_p(
+                *([row[position] if position < len(row) else "end" for row in rows] for rows in (a, other))
+            )
             print(f"    token {position + 1}: " + described(*test))
 
 

@@ -22,14 +22,16 @@ import torch
 def register(patched: bool) -> None:
     from vllm.platforms import current_platform
 
-    type(current_platform).register_triton_kernel_overrides()  # what vLLM's CPU worker does when Triton has no CPU backend
+    type(
+        current_platform
+    ).register_triton_kernel_overrides()  # what vLLM's CPU worker does when Triton has no CPU backend
     if patched:
         from vllm.triton_utils.dispatcher import register_kernels
 
         def expand(output, input_val, cu_num_tokens, replace_from, replace_to, MAX_NUM_TOKENS=None):
             counts = torch.diff(cu_num_tokens.long(), prepend=cu_num_tokens.new_zeros(1).long())
             values = torch.where(input_val == replace_from, torch.full_like(input_val, replace_to), input_val)
-            output[:int(counts.sum())] = values.repeat_interleave(counts)
+            output[: int(counts.sum())] = values.repeat_interleave(counts)
 
         register_kernels({"vllm.v1.sample.rejection_sampler.expand_kernel": expand})
 
@@ -39,8 +41,11 @@ def check_expand() -> bool:
 
     cu = torch.tensor([2, 5, 6], dtype=torch.int32)  # requests of 2, 3 and 1 draft tokens
     ok = True
-    for values in (torch.tensor([0.7, 0.0, 0.3]), torch.tensor([2, 3, 4], dtype=torch.int32),
-                   torch.tensor([2, 3, 4], dtype=torch.int64)):
+    for values in (
+        torch.tensor([0.7, 0.0, 0.3]),
+        torch.tensor([2, 3, 4], dtype=torch.int32),
+        torch.tensor([2, 3, 4], dtype=torch.int64),
+    ):
         got = expand_batch_to_tokens(values, cu, 6, replace_from=0, replace_to=1).tolist()
         want = [v if v != 0 else 1 for v, k in zip(values.tolist(), (2, 3, 1)) for _ in range(k)]
         same = all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got, want))
@@ -66,26 +71,43 @@ def check_first_token(draws: int = 20000) -> bool:
     for _ in range(draws // batch):
         drafts = torch.multinomial(q.expand(batch, -1), 1, generator=generator)[:, 0].to(torch.int32)
         metadata = SpecDecodeMetadata(
-            draft_token_ids=drafts, num_draft_tokens=[1] * batch,
+            draft_token_ids=drafts,
+            num_draft_tokens=[1] * batch,
             cu_num_draft_tokens=torch.arange(1, batch + 1, dtype=torch.int32),
             cu_num_sampled_tokens=torch.arange(2, 2 * batch + 1, 2, dtype=torch.int32),
             target_logits_indices=torch.arange(0, 2 * batch, 2, dtype=torch.int32),
             bonus_logits_indices=torch.arange(1, 2 * batch, 2, dtype=torch.int32),
-            logits_indices=torch.arange(2 * batch, dtype=torch.int32))
+            logits_indices=torch.arange(2 * batch, dtype=torch.int32),
+        )
         sampling = SamplingMetadata(
-            temperature=torch.ones(batch), all_greedy=False, all_random=True, top_p=None, top_k=None, generators={},
-            max_num_logprobs=None, no_penalties=True, prompt_token_ids=None, frequency_penalties=torch.zeros(batch),
-            presence_penalties=torch.zeros(batch), repetition_penalties=torch.ones(batch),
-            output_token_ids=[[] for _ in range(batch)], allowed_token_ids_mask=None, bad_words_token_ids={},
-            logitsprocs=LogitsProcessors(), spec_token_ids=[[int(d)] for d in drafts])
+            temperature=torch.ones(batch),
+            all_greedy=False,
+            all_random=True,
+            top_p=None,
+            top_k=None,
+            generators={},
+            max_num_logprobs=None,
+            no_penalties=True,
+            prompt_token_ids=None,
+            frequency_penalties=torch.zeros(batch),
+            presence_penalties=torch.zeros(batch),
+            repetition_penalties=torch.ones(batch),
+            output_token_ids=[[] for _ in range(batch)],
+            allowed_token_ids_mask=None,
+            bad_words_token_ids={},
+            logitsprocs=LogitsProcessors(),
+            spec_token_ids=[[int(d)] for d in drafts],
+        )
         logits = logits_row.repeat(2 * batch, 1)
         out = sampler(metadata, q.repeat(batch, 1), logits, sampling).sampled_token_ids[:, 0]
         counts += torch.bincount(out.long(), minlength=vocab).float()
     seen = counts / counts.sum()
     z = ((seen - p) / torch.sqrt(p * (1 - p) / counts.sum())).abs().max().item()
-    print(f"first token, {int(counts.sum())} draws\n  expected softmax(logits) {[round(v, 4) for v in p.tolist()]}\n"
-          f"  vLLM emitted             {[round(v, 4) for v in seen.tolist()]}\n  largest gap {z:.1f} standard errors "
-          f"({'ok' if z < 5 else 'WRONG'})")
+    print(
+        f"first token, {int(counts.sum())} draws\n  expected softmax(logits) {[round(v, 4) for v in p.tolist()]}\n"
+        f"  vLLM emitted             {[round(v, 4) for v in seen.tolist()]}\n  largest gap {z:.1f} standard errors "
+        f"({'ok' if z < 5 else 'WRONG'})"
+    )
     return z < 5
 
 

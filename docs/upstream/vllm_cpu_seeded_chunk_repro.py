@@ -32,10 +32,31 @@ def main(model: str) -> int:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = open("vllm_cpu_seeded_chunk_repro.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                               "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
-                               "--max-model-len", "512", "--max-num-batched-tokens", "32", "--max-num-seqs", "4"],
-                              stdout=log, stderr=log, env=dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1"))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            "float32",
+            "--enforce-eager",
+            "--max-model-len",
+            "512",
+            "--max-num-batched-tokens",
+            "32",
+            "--max-num-seqs",
+            "4",
+        ],
+        stdout=log,
+        stderr=log,
+        env=dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1"),
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -52,10 +73,15 @@ def main(model: str) -> int:
         print("unseeded:", post(url + "/v1/completions", body))
         print("seeded:  ", post(url + "/v1/completions", dict(body, seed=1)))
         time.sleep(2)
-        alive = server.poll() is None and "CPU Generator does not use offset" not in open(
-            "vllm_cpu_seeded_chunk_repro.log", errors="replace").read()
-        print("server after the seeded request:", "alive" if alive else
-              "engine core failed (RuntimeError: CPU Generator does not use offset; see the log)")
+        alive = (
+            server.poll() is None
+            and "CPU Generator does not use offset"
+            not in open("vllm_cpu_seeded_chunk_repro.log", errors="replace").read()
+        )
+        print(
+            "server after the seeded request:",
+            "alive" if alive else "engine core failed (RuntimeError: CPU Generator does not use offset; see the log)",
+        )
         return 0 if alive else 1
     finally:
         server.terminate()

@@ -21,8 +21,10 @@ def main() -> int:
         k = torch.full((positions,), 2, dtype=torch.int32)
         try:
             out = apply_top_k_top_p(logits, k, None)
-            print(f"{positions} draft positions: ok, {int(torch.isfinite(out).sum(dim=-1).max()) if positions else 0} "
-                  f"tokens kept per row at most")
+            print(
+                f"{positions} draft positions: ok, {int(torch.isfinite(out).sum(dim=-1).max()) if positions else 0} "
+                f"tokens kept per row at most"
+            )
         except RuntimeError as error:
             failed = True
             print(f"{positions} draft positions: RuntimeError: {error}")

@@ -25,30 +25,45 @@ PAIRS = {"smollm2": ("smollm2", ["copy", "smollm2-draft"]), "shipped": (None, ["
 
 def decoders_of(target, drafts: dict) -> dict:
     """name -> decode(prompt) for the autoregressive decoder and the chain with each draft."""
-    runs = {"autoregressive": lambda prompt: generate_autoregressive(
-        target, prompt, max_new_tokens=NEW, sampling=GREEDY, randomness=seeded(0))}
+    runs = {
+        "autoregressive": lambda prompt: generate_autoregressive(
+            target, prompt, max_new_tokens=NEW, sampling=GREEDY, randomness=seeded(0)
+        )
+    }
     for name, draft in drafts.items():
         runs[f"chain {name}"] = lambda prompt, draft=draft: generate_speculative(
-            target, draft, prompt, max_new_tokens=NEW, config=SpeculativeConfig(GAMMA, GREEDY), randomness=seeded(0))
+            target, draft, prompt, max_new_tokens=NEW, config=SpeculativeConfig(GAMMA, GREEDY), randomness=seeded(0)
+        )
     return runs
 
 
 def timed(decode, prompts) -> tuple:
     started = time.perf_counter()
-    tokens = [decode(prompts[i:i + 1]).tokens[0] for i in range(len(prompts))]
+    tokens = [decode(prompts[i : i + 1]).tokens[0] for i in range(len(prompts))]
     return time.perf_counter() - started, tokens
 
 
 def main(out: str, repeats: int = 5) -> None:
     torch.manual_seed(0)
-    document = {"environment": environment("cpu", torch.float32), "gamma": GAMMA, "temperature": 0.0, "batch_size": 1,
-                "prompts": PROMPTS, "prompt_length": PROMPT_LENGTH, "max_new_tokens": NEW, "repeats": repeats,
-                "backend": "inductor", "pairs": {}}
+    document = {
+        "environment": environment("cpu", torch.float32),
+        "gamma": GAMMA,
+        "temperature": 0.0,
+        "batch_size": 1,
+        "prompts": PROMPTS,
+        "prompt_length": PROMPT_LENGTH,
+        "max_new_tokens": NEW,
+        "repeats": repeats,
+        "backend": "inductor",
+        "pairs": {},
+    }
     for pair, (target_name, draft_names) in PAIRS.items():
         inputs = load_inputs(target_name, draft_names, compile="off")
         prompts = torch.tensor(text_windows(inputs.held_out, PROMPTS, PROMPT_LENGTH, 3))
-        paths = {"eager": decoders_of(inputs.target, inputs.drafts),
-                 "compiled": decoders_of(*compiled_models(inputs.target, inputs.drafts, "on"))}
+        paths = {
+            "eager": decoders_of(inputs.target, inputs.drafts),
+            "compiled": decoders_of(*compiled_models(inputs.target, inputs.drafts, "on")),
+        }
         seconds = {path: {name: [] for name in runs} for path, runs in paths.items()}
         first, tokens = {}, {}
         for path, runs in paths.items():  # warm-up: inductor compiles every call shape here
@@ -63,17 +78,19 @@ def main(out: str, repeats: int = 5) -> None:
         rows = {}
         for name in paths["eager"]:
             ms = {path: [1000 * s / new_tokens for s in seconds[path][name]] for path in paths}
-            rows[name] = {**{f"{path}_ms_per_token": statistics.median(ms[path]) for path in paths},
-                          **{f"{path}_ms_per_token_range": [min(ms[path]), max(ms[path])] for path in paths},
-                          "compiled_over_eager": statistics.median(c / e for c, e in zip(ms["compiled"], ms["eager"])),
-                          "greedy_tokens_equal": tokens[("eager", name)] == tokens[("compiled", name)]}
+            rows[name] = {
+                **{f"{path}_ms_per_token": statistics.median(ms[path]) for path in paths},
+                **{f"{path}_ms_per_token_range": [min(ms[path]), max(ms[path])] for path in paths},
+                "compiled_over_eager": statistics.median(c / e for c, e in zip(ms["compiled"], ms["eager"])),
+                "greedy_tokens_equal": tokens[("eager", name)] == tokens[("compiled", name)],
+            }
         for name in rows:
             if name != "autoregressive":
                 for path in paths:
                     rows[name][f"{path}_speedup"] = statistics.median(
-                        a / c for a, c in zip(seconds[path]["autoregressive"], seconds[path][name]))
-        document["pairs"][pair] = {"target": target_name or "shipped target", "rows": rows,
-                                   "first_run_seconds": first}
+                        a / c for a, c in zip(seconds[path]["autoregressive"], seconds[path][name])
+                    )
+        document["pairs"][pair] = {"target": target_name or "shipped target", "rows": rows, "first_run_seconds": first}
         print(pair, rows, flush=True)
     write_json(out, document, command="python " + " ".join(sys.argv))
 

@@ -4,6 +4,7 @@ target and of the 24-block draft (8 slots, 2 threads): the prompt evaluation of 
 greedy sequences in parallel (n_cmpl = k: k tokens, k output rows, k samples), interleaved over repeats.
 Run from the repository root: python results/llama_server_call_shapes/measure.py TARGET.gguf DRAFT.gguf [REPEATS]
 (here: SmolLM2-135M-Instruct Q4_1 and ``spectheory export-gguf --layers 24``); writes call_shapes.json beside it."""
+
 import json, statistics, sys
 from pathlib import Path
 from decoders.engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds, generation_seconds
@@ -17,10 +18,12 @@ prompt = benchmark_prompts(inputs, "rewrite", 4, 192, 0)[3].tolist()  # not the 
 K = 5
 greedy = EngineSampling(temperature=0.0)
 
+
 def step_seconds(server, k, tokens=33):
     answer = server.post("/completion", dict(completion_body(prompt, tokens, greedy, 0), n_cmpl=k))
     answers = answer if k > 1 else [answer]
     return statistics.median(a["timings"]["predicted_ms"] / (a["timings"]["predicted_n"] - 1) for a in answers)
+
 
 out = {}
 for name, path in (("target", MODEL), ("draft24", DRAFT)):

@@ -8,6 +8,7 @@ log-probabilities there (``n_probs`` = 2, after the common prefix): a gap of a f
 tie that a call's batch shape can flip (docs/engines.md §5), not a verifier bug. Both shapes are read from the plain
 server: its own decode, one token a call (``n_probs`` while generating), and an evaluation of the whole prefix as
 one batch (``n_probs`` of the first token after it as a prompt), which is the shape a verify call has."""
+
 import json
 import sys
 from pathlib import Path
@@ -30,11 +31,22 @@ for p, ids in enumerate(prompts):
         if at is None:
             found.append({"prompt": p, "gamma": gamma, "equal": True})
             continue
-        (_, _, batch), = engine.token_logprobs(ids + plain[:at], 1, greedy, speculate=0, top=2)
+        ((_, _, batch),) = engine.token_logprobs(ids + plain[:at], 1, greedy, speculate=0, top=2)
         decode = engine.token_logprobs(ids, at + 1, greedy, speculate=0, top=2)[at][2]
-        found.append({"prompt": p, "gamma": gamma, "equal": False, "position": at, "plain": plain[at],
-                      "speculative": spec[at], "decode_top_two": decode, "batch_top_two": batch,
-                      "decode_gap_nats": decode[0][1] - decode[1][1], "batch_gap_nats": batch[0][1] - batch[1][1]})
+        found.append(
+            {
+                "prompt": p,
+                "gamma": gamma,
+                "equal": False,
+                "position": at,
+                "plain": plain[at],
+                "speculative": spec[at],
+                "decode_top_two": decode,
+                "batch_top_two": batch,
+                "decode_gap_nats": decode[0][1] - decode[1][1],
+                "batch_gap_nats": batch[0][1] - batch[1][1],
+            }
+        )
         print(found[-1], flush=True)
 engine.close()
 (Path(__file__).parent / "found.json").write_text(json.dumps(found, indent=1))

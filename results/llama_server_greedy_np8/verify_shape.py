@@ -4,6 +4,7 @@ from decoders.engines.base import EngineSampling
 from decoders.engines.llama_server import completion_body
 from decoders.bench.inputs import load_inputs
 from decoders.bench.tasks import benchmark_prompts
+
 engine = open_engine("llama-server")
 inputs = load_inputs(str(engine.model_path), [])
 prompts = [row.tolist() for row in benchmark_prompts(inputs, "rewrite", 8, 192, 0)]
@@ -15,7 +16,7 @@ at = next(i for i, (a, b) in enumerate(zip(plain, spec)) if a != b)
 print("at", at, plain[at], spec[at], counters)
 server = engine.server(0)
 for j in range(1, 10):
-    prefix = ids + plain[:at - j]
+    prefix = ids + plain[: at - j]
     server.post("/completion", dict(completion_body(prefix, 1, greedy, 0), cache_prompt=True, id_slot=0))
     body = dict(completion_body(ids + plain[:at], 1, greedy, 0), cache_prompt=True, id_slot=0, n_probs=2)
     answer = server.post("/completion", body)
@@ -25,5 +26,8 @@ for j in range(1, 10):
 s8 = engine.server(8)
 for k in range(3):
     a = s8.post("/completion", dict(completion_body(ids + plain[:at], 1, greedy, 0), n_probs=2))
-    print("spec server prompt eval", [(t["id"], round(t["logprob"], 4)) for t in a["completion_probabilities"][0]["top_logprobs"]])
+    print(
+        "spec server prompt eval",
+        [(t["id"], round(t["logprob"], 4)) for t in a["completion_probabilities"][0]["top_logprobs"]],
+    )
 engine.close()

@@ -46,19 +46,35 @@ def main() -> None:
     unpatched = json.loads(Path(unpatched_path).read_text())
     plain = unpatched["rows_b"]
     control = json.loads(Path(patched_path).read_text())["rows_a"] if patched_path else None
-    halves = (plain[: len(plain) // 2], plain[len(plain) // 2:])
+    halves = (plain[: len(plain) // 2], plain[len(plain) // 2 :])
     rows = []
     for n in SIZES if control else [n for n in SIZES + LARGE_SIZES if n <= len(plain) // 2]:
-        row = {"n": n, "power": power(unpatched["rows_a"], plain, n, repeats, n),
-               "control_failure_rate": power(control, plain, n, repeats, n + 1) if control else
-               power(*halves, n, repeats, n + 1)}
+        row = {
+            "n": n,
+            "power": power(unpatched["rows_a"], plain, n, repeats, n),
+            "control_failure_rate": power(control, plain, n, repeats, n + 1)
+            if control
+            else power(*halves, n, repeats, n + 1),
+        }
         rows.append(row)
         print(row, flush=True)
-    write_json(out, {"prompt": prompt, "sampling": "mirostat 2, tau 2, eta 2, T = 1", "horizon": 4, "level": 0.01,
-                     "repeats": repeats, "rows": rows, "pool": len(plain),
-                     "control": "patched build against the plain rows" if control else
-                     "plain rows against plain rows, disjoint halves", "whole_pool_p": unpatched["p_value"]},
-               command="python " + " ".join(sys.argv))
+    write_json(
+        out,
+        {
+            "prompt": prompt,
+            "sampling": "mirostat 2, tau 2, eta 2, T = 1",
+            "horizon": 4,
+            "level": 0.01,
+            "repeats": repeats,
+            "rows": rows,
+            "pool": len(plain),
+            "control": "patched build against the plain rows"
+            if control
+            else "plain rows against plain rows, disjoint halves",
+            "whole_pool_p": unpatched["p_value"],
+        },
+        command="python " + " ".join(sys.argv),
+    )
 
 
 if __name__ == "__main__":

@@ -18,9 +18,21 @@ from spectheory.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT, REPEAT = "llama_server_audit_match_t1.json", "llama_server_audit_rejection_t1_repeat.json"
-SWEEP = tuple((name, CHAT) for name in ("mirostat1_tau2_eta2", "mirostat2_defaults", "xtc05_01", "typical09",
-                                        "top_n_sigma1", "adaptive_p05", "dry08", "logit_bias", "minp01_10k",
-                                        "json_grammar_10k")) + (("dry08_repeat", REPEAT),)
+SWEEP = tuple(
+    (name, CHAT)
+    for name in (
+        "mirostat1_tau2_eta2",
+        "mirostat2_defaults",
+        "xtc05_01",
+        "typical09",
+        "top_n_sigma1",
+        "adaptive_p05",
+        "dry08",
+        "logit_bias",
+        "minp01_10k",
+        "json_grammar_10k",
+    )
+) + (("dry08_repeat", REPEAT),)
 
 
 def run(rows: list) -> EngineRun:
@@ -35,11 +47,21 @@ def main() -> None:
         plain = run(json.loads((results / reference).read_text())["rows_b"][:n])
         path = results / f"llama_server_audit_rejection_{name}.json"
         report = compare_runs(run(json.loads(path.read_text())["rows_b"][:n]), plain, 0.01)
-        rows.append({"sampler": name, "file": path.name, "against": reference, "p_value": report.p_value,
-                     "acted": not report.passed})
+        rows.append(
+            {
+                "sampler": name,
+                "file": path.name,
+                "against": reference,
+                "p_value": report.p_value,
+                "acted": not report.passed,
+            }
+        )
         print(rows[-1], flush=True)
-    write_json(out, {"n": n, "level": 0.01, "against": "plain decoding, T = 1, every sampler off, the same prompt",
-                     "rows": rows}, command="python " + " ".join(sys.argv))
+    write_json(
+        out,
+        {"n": n, "level": 0.01, "against": "plain decoding, T = 1, every sampler off, the same prompt", "rows": rows},
+        command="python " + " ".join(sys.argv),
+    )
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 median of 5 after a warm-up, in the source tree at argv[1]: the chain decoder at gamma 4 (argv[2] "chain", the
 default), or a chain-shaped tree, Tree.chain(4) with the rrs verifier, through generate_tree ("tree-chain"). The
 before/after timings of issue 56 (README.md)."""
+
 import statistics, sys, time
+
 sys.path.insert(0, sys.argv[1])
 import torch
+
 torch.set_num_threads(1)
 from decoders.zoo import load_pair
 from decoders.randomness import seeded
@@ -12,6 +15,7 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, generate_tree
 from spectheory.trees import Tree
+
 target, draft = load_pair()
 prompts = [[1 + (i * 7 + j) % 50 for j in range(16)] for i in range(8)]
 sampling = Sampling(temperature=1.0)

@@ -61,8 +61,7 @@ def main() -> int:
     try:
         for setting in args.settings:
             sampling = _set(plain, setting)
-            b_text, b = engine_side(plain, PROMPT, sampling, args.n, args.horizon, speculate=0,
-                                    seed=SECOND_SIDE_SEED)
+            b_text, b = engine_side(plain, PROMPT, sampling, args.n, args.horizon, speculate=0, seed=SECOND_SIDE_SEED)
             for name, engine in drafting.items():
                 _set(engine, setting)
                 try:
@@ -70,16 +69,34 @@ def main() -> int:
                 except ValueError as refused:  # what vLLM refuses or dies on under speculation: recorded, not drawn
                     print(f"{name} {setting}: refused: {refused}", flush=True)
                     continue
-                a_text, a = engine_side(engine, PROMPT, sampling, args.n, args.horizon,
-                                        speculate=args.speculate, seed=0)
+                a_text, a = engine_side(
+                    engine, PROMPT, sampling, args.n, args.horizon, speculate=args.speculate, seed=0
+                )
                 document, samples, lines = two_sample_document(a_text, a, b_text, b, sampling, 0.01)
-                document.update(prompt=PROMPT, prompt_tokens=len(plain.tokenize(PROMPT)), setting=setting,
-                                request_fields=engine.options.request_fields(),
-                                speculate=args.speculate, engine_settings=engine.settings(),
-                                engine_version=engine.version())
+                document.update(
+                    prompt=PROMPT,
+                    prompt_tokens=len(plain.tokenize(PROMPT)),
+                    setting=setting,
+                    request_fields=engine.options.request_fields(),
+                    speculate=args.speculate,
+                    engine_settings=engine.settings(),
+                    engine_version=engine.version(),
+                )
                 command = "python3 results/vllm/matrix.py " + shlex.join(
-                    [f"{name}={methods[name]}", "--settings", setting, "--n", str(args.n), "--speculate",
-                     str(args.speculate), "--horizon", str(args.horizon), "--options", args.options])
+                    [
+                        f"{name}={methods[name]}",
+                        "--settings",
+                        setting,
+                        "--n",
+                        str(args.n),
+                        "--speculate",
+                        str(args.speculate),
+                        "--horizon",
+                        str(args.horizon),
+                        "--options",
+                        args.options,
+                    ]
+                )
                 write_json(HERE / f"{name}_{setting}.json", dict(document, **samples), command=command)
                 print(f"{name} {setting}: " + "; ".join(lines[1:]), flush=True)
     finally:

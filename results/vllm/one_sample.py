@@ -36,20 +36,36 @@ def _audited(engine, verdict: Path, options: str, level: float, settings: dict) 
         rows = [tuple(row) for row in document[f"rows_{side}"]]
         whole = tuple(row for row in rows if END not in row)
         prompt = document.get("prompt", ENGINE_PROMPT)  # matrix.py's prompt; ENGINE_PROMPT in older files
-        found[side] = dict(against_model(engine, prompt, EngineRun(whole, 0.0), sampling, level=level, seed=0),
-                           ended_early=len(rows) - len(whole))
-    out = {"verdict": verdict.name, "setting": document["setting"], "sampling": sampling.describe(),
-           "level": level, "a": document["a"], "b": document["b"],
-           "two_sample": {"p_value": document["p_value"], "detectable_tv": document["detectable_tv"],
-                          "passed": document["passed"]},
-           "one_sample": found}
-    write_json(verdict.with_name(verdict.stem + "_one_sample.json"), out,
-               command="python3 results/vllm/one_sample.py " + shlex.join([str(verdict), "--options", options]))
+        found[side] = dict(
+            against_model(engine, prompt, EngineRun(whole, 0.0), sampling, level=level, seed=0),
+            ended_early=len(rows) - len(whole),
+        )
+    out = {
+        "verdict": verdict.name,
+        "setting": document["setting"],
+        "sampling": sampling.describe(),
+        "level": level,
+        "a": document["a"],
+        "b": document["b"],
+        "two_sample": {
+            "p_value": document["p_value"],
+            "detectable_tv": document["detectable_tv"],
+            "passed": document["passed"],
+        },
+        "one_sample": found,
+    }
+    write_json(
+        verdict.with_name(verdict.stem + "_one_sample.json"),
+        out,
+        command="python3 results/vllm/one_sample.py " + shlex.join([str(verdict), "--options", options]),
+    )
     for side in ("a", "b"):
         audit = found[side]
-        print(f"{document[side]}: one-sample {'PASS' if audit['passed'] else 'FAIL'}, detectable TV "
-              f"{audit['detectable_tv']}; numeric TV per position {[round(t, 5) for t in audit['numeric_tv']]}",
-              flush=True)
+        print(
+            f"{document[side]}: one-sample {'PASS' if audit['passed'] else 'FAIL'}, detectable TV "
+            f"{audit['detectable_tv']}; numeric TV per position {[round(t, 5) for t in audit['numeric_tv']]}",
+            flush=True,
+        )
     print(f"two-sample: p = {document['p_value']:.3g}, detectable TV {document['detectable_tv']:.3f}", flush=True)
 
 

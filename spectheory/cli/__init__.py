@@ -25,6 +25,7 @@ OUT_OF_MEMORY = 3  # the machine ran out of memory: neither a verdict (an audit'
 OOM_MESSAGES = ("out of memory", "can't allocate memory")  # torch's CUDA and CPU allocators
 INTERRUPTED = 130
 
+
 class UsageError(Exception):
     """A usage error, printed as one line (argparse's own message is several)."""
 
@@ -75,8 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MemoryError, RuntimeError) as error:  # torch's allocator raises RuntimeErrors (OutOfMemoryError is one)
         if isinstance(error, RuntimeError) and not any(words in str(error).lower() for words in OOM_MESSAGES):
             raise
-        print(f"{prog}: error: out of memory ({(str(error).strip() or 'MemoryError').splitlines()[0]}): ask for less "
-              f"work (see {prog} --help)", file=sys.stderr)
+        print(
+            f"{prog}: error: out of memory ({(str(error).strip() or 'MemoryError').splitlines()[0]}): ask for less "
+            f"work (see {prog} --help)",
+            file=sys.stderr,
+        )
         return OUT_OF_MEMORY
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

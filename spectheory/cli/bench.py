@@ -24,41 +24,102 @@ CONTEXT_RULE = "prompt + tokens + gamma + 1 must fit the target's context (256 f
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser)
-    parser.add_argument("--draft", default="transformer", metavar="DRAFT",
-                        help=draft_help("transformer") + "; with --task spec-bench, all: the whole table")
+    parser.add_argument(
+        "--draft",
+        default="transformer",
+        metavar="DRAFT",
+        help=draft_help("transformer") + "; with --task spec-bench, all: the whole table",
+    )
     add_text(parser, "the prompts")
     parser.add_argument("--task", type=task_name, help=TASK_HELP)
     add_device(parser)
     add_dtype(parser)
     add_compile(parser)
-    parser.add_argument("--gammas", type=int, nargs="+", metavar="G",
-                        help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT_RULE)
-    parser.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULTS.temperatures), metavar="T",
-                        help="temperatures (default 0 1)")
-    parser.add_argument("--prompts", type=int, default=DEFAULTS.prompts,
-                        help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
-                             f"per run; default {DEFAULTS.prompts})")
-    parser.add_argument("--prompt-length", type=int, help=f"tokens per prompt (default {DEFAULTS.prompt_length}, "
-                        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT_RULE)
-    parser.add_argument("--max-new-tokens", type=int, default=DEFAULTS.max_new_tokens,
-                        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT_RULE)
-    parser.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
-                        help=f"timed repeats, median reported, at most {MAX_REPEATS} (default {DEFAULTS.repeats})")
-    parser.add_argument("--warmup", type=int, default=DEFAULTS.warmup,
-                        help=f"untimed runs first, at most {MAX_REPEATS} (default {DEFAULTS.warmup})")
+    parser.add_argument(
+        "--gammas",
+        type=int,
+        nargs="+",
+        metavar="G",
+        help="gammas to benchmark (default 1 to 8; with --task spec-bench each draft's own); " + CONTEXT_RULE,
+    )
+    parser.add_argument(
+        "--temperatures",
+        type=float,
+        nargs="+",
+        default=list(DEFAULTS.temperatures),
+        metavar="T",
+        help="temperatures (default 0 1)",
+    )
+    parser.add_argument(
+        "--prompts",
+        type=int,
+        default=DEFAULTS.prompts,
+        help=f"held-out prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full "
+        f"per run; default {DEFAULTS.prompts})",
+    )
+    parser.add_argument(
+        "--prompt-length",
+        type=int,
+        help=f"tokens per prompt (default {DEFAULTS.prompt_length}, "
+        f"{ENGINE_PROMPT_LENGTH} with --engine); " + CONTEXT_RULE,
+    )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=DEFAULTS.max_new_tokens,
+        help=f"tokens generated per prompt (default {DEFAULTS.max_new_tokens}); " + CONTEXT_RULE,
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULTS.repeats,
+        help=f"timed repeats, median reported, at most {MAX_REPEATS} (default {DEFAULTS.repeats})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=DEFAULTS.warmup,
+        help=f"untimed runs first, at most {MAX_REPEATS} (default {DEFAULTS.warmup})",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="prompt selection seed (default 0)")
-    parser.add_argument("--batch-sizes", type=int, nargs="*", default=list(DEFAULTS.batch_sizes), metavar="B",
-                        help="the batch sweep: rows per call, each decoding whole batches of at least --prompts prompts "
-                             "(default 1 4 16 64; none: no sweep)")
-    parser.add_argument("--batch-gammas", type=int, nargs="+", default=list(DEFAULTS.batch_gammas), metavar="G",
-                        help="gammas of the batch sweep (default 2 4)")
-    parser.add_argument("--forecast-prompts", type=int, default=0, metavar="N",
-                        help="first forecast the sweep from acceptance along N other prompts and a cost profile of the "
-                             "first of them, judged on the sweep's rows (docs/measuring.md, Forecasts; default 0: none)")
-    parser.add_argument("--forecast-cost-prompts", type=int, default=FORECAST_COST_PROMPTS, metavar="N",
-                        help=f"the forecast's prompts its cost profile times (default {FORECAST_COST_PROMPTS})")
-    parser.add_argument("--forecast-repeats", type=int, default=FORECAST_REPEATS,
-                        help=f"the cost profile's timed repeats (default {FORECAST_REPEATS})")
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="*",
+        default=list(DEFAULTS.batch_sizes),
+        metavar="B",
+        help="the batch sweep: rows per call, each decoding whole batches of at least --prompts prompts "
+        "(default 1 4 16 64; none: no sweep)",
+    )
+    parser.add_argument(
+        "--batch-gammas",
+        type=int,
+        nargs="+",
+        default=list(DEFAULTS.batch_gammas),
+        metavar="G",
+        help="gammas of the batch sweep (default 2 4)",
+    )
+    parser.add_argument(
+        "--forecast-prompts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first forecast the sweep from acceptance along N other prompts and a cost profile of the "
+        "first of them, judged on the sweep's rows (docs/measuring.md, Forecasts; default 0: none)",
+    )
+    parser.add_argument(
+        "--forecast-cost-prompts",
+        type=int,
+        default=FORECAST_COST_PROMPTS,
+        metavar="N",
+        help=f"the forecast's prompts its cost profile times (default {FORECAST_COST_PROMPTS})",
+    )
+    parser.add_argument(
+        "--forecast-repeats",
+        type=int,
+        default=FORECAST_REPEATS,
+        help=f"the cost profile's timed repeats (default {FORECAST_REPEATS})",
+    )
     add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
@@ -70,25 +131,63 @@ def run(args: argparse.Namespace) -> int:
     runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
     common = dict(target=args.target, out=args.out, command=args.command_line)
     if args.engine:
-        _, lines = engine_bench(args.engine, against=args.against, task=args.task, prompts=args.prompts,
-                                prompt_length=args.prompt_length, seed=args.seed,
-                                gammas=args.gammas or list(DEFAULTS.gammas), forecast_prompts=args.forecast_prompts,
-                                **runs, **common)
+        _, lines = engine_bench(
+            args.engine,
+            against=args.against,
+            task=args.task,
+            prompts=args.prompts,
+            prompt_length=args.prompt_length,
+            seed=args.seed,
+            gammas=args.gammas or list(DEFAULTS.gammas),
+            forecast_prompts=args.forecast_prompts,
+            **runs,
+            **common,
+        )
     elif is_spec_bench(args.task):
-        settings = BenchSettings(temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed,
-                                 batch_sizes=(), **runs)
-        _, lines = spec_bench(settings, args.task, draft=args.draft, gammas=args.gammas, device=args.device,
-                              dtype=getattr(torch, args.dtype), compile=args.compile,
-                              forecast_questions=args.forecast_prompts, **common)
+        settings = BenchSettings(
+            temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed, batch_sizes=(), **runs
+        )
+        _, lines = spec_bench(
+            settings,
+            args.task,
+            draft=args.draft,
+            gammas=args.gammas,
+            device=args.device,
+            dtype=getattr(torch, args.dtype),
+            compile=args.compile,
+            forecast_questions=args.forecast_prompts,
+            **common,
+        )
     else:
-        settings = BenchSettings(tuple(args.gammas or DEFAULTS.gammas), tuple(args.temperatures), args.prompts,
-                                 args.prompt_length or DEFAULTS.prompt_length, args.max_new_tokens, args.repeats,
-                                 args.warmup, seed=args.seed, batch_sizes=tuple(args.batch_sizes),
-                                 batch_gammas=tuple(args.batch_gammas), sampling=sampling)
-        _, lines = decoder_bench(args.draft, settings, text=args.text, device=args.device,
-                                 dtype=getattr(torch, args.dtype), compile=args.compile, task=args.task, policies=args.policies,
-                                 tree=args.tree, budgets=args.budgets, dynamic=args.dynamic, hf=args.hf,
-                                 hf_gamma=args.hf_gamma, **common,
-                                 forecast=(args.forecast_prompts, args.forecast_cost_prompts, args.forecast_repeats))
+        settings = BenchSettings(
+            tuple(args.gammas or DEFAULTS.gammas),
+            tuple(args.temperatures),
+            args.prompts,
+            args.prompt_length or DEFAULTS.prompt_length,
+            args.max_new_tokens,
+            args.repeats,
+            args.warmup,
+            seed=args.seed,
+            batch_sizes=tuple(args.batch_sizes),
+            batch_gammas=tuple(args.batch_gammas),
+            sampling=sampling,
+        )
+        _, lines = decoder_bench(
+            args.draft,
+            settings,
+            text=args.text,
+            device=args.device,
+            dtype=getattr(torch, args.dtype),
+            compile=args.compile,
+            task=args.task,
+            policies=args.policies,
+            tree=args.tree,
+            budgets=args.budgets,
+            dynamic=args.dynamic,
+            hf=args.hf,
+            hf_gamma=args.hf_gamma,
+            **common,
+            forecast=(args.forecast_prompts, args.forecast_cost_prompts, args.forecast_repeats),
+        )
     print("\n".join(lines))
     return 0

@@ -16,20 +16,44 @@ __all__ = ["add_comparison_arguments", "check_comparison"]
 
 
 def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hf", action="store_true", help="also compare with Hugging Face generate and assisted "
-                        "generation (a pair of TinyGPTs, converted, or of model directories)")
+    parser.add_argument(
+        "--hf",
+        action="store_true",
+        help="also compare with Hugging Face generate and assisted "
+        "generation (a pair of TinyGPTs, converted, or of model directories)",
+    )
     parser.add_argument("--hf-gamma", type=int, help="assistant tokens for the comparison (default: best gamma at T=0)")
-    parser.add_argument("--tree", action="store_true", help="instead: the optimal draft tree against the chain at each "
-                        "node budget, T = 0 (docs/theory.md §12)")
-    parser.add_argument("--budgets", type=int, nargs="+", default=list(BENCH_TREE_BUDGETS), metavar="N",
-                        help="--tree: nodes per verify call, the root included (default 4 8 16 32)")
-    parser.add_argument("--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget, K:D branching:depth")
-    parser.add_argument("--policies", nargs="*", metavar="NAME", help="instead: draft-length policies against the "
-                        f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}")
-    parser.add_argument("--engine", metavar="ENGINE", help=f"instead: a serving engine's speed with and without its "
-                        f"speculation: {engine_usages()} (a local engine on --target's GGUF file, default smollm2; "
-                        f"a server that speculates by its own settings with --against the plain server's URL; "
-                        f"docs/engines.md)")
+    parser.add_argument(
+        "--tree",
+        action="store_true",
+        help="instead: the optimal draft tree against the chain at each node budget, T = 0 (docs/theory.md §12)",
+    )
+    parser.add_argument(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=list(BENCH_TREE_BUDGETS),
+        metavar="N",
+        help="--tree: nodes per verify call, the root included (default 4 8 16 32)",
+    )
+    parser.add_argument(
+        "--dynamic", metavar="K:D", help="--tree: EAGLE-2's dynamic tree at each budget, K:D branching:depth"
+    )
+    parser.add_argument(
+        "--policies",
+        nargs="*",
+        metavar="NAME",
+        help="instead: draft-length policies against the "
+        f"fixed --gammas at each temperature (docs/theory.md §13); no names: all of {' '.join(BENCH_POLICIES)}",
+    )
+    parser.add_argument(
+        "--engine",
+        metavar="ENGINE",
+        help=f"instead: a serving engine's speed with and without its "
+        f"speculation: {engine_usages()} (a local engine on --target's GGUF file, default smollm2; "
+        f"a server that speculates by its own settings with --against the plain server's URL; "
+        f"docs/engines.md)",
+    )
     parser.add_argument("--against", metavar="URL", help="--engine URL: the same model served without speculation")
 
 
@@ -38,18 +62,27 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
     what the sampling flags besides the temperatures ask for."""
     sampling_given = sampling != Sampling()
     if sampling_given and (args.hf or args.engine):
-        raise ValueError(f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
-                         f"flags ({sampling})")
+        raise ValueError(
+            f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
+            f"flags ({sampling})"
+        )
     if args.against is not None and args.engine is None:
         raise ValueError(f"--against {args.against} is the plain server beside --engine URL: add --engine")
     if args.engine and (args.hf or args.tree or args.policies is not None):
         raise ValueError("--engine measures the engine's own speculation: --hf, --tree and --policies do not apply")
-    if is_spec_bench(args.task) and not args.engine and (sampling_given or args.hf or args.tree
-                                                         or args.policies is not None or args.batch_sizes):
-        raise ValueError(f"--task {args.task} measures the greedy table only: drop --hf, --tree, --policies, "
-                         f"--batch-sizes and the sampling flags")
+    if (
+        is_spec_bench(args.task)
+        and not args.engine
+        and (sampling_given or args.hf or args.tree or args.policies is not None or args.batch_sizes)
+    ):
+        raise ValueError(
+            f"--task {args.task} measures the greedy table only: drop --hf, --tree, --policies, "
+            f"--batch-sizes and the sampling flags"
+        )
     if is_spec_bench(args.task) and args.text is not None:
-        raise ValueError(f"--text {args.text}: Spec-Bench's questions are the prompts; drop --text or --task {args.task}")
+        raise ValueError(
+            f"--text {args.text}: Spec-Bench's questions are the prompts; drop --text or --task {args.task}"
+        )
     if args.hf_gamma is not None and not args.hf:
         raise ValueError(f"--hf-gamma {args.hf_gamma} applies to the Hugging Face comparison: add --hf")
     if args.dynamic is not None and not args.tree:
@@ -57,8 +90,10 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
     if args.policies is not None and (args.hf or args.tree):
         raise ValueError("--policies compares draft-length policies in our decoder: --hf and --tree do not apply")
     if args.forecast_prompts and (args.against or args.tree or args.policies is not None):
-        raise ValueError(f"--forecast-prompts {args.forecast_prompts} forecasts a gamma sweep or Spec-Bench's table, "
-                         f"ours or an engine's: --against, --tree (its --dynamic rows carry their own) and --policies "
-                         f"do not take it")
+        raise ValueError(
+            f"--forecast-prompts {args.forecast_prompts} forecasts a gamma sweep or Spec-Bench's table, "
+            f"ours or an engine's: --against, --tree (its --dynamic rows carry their own) and --policies "
+            f"do not take it"
+        )
     if args.tree and args.hf:
         raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")

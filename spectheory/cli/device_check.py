@@ -16,10 +16,17 @@ DEFAULT_BUDGET_SECONDS = 420  # the sections that start after it are skipped: un
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="directory for device_check.json and the profiles")
     parser.add_argument("--device", type=options.device, default="cuda", help="torch device (default cuda)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="tiny sizes (a tiny Llama, widths to 6, batches 1-2): checks that the check runs")
-    parser.add_argument("--budget-seconds", type=int, default=DEFAULT_BUDGET_SECONDS,
-                        help=f"no section starts after this many seconds (default {DEFAULT_BUDGET_SECONDS})")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="tiny sizes (a tiny Llama, widths to 6, batches 1-2): checks that the check runs",
+    )
+    parser.add_argument(
+        "--budget-seconds",
+        type=int,
+        default=DEFAULT_BUDGET_SECONDS,
+        help=f"no section starts after this many seconds (default {DEFAULT_BUDGET_SECONDS})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,10 +37,17 @@ def run(args: argparse.Namespace) -> int:
     out = check_writable(args.out, directory=True)
     from decoders.bench.device_check import DRY_RUN, FULL, REPORT_NAME, run_check
 
-    document = run_check(out, device=args.device, sizes=DRY_RUN if args.dry_run else FULL,
-                         budget_seconds=args.budget_seconds, command=args.command_line,
-                         log=lambda line: print(line, flush=True))
+    document = run_check(
+        out,
+        device=args.device,
+        sizes=DRY_RUN if args.dry_run else FULL,
+        budget_seconds=args.budget_seconds,
+        command=args.command_line,
+        log=lambda line: print(line, flush=True),
+    )
     failed = [name for name, section in document["sections"].items() if "error" in section.get("result", {})]
-    print(f"wrote {out / REPORT_NAME}: {len(document['sections'])} sections, {len(failed)} failed"
-          + (f" ({', '.join(failed)})" if failed else ""))
+    print(
+        f"wrote {out / REPORT_NAME}: {len(document['sections'])} sections, {len(failed)} failed"
+        + (f" ({', '.join(failed)})" if failed else "")
+    )
     return 1 if failed else 0

@@ -13,14 +13,26 @@ from spectheory.validation import as_int
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_target(parser)
-    parser.add_argument("--prompt-text", required=True, help="the prompt as text, tokenized by the target's tokenizer "
-                                                             "without special tokens (as the engine was given it)")
-    parser.add_argument("--tokens", nargs="+", metavar="FILE",
-                        help="the engine's new token ids (a JSON list, an object with 'tokens', or integers); two "
-                             "files compare with each other instead of with our greedy decoding")
-    parser.add_argument("--engine", metavar="ENGINE", help="instead of --tokens: draw the engine's greedy tokens here "
-                        "(llama-cpp or llama-server[:OPTIONS]), on --target's GGUF file (default smollm2), with "
-                        "--speculate draft tokens")
+    parser.add_argument(
+        "--prompt-text",
+        required=True,
+        help="the prompt as text, tokenized by the target's tokenizer "
+        "without special tokens (as the engine was given it)",
+    )
+    parser.add_argument(
+        "--tokens",
+        nargs="+",
+        metavar="FILE",
+        help="the engine's new token ids (a JSON list, an object with 'tokens', or integers); two "
+        "files compare with each other instead of with our greedy decoding",
+    )
+    parser.add_argument(
+        "--engine",
+        metavar="ENGINE",
+        help="instead of --tokens: draw the engine's greedy tokens here "
+        "(llama-cpp or llama-server[:OPTIONS]), on --target's GGUF file (default smollm2), with "
+        "--speculate draft tokens",
+    )
     parser.add_argument("--speculate", type=int, default=4, help="--engine: draft tokens per step, 0 = off (default 4)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="--engine: tokens drawn (default 64)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -48,17 +60,24 @@ def run(args: argparse.Namespace) -> int:
     if args.engine:
         engine = open_engine(args.engine, gguf=target_name)
         if capability(engine, "generate_ids") is None:
-            raise ValueError(f"--engine {args.engine}: diverge reads the engine's token ids (generate_ids, "
-                             f"docs/engines.md §2), which it does not give; draw its tokens into --tokens FILE")
-        tokens, _, _, _ = engine.generate_ids(prompt, as_int("max_new_tokens", args.max_new_tokens, low=1, high=1024),
-                                              EngineSampling(0.0), speculate=args.speculate)
+            raise ValueError(
+                f"--engine {args.engine}: diverge reads the engine's token ids (generate_ids, "
+                f"docs/engines.md §2), which it does not give; draw its tokens into --tokens FILE"
+            )
+        tokens, _, _, _ = engine.generate_ids(
+            prompt,
+            as_int("max_new_tokens", args.max_new_tokens, low=1, high=1024),
+            EngineSampling(0.0),
+            speculate=args.speculate,
+        )
         sequences, args.tokens = [tokens], [f"{args.engine} (speculate {args.speculate})"]
     for path, tokens in zip(args.tokens, sequences):
         if max(tokens) >= target.vocab_size or min(tokens) < 0:
             raise ValueError(f"--tokens {path!r} holds ids outside the target's vocabulary [0, {target.vocab_size})")
     if len(sequences) == 1:
-        generation = generate_autoregressive(target, [prompt], max_new_tokens=len(sequences[0]), sampling=GREEDY,
-                                             randomness=seeded(0))
+        generation = generate_autoregressive(
+            target, [prompt], max_new_tokens=len(sequences[0]), sampling=GREEDY, randomness=seeded(0)
+        )
         sequences.insert(0, list(generation.tokens[0]))
         names = ("ours (greedy)", args.tokens[0])
     else:
@@ -70,10 +89,14 @@ def run(args: argparse.Namespace) -> int:
     if found.position is None:
         print(f"{names[0]} and {names[1]} agree on all {found.compared} tokens")
         return 0
-    print(f"first divergence at new token {found.position} of {found.compared}: {names[0]} {found.ours}, "
-          f"{names[1]} {found.theirs}")
-    print(f"target logits there: margin {found.margin:.3e} ({names[0]} over {names[1]}), top-two margin "
-          f"{found.top_two_margin:.3e}; {names[1]}'s token ranks {found.their_rank} with probability "
-          f"{found.their_probability:.4f}")
+    print(
+        f"first divergence at new token {found.position} of {found.compared}: {names[0]} {found.ours}, "
+        f"{names[1]} {found.theirs}"
+    )
+    print(
+        f"target logits there: margin {found.margin:.3e} ({names[0]} over {names[1]}), top-two margin "
+        f"{found.top_two_margin:.3e}; {names[1]}'s token ranks {found.their_rank} with probability "
+        f"{found.their_probability:.4f}"
+    )
     print(found.verdict)
     return 0

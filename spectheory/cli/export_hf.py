@@ -14,8 +14,14 @@ from spectheory.outputs import check_writable
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="directory to write, one model directory per name inside")
-    parser.add_argument("--models", nargs="+", default=["target", "transformer"], choices=EXPORTABLE, metavar="NAME",
-                        help=f"what to export: {names(EXPORTABLE)} (default target transformer)")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["target", "transformer"],
+        choices=EXPORTABLE,
+        metavar="NAME",
+        help=f"what to export: {names(EXPORTABLE)} (default target transformer)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,17 +17,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="figures", help="directory for the figures (default figures)")
     parser.add_argument("--results", default="results", help="directory of the cached results (default results)")
     parser.add_argument("--recompute", action="store_true", help="rerun the simulations and measurements first")
-    parser.add_argument("--only", nargs="+", choices=paper_figs.SCRIPTS, metavar="NAME",
-                        help=f"just these scripts: {names(paper_figs.SCRIPTS)}")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=paper_figs.SCRIPTS,
+        metavar="NAME",
+        help=f"just these scripts: {names(paper_figs.SCRIPTS)}",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     check_writable(args.out, directory=True)  # before any recomputation
     if args.recompute:
         check_writable(args.results, directory=True)
-    written = paper_figs.make_all(args.out, args.results, names=tuple(args.only or paper_figs.SCRIPTS),
-                                  recompute=args.recompute,
-                                  progress=lambda items, **options: progress_bar(None, items, **options))
+    written = paper_figs.make_all(
+        args.out,
+        args.results,
+        names=tuple(args.only or paper_figs.SCRIPTS),
+        recompute=args.recompute,
+        progress=lambda items, **options: progress_bar(None, items, **options),
+    )
     for name, paths in written.items():
         print(f"{name}: {', '.join(str(path) for path in paths)}")
     return 0

@@ -9,11 +9,14 @@ __all__ = ["flags_of", "mutant_presets", "tiny_target_flags", "cited"]
 def flags_of(sampling) -> list:
     """The flags that ask for ``sampling`` (its settings that differ from the defaults), e.g. a mutant's."""
     flags = ["--temperature", f"{sampling.temperature!r}"]
-    for flag, value, default in (("--top-k", sampling.top_k, None), ("--top-p", sampling.top_p, None),
-                                 ("--min-p", sampling.min_p, None),
-                                 ("--repetition-penalty", sampling.repetition_penalty, 1.0),
-                                 ("--frequency-penalty", sampling.frequency_penalty, 0.0),
-                                 ("--presence-penalty", sampling.presence_penalty, 0.0)):
+    for flag, value, default in (
+        ("--top-k", sampling.top_k, None),
+        ("--top-p", sampling.top_p, None),
+        ("--min-p", sampling.min_p, None),
+        ("--repetition-penalty", sampling.repetition_penalty, 1.0),
+        ("--frequency-penalty", sampling.frequency_penalty, 0.0),
+        ("--presence-penalty", sampling.presence_penalty, 0.0),
+    ):
         if value != default:
             flags += [flag, f"{value!r}"]
     if sampling.penalize_prompt:
@@ -25,8 +28,14 @@ def flags_of(sampling) -> list:
     if sampling.grammar is not None:  # a mutant's grammar is a regex: its text is the flag's value
         flags += [sampling.grammar.flag, sampling.grammar.source]
     if sampling.mirostat:
-        flags += ["--mirostat", str(sampling.mirostat), "--mirostat-tau", f"{sampling.mirostat_tau!r}",
-                  "--mirostat-eta", f"{sampling.mirostat_eta!r}"]
+        flags += [
+            "--mirostat",
+            str(sampling.mirostat),
+            "--mirostat-tau",
+            f"{sampling.mirostat_tau!r}",
+            "--mirostat-eta",
+            f"{sampling.mirostat_eta!r}",
+        ]
     return flags
 
 
@@ -45,13 +54,26 @@ def mutant_presets(argv: list) -> list:
         flags = flags_of(chain.shows_with)
         if chain.exact != "dp":  # whole runs branch on every draw: their smallest sizes
             size = EXACT_SIZES[chain.exact]
-            flags += ["--vocabulary", str(size["vocabulary"]), "--gamma", str(size["gamma"]), "--draft", "tabular",
-                      "--horizon", str(size["horizon"])] + (["--prompt", *map(str, size["prompt"])] if "prompt" in size
-                                                            else [])
+            flags += [
+                "--vocabulary",
+                str(size["vocabulary"]),
+                "--gamma",
+                str(size["gamma"]),
+                "--draft",
+                "tabular",
+                "--horizon",
+                str(size["horizon"]),
+            ] + (["--prompt", *map(str, size["prompt"])] if "prompt" in size else [])
         return flags + list(chain.audit) + ([] if "--n" in argv else ["--exact", chain.exact])
     if tree is not None:
-        return ["--decoder", "tree", "--verifier", tree.verifier, *flags_of(tree.shows_with),
-                *(tiny_target_flags(tree.audit) if "--exact" in argv else tree.audit)]
+        return [
+            "--decoder",
+            "tree",
+            "--verifier",
+            tree.verifier,
+            *flags_of(tree.shows_with),
+            *(tiny_target_flags(tree.audit) if "--exact" in argv else tree.audit),
+        ]
     return []
 
 
@@ -61,7 +83,7 @@ def tiny_target_flags(flags: tuple) -> list:
     flags = list(flags)
     if "--target" in flags:
         at = flags.index("--target")
-        del flags[at:at + 2]
+        del flags[at : at + 2]
     return flags
 
 

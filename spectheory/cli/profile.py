@@ -30,35 +30,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dtype(parser)
     add_compile(parser)
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
-    parser.add_argument("--gamma-max", type=int, default=max(DEFAULTS.gammas),
-                        help=f"the profiling run's gamma; t_verify up to gamma_max + 1 (default {max(DEFAULTS.gammas)})")
-    parser.add_argument("--verify-widths", type=int, help="time the verify call at widths 1..K (at least gamma_max "
-                                                          "+ 1, its default; 64 for `spectheory tree --costs`)")
-    parser.add_argument("--batch-size", type=int, default=1, help="rows decoded per call, dividing --prompts (default 1)")
+    parser.add_argument(
+        "--gamma-max",
+        type=int,
+        default=max(DEFAULTS.gammas),
+        help=f"the profiling run's gamma; t_verify up to gamma_max + 1 (default {max(DEFAULTS.gammas)})",
+    )
+    parser.add_argument(
+        "--verify-widths",
+        type=int,
+        help="time the verify call at widths 1..K (at least gamma_max "
+        "+ 1, its default; 64 for `spectheory tree --costs`)",
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=1, help="rows decoded per call, dividing --prompts (default 1)"
+    )
     for name in ("prompts", "prompt_length", "max_new_tokens", "repeats", "warmup", "seed"):
         default = getattr(DEFAULTS, name)
-        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"as in bench (default {default})")
+        parser.add_argument(
+            "--" + name.replace("_", "-"), type=int, default=default, help=f"as in bench (default {default})"
+        )
     parser.add_argument("--out", help="write the profile as JSON here (default: print it)")
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = BenchSettings((as_positive_int("gamma_max", args.gamma_max),), (args.temperature,), args.prompts,
-                             args.prompt_length, args.max_new_tokens, args.repeats, args.warmup, seed=args.seed)
+    settings = BenchSettings(
+        (as_positive_int("gamma_max", args.gamma_max),),
+        (args.temperature,),
+        args.prompts,
+        args.prompt_length,
+        args.max_new_tokens,
+        args.repeats,
+        args.warmup,
+        seed=args.seed,
+    )
     check_batch_size(args.batch_size, settings.prompts)
     if args.out:
         check_writable(args.out)
     dtype = getattr(torch, args.dtype)
-    inputs = load_inputs(args.target, [args.draft], text=args.text, device=args.device, dtype=dtype,
-                         compile=args.compile)
+    inputs = load_inputs(
+        args.target, [args.draft], text=args.text, device=args.device, dtype=dtype, compile=args.compile
+    )
     target, draft = inputs.target, inputs.drafts[args.draft]
     prompts = text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
-    profile, spread = measure_profile(target, draft, prompts, Sampling(args.temperature), gamma_max=args.gamma_max,
-                                      max_new_tokens=settings.max_new_tokens, repeats=settings.repeats,
-                                      warmup=settings.warmup, batch_size=args.batch_size,
-                                      verify_widths=args.verify_widths)
-    document = profile_document(environment(target.device, model_dtype(target)), args.target or "shipped target",
-                                args.draft, batch_size=args.batch_size, temperature=args.temperature,
-                                text=inputs.text, settings=settings, profile=profile, spread=spread)
+    profile, spread = measure_profile(
+        target,
+        draft,
+        prompts,
+        Sampling(args.temperature),
+        gamma_max=args.gamma_max,
+        max_new_tokens=settings.max_new_tokens,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        batch_size=args.batch_size,
+        verify_widths=args.verify_widths,
+    )
+    document = profile_document(
+        environment(target.device, model_dtype(target)),
+        args.target or "shipped target",
+        args.draft,
+        batch_size=args.batch_size,
+        temperature=args.temperature,
+        text=inputs.text,
+        settings=settings,
+        profile=profile,
+        spread=spread,
+    )
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print(json.dumps(document, indent=1, allow_nan=False))

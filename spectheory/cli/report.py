@@ -27,18 +27,24 @@ from spectheory.calculator import MAX_TABLE_GAMMA
 DEFAULTS = ReportSettings()
 #: What the committed reports took on 2 cores (results/report and results/report_full; a test holds them to the files).
 MAIN_SECONDS, FULL_SECONDS = 173, 834
-HELP = {"windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
-        "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
-        "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
-        "repeats": f"timed repeats, median reported, at most {MAX_REPEATS}",
-        "warmup": f"untimed runs first, at most {MAX_REPEATS}",
-        "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
-        "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}", "seed": "random seed",
-        "forecast_prompts": "other prompts the forecast measures acceptance along",
-        "forecast_cost_prompts": "the first of them that its cost profile times", "forecast_repeats": "its timed repeats",
-        "temperatures": "temperatures", "gammas": "benchmarked gammas", "prompt_length": "benchmark prompt tokens",
-        "tree_budgets": "tree against chain at these node budgets, T = 0, where both models have tree attention",
-        "policies": "draft-length policies against the best fixed gamma"}
+HELP = {
+    "windows": f"held-out windows for alpha along text, 2 to {MAX_WINDOWS} (standard errors are over windows)",
+    "prompts": f"benchmark prompts, decoded one at a time, at most {MAX_PROMPTS} (each is decoded in full per run)",
+    "max_new_tokens": "tokens generated per prompt; prompt + tokens + gamma + 1 must fit the target's context",
+    "repeats": f"timed repeats, median reported, at most {MAX_REPEATS}",
+    "warmup": f"untimed runs first, at most {MAX_REPEATS}",
+    "audit_n": f"audit: sampled continuations, 2 to {MAX_SAMPLES:,} (memory of the [n, horizon] tests)",
+    "gamma_max": f"largest gamma the calculator considers, at most {MAX_TABLE_GAMMA}",
+    "seed": "random seed",
+    "forecast_prompts": "other prompts the forecast measures acceptance along",
+    "forecast_cost_prompts": "the first of them that its cost profile times",
+    "forecast_repeats": "its timed repeats",
+    "temperatures": "temperatures",
+    "gammas": "benchmarked gammas",
+    "prompt_length": "benchmark prompt tokens",
+    "tree_budgets": "tree against chain at these node budgets, T = 0, where both models have tree attention",
+    "policies": "draft-length policies against the best fixed gamma",
+}
 LISTS = {"temperatures": ("+", float), "gammas": ("+", int), "tree_budgets": ("*", int), "policies": ("*", str)}
 
 
@@ -47,14 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser)
     parser.add_argument("--draft", help=draft_help("transformer") + "; with --task spec-bench default all: the table")
     add_text(parser, "alpha, the benchmark's prompts and the audit's prompt")
-    parser.add_argument("--task", type=task_name, help="benchmark prompts from a task on the held-out text instead "
-                        f"of windows of it (default: windows; rewrite for a real model), or {TASK}[:CATEGORY,...]: a "
-                        "draft and gamma per Spec-Bench category")
-    parser.add_argument("--from", dest="from_table", metavar="FILE", help=f"--task {TASK}: read the table from FILE "
-                        f"(bench --task {TASK} --draft all --out FILE) instead of measuring it")
+    parser.add_argument(
+        "--task",
+        type=task_name,
+        help="benchmark prompts from a task on the held-out text instead "
+        f"of windows of it (default: windows; rewrite for a real model), or {TASK}[:CATEGORY,...]: a "
+        "draft and gamma per Spec-Bench category",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_table",
+        metavar="FILE",
+        help=f"--task {TASK}: read the table from FILE "
+        f"(bench --task {TASK} --draft all --out FILE) instead of measuring it",
+    )
     add_device(parser), add_compile(parser)
-    parser.add_argument("--full", action="store_true", help="the shipped pair's full report: every gamma to 8 over 128 "
-                        f"tokens, trees and policies ({FULL_SECONDS} s on 2 cores against the default's {MAIN_SECONDS} s)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="the shipped pair's full report: every gamma to 8 over 128 "
+        f"tokens, trees and policies ({FULL_SECONDS} s on 2 cores against the default's {MAIN_SECONDS} s)",
+    )
     for name, text in HELP.items():  # the budget: none given, the defaults (or --full's, or a real model's)
         nargs, kind = LISTS.get(name, (None, int))
         parser.add_argument("--" + name.replace("_", "-"), type=kind, nargs=nargs, help=f"{text} {_defaults(name)}")
@@ -62,10 +81,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _defaults(name: str) -> str:
     """'(default X; Y with --full; Z for a real model)', the last two where they differ from X; "none" for ()."""
-    values = [" ".join(map(str, value)) or "none" if isinstance(value, tuple) else str(value)
-              for value in (getattr(settings, name) for settings in (DEFAULTS, FULL_SETTINGS, REAL_MODEL_SETTINGS))]
-    return f"(default {values[0]}" + "".join(f"; {value} {where}" for value, where in zip(
-        values[1:], ("with --full", "for a real model")) if value != values[0]) + ")"
+    values = [
+        " ".join(map(str, value)) or "none" if isinstance(value, tuple) else str(value)
+        for value in (getattr(settings, name) for settings in (DEFAULTS, FULL_SETTINGS, REAL_MODEL_SETTINGS))
+    ]
+    return (
+        f"(default {values[0]}"
+        + "".join(
+            f"; {value} {where}"
+            for value, where in zip(values[1:], ("with --full", "for a real model"))
+            if value != values[0]
+        )
+        + ")"
+    )
 
 
 def _settings(args: argparse.Namespace) -> ReportSettings:
@@ -82,18 +110,36 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if is_spec_bench(args.task):
-        table, recommendation = spec_bench_report(report_spec_bench_settings(args), args.task, draft=args.draft or ALL,
-                                                  from_table=args.from_table, target=args.target, device=args.device,
-                                                  compile=args.compile, out=args.out, forecast_questions=args.forecast_prompts)
+        table, recommendation = spec_bench_report(
+            report_spec_bench_settings(args),
+            args.task,
+            draft=args.draft or ALL,
+            from_table=args.from_table,
+            target=args.target,
+            device=args.device,
+            compile=args.compile,
+            out=args.out,
+            forecast_questions=args.forecast_prompts,
+        )
         paths = write_spec_bench_report(table, recommendation, args.out, command=args.command_line)
         lines = recommendation_lines(recommendation)
     elif args.from_table:
         raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
     else:
-        document = pair_report(_settings(args), target=args.target, draft=args.draft or "transformer",  # checked first
-                               text=args.text, device=args.device, compile=args.compile, out=args.out, command=args.command_line)
+        document = pair_report(
+            _settings(args),
+            target=args.target,
+            draft=args.draft or "transformer",  # checked first
+            text=args.text,
+            device=args.device,
+            compile=args.compile,
+            out=args.out,
+            command=args.command_line,
+        )
         paths, lines = write_report(document, args.out), summary_lines(document.as_dict())
     print("\n".join(lines))
-    print(f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
-          f"in {time.perf_counter() - started:.0f} s")
+    print(
+        f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
+        f"in {time.perf_counter() - started:.0f} s"
+    )
     return 0

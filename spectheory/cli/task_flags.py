@@ -12,12 +12,24 @@ from decoders.bench.tasks import TASKS
 
 #: A Spec-Bench bench's defaults (``decoders.bench.spec_bench_suite.SUITE_SETTINGS``): two questions per category, 32 new
 #: tokens, greedy, no batch sweep -- the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
-SPEC_BENCH_PRESETS = ["--prompts", str(SUITE_SETTINGS.prompts), "--max-new-tokens", str(SUITE_SETTINGS.max_new_tokens),
-                      "--temperatures", "0", "--repeats", str(SUITE_SETTINGS.repeats), "--warmup",
-                      str(SUITE_SETTINGS.warmup), "--batch-sizes"]
-TASK_HELP = (f"prompts from a task on the held-out text ({', '.join(TASKS)}), or Spec-Bench's questions, "
-             f"{TASK}[:CATEGORY,...] of {', '.join(CATEGORIES)} (--prompts per category; defaults "
-             f"{' '.join(SPEC_BENCH_PRESETS)})")
+SPEC_BENCH_PRESETS = [
+    "--prompts",
+    str(SUITE_SETTINGS.prompts),
+    "--max-new-tokens",
+    str(SUITE_SETTINGS.max_new_tokens),
+    "--temperatures",
+    "0",
+    "--repeats",
+    str(SUITE_SETTINGS.repeats),
+    "--warmup",
+    str(SUITE_SETTINGS.warmup),
+    "--batch-sizes",
+]
+TASK_HELP = (
+    f"prompts from a task on the held-out text ({', '.join(TASKS)}), or Spec-Bench's questions, "
+    f"{TASK}[:CATEGORY,...] of {', '.join(CATEGORIES)} (--prompts per category; defaults "
+    f"{' '.join(SPEC_BENCH_PRESETS)})"
+)
 
 
 def task_name(value: str) -> str:
@@ -34,16 +46,30 @@ def task_name(value: str) -> str:
 def spec_bench_presets(argv: list) -> list:
     """``SPEC_BENCH_PRESETS`` where ``argv`` asks for a Spec-Bench task, else nothing."""
     for i, arg in enumerate(argv):
-        value = arg.partition("=")[2] if arg.startswith("--task=") else argv[i + 1] if arg == "--task" and \
-            i + 1 < len(argv) else None
+        value = (
+            arg.partition("=")[2]
+            if arg.startswith("--task=")
+            else argv[i + 1]
+            if arg == "--task" and i + 1 < len(argv)
+            else None
+        )
         if is_spec_bench(value):
             return list(SPEC_BENCH_PRESETS)
     return []
 
 
 #: The report's flags that Spec-Bench's table has no use for.
-UNUSED_BY_SPEC_BENCH = ("text", "temperatures", "prompt_length", "tree_budgets", "policies", "windows", "audit_n",
-                        "gamma_max", "forecast_cost_prompts")
+UNUSED_BY_SPEC_BENCH = (
+    "text",
+    "temperatures",
+    "prompt_length",
+    "tree_budgets",
+    "policies",
+    "windows",
+    "audit_n",
+    "gamma_max",
+    "forecast_cost_prompts",
+)
 
 
 def report_spec_bench_settings(args: argparse.Namespace) -> BenchSettings:
@@ -52,8 +78,12 @@ def report_spec_bench_settings(args: argparse.Namespace) -> BenchSettings:
     given = [name for name in UNUSED_BY_SPEC_BENCH if getattr(args, name, None) is not None]
     if given:
         raise ValueError(f"--task {args.task} does not take --{given[0].replace('_', '-')}")
-    return BenchSettings(temperatures=(0.0,), prompts=args.prompts or SUITE_SETTINGS.prompts,
-                         max_new_tokens=args.max_new_tokens or SUITE_SETTINGS.max_new_tokens,
-                         repeats=args.repeats or SUITE_SETTINGS.repeats,
-                         warmup=SUITE_SETTINGS.warmup if args.warmup is None else args.warmup, seed=args.seed or 0,
-                         batch_sizes=())
+    return BenchSettings(
+        temperatures=(0.0,),
+        prompts=args.prompts or SUITE_SETTINGS.prompts,
+        max_new_tokens=args.max_new_tokens or SUITE_SETTINGS.max_new_tokens,
+        repeats=args.repeats or SUITE_SETTINGS.repeats,
+        warmup=SUITE_SETTINGS.warmup if args.warmup is None else args.warmup,
+        seed=args.seed or 0,
+        batch_sizes=(),
+    )

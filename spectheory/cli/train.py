@@ -16,8 +16,13 @@ from spectheory.validation import as_positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("models", nargs="+", choices=zoo.TRAINABLE + ("all",), metavar="MODEL",
-                        help=f"what to train: {names(zoo.TRAINABLE)} or all (in dependency order)")
+    parser.add_argument(
+        "models",
+        nargs="+",
+        choices=zoo.TRAINABLE + ("all",),
+        metavar="MODEL",
+        help=f"what to train: {names(zoo.TRAINABLE)} or all (in dependency order)",
+    )
     parser.add_argument("--work", default="spectheory-work", help="checkpoint directory (default ./spectheory-work)")
     parser.add_argument("--zoo", help="export directory (default: the package's shipped zoo)")
     add_device(parser)
@@ -33,15 +38,20 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path)  # checkpoints, and the manifest every export rewrites
     written = {}
     for name in order:
-        written.update(zoo.train(name, work=args.work, zoo=args.zoo or zoo.ZOO, device=args.device,
-                                 progress=None, until=args.until))
+        written.update(
+            zoo.train(
+                name, work=args.work, zoo=args.zoo or zoo.ZOO, device=args.device, progress=None, until=args.until
+            )
+        )
     if args.json:
         print(json.dumps(written, indent=2, allow_nan=False))
         return 0
     for name, entry in written.items():
         loss = entry.get("final_held_out_loss_nats_per_char")
-        print(f"{name}: {entry['parameters']} parameters, {entry['bytes'] / 1e6:.2f} MB"
-              + (f", held-out loss {loss:.4f} nats/char after {entry['steps']} steps" if loss is not None else ""))
+        print(
+            f"{name}: {entry['parameters']} parameters, {entry['bytes'] / 1e6:.2f} MB"
+            + (f", held-out loss {loss:.4f} nats/char after {entry['steps']} steps" if loss is not None else "")
+        )
     if not written:
         print(f"stopped at step {args.until}: rerun without --until to finish and export")
     return 0

@@ -19,17 +19,30 @@ from spectheory.validation import as_int, as_positive_int, as_probability, as_re
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--acceptance", type=float, nargs="+", metavar="A",
-                        help="rank frequencies a_1 a_2 ...: P(a node's j-th child is the accepted one), sum <= 1")
-    source.add_argument("--alpha", type=float, help="acceptance of one candidate (with --k); default: the "
-                                                    "--costs profile's alpha")
+    source.add_argument(
+        "--acceptance",
+        type=float,
+        nargs="+",
+        metavar="A",
+        help="rank frequencies a_1 a_2 ...: P(a node's j-th child is the accepted one), sum <= 1",
+    )
+    source.add_argument(
+        "--alpha", type=float, help="acceptance of one candidate (with --k); default: the --costs profile's alpha"
+    )
     parser.add_argument("--k", type=int, default=1, help="candidates per node with --alpha (default 1: a chain)")
-    parser.add_argument("--budget", type=int, required=True, help="most nodes, the root included (positions per verify call)")
+    parser.add_argument(
+        "--budget", type=int, required=True, help="most nodes, the root included (positions per verify call)"
+    )
     parser.add_argument("--depth", type=int, help="most draft levels (default: no cap)")
     costs = parser.add_argument_group("costs (docs/theory.md §10); without them only expected tokens")
-    costs.add_argument("--c", type=float, help="Theorem 3.8's costs: a draft call is c target calls, verify "
-                                               "costs one call at any width")
-    costs.add_argument("--costs", metavar="FILE", help="a `spectheory profile --out` file; its t_verify must cover the budget")
+    costs.add_argument(
+        "--c",
+        type=float,
+        help="Theorem 3.8's costs: a draft call is c target calls, verify costs one call at any width",
+    )
+    costs.add_argument(
+        "--costs", metavar="FILE", help="a `spectheory profile --out` file; its t_verify must cover the budget"
+    )
     add_cost_flags(costs)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -59,10 +72,14 @@ def _costs(args: argparse.Namespace, profile: dict | None, budget: int) -> dict 
     costs.setdefault("t_iteration", 0.0)
     missing = [key for key in ("t_step", "t_draft", "t_verify") if key not in costs]
     if missing:
-        raise UsageError(f"spectheory tree: error: measured costs need {', '.join('--' + m.replace('_', '-') + '-ms' for m in missing)}")
+        raise UsageError(
+            f"spectheory tree: error: measured costs need {', '.join('--' + m.replace('_', '-') + '-ms' for m in missing)}"
+        )
     if len(costs["t_verify"]) < budget:
-        raise ValueError(f"budget {budget} needs t_verify for 1..{budget} positions, the costs give "
-                         f"{len(costs['t_verify'])} (profile with --gamma-max {budget - 1} or lower --budget)")
+        raise ValueError(
+            f"budget {budget} needs t_verify for 1..{budget} positions, the costs give "
+            f"{len(costs['t_verify'])} (profile with --gamma-max {budget - 1} or lower --budget)"
+        )
     return costs
 
 
@@ -73,9 +90,17 @@ def run(args: argparse.Namespace) -> int:
     acceptance = _acceptance(args, profile)
     costs = _costs(args, profile, budget)
     tree, value = optimal_tree(acceptance, budget, depth)
-    document = {"acceptance": acceptance, "budget": budget, "depth_cap": depth, "tree": tree.as_dict(),
-                "expected_tokens": value, "chain": {"tree": Tree.chain(budget - 1).as_dict(),
-                          "expected_tokens": expected_tokens_rank(Tree.chain(budget - 1), acceptance[:1])}}
+    document = {
+        "acceptance": acceptance,
+        "budget": budget,
+        "depth_cap": depth,
+        "tree": tree.as_dict(),
+        "expected_tokens": value,
+        "chain": {
+            "tree": Tree.chain(budget - 1).as_dict(),
+            "expected_tokens": expected_tokens_rank(Tree.chain(budget - 1), acceptance[:1]),
+        },
+    }
     if costs is not None:
         best, _ = hardware_optimal_tree(acceptance, nodes=budget, depth=depth, **costs)
         chain, _ = hardware_optimal_tree(acceptance[:1], nodes=budget, depth=depth, **costs)
@@ -83,17 +108,23 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=2, allow_nan=False))
         return 0
-    print(f"rank acceptance a = {', '.join(f'{a:.4g}' for a in acceptance)}; budget {budget} nodes"
-          + (f", depth <= {depth}" if depth is not None else ""))
-    print(f"optimal tree: {tree.size} nodes, depth {tree.depth}, {value:.4f} tokens per call "
-          f"(a chain of {budget - 1}: {document['chain']['expected_tokens']:.4f})")
+    print(
+        f"rank acceptance a = {', '.join(f'{a:.4g}' for a in acceptance)}; budget {budget} nodes"
+        + (f", depth <= {depth}" if depth is not None else "")
+    )
+    print(
+        f"optimal tree: {tree.size} nodes, depth {tree.depth}, {value:.4f} tokens per call "
+        f"(a chain of {budget - 1}: {document['chain']['expected_tokens']:.4f})"
+    )
     print(f"parents {list(tree.parents)}")
     print(tree.drawing())
     if costs is not None:
         best, chain = document["best"], document["best_chain"]
         verdict = "speculate" if best["speedup"] > 1 else "do not speculate"
-        print(f"with costs: best tree {best['tree']['nodes']} nodes, depth {best['tree']['depth']}, "
-              f"{best['expected_tokens']:.4f} tokens per call, speedup {best['speedup']:.4f}x; best chain gamma "
-              f"{chain['tree']['nodes'] - 1}, speedup {chain['speedup']:.4f}x: {verdict}")
+        print(
+            f"with costs: best tree {best['tree']['nodes']} nodes, depth {best['tree']['depth']}, "
+            f"{best['expected_tokens']:.4f} tokens per call, speedup {best['speedup']:.4f}x; best chain gamma "
+            f"{chain['tree']['nodes'] - 1}, speedup {chain['speedup']:.4f}x: {verdict}"
+        )
         print(f"best tree parents {best['tree']['parents']}")
     return 0

@@ -23,15 +23,20 @@ def _sources():
 
 def test_theory_references_against_its_sections():
     sections = set(re.findall(r"^## §(\d+) ", (ROOT / "docs" / "theory.md").read_text(), flags=re.M))
-    cited = {(path.relative_to(ROOT), number) for path in _sources()
-             for group in re.findall(r"docs/theory\.md (§\d+(?:, §\d+)*)", path.read_text())
-             for number in re.findall(r"§(\d+)", group)}
+    cited = {
+        (path.relative_to(ROOT), number)
+        for path in _sources()
+        for group in re.findall(r"docs/theory\.md (§\d+(?:, §\d+)*)", path.read_text())
+        for number in re.findall(r"§(\d+)", group)
+    }
     assert len(cited) >= 15, "the docstrings cite docs/theory.md"
     assert sorted((str(path), n) for path, n in cited if n not in sections) == []
 
 
 def test_no_reference_to_documents_outside_the_repository():
-    outside = [str(path.relative_to(ROOT)) for path in _sources() if re.search(r"THEORY\.md|DESIGN\.md", path.read_text())]
+    outside = [
+        str(path.relative_to(ROOT)) for path in _sources() if re.search(r"THEORY\.md|DESIGN\.md", path.read_text())
+    ]
     assert outside == []
 
 
@@ -64,8 +69,14 @@ def matches(expected: list[str], actual: list[str]) -> list[str]:
         if line.strip() == "...":
             continue
         head = line.split("...")[0] if "..." in line else None
-        found = next((i for i in range(at, len(actual)) if (actual[i].startswith(head) if head is not None
-                                                            else actual[i].rstrip() == line)), None)
+        found = next(
+            (
+                i
+                for i in range(at, len(actual))
+                if (actual[i].startswith(head) if head is not None else actual[i].rstrip() == line)
+            ),
+            None,
+        )
         if found is None:
             missing.append(line)
         else:
@@ -102,8 +113,11 @@ def test_quoted_reports_against_their_results(page):
             continue  # a report the reader writes, not a committed one
         document = json.loads((ROOT / out / "report.json").read_text())
         answers = [line for line in expected if not line.startswith("wrote ")]
-        printed = recommendation_lines(document["recommendation"]) if "recommendation" in document else \
-            summary_lines(document)  # report --task spec-bench, or the pair's report
+        printed = (
+            recommendation_lines(document["recommendation"])
+            if "recommendation" in document
+            else summary_lines(document)
+        )  # report --task spec-bench, or the pair's report
         assert matches(answers, printed) == [], out
         wrote = [line for line in expected if line.startswith("wrote ")]
         assert all(line.endswith(f" in {document['seconds']:.0f} s") for line in wrote), out
@@ -112,8 +126,11 @@ def test_quoted_reports_against_their_results(page):
 def test_pages_name_files_that_exist():
     """Paths the pages name under docs/, results/, figures/ and docs/examples/ exist; the README stays a landing
     page (under 250 lines) with both commands."""
-    named = {name for page in PAGES for name in re.findall(r"`((?:docs|results|figures)/[\w./-]+\.(?:md|json|txt))`",
-                                                           page.read_text())}
+    named = {
+        name
+        for page in PAGES
+        for name in re.findall(r"`((?:docs|results|figures)/[\w./-]+\.(?:md|json|txt))`", page.read_text())
+    }
     assert named and sorted(name for name in named if not (ROOT / name).exists()) == []
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 250
@@ -125,33 +142,46 @@ def test_measured_numbers_against_their_results():
     """docs/measuring.md quotes the SmolLM2 table as figures/table_real_model.md writes it, and the bench rows it
     quotes from results/bench_standard_errors.json carry that file's numbers (speedup, SE, calibrated)."""
     page = (ROOT / "docs" / "measuring.md").read_text()
-    table = [line for line in (ROOT / "figures" / "table_real_model.md").read_text().splitlines() if line.startswith("|")]
+    table = [
+        line for line in (ROOT / "figures" / "table_real_model.md").read_text().splitlines() if line.startswith("|")
+    ]
     assert table and all(line in page for line in table)
     bench = json.loads((ROOT / "results" / "bench_standard_errors.json").read_text())
-    block = page[page.index("results/bench_standard_errors.json"):]
-    quoted = re.findall(r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+) \([\d.-]+\)\s+([\d.]+)\s+([\d.]+)", block, flags=re.M)
+    block = page[page.index("results/bench_standard_errors.json") :]
+    quoted = re.findall(
+        r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+) \([\d.-]+\)\s+([\d.]+)\s+([\d.]+)", block, flags=re.M
+    )
     assert len(quoted) >= 4
     rows = {(row["temperature"], row["gamma"]): row for row in bench["rows"]}
     for temperature, gamma, speedup, error, calibrated in quoted:
         row = rows[(float(temperature), int(gamma))]
         assert [float(speedup), float(error), float(calibrated)] == pytest.approx(
-            [row["speedup"], row["speedup_standard_error"], row["calibrated_speedup"]], abs=5e-4)
+            [row["speedup"], row["speedup_standard_error"], row["calibrated_speedup"]], abs=5e-4
+        )
 
 
 def test_hf_comparison_table_against_its_results():
     """docs/measuring.md's table of our loops against transformers on SmolLM2 (the distilled and copy drafts) quotes
     each row's file: the ratios (medians) and seconds of ours padded and unpadded, assisted generation and
     `generate`."""
-    lines = [line for line in (ROOT / "docs" / "measuring.md").read_text().splitlines()
-             if line.startswith("| ") and "unpadded" not in line and "`results/hf_smollm2_" in line]
+    lines = [
+        line
+        for line in (ROOT / "docs" / "measuring.md").read_text().splitlines()
+        if line.startswith("| ") and "unpadded" not in line and "`results/hf_smollm2_" in line
+    ]
     assert len(lines) == 4
     for line in lines:
         document = json.loads((ROOT / re.search(r"`(results/[\w.]+\.json)`", line).group(1)).read_text())
         row = document["hf"]["rows"][0]
         assert line.startswith(f"| {document['draft']}, {document['task']} | {document['hf']['gamma']} |")
-        for text in (f"{row['speculative_ours_adapter_over_hf']:.2f}x", f"{row['speculative_ours_adapter_seconds']:.3f} s",
-                     f"{row['speculative_hf_assisted_seconds']:.3f} s", f"{row['speculative_ours_unpadded_over_hf']:.2f}x",
-                     f"{row['speculative_ours_unpadded_seconds']:.3f} s", f"{row['ar_ours_adapter_over_hf']:.2f}x"):
+        for text in (
+            f"{row['speculative_ours_adapter_over_hf']:.2f}x",
+            f"{row['speculative_ours_adapter_seconds']:.3f} s",
+            f"{row['speculative_hf_assisted_seconds']:.3f} s",
+            f"{row['speculative_ours_unpadded_over_hf']:.2f}x",
+            f"{row['speculative_ours_unpadded_seconds']:.3f} s",
+            f"{row['ar_ours_adapter_over_hf']:.2f}x",
+        ):
             assert text in line, (text, line)
 
 
@@ -162,11 +192,18 @@ def test_engine_numbers_against_their_results():
     bench = json.loads((ROOT / "results" / "llama_cpp_bench_rewrite.json").read_text())
     for row in bench["rows"]:
         low, _, high = row["speedup_spread"]
-        assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
-                f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | {row['alpha']:.3f} |") in page
-    for name in ("llama_cpp_audit_t1", "llama_cpp_audit_t07_topp09", "llama_cpp_audit_repeat_penalty",
-                 "llama_cpp_server_audit_t1", "llama_cpp_server_audit_t07_topp09",
-                 "llama_cpp_audit_repeat_penalty_replicate"):
+        assert (
+            f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
+            f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | {row['alpha']:.3f} |"
+        ) in page
+    for name in (
+        "llama_cpp_audit_t1",
+        "llama_cpp_audit_t07_topp09",
+        "llama_cpp_audit_repeat_penalty",
+        "llama_cpp_server_audit_t1",
+        "llama_cpp_server_audit_t07_topp09",
+        "llama_cpp_audit_repeat_penalty_replicate",
+    ):
         verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
         row = next(line for line in page.splitlines() if f"`results/{name}.json`" in line)
         assert f"| {verdict['p_value']:.3g} |" in row and ("PASS" if verdict["passed"] else "FAIL") in row, row
@@ -179,28 +216,37 @@ def test_gpu_numbers_against_their_results():
     fourth, on an H200 (results/gpu/2026-11-27c/)."""
     page = (ROOT / "docs" / "gpu.md").read_text()
     check = json.loads((ROOT / "results" / "gpu" / "device_check.json").read_text())
-    rows = re.findall(r"^\| (smollm2-[\w.]+) \| (\w+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", page, flags=re.M)
+    rows = re.findall(
+        r"^\| (smollm2-[\w.]+) \| (\w+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", page, flags=re.M
+    )
     assert len(rows) >= 9
     for shape, dtype, batch, *quoted in rows:
         widths = check["sections"][f"calls {shape} {dtype}"]["result"]["seconds_per_call"][batch]
         assert quoted == [f"{widths[k][1] * 1e3:.1f}" for k in ("1", "8", "64")], (shape, dtype, batch)
-    later_runs = {"2026-11-27": (page.split("## The second run")[1].split("## The third run")[0], 4),
-                  "2026-11-27b": (page.split("## The third run")[1].split("## The fourth run")[0], 6),
-                  "2026-11-27c": (page.split("## The fourth run")[1], 6)}
+    later_runs = {
+        "2026-11-27": (page.split("## The second run")[1].split("## The third run")[0], 4),
+        "2026-11-27b": (page.split("## The third run")[1].split("## The fourth run")[0], 6),
+        "2026-11-27c": (page.split("## The fourth run")[1], 6),
+    }
     for run, (section, count) in later_runs.items():
         check = json.loads((ROOT / "results" / "gpu" / run / "device_check.json").read_text())
         rows = re.findall(r"^\| (smollm2-[\w.]+) \| (\w+) \| ([\d., ]+) \| ([\d., ]+) \|$", section, flags=re.M)
         assert len(rows) == count, run
         for shape, dtype, *quoted in rows:
             widths = check["sections"][f"calls {shape} {dtype}"]["result"]["seconds_per_call"]
-            assert quoted == [", ".join(f"{widths[batch][k][1] * 1e3:.1f}" for k in ("1", "8", "64"))
-                              for batch in ("1", "16")], (run, shape, dtype)
+            assert quoted == [
+                ", ".join(f"{widths[batch][k][1] * 1e3:.1f}" for k in ("1", "8", "64")) for batch in ("1", "16")
+            ], (run, shape, dtype)
     files = re.findall(r"^\|[^|\n]+\|([^`\n]+)\| `(results/gpu/[\w/-]*profile_[\w.-]+\.json)` \|$", page, flags=re.M)
     assert len(files) == 11
     for cells, name in files:
         p = json.loads((ROOT / name).read_text())["profile"]
-        expected = [f"{p['t_step'] * 1e3:.1f}", f"{p['t_draft'] * 1e3:.2f}", f"{p['t_iteration'] * 1e3:.2f}",
-                    f"{p['c']:.4f}"] + [f"{p['t_verify'][k - 1] * 1e3:.1f}" for k in (1, 8, 64)]
+        expected = [
+            f"{p['t_step'] * 1e3:.1f}",
+            f"{p['t_draft'] * 1e3:.2f}",
+            f"{p['t_iteration'] * 1e3:.2f}",
+            f"{p['c']:.4f}",
+        ] + [f"{p['t_verify'][k - 1] * 1e3:.1f}" for k in (1, 8, 64)]
         assert [cell.strip() for cell in cells.split("|") if cell.strip()] == expected, name
 
 
@@ -212,11 +258,16 @@ def test_llama_server_verdicts_against_their_results():
     assert len(names) >= 4
     for name in names:
         verdict = json.loads((ROOT / "results" / f"{name}.json").read_text())
-        row = next((line for line in page.splitlines() if line.startswith("|") and f"`results/{name}.json`" in line),
-                   None)
+        row = next(
+            (line for line in page.splitlines() if line.startswith("|") and f"`results/{name}.json`" in line), None
+        )
         assert row is not None, name
-        for text in (f"| {verdict['n_a']:,} |", f"| {verdict['detectable_tv']:.3f} |", f"| {verdict['p_value']:.3g} |",
-                     "| PASS |" if verdict["passed"] else "| FAIL |"):
+        for text in (
+            f"| {verdict['n_a']:,} |",
+            f"| {verdict['detectable_tv']:.3f} |",
+            f"| {verdict['p_value']:.3g} |",
+            "| PASS |" if verdict["passed"] else "| FAIL |",
+        ):
             assert text in row, (name, text, row)
 
 
@@ -233,9 +284,13 @@ def test_vllm_verdicts_against_their_results():
         row = next((line for line in page.splitlines() if line.startswith("|") and name in line), None)
         assert row is not None, name
         counters = verdict["counters"][0]
-        for text in (f"| {verdict['n_a']} + {verdict['n_b']} |", f"| {verdict['p_value']:.3g} |",
-                     f"| {verdict['detectable_tv']:.4f} |", "| PASS |" if verdict["passed"] else "| FAIL |",
-                     f"| {counters['num_accepted_tokens']} of {counters['num_draft_tokens']} |"):
+        for text in (
+            f"| {verdict['n_a']} + {verdict['n_b']} |",
+            f"| {verdict['p_value']:.3g} |",
+            f"| {verdict['detectable_tv']:.4f} |",
+            "| PASS |" if verdict["passed"] else "| FAIL |",
+            f"| {counters['num_accepted_tokens']} of {counters['num_draft_tokens']} |",
+        ):
             assert text in row, (name, text, row)
 
 
@@ -243,13 +298,19 @@ def test_llama_server_bench_rows_against_their_results():
     """docs/engines.md quotes every row of llama-server's bench files: measured speedup with its spread,
     predicted, their ratio, tokens per call and mean proposal length."""
     page = (ROOT / "docs" / "engines.md").read_text()
-    for name in ("llama_server_bench_draft24_rewrite", "llama_server_bench_ngram_rewrite",
-                 "llama_server_bench_draft24_rewrite_interleaved", "llama_server_bench_ngram_defaults"):
+    for name in (
+        "llama_server_bench_draft24_rewrite",
+        "llama_server_bench_ngram_rewrite",
+        "llama_server_bench_draft24_rewrite_interleaved",
+        "llama_server_bench_ngram_defaults",
+    ):
         for row in json.loads((ROOT / "results" / f"{name}.json").read_text())["rows"]:
             low, _, high = row["speedup_spread"]
-            assert (f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
-                    f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | "
-                    f"{row['mean_proposal_length']:.2f} |") in page, (name, row["gamma"])
+            assert (
+                f"| {row['gamma']} | {row['speedup']:.3f} ({low:.3f}-{high:.3f}) | {row['predicted_speedup']:.3f} | "
+                f"{row['predicted_over_measured']:.3f} | {row['tokens_per_iteration']:.2f} | "
+                f"{row['mean_proposal_length']:.2f} |"
+            ) in page, (name, row["gamma"])
 
 
 def test_compiled_cpu_table_against_its_results():
@@ -261,8 +322,10 @@ def test_compiled_cpu_table_against_its_results():
     for pair, entry in document["pairs"].items():
         for name, row in entry["rows"].items():
             speedups = [f"{row[key]:.3f}" if key in row else "-" for key in ("eager_speedup", "compiled_speedup")]
-            rows.append(f"| {pair} | {name} | {row['eager_ms_per_token']:.2f} | {row['compiled_ms_per_token']:.2f} | "
-                        f"{row['compiled_over_eager']:.3f} | {' | '.join(speedups)} | {row['greedy_tokens_equal']} |")
+            rows.append(
+                f"| {pair} | {name} | {row['eager_ms_per_token']:.2f} | {row['compiled_ms_per_token']:.2f} | "
+                f"{row['compiled_over_eager']:.3f} | {' | '.join(speedups)} | {row['greedy_tokens_equal']} |"
+            )
     assert len(rows) == 5 and [row for row in rows if row not in page] == []
 
 
@@ -283,8 +346,9 @@ def _patched_against_unpatched(report: str, stem: str, n: int) -> tuple:
 def test_mirostat_report_against_its_results():
     """docs/upstream/llama-server-mirostat.md: the unpatched build FAILs and the patched one PASSes at the same n, the
     same seeds (the same drafts counted) and the same plain rows."""
-    unpatched, patched, _ = _patched_against_unpatched("llama-server-mirostat.md",
-                                                       "llama_server_audit_rejection_mirostat2_tau2_eta2_10k", 10_000)
+    unpatched, patched, _ = _patched_against_unpatched(
+        "llama-server-mirostat.md", "llama_server_audit_rejection_mirostat2_tau2_eta2_10k", 10_000
+    )
     assert unpatched["counters"][0] == patched["counters"][0]
 
 
@@ -293,9 +357,12 @@ def test_adaptive_p_report_against_its_results():
     seeds (the same first tokens) and plain rows; the reproduction's output is the one the report quotes, its control
     passing and the speculating server's second token failing."""
     unpatched, patched, page = _patched_against_unpatched(
-        "llama-server-adaptive-p.md", "llama_server_audit_rejection_adaptive_p05_replicate", 4_000)
+        "llama-server-adaptive-p.md", "llama_server_audit_rejection_adaptive_p05_replicate", 4_000
+    )
     assert [row[0] for row in unpatched["rows_a"]] == [row[0] for row in patched["rows_a"]]
-    assert f"(p = {unpatched['p_value']:.3g})" in (ROOT / "decoders" / "engines" / "llama_server.py").read_text()  # its known deviation
+    assert (
+        f"(p = {unpatched['p_value']:.3g})" in (ROOT / "decoders" / "engines" / "llama_server.py").read_text()
+    )  # its known deviation
     output = (ROOT / "results" / "llama_server_adaptive_p" / "output.txt").read_text()
     assert output.strip() in page
     control, speculating = output.split("plain against speculating")
@@ -323,16 +390,19 @@ def test_rejection_law_script_against_the_reports():
         assert output.strip() in (ROOT / "docs" / "upstream" / report).read_text(), report
 
 
-@pytest.mark.parametrize("name, where", [("power.json", "samples a side on an open chat prompt"),
-                                         ("power_code.json", "on a low-entropy code prompt")])
+@pytest.mark.parametrize(
+    "name, where",
+    [("power.json", "samples a side on an open chat prompt"), ("power_code.json", "on a low-entropy code prompt")],
+)
 def test_mirostat_power_against_its_results(name, where):
     """The sample size llama-server's engine and the report quote for finding the Mirostat bug with 90% probability
     on each prompt is the first measured n at or above 90% in results/llama_server_mirostat/``name``, and its control
     (the patched build's rows, or the plain rows' halves) fails at about the level."""
     document = json.loads((ROOT / "results" / "llama_server_mirostat" / name).read_text())
     first = next(row for row in document["rows"] if row["power"] >= 0.9)
-    quoted = (ROOT / "decoders" / "engines" / "llama_server.py").read_text() + (ROOT / "docs" / "upstream" /
-                                                                    "llama-server-mirostat.md").read_text()
+    quoted = (ROOT / "decoders" / "engines" / "llama_server.py").read_text() + (
+        ROOT / "docs" / "upstream" / "llama-server-mirostat.md"
+    ).read_text()
     assert f"from about {first['n']:,} {where}" in " ".join(quoted.replace('"', " ").split())
     assert all(row["control_failure_rate"] <= 0.03 for row in document["rows"])
 
@@ -357,8 +427,10 @@ def test_report_times_against_the_committed_reports():
     from decoders.bench.report import FULL_SETTINGS, ReportSettings
     from spectheory.cli.report import FULL_SECONDS, MAIN_SECONDS
 
-    for seconds, out, settings in ((MAIN_SECONDS, "report", ReportSettings()), (FULL_SECONDS, "report_full",
-                                                                                 FULL_SETTINGS)):
+    for seconds, out, settings in (
+        (MAIN_SECONDS, "report", ReportSettings()),
+        (FULL_SECONDS, "report_full", FULL_SETTINGS),
+    ):
         document = json.loads((ROOT / "results" / out / "report.json").read_text())
         assert seconds == round(document["seconds"]), out
         assert document["settings"] == json.loads(json.dumps(asdict(settings))), out
@@ -381,9 +453,11 @@ def test_extending_tables_against_the_registries():
 
     text = (ROOT / "docs" / "extending.md").read_text()
     engines = [_row(f"`{k.name}`", f"`{k.usage}`", k.speculation, k.description) for k in ENGINE_KINDS.values()]
-    drafts = [_row(f"`{k.usage}`", ", ".join(sorted(k.offered)) or f"with --target {k.only_target}", k.description)
-              for k in DRAFT_KINDS.values()]
+    drafts = [
+        _row(f"`{k.usage}`", ", ".join(sorted(k.offered)) or f"with --target {k.only_target}", k.description)
+        for k in DRAFT_KINDS.values()
+    ]
     tests = [_row(f"`{t.name}`", t.battery, t.description, t.power or "none") for t in AUDIT_TESTS.values()]
     for header, rows in (("| engine |", engines), ("| draft |", drafts), ("| test |", tests)):
-        table = text[text.index(header):].split("\n\n")[0].splitlines()[2:]
+        table = text[text.index(header) :].split("\n\n")[0].splitlines()[2:]
         assert table == rows, (header, table, rows)

@@ -18,8 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ("spectheory.__main__",)  # the one place below the CLI that reaches up to it
-THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if f"spectheory.{p.stem}" not in
-                ("spectheory.__init__",) + ENTRY_POINTS)
+THEORY = sorted(
+    p.stem
+    for p in (ROOT / "spectheory").glob("*.py")
+    if f"spectheory.{p.stem}" not in ("spectheory.__init__",) + ENTRY_POINTS
+)
 HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "paper_figs", "spectheory.cli")
 THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory"}  # and the standard library
 LAYER = {"theory": 0, "sims": 1, "decoders": 1, "bench": 2, "engines": 2, "jobs": 3, "paper_figs": 4, "cli": 5}
@@ -32,8 +35,10 @@ NOT_FOR_FIGURES = ("torch", "decoders.engines", "decoders.models", "decoders.ben
 
 def _loaded_after(code: str) -> list:
     """The heavy modules present in a fresh interpreter after running ``code``."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if any(m == h or " \
-            f"m.startswith(h + '.') for h in {HEAVY!r}))))"
+    probe = (
+        f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if any(m == h or "
+        f"m.startswith(h + '.') for h in {HEAVY!r}))))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -44,8 +49,10 @@ def test_theory_modules_import_without_torch_or_the_other_layers():
 
 
 def test_gamma_command_imports_only_the_theory():
-    code = "import contextlib, io\nfrom spectheory.cli import main\n" \
-           "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['gamma', '--alpha', '0.8']) == 0"
+    code = (
+        "import contextlib, io\nfrom spectheory.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['gamma', '--alpha', '0.8']) == 0"
+    )
     loaded = _loaded_after(code)
     assert "spectheory.cli.gamma" in loaded and all(m.startswith("spectheory.cli") for m in loaded), loaded
 
@@ -88,8 +95,11 @@ def _violations() -> list[str]:
                 target = _layer(imported)
                 where = f"{path.relative_to(ROOT)}:{line} imports {imported}"
                 entry = own in ENTRY_POINTS
-                if layer == "theory" and not entry and \
-                        imported.split(".")[0] not in THEORY_MAY_IMPORT | set(sys.stdlib_module_names):
+                if (
+                    layer == "theory"
+                    and not entry
+                    and imported.split(".")[0] not in THEORY_MAY_IMPORT | set(sys.stdlib_module_names)
+                ):
                     problems.append(f"{where}: theory imports only numpy, scipy, sympy and the standard library")
                 if target is None or target == layer:
                     continue
@@ -102,9 +112,12 @@ def _violations() -> list[str]:
 
 def _figure_violations(root: Path) -> list[str]:
     """Every import in ``root``/paper_figs (lazy ones too) of torch, an engine or a model loader."""
-    return [f"{path.relative_to(root)}:{line} imports {imported}"
-            for path in sorted((root / "paper_figs").rglob("*.py")) for line, imported in _imports(path)
-            if any(imported == name or imported.startswith(name + ".") for name in NOT_FOR_FIGURES)]
+    return [
+        f"{path.relative_to(root)}:{line} imports {imported}"
+        for path in sorted((root / "paper_figs").rglob("*.py"))
+        for line, imported in _imports(path)
+        if any(imported == name or imported.startswith(name + ".") for name in NOT_FOR_FIGURES)
+    ]
 
 
 def test_figures_import_no_torch_engine_or_model_loader_against_the_layout():
@@ -114,8 +127,10 @@ def test_figures_import_no_torch_engine_or_model_loader_against_the_layout():
 def _loaded_by_figures(modules) -> list:
     """``NOT_FOR_FIGURES`` modules a fresh interpreter holds after importing ``modules``: what they pull in
     transitively, through every project module they import at load time."""
-    probe = "\n".join(f"import {module}" for module in modules) + "\nimport json, sys\nprint(json.dumps(sorted(m for " \
+    probe = (
+        "\n".join(f"import {module}" for module in modules) + "\nimport json, sys\nprint(json.dumps(sorted(m for "
         f"m in sys.modules if any(m == h or m.startswith(h + '.') for h in {NOT_FOR_FIGURES!r}))))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     return json.loads(result.stdout.splitlines()[-1])
 
@@ -132,7 +147,9 @@ def test_figure_import_check_catches_a_measurement(tmp_path):
     """Negative control: a copy of the Spec-Bench figure that opens an engine itself."""
     (tmp_path / "paper_figs").mkdir()
     (tmp_path / "paper_figs" / "spec_bench.py").write_text(
-        "def compute():\n    from decoders.engines import open_engine\n" + (ROOT / "paper_figs" / "spec_bench.py").read_text())
+        "def compute():\n    from decoders.engines import open_engine\n"
+        + (ROOT / "paper_figs" / "spec_bench.py").read_text()
+    )
     assert _figure_violations(tmp_path) == ["paper_figs/spec_bench.py:2 imports decoders.engines.open_engine"]
 
 
@@ -156,12 +173,17 @@ MODELS_MAY_IMPORT = ("decoders.sampling", "decoders.grammar", "decoders.mirostat
 def _models_violations(root: Path) -> list:
     """Every import (lazy ones too) in ``root``/decoders/models, and in the leaves it may import, of a decoders
     module outside ``decoders.models`` and ``MODELS_MAY_IMPORT``."""
-    paths = sorted((root / "decoders" / "models").rglob("*.py")) + \
-        [root / (leaf.replace(".", "/") + ".py") for leaf in MODELS_MAY_IMPORT]
-    return [f"{path.relative_to(root)}:{line} imports {imported}" for path in paths
-            for line, imported in _imports(path)
-            if imported.startswith("decoders.") and not imported.startswith("decoders.models")
-            and not any(imported == leaf or imported.startswith(leaf + ".") for leaf in MODELS_MAY_IMPORT)]
+    paths = sorted((root / "decoders" / "models").rglob("*.py")) + [
+        root / (leaf.replace(".", "/") + ".py") for leaf in MODELS_MAY_IMPORT
+    ]
+    return [
+        f"{path.relative_to(root)}:{line} imports {imported}"
+        for path in paths
+        for line, imported in _imports(path)
+        if imported.startswith("decoders.")
+        and not imported.startswith("decoders.models")
+        and not any(imported == leaf or imported.startswith(leaf + ".") for leaf in MODELS_MAY_IMPORT)
+    ]
 
 
 def test_models_are_the_decoders_lowest_layer_against_their_imports(tmp_path):
@@ -174,9 +196,13 @@ def test_models_are_the_decoders_lowest_layer_against_their_imports(tmp_path):
     assert _models_violations(tmp_path) == ["decoders/models/call_widths.py:1 imports decoders._loop.decode"]
 
 
-@pytest.mark.parametrize("line, fragment", [
-    ("import torch", "theory imports only"), ("from decoders import sampling", "theory may not import decoders"),
-])
+@pytest.mark.parametrize(
+    "line, fragment",
+    [
+        ("import torch", "theory imports only"),
+        ("from decoders import sampling", "theory may not import decoders"),
+    ],
+)
 def test_layer_check_catches_a_wrong_import(tmp_path, monkeypatch, line, fragment):
     """Negative control: the same check on a copy of ``spectheory/speedup.py`` with one bad import added."""
     copy = tmp_path / "spectheory"
@@ -209,8 +235,10 @@ def _cycles(graph: dict) -> list:
 
     def visit(start):
         work = [(start, iter(sorted(graph.get(start, ()))))]
-        index[start] = low[start] = counter[0]; counter[0] += 1
-        stack.append(start); on_stack.add(start)
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
         while work:
             node, children = work[-1]
             child = next(children, None)
@@ -221,14 +249,18 @@ def _cycles(graph: dict) -> list:
                 if low[node] == index[node]:
                     component = []
                     while True:
-                        member = stack.pop(); on_stack.discard(member); component.append(member)
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
                         if member == node:
                             break
                     if len(component) > 1:
                         found.append(sorted(component))
             elif child not in index:
-                index[child] = low[child] = counter[0]; counter[0] += 1
-                stack.append(child); on_stack.add(child)
+                index[child] = low[child] = counter[0]
+                counter[0] += 1
+                stack.append(child)
+                on_stack.add(child)
                 work.append((child, iter(sorted(graph.get(child, ())))))
             elif child in on_stack:
                 low[node] = min(low[node], index[child])

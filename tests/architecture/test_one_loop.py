@@ -10,13 +10,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def row_loops(source: str) -> list:
     """The ``while`` loops of ``source`` whose condition reads ``.finished`` or ``.done`` (loops over active rows)."""
-    return [node.lineno for node in ast.walk(ast.parse(source)) if isinstance(node, ast.While)
-            and any(isinstance(part, ast.Attribute) and part.attr in ("finished", "done") for part in ast.walk(node.test))]
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.While)
+        and any(isinstance(part, ast.Attribute) and part.attr in ("finished", "done") for part in ast.walk(node.test))
+    ]
 
 
 def _calls(source: str, name: str) -> bool:
-    return any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == name
-               for node in ast.walk(ast.parse(source)))
+    return any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", None) == name for node in ast.walk(ast.parse(source))
+    )
 
 
 def test_the_decoders_have_one_loop_over_active_rows():

@@ -15,8 +15,11 @@ def bars(text: str) -> int:
 
 
 def test_only_progress_bar_builds_a_tqdm_bar():
-    found = {str(path.relative_to(ROOT)): bars(path.read_text()) for package in PACKAGES
-             for path in (ROOT / package).rglob("*.py")}
+    found = {
+        str(path.relative_to(ROOT)): bars(path.read_text())
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
     assert {path for path, count in found.items() if count} == {"decoders/progress.py"}
 
 

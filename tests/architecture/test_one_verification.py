@@ -10,9 +10,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
 RULES = {
     "torch residual": (re.compile(r"\([^()]*-[^()]*\)\.clamp_?\(min=0\.0\)"), {"decoders/verification.py"}),
-    "numpy residual": (re.compile(r"np\.maximum\((0\.0,[^()]*-|[^()]*-[^()]*,\s*0\.0\))"), {"spectheory/acceptance.py"}),
-    "K-SEQ scale": (re.compile(r"1(\.0)?\s*-\s*\(1(\.0)?\s*-\s*beta\)\s*\*\*\s*k"),
-                    {"decoders/verification.py", "spectheory/multidraft.py"}),
+    "numpy residual": (
+        re.compile(r"np\.maximum\((0\.0,[^()]*-|[^()]*-[^()]*,\s*0\.0\))"),
+        {"spectheory/acceptance.py"},
+    ),
+    "K-SEQ scale": (
+        re.compile(r"1(\.0)?\s*-\s*\(1(\.0)?\s*-\s*beta\)\s*\*\*\s*k"),
+        {"decoders/verification.py", "spectheory/multidraft.py"},
+    ),
 }
 
 
@@ -22,13 +27,21 @@ def copies(text: str, path: str) -> list:
 
 
 def test_verification_rules_against_their_one_module():
-    found = [entry for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
-             for entry in copies(path.read_text(), str(path.relative_to(ROOT)))]
+    found = [
+        entry
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for entry in copies(path.read_text(), str(path.relative_to(ROOT)))
+    ]
     assert found == []
 
 
 def test_grep_catches_a_copy():
-    planted = "weights = (p_next - q_next).clamp(min=0.0)\nc = (1 - (1 - beta) ** k) / beta\nr = np.maximum(p - q, 0.0)\n"
+    planted = (
+        "weights = (p_next - q_next).clamp(min=0.0)\nc = (1 - (1 - beta) ** k) / beta\nr = np.maximum(p - q, 0.0)\n"
+    )
     assert copies(planted, "decoders/speculative.py") == [
-        "decoders/speculative.py: torch residual", "decoders/speculative.py: numpy residual",
-        "decoders/speculative.py: K-SEQ scale"]
+        "decoders/speculative.py: torch residual",
+        "decoders/speculative.py: numpy residual",
+        "decoders/speculative.py: K-SEQ scale",
+    ]

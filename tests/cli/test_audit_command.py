@@ -22,27 +22,45 @@ def test_audit_cli_exit_status_and_json(capsys):
     assert main(["audit", "--mutant", "residual-from-p", "--n", "5000", "--horizon", "3", "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert not document["passed"] and document["p_value"] < 1e-4 and document["n"] == 5000
-    assert set(document["test_p_values"]) == {f"{test}_{order}" for test in ("pit", "pairs", "rows") for order in
-                                              ("id", "target_probability", "draft_ratio")} | {"joint_first_tokens",
-                                                                                               "support"}
+    assert set(document["test_p_values"]) == {
+        f"{test}_{order}" for test in ("pit", "pairs", "rows") for order in ("id", "target_probability", "draft_ratio")
+    } | {"joint_first_tokens", "support"}
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--draft", "nope"], "draft must be one of"), (["--mutant", "nope"], "mutant must be one of"),
-    (["--gamma", "0"], "gamma must"), (["--n", "0"], "n must"), (["--temperature", "-1"], "temperature"),
-    (["--prompt", "9"], "prompt tokens"), (["--vocabulary", "1"], "vocab_size"), (["--exact", "bogus"], "exact must be one of"),
-    (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative and tree decoders"),
-    (["--decoder", "tree", "--tree", "kary:x"], "tree 'kary:x'"),
-    (["--decoder", "tree", "--verifier", "token"], "--decoder tree takes --verifier"),
-    (["--decoder", "tree", "--mutant", "one-uniform"], "tree mutant must be one of"),
-    (["--decoder", "tree", "--verifier", "rrs", "--exact"],  # the defaults: once 6 minutes, then killed for memory
-     "--exact needs more than its budget of 3,000,000 branches"),  # counted, after about 27,000 of them
-    (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
-    (["--decoder", "tree", "--tree", "dynamic:2:3:5", "--verifier", "rrs"], "needs the target-only verifier"),
-    (["--decoder", "tree", "--tree", "dynamic:2:3:50"], "budget must be an integer in [2, 11], got 50"),
-    (["--decoder", "tree", "--tree", "dynamic:5:2:6", "--vocabulary", "4", "--exact"],  # used to be a traceback
-     "5 top-k candidates per node exceed the vocabulary of 4 tokens"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--draft", "nope"], "draft must be one of"),
+        (["--mutant", "nope"], "mutant must be one of"),
+        (["--gamma", "0"], "gamma must"),
+        (["--n", "0"], "n must"),
+        (["--temperature", "-1"], "temperature"),
+        (["--prompt", "9"], "prompt tokens"),
+        (["--vocabulary", "1"], "vocab_size"),
+        (["--exact", "bogus"], "exact must be one of"),
+        (["--decoder", "autoregressive", "--mutant", "one-uniform"], "mutants are speculative and tree decoders"),
+        (["--decoder", "tree", "--tree", "kary:x"], "tree 'kary:x'"),
+        (["--decoder", "tree", "--verifier", "token"], "--decoder tree takes --verifier"),
+        (["--decoder", "tree", "--mutant", "one-uniform"], "tree mutant must be one of"),
+        (
+            [
+                "--decoder",
+                "tree",
+                "--verifier",
+                "rrs",
+                "--exact",
+            ],  # the defaults: once 6 minutes, then killed for memory
+            "--exact needs more than its budget of 3,000,000 branches",
+        ),  # counted, after about 27,000 of them
+        (["--exact", "--horizon", "12"], "--exact enumerates V^horizon = 5^12 sequences"),  # used to be a MemoryError
+        (["--decoder", "tree", "--tree", "dynamic:2:3:5", "--verifier", "rrs"], "needs the target-only verifier"),
+        (["--decoder", "tree", "--tree", "dynamic:2:3:50"], "budget must be an integer in [2, 11], got 50"),
+        (
+            ["--decoder", "tree", "--tree", "dynamic:5:2:6", "--vocabulary", "4", "--exact"],  # used to be a traceback
+            "5 top-k candidates per node exceed the vocabulary of 4 tokens",
+        ),
+    ],
+)
 def test_audit_cli_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(["audit", *argv]) == 2
     error = capsys.readouterr().err
@@ -60,8 +78,25 @@ def test_audit_cli_help_against_the_registries(capsys):
 
 def test_audit_cli_exact_batch_against_batch_min_mutant(capsys):
     """--exact batch: whole runs of two rows (V = 2, two tokens); the reference passes, batch-minimum rollback fails."""
-    common = ["audit", "--exact", "batch", "--target", "order0", "--draft", "close", "--vocabulary", "2", "--prompt", "0",
-              "1", "--gamma", "1", "--horizon", "2", "--json"]
+    common = [
+        "audit",
+        "--exact",
+        "batch",
+        "--target",
+        "order0",
+        "--draft",
+        "close",
+        "--vocabulary",
+        "2",
+        "--prompt",
+        "0",
+        "1",
+        "--gamma",
+        "1",
+        "--horizon",
+        "2",
+        "--json",
+    ]
     assert main(common) == 0
     assert json.loads(capsys.readouterr().out)["method"] == "batch"
     assert main(common + ["--mutant", "batch-min-rollback"]) == 1
@@ -77,17 +112,55 @@ def test_audit_cli_shipped_prompt_text_against_its_ids(capsys):
 @pytest.mark.parametrize("verifier", ("target-only", "rrs", "rrs-without-replacement", "kseq"))
 def test_audit_cli_tree_decoder_exact_against_target(capsys, verifier):
     """--decoder tree --exact: the prefix programme over a tree with a second level passes for every verifier."""
-    assert main(["audit", "--decoder", "tree", "--exact", "--verifier", verifier, "--vocabulary", "4", "--horizon",
-                 "3", "--tree", "parents:-1,0,0,1", "--json"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--decoder",
+                "tree",
+                "--exact",
+                "--verifier",
+                verifier,
+                "--vocabulary",
+                "4",
+                "--horizon",
+                "3",
+                "--tree",
+                "parents:-1,0,0,1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     document = json.loads(capsys.readouterr().out)
     assert document["max_abs_difference"] < TOLERANCE
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv, code", [
-    *[(["--decoder", "tree", "--verifier", verifier, "--draft", "close", "--tree", "kary:2:2", "--horizon", "2"], 0)
-      for verifier in TREE_VERIFIERS],
-    *[(["--mutant", bug.name], 1) for bug in TREE_MUTANTS]])
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        *[
+            (
+                [
+                    "--decoder",
+                    "tree",
+                    "--verifier",
+                    verifier,
+                    "--draft",
+                    "close",
+                    "--tree",
+                    "kary:2:2",
+                    "--horizon",
+                    "2",
+                ],
+                0,
+            )
+            for verifier in TREE_VERIFIERS
+        ],
+        *[(["--mutant", bug.name], 1) for bug in TREE_MUTANTS],
+    ],
+)
 def test_exact_tree_audits_within_their_budget(capsys, argv, code):
     """Every tree verifier's exact audit with the close draft on kary:2:2 passes, and every tree mutant's bare
     `audit --exact --mutant NAME` fails, within the branch budget (up to 767,275 branches, kseq: 43-52 s on 2 cores)."""
@@ -98,9 +171,19 @@ def test_exact_tree_audits_within_their_budget(capsys, argv, code):
 def _tree_audit_flags(planted, *, exact: bool) -> list:
     """The flags under which ``planted``'s bug shows: its verifier and temperature, and its audit's models, tree and
     horizon (the exact audit enumerates the tiny target: flat positions show statistically on the shipped one)."""
-    return ["audit", "--decoder", "tree", "--verifier", planted.verifier, "--temperature",
-            str(planted.shows_with.temperature), "--vocabulary", "4", "--json",
-            *(tiny_target_flags(planted.audit) + ["--exact"] if exact else list(planted.audit) + ["--n", "20000"])]
+    return [
+        "audit",
+        "--decoder",
+        "tree",
+        "--verifier",
+        planted.verifier,
+        "--temperature",
+        str(planted.shows_with.temperature),
+        "--vocabulary",
+        "4",
+        "--json",
+        *(tiny_target_flags(planted.audit) + ["--exact"] if exact else list(planted.audit) + ["--n", "20000"]),
+    ]
 
 
 def _audited(capsys, argv: list) -> tuple:
@@ -147,8 +230,7 @@ def test_reference_tree_passes_each_mutant_setting_against_target(capsys, name):
     assert status == 0 and difference < TOLERANCE
 
 
-@pytest.mark.parametrize("name", _cli_cases(
-    name for name in _TREE_SETTINGS.values() if name != "tree-flat-positions"))
+@pytest.mark.parametrize("name", _cli_cases(name for name in _TREE_SETTINGS.values() if name != "tree-flat-positions"))
 def test_reference_tree_passes_statistical_audit_against_target(capsys, name):
     """The statistical audit's negative control under each mutant's setting: the reference passes (p >= 0.01: its
     false-positive probability is the level, 0.01)."""

@@ -18,9 +18,26 @@ except ValueError as error:
 
 
 def test_smollm2_audit_stderr_against_empty():
-    command = [sys.executable, "-W", "default", "-m", "spectheory", "audit", "--target", "smollm2", "--draft", "copy",
-               "--n", "20", "--horizon", "2", "--prompt-text", "a b a b a"]
-    run = subprocess.run(command, capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONWARNINGS": "default"})
+    command = [
+        sys.executable,
+        "-W",
+        "default",
+        "-m",
+        "spectheory",
+        "audit",
+        "--target",
+        "smollm2",
+        "--draft",
+        "copy",
+        "--n",
+        "20",
+        "--horizon",
+        "2",
+        "--prompt-text",
+        "a b a b a",
+    ]
+    run = subprocess.run(
+        command, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONWARNINGS": "default"}
+    )
     assert run.returncode == 0, run.stderr
     assert run.stderr == "", run.stderr

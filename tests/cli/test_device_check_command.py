@@ -10,7 +10,6 @@ from tests.command import not_strict_json, run
 pytest.importorskip("transformers")
 
 
-
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("device_check")
@@ -23,9 +22,13 @@ def dry_run(tmp_path_factory):
 def test_dry_run_passes_every_section_against_autoregressive_and_exact_law(dry_run):
     status, out, document = dry_run
     sections = document["sections"]
-    assert status == 0 and not [name for name, s in sections.items() if "error" in s.get("result", {}) or "skipped" in s]
+    assert status == 0 and not [
+        name for name, s in sections.items() if "error" in s.get("result", {}) or "skipped" in s
+    ]
     exact_cases = sections["exact"]["result"]
-    assert [case["passed"] for case in exact_cases.values()] == [not name.endswith("(must fail)") for name in exact_cases]
+    assert [case["passed"] for case in exact_cases.values()] == [
+        not name.endswith("(must fail)") for name in exact_cases
+    ]
     for decodings in sections["greedy"]["result"].values():
         assert all(d["equal"] and d["first_difference"] is None for d in decodings.values()), decodings
     # the reference at 300 samples (level 0.01: a false failure has probability at most 1%, seed fixed); the
@@ -37,8 +40,9 @@ def test_dry_run_passes_every_section_against_autoregressive_and_exact_law(dry_r
 def test_dry_run_profiles_are_read_by_the_calculators(dry_run, capsys):
     _, out, document = dry_run
     profiles = sorted(out.glob("profile_*.json"))
-    assert [p.name for p in profiles] == sorted(s["result"]["file"] for name, s in document["sections"].items()
-                                               if name.startswith("profile "))
+    assert [p.name for p in profiles] == sorted(
+        s["result"]["file"] for name, s in document["sections"].items() if name.startswith("profile ")
+    )
     for path in profiles:
         assert run(capsys, "gamma", "--costs", str(path), "--acceptance", "0.8", "0.7", "--json")[0] == 0
         status, printed, _ = run(capsys, "tree", "--costs", str(path), "--alpha", "0.7", "--budget", "4", "--json")
@@ -54,10 +58,13 @@ def test_call_table_holds_every_batch_and_width(dry_run):
             assert all(0 < low <= median <= high for low, median, high in widths.values())
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--device", "cpu", "--budget-seconds", "0"], "budget_seconds"),
-    (["--device", "cuda:7"], "CUDA devices"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--device", "cpu", "--budget-seconds", "0"], "budget_seconds"),
+        (["--device", "cuda:7"], "CUDA devices"),
+    ],
+)
 def test_bad_flags_exit_2_with_one_line(tmp_path, capsys, argv, message):
     status, _, err = run(capsys, "device-check", "--dry-run", "--out", str(tmp_path / "out"), *argv)
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
@@ -69,13 +76,14 @@ def test_compiled_section_holds_every_part(dry_run):
     alpha and gamma beside its prediction."""
     from decoders.bench.compiled_check import COMPILED_DRY_RUN
 
-    (name, section), = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]
+    ((name, section),) = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]
     result = section["result"]
     for rows in result["per_token_ms"].values():
         for path in ("eager", "compiled", "transformers_static_generate"):
             assert 0 < rows[path][0] <= rows[path][1] <= rows[path][2], (path, rows)
     assert list(result["profiles"]) == ["+".join(pair) for pair in COMPILED_DRY_RUN.profile_pairs]
     chain = result["timing_chain"]
-    assert [(row["alpha"], row["gamma"]) for row in chain] == [(a, g) for a in COMPILED_DRY_RUN.alphas
-                                                              for g in COMPILED_DRY_RUN.gammas]
+    assert [(row["alpha"], row["gamma"]) for row in chain] == [
+        (a, g) for a in COMPILED_DRY_RUN.alphas for g in COMPILED_DRY_RUN.gammas
+    ]
     assert all(row["measured_speedup"] > 0 and row["predicted_speedup"] > 0 for row in chain), chain

@@ -87,9 +87,14 @@ def test_identical_and_two_files(shipped, tmp_path, capsys):
     assert first_divergence([1, 2], [1, 2, 3]) is None
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "is empty"), ("[1, 2, \"x\"]", "holds no list of token ids"), ("[1, 99999]", "outside the target's vocabulary"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ('[1, 2, "x"]', "holds no list of token ids"),
+        ("[1, 99999]", "outside the target's vocabulary"),
+    ],
+)
 def test_bad_token_files_exit_2(tmp_path, capsys, content, message):
     path = tmp_path / "tokens"
     path.write_text(content)

@@ -32,23 +32,38 @@ def test_two_files_against_two_sample_verdicts(tmp_path, capsys):
     assert status == 1 and "FAIL" in out, out
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
-    (["--engine", "sglang"], "engine must be one of llama-cpp, llama-server[:OPTIONS], vllm[:OPTIONS] or an http(s):// "
-                             "URL, got 'sglang'"),
-    (["--engine", "vllm:method=eagle3"], "vllm method eagle3 needs an EAGLE-3 head"),
-    (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
-    (["--engine", "llama-server", "--against", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
-    (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
-    (["--engine", "llama-cpp", "--exact"], "drop --exact"),
-    (["--engine", "http://127.0.0.1:9", "--speculate", "4", "--temperature", "1"], "speculates by its own settings"),
-    (["--engine", "http://127.0.0.1:9", "--temperature", "0"], "--temperature 0 audits greedy equality"),
-    (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
-    (["--engine", "llama-cpp", "--against", "model", "--repeat-penalty", "1.3"], "needs a law our sampler computes"),
-    (["--engine", "llama-server:spec=medusa", "--temperature", "1"], "llama-server spec must be one of"),
-    (["--engine", "llama-server:spec=draft-simple", "--temperature", "1"], "needs draft=FILE.gguf"),
-    (["--engine", "llama-server:np=2,completions=4", "--temperature", "1"], "completions must be"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--against", "plain"], "--against compares an engine (--engine) or a samples file"),
+        (
+            ["--engine", "sglang"],
+            "engine must be one of llama-cpp, llama-server[:OPTIONS], vllm[:OPTIONS] or an http(s):// "
+            "URL, got 'sglang'",
+        ),
+        (["--engine", "vllm:method=eagle3"], "vllm method eagle3 needs an EAGLE-3 head"),
+        (["--engine", "http://127.0.0.1:9", "--temperature", "1"], "does not answer completions"),
+        (
+            ["--engine", "llama-server", "--against", "http://127.0.0.1:9", "--temperature", "1"],
+            "does not answer completions",
+        ),
+        (["--engine", "llama-cpp", "--speculate", "0"], "speculate must be"),
+        (["--engine", "llama-cpp", "--exact"], "drop --exact"),
+        (
+            ["--engine", "http://127.0.0.1:9", "--speculate", "4", "--temperature", "1"],
+            "speculates by its own settings",
+        ),
+        (["--engine", "http://127.0.0.1:9", "--temperature", "0"], "--temperature 0 audits greedy equality"),
+        (["--engine", "llama-cpp", "--target", "README.md"], "is not one"),
+        (
+            ["--engine", "llama-cpp", "--against", "model", "--repeat-penalty", "1.3"],
+            "needs a law our sampler computes",
+        ),
+        (["--engine", "llama-server:spec=medusa", "--temperature", "1"], "llama-server spec must be one of"),
+        (["--engine", "llama-server:spec=draft-simple", "--temperature", "1"], "needs draft=FILE.gguf"),
+        (["--engine", "llama-server:np=2,completions=4", "--temperature", "1"], "completions must be"),
+    ],
+)
 def test_engine_flags_against_error_contract(argv, fragment, capsys):
     status, out, err = run(capsys, "audit", *argv)
     assert status == 2 and err.count("\n") == 1 and fragment in err, err
@@ -67,8 +82,9 @@ def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeyp
     with pytest.raises(ValueError, match="continues the prompt 'p', not --prompt-text 'q'"):
         run_engine_audit(EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200, prompt="q"))
     assert drawn == []
-    document = run_engine_audit(EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200,
-                                                   prompt="p"))[0]
+    document = run_engine_audit(
+        EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200, prompt="p")
+    )[0]
     assert len(drawn) == 1 and document["n_a"] == document["n_b"] == 200
 
 
@@ -79,13 +95,17 @@ def test_dead_url_against_error_contract_before_any_sample(monkeypatch):
 
     engine, opened, drawn = MarkovEngine(), [], []
     real_open = EngineAuditRequest.open
-    monkeypatch.setattr(EngineAuditRequest, "open", lambda self, spec: opened.append(spec) or (
-        engine if spec == "stand-in" else real_open(self, spec)))
+    monkeypatch.setattr(
+        EngineAuditRequest,
+        "open",
+        lambda self, spec: opened.append(spec) or (engine if spec == "stand-in" else real_open(self, spec)),
+    )
     draw = engine.generate
     monkeypatch.setattr(engine, "generate", lambda *args, **kwargs: drawn.append(args) or draw(*args, **kwargs))
     with pytest.raises(ValueError, match="does not answer completions"):
-        run_engine_audit(EngineAuditRequest("stand-in", against="http://127.0.0.1:9", sampling=EngineSampling(1.0),
-                                            n=200))
+        run_engine_audit(
+            EngineAuditRequest("stand-in", against="http://127.0.0.1:9", sampling=EngineSampling(1.0), n=200)
+        )
     assert opened == ["http://127.0.0.1:9"] and drawn == []
     run_engine_audit(EngineAuditRequest("stand-in", against="plain", sampling=EngineSampling(1.0), n=200))
     assert opened[1:] == ["stand-in"] and len(drawn) == 2

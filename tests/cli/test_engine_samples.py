@@ -22,8 +22,9 @@ def write_samples(path, temperature, n=3000, horizon=3, read_as=PROMPT, sampling
     """Samples drawn after ``read_as`` (the prompt as the engine read it) at ``temperature`` (or under ``sampling``),
     written as continuations of PROMPT."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
-    tokens = generate_autoregressive(target, [read_as] * n, max_new_tokens=horizon, randomness=seeded(7),
-                                     sampling=sampling or Sampling(temperature)).tokens
+    tokens = generate_autoregressive(
+        target, [read_as] * n, max_new_tokens=horizon, randomness=seeded(7), sampling=sampling or Sampling(temperature)
+    ).tokens
     path.write_text("".join(json.dumps({"prompt": PROMPT, "tokens": list(row)}) + "\n" for row in tokens))
     return path
 
@@ -72,18 +73,29 @@ def test_failed_audit_names_where_against_a_planted_prompt_misread(capsys, tmp_p
 LINE = json.dumps({"prompt": PROMPT, "tokens": [0, 1, 2]})
 
 
-@pytest.mark.parametrize("lines, fragment", [
-    ([LINE, "{not json", LINE], "line 2: not a JSON object"),
-    ([LINE, json.dumps({"prompt": [1, 3], "tokens": [0, 1, 2]})], "line 2: its prompt differs from the first line's"),
-    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 9, 2]})], "line 2: 'tokens' holds id 9, outside the target's "
-                                                                   "vocabulary [0, 5)"),
-    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1]})], "line 2: 2 tokens where the longest line has 3"),
-    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1.0, 2]})], "line 2: 'tokens' holds 1.0, not an integer"),
-    ([json.dumps({"prompt": PROMPT, "tokens": [0], "seed": 1})], "line 1: each line must be an object with exactly"),
-    ([LINE, "", "[1, 2]"], "line 3: each line must be an object"),
-    ([LINE], "holds 1 sample lines: the audit needs at least 2"),
-    ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, float("nan"), 2]})], "line 2: not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "lines, fragment",
+    [
+        ([LINE, "{not json", LINE], "line 2: not a JSON object"),
+        (
+            [LINE, json.dumps({"prompt": [1, 3], "tokens": [0, 1, 2]})],
+            "line 2: its prompt differs from the first line's",
+        ),
+        (
+            [LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 9, 2]})],
+            "line 2: 'tokens' holds id 9, outside the target's vocabulary [0, 5)",
+        ),
+        ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1]})], "line 2: 2 tokens where the longest line has 3"),
+        ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, 1.0, 2]})], "line 2: 'tokens' holds 1.0, not an integer"),
+        (
+            [json.dumps({"prompt": PROMPT, "tokens": [0], "seed": 1})],
+            "line 1: each line must be an object with exactly",
+        ),
+        ([LINE, "", "[1, 2]"], "line 3: each line must be an object"),
+        ([LINE], "holds 1 sample lines: the audit needs at least 2"),
+        ([LINE, json.dumps({"prompt": PROMPT, "tokens": [0, float("nan"), 2]})], "line 2: not a JSON object"),
+    ],
+)
 def test_malformed_samples_exit_2_naming_the_line(capsys, tmp_path, lines, fragment):
     path = tmp_path / "samples.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -92,11 +104,14 @@ def test_malformed_samples_exit_2_naming_the_line(capsys, tmp_path, lines, fragm
     assert error.count("\n") == 1 and fragment in error, error
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--n", "100"], "--samples takes n and the horizon from the file"),
-    (["--mutant", "one-uniform"], "--exact and --mutant do not apply"),
-    (["--target", "gpt2"], "or a Hugging Face model directory, got 'gpt2' (nothing is downloaded)"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--n", "100"], "--samples takes n and the horizon from the file"),
+        (["--mutant", "one-uniform"], "--exact and --mutant do not apply"),
+        (["--target", "gpt2"], "or a Hugging Face model directory, got 'gpt2' (nothing is downloaded)"),
+    ],
+)
 def test_samples_flags_exit_2(capsys, tmp_path, argv, fragment):
     path = tmp_path / "samples.jsonl"
     path.write_text(f"{LINE}\n{LINE}\n")

@@ -34,12 +34,19 @@ def _model_file(folder, how: str) -> str:
 
 
 CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defective model file, {file} an existing file
-    "gamma 1e9 allocates until killed": (["simulate", "--alpha", "0.8", "--gamma", "1000000000", "--n", "100"],
-                                         "gamma must be an integer in [1, 1024], got 1000000000"),
-    "large --vocabulary": (["simulate", "--process", "token-level", "--alpha", "0.8", "--gamma", "4",
-                            "--vocabulary", "10000000"], "vocabulary must be an integer in [1, 10000], got 10000000"),
+    "gamma 1e9 allocates until killed": (
+        ["simulate", "--alpha", "0.8", "--gamma", "1000000000", "--n", "100"],
+        "gamma must be an integer in [1, 1024], got 1000000000",
+    ),
+    "large --vocabulary": (
+        ["simulate", "--process", "token-level", "--alpha", "0.8", "--gamma", "4", "--vocabulary", "10000000"],
+        "vocabulary must be an integer in [1, 10000], got 10000000",
+    ),
     "large --windows": (["alpha", "--windows", "1000000"], "windows must be an integer in [2, 10000], got 1000000"),
-    "audit --exact --horizon 12": (["audit", "--exact", "--horizon", "12"], "V^horizon = 5^12 sequences, more than 100,000"),
+    "audit --exact --horizon 12": (
+        ["audit", "--exact", "--horizon", "12"],
+        "V^horizon = 5^12 sequences, more than 100,000",
+    ),
     "NaN draft gave alpha 0 and PASS": (["report", "--draft", "{model:nan}"], "weights must be finite"),
     "alpha --windows 1 wrote NaN": (["alpha", "--windows", "1", "--out", "f"], "windows must be an integer in [2"),
     "report --windows 1 failed after the work": (["report", "--windows", "1"], "windows must be an integer in [2"),
@@ -54,29 +61,45 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
     "zoo file with wrong shapes": (["report", "--draft", "{model:shapes}"], "size mismatch for embed.weight"),
     "zoo file whose config is not a dict": (["profile", "--target", "{model:config}"], "config must be a dictionary"),
     "--hf-gamma 0 silently replaced": (["bench", "--hf", "--hf-gamma", "0"], "hf_gamma must be a positive integer"),
-    "--lenience ignored by the iid process": (["simulate", "--alpha", "0.8", "--gamma", "4", "--lenience", "0.5"],
-                                              "lenience applies to the token-level process only"),
+    "--lenience ignored by the iid process": (
+        ["simulate", "--alpha", "0.8", "--gamma", "4", "--lenience", "0.5"],
+        "lenience applies to the token-level process only",
+    ),
     # found beyond the issue's list
     "bench --prompts unbounded": (["bench", "--prompts", "100000000"], "prompts must be an integer in [1, 1024]"),
     "bench --repeats unbounded": (["bench", "--repeats", "1000000000"], "repeats must be an integer in [1, 100]"),
     "report --audit-n unbounded": (["report", "--audit-n", "1000000000"], "audit_n must be an integer in [2, 1000000]"),
     "audit --n unbounded": (["audit", "--n", "10000000000"], "n must be an integer in [2, 1000000]"),
-    "profile --batch-size above the prompts measured batch 8": (["profile", "--batch-size", "1000000"],
-                                                                "batch_size must be an integer in [1, 8]"),
-    "profile --batch-size 3 mixed batches of 3 and 2": (["profile", "--batch-size", "3"],
-                                                         "batch_size must divide the 8 prompts, got 3"),
+    "profile --batch-size above the prompts measured batch 8": (
+        ["profile", "--batch-size", "1000000"],
+        "batch_size must be an integer in [1, 8]",
+    ),
+    "profile --batch-size 3 mixed batches of 3 and 2": (
+        ["profile", "--batch-size", "3"],
+        "batch_size must divide the 8 prompts, got 3",
+    ),
     "bench --hf-gamma without --hf was ignored": (["bench", "--hf-gamma", "3"], "add --hf"),
-    "bench --hf dropped the penalties": (["bench", "--hf", "--repetition-penalty", "1.3"],
-                                         "--hf compares at --temperatures only"),
-    "bench --engine dropped the bias": (["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
-                                        "--engine compares at --temperatures only"),
+    "bench --hf dropped the penalties": (
+        ["bench", "--hf", "--repetition-penalty", "1.3"],
+        "--hf compares at --temperatures only",
+    ),
+    "bench --engine dropped the bias": (
+        ["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
+        "--engine compares at --temperatures only",
+    ),
     "bench --against without --engine was ignored": (["bench", "--against", "http://127.0.0.1:1"], "add --engine"),
-    "bench --forecast-prompts with --tree was ignored": (["bench", "--tree", "--forecast-prompts", "2"],
-                                                         "do not take it"),
-    "bench --forecast-prompts negative": (["bench", "--forecast-prompts", "-1"],
-                                          "forecast_prompts must be an integer in [0, 1024]"),
-    "bench --forecast-repeats 0": (["bench", "--forecast-prompts", "2", "--forecast-repeats", "0"],
-                                   "forecast_repeats must be a positive integer"),
+    "bench --forecast-prompts with --tree was ignored": (
+        ["bench", "--tree", "--forecast-prompts", "2"],
+        "do not take it",
+    ),
+    "bench --forecast-prompts negative": (
+        ["bench", "--forecast-prompts", "-1"],
+        "forecast_prompts must be an integer in [0, 1024]",
+    ),
+    "bench --forecast-repeats 0": (
+        ["bench", "--forecast-prompts", "2", "--forecast-repeats", "0"],
+        "forecast_repeats must be a positive integer",
+    ),
 }
 if NO_CUDA:
     CASES["--device cuda without CUDA"] = (["bench", "--device", "cuda"], "this machine has 0 CUDA devices")
@@ -87,9 +110,11 @@ def module_calls(monkeypatch) -> list:
     """The class names of every torch module called from now on: a model run (or trained) before an input check
     is the long work the check must come before. Counted, not timed, so a busy machine changes nothing."""
     calls, original = [], torch.nn.Module.__call__
-    monkeypatch.setattr(torch.nn.Module, "__call__",
-                        lambda module, *args, **kwargs: calls.append(type(module).__name__) or original(module, *args,
-                                                                                                          **kwargs))
+    monkeypatch.setattr(
+        torch.nn.Module,
+        "__call__",
+        lambda module, *args, **kwargs: calls.append(type(module).__name__) or original(module, *args, **kwargs),
+    )
     return calls
 
 
@@ -125,8 +150,9 @@ def test_gamma_alpha_one_json_against_theory(capsys):
 
 def test_train_with_corrupt_checkpoint_against_error_contract(tmp_path, capsys):
     (tmp_path / "transformer.pt").write_bytes(b"garbage")
-    status, out, err = run(capsys, "train", "transformer", "--work", str(tmp_path), "--zoo", str(tmp_path / "zoo"),
-                           "--until", "1")
+    status, out, err = run(
+        capsys, "train", "transformer", "--work", str(tmp_path), "--zoo", str(tmp_path / "zoo"), "--until", "1"
+    )
     assert status == 2 and err.count("\n") == 1 and "cannot be read (UnpicklingError)" in err
     assert not (tmp_path / "zoo").exists()
 
@@ -135,9 +161,12 @@ def test_figs_with_result_missing_a_key_against_error_contract(tmp_path, capsys)
     results = tmp_path / "results"
     results.mkdir()
     (results / "lenience.json").write_text('{"windows": 32}')
-    status, out, err = run(capsys, "figs", "--only", "table5_lenience", "--results", str(results),
-                           "--out", str(tmp_path / "figures"))
-    assert status == 2 and err.count("\n") == 1 and "lacks what paper_figs.table5_lenience draws (KeyError: 'rows')" in err
+    status, out, err = run(
+        capsys, "figs", "--only", "table5_lenience", "--results", str(results), "--out", str(tmp_path / "figures")
+    )
+    assert (
+        status == 2 and err.count("\n") == 1 and "lacks what paper_figs.table5_lenience draws (KeyError: 'rows')" in err
+    )
     assert not (tmp_path / "figures").exists()
 
 
@@ -145,18 +174,29 @@ def test_ctrl_c_against_error_contract(tmp_path):
     """SIGINT during a long command: exit 130 with one line, no traceback (a billion iterations take minutes).
     The signal goes once the command has used 1.5 CPU seconds, several times its imports (about 0.2 s), so it
     lands in the long work however busy the machine is."""
-    process = start_interruptible([sys.executable, "-m", "spectheory", "simulate", "--alpha", "0.8", "--gamma", "4",
-                                   "--n", "1000000000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+    process = start_interruptible(
+        [sys.executable, "-m", "spectheory", "simulate", "--alpha", "0.8", "--gamma", "4", "--n", "1000000000"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     interrupt_after(process, 1.5)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert err == "spectheory simulate: interrupted\n" and out == ""
 
 
-@pytest.mark.parametrize("failure", [MemoryError(),
-                                     RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
-                                                  "80000000000 bytes. Error code 12 (Cannot allocate memory)")])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        MemoryError(),
+        RuntimeError(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+            "80000000000 bytes. Error code 12 (Cannot allocate memory)"
+        ),
+    ],
+)
 def test_out_of_memory_exit_3_against_the_verdicts(capsys, monkeypatch, failure):
     """A run that exhausts memory (once: the exact tree audit under an 8 GB limit, torch's allocator traceback and
     exit 1, an audit's FAIL) exits 3 with one line: neither a verdict (0, 1) nor bad input (2)."""
@@ -164,6 +204,7 @@ def test_out_of_memory_exit_3_against_the_verdicts(capsys, monkeypatch, failure)
 
     def exhausted(args):
         raise failure
+
     monkeypatch.setattr(audit, "run", exhausted)
     assert main(["audit"]) == 3
     err = capsys.readouterr().err
@@ -176,6 +217,7 @@ def test_other_runtime_errors_against_out_of_memory(monkeypatch):
 
     def broken(args):
         raise RuntimeError("a bug")
+
     monkeypatch.setattr(audit, "run", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["audit"])

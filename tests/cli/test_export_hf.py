@@ -38,8 +38,20 @@ def test_exported_pair_against_tinygpt_logits_and_corpus_ids(exported):
 
 def test_audit_of_our_decoder_on_the_exported_pair(capsys, exported):
     """Our speculative decoder through the Hugging Face adapter, audited statistically on the exported pair."""
-    argv = ["audit", "--target", str(exported / "target"), "--draft", str(exported / "transformer"), "--n", "600",
-            "--horizon", "2", "--prompt-text", "import ", "--json"]
+    argv = [
+        "audit",
+        "--target",
+        str(exported / "target"),
+        "--draft",
+        str(exported / "transformer"),
+        "--n",
+        "600",
+        "--horizon",
+        "2",
+        "--prompt-text",
+        "import ",
+        "--json",
+    ]
     assert main(argv) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["passed"] and document["n"] == 600
@@ -47,15 +59,18 @@ def test_audit_of_our_decoder_on_the_exported_pair(capsys, exported):
 
 def test_pairs_with_other_tokenizers_and_missing_directories_refused(capsys, exported, tmp_path):
     other = tmp_path / "other"
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1,
-                                                                 n_head=2))
+    model = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1, n_head=2)
+    )
     model.save_pretrained(other)
     tokenizer = transformers.AutoTokenizer.from_pretrained(exported / "target", local_files_only=True)
     vocabulary = tokenizer.get_vocab()
     swapped = {**vocabulary, "a": vocabulary["b"], "b": vocabulary["a"]}
     from tokenizers import Tokenizer, models
-    transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(swapped, unk_token="<other>")),
-                                         unk_token="<other>").save_pretrained(other)
+
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel(swapped, unk_token="<other>")), unk_token="<other>"
+    ).save_pretrained(other)
     capsys.readouterr()  # what saving printed
     assert main(["audit", "--target", str(exported / "target"), "--draft", str(other), "--n", "100"]) == 2
     error = capsys.readouterr().err
@@ -76,8 +91,22 @@ def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
     small = ["--prompts", "1", "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0"]
     text = tmp_path / "held_out.py"
     text.write_text(TEXT * 20, encoding="utf-8")
-    argv = ["report", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
-            "--temperatures", "1", "--gammas", "1", "2", "--windows", "2", "--audit-n", "200"]
+    argv = [
+        "report",
+        "--target",
+        str(exported / "target"),
+        "--draft",
+        str(exported / "transformer"),
+        "--temperatures",
+        "1",
+        "--gammas",
+        "1",
+        "2",
+        "--windows",
+        "2",
+        "--audit-n",
+        "200",
+    ]
     for out, extra in (("report", []), ("report-text", ["--text", str(text)])):
         assert main(argv + small + extra + ["--out", str(tmp_path / out)]) == 0
         document = json.loads((tmp_path / out / "report.json").read_text())
@@ -86,18 +115,33 @@ def test_report_and_profile_on_the_exported_pair(capsys, exported, tmp_path):
     audited = document["audit"]["prompt_ids"]  # the text's first benchmark prompt, a window of its ids
     ids = encode(text.read_text(encoding="utf-8")).tolist()
     assert document["audit"]["prompt"] is None and 97 in ids
-    assert any(ids[i:i + len(audited)] == audited for i in range(len(ids)))
+    assert any(ids[i : i + len(audited)] == audited for i in range(len(ids)))
     capsys.readouterr()
-    assert main(["profile", "--target", str(exported / "target"), "--draft", str(exported / "transformer"),
-                 "--gamma-max", "2", *small]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--target",
+                str(exported / "target"),
+                "--draft",
+                str(exported / "transformer"),
+                "--gamma-max",
+                "2",
+                *small,
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["profile"]["t_step"] > 0
     other = tmp_path / "own-tokenizer"
-    transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1,
-                                                         n_head=2)).save_pretrained(other)
+    transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=8, n_layer=1, n_head=2)
+    ).save_pretrained(other)
     from tokenizers import Tokenizer, models
-    transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0, "a": 1},
-                                                                                     unk_token="<unk>")),
-                                         unk_token="<unk>").save_pretrained(other)
+
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0, "a": 1}, unk_token="<unk>")), unk_token="<unk>"
+    ).save_pretrained(other)
     capsys.readouterr()
     assert main(["profile", "--target", str(other), *small]) == 2
     error = capsys.readouterr().err

@@ -22,15 +22,31 @@ def _mean_pit(evidence, order: str) -> BatteryOutcome:
 
 @pytest.fixture
 def toy():
-    test = register_audit_test(AuditTest("mean_pit", STATISTICAL, _mean_pit, "the mean PIT value is 1/2 (z-test)",
-                                         per_ordering=True))
+    test = register_audit_test(
+        AuditTest("mean_pit", STATISTICAL, _mean_pit, "the mean PIT value is 1/2 (z-test)", per_ordering=True)
+    )
     yield test
     del AUDIT_TESTS[test.name]
 
 
 def _audit(capsys, *flags) -> tuple:
-    status = main(["audit", "--target", "tinygpt", "--draft", "tabular", "--vocabulary", "5", "--n", "4000",
-                   "--horizon", "3", "--json", *flags])
+    status = main(
+        [
+            "audit",
+            "--target",
+            "tinygpt",
+            "--draft",
+            "tabular",
+            "--vocabulary",
+            "5",
+            "--n",
+            "4000",
+            "--horizon",
+            "3",
+            "--json",
+            *flags,
+        ]
+    )
     return status, json.loads(capsys.readouterr().out)
 
 

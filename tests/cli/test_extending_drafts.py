@@ -40,8 +40,31 @@ def test_registered_draft_is_listed_and_named_in_errors(toy, capsys):
 
 def test_registered_draft_through_bench_against_the_shipped_target(toy, tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "--draft", "toy-table", "--gammas", "2", "--temperatures", "0", "--prompts", "1",
-                 "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0", "--batch-sizes", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--draft",
+                "toy-table",
+                "--gammas",
+                "2",
+                "--temperatures",
+                "0",
+                "--prompts",
+                "1",
+                "--max-new-tokens",
+                "8",
+                "--repeats",
+                "1",
+                "--warmup",
+                "0",
+                "--batch-sizes",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = json.loads(out.read_text())
     assert document["draft"] == "toy-table" and document["rows"][0]["tokens_per_iteration"] >= 1
 
@@ -49,8 +72,19 @@ def test_registered_draft_through_bench_against_the_shipped_target(toy, tmp_path
 def test_registered_draft_through_the_exact_audit_against_a_planted_bug(toy, capsys):
     """The reference decoder with the toy draft is exact (within 1e-9); the residual-from-p bug with the same draft
     is not (its deviation is over 1e-6)."""
-    flags = ["audit", "--exact", "--draft", "toy-table", "--target", "tabular", "--vocabulary", "3", "--horizon", "3",
-             "--json"]
+    flags = [
+        "audit",
+        "--exact",
+        "--draft",
+        "toy-table",
+        "--target",
+        "tabular",
+        "--vocabulary",
+        "3",
+        "--horizon",
+        "3",
+        "--json",
+    ]
     assert main(flags) == 0
     passed = json.loads(capsys.readouterr().out)
     assert passed["max_abs_difference"] < 1e-9 and "toy-table" in passed["decoder"], passed

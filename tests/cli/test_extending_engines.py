@@ -39,20 +39,35 @@ class BenchableToy(ToyEngine):
         return encode_text(None, prompt)
 
     def call_costs(self, ids, max_tokens) -> dict:
-        return {"t_verify": [0.010 + 0.001 * k for k in range(1, max_tokens + 1)], "t_sample": 0.0, "t_round": 0.0,
-                "t_draft": 0.001}
+        return {
+            "t_verify": [0.010 + 0.001 * k for k in range(1, max_tokens + 1)],
+            "t_sample": 0.0,
+            "t_round": 0.0,
+            "t_draft": 0.001,
+        }
 
     def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0) -> tuple:
         rounds = -(-horizon // (1 + speculate // 2))
-        counters = {"num_draft_tokens": speculate * rounds, "num_accepted_tokens": horizon - rounds,
-                    "rounds": rounds} if speculate else {}
+        counters = (
+            {"num_draft_tokens": speculate * rounds, "num_accepted_tokens": horizon - rounds, "rounds": rounds}
+            if speculate
+            else {}
+        )
         return [1] * horizon, counters, 0.001, 0.001 * (rounds if speculate else horizon)
 
 
 @pytest.fixture
 def benchable():
-    kind = register_engine(EngineKind("toy-bench", "toy-bench", lambda spec: spec == "toy-bench",
-                                      lambda spec, **_: BenchableToy(), PER_REQUEST, "a benchable stand-in"))
+    kind = register_engine(
+        EngineKind(
+            "toy-bench",
+            "toy-bench",
+            lambda spec: spec == "toy-bench",
+            lambda spec, **_: BenchableToy(),
+            PER_REQUEST,
+            "a benchable stand-in",
+        )
+    )
     yield kind
     del ENGINE_KINDS[kind.name]
 
@@ -61,22 +76,54 @@ def test_registered_engine_through_bench_against_its_declared_costs(benchable, t
     """`bench --engine toy-bench`: every gamma's row holds the stand-in's counters (gamma 2 accepts 1 token a round,
     gamma 4 two: 2 and 3 tokens per round) and the cost model's speedup from its declared costs."""
     out = tmp_path / "bench.json"
-    assert main(["bench", "--engine", "toy-bench", "--gammas", "2", "4", "--prompts", "1", "--max-new-tokens", "12",
-                 "--repeats", "1", "--warmup", "0", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--engine",
+                "toy-bench",
+                "--gammas",
+                "2",
+                "4",
+                "--prompts",
+                "1",
+                "--max-new-tokens",
+                "12",
+                "--repeats",
+                "1",
+                "--warmup",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = json.loads(out.read_text())
     rows = {row["gamma"]: row for row in document["rows"]}
     assert sorted(rows) == [2, 4] and all(row["predicted_speedup"] > 0 for row in rows.values())
     assert [rows[g]["counters"]["num_accepted_tokens"] / rows[g]["counters"]["rounds"] for g in (2, 4)] == [1, 2]
     printed = capsys.readouterr().out
-    assert document["ours_tokens_per_second"] > 0 and printed.startswith("markov (target.pt") and \
-        "recommended: gamma 4" in printed, printed  # 3 tokens a round for 15 + 4 ms beat 2 for 13 + 2 ms
+    assert (
+        document["ours_tokens_per_second"] > 0
+        and printed.startswith("markov (target.pt")
+        and "recommended: gamma 4" in printed
+    ), printed  # 3 tokens a round for 15 + 4 ms beat 2 for 13 + 2 ms
 
 
 @pytest.fixture
 def toy():
     """The toy kind, registered for one test."""
-    kind = register_engine(EngineKind("toy", "toy[:bug]", lambda spec: spec.partition(":")[0] == "toy",
-                                      lambda spec, **_: ToyEngine(spec == "toy:bug"), PER_REQUEST, "a stand-in"))
+    kind = register_engine(
+        EngineKind(
+            "toy",
+            "toy[:bug]",
+            lambda spec: spec.partition(":")[0] == "toy",
+            lambda spec, **_: ToyEngine(spec == "toy:bug"),
+            PER_REQUEST,
+            "a stand-in",
+        )
+    )
     yield kind
     del ENGINE_KINDS[kind.name]
 
@@ -88,8 +135,9 @@ def test_registered_engine_through_audit_against_a_planted_deviation(toy, tmp_pa
     verdicts = []
     for spec in ("toy", "toy:bug"):
         out = tmp_path / f"{spec}.json"
-        status = main(["audit", "--engine", spec, "--n", "2000", "--horizon", "2", "--temperature", "1", "--out",
-                       str(out)])
+        status = main(
+            ["audit", "--engine", spec, "--n", "2000", "--horizon", "2", "--temperature", "1", "--out", str(out)]
+        )
         verdicts.append((status, json.loads(out.read_text())["passed"]))
     assert verdicts == [(0, True), (1, False)]
 

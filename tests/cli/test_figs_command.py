@@ -29,8 +29,21 @@ def test_figs_cli_runs_every_script_against_registry(tmp_path, small_results, ca
 
 
 def test_figs_cli_names_missing_results_in_one_line(tmp_path, capsys):
-    assert main(["figs", "--out", str(tmp_path), "--results", str(tmp_path / "none"), "--only", "table1",
-                 "stern_fig4_blockwise"]) == 2
+    assert (
+        main(
+            [
+                "figs",
+                "--out",
+                str(tmp_path),
+                "--results",
+                str(tmp_path / "none"),
+                "--only",
+                "table1",
+                "stern_fig4_blockwise",
+            ]
+        )
+        == 2
+    )
     error = capsys.readouterr().err
     assert "['blockwise.json'] are not in" in error and "--recompute" in error and error.count("\n") == 1
 
@@ -68,7 +81,9 @@ def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
         path.write_text(json.dumps(_scaled(json.loads(path.read_text()))))
     only = ["--only", "speedup_vs_gamma", "measured_vs_predicted", "table3_alpha", "spec_bench"]  # measured ones
     command = [sys.executable, "-m", "spectheory", "figs", *only, "--out"]
-    subprocess.run(command + [str(tmp_path / "expected"), "--results", str(new_inputs)], check=True, capture_output=True)
+    subprocess.run(
+        command + [str(tmp_path / "expected"), "--results", str(new_inputs)], check=True, capture_output=True
+    )
     out = tmp_path / "figs"
     started = children_cpu_seconds()
     subprocess.run(command + [str(out), "--results", str(old_inputs)], check=True, capture_output=True)
@@ -77,8 +92,9 @@ def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
     assert old != new and set(old) == set(new)
     outcomes = []
     for share in random.Random(0).sample([k / 40 for k in range(8, 44)], 3):  # import time to past the end
-        process = start_interruptible(command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
+        process = start_interruptible(
+            command + [str(out), "--results", str(new_inputs)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         interrupt_after(process, share * work)
         process.wait(timeout=60)
         now = _snapshot(out)

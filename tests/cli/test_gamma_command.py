@@ -8,8 +8,7 @@ import sys
 import pytest
 
 from command import run
-from spectheory.speedup import (alpha_from_tokens_per_iteration, operations_factor, optimal_gamma,
-                                walltime_improvement)
+from spectheory.speedup import alpha_from_tokens_per_iteration, operations_factor, optimal_gamma, walltime_improvement
 
 
 def test_gamma_json_at_alpha_one_against_theory(capsys):
@@ -25,8 +24,9 @@ def test_gamma_json_at_alpha_one_against_theory(capsys):
 
 
 def test_gamma_json_against_theory(capsys):
-    status, out, err = run(capsys, "gamma", "--alpha", "0.6", "0.8", "0.95", "--c", "0.05", "--c-hat", "0.1",
-                           "--gamma-max", "12", "--json")
+    status, out, err = run(
+        capsys, "gamma", "--alpha", "0.6", "0.8", "0.95", "--c", "0.05", "--c-hat", "0.1", "--gamma-max", "12", "--json"
+    )
     assert status == 0 and err == ""
     documents = json.loads(out)
     assert [d["alpha"] for d in documents] == [0.6, 0.8, 0.95]
@@ -79,23 +79,29 @@ def test_gamma_latex(capsys):
     assert r"\begin{tabular}" in out and r"\textbf{3} & \textbf{2.952}" in out
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["gamma", "--alpha", "1.5"], "alpha must be in [0, 1], got 1.5"),
-    (["gamma", "--alpha", "nan"], "alpha must be in [0, 1], got nan"),
-    (["gamma", "--alpha", "-0.1"], "alpha must be in [0, 1]"),
-    (["gamma", "--alpha", "0.5", "--c", "-1"], "c must be in [0, inf)"),
-    (["gamma", "--alpha", "0.5", "--c", "nan"], "c must be in [0, inf)"),
-    (["gamma", "--alpha", "0.5", "--c-hat", "-1"], "c_hat must be in [0, inf)"),
-    (["gamma", "--alpha", "0.5", "--gamma-max", "0"], "gamma_max must be in [1, 1024]"),
-    (["gamma", "--alpha", "x"], "invalid float value: 'x'"),
-    (["gamma"], "one of the arguments --alpha --tokens-per-iteration --from-metrics is required"),
-    (["gamma", "--tokens-per-iteration", "2"], "--tokens-per-iteration needs --gamma"),
-    (["gamma", "--alpha", "0.5", "--gamma", "3"], "--gamma goes with --tokens-per-iteration"),
-    (["gamma", "--tokens-per-iteration", "5", "--gamma", "3"], "tokens_per_iteration must be at most gamma + 1 = 4"),
-    (["gamma", "--alpha", "0.5", "--json", "--latex"], "not allowed with argument"),
-    ([], "a command is required"),
-    (["nonsense"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["gamma", "--alpha", "1.5"], "alpha must be in [0, 1], got 1.5"),
+        (["gamma", "--alpha", "nan"], "alpha must be in [0, 1], got nan"),
+        (["gamma", "--alpha", "-0.1"], "alpha must be in [0, 1]"),
+        (["gamma", "--alpha", "0.5", "--c", "-1"], "c must be in [0, inf)"),
+        (["gamma", "--alpha", "0.5", "--c", "nan"], "c must be in [0, inf)"),
+        (["gamma", "--alpha", "0.5", "--c-hat", "-1"], "c_hat must be in [0, inf)"),
+        (["gamma", "--alpha", "0.5", "--gamma-max", "0"], "gamma_max must be in [1, 1024]"),
+        (["gamma", "--alpha", "x"], "invalid float value: 'x'"),
+        (["gamma"], "one of the arguments --alpha --tokens-per-iteration --from-metrics is required"),
+        (["gamma", "--tokens-per-iteration", "2"], "--tokens-per-iteration needs --gamma"),
+        (["gamma", "--alpha", "0.5", "--gamma", "3"], "--gamma goes with --tokens-per-iteration"),
+        (
+            ["gamma", "--tokens-per-iteration", "5", "--gamma", "3"],
+            "tokens_per_iteration must be at most gamma + 1 = 4",
+        ),
+        (["gamma", "--alpha", "0.5", "--json", "--latex"], "not allowed with argument"),
+        ([], "a command is required"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
 def test_bad_arguments_one_line_exit_2(capsys, argv, fragment):
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == ""
@@ -108,8 +114,12 @@ def console_command():
 
 
 def test_console_script_end_to_end():
-    ok = subprocess.run(console_command() + ["gamma", "--alpha", "0.9", "--c", "0.01", "--json"],
-                        capture_output=True, text=True, check=False)
+    ok = subprocess.run(
+        console_command() + ["gamma", "--alpha", "0.9", "--c", "0.01", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)[0]["optimal_gamma"] == int(optimal_gamma(0.9, 0.01, 16))
     bad = subprocess.run(console_command() + ["gamma", "--alpha", "2"], capture_output=True, text=True, check=False)

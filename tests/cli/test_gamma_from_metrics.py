@@ -10,8 +10,13 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from command import run
 from spectheory.calculator import gamma_table
-from spectheory.metrics import (EngineCounts, conditional_from_per_position, estimate_alpha,
-                                mean_acceptance_length_from_per_position, per_position_from_conditional)
+from spectheory.metrics import (
+    EngineCounts,
+    conditional_from_per_position,
+    estimate_alpha,
+    mean_acceptance_length_from_per_position,
+    per_position_from_conditional,
+)
 
 ALPHA, K, DRAFTS, C = 0.7, 4, 5000, 0.1
 
@@ -27,8 +32,9 @@ def vllm_dump(drafts, draft_tokens, accepted, per_position) -> bytes:
     registry, labels = CollectorRegistry(), {"model_name": "target", "engine": "0"}
     for name, value in (("num_drafts", drafts), ("num_draft_tokens", draft_tokens), ("num_accepted_tokens", accepted)):
         Counter(f"vllm:spec_decode_{name}", name, list(labels), registry=registry).labels(**labels).inc(value)
-    positions = Counter("vllm:spec_decode_num_accepted_tokens_per_pos", "per position", [*labels, "position"],
-                        registry=registry)
+    positions = Counter(
+        "vllm:spec_decode_num_accepted_tokens_per_pos", "per position", [*labels, "position"], registry=registry
+    )
     for i, value in enumerate(per_position):
         positions.labels(**labels, position=str(i)).inc(value)
     return generate_latest(registry)
@@ -85,16 +91,34 @@ def test_vllm_dump_text(tmp_path, capsys):
     path.write_bytes(vllm_dump(DRAFTS, DRAFTS * 2, per_position.sum(), per_position))
     status, out, _ = run(capsys, "gamma", "--from-metrics", str(path), "--c", "0.05")
     assert status == 0
-    for name in ("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate",
-                 "conditional_acceptance_rate", "alpha = 0.89", "the engine drafts 2 per round"):
+    for name in (
+        "acceptance_rate",
+        "mean_acceptance_length",
+        "per_position_acceptance_rate",
+        "conditional_acceptance_rate",
+        "alpha = 0.89",
+        "the engine drafts 2 per round",
+    ):
         assert name in out, name
 
 
-@pytest.mark.parametrize("document, engine", [
-    ({"meta_info": {"spec_verify_ct": 100, "spec_draft_token_num": 300, "spec_accept_token_num": 150,
-                    "completion_tokens": 250}}, "sglang"),
-    ({"timings": {"predicted_n": 250, "draft_n": 300, "draft_n_accepted": 150}}, "llama.cpp"),
-])
+@pytest.mark.parametrize(
+    "document, engine",
+    [
+        (
+            {
+                "meta_info": {
+                    "spec_verify_ct": 100,
+                    "spec_draft_token_num": 300,
+                    "spec_accept_token_num": 150,
+                    "completion_tokens": 250,
+                }
+            },
+            "sglang",
+        ),
+        ({"timings": {"predicted_n": 250, "draft_n": 300, "draft_n_accepted": 150}}, "llama.cpp"),
+    ],
+)
 def test_json_responses_against_eq1(tmp_path, capsys, document, engine):
     """SGLang's and llama.cpp's counters: 100 rounds of 3 drafts, 150 accepted, so 2.5 tokens per round; alpha
     is Eq. 1's inverse at gamma 3."""
@@ -107,7 +131,7 @@ def test_json_responses_against_eq1(tmp_path, capsys, document, engine):
     assert answer["metrics"]["mean_acceptance_length"] == pytest.approx(2.5)
     assert answer["engine_gamma"] == 3
     alpha = answer["alpha"]
-    assert (1 - alpha ** 4) / (1 - alpha) == pytest.approx(2.5)
+    assert (1 - alpha**4) / (1 - alpha) == pytest.approx(2.5)
     estimate = estimate_alpha(EngineCounts("sglang", 100, 300, 150))
     assert 0 < estimate.standard_error < 0.1
 
@@ -124,12 +148,15 @@ def test_llama_cpp_rounds_without_drafts(tmp_path, capsys):
     assert "approximate" in answer["alpha_method"]
 
 
-@pytest.mark.parametrize("counts, message", [
-    ((100, 400, 500, (90, 80, 70, 60)), "accepted tokens 500 > drafted tokens 400"),
-    ((100, 400, 250, (50, 60, 70, 70)), "position 1 accepted 60 > position 0 accepted 50"),
-    ((100, 400, 200, (90, 80, 70, 60)), "per-position accepted counts sum to 300"),
-    ((0, 0, 0, ()), "no drafts"),
-])
+@pytest.mark.parametrize(
+    "counts, message",
+    [
+        ((100, 400, 500, (90, 80, 70, 60)), "accepted tokens 500 > drafted tokens 400"),
+        ((100, 400, 250, (50, 60, 70, 70)), "position 1 accepted 60 > position 0 accepted 50"),
+        ((100, 400, 200, (90, 80, 70, 60)), "per-position accepted counts sum to 300"),
+        ((0, 0, 0, ()), "no drafts"),
+    ],
+)
 def test_contradicting_counters_exit_2(tmp_path, capsys, counts, message):
     drafts, draft_tokens, accepted, per_position = counts
     path = tmp_path / "metrics.txt"
@@ -139,12 +166,15 @@ def test_contradicting_counters_exit_2(tmp_path, capsys, counts, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("text, message", [
-    ("not a metrics file at all {", "not a Prometheus text dump"),
-    ("# HELP up up\n# TYPE up gauge\nup 1\n", "no vllm:spec_decode_num_drafts counter"),
-    ('{"choices": []}', "neither SGLang's meta_info"),
-    ('{"meta_info": {"spec_verify_ct": 3}}', "no spec_draft_token_num, spec_accept_token_num"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("not a metrics file at all {", "not a Prometheus text dump"),
+        ("# HELP up up\n# TYPE up gauge\nup 1\n", "no vllm:spec_decode_num_drafts counter"),
+        ('{"choices": []}', "neither SGLang's meta_info"),
+        ('{"meta_info": {"spec_verify_ct": 3}}', "no spec_draft_token_num, spec_accept_token_num"),
+    ],
+)
 def test_foreign_files_exit_2(tmp_path, capsys, text, message):
     path = tmp_path / "file"
     path.write_text(text)

@@ -19,8 +19,16 @@ def save_tiny(path, seed):
     from decoders.models.corpus import character_tokenizer
 
     torch.manual_seed(seed)  # initialisation of a throwaway model
-    config = transformers.GPT2Config(vocab_size=98, n_positions=32, n_embd=16, n_layer=1, n_head=2,
-                                     bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    config = transformers.GPT2Config(
+        vocab_size=98,
+        n_positions=32,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     model = transformers.GPT2LMHeadModel(config)
     with torch.no_grad():
         model.lm_head.weight.normal_(0, 0.5)  # tied: peaked enough that greedy and sampled drafts differ
@@ -60,8 +68,24 @@ def audit(capsys, pair, *extra, n: int = 400, horizon: int = 3):
     planted bug fails at p 3.5e-6; the greedy assistant is caught by the joint test of the first token, which needs
     n >= 5 x 98: at n = 800, T = 2, p 1.8e-25, at n = 400, T = 3, 0.02)."""
     target, draft = pair
-    status = main(["audit", "--target", target, "--draft", draft, "--prompt", "5", "6", "--horizon", str(horizon),
-                   "--n", str(n), "--json", *extra])
+    status = main(
+        [
+            "audit",
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--prompt",
+            "5",
+            "6",
+            "--horizon",
+            str(horizon),
+            "--n",
+            str(n),
+            "--json",
+            *extra,
+        ]
+    )
     return status, json.loads(capsys.readouterr().out)
 
 
@@ -79,10 +103,13 @@ def test_hf_generate_sampling_against_target(capsys, pair):
     assert status == 0 and document["passed"]
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--sampler", "hf-assisted"], "audits transformers' generate on a model directory"),
-    (["--sampler", "nope"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--sampler", "hf-assisted"], "audits transformers' generate on a model directory"),
+        (["--sampler", "nope"], "invalid choice"),
+    ],
+)
 def test_hf_sampler_flags_exit_2(capsys, argv, fragment):
     assert main(["audit", *argv]) == 2
     error = capsys.readouterr().err

@@ -24,16 +24,23 @@ def word_tokenizer():
     """Whitespace-split words, one id each (not the corpus's characters)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    core = Tokenizer(models.WordLevel({"<unk>": 0, **{word: i + 1 for i, word in enumerate(WORDS)}},
-                                      unk_token="<unk>"))
+    core = Tokenizer(models.WordLevel({"<unk>": 0, **{word: i + 1 for i, word in enumerate(WORDS)}}, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return transformers.PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>")
 
 
 def save_tiny(path, seed, layers, context):
     torch.manual_seed(seed)  # initialisation of a throwaway model
-    config = transformers.GPT2Config(vocab_size=len(WORDS) + 1, n_positions=context, n_embd=16, n_layer=layers, n_head=2,
-                                     bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    config = transformers.GPT2Config(
+        vocab_size=len(WORDS) + 1,
+        n_positions=context,
+        n_embd=16,
+        n_layer=layers,
+        n_head=2,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     transformers.GPT2LMHeadModel(config).save_pretrained(path)
     word_tokenizer().save_pretrained(path)
     return str(path)
@@ -54,8 +61,28 @@ def test_report_on_a_tiny_random_pair_with_its_own_tokenizer(capsys, own, tmp_pa
     """report end to end: windows as long as the shorter context (the draft's 200 words), prompts and the audit's prompt
     from the words of --text; the audit of our decoder through the adapter passes."""
     target, draft, text = own
-    argv = ["report", "--target", target, "--draft", draft, "--text", text, "--out", str(tmp_path / "report"),
-            "--temperatures", "0", "1", "--gammas", "1", "2", "--windows", "2", "--audit-n", "300", *SMALL]
+    argv = [
+        "report",
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "--text",
+        text,
+        "--out",
+        str(tmp_path / "report"),
+        "--temperatures",
+        "0",
+        "1",
+        "--gammas",
+        "1",
+        "2",
+        "--windows",
+        "2",
+        "--audit-n",
+        "300",
+        *SMALL,
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     document = json.loads((tmp_path / "report" / "report.json").read_text())
     assert document["text"] == text and document["alpha_text"][0]["length"] == 200
@@ -68,13 +95,54 @@ def test_report_on_a_tiny_random_pair_with_its_own_tokenizer(capsys, own, tmp_pa
 def test_bench_alpha_and_profile_on_a_tiny_random_pair_with_its_own_tokenizer(capsys, own, tmp_path):
     target, draft, text = own
     out = tmp_path / "bench.json"
-    assert main(["bench", "--target", target, "--draft", draft, "--text", text, "--gammas", "2", "--temperatures", "0",
-                 "--batch-sizes", "--hf", "--out", str(out), *SMALL]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "bench",
+                "--target",
+                target,
+                "--draft",
+                draft,
+                "--text",
+                text,
+                "--gammas",
+                "2",
+                "--temperatures",
+                "0",
+                "--batch-sizes",
+                "--hf",
+                "--out",
+                str(out),
+                *SMALL,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     document = json.loads(out.read_text())
     assert document["text"] == text and document["hf"]["native"] is False
     assert document["hf"]["rows"][0]["greedy_outputs_agree"] is True  # generate, assisted and the adapter agree
-    assert main(["alpha", "--target", target, "--drafts", draft, "--text", text, "--windows", "2", "--prompts", "1",
-                 "--temperatures", "1", "--gamma", "2"]) == 0
+    assert (
+        main(
+            [
+                "alpha",
+                "--target",
+                target,
+                "--drafts",
+                draft,
+                "--text",
+                text,
+                "--windows",
+                "2",
+                "--prompts",
+                "1",
+                "--temperatures",
+                "1",
+                "--gamma",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert f"| {draft} | 1 |" in capsys.readouterr().out
     assert main(["profile", "--target", target, "--draft", draft, "--text", text, "--gamma-max", "2", *SMALL]) == 0
     assert json.loads(capsys.readouterr().out)["text"] == text
@@ -112,8 +180,28 @@ def test_shipped_pair_on_a_text_file(capsys, tmp_path):
     """--text with the shipped models: the file's characters are the corpus's ids (others are <other>)."""
     text = tmp_path / "code.py"
     text.write_text("def add(a, b):\n    return a + b  # é\n" * 40, encoding="utf-8")
-    assert main(["alpha", "--drafts", "bigram", "--text", str(text), "--windows", "2", "--prompts", "1",
-                 "--temperatures", "1", "--gamma", "2", "--out", str(tmp_path / "alpha.json")]) == 0
+    assert (
+        main(
+            [
+                "alpha",
+                "--drafts",
+                "bigram",
+                "--text",
+                str(text),
+                "--windows",
+                "2",
+                "--prompts",
+                "1",
+                "--temperatures",
+                "1",
+                "--gamma",
+                "2",
+                "--out",
+                str(tmp_path / "alpha.json"),
+            ]
+        )
+        == 0
+    )
     document = json.loads((tmp_path / "alpha.json").read_text())
     assert document["text"] == str(text) and document["estimates"][0]["alpha_text"] > 0.3  # repetitive text
 
@@ -122,11 +210,15 @@ def test_audit_prompt_from_text(capsys, own, tmp_path):
     """audit --text: the prompt is a seeded 64-word window of the file, tokenized by the pair's tokenizer; our
     decoder through the adapter passes; --text beside another prompt, or with tiny models, is refused."""
     target, draft, text = own
-    assert main(["audit", "--target", target, "--draft", draft, "--text", text, "--n", "300", "--horizon", "2",
-                 "--json"]) == 0
+    assert (
+        main(["audit", "--target", target, "--draft", draft, "--text", text, "--n", "300", "--horizon", "2", "--json"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["passed"]
-    for argv, message in ((["--target", target, "--text", text, "--prompt-text", "the cat"], "give one of --prompt"),
-                          (["--text", text], "--text goes with --target shipped or a model directory")):
+    for argv, message in (
+        (["--target", target, "--text", text, "--prompt-text", "the cat"], "give one of --prompt"),
+        (["--text", text], "--text goes with --target shipped or a model directory"),
+    ):
         assert main(["audit", *argv]) == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and message in error, error

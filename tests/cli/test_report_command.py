@@ -13,8 +13,23 @@ from decoders.bench.report import summary_lines
 from spectheory.recommendation import from_sweep
 from spectheory.cli import main
 
-SMALL = ["--windows", "2", "--gammas", "1", "2", "--prompts", "1", "--max-new-tokens", "16", "--repeats", "1",
-         "--warmup", "0", "--audit-n", "300"]
+SMALL = [
+    "--windows",
+    "2",
+    "--gammas",
+    "1",
+    "2",
+    "--prompts",
+    "1",
+    "--max-new-tokens",
+    "16",
+    "--repeats",
+    "1",
+    "--warmup",
+    "0",
+    "--audit-n",
+    "300",
+]
 
 
 def markdown_tables(text: str) -> list[list[list[str]]]:
@@ -28,7 +43,6 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
             tables.append(current)
             current = []
     return tables
-
 
 
 @pytest.fixture(scope="module")
@@ -47,40 +61,62 @@ def test_report_markdown_numbers_against_its_json(report):
     for cells, r in zip(forecast_table[1:], document["recommendations"]):
         assert [float(cells[0]), int(cells[1])] == [r["temperature"], r["forecast_gamma"]]
         assert [float(cells[2]), float(cells[4]), float(cells[5].rstrip("%")) / 100] == pytest.approx(
-            [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4)
+            [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4
+        )
         assert [float(x) for x in cells[3].split("-")] == pytest.approx(r["forecast_interval"], abs=5e-3)
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         assert [float(x) for x in cells[6].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
         assert cells[8] == f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of 2 gammas"
         assert cells[7] == loss_resolution(r)
     bench = document["bench"]
-    assert speed_table[0] == ["T", "gamma", "tokens per iteration", "alpha (counts)", "speedup (min-max)", "SE",
-                              "cost model", "Theorem 3.8"]
+    assert speed_table[0] == [
+        "T",
+        "gamma",
+        "tokens per iteration",
+        "alpha (counts)",
+        "speedup (min-max)",
+        "SE",
+        "cost model",
+        "Theorem 3.8",
+    ]
     assert len(speed_table) - 1 == len(bench["rows"]) == 4  # 2 temperatures x 2 gammas
     for cells, row in zip(speed_table[1:], bench["rows"]):
         assert float(cells[0]) == row["temperature"] and int(cells[1]) == row["gamma"]
         speedup, low, high = map(float, re.fullmatch(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", cells[4]).groups())
         assert [speedup, low, high] == pytest.approx([row["speedup"], *row["speedup_spread"][::2]], abs=5e-4)
         assert (cells[5] == "n/a") == (row["speedup_standard_error"] is None)  # one prompt: no standard error
-        for cell, key in zip(cells[2:4] + cells[5:], ("tokens_per_iteration", "alpha_counts", "speedup_standard_error",
-                                                      "calibrated_speedup", "predicted_speedup")):
+        for cell, key in zip(
+            cells[2:4] + cells[5:],
+            (
+                "tokens_per_iteration",
+                "alpha_counts",
+                "speedup_standard_error",
+                "calibrated_speedup",
+                "predicted_speedup",
+            ),
+        ):
             if cell == "n/a":
                 continue
             assert float(cell) == pytest.approx(row[key], abs=5e-4), key
     for cells, alpha in zip(alpha_table[1:], document["alpha_text"]):
         value, error = map(float, cells[1].split(" ± "))
         assert float(cells[0]) == alpha["temperature"]
-        assert value == pytest.approx(alpha["alpha"], abs=5e-4) and error == pytest.approx(alpha["standard_error"], abs=5e-4)
+        assert value == pytest.approx(alpha["alpha"], abs=5e-4) and error == pytest.approx(
+            alpha["standard_error"], abs=5e-4
+        )
         assert float(cells[2]) == pytest.approx(bench["alpha"][str(alpha["temperature"])], abs=5e-4)
         assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
     for r in document["recommendations"]:
         rows = [row for row in bench["rows"] if row["temperature"] == r["temperature"]]
         assert r["recommendation"] == from_sweep(rows, r["forecast_gamma"]).as_dict()  # the rule, on the file's rows
         answer = "do not speculate" if r["recommendation"]["gamma"] == 0 else f"gamma {r['recommendation']['gamma']}"
-        sentence = re.search(rf"\*\*T = {r['temperature']:g}: {answer}\*\* \(rule: {re.escape(r['recommendation']['rule'])};"
-                             rf".*\)\. The forecast's gamma: (\d+)\. Diagnostics: "
-                             rf".* picks gamma = (\d+) for ([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = "
-                             rf"([\d.]+) would choose gamma = (\d+) for ([\d.]+)x", text)
+        sentence = re.search(
+            rf"\*\*T = {r['temperature']:g}: {answer}\*\* \(rule: {re.escape(r['recommendation']['rule'])};"
+            rf".*\)\. The forecast's gamma: (\d+)\. Diagnostics: "
+            rf".* picks gamma = (\d+) for ([\d.]+)x .* Theorem 3\.8 at alpha = ([\d.]+) and c = "
+            rf"([\d.]+) would choose gamma = (\d+) for ([\d.]+)x",
+            text,
+        )
         assert sentence, r
         assert [int(sentence[1]), int(sentence[2])] == [r["forecast_gamma"], r["optimal_gamma"]]
         assert float(sentence[3]) == pytest.approx(r["calibrated_speedup"], abs=5e-4)
@@ -90,7 +126,8 @@ def test_report_markdown_numbers_against_its_json(report):
     for cells, row in zip(tree_table[1:], document["trees"]["rows"]):
         assert [int(cells[0]), cells[1], int(cells[2])] == [row["budget"], row["kind"], row["tree"]["depth"]]
         assert [float(cells[3]), float(cells[4]), float(cells[6])] == pytest.approx(
-            [row["tokens_per_call"], row["predicted_tokens_per_call"], row["calibrated_speedup"]], abs=5e-4)
+            [row["tokens_per_call"], row["predicted_tokens_per_call"], row["calibrated_speedup"]], abs=5e-4
+        )
     best = document["trees"]["recommendation"]
     assert f"{best['speedup']:.3f}x measured, the fastest" in text
     blocks = document["policies"]["temperatures"]
@@ -98,8 +135,9 @@ def test_report_markdown_numbers_against_its_json(report):
     for table, block in zip(policy_tables, blocks):
         assert [cells[1] for cells in table[1:]] == [row["decoder"] for row in block["rows"]]
         for cells, row in zip(table[1:], block["rows"]):
-            assert [float(cells[2]), float(cells[3])] == pytest.approx([row["tokens_per_call"], row["wasted_per_token"]],
-                                                                       abs=6e-4)  # round half to even
+            assert [float(cells[2]), float(cells[3])] == pytest.approx(
+                [row["tokens_per_call"], row["wasted_per_token"]], abs=6e-4
+            )  # round half to even
         verdict = f"use {block['best_policy']}" if block["use_policy"] else f"keep {block['best_fixed']}"
         assert f"T = {block['temperature']:g}: **{verdict}**" in text
     verdict = "PASS" if document["audit"]["passed"] else "FAIL"
@@ -122,12 +160,14 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         profile = CostProfile.from_dict(ahead["profile"])
         speedups = {gamma: profile.speedup(gamma, tokens=tokens) for gamma in document["settings"]["gammas"]}
         assert r["forecast_gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
-        measured = {row["gamma"]: row["speedup"] for row in document["bench"]["rows"]
-                    if row["temperature"] == r["temperature"]}
+        measured = {
+            row["gamma"]: row["speedup"] for row in document["bench"]["rows"] if row["temperature"] == r["temperature"]
+        }
         assert r["measured_speedup_at_forecast_gamma"] == measured[r["forecast_gamma"]]
         assert r["forecast_loss"] == pytest.approx(1 - measured[r["forecast_gamma"]] / max(measured.values()))
         assert [row["forecast_over_measured"] for row in r["forecast_by_gamma"]] == pytest.approx(
-            [speedups[g] / measured[g] for g in sorted(measured)])
+            [speedups[g] / measured[g] for g in sorted(measured)]
+        )
         stated = {row["gamma"]: row["interval"] for row in ahead["speedups"]}  # spectheory.intervals
         assert r["forecast_interval"] == stated[r["forecast_gamma"]]
         assert stated[r["forecast_gamma"]][0] < r["forecast_speedup"] < stated[r["forecast_gamma"]][1]
@@ -158,10 +198,13 @@ def test_report_says_do_not_speculate_against_a_sweep_that_pays(report):
                 row["speedup"] *= factor
                 row["speedup_interval"] = [bound * factor for bound in row["speedup_interval"]]
         for r in constructed["recommendations"]:
-            del r["recommendation"]  # recomputed by the rule from the rows (decoders.bench.report_document.recommendation_of)
+            del r[
+                "recommendation"
+            ]  # recomputed by the rule from the rows (decoders.bench.report_document.recommendation_of)
         lines[factor] = summary_lines(constructed)
-    assert lines[0.5][2].startswith("T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its "
-                                    "noise; the best: gamma "), lines[0.5][2]
+    assert lines[0.5][2].startswith(
+        "T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its noise; the best: gamma "
+    ), lines[0.5][2]
     assert lines[0.5][0] == lines[2.0][0] == summary_lines(document)[0]
     assert re.match(r"T = 1: gamma \d+ \(rule: ", lines[2.0][2]), lines[2.0][2]
 
@@ -190,24 +233,47 @@ def test_report_tree_section_against_the_budget_flags(report):
 def test_report_takes_a_draft_file(tmp_path, capsys):
     """--target and --draft accept model files in the zoo's format (here the shipped ones). Slow: the report end to
     end again, where reading such files is tested alone (tests/decoders/test_zoo.py, test_own_models.py)."""
-    argv = ["report", "--out", str(tmp_path), "--target", str(zoo.ZOO / "target.pt"), "--draft",
-            str(zoo.ZOO / "bigram.pt"), *SMALL, "--temperatures", "1", "--gamma-max", "2", "--forecast-prompts", "1",
-            "--forecast-cost-prompts", "1", "--forecast-repeats", "1"]  # the files are the point: the least forecast
+    argv = [
+        "report",
+        "--out",
+        str(tmp_path),
+        "--target",
+        str(zoo.ZOO / "target.pt"),
+        "--draft",
+        str(zoo.ZOO / "bigram.pt"),
+        *SMALL,
+        "--temperatures",
+        "1",
+        "--gamma-max",
+        "2",
+        "--forecast-prompts",
+        "1",
+        "--forecast-cost-prompts",
+        "1",
+        "--forecast-repeats",
+        "1",
+    ]  # the files are the point: the least forecast
     assert main(argv) == 0
     document = json.loads((tmp_path / "report.json").read_text())
     assert document["draft"].endswith("bigram.pt") and [r["temperature"] for r in document["recommendations"]] == [1.0]
     assert "(rule: " in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["report", "--gammas", "0"], "gammas must be a positive integer"),
-    (["report", "--audit-n", "1"], "audit_n must be an integer in [2, 1000000], got 1"),
-    (["report", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
-    (["report", "--windows", "1"], "windows must be an integer in [2, 10000], got 1"),  # used to fail after all the work
-    (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a draft we build"),
-    (["report", "--target", str(zoo.ZOO / "manifest.json")], "cannot be read (UnpicklingError)"),
-    (["report", "--full", "--target", "smollm2"], "--full is the shipped pair's full budget; --target smollm2"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["report", "--gammas", "0"], "gammas must be a positive integer"),
+        (["report", "--audit-n", "1"], "audit_n must be an integer in [2, 1000000], got 1"),
+        (["report", "--windows", "0"], "windows must be an integer in [2, 10000], got 0"),
+        (
+            ["report", "--windows", "1"],
+            "windows must be an integer in [2, 10000], got 1",
+        ),  # used to fail after all the work
+        (["report", "--draft", "nope.pt"], "draft 'nope.pt' is not a draft we build"),
+        (["report", "--target", str(zoo.ZOO / "manifest.json")], "cannot be read (UnpicklingError)"),
+        (["report", "--full", "--target", "smollm2"], "--full is the shipped pair's full budget; --target smollm2"),
+    ],
+)
 def test_report_bad_arguments_exit_2_with_one_line(capsys, argv, fragment):
     assert main(argv) == 2
     error = capsys.readouterr().err

@@ -31,28 +31,49 @@ def test_tree_with_c_on_a_chain_against_gamma_calculator(capsys):
 
 
 def test_tree_text_names_the_verdict(capsys):
-    status, out, _ = run(capsys, "tree", "--alpha", "0.05", "--k", "2", "--budget", "8", "--t-step-ms", "60",
-                         "--t-draft-ms", "1", "--t-verify-ms", *["100"] * 8)
+    status, out, _ = run(
+        capsys,
+        "tree",
+        "--alpha",
+        "0.05",
+        "--k",
+        "2",
+        "--budget",
+        "8",
+        "--t-step-ms",
+        "60",
+        "--t-draft-ms",
+        "1",
+        "--t-verify-ms",
+        *["100"] * 8,
+    )
     assert status == 0 and "do not speculate" in out and "parents [-1" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (("--acceptance", "0.7", "0.5", "--budget", "4"), "must sum to at most 1"),
-    (("--acceptance", "0.7", "--budget", "0"), "budget must be a positive integer, got 0"),
-    (("--alpha", "1.5", "--budget", "4"), "alpha must be"),
-    (("--budget", "4"), "give --acceptance, --alpha, or --costs"),
-    (("--alpha", "0.5", "--budget", "8", "--t-step-ms", "1", "--t-draft-ms", "0.1", "--t-verify-ms", "1", "1"),
-     "budget 8 needs t_verify for 1..8 positions, the costs give 2"),
-    (("--alpha", "0.5", "--budget", "4", "--c", "0.1", "--t-step-ms", "1"), "--c goes alone"),
-    (("--alpha", "0.5", "--budget", "4", "--costs", "missing.json"), "does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--acceptance", "0.7", "0.5", "--budget", "4"), "must sum to at most 1"),
+        (("--acceptance", "0.7", "--budget", "0"), "budget must be a positive integer, got 0"),
+        (("--alpha", "1.5", "--budget", "4"), "alpha must be"),
+        (("--budget", "4"), "give --acceptance, --alpha, or --costs"),
+        (
+            ("--alpha", "0.5", "--budget", "8", "--t-step-ms", "1", "--t-draft-ms", "0.1", "--t-verify-ms", "1", "1"),
+            "budget 8 needs t_verify for 1..8 positions, the costs give 2",
+        ),
+        (("--alpha", "0.5", "--budget", "4", "--c", "0.1", "--t-step-ms", "1"), "--c goes alone"),
+        (("--alpha", "0.5", "--budget", "4", "--costs", "missing.json"), "does not exist"),
+    ],
+)
 def test_tree_bad_input_against_error_contract(capsys, argv, message):
     status, out, err = run(capsys, "tree", *argv)
     assert status == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
 def test_tree_never_imports_torch():
-    code = ("import sys; from spectheory.cli import main; "
-            "assert main(['tree', '--acceptance', '0.8', '0.15', '0.04', '--budget', '16', '--json']) == 0; "
-            "assert 'torch' not in sys.modules")
+    code = (
+        "import sys; from spectheory.cli import main; "
+        "assert main(['tree', '--acceptance', '0.8', '0.15', '0.04', '--budget', '16', '--json']) == 0; "
+        "assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -30,8 +30,17 @@ import pytest
 import torch
 from scipy import stats
 
-from decoders.audit.exact import (TOLERANCE, BranchBudgetExceeded, Enumerator, autoregressive_law, compare_laws,
-                                  lenience_bound_violations, prefix_law, speculative_law, whole_run_law)
+from decoders.audit.exact import (
+    TOLERANCE,
+    BranchBudgetExceeded,
+    Enumerator,
+    autoregressive_law,
+    compare_laws,
+    lenience_bound_violations,
+    prefix_law,
+    speculative_law,
+    whole_run_law,
+)
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from decoders.bench.audit import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
@@ -46,8 +55,13 @@ from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_spe
 from engine_standin import ZipfEngine, ZipfModel
 from decoders.engines.base import EngineSampling
 
-SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k 2": Sampling(1.0, top_k=2),
-             "top-p 0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY}
+SAMPLINGS = {
+    "T=1": Sampling(1.0),
+    "T=0.7": Sampling(0.7),
+    "top-k 2": Sampling(1.0, top_k=2),
+    "top-p 0.8": Sampling(1.0, top_p=0.8),
+    "greedy": GREEDY,
+}
 PROMPT = [1, 2]
 CAUGHT = 1e-6
 STATISTICAL_N = 50_000  # the issue's bound for catching every mutant
@@ -58,8 +72,9 @@ CALIBRATION_AUDITS = 100  # seeded audits of a correct sampler (as the two-sampl
 
 def exact_report(law_and_branches, target, sampling, horizon, method="dp"):
     law, branches = law_and_branches
-    return compare_laws(law, autoregressive_law(target, PROMPT, sampling, horizon), method=method, horizon=horizon,
-                        branches=branches)
+    return compare_laws(
+        law, autoregressive_law(target, PROMPT, sampling, horizon), method=method, horizon=horizon, branches=branches
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +95,14 @@ def _law_cases(part: str) -> list:
     return {"default": [c for c in cases if c not in heavy], "rest": heavy, "all": cases}[part]
 
 
-@pytest.mark.parametrize("draft_kind, part", [
-    (kind, "default") if kind in ("tabular", "close") else pytest.param(kind, "all", marks=pytest.mark.slow)
-    for kind in draft_names(TINY)] + [pytest.param(kind, "rest", marks=pytest.mark.slow) for kind in ("tabular", "close")])
+@pytest.mark.parametrize(
+    "draft_kind, part",
+    [
+        (kind, "default") if kind in ("tabular", "close") else pytest.param(kind, "all", marks=pytest.mark.slow)
+        for kind in draft_names(TINY)
+    ]
+    + [pytest.param(kind, "rest", marks=pytest.mark.slow) for kind in ("tabular", "close")],
+)
 def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind, part):
     """Every verifier x sampling x gamma 1-3 from a draft: V = 5, T = 4, exact to 1e-9. The default suite runs the
     tabular draft (acceptance 0.34: mostly rejections) and the close one (0.80: mostly full acceptance), less T = 0.7
@@ -95,8 +115,13 @@ def test_exact_speculative_law_against_autoregressive(tabular_target, draft_kind
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (verifier, name, gamma, report.as_dict())
 
 
-_WHOLE_RUN_PAIRS = (("tinygpt", "tabular", 2), ("tinygpt", "copy", 1), ("tinygpt", "tinygpt", 1),
-                    ("tabular", "ngram", 1), ("order0", "close", 2))
+_WHOLE_RUN_PAIRS = (
+    ("tinygpt", "tabular", 2),
+    ("tinygpt", "copy", 1),
+    ("tinygpt", "tinygpt", 1),
+    ("tabular", "ngram", 1),
+    ("order0", "close", 2),
+)
 
 
 def _whole_run_cases() -> list:
@@ -118,11 +143,17 @@ def test_exact_whole_run_law_against_autoregressive(target_kind, draft_kind, gam
     accepted one), at T = 1 and with top-k 2 (``_whole_run_cases``)."""
     prompt = PROMPT if vocabulary > 2 else [0, 1]
     target, sampling = tiny_target(target_kind, vocabulary), Sampling(1.0, top_k=top_k)
-    generate = speculative_run(target, tiny_draft(draft_kind, target), prompt, SpeculativeConfig(gamma, sampling),
-                               horizon)
+    generate = speculative_run(
+        target, tiny_draft(draft_kind, target), prompt, SpeculativeConfig(gamma, sampling), horizon
+    )
     law, branches = whole_run_law(lambda randomness: generate([prompt], randomness)[0])
-    report = compare_laws(law, autoregressive_law(target, prompt, sampling, horizon), method="whole-run",
-                          horizon=horizon, branches=branches)
+    report = compare_laws(
+        law,
+        autoregressive_law(target, prompt, sampling, horizon),
+        method="whole-run",
+        horizon=horizon,
+        branches=branches,
+    )
     assert report.passed and report.branches > 20, report.as_dict()
 
 
@@ -147,10 +178,20 @@ def test_exact_blockwise_criteria_against_greedy_target(gpt_target):
         for parameter in model.proposal.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator))
     model = model.to(torch.float64).eval()
-    for config, exact in ((BlockwiseConfig(), True), (BlockwiseConfig("top_k", top_k=3), False),
-                          (BlockwiseConfig("distance", epsilon=2), False)):
-        report = exact_report(whole_run_law(lambda randomness: generate_blockwise(
-            model, [PROMPT], max_new_tokens=4, config=config).tokens[0]), model, GREEDY, 4, "whole-run")
+    for config, exact in (
+        (BlockwiseConfig(), True),
+        (BlockwiseConfig("top_k", top_k=3), False),
+        (BlockwiseConfig("distance", epsilon=2), False),
+    ):
+        report = exact_report(
+            whole_run_law(
+                lambda randomness: generate_blockwise(model, [PROMPT], max_new_tokens=4, config=config).tokens[0]
+            ),
+            model,
+            GREEDY,
+            4,
+            "whole-run",
+        )
         assert report.passed == exact and (exact or report.max_abs_difference > CAUGHT), (config, report.as_dict())
 
 
@@ -165,8 +206,16 @@ def exact_mutant_report(bug, target_kind, vocabulary, draft_kind, *, reference=F
     method that sees it (``Mutant.exact``): the prefix DP at V = ``vocabulary``, gamma 2, four tokens; whole runs
     and whole runs of a batch of two rows at their smallest sizes (``EXACT_SIZES``)."""
     size = EXACT_SIZES.get(bug.exact, dict(vocabulary=vocabulary, gamma=MUTANT_GAMMA, horizon=MUTANT_HORIZON))
-    return run_audit(AuditRequest(mutant=None if reference else bug.name, target=target_kind, draft=draft_kind,
-                                  sampling=bug.shows_with, exact=bug.exact, **size)).report
+    return run_audit(
+        AuditRequest(
+            mutant=None if reference else bug.name,
+            target=target_kind,
+            draft=draft_kind,
+            sampling=bug.shows_with,
+            exact=bug.exact,
+            **size,
+        )
+    ).report
 
 
 @pytest.mark.parametrize("bug", ORIGINAL_MUTANTS, ids=lambda bug: bug.name)
@@ -183,8 +232,11 @@ def test_new_mutant_caught_by_exact_audit_with_close_draft(bug, target_kind, voc
     assert report.max_abs_difference > CAUGHT and not report.passed, report.as_dict()
 
 
-@pytest.mark.parametrize("bug", [mutant(name) for name in ("copies-previous", "uniform-per-row", "batch-min-rollback")],
-                         ids=lambda bug: bug.exact)
+@pytest.mark.parametrize(
+    "bug",
+    [mutant(name) for name in ("copies-previous", "uniform-per-row", "batch-min-rollback")],
+    ids=lambda bug: bug.exact,
+)
 def test_reference_passes_every_exact_method_with_close_draft(bug):
     """The negative control of the mutant tests above: the reference decoder passes each method with the
     settings a mutant is caught with, so a caught mutant is caught for its bug."""
@@ -195,9 +247,19 @@ def test_reference_passes_every_exact_method_with_close_draft(bug):
 def test_no_rollback_is_a_blind_spot_of_the_prefix_dp(gpt_target):
     """The DP prefills every prefix afresh, so a bug between iterations passes it (documented)."""
     target, draft = gpt_target, tiny_draft("tabular", gpt_target)
-    dp = exact_report(speculative_law(target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, Sampling(1.0)),
-                                      MUTANT_HORIZON, step=mutant("no-rollback").step), target, Sampling(1.0),
-                      MUTANT_HORIZON)
+    dp = exact_report(
+        speculative_law(
+            target,
+            draft,
+            PROMPT,
+            SpeculativeConfig(MUTANT_GAMMA, Sampling(1.0)),
+            MUTANT_HORIZON,
+            step=mutant("no-rollback").step,
+        ),
+        target,
+        Sampling(1.0),
+        MUTANT_HORIZON,
+    )
     assert dp.passed
 
 
@@ -209,10 +271,19 @@ def float32_models():
 
 def statistical_audit(models, step, sampling, seed=0, n=STATISTICAL_N, source=None):
     target, draft = models
-    generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, sampling), MUTANT_HORIZON,
-                               step=step, source=source)
-    return audit_sampler(sampler(generate, PROMPT, MUTANT_HORIZON), target, PROMPT, sampling, n=n,
-                         horizon=MUTANT_HORIZON, seed=seed, draft=draft)
+    generate = speculative_run(
+        target, draft, PROMPT, SpeculativeConfig(MUTANT_GAMMA, sampling), MUTANT_HORIZON, step=step, source=source
+    )
+    return audit_sampler(
+        sampler(generate, PROMPT, MUTANT_HORIZON),
+        target,
+        PROMPT,
+        sampling,
+        n=n,
+        horizon=MUTANT_HORIZON,
+        seed=seed,
+        draft=draft,
+    )
 
 
 def _slow_unless(kept: tuple, values, name=lambda value: value) -> list:
@@ -222,20 +293,27 @@ def _slow_unless(kept: tuple, values, name=lambda value: value) -> list:
     return [value if name(value) in kept else pytest.param(value, marks=pytest.mark.slow) for value in values]
 
 
-@pytest.mark.parametrize("bug", _slow_unless(("residual-from-p",), ORIGINAL_MUTANTS, lambda bug: bug.name),
-                         ids=lambda bug: bug.name)
+@pytest.mark.parametrize(
+    "bug", _slow_unless(("residual-from-p",), ORIGINAL_MUTANTS, lambda bug: bug.name), ids=lambda bug: bug.name
+)
 def test_mutant_caught_by_statistical_audit(float32_models, bug):
     report = statistical_audit(float32_models, bug.step, bug.shows_with, source=bug.source)
     assert report.p_value < 1e-4 and not report.passed, report.test_p_values
 
 
-@pytest.mark.parametrize("target_kind, vocabulary", [CLOSE_FIXTURES[0], pytest.param(*CLOSE_FIXTURES[1],
-                                                                                    marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "target_kind, vocabulary", [CLOSE_FIXTURES[0], pytest.param(*CLOSE_FIXTURES[1], marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("bug", NEW_MUTANTS, ids=lambda bug: bug.name)
 def test_new_mutant_caught_by_statistical_audit_with_close_draft(bug, target_kind, vocabulary):
     target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
-    report = statistical_audit((target, tiny_draft("close", target, dtype=torch.float32)), bug.step, bug.shows_with,
-                               n=NEW_MUTANT_N, source=bug.source)
+    report = statistical_audit(
+        (target, tiny_draft("close", target, dtype=torch.float32)),
+        bug.step,
+        bug.shows_with,
+        n=NEW_MUTANT_N,
+        source=bug.source,
+    )
     assert report.p_value < 1e-4 and not report.passed, report.test_p_values
 
 
@@ -243,8 +321,14 @@ def test_close_pairs_accept_most_tokens():
     """The strong-draft fixtures accept at least 70% (the module docstring's table)."""
     for target_kind, vocabulary in CLOSE_FIXTURES + (("tinygpt", 3), ("order0", 3), ("tabular", 5)):
         target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
-        run = generate_speculative(target, tiny_draft("close", target, dtype=torch.float32), [PROMPT] * 2000,
-                                   max_new_tokens=8, config=SpeculativeConfig(2, Sampling(1.0)), randomness=seeded(0))
+        run = generate_speculative(
+            target,
+            tiny_draft("close", target, dtype=torch.float32),
+            [PROMPT] * 2000,
+            max_new_tokens=8,
+            config=SpeculativeConfig(2, Sampling(1.0)),
+            randomness=seeded(0),
+        )
         assert run.stats.alpha_estimate >= 0.7, (target_kind, vocabulary, run.stats.alpha_estimate)
 
 
@@ -252,8 +336,9 @@ def test_close_pairs_accept_most_tokens():
 def test_reference_passes_statistical_audit_with_close_draft(target_kind, vocabulary):
     """Fails with probability <= 0.01 per fixture (the level)."""
     target = tiny_target(target_kind, vocabulary, dtype=torch.float32)
-    report = statistical_audit((target, tiny_draft("close", target, dtype=torch.float32)), REFERENCE_STEP,
-                               Sampling(1.0), n=NEW_MUTANT_N)
+    report = statistical_audit(
+        (target, tiny_draft("close", target, dtype=torch.float32)), REFERENCE_STEP, Sampling(1.0), n=NEW_MUTANT_N
+    )
     assert report.passed, report.test_p_values
 
 
@@ -268,14 +353,21 @@ def test_reference_passes_statistical_audit(float32_models, sampling):
 def direct_sampler(target, sampling, horizon, first_token_shift=0.0):
     """Autoregressive sampling from ``target``; with ``first_token_shift`` d the first token is drawn from
     (1 - d) p + d e_top, e_top the likeliest token: total variation d (1 - p(top)) at position 0."""
+
     def sample(n, generator):
         randomness = TorchRandomness(generator)
         p = conditionals(target, PROMPT, torch.zeros(1, 1, dtype=torch.int64), sampling)[0, 0]  # [V]
         shifted = (1 - first_token_shift) * p + first_token_shift * torch.nn.functional.one_hot(p.argmax(), len(p))
         first = randomness.categorical(shifted.expand(n, -1))
-        rest = generate_autoregressive(target, [PROMPT + [token] for token in first.tolist()],
-                                       max_new_tokens=horizon - 1, sampling=sampling, randomness=randomness)
+        rest = generate_autoregressive(
+            target,
+            [PROMPT + [token] for token in first.tolist()],
+            max_new_tokens=horizon - 1,
+            sampling=sampling,
+            randomness=randomness,
+        )
         return torch.cat([first[:, None], torch.tensor(rest.tokens)], dim=1)
+
     return sample
 
 
@@ -286,12 +378,18 @@ def test_statistical_audit_calibration_against_binomial_interval():
     target = tiny_target("tabular", 5, dtype=torch.float32)
     draft = tiny_draft("tabular", target, dtype=torch.float32)
     generate = speculative_run(target, draft, PROMPT, SpeculativeConfig(2, Sampling(1.0)), 6)
-    reports = [audit_sampler(sampler(generate, PROMPT, 6), target, PROMPT, Sampling(1.0), n=1000, horizon=6,
-                             seed=seed, draft=draft) for seed in range(CALIBRATION_AUDITS)]
+    reports = [
+        audit_sampler(
+            sampler(generate, PROMPT, 6), target, PROMPT, Sampling(1.0), n=1000, horizon=6, seed=seed, draft=draft
+        )
+        for seed in range(CALIBRATION_AUDITS)
+    ]
     rejections = sum(not report.passed for report in reports)
     low, high = stats.binom.interval(0.99, CALIBRATION_AUDITS, 0.01)
     uncorrected = sum(min(min(values) for values in report.position_p_values.values()) < 0.01 for report in reports)
-    print(f"rejections {rejections}/{CALIBRATION_AUDITS}, 99% interval [{low:.0f}, {high:.0f}], uncorrected {uncorrected}/{CALIBRATION_AUDITS}")
+    print(
+        f"rejections {rejections}/{CALIBRATION_AUDITS}, 99% interval [{low:.0f}, {high:.0f}], uncorrected {uncorrected}/{CALIBRATION_AUDITS}"
+    )
     assert rejections <= high
     assert uncorrected > high  # the negative control: a miscalibrated audit fails this test
 
@@ -304,8 +402,12 @@ def test_statistical_audit_power_at_detectable_tv():
     tests = 2 * (horizon + horizon * (horizon - 1) // 2 + 1) + 2  # per ordering: KS, pairs, rows
     p = conditionals(target, PROMPT, torch.zeros(1, 1, dtype=torch.int64), sampling)[0, 0]
     shift = detectable_tv(n, tests, 0.01) / (1 - float(p.max()))
-    reports = [audit_sampler(direct_sampler(target, sampling, horizon, shift), target, PROMPT, sampling, n=n,
-                             horizon=horizon, seed=seed) for seed in range(100)]
+    reports = [
+        audit_sampler(
+            direct_sampler(target, sampling, horizon, shift), target, PROMPT, sampling, n=n, horizon=horizon, seed=seed
+        )
+        for seed in range(100)
+    ]
     assert reports[0].tests == tests
     rejections = sum(not report.passed for report in reports)
     print(f"rejections at the detectable TV {reports[0].detectable_tv:.4f}: {rejections}/100")
@@ -314,10 +416,12 @@ def test_statistical_audit_power_at_detectable_tv():
 
 def test_statistical_audit_of_direct_sampling_and_a_shifted_one():
     target = tiny_target("tabular", 5, dtype=torch.float32)
-    fair = audit_sampler(direct_sampler(target, Sampling(0.7), 3), target, PROMPT, Sampling(0.7), n=5000, horizon=3,
-                         seed=1)
-    shifted = audit_sampler(direct_sampler(target, Sampling(0.7), 3, 0.2), target, PROMPT, Sampling(0.7), n=5000,
-                            horizon=3, seed=1)
+    fair = audit_sampler(
+        direct_sampler(target, Sampling(0.7), 3), target, PROMPT, Sampling(0.7), n=5000, horizon=3, seed=1
+    )
+    shifted = audit_sampler(
+        direct_sampler(target, Sampling(0.7), 3, 0.2), target, PROMPT, Sampling(0.7), n=5000, horizon=3, seed=1
+    )
     assert fair.passed and fair.joint_tokens == 3 and fair.tests == 2 * (3 + 3 + 1) + 2
     assert shifted.p_value < 1e-4
 
@@ -330,10 +434,17 @@ def test_statistical_audit_support_check():
     assert report.impossible_tokens > 0 and report.p_value == 0 and not report.passed
 
 
-@pytest.mark.parametrize("kwargs, fragment", [({"n": 1}, "n must"), ({"horizon": 0}, "horizon must"),
-                                              ({"level": 1.5}, "level must"), ({"horizon": 3}, "must return shape"),
-                                              ({"prompt": []}, "prompt must be a non-empty sequence of token ids"),
-                                              ({"draft": tiny_target("tabular", 4)}, "vocabularies differ")])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"n": 1}, "n must"),
+        ({"horizon": 0}, "horizon must"),
+        ({"level": 1.5}, "level must"),
+        ({"horizon": 3}, "must return shape"),
+        ({"prompt": []}, "prompt must be a non-empty sequence of token ids"),
+        ({"draft": tiny_target("tabular", 4)}, "vocabularies differ"),
+    ],
+)
 def test_statistical_audit_bad_input_raises_value_errors(kwargs, fragment):
     """An empty prompt and a draft of another vocabulary used to raise RuntimeError inside torch."""
     target = tiny_target("tabular", 5, dtype=torch.float32)
@@ -359,17 +470,28 @@ def test_enumerator_branches_against_product_law():
         runs += 1
         sources = [sources[row] for row, _ in enumerator.branches]
         scripts = [script for _, script in enumerator.branches]
-    assert outcomes == pytest.approx({(0, (False, True), 1): 0.375, (0, (False, True), 2): 0.375,
-                                      (0, (True, True), 1): 0.125, (0, (True, True), 2): 0.125,
-                                      (1, (False, False), 0): 0.125, (1, (False, False), 2): 0.375,
-                                      (1, (True, False), 0): 0.125, (1, (True, False), 2): 0.375}, abs=1e-15)
+    assert outcomes == pytest.approx(
+        {
+            (0, (False, True), 1): 0.375,
+            (0, (False, True), 2): 0.375,
+            (0, (True, True), 1): 0.125,
+            (0, (True, True), 2): 0.125,
+            (1, (False, False), 0): 0.125,
+            (1, (False, False), 2): 0.375,
+            (1, (True, False), 0): 0.125,
+            (1, (True, False), 2): 0.375,
+        },
+        abs=1e-15,
+    )
     assert runs == 3  # defaults first, then the branches of the first draw and of the second
 
 
 def _uniform_iteration(k: int):
     """A decoder iteration that emits one token uniform over k: k branches from every prefix."""
+
     def iterate(prompts: list, randomness) -> list:
         return [[int(token)] for token in randomness.categorical(torch.full((len(prompts), k), 1.0 / k))]
+
     return iterate
 
 
@@ -379,14 +501,20 @@ def test_exact_budgets_against_counted_branches():
     the count per prefix so far, take the count past it (12 run), and a budget of 10 after the first prefix (3 run)."""
     law, branches = prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=39)
     assert branches == 39 and law == pytest.approx({key: 1 / 27 for key in itertools.product(range(3), repeat=3)})
-    with pytest.raises(BranchBudgetExceeded, match=r"needs more than its budget of 38 branches: 12 run and about 27 "
-                                                   r"more to come \(9 prefixes still to extend, at 3 branches each"):
+    with pytest.raises(
+        BranchBudgetExceeded,
+        match=r"needs more than its budget of 38 branches: 12 run and about 27 "
+        r"more to come \(9 prefixes still to extend, at 3 branches each",
+    ):
         prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=38)  # the count is exact here
-    with pytest.raises(BranchBudgetExceeded, match=r"budget of 10 branches: 3 run and about 9 more to come \(3 prefixes"):
+    with pytest.raises(
+        BranchBudgetExceeded, match=r"budget of 10 branches: 3 run and about 9 more to come \(3 prefixes"
+    ):
         prefix_law(_uniform_iteration(3), [0], 3, progress=False, max_branches=10)
 
     def three_tokens(randomness):
         return tuple(int(randomness.categorical(torch.full((1, 3), 1 / 3))[0]) for _ in range(3))
+
     assert whole_run_law(three_tokens, progress=False, max_branches=27)[1] == 27
     with pytest.raises(BranchBudgetExceeded, match="budget of 26 branches"):
         whole_run_law(three_tokens, progress=False, max_branches=26)
@@ -397,8 +525,9 @@ def _zipf_audit(tmp_path, engine, n: int, seed: int):
     prompt of class 0, against the Zipf stand-in's 49k-token law (tests/engine_standin.py)."""
     path = tmp_path / "zipf.jsonl"
     write_rows(path, [0], engine.generate("p", n, 4, EngineSampling(1.0), seed=seed).rows)
-    return _audit_samples(AuditRequest(samples=str(path), sampling=Sampling(1.0), seed=seed),
-                          ZipfModel(ZipfEngine())).report
+    return _audit_samples(
+        AuditRequest(samples=str(path), sampling=Sampling(1.0), seed=seed), ZipfModel(ZipfEngine())
+    ).report
 
 
 def test_statistical_audit_of_samples_on_a_real_vocabulary_size(tmp_path):

@@ -14,8 +14,13 @@ from scipy import stats
 from decoders.audit.exact import Enumerator
 from decoders.audit.mutants import OneUniformPerRow
 from decoders.audit.setups import tiny_target
-from decoders.audit.statistical import (audit_sampler, conditionals, dependence_p_values, detectable_correlation,
-                                        detectable_mean_correlation)
+from decoders.audit.statistical import (
+    audit_sampler,
+    conditionals,
+    dependence_p_values,
+    detectable_correlation,
+    detectable_mean_correlation,
+)
 from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
 
@@ -67,9 +72,11 @@ def test_dependence_tests_false_positives_against_binomial_interval():
 def copying_sampler(target, horizon):
     """Draws the first token from the target and repeats it at every later position: each position's
     marginal is exact on an order-0 target, only the dependence is wrong."""
+
     def sample(n, generator):
         p = conditionals(target, [1, 2], torch.zeros(1, 1, dtype=torch.int64), Sampling(1.0))[0, 0]
         return TorchRandomness(generator).categorical(p.expand(n, -1))[:, None].expand(n, horizon)
+
     return sample
 
 
@@ -93,8 +100,11 @@ def test_one_uniform_per_row_against_its_definition():
     while scripts:
         enumerator = Enumerator([scripts.pop()])
         source = OneUniformPerRow(enumerator)
-        outcome = (int(source.categorical(p)), int(source.categorical(p)),
-                   bool(source.bernoulli(torch.tensor([0.5], dtype=torch.float64))))
+        outcome = (
+            int(source.categorical(p)),
+            int(source.categorical(p)),
+            bool(source.bernoulli(torch.tensor([0.5], dtype=torch.float64))),
+        )
         law[outcome] = law.get(outcome, 0.0) + enumerator.probability[0]
         scripts.extend(script for _, script in enumerator.branches)
     assert law == pytest.approx({(0, 0, True): 0.2, (1, 1, True): 0.3, (2, 2, False): 0.5}, abs=1e-15)

@@ -12,8 +12,17 @@ from decoders.grammar import GrammarSpec
 from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
 from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
 from decoders.bench.hf_compare import hf_comparison
-from decoders.bench.alpha import (LENIENCES, AlphaEstimate, accepted_and_verified, alpha_markdown, alpha_under_lenience,
-                                    betas_along_text, engine_metrics, estimate_alpha, text_windows)
+from decoders.bench.alpha import (
+    LENIENCES,
+    AlphaEstimate,
+    accepted_and_verified,
+    alpha_markdown,
+    alpha_under_lenience,
+    betas_along_text,
+    engine_metrics,
+    estimate_alpha,
+    text_windows,
+)
 from decoders.models.history import CopyDraft, TabularModel
 from spectheory.metrics import mean_acceptance_length_from_per_position
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
@@ -32,8 +41,16 @@ def tiny(d_model, layers, seed):
     return TinyGPT(config).initialize(torch.Generator().manual_seed(seed), std=0.3).eval()
 
 
-SETTINGS = BenchSettings(gammas=(1, 3), temperatures=(0.0, 1.0), prompts=2, prompt_length=8, max_new_tokens=12,
-                         repeats=2, warmup=1, call_steps=4)
+SETTINGS = BenchSettings(
+    gammas=(1, 3),
+    temperatures=(0.0, 1.0),
+    prompts=2,
+    prompt_length=8,
+    max_new_tokens=12,
+    repeats=2,
+    warmup=1,
+    call_steps=4,
+)
 
 
 def test_bench_report_against_theorem_3_8():
@@ -48,15 +65,19 @@ def test_bench_report_against_theorem_3_8():
         assert row["speedup"] == pytest.approx(report.autoregressive_seconds[row["temperature"]] / row["seconds"])
         alpha = report.alpha[row["temperature"]]
         assert row["predicted_speedup"] == pytest.approx(float(walltime_improvement(alpha, row["gamma"], report.c)))
-        assert row["predicted_from_tokens"] == pytest.approx(row["tokens_per_iteration"] / (row["gamma"] * report.c + 1))
+        assert row["predicted_from_tokens"] == pytest.approx(
+            row["tokens_per_iteration"] / (row["gamma"] * report.c + 1)
+        )
         assert row["speedup_spread"][0] <= row["speedup_spread"][1] <= row["speedup_spread"][2]
         profile = CostProfile.from_dict(report.profiles[row["temperature"]])
         assert profile.gamma_max == 3 and row["calibrated_speedup"] == pytest.approx(
-            profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens))
+            profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens)
+        )
         # The engines' names (docs/metrics.md): the same counts, converted.
         assert row["mean_acceptance_length"] == pytest.approx(row["tokens_per_iteration"])
         assert row["mean_acceptance_length"] == pytest.approx(
-            mean_acceptance_length_from_per_position(row["per_position_acceptance_rate"]))
+            mean_acceptance_length_from_per_position(row["per_position_acceptance_rate"])
+        )
         assert row["acceptance_rate"] == pytest.approx((row["mean_acceptance_length"] - 1) / row["gamma"])
         assert row["speedup_standard_error"] > 0 and isinstance(row["calibrated_within"], bool)
     for temperature, costs in report.autoregressive.items():
@@ -116,9 +137,15 @@ def test_profile_verify_widths_against_the_runs_phases():
 
     def run(gamma, verify, proposed):
         verify += 2.0  # the prompt, carried by the first verify call
-        return DecodeStats(len(proposed), len(proposed), 0, tuple((0,) for _ in proposed), (),
-                           {"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
-                           tuple((m,) for m in proposed))
+        return DecodeStats(
+            len(proposed),
+            len(proposed),
+            0,
+            tuple((0,) for _ in proposed),
+            (),
+            {"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
+            tuple((m,) for m in proposed),
+        )
 
     recorder = ProfileRecorder(2, 4, {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 2): 1}, 0, {})
     recorder.add("autoregressive", DecodeStats(4, 4, 0, (), (), {"prefill": 3.0, "total": 6.0}))
@@ -141,9 +168,15 @@ def test_profile_overhead_against_the_runs_between():
     from spectheory.costs import CostProfile
 
     def run(gamma, overhead):
-        return DecodeStats(4, 4, 0, tuple((gamma,) for _ in range(4)), (),
-                           {"prefill": 0.0, "draft": 4 * overhead / 2, "verify": 4.0, "total": 4 * (overhead + 1)},
-                           tuple((gamma,) for _ in range(4)))
+        return DecodeStats(
+            4,
+            4,
+            0,
+            tuple((gamma,) for _ in range(4)),
+            (),
+            {"prefill": 0.0, "draft": 4 * overhead / 2, "verify": 4.0, "total": 4 * (overhead + 1)},
+            tuple((gamma,) for _ in range(4)),
+        )
 
     calls = {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 3): 1, ("speculative", 4): 1}
     recorder = ProfileRecorder(4, 20, calls, 0, {})
@@ -188,8 +221,18 @@ def test_batch_sweep_against_its_cost_profiles():
     prediction from the profile measured at that batch size, efficiencies in (0, 1]."""
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (4, 8), generator=torch.Generator().manual_seed(0))
-    settings = BenchSettings(gammas=(1,), temperatures=(0.0, 1.0), prompts=2, prompt_length=8, max_new_tokens=12,
-                             repeats=1, warmup=0, call_steps=4, batch_sizes=(1, 4), batch_gammas=(2, 3))
+    settings = BenchSettings(
+        gammas=(1,),
+        temperatures=(0.0, 1.0),
+        prompts=2,
+        prompt_length=8,
+        max_new_tokens=12,
+        repeats=1,
+        warmup=0,
+        call_steps=4,
+        batch_sizes=(1, 4),
+        batch_gammas=(2, 3),
+    )
     sweep = bench_batches(target, draft, prompts, settings, progress=False)
     keys = [(row["batch_size"], row["temperature"], row["gamma"], row["prompts"]) for row in sweep["rows"]]
     assert keys == [(b, t, g, max(b, 2)) for b in (1, 4) for t in (0.0, 1.0) for g in (2, 3)]
@@ -214,9 +257,16 @@ def test_counts_by_row_against_rows_decoded_alone():
     prompts = [[1, 7], [3], [4, 5, 10]]  # 3, 6 and 10 iterations alone
     config = SpeculativeConfig(3, GREEDY)
     batch = generate_speculative(target, draft, prompts, max_new_tokens=10, config=config, randomness=seeded(0))
-    alone = [[n for step in generate_speculative(target, draft, [prompt], max_new_tokens=10, config=config,
-                                                 randomness=seeded(0)).stats.accepted_per_iteration for n in step]
-             for prompt in prompts]
+    alone = [
+        [
+            n
+            for step in generate_speculative(
+                target, draft, [prompt], max_new_tokens=10, config=config, randomness=seeded(0)
+            ).stats.accepted_per_iteration
+            for n in step
+        ]
+        for prompt in prompts
+    ]
     assert counts_by_row(batch.stats.accepted_per_iteration, 3, 10) == alone
     assert len({len(row) for row in alone}) > 1  # the rows finish at different iterations
 
@@ -237,8 +287,9 @@ def test_hf_comparison_against_our_greedy_decoders():
     pytest.importorskip("transformers")
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
-    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10,
-                             repeats=1, warmup=0)
+    settings = BenchSettings(
+        gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10, repeats=1, warmup=0
+    )
     result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
     row = result["rows"][0]
     assert row["greedy_outputs_agree"] is True  # HF generate, assisted generation and ours: the same tokens
@@ -255,8 +306,9 @@ def test_hf_comparison_of_a_model_target_with_a_tinygpt_draft_against_our_greedy
     target, draft = HFCausalLM(tinygpt_to_gpt2(tiny(32, 2, 0))), tiny(16, 1, 1)
     target.padded_widths = {1: 2, 3: 5}
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
-    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10,
-                             repeats=1, warmup=0)
+    settings = BenchSettings(
+        gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10, repeats=1, warmup=0
+    )
     result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
     assert result["assisted"] == ["assistant", "assistant_tokens"] and result["padded_widths"] == {1: 2, 3: 5}
     row = result["rows"][0]
@@ -318,11 +370,15 @@ def test_alpha_from_acceptance_counts_against_sum_of_minimums():
     """Context-free models make acceptance i.i.d. Bernoulli(alpha): the count estimate must cover alpha.
     The check is at 4.5 standard errors (false-positive probability about 1e-5)."""
     target, draft = unigram(0, 2.0), unigram(1, 2.0)
-    alpha = float(torch.minimum(adjusted_probs(target.table[0], Sampling(1.0)),
-                                adjusted_probs(draft.table[0], Sampling(1.0))).sum())
+    alpha = float(
+        torch.minimum(
+            adjusted_probs(target.table[0], Sampling(1.0)), adjusted_probs(draft.table[0], Sampling(1.0))
+        ).sum()
+    )
     prompts = torch.zeros(64, 2, dtype=torch.int64)
-    generation = generate_speculative(target, draft, prompts, max_new_tokens=40, config=SpeculativeConfig(3, Sampling(1.0)),
-                                      randomness=seeded(0))
+    generation = generate_speculative(
+        target, draft, prompts, max_new_tokens=40, config=SpeculativeConfig(3, Sampling(1.0)), randomness=seeded(0)
+    )
     accepted, verified = accepted_and_verified(generation.stats, 3)
     estimate = accepted / verified
     assert abs(estimate - alpha) < 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (estimate, alpha)
@@ -336,8 +392,20 @@ def test_alpha_from_acceptance_counts_against_sum_of_minimums():
 def test_estimate_alpha_and_markdown_table():
     target, draft = unigram(0), unigram(1)
     stream = np.random.default_rng(0).integers(0, V, 2000).astype(np.uint8)
-    estimate = estimate_alpha(target, draft, "unigram", stream, 1.0, windows=4, length=32, skip=4, prompts=4,
-                              prompt_length=8, max_new_tokens=16, batch_size=2)
+    estimate = estimate_alpha(
+        target,
+        draft,
+        "unigram",
+        stream,
+        1.0,
+        windows=4,
+        length=32,
+        skip=4,
+        prompts=4,
+        prompt_length=8,
+        max_new_tokens=16,
+        batch_size=2,
+    )
     assert estimate.text_positions == 4 * 28 and estimate.proposal_coverage == 1.0
     assert estimate.generated_tokens == 4 * 16 and estimate.verified_tokens >= estimate.accepted_tokens
     # The engines' words for the same runs (docs/metrics.md): tokens per target call from the per-position rates

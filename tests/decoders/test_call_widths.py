@@ -22,8 +22,9 @@ def test_cheapest_widths_against_measured_smollm2_calls():
 
 def _widths_seen(adapter) -> list:
     widths = []
-    adapter.model.register_forward_pre_hook(lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]),
-                                            with_kwargs=True)
+    adapter.model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
     return widths
 
 
@@ -55,8 +56,13 @@ def test_padded_calls_against_unpadded_calls():
     adapter.padded_widths = {2: 4}
     last = adapter.forward(after[:, :1], states[0], counts=torch.tensor([1, 0]), keep=1)
     adapter.padded_widths = {}
-    assert widths[-1] == 2 and torch.allclose(last, adapter.forward(after[:, :1], states[1], counts=torch.tensor(
-        [1, 0]), keep=1), atol=1e-5) and states[0].lengths.tolist() == states[1].lengths.tolist()
+    assert (
+        widths[-1] == 2
+        and torch.allclose(
+            last, adapter.forward(after[:, :1], states[1], counts=torch.tensor([1, 0]), keep=1), atol=1e-5
+        )
+        and states[0].lengths.tolist() == states[1].lengths.tolist()
+    )
 
 
 @pytest.mark.parametrize("sampling", [Sampling(0.0), Sampling(1.0)], ids=["greedy", "sampled"])
@@ -69,8 +75,11 @@ def test_padded_target_against_unpadded_speculative_decoding(sampling):
     runs = []
     for plan in ({}, {6: 8}):
         target.padded_widths = plan
-        runs.append(generate_speculative(target, draft, prompts, max_new_tokens=12, config=SpeculativeConfig(
-            2, sampling), randomness=seeded(3)))
+        runs.append(
+            generate_speculative(
+                target, draft, prompts, max_new_tokens=12, config=SpeculativeConfig(2, sampling), randomness=seeded(3)
+            )
+        )
         runs[-1] = (runs[-1].tokens, sorted(set(widths[1:])))
         widths.clear()
     assert runs[0][0] == runs[1][0]
@@ -90,8 +99,9 @@ def test_remeasured_source_against_the_plan_measured_before(monkeypatch):
     monkeypatch.setattr(call_widths, "_MEASURED", {})
     monkeypatch.setattr(call_widths, "MIN_CALL_SECONDS", 0.0)  # a tiny model's plan is kept, so its reuse shows
     calls = []
-    monkeypatch.setattr(call_widths, "measure_call_seconds",
-                        lambda adapter, **measure: calls.append(1) or {1: 2.0, 2: 1.0})
+    monkeypatch.setattr(
+        call_widths, "measure_call_seconds", lambda adapter, **measure: calls.append(1) or {1: 2.0, 2: 1.0}
+    )
     first, again, other = (tiny_hf_model("llama") for _ in range(3))
     assert pad_cheapest_widths(first, source="a.gguf@1") == {1: 2} and len(calls) == 1
     assert pad_cheapest_widths(again, source="a.gguf@1") == {1: 2} and again.padded_widths == {1: 2}

@@ -30,11 +30,24 @@ transformers = pytest.importorskip("transformers")
 
 PROMPT = [1, 2]
 CAUGHT = 1e-6
-SAMPLINGS = {"T=1": Sampling(1.0), "T=0.7": Sampling(0.7), "top-k-2": Sampling(1.0, top_k=2),
-             "top-p-0.8": Sampling(1.0, top_p=0.8), "greedy": GREEDY,
-             "all-at-T=0.8": Sampling(0.8, top_k=3, top_p=0.97, min_p=0.05, repetition_penalty=1.3,
-                                      frequency_penalty=0.4, presence_penalty=0.2, logit_bias=((1, 0.5),)),
-             "stop+temperature": Sampling(0.8, stop=(3,))}  # ids without spaces: node ids pass through shells
+SAMPLINGS = {
+    "T=1": Sampling(1.0),
+    "T=0.7": Sampling(0.7),
+    "top-k-2": Sampling(1.0, top_k=2),
+    "top-p-0.8": Sampling(1.0, top_p=0.8),
+    "greedy": GREEDY,
+    "all-at-T=0.8": Sampling(
+        0.8,
+        top_k=3,
+        top_p=0.97,
+        min_p=0.05,
+        repetition_penalty=1.3,
+        frequency_penalty=0.4,
+        presence_penalty=0.2,
+        logit_bias=((1, 0.5),),
+    ),
+    "stop+temperature": Sampling(0.8, stop=(3,)),
+}  # ids without spaces: node ids pass through shells
 
 
 def peaked(kind: str, vocab: int, seed: int = 7):
@@ -58,23 +71,35 @@ def pair():
 
 def exact(law_and_branches, target, sampling, horizon):
     law, branches = law_and_branches
-    return compare_laws(law, autoregressive_law(target, PROMPT, sampling, horizon), method="prefix-dp",
-                        horizon=horizon, branches=branches)
+    return compare_laws(
+        law,
+        autoregressive_law(target, PROMPT, sampling, horizon),
+        method="prefix-dp",
+        horizon=horizon,
+        branches=branches,
+    )
 
 
 def test_compiled_logits_against_eager(pair):
     """Causal calls, a rollback and a tree call: the same logits as the eager adapter (float64, 1e-12), though the
     compiled calls attend over every slot of the static cache."""
     target, _, compiled, _ = pair
-    calls = [("forward", torch.tensor([[1, 2, 3], [2, 0, 1]]), None), ("forward", torch.tensor([[3, 1], [0, 2]]), None),
-             ("truncate", torch.tensor([4, 3]), None), ("forward", torch.tensor([[1], [3]]), None),
-             ("forward_tree", torch.tensor([[1, 2, 3], [0, 1, 2]]), torch.tensor([[-1, 0, 0], [-1, 0, 1]]))]
+    calls = [
+        ("forward", torch.tensor([[1, 2, 3], [2, 0, 1]]), None),
+        ("forward", torch.tensor([[3, 1], [0, 2]]), None),
+        ("truncate", torch.tensor([4, 3]), None),
+        ("forward", torch.tensor([[1], [3]]), None),
+        ("forward_tree", torch.tensor([[1, 2, 3], [0, 1, 2]]), torch.tensor([[-1, 0, 0], [-1, 0, 1]])),
+    ]
     states = [model.new_state(2, 16) for model in (target, compiled)]
     with torch.no_grad():
         for name, tokens, parents in calls:
-            outputs = [model.truncate(state, tokens) if name == "truncate" else
-                       getattr(model, name)(tokens, state, *(() if parents is None else (parents,)))
-                       for model, state in zip((target, compiled), states)]
+            outputs = [
+                model.truncate(state, tokens)
+                if name == "truncate"
+                else getattr(model, name)(tokens, state, *(() if parents is None else (parents,)))
+                for model, state in zip((target, compiled), states)
+            ]
             if name != "truncate":
                 torch.testing.assert_close(outputs[1], outputs[0], atol=1e-12, rtol=0)
     assert {width for _, width, _ in compiled.compiled_shapes} == {1, 2, 3}  # the first call (a prompt) ran eagerly
@@ -125,15 +150,28 @@ COMPILED_DEFAULT_SAMPLINGS = ("T=1", "greedy", "all-at-T=0.8", "stop+temperature
 
 
 @pytest.mark.parametrize("verifier", ("token", "block"))
-@pytest.mark.parametrize("name", [name if name in COMPILED_DEFAULT_SAMPLINGS else
-                                  pytest.param(name, marks=pytest.mark.slow) for name in sorted(SAMPLINGS)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        name if name in COMPILED_DEFAULT_SAMPLINGS else pytest.param(name, marks=pytest.mark.slow)
+        for name in sorted(SAMPLINGS)
+    ],
+)
 def test_exact_chain_law_on_compiled_path_against_autoregressive(pair, verifier, name):
     """gamma 2, the first 3 tokens, against the eager target's autoregressive law: within 1e-9."""
     target, _, compiled, draft = pair
     sampling = SAMPLINGS[name]
-    report = exact(speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling, verifier=verifier), 3),
-                   target, sampling, 3)
-    assert report.max_abs_difference <= 1e-9 and report.branches > (0 if sampling.greedy else 10), (verifier, name, report)
+    report = exact(
+        speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling, verifier=verifier), 3),
+        target,
+        sampling,
+        3,
+    )
+    assert report.max_abs_difference <= 1e-9 and report.branches > (0 if sampling.greedy else 10), (
+        verifier,
+        name,
+        report,
+    )
 
 
 @pytest.mark.parametrize("verifier", sorted(TREE_RULES))
@@ -142,15 +180,23 @@ def test_exact_tree_law_on_compiled_path_against_autoregressive(pair, verifier, 
     """A branching tree under every verifier: the law of the first 3 tokens within 1e-9 of the eager target's."""
     target, _, compiled, draft = pair
     sampling = Sampling(temperature)
-    report = exact(tree_law(compiled, draft, PROMPT, TreeConfig(Tree((-1, 0, 0, 1)), sampling, verifier), 3,
-                            progress=False), target, sampling, 3)
+    report = exact(
+        tree_law(compiled, draft, PROMPT, TreeConfig(Tree((-1, 0, 0, 1)), sampling, verifier), 3, progress=False),
+        target,
+        sampling,
+        3,
+    )
     assert report.max_abs_difference <= 1e-9, (verifier, report)
 
 
 def test_exact_dynamic_tree_law_on_compiled_path_against_autoregressive(pair):
     target, _, compiled, draft = pair
-    report = exact(tree_law(compiled, draft, PROMPT, TreeConfig(DynamicTree(2, 3, 5), Sampling(1.0)), 3,
-                            progress=False), target, Sampling(1.0), 3)
+    report = exact(
+        tree_law(compiled, draft, PROMPT, TreeConfig(DynamicTree(2, 3, 5), Sampling(1.0)), 3, progress=False),
+        target,
+        Sampling(1.0),
+        3,
+    )
     assert report.max_abs_difference <= 1e-9, report
 
 
@@ -172,8 +218,9 @@ def test_mutant_fails_on_compiled_path(pair, bug):
     """Every chain mutant the prefix programme sees, on the compiled pair, under the sampling where it shows."""
     target, _, compiled, draft = pair
     sampling = bug.shows_with.bound(None, 4)
-    report = exact(speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling), 3, step=bug.step),
-                   target, sampling, 3)
+    report = exact(
+        speculative_law(compiled, draft, PROMPT, SpeculativeConfig(2, sampling), 3, step=bug.step), target, sampling, 3
+    )
     assert report.max_abs_difference > CAUGHT, (bug.name, report)
 
 
@@ -181,8 +228,9 @@ def test_mutant_fails_on_compiled_path(pair, bug):
 def test_tree_mutant_fails_on_compiled_path(pair, planted):
     target, _, compiled, draft = pair
     config = TreeConfig(Tree((-1, 0, 0, 0, 1)), planted.shows_with, planted.verifier)
-    report = exact(tree_law(compiled, draft, PROMPT, config, 2, step=planted.step, progress=False), target,
-                   planted.shows_with, 2)
+    report = exact(
+        tree_law(compiled, draft, PROMPT, config, 2, step=planted.step, progress=False), target, planted.shows_with, 2
+    )
     assert report.max_abs_difference > CAUGHT, (planted.name, report)
 
 
@@ -251,12 +299,20 @@ def test_host_reads_per_iteration_against_a_planted_read(wide_pair, decoder):
     def counted(model, tokens) -> tuple:
         with HostReads() as reads:
             if decoder == "autoregressive":
-                run = generate_autoregressive(model, prompts, max_new_tokens=tokens, sampling=Sampling(1.0),
-                                              randomness=seeded(0))
+                run = generate_autoregressive(
+                    model, prompts, max_new_tokens=tokens, sampling=Sampling(1.0), randomness=seeded(0)
+                )
             else:
-                run = generate_speculative(model, draft, prompts, max_new_tokens=tokens,
-                                           config=SpeculativeConfig(3, Sampling(1.0)), randomness=seeded(0))
+                run = generate_speculative(
+                    model,
+                    draft,
+                    prompts,
+                    max_new_tokens=tokens,
+                    config=SpeculativeConfig(3, Sampling(1.0)),
+                    randomness=seeded(0),
+                )
         return reads.total, run.stats.iterations, dict(reads.by_name)
+
     counted(target, 20)  # every call shape of the counted run compiled first: a compilation reads the host
     reads, iterations, names = counted(target, 20)
     assert reads <= iterations + (decoder == "chain"), (reads, iterations, names)
@@ -287,11 +343,24 @@ def test_inductor_chain_against_eager():
     path's (tens of seconds of compilation: slow)."""
     target, draft = peaked("llama", 4), peaked("gpt2", 4, seed=8)
     compiled_target, compiled_draft = target.compiled(backend="inductor"), draft.compiled(backend="inductor")
-    report = exact(speculative_law(compiled_target, compiled_draft, PROMPT, SpeculativeConfig(2, Sampling(1.0)), 3),
-                   target, Sampling(1.0), 3)
+    report = exact(
+        speculative_law(compiled_target, compiled_draft, PROMPT, SpeculativeConfig(2, Sampling(1.0)), 3),
+        target,
+        Sampling(1.0),
+        3,
+    )
     assert report.max_abs_difference <= 1e-9, report
     prompts = [[1, 2, 3], [0, 1]]
-    assert generate_speculative(compiled_target, compiled_draft, prompts, max_new_tokens=12, randomness=seeded(0),
-                                config=SpeculativeConfig(3, GREEDY)).tokens == \
-        generate_speculative(target, draft, prompts, max_new_tokens=12, randomness=seeded(0),
-                             config=SpeculativeConfig(3, GREEDY)).tokens
+    assert (
+        generate_speculative(
+            compiled_target,
+            compiled_draft,
+            prompts,
+            max_new_tokens=12,
+            randomness=seeded(0),
+            config=SpeculativeConfig(3, GREEDY),
+        ).tokens
+        == generate_speculative(
+            target, draft, prompts, max_new_tokens=12, randomness=seeded(0), config=SpeculativeConfig(3, GREEDY)
+        ).tokens
+    )

@@ -64,14 +64,20 @@ def greedy_reference(target):
 
 @pytest.mark.parametrize("verifier", ("token", "block"))
 @pytest.mark.parametrize("batch", (1, 4))
-@pytest.mark.parametrize("draft_name", ("transformer", "unigram", "bigram", "copy", "random", "tabular",
-                                        "target itself"))
+@pytest.mark.parametrize(
+    "draft_name", ("transformer", "unigram", "bigram", "copy", "random", "tabular", "target itself")
+)
 def test_greedy_speculative_against_autoregressive(target, greedy_reference, draft_name, batch, verifier):
     draft = drafts(target)[draft_name]
     for gamma in range(1, 9):
-        generation = generate_speculative(target, draft, PROMPTS[:batch], max_new_tokens=24,
-                                          config=SpeculativeConfig(gamma, GREEDY, verifier=verifier),
-                                          randomness=seeded(gamma))
+        generation = generate_speculative(
+            target,
+            draft,
+            PROMPTS[:batch],
+            max_new_tokens=24,
+            config=SpeculativeConfig(gamma, GREEDY, verifier=verifier),
+            randomness=seeded(gamma),
+        )
         assert generation.tokens == greedy_reference.tokens[:batch], (draft_name, gamma, verifier)
 
 
@@ -95,16 +101,28 @@ def test_verify_width_follows_proposals_against_autoregressive(target, greedy_re
     one (width 1 where no row proposed, an autoregressive step), the first one after the prompt but its last
     token (no call of its own: one target call per iteration), and the output is still greedy's."""
     watched = _Widths(target)
-    generation = generate_speculative(watched, CopyDraft(VOCAB), PROMPTS[:batch], max_new_tokens=24,
-                                      config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
+    generation = generate_speculative(
+        watched,
+        CopyDraft(VOCAB),
+        PROMPTS[:batch],
+        max_new_tokens=24,
+        config=SpeculativeConfig(6, GREEDY),
+        randomness=seeded(0),
+    )
     assert generation.tokens == greedy_reference.tokens[:batch]
     proposed = generation.stats.proposed_per_iteration
     assert len(proposed) == generation.stats.iterations
     prompt_body = max(len(prompt) for prompt in PROMPTS[:batch]) - 1
     assert watched.widths == [prompt_body * (i == 0) + max(row) + 1 for i, row in enumerate(proposed)]
     assert batch > 1 or 0 in {max(row) for row in proposed}  # an iteration that proposed nothing
-    full = generate_speculative(target, drafts(target)["transformer"], PROMPTS[:batch], max_new_tokens=24,
-                                config=SpeculativeConfig(6, GREEDY), randomness=seeded(0))
+    full = generate_speculative(
+        target,
+        drafts(target)["transformer"],
+        PROMPTS[:batch],
+        max_new_tokens=24,
+        config=SpeculativeConfig(6, GREEDY),
+        randomness=seeded(0),
+    )
     assert {n for row in full.stats.proposed_per_iteration for n in row} == {6}
 
 
@@ -135,8 +153,9 @@ def test_blockwise_with_fewer_heads_against_greedy_base(target, greedy_reference
     model = BlockwiseGPT(target, 4).eval()
     short = generate_blockwise(model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig(block_size=2))
     assert short.tokens == greedy_reference.tokens
-    loose = generate_blockwise(model, PROMPTS, max_new_tokens=24,
-                               config=BlockwiseConfig("top_k", top_k=VOCAB, block_size=2))
+    loose = generate_blockwise(
+        model, PROMPTS, max_new_tokens=24, config=BlockwiseConfig("top_k", top_k=VOCAB, block_size=2)
+    )
     assert loose.stats.mean_accepted_tokens_per_iteration == 1  # blocks of exactly 2 tokens
     with pytest.raises(ValueError, match="block_size must be at most heads = 4, got 5"):
         generate_blockwise(model, PROMPTS, max_new_tokens=4, config=BlockwiseConfig(block_size=5))
@@ -161,17 +180,21 @@ def hugging_face(kind, attention="sdpa"):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy", "hf-gpt2", "hf-gpt2-eager",
-                                        "hf-llama"))
+@pytest.mark.parametrize("model_name", ("tinygpt", "bigram", "tabular", "copy", "hf-gpt2", "hf-gpt2-eager", "hf-llama"))
 def test_cache_rollback_against_fresh_forward(model_name, device):
     if model_name.startswith("hf-"):
         model = hugging_face(model_name.split("-")[1], "eager" if model_name.endswith("eager") else "sdpa")
         model.model.to(device)
     else:
-        model = tiny_gpt(2, device=device) if model_name == "tinygpt" else {
-            "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
-            "tabular": TabularModel.random(torch.Generator().manual_seed(1), VOCAB, 3),
-            "copy": CopyDraft(VOCAB)}[model_name]
+        model = (
+            tiny_gpt(2, device=device)
+            if model_name == "tinygpt"
+            else {
+                "bigram": NGramModel.fit(repetitive_corpus(), VOCAB, 2),
+                "tabular": TabularModel.random(torch.Generator().manual_seed(1), VOCAB, 3),
+                "copy": CopyDraft(VOCAB),
+            }[model_name]
+        )
     tokens = torch.randint(0, VOCAB, (3, 12), generator=torch.Generator().manual_seed(3)).to(model.device)
     with torch.no_grad():
         fresh = model.forward(tokens, model.new_state(3))
@@ -182,20 +205,28 @@ def test_cache_rollback_against_fresh_forward(model_name, device):
         model.truncate(state, torch.tensor([5, 7, 4], device=model.device))
         for b, length in enumerate((5, 7, 4)):  # each row re-runs from its own cut
             row_state = state.clone()
-            again = model.forward(tokens[:, length:length + 3], row_state)
-            torch.testing.assert_close(again[b].nan_to_num(neginf=-1e9), fresh[b, length:length + 3].nan_to_num(neginf=-1e9),
-                                       atol=1e-5, rtol=0)
+            again = model.forward(tokens[:, length : length + 3], row_state)
+            torch.testing.assert_close(
+                again[b].nan_to_num(neginf=-1e9),
+                fresh[b, length : length + 3].nan_to_num(neginf=-1e9),
+                atol=1e-5,
+                rtol=0,
+            )
         # ragged counts: each row appends its own number of tokens (the adapter's buffers grow from 4 slots)
         padded = model.new_state(3, 4 if model_name.startswith("hf-") else 12)
         model.forward(tokens[:, :6], padded, torch.tensor([6, 3, 5], device=model.device))
-        model.forward(torch.stack([tokens[b, held:held + 6] for b, held in enumerate((6, 3, 5))]), padded,
-                      torch.tensor([1, 6, 2], device=model.device))
+        model.forward(
+            torch.stack([tokens[b, held : held + 6] for b, held in enumerate((6, 3, 5))]),
+            padded,
+            torch.tensor([1, 6, 2], device=model.device),
+        )
         assert padded.lengths.tolist() == [7, 9, 7]
         for b, length in enumerate((7, 9, 7)):  # the first new logits of each row, past the padding written before
             row_state = padded.clone()
-            again = model.forward(tokens[:, length:length + 1], row_state)
-            torch.testing.assert_close(again[b, 0].nan_to_num(neginf=-1e9), fresh[b, length].nan_to_num(neginf=-1e9),
-                                       atol=1e-5, rtol=0)
+            again = model.forward(tokens[:, length : length + 1], row_state)
+            torch.testing.assert_close(
+                again[b, 0].nan_to_num(neginf=-1e9), fresh[b, length].nan_to_num(neginf=-1e9), atol=1e-5, rtol=0
+            )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -203,10 +234,13 @@ def test_batched_decoding_against_rows_alone(device):
     target = tiny_gpt(0, device=device)
     draft = tiny_gpt(1, d_model=16, n_layer=1, device=device)
     config = SpeculativeConfig(4, GREEDY)
-    together = generate_speculative(target, draft, PROMPTS, max_new_tokens=20, config=config, randomness=seeded(0, device))
+    together = generate_speculative(
+        target, draft, PROMPTS, max_new_tokens=20, config=config, randomness=seeded(0, device)
+    )
     for b, prompt in enumerate(PROMPTS):
-        alone = generate_speculative(target, draft, [prompt], max_new_tokens=20, config=config,
-                                     randomness=seeded(0, device))
+        alone = generate_speculative(
+            target, draft, [prompt], max_new_tokens=20, config=config, randomness=seeded(0, device)
+        )
         assert alone.tokens[0] == together.tokens[b]
     blockwise = BlockwiseGPT(target, 3).eval()
     rows = generate_blockwise(blockwise, PROMPTS, max_new_tokens=20).tokens
@@ -217,11 +251,15 @@ def test_same_seed_same_tokens_different_seed_different_samples(target):
     draft = drafts(target)["transformer"]
     hot = Sampling(4.0)  # the untrained target is peaked; a high temperature makes samples vary
     config = SpeculativeConfig(3, hot)
-    runs = [generate_speculative(target, draft, PROMPTS, max_new_tokens=30, config=config, randomness=seeded(seed))
-            for seed in (7, 7, 8)]
+    runs = [
+        generate_speculative(target, draft, PROMPTS, max_new_tokens=30, config=config, randomness=seeded(seed))
+        for seed in (7, 7, 8)
+    ]
     assert runs[0].tokens == runs[1].tokens and runs[0].tokens != runs[2].tokens
-    ar = [generate_autoregressive(target, PROMPTS, max_new_tokens=30, sampling=hot, randomness=seeded(seed))
-          for seed in (7, 7, 8)]
+    ar = [
+        generate_autoregressive(target, PROMPTS, max_new_tokens=30, sampling=hot, randomness=seeded(seed))
+        for seed in (7, 7, 8)
+    ]
     assert ar[0].tokens == ar[1].tokens and ar[0].tokens != ar[2].tokens
 
 
@@ -236,15 +274,29 @@ def exact_three_token_law(table, prompt_token, sampling):
     return law
 
 
-@pytest.mark.parametrize("verifier, gamma, sampling", [
-    ("token", 2, Sampling(1.0)), ("token", 4, Sampling(0.7)), ("token", 3, Sampling(1.0, top_k=2)),
-    ("token", 2, Sampling(1.3, top_p=0.8)), ("block", 2, Sampling(1.0)), ("block", 3, Sampling(0.7, top_k=2))])
+@pytest.mark.parametrize(
+    "verifier, gamma, sampling",
+    [
+        ("token", 2, Sampling(1.0)),
+        ("token", 4, Sampling(0.7)),
+        ("token", 3, Sampling(1.0, top_k=2)),
+        ("token", 2, Sampling(1.3, top_p=0.8)),
+        ("block", 2, Sampling(1.0)),
+        ("block", 3, Sampling(0.7, top_k=2)),
+    ],
+)
 def test_sampled_law_of_three_tokens_against_target(verifier, gamma, sampling):
     """30000 rows of a batch against the target's exact law of three tokens (27 cells, chi-square)."""
     generator = torch.Generator().manual_seed(3)
     target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
-    generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
-                                      config=SpeculativeConfig(gamma, sampling, verifier=verifier))
+    generation = generate_speculative(
+        target,
+        draft,
+        [[1]] * 30000,
+        max_new_tokens=3,
+        randomness=seeded(5),
+        config=SpeculativeConfig(gamma, sampling, verifier=verifier),
+    )
     p_value = three_token_p_value(generation, target, sampling)
     assert p_value > 1e-4, f"p = {p_value:.2e}"
 
@@ -265,16 +317,29 @@ def test_sampled_law_negative_control_fails(verifier):
     decoders.audit.mutants), the law moves and the p-value falls below 1e-4."""
     generator = torch.Generator().manual_seed(3)
     target, draft = TabularModel.random(generator, 3, 1), TabularModel.random(generator, 3, 2)
-    generation = generate_speculative(target, draft, [[1]] * 30000, max_new_tokens=3, randomness=seeded(5),
-                                      config=SpeculativeConfig(2, Sampling(1.0), verifier=verifier),
-                                      step=mutant("ratio-q-over-p").step)
+    generation = generate_speculative(
+        target,
+        draft,
+        [[1]] * 30000,
+        max_new_tokens=3,
+        randomness=seeded(5),
+        config=SpeculativeConfig(2, Sampling(1.0), verifier=verifier),
+        step=mutant("ratio-q-over-p").step,
+    )
     assert three_token_p_value(generation, target, Sampling(1.0)) < 1e-4
 
 
 def test_statistics_of_a_run(target):
     draft = drafts(target)["transformer"]
-    generation = generate_speculative(target, draft, PROMPTS, max_new_tokens=16, profile=True,
-                                      config=SpeculativeConfig(3, Sampling(1.0)), randomness=seeded(0))
+    generation = generate_speculative(
+        target,
+        draft,
+        PROMPTS,
+        max_new_tokens=16,
+        profile=True,
+        config=SpeculativeConfig(3, Sampling(1.0)),
+        randomness=seeded(0),
+    )
     stats_ = generation.stats
     assert stats_.draft_calls == 3 * stats_.iterations and stats_.target_calls == stats_.iterations
     assert stats_.mean_tokens_per_iteration == pytest.approx(1 + stats_.mean_accepted_tokens_per_iteration)
@@ -291,19 +356,30 @@ def test_draft_equal_to_target_accepts_every_token_against_theory(model_name, sa
     the draft's state ``draft_pending`` tokens short, so the draft read a corrupted context and was
     rejected. The output law stayed exact, so no distribution audit could see it; only acceptance can."""
     config = TinyGPTConfig(vocab_size=VOCAB, d_model=16, n_layer=1, n_head=2, max_context=96)
-    model = TinyGPT(config).initialize(torch.Generator().manual_seed(0), std=0.3).eval() if model_name == "tinygpt" \
-        else NGramModel.fit(repetitive_corpus(), VOCAB, 3)  # sharp weights: the context matters
+    model = (
+        TinyGPT(config).initialize(torch.Generator().manual_seed(0), std=0.3).eval()
+        if model_name == "tinygpt"
+        else NGramModel.fit(repetitive_corpus(), VOCAB, 3)
+    )  # sharp weights: the context matters
     for gamma in (1, 3):
-        generation = generate_speculative(model, model, PROMPTS, max_new_tokens=20,
-                                          config=SpeculativeConfig(gamma, sampling), randomness=seeded(0))
+        generation = generate_speculative(
+            model, model, PROMPTS, max_new_tokens=20, config=SpeculativeConfig(gamma, sampling), randomness=seeded(0)
+        )
         assert all(n == gamma for row in generation.stats.accepted_per_iteration for n in row)
         assert min(generation.stats.betas) > 1 - 1e-5
 
 
 def test_end_of_sequence_stops_each_row(target, greedy_reference):
     eos = greedy_reference.tokens[0][3]
-    generation = generate_speculative(target, drafts(target)["bigram"], PROMPTS, max_new_tokens=24, eos=eos,
-                                      config=SpeculativeConfig(4, GREEDY), randomness=seeded(0))
+    generation = generate_speculative(
+        target,
+        drafts(target)["bigram"],
+        PROMPTS,
+        max_new_tokens=24,
+        eos=eos,
+        config=SpeculativeConfig(4, GREEDY),
+        randomness=seeded(0),
+    )
     for row, reference in zip(generation.tokens, greedy_reference.tokens):
         cut = reference.index(eos) + 1 if eos in reference else len(reference)
         assert row == reference[:cut]
@@ -312,9 +388,17 @@ def test_end_of_sequence_stops_each_row(target, greedy_reference):
 def test_lenience_accepts_more():
     generator = torch.Generator().manual_seed(4)
     target, draft = TabularModel.random(generator, 6, 1), TabularModel.random(generator, 6, 1)
-    runs = {lenience: generate_speculative(target, draft, [[0]] * 500, max_new_tokens=8, randomness=seeded(1),
-                                           config=SpeculativeConfig(4, Sampling(1.0), lenience=lenience))
-            for lenience in (1.0, 0.3)}
+    runs = {
+        lenience: generate_speculative(
+            target,
+            draft,
+            [[0]] * 500,
+            max_new_tokens=8,
+            randomness=seeded(1),
+            config=SpeculativeConfig(4, Sampling(1.0), lenience=lenience),
+        )
+        for lenience in (1.0, 0.3)
+    }
     assert runs[0.3].stats.mean_tokens_per_iteration > runs[1.0].stats.mean_tokens_per_iteration
 
 
@@ -348,25 +432,39 @@ def test_infinite_logit_decoding_against_greedy():
     target = TabularModel(table, 1)
     greedy = generate_autoregressive(target, PROMPTS, max_new_tokens=6, sampling=GREEDY, randomness=seeded(0)).tokens
     for sampling in (Sampling(1.0), Sampling(1e-40)):
-        assert generate_autoregressive(target, PROMPTS, max_new_tokens=6, sampling=sampling,
-                                       randomness=seeded(1)).tokens == greedy
-        assert generate_speculative(target, UniformModel(VOCAB), PROMPTS, max_new_tokens=6,
-                                    config=SpeculativeConfig(2, sampling), randomness=seeded(2)).tokens == greedy
+        assert (
+            generate_autoregressive(target, PROMPTS, max_new_tokens=6, sampling=sampling, randomness=seeded(1)).tokens
+            == greedy
+        )
+        assert (
+            generate_speculative(
+                target,
+                UniformModel(VOCAB),
+                PROMPTS,
+                max_new_tokens=6,
+                config=SpeculativeConfig(2, sampling),
+                randomness=seeded(2),
+            ).tokens
+            == greedy
+        )
 
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda: Sampling(top_p=0.0), "top_p must be in (0, 1]"),
-    (lambda: Sampling(top_p=1.5), "top_p must be in (0, 1]"),
-    (lambda: Sampling(temperature=-1.0), "temperature must be a finite number >= 0"),
-    (lambda: Sampling(top_k=0), "top_k must be a positive integer"),
-    (lambda: SpeculativeConfig(-1, GREEDY), "gamma must be a positive integer, got -1"),
-    (lambda: SpeculativeConfig(0, GREEDY), "gamma must be a positive integer, got 0"),
-    (lambda: SpeculativeConfig(2, GREEDY, lenience=0.0), "lenience must be in (0, 1]"),
-    (lambda: SpeculativeConfig(2, GREEDY, lenience=1.5), "lenience must be in (0, 1]"),
-    (lambda: SpeculativeConfig(2, GREEDY, verifier="block", lenience=0.5), "lenience must be 1 with the block"),
-    (lambda: adjusted_probs(torch.tensor([[0.0, float("nan")]]), GREEDY), "logits must not contain NaN"),
-    (lambda: TorchRandomness(42), "generator must be a torch.Generator"),
-])
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda: Sampling(top_p=0.0), "top_p must be in (0, 1]"),
+        (lambda: Sampling(top_p=1.5), "top_p must be in (0, 1]"),
+        (lambda: Sampling(temperature=-1.0), "temperature must be a finite number >= 0"),
+        (lambda: Sampling(top_k=0), "top_k must be a positive integer"),
+        (lambda: SpeculativeConfig(-1, GREEDY), "gamma must be a positive integer, got -1"),
+        (lambda: SpeculativeConfig(0, GREEDY), "gamma must be a positive integer, got 0"),
+        (lambda: SpeculativeConfig(2, GREEDY, lenience=0.0), "lenience must be in (0, 1]"),
+        (lambda: SpeculativeConfig(2, GREEDY, lenience=1.5), "lenience must be in (0, 1]"),
+        (lambda: SpeculativeConfig(2, GREEDY, verifier="block", lenience=0.5), "lenience must be 1 with the block"),
+        (lambda: adjusted_probs(torch.tensor([[0.0, float("nan")]]), GREEDY), "logits must not contain NaN"),
+        (lambda: TorchRandomness(42), "generator must be a torch.Generator"),
+    ],
+)
 def test_bad_settings_raise_value_errors(make, fragment):
     with pytest.raises(ValueError) as error:
         make()
@@ -377,10 +475,14 @@ def test_bad_decoding_inputs_raise_value_errors(target):
     config = SpeculativeConfig(2, GREEDY)
     with pytest.raises(ValueError, match="draft and target vocabularies differ: draft has 7 tokens, target 24"):
         generate_speculative(target, UniformModel(7), PROMPTS, max_new_tokens=4, config=config, randomness=seeded(0))
-    with pytest.raises(ValueError, match="plus max_new_tokens and one iteration's overshoot, 4 [+] 3 [(]7[)] exceeds "
-                                         "the model's context of 96 tokens"):
-        generate_speculative(target, UniformModel(VOCAB), [[1] * 95], max_new_tokens=4, config=config,
-                             randomness=seeded(0))
+    with pytest.raises(
+        ValueError,
+        match="plus max_new_tokens and one iteration's overshoot, 4 [+] 3 [(]7[)] exceeds "
+        "the model's context of 96 tokens",
+    ):
+        generate_speculative(
+            target, UniformModel(VOCAB), [[1] * 95], max_new_tokens=4, config=config, randomness=seeded(0)
+        )
     with pytest.raises(ValueError, match="exceeds the model's context of 96 tokens"):
         generate_autoregressive(target, [[1] * 97], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
     with pytest.raises(ValueError, match="prompt tokens must be integers in"):
@@ -388,11 +490,13 @@ def test_bad_decoding_inputs_raise_value_errors(target):
     with pytest.raises(ValueError, match=r"prompt tokens must be integers in \[0, 24\)"):  # used to be truncated
         generate_autoregressive(target, [[1.7, 2]], max_new_tokens=1, sampling=GREEDY, randomness=seeded(0))
     with pytest.raises(ValueError, match="a prompt tensor must be integer"):
-        generate_autoregressive(target, torch.tensor([[1.0, 2.0]]), max_new_tokens=1, sampling=GREEDY,
-                                randomness=seeded(0))
+        generate_autoregressive(
+            target, torch.tensor([[1.0, 2.0]]), max_new_tokens=1, sampling=GREEDY, randomness=seeded(0)
+        )
     with pytest.raises(ValueError, match=r"eos must be an integer in \[0, 23\], got 24"):  # used to be accepted
-        generate_speculative(target, UniformModel(VOCAB), PROMPTS, max_new_tokens=4, config=config,
-                             randomness=seeded(0), eos=VOCAB)
+        generate_speculative(
+            target, UniformModel(VOCAB), PROMPTS, max_new_tokens=4, config=config, randomness=seeded(0), eos=VOCAB
+        )
     with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
         generate_autoregressive(target, PROMPTS, max_new_tokens=0, sampling=GREEDY, randomness=seeded(0))
 
@@ -409,8 +513,9 @@ def test_non_finite_models_raise_at_first_call(target, sampling):
         generate_autoregressive(nan_model, PROMPTS, max_new_tokens=2, sampling=sampling, randomness=seeded(0))
     for pair, culprit in (((target, nan_model), "draft"), ((nan_model, target), "target")):
         with pytest.raises(ValueError, match=f"the {culprit}'s logits must not contain NaN"):
-            generate_speculative(*pair, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, sampling),
-                                 randomness=seeded(0))
+            generate_speculative(
+                *pair, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, sampling), randomness=seeded(0)
+            )
     with pytest.raises(ValueError, match="logits must not contain NaN"):
         generate_blockwise(BlockwiseGPT(nan_model, 3).eval(), PROMPTS, max_new_tokens=4)
     with pytest.raises(ValueError, match="table must not contain NaN logits"):
@@ -424,19 +529,29 @@ def test_hugging_face_adapter_against_generate():
     from decoders.models.hf import HFCausalLM
 
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=64,
-                                     bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
     model = transformers.GPT2LMHeadModel(config).eval()
     adapter = HFCausalLM(model)
     prompt = [[1, 2, 3, 4]]
     ours = generate_autoregressive(adapter, prompt, max_new_tokens=15, sampling=GREEDY, randomness=seeded(0))
-    reference = model.generate(torch.tensor(prompt), max_new_tokens=15, do_sample=False, pad_token_id=0,
-                               eos_token_id=None)
+    reference = model.generate(
+        torch.tensor(prompt), max_new_tokens=15, do_sample=False, pad_token_id=0, eos_token_id=None
+    )
     assert ours.tokens[0] == tuple(reference[0, 4:].tolist())
-    ragged = generate_speculative(adapter, tiny_gpt(1, d_model=16, n_layer=1), PROMPTS, max_new_tokens=10,
-                                  config=SpeculativeConfig(3, GREEDY), randomness=seeded(0))
-    assert ragged.tokens == generate_autoregressive(adapter, PROMPTS, max_new_tokens=10, sampling=GREEDY,
-                                                    randomness=seeded(0)).tokens
+    ragged = generate_speculative(
+        adapter,
+        tiny_gpt(1, d_model=16, n_layer=1),
+        PROMPTS,
+        max_new_tokens=10,
+        config=SpeculativeConfig(3, GREEDY),
+        randomness=seeded(0),
+    )
+    assert (
+        ragged.tokens
+        == generate_autoregressive(adapter, PROMPTS, max_new_tokens=10, sampling=GREEDY, randomness=seeded(0)).tokens
+    )
 
 
 def test_batched_adapter_against_rows_alone_without_recomputation():
@@ -451,8 +566,9 @@ def test_batched_adapter_against_rows_alone_without_recomputation():
     target, draft = (HFCausalLM(tinygpt_to_gpt2(model)) for model in (tiny_gpt(0), tiny_gpt(1, d_model=16, n_layer=1)))
     widths = {"target": [], "draft": []}
     for name, model in (("target", target), ("draft", draft)):
-        model.model.register_forward_pre_hook(lambda module, args, kwargs, name=name: widths[name].append(
-            kwargs["input_ids"].shape[1]), with_kwargs=True)
+        model.model.register_forward_pre_hook(
+            lambda module, args, kwargs, name=name: widths[name].append(kwargs["input_ids"].shape[1]), with_kwargs=True
+        )
     prompts = [[(5 * b + i) % VOCAB for i in range(1 + b)] for b in range(8)]
     config = SpeculativeConfig(3, GREEDY)
     together = generate_speculative(target, draft, prompts, max_new_tokens=20, config=config, randomness=seeded(0))
@@ -493,6 +609,7 @@ class _Slow:
         def slow(*args, **kwargs):
             self.clock.advance(self.seconds)
             return attribute(*args, **kwargs)
+
         return slow
 
 
@@ -506,14 +623,18 @@ def test_efficiency_against_slow_model_and_slow_sampler(target, monkeypatch):
     slow_sampler = _Slow(seeded(0), clock, 0.02, ("categorical", "bernoulli"))
     sampling, config = Sampling(1.0), SpeculativeConfig(2, Sampling(1.0))
     runs = {
-        "slow model, autoregressive": generate_autoregressive(slow_model, PROMPTS, max_new_tokens=3, sampling=sampling,
-                                                              randomness=seeded(0), profile=True),
-        "slow model, speculative": generate_speculative(slow_model, target, PROMPTS, max_new_tokens=3, config=config,
-                                                        randomness=seeded(0), profile=True),
-        "slow sampler, autoregressive": generate_autoregressive(target, PROMPTS, max_new_tokens=3, sampling=sampling,
-                                                                randomness=slow_sampler, profile=True),
-        "slow sampler, speculative": generate_speculative(target, target, PROMPTS, max_new_tokens=3, config=config,
-                                                          randomness=slow_sampler, profile=True),
+        "slow model, autoregressive": generate_autoregressive(
+            slow_model, PROMPTS, max_new_tokens=3, sampling=sampling, randomness=seeded(0), profile=True
+        ),
+        "slow model, speculative": generate_speculative(
+            slow_model, target, PROMPTS, max_new_tokens=3, config=config, randomness=seeded(0), profile=True
+        ),
+        "slow sampler, autoregressive": generate_autoregressive(
+            target, PROMPTS, max_new_tokens=3, sampling=sampling, randomness=slow_sampler, profile=True
+        ),
+        "slow sampler, speculative": generate_speculative(
+            target, target, PROMPTS, max_new_tokens=3, config=config, randomness=slow_sampler, profile=True
+        ),
     }
     shares = {name: efficiency([run.stats]) for name, run in runs.items()}
     assert all(share == 1.0 for name, share in shares.items() if "slow model" in name), shares
@@ -548,7 +669,7 @@ def test_earliest_copy_draft_against_transformers_prompt_lookup():
     differs = 0
     for _ in range(200):
         sequence = torch.randint(0, 6, (1, int(torch.randint(4, 40, (1,), generator=generator))), generator=generator)
-        theirs = lookup.get_candidates(sequence)[0][0, sequence.shape[1]:].tolist()
+        theirs = lookup.get_candidates(sequence)[0][0, sequence.shape[1] :].tolist()
         ours = {}
         for rule, draft in drafts.items():
             context, proposals = sequence[0].tolist(), []
@@ -556,8 +677,8 @@ def test_earliest_copy_draft_against_transformers_prompt_lookup():
                 proposals.append(token)
                 context.append(token)
             ours[rule] = proposals
-        assert ours["earliest"][:len(theirs)] == theirs and (theirs or not ours["earliest"])
-        differs += ours["latest"][:len(theirs)] != theirs
+        assert ours["earliest"][: len(theirs)] == theirs and (theirs or not ours["earliest"])
+        differs += ours["latest"][: len(theirs)] != theirs
     assert differs > 20
     with pytest.raises(ValueError, match="occurrence must be one of"):
         CopyDraft(6, occurrence="first")
@@ -568,7 +689,7 @@ def _lookup_by_definition(context: list, min_match: int, max_match: int, earlies
     for size in range(min(max_match, len(context) - 1), min_match - 1, -1):
         starts = range(len(context) - size) if earliest else range(len(context) - size - 1, -1, -1)
         for start in starts:
-            if context[start:start + size] == context[-size:]:
+            if context[start : start + size] == context[-size:]:
                 return context[start + size]
     return None
 
@@ -580,7 +701,9 @@ def test_copy_draft_lookup_against_its_definition(occurrence):
     generator = torch.Generator().manual_seed(1)
     draft = CopyDraft(3, min_match=2, max_match=4, occurrence=occurrence)
     for _ in range(300):
-        context = torch.randint(0, 3, (int(torch.randint(1, 30, (1,), generator=generator)),), generator=generator).tolist()
+        context = torch.randint(
+            0, 3, (int(torch.randint(1, 30, (1,), generator=generator)),), generator=generator
+        ).tolist()
         assert draft._lookup(context) == _lookup_by_definition(context, 2, 4, occurrence == "earliest"), context
 
 

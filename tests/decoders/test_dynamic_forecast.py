@@ -20,8 +20,9 @@ CONTEXTS = torch.randint(0, VOCAB, (12, 8), generator=torch.Generator().manual_s
 
 
 def decode(target, draft, prompts, sampling, tokens, seed=0):
-    return generate_tree(target, draft, prompts, max_new_tokens=tokens, config=TreeConfig(TREE, sampling),
-                         randomness=seeded(seed))
+    return generate_tree(
+        target, draft, prompts, max_new_tokens=tokens, config=TreeConfig(TREE, sampling), randomness=seeded(seed)
+    )
 
 
 def test_node_acceptance_against_the_decoder_at_greedy():
@@ -43,12 +44,14 @@ def test_node_acceptance_along_a_greedy_run_against_the_decoder():
     text = torch.tensor([CONTEXTS[0].tolist() + list(run.tokens[0])])
     replayed, position = [], 0
     while position < 24:
-        accepted = int(node_acceptance(target, draft, text[:, :8 + position], TREE, Sampling(0.0))[1].sum())
+        accepted = int(node_acceptance(target, draft, text[:, : 8 + position], TREE, Sampling(0.0))[1].sum())
         replayed.append(accepted)  # the last iteration's too, though only its first tokens are kept
         position += accepted + 1
     assert replayed == [iteration[0] for iteration in run.stats.accepted_per_iteration]
     assert len(set(replayed)) == 4
-    everywhere = [int(node_acceptance(target, draft, text[:, :8 + j], TREE, Sampling(0.0))[1].sum()) for j in range(24)]
+    everywhere = [
+        int(node_acceptance(target, draft, text[:, : 8 + j], TREE, Sampling(0.0))[1].sum()) for j in range(24)
+    ]
     assert replayed_tokens([everywhere]) == 24 / len(replayed)
 
 
@@ -60,7 +63,7 @@ def test_node_acceptance_against_the_decoder_when_sampling():
     target, draft = tiny_gpt(0), tiny_gpt(1)
     confidence, acceptance = node_acceptance(target, draft, CONTEXTS[:2], TREE, Sampling(1.0))
     for row in range(2):
-        batch = CONTEXTS[row:row + 1].expand(600, -1)  # 600 rows of one context: independent first iterations
+        batch = CONTEXTS[row : row + 1].expand(600, -1)  # 600 rows of one context: independent first iterations
         counts = np.array(decode(target, draft, batch, Sampling(1.0), 2, row).stats.accepted_per_iteration[0])
         error = counts.std(ddof=1) / np.sqrt(len(counts))
         assert abs(counts.mean() - acceptance[row].sum()) < 4 * error, (row, counts.mean(), acceptance[row].sum())
@@ -71,12 +74,20 @@ def test_forecast_document_records_what_it_used():
     """The forecast's section: a calibration over every node of the widest tree at every position, per budget tokens
     per call of at least 1 and at most the tree's depth + 1 (replayed and calibrated), a finite speedup, and the
     seeds, counts and seconds that went into it."""
-    forecast = forecast_dynamic(tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4, 6), tokens=12, length=8, seed=0,
-                                windows=4, repeats=1)
+    forecast = forecast_dynamic(
+        tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4, 6), tokens=12, length=8, seed=0, windows=4, repeats=1
+    )
     json.dumps(forecast, allow_nan=False)
     assert sum(forecast["calibration"]["nodes"]) == 4 * 12 * (widest(2, 3).size - 1)
-    assert forecast["used"] == {"windows": 4, "contexts": 48, "cost_prompts": 2, "length": 8, "tokens": 12,
-                                "repeats": 1, "seeds": {"windows": 2, "costs": 3}}
+    assert forecast["used"] == {
+        "windows": 4,
+        "contexts": 48,
+        "cost_prompts": 2,
+        "length": 8,
+        "tokens": 12,
+        "repeats": 1,
+        "seeds": {"windows": 2, "costs": 3},
+    }
     for row in forecast["rows"]:
         assert 1 <= row["forecast_tokens_per_call"] <= 4 and 1 <= row["calibrated_tokens_per_call"] <= 4
         assert 0 < row["forecast_speedup"] < 100

@@ -15,6 +15,7 @@ from decoders.engines.llama_server import HOME_VARIABLE, is_built, server_binary
 
 def _stand_in(calls: list, fail: str | None = None):
     """A ``subprocess.run`` that makes what pip download, tar and cmake --build would, and records the command."""
+
     def run(command, stdout=None, stderr=None, env=None):
         command = [str(part) for part in command]
         calls.append(command)
@@ -31,6 +32,7 @@ def _stand_in(calls: list, fail: str | None = None):
             binary.write_text("#!/bin/sh\n")
             binary.chmod(0o755)
         return subprocess.CompletedProcess(command, 0)
+
     return run
 
 
@@ -41,8 +43,12 @@ def test_first_use_build_against_its_steps(tmp_path, monkeypatch, capsys):
     assert not is_built()
     binary = server_binary()
     assert binary == home / "bin" / "llama-server" and is_built() and not (tmp_path / "llama-server.partial").exists()
-    assert [command[0] if "pip" not in command else "pip download" for command in calls] == \
-        ["pip download", "tar", "cmake", "cmake"]
+    assert [command[0] if "pip" not in command else "pip download" for command in calls] == [
+        "pip download",
+        "tar",
+        "cmake",
+        "cmake",
+    ]
     assert "--target" in calls[-1] and "llama-server" in calls[-1] and "-DGGML_NATIVE=OFF" in calls[2]
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("building llama-server (first use; about 8 minutes") and err[1].startswith("built")
@@ -54,7 +60,9 @@ def test_failed_build_against_error_contract(tmp_path, monkeypatch):
     monkeypatch.setenv(HOME_VARIABLE, str(tmp_path / "llama-server"))
     monkeypatch.setattr(build.subprocess, "run", _stand_in([], fail="--build"))
     left = set(Path(tempfile.gettempdir()).glob("llama-server-*"))
-    with pytest.raises(ValueError, match=r"building with `cmake --build .* failed; its log is .*llama-server\.build\.log"):
+    with pytest.raises(
+        ValueError, match=r"building with `cmake --build .* failed; its log is .*llama-server\.build\.log"
+    ):
         server_binary()
     assert not is_built() and not os.path.exists(tmp_path / "llama-server")
     assert (tmp_path / "llama-server.build.log").is_file()  # the log stays beside the home

@@ -7,8 +7,14 @@ import torch
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution
 from decoders.sampling import GREEDY
-from decoders.bench.forecast import (acceptance_runs, other_prompts, forecast_speedups, forecast_sweep, judge_forecast,
-                              prompts_needed)
+from decoders.bench.forecast import (
+    acceptance_runs,
+    other_prompts,
+    forecast_speedups,
+    forecast_sweep,
+    judge_forecast,
+    prompts_needed,
+)
 from decoders.bench.profile import SAMPLES, measure_profile
 from decoders.bench.runs import bench_document
 from spectheory.costs import CostProfile
@@ -25,9 +31,14 @@ def test_judge_forecast_against_rows_by_hand():
     """Forecast / measured at each gamma, the interval test, the loss of the forecast's gamma against the best and
     whether the intervals resolve it; a forecast that picks the best gamma loses nothing."""
     rows = [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.45, 1.55]), _row(4, 1.2, [1.1, 1.3])]
-    forecast = {"gamma": 4, "speedup": 1.6, "speedups": [{"gamma": g, "speedup": x, "standard_error": 0.1,
-                                                          "interval": [x * 0.8, x * 1.25]}
-                                                         for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))]}
+    forecast = {
+        "gamma": 4,
+        "speedup": 1.6,
+        "speedups": [
+            {"gamma": g, "speedup": x, "standard_error": 0.1, "interval": [x * 0.8, x * 1.25]}
+            for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))
+        ],
+    }
     judged = judge_forecast(forecast, rows)
     assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx([1.05, 0.8, 4 / 3])
     assert [row["inside_interval"] for row in judged["forecast_by_gamma"]] == [True, False, False]
@@ -36,13 +47,17 @@ def test_judge_forecast_against_rows_by_hand():
     assert judged["forecast_interval"] == pytest.approx([1.28, 2.0])
     assert judged["best_measured_gamma"] == 2 and judged["forecast_loss"] == pytest.approx(1 - 1.2 / 1.5)
     assert not judged["forecast_within_5_percent"] and judged["loss_resolved"]  # 1.3 < 1.45
-    overlapping = judge_forecast(forecast, [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.25, 1.7]), _row(4, 1.2, [1.1, 1.3])])
+    overlapping = judge_forecast(
+        forecast, [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.25, 1.7]), _row(4, 1.2, [1.1, 1.3])]
+    )
     assert not overlapping["loss_resolved"]
     right = judge_forecast(dict(forecast, gamma=2), rows)
     assert right["forecast_loss"] == 0 and right["forecast_within_5_percent"]
     assert [loss_resolution(one) for one in (judged, overlapping, right)] == [
-        "a loss the sweep resolves (95% intervals apart)", "within the sweep's noise (95% intervals overlap)",
-        "the same gamma"]
+        "a loss the sweep resolves (95% intervals apart)",
+        "within the sweep's noise (95% intervals overlap)",
+        "the same gamma",
+    ]
 
 
 def test_forecast_sweep_against_its_own_profiles():
@@ -56,12 +71,16 @@ def test_forecast_sweep_against_its_own_profiles():
     for block in forecast["temperatures"]:
         profile = CostProfile.from_dict(block["profile"])
         speedups = {row["gamma"]: row["speedup"] for row in block["speedups"]}
-        assert speedups == pytest.approx({g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas})
+        assert speedups == pytest.approx(
+            {g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas}
+        )
         assert block["gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
         assert len(profile.acceptance_along_text) == 4 * (1 if block["temperature"] == 0 else SAMPLES)
         assert all(row["standard_error"] >= 0 for row in block["speedups"])
-        assert all(row["interval"] == pytest.approx(forecast_interval(row["speedup"], row["standard_error"], 4))
-                   for row in block["speedups"])  # the stated interval: its 4 prompts' jackknife and the run error
+        assert all(
+            row["interval"] == pytest.approx(forecast_interval(row["speedup"], row["standard_error"], 4))
+            for row in block["speedups"]
+        )  # the stated interval: its 4 prompts' jackknife and the run error
 
 
 def test_acceptance_runs_against_the_profiles_own():
@@ -69,8 +88,9 @@ def test_acceptance_runs_against_the_profiles_own():
     prompts (the same seeds): the same acceptance by position, alpha, texts and proposal lengths."""
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompts = torch.randint(0, 20, (3, 8), generator=torch.Generator().manual_seed(4))
-    profile, _ = measure_profile(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12, repeats=2, warmup=0,
-                                 call_steps=4)
+    profile, _ = measure_profile(
+        target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12, repeats=2, warmup=0, call_steps=4
+    )
     runs = acceptance_runs(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12)
     assert len(runs) == 3 and all(len(run["texts"]) == 1 for run in runs)
     rebuilt = forecast_speedups(profile, runs, (1, 2, 3), 12)
@@ -84,13 +104,19 @@ def test_prompts_needed_against_the_jackknife_by_hand():
     4 prompts needs 4 x (1.96 x 0.05 / 0.10)^2 = 3.84, so 4 prompts, and 10% needs 16."""
     assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.0}], 4) == 1
     assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.1}], 4) == 4
-    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.1},
-                           {"gamma": 2, "speedup": 1.0, "standard_error": 0.1}], 4) == 16
+    assert (
+        prompts_needed(
+            [{"gamma": 1, "speedup": 2.0, "standard_error": 0.1}, {"gamma": 2, "speedup": 1.0, "standard_error": 0.1}],
+            4,
+        )
+        == 16
+    )
     assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": None}], 1) is None
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompt = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(5))
-    profile, _ = measure_profile(target, draft, prompt, GREEDY, gamma_max=3, max_new_tokens=12, repeats=1, warmup=0,
-                                 call_steps=4)
+    profile, _ = measure_profile(
+        target, draft, prompt, GREEDY, gamma_max=3, max_new_tokens=12, repeats=1, warmup=0, call_steps=4
+    )
     same = acceptance_runs(target, draft, prompt.repeat(3, 1), GREEDY, gamma_max=3, max_new_tokens=12)
     assert [row["standard_error"] for row in forecast_speedups(profile, same, (1, 3), 12)] == pytest.approx([0, 0])
 
@@ -99,16 +125,23 @@ def test_row_seconds_interval_against_ratios_by_hand():
     """A row's 95% interval (``bench_row``) is the bootstrap over the repeats and prompts of the seconds
     ``seconds_grid`` reads from the timings, [repeats][prompts]: it holds the pooled ratio; a sweep whose
     speculative runs took twice as long in every repeat and prompt has the interval [0.5, 0.5]."""
-    timings = {("autoregressive", 0, 0): Timing((1.0, 1.2, 1.1)), ("autoregressive", 1, 0): Timing((2.0, 2.1, 1.9)),
-               (2, 0): Timing((0.5, 0.7, 0.6)), (2, 1): Timing((1.1, 1.0, 1.2))}
+    timings = {
+        ("autoregressive", 0, 0): Timing((1.0, 1.2, 1.1)),
+        ("autoregressive", 1, 0): Timing((2.0, 2.1, 1.9)),
+        (2, 0): Timing((0.5, 0.7, 0.6)),
+        (2, 1): Timing((1.1, 1.0, 1.2)),
+    }
     grids = [seconds_grid(timings, name, 2) for name in ("autoregressive", 2)]
     assert grids[0] == [[1.0, 2.0], [1.2, 2.1], [1.1, 1.9]]
     low, high = speedup_interval(*grids, [1, 1], [1, 1])
     assert low < 3.0 / 1.65 < high  # the repeats' summed ratios are 3.0/1.6, 3.3/1.7, 3.0/1.8
-    doubled = {key: Timing(tuple(2 * t for t in timings[("autoregressive", key[1], 0)].seconds)) if key[0] == 2 else value
-               for key, value in timings.items()}
-    assert speedup_interval(*(seconds_grid(doubled, name, 2) for name in ("autoregressive", 2)), [1, 1], [1, 1]) \
-        == pytest.approx([0.5, 0.5])
+    doubled = {
+        key: Timing(tuple(2 * t for t in timings[("autoregressive", key[1], 0)].seconds)) if key[0] == 2 else value
+        for key, value in timings.items()
+    }
+    assert speedup_interval(
+        *(seconds_grid(doubled, name, 2) for name in ("autoregressive", 2)), [1, 1], [1, 1]
+    ) == pytest.approx([0.5, 0.5])
 
 
 def test_other_prompts_against_the_sweeps():
@@ -126,8 +159,17 @@ def test_other_prompts_against_the_sweeps():
 def test_bench_forecast_against_the_sweep_it_did_not_see():
     """``bench --forecast-prompts``: the forecast's prompts are not the sweep's, each temperature is judged on the
     sweep's rows, every row carries its interval, and the lines print forecast beside measured."""
-    settings = BenchSettings(gammas=(1, 2), temperatures=(0.0, 1.0), prompts=2, prompt_length=16, max_new_tokens=8,
-                             repeats=1, warmup=0, call_steps=4, batch_sizes=())
+    settings = BenchSettings(
+        gammas=(1, 2),
+        temperatures=(0.0, 1.0),
+        prompts=2,
+        prompt_length=16,
+        max_new_tokens=8,
+        repeats=1,
+        warmup=0,
+        call_steps=4,
+        batch_sizes=(),
+    )
     document = bench_document("bigram", settings, forecast_prompts=3, forecast_cost_prompts=1, forecast_repeats=1)
     forecast = document["forecast"]
     assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["prompt_ids"]))
@@ -135,7 +177,8 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
     for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
         rows = {row["gamma"]: row for row in document["rows"] if row["temperature"] == judged["temperature"]}
         assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx(
-            [f["speedup"] / rows[f["gamma"]]["speedup"] for f in ahead["speedups"]])
+            [f["speedup"] / rows[f["gamma"]]["speedup"] for f in ahead["speedups"]]
+        )
     assert all(low <= high for row in document["rows"] for low, high in [row["speedup_interval"]])
     lines = "\n".join(bench_lines(document))
     assert "forecast from acceptance along 3 other prompts and a cost profile of 1" in lines

@@ -16,8 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 T_3, Z = 3.182446305284263, 1.959963984540054  # Student's t on 3 degrees of freedom and the normal, at 0.975
 
 
-
-
 def _committed() -> dict:
     """Every committed results document that holds a forecast beside its measurement, by path."""
     documents = {}
@@ -31,10 +29,14 @@ def _committed() -> dict:
 def test_forecast_interval_against_hand_computation():
     half = math.hypot(T_3 * 0.1 / 2.0, Z * 0.15)  # 4 prompts, SE 0.1 on 2.0x
     assert forecast_interval(2.0, 0.1, 4, run_error=0.15) == pytest.approx([2 * math.exp(-half), 2 * math.exp(half)])
-    assert forecast_interval(2.0, None, 1, run_error=0.15) == pytest.approx([2 * math.exp(-Z * 0.15),
-                                                                            2 * math.exp(Z * 0.15)])
-    for bad, match in (({"speedup": 0.0}, "speedup must be positive"), ({"level": 1.0}, "level must be"),
-                       ({"prompts": 1}, "prompts must be")):
+    assert forecast_interval(2.0, None, 1, run_error=0.15) == pytest.approx(
+        [2 * math.exp(-Z * 0.15), 2 * math.exp(Z * 0.15)]
+    )
+    for bad, match in (
+        ({"speedup": 0.0}, "speedup must be positive"),
+        ({"level": 1.0}, "level must be"),
+        ({"prompts": 1}, "prompts must be"),
+    ):
         arguments = dict({"speedup": 2.0, "standard_error": 0.1, "prompts": 4}, **bad)
         with pytest.raises(ValueError, match=match):
             forecast_interval(arguments.pop("speedup"), arguments.pop("standard_error"), **arguments)
@@ -60,8 +62,12 @@ def test_coverage_table_against_docs_and_the_90_percent_line():
     estimated from the others), over at least 60 rows, at least 90% covered."""
     table = coverage_table(_committed())
     text = (ROOT / "docs" / "measuring.md").read_text()
-    quoted = {path: (int(rows), int(inside), float(error)) for path, rows, inside, error in re.findall(
-        r"^\| `(results/[\w./-]+\.json)` \| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \|$", text, flags=re.M)}
+    quoted = {
+        path: (int(rows), int(inside), float(error))
+        for path, rows, inside, error in re.findall(
+            r"^\| `(results/[\w./-]+\.json)` \| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \|$", text, flags=re.M
+        )
+    }
     assert quoted == {row.run: (row.rows, row.covered, round(row.run_error, 3)) for row in table}
     rows, inside = sum(row.rows for row in table), sum(row.covered for row in table)
     assert rows >= 60 and inside / rows >= 0.90, (inside, rows)

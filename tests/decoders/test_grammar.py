@@ -20,8 +20,11 @@ def _allowed_by_enumeration(pattern: str, prefix: str, longest: int) -> set:
     letters (``re.fullmatch``); the stop token where ``prefix`` is itself in the language."""
     allowed = {STOP} if re.fullmatch(pattern, prefix) else set()
     for token, letter in enumerate(LETTERS):
-        if any(re.fullmatch(pattern, prefix + letter + "".join(rest))
-               for length in range(longest + 1) for rest in itertools.product(LETTERS, repeat=length)):
+        if any(
+            re.fullmatch(pattern, prefix + letter + "".join(rest))
+            for length in range(longest + 1)
+            for rest in itertools.product(LETTERS, repeat=length)
+        ):
             allowed.add(token)
     return allowed
 
@@ -63,15 +66,20 @@ def test_history_along_masks_against_each_prefix():
     assert torch.allclose(probs, expected / expected.sum())
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--exact", "--regex", "(ab)+"], "--regex needs a stop token (--stop)"),
-    (["--exact", "--regex", "[ab", "--stop", "4"], "the regex does not compile: Regex parsing error at position 4"),
-    (["--exact", "--regex", "a", "--json-schema", "x.json", "--stop", "4"], "not allowed with argument"),
-    (["--exact", "--grammar", "/nonexistent.ebnf", "--stop", "4"], "--grammar /nonexistent.ebnf: cannot be read"),
-    (["--exact", "--regex", "a", "--stop", "4", "--vocabulary", "30", "--horizon", "2"],
-     "a vocabulary of at most 26 tokens"),
-    (["--engine", "llama-cpp", "--regex", "a", "--stop", "2"], "--stop and the grammar"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--exact", "--regex", "(ab)+"], "--regex needs a stop token (--stop)"),
+        (["--exact", "--regex", "[ab", "--stop", "4"], "the regex does not compile: Regex parsing error at position 4"),
+        (["--exact", "--regex", "a", "--json-schema", "x.json", "--stop", "4"], "not allowed with argument"),
+        (["--exact", "--grammar", "/nonexistent.ebnf", "--stop", "4"], "--grammar /nonexistent.ebnf: cannot be read"),
+        (
+            ["--exact", "--regex", "a", "--stop", "4", "--vocabulary", "30", "--horizon", "2"],
+            "a vocabulary of at most 26 tokens",
+        ),
+        (["--engine", "llama-cpp", "--regex", "a", "--stop", "2"], "--stop and the grammar"),
+    ],
+)
 def test_grammar_flags_against_error_contract(argv, fragment, capsys):
     """One line on stderr, exit 2, before any work."""
     status, out, err = run(capsys, "audit", *argv)
@@ -98,7 +106,7 @@ def test_unpacked_bitmask_against_bit_arithmetic():
     """Bit j of word i of xgrammar's int32 bitmask is token 32 i + j, negative words (bit 31 set) included."""
     from decoders.grammar import _unpacked
 
-    words = torch.randint(-2**31, 2**31 - 1, (5,), generator=torch.Generator().manual_seed(0), dtype=torch.int64)
+    words = torch.randint(-(2**31), 2**31 - 1, (5,), generator=torch.Generator().manual_seed(0), dtype=torch.int64)
     packed = words.to(torch.int32)
     expected = [bool((int(words[i]) >> j) & 1) for i in range(5) for j in range(32)][:150]
     assert _unpacked(packed, 150).tolist() == expected

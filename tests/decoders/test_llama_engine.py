@@ -23,12 +23,17 @@ except ImportError:
     pytest.skip("llama-cpp-python is not installed (bash .ci/install builds it)", allow_module_level=True)
 
 from decoders.engines import open_engine
-from decoders.engines.audit import (ENGINE_PROMPT, SECOND_SIDE_SEED, batch_shape_difference, compare_runs, diagnose_difference,
-                                    greedy_checks)
+from decoders.engines.audit import (
+    ENGINE_PROMPT,
+    SECOND_SIDE_SEED,
+    batch_shape_difference,
+    compare_runs,
+    diagnose_difference,
+    greedy_checks,
+)
 from decoders.engines.base import END, EngineSampling
 from decoders.engines.openai import OpenAIEngine
 from decoders.models.gguf import real_model_path
-
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +50,26 @@ def _free_port() -> int:
 def _start_server(*extra) -> tuple:
     """llama-cpp-python's server on SmolLM2 at a free port of 127.0.0.1, answering: (url, process)."""
     port = _free_port()
-    process = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(real_model_path("smollm2")),
-                                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_threads", "1",
-                                *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(real_model_path("smollm2")),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "512",
+            "--n_threads",
+            "1",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(960):  # up to four minutes: a start of about 2 s, on a machine that may be busy
         try:
@@ -75,8 +97,10 @@ def test_greedy_differences_against_their_diagnosis(engine):
     engine ranks last, planted as the speculative token, is diagnosed as a bug."""
     plain, checks = greedy_checks(engine, ENGINE_PROMPT, 32, [4])
     for check in checks:
-        assert check.equal or (check.diagnosis["margin_one_token"] >= 0 > check.diagnosis["margin_two_tokens"]
-                               and check.diagnosis["verdict"].startswith("batch-shape")), check
+        assert check.equal or (
+            check.diagnosis["margin_one_token"] >= 0 > check.diagnosis["margin_two_tokens"]
+            and check.diagnosis["verdict"].startswith("batch-shape")
+        ), check
     ids = engine.tokenize(ENGINE_PROMPT)
     worst = int(np.argmin(engine.logits_after([ids + list(plain[:5])])))
     planted = plain[:5] + (worst,) + plain[6:]
@@ -122,8 +146,9 @@ def test_server_two_sample_against_planted_temperature(server):
     client, t1 = OpenAIEngine(server), EngineSampling(1.0)
     a = client.generate(ENGINE_PROMPT, 60, 2, t1, seed=0)
     assert compare_runs(a, client.generate(ENGINE_PROMPT, 60, 2, t1, seed=SECOND_SIDE_SEED), 0.01).passed
-    assert not compare_runs(a, client.generate(ENGINE_PROMPT, 60, 2, EngineSampling(0.3), seed=SECOND_SIDE_SEED),
-                            0.01).passed
+    assert not compare_runs(
+        a, client.generate(ENGINE_PROMPT, 60, 2, EngineSampling(0.3), seed=SECOND_SIDE_SEED), 0.01
+    ).passed
 
 
 def test_server_killed_mid_run_against_lost_count():
@@ -135,6 +160,7 @@ def test_server_killed_mid_run_against_lost_count():
         done.append(count)
         if len(done) == 5:
             process.send_signal(signal.SIGKILL)
+
     run = client.generate(ENGINE_PROMPT, 30, 2, EngineSampling(1.0), progress=progress)
     process.wait(timeout=30)
     assert len(run.rows) + run.lost == 30 and run.lost > 0 and len(run.rows) >= 5, (len(run.rows), run.lost)
@@ -145,8 +171,19 @@ def test_diverge_engine_against_our_greedy(capsys):
     our float32 greedy decoding of the same GGUF: they agree, or part where the target's margin is no bug."""
     from command import run
 
-    status, out, err = run(capsys, "diverge", "--engine", "llama-cpp", "--speculate", "0", "--max-new-tokens", "16",
-                           "--prompt-text", "Write a Python function that adds two numbers.", "--json")
+    status, out, err = run(
+        capsys,
+        "diverge",
+        "--engine",
+        "llama-cpp",
+        "--speculate",
+        "0",
+        "--max-new-tokens",
+        "16",
+        "--prompt-text",
+        "Write a Python function that adds two numbers.",
+        "--json",
+    )
     found = json.loads(out)
     assert status == 0 and found["compared"] == 16 and not found["verdict"].startswith("bug"), found
 
@@ -158,17 +195,35 @@ def test_engine_spec_bench_against_plain_decoding(tmp_path, capsys):
     from command import run
 
     out = tmp_path / "engine.json"
-    status, printed, _ = run(capsys, "bench", "--engine", "llama-cpp", "--task", "spec-bench:qa", "--gammas", "2",
-                             "--prompts", "1", "--max-new-tokens", "8", "--repeats", "1", "--warmup", "0",
-                             "--out", str(out))
+    status, printed, _ = run(
+        capsys,
+        "bench",
+        "--engine",
+        "llama-cpp",
+        "--task",
+        "spec-bench:qa",
+        "--gammas",
+        "2",
+        "--prompts",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+    )
     assert status == 0 and "Question Answering" in printed and printed.rstrip().endswith("equal")
     document = json.loads(out.read_text())
     assert list(document["categories"]) == ["qa"]
     assert document["categories"]["qa"]["rows"][0]["greedy_equal_to_plain"] is True
 
 
-@pytest.mark.parametrize("value, expected", [("1", 1), ("3", 3), ("", os.cpu_count()), ("0", os.cpu_count()),
-                                             ("two", os.cpu_count())])
+@pytest.mark.parametrize(
+    "value, expected", [("1", 1), ("3", 3), ("", os.cpu_count()), ("0", os.cpu_count()), ("two", os.cpu_count())]
+)
 def test_default_threads_against_omp_num_threads(monkeypatch, value, expected):
     """The in-process engine's threads: OMP_NUM_THREADS where it is a positive integer, else every core."""
     from decoders.engines.llama_cpp import default_threads

@@ -21,7 +21,6 @@ if not is_built():
 PROMPT = "<|im_start|>user\nTell me something.<|im_end|>\n<|im_start|>assistant\n"
 
 
-
 @pytest.fixture(scope="module")
 def plain():
     engine = open_engine("llama-server:threads=1")
@@ -44,8 +43,7 @@ def test_plain_against_plain_passes_and_planted_temperature_fails(plain):
     a = plain.generate(PROMPT, 60, 2, t1, seed=0)
     assert len(a.rows) == 60 and a.lost == 0 and a.counters == {}
     assert compare_runs(a, plain.generate(PROMPT, 60, 2, t1, seed=SECOND_SIDE_SEED), 0.01).passed
-    assert not compare_runs(a, plain.generate(PROMPT, 60, 2, EngineSampling(0.3), seed=SECOND_SIDE_SEED),
-                            0.01).passed
+    assert not compare_runs(a, plain.generate(PROMPT, 60, 2, EngineSampling(0.3), seed=SECOND_SIDE_SEED), 0.01).passed
 
 
 def test_speculation_keeps_greedy_tokens_against_plain_decoding(plain, draft):
@@ -78,20 +76,23 @@ def test_truncated_draft_against_its_source(draft):
     assert written.fields["tokenizer.ggml.tokens"].contents() == source.fields["tokenizer.ggml.tokens"].contents()
 
 
-@pytest.mark.parametrize("words, message", [
-    ("spec=draft-simple", "needs draft=FILE.gguf"),
-    ("spec=medusa", "spec must be one of"),
-    ("np=0", "slots"),
-    ("speed=3", "llama-server options are"),
-    ("sampling=typical,spec=ngram-simple", "greedy or probabilistic"),
-    ("mirostat=3", "mirostat must be"),
-    ("grammar=yaml", "grammar must be one of json"),
-    ("mirostat-tau=3", "mirostat-tau needs mirostat=1 or mirostat=2"),
-    ("mirostat=2,mirostat-eta=fast", "mirostat-eta must be a number in"),
-    ("field=seed:3", "field must be KEY:NUMBER with KEY one of typical_p"),
-    ("field=dry_multiplier:strong", "field must be KEY:NUMBER"),
-    ("logit-bias=a:1", "logit-bias must be TOKEN:BIAS"),
-])
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        ("spec=draft-simple", "needs draft=FILE.gguf"),
+        ("spec=medusa", "spec must be one of"),
+        ("np=0", "slots"),
+        ("speed=3", "llama-server options are"),
+        ("sampling=typical,spec=ngram-simple", "greedy or probabilistic"),
+        ("mirostat=3", "mirostat must be"),
+        ("grammar=yaml", "grammar must be one of json"),
+        ("mirostat-tau=3", "mirostat-tau needs mirostat=1 or mirostat=2"),
+        ("mirostat=2,mirostat-eta=fast", "mirostat-eta must be a number in"),
+        ("field=seed:3", "field must be KEY:NUMBER with KEY one of typical_p"),
+        ("field=dry_multiplier:strong", "field must be KEY:NUMBER"),
+        ("logit-bias=a:1", "logit-bias must be TOKEN:BIAS"),
+    ],
+)
 def test_bad_options_are_one_line_errors(words, message):
     with pytest.raises(ValueError, match=message):
         ServerOptions.parse(words)
@@ -119,12 +120,21 @@ def test_mirostat_options_against_request_fields():
 def test_other_samplers_against_request_fields():
     """Any other sampler of llama.cpp's chain reaches every request under its own field name: ``field=`` numbers,
     ``logit-bias=`` pairs and the chain's order."""
-    options = ServerOptions.parse("field=dry_multiplier:0.8,field=xtc_probability:0.5,logit-bias=12:-1.5,"
-                                  "samplers=top_k;adaptive_p")
-    assert options.request_fields() == {"dry_multiplier": 0.8, "xtc_probability": 0.5, "logit_bias": [[12, -1.5]],
-                                        "samplers": ["top_k", "adaptive_p"]}
-    assert options.sampler_words() == ["dry_multiplier 0.8", "xtc_probability 0.5", "logit bias {12: -1.5}",
-                                       "samplers top_k adaptive_p"]
+    options = ServerOptions.parse(
+        "field=dry_multiplier:0.8,field=xtc_probability:0.5,logit-bias=12:-1.5,samplers=top_k;adaptive_p"
+    )
+    assert options.request_fields() == {
+        "dry_multiplier": 0.8,
+        "xtc_probability": 0.5,
+        "logit_bias": [[12, -1.5]],
+        "samplers": ["top_k", "adaptive_p"],
+    }
+    assert options.sampler_words() == [
+        "dry_multiplier 0.8",
+        "xtc_probability 0.5",
+        "logit bias {12: -1.5}",
+        "samplers top_k adaptive_p",
+    ]
 
 
 def test_known_deviations_against_the_paths_they_concern():
@@ -134,9 +144,16 @@ def test_known_deviations_against_the_paths_they_concern():
 
     model = real_model_path("smollm2")
     adaptive = "samplers=temperature;adaptive_p"
-    lines = {words: open_engine(f"llama-server:spec=draft-simple,draft={model},{words}").known_deviations() for words
-             in ("sampling=probabilistic,mirostat=2", "sampling=greedy,mirostat=2", "sampling=probabilistic",
-                 f"sampling=probabilistic,{adaptive}", f"sampling=greedy,{adaptive}")}
+    lines = {
+        words: open_engine(f"llama-server:spec=draft-simple,draft={model},{words}").known_deviations()
+        for words in (
+            "sampling=probabilistic,mirostat=2",
+            "sampling=greedy,mirostat=2",
+            "sampling=probabilistic",
+            f"sampling=probabilistic,{adaptive}",
+            f"sampling=greedy,{adaptive}",
+        )
+    }
     assert "2,000 samples a side" in lines["sampling=probabilistic,mirostat=2"][0]
     assert len(lines["sampling=probabilistic,mirostat=2"]) == 1
     assert "adaptive-p" in lines[f"sampling=probabilistic,{adaptive}"][0]
@@ -178,9 +195,24 @@ def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     from command import run
 
     out = tmp_path / "bench.json"
-    status, printed, _ = run(capsys, "bench", "--engine", f"llama-server:spec=draft-simple,draft={draft},np=1,"
-                             "completions=1,threads=1", "--gammas", "2", "--prompts", "1", "--max-new-tokens", "12",
-                             "--repeats", "1", "--warmup", "0", "--out", str(out))
+    status, printed, _ = run(
+        capsys,
+        "bench",
+        "--engine",
+        f"llama-server:spec=draft-simple,draft={draft},np=1,completions=1,threads=1",
+        "--gammas",
+        "2",
+        "--prompts",
+        "1",
+        "--max-new-tokens",
+        "12",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+    )
     document = json.loads(out.read_text())
     row, costs = document["rows"][0], document["costs"]
     assert status == 0 and row["greedy_equal_to_plain"] is True, printed

@@ -24,9 +24,13 @@ CAUGHT = 1e-6
 SETTINGS = {
     "v2 tau 1.5 eta 2": Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0),
     "v2 tau 2 eta 1 T=0.7": Sampling(0.7, mirostat=2, mirostat_tau=2.0, mirostat_eta=1.0),
-    "v2 after top-k 3 and top-p 0.95": Sampling(1.0, top_k=3, top_p=0.95, mirostat=2, mirostat_tau=1.2, mirostat_eta=1.5),
+    "v2 after top-k 3 and top-p 0.95": Sampling(
+        1.0, top_k=3, top_p=0.95, mirostat=2, mirostat_tau=1.2, mirostat_eta=1.5
+    ),
     "v1 tau 1.5 eta 1 m 3": Sampling(1.0, mirostat=1, mirostat_tau=1.5, mirostat_eta=1.0, mirostat_m=3),
-    "v1 tau 1 eta 2 T=0.8 top-k 3": Sampling(0.8, top_k=3, mirostat=1, mirostat_tau=1.0, mirostat_eta=2.0, mirostat_m=2),
+    "v1 tau 1 eta 2 T=0.8 top-k 3": Sampling(
+        0.8, top_k=3, mirostat=1, mirostat_tau=1.0, mirostat_eta=2.0, mirostat_m=2
+    ),
 }
 
 
@@ -46,7 +50,7 @@ def llama_cpp_mirostat(logits: np.ndarray, mu: float, version: int, tau: float, 
             sum_ti_bi, sum_ti_sq = sum_ti_bi + t_i * b_i, sum_ti_sq + t_i * t_i
         s_hat = sum_ti_bi / sum_ti_sq
         epsilon_hat = s_hat - 1
-        k = ((epsilon_hat * 2 ** mu) / (1 - len(logits) ** -epsilon_hat)) ** (1 / s_hat)
+        k = ((epsilon_hat * 2**mu) / (1 - len(logits) ** -epsilon_hat)) ** (1 / s_hat)
         size = max(int(k), 1)
     kept = p[:size] / p[:size].sum(dtype=np.float32)
     law = np.zeros(len(logits))
@@ -100,49 +104,80 @@ def test_settings_move_the_law_against_a_frozen_state(name):
 
 
 def _exact(**request):
-    return run_audit(AuditRequest(exact=request.pop("exact", "dp"), horizon=request.pop("horizon", 3),
-                                  target=request.pop("target", "tinygpt"), vocabulary=request.pop("vocabulary", 4),
-                                  **request)).report
+    return run_audit(
+        AuditRequest(
+            exact=request.pop("exact", "dp"),
+            horizon=request.pop("horizon", 3),
+            target=request.pop("target", "tinygpt"),
+            vocabulary=request.pop("vocabulary", 4),
+            **request,
+        )
+    ).report
 
 
 @pytest.mark.parametrize("name", SETTINGS)
 def test_exact_chain_law_against_autoregressive(name):
     """The chain decoder (token and block verifiers, gamma 2) by the prefix DP, and its whole runs (the state carried
     between iterations, gamma 1), V = 4, three tokens: the target's law to 1e-9."""
-    for settings in (dict(verifier="token", draft="close"), dict(verifier="block", draft="tabular"),
-                     dict(exact="whole-run", gamma=1, draft="tabular")):
+    for settings in (
+        dict(verifier="token", draft="close"),
+        dict(verifier="block", draft="tabular"),
+        dict(exact="whole-run", gamma=1, draft="tabular"),
+    ):
         report = _exact(sampling=SETTINGS[name], **settings)
         assert report.passed and abs(report.total_mass - 1) < TOLERANCE, (settings, report.as_dict())
 
 
-@pytest.mark.parametrize("verifier, tree, name", [  # Mirostat 1 on one verifier by default (docs/project.md)
-    (verifier, tree, name) if name.startswith("v2") or (verifier, tree) == ("target-only", "kary:2:2") else
-    pytest.param(verifier, tree, name, marks=pytest.mark.slow)
-    for verifier, tree in [("target-only", "kary:2:2"), ("rrs", "kary:2:2"), ("rrs-without-replacement", "kary:2:2"),
-                           ("kseq", "kary:2:2"), ("target-only", "dynamic:2:2:3")]
-    for name in ("v2 tau 1.5 eta 2", "v1 tau 1.5 eta 1 m 3")])
+@pytest.mark.parametrize(
+    "verifier, tree, name",
+    [  # Mirostat 1 on one verifier by default (docs/project.md)
+        (verifier, tree, name)
+        if name.startswith("v2") or (verifier, tree) == ("target-only", "kary:2:2")
+        else pytest.param(verifier, tree, name, marks=pytest.mark.slow)
+        for verifier, tree in [
+            ("target-only", "kary:2:2"),
+            ("rrs", "kary:2:2"),
+            ("rrs-without-replacement", "kary:2:2"),
+            ("kseq", "kary:2:2"),
+            ("target-only", "dynamic:2:2:3"),
+        ]
+        for name in ("v2 tau 1.5 eta 2", "v1 tau 1.5 eta 1 m 3")
+    ],
+)
 def test_exact_tree_law_against_autoregressive(verifier, tree, name):
     """Every tree verifier and the dynamic tree walk the state along each node's path: the prefix DP, V = 3."""
-    report = _exact(decoder="tree", verifier=verifier, tree=tree, draft="tinygpt", vocabulary=3, target="order0",
-                    sampling=SETTINGS[name])
+    report = _exact(
+        decoder="tree",
+        verifier=verifier,
+        tree=tree,
+        draft="tinygpt",
+        vocabulary=3,
+        target="order0",
+        sampling=SETTINGS[name],
+    )
     assert report.passed and abs(report.total_mass - 1) < TOLERANCE and report.sequences >= 3, report.as_dict()
 
 
 @pytest.mark.parametrize("decoder", ["autoregressive", "tree"])
 def test_exact_whole_runs_carry_the_state_against_autoregressive(decoder):
     """The autoregressive loop and the tree decoder's own loop (a two-node tree) carry mu between iterations."""
-    tree = dict(decoder="tree", tree="parents:-1,0,0", verifier="target-only", draft="close") if decoder == "tree" else {}
-    report = _exact(exact="whole-run", decoder=tree.pop("decoder", decoder), sampling=SETTINGS["v2 tau 1.5 eta 2"],
-                    **tree)
+    tree = (
+        dict(decoder="tree", tree="parents:-1,0,0", verifier="target-only", draft="close") if decoder == "tree" else {}
+    )
+    report = _exact(
+        exact="whole-run", decoder=tree.pop("decoder", decoder), sampling=SETTINGS["v2 tau 1.5 eta 2"], **tree
+    )
     assert report.passed and report.sequences >= 3, report.as_dict()
 
 
 #: Where each planted bug shows (whole runs, gamma 1, three tokens): the draft must differ from the target for a
 #: bug in how q enters, and accept fully often for one at the bonus token.
-MUTANT_SETTINGS = {"mirostat-moved-by-target-draw": dict(vocabulary=3, draft="tabular"),
-                   "mirostat-moved-under-q": dict(vocabulary=3, draft="tabular"),
-                   "mirostat-never-restored": dict(vocabulary=3, draft="tabular"),
-                   "mirostat-bonus-moved-twice": dict(target="order0", draft="close")}
+MUTANT_SETTINGS = {
+    "mirostat-moved-by-target-draw": dict(vocabulary=3, draft="tabular"),
+    "mirostat-moved-under-q": dict(vocabulary=3, draft="tabular"),
+    "mirostat-never-restored": dict(vocabulary=3, draft="tabular"),
+    "mirostat-bonus-moved-twice": dict(target="order0", draft="close"),
+}
 
 
 @pytest.mark.parametrize("name", MUTANT_SETTINGS)
@@ -161,14 +196,32 @@ def test_greedy_with_mirostat_against_argmax():
     assert law == autoregressive_law(target, [1, 2], Sampling(0.0), 3)
 
 
-@pytest.mark.parametrize("argv, status, fragment", [
-    (["--exact", "--mirostat", "2", "--mirostat-tau", "1.5", "--mirostat-eta", "2", "--vocabulary", "4",
-      "--horizon", "3"], 0, "PASS"),
-    (["--mutant", "mirostat-moved-by-target-draw", "--exact"], 1, "FAIL"),
-    (["--exact", "--mirostat", "2", "--mirostat-tau", "-1"], 2, "mirostat_tau must be a finite number >= 0"),
-    (["--mirostat", "3"], 2, "invalid choice"),
-    (["--engine", "llama-cpp", "--mirostat", "2"], 2, "--mirostat (llama-server takes it in its spec"),
-])
+@pytest.mark.parametrize(
+    "argv, status, fragment",
+    [
+        (
+            [
+                "--exact",
+                "--mirostat",
+                "2",
+                "--mirostat-tau",
+                "1.5",
+                "--mirostat-eta",
+                "2",
+                "--vocabulary",
+                "4",
+                "--horizon",
+                "3",
+            ],
+            0,
+            "PASS",
+        ),
+        (["--mutant", "mirostat-moved-by-target-draw", "--exact"], 1, "FAIL"),
+        (["--exact", "--mirostat", "2", "--mirostat-tau", "-1"], 2, "mirostat_tau must be a finite number >= 0"),
+        (["--mirostat", "3"], 2, "invalid choice"),
+        (["--engine", "llama-cpp", "--mirostat", "2"], 2, "--mirostat (llama-server takes it in its spec"),
+    ],
+)
 def test_mirostat_flags_against_error_contract(argv, status, fragment, capsys):
     """The audit command with Mirostat: a pass, a planted bug's failure, and bad input refused in one line (exit 2)."""
     code, out, err = run(capsys, "audit", *argv)
@@ -182,6 +235,16 @@ def test_statistical_audit_against_llama_cpp_rejection_path(name, passes):
     """The statistical audit (the CLI's functions, n = 20,000, seed 0, level 0.01: a correct decoder fails with
     probability at most 0.01) passes the reference and fails llama.cpp's rejection path, whose samples hold tokens
     the target's law at the right state does not allow (order-0 target, V = 4, the close draft, gamma 1)."""
-    report = run_audit(AuditRequest(mutant=name, target="order0", draft="close", vocabulary=4, horizon=3, gamma=1,
-                                    n=20_000, sampling=SETTINGS["v2 tau 1.5 eta 2"])).report
+    report = run_audit(
+        AuditRequest(
+            mutant=name,
+            target="order0",
+            draft="close",
+            vocabulary=4,
+            horizon=3,
+            gamma=1,
+            n=20_000,
+            sampling=SETTINGS["v2 tau 1.5 eta 2"],
+        )
+    ).report
     assert report.passed == passes and (passes or report.p_value < 1e-6), report.as_dict()

@@ -13,8 +13,15 @@ from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration
 from decoders.models.history import TabularModel
-from decoders.policies import (POLICIES, BatchSchedulePolicy, HeuristicPolicy, MovingAveragePolicy, calibrate_acceptance,
-                               make_policy, roc_threshold)
+from decoders.policies import (
+    POLICIES,
+    BatchSchedulePolicy,
+    HeuristicPolicy,
+    MovingAveragePolicy,
+    calibrate_acceptance,
+    make_policy,
+    roc_threshold,
+)
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -39,10 +46,13 @@ def policy(name, target, draft, cap=None, sampling=GREEDY):
 @pytest.mark.parametrize("batch", (1, 4))
 def test_greedy_with_policy_against_autoregressive(name, batch):
     target, draft = pair()
-    reference = generate_autoregressive(target, PROMPTS[:batch], max_new_tokens=24, sampling=GREEDY, randomness=seeded(0))
+    reference = generate_autoregressive(
+        target, PROMPTS[:batch], max_new_tokens=24, sampling=GREEDY, randomness=seeded(0)
+    )
     config = SpeculativeConfig(8, GREEDY, policy=policy(name, target, draft))
-    generation = generate_speculative(target, draft, PROMPTS[:batch], max_new_tokens=24, config=config,
-                                      randomness=seeded(1))
+    generation = generate_speculative(
+        target, draft, PROMPTS[:batch], max_new_tokens=24, config=config, randomness=seeded(1)
+    )
     assert generation.tokens == reference.tokens
     proposed = [n for step in generation.stats.proposed_per_iteration for n in step]
     assert max(proposed) <= 8 and generation.stats.draft_calls <= 8 * generation.stats.iterations
@@ -55,13 +65,16 @@ def test_exact_law_with_policy_against_target(name):
     sampling = Sampling(1.0)
     config = SpeculativeConfig(3, sampling, policy=policy(name, target, draft, cap=3, sampling=sampling))
     law, branches = speculative_law(target, draft, [1, 2], config, 3, progress=False)
-    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3,
-                          branches=branches)
+    report = compare_laws(
+        law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3, branches=branches
+    )
     assert report.max_abs_difference <= 1e-9, (name, report.max_abs_difference)
 
 
-@pytest.mark.parametrize("name", ["heuristic"] + [pytest.param(name, marks=pytest.mark.slow)
-                                                  for name in ("confidence-roc", "moving-average")])
+@pytest.mark.parametrize(
+    "name",
+    ["heuristic"] + [pytest.param(name, marks=pytest.mark.slow) for name in ("confidence-roc", "moving-average")],
+)
 def test_exact_whole_runs_with_stateful_policy_against_target(name):
     """Whole runs (the policy's state carries from iteration to iteration) on tables of V = 3, capped at 2."""
     target = TabularModel.random(torch.Generator().manual_seed(0), 3, 2, dtype=torch.float64)
@@ -73,12 +86,14 @@ def test_exact_whole_runs_with_stateful_policy_against_target(name):
 
     def run(randomness):
         config = SpeculativeConfig(2, sampling, policy=copy.deepcopy(chosen))
-        return generate_speculative(target, draft, [[1, 2]], max_new_tokens=3, config=config,
-                                    randomness=randomness).tokens[0]
+        return generate_speculative(
+            target, draft, [[1, 2]], max_new_tokens=3, config=config, randomness=randomness
+        ).tokens[0]
 
     law, branches = whole_run_law(run, progress=False)
-    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 3), method="whole-run", horizon=3,
-                          branches=branches)
+    report = compare_laws(
+        law, autoregressive_law(target, [1, 2], sampling, 3), method="whole-run", horizon=3, branches=branches
+    )
     assert report.max_abs_difference <= 1e-9, (name, report.max_abs_difference)
 
 
@@ -86,10 +101,12 @@ def test_policy_peeks_fails_the_exact_audit():
     """Negative control: a rule that stops before the draft the target likes less (reading p) moves the law."""
     target, draft = pair()
     sampling = Sampling(1.0)
-    law, branches = speculative_law(target, draft, [1, 2], SpeculativeConfig(3, sampling), 3,
-                                    step=mutant("policy-peeks").step, progress=False)
-    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3,
-                          branches=branches)
+    law, branches = speculative_law(
+        target, draft, [1, 2], SpeculativeConfig(3, sampling), 3, step=mutant("policy-peeks").step, progress=False
+    )
+    report = compare_laws(
+        law, autoregressive_law(target, [1, 2], sampling, 3), method="prefix-dp", horizon=3, branches=branches
+    )
     assert report.max_abs_difference > 1e-3
 
 
@@ -121,8 +138,10 @@ def test_roc_threshold_against_brute_force():
     rng = np.random.default_rng(0)
     scores = rng.random(40)
     matches = (rng.random(40) < scores).astype(int)
-    best = min((np.mean(scores[matches == 0] >= t) + 3 * (1 - np.mean(scores[matches == 1] >= t)), -t)
-               for t in np.concatenate([[np.inf], scores]))
+    best = min(
+        (np.mean(scores[matches == 0] >= t) + 3 * (1 - np.mean(scores[matches == 1] >= t)), -t)
+        for t in np.concatenate([[np.inf], scores])
+    )
     assert roc_threshold(scores, matches) == -best[1]
 
 
@@ -178,7 +197,8 @@ def test_exact_law_with_carried_heuristic_against_target():
     sampling = Sampling(1.0)
     config = SpeculativeConfig(2, sampling, policy=make_policy("heuristic", gamma=2, cap=2))
     law, branches = speculative_law(target, draft, [1, 2], config, 4, progress=False)
-    report = compare_laws(law, autoregressive_law(target, [1, 2], sampling, 4), method="prefix-dp", horizon=4,
-                          branches=branches)
+    report = compare_laws(
+        law, autoregressive_law(target, [1, 2], sampling, 4), method="prefix-dp", horizon=4, branches=branches
+    )
     assert report.max_abs_difference <= 1e-9, report.max_abs_difference
     assert config.afresh().policy is not config.policy and config.afresh().policy.initial == 2

@@ -24,16 +24,32 @@ TOKENS = 40
 def test_replay_against_greedy_decoding(name):
     target, draft = tiny_gpt(0), tiny_gpt(1)
     prompts = torch.randint(0, VOCAB, (3, 6), generator=torch.Generator().manual_seed(2))
-    calibration = acceptance_calibration(target, draft, torch.randint(0, VOCAB, (4, 32), generator=torch.Generator()
-                                                                      .manual_seed(3)), GREEDY, skip=8)
+    calibration = acceptance_calibration(
+        target, draft, torch.randint(0, VOCAB, (4, 32), generator=torch.Generator().manual_seed(3)), GREEDY, skip=8
+    )
     rule = make_policy(name, gamma=3, cap=6, calibration=calibration)
     measured = []
     for prompt in prompts:  # one policy object over the prompts, as the bench runs it
-        stats = generate_speculative(target, draft, prompt[None], max_new_tokens=TOKENS, randomness=seeded(0),
-                                     config=SpeculativeConfig(6, GREEDY, policy=rule)).stats
+        stats = generate_speculative(
+            target,
+            draft,
+            prompt[None],
+            max_new_tokens=TOKENS,
+            randomness=seeded(0),
+            config=SpeculativeConfig(6, GREEDY, policy=rule),
+        ).stats
         measured.append([step[0] for step in stats.accepted_per_iteration])
-    continuations = torch.tensor([p.tolist() + list(generate_autoregressive(
-        target, p[None], max_new_tokens=TOKENS + 7, sampling=GREEDY, randomness=seeded(0)).tokens[0]) for p in prompts])
+    continuations = torch.tensor(
+        [
+            p.tolist()
+            + list(
+                generate_autoregressive(
+                    target, p[None], max_new_tokens=TOKENS + 7, sampling=GREEDY, randomness=seeded(0)
+                ).tokens[0]
+            )
+            for p in prompts
+        ]
+    )
     fresh = make_policy(name, gamma=3, cap=6, calibration=calibration)
     traces = acceptance_trace(target, draft, continuations, 6, GREEDY, draws=5)
     assert len(traces) == 1  # at T = 0 nothing is random: one draw, whatever draws asks
@@ -45,8 +61,16 @@ def test_replay_against_greedy_decoding(name):
 def _sampled_text(seed: int):
     target, draft = tiny_gpt(0), tiny_gpt(1)
     prompt = torch.randint(0, VOCAB, (1, 6), generator=torch.Generator().manual_seed(seed))
-    text = torch.tensor([prompt[0].tolist() + list(generate_autoregressive(target, prompt, max_new_tokens=TOKENS + 4, sampling=Sampling(1.0),
-                                                      randomness=seeded(seed)).tokens[0])])
+    text = torch.tensor(
+        [
+            prompt[0].tolist()
+            + list(
+                generate_autoregressive(
+                    target, prompt, max_new_tokens=TOKENS + 4, sampling=Sampling(1.0), randomness=seeded(seed)
+                ).tokens[0]
+            )
+        ]
+    )
     return target, draft, text
 
 
@@ -58,8 +82,9 @@ def test_sampled_replay_against_along_text_theory(gamma):
     Control: the same drafts accepted with min(1, q / p) (the ratio inverted) miss by more than 8 of them."""
     target, draft, text = _sampled_text(4)
     traces = acceptance_trace(target, draft, text, 6, Sampling(1.0), draws=400, seed=1)
-    counts = torch.tensor([float(len(replay(make_policy("fixed", gamma=gamma), trace, cap=gamma, tokens=TOKENS)[0]))
-                           for trace in traces])
+    counts = torch.tensor(
+        [float(len(replay(make_policy("fixed", gamma=gamma), trace, cap=gamma, tokens=TOKENS)[0])) for trace in traces]
+    )
     betas, _ = betas_along_text(target, draft, text, Sampling(1.0), skip=6)
     expected = expected_iterations_along(betas[0, :TOKENS].double().numpy(), gamma)
     error = counts.std() / len(counts) ** 0.5
@@ -70,15 +95,29 @@ def test_sampled_replay_against_along_text_theory(gamma):
         x = trace["drafted"][..., None]
         inverted = q.gather(-1, x)[..., 0] / p.gather(-1, x)[..., 0]  # the bug: min(1, q / p)
         accepted = torch.rand(inverted.shape, generator=torch.Generator().manual_seed(i)) < inverted
-        wrong_counts.append(float(len(replay(make_policy("fixed", gamma=gamma), dict(trace, accepted=accepted),
-                                             cap=gamma, tokens=TOKENS)[0])))
+        wrong_counts.append(
+            float(
+                len(
+                    replay(make_policy("fixed", gamma=gamma), dict(trace, accepted=accepted), cap=gamma, tokens=TOKENS)[
+                        0
+                    ]
+                )
+            )
+        )
     assert abs(torch.tensor(wrong_counts).mean() - expected) > 8 * error
 
 
 def test_predicted_speedup_against_hand_count():
     """Two iterations, (2 proposed, 2 accepted) and (0, 0): 3 + 1 tokens over 2 calls; seconds by hand."""
-    profile = CostProfile(t_step=1.0, t_draft=0.1, t_verify=(1.0, 1.2, 1.4), t_iteration=0.05, acceptance=(0.5, 0.5),
-                          target_prefill=2.0, draft_prefill=0.5)
+    profile = CostProfile(
+        t_step=1.0,
+        t_draft=0.1,
+        t_verify=(1.0, 1.2, 1.4),
+        t_iteration=0.05,
+        acceptance=(0.5, 0.5),
+        target_prefill=2.0,
+        draft_prefill=0.5,
+    )
     result = predicted([[(2, 2), (0, 0)]], profile, 4)
     assert result["tokens_per_call"] == 2.0
     assert result["speedup"] == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (0.1 + 1.0 + 0.05)))
@@ -94,13 +133,20 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
 
     target, draft = tiny_gpt(0), tiny_gpt(1)
     prompts = torch.randint(0, VOCAB, (1, 8), generator=torch.Generator().manual_seed(0))
-    settings = BenchSettings(gammas=(2,), temperatures=(0.0,), prompts=1, prompt_length=8, max_new_tokens=100,
-                             repeats=1, warmup=0)
+    settings = BenchSettings(
+        gammas=(2,), temperatures=(0.0,), prompts=1, prompt_length=8, max_new_tokens=100, repeats=1, warmup=0
+    )
     document = bench_policies(target, draft, prompts, held_out(), settings, policies=("heuristic",), progress=False)
     heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
     assert heuristic["policy"] == "heuristic (at most 51)"
     assert heuristic["mean_acceptance_length"] == pytest.approx(heuristic["tokens_per_call"])  # the engines' names
     assert len(heuristic["per_position_acceptance_rate"]) == 51
     with pytest.raises(ValueError, match="exceeds the model's context of 160 tokens"):
-        generate_speculative(target, draft, prompts, max_new_tokens=100, randomness=seeded(0),
-                             config=SpeculativeConfig(64, GREEDY, policy=make_policy("heuristic")))
+        generate_speculative(
+            target,
+            draft,
+            prompts,
+            max_new_tokens=100,
+            randomness=seeded(0),
+            config=SpeculativeConfig(64, GREEDY, policy=make_policy("heuristic")),
+        )

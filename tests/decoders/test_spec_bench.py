@@ -16,18 +16,43 @@ from decoders.dynamic_tree import DynamicTree
 from figure_inputs import small_spec_bench_table
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
-from decoders.bench.spec_bench import (CATEGORIES, LABELS, QUESTIONS, PromptRows, select_questions, spec_bench_categories,
-                                spec_bench_prompts)
-from decoders.bench.spec_bench_report import (NO_SPECULATION, Z95, overall_error, recommend, recommendation_lines,
-                                       within_noise)
+from decoders.bench.spec_bench import (
+    CATEGORIES,
+    LABELS,
+    QUESTIONS,
+    PromptRows,
+    select_questions,
+    spec_bench_categories,
+    spec_bench_prompts,
+)
+from decoders.bench.spec_bench_report import (
+    NO_SPECULATION,
+    Z95,
+    overall_error,
+    recommend,
+    recommendation_lines,
+    within_noise,
+)
 from decoders.bench.spec_bench_suite import spec_bench_document
 from decoders.bench.spec_bench_table import category_rows, spec_bench_lines
 from command import run
 
 #: Spec-Bench's question file as its README describes it: MT-bench's 8 sub-categories of 10, then 80 of each.
-FILE_COUNTS = {"writing": 10, "roleplay": 10, "reasoning": 10, "math": 10, "coding": 10, "extraction": 10,
-               "stem": 10, "humanities": 10, "translation": 80, "summarization": 80, "qa": 80, "math_reasoning": 80,
-               "rag": 80}
+FILE_COUNTS = {
+    "writing": 10,
+    "roleplay": 10,
+    "reasoning": 10,
+    "math": 10,
+    "coding": 10,
+    "extraction": 10,
+    "stem": 10,
+    "humanities": 10,
+    "translation": 80,
+    "summarization": 80,
+    "qa": 80,
+    "math_reasoning": 80,
+    "rag": 80,
+}
 
 
 def test_shipped_questions_against_spec_bench_counts():
@@ -64,7 +89,7 @@ def test_selection_against_its_seed():
 def test_long_prompt_cut_from_the_front():
     """Character ids (no tokenizer): a 3,000-character RAG prompt cut to 200 keeps its last 200, question and
     the opened assistant turn included; a short QA prompt is whole."""
-    whole = spec_bench_prompts(None, "rag", 1, 0, 10 ** 6)[0]
+    whole = spec_bench_prompts(None, "rag", 1, 0, 10**6)[0]
     cut = spec_bench_prompts(None, "rag", 1, 0, 200)[0]
     assert whole.cut == 0 and cut.cut == len(whole.tokens) - 200 > 2000
     assert cut.tokens == whole.tokens[-200:]
@@ -87,7 +112,7 @@ class _ChatTokenizer:
 
 def test_first_turn_through_the_chat_template():
     question = select_questions("mt_bench", 1, seed=0)[0]
-    prompt = spec_bench_prompts(_ChatTokenizer(), "mt_bench", 1, 0, 10 ** 6)[0]
+    prompt = spec_bench_prompts(_ChatTokenizer(), "mt_bench", 1, 0, 10**6)[0]
     assert "".join(map(chr, prompt.tokens)) == f"<user>{question['turns'][0]}<assistant>"
 
 
@@ -98,15 +123,17 @@ def test_prompt_rows_against_tensors():
     assert rows.to("cpu").device == torch.device("cpu") and len(rows) == 2
 
 
-SETTINGS = BenchSettings(gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0,
-                         batch_sizes=(), call_steps=2)
+SETTINGS = BenchSettings(
+    gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0, batch_sizes=(), call_steps=2
+)
 
 
 @pytest.fixture(scope="module")
 def table():
     """Two categories on the shipped target: bigram at gammas 1 and 2, unigram at 2, EAGLE-2's tree with bigram."""
-    return spec_bench_document({"bigram": (1, 2), "unigram": (2,)}, SETTINGS, "spec-bench:qa,rag",
-                               dynamic=DynamicTree(2, 2, 4), progress=False)
+    return spec_bench_document(
+        {"bigram": (1, 2), "unigram": (2,)}, SETTINGS, "spec-bench:qa,rag", dynamic=DynamicTree(2, 2, 4), progress=False
+    )
 
 
 def test_spec_bench_table_against_autoregressive(table):
@@ -115,17 +142,23 @@ def test_spec_bench_table_against_autoregressive(table):
     target's context."""
     assert list(table["categories"]) == ["qa", "rag"]
     for measured in table["categories"].values():
-        assert {name: [row["gamma"] for row in drafted["rows"]] for name, drafted in measured["drafts"].items()} == \
-            {"bigram": [1, 2], "unigram": [2]}
+        assert {name: [row["gamma"] for row in drafted["rows"]] for name, drafted in measured["drafts"].items()} == {
+            "bigram": [1, 2],
+            "unigram": [2],
+        }
         assert all(row["greedy_equal"] == [True] for drafted in measured["drafts"].values() for row in drafted["rows"])
         assert measured["dynamic"]["rows"][0]["greedy_equal"] == [True]
     rows = category_rows(table)
     assert [(row["label"], row["draft"]) for row in rows] == [
-        (LABELS[c], d) for c in ("qa", "rag") for d in ("bigram", "unigram", "dynamic tree (bigram)")]
+        (LABELS[c], d) for c in ("qa", "rag") for d in ("bigram", "unigram", "dynamic tree (bigram)")
+    ]
     assert all(row["greedy_equal"] for row in rows)
     # unigram's one gamma would calibrate its own prediction, and the rank model does not predict dynamic trees
     assert [row["calibrated_speedup"] is None for row in rows] == [False, True, True] * 2
-    assert rows[3]["cut"] == 1 and rows[3]["prompt_tokens"] == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
+    assert (
+        rows[3]["cut"] == 1
+        and rows[3]["prompt_tokens"] == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
+    )
     lines = spec_bench_lines(table)
     assert sum(line.startswith(LABELS["qa"]) for line in lines) == 3 and "lost their front" in lines[-2]
 
@@ -161,15 +194,27 @@ def test_profile_lent_by_the_sweep_against_planted_costs():
     affine draft and other costs per iteration: draft = 0.01 + 0.002 gamma, other = 0.003 + 0.0005 gamma."""
     tokens, t_step = 12, 0.05
     recorder = ProfileRecorder(5, tokens, {"autoregressive": 1, ("speculative", 2): 1, ("speculative", 5): 1}, 0, {})
-    recorder.add("autoregressive", SimpleNamespace(seconds={"prefill": t_step, "total": tokens * t_step}, iterations=0,
-                                                   proposed_per_iteration=[], accepted_per_iteration=[]))
+    recorder.add(
+        "autoregressive",
+        SimpleNamespace(
+            seconds={"prefill": t_step, "total": tokens * t_step},
+            iterations=0,
+            proposed_per_iteration=[],
+            accepted_per_iteration=[],
+        ),
+    )
     for gamma in (2, 5):
         iterations = tokens // (gamma + 1)
         draft, other, verify = (iterations * x for x in (0.01 + 0.002 * gamma, 0.003 + 0.0005 * gamma, 0.06))
-        recorder.add(("speculative", gamma), SimpleNamespace(
-            seconds={"prefill": 0.0, "draft": draft, "verify": verify, "total": draft + verify + other},
-            iterations=iterations, proposed_per_iteration=[[gamma]] * iterations,
-            accepted_per_iteration=[[gamma]] * iterations))
+        recorder.add(
+            ("speculative", gamma),
+            SimpleNamespace(
+                seconds={"prefill": 0.0, "draft": draft, "verify": verify, "total": draft + verify + other},
+                iterations=iterations,
+                proposed_per_iteration=[[gamma]] * iterations,
+                accepted_per_iteration=[[gamma]] * iterations,
+            ),
+        )
     recorder.add_widths({k: 0.06 for k in range(1, 7)})
     values = {key: value[0] for key, value in recorder.components().items()}
     assert values["draft_slope"] == pytest.approx(0.002) and values["draft_intercept"] == pytest.approx(0.01)
@@ -210,8 +255,10 @@ def test_overall_error_against_monte_carlo():
     """The delta-method error of the overall speedup against the spread of 200,000 seeded draws of the categories'
     speedups (normal, independent); they agree within 3% at errors this small."""
     weights, speedups, errors = {"a": 2.0, "b": 6.0}, {"a": 1.4, "b": 1.0}, {"a": 0.05, "b": 0.03}
-    draws = {c: torch.normal(speedups[c], errors[c], (200_000,), generator=torch.Generator().manual_seed(i))
-             for i, c in enumerate(weights)}
+    draws = {
+        c: torch.normal(speedups[c], errors[c], (200_000,), generator=torch.Generator().manual_seed(i))
+        for i, c in enumerate(weights)
+    }
     overall = sum(weights.values()) / sum(weights[c] / draws[c] for c in weights)
     assert overall_error(weights, speedups, errors) == pytest.approx(float(overall.std()), rel=0.03)
     assert overall_error(weights, speedups, {"a": 0.05, "b": None}) is None
@@ -238,12 +285,17 @@ def test_recommendation_noise_against_hand_computed_bands():
     one_error = overall_error(weights, {"qa": 1.25, "rag": 1.02}, {"qa": 0.01, "rag": 0.01})
     each_error = overall_error(weights, {"qa": 1.4, "rag": 1.0}, {"qa": 0.01, "rag": 0.0})
     ratio = one["measured_overall"] / one["per_category_measured_overall"]
-    assert one["loss_standard_error"] == pytest.approx(ratio * ((one_error / one["measured_overall"]) ** 2 + (
-        each_error / one["per_category_measured_overall"]) ** 2) ** 0.5)
+    assert one["loss_standard_error"] == pytest.approx(
+        ratio
+        * ((one_error / one["measured_overall"]) ** 2 + (each_error / one["per_category_measured_overall"]) ** 2) ** 0.5
+    )
     assert one["loss_within_noise"] == (abs(one["loss"]) <= Z95 * one["loss_standard_error"])
     assert lines_apart(recommendation_lines(tight)) == ["no", "yes"]
     unknown = recommend(small_spec_bench_table())  # the control: no errors measured, nothing decided
-    assert unknown["categories"]["qa"]["within_noise_of_best"] is None and unknown["one_setting"]["loss_standard_error"] is None
+    assert (
+        unknown["categories"]["qa"]["within_noise_of_best"] is None
+        and unknown["one_setting"]["loss_standard_error"] is None
+    )
     assert lines_apart(recommendation_lines(unknown)) == ["unknown", "unknown"]
 
 
@@ -255,8 +307,9 @@ def test_report_from_a_saved_table(tmp_path, capsys):
     """``report --task spec-bench --from FILE``: the recommendation printed and written, with the bar chart."""
     saved = tmp_path / "table.json"
     saved.write_text(json.dumps(small_spec_bench_table()))
-    status, printed, _ = run(capsys, "report", "--task", "spec-bench", "--from", str(saved), "--out",
-                             str(tmp_path / "report"))
+    status, printed, _ = run(
+        capsys, "report", "--task", "spec-bench", "--from", str(saved), "--out", str(tmp_path / "report")
+    )
     assert status == 0 and "copy gamma 2" in printed and NO_SPECULATION in printed
     written = json.loads((tmp_path / "report" / "report.json").read_text())
     assert written["recommendation"]["categories"]["qa"]["recommended"] == "copy gamma 2"
@@ -264,8 +317,10 @@ def test_report_from_a_saved_table(tmp_path, capsys):
     assert "copy gamma 2" in (tmp_path / "report" / "report.md").read_text()
 
 
-@pytest.mark.parametrize("flags, message", [(("--windows", "4"), "does not take --windows"),
-                                            (("--from", "/nonexistent.json"), "cannot read a JSON table")])
+@pytest.mark.parametrize(
+    "flags, message",
+    [(("--windows", "4"), "does not take --windows"), (("--from", "/nonexistent.json"), "cannot read a JSON table")],
+)
 def test_report_refuses_in_one_line(tmp_path, capsys, flags, message):
     status, _, err = run(capsys, "report", "--task", "spec-bench", *flags, "--out", str(tmp_path / "report"))
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1

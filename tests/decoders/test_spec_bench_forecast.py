@@ -16,8 +16,9 @@ from decoders.bench.spec_bench_report import NO_SPECULATION, recommend, recommen
 from decoders.bench.spec_bench_suite import spec_bench_document
 from decoders.bench.spec_bench_table import category_rows, forecast_lines, spec_bench_lines
 
-SETTINGS = BenchSettings(gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0,
-                         batch_sizes=(), call_steps=2)
+SETTINGS = BenchSettings(
+    gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0, batch_sizes=(), call_steps=2
+)
 
 
 def test_other_questions_against_the_tables_selection():
@@ -36,11 +37,18 @@ def _measured(speedups: dict, intervals: dict, tree: float) -> dict:
 
 
 def _forecast(speedups: dict, tree: float, recommended: str) -> dict:
-    return {"drafts": {"copy": {"speedups": [{"gamma": g, "speedup": s, "standard_error": 0.01,
-                                              "interval": [s * 0.8, s * 1.25]}
-                                             for g, s in speedups.items()]}},
-            "dynamic": {"draft": "copy", "nodes": 8, "speedup": tree, "standard_error": 0.02},
-            "recommended": {"setting": recommended, "speedup": max([tree, 1.0, *speedups.values()])}}
+    return {
+        "drafts": {
+            "copy": {
+                "speedups": [
+                    {"gamma": g, "speedup": s, "standard_error": 0.01, "interval": [s * 0.8, s * 1.25]}
+                    for g, s in speedups.items()
+                ]
+            }
+        },
+        "dynamic": {"draft": "copy", "nodes": 8, "speedup": tree, "standard_error": 0.02},
+        "recommended": {"setting": recommended, "speedup": max([tree, 1.0, *speedups.values()])},
+    }
 
 
 def test_judge_category_against_hand_computed_values():
@@ -50,17 +58,23 @@ def test_judge_category_against_hand_computed_values():
     measured = _measured({1: 1.1, 2: 1.2}, {1: [1.0, 1.2], 2: [1.15, 1.25]}, 1.3)
     judged = judge_category(_forecast({1: 1.0, 2: 1.5}, 1.25, "copy gamma 2"), measured)
     assert [(r["setting"], r["forecast_over_measured"], r["inside_interval"]) for r in judged["rows"]] == [
-        ("copy gamma 1", pytest.approx(1.0 / 1.1), True), ("copy gamma 2", pytest.approx(1.5 / 1.2), False),
-        ("dynamic tree (copy) 8 nodes", pytest.approx(1.25 / 1.3), None)]
+        ("copy gamma 1", pytest.approx(1.0 / 1.1), True),
+        ("copy gamma 2", pytest.approx(1.5 / 1.2), False),
+        ("dynamic tree (copy) 8 nodes", pytest.approx(1.25 / 1.3), None),
+    ]
     assert (judged["recommended_measured"], judged["best_measured"]) == (1.2, "dynamic tree (copy) 8 nodes")
     assert judged["loss"] == pytest.approx(1 - 1.2 / 1.3) and not judged["within_5_percent"]
     assert judged["within_best_interval"] is None
-    right = judge_category(_forecast({1: 1.0, 2: 1.5}, 1.25, "copy gamma 2"),
-                           _measured({1: 1.1, 2: 1.4}, {1: [1.0, 1.2], 2: [1.3, 1.5]}, 1.3))
+    right = judge_category(
+        _forecast({1: 1.0, 2: 1.5}, 1.25, "copy gamma 2"),
+        _measured({1: 1.1, 2: 1.4}, {1: [1.0, 1.2], 2: [1.3, 1.5]}, 1.3),
+    )
     assert right["loss"] == 0 and right["within_5_percent"] and right["within_best_interval"]
     # "do not speculate" is measured at 1x: chosen where everything measures below
-    slow = judge_category(_forecast({1: 0.9, 2: 0.8}, 0.7, NO_SPECULATION),
-                          _measured({1: 0.95, 2: 0.9}, {1: [0.9, 1.0], 2: [0.85, 0.95]}, 0.8))
+    slow = judge_category(
+        _forecast({1: 0.9, 2: 0.8}, 0.7, NO_SPECULATION),
+        _measured({1: 0.95, 2: 0.9}, {1: [0.9, 1.0], 2: [0.85, 0.95]}, 0.8),
+    )
     assert (slow["recommended_measured"], slow["best_measured"], slow["loss"]) == (1.0, NO_SPECULATION, 0.0)
 
 
@@ -68,15 +82,34 @@ def _forecast_table() -> dict:
     """``small_spec_bench_table`` with a forecast that prefers copy gamma 1 on QA (against the model's gamma 2) and
     the dynamic tree on RAG."""
     table = small_spec_bench_table()
-    wanted = {"qa": {"copy gamma 1": 1.6, "copy gamma 2": 1.3, "slow gamma 1": 0.5, "tree": 0.9},
-              "rag": {"copy gamma 1": 0.9, "copy gamma 2": 0.8, "slow gamma 1": 0.5, "tree": 1.2}}
+    wanted = {
+        "qa": {"copy gamma 1": 1.6, "copy gamma 2": 1.3, "slow gamma 1": 0.5, "tree": 0.9},
+        "rag": {"copy gamma 1": 0.9, "copy gamma 2": 0.8, "slow gamma 1": 0.5, "tree": 1.2},
+    }
     for category, measured in table["categories"].items():
-        rows = [{"setting": f"{name} gamma {row['gamma']}", "draft": name, "gamma": row["gamma"],
-                 "drafted": row["gamma"], "forecast": wanted[category][f"{name} gamma {row['gamma']}"],
-                 "measured": row["speedup"]} for name, drafted in measured["drafts"].items() for row in drafted["rows"]]
+        rows = [
+            {
+                "setting": f"{name} gamma {row['gamma']}",
+                "draft": name,
+                "gamma": row["gamma"],
+                "drafted": row["gamma"],
+                "forecast": wanted[category][f"{name} gamma {row['gamma']}"],
+                "measured": row["speedup"],
+            }
+            for name, drafted in measured["drafts"].items()
+            for row in drafted["rows"]
+        ]
         tree = measured["dynamic"]["rows"][0]
-        rows.append({"setting": "dynamic tree (copy) 8 nodes", "draft": "dynamic", "gamma": None, "drafted": 8,
-                     "forecast": wanted[category]["tree"], "measured": tree["speedup"]})
+        rows.append(
+            {
+                "setting": "dynamic tree (copy) 8 nodes",
+                "draft": "dynamic",
+                "gamma": None,
+                "drafted": 8,
+                "forecast": wanted[category]["tree"],
+                "measured": tree["speedup"],
+            }
+        )
         measured["forecast"] = {"autoregressive_seconds": 1.0, "judged": {"rows": rows}}
     return table
 
@@ -112,8 +145,14 @@ def test_measured_only_tree_against_hand_computed_best():
 @pytest.fixture(scope="module")
 def forecast_table():
     """QA on the shipped target, bigram at gammas 1 and 2 and EAGLE-2's tree, forecast from 2 other questions."""
-    return spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
-                               forecast_questions=2, progress=False)
+    return spec_bench_document(
+        {"bigram": (1, 2)},
+        SETTINGS,
+        "spec-bench:qa",
+        dynamic=DynamicTree(2, 2, 4),
+        forecast_questions=2,
+        progress=False,
+    )
 
 
 def test_forecast_document_against_its_table(forecast_table):
@@ -125,8 +164,13 @@ def test_forecast_document_against_its_table(forecast_table):
     asked = {q["question_id"] for room in forecast["questions"].values() for q in room}
     assert len(asked) == 2 and not timed & asked
     assert [row["setting"] for row in forecast["judged"]["rows"]] == [
-        "bigram gamma 1", "bigram gamma 2", "dynamic tree (bigram) 4 nodes"]
-    assert forecast["recommended"]["setting"] in {row["setting"] for row in forecast["judged"]["rows"]} | {NO_SPECULATION}
+        "bigram gamma 1",
+        "bigram gamma 2",
+        "dynamic tree (bigram) 4 nodes",
+    ]
+    assert forecast["recommended"]["setting"] in {row["setting"] for row in forecast["judged"]["rows"]} | {
+        NO_SPECULATION
+    }
     assert [row["forecast_speedup"] is not None for row in category_rows(forecast_table)] == [True, True]
     assert forecast_table["forecast"]["questions"] == 2 and forecast_table["sweep_seconds"] > 0
     lines = forecast_lines(forecast_table)
@@ -140,21 +184,45 @@ def test_forecast_acceptance_against_the_decoders_runs(monkeypatch):
     pooled alpha at the largest gamma is the timed row's alpha_counts, and the tree's tokens per call the timed
     tree's. Negative control: on another question (seed + 7; the shipped character model continues most QA
     questions alike over 8 tokens) they differ."""
+
     def table_question(tokenizer, category, count, seed, room, timed):
         return spec_bench_prompts(tokenizer, category, count, seed, room)
+
     monkeypatch.setattr(spec_bench_forecast, "other_questions", table_question)
-    document = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
-                                   forecast_questions=1, progress=False)
+    document = spec_bench_document(
+        {"bigram": (1, 2)},
+        SETTINGS,
+        "spec-bench:qa",
+        dynamic=DynamicTree(2, 2, 4),
+        forecast_questions=1,
+        progress=False,
+    )
     measured = document["categories"]["qa"]
     forecast = measured["forecast"]
-    assert forecast["drafts"]["bigram"]["alpha"] == pytest.approx(measured["drafts"]["bigram"]["rows"][-1]["alpha_counts"])
-    assert forecast["dynamic"]["tokens_per_call"] == pytest.approx(measured["dynamic"]["rows"][0]["mean_acceptance_length"])
-    monkeypatch.setattr(spec_bench_forecast, "other_questions",
-                        lambda tokenizer, category, count, seed, room, timed: spec_bench_prompts(
-                            tokenizer, category, count, seed + 7, room))
-    other = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", dynamic=DynamicTree(2, 2, 4),
-                                forecast_questions=1, progress=False)["categories"]["qa"]
+    assert forecast["drafts"]["bigram"]["alpha"] == pytest.approx(
+        measured["drafts"]["bigram"]["rows"][-1]["alpha_counts"]
+    )
+    assert forecast["dynamic"]["tokens_per_call"] == pytest.approx(
+        measured["dynamic"]["rows"][0]["mean_acceptance_length"]
+    )
+    monkeypatch.setattr(
+        spec_bench_forecast,
+        "other_questions",
+        lambda tokenizer, category, count, seed, room, timed: spec_bench_prompts(
+            tokenizer, category, count, seed + 7, room
+        ),
+    )
+    other = spec_bench_document(
+        {"bigram": (1, 2)},
+        SETTINGS,
+        "spec-bench:qa",
+        dynamic=DynamicTree(2, 2, 4),
+        forecast_questions=1,
+        progress=False,
+    )["categories"]["qa"]
     assert other["forecast"]["drafts"]["bigram"]["alpha"] != pytest.approx(
-        other["drafts"]["bigram"]["rows"][-1]["alpha_counts"])
+        other["drafts"]["bigram"]["rows"][-1]["alpha_counts"]
+    )
     assert other["forecast"]["dynamic"]["tokens_per_call"] != pytest.approx(
-        other["dynamic"]["rows"][0]["mean_acceptance_length"])
+        other["dynamic"]["rows"][0]["mean_acceptance_length"]
+    )

@@ -24,12 +24,18 @@ def test_timing_only_accepted_counts_against_truncated_geometric(alpha):
     degenerate alphas exactly)."""
     target = tiny_target("tinygpt", 5, dtype=torch.float32)
     draft = tiny_draft("tabular", target, dtype=torch.float32)
-    generation = generate_speculative(target, draft, [[1, 2]] * 500, max_new_tokens=32,
-                                      config=SpeculativeConfig(GAMMA, Sampling(1.0)), randomness=seeded(0),
-                                      step=TimingOnlyStep(alpha))
+    generation = generate_speculative(
+        target,
+        draft,
+        [[1, 2]] * 500,
+        max_new_tokens=32,
+        config=SpeculativeConfig(GAMMA, Sampling(1.0)),
+        randomness=seeded(0),
+        step=TimingOnlyStep(alpha),
+    )
     counts = [n for iteration in generation.stats.accepted_per_iteration for n in iteration]
     observed = torch.bincount(torch.tensor(counts), minlength=GAMMA + 1).double()
-    law = torch.tensor([alpha ** k * (1 - alpha) for k in range(GAMMA)] + [alpha ** GAMMA], dtype=torch.float64)
+    law = torch.tensor([alpha**k * (1 - alpha) for k in range(GAMMA)] + [alpha**GAMMA], dtype=torch.float64)
     assert len(counts) > 3000
     if alpha in (0.0, 1.0):
         assert observed[law == 0].sum() == 0
@@ -47,8 +53,15 @@ def test_audits_refuse_timing_only_acceptance():
     with pytest.raises(ValueError, match="not a sampler"):
         speculative_run(target, draft, [1, 2], config, 3, step=TimingOnlyStep(0.8))
     with pytest.raises(ValueError, match="verifier 'token'"):
-        generate_speculative(target, draft, [[1, 2]], max_new_tokens=4, config=SpeculativeConfig(
-            2, Sampling(1.0), verifier="block"), randomness=seeded(0), step=TimingOnlyStep(0.8))
+        generate_speculative(
+            target,
+            draft,
+            [[1, 2]],
+            max_new_tokens=4,
+            config=SpeculativeConfig(2, Sampling(1.0), verifier="block"),
+            randomness=seeded(0),
+            step=TimingOnlyStep(0.8),
+        )
 
 
 @pytest.mark.parametrize("step, passes", ((REFERENCE_STEP, True), (TimingOnlyStep(0.8), False)))
@@ -60,8 +73,18 @@ def test_statistical_audit_of_timing_only_acceptance_as_a_black_box(step, passes
     config = SpeculativeConfig(2, Sampling(1.0))
 
     def generate(prompts, randomness):  # the decoder as a black box: nothing declares what its step is
-        return generate_speculative(target, draft, prompts, max_new_tokens=3, config=config, randomness=randomness,
-                                    step=step).tokens
-    report = audit_sampler(sampler(generate, [1, 2], 3, progress=False), target, [1, 2], Sampling(1.0), n=20_000,
-                           horizon=3, seed=0, draft=draft)
+        return generate_speculative(
+            target, draft, prompts, max_new_tokens=3, config=config, randomness=randomness, step=step
+        ).tokens
+
+    report = audit_sampler(
+        sampler(generate, [1, 2], 3, progress=False),
+        target,
+        [1, 2],
+        Sampling(1.0),
+        n=20_000,
+        horizon=3,
+        seed=0,
+        draft=draft,
+    )
     assert report.passed == passes and (passes or report.p_value < 1e-6), report.p_value

@@ -9,8 +9,15 @@ import torch
 from decoders.models.corpus import VOCAB_SIZE, decode, encode
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import GREEDY
-from decoders.training import (HeadsConfig, TrainConfig, _windows, load_checkpoint, target_samples,
-                            train_language_model, train_proposal_heads)
+from decoders.training import (
+    HeadsConfig,
+    TrainConfig,
+    _windows,
+    load_checkpoint,
+    target_samples,
+    train_language_model,
+    train_proposal_heads,
+)
 
 TEXT = "def add(x, y):\n    return x + y\n\n" * 200
 
@@ -23,8 +30,9 @@ def small_corpus():
 
 def config(steps):
     model = TinyGPTConfig(VOCAB_SIZE, d_model=16, n_layer=1, n_head=2, max_context=32)
-    return TrainConfig(model, steps=steps, batch_size=8, context=16, learning_rate=1e-2, warmup_steps=5, eval_every=10,
-                       eval_batches=2)
+    return TrainConfig(
+        model, steps=steps, batch_size=8, context=16, learning_rate=1e-2, warmup_steps=5, eval_every=10, eval_batches=2
+    )
 
 
 def test_training_loss_falls_against_uniform_baseline():
@@ -59,7 +67,7 @@ def test_damaged_checkpoints_raise_value_errors(tmp_path):
     path = tmp_path / "model.pt"
     train_language_model(config(30), *small_corpus(), checkpoint=path, progress=False, until=2)
     intact = path.read_bytes()
-    path.write_bytes(intact[:len(intact) // 2])
+    path.write_bytes(intact[: len(intact) // 2])
     with pytest.raises(ValueError, match="checkpoint .* cannot be read"):
         train_language_model(config(30), *small_corpus(), checkpoint=path, progress=False)
     with pytest.raises(ValueError, match="checkpoint .* cannot be read"):
@@ -99,8 +107,20 @@ def test_proposal_heads_learn_the_tokens_ahead():
     train, held_out = small_corpus()
     base, _ = train_language_model(config(150), train, held_out, progress=False)
     before = [p.clone() for p in base.parameters()]
-    heads_config = HeadsConfig(3, 32, TrainConfig(base.config, steps=120, batch_size=8, context=16, learning_rate=1e-2,
-                                                  warmup_steps=5, eval_every=40, eval_batches=2))
+    heads_config = HeadsConfig(
+        3,
+        32,
+        TrainConfig(
+            base.config,
+            steps=120,
+            batch_size=8,
+            context=16,
+            learning_rate=1e-2,
+            warmup_steps=5,
+            eval_every=40,
+            eval_batches=2,
+        ),
+    )
     model, result = train_proposal_heads(heads_config, base, train, held_out, progress=False)
     losses = [loss for _, loss in result.held_out_losses]
     assert losses[-1] < losses[0] and losses[-1] < 0.1 * np.log(VOCAB_SIZE)  # untrained heads: about log V

@@ -59,15 +59,24 @@ def test_tree_logits_against_fresh_path_forwards(name, model, levels):
         parents = torch.tensor(PARENTS).expand(2, -1)
         if levels:  # one call per depth, as a drafter grows the tree
             depth = [len(path) - 1 for path in paths(PARENTS)]
-            logits = torch.cat([model.forward_tree(nodes[:, [i for i in range(len(PARENTS)) if depth[i] == d]], state,
-                                                   parents[:, [i for i in range(len(PARENTS)) if depth[i] == d]])
-                                for d in range(max(depth) + 1)], dim=1)
+            logits = torch.cat(
+                [
+                    model.forward_tree(
+                        nodes[:, [i for i in range(len(PARENTS)) if depth[i] == d]],
+                        state,
+                        parents[:, [i for i in range(len(PARENTS)) if depth[i] == d]],
+                    )
+                    for d in range(max(depth) + 1)
+                ],
+                dim=1,
+            )
         else:
             logits = model.forward_tree(nodes, state, parents)
         for b, prefix in enumerate(prefixes):
             for node, path in enumerate(paths(PARENTS)):
-                torch.testing.assert_close(logits[b, node], fresh(model, prefix + nodes[b, path].tolist()),
-                                           atol=1e-5, rtol=1e-5)
+                torch.testing.assert_close(
+                    logits[b, node], fresh(model, prefix + nodes[b, path].tolist()), atol=1e-5, rtol=1e-5
+                )
 
 
 @pytest.mark.parametrize("name, model", list(models()), ids=lambda x: x if isinstance(x, str) else "")
@@ -86,7 +95,7 @@ def test_commit_path_against_chain_forward(name, model):
         step = torch.tensor([[7], [8]])
         logits = model.forward(step, state)[:, 0]
     for b in range(2):
-        history = prefixes[b] + nodes[b, kept[b, :counts[b]]].tolist() + [step[b, 0].item()]
+        history = prefixes[b] + nodes[b, kept[b, : counts[b]]].tolist() + [step[b, 0].item()]
         torch.testing.assert_close(logits[b], fresh(model, history), atol=1e-5, rtol=1e-5)
 
 

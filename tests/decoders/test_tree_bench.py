@@ -20,8 +20,9 @@ def test_rank_frequencies_against_direct_count():
         for row in windows.tolist():
             for end in range(4, 10):  # contexts of 4 .. 9 tokens predict positions 4 .. 9
                 greedy = int(target.forward(torch.tensor([row[:end]]), target.new_state(1, 16))[0, -1].argmax())
-                order = torch.sort(draft.forward(torch.tensor([row[:end]]), draft.new_state(1))[0, -1], descending=True,
-                                   stable=True).indices.tolist()
+                order = torch.sort(
+                    draft.forward(torch.tensor([row[:end]]), draft.new_state(1))[0, -1], descending=True, stable=True
+                ).indices.tolist()
                 if order.index(greedy) < 4:
                     expected[order.index(greedy)] += 1
                 positions += 1
@@ -43,14 +44,19 @@ def test_tree_bench_target_as_draft_against_rank_model():
 def test_tree_bench_document_and_lines():
     document = small_tree_document()
     json.dumps(document, allow_nan=False)
-    assert [(row["kind"], row["budget"]) for row in document["rows"]] == [("chain", 4), ("tree", 4), ("chain", 8),
-                                                                           ("tree", 8)]
+    assert [(row["kind"], row["budget"]) for row in document["rows"]] == [
+        ("chain", 4),
+        ("tree", 4),
+        ("chain", 8),
+        ("tree", 8),
+    ]
     for row in document["rows"]:  # at T = 0 the replay along the greedy text is exact
         assert row["tree"]["nodes"] <= row["budget"] and 0 < row["tokens_over_predicted"] < 3
         assert row["iterations"] == row["replayed_iterations"], row
         assert row["speedup_spread"][0] <= row["speedup"] <= row["speedup_spread"][2]
-    assert [call["width"] for call in document["tree_calls"]] == [row["tree"]["nodes"] for row in document["rows"]
-                                                                  if row["kind"] == "tree"]
+    assert [call["width"] for call in document["tree_calls"]] == [
+        row["tree"]["nodes"] for row in document["rows"] if row["kind"] == "tree"
+    ]
     lines = tree_lines(document)
     assert lines[-1].startswith("recommended: ") and len(lines) == 3 + 4 + 2 + 1
 
@@ -85,7 +91,9 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     assert dynamic["calibrated_tokens_per_call"] == forecast["rows"][0]["calibrated_tokens_per_call"]
     assert 0.85 < dynamic["tokens_forecast_over_measured"] <= 1.0 and dynamic["forecast_over_measured"] > 0
     assert document["rows"][0]["forecast_speedup"] is None  # the chain's row
-    assert tree_lines(document)[6].startswith(f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call")
+    assert tree_lines(document)[6].startswith(
+        f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call"
+    )
     assert tree_lines(document)[5].split()[:7] == ["4", "dynamic", "3", "4.000", str(dynamic["iterations"]), "(-)", "-"]
     with pytest.raises(ValueError, match="dynamic must be K:D .* budget must be an integer in \\[2, 3\\], got 4"):
         check_dynamic("1:2", (4,))

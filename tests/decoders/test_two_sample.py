@@ -21,8 +21,7 @@ from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
 from spectheory.recommendation import from_sweep
-from decoders.engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, \
-    run_engine_audit
+from decoders.engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, run_engine_audit
 from decoders.engines.audit_model import numeric_tv
 from decoders.engines.base import END, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import proposal_counters
@@ -56,13 +55,15 @@ def _splits(samples: dict, kind: str, splits: int) -> list:
     rows, rng = samples[kind], np.random.default_rng(53)
     half = len(rows) // 2
     orders = [rng.permutation(len(rows)) for _ in range(splits)]
-    return [([rows[i] for i in order[:half]], [rows[i] for i in order[half:2 * half]]) for order in orders]
+    return [([rows[i] for i in order[:half]], [rows[i] for i in order[half : 2 * half]]) for order in orders]
 
 
 def _split_reports(samples: dict, kind: str, splits: int = SPLITS) -> list:
     """``compare_runs`` of each split (the end of the samples-file and URL paths)."""
-    return [compare_runs(*(EngineRun(tuple(map(tuple, side)), 0.0) for side in sides), LEVEL)
-            for sides in _splits(samples, kind, splits)]
+    return [
+        compare_runs(*(EngineRun(tuple(map(tuple, side)), 0.0) for side in sides), LEVEL)
+        for sides in _splits(samples, kind, splits)
+    ]
 
 
 def test_samples_files_path_against_compare_runs(tmp_path):
@@ -77,10 +78,15 @@ def test_samples_files_path_against_compare_runs(tmp_path):
         assert (document["p_value"], document["passed"]) == (report.p_value, report.passed)
 
 
-@pytest.mark.parametrize("samples, kind, control_fails", [  # one real sample by default (docs/project.md)
-    (REAL, "rows", 10), pytest.param(REAL, "pieces", 10, marks=pytest.mark.slow),
-    pytest.param(DEFAULT_PROMPT, "rows", 5, marks=pytest.mark.slow)],
-    ids=["open prompt, ids", "open prompt, text pieces", "default prompt, ids"])
+@pytest.mark.parametrize(
+    "samples, kind, control_fails",
+    [  # one real sample by default (docs/project.md)
+        (REAL, "rows", 10),
+        pytest.param(REAL, "pieces", 10, marks=pytest.mark.slow),
+        pytest.param(DEFAULT_PROMPT, "rows", 5, marks=pytest.mark.slow),
+    ],
+    ids=["open prompt, ids", "open prompt, text pieces", "default prompt, ids"],
+)
 def test_size_on_real_llama_cpp_samples_against_binomial_interval(samples, kind, control_fails, monkeypatch):
     """100 splits of llama.cpp's own samples into two halves (3,000 or 2,500), as ids and as text pieces (what a
     server returns): FAILs within [0, 4] (measured: 0, 0 and 1 of 100). Control: the old tie-breaking fails 10 of
@@ -100,9 +106,15 @@ def test_size_on_zipf_vocabulary_against_binomial_interval(monkeypatch):
     engine = ZipfEngine()
 
     def fails(seeds):
-        return sum(not compare_runs(engine.generate("p", 2000, 4, T1, seed=s),
-                                    engine.generate("p", 2000, 4, T1, seed=s + SECOND_SIDE_SEED), LEVEL).passed
-                   for s in seeds)
+        return sum(
+            not compare_runs(
+                engine.generate("p", 2000, 4, T1, seed=s),
+                engine.generate("p", 2000, 4, T1, seed=s + SECOND_SIDE_SEED),
+                LEVEL,
+            ).passed
+            for s in seeds
+        )
+
     assert CHANCE_FAILS[0] <= fails(range(SPLITS)) <= CHANCE_FAILS[1]
     monkeypatch.setattr(two_sample, "_ks_by_pooled_frequency", _ks_ties_by_first_appearance)
     assert fails(range(10)) == 10
@@ -116,9 +128,14 @@ class _RowsServer(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        row = self.rows[body.get("seed", 0) % len(self.rows)][:body["max_tokens"]]
-        answer = json.dumps({"choices": [{"text": "".join(t for t in row if t != END),
-                                          "logprobs": {"tokens": [t for t in row if t != END]}}]}).encode()
+        row = self.rows[body.get("seed", 0) % len(self.rows)][: body["max_tokens"]]
+        answer = json.dumps(
+            {
+                "choices": [
+                    {"text": "".join(t for t in row if t != END), "logprobs": {"tokens": [t for t in row if t != END]}}
+                ]
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -144,8 +161,9 @@ def test_url_path_against_samples_file_path(tmp_path):
         urls = [f"http://127.0.0.1:{server.server_address[1]}" for server in servers]
         served = OpenAIEngine(urls[0]).generate("p", 500, 4, T1, seed=0).rows
         assert [list(row) for row in served] == halves[0]
-        by_url, _, _ = run_engine_audit(EngineAuditRequest(urls[0], against=urls[1], n=500, level=LEVEL,
-                                                           seed=0, concurrency=8))
+        by_url, _, _ = run_engine_audit(
+            EngineAuditRequest(urls[0], against=urls[1], n=500, level=LEVEL, seed=0, concurrency=8)
+        )
     finally:
         for server in servers:
             server.shutdown()
@@ -157,17 +175,20 @@ def test_ignored_repetition_penalty_on_real_samples_fails():
     """Real, not planted: llama.cpp's plain samples at T = 1 against its plain samples under a repetition penalty
     of 1.3, disjoint seeds (what an engine that ignored the penalty would show against one that applies it):
     FAIL at 5,000 a side."""
-    report = compare_runs(*(EngineRun(tuple(map(tuple, DEFAULT_PROMPT[key])), 0.0) for key in
-                            ("rows", "penalised_rows")), LEVEL)
+    report = compare_runs(
+        *(EngineRun(tuple(map(tuple, DEFAULT_PROMPT[key])), 0.0) for key in ("rows", "penalised_rows")), LEVEL
+    )
     assert not report.passed, report.p_value
 
 
 def _n_stated_for(tv: float, horizon: int = 4) -> int:
     """The smallest n a side (in hundreds) at which the CLI states a detectable TV of at most ``tv``."""
-    return next(n for n in range(100, 10 ** 6, 100) if detectable_tv_two_sample(n, n, 2 * horizon, LEVEL) <= tv)
+    return next(n for n in range(100, 10**6, 100) if detectable_tv_two_sample(n, n, 2 * horizon, LEVEL) <= tv)
 
 
-@pytest.mark.parametrize("planted", ["temperature 0.9 for 1", "repetition penalty 1.1 ignored", "top-p 0.95 on one side"])
+@pytest.mark.parametrize(
+    "planted", ["temperature 0.9 for 1", "repetition penalty 1.1 ignored", "top-p 0.95 on one side"]
+)
 def test_planted_deviations_caught_at_the_stated_sizes(planted):
     """Each planted deviation on the Zipf stand-in, at the smallest n at which the CLI states a detectable TV
     no larger than the deviation's largest per-position TV (exact, from the stand-in's laws), fails in at least
@@ -175,14 +196,21 @@ def test_planted_deviations_caught_at_the_stated_sizes(planted):
     must hold with margin)."""
     asked, right, wrong = {
         "temperature 0.9 for 1": (T1, ZipfEngine(), ZipfEngine(applied_temperature=0.9)),
-        "repetition penalty 1.1 ignored": (EngineSampling(1.0, repeat_penalty=1.1), ZipfEngine(),
-                                           ZipfEngine(applied_repeat_penalty=1.0)),
-        "top-p 0.95 on one side": (T1, ZipfEngine(), ZipfEngine(applied_top_p=0.95))}[planted]
+        "repetition penalty 1.1 ignored": (
+            EngineSampling(1.0, repeat_penalty=1.1),
+            ZipfEngine(),
+            ZipfEngine(applied_repeat_penalty=1.0),
+        ),
+        "top-p 0.95 on one side": (T1, ZipfEngine(), ZipfEngine(applied_top_p=0.95)),
+    }[planted]
     tv = 0.5 * np.abs(right.marginals(asked, 4) - wrong.marginals(asked, 4)).sum(axis=1).max()
     n = _n_stated_for(tv)
-    caught = sum(not compare_runs(right.generate("p", n, 4, asked, seed=s),
-                                  wrong.generate("p", n, 4, asked, seed=s + SECOND_SIDE_SEED), LEVEL).passed
-                 for s in range(20))
+    caught = sum(
+        not compare_runs(
+            right.generate("p", n, 4, asked, seed=s), wrong.generate("p", n, 4, asked, seed=s + SECOND_SIDE_SEED), LEVEL
+        ).passed
+        for s in range(20)
+    )
     assert caught >= 18, (planted, tv, n, caught)
 
 
@@ -210,13 +238,23 @@ def test_markov_stand_in_false_positives_and_planted_temperature():
     planted deviations at the stated sizes run by default). The 30-token Markov stand-in against itself over 100 seeds: FAILs within [0, 4]; its planted bug (one side
     at T = 0.9 when asked for T = 1) fails at every one of ten seeds at n = 5,000 a side."""
     engine, buggy = MarkovEngine(), MarkovEngine(applied_temperature=0.9)
-    failures = sum(not compare_runs(engine.generate("p", 2000, 4, T1, seed=s),
-                                    engine.generate("p", 2000, 4, T1, seed=s + SECOND_SIDE_SEED), LEVEL).passed
-                   for s in range(SPLITS))
+    failures = sum(
+        not compare_runs(
+            engine.generate("p", 2000, 4, T1, seed=s),
+            engine.generate("p", 2000, 4, T1, seed=s + SECOND_SIDE_SEED),
+            LEVEL,
+        ).passed
+        for s in range(SPLITS)
+    )
     assert CHANCE_FAILS[0] <= failures <= CHANCE_FAILS[1], failures
-    assert all(not compare_runs(engine.generate("p", 5000, 4, T1, seed=s),
-                                buggy.generate("p", 5000, 4, T1, seed=s + SECOND_SIDE_SEED), LEVEL).passed
-               for s in range(10))
+    assert all(
+        not compare_runs(
+            engine.generate("p", 5000, 4, T1, seed=s),
+            buggy.generate("p", 5000, 4, T1, seed=s + SECOND_SIDE_SEED),
+            LEVEL,
+        ).passed
+        for s in range(10)
+    )
 
 
 def test_two_sample_errors():
@@ -243,9 +281,16 @@ def test_proposal_counters_against_hand_counts():
     [1] is cut by the horizon and not counted."""
     sequence = [1, 2, 3, 4, 5, 6, 7, 8]
     counters = proposal_counters([(4, [5, 9]), (5, []), (6, [7, 8]), (8, [1])], sequence, 3)
-    assert counters == {"num_drafts": 2, "num_draft_tokens": 4, "num_accepted_tokens": 3, "rounds_without_draft": 1,
-                        "rounds": 3, "reached_per_position": [2, 2, 0], "accepted_per_position": [2, 1, 0],
-                        "proposal_length_counts": [1, 0, 2, 0]}
+    assert counters == {
+        "num_drafts": 2,
+        "num_draft_tokens": 4,
+        "num_accepted_tokens": 3,
+        "rounds_without_draft": 1,
+        "rounds": 3,
+        "reached_per_position": [2, 2, 0],
+        "accepted_per_position": [2, 1, 0],
+        "proposal_length_counts": [1, 0, 2, 0],
+    }
 
 
 def test_numeric_tv_against_hand_computation():
@@ -273,7 +318,7 @@ def test_engine_logits_by_logits_after_against_all_logits():
     class Stepwise:
         def logits_after(self, chunks, row=-1):
             joined = [token for chunk in chunks for token in chunk]
-            return law(joined[:len(joined) + row + 1])
+            return law(joined[: len(joined) + row + 1])
 
     sequence = [3, 1, 4, 1, 5, 9]
     whole, stepwise = _engine_logits(Whole(), sequence, 2), _engine_logits(Stepwise(), sequence, 2)
@@ -285,8 +330,14 @@ def test_server_bench_against_stand_in_costs():
     """Two stand-in servers whose tokens cost 2 ms and 1 ms: the speculating one measures 2x, repeat by repeat."""
     from decoders.engines.bench import server_bench
 
-    document = server_bench(MarkovEngine(seconds_per_token=0.001), MarkovEngine(seconds_per_token=0.002),
-                            ["a", "bb"], max_new_tokens=8, repeats=3, warmup=1)
+    document = server_bench(
+        MarkovEngine(seconds_per_token=0.001),
+        MarkovEngine(seconds_per_token=0.002),
+        ["a", "bb"],
+        max_new_tokens=8,
+        repeats=3,
+        warmup=1,
+    )
     assert document["speedup"] == pytest.approx(2.0) and document["speedup_spread"] == pytest.approx([2.0] * 3)
     assert document["greedy_equal"] and document["repeats"] == 3 and len(document["seconds_per_token"]["plain"]) == 3
 
@@ -302,8 +353,15 @@ def test_engine_bench_prediction_against_hand_computation():
     from decoders.engines.bench import _row, _verify_seconds
 
     plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
-    runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
-             "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
+    runs = [
+        {
+            "decode": 0.010 * 15,
+            "decodes": [0.010 * 15],
+            "tokens": 16,
+            "rows": [[0] * 16],
+            "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10},
+        }
+    ]
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     row = _row(2, plain, runs, costs)
     assert row["predicted_speedup"] == pytest.approx(0.9375) and row["speedup"] == pytest.approx(0.8)
@@ -326,8 +384,15 @@ def test_engine_bench_forecast_against_hand_computation():
     from decoders.engines.bench import _row
 
     plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]
-    runs = [{"decode": 0.010 * 15, "decodes": [0.010 * 15], "tokens": 16, "rows": [[0] * 16],
-             "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}}]
+    runs = [
+        {
+            "decode": 0.010 * 15,
+            "decodes": [0.010 * 15],
+            "tokens": 16,
+            "rows": [[0] * 16],
+            "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10},
+        }
+    ]
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     forecast = {"costs": costs, "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 10, "rounds": 10}}
     row = _row(2, plain, runs, costs, forecast)
@@ -356,13 +421,20 @@ class _CountingEngine:
 
     def call_costs(self, ids, max_tokens):
         self.costed.append(list(ids))
-        return {"t_verify": [0.010 + 0.001 * k for k in range(max_tokens)], "t_sample": 0.0, "t_round": 0.0,
-                "t_draft": 0.001}
+        return {
+            "t_verify": [0.010 + 0.001 * k for k in range(max_tokens)],
+            "t_sample": 0.0,
+            "t_round": 0.0,
+            "t_draft": 0.001,
+        }
 
     def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0):
         rounds = -(-horizon // (1 + speculate // 2))
-        counters = {"num_draft_tokens": speculate * rounds, "num_accepted_tokens": horizon - rounds,
-                    "rounds": rounds} if speculate else {}
+        counters = (
+            {"num_draft_tokens": speculate * rounds, "num_accepted_tokens": horizon - rounds, "rounds": rounds}
+            if speculate
+            else {}
+        )
         return [1] * horizon, counters, 0.001, 0.001 * (rounds if speculate else horizon)
 
 
@@ -373,8 +445,15 @@ def test_engine_bench_forecast_against_other_prompts():
     from decoders.engines.bench import engine_bench, engine_bench_lines, predicted_round
 
     engine = _CountingEngine()
-    document = engine_bench(engine, [[1, 2, 3], [4, 5, 6]], gammas=[2, 4], max_new_tokens=12, repeats=2, warmup=0,
-                            forecast_prompts=[[7, 8, 9]])
+    document = engine_bench(
+        engine,
+        [[1, 2, 3], [4, 5, 6]],
+        gammas=[2, 4],
+        max_new_tokens=12,
+        repeats=2,
+        warmup=0,
+        forecast_prompts=[[7, 8, 9]],
+    )
     assert engine.costed[0] == [7, 8, 9] and all(ids == [1, 2, 3] for ids in engine.costed[1:])
     forecast = document["forecast"]
     for row in document["rows"]:
@@ -404,7 +483,9 @@ def test_speedup_interval_against_its_coverage():
     for _ in range(200):
         noise = 1 + 0.1 * generator.standard_normal((3, 5, 4))
         plain, speculative, slower = 2.0 * tokens * noise[0], 1.0 * tokens * noise[1], 1.4 * tokens * noise[2]
-        low, high = speedup_interval(plain, speculative, tokens, tokens, draws=400, seed=int(generator.integers(1 << 30)))
+        low, high = speedup_interval(
+            plain, speculative, tokens, tokens, draws=400, seed=int(generator.integers(1 << 30))
+        )
         held += low <= 2.0 <= high
         widths.append((high - low) / 2 / 2.0)
         low, high = speedup_interval(plain, slower, tokens, tokens, draws=400)
@@ -417,8 +498,11 @@ def test_median_costs_against_hand_computation():
     """Three repeats' costs: each scalar's median, each list's median element by element."""
     from decoders.engines.bench import median_costs, plain_step
 
-    measured = [{"t_verify": [0.010, 0.020], "t_sample": 0.001}, {"t_verify": [0.030, 0.010], "t_sample": 0.003},
-                {"t_verify": [0.020, 0.030], "t_sample": 0.002}]
+    measured = [
+        {"t_verify": [0.010, 0.020], "t_sample": 0.001},
+        {"t_verify": [0.030, 0.010], "t_sample": 0.003},
+        {"t_verify": [0.020, 0.030], "t_sample": 0.002},
+    ]
     costs = median_costs(measured)
     assert costs["t_verify"] == pytest.approx([0.020, 0.020]) and costs["t_sample"] == pytest.approx(0.002)
     assert plain_step(costs) == pytest.approx(0.022)
@@ -430,10 +514,22 @@ def test_rows_of_both_logprob_formats_against_their_tokens():
     response without either is refused in one line."""
     from decoders.engines.openai import row_of
 
-    content = {"choices": [{"text": "-by-", "index": 0, "finish_reason": "length", "logprobs": {"content": [
-        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.78, "top_logprobs": []},
-        {"id": 1717, "token": "by", "bytes": [98, 121], "logprob": -2.13, "top_logprobs": []},
-        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.02, "top_logprobs": []}]}}]}
+    content = {
+        "choices": [
+            {
+                "text": "-by-",
+                "index": 0,
+                "finish_reason": "length",
+                "logprobs": {
+                    "content": [
+                        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.78, "top_logprobs": []},
+                        {"id": 1717, "token": "by", "bytes": [98, 121], "logprob": -2.13, "top_logprobs": []},
+                        {"id": 29, "token": "-", "bytes": [45], "logprob": -0.02, "top_logprobs": []},
+                    ]
+                },
+            }
+        ]
+    }
     assert row_of(content, 4) == (29, 1717, 29, END)
     assert row_of({"choices": [{"logprobs": {"tokens": ["token_id:5", "token_id:7"]}}]}, 2) == (5, 7)
     assert row_of({"choices": [{"logprobs": {"tokens": ["a", "b"]}}]}, 3) == ("a", "b", END)

@@ -58,8 +58,9 @@ PROMPTS = [[1, 2, 3], [0], [3, 3]]
 def test_user_model_greedy_speculative_against_autoregressive():
     target, draft = UserBigram(0), UserBigram(1)
     reference = generate_autoregressive(target, PROMPTS, max_new_tokens=12, sampling=GREEDY, randomness=seeded(0))
-    speculative = generate_speculative(target, draft, PROMPTS, max_new_tokens=12, config=SpeculativeConfig(3, GREEDY),
-                                       randomness=seeded(0))
+    speculative = generate_speculative(
+        target, draft, PROMPTS, max_new_tokens=12, config=SpeculativeConfig(3, GREEDY), randomness=seeded(0)
+    )
     assert speculative.tokens == reference.tokens
 
 
@@ -67,14 +68,16 @@ def test_user_model_exact_law_against_target():
     target, draft = UserBigram(0), UserBigram(1)
     config = SpeculativeConfig(2, Sampling(1.0))
     law, branches = speculative_law(target, draft, [1, 2], config, 3, progress=False)
-    report = compare_laws(law, autoregressive_law(target, [1, 2], config.sampling, 3), method="dp", horizon=3,
-                          branches=branches)
-    assert report.max_abs_difference < 1e-12 and report.sequences == VOCAB ** 3
+    report = compare_laws(
+        law, autoregressive_law(target, [1, 2], config.sampling, 3), method="dp", horizon=3, branches=branches
+    )
+    assert report.max_abs_difference < 1e-12 and report.sequences == VOCAB**3
 
 
 def test_conditionals_without_repeat_against_repeat():
     """The statistical audit's conditionals: scoring the prompt again per row (no ``repeat``) gives what repeating
     its one-row state gives (the model with ``repeat`` added)."""
+
     class WithRepeat(UserBigram):
         def new_state(self, batch_size, capacity=None):
             state = super().new_state(batch_size, capacity)
@@ -92,21 +95,32 @@ def test_user_model_statistical_audit_against_target():
     with probability 0.01; its negative controls are in test_audit.py)."""
     target, draft = UserBigram(0), UserBigram(1)
     config = SpeculativeConfig(2, Sampling(1.0))
-    sample = setups.sampler(setups.speculative_run(target, draft, [1, 2], config, 3), [1, 2], 3, batch=500,
-                            progress=False)
+    sample = setups.sampler(
+        setups.speculative_run(target, draft, [1, 2], config, 3), [1, 2], 3, batch=500, progress=False
+    )
     report = statistical.audit_sampler(sample, target, [1, 2], config.sampling, n=2000, horizon=3, seed=0, draft=draft)
     assert report.passed, report.p_value
 
 
 def test_tree_decoder_names_what_a_user_model_lacks():
-    with pytest.raises(ValueError, match=r"the target UserBigram lacks forward_tree, commit_path: a decoder needs "
-                                         r"tree attention"):
-        generate_tree(UserBigram(0), UserBigram(1), PROMPTS, max_new_tokens=4, config=TreeConfig(Tree.chain(2), GREEDY),
-                      randomness=seeded(0))
+    with pytest.raises(
+        ValueError,
+        match=r"the target UserBigram lacks forward_tree, commit_path: a decoder needs "
+        r"tree attention",
+    ):
+        generate_tree(
+            UserBigram(0),
+            UserBigram(1),
+            PROMPTS,
+            max_new_tokens=4,
+            config=TreeConfig(Tree.chain(2), GREEDY),
+            randomness=seeded(0),
+        )
 
 
 def test_missing_required_method_is_one_line():
     model = type("NoTruncate", (), {k: v for k, v in vars(UserBigram).items() if k != "truncate"})(0)
     with pytest.raises(ValueError, match=r"^the draft NoTruncate lacks truncate: a decoder needs the model protocol"):
-        generate_speculative(UserBigram(0), model, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, GREEDY),
-                             randomness=seeded(0))
+        generate_speculative(
+            UserBigram(0), model, PROMPTS, max_new_tokens=4, config=SpeculativeConfig(2, GREEDY), randomness=seeded(0)
+        )

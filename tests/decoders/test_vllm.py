@@ -35,8 +35,13 @@ def test_rejection_sampler_against_exact_law_patched():
     results/vllm/rejection_sampler_patched.json."""
     from decoders.engines.vllm_sampler import audit_rejection_sampler
 
-    found = audit_rejection_sampler(PYTHON, draws=20000, repeats=1000, patch=("expand",),
-                                    names=["mixed_greedy_sampled_lengths", "control_probs_withheld"])
+    found = audit_rejection_sampler(
+        PYTHON,
+        draws=20000,
+        repeats=1000,
+        patch=("expand",),
+        names=["mixed_greedy_sampled_lengths", "control_probs_withheld"],
+    )
     verdicts = {case["case"]: case for case in found["cases"]}
     assert verdicts["mixed_greedy_sampled_lengths"]["passed"]
     assert not verdicts["control_probs_withheld"]["passed"]
@@ -77,12 +82,15 @@ def test_greedy_ngram_speculation_against_autoregressive(engine):
     model = AutoModelForCausalLM.from_pretrained(engine.model_directory, dtype=torch.float32)
     prompt = torch.tensor([engine.tokenize(ENGINE_PROMPT)])
     with torch.no_grad():
-        greedy = model.generate(prompt, max_new_tokens=32, do_sample=False)[0, prompt.shape[1]:].tolist()
+        greedy = model.generate(prompt, max_new_tokens=32, do_sample=False)[0, prompt.shape[1] :].tolist()
     assert [token for token in drafted.rows[0] if token != END] == greedy  # both stop at the end of sequence
     assert 0 < drafted.counters["num_accepted_tokens"] <= drafted.counters["num_draft_tokens"]
     assert sum(drafted.counters["accepted_per_position"]) == drafted.counters["num_accepted_tokens"]
     live = read_counts_file(engine.server(3).url)
-    assert live.drafts == drafted.counters["num_drafts"] and live.accepted_tokens == drafted.counters["num_accepted_tokens"]
+    assert (
+        live.drafts == drafted.counters["num_drafts"]
+        and live.accepted_tokens == drafted.counters["num_accepted_tokens"]
+    )
 
 
 def test_close_against_leftover_processes(engine):

@@ -82,7 +82,9 @@ def _spoiled(entries: dict, how: str) -> dict:
     elif how == "weights not a dict":
         entries["weights"] = 3
     elif how == "NaN weights":
-        entries["weights"]["blocks.0.qkv.weight"] = torch.full_like(entries["weights"]["blocks.0.qkv.weight"], torch.nan)
+        entries["weights"]["blocks.0.qkv.weight"] = torch.full_like(
+            entries["weights"]["blocks.0.qkv.weight"], torch.nan
+        )
     elif how == "NaN table":
         entries["table"] = torch.full_like(entries["table"], torch.nan)
     elif how == "order not an int":
@@ -94,20 +96,27 @@ def _spoiled(entries: dict, how: str) -> dict:
     return entries
 
 
-@pytest.mark.parametrize("source, how, fragment", [
-    ("transformer", "extra config key", "config has unknown keys ['extra']"),
-    ("transformer", "config not a dict", "config must be a dictionary of ('vocab_size'"),
-    ("transformer", "no vocab_size", "config lacks vocab_size"),
-    ("transformer", "bad config value", "d_model must be divisible by n_head, got 128 and 3"),
-    ("transformer", "wrong shape", "size mismatch for embed.weight"),
-    ("transformer", "missing weight", 'Missing key(s) in state_dict: "norm.bias"'),
-    ("transformer", "weights not a dict", "weights must be a dictionary of tensors"),
-    ("transformer", "NaN weights", "weights must be finite, 1 tensors hold NaN or infinity (first 'blocks.0.qkv.weight')"),
-    ("bigram", "NaN table", "table must not contain NaN logits"),
-    ("bigram", "order not an int", "order must be an integer in [0, 3], got '1'"),
-    ("bigram", "table of another shape", "table must have shape (V^order, V) = (98, 98), got (3, 98)"),
-    ("bigram", "neither model", "a model file holds a TinyGPT (config, weights) or an n-gram table"),
-])
+@pytest.mark.parametrize(
+    "source, how, fragment",
+    [
+        ("transformer", "extra config key", "config has unknown keys ['extra']"),
+        ("transformer", "config not a dict", "config must be a dictionary of ('vocab_size'"),
+        ("transformer", "no vocab_size", "config lacks vocab_size"),
+        ("transformer", "bad config value", "d_model must be divisible by n_head, got 128 and 3"),
+        ("transformer", "wrong shape", "size mismatch for embed.weight"),
+        ("transformer", "missing weight", 'Missing key(s) in state_dict: "norm.bias"'),
+        ("transformer", "weights not a dict", "weights must be a dictionary of tensors"),
+        (
+            "transformer",
+            "NaN weights",
+            "weights must be finite, 1 tensors hold NaN or infinity (first 'blocks.0.qkv.weight')",
+        ),
+        ("bigram", "NaN table", "table must not contain NaN logits"),
+        ("bigram", "order not an int", "order must be an integer in [0, 3], got '1'"),
+        ("bigram", "table of another shape", "table must have shape (V^order, V) = (98, 98), got (3, 98)"),
+        ("bigram", "neither model", "a model file holds a TinyGPT (config, weights) or an n-gram table"),
+    ],
+)
 def test_malformed_model_files_raise_value_errors(tmp_path, source, how, fragment):
     """Each way a model file can be malformed is one ValueError naming the file (they used to be TypeErrors,
     RuntimeErrors, or for NaN weights a model that ran and accepted nothing)."""
@@ -122,8 +131,11 @@ def test_malformed_model_files_raise_value_errors(tmp_path, source, how, fragmen
 def test_unreadable_model_files_raise_value_errors(tmp_path):
     (tmp_path / "truncated.pt").write_bytes((zoo.ZOO / "transformer.pt").read_bytes()[:5000])
     torch.save([1, 2], tmp_path / "list.pt")
-    for name, fragment in (("truncated.pt", "cannot be read"), ("list.pt", "holds a list, not a dictionary"),
-                           ("absent.pt", "does not exist")):
+    for name, fragment in (
+        ("truncated.pt", "cannot be read"),
+        ("list.pt", "holds a list, not a dictionary"),
+        ("absent.pt", "does not exist"),
+    ):
         with pytest.raises(ValueError, match=fragment):
             zoo.load_file(tmp_path / name)
 
@@ -131,8 +143,14 @@ def test_unreadable_model_files_raise_value_errors(tmp_path):
 @pytest.mark.parametrize("draft_name", ("transformer", "distilled", "bigram"))
 def test_shipped_pair_greedy_speculative_against_autoregressive(target, prompts, draft_name):
     reference = generate_autoregressive(target, prompts, max_new_tokens=40, sampling=GREEDY, randomness=seeded(0))
-    generation = generate_speculative(target, zoo.load_draft(draft_name), prompts, max_new_tokens=40,
-                                      config=SpeculativeConfig(4, GREEDY), randomness=seeded(0))
+    generation = generate_speculative(
+        target,
+        zoo.load_draft(draft_name),
+        prompts,
+        max_new_tokens=40,
+        config=SpeculativeConfig(4, GREEDY),
+        randomness=seeded(0),
+    )
     assert generation.tokens == reference.tokens
 
 
@@ -161,13 +179,20 @@ def test_real_draft_against_its_tokenizer(tmp_path):
     assert zoo.tokenizer_fingerprint(ours) == zoo.tokenizer_fingerprint(tokenizer([f"w{i}" for i in range(300)]))
     assert zoo.tokenizer_fingerprint(ours) != zoo.tokenizer_fingerprint(other)
     model = TinyGPT(TinyGPTConfig(300, d_model=8, n_layer=1, n_head=2, max_context=32)).eval()
-    torch.save({"config": model.config.as_dict(), "weights": model.state_dict(),
-                "tokenizer_fingerprint": zoo.tokenizer_fingerprint(ours)}, tmp_path / f"{zoo.REAL_DRAFT_NAME}.pt")
+    torch.save(
+        {
+            "config": model.config.as_dict(),
+            "weights": model.state_dict(),
+            "tokenizer_fingerprint": zoo.tokenizer_fingerprint(ours),
+        },
+        tmp_path / f"{zoo.REAL_DRAFT_NAME}.pt",
+    )
     loaded = zoo.real_draft(ours, "cpu", torch.float32, zoo=tmp_path)
     assert loaded.vocab_size == 300
     for tokenizer in (other, None):
-        with pytest.raises(ValueError, match=f"draft '{zoo.REAL_DRAFT_NAME}' reads smollm2's tokens: use it with "
-                                             f"--target smollm2"):
+        with pytest.raises(
+            ValueError, match=f"draft '{zoo.REAL_DRAFT_NAME}' reads smollm2's tokens: use it with --target smollm2"
+        ):
             zoo.real_draft(tokenizer, "cpu", torch.float32, zoo=tmp_path)
     stream = np.arange(260, 300).repeat(3)
     samples = target_samples(model, stream, count=2, length=8, prompt_length=4, sampling=Sampling(1.0), seed=0)

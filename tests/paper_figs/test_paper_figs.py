@@ -9,16 +9,44 @@ import pytest
 
 from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
-from paper_figs import (dynamic_gamma_heatmap, fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations,
-                        fig5_timelines, iteration_time, measured_vs_predicted, simulation_vs_theory, spec_bench,
-                        speedup_vs_batch,
-                        speedup_vs_gamma, stern_fig4_blockwise, table1, table3_alpha, table5_lenience, table_real_model,
-                        tree_expected_tokens, verifier_acceptance)
+from paper_figs import (
+    dynamic_gamma_heatmap,
+    fig2_expected_tokens,
+    fig3_optimal_gamma,
+    fig4_speedup_operations,
+    fig5_timelines,
+    iteration_time,
+    measured_vs_predicted,
+    simulation_vs_theory,
+    spec_bench,
+    speedup_vs_batch,
+    speedup_vs_gamma,
+    stern_fig4_blockwise,
+    table1,
+    table3_alpha,
+    table5_lenience,
+    table_real_model,
+    tree_expected_tokens,
+    verifier_acceptance,
+)
 from spectheory.speedup import expected_tokens
 
-FIGURES = [fig2_expected_tokens, fig3_optimal_gamma, fig4_speedup_operations, fig5_timelines, simulation_vs_theory,
-           measured_vs_predicted, speedup_vs_gamma, iteration_time, speedup_vs_batch, stern_fig4_blockwise,
-           dynamic_gamma_heatmap, tree_expected_tokens, verifier_acceptance, spec_bench]
+FIGURES = [
+    fig2_expected_tokens,
+    fig3_optimal_gamma,
+    fig4_speedup_operations,
+    fig5_timelines,
+    simulation_vs_theory,
+    measured_vs_predicted,
+    speedup_vs_gamma,
+    iteration_time,
+    speedup_vs_batch,
+    stern_fig4_blockwise,
+    dynamic_gamma_heatmap,
+    tree_expected_tokens,
+    verifier_acceptance,
+    spec_bench,
+]
 TABLES = [table1, table3_alpha, table5_lenience, table_real_model]
 
 
@@ -58,7 +86,9 @@ def test_table1_against_paper_table(tmp_path):
     cells = {(row["alpha"], row["gamma"]): (row["operations"], row["speed"]) for row in table1.rows()}
     assert cells == LEVIATHAN_TABLE_1
     markdown, table = table1.make(tmp_path)
-    assert table.read_text().splitlines()[1:] == [f"{a},{g},{o:.2f},{s:.2f}" for (a, g), (o, s) in LEVIATHAN_TABLE_1.items()]
+    assert table.read_text().splitlines()[1:] == [
+        f"{a},{g},{o:.2f},{s:.2f}" for (a, g), (o, s) in LEVIATHAN_TABLE_1.items()
+    ]
     assert markdown.read_text().count("\n") == 2 + len(LEVIATHAN_TABLE_1)
 
 
@@ -68,8 +98,10 @@ def test_simulation_points_against_eq_1(tmp_path):
     runs = json.loads(simulation_vs_theory.compute(tmp_path).read_text())["runs"]
     assert len(runs) == len(simulation_vs_theory.GAMMAS) * len(simulation_vs_theory.ALPHAS) * 2
     assert max(abs(run["z_score"]) for run in runs) < 4.5
-    wrong = [(run["mean_tokens_per_iteration"] - expected_tokens(run["alpha"], run["gamma"] + 1)) / run["standard_error"]
-             for run in runs]
+    wrong = [
+        (run["mean_tokens_per_iteration"] - expected_tokens(run["alpha"], run["gamma"] + 1)) / run["standard_error"]
+        for run in runs
+    ]
     assert np.max(np.abs(wrong)) > 4.5
 
 
@@ -88,4 +120,3 @@ def test_real_model_table_cells_against_their_json(tmp_path, small_results):
     assert rows[1][-2:] == ["1.10x (1.00-1.20)", "1.50x (1.40-1.60)"]
     assert rows[3][0] == "random" and rows[3][-1] == "-" and rows[3][5] == "1"
     assert "layerskip:8 0.500 (T = 0)" in (tmp_path / "table_real_model.md").read_text()
-

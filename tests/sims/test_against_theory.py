@@ -91,16 +91,19 @@ def test_positional_against_product_formula(seed):
 @pytest.mark.parametrize("alpha, gamma, c", list(itertools.product((0.5, 0.8, 0.95), (1, 4, 10), COSTS)))
 def test_timeline_speedup_against_theorem_3_8(alpha, gamma, c):
     accepted = simulate_iid(np.random.default_rng(21), alpha, gamma, 200_000).accepted.reshape(2000, 100)
-    assert_within_band(walltime_speedup(accepted, gamma, c), walltime_improvement(alpha, gamma, c),
-                       alpha=alpha, gamma=gamma, c=c)
+    assert_within_band(
+        walltime_speedup(accepted, gamma, c), walltime_improvement(alpha, gamma, c), alpha=alpha, gamma=gamma, c=c
+    )
 
 
 @pytest.mark.parametrize("alpha, c", [(0.5, 0.0), (0.7, 0.1), (0.9, 0.3), (0.6, 0.05)])
 def test_timeline_at_gamma_1_against_corollary_3_9_bound(alpha, c):
     """At gamma = 1 the speedup is (1 + alpha)/(1 + c); the best gamma found by simulation is no worse."""
     rng = np.random.default_rng(31)
-    speedups = {gamma: walltime_speedup(simulate_iid(rng, alpha, gamma, 100_000).accepted.reshape(1000, 100),
-                                        gamma, c) for gamma in range(1, 9)}
+    speedups = {
+        gamma: walltime_speedup(simulate_iid(rng, alpha, gamma, 100_000).accepted.reshape(1000, 100), gamma, c)
+        for gamma in range(1, 9)
+    }
     assert_within_band(speedups[1], improvement_lower_bound(alpha, c), alpha=alpha, c=c)
     best = max(speedups.values(), key=lambda estimate: estimate.mean)
     assert best.mean + BAND * best.standard_error >= float(improvement_lower_bound(alpha, c))
@@ -135,8 +138,13 @@ def test_token_level_operations_against_theorem_3_11(alpha, gamma, c_hat):
     rng = np.random.default_rng(51)
     contexts = contexts_with_alpha(rng, 40, 16, alpha)
     run = simulate_speculative(rng, contexts, gamma, 100_000)
-    assert_within_band(run.operations_per_token(c_hat), operations_factor(contexts.alpha(), gamma, c_hat),
-                       alpha=contexts.alpha(), gamma=gamma, c_hat=c_hat)
+    assert_within_band(
+        run.operations_per_token(c_hat),
+        operations_factor(contexts.alpha(), gamma, c_hat),
+        alpha=contexts.alpha(),
+        gamma=gamma,
+        c_hat=c_hat,
+    )
 
 
 @pytest.mark.parametrize("lenience", (1.0, 0.5, 0.3, 0.1))
@@ -197,17 +205,27 @@ def test_markov_with_one_regime_against_eq_1():
 @pytest.mark.parametrize("min_block_size", (1, 3))
 def test_blockwise_block_size_and_calls_against_stern(correlation, min_block_size):
     accuracies = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
-    run = simulate_blockwise(np.random.default_rng(81), accuracies, correlation=correlation,
-                             min_block_size=min_block_size, decodes=2000, blocks=100)
+    run = simulate_blockwise(
+        np.random.default_rng(81),
+        accuracies,
+        correlation=correlation,
+        min_block_size=min_block_size,
+        decodes=2000,
+        blocks=100,
+    )
     # Heads 2..l are accepted unconditionally; the later ones are conditioned on heads l+1..j-1 only.
-    later = conditional_accuracies(accuracies[min_block_size - 1:], correlation)
-    block = float(expected_block_size(np.concatenate([accuracies[:min_block_size - 1], later]), min_block_size))
+    later = conditional_accuracies(accuracies[min_block_size - 1 :], correlation)
+    block = float(expected_block_size(np.concatenate([accuracies[: min_block_size - 1], later]), min_block_size))
     parameters = dict(correlation=correlation, min_block_size=min_block_size)
     assert_within_band(run.mean_block_size(), block, **parameters)
     tokens = 100 * block  # tokens of a decode of 100 blocks
     for combined in (False, True):
-        assert_within_band(run.model_calls_per_token(combined=combined),
-                           model_calls(tokens, block, combined=combined) / tokens, combined=combined, **parameters)
+        assert_within_band(
+            run.model_calls_per_token(combined=combined),
+            model_calls(tokens, block, combined=combined) / tokens,
+            combined=combined,
+            **parameters,
+        )
 
 
 @pytest.mark.parametrize("alpha, c", [(0.6, 0.02), (0.8, 0.05), (0.9, 0.1)])
@@ -218,8 +236,9 @@ def test_oracle_and_fixed_policies_against_theory(alpha, c):
     alpha = contexts.alpha()
     assert_within_band(oracle(draws).speedup(c), oracle_speedup(alpha, c), alpha=alpha, c=c, policy="oracle")
     for gamma in (1, 4, 9):
-        assert_within_band(fixed_gamma(draws, gamma).speedup(c), walltime_improvement(alpha, gamma, c),
-                           alpha=alpha, c=c, gamma=gamma)
+        assert_within_band(
+            fixed_gamma(draws, gamma).speedup(c), walltime_improvement(alpha, gamma, c), alpha=alpha, c=c, gamma=gamma
+        )
 
 
 @pytest.mark.parametrize("gamma", [1, 3, 8])
@@ -227,8 +246,13 @@ def test_calibrated_timeline_against_cost_model(gamma):
     """The timeline under a measured cost profile reproduces ``CostProfile.speedup`` within 4.5 standard
     errors (false-positive probability about 7e-6 per case); negative control: the same runs are far from
     the prediction of a profile whose verify cost is 20% higher."""
-    profile = CostProfile(t_step=3e-3, t_draft=6e-4, t_verify=tuple(3e-3 + 1e-4 * k for k in range(9)),
-                          t_iteration=8e-4, acceptance=(0.7, 0.75, 0.8, 0.85, 0.9, 0.9, 0.9, 0.9))
+    profile = CostProfile(
+        t_step=3e-3,
+        t_draft=6e-4,
+        t_verify=tuple(3e-3 + 1e-4 * k for k in range(9)),
+        t_iteration=8e-4,
+        acceptance=(0.7, 0.75, 0.8, 0.85, 0.9, 0.9, 0.9, 0.9),
+    )
     rng = np.random.default_rng([7, gamma])
     accepted = simulate_positional(rng, profile.acceptance[:gamma], 400 * 50).accepted.reshape(400, 50)
     estimate = calibrated_walltime_speedup(accepted, gamma, profile)

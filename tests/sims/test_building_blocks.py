@@ -37,8 +37,11 @@ from spectheory.positional import MarkovAcceptance
 from strategies import seeds
 
 
-@given(st.lists(st.lists(st.booleans(), min_size=0, max_size=6), min_size=1, max_size=5).filter(
-    lambda rows: len({len(row) for row in rows}) == 1))
+@given(
+    st.lists(st.lists(st.booleans(), min_size=0, max_size=6), min_size=1, max_size=5).filter(
+        lambda rows: len({len(row) for row in rows}) == 1
+    )
+)
 def test_leading_true_count_against_python(rows):
     expected = [next((i for i, value in enumerate(row) if not value), len(row)) for row in rows]
     assert leading_true_count(np.array(rows, dtype=bool).reshape(len(rows), -1)).tolist() == expected
@@ -189,8 +192,9 @@ def test_policies_special_cases_equal_fixed_gamma():
     full = fixed_gamma(draws, 12)
     assert np.array_equal(confidence_threshold(draws, 0.0).drafts, full.drafts)
     assert np.array_equal(rejection_threshold(draws, 1.0, cap=12).accepted, full.accepted)
-    assert np.array_equal(confidence_threshold(draws, 1.0).drafts.ravel(),
-                          np.where(draws.confidence[:, 0] >= 1.0, 2, 1))  # stops after the first token
+    assert np.array_equal(
+        confidence_threshold(draws, 1.0).drafts.ravel(), np.where(draws.confidence[:, 0] >= 1.0, 2, 1)
+    )  # stops after the first token
     optimal = oracle(draws)
     assert np.array_equal(optimal.drafts, optimal.accepted)
 
@@ -223,8 +227,13 @@ def test_gain_grid_oracle_against_closed_form_gain():
 def test_markov_simulation_validates_chain():
     with pytest.raises(ValueError, match="chain must be"):
         simulate_markov(np.random.default_rng(0), {"transition": [[1.0]]}, 3)
-    run = simulate_markov(np.random.default_rng(0), MarkovAcceptance(np.ones((1, 1)), np.array([1.0])), 3,
-                          streams=5, iterations_per_stream=4)
+    run = simulate_markov(
+        np.random.default_rng(0),
+        MarkovAcceptance(np.ones((1, 1)), np.array([1.0])),
+        3,
+        streams=5,
+        iterations_per_stream=4,
+    )
     assert run.tokens_per_iteration().mean == 4.0 and run.accepted_distribution().tolist() == [0, 0, 0, 1]
 
 

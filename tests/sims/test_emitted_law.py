@@ -85,8 +85,11 @@ def test_joint_law_of_first_two_tokens_against_target(monkeypatch, planted_bug):
 def test_block_verifier_emitted_law_against_target():
     rng = np.random.default_rng(9)
     gamma = 3
-    contexts = Contexts(rng.dirichlet(np.full(6, 0.7), size=gamma + 1), rng.dirichlet(np.full(6, 0.7), size=gamma + 1),
-                        np.full(gamma + 1, 0.25))
+    contexts = Contexts(
+        rng.dirichlet(np.full(6, 0.7), size=gamma + 1),
+        rng.dirichlet(np.full(6, 0.7), size=gamma + 1),
+        np.full(gamma + 1, 0.25),
+    )
     run = simulate_speculative(rng, contexts, gamma, 100_000, verifier="block", schedule=np.arange(gamma + 1))
     blocks = completed_blocks(rng, run, contexts)
     p_values = [chi_square_p_value(np.bincount(blocks[:, j], minlength=6), contexts.p[j]) for j in range(gamma + 1)]

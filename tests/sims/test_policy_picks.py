@@ -10,6 +10,7 @@ def test_best_run_against_the_shared_tie_rule():
 
     def runs(means: dict) -> dict:
         return {key: SimpleNamespace(speedup=lambda c, m=m: SimpleNamespace(mean=m)) for key, m in means.items()}
+
     assert _best(runs({5: 1.5, 2: 1.5, 3: 1.2}), 0.1)[0] == 2
     assert _best(runs({(0.9, 5): 1.5, (0.5, 2): 1.5}), 0.1)[0] == (0.5, 2)
     assert _best(runs({5: 1.6, 2: 1.5}), 0.1)[0] == 5

@@ -83,16 +83,19 @@ def test_expected_acceptance_weighs_contexts():
     assert expected_acceptance(p, q, weights=[3, 1]) == 0.25
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: d_lk([0.5, 0.6], [0.5, 0.5]), r"^sum of p over its last axis must be 1"),
-    (lambda: d_lk([0.5, 0.5], [1.5, -0.5]), r"^q must be in \[0, inf\), got -0.5 at index \(1,\)"),
-    (lambda: d_lk([0.5, np.nan], [0.5, 0.5]), r"^p must be"),
-    (lambda: d_lk([0.5, 0.5], [1.0, 0.0, 0.0]), r"^p and q must have the same shape"),
-    (lambda: acceptance_probability([0.5, 0.5], [0.5, 0.5], lenience=0), r"^lenience must be in \(0, 1\]"),
-    (lambda: acceptance_probability([0.5, 0.5], [0.5, 0.5], lenience=1.5), r"^lenience must be in \(0, 1\]"),
-    (lambda: expected_acceptance([[1.0, 0.0]], [[1.0, 0.0]], weights=[1, 1]), r"^weights must have shape"),
-    (lambda: d_lk(0.5, 0.5), r"^p must have a non-empty last"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: d_lk([0.5, 0.6], [0.5, 0.5]), r"^sum of p over its last axis must be 1"),
+        (lambda: d_lk([0.5, 0.5], [1.5, -0.5]), r"^q must be in \[0, inf\), got -0.5 at index \(1,\)"),
+        (lambda: d_lk([0.5, np.nan], [0.5, 0.5]), r"^p must be"),
+        (lambda: d_lk([0.5, 0.5], [1.0, 0.0, 0.0]), r"^p and q must have the same shape"),
+        (lambda: acceptance_probability([0.5, 0.5], [0.5, 0.5], lenience=0), r"^lenience must be in \(0, 1\]"),
+        (lambda: acceptance_probability([0.5, 0.5], [0.5, 0.5], lenience=1.5), r"^lenience must be in \(0, 1\]"),
+        (lambda: expected_acceptance([[1.0, 0.0]], [[1.0, 0.0]], weights=[1, 1]), r"^weights must have shape"),
+        (lambda: d_lk(0.5, 0.5), r"^p must have a non-empty last"),
+    ],
+)
 def test_bad_input_names_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()

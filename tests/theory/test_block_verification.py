@@ -93,14 +93,23 @@ def test_block_verification_preserves_target_law_with_negative_control():
     assert caught == 33, caught
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: expected_accepted_tokens(np.full((2, 3), 1 / 3), np.full((2, 3), 1 / 3), verifier="tree"),
-     r"^verifier must be one of"),
-    (lambda: expected_accepted_tokens(np.full((21, 2), 0.5), np.full((21, 2), 0.5), verifier="token"),
-     rf"draft blocks exceed MAX_BLOCKS = {MAX_BLOCKS}"),
-    (lambda: expected_accepted_tokens(np.full(3, 1 / 3), np.full(3, 1 / 3), verifier="token"),
-     r"^target and draft must have shape \(gamma, V\)"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: expected_accepted_tokens(np.full((2, 3), 1 / 3), np.full((2, 3), 1 / 3), verifier="tree"),
+            r"^verifier must be one of",
+        ),
+        (
+            lambda: expected_accepted_tokens(np.full((21, 2), 0.5), np.full((21, 2), 0.5), verifier="token"),
+            rf"draft blocks exceed MAX_BLOCKS = {MAX_BLOCKS}",
+        ),
+        (
+            lambda: expected_accepted_tokens(np.full(3, 1 / 3), np.full(3, 1 / 3), verifier="token"),
+            r"^target and draft must have shape \(gamma, V\)",
+        ),
+    ],
+)
 def test_bad_input_names_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()

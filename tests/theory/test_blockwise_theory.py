@@ -37,12 +37,15 @@ def test_model_calls_against_stern_section_4():
     assert model_calls(100, 1, combined=True) == 101  # block size 1: one more call than greedy
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: expected_block_size([0.5, 1.5]), r"^head_accuracies must be in \[0, 1\]"),
-    (lambda: expected_block_size([0.5, 0.5], min_block_size=4), r"^min_block_size must be in \[1, 3\]"),
-    (lambda: model_calls(100, 0.5, combined=True), r"^mean_block_size must be"),
-    (lambda: model_calls(-1, 2, combined=True), r"^tokens must be"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: expected_block_size([0.5, 1.5]), r"^head_accuracies must be in \[0, 1\]"),
+        (lambda: expected_block_size([0.5, 0.5], min_block_size=4), r"^min_block_size must be in \[1, 3\]"),
+        (lambda: model_calls(100, 0.5, combined=True), r"^mean_block_size must be"),
+        (lambda: model_calls(-1, 2, combined=True), r"^tokens must be"),
+    ],
+)
 def test_bad_input_names_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -21,8 +21,14 @@ def test_cost_profile_against_theorem_3_8(alpha, c, t_step, gamma):
 
 
 @settings(max_examples=50)
-@given(alpha=st.floats(0.05, 0.99), t_draft=st.floats(0.0, 0.5), v0=st.floats(0.1, 2.0), v1=st.floats(0.0, 0.3),
-       t_iteration=st.floats(0.0, 0.5), t_step=st.floats(0.2, 2.0))
+@given(
+    alpha=st.floats(0.05, 0.99),
+    t_draft=st.floats(0.0, 0.5),
+    v0=st.floats(0.1, 2.0),
+    v1=st.floats(0.0, 0.3),
+    t_iteration=st.floats(0.0, 0.5),
+    t_step=st.floats(0.2, 2.0),
+)
 def test_affine_optimal_gamma_against_scan(alpha, t_draft, v0, v1, t_iteration, t_step):
     """The closed-form optimum (Theorem 3.8's at c_eff, or 0) against the best of gamma = 0..64 by scanning."""
     gammas = np.arange(1, 65)
@@ -45,7 +51,11 @@ def test_expected_iterations_along_against_simulation():
         position, iterations = 0, 0
         while position < len(text):
             accepted = 0
-            while accepted < gamma and position + accepted < len(text) and row[position + accepted] < text[position + accepted]:
+            while (
+                accepted < gamma
+                and position + accepted < len(text)
+                and row[position + accepted] < text[position + accepted]
+            ):
                 accepted += 1
             position, iterations = position + accepted + 1, iterations + 1
         counts.append(iterations)
@@ -57,15 +67,17 @@ def test_expected_iterations_along_against_simulation():
 
 def test_expected_iterations_along_constant_text_against_positional():
     text = np.full(20000, 0.8)
-    assert len(text) / expected_iterations_along(text, 5) == pytest.approx(float(expected_tokens_positional([0.8] * 5)),
-                                                                         rel=1e-3)
+    assert len(text) / expected_iterations_along(text, 5) == pytest.approx(
+        float(expected_tokens_positional([0.8] * 5)), rel=1e-3
+    )
     assert expected_iterations_along([1.0] * 9, 2) == 3 and expected_iterations_along([0.0] * 4, 3) == 4
 
 
 def test_sequence_speedup_tends_to_the_per_token_speedup():
     per_token = 4.0 * 2e-3 / 6e-3
-    assert calibrated_sequence_speedup(1e9, 4.0, 2e-3, 6e-3, target_prefill=1e-2, draft_prefill=2e-3) == \
-        pytest.approx(per_token, rel=1e-6)
+    assert calibrated_sequence_speedup(1e9, 4.0, 2e-3, 6e-3, target_prefill=1e-2, draft_prefill=2e-3) == pytest.approx(
+        per_token, rel=1e-6
+    )
     assert calibrated_sequence_speedup(64, 4.0, 2e-3, 6e-3, target_prefill=1e-2, draft_prefill=2e-3) < per_token
 
 
@@ -106,8 +118,16 @@ def test_with_acceptance_keeps_the_iteration_seconds_of_the_profiled_gammas():
     folded at g verify the same widths); more positions extend the overheads by t_draft per token, and a
     short-proposing draft's lengths past gamma_max are refused."""
     fractions, overhead = (0.5, 0.25, 0.0, 0.25), (0.3, 0.5, 0.6)
-    profile = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0, 8.0, 9.0), 0.2, (0.5, 0.5, 0.5), proposal_fractions=fractions,
-                          t_overhead=overhead, acceptance_along_text=((1.0, 0.0),))
+    profile = CostProfile(
+        1.0,
+        0.1,
+        (1.0, 2.0, 4.0, 8.0, 9.0),
+        0.2,
+        (0.5, 0.5, 0.5),
+        proposal_fractions=fractions,
+        t_overhead=overhead,
+        acceptance_along_text=((1.0, 0.0),),
+    )
     shorter = profile.with_acceptance([0.9, 0.8])
     assert shorter.proposal_fractions == (0.5, 0.25, 0.25) and shorter.t_overhead == (0.3, 0.5)
     assert [shorter.iteration_seconds(g) for g in (1, 2)] == [profile.iteration_seconds(g) for g in (1, 2)]
@@ -122,8 +142,16 @@ def test_with_text_takes_the_text_and_keeps_the_costs():
     """Costs of one profile, acceptance of another: every cost as measured, the text's acceptance, proposal
     lengths and outcomes along its texts (dropped where the two decode different numbers of rows per call)."""
     costs = CostProfile(1.0, 0.1, (1.0, 2.0, 4.0, 8.0), 0.2, (0.5, 0.5, 0.5), t_overhead=(0.3, 0.5, 0.6))
-    text = CostProfile(9.0, 9.0, (9.0, 9.0, 9.0), 9.0, (0.8, 0.6), proposal_fractions=(0.5, 0.0, 0.5),
-                       acceptance_along_text=((1.0, 0.0, 1.0),), alpha=0.7)
+    text = CostProfile(
+        9.0,
+        9.0,
+        (9.0, 9.0, 9.0),
+        9.0,
+        (0.8, 0.6),
+        proposal_fractions=(0.5, 0.0, 0.5),
+        acceptance_along_text=((1.0, 0.0, 1.0),),
+        alpha=0.7,
+    )
     forecast = costs.with_text(text)
     assert (forecast.t_step, forecast.t_verify, forecast.t_overhead) == (1.0, costs.t_verify, (0.3, 0.5))
     assert (forecast.acceptance, forecast.proposal_fractions, forecast.alpha) == ((0.8, 0.6), (0.5, 0.0, 0.5), 0.7)

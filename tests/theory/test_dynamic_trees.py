@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 
 from sims.trees import simulate_walk_along
-from spectheory.dynamic_trees import (PathCalibration, calibrate_paths, dynamic_speedup, expected_tokens_dynamic,
-                                      replayed_tokens, tokens_per_context)
+from spectheory.dynamic_trees import (
+    PathCalibration,
+    calibrate_paths,
+    dynamic_speedup,
+    expected_tokens_dynamic,
+    replayed_tokens,
+    tokens_per_context,
+)
 
 
 def test_calibration_against_a_hand_count():
@@ -58,7 +64,9 @@ def test_harmonic_mean_against_a_simulated_walk():
 
 def test_expected_tokens_is_the_harmonic_mean_of_contexts():
     calibration = PathCalibration((-1.0,), (0.0, 1.0), (1, 1))
-    assert expected_tokens_dynamic(calibration, [[0.0, 0.0, 0.0], [0.0, -2.0, -2.0]], 4) == pytest.approx(1 / (0.5 * (1 / 4 + 1 / 2)))
+    assert expected_tokens_dynamic(calibration, [[0.0, 0.0, 0.0], [0.0, -2.0, -2.0]], 4) == pytest.approx(
+        1 / (0.5 * (1 / 4 + 1 / 2))
+    )
 
 
 def test_replayed_tokens_against_a_walk_by_hand():
@@ -71,19 +79,29 @@ def test_replayed_tokens_against_a_walk_by_hand():
 
 def test_speedup_against_a_hand_count():
     """64 tokens at E = 2 are 32 iterations of 3.125 ms: 400 ms of autoregression / 100 ms."""
-    assert dynamic_speedup(2.0, tokens=64, autoregressive_seconds=0.4, seconds_per_iteration=0.003125) == pytest.approx(4.0)
+    assert dynamic_speedup(2.0, tokens=64, autoregressive_seconds=0.4, seconds_per_iteration=0.003125) == pytest.approx(
+        4.0
+    )
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: calibrate_paths([[0.5]], [[0.5]]), "confidence must hold log-probabilities"),
-    (lambda: calibrate_paths([[-1.0]], [[1.5]]), "acceptance must hold probabilities"),
-    (lambda: calibrate_paths([[-1.0, -2.0]], [[0.5]]), "acceptance must have confidence's shape"),
-    (lambda: calibrate_paths([-1.0], [0.5]), "confidence must be \\[contexts, nodes\\]"),
-    (lambda: tokens_per_context(PathCalibration((), (1.0,), (1,)), [[-1.0]], 0), "budget must be a positive integer"),
-    (lambda: dynamic_speedup(0.5, tokens=4, autoregressive_seconds=1, seconds_per_iteration=1),
-     "tokens_per_call must be at least 1"),
-    (lambda: simulate_walk_along(np.random.default_rng(0), [[0.5, 0.4]], 10), "accepted_laws must be"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: calibrate_paths([[0.5]], [[0.5]]), "confidence must hold log-probabilities"),
+        (lambda: calibrate_paths([[-1.0]], [[1.5]]), "acceptance must hold probabilities"),
+        (lambda: calibrate_paths([[-1.0, -2.0]], [[0.5]]), "acceptance must have confidence's shape"),
+        (lambda: calibrate_paths([-1.0], [0.5]), "confidence must be \\[contexts, nodes\\]"),
+        (
+            lambda: tokens_per_context(PathCalibration((), (1.0,), (1,)), [[-1.0]], 0),
+            "budget must be a positive integer",
+        ),
+        (
+            lambda: dynamic_speedup(0.5, tokens=4, autoregressive_seconds=1, seconds_per_iteration=1),
+            "tokens_per_call must be at least 1",
+        ),
+        (lambda: simulate_walk_along(np.random.default_rng(0), [[0.5, 0.4]], 10), "accepted_laws must be"),
+    ],
+)
 def test_bad_input_is_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call()

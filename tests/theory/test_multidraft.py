@@ -29,8 +29,10 @@ def enumerate_verifier(name, p, q, k):
         return law, ranks
     if name == "rrs-without-replacement":
         support = np.flatnonzero(q > 0)  # drafting stops once q's support is used up
-        draws = [(d, np.prod([q[d[i]] / (1 - q[list(d[:i])].sum()) for i in range(len(d))]))
-                 for d in itertools.permutations(support, min(k, len(support)))]
+        draws = [
+            (d, np.prod([q[d[i]] / (1 - q[list(d[:i])].sum()) for i in range(len(d))]))
+            for d in itertools.permutations(support, min(k, len(support)))
+        ]
     else:
         draws = [(d, np.prod(q[list(d)])) for d in itertools.product(range(V), repeat=k)]
     rho = multidraft.kseq_rho(p, q, k) if name == "kseq" else None
@@ -86,8 +88,9 @@ def test_verifiers_against_enumeration(name):
         p, q = random_pair(rng, V)
         law, ranks = enumerate_verifier(name, p, q, k)
         np.testing.assert_allclose(law, p, atol=1e-12, err_msg=f"{name} emits p: p={p}, q={q}, k={k}")
-        np.testing.assert_allclose(multidraft.rank_acceptance(name, p, q, k), ranks, atol=1e-12,
-                                   err_msg=f"{name}: p={p}, q={q}, k={k}")
+        np.testing.assert_allclose(
+            multidraft.rank_acceptance(name, p, q, k), ranks, atol=1e-12, err_msg=f"{name}: p={p}, q={q}, k={k}"
+        )
 
 
 def test_kseq_rho_against_validity():

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from command import not_strict_json
-from spectheory.outputs import (check_writable, staged_directory, strict_loads, write_atomically, write_json,
-                                write_text)
+from spectheory.outputs import check_writable, staged_directory, strict_loads, write_atomically, write_json, write_text
 
 
 def _snapshot(directory):
@@ -53,7 +52,9 @@ def test_strict_json_scan_against_python_parser(tmp_path):
             strict_loads(f"[{constant}]")
     (tmp_path / "fine.json").write_text('{"x": null}')
     refused = not_strict_json(tmp_path)
-    assert [line.split(":")[0] for line in refused] == [str(tmp_path / f"{c}.json") for c in ("-Infinity", "Infinity", "NaN")]
+    assert [line.split(":")[0] for line in refused] == [
+        str(tmp_path / f"{c}.json") for c in ("-Infinity", "Infinity", "NaN")
+    ]
     for path in tmp_path.glob("*Inf*.json"):  # left for the session scan otherwise
         path.unlink()
     (tmp_path / "NaN.json").unlink()

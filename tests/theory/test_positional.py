@@ -23,7 +23,8 @@ from strategies import seeds
 @given(st.floats(0, 1), st.integers(1, 32))
 def test_positional_with_equal_rates_against_eq_1(alpha, gamma):
     assert float(expected_tokens_positional(np.full(gamma, alpha))) == pytest.approx(
-        float(expected_tokens(alpha, gamma)), rel=1e-12)
+        float(expected_tokens(alpha, gamma)), rel=1e-12
+    )
 
 
 @given(seeds, st.integers(1, 8))
@@ -46,7 +47,8 @@ def test_accepted_count_distribution_against_enumeration_of_accept_patterns(seed
         law[next((i for i, a in enumerate(pattern) if not a), gamma)] += probability
     assert np.allclose(accepted_count_distribution(rates), law, rtol=1e-12, atol=1e-15)
     assert float(accepted_count_distribution(rates) @ np.arange(gamma + 1)) + 1 == pytest.approx(
-        float(expected_tokens_positional(rates)), rel=1e-12)
+        float(expected_tokens_positional(rates)), rel=1e-12
+    )
 
 
 def test_accepted_count_distribution_is_the_truncated_geometric():
@@ -72,10 +74,14 @@ def brute_force_iteration(chain, gamma, start):
         path = np.prod([chain.transition[a, b] for a, b in zip(regimes, regimes[1:])])
         for outcome in itertools.product([0, 1], repeat=gamma):
             accepted = next((i for i, a in enumerate(outcome) if not a), gamma)
-            if any(outcome[accepted + 1:]):
+            if any(outcome[accepted + 1 :]):
                 continue  # outcomes after the first rejection are not drawn
-            weight = path * np.prod([chain.acceptance[r] if a else 1 - chain.acceptance[r]
-                                     for r, a in zip(regimes[: accepted + 1], outcome[: accepted + 1])])
+            weight = path * np.prod(
+                [
+                    chain.acceptance[r] if a else 1 - chain.acceptance[r]
+                    for r, a in zip(regimes[: accepted + 1], outcome[: accepted + 1])
+                ]
+            )
             tokens += weight * (accepted + 1)
             # The next iteration starts one position after the last emitted token (position `accepted`).
             next_start += weight * chain.transition[regimes[accepted]]
@@ -128,13 +134,16 @@ def test_markov_bias_for_easy_and_hard_spans():
     assert markov_eq1_bias(chain, 3) == pytest.approx(2.7385356527599 - 2.896029296875, rel=1e-9)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: expected_tokens_positional([0.5, 1.2]), r"^acceptance must be in \[0, 1\], got 1.2"),
-    (lambda: expected_tokens_positional(0.5), r"^acceptance must have a last axis"),
-    (lambda: MarkovAcceptance([[0.5, 0.4], [0.5, 0.5]], [0.5, 0.5]), r"^sum of transition"),
-    (lambda: MarkovAcceptance([[1.0]], [0.5, 0.5]), r"^transition must have shape \(K, K\)"),
-    (lambda: markov_expected_tokens(MarkovAcceptance([[1.0]], [0.5]), -1), r"^gamma must be"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: expected_tokens_positional([0.5, 1.2]), r"^acceptance must be in \[0, 1\], got 1.2"),
+        (lambda: expected_tokens_positional(0.5), r"^acceptance must have a last axis"),
+        (lambda: MarkovAcceptance([[0.5, 0.4], [0.5, 0.5]], [0.5, 0.5]), r"^sum of transition"),
+        (lambda: MarkovAcceptance([[1.0]], [0.5, 0.5]), r"^transition must have shape \(K, K\)"),
+        (lambda: markov_expected_tokens(MarkovAcceptance([[1.0]], [0.5]), -1), r"^gamma must be"),
+    ],
+)
 def test_bad_input_names_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -3,14 +3,23 @@ sweeps: each branch, and beside it the sweep that takes the other branch (no clo
 
 import pytest
 
-from spectheory.recommendation import (FORECAST_WITHIN_NOISE, MEASURED_BEST, MODEL, NO_GAIN, from_model, from_sweep,
-                                       recommendation_words)
+from spectheory.recommendation import (
+    FORECAST_WITHIN_NOISE,
+    MEASURED_BEST,
+    MODEL,
+    NO_GAIN,
+    from_model,
+    from_sweep,
+    recommendation_words,
+)
 
 
 def sweep(*measured, half: float = 0.05) -> list:
     """Rows of a measured sweep: (gamma, speedup), each with a 95% interval of +-``half``."""
-    return [{"gamma": gamma, "speedup": speedup, "speedup_interval": [speedup - half, speedup + half]}
-            for gamma, speedup in measured]
+    return [
+        {"gamma": gamma, "speedup": speedup, "speedup_interval": [speedup - half, speedup + half]}
+        for gamma, speedup in measured
+    ]
 
 
 def test_no_gamma_beyond_noise_against_the_same_sweep_lifted():
@@ -41,8 +50,10 @@ def test_forecast_not_paying_against_paying():
     assert from_sweep(rows, forecast_gamma=2).rule == FORECAST_WITHIN_NOISE
 
 
-@pytest.mark.parametrize("forecast_gamma, words", [(0, "the forecast's do not speculate"), (None, "no forecast"),
-                                                   (5, "the forecast's gamma 5 was not measured")])
+@pytest.mark.parametrize(
+    "forecast_gamma, words",
+    [(0, "the forecast's do not speculate"), (None, "no forecast"), (5, "the forecast's gamma 5 was not measured")],
+)
 def test_measured_best_against_a_forecast_it_cannot_use(forecast_gamma, words):
     chosen = from_sweep(sweep((1, 1.2), (2, 1.3)), forecast_gamma=forecast_gamma)
     assert (chosen.gamma, chosen.rule) == (2, MEASURED_BEST) and words in chosen.reason
@@ -65,8 +76,11 @@ def test_model_rule_against_gamma_zero():
 def test_words_against_the_document():
     """The printed clause names the answer, the rule and its numbers, from the saved dict as from the object."""
     chosen = from_sweep(sweep((1, 0.9)), forecast_gamma=1)
-    assert recommendation_words(chosen.as_dict()) == chosen.line() == \
-        f"do not speculate (rule: {NO_GAIN}; the best: gamma 1 measured 0.900x, 95% interval 0.850-0.950)"
+    assert (
+        recommendation_words(chosen.as_dict())
+        == chosen.line()
+        == f"do not speculate (rule: {NO_GAIN}; the best: gamma 1 measured 0.900x, 95% interval 0.850-0.950)"
+    )
 
 
 def test_sweep_without_rows_against_an_error():

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paper_facts import (BIGRAM_EXAMPLE, LEVIATHAN_TABLE_1, LEVIATHAN_TABLE_4, ORACLE_CLAIM_GAIN,
-                         TABLE_4_TOLERANCE)
+from paper_facts import BIGRAM_EXAMPLE, LEVIATHAN_TABLE_1, LEVIATHAN_TABLE_4, ORACLE_CLAIM_GAIN, TABLE_4_TOLERANCE
 from spectheory.optimum import TIE_RTOL
 from spectheory.speedup import (
     alpha_from_tokens_per_iteration,
@@ -69,7 +68,7 @@ def test_bigram_example_against_paper():
 
 @given(alphas, gammas)
 def test_expected_tokens_against_geometric_sum(alpha, gamma):
-    direct = sum(alpha ** i for i in range(gamma + 1))
+    direct = sum(alpha**i for i in range(gamma + 1))
     assert float(expected_tokens(alpha, gamma)) == pytest.approx(direct, rel=1e-12, abs=1e-12)
 
 
@@ -136,7 +135,7 @@ def test_memory_traffic_reduction_against_theorem_3_8(alpha, gamma, m_hat):
 def exact_speedup(alpha, gamma, c):
     """Theorem 3.8 in rational arithmetic (the floats alpha and c are exact binary fractions)."""
     a, cost = Fraction(float(alpha)), Fraction(float(c))
-    return sum(a ** i for i in range(int(gamma) + 1)) / (int(gamma) * cost + 1)
+    return sum(a**i for i in range(int(gamma) + 1)) / (int(gamma) * cost + 1)
 
 
 @pytest.mark.parametrize("gamma_max", [1, 4, 16, 64])
@@ -153,11 +152,12 @@ def test_optimal_gamma_against_brute_force_on_dense_grid(gamma_max):
     for i in np.flatnonzero(closed != brute):
         exact = [exact_speedup(alpha[i], gamma, c[i]) for gamma in range(gamma_max + 1)]
         edge = max(exact) * (1 - Fraction(TIE_RTOL))
-        assert exact[closed[i]] >= edge and all(s < edge for s in exact[:closed[i]]), (
-            f"alpha={alpha[i]} c={c[i]} gamma_max={gamma_max}: closed form {closed[i]}, brute force {brute[i]}")
+        assert exact[closed[i]] >= edge and all(s < edge for s in exact[: closed[i]]), (
+            f"alpha={alpha[i]} c={c[i]} gamma_max={gamma_max}: closed form {closed[i]}, brute force {brute[i]}"
+        )
 
 
-@given(st.floats(0.001, 0.999999), st.floats(-12, -0.005).map(lambda exponent: 10 ** exponent))
+@given(st.floats(0.001, 0.999999), st.floats(-12, -0.005).map(lambda exponent: 10**exponent))
 def test_continuous_optimal_gamma_against_mpmath(alpha, c):
     with mpmath.workdps(50):
         a, cost = mpmath.mpf(alpha), mpmath.mpf(c)  # exact binary values, evaluated at 50 digits
@@ -196,7 +196,7 @@ def test_alpha_from_tokens_per_iteration_inverts_eq_1(alpha, gamma):
 def test_oracle_speedup_against_renewal_reward_sum(alpha, c):
     # N accepted drafts ~ Geometric; the oracle spends N c + 1 and emits N + 1 tokens per iteration.
     n = np.arange(20_000)
-    law = alpha ** n * (1 - alpha)
+    law = alpha**n * (1 - alpha)
     renewal = np.sum(law * (n + 1)) / np.sum(law * (n * c + 1))
     assert float(oracle_speedup(alpha, c)) == pytest.approx(renewal, rel=1e-9)
 
@@ -224,19 +224,22 @@ def test_oracle_gain_maximum_against_own_derivation():
 # --- bad input -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: expected_tokens(1.5, 3), "alpha"),
-    (lambda: expected_tokens(np.nan, 3), "alpha"),
-    (lambda: expected_tokens(0.5, -1), "gamma"),
-    (lambda: walltime_improvement(0.5, 3, -0.1), "c"),
-    (lambda: operations_factor(0.5, 3, np.nan), "c_hat"),
-    (lambda: optimal_gamma(0.5, 0.1, 0), "gamma_max"),
-    (lambda: optimal_gamma(0.8, 0, gamma_max=1e30), "gamma_max"),  # used to return -2^63
-    (lambda: optimal_gamma(0.8, 0, gamma_max=np.inf), "gamma_max"),  # used to raise OverflowError
-    (lambda: alpha_from_tokens_per_iteration(5.0, 3), "tokens_per_iteration"),
-    (lambda: alpha_from_tokens_per_iteration(0.5, 3), "tokens_per_iteration"),
-    (lambda: alpha_from_tokens_per_iteration(1.5, 0), "gamma"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: expected_tokens(1.5, 3), "alpha"),
+        (lambda: expected_tokens(np.nan, 3), "alpha"),
+        (lambda: expected_tokens(0.5, -1), "gamma"),
+        (lambda: walltime_improvement(0.5, 3, -0.1), "c"),
+        (lambda: operations_factor(0.5, 3, np.nan), "c_hat"),
+        (lambda: optimal_gamma(0.5, 0.1, 0), "gamma_max"),
+        (lambda: optimal_gamma(0.8, 0, gamma_max=1e30), "gamma_max"),  # used to return -2^63
+        (lambda: optimal_gamma(0.8, 0, gamma_max=np.inf), "gamma_max"),  # used to raise OverflowError
+        (lambda: alpha_from_tokens_per_iteration(5.0, 3), "tokens_per_iteration"),
+        (lambda: alpha_from_tokens_per_iteration(0.5, 3), "tokens_per_iteration"),
+        (lambda: alpha_from_tokens_per_iteration(1.5, 0), "gamma"),
+    ],
+)
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must"):
         call()

@@ -116,8 +116,10 @@ def test_distribution_functions_against_sympy(seed, size):
     pairs = [
         (acceptance.d_lk(p_num, q_num), symbolic.d_lk(p_sym, q_sym)),
         (acceptance.total_variation(p_num, q_num), symbolic.total_variation(p_sym, q_sym)),
-        (acceptance.acceptance_probability(p_num, q_num, lenience=float(l)),
-         symbolic.acceptance_probability(p_sym, q_sym, sp.Rational(l.numerator, l.denominator))),
+        (
+            acceptance.acceptance_probability(p_num, q_num, lenience=float(l)),
+            symbolic.acceptance_probability(p_sym, q_sym, sp.Rational(l.numerator, l.denominator)),
+        ),
         (acceptance.rejection_sampling_acceptance(p_num, q_num), symbolic.rejection_sampling_acceptance(p_sym, q_sym)),
     ]
     for numeric, exact in pairs:
@@ -129,9 +131,11 @@ def test_positional_and_blockwise_against_sympy(seed, gamma, minimum):
     rates = [sp.Rational(random.Random(seed + i).randint(0, 100), 100) for i in range(gamma)]
     assume(minimum <= gamma + 1)
     assert float(positional.expected_tokens_positional(np.array(rates, dtype=float))) == pytest.approx(
-        float(symbolic.expected_tokens_positional(rates)), rel=1e-12)
+        float(symbolic.expected_tokens_positional(rates)), rel=1e-12
+    )
     assert float(blockwise.expected_block_size(np.array(rates, dtype=float), minimum)) == pytest.approx(
-        float(symbolic.expected_block_size(rates, minimum)), rel=1e-12)
+        float(symbolic.expected_block_size(rates, minimum)), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("seed, regimes, gamma", [(0, 1, 3), (1, 2, 1), (2, 2, 3), (3, 3, 2), (4, 3, 4)])
@@ -141,7 +145,9 @@ def test_markov_against_sympy_augmented_chain(seed, regimes, gamma):
     rates = [Fraction(rng.randint(0, 20), 20) for _ in range(regimes)]
     exact = symbolic.markov_expected_tokens(
         [[sp.Rational(x.numerator, x.denominator) for x in row] for row in transition],
-        [sp.Rational(x.numerator, x.denominator) for x in rates], gamma)
+        [sp.Rational(x.numerator, x.denominator) for x in rates],
+        gamma,
+    )
     chain = positional.MarkovAcceptance(np.array(transition, dtype=float), np.array(rates, dtype=float))
     assert positional.markov_expected_tokens(chain, gamma) == pytest.approx(float(exact), rel=1e-12)
 

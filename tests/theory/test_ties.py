@@ -25,12 +25,15 @@ OPTIMISERS = {
     "cost model table (calibrated_table)": lambda a, c: calibrated_table(_profile(a, c)).optimal_gamma,
     "affine cost model (affine_optimal_gamma)": lambda a, c: int(affine_optimal_gamma(a, 1.0, c, 1.0, 0.0)),
     "schedule (batch_schedule)": lambda a, c: batch_schedule({1: _profile(a, c)})[0]["gamma"],
-    "tree programme (hardware_optimal_tree)": lambda a, c: hardware_optimal_tree(
-        [a], t_step=1.0, t_draft=c, t_verify=[1.0, 1.0])[0].tree.size - 1,
+    "tree programme (hardware_optimal_tree)": lambda a, c: (
+        hardware_optimal_tree([a], t_step=1.0, t_draft=c, t_verify=[1.0, 1.0])[0].tree.size - 1
+    ),
     "measured picks (best_choice: report, bench, schedule)": lambda a, c: best_choice(
-        [(0, 1.0), (1, float(walltime_improvement(a, 1, c)))], lambda m: m[1], lambda m: m[0])[0],
+        [(0, 1.0), (1, float(walltime_improvement(a, 1, c)))], lambda m: m[1], lambda m: m[0]
+    )[0],
     "best row of a sweep (best_gamma_row: bench, report, Spec-Bench, engines)": lambda a, c: best_gamma_row(
-        [{"gamma": 1, "speedup": float(walltime_improvement(a, 1, c))}, {"gamma": 0, "speedup": 1.0}])["gamma"],
+        [{"gamma": 1, "speedup": float(walltime_improvement(a, 1, c))}, {"gamma": 0, "speedup": 1.0}]
+    )["gamma"],
 }
 
 BREAK_EVEN = [0.5, 0.25, 0.9999999999999999]  # the last: the float that failed CI (alpha = c = 1 - 2^-53)

@@ -2,14 +2,21 @@
 k-ary closed form against the rank sum, the dynamic programme against brute force over every tree, and the
 hardware-aware optimum against Theorem 3.8's optimal gamma on a chain."""
 
-
 import numpy as np
 import pytest
 
 from spectheory import speedup
 from spectheory.optimum import TIE_RTOL
-from spectheory.trees import (Tree, best_first_tree, expected_tokens_candidates, expected_tokens_kary,
-                              expected_tokens_rank, hardware_optimal_tree, optimal_tree, optimal_trees)
+from spectheory.trees import (
+    Tree,
+    best_first_tree,
+    expected_tokens_candidates,
+    expected_tokens_kary,
+    expected_tokens_rank,
+    hardware_optimal_tree,
+    optimal_tree,
+    optimal_trees,
+)
 
 
 def stop_enumeration(tree, acceptance):
@@ -45,7 +52,8 @@ def test_rank_model_against_stop_enumeration():
 def test_kary_closed_form_against_rank_sum(k, depth):
     acceptance = (0.5, 0.2, 0.1)[:k]
     assert float(expected_tokens_kary(sum(acceptance), depth)) == pytest.approx(
-        expected_tokens_rank(Tree.kary(k, depth), acceptance), abs=1e-12)
+        expected_tokens_rank(Tree.kary(k, depth), acceptance), abs=1e-12
+    )
     assert float(expected_tokens_kary(1.0, depth)) == depth + 1
 
 
@@ -53,7 +61,8 @@ def test_chain_against_eq_1():
     for alpha in (0.1, 0.5, 0.9):
         for gamma in range(9):
             assert expected_tokens_rank(Tree.chain(gamma), (alpha,)) == pytest.approx(
-                float(speedup.expected_tokens(alpha, gamma)), abs=1e-12)
+                float(speedup.expected_tokens(alpha, gamma)), abs=1e-12
+            )
 
 
 def test_candidates_against_enumeration_of_target_draws():
@@ -77,11 +86,13 @@ def test_candidates_against_enumeration_of_target_draws():
             for child, token in zip(tree.children(node), rng.permutation(V)):
                 tokens[child] = int(token)
         assert expected_tokens_candidates(tree, tokens, target) == pytest.approx(
-            _stopped_expectation(tree, tokens, target, V), abs=1e-12)
+            _stopped_expectation(tree, tokens, target, V), abs=1e-12
+        )
 
 
 def _stopped_expectation(tree, tokens, target, V):
     """E[accepted + 1] by recursion over the target's draw at each reached node."""
+
     def visit(node, path, weight):
         total = 0.0
         for y in range(V):
@@ -89,12 +100,14 @@ def _stopped_expectation(tree, tokens, target, V):
             nxt = [child for child in tree.children(node) if tokens[child] == y]
             total += visit(nxt[0], path + (y,), w) if nxt else w * (tree.depths[node] + 1)
         return total
+
     return visit(0, (), 1.0)
 
 
 def all_ordered_trees(nodes):
     """Every tree of ``nodes`` nodes (children ordered): each node after the root picks a parent among the
     nodes on the rightmost path, so every ordered tree appears once."""
+
     def grow(parents, depths):
         if len(parents) == nodes:
             yield Tree(tuple(parents))
@@ -105,6 +118,7 @@ def all_ordered_trees(nodes):
             node = parents[node]
         for parent in rightmost:
             yield from grow(parents + [parent], depths + [depths[parent] + 1])
+
     yield from grow([-1], [0])
 
 
@@ -155,8 +169,9 @@ def test_hardware_optimum_against_its_budgets():
     shrinks the tree."""
     acceptance = (0.6, 0.2, 0.1)
     flat, _ = hardware_optimal_tree(acceptance, t_step=1.0, t_draft=0.02, t_verify=[1.0] * 32)
-    steep, budgets = hardware_optimal_tree(acceptance, t_step=1.0, t_draft=0.02,
-                                           t_verify=[1.0 + 0.05 * k for k in range(32)])
+    steep, budgets = hardware_optimal_tree(
+        acceptance, t_step=1.0, t_draft=0.02, t_verify=[1.0 + 0.05 * k for k in range(32)]
+    )
     assert steep.speedup == max(choice.speedup for choice in budgets.values())
     assert steep.tree.size < flat.tree.size and steep.speedup < flat.speedup
 

@@ -36,8 +36,11 @@ class _Patcher(importlib.abc.MetaPathFinder):
                 def exec_module(module, run=run):
                     run(module)
                     module._expand_kernel_impl = expand_fixed
-                    print(f"spectheory: {MODULE}._expand_kernel_impl patched (pid {os.getpid()})", file=sys.stderr,
-                          flush=True)
+                    print(
+                        f"spectheory: {MODULE}._expand_kernel_impl patched (pid {os.getpid()})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
                 spec.loader.exec_module = exec_module
                 return spec
