@@ -19,7 +19,7 @@ from decoders._loop import (
 )
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, history_of, adjusted_probs, draw
+from decoders.sampling import History, Sampling, adjusted_probs, draw, history_of
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 

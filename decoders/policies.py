@@ -5,10 +5,10 @@ and the token it drew) and the outcomes of past iterations, so the decoder stays
 
 What a policy reads as "the draft's law" is ``seen_law``: q, or at T = 0 the draft's softmax.
 
-Every method takes and returns batched tensors (rows first), so the same object drives the decoder and the
-replay along a measured acceptance trace (``decoders.bench.policy_bench``). ``start(batch, device)`` gives a fresh per-row
-state; a policy that "persists over calls" (transformers' ``heuristic``) carries its draft length from one
-``start`` to the next, as transformers keeps it in the assistant's generation config.
+Every method takes and returns batched tensors (rows first), so the same object drives the decoder and the replay along
+a measured acceptance trace (``decoders.bench.policy_bench``). ``start(batch, device)`` gives a fresh per-row state; a
+policy that "persists over calls" (transformers' ``heuristic``) carries its draft length from one ``start`` to the next,
+as transformers keeps it in the assistant's generation config.
 """
 
 from __future__ import annotations
@@ -373,7 +373,10 @@ def make_policy(
     its branches as rows)."""
     if cap is not None:
         as_positive_int("cap", cap)
-    most = lambda default: default if cap is None else min(default, cap)
+
+    def most(default):
+        return default if cap is None else min(default, cap)
+
     if name == "fixed":
         return DraftPolicy(gamma)
     if name in ("heuristic", "heuristic-transient"):

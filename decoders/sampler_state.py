@@ -10,6 +10,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 import torch
+
 from decoders.grammar import Grammar
 from decoders.mirostat import Mirostat
 

@@ -16,8 +16,10 @@ import math
 from dataclasses import dataclass, fields, replace
 
 import torch
+
 from decoders.grammar import Grammar, GrammarSpec
-from decoders.mirostat import VERSIONS as MIROSTAT_VERSIONS, Mirostat
+from decoders.mirostat import VERSIONS as MIROSTAT_VERSIONS
+from decoders.mirostat import Mirostat
 from decoders.sampler_state import History
 from spectheory.validation import as_non_negative_int, as_positive_int
 

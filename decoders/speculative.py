@@ -1,14 +1,14 @@
 """Speculative decoding (Leviathan et al. Algorithm 1; block verification of Sun et al., docs/theory.md §1, §5).
 
-One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts
-and corrects, then cuts both caches back. The invariants between iterations, per row with committed
-sequence S: the target's state holds S without its last token (before the first iteration it holds nothing:
-its first verify call carries the prompt, ``Committed.target_unfed``, as transformers' first call does); the
-draft's holds S without its last ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted every
-draft token, since the last draft token was sampled but never fed to the draft. A draft may propose fewer than gamma tokens
-by returning all -inf logits at a position (the copy draft); the token after its last proposal then
-comes from the target's distribution, as a bonus token does, and the target call verifies only up to the
-longest row's proposals (an iteration where the copy draft finds no match costs one autoregressive step).
+One iteration (``SpeculativeStep``) drafts gamma tokens, verifies them in one target call, accepts and corrects, then
+cuts both caches back. The invariants between iterations, per row with committed sequence S: the target's state holds S
+without its last token (before the first iteration it holds nothing: its first verify call carries the prompt,
+``Committed.target_unfed``, as transformers' first call does); the draft's holds S without its last ``draft_pending`` (1
+or 2) tokens -- 2 after an iteration that accepted every draft token, since the last draft token was sampled but never
+fed to the draft. A draft may propose fewer than gamma tokens by returning all -inf logits at a position (the copy
+draft); the token after its last proposal then comes from the target's distribution, as a bonus token does, and the
+target call verifies only up to the longest row's proposals (an iteration where the copy draft finds no match costs one
+autoregressive step).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from decoders.models.protocol import fixed_widths
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, history_of, adjusted_probs, processed_logits, proposes
+from decoders.sampling import History, Sampling, adjusted_probs, history_of, processed_logits, proposes
 from decoders.verification import CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio, next_token_law
 from spectheory.validation import as_positive_int
 
@@ -226,7 +226,8 @@ class SpeculativeStep:
         return history.plus(tokens, new, laws=p)
 
     def rollback(self, target, draft, committed: Committed, held_target, held_draft, accepted, gamma: int) -> None:
-        """Cut both states back to the invariants of ``Committed`` (both calls were causal: ``keep_nodes`` truncates)."""
+        """Cut both states back to the invariants of ``Committed`` (both calls were causal: ``keep_nodes``
+        truncates)."""
         keep_nodes(target, committed.target_state, held_target, accepted + 1)
         keep_nodes(draft, committed.draft_state, held_draft, committed.draft_pending + accepted.clamp(max=gamma - 1))
 

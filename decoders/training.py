@@ -18,11 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseGPT
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.progress import progress_bar
 from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
 from spectheory.outputs import write_atomically

@@ -44,13 +44,12 @@ from decoders._loop import (
     start,
 )
 from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_children
+from decoders.models.protocol import check_model, prefill_call
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import Sampling, adjusted_probs, check_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.verification import residual, verify_node
-from decoders.models.protocol import check_model, prefill_call
-from decoders.verification import TREE_VERIFIERS
+from decoders.verification import TREE_VERIFIERS, residual, verify_node
 from spectheory.trees import Tree
 
 __all__ = [

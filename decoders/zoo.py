@@ -467,8 +467,7 @@ def tokenizer_fingerprint(tokenizer) -> str:
 
 def _real_draft_data(tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """The training and held-out streams in ``tokenizer``'s ids (``REAL_DRAFT_CHARACTERS``, 200,000 held out)."""
-    from decoders.models.corpus import split_text
-    from decoders.models.corpus import encode_text
+    from decoders.models.corpus import encode_text, split_text
 
     train = np.array(encode_text(tokenizer, split_text(False, max_characters=REAL_DRAFT_CHARACTERS)), dtype=np.int32)
     held_out = np.array(encode_text(tokenizer, split_text(True, max_characters=200_000)), dtype=np.int32)

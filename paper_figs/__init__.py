@@ -63,7 +63,7 @@ def make_all(out: Path, results: Path, *, names=SCRIPTS, recompute: bool = False
     if recompute:
         producers = {module.RESULT: module.compute for module in modules.values() if hasattr(module, "compute")}
         with staged_directory(results, keep_existing=True) as stage:
-            for result, compute in wrap(list(producers.items()), desc="recompute"):
+            for _result, compute in wrap(list(producers.items()), desc="recompute"):
                 compute(stage, progress=progress)
     missing = sorted({m.RESULT for m in modules.values() if hasattr(m, "RESULT") and not (results / m.RESULT).exists()})
     if missing:

@@ -33,7 +33,7 @@ def make(out: Path, results: Path | None = None) -> list[Path]:
         ("autoregressive", autoregressive_timeline(TOKENS)),
     ]
     fig, ax = figure((FULL[0], 2.0))
-    for lane, (label, timeline) in enumerate(lanes):
+    for lane, (_label, timeline) in enumerate(lanes):
         y = len(lanes) - 1 - lane
         for model, phase, start, duration, accepted in zip(
             timeline.model, timeline.phase, timeline.start, timeline.duration, timeline.accepted

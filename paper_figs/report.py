@@ -244,7 +244,8 @@ def _alpha_blocks(d: dict) -> list[tuple]:
         (
             "paragraph",
             f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
-            f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts is accepted / verified draft tokens "
+            f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts "
+            "is accepted / verified draft tokens "
             f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
             f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
             f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).",

@@ -16,7 +16,6 @@ from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
 from sims.families import family_contexts
 from sims.token_level import simulate_speculative
-from spectheory.validation import as_cost, as_int, as_probability
 from spectheory.positional import (
     MarkovAcceptance,
     accepted_count_distribution,
@@ -24,6 +23,7 @@ from spectheory.positional import (
     markov_expected_tokens,
 )
 from spectheory.speedup import expected_tokens
+from spectheory.validation import as_cost, as_int, as_probability
 
 __all__ = ["PROCESSES", "SimulationSpec", "SimulationSummary", "run_simulation"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from spectheory.acceptance import excess
-from spectheory.validation import as_distribution_pair
 from spectheory.positional import accepted_count_distribution
+from spectheory.validation import as_distribution_pair
 
 __all__ = [
     "MAX_BLOCKS",

@@ -11,7 +11,6 @@ import numpy as np
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice
 from spectheory.recommendation import from_model
-from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.speedup import (
     continuous_optimal_gamma,
     expected_tokens,
@@ -21,6 +20,7 @@ from spectheory.speedup import (
     oracle_speedup,
     walltime_improvement,
 )
+from spectheory.validation import as_cost, as_probability, as_real
 
 __all__ = [
     "MAX_TABLE_GAMMA",
@@ -319,10 +319,12 @@ def format_engine_answer(counts, answer: dict, table_text: str) -> str:
         [
             f"{counts.engine}: {counts.drafts:g} drafts, {counts.draft_tokens:g} draft tokens "
             f"({counts.draft_length:.2f} per draft), {counts.accepted_tokens:g} accepted",
-            f"  acceptance_rate {counts.acceptance_rate:.4f}, mean_acceptance_length {counts.mean_acceptance_length:.4f}",
+            f"  acceptance_rate {counts.acceptance_rate:.4f}, mean_acceptance_length "
+            f"{counts.mean_acceptance_length:.4f}",
             f"  per_position_acceptance_rate (unconditional): {rates}",
             f"  conditional_acceptance_rate: {conditional}",
-            f"  alpha = {answer['alpha']:.4f} +- {answer['alpha_standard_error']:.4f} (1 SE; {answer['alpha_method']})\n",
+            f"  alpha = {answer['alpha']:.4f} +- {answer['alpha_standard_error']:.4f} (1 SE; "
+            f"{answer['alpha_method']})\n",
             table_text,
             "",
             closing,

@@ -137,7 +137,8 @@ def kseq_rho(p, q, k: int, *, tolerance: float = 1e-13) -> float:
 
 
 def kseq_scale(beta: float, k: int) -> float:
-    """SpecTr's c = (1 - (1 - beta)^k) / beta, the chance that one of k drafts is accepted over beta (k as beta -> 0)."""
+    """SpecTr's c = (1 - (1 - beta)^k) / beta, the chance that one of k drafts is accepted over beta (k as beta ->
+    0)."""
     return (1.0 - (1.0 - beta) ** k) / beta if beta > 0 else float(k)
 
 

@@ -1,6 +1,6 @@
-"""The one mechanism behind the project's registries (docs/extending.md): engines (``decoders.engines.registry``), drafts
-(``decoders.drafts``) and audit tests (``decoders.audit.battery``) each keep their entries in a dict by name and add
-one with ``register``."""
+"""The one mechanism behind the project's registries (docs/extending.md): engines (``decoders.engines.registry``),
+drafts (``decoders.drafts``) and audit tests (``decoders.audit.battery``) each keep their entries in a dict by name and
+add one with ``register``."""
 
 __all__ = ["register"]
 

@@ -78,7 +78,10 @@ def speedup_interval(
     repeats, prompts = plain.shape
     rows = generator.integers(repeats, size=(draws, repeats))  # [draws, repeats]
     columns = generator.integers(prompts, size=(draws, prompts))  # [draws, prompts]
-    picked = lambda seconds: np.take_along_axis(seconds[rows], columns[:, None, :], axis=2).sum(axis=2)
+
+    def picked(seconds):  # [repeats, prompts] -> [draws, repeats]: the resampled prompts' sums
+        return np.take_along_axis(seconds[rows], columns[:, None, :], axis=2).sum(axis=2)
+
     per_token = [
         picked(seconds) / count[columns].sum(axis=1, keepdims=True)
         for seconds, count in ((plain, tokens[0]), (speculative, tokens[1]))

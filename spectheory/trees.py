@@ -294,7 +294,7 @@ def best_first_tree(acceptance, nodes: int) -> tuple[Tree, float]:
         parents.append(parent)
         products.append(-negative)
         node = len(parents) - 1
-        heapq.heappush(frontier, (-(-negative) * a[0], counter, node, 1))
+        heapq.heappush(frontier, (negative * a[0], counter, node, 1))
         if rank < len(a):
             heapq.heappush(frontier, (-products[parent] * a[rank], counter + 1, parent, rank + 1))
         counter += 2

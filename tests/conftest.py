@@ -11,9 +11,8 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402 (after the thread setting, which must precede torch's import)
-from hypothesis import HealthCheck, settings  # noqa: E402
-
 from command import not_strict_json  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci", derandomize=True, deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow]

@@ -5,8 +5,8 @@ asked for, so a planted bug (a server asked for T = 1 that samples at T = 0.9) i
 import numpy as np
 import torch
 
-from decoders.models.history import HistoryModel
 from decoders.engines.base import EngineRun, EngineSampling
+from decoders.models.history import HistoryModel
 
 VOCABULARY = 30
 

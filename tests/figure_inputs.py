@@ -3,12 +3,14 @@
 import json
 from pathlib import Path
 
+from tree_bench_inputs import small_tree_document
+
 from paper_figs import (
     dynamic_gamma_heatmap,
     measured_vs_predicted,
     simulation_vs_theory,
-    stern_fig4_blockwise,
     spec_bench,
+    stern_fig4_blockwise,
     table3_alpha,
     table5_lenience,
     table_real_model,
@@ -18,7 +20,6 @@ from paper_figs import (
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
-from tree_bench_inputs import small_tree_document
 
 
 def write_small_results(results: Path) -> Path:

@@ -30,11 +30,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
-from decoders.randomness import Randomness
-from decoders.sampling import History, Sampling, history_of, adjusted_probs, stop_padded
 from decoders._loop import start
+from decoders.progress import progress_bar
+from decoders.randomness import Randomness
+from decoders.sampling import History, Sampling, adjusted_probs, history_of, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, refuse_inexact
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, chain_config, check_tree_models, tree_room
 from spectheory.validation import as_positive_int

@@ -16,8 +16,8 @@ from typing import Callable
 import torch
 
 from decoders.audit.mirostat_mutants import BonusMovedTwice, MovedByTargetDraw, MovedUnderDraftLaw, NeverRestored
-from decoders.randomness import Randomness
 from decoders.grammar import GrammarSpec
+from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, adjusted_probs
 from decoders.speculative import REFERENCE_STEP, SpeculativeStep
 from decoders.verification import draft_ratio

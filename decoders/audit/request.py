@@ -7,8 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from decoders.audit import setups, statistical, tree_mutants
-from decoders.models.gguf import REAL_MODELS
-from decoders.models.gguf import is_gguf_file
+from decoders.models.gguf import REAL_MODELS, is_gguf_file
 from decoders.models.hf import is_model_directory
 from decoders.models.hf_generate import SCHEDULES, check_hf_sampling
 from decoders.policies import POLICIES
@@ -34,9 +33,9 @@ MAX_EXACT_SEQUENCES = 100_000  # V^horizon: memory of the laws, and hours of enu
 
 @dataclass(frozen=True)
 class AuditRequest:
-    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``), "shipped" or a Hugging Face model
-    directory (then ``draft`` is one too); ``draft`` defaults to "tabular" (tiny) or "transformer" (shipped);
-    ``prompt`` to [1, 2] (tiny), a window of ``text``'s file, or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
+    """What to audit. ``target`` is a tiny model kind (``setups.TARGETS``), "shipped" or a Hugging Face model directory
+    (then ``draft`` is one too); ``draft`` defaults to "tabular" (tiny) or "transformer" (shipped); ``prompt`` to [1, 2]
+    (tiny), a window of ``text``'s file, or ``prompt_text``'s ids. With ``samples`` (a JSON Lines file, see
     ``decoders.audit.samples``) the file's continuations are audited instead of a decoder of ours."""
 
     decoder: str = "speculative"

@@ -17,11 +17,11 @@ import functools
 from typing import Callable, Sequence
 
 import torch
-from decoders.progress import progress_bar
 
 from decoders.drafts import TINY, DraftContext, DraftKind, build_draft, register_draft
 from decoders.models.history import TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
+from decoders.progress import progress_bar
 from decoders.randomness import Randomness, TorchRandomness
 from decoders.sampling import stop_padded
 from decoders.speculative import (

@@ -50,8 +50,8 @@ from scipy import special, stats
 from decoders._loop import as_prompts, check_models
 from decoders.audit.battery import STATISTICAL, AuditTest, BatteryOutcome, bonferroni, register_audit_test, run_battery
 from decoders.audit.exact import autoregressive_law
-from decoders.sampling import history_of, Sampling, adjusted_probs, after_stop, proposes
 from decoders.models.protocol import repeated
+from decoders.sampling import Sampling, adjusted_probs, after_stop, history_of, proposes
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = [

@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
-from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.autoregressive import generate_autoregressive
+from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
+from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.results import DecodeStats
-from decoders.sampling import history_of, Sampling, adjusted_probs, processed_logits, proposes
+from decoders.sampling import Sampling, adjusted_probs, history_of, processed_logits, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.metrics import EngineCounts
 from spectheory.validation import as_int, as_lenience

@@ -8,19 +8,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
-from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
 from decoders.audit.battery import power_line
+from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
 from decoders.audit.samples import read_samples
-from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
-from decoders.bench.alpha import acceptance_calibration, text_windows
-from decoders.models.hf_generate import assisted_options, hf_generate
-from decoders.bench.inputs import check_tokenizers, encode_text, read_text
-from decoders.randomness import TorchRandomness
-from decoders.policies import make_policy
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.alpha import acceptance_calibration, text_windows
+from decoders.bench.inputs import check_tokenizers, encode_text, read_text
+from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
+from decoders.models.hf_generate import assisted_options, hf_generate
+from decoders.policies import make_policy
+from decoders.progress import progress_bar
+from decoders.randomness import TorchRandomness
 from decoders.sampling import stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree

@@ -22,10 +22,10 @@ import time
 
 import torch
 
-from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
-from decoders.bench.audit import SHIPPED_BATCH, SHIPPED_PROMPT
-from decoders.audit.statistical import CHUNK, audit_sampler
 from decoders import zoo
+from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
+from decoders.audit.statistical import CHUNK, audit_sampler
+from decoders.bench.audit import SHIPPED_BATCH, SHIPPED_PROMPT
 from decoders.bench.bench import environment
 from decoders.models.corpus import encode
 from decoders.sampling import Sampling

@@ -25,13 +25,13 @@ import statistics
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
-from decoders.progress import progress_bar
 
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
-from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
 from decoders.bench.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
+from decoders.blockwise import BlockwiseConfig, generate_blockwise
+from decoders.models.protocol import synchronize
+from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

@@ -53,10 +53,14 @@ def bench_lines(document: dict) -> list[str]:
         lines.append(
             f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
             f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
-            f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha {document['alpha'][temperature]:.3f};"
-            f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
-            f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, t_verify(2..{profile.gamma_max + 1})"
-            f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration {profile.t_iteration * 1e3:.3f} ms)"
+            f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha "
+            f"{document['alpha'][temperature]:.3f};"
+            f" the cost model recommends gamma {calibrated} "
+            f"({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
+            f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, "
+            f"t_verify(2..{profile.gamma_max + 1})"
+            f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration "
+            f"{profile.t_iteration * 1e3:.3f} ms)"
         )
     for temperature, costs in document["autoregressive"].items():
         lines.append(
@@ -82,8 +86,8 @@ def bench_lines(document: dict) -> list[str]:
 
 
 def _forecast_lines(document: dict) -> list[str]:
-    """The forecast made before the sweep (``decoders.bench.forecast``) against every measured row, with the measured 95%
-    interval, and its gamma's loss against the best measured gamma."""
+    """The forecast made before the sweep (``decoders.bench.forecast``) against every measured row, with the measured
+    95% interval, and its gamma's loss against the best measured gamma."""
     forecast = document.get("forecast")
     if not forecast:
         return []
@@ -118,8 +122,8 @@ def _forecast_lines(document: dict) -> list[str]:
 
 
 def loss_resolution(judged: dict) -> str:
-    """Whether the sweep tells a forecast's gamma from the best measured one (``decoders.bench.forecast.judge_forecast``'s
-    verdict, as the bench, the report and report.md print it)."""
+    """Whether the sweep tells a forecast's gamma from the best measured one
+    (``decoders.bench.forecast.judge_forecast``'s verdict, as the bench, the report and report.md print it)."""
     if judged["forecast_gamma"] == judged["best_measured_gamma"]:
         return "the same gamma"
     return (

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 import torch
 
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.profile import measure_profile
 from decoders.models.hf import layer_skip
+from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.timing import TimingOnlyStep
-from decoders.bench.profile import measure_profile
 from spectheory.costs import CostProfile
 from spectheory.timing import repeat_ratios, time_interleaved
 

@@ -18,20 +18,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from decoders.models.protocol import synchronize
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.autoregressive import generate_autoregressive
-from decoders.drafts import open_draft
-from decoders.randomness import seeded
-from decoders.sampling import Sampling
-from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
-from decoders.tree import TreeConfig, generate_tree
 from decoders.bench.alpha import text_windows
 from decoders.bench.audit import audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from decoders.bench.profile import efficiency, measure_profile, profile_document, verify_widths_job
+from decoders.drafts import open_draft
+from decoders.models.protocol import synchronize
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
+from decoders.tree import TreeConfig, generate_tree
 from spectheory.outputs import write_json
 from spectheory.timing import PACKAGES, time_repeats
 from spectheory.validation import as_positive_int
@@ -102,7 +102,8 @@ SHAPES = {
 
 @dataclass(frozen=True)
 class Pair:
-    """A profiled pair: a target shape and a draft, another shape or a draft built from the target (``decoders.drafts``: copy)."""
+    """A profiled pair: a target shape and a draft, another shape or a draft built from the target (``decoders.drafts``:
+    copy)."""
 
     target: str
     draft: str

@@ -25,13 +25,13 @@ import numpy as np
 import torch
 
 from decoders._loop import feed_draft, forward_after, start
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.alpha import text_windows
 from decoders.dynamic_tree import DynamicTree, draft_dynamic
+from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.tree import TreeConfig, generate_tree
-from decoders.bench.alpha import text_windows
 from spectheory.dynamic_trees import calibrate_paths, dynamic_speedup, expected_tokens_dynamic, replayed_tokens
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved

@@ -15,11 +15,11 @@ from dataclasses import replace
 
 import torch
 
+from decoders.bench.bench import BenchSettings
+from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.bench.bench import BenchSettings
-from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
 from spectheory.costs import CostProfile
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice, best_gamma_row
@@ -192,11 +192,11 @@ def forecast_sweep(
 
 def judge_forecast(forecast: dict, rows: list) -> dict:
     """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) against the sweep's ``rows`` at
-    that temperature (``decoders.bench.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every gamma,
-    whether the forecast lies in the measured 95% interval and whether the measurement lies in the forecast's
-    interval combined with its own (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its loss against the
-    best measured gamma, and ``resolved``: whether the intervals of the two are apart (where they overlap, the
-    sweep cannot tell the loss from noise)."""
+    that temperature (``decoders.bench.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every
+    gamma, whether the forecast lies in the measured 95% interval and whether the measurement lies in the forecast's
+    interval combined with its own (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its
+    loss against the best measured gamma, and ``resolved``: whether the intervals of the two are apart (where they
+    overlap, the sweep cannot tell the loss from noise)."""
     measured = {row["gamma"]: row for row in rows}
     best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
     judged = [

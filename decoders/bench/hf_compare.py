@@ -8,13 +8,13 @@ import copy
 import statistics
 
 import torch
-from decoders.progress import progress_bar
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.models.protocol import synchronize
 from decoders.bench.bench import BenchSettings
 from decoders.models.hf_generate import assisted_options, hf_generate
+from decoders.models.protocol import synchronize
 from decoders.models.tinygpt import TinyGPT
+from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

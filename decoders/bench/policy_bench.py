@@ -24,15 +24,14 @@ import statistics
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import adjusted_along_text, acceptance_calibration, text_windows
-from decoders.bench.alpha import engine_metrics
+from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics, text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.profile import profile_jobs
+from decoders.models.protocol import synchronize
 from decoders.policies import POLICIES, DraftPolicy, make_policy
+from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

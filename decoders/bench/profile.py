@@ -44,8 +44,8 @@ import numpy as np
 import torch
 
 from decoders._loop import check_room
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
+from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative

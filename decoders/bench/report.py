@@ -2,7 +2,8 @@
 recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.report`` renders it).
 
 * the forecast, first: per temperature a cost profile (docs/theory.md §10) measured on other prompts than the
-  sweep's, its speedup at each gamma of the sweep and the gamma it recommends (``decoders.bench.forecast.forecast_sweep``);
+  sweep's, its speedup at each gamma of the sweep and the gamma it recommends
+  (``decoders.bench.forecast.forecast_sweep``);
 * alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
 * c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
   decoder for a gamma sweep at batch 1 (``decoders.bench.bench.bench_pair``): the check of the forecast, its seconds
@@ -28,14 +29,12 @@ from datetime import datetime, timezone
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
-from decoders.bench.audit import SHIPPED_PROMPT, audit_pair
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench import alpha
+from decoders.bench.audit import SHIPPED_PROMPT, audit_pair
 from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.bench.bench_lines import loss_resolution
-from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
 from decoders.bench.forecast import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
@@ -44,17 +43,20 @@ from decoders.bench.forecast import (
     judge_forecast,
     other_prompts,
 )
-from decoders.models.corpus import VOCAB_SIZE, encode as corpus_encode
-from decoders.bench.tasks import TASKS
-from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
-from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
 from decoders.bench.inputs import SHIPPED_TEXT
+from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
+from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.tasks import TASKS
+from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
+from decoders.models.corpus import VOCAB_SIZE
+from decoders.models.corpus import encode as corpus_encode
+from decoders.models.protocol import has_tree
+from decoders.progress import progress_bar
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
-from decoders.models.protocol import has_tree
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
-from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.costs import CostProfile
+from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = [
@@ -353,8 +355,8 @@ def measure_pair(
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
     """The forecast's gamma (the recommendation, ``decoders.bench.forecast.forecast_sweep``) judged on the sweep
-    (``decoders.bench.forecast.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the sweep's own
-    profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
+    (``decoders.bench.forecast.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the sweep's
+    own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
     alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
     table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
@@ -383,7 +385,8 @@ def summary_lines(document: dict) -> list[str]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
         lines += [
-            f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma {r['forecast_gamma']} "
+            f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma "
+            f"{r['forecast_gamma']} "
             f"({r['forecast_speedup']:.3f}x"
             f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
             f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "
@@ -426,6 +429,7 @@ def _covered_words(r: dict) -> str:
     if "covered" not in rows[0]:
         return ""
     return (
-        f", the measurement inside the forecast's interval combined with its own at {sum(row['covered'] for row in rows)}"
+        ", the measurement inside the forecast's interval combined with its own at "
+        f"{sum(row['covered'] for row in rows)}"
         f" of {len(rows)}"
     )

@@ -8,12 +8,9 @@ import time
 from dataclasses import replace
 
 import torch
-from decoders.progress import progress_bar
 
 from decoders import zoo
-from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.bench import alpha, bench, policy_bench, tree_bench
-from decoders.models.corpus import load_corpus
 from decoders.bench.forecast import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
@@ -22,10 +19,13 @@ from decoders.bench.forecast import (
     judge_forecast,
     other_prompts,
 )
-from decoders.models.protocol import decode_path
 from decoders.bench.inputs import load_inputs
 from decoders.bench.spec_bench import spec_bench_categories, spec_bench_prompts
 from decoders.bench.tasks import benchmark_prompts
+from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
+from decoders.models.corpus import load_corpus
+from decoders.models.protocol import decode_path
+from decoders.progress import progress_bar
 from spectheory.recommendation import from_sweep
 from spectheory.validation import as_int, as_positive_int
 

@@ -22,10 +22,6 @@ from dataclasses import replace
 
 import torch
 
-from decoders.models.protocol import synchronize
-from decoders.randomness import seeded
-from decoders.sampling import GREEDY
-from decoders.tree import TreeConfig, generate_tree
 from decoders.bench.bench import BenchSettings
 from decoders.bench.forecast import (
     FORECAST_LOSS,
@@ -39,6 +35,10 @@ from decoders.bench.forecast import (
 )
 from decoders.bench.spec_bench import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
 from decoders.bench.spec_bench_report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
+from decoders.models.protocol import synchronize
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from decoders.tree import TreeConfig, generate_tree
 from spectheory.costs import CostProfile, calibrated_sequence_speedup
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice
@@ -246,7 +246,10 @@ def forecast_table(
     after a warm-up; ``progress(category)`` after each category."""
     started, first = time.perf_counter(), categories[0]
     cost_settings = replace(s, prompts=1, repeats=repeats, warmup=1)
-    pick = lambda room: other_questions(tokenizer, first, 1, s.seed, room, s.prompts)
+
+    def pick(room):
+        return other_questions(tokenizer, first, 1, s.seed, room, s.prompts)
+
     cost = bench_category(target, tokenizer, first, models, cost_settings, dynamic=dynamic, questions=pick)
     rooms = {name: drafted["prompt_room"] for name, drafted in cost["drafts"].items()}
     cost_questions = {room: pick(room)[0] for room in set(rooms.values())}

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from spectheory.intervals import Z95
-from spectheory.optimum import best_choice, best_gamma_row
+from spectheory.optimum import best_choice
 
 __all__ = [
     "NO_SPECULATION",
@@ -62,8 +62,8 @@ def tree_setting(draft: str, nodes: int) -> str:
 
 def _settings(measured: dict) -> list:
     """The settings of one category that have a prediction: {setting, draft, gamma, drafted, predicted, measured,
-    error}; the prediction is the forecast (``decoders.bench.spec_bench_forecast``, the dynamic tree's included) where the
-    table was forecast, else the cost model calibrated on the table's own runs."""
+    error}; the prediction is the forecast (``decoders.bench.spec_bench_forecast``, the dynamic tree's included) where
+    the table was forecast, else the cost model calibrated on the table's own runs."""
     forecast = measured.get("forecast")
     if forecast is not None:
         errors = {
@@ -228,7 +228,8 @@ def recommendation_lines(recommendation: dict) -> list:
     lines.append(
         f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
         f"overall {one['predicted_overall']:.2f}x, "
-        f"measured {one['measured_overall']:.2f}x; the per-category settings measure {one['per_category_measured_overall']:.2f}x "
+        f"measured {one['measured_overall']:.2f}x; the per-category settings measure "
+        f"{one['per_category_measured_overall']:.2f}x "
         f"overall: one setting loses {100 * one['loss']:.1f}%{noise}"
     )
     return lines

@@ -20,16 +20,8 @@ import time
 from dataclasses import replace
 
 import torch
-from decoders.progress import progress_bar
 
-from decoders.drafts import spec_bench_drafts
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
-from decoders.dynamic_tree import DynamicTree
-from decoders.randomness import seeded
-from decoders.sampling import GREEDY
-from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.tree import TreeConfig, generate_tree, tree_room
 from decoders.bench.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
@@ -41,6 +33,14 @@ from decoders.bench.spec_bench import (
     spec_bench_prompts,
 )
 from decoders.bench.spec_bench_forecast import forecast_table, judge_category
+from decoders.drafts import spec_bench_drafts
+from decoders.dynamic_tree import DynamicTree
+from decoders.models.protocol import synchronize
+from decoders.progress import progress_bar
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders.tree import TreeConfig, generate_tree, tree_room
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
 

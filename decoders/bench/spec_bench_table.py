@@ -1,9 +1,9 @@
-"""Spec-Bench's table from ``decoders.bench.spec_bench_suite.spec_bench_document`` (docs/measuring.md, "Spec-Bench"): for
-each category and draft the best setting at T = 0 by measured speedup, with the mean accepted tokens per target
+"""Spec-Bench's table from ``decoders.bench.spec_bench_suite.spec_bench_document`` (docs/measuring.md, "Spec-Bench"):
+for each category and draft the best setting at T = 0 by measured speedup, with the mean accepted tokens per target
 call, alpha, the measured speedup over our autoregressive decoder with its spread over repeats, the cost model's
-calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's; an
-engine's rows (``document["engine"]["table"]``, over its own plain decoding) in the same keys. Two layouts: one
-line per category and draft, and Spec-Bench's own (a draft per line, a category per column)."""
+calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's; an engine's
+rows (``document["engine"]["table"]``, over its own plain decoding) in the same keys. Two layouts: one line per category
+and draft, and Spec-Bench's own (a draft per line, a category per column)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ def _row(category: str, label: str, draft: str, prompts: list, rows: list, setti
 
 
 def _forecasts(measured: dict) -> dict:
-    """{setting: forecast speedup} of a category's judged forecast (``decoders.bench.spec_bench_forecast``), {} without."""
+    """{setting: forecast speedup} of a category's judged forecast (``decoders.bench.spec_bench_forecast``), {}
+    without."""
     forecast = measured.get("forecast")
     return {} if forecast is None else {row["setting"]: row["forecast"] for row in forecast["judged"]["rows"]}
 

@@ -23,18 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from decoders.progress import progress_bar
 
-from decoders.models.protocol import synchronize
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.dynamic_forecast import forecast_dynamic
+from decoders.models.protocol import has_tree, synchronize
+from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
-from decoders.models.protocol import has_tree
 from spectheory.metrics import EngineCounts
 from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
@@ -280,7 +279,8 @@ def _row(
 
 
 def _judged(row: dict, forecast: dict | None) -> dict:
-    """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.dynamic_forecast``) beside what it measured."""
+    """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.dynamic_forecast``) beside what it
+    measured."""
     if forecast and row["kind"] == "dynamic":
         ahead = next(f for f in forecast["rows"] if f["budget"] == row["budget"])
         row.update(

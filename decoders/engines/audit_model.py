@@ -49,8 +49,8 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
 
     from decoders.audit.samples import EngineSamples
     from decoders.audit.statistical import audit_sampler
-    from decoders.zoo import load_named
     from decoders.sampling import Sampling
+    from decoders.zoo import load_named
 
     missing = [name for name in ("model_path", "tokenize") if capability(engine, name) is None] + [
         "all_logits or logits_after"

@@ -25,8 +25,8 @@ N_CTX = 2048
 
 
 def import_llama_cpp():
-    """The ``llama_cpp`` module, built and installed on first use (``decoders.engines.build``: minutes, once, announced in
-    one line); a ValueError naming the build's log (one line at the CLI) when it cannot be built."""
+    """The ``llama_cpp`` module, built and installed on first use (``decoders.engines.build``: minutes, once, announced
+    in one line); a ValueError naming the build's log (one line at the CLI) when it cannot be built."""
     from decoders.engines.build import ensure_llama_cpp_python
 
     ensure_llama_cpp_python()

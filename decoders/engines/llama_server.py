@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
-import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 

@@ -53,18 +53,18 @@ def _float_or_text(value: str) -> float | str:
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, by default ``ngram-simple``, the
-    drafter that needs no draft model, as the in-process engine's default is prompt lookup; None, ``spec=none``:
-    no speculation at any ``speculate``), ``draft`` (the -md GGUF file the model drafts need), ``draft_sampling`` (greedy: the draft's
+    """How the engine starts its servers: ``spec`` (a ``SPEC_TYPES`` member, by default ``ngram-simple``, the drafter
+    that needs no draft model, as the in-process engine's default is prompt lookup; None, ``spec=none``: no speculation
+    at any ``speculate``), ``draft`` (the -md GGUF file the model drafts need), ``draft_sampling`` (greedy: the draft's
     argmax, verified by sample-and-match; probabilistic: sampled drafts verified by rejection sampling at T > 0),
-    ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``completions`` (samples
-    per request, ``n_cmpl``: the prompt is evaluated once for them, at most ``slots``), ``threads`` (-t) and
-    ``context`` (tokens per slot); and two samplers only this engine has, sent with every request: ``mirostat``
-    (0 off, 1 or 2: llama.cpp's Mirostat version, which replaces the other truncations; ``mirostat_tau`` and
-    ``mirostat_eta``, its target surprise in bits and learning rate, None for llama.cpp's 5 and 0.1) and ``grammar`` (a
-    ``GRAMMARS`` name: the output constrained to it). Any other sampler of llama.cpp's chain: ``fields`` ((key, number)
-    of ``SAMPLER_FIELDS``, ``field=dry_multiplier:0.8``, repeatable), ``logit_bias`` ((token, bias),
-    ``logit-bias=12:-1.5``, repeatable) and ``samplers``, the chain's order (``samplers=top_k;adaptive_p``)."""
+    ``draft_min`` (shorter drafts are dropped), ``slots`` (-np: requests decoded together), ``completions`` (samples per
+    request, ``n_cmpl``: the prompt is evaluated once for them, at most ``slots``), ``threads`` (-t) and ``context``
+    (tokens per slot); and two samplers only this engine has, sent with every request: ``mirostat`` (0 off, 1 or 2:
+    llama.cpp's Mirostat version, which replaces the other truncations; ``mirostat_tau`` and ``mirostat_eta``, its
+    target surprise in bits and learning rate, None for llama.cpp's 5 and 0.1) and ``grammar`` (a ``GRAMMARS`` name: the
+    output constrained to it). Any other sampler of llama.cpp's chain: ``fields`` ((key, number) of ``SAMPLER_FIELDS``,
+    ``field=dry_multiplier:0.8``, repeatable), ``logit_bias`` ((token, bias), ``logit-bias=12:-1.5``, repeatable) and
+    ``samplers``, the chain's order (``samplers=top_k;adaptive_p``)."""
 
     spec: str | None = "ngram-simple"
     draft: str | None = None

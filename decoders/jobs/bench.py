@@ -10,14 +10,6 @@ import time
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.models.corpus import character_tokenizer
-from decoders.models.gguf import gguf_tokenizer
-from decoders.progress import progress_bar
-from decoders.randomness import seeded
-from decoders.sampling import GREEDY
-from decoders.engines import EngineSampling, open_engine, speculation_fixed
-from decoders.engines.bench import check_benchable, engine_bench as measure_engine, engine_bench_lines, server_bench
-from decoders.jobs.spec_bench import ALL, engine_table, measure_table
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines
@@ -29,6 +21,15 @@ from decoders.bench.spec_bench import is_spec_bench
 from decoders.bench.spec_bench_table import spec_bench_lines, table_lines
 from decoders.bench.tasks import benchmark_prompts
 from decoders.bench.tree_bench import check_budgets, check_dynamic, tree_lines
+from decoders.engines import EngineSampling, open_engine, speculation_fixed
+from decoders.engines.bench import check_benchable, engine_bench_lines, server_bench
+from decoders.engines.bench import engine_bench as measure_engine
+from decoders.jobs.spec_bench import ALL, engine_table, measure_table
+from decoders.models.corpus import character_tokenizer
+from decoders.models.gguf import gguf_tokenizer
+from decoders.progress import progress_bar
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_int
 
@@ -169,7 +170,8 @@ def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
 
 
 def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
-    """Spec-Bench's categories on the engine (``decoders.jobs.spec_bench.engine_table``); only its tokenizer is read here."""
+    """Spec-Bench's categories on the engine (``decoders.jobs.spec_bench.engine_table``); only its tokenizer is read
+    here."""
     document = engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas, **settings)
     return document, [
         f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decoders.jobs.spec_bench import ALL, measure_table
 from decoders.bench.bench import BenchSettings
-from decoders.bench.inputs import load_inputs
 from decoders.bench.forecast import FORECAST_SEED, other_prompts
+from decoders.bench.inputs import load_inputs
 from decoders.bench.report import ReportSettings, measure_pair
 from decoders.bench.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench_report import recommend
 from decoders.bench.tasks import benchmark_prompts
+from decoders.jobs.spec_bench import ALL, measure_table
 from spectheory.outputs import check_writable, strict_loads
 
 __all__ = ["pair_report", "spec_bench_report", "saved_table"]
@@ -78,9 +78,9 @@ def spec_bench_report(
     out: str = "report",
     forecast_questions: int | None = None,
 ) -> tuple:
-    """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions``
-    other questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft
-    and gamma, or "do not speculate" (``decoders.bench.spec_bench_report.recommend``: from the forecast where there is one)."""
+    """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions`` other
+    questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft and gamma,
+    or "do not speculate" (``decoders.bench.spec_bench_report.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
     table = (

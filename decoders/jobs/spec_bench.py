@@ -1,7 +1,7 @@
 """Spec-Bench's whole table (docs/measuring.md, "Spec-Bench"): our decoders' rows (``decoders.bench.spec_bench_suite``)
-and a serving engine's on the same categories (``decoders.engines.bench.engine_bench``: llama.cpp's prompt lookup over its
-own plain decoding), which only a layer above both ``decoders.bench`` and ``decoders.engines`` can put together: this one. The
-``spec_bench`` figure, ``bench --task spec-bench --draft all``, ``bench --engine E --task spec-bench`` and
+and a serving engine's on the same categories (``decoders.engines.bench.engine_bench``: llama.cpp's prompt lookup over
+its own plain decoding), which only a layer above both ``decoders.bench`` and ``decoders.engines`` can put together:
+this one. The ``spec_bench`` figure, ``bench --task spec-bench --draft all``, ``bench --engine E --task spec-bench`` and
 ``report --task spec-bench`` call it."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ import time
 
 import torch
 
-from decoders.models.gguf import gguf_tokenizer
-from decoders.progress import progress_bar
-from decoders.engines import open_engine
-from decoders.engines.base import DEFAULT_CONTEXT, capability
-from decoders.engines.bench import engine_bench
 from decoders.bench.bench import BenchSettings
 from decoders.bench.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
 from decoders.bench.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
 from decoders.bench.spec_bench_suite import DYNAMIC, ENGINE_GAMMAS, SUITE_SETTINGS, spec_bench_document, suite_drafts
 from decoders.bench.spec_bench_table import table_row
+from decoders.engines import open_engine
+from decoders.engines.base import DEFAULT_CONTEXT, capability
+from decoders.engines.bench import engine_bench
+from decoders.models.gguf import gguf_tokenizer
+from decoders.progress import progress_bar
 from spectheory.optimum import best_gamma_row
 
 __all__ = ["ALL", "ENGINE_GAMMAS", "engine_table", "whole_table", "measure_table"]

@@ -20,6 +20,7 @@ and drops every other pending node, without recomputing anything.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import torch
 
 from decoders.models.protocol import CausalModel, ModelState

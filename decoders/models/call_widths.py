@@ -72,7 +72,7 @@ def pad_cheapest_widths(adapter, source: str | None = None, **measure) -> dict:
     for a model whose one-token call is under ``MIN_CALL_SECONDS``); returns the plan. With ``source`` (the file
     or directory the model came from), a plan this process measured for the same source, device, dtype and
     thread count is reused."""
-    key = (source, str(adapter.device), str(adapter.dtype), torch.get_num_threads(), tuple(sorted(bench.items())))
+    key = (source, str(adapter.device), str(adapter.dtype), torch.get_num_threads(), tuple(sorted(measure.items())))
     plan = _MEASURED.get(key) if source is not None else None
     if plan is None:
         seconds = measure_call_seconds(adapter, **measure)

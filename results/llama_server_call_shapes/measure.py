@@ -5,12 +5,15 @@ greedy sequences in parallel (n_cmpl = k: k tokens, k output rows, k samples), i
 Run from the repository root: python results/llama_server_call_shapes/measure.py TARGET.gguf DRAFT.gguf [REPEATS]
 (here: SmolLM2-135M-Instruct Q4_1 and ``spectheory export-gguf --layers 24``); writes call_shapes.json beside it."""
 
-import json, statistics, sys
+import json
+import statistics
+import sys
 from pathlib import Path
-from decoders.engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds, generation_seconds
-from decoders.engines.base import EngineSampling
+
 from decoders.bench.inputs import load_inputs
 from decoders.bench.tasks import benchmark_prompts
+from decoders.engines.base import EngineSampling
+from decoders.engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds
 
 MODEL, DRAFT = sys.argv[1], sys.argv[2]
 inputs = load_inputs(MODEL, [])
@@ -29,7 +32,7 @@ out = {}
 for name, path in (("target", MODEL), ("draft24", DRAFT)):
     server = LlamaServer(ServerOptions(slots=8, completions=8, threads=2).arguments(path, 0))
     widths, steps = [], {k: [] for k in range(1, K + 1)}
-    for rep in range(int(sys.argv[3]) if len(sys.argv) > 3 else 5):
+    for _rep in range(int(sys.argv[3]) if len(sys.argv) > 3 else 5):
         widths.append([s * 1e3 for s in width_seconds(server, prompt, K, 3)])
         for k in steps:
             steps[k].append(step_seconds(server, k))

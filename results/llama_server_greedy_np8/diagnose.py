@@ -13,10 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from decoders.engines import open_engine
-from decoders.engines.base import EngineSampling
 from decoders.bench.inputs import load_inputs
 from decoders.bench.tasks import benchmark_prompts
+from decoders.engines import open_engine
+from decoders.engines.base import EngineSampling
 
 gammas = [int(g) for g in sys.argv[1:]] or [1, 4, 8]
 engine = open_engine("llama-server")

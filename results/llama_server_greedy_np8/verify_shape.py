@@ -1,9 +1,8 @@
-import sys
+from decoders.bench.inputs import load_inputs
+from decoders.bench.tasks import benchmark_prompts
 from decoders.engines import open_engine
 from decoders.engines.base import EngineSampling
 from decoders.engines.llama_server import completion_body
-from decoders.bench.inputs import load_inputs
-from decoders.bench.tasks import benchmark_prompts
 
 engine = open_engine("llama-server")
 inputs = load_inputs(str(engine.model_path), [])
@@ -24,7 +23,7 @@ for j in range(1, 10):
     print(j, answer["timings"]["prompt_n"], [(t["id"], round(t["logprob"], 4)) for t in top])
 # the speculating server itself, asked for the same position after the common prefix, one token
 s8 = engine.server(8)
-for k in range(3):
+for _k in range(3):
     a = s8.post("/completion", dict(completion_body(ids + plain[:at], 1, greedy, 0), n_probs=2))
     print(
         "spec server prompt eval",

@@ -1,9 +1,9 @@
 """Each sampler of docs/engines.md's sweep (every llama.cpp sampler with a state or randomness, issue 70) acted on the
 rows its audits compared: its plain rows (the rejection run's `rows_b`) against plain decoding at T = 1 with every
 sampler off on the same prompt (results/llama_server_audit_match_t1.json's `rows_b` for the chat prompt,
-results/llama_server_audit_rejection_t1_repeat.json's for the repetitive one), by the engine audit's own two-sample
-test (decoders.engines.audit.compare_runs, level 0.01) on the first n rows of each. A sampler whose own effect this test cannot
-see would make its PASS on both paths say nothing (DRY on the chat prompt); a FAIL here says it acted.
+results/llama_server_audit_rejection_t1_repeat.json's for the repetitive one), by the engine audit's own two-sample test
+(decoders.engines.audit.compare_runs, level 0.01) on the first n rows of each. A sampler whose own effect this test
+cannot see would make its PASS on both paths say nothing (DRY on the chat prompt); a FAIL here says it acted.
 
     python results/llama_server_samplers/active.py OUT.json [N]
 """

@@ -3,7 +3,10 @@
 tokens per completion, 16 per request (the server's plain generation speed, prompt amortized), both in tokens/s;
 interleaved, 3 repeats, medians."""
 
-import json, statistics, sys, time
+import json
+import statistics
+import sys
+
 from decoders.engines import open_engine
 from decoders.engines.base import EngineSampling
 
@@ -17,7 +20,7 @@ settings = {
 engines = {name: open_engine("llama-server:" + opts) for name, (opts, _) in settings.items()}
 out = {name: {"audit_tokens_per_second": [], "long_tokens_per_second": []} for name in settings}
 for repeat in range(3):
-    for name, (opts, g) in settings.items():
+    for name, (_opts, g) in settings.items():
         e = engines[name]
         r = e.generate(P, 320, 4, T1, speculate=g, seed=1000 * repeat)
         out[name]["audit_tokens_per_second"].append(4 * len(r.rows) / r.seconds)
@@ -26,7 +29,7 @@ for repeat in range(3):
         print(
             repeat, name, out[name]["audit_tokens_per_second"][-1], out[name]["long_tokens_per_second"][-1], flush=True
         )
-for name, v in out.items():
+for v in out.values():
     v["audit_median"] = statistics.median(v["audit_tokens_per_second"])
     v["long_median"] = statistics.median(v["long_tokens_per_second"])
     v["ratio"] = v["audit_median"] / v["long_median"]

@@ -3,18 +3,20 @@ median of 5 after a warm-up, in the source tree at argv[1]: the chain decoder at
 default), or a chain-shaped tree, Tree.chain(4) with the rrs verifier, through generate_tree ("tree-chain"). The
 before/after timings of issue 56 (README.md)."""
 
-import statistics, sys, time
+import statistics
+import sys
+import time
 
-sys.path.insert(0, sys.argv[1])
-import torch
+sys.path.insert(0, sys.argv[1])  # the source tree to time: the imports below come from it
+import torch  # noqa: E402
 
 torch.set_num_threads(1)
-from decoders.zoo import load_pair
-from decoders.randomness import seeded
-from decoders.sampling import Sampling
-from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.tree import TreeConfig, generate_tree
-from spectheory.trees import Tree
+from decoders.randomness import seeded  # noqa: E402
+from decoders.sampling import Sampling  # noqa: E402
+from decoders.speculative import SpeculativeConfig, generate_speculative  # noqa: E402
+from decoders.tree import TreeConfig, generate_tree  # noqa: E402
+from decoders.zoo import load_pair  # noqa: E402
+from spectheory.trees import Tree  # noqa: E402
 
 target, draft = load_pair()
 prompts = [[1 + (i * 7 + j) % 50 for j in range(16)] for i in range(8)]

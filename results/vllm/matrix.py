@@ -3,10 +3,11 @@ each started once, audited at every sampling setting of ``SETTINGS`` by the two-
 (disjoint seeds; each setting's plain side drawn once and held against every method), each verdict written as
 results/vllm/<method>_<setting>.json with the command that makes it again:
 
-    python3 results/vllm/matrix.py [--n N] [--horizon H] [--speculate K] [--options OPTS] NAME=SPEC ... [--settings S ...]
+    python3 results/vllm/matrix.py [--n N] [--horizon H] [--speculate K] [--options OPTS] NAME=SPEC ... \
+        [--settings S ...]
 
-e.g. ``python3 results/vllm/matrix.py ngram=method=ngram draft16=method=draft_model,draft-layers=16 --settings t1``, where
-each SPEC is the part of ``--engine vllm:SPEC`` after the colon and ``--options`` (default ``eager=1,seqs=64``) is
+e.g. ``python3 results/vllm/matrix.py ngram=method=ngram draft16=method=draft_model,draft-layers=16 --settings t1``,
+where each SPEC is the part of ``--engine vllm:SPEC`` after the colon and ``--options`` (default ``eager=1,seqs=64``) is
 added to every engine, the plain one (``method=none``) included. The greedy audit is ``spectheory audit --engine
 vllm:SPEC --temperature 0 --gammas ...`` (results/vllm/*_greedy.json)."""
 

@@ -9,8 +9,8 @@ import argparse
 from decoders.bench.alpha import MAX_PROMPTS, AlphaEstimate, alpha_markdown, check_windows
 from decoders.bench.runs import alpha_document, spec_bench_alpha_document
 from decoders.bench.spec_bench import LABELS, TASK, is_spec_bench
-from spectheory.cli.task_flags import task_name
 from spectheory.cli.options import add_device, add_target, add_text, draft_help
+from spectheory.cli.task_flags import task_name
 from spectheory.outputs import check_writable, write_json, write_text
 from spectheory.validation import as_int, as_positive_int
 

@@ -8,21 +8,21 @@ import json
 from dataclasses import fields
 
 from decoders.audit.mutants import MUTANTS
-from decoders.audit.tree_mutants import TREE_MUTANTS
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, SAMPLERS, AuditRequest
-from decoders.bench.audit import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
 from decoders.audit.setups import MAX_VOCABULARY, TARGETS
-from decoders.drafts import FROM_TARGET, SHIPPED, TINY, draft_names
-from decoders.models.hf_generate import SCHEDULES
 from decoders.audit.statistical import MAX_SAMPLES
-from decoders.zoo import REAL_MODELS
-from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
-from decoders.policies import POLICIES
+from decoders.audit.tree_mutants import TREE_MUTANTS
+from decoders.bench.audit import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
+from decoders.drafts import FROM_TARGET, SHIPPED, TINY, draft_names
 from decoders.jobs.engine_audit import audit_engine
-from spectheory.cli.engine_flags import add_engine_arguments, engine_request, engine_requested
-from spectheory.cli.options import names
+from decoders.models.hf_generate import SCHEDULES
+from decoders.policies import POLICIES
+from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
+from decoders.zoo import REAL_MODELS
 from spectheory.cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
+from spectheory.cli.engine_flags import add_engine_arguments, engine_request, engine_requested
 from spectheory.cli.mutant_flags import cited, mutant_presets
+from spectheory.cli.options import names
 
 presets = mutant_presets  # a mutant's own flags, parsed before the user's (spectheory.cli)
 

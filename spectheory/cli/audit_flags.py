@@ -96,9 +96,9 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = 
 def sampling_from(args: argparse.Namespace):
     """The ``Sampling`` the flags ask for (its checks name a bad value's flag); its grammar is a ``GrammarSpec``,
     compiled once the model's vocabulary is known (``Sampling.bound``)."""
+    from decoders.bench.inputs import read_text
     from decoders.grammar import GrammarSpec
     from decoders.sampling import Sampling
-    from decoders.bench.inputs import read_text
 
     grammar = None
     if getattr(args, "regex", None) is not None:

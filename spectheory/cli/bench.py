@@ -7,11 +7,11 @@ import argparse
 
 import torch
 
-from decoders.jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import MAX_REPEATS, BenchSettings
 from decoders.bench.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.spec_bench import is_spec_bench
+from decoders.jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
 from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory.cli.bench_flags import add_comparison_arguments, check_comparison
 from spectheory.cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from decoders.progress import progress_bar
-
 import paper_figs
+from decoders.progress import progress_bar
 from spectheory.cli.options import names
 from spectheory.outputs import check_writable
 

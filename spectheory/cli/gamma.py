@@ -10,11 +10,11 @@ import argparse
 import json
 
 from spectheory.calculator import answer_table, engine_answer, format_engine_answer, format_latex, format_text
+from spectheory.cli import UsageError
+from spectheory.cli.options import COST_FLAGS, add_cost_flags, flag_costs
 from spectheory.costs import profile_entries
 from spectheory.metrics import DEFINITIONS, estimate_alpha
 from spectheory.speedup import alpha_from_tokens_per_iteration
-from spectheory.cli import UsageError
-from spectheory.cli.options import COST_FLAGS, add_cost_flags, flag_costs
 
 __doc__ += "\n\nacceptance, in the names every JSON of this toolkit uses:\n" + "\n".join(
     f"  {name}: {meaning}" for name, meaning in DEFINITIONS.items()

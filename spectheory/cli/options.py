@@ -85,7 +85,8 @@ def draft_help(default: str | None) -> str:
         f"a shipped draft ({names(draft_names(SHIPPED))}{''.join('; ' + line for line in own)}), a draft built "
         f"from the target ({names(draft_names(FROM_TARGET))}), a model file "
         f"in the zoo's format, or a GGUF file or model directory with the target's tokenizer (default "
-        f"{default or 'every shipped draft; ' + names(own_tokenizer_drafts()) + ' for a target with its own tokenizer'})"
+        f"{default or 'every shipped draft; ' + names(own_tokenizer_drafts()) + ' for a target with its own tokenizer'}"
+        ")"
     )
 
 

@@ -9,20 +9,20 @@ import argparse
 import time
 from dataclasses import replace
 
-from decoders.audit.statistical import MAX_SAMPLES
 from decoders import zoo
-from decoders.models.gguf import is_gguf_file
+from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.bench.bench import MAX_REPEATS
-from decoders.jobs.report import pair_report, spec_bench_report
-from decoders.jobs.spec_bench import ALL
 from decoders.bench.report import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportSettings, summary_lines
 from decoders.bench.spec_bench import TASK, is_spec_bench
 from decoders.bench.spec_bench_report import recommendation_lines
+from decoders.jobs.report import pair_report, spec_bench_report
+from decoders.jobs.spec_bench import ALL
+from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_report, write_spec_bench_report
+from spectheory.calculator import MAX_TABLE_GAMMA
 from spectheory.cli.options import add_compile, add_device, add_target, add_text, draft_help
 from spectheory.cli.task_flags import report_spec_bench_settings, task_name
-from spectheory.calculator import MAX_TABLE_GAMMA
 
 DEFAULTS = ReportSettings()
 #: What the committed reports took on 2 cores (results/report and results/report_full; a test holds them to the files).

@@ -11,8 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spectheory.costs import load_profile
-from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, schedule_settings
+from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, load_profile, schedule_settings
 from spectheory.optimum import best_choice
 from spectheory.outputs import strict_loads
 from spectheory.validation import as_positive_int, as_real

@@ -8,8 +8,8 @@ import argparse
 import json
 
 import numpy as np
-from decoders.progress import progress_bar
 
+from decoders.progress import progress_bar
 from sims.families import FAMILIES
 from sims.run import PROCESSES, SimulationSpec, run_simulation
 from spectheory.block_verification import CHAIN_VERIFIERS

@@ -73,7 +73,8 @@ def _costs(args: argparse.Namespace, profile: dict | None, budget: int) -> dict 
     missing = [key for key in ("t_step", "t_draft", "t_verify") if key not in costs]
     if missing:
         raise UsageError(
-            f"spectheory tree: error: measured costs need {', '.join('--' + m.replace('_', '-') + '-ms' for m in missing)}"
+            "spectheory tree: error: measured costs need "
+            f"{', '.join('--' + m.replace('_', '-') + '-ms' for m in missing)}"
         )
     if len(costs["t_verify"]) < budget:
         raise ValueError(

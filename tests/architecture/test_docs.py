@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spectheory.cli import main
 from decoders.bench.report import summary_lines
 from decoders.bench.spec_bench_report import recommendation_lines
+from spectheory.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -135,7 +135,11 @@ def test_pages_name_files_that_exist():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) < 250
     assert "bash .ci/install-core && spectheory report --out report" in readme
-    assert "bash .ci/install && python3 -m pytest -q" in readme
+    test_command = (
+        "bash .ci/install && python3 -m ruff format --check . && python3 -m ruff check . && "
+        "python3 -m pytest -q -n 2 --dist loadfile"
+    )
+    assert test_command in readme
 
 
 def test_measured_numbers_against_their_results():

@@ -7,14 +7,14 @@ import json
 
 import pytest
 import torch
-
 from command import run
+
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.diverge import BUG_MARGIN, NUMERICS_MARGIN, diagnose, first_divergence
 from decoders.bench.inputs import encode_text
-from decoders.zoo import load_target
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
+from decoders.zoo import load_target
 
 PROMPT_TEXT, NEW, AT = "def main(", 12, 5
 

@@ -5,12 +5,12 @@ disjoint seeds; the pass case's false-positive probability is the level, 0.01.""
 import json
 
 import pytest
-
 from command import run
+from engine_standin import MarkovEngine
+
 from decoders.audit.samples import write_rows
 from decoders.engines.audit import SECOND_SIDE_SEED
 from decoders.engines.base import EngineSampling
-from engine_standin import MarkovEngine
 
 
 def _file(path, engine, seed, n=5000):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from decoders.audit.setups import tiny_target
-from decoders.grammar import GrammarSpec
 from decoders.autoregressive import generate_autoregressive
+from decoders.grammar import GrammarSpec
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from spectheory.cli import main

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 import torch
-
 from command import interrupt_after, run, start_interruptible
+
 from decoders import zoo
 
 NO_CUDA = not torch.cuda.is_available()

@@ -5,11 +5,11 @@
 import json
 
 import pytest
+from engine_standin import MarkovEngine
 
+from decoders.engines import ENGINE_KINDS, PER_REQUEST, EngineKind, EngineRun, register_engine
 from decoders.models.corpus import encode_text
 from decoders.zoo import ZOO
-from engine_standin import MarkovEngine
-from decoders.engines import ENGINE_KINDS, PER_REQUEST, EngineKind, EngineRun, register_engine
 from spectheory.cli import main
 
 
@@ -26,8 +26,8 @@ class ToyEngine(MarkovEngine):
 
 
 class BenchableToy(ToyEngine):
-    """The toy with what the bench reads (``decoders.engines.bench.BENCH_CAPABILITIES``): the shipped target's file as its
-    model (our decoder's speed beside is measured on it), the corpus's character ids, and made-up costs and
+    """The toy with what the bench reads (``decoders.engines.bench.BENCH_CAPABILITIES``): the shipped target's file as
+    its model (our decoder's speed beside is measured on it), the corpus's character ids, and made-up costs and
     counters: a verify call of k tokens costs 10 + k ms, and speculating gamma tokens accepts gamma // 2 a round."""
 
     model_path = ZOO / "target.pt"

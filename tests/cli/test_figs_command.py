@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-
-import paper_figs
 from command import children_cpu_seconds, interrupt_after, start_interruptible
 from figure_inputs import write_small_results
+
+import paper_figs
 from spectheory.cli import main
 
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from command import run
+
 from spectheory.speedup import alpha_from_tokens_per_iteration, operations_factor, optimal_gamma, walltime_improvement
 
 

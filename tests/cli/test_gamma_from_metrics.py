@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from command import run
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from command import run
 from spectheory.calculator import gamma_table
 from spectheory.metrics import (
     EngineCounts,

@@ -4,8 +4,8 @@ a missing, malformed or foreign profile is one line and exit 2."""
 import json
 
 import pytest
-
 from command import run
+
 from spectheory.costs import CostProfile
 from spectheory.trees import hardware_optimal_tree
 

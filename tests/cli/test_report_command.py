@@ -10,8 +10,8 @@ import pytest
 from decoders import zoo
 from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.report import summary_lines
-from spectheory.recommendation import from_sweep
 from spectheory.cli import main
+from spectheory.recommendation import from_sweep
 
 SMALL = [
     "--windows",

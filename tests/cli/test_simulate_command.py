@@ -3,11 +3,11 @@
 import json
 
 import pytest
-
+from command import run
 from sim_checks import BAND
+
 from spectheory.positional import MarkovAcceptance, markov_expected_tokens
 from spectheory.speedup import expected_tokens, walltime_improvement
-from command import run
 
 REQUIRED_KEYS = {
     "mean_tokens_per_iteration",

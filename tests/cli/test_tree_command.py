@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from command import run
+
 from spectheory import speedup
 from spectheory.trees import optimal_tree
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from decoders import zoo
-from spectheory.recommendation import from_sweep
 from spectheory.cli import main
+from spectheory.recommendation import from_sweep
 
 
 def test_train_ngrams_reproduces_the_shipped_tables(tmp_path, capsys):

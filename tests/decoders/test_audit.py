@@ -28,6 +28,7 @@ import itertools
 
 import pytest
 import torch
+from engine_standin import ZipfEngine, ZipfModel
 from scipy import stats
 
 from decoders.audit.exact import (
@@ -42,18 +43,17 @@ from decoders.audit.exact import (
     whole_run_law,
 )
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
-from decoders.bench.audit import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
-from decoders.drafts import TINY, draft_names
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.audit import AuditRequest, _audit_samples, run_audit
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
+from decoders.drafts import TINY, draft_names
+from decoders.engines.base import EngineSampling
 from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
-from engine_standin import ZipfEngine, ZipfModel
-from decoders.engines.base import EngineSampling
 
 SAMPLINGS = {
     "T=1": Sampling(1.0),
@@ -388,7 +388,8 @@ def test_statistical_audit_calibration_against_binomial_interval():
     low, high = stats.binom.interval(0.99, CALIBRATION_AUDITS, 0.01)
     uncorrected = sum(min(min(values) for values in report.position_p_values.values()) < 0.01 for report in reports)
     print(
-        f"rejections {rejections}/{CALIBRATION_AUDITS}, 99% interval [{low:.0f}, {high:.0f}], uncorrected {uncorrected}/{CALIBRATION_AUDITS}"
+        f"rejections {rejections}/{CALIBRATION_AUDITS}, 99% interval [{low:.0f}, {high:.0f}], uncorrected "
+        f"{uncorrected}/{CALIBRATION_AUDITS}"
     )
     assert rejections <= high
     assert uncorrected > high  # the negative control: a miscalibrated audit fails this test

@@ -8,10 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from decoders.grammar import GrammarSpec
-from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
-from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
-from decoders.bench.hf_compare import hf_comparison
 from decoders.bench.alpha import (
     LENIENCES,
     AlphaEstimate,
@@ -23,14 +19,18 @@ from decoders.bench.alpha import (
     estimate_alpha,
     text_windows,
 )
+from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
+from decoders.bench.hf_compare import hf_comparison
+from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
+from decoders.grammar import GrammarSpec
 from decoders.models.history import CopyDraft, TabularModel
-from spectheory.metrics import mean_acceptance_length_from_per_position
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.acceptance import acceptance_probability
 from spectheory.costs import CostProfile
+from spectheory.metrics import mean_acceptance_length_from_per_position
 from spectheory.speedup import walltime_improvement
 
 V = 20

@@ -3,12 +3,12 @@ calls against unpadded ones (same logits, same cache, same decoded tokens)."""
 
 import pytest
 import torch
+from tiny_hf import tiny_hf_model
 
 from decoders.models.call_widths import cheapest_widths, pad_cheapest_widths
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from tiny_hf import tiny_hf_model
 
 #: Milliseconds of one SmolLM2 call on m new tokens after 128, AMD EPYC, 2 threads (measure_call_seconds).
 SMOLLM2_EPYC_MS = {1: 54.0, 2: 85.3, 3: 104.5, 4: 77.1, 5: 70.1, 6: 78.0, 7: 95.8, 8: 74.7}

@@ -8,23 +8,20 @@ generation; the graph is what inductor and CUDA graphs would compile and replay 
 slow, runs inductor itself). Exact laws are compared to 1e-9 (float64 enumerations: no false positives); a mutant
 counts as caught above 1e-6."""
 
-import itertools
-
 import pytest
 import torch
+from tiny_hf import tiny_hf_model
 
 from decoders.audit.exact import autoregressive_law, compare_laws, speculative_law, tree_law
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
 from decoders.autoregressive import generate_autoregressive
-from decoders.models.protocol import compiled_model
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, generate_tree
 from spectheory.multidraft import TREE_RULES
 from spectheory.trees import Tree
-from tiny_hf import tiny_hf_model
 
 transformers = pytest.importorskip("transformers")
 
@@ -323,8 +320,8 @@ def test_host_reads_per_iteration_against_a_planted_read(wide_pair, decoder):
 def test_compile_choice_against_the_models_capabilities(capsys):
     """``--compile`` on: the shipped target (a TinyGPT, through its GPT-2 twin) is compiled, the copy draft has no
     compiled path and runs eagerly, which one line says; auto on a CPU and off leave every model eager, silently."""
-    from decoders.models.protocol import decode_path
     from decoders.bench.inputs import load_inputs
+    from decoders.models.protocol import decode_path
 
     inputs = load_inputs(None, ["copy"], compile="on")
     lines = capsys.readouterr().err.strip().splitlines()

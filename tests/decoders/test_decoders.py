@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
+from tiny_hf import tiny_hf_model
 
 from decoders import _loop
 from decoders.audit.mutants import mutant
 from decoders.autoregressive import generate_autoregressive
-from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.bench.profile import efficiency
+from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.models.history import CopyDraft, NGramModel, TabularModel, UniformModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import TorchRandomness, seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from tiny_hf import tiny_hf_model
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 VOCAB = 24

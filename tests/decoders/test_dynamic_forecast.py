@@ -6,14 +6,14 @@ import json
 import numpy as np
 import pytest
 import torch
+from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 
+from decoders.bench.dynamic_forecast import forecast_dynamic, node_acceptance, widest
 from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.tree import TreeConfig, generate_tree
-from decoders.bench.dynamic_forecast import forecast_dynamic, node_acceptance, widest
 from spectheory.dynamic_trees import replayed_tokens
-from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 
 TREE = DynamicTree(2, 3, 6)
 CONTEXTS = torch.randint(0, VOCAB, (12, 8), generator=torch.Generator().manual_seed(3))

@@ -1,6 +1,6 @@
-"""The engines' first-use build (``decoders.engines.build``) against a stand-in build that records its commands and makes
-the files each real step would: announced in one line, the binary moved into place, nothing built when it is
-there already, and a failed step one line naming its log."""
+"""The engines' first-use build (``decoders.engines.build``) against a stand-in build that records its commands and
+makes the files each real step would: announced in one line, the binary moved into place, nothing built when it is there
+already, and a failed step one line naming its log."""
 
 import os
 import subprocess

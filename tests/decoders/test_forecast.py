@@ -1,26 +1,26 @@
-"""The forecast of a gamma sweep (decoders.bench.forecast; docs/measuring.md, Forecasts): judged by hand, made from its own
-profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
+"""The forecast of a gamma sweep (decoders.bench.forecast; docs/measuring.md, Forecasts): judged by hand, made from its
+own profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
 
 import pytest
 import torch
+from test_bench import SETTINGS, tiny
 
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution
-from decoders.sampling import GREEDY
 from decoders.bench.forecast import (
     acceptance_runs,
-    other_prompts,
     forecast_speedups,
     forecast_sweep,
     judge_forecast,
+    other_prompts,
     prompts_needed,
 )
 from decoders.bench.profile import SAMPLES, measure_profile
 from decoders.bench.runs import bench_document
+from decoders.sampling import GREEDY
 from spectheory.costs import CostProfile
 from spectheory.intervals import forecast_interval
 from spectheory.timing import Timing, speedup_interval
-from test_bench import SETTINGS, tiny
 
 
 def _row(gamma, speedup, interval):

@@ -1,6 +1,6 @@
-"""The forecasts' stated 95% intervals (``spectheory.intervals``) against hand computations, and their coverage on
-every committed forecast beside its measurement (``decoders.bench.forecast_coverage``) against docs/measuring.md's table,
-with the control that a narrower interval fails the 90% line on the same rows."""
+"""The forecasts' stated 95% intervals (``spectheory.intervals``) against hand computations, and their coverage on every
+committed forecast beside its measurement (``decoders.bench.forecast_coverage``) against docs/measuring.md's table, with
+the control that a narrower interval fails the 90% line on the same rows."""
 
 import json
 import math

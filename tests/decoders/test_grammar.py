@@ -6,8 +6,8 @@ import re
 
 import pytest
 import torch
-
 from command import run
+
 from decoders.grammar import Grammar, GrammarSpec, token_texts
 from decoders.sampling import History, Sampling, adjusted_probs
 

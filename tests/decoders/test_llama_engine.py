@@ -77,7 +77,7 @@ def _start_server(*extra) -> tuple:
             return url, process
         except OSError:
             if process.poll() is not None:
-                raise RuntimeError("llama-cpp-python's server exited while starting")
+                raise RuntimeError("llama-cpp-python's server exited while starting") from None
             time.sleep(0.25)
     process.kill()
     raise RuntimeError("llama-cpp-python's server did not answer within four minutes")

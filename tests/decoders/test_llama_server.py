@@ -1,5 +1,5 @@
-"""llama.cpp's own server (decoders.engines.llama_server), started here from the build `.ci/install` makes: plain against
-plain passes the two-sample audit and a planted temperature fails it; speculation by n-grams and by a truncated
+"""llama.cpp's own server (decoders.engines.llama_server), started here from the build `.ci/install` makes: plain
+against plain passes the two-sample audit and a planted temperature fails it; speculation by n-grams and by a truncated
 SmolLM2 (`spectheory export-gguf`) keeps greedy decoding token-identical and reports its counters; bad options are
 one-line errors. CI builds the server, so there these tests run; elsewhere they skip when it is missing."""
 
@@ -30,8 +30,8 @@ def plain():
 
 @pytest.fixture(scope="module")
 def draft(tmp_path_factory):
-    from decoders.models.gguf import real_model_path
     from decoders.bench.export import export_truncated_gguf
+    from decoders.models.gguf import real_model_path
 
     return export_truncated_gguf(real_model_path("smollm2"), tmp_path_factory.mktemp("draft") / "smollm2-4.gguf", 4)
 
@@ -185,7 +185,8 @@ def test_completions_per_request_keep_every_row_against_one_request_each(plain):
     assert plain.generate(PROMPT, 16, 3, EngineSampling(1.0), seed=7).rows == alone.rows
 
 
-@pytest.mark.slow  # 38 s of servers; bench runs end to end in-process (test_llama_engine.py), llama-server in the audits
+# 38 s of servers; bench runs end to end in-process (test_llama_engine.py), llama-server in the audits
+@pytest.mark.slow
 def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     """``bench --engine llama-server`` with a draft model: its greedy tokens are plain decoding's, its call costs
     come from the server's own timings (k new tokens evaluated per verify call, the draft's step measured on a

@@ -10,14 +10,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-
 from command import run
+
 from decoders.audit.exact import TOLERANCE, autoregressive_law
 from decoders.audit.mutants import mutant
 from decoders.audit.setups import tiny_target
+from decoders.bench.audit import AuditRequest, run_audit
 from decoders.mirostat import Mirostat
 from decoders.sampling import Sampling, adjusted_probs, history_of
-from decoders.bench.audit import AuditRequest, run_audit
 
 CAUGHT = 1e-6
 #: Settings whose truncation moves within three tokens on the tiny targets (tests below check that it does).

@@ -124,9 +124,10 @@ def test_heuristic_against_transformers_rule():
 def test_heuristic_start_against_transformers_default():
     """The heuristic schedule starts where transformers' does, in the decoders and in the simulators (the simulator
     once started at 5)."""
+    from transformers import GenerationConfig
+
     import sims.policies
     from decoders import policies
-    from transformers import GenerationConfig
 
     default = GenerationConfig._get_default_generation_params()["num_assistant_tokens"]
     assert policies.HEURISTIC_START == sims.policies.HEURISTIC_START == default == 20

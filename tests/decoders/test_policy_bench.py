@@ -4,10 +4,10 @@ its draws against the along-text theory of the same text."""
 
 import pytest
 import torch
+from tree_bench_inputs import VOCAB, tiny_gpt
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import acceptance_calibration
-from decoders.bench.alpha import adjusted_along_text, betas_along_text
+from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, betas_along_text
 from decoders.bench.policy_bench import acceptance_trace, predicted, replay, replay_prompts
 from decoders.policies import POLICIES, make_policy
 from decoders.randomness import seeded
@@ -15,7 +15,6 @@ from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.costs import CostProfile
 from spectheory.positional import expected_iterations_along
-from tree_bench_inputs import VOCAB, tiny_gpt
 
 TOKENS = 40
 
@@ -127,9 +126,10 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
     """transformers' heuristic may draft 64 tokens; where the models' context (160) leaves less after the prompt
     (8) and the new tokens (100), the bench caps every policy there (51) instead of failing on the room, as the
     shipped report at its defaults did (64 + 128 + 65 > 256). Control: the uncapped rule does not fit."""
+    from tree_bench_inputs import held_out
+
     from decoders.bench.bench import BenchSettings
     from decoders.bench.policy_bench import bench_policies
-    from tree_bench_inputs import held_out
 
     target, draft = tiny_gpt(0), tiny_gpt(1)
     prompts = torch.randint(0, VOCAB, (1, 8), generator=torch.Generator().manual_seed(0))

@@ -8,15 +8,15 @@ The default suite runs one short case per draft; ``-m slow`` runs the full grid 
 import pytest
 import torch
 
-from decoders.bench.audit import tree_shape
-from decoders.autoregressive import generate_autoregressive
-from decoders.grammar import GrammarSpec
 from decoders import zoo
-from decoders.drafts import open_draft
-from decoders.models.hf_generate import hf_generate
+from decoders.autoregressive import generate_autoregressive
+from decoders.bench.audit import tree_shape
 from decoders.bench.inputs import encode_text
 from decoders.bench.tasks import task_prompts
+from decoders.drafts import open_draft
+from decoders.grammar import GrammarSpec
 from decoders.models.corpus import split_text
+from decoders.models.hf_generate import hf_generate
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative

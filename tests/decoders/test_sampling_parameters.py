@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from command import run
 from transformers.generation.logits_process import (
     MinPLogitsWarper,
     RepetitionPenaltyLogitsProcessor,
@@ -16,14 +17,13 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from command import run
 from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
-from decoders.audit.statistical import audit_sampler
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
-from decoders.bench.audit import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
-from decoders.drafts import TINY, draft_names
+from decoders.audit.statistical import audit_sampler
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.audit import AuditRequest, run_audit, tree_shape
+from decoders.drafts import TINY, draft_names
 from decoders.grammar import GrammarSpec
 from decoders.policies import POLICIES
 from decoders.randomness import seeded

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from command import run
+from figure_inputs import small_spec_bench_table
 
 from decoders.bench.bench import BenchSettings, bench_pair
-from decoders.dynamic_tree import DynamicTree
-from figure_inputs import small_spec_bench_table
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
 from decoders.bench.spec_bench import (
@@ -35,7 +35,7 @@ from decoders.bench.spec_bench_report import (
 )
 from decoders.bench.spec_bench_suite import spec_bench_document
 from decoders.bench.spec_bench_table import category_rows, spec_bench_lines
-from command import run
+from decoders.dynamic_tree import DynamicTree
 
 #: Spec-Bench's question file as its README describes it: MT-bench's 8 sub-categories of 10, then 80 of each.
 FILE_COUNTS = {

@@ -1,13 +1,12 @@
-"""Spec-Bench's forecast (decoders/bench/spec_bench_forecast.py): its questions against the table's, its acceptance against
-the decoders' own runs on the same questions, its judgement and the report's recommendation against hand-computed
-values; never timings."""
+"""Spec-Bench's forecast (decoders/bench/spec_bench_forecast.py): its questions against the table's, its acceptance
+against the decoders' own runs on the same questions, its judgement and the report's recommendation against
+hand-computed values; never timings."""
 
 import json
 
 import pytest
-
-from decoders.dynamic_tree import DynamicTree
 from figure_inputs import small_spec_bench_table
+
 from decoders.bench import spec_bench_forecast
 from decoders.bench.bench import BenchSettings
 from decoders.bench.spec_bench import LABELS, select_questions, spec_bench_prompts
@@ -15,6 +14,7 @@ from decoders.bench.spec_bench_forecast import judge_category, other_questions
 from decoders.bench.spec_bench_report import NO_SPECULATION, recommend, recommendation_lines
 from decoders.bench.spec_bench_suite import spec_bench_document
 from decoders.bench.spec_bench_table import category_rows, forecast_lines, spec_bench_lines
+from decoders.dynamic_tree import DynamicTree
 
 SETTINGS = BenchSettings(
     gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0, batch_sizes=(), call_steps=2

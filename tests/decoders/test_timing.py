@@ -20,8 +20,8 @@ GAMMA = 4
 @pytest.mark.parametrize("alpha", (0.0, 0.6, 0.9, 1.0))
 def test_timing_only_accepted_counts_against_truncated_geometric(alpha):
     """P(k accepted) = alpha^k (1 - alpha) for k < gamma and alpha^gamma at gamma, on a pair (a TinyGPT and a table)
-    whose own acceptance is 0.06: a chi-square of goodness of fit over more than 3,000 iterations, false positive 1e-4 (the
-    degenerate alphas exactly)."""
+    whose own acceptance is 0.06: a chi-square of goodness of fit over more than 3,000 iterations, false positive 1e-4
+    (the degenerate alphas exactly)."""
     target = tiny_target("tinygpt", 5, dtype=torch.float32)
     draft = tiny_draft("tabular", target, dtype=torch.float32)
     generation = generate_speculative(

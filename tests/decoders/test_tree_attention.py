@@ -4,10 +4,10 @@ cache continues exactly as if the accepted path had been fed as a chain."""
 
 import pytest
 import torch
+from tiny_hf import tiny_hf_model
 
 from decoders.models.history import CopyDraft, SparseNGramModel, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
-from tiny_hf import tiny_hf_model
 
 V = 24
 PARENTS = [-1, 0, 0, 1, 1, 2, 3, 3, 6]  # node 0 is the last committed token

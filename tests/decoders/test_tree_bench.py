@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 import torch
+from tree_bench_inputs import VOCAB, small_tree_document, tiny_gpt
 
 from decoders.bench.tree_bench import rank_frequencies, tree_lines
 from decoders.models.history import TabularModel
-from tree_bench_inputs import VOCAB, small_tree_document, tiny_gpt
 
 
 def test_rank_frequencies_against_direct_count():

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from decoders.audit.exact import autoregressive_law, compare_laws, tree_law, whole_run_law
+from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.history import CopyDraft, TabularModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
 from decoders.tree import (
     REFERENCE_TREE_STEP,
     DynamicTree,

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_standin import MarkovEngine, ZipfEngine
 from scipy import stats
 
 from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from spectheory.recommendation import from_sweep
 from decoders.engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, run_engine_audit
 from decoders.engines.audit_model import numeric_tv
 from decoders.engines.base import END, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import proposal_counters
 from decoders.engines.openai import OpenAIEngine
-from engine_standin import MarkovEngine, ZipfEngine
+from spectheory.recommendation import from_sweep
 
 T1 = EngineSampling(temperature=1.0)
 LEVEL, SPLITS = 0.01, 100
@@ -234,9 +234,10 @@ def test_detectable_tv_against_simulated_power():
 
 @pytest.mark.slow
 def test_markov_stand_in_false_positives_and_planted_temperature():
-    """Slow: the size and a planted temperature again, on a small stand-in (llama.cpp's samples and the
-    planted deviations at the stated sizes run by default). The 30-token Markov stand-in against itself over 100 seeds: FAILs within [0, 4]; its planted bug (one side
-    at T = 0.9 when asked for T = 1) fails at every one of ten seeds at n = 5,000 a side."""
+    """Slow: the size and a planted temperature again, on a small stand-in (llama.cpp's samples and the planted
+    deviations at the stated sizes run by default). The 30-token Markov stand-in against itself over 100 seeds: FAILs
+    within [0, 4]; its planted bug (one side at T = 0.9 when asked for T = 1) fails at every one of ten seeds at n =
+    5,000 a side."""
     engine, buggy = MarkovEngine(), MarkovEngine(applied_temperature=0.9)
     failures = sum(
         not compare_runs(
@@ -343,13 +344,13 @@ def test_server_bench_against_stand_in_costs():
 
 
 def test_engine_bench_prediction_against_hand_computation():
-    """One gamma's row from server-style counters (totals only: 10 rounds, 20 drafted, 5 accepted) and costs
-    t_verify = 10, 12, 14 ms, t_draft 1 ms, t_sample 0: 1.5 tokens per round, mean proposal 2, so a round costs
-    2 x 1 + t_verify(3) = 16 ms, a plain step t_verify(1) = 10 ms, and the prediction is 1.5 x 10 / 16 = 0.9375 (the
-    plain runs' own 8 ms a token does not enter it); the speedup measured is plain seconds per token over
-    speculative (8 ms against 10 ms: 0.8). With a counted length distribution (1 round of 0 drafts,
-    9 of 2) the verify term is its expectation instead: (10 + 9 x 14) / 10 = 13.6 ms. A draft that also evaluates
-    the verify batch (t_draft_batch(3) = 4 ms, llama-server's) makes the round 20 ms: 0.75. A t_sample of 1 ms makes the plain step 11 ms and the round 17.5 ms."""
+    """One gamma's row from server-style counters (totals only: 10 rounds, 20 drafted, 5 accepted) and costs t_verify =
+    10, 12, 14 ms, t_draft 1 ms, t_sample 0: 1.5 tokens per round, mean proposal 2, so a round costs 2 x 1 + t_verify(3)
+    = 16 ms, a plain step t_verify(1) = 10 ms, and the prediction is 1.5 x 10 / 16 = 0.9375 (the plain runs' own 8 ms a
+    token does not enter it); the speedup measured is plain seconds per token over speculative (8 ms against 10 ms:
+    0.8). With a counted length distribution (1 round of 0 drafts, 9 of 2) the verify term is its expectation instead:
+    (10 + 9 x 14) / 10 = 13.6 ms. A draft that also evaluates the verify batch (t_draft_batch(3) = 4 ms, llama-server's)
+    makes the round 20 ms: 0.75. A t_sample of 1 ms makes the plain step 11 ms and the round 17.5 ms."""
     from decoders.engines.bench import _row, _verify_seconds
 
     plain = [{"decode": 0.008 * 15, "decodes": [0.008 * 15], "tokens": 16, "rows": [[0] * 16]}]

@@ -1,10 +1,9 @@
-"""vLLM's CPU build (decoders.engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the exact
-law (decoders.engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced unpatched and
-gone patched; and one live server, eager, started once, on SmolLM2: greedy decoding with n-gram speculation
-token-identical to the served model's own greedy decoding, its counters read from /metrics and by ``gamma
+"""vLLM's CPU build (decoders.engines.vllm), installed by `.ci/install`: its rejection sampler as a function against the
+exact law (decoders.engines.vllm_sampler), with the CPU expand bug (docs/upstream/vllm-cpu-expand.md) reproduced
+unpatched and gone patched; and one live server, eager, started once, on SmolLM2: greedy decoding with n-gram
+speculation token-identical to the served model's own greedy decoding, its counters read from /metrics and by ``gamma
 --from-metrics URL``. CI installs vLLM, so there these tests run; elsewhere they skip when it is missing. The heavy
-audits (the verdict table, 10^6 draws a case) are committed results with their commands (results/vllm/), not
-tests."""
+audits (the verdict table, 10^6 draws a case) are committed results with their commands (results/vllm/), not tests."""
 
 import os
 import subprocess

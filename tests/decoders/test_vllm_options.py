@@ -1,5 +1,5 @@
-"""The vLLM engine's options (decoders.engines.vllm_options) against vLLM's CPU build: what it lacks is one line before any
-server starts or anything is installed; what it takes becomes vLLM's --speculative-config. No vLLM needed."""
+"""The vLLM engine's options (decoders.engines.vllm_options) against vLLM's CPU build: what it lacks is one line before
+any server starts or anything is installed; what it takes becomes vLLM's --speculative-config. No vLLM needed."""
 
 import pytest
 

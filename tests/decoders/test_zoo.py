@@ -8,10 +8,10 @@ import torch
 
 from decoders import zoo
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.alpha import text_windows
 from decoders.blockwise import generate_blockwise
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import VOCAB_SIZE, load_corpus
-from decoders.bench.alpha import text_windows
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -167,9 +167,9 @@ def test_real_draft_against_its_tokenizer(tmp_path):
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer, models
 
-    from decoders.training import target_samples
     from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
     from decoders.sampling import Sampling
+    from decoders.training import target_samples
 
     def tokenizer(words):
         core = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token=words[0]))

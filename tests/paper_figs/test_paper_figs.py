@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
-
 from figure_inputs import write_small_results
 from paper_facts import LEVIATHAN_TABLE_1
+
 from paper_figs import (
     dynamic_gamma_heatmap,
     fig2_expected_tokens,

@@ -9,18 +9,18 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from sim_checks import BAND, CHI_SQUARE_LEVEL, assert_within_band, chi_square_p_value
 
-from sim_checks import BAND, assert_within_band, chi_square_p_value, CHI_SQUARE_LEVEL
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
 from sims.blockwise import conditional_accuracies, simulate_blockwise
-from sims.families import Contexts, contexts_with_alpha, family_contexts, FAMILIES
+from sims.families import FAMILIES, Contexts, contexts_with_alpha, family_contexts
 from sims.policies import draw_positions, fixed_gamma, oracle
 from sims.timeline import calibrated_walltime_speedup, speculative_timeline, walltime_speedup
 from sims.token_level import simulate_rejection_sampling, simulate_speculative
 from spectheory.acceptance import rejection_sampling_acceptance
 from spectheory.block_verification import expected_accepted_tokens
-from spectheory.costs import CostProfile
 from spectheory.blockwise import expected_block_size, model_calls
+from spectheory.costs import CostProfile
 from spectheory.positional import (
     MarkovAcceptance,
     accepted_count_distribution,

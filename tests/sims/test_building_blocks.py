@@ -4,37 +4,37 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from sim_checks import CHI_SQUARE_LEVEL, assert_within_band, chi_square_p_value
+from strategies import seeds
+
 from sims._draws import RowSampler, categorical, leading_true_count
 from sims._stats import Moments, as_generator, mean_estimate, ratio_estimate
 from sims.acceptance import simulate_iid, simulate_markov
-from sims.throughput import loop_iid, loop_token_level
 from sims.families import (
+    FAMILIES,
     Contexts,
     contexts_with_alpha,
     dirichlet_pairs,
     family_contexts,
-    FAMILIES,
     mix_to_acceptance,
     zipf_pairs,
 )
 from sims.policies import (
+    HEURISTIC_START,
     compare_policies,
     confidence_threshold,
     draw_positions,
     fixed_gamma,
-    HEURISTIC_START,
     heuristic,
     oracle,
     policy_gain_grid,
     rejection_threshold,
 )
+from sims.throughput import loop_iid, loop_token_level
 from sims.timeline import autoregressive_timeline, speculative_timeline
 from sims.token_level import simulate_speculative
 from spectheory.acceptance import acceptance_probability
 from spectheory.positional import MarkovAcceptance
-from strategies import seeds
 
 
 @given(

@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from sim_checks import CHI_SQUARE_LEVEL, chi_square_p_value
 
 import sims.token_level
-from sim_checks import CHI_SQUARE_LEVEL, chi_square_p_value
 from sims.families import Contexts
 from sims.token_level import simulate_rejection_sampling, simulate_speculative
 from spectheory.symbolic import speculative_sampling_law

@@ -7,8 +7,8 @@ band with probability about 6.3e-5 per comparison); emitted tokens must follow p
 
 import numpy as np
 import pytest
-
 from sim_checks import CHI_SQUARE_LEVEL, assert_within_band, chi_square_p_value
+
 from sims._stats import mean_estimate
 from sims.trees import simulate_multidraft, simulate_tree, simulate_tree_ranks, verify_draws
 from spectheory import multidraft

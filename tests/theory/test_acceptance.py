@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import random_pair, seeds
 
 from spectheory.acceptance import (
     acceptance_probability,
@@ -12,7 +13,6 @@ from spectheory.acceptance import (
     rejection_sampling_acceptance,
     total_variation,
 )
-from strategies import random_pair, seeds
 
 vocabularies = st.integers(1, 12)
 lenience = st.floats(0.01, 1.0)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import random_pair, seeds
 
 from spectheory.acceptance import acceptance_probability
 from spectheory.block_verification import (
@@ -14,7 +15,6 @@ from spectheory.block_verification import (
     expected_accepted_tokens,
 )
 from spectheory.positional import expected_tokens_positional
-from strategies import random_pair, seeds
 
 small = st.tuples(seeds, st.integers(1, 4), st.integers(2, 4))  # seed, gamma, V
 

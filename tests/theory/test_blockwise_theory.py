@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import seeds
 
 from spectheory.blockwise import expected_block_size, model_calls
-from strategies import seeds
 
 
 @given(seeds, st.integers(2, 8), st.data())

@@ -81,7 +81,7 @@ def random_pair(rng, V, sparse=True):
 def test_verifiers_against_enumeration(name):
     """Rank frequencies equal the enumeration's within 1e-12 and the emitted law is p (exact verification)."""
     rng = np.random.default_rng(3)
-    for trial in range(40):
+    for _trial in range(40):
         V, k = int(rng.integers(2, 5)), int(rng.integers(1, 4))
         if name == "rrs-without-replacement":
             k = min(k, V)

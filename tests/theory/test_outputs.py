@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from command import not_strict_json
+
 from spectheory.outputs import check_writable, staged_directory, strict_loads, write_atomically, write_json, write_text
 
 

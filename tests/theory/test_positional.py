@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import seeds
 
 from spectheory.positional import (
     MarkovAcceptance,
@@ -17,7 +18,6 @@ from spectheory.positional import (
     markov_iteration_start_distribution,
 )
 from spectheory.speedup import expected_tokens
-from strategies import seeds
 
 
 @given(st.floats(0, 1), st.integers(1, 32))

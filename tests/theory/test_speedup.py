@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from paper_facts import BIGRAM_EXAMPLE, LEVIATHAN_TABLE_1, LEVIATHAN_TABLE_4, ORACLE_CLAIM_GAIN, TABLE_4_TOLERANCE
+
 from spectheory.optimum import TIE_RTOL
 from spectheory.speedup import (
     alpha_from_tokens_per_iteration,

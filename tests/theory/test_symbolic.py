@@ -8,9 +8,9 @@ import pytest
 import sympy as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from strategies import seeds
 
 from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic, trees
-from strategies import seeds
 
 #: Each closed form's numeric twin, called with the symbols of ``CLOSED_FORMS`` in order.
 NUMERIC = {

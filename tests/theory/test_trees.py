@@ -131,7 +131,7 @@ def test_programme_against_brute_force_over_every_tree():
     random rank acceptance, monotone or not, with and without a depth cap."""
     rng = np.random.default_rng(2)
     trees = {n: list(all_ordered_trees(n)) for n in range(1, 9)}
-    for trial in range(12):
+    for _trial in range(12):
         acceptance = random_rank_acceptance(rng, int(rng.integers(1, 5)))
         for cap in (None, 1, 2, 3):
             found = optimal_trees(acceptance, 8, cap)
