@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: CLI modules any command may use: argument definitions shared between commands.
-FLAG_MODULES = {"options", "audit_flags", "bench_flags", "engine_flags", "mutant_flags", "task_flags"}
+FLAG_MODULES = {"options", "audit_flags", "bench_flags", "task_flags"}
 
 
 def command_spans(root: Path) -> dict:

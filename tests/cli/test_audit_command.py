@@ -12,7 +12,7 @@ from decoders.drafts import TINY, draft_names
 from decoders.policies import POLICIES
 from decoders.verification import TREE_VERIFIERS
 from spectheory.cli import main
-from spectheory.cli.mutant_flags import tiny_target_flags
+from spectheory.cli.audit import tiny_target_flags
 
 
 def test_audit_cli_exit_status_and_json(capsys):

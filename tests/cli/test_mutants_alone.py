@@ -13,7 +13,7 @@ import pytest
 from decoders.audit.mutants import MUTANTS
 from decoders.audit.tree_mutants import TREE_MUTANTS
 from spectheory.cli import main
-from spectheory.cli.mutant_flags import mutant_presets
+from spectheory.cli.audit import mutant_presets
 
 BY_DEFAULT = ("bonus-from-last-draft-position", "mirostat-bonus-moved-twice")
 NAMES = [m.name for m in MUTANTS] + [m.name for m in TREE_MUTANTS]
