@@ -9,8 +9,8 @@ from command import run
 from engine_standin import MarkovEngine
 
 from decoders.audit.samples import write_rows
-from decoders.engines.audit import SECOND_SIDE_SEED
 from decoders.engines.base import EngineSampling
+from decoders.engines.sampled_audit import SECOND_SIDE_SEED
 
 
 def _file(path, engine, seed, n=5000):

@@ -21,11 +21,12 @@ from scipy import stats
 from decoders.audit import two_sample
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from decoders.engines.audit import SECOND_SIDE_SEED, EngineAuditRequest, as_categories, compare_runs, run_engine_audit
+from decoders.engines.audit import EngineAuditRequest, run_engine_audit
 from decoders.engines.audit_model import numeric_tv
 from decoders.engines.base import END, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import proposal_counters
 from decoders.engines.openai import OpenAIEngine
+from decoders.engines.sampled_audit import SECOND_SIDE_SEED, as_categories, compare_runs
 from spectheory.recommendation import from_sweep
 
 T1 = EngineSampling(temperature=1.0)
