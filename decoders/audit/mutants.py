@@ -1,6 +1,6 @@
 """Planted-bug speculative decoders: each overrides one phase of ``SpeculativeStep``, or the randomness
 source the decoder draws from, with a mistake that real implementations make. The audits must catch every
-one (tests/decoders/test_audit.py). The tree decoders' planted bugs: ``decoders.audit.tree_mutants``.
+one (tests/decoders/audit/test_audit.py). The tree decoders' planted bugs: ``decoders.audit.tree_mutants``.
 
 Each ``Mutant`` names the sampling under which its bug changes the output law (a q computed at another
 temperature is harmless at temperature 1, filtering is harmless without top-k) and the exact method that

@@ -93,7 +93,7 @@ def _close(name: str, context: DraftContext):
 @torch.no_grad()
 def _close_draft(target, generator: torch.Generator, dtype: torch.dtype):
     """The target with seeded noise on its logit table or its weights (acceptance in the module docstring
-    of tests/decoders/test_audit.py)."""
+    of tests/decoders/audit/test_audit.py)."""
     if isinstance(target, TabularModel):
         noise = torch.randn(target.table.shape, generator=generator, dtype=torch.float64)
         return TabularModel((target.table.to(torch.float64) + CLOSE_LOGIT_STD * noise).to(dtype), target.order)

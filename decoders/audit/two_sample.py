@@ -20,8 +20,8 @@ position t = 1..T, two tests:
 The two tests are registered (``decoders.audit.battery``), and their 2T p-values combined by Bonferroni. Ties make the
 KS p-value conservative (the statistic over tied ranks is at most the one over any order that breaks the ties at random,
 whose null law is the continuous one), so the test's false-positive rate is at most its level;
-``tests/decoders/test_two_sample.py`` measures it over 100 splits each of real llama.cpp samples of SmolLM2 and of a
-49k-token Zipf stand-in.
+``tests/decoders/audit/test_two_sample.py`` measures it over 100 splits each of real llama.cpp samples of SmolLM2 and of
+a 49k-token Zipf stand-in.
 
 Power: ``detectable_tv`` is the per-position total variation, contiguous in the frequency ordering, that
 the KS test detects with probability >= 90%: the asymptotic KS critical value at level / (2T) plus 1.2816

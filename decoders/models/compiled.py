@@ -29,7 +29,7 @@ __all__ = ["BACKENDS", "MAX_COMPILED_WIDTH", "MAX_SHAPES", "compile_mode", "allo
 
 #: torch.compile backends: inductor generates kernels (slow to compile, fast to run); eager and aot_eager trace
 #: only (seconds), which the tests use to find graph breaks; "none" runs the same static-cache calls uncompiled
-#: (no dynamo: the device check's dry run, whose parts' graphs tests/decoders/test_compiled.py traces).
+#: (no dynamo: the device check's dry run, whose parts' graphs tests/decoders/models/test_compiled.py traces).
 BACKENDS = ("inductor", "aot_eager", "eager", "none")
 #: Calls of at most this many tokens (and no prompt) run compiled: chain verifies and trees of up to 64 nodes.
 MAX_COMPILED_WIDTH = 64

@@ -63,7 +63,7 @@ def test_spec_counters_against_live_metrics_dumps():
 
     from decoders.engines.vllm_metrics import counters_of, spec_counters
 
-    data = Path(__file__).resolve().parents[1] / "data"
+    data = Path(__file__).resolve().parents[2] / "data"
     plain, drafting = ((data / name).read_text() for name in ("vllm_metrics_live_plain.txt", "vllm_metrics_live.txt"))
     counted = spec_counters(plain, drafting)
     assert counted == {

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from bench_inputs import SETTINGS, V, tiny
 
 from decoders.bench.alpha import (
     LENIENCES,
@@ -24,7 +25,6 @@ from decoders.bench.hf_compare import hf_comparison
 from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
 from decoders.grammar import GrammarSpec
 from decoders.models.history import CopyDraft, TabularModel
-from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY, Sampling, adjusted_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -32,25 +32,6 @@ from spectheory.acceptance import acceptance_probability
 from spectheory.costs import CostProfile
 from spectheory.metrics import mean_acceptance_length_from_per_position
 from spectheory.speedup import walltime_improvement
-
-V = 20
-
-
-def tiny(d_model, layers, seed):
-    config = TinyGPTConfig(V, d_model=d_model, n_layer=layers, n_head=2, max_context=96)
-    return TinyGPT(config).initialize(torch.Generator().manual_seed(seed), std=0.3).eval()
-
-
-SETTINGS = BenchSettings(
-    gammas=(1, 3),
-    temperatures=(0.0, 1.0),
-    prompts=2,
-    prompt_length=8,
-    max_new_tokens=12,
-    repeats=2,
-    warmup=1,
-    call_steps=4,
-)
 
 
 def test_bench_report_against_theorem_3_8():

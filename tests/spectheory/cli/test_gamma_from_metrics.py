@@ -193,7 +193,7 @@ def test_from_metrics_url_against_the_same_dump_as_a_file():
 
     from decoders.engines.counters import read_counts_file
 
-    dump = (Path(__file__).resolve().parents[2] / "docs" / "examples" / "vllm_metrics.txt").read_bytes()
+    dump = (Path(__file__).resolve().parents[3] / "docs" / "examples" / "vllm_metrics.txt").read_bytes()
 
     class Metrics(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -208,7 +208,7 @@ def test_from_metrics_url_against_the_same_dump_as_a_file():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}"
-        path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "vllm_metrics.txt"
+        path = Path(__file__).resolve().parents[3] / "docs" / "examples" / "vllm_metrics.txt"
         assert read_counts_file(url) == read_counts_file(str(path)) and read_counts_file(url).drafts == 2000
     finally:
         server.shutdown()

@@ -199,7 +199,7 @@ def test_exact_dynamic_tree_law_on_compiled_path_against_autoregressive(pair):
 
 #: The mutants that run on the compiled path by default: the classic residual bug and those of positions and rollback,
 #: what the static cache does differently (a rollback moves lengths only); the others, which the eager path already
-#: catches (tests/decoders/test_audit.py), behind slow (docs/project.md).
+#: catches (tests/decoders/audit/test_audit.py), behind slow (docs/project.md).
 COMPILED_DEFAULT_MUTANTS = ("residual-from-p", "rejected-token-kept", "verify-one-late", "tree-flat-positions")
 
 

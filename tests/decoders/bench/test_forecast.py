@@ -3,7 +3,7 @@ own profiles, and carried by the bench's document and lines, never from the swee
 
 import pytest
 import torch
-from test_bench import SETTINGS, tiny
+from bench_inputs import SETTINGS, tiny
 
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution

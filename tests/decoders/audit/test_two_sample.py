@@ -32,7 +32,7 @@ from spectheory.recommendation import from_sweep
 T1 = EngineSampling(temperature=1.0)
 LEVEL, SPLITS = 0.01, 100
 CHANCE_FAILS = stats.binom.interval(0.99, SPLITS, LEVEL)  # (0, 4)
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 #: 6,000 plain samples llama.cpp drew from SmolLM2-135M-Instruct Q4_1 at T = 1 on an open prompt, as ids and as
 #: text pieces; and 5,000 on the default engine prompt, with 5,000 more under a repetition penalty of 1.3 (each
 #: file says how it was drawn)

@@ -22,7 +22,7 @@ if not is_installed():
     pytest.skip("vLLM is not installed (bash .ci/install installs it)", allow_module_level=True)
 
 PYTHON = vllm_home() / "bin" / "python"
-REPRO = Path(__file__).resolve().parents[2] / "docs" / "upstream" / "vllm_cpu_expand_repro.py"
+REPRO = Path(__file__).resolve().parents[3] / "docs" / "upstream" / "vllm_cpu_expand_repro.py"
 
 
 @pytest.mark.slow  # the standalone reproduction below shows the bug by default; this is results/vllm's audit, small

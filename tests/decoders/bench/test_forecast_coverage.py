@@ -12,7 +12,7 @@ import pytest
 from decoders.bench.forecast_coverage import ForecastPair, coverage_table, covered, pairs_of, run_error
 from spectheory.intervals import FORECAST_RUN_ERROR, covers, forecast_interval
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T_3, Z = 3.182446305284263, 1.959963984540054  # Student's t on 3 degrees of freedom and the normal, at 0.975
 
 
