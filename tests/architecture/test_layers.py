@@ -280,3 +280,46 @@ def test_cycle_check_catches_a_cycle():
     """Negative control: two modules that import each other, and a three-module ring, are found; a chain is not."""
     graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"g"}, "g": set()}
     assert sorted(_cycles(graph)) == [["a", "b"], ["c", "d", "e"]]
+
+
+def _unresolved_imports(paths) -> list:
+    """Every import of a project module in ``paths`` that does not resolve: a module that is not there, or a name
+    its module does not define."""
+    import importlib
+
+    missing = []
+    for path in paths:
+        for line, imported in _imports(path):
+            if imported.split(".")[0] not in PACKAGES:
+                continue
+            module, _, name = imported.rpartition(".")
+            try:
+                importlib.import_module(imported)
+                continue
+            except ImportError:
+                pass
+            try:
+                if hasattr(importlib.import_module(module), name):
+                    continue
+            except ImportError:
+                pass
+            missing.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
+    return missing
+
+
+def test_scripts_outside_the_roots_import_what_exists(tmp_path, monkeypatch):
+    """The scripts that made results/ (and the documentation's examples) import project modules that exist, so a
+    move inside the roots cannot leave them behind; each results folder with a script says how it was run (a
+    README.md, or a "command" in its JSON). Control: a script importing a module that moved is caught."""
+    scripts = sorted((ROOT / "results").rglob("*.py")) + sorted((ROOT / "docs").rglob("*.py"))
+    assert scripts and _unresolved_imports(scripts) == []
+    for folder in sorted({path.parent for path in (ROOT / "results").rglob("*.py")}):
+        commands = ['"command"' in path.read_text() for path in folder.glob("*.json")]
+        assert (folder / "README.md").exists() or (commands and all(commands)), folder
+    stale = tmp_path / "stale.py"
+    stale.write_text("from decoders.engines.audit import compare_runs\nimport decoders.bench.nowhere\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert _unresolved_imports([stale]) == [
+        "stale.py:1 imports decoders.engines.audit.compare_runs",
+        "stale.py:2 imports decoders.bench.nowhere",
+    ]
