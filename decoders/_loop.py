@@ -1,6 +1,6 @@
-"""What every decoder shares (docs/theory.md §10, §12): the one decode loop (``decode``), prompt checks and the
-start, the one way a draft is fed its pending tokens, the one first call (the prompt, then the new positions: a
-chain's causal ones or a tree's nodes), the one rollback (``keep_nodes``: truncate where the kept nodes are
+"""What every decoder shares (docs/theory.md §10, docs/theory-trees.md §12): the one decode loop (``decode``), prompt
+checks and the start, the one way a draft is fed its pending tokens, the one first call (the prompt, then the new
+positions: a chain's causal ones or a tree's nodes), the one rollback (``keep_nodes``: truncate where the kept nodes are
 contiguous, ``commit_path`` where they are a tree's path), output bookkeeping, phase timing."""
 
 from __future__ import annotations
@@ -127,12 +127,12 @@ def prefill(model, prompts: list[list[int]], held: int = 1, room: int | None = N
 @dataclass
 class Committed:
     """Decoding state between iterations, chain or tree (docs/theory.md §10): both models' states, the last two
-    committed tokens of each row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2),
-    the prompt tokens the target's first call carries (``target_unfed``, None afterwards), a draft-length policy's
-    per-row state (made at the first iteration) and, where the sampling needs them, the committed tokens' counts
-    and grammar (``history``, docs/theory.md §14). The target holds the committed sequence S but its last token;
-    the draft holds S but its last ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted a token
-    the draft drafted but was never fed (a chain's last draft, a tree's deepest node)."""
+    committed tokens of each row (``tail: [B, 2]``, the earlier one only meaningful where ``draft_pending`` is 2), the
+    prompt tokens the target's first call carries (``target_unfed``, None afterwards), a draft-length policy's per-row
+    state (made at the first iteration) and, where the sampling needs them, the committed tokens' counts and grammar
+    (``history``, docs/theory-sampling.md §14). The target holds the committed sequence S but its last token; the draft
+    holds S but its last ``draft_pending`` (1 or 2) tokens -- 2 after an iteration that accepted a token the draft
+    drafted but was never fed (a chain's last draft, a tree's deepest node)."""
 
     target_state: object
     draft_state: object

@@ -1,4 +1,4 @@
-"""EAGLE-2's dynamic draft tree (docs/theory.md §12): grown anew each iteration, row by row, from the draft's
+"""EAGLE-2's dynamic draft tree (docs/theory-trees.md §12): grown anew each iteration, row by row, from the draft's
 confidence; the tree decoder (``decoders.tree``) verifies it with the target-only rule."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ __all__ = ["DynamicTree", "draft_dynamic", "row_children", "proposing", "confide
 
 @dataclass(frozen=True)
 class DynamicTree:
-    """EAGLE-2's draft tree, grown anew each iteration from the draft's confidence (docs/theory.md §12): the root's
-    ``branching`` most likely tokens are depth 1; at each next depth, up to ``depth``, the ``branching`` nodes of
-    the depth before with the largest cumulative draft log-probability are expanded into their ``branching`` most
-    likely tokens; then every drafted node is reranked by cumulative log-probability and the best ``budget`` - 1
-    kept under the root. Its shape is a function of the draft alone, so any verifier that is exact for
-    deterministic candidates (``target-only``) stays exact; rows of a batch grow different trees."""
+    """EAGLE-2's draft tree, grown anew each iteration from the draft's confidence (docs/theory-trees.md §12): the
+    root's ``branching`` most likely tokens are depth 1; at each next depth, up to ``depth``, the ``branching`` nodes of
+    the depth before with the largest cumulative draft log-probability are expanded into their ``branching`` most likely
+    tokens; then every drafted node is reranked by cumulative log-probability and the best ``budget`` - 1 kept under the
+    root. Its shape is a function of the draft alone, so any verifier that is exact for deterministic candidates
+    (``target-only``) stays exact; rows of a batch grow different trees."""
 
     branching: int
     depth: int

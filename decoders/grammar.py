@@ -1,5 +1,5 @@
-"""Grammar-constrained decoding through xgrammar (docs/theory.md §14): a regex, a JSON schema or an EBNF grammar,
-compiled for a vocabulary, allows at each position the tokens that keep the output a prefix of its language;
+"""Grammar-constrained decoding through xgrammar (docs/theory-sampling.md §14): a regex, a JSON schema or an EBNF
+grammar, compiled for a vocabulary, allows at each position the tokens that keep the output a prefix of its language;
 once the output is complete, only the stop tokens. Forbidden tokens get logit -inf (``processed_logits``).
 
 ``Grammar.allowed(outputs)`` is the mask after a row's output tokens. One matcher walks from the last prefix

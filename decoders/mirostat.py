@@ -1,8 +1,8 @@
-"""Mirostat 1 and 2 as llama.cpp defines them (src/llama-sampler.cpp, docs/theory.md §14): samplers with a state,
-mu, per row. mu starts at 2 tau; at each position the law (after temperature and any filter before) is truncated by
-mu, renormalised, a token is drawn, and mu moves by that token's surprise in bits: mu <- mu - eta (-log2 p(x) - tau),
-p the truncated law. Under speculation the state follows the *emitted* tokens alone (docs/theory.md §14): a drafted
-position's law uses mu after the drafts before it, and a rejected draft never moves it.
+"""Mirostat 1 and 2 as llama.cpp defines them (src/llama-sampler.cpp, docs/theory-sampling.md §14): samplers with a
+state, mu, per row. mu starts at 2 tau; at each position the law (after temperature and any filter before) is truncated
+by mu, renormalised, a token is drawn, and mu moves by that token's surprise in bits: mu <- mu - eta (-log2 p(x) - tau),
+p the truncated law. Under speculation the state follows the *emitted* tokens alone (docs/theory-sampling.md §14): a
+drafted position's law uses mu after the drafts before it, and a rejected draft never moves it.
 
 - Mirostat 2 keeps the tokens whose surprise is at most mu (the most likely one always).
 - Mirostat 1 estimates the Zipf exponent s from the m most likely tokens, sets

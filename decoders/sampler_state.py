@@ -1,6 +1,6 @@
-"""The state a sampler's law depends on, per row (docs/theory.md §14): the counts of the tokens before a position
-(penalties), a grammar's mask there, and Mirostat's mu (``decoders.mirostat``). ``History`` carries it through the
-decoders; ``along`` and ``along_tree`` give it at each position of a drafted path or tree, and ``plus`` after the
+"""The state a sampler's law depends on, per row (docs/theory-sampling.md §14): the counts of the tokens before a
+position (penalties), a grammar's mask there, and Mirostat's mu (``decoders.mirostat``). ``History`` carries it through
+the decoders; ``along`` and ``along_tree`` give it at each position of a drafted path or tree, and ``plus`` after the
 tokens an iteration emits, so that nothing uncommitted ever enters it.
 """
 

@@ -1,5 +1,5 @@
 """Logits -> the distribution that is actually sampled: logit bias, penalties, temperature, top-k, top-p,
-min-p, argmax (docs/theory.md §1 and §14, which gives the order and each engine's).
+min-p, argmax (docs/theory.md §1 and docs/theory-sampling.md §14, which gives the order and each engine's).
 
 Target and draft both go through ``adjusted_probs`` with the same ``Sampling``, so that the q used in
 the accept test is exactly the q the draft token was drawn from. Temperature 0 is the one-hot argmax
@@ -45,7 +45,7 @@ def _finite(name: str, value, low: float = -math.inf) -> None:
 
 @dataclass(frozen=True)
 class Sampling:
-    """How logits become a sampling distribution (docs/theory.md §14), in this order: ``logit_bias`` ((token,
+    """How logits become a sampling distribution (docs/theory-sampling.md §14), in this order: ``logit_bias`` ((token,
     bias), ... added to the logits), ``repetition_penalty`` > 0 (CTRL's rule: a logit of a token seen in the
     prompt or the output is divided by it when positive, multiplied when negative; 1 = off),
     ``frequency_penalty`` and ``presence_penalty`` (OpenAI's rule: minus frequency x count minus presence x
@@ -188,7 +188,7 @@ class Sampling:
     @property
     def unconditioned(self) -> "Sampling":
         """These settings without the ones that depend on the tokens before a position (penalties, grammar,
-        Mirostat): the law of a draft that does not follow the path (docs/theory.md §14: q need only be the law
+        Mirostat): the law of a draft that does not follow the path (docs/theory-sampling.md §14: q need only be the law
         drafted from)."""
         return replace(
             self, repetition_penalty=1.0, frequency_penalty=0.0, presence_penalty=0.0, grammar=None, mirostat=0
@@ -257,8 +257,8 @@ def _mirostat_after(sampling: Sampling, prompts: list, model, generated: list | 
 
 
 def processed_logits(logits: torch.Tensor, sampling: Sampling, history: History | None = None) -> torch.Tensor:
-    """``logits: [..., V]`` after the logit bias, the penalties and the grammar (docs/theory.md §14); ``history``'s
-    counts and mask broadcast against them. The same tensor when none is set."""
+    """``logits: [..., V]`` after the logit bias, the penalties and the grammar (docs/theory-sampling.md §14);
+    ``history``'s counts and mask broadcast against them. The same tensor when none is set."""
     if sampling.logit_bias:
         sampling.check_vocabulary(logits.shape[-1])
         tokens, values = zip(*sampling.logit_bias)

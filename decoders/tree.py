@@ -1,4 +1,4 @@
-"""Speculative decoding with a draft tree and exact multi-draft verification (docs/theory.md §12).
+"""Speculative decoding with a draft tree and exact multi-draft verification (docs/theory-trees.md §12).
 
 One iteration: the draft is fed its pending tokens (``decoders._loop.feed_draft``, as the chain decoder does) and
 grows a static tree level by level (one ``forward_tree`` call per level but the deepest, whose nodes it never
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 #: The verifiers whose rule at a node with one child is Algorithm 1's: the child drawn from q, accepted with
-#: min(1, p / q), else a token from norm((p - q)+) (docs/theory.md §12).
+#: min(1, p / q), else a token from norm((p - q)+) (docs/theory-trees.md §12).
 CHAIN_RULE_VERIFIERS = ("kseq", "rrs", "rrs-without-replacement")
 
 

@@ -1,8 +1,8 @@
-"""Verification, every rule in one place (docs/theory.md §1, §5, §12): pure functions over tensors, batch first,
-every draw through ``Randomness`` (so the exact audit enumerates it), no model calls. The chain decoder's token
-verification (Algorithm 1 with lenience) and block verification (Sun et al.), and the tree decoders' multi-draft
-rules at one node: target-only, RRS with and without replacement, K-SEQ (``spectheory.multidraft`` has their
-closed forms in numpy, the independent oracle the tests hold these against)."""
+"""Verification, every rule in one place (docs/theory.md §1, §5, docs/theory-trees.md §12): pure functions over tensors,
+batch first, every draw through ``Randomness`` (so the exact audit enumerates it), no model calls. The chain decoder's
+token verification (Algorithm 1 with lenience) and block verification (Sun et al.), and the tree decoders' multi-draft
+rules at one node: target-only, RRS with and without replacement, K-SEQ (``spectheory.multidraft`` has their closed
+forms in numpy, the independent oracle the tests hold these against)."""
 
 from __future__ import annotations
 

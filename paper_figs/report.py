@@ -348,7 +348,7 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
             "paragraph",
             f"{verdict}: {best['speedup']:.3f}x measured, the fastest of the rows above. At each budget "
             "(positions per verify call, the root included) the chain of budget - 1 drafts runs in the "
-            "speculative decoder and the optimal tree of the rank model (docs/theory.md §12) in the "
+            "speculative decoder and the optimal tree of the rank model (docs/theory-trees.md §12) in the "
             f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
             f"of the target's greedy token among the draft's candidates along the decoded text: {a}. "
             "Calibrated: each decoder's measured costs per iteration times its iterations replayed "

@@ -1,6 +1,6 @@
 """Expected tokens per target call against the node budget (root included: the positions one verify call
 scores), for a chain, the full binary and ternary trees and Sequoia's optimal tree under the rank model,
-for a strong and a weak draft's rank acceptance (docs/theory.md §12). Points: the optimal trees simulated
+for a strong and a weak draft's rank acceptance (docs/theory-trees.md §12). Points: the optimal trees simulated
 (``sims.trees``), with 2 standard errors."""
 
 from __future__ import annotations

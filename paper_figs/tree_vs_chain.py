@@ -1,4 +1,4 @@
-"""The optimal draft tree against the chain at equal node budgets on the shipped pair, T = 0 (docs/theory.md
+"""The optimal draft tree against the chain at equal node budgets on the shipped pair, T = 0 (docs/theory-trees.md
 §12): tokens per target call (left) and speedup over our autoregressive decoder (right) against the node
 budget, measured (points; speedups with the spread of their repeats) beside the rank model's prediction from
 the rank frequencies along the decoded text (lines; speedups calibrated with each decoder's measured costs),

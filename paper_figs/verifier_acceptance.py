@@ -1,6 +1,6 @@
 """Acceptance of k candidates at one position against k, for every multi-draft verifier, the best any
 verifier can do with k i.i.d. drafts (alpha*) and SpecTr's upper bound, averaged over random (p, q) pairs of
-two Dirichlet families on 8 tokens (exact values, docs/theory.md §12). Drafting without replacement is not
+two Dirichlet families on 8 tokens (exact values, docs/theory-trees.md §12). Drafting without replacement is not
 bound by the i.i.d. optimum; deterministic top-k candidates start low when p and q are unrelated."""
 
 from __future__ import annotations

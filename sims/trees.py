@@ -1,4 +1,4 @@
-"""Multi-draft verification and draft trees with real draws (docs/theory.md §12), vectorised over trials.
+"""Multi-draft verification and draft trees with real draws (docs/theory-trees.md §12), vectorised over trials.
 
 ``simulate_multidraft`` drafts k candidates per trial (i.i.d. from q, without replacement, or the draft's
 top-k) and verifies them with the rule of ``spectheory.multidraft``, drawing every uniform: the emitted

@@ -119,7 +119,7 @@ def calibrated_sequence_speedup(
 class CostProfile:
     """Measured costs of one pair at one device, dtype, batch size and temperature, in seconds.
 
-    ``t_verify[k - 1]`` verifies k positions (k = 1..len, at least gamma_max + 1; more for trees, docs/theory.md
+    ``t_verify[k - 1]`` verifies k positions (k = 1..len, at least gamma_max + 1; more for trees, docs/theory-trees.md
     §12); ``acceptance[i - 1]`` is a_i, the rate at which
     draft position i is accepted given positions 1..i-1 were. Prefill costs are per sequence."""
 

@@ -1,4 +1,4 @@
-"""EAGLE-2's dynamic tree in closed form: tokens per call from the draft's confidence (docs/theory.md §12).
+"""EAGLE-2's dynamic tree in closed form: tokens per call from the draft's confidence (docs/theory-trees.md §12).
 
 A dynamic tree keeps, each iteration, the N - 1 drafted nodes whose cumulative draft log-probability (their
 *confidence* s, the sum along the path) is largest. Verified by the target-only rule, a node is accepted with the

@@ -1,4 +1,4 @@
-"""Several draft tokens at one position: exact acceptance of the multi-draft verifiers (docs/theory.md §12).
+"""Several draft tokens at one position: exact acceptance of the multi-draft verifiers (docs/theory-trees.md §12).
 
 k candidates for the next token are verified against the target's p so that the emitted token follows p
 exactly. Each function below takes one pair ``p, q: [V]`` (sampling settings folded in) and k, and returns

@@ -91,7 +91,7 @@ CALIBRATED_SPEEDUP = (
     EXPECTED_TOKENS * t_step / (gamma * t_draft + verify_intercept + verify_slope * (gamma + 1) + t_iteration)
 )
 
-#: docs/theory.md §12: expected tokens per call of the full k-ary tree of depth d, P_k = a_1 + ... + a_k.
+#: docs/theory-trees.md §12: expected tokens per call of the full k-ary tree of depth d, P_k = a_1 + ... + a_k.
 KARY_EXPECTED_TOKENS = (1 - p_k ** (tree_depth + 1)) / (1 - p_k)
 
 
@@ -119,7 +119,7 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
         (alpha, gamma, t_step, t_draft, verify_intercept, verify_slope, t_iteration),
         "docs/theory.md §10",
     ),
-    "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory.md §12"),
+    "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory-trees.md §12"),
 }
 
 
@@ -235,7 +235,7 @@ def derive_calibrated_reductions() -> tuple[sp.Expr, sp.Expr]:
 
 
 def derive_kary_tree(depth: int, k: int) -> tuple[sp.Expr, sp.Expr]:
-    """Two differences that simplify to 0 (docs/theory.md §12): the rank model summed over the nodes of the
+    """Two differences that simplify to 0 (docs/theory-trees.md §12): the rank model summed over the nodes of the
     full k-ary tree of ``depth`` (a node at level i with ranks r_1..r_i has probability a_r1 ... a_ri, for
     symbols a_1..a_k) minus the closed form at P_k = a_1 + ... + a_k; and the closed form at k = 1 minus
     Eq. 1 at alpha = a_1."""

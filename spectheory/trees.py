@@ -1,4 +1,4 @@
-"""Draft trees: their representation, expected tokens per target call, the optimal tree (docs/theory.md §12).
+"""Draft trees: their representation, expected tokens per target call, the optimal tree (docs/theory-trees.md §12).
 
 A tree is a parent array over nodes: node 0 is the last committed token, ``parents[i] < i`` for every other
 node, and a node's children are verified in the order of their indices (its first child has rank 1). One
@@ -283,7 +283,7 @@ def optimal_tree(acceptance, nodes: int, depth: int | None = None) -> tuple[Tree
 
 def best_first_tree(acceptance, nodes: int) -> tuple[Tree, float]:
     """The ``nodes`` nodes of largest path product, grown best first (each new node is the first child of a
-    node or the next sibling of one): optimal without a depth cap when a_1 >= a_2 >= ... (docs/theory.md §12)."""
+    node or the next sibling of one): optimal without a depth cap when a_1 >= a_2 >= ... (docs/theory-trees.md §12)."""
     a = check_rank_acceptance(acceptance)
     nodes = as_positive_int("nodes", nodes)
     parents, products = [-1], [1.0]

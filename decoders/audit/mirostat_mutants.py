@@ -1,6 +1,6 @@
-"""Planted bugs in how a speculative decoder carries Mirostat's state (docs/theory.md §14): each moves mu by the
-wrong token, under the wrong law, or the wrong number of times; the tokens and the penalties' counts stay right.
-The state crosses iterations, so whole runs see every one (``Mutant.exact = "whole-run"``); ``decoders.audit.
+"""Planted bugs in how a speculative decoder carries Mirostat's state (docs/theory-sampling.md §14): each moves mu by
+the wrong token, under the wrong law, or the wrong number of times; the tokens and the penalties' counts stay right. The
+state crosses iterations, so whole runs see every one (``Mutant.exact = "whole-run"``); ``decoders.audit.
 mutants.MUTANTS`` lists them with the sampling they show under.
 """
 

@@ -293,7 +293,7 @@ EXACT_SIZES = {
     "batch": dict(vocabulary=2, gamma=1, horizon=2, prompt=(0, 1)),
 }
 
-#: Mirostat 2 whose truncation moves within a few tokens on the exact audit's models (docs/theory.md §14).
+#: Mirostat 2 whose truncation moves within a few tokens on the exact audit's models (docs/theory-sampling.md §14).
 MIROSTAT_SHOWN = Sampling(1.0, mirostat=2, mirostat_tau=1.5, mirostat_eta=2.0)
 
 #: A grammar over the letters of the exact audit's vocabularies (token 0 "a", 1 "b"), ended by token 2.
@@ -363,7 +363,7 @@ MUTANTS = (
         BatchMinimumRollback(),
         exact="batch",
     ),
-    # Sampling parameters under speculation (docs/theory.md §14): bugs engines have shipped, by tracker number.
+    # Sampling parameters under speculation (docs/theory-sampling.md §14): bugs engines have shipped, by tracker number.
     Mutant(
         "penalties-ignored",
         "repetition, presence and frequency penalties silently ignored by the speculative path, draft and target",
@@ -439,7 +439,7 @@ MUTANTS = (
         Sampling(1.0, top_k=3),
         shipped="TensorRT-LLM PR 19390",
     ),
-    # Randomness, draft laws and batches (docs/theory.md §14): the same trackers' other bugs.
+    # Randomness, draft laws and batches (docs/theory-sampling.md §14): the same trackers' other bugs.
     Mutant(
         "recovery-shares-draft-noise",
         "the token after a rejection is drawn with the same noise that drew the "

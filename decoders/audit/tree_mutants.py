@@ -1,4 +1,4 @@
-"""Planted-bug tree decoders (docs/theory.md §12): each overrides one phase of ``TreeStep`` with a mistake that
+"""Planted-bug tree decoders (docs/theory-trees.md §12): each overrides one phase of ``TreeStep`` with a mistake that
 engines and public re-implementations have shipped. The audits must catch every one
 (tests/decoders/test_tree_decoder.py, tests/spectheory/cli/test_audit_command.py)."""
 

@@ -1,4 +1,4 @@
-"""EAGLE-2's dynamic tree, forecast before it is run (docs/theory.md §12, "Forecasting a dynamic tree").
+"""EAGLE-2's dynamic tree, forecast before it is run (docs/theory-trees.md §12, "Forecasting a dynamic tree").
 
 * The text: windows of held-out text continued greedily by the target (``greedy_continuations``), the text a
   decoder walks at T = 0.

@@ -372,7 +372,7 @@ def profile_jobs(
 ) -> tuple[dict, ProfileRecorder]:
     """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
     per call (1: each prompt on its own, as the benchmark does); the verify call is timed at widths 1..
-    ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory.md §12)."""
+    ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory-trees.md §12)."""
     check_batch_size(batch_size, len(prompts))
     as_int("max_new_tokens", max_new_tokens, low=2)  # t_step comes from the steps after the first
     widths = gamma_max + 1 if verify_widths is None else as_int("verify_widths", verify_widths, low=gamma_max + 1)

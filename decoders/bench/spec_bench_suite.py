@@ -10,7 +10,7 @@ target's verify call at every width and its one-token calls for c. At T = 0 a dr
 profile runs would decode the same text again; the calibrated prediction recombines the sweep's phases with the
 separately timed verify calls and the acceptance measured at the largest gamma, replayed along the text at the
 others: a calibration, as in ``bench``, not a forecast from other runs. The dynamic tree has no cost model (the
-rank model predicts static shapes only, docs/theory.md §12): its row is measured only.
+rank model predicts static shapes only, docs/theory-trees.md §12): its row is measured only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tree against chain at equal node budgets, measured on a pair at T = 0 (docs/theory.md §12).
+"""Tree against chain at equal node budgets, measured on a pair at T = 0 (docs/theory-trees.md §12).
 
 The draft's rank frequencies a_1..a_k (how often the target's greedy token is the draft's j-th most likely) are
 measured along held-out text and along the target's own greedy continuations of the bench prompts (the text the

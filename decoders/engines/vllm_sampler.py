@@ -97,7 +97,7 @@ PATCHES = ("expand",)
 
 def _processed(logits: list, row: dict, position: int, drafts: list) -> torch.Tensor:
     """The target's law at ``position`` of ``row`` under its sampling parameters, penalties counting the prompt,
-    the output and the drafts before the position (vLLM's rule, docs/theory.md §14). # [V]"""
+    the output and the drafts before the position (vLLM's rule, docs/theory-sampling.md §14). # [V]"""
     from decoders.sampler_state import History
     from decoders.sampling import Sampling, adjusted_probs
 

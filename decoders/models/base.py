@@ -9,7 +9,7 @@ skipped). ``truncate(state, lengths [B])`` cuts each row back to its
 first ``lengths[b]`` tokens, after a rejection. Rows may hold different numbers of tokens. Both give
 ``state.lengths`` a new tensor and never change the old one in place: decoders keep it to roll back to.
 
-Tree attention (docs/theory.md §12), for the models that have it: ``forward_tree(tokens [B, n], state,
+Tree attention (docs/theory-trees.md §12), for the models that have it: ``forward_tree(tokens [B, n], state,
 parents [B, n], keep)`` scores n new nodes of a draft tree held beyond the committed prefix (each at position
 prefix length + depth, attending to the prefix and its own ancestors; logits of the last ``keep`` only when
 ``keep`` > 0); ``commit_path(state, path [B, M],
@@ -96,7 +96,7 @@ def append_history(
 
 @dataclass
 class PendingTree:
-    """The draft-tree nodes a state holds beyond ``lengths`` (docs/theory.md §12): node i of a row in slot
+    """The draft-tree nodes a state holds beyond ``lengths`` (docs/theory-trees.md §12): node i of a row in slot
     lengths + i, at position lengths + depth; ``ancestors: [B, T, T]`` (a node is its own ancestor) and
     ``depths: [B, T]``."""
 

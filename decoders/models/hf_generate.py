@@ -84,7 +84,8 @@ def hf_generate(
             top_p=sampling.top_p or 1.0,
             min_p=sampling.min_p,
         )
-    if sampling.repetition_penalty != 1:  # processors: at temperature 0 too (docs/theory.md §14, the same rule)
+    # processors: at temperature 0 too (docs/theory-sampling.md §14, the same rule)
+    if sampling.repetition_penalty != 1:
         options["repetition_penalty"] = sampling.repetition_penalty
     if sampling.logit_bias:
         options["sequence_bias"] = {(token,): bias for token, bias in sampling.logit_bias}

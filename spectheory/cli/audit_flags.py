@@ -1,5 +1,5 @@
-"""Flags of `spectheory audit`: the sampling flags (docs/theory.md §14 gives their order and each engine's), defined
-once and turned into a ``decoders.sampling.Sampling`` (the engine audit reads the ones an engine takes), and
+"""Flags of `spectheory audit`: the sampling flags (docs/theory-sampling.md §14 gives their order and each engine's),
+defined once and turned into a ``decoders.sampling.Sampling`` (the engine audit reads the ones an engine takes), and
 whose sampler is audited."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def logit_bias(value: str) -> tuple:
 
 def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = True) -> None:
     """The sampling flags (``temperature``: with --temperature, which bench replaces by its --temperatures)."""
-    group = parser.add_argument_group("sampling, in this order (docs/theory.md §14)")
+    group = parser.add_argument_group("sampling, in this order (docs/theory-sampling.md §14)")
     group.add_argument(
         "--logit-bias", type=logit_bias, nargs="+", metavar="TOKEN=VALUE", default=[], help="add VALUE to TOKEN's logit"
     )
@@ -73,7 +73,8 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = 
         type=int,
         choices=(0, 1, 2),
         default=0,
-        help="end with llama.cpp's Mirostat 1 or 2, a sampler with a state (docs/theory.md §14; default 0: off)",
+        help="end with llama.cpp's Mirostat 1 or 2, a sampler with a state (docs/theory-sampling.md §14; default 0: "
+        "off)",
     )
     group.add_argument("--mirostat-tau", type=float, default=5.0, help="Mirostat's target surprise in bits (default 5)")
     group.add_argument("--mirostat-eta", type=float, default=0.1, help="Mirostat's learning rate (default 0.1)")

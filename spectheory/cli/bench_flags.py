@@ -26,7 +26,7 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tree",
         action="store_true",
-        help="instead: the optimal draft tree against the chain at each node budget, T = 0 (docs/theory.md §12)",
+        help="instead: the optimal draft tree against the chain at each node budget, T = 0 (docs/theory-trees.md §12)",
     )
     parser.add_argument(
         "--budgets",

@@ -1,4 +1,4 @@
-"""The optimal draft tree under a node budget (docs/theory.md §12): Sequoia's dynamic programme over the rank
+"""The optimal draft tree under a node budget (docs/theory-trees.md §12): Sequoia's dynamic programme over the rank
 model, from rank frequencies a_1..a_k (--acceptance), or from alpha with k candidates per node (--alpha, --k:
 each candidate accepted with alpha when the earlier ones were rejected, a_j = alpha (1 - alpha)^(j - 1)).
 With costs (--c for Theorem 3.8's, or a cost profile / the --t-* flags) the tree maximises the speedup over

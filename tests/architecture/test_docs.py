@@ -5,6 +5,8 @@ exist, and the outputs they quote of the torch-free commands are what the comman
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,15 +24,21 @@ def _sources():
 
 
 def test_theory_references_against_its_sections():
-    sections = set(re.findall(r"^## §(\d+) ", (ROOT / "docs" / "theory.md").read_text(), flags=re.M))
+    """Every ``docs/theory.md §N`` (or theory-trees.md, theory-sampling.md: the sections continue there under their
+    numbers) in the sources names a section that page holds."""
+    pages = ("theory", "theory-trees", "theory-sampling")
+    sections = {
+        page: set(re.findall(r"^## §(\d+) ", (ROOT / "docs" / f"{page}.md").read_text(), flags=re.M)) for page in pages
+    }
+    assert all(sections.values()) and not set.intersection(*sections.values())
     cited = {
-        (path.relative_to(ROOT), number)
+        (path.relative_to(ROOT), page, number)
         for path in _sources()
-        for group in re.findall(r"docs/theory\.md (§\d+(?:, §\d+)*)", path.read_text())
+        for page, group in re.findall(r"docs/(theory(?:-trees|-sampling)?)\.md\s+(§\d+(?:, §\d+)*)", path.read_text())
         for number in re.findall(r"§(\d+)", group)
     }
     assert len(cited) >= 15, "the docstrings cite docs/theory.md"
-    assert sorted((str(path), n) for path, n in cited if n not in sections) == []
+    assert sorted((str(path), page, n) for path, page, n in cited if n not in sections[page]) == []
 
 
 def test_no_reference_to_documents_outside_the_repository():
@@ -40,7 +48,7 @@ def test_no_reference_to_documents_outside_the_repository():
     assert outside == []
 
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CHECKED_COMMANDS = ("gamma", "tree", "schedule")  # torch-free and deterministic: their quoted outputs are rerun
 
 
@@ -133,7 +141,7 @@ def test_pages_name_files_that_exist():
     }
     assert named and sorted(name for name in named if not (ROOT / name).exists()) == []
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) < 250
+    assert len(readme.splitlines()) <= 150
     assert "bash .ci/install-core && spectheory report --out report" in readme
     test_command = (
         "bash .ci/install && python3 -m ruff format --check . && python3 -m ruff check . && "
@@ -465,3 +473,17 @@ def test_extending_tables_against_the_registries():
     for header, rows in (("| engine |", engines), ("| draft |", drafts), ("| test |", tests)):
         table = text[text.index(header) :].split("\n\n")[0].splitlines()[2:]
         assert table == rows, (header, table, rows)
+
+
+def test_readme_example_against_its_printed_output():
+    """The README's Python example is examples/exact.py, verbatim, and running it prints what the README shows
+    (its decode is seeded and its audit exact)."""
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    assert (ROOT / "examples" / "exact.py").read_text().split("\n\n", 1)[1] == code
+    shown = re.search(r"```python\n.*?```\n\nprints\n\n```\n(.*?)```", readme, re.S).group(1)
+    ran = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "exact.py")], capture_output=True, text=True, cwd=ROOT
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == shown

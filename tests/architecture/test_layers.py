@@ -308,10 +308,10 @@ def _unresolved_imports(paths) -> list:
 
 
 def test_scripts_outside_the_roots_import_what_exists(tmp_path, monkeypatch):
-    """The scripts that made results/ (and the documentation's examples) import project modules that exist, so a
-    move inside the roots cannot leave them behind; each results folder with a script says how it was run (a
+    """The scripts that made results/, docs/upstream's reproductions and examples/ import project modules that exist, so
+    a move inside the roots cannot leave them behind; each results folder with a script says how it was run (a
     README.md, or a "command" in its JSON). Control: a script importing a module that moved is caught."""
-    scripts = sorted((ROOT / "results").rglob("*.py")) + sorted((ROOT / "docs").rglob("*.py"))
+    scripts = [path for folder in ("results", "docs", "examples") for path in sorted((ROOT / folder).rglob("*.py"))]
     assert scripts and _unresolved_imports(scripts) == []
     for folder in sorted({path.parent for path in (ROOT / "results").rglob("*.py")}):
         commands = ['"command"' in path.read_text() for path in folder.glob("*.json")]

@@ -1,5 +1,5 @@
-"""Grammar-constrained decoding (docs/theory.md §14): xgrammar's masks against Python's own regular expressions by
-enumeration, the masks along a path against the masks of each prefix, and the error contract."""
+"""Grammar-constrained decoding (docs/theory-sampling.md §14): xgrammar's masks against Python's own regular expressions
+by enumeration, the masks along a path against the masks of each prefix, and the error contract."""
 
 import itertools
 import re

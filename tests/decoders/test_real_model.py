@@ -173,8 +173,8 @@ PEOPLE_SCHEMA = (
 )
 def test_greedy_with_every_parameter_against_autoregressive(real, tokens, cases):
     """SmolLM2 at temperature 0 under a repetition, frequency and presence penalty, a logit bias, its EOS as the stop
-    token and a JSON schema (docs/theory.md §14): speculative chain (gamma 4) and tree decoding (a binary tree of
-    depth 3, target-only) emit our autoregressive decoder's tokens, token for token; the output follows the schema,
+    token and a JSON schema (docs/theory-sampling.md §14): speculative chain (gamma 4) and tree decoding (a binary tree
+    of depth 3, target-only) emit our autoregressive decoder's tokens, token for token; the output follows the schema,
     and the parameters change it (the negative control: plain greedy differs)."""
     target, tokenizer, drafts, _ = real
     sampling = Sampling(

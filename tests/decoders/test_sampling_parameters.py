@@ -1,6 +1,6 @@
-"""The sampling parameters engines expose (docs/theory.md §14): their law against transformers' logits processors
-and OpenAI's formula, the decoders' exact laws against the target's, greedy decoding against autoregressive, and
-the planted bugs engines shipped (in sampling parameters, randomness, draft laws and batches) against the exact
+"""The sampling parameters engines expose (docs/theory-sampling.md §14): their law against transformers' logits
+processors and OpenAI's formula, the decoders' exact laws against the target's, greedy decoding against autoregressive,
+and the planted bugs engines shipped (in sampling parameters, randomness, draft laws and batches) against the exact
 audit. Exact audits are float64 enumerations (tolerance 1e-9): no false positives."""
 
 import itertools
@@ -52,7 +52,7 @@ PARAMETERS = {
     ),
     "stop": Sampling(1.0, stop=(2,)),
     "stop+temperature+top-k": Sampling(0.8, top_k=4, stop=(1, 3)),
-    # Grammars over the exact audit's letters (token 0 "a", 1 "b", ...), ended by token 2 (docs/theory.md §14).
+    # Grammars over the exact audit's letters (token 0 "a", 1 "b", ...), ended by token 2 (docs/theory-sampling.md §14).
     "regex": Sampling(1.0, stop=(2,), grammar=GrammarSpec("regex", "a[abd]*b")),
     "grammar+temperature+top-k": Sampling(0.7, top_k=3, stop=(2,), grammar=GrammarSpec("regex", "(a|ba)+")),
     "ebnf+repetition+bias": Sampling(
@@ -63,7 +63,7 @@ PARAMETERS = {
         grammar=GrammarSpec("ebnf", 'root ::= ("a" | "b" "d"?)+'),
     ),
 }
-SHIPPED_MUTANTS = [bug for bug in MUTANTS if bug.shipped]  # the bugs engines shipped (docs/theory.md §14)
+SHIPPED_MUTANTS = [bug for bug in MUTANTS if bug.shipped]  # the bugs engines shipped (docs/theory-sampling.md §14)
 
 
 def _transformers_law(logits, ids, sampling: Sampling):
@@ -314,7 +314,7 @@ class Recorder:
 
 def test_counting_bugs_are_a_blind_spot_of_the_prefix_dp():
     """The DP rebuilds the counts from each prefix, so a bug in the counts carried between iterations passes it
-    (documented in docs/theory.md §14); the whole-run audit catches it (above)."""
+    (documented in docs/theory-sampling.md §14); the whole-run audit catches it (above)."""
     for name in ("penalty-last-token-only", "penalty-counts-proposals"):
         bug = next(m for m in SHIPPED_MUTANTS if m.name == name)
         assert _exact(mutant=name, target="tinygpt", draft="close", sampling=bug.shows_with).passed

@@ -1,4 +1,4 @@
-"""The tree decoder (docs/theory.md §12) against greedy autoregressive decoding token for token, and its exact
+"""The tree decoder (docs/theory-trees.md §12) against greedy autoregressive decoding token for token, and its exact
 law (every branch of its draws enumerated) against the target's."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The multi-draft and tree simulators (real draws) against the closed forms of docs/theory.md §12.
+"""The multi-draft and tree simulators (real draws) against the closed forms of docs/theory-trees.md §12.
 
 Acceptance and tokens per call must sit within 4 standard errors of theory (a correct simulator leaves the
 band with probability about 6.3e-5 per comparison); emitted tokens must follow p by chi-square at level

@@ -1,4 +1,4 @@
-"""EAGLE-2's dynamic-tree forecast in closed form (docs/theory.md §12): the calibration against a hand count and
+"""EAGLE-2's dynamic-tree forecast in closed form (docs/theory-trees.md §12): the calibration against a hand count and
 against the sum it summarises, the harmonic mean of tokens per context against a simulated walk along a text."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Multi-draft verifiers (docs/theory.md §12) against an independent enumeration of their draws, and against
+"""Multi-draft verifiers (docs/theory-trees.md §12) against an independent enumeration of their draws, and against
 each other: the i.i.d. optimum, SpecTr's bound and the single-draft alpha."""
 
 import itertools
@@ -17,7 +17,7 @@ def _norm_excess(r, q):
 
 def enumerate_verifier(name, p, q, k):
     """(emitted law [V], rank frequencies [k]) by summing over every draw of the k candidates, written from
-    the verifiers' rules (docs/theory.md §12), not from the recursions under test."""
+    the verifiers' rules (docs/theory-trees.md §12), not from the recursions under test."""
     V, law, ranks = len(p), np.zeros(len(p)), np.zeros(k)
     if name == "target-only":
         order = np.argsort(-q, kind="stable")[:k]

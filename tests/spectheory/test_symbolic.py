@@ -73,7 +73,7 @@ def test_calibrated_speedup_reductions_against_theorem_3_8():
 
 @pytest.mark.parametrize("depth,k", [(0, 1), (1, 3), (2, 2), (3, 3), (4, 1)])
 def test_kary_tree_derivation_against_rank_model_sum(depth, k):
-    """The k-ary closed form is the rank model summed level by level, and Eq. 1 at k = 1 (docs/theory.md §12)."""
+    """The k-ary closed form is the rank model summed level by level, and Eq. 1 at k = 1 (docs/theory-trees.md §12)."""
     assert symbolic.derive_kary_tree(depth, k) == (0, 0)
 
 

@@ -1,4 +1,4 @@
-"""Draft trees (docs/theory.md §12): expected tokens against an enumeration of where acceptance stops, the
+"""Draft trees (docs/theory-trees.md §12): expected tokens against an enumeration of where acceptance stops, the
 k-ary closed form against the rank sum, the dynamic programme against brute force over every tree, and the
 hardware-aware optimum against Theorem 3.8's optimal gamma on a chain."""
 

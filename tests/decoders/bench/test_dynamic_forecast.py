@@ -1,5 +1,5 @@
-"""The dynamic tree's forecast (docs/theory.md §12, ``decoders.bench.dynamic_forecast``) against the tree decoder: the
-acceptance it measures per node is what the decoder's walk accepts, at the first iteration and along a whole run."""
+"""The dynamic tree's forecast (docs/theory-trees.md §12, ``decoders.bench.dynamic_forecast``) against the tree decoder:
+the acceptance it measures per node is what the decoder's walk accepts, at the first iteration and along a whole run."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""The tree-against-chain bench (docs/theory.md §12) against direct counts and against the rank model where it is
+"""The tree-against-chain bench (docs/theory-trees.md §12) against direct counts and against the rank model where it is
 exact: the target as its own draft accepts every node of a chain."""
 
 import json

@@ -1,4 +1,4 @@
-"""Tree attention (docs/theory.md §12) against fresh forwards: every node of a draft tree scored in one call
+"""Tree attention (docs/theory-trees.md §12) against fresh forwards: every node of a draft tree scored in one call
 (or level by level) has the logits of its root-to-node path run on its own, and after ``commit_path`` the
 cache continues exactly as if the accepted path had been fed as a chain."""
 
