@@ -1,4 +1,4 @@
-"""Spec-Bench's table forecast before it is timed, and judged on it (docs/measuring.md, "Spec-Bench's forecast").
+"""Spec-Bench's table forecast before it is timed, and judged on it (docs/findings/spec-bench.md, "The forecast").
 
 * Costs, once for the table: the table's own timed jobs (``decoders.bench.spec_bench_suite.bench_category``) on one
   question that the table does not time (the first category's first other question), over ``FORECAST_REPEATS``

@@ -1,6 +1,6 @@
 """vLLM's rejection sampler driven as a function, run by vLLM's own interpreter (``vllm_home()/bin/python
 decoders/engines/vllm_probe.py < cases.json > counts.json``): it imports only the standard library, torch and vLLM, so
-it also runs beside any vLLM install, without this toolkit (docs/engines.md, "vLLM's rejection sampler").
+it also runs beside any vLLM install, without this toolkit (docs/findings/vllm.md, "vLLM's rejection sampler").
 
 Each case of the JSON on stdin is a batch of rows, each row one request of a speculative step: its draft tokens
 (``draft``, k >= 0 ids) or a law to draw them from (``draft_law``, [k][V]: drawn here, afresh for every draw),

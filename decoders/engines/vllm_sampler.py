@@ -1,10 +1,10 @@
-"""vLLM's rejection sampler audited as a function against the exact law (docs/engines.md, "vLLM's rejection sampler"):
-``decoders/engines/vllm_probe.py`` runs it in vLLM's own environment on tiny batches (``CASES``), and here each row's
-output counts are held against the law our reference verification gives the same row, summed exactly over every branch
-of its draws (``decoders.audit.exact.Enumerator`` driving ``decoders.verification``'s accept and residual steps), the
-target's law processed by our sampler (``decoders.sampling.adjusted_probs``: penalties over the prompt, the output and
-the drafts before each position, temperature, top-k, top-p). A G-test per row, at ``level`` over all rows of a case
-(Bonferroni); the detectable total variation is stated beside each verdict.
+"""vLLM's rejection sampler audited as a function against the exact law (docs/findings/vllm.md, "vLLM's rejection
+sampler"): ``decoders/engines/vllm_probe.py`` runs it in vLLM's own environment on tiny batches (``CASES``), and here
+each row's output counts are held against the law our reference verification gives the same row, summed exactly over
+every branch of its draws (``decoders.audit.exact.Enumerator`` driving ``decoders.verification``'s accept and residual
+steps), the target's law processed by our sampler (``decoders.sampling.adjusted_probs``: penalties over the prompt, the
+output and the drafts before each position, temperature, top-k, top-p). A G-test per row, at ``level`` over all rows of
+a case (Bonferroni); the detectable total variation is stated beside each verdict.
 
 The cases cover what the issue asks of a verifier: sampled rows with the draft's probabilities and without (vLLM's
 one-hot case: n-gram and greedy drafts), greedy rows, batches mixing greedy and sampled rows of different draft

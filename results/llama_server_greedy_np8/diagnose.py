@@ -2,12 +2,12 @@
 is the tie there? Run from the repository root: python results/llama_server_greedy_np8/diagnose.py [GAMMA ...].
 
 The default bench (`spectheory bench --engine llama-server`: 8 rewrite prompts of 192 tokens, 128 new tokens, the
-engine's default options: ngram-simple, 8 slots) found greedy text unequal to plain decoding at every gamma. For
-each prompt and gamma this finds the first differing position, then asks the plain server for the top two
-log-probabilities there (``n_probs`` = 2, after the common prefix): a gap of a few thousandths of a nat is a near
-tie that a call's batch shape can flip (docs/engines.md §5), not a verifier bug. Both shapes are read from the plain
-server: its own decode, one token a call (``n_probs`` while generating), and an evaluation of the whole prefix as
-one batch (``n_probs`` of the first token after it as a prompt), which is the shape a verify call has."""
+engine's default options: ngram-simple, 8 slots) found greedy text unequal to plain decoding at every gamma. For each
+prompt and gamma this finds the first differing position, then asks the plain server for the top two log-probabilities
+there (``n_probs`` = 2, after the common prefix): a gap of a few thousandths of a nat is a near tie that a call's batch
+shape can flip (docs/findings/llama-cpp.md), not a verifier bug. Both shapes are read from the plain server: its own
+decode, one token a call (``n_probs`` while generating), and an evaluation of the whole prefix as one batch (``n_probs``
+of the first token after it as a prompt), which is the shape a verify call has."""
 
 import json
 import sys

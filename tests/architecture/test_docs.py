@@ -151,15 +151,17 @@ def test_pages_name_files_that_exist():
 
 
 def test_measured_numbers_against_their_results():
-    """docs/measuring.md quotes the SmolLM2 table as figures/table_real_model.md writes it, and the bench rows it
-    quotes from results/bench_standard_errors.json carry that file's numbers (speedup, SE, calibrated)."""
-    page = (ROOT / "docs" / "measuring.md").read_text()
+    """docs/findings/smollm2.md quotes the SmolLM2 table as figures/table_real_model.md writes it, and the bench
+    rows docs/findings/shipped-pair.md quotes from results/bench_standard_errors.json carry that file's numbers
+    (speedup, SE, calibrated)."""
+    page = (ROOT / "docs" / "findings" / "smollm2.md").read_text()
     table = [
         line for line in (ROOT / "figures" / "table_real_model.md").read_text().splitlines() if line.startswith("|")
     ]
     assert table and all(line in page for line in table)
     bench = json.loads((ROOT / "results" / "bench_standard_errors.json").read_text())
-    block = page[page.index("results/bench_standard_errors.json") :]
+    shipped = (ROOT / "docs" / "findings" / "shipped-pair.md").read_text()
+    block = shipped[shipped.index("results/bench_standard_errors.json") :]
     quoted = re.findall(
         r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+([\d.]+) \([\d.-]+\)\s+([\d.]+)\s+([\d.]+)", block, flags=re.M
     )
@@ -173,12 +175,12 @@ def test_measured_numbers_against_their_results():
 
 
 def test_hf_comparison_table_against_its_results():
-    """docs/measuring.md's table of our loops against transformers on SmolLM2 (the distilled and copy drafts) quotes
-    each row's file: the ratios (medians) and seconds of ours padded and unpadded, assisted generation and
+    """docs/findings/smollm2.md's table of our loops against transformers on SmolLM2 (the distilled and copy drafts)
+    quotes each row's file: the ratios (medians) and seconds of ours padded and unpadded, assisted generation and
     `generate`."""
     lines = [
         line
-        for line in (ROOT / "docs" / "measuring.md").read_text().splitlines()
+        for line in (ROOT / "docs" / "findings" / "smollm2.md").read_text().splitlines()
         if line.startswith("| ") and "unpadded" not in line and "`results/hf_smollm2_" in line
     ]
     assert len(lines) == 4
@@ -198,9 +200,9 @@ def test_hf_comparison_table_against_its_results():
 
 
 def test_engine_numbers_against_their_results():
-    """docs/engines.md's tables of llama.cpp carry their result files' numbers: the bench rows (measured speedup
-    with its spread, predicted, their ratio, tokens per call, alpha) and each two-sample verdict's p-value."""
-    page = (ROOT / "docs" / "engines.md").read_text()
+    """docs/findings/llama-cpp.md's tables of llama.cpp carry their result files' numbers: the bench rows (measured
+    speedup with its spread, predicted, their ratio, tokens per call, alpha) and each two-sample verdict's p-value."""
+    page = (ROOT / "docs" / "findings" / "llama-cpp.md").read_text()
     bench = json.loads((ROOT / "results" / "llama_cpp_bench_rewrite.json").read_text())
     for row in bench["rows"]:
         low, _, high = row["speedup_spread"]
@@ -263,9 +265,9 @@ def test_gpu_numbers_against_their_results():
 
 
 def test_llama_server_verdicts_against_their_results():
-    """docs/engines.md's table of llama-server's audits quotes each result file: samples a side, detectable total
-    variation, p-value and verdict; every result file of a llama-server audit has its row."""
-    page = (ROOT / "docs" / "engines.md").read_text()
+    """docs/findings/llama-server.md's table of llama-server's audits quotes each result file: samples a side,
+    detectable total variation, p-value and verdict; every result file of a llama-server audit has its row."""
+    page = (ROOT / "docs" / "findings" / "llama-server.md").read_text()
     names = sorted(path.stem for path in (ROOT / "results").glob("llama_server_audit_*.json"))
     assert len(names) >= 4
     for name in names:
@@ -284,10 +286,10 @@ def test_llama_server_verdicts_against_their_results():
 
 
 def test_vllm_verdicts_against_their_results():
-    """docs/engines.md's vLLM verdict table quotes each two-sample result file of results/vllm/: samples a side,
+    """docs/findings/vllm.md's vLLM verdict table quotes each two-sample result file of results/vllm/: samples a side,
     p-value, detectable total variation, verdict and vLLM's accepted-of-drafted counters; every such file has its
     row."""
-    page = (ROOT / "docs" / "engines.md").read_text()
+    page = (ROOT / "docs" / "findings" / "vllm.md").read_text()
     documents = {path: json.loads(path.read_text()) for path in sorted((ROOT / "results" / "vllm").glob("*.json"))}
     verdicts = {path: document for path, document in documents.items() if document.get("test") == "two-sample"}
     assert len(verdicts) >= 10
@@ -307,9 +309,9 @@ def test_vllm_verdicts_against_their_results():
 
 
 def test_llama_server_bench_rows_against_their_results():
-    """docs/engines.md quotes every row of llama-server's bench files: measured speedup with its spread,
-    predicted, their ratio, tokens per call and mean proposal length."""
-    page = (ROOT / "docs" / "engines.md").read_text()
+    """docs/findings/llama-server-speed.md quotes every row of llama-server's bench files: measured speedup with its
+    spread, predicted, their ratio, tokens per call and mean proposal length."""
+    page = (ROOT / "docs" / "findings" / "llama-server-speed.md").read_text()
     for name in (
         "llama_server_bench_draft24_rewrite",
         "llama_server_bench_ngram_rewrite",
@@ -326,9 +328,9 @@ def test_llama_server_bench_rows_against_their_results():
 
 
 def test_compiled_cpu_table_against_its_results():
-    """docs/measuring.md's table of the compiled path on a CPU carries results/compiled_cpu/compiled_cpu.json's
-    medians, row by row, as the page prints them."""
-    page = (ROOT / "docs" / "measuring.md").read_text()
+    """docs/findings/compiled-cpu.md's table of the compiled path on a CPU carries
+    results/compiled_cpu/compiled_cpu.json's medians, row by row, as the page prints them."""
+    page = (ROOT / "docs" / "findings" / "compiled-cpu.md").read_text()
     document = json.loads((ROOT / "results" / "compiled_cpu" / "compiled_cpu.json").read_text())
     rows = []
     for pair, entry in document["pairs"].items():
@@ -344,9 +346,9 @@ def test_compiled_cpu_table_against_its_results():
 def _patched_against_unpatched(report: str, stem: str, n: int) -> tuple:
     """The unpatched and patched builds' audits ``results/{stem}{,_patched}.json``: the unpatched FAILs and the
     patched PASSes at ``n`` a side against the same plain rows, with the p-values docs/upstream/``report`` and
-    docs/engines.md print; returned for the checks particular to each report."""
+    docs/findings/llama-server.md print; returned for the checks particular to each report."""
     page = (ROOT / "docs" / "upstream" / report).read_text()
-    engines = (ROOT / "docs" / "engines.md").read_text()
+    engines = (ROOT / "docs" / "findings" / "llama-server.md").read_text()
     unpatched, patched = (json.loads((ROOT / "results" / f"{stem}{end}.json").read_text()) for end in ("", "_patched"))
     assert not unpatched["passed"] and patched["passed"]
     assert unpatched["n_a"] == patched["n_a"] == n and unpatched["rows_b"] == patched["rows_b"]
@@ -420,10 +422,10 @@ def test_mirostat_power_against_its_results(name, where):
 
 
 def test_samplers_acted_against_their_results():
-    """docs/engines.md's table of whether each sampler of the sweep acted is results/llama_server_samplers/
-    active.json's, and every sampler acted on the rows its audits compared except DRY on the chat prompt, which the
-    page calls vacuous and audits again on a repetitive prompt where it acts."""
-    engines = (ROOT / "docs" / "engines.md").read_text()
+    """docs/findings/llama-server.md's table of whether each sampler of the sweep acted is
+    results/llama_server_samplers/ active.json's, and every sampler acted on the rows its audits compared except DRY on
+    the chat prompt, which the page calls vacuous and audits again on a repetitive prompt where it acts."""
+    engines = (ROOT / "docs" / "findings" / "llama-server.md").read_text()
     rows = json.loads((ROOT / "results" / "llama_server_samplers" / "active.json").read_text())["rows"]
     for row in rows:
         assert f"| {row['sampler']} | `{row['against']}` | {row['p_value']:.3g} |" in engines, row["sampler"]
@@ -473,6 +475,12 @@ def test_extending_tables_against_the_registries():
     for header, rows in (("| engine |", engines), ("| draft |", drafts), ("| test |", tests)):
         table = text[text.index(header) :].split("\n\n")[0].splitlines()[2:]
         assert table == rows, (header, table, rows)
+
+
+def test_pages_against_the_size_limit():
+    """No documentation page over 40 KB (reference and findings split, docs/project.md): a reader can hold one."""
+    sizes = {str(page.relative_to(ROOT)): page.stat().st_size for page in PAGES}
+    assert len(sizes) > 10 and {page: size for page, size in sizes.items() if size > 40_000} == {}
 
 
 def test_readme_example_against_its_printed_output():
