@@ -1,7 +1,8 @@
-"""What every decoder shares (docs/theory.md §10, docs/theory-trees.md §12): the one decode loop (``decode``), prompt
-checks and the start, the one way a draft is fed its pending tokens, the one first call (the prompt, then the new
-positions: a chain's causal ones or a tree's nodes), the one rollback (``keep_nodes``: truncate where the kept nodes are
-contiguous, ``commit_path`` where they are a tree's path), output bookkeeping, phase timing."""
+"""What every decoder shares (docs/theory.md §10, docs/theory-trees.md §12): the one decode loop (``decode``), its
+prologue and epilogue (``begin``, ``Run.generation``), prompt checks and the start, the one way a draft is fed its
+pending tokens, the one first call (the prompt, then the new positions: a chain's causal ones or a tree's nodes), the
+one rollback (``keep_nodes``: truncate where the kept nodes are contiguous, ``commit_path`` where they are a tree's
+path), output bookkeeping, phase timing."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import numpy as np
 import torch
 
 from decoders.models.protocol import check_model, model_calls, prefill_call, synchronize, tighten
-from decoders.sampling import History, check_probs
+from decoders.results import Generation
+from decoders.sampling import History, Sampling, check_probs, history_of
 from spectheory.validation import as_int, as_positive_int
 
 __all__ = [
     "decode",
+    "Run",
+    "begin",
     "as_prompts",
     "Unfed",
     "unfed",
@@ -394,3 +398,35 @@ class PhaseTimer:
     def finish(self) -> dict:
         self._sync()
         return dict(self.seconds, total=clock() - self._start)
+
+
+@dataclass
+class Run:
+    """What every generate function starts from and ends with: the checked prompts, the output rows, the phase timer
+    and the models it watches (in the order given to ``begin``), and the sampler's history of the prompts (None
+    where the sampling needs none)."""
+
+    prompts: list
+    output: Output
+    timer: PhaseTimer
+    models: tuple
+    history: History | None
+
+    def generation(self, stats) -> Generation:
+        """The run's result: each row's new tokens and ``stats`` (a ``decoders.results.DecodeStats``)."""
+        return Generation(tuple(tuple(row) for row in self.output.rows), stats)
+
+
+def begin(
+    models: tuple, prompts, *, max_new_tokens: int, room: int, needed: str, sampling: Sampling, eos, profile: bool
+) -> Run:
+    """The generate functions' one prologue: the prompts checked against the first model's vocabulary, the output
+    rows, each model's room for ``room`` tokens beyond its prompt (``needed`` says what they are, for the error), a
+    timer watching every model, and the prompts' history for ``sampling``."""
+    prompts = as_prompts(prompts, models[0].vocab_size, eos, sampling.stop)
+    output = Output(len(prompts), max_new_tokens, eos, sampling.stop)
+    for model in models:
+        check_room(model, prompts, room, needed)
+    timer = PhaseTimer(models[0].device, profile)
+    watched = tuple(timer.watch(model) for model in models)
+    return Run(prompts, output, timer, watched, history_of(sampling, prompts, models[0]))

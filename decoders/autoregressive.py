@@ -6,11 +6,8 @@ from __future__ import annotations
 import torch
 
 from decoders._loop import (
-    Output,
-    PhaseTimer,
     Unfed,
-    as_prompts,
-    check_room,
+    begin,
     decode,
     forward_after,
     host_read,
@@ -19,7 +16,7 @@ from decoders._loop import (
 )
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, adjusted_probs, draw, history_of
+from decoders.sampling import History, Sampling, adjusted_probs, draw
 
 __all__ = ["autoregressive_step", "generate_autoregressive"]
 
@@ -53,14 +50,19 @@ def generate_autoregressive(
     profile: bool = False,
 ) -> Generation:
     """Sample up to ``max_new_tokens`` per row (rows stop at ``eos``); prompts may differ in length."""
-    prompts = as_prompts(prompts, model.vocab_size, eos, sampling.stop)
-    output = Output(len(prompts), max_new_tokens, eos, sampling.stop)
-    check_room(model, prompts, max_new_tokens, "max_new_tokens")
-    timer = PhaseTimer(model.device, profile)
-    model = timer.watch(model)
+    run = begin(
+        (model,),
+        prompts,
+        max_new_tokens=max_new_tokens,
+        room=max_new_tokens,
+        needed="max_new_tokens",
+        sampling=sampling,
+        eos=eos,
+        profile=profile,
+    )
+    (model,), prompts, timer, history = run.models, run.prompts, run.timer, run.history
     state, pending = new_state(model, prompts, max_new_tokens), unfed(prompts, model.device)
     last = torch.tensor([prompt[-1] for prompt in prompts], device=model.device)
-    history = history_of(sampling, prompts, model)
     steps = 0
 
     def iterate(active: list) -> list:
@@ -72,6 +74,8 @@ def generate_autoregressive(
             history = history.plus(last[:, None], laws=probs[:, None])
         return host_read([last[:, None]], (probs,))[0]
 
-    decode(output, iterate)
-    stats = DecodeStats(steps, steps, 0, (), (), timer.finish())
-    return Generation(tuple(tuple(row) for row in output.rows), stats)
+    decode(run.output, iterate)
+    stats = DecodeStats(
+        iterations=steps, target_calls=steps, draft_calls=0, accepted_per_iteration=(), betas=(), seconds=timer.finish()
+    )
+    return run.generation(stats)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from decoders._loop import Output, PhaseTimer, as_prompts, check_room, decode, park, prefill
+from decoders._loop import begin, decode, park, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import check_probs
+from decoders.sampling import GREEDY, check_probs
 from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BlockwiseGPT", "BlockwiseConfig", "CRITERIA", "generate_blockwise"]
@@ -127,10 +127,17 @@ def generate_blockwise(
         raise ValueError(f"block_size must be at most heads = {model.heads}, got {k}")
     if config.min_block_size > k:
         raise ValueError(f"min_block_size must be at most the block size {k}, got {config.min_block_size}")
-    prompts = as_prompts(prompts, model.vocab_size, eos)
-    check_room(model, prompts, max_new_tokens + model.heads, "max_new_tokens + heads")
-    output, timer = Output(len(prompts), max_new_tokens, eos), PhaseTimer(model.device, profile)
-    model = timer.watch(model)
+    run = begin(
+        (model,),
+        prompts,
+        max_new_tokens=max_new_tokens,
+        room=max_new_tokens + model.heads,
+        needed="max_new_tokens + heads",
+        sampling=GREEDY,
+        eos=eos,
+        profile=profile,
+    )
+    (model,), prompts, timer = run.models, run.prompts, run.timer
     batch = len(prompts)
     rows = torch.arange(batch, device=model.device)
     with timer.phase("prefill"):
@@ -157,6 +164,13 @@ def generate_blockwise(
         accepted_log.append(tuple(sizes[b] - 1 for b in active))
         return [tokens[:count] for tokens, count in zip(block_tokens, sizes)]
 
-    decode(output, iterate, lambda done: park(model, state, torch.tensor(done, device=model.device)))
-    stats = DecodeStats(len(accepted_log), calls, 0, tuple(accepted_log), (), timer.finish())
-    return Generation(tuple(tuple(row) for row in output.rows), stats)
+    decode(run.output, iterate, lambda done: park(model, state, torch.tensor(done, device=model.device)))
+    stats = DecodeStats(
+        iterations=len(accepted_log),
+        target_calls=calls,
+        draft_calls=0,
+        accepted_per_iteration=tuple(accepted_log),
+        betas=(),
+        seconds=timer.finish(),
+    )
+    return run.generation(stats)

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 __all__ = ["DecodeStats", "Generation"]
 
 
-@dataclass(frozen=True)
-class DecodeStats:
+@dataclass(frozen=True, kw_only=True)
+class DecodeStats:  # built by keyword: eight fields, most of them tuples
     """Statistics of one run.
 
     ``target_calls``, ``draft_calls``: each model's forward passes after the prefill (a chain's draft makes gamma

@@ -20,11 +20,9 @@ import torch
 
 from decoders._loop import (
     Committed,
-    Output,
     PhaseTimer,
-    as_prompts,
+    begin,
     check_models,
-    check_room,
     decode,
     feed_draft,
     forward_after,
@@ -38,7 +36,7 @@ from decoders.models.protocol import fixed_widths
 from decoders.policies import DraftPolicy, seen_law
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import History, Sampling, adjusted_probs, history_of, processed_logits, proposes
+from decoders.sampling import History, Sampling, adjusted_probs, processed_logits, proposes
 from decoders.verification import CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio, next_token_law
 from spectheory.validation import as_positive_int
 
@@ -122,6 +120,73 @@ def _token_zero(like: torch.Tensor) -> torch.Tensor:
     ).to(like.dtype)
 
 
+class _Lanes:
+    """Which rows draft at each position of an iteration: without a draft-length policy, every row drafts gamma
+    tokens, and each method here is a no-op (the default, with no host read); ``_PolicyLanes`` is a policy's."""
+
+    @staticmethod
+    def of(config: SpeculativeConfig, committed: Committed, logits: torch.Tensor) -> "_Lanes":
+        """The lanes of this iteration under ``config``'s policy, if any (``logits: [B, V]`` give batch and device)."""
+        return _NO_POLICY if config.policy is None else _PolicyLanes(config, committed, logits)
+
+    def any_drafting(self) -> bool:
+        """Whether any row drafts the next position (the loop stops when none does)."""
+        return True
+
+    def law(self, sample_from: torch.Tensor) -> torch.Tensor:
+        """The law each row draws its draft token from ``[B, V]``."""
+        return sample_from
+
+    def drafted(self, position: int, logits: torch.Tensor, q: torch.Tensor, token: torch.Tensor, greedy: bool) -> None:
+        """After drafting ``position`` with the draft's floored ``logits`` and law ``q`` ``[B, V]``, and ``token``
+        ``[B]``."""
+
+    def pad_draws(self, randomness: Randomness, drawn: int, like: torch.Tensor) -> None:
+        """Draws left to make after ``drawn`` positions (none: every row drew gamma)."""
+
+    def proposed(self, proposes: torch.Tensor) -> torch.Tensor:
+        """The proposed mask ``[B, k]`` from the draft's own (``decoders.sampling.proposes``)."""
+        return proposes
+
+
+_NO_POLICY = _Lanes()
+
+
+class _PolicyLanes(_Lanes):
+    """A draft-length policy's lanes (docs/theory.md §13): the policy sets each row's limit, reads the draft's law
+    after each position and stops rows; the loop ends once no row drafts (one host read per position).
+
+    The exact audit's replay, in one place: the audit enumerates every draw of a step by replaying scripts of draws,
+    so each row must make the same draws whatever the batch does. A stopped row therefore draws token 0 for sure
+    (``law``), and once every row has stopped the draws left, up to gamma, are made of token 0 (``pad_draws``):
+    every row makes gamma draws a sampled iteration, whatever its policy decided."""
+
+    def __init__(self, config: SpeculativeConfig, committed: Committed, logits: torch.Tensor) -> None:
+        self.policy, self.state, self.gamma = config.policy, committed.policy_state, config.gamma
+        self.limit = self.policy.limit(self.state, len(logits), logits.device).clamp(max=config.gamma)  # [B]
+        self.drafting = self.limit > 0  # [B]
+        self.live = []  # [B] per position: the rows that drafted it
+
+    def any_drafting(self) -> bool:
+        return bool(self.drafting.any())  # the host read
+
+    def law(self, sample_from):
+        return torch.where(self.drafting[:, None], sample_from, _token_zero(sample_from))
+
+    def drafted(self, position, logits, q, token, greedy):
+        self.live.append(self.drafting)  # the draft's side only: its law here and the token it drew
+        seen = seen_law(logits, q, greedy)
+        keep = self.policy.keep(self.state, position, seen, token)
+        self.drafting = self.drafting & keep & (position + 1 < self.limit)
+
+    def pad_draws(self, randomness, drawn, like):
+        for _ in range(self.gamma - drawn):
+            randomness.categorical(_token_zero(like))
+
+    def proposed(self, proposes):
+        return proposes & torch.stack(self.live, 1)
+
+
 class SpeculativeStep:
     """One iteration of Algorithm 1 (or block verification) in named phases: ``draft``, ``verify``,
     ``accept`` and ``correct``, then ``rollback``. Calling it runs the iteration and updates ``committed``
@@ -143,19 +208,17 @@ class SpeculativeStep:
 
     def draft(self, draft, committed: Committed, config: SpeculativeConfig, randomness: Randomness):
         """Tokens ``[B, k]``, the q of the accept test ``[B, k, V]``, the proposed mask ``[B, k]``; k = gamma, or with
-        a policy the most any row drafts (the loop stops once no row drafts: one host read per position). A row's
-        proposals end at its first all -inf logits or where its policy stops; later positions hold dummy draws
-        (never tested). The logits are biased and penalised first, by the counts along the drafted path."""
+        a policy the most any row drafts (``_Lanes``). A row's proposals end at its first all -inf logits or where its
+        policy stops; later positions hold dummy draws (never tested). The logits are biased and penalised first, by
+        the counts along the drafted path."""
         logits = feed_draft(draft, committed)  # [B, V], after the last committed token
-        policy, greedy, floor = config.policy, config.sampling.greedy, torch.finfo(logits.dtype).min
+        greedy, floor = config.sampling.greedy, torch.finfo(logits.dtype).min
         sampling, history = config.sampling.warping, committed.history
-        if policy is not None:
-            limit = policy.limit(committed.policy_state, len(logits), logits.device).clamp(max=config.gamma)
-            drafting = limit > 0  # [B]
-        tokens, dists, raw, live = [], [], [], []
+        lanes = _Lanes.of(config, committed, logits)
+        tokens, dists, raw = [], [], []
         for i in range(config.gamma):
             if i:
-                if policy is not None and not bool(drafting.any()):
+                if not lanes.any_drafting():
                     break
                 logits = draft.forward(tokens[-1][:, None], committed.draft_state)[:, 0]  # [B, V]
                 history = None if history is None else history.plus(tokens[-1][:, None])
@@ -164,22 +227,16 @@ class SpeculativeStep:
                 tokens.append(logits.argmax(dim=-1))
             else:  # the floor turns all -inf (no proposal) into a uniform dummy law; other -inf stay impossible
                 sample_from, q = self.draft_probs(logits.clamp(min=floor), sampling)
-                if policy is not None:  # a stopped row draws token 0 for sure: its draws never depend on the batch
-                    sample_from = torch.where(drafting[:, None], sample_from, _token_zero(sample_from))
-                tokens.append(randomness.categorical(sample_from)), dists.append(q)
+                tokens.append(randomness.categorical(lanes.law(sample_from))), dists.append(q)
             raw.append(logits)
-            if policy is not None:  # the draft's side only: its law here and the token it drew
-                live.append(drafting)
-                seen = seen_law(logits.clamp(min=floor), dists[-1] if dists else logits, greedy)
-                drafting = drafting & policy.keep(committed.policy_state, i, seen, tokens[-1]) & (i + 1 < limit)
-        if policy is not None and not greedy:  # the draws left, of token 0: every row makes gamma draws whatever
-            for _ in range(config.gamma - len(tokens)):  # the batch, so that the exact audit's scripts replay
-                randomness.categorical(_token_zero(dists[-1]))
+            lanes.drafted(i, logits.clamp(min=floor), dists[-1] if dists else logits, tokens[-1], greedy)
+        if not greedy:
+            lanes.pad_draws(randomness, len(tokens), dists[-1])
         raw = torch.stack(raw, 1)  # [B, k, V]
         q = self.draft_probs(raw.clamp(min=floor), sampling)[1] if greedy else torch.stack(dists, 1)
         # Proposals are a prefix, up to a row's first all -inf logits (NaN logits propose: the loop reports them)
         # or its policy's stop; after it, tokens and q are dummies that are never tested.
-        proposed = proposes(raw) if policy is None else proposes(raw) & torch.stack(live, 1)
+        proposed = lanes.proposed(proposes(raw))
         return torch.stack(tokens, 1), q, proposed.cummin(dim=1).values
 
     def verify(
@@ -249,7 +306,7 @@ class SpeculativeStep:
             held_target = held_target + committed.target_unfed.counts
         with timer.phase("draft"):
             drafted, q, proposed = self.draft(draft, committed, config, randomness)
-            gamma = drafted.shape[1]  # this iteration's drafts: config.gamma, or fewer under a policy
+            drafts = drafted.shape[1]  # this iteration's drafts: config.gamma, or fewer under a policy
         with timer.phase("verify"):
             p = self.verify(target, committed, drafted, proposed, config)
         with timer.phase("accept"):
@@ -262,11 +319,11 @@ class SpeculativeStep:
         with timer.phase("correct"):
             last = self.correct(weights, drafted, proposed, accepted, randomness)  # [B]
             # The old last token, then the new ones: the accepted drafts and ``last`` after them.
-            emitted = torch.cat([committed.tail[:, 1:], drafted, last[:, None]], dim=1)  # [B, gamma + 2]
+            emitted = torch.cat([committed.tail[:, 1:], drafted, last[:, None]], dim=1)  # [B, drafts + 2]
             emitted.scatter_(1, (accepted + 1)[:, None], last[:, None])
-            self.rollback(target, draft, committed, held_target, held_draft, accepted, gamma)
+            self.rollback(target, draft, committed, held_target, held_draft, accepted, drafts)
             committed.tail = emitted.gather(1, torch.stack([accepted, accepted + 1], dim=1))  # the last two
-            committed.draft_pending = torch.where(accepted == gamma, 2, 1)
+            committed.draft_pending = torch.where(accepted == drafts, 2, 1)
             if committed.history is not None:
                 committed.history = self.count(committed.history, drafted, emitted[:, 1:], accepted, p)
             if config.policy is not None:
@@ -304,17 +361,20 @@ def generate_speculative(
     check_models(target, draft)
     if not isinstance(config, SpeculativeConfig):
         raise ValueError(f"config must be a SpeculativeConfig, got {type(config).__name__}")
-    prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
     room = step.room(config, max_new_tokens)
-    needed = f"max_new_tokens and one iteration's overshoot, {max_new_tokens} + {room - max_new_tokens}"
-    check_room(target, prompts, room, needed)
-    check_room(draft, prompts, room, needed)
-    output = Output(len(prompts), max_new_tokens, eos, config.sampling.stop)
-    timer = PhaseTimer(target.device, profile)
-    target, draft = timer.watch(target), timer.watch(draft)
-    history = history_of(config.sampling, prompts, target)
+    run = begin(
+        (target, draft),
+        prompts,
+        max_new_tokens=max_new_tokens,
+        room=room,
+        sampling=config.sampling,
+        eos=eos,
+        needed=f"max_new_tokens and one iteration's overshoot, {max_new_tokens} + {room - max_new_tokens}",
+        profile=profile,
+    )
+    (target, draft), timer = run.models, run.timer
     with timer.phase("prefill"):
-        committed = start(target, draft, prompts, room, history)
+        committed = start(target, draft, run.prompts, room, run.history)
     accepted_log, proposed_log, actives, outcomes = [], [], [], {"overlaps": [], "accepted": [], "proposed": []}
     draft_calls = 0
 
@@ -341,15 +401,14 @@ def generate_speculative(
         outcomes["accepted"].append(outcome.accepted), outcomes["proposed"].append(proposed)
         return [row[: count + 1] for row, count in zip(tokens, accepted)]
 
-    decode(output, iterate, lambda done: park_committed(target, draft, committed, done))
-    iterations = len(accepted_log)
+    decode(run.output, iterate, lambda done: park_committed(target, draft, committed, done))
     stats = DecodeStats(
-        iterations,
-        iterations,
-        draft_calls,
-        tuple(accepted_log),
-        _verified_betas(**outcomes, active=actives),
-        timer.finish(),
-        tuple(proposed_log),
+        iterations=len(accepted_log),
+        target_calls=len(accepted_log),
+        draft_calls=draft_calls,
+        accepted_per_iteration=tuple(accepted_log),
+        betas=_verified_betas(**outcomes, active=actives),
+        seconds=timer.finish(),
+        proposed_per_iteration=tuple(proposed_log),
     )
-    return Generation(tuple(tuple(row) for row in output.rows), stats)
+    return run.generation(stats)

@@ -29,11 +29,9 @@ import torch
 
 from decoders._loop import (
     Committed,
-    Output,
     PhaseTimer,
-    as_prompts,
+    begin,
     check_models,
-    check_room,
     decode,
     feed_draft,
     forward_after,
@@ -47,7 +45,7 @@ from decoders.dynamic_tree import DynamicTree, draft_dynamic, proposing, row_chi
 from decoders.models.protocol import check_model, prefill_call
 from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
-from decoders.sampling import Sampling, adjusted_probs, check_probs, history_of
+from decoders.sampling import Sampling, adjusted_probs, check_probs
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.verification import TREE_VERIFIERS, residual, verify_node
 from spectheory.trees import Tree
@@ -396,15 +394,20 @@ def generate_tree(
         )
         ranks = tuple(tuple((1,) * count for count in rows) for rows in generation.stats.accepted_per_iteration)
         return replace(generation, stats=replace(generation.stats, accepted_ranks=ranks))
-    prompts = as_prompts(prompts, target.vocab_size, eos, config.sampling.stop)
     room = tree_room(config, max_new_tokens)
-    check_room(target, prompts, room, "max_new_tokens + tree nodes + 1")
-    check_room(draft, prompts, room, "max_new_tokens + tree nodes + 1")
-    output = Output(len(prompts), max_new_tokens, eos, config.sampling.stop)
-    timer = PhaseTimer(target.device, profile)
-    target, draft = timer.watch(target), timer.watch(draft)
+    run = begin(
+        (target, draft),
+        prompts,
+        max_new_tokens=max_new_tokens,
+        room=room,
+        needed="max_new_tokens + tree nodes + 1",
+        sampling=config.sampling,
+        eos=eos,
+        profile=profile,
+    )
+    (target, draft), timer = run.models, run.timer
     with timer.phase("prefill"):
-        state = start(target, draft, prompts, room, history_of(config.sampling, prompts, target))
+        state = start(target, draft, run.prompts, room, run.history)
     accepted_log, ranks_log = [], []
 
     def iterate(active: list) -> list:
@@ -417,14 +420,20 @@ def generate_tree(
         ranks_log.append(tuple(tuple(ranks[b][: counts[b]]) for b in active))
         return [row[: count + 1] for row, count in zip(tokens, counts)]
 
-    decode(output, iterate, lambda done: park_committed(target, draft, state, done))  # finished rows restart empty
+    decode(run.output, iterate, lambda done: park_committed(target, draft, state, done))  # finished rows restart empty
     iterations = len(accepted_log)
     draft_calls = iterations * (config.tree.depth + isinstance(config.tree, DynamicTree))  # a call per level but the
     # deepest (the first feeds the pending tokens); a dynamic tree then appends its accepted path
     stats = DecodeStats(
-        iterations, iterations, draft_calls, tuple(accepted_log), (), timer.finish(), accepted_ranks=tuple(ranks_log)
+        iterations=iterations,
+        target_calls=iterations,
+        draft_calls=draft_calls,
+        accepted_per_iteration=tuple(accepted_log),
+        betas=(),
+        seconds=timer.finish(),
+        accepted_ranks=tuple(ranks_log),
     )
-    return Generation(tuple(tuple(row) for row in output.rows), stats)
+    return run.generation(stats)
 
 
 def tree_acceptance(stats: DecodeStats, tree: Tree) -> dict:

@@ -119,17 +119,27 @@ def test_profile_verify_widths_against_the_runs_phases():
     def run(gamma, verify, proposed):
         verify += 2.0  # the prompt, carried by the first verify call
         return DecodeStats(
-            len(proposed),
-            len(proposed),
-            0,
-            tuple((0,) for _ in proposed),
-            (),
-            {"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
-            tuple((m,) for m in proposed),
+            iterations=len(proposed),
+            target_calls=len(proposed),
+            draft_calls=0,
+            accepted_per_iteration=tuple((0,) for _ in proposed),
+            betas=(),
+            seconds={"prefill": 0.0, "draft": 0.0, "verify": verify, "total": verify + 1.0},
+            proposed_per_iteration=tuple((m,) for m in proposed),
         )
 
     recorder = ProfileRecorder(2, 4, {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 2): 1}, 0, {})
-    recorder.add("autoregressive", DecodeStats(4, 4, 0, (), (), {"prefill": 3.0, "total": 6.0}))
+    recorder.add(
+        "autoregressive",
+        DecodeStats(
+            iterations=4,
+            target_calls=4,
+            draft_calls=0,
+            accepted_per_iteration=(),
+            betas=(),
+            seconds={"prefill": 3.0, "total": 6.0},
+        ),
+    )
     recorder.add(("speculative", 1), run(1, 4 * 2.5, (1, 1, 1, 1)))  # 2.5 s against calls of 2 s: +0.5
     recorder.add(("speculative", 2), run(2, 4 * 2.0, (0, 2, 0, 2)))  # mean of 1 s and 3 s: 2 s, +0.0
     recorder.add_widths({1: 1.0, 2: 2.0, 3: 3.0})
@@ -150,18 +160,28 @@ def test_profile_overhead_against_the_runs_between():
 
     def run(gamma, overhead):
         return DecodeStats(
-            4,
-            4,
-            0,
-            tuple((gamma,) for _ in range(4)),
-            (),
-            {"prefill": 0.0, "draft": 4 * overhead / 2, "verify": 4.0, "total": 4 * (overhead + 1)},
-            tuple((gamma,) for _ in range(4)),
+            iterations=4,
+            target_calls=4,
+            draft_calls=0,
+            accepted_per_iteration=tuple((gamma,) for _ in range(4)),
+            betas=(),
+            seconds={"prefill": 0.0, "draft": 4 * overhead / 2, "verify": 4.0, "total": 4 * (overhead + 1)},
+            proposed_per_iteration=tuple((gamma,) for _ in range(4)),
         )
 
     calls = {"autoregressive": 1, ("speculative", 1): 1, ("speculative", 3): 1, ("speculative", 4): 1}
     recorder = ProfileRecorder(4, 20, calls, 0, {})
-    recorder.add("autoregressive", DecodeStats(20, 20, 0, (), (), {"prefill": 1.0, "total": 20.0}))  # t_step 1 s
+    recorder.add(
+        "autoregressive",
+        DecodeStats(
+            iterations=20,
+            target_calls=20,
+            draft_calls=0,
+            accepted_per_iteration=(),
+            betas=(),
+            seconds={"prefill": 1.0, "total": 20.0},
+        ),
+    )  # t_step 1 s
     for gamma, overhead in ((1, 1.0), (3, 2.0), (4, 2.2)):
         recorder.add(("speculative", gamma), run(gamma, overhead))
     recorder.add_widths({k: 1.0 for k in range(1, 6)})
