@@ -29,13 +29,14 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
 from decoders.bench.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
+from decoders.bench.rows import BenchRow
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.models.protocol import synchronize
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.optimum import best_gamma_row
+from spectheory.optimum import best_choice
 from spectheory.speedup import walltime_improvement
 from spectheory.timing import cpu_name, speedup_interval, time_interleaved
 from spectheory.validation import as_int, as_positive_int, positive_int_fields
@@ -118,7 +119,7 @@ class BenchSettings:
 
 @dataclass(frozen=True)
 class BenchReport:
-    """What ``bench_pair`` measured; ``rows`` hold one dict per (temperature, gamma)."""
+    """What ``bench_pair`` measured; ``rows`` hold one ``BenchRow`` per (temperature, gamma), dicts in ``as_dict``."""
 
     environment: dict
     settings: dict
@@ -133,13 +134,17 @@ class BenchReport:
     profiles: dict = field(default_factory=dict)  # temperature -> the cost profile measured beside the rows
     autoregressive: dict = field(default_factory=dict)  # temperature -> seconds per token, over a call, efficiency
 
-    def best(self, temperature: float) -> dict:
+    def best(self, temperature: float) -> BenchRow:
         """The row with the largest measured speedup at ``temperature`` (ties: the smallest gamma)."""
-        return best_gamma_row([row for row in self.rows if row["temperature"] == temperature])
+        return best_choice(
+            [row for row in self.rows if row.temperature == temperature], lambda row: row.speedup, lambda row: row.gamma
+        )
 
     def as_dict(self) -> dict:
         return dict(
-            asdict(self), rows=list(self.rows), best={str(t): self.best(t) for t in self.autoregressive_seconds}
+            asdict(self),
+            rows=[row.as_dict() for row in self.rows],
+            best={str(t): self.best(t).as_dict() for t in self.autoregressive_seconds},
         )
 
 
@@ -300,7 +305,7 @@ def bench_row(
     s: BenchSettings,
     *,
     standard_error: bool = True,
-) -> dict:
+) -> BenchRow:
     """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
     baseline's, the speculative decoder's) over ``rows`` prompts (or batches): the measured speedup (medians) with
     its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and
@@ -316,52 +321,52 @@ def bench_row(
     calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
     error = ratio_standard_error(*(per_prompt(timings, name, rows) for name in names)) if standard_error else None
     allowed = max(CALIBRATED_TOLERANCE * speedup, 2 * (error or 0.0))
-    return {
-        "temperature": temperature,
-        "gamma": gamma,
-        "seconds": statistics.median(speculative),
-        "seconds_spread": [min(speculative), statistics.median(speculative), max(speculative)],
-        "iterations": iterations,
-        "tokens_per_iteration": 1 + accepted / iterations,
-        "accepted_tokens": accepted,
-        "verified_tokens": verified,
-        "alpha_counts": accepted / verified if verified else None,
-        "speedup": speedup,
-        "speedup_spread": [ratios[0], statistics.median(ratios), ratios[-1]],
-        "speedup_standard_error": error,
-        "speedup_interval": speedup_interval(*grids, [1] * rows, [1] * rows),
-        "calibrated_speedup": calibrated,
-        "calibrated_over_measured": calibrated / speedup,
-        "calibrated_within": abs(calibrated - speedup) <= allowed,
-        "calibrated_tokens_per_iteration": profile.tokens_per_iteration(gamma),
-        "positional_tokens_per_iteration": profile.tokens_per_iteration(gamma, along_text=False),
+    return BenchRow(
+        temperature=temperature,
+        gamma=gamma,
+        seconds=statistics.median(speculative),
+        seconds_spread=[min(speculative), statistics.median(speculative), max(speculative)],
+        iterations=iterations,
+        tokens_per_iteration=1 + accepted / iterations,
+        accepted_tokens=accepted,
+        verified_tokens=verified,
+        alpha_counts=accepted / verified if verified else None,
+        speedup=speedup,
+        speedup_spread=[ratios[0], statistics.median(ratios), ratios[-1]],
+        speedup_standard_error=error,
+        speedup_interval=speedup_interval(*grids, [1] * rows, [1] * rows),
+        calibrated_speedup=calibrated,
+        calibrated_over_measured=calibrated / speedup,
+        calibrated_within=abs(calibrated - speedup) <= allowed,
+        calibrated_tokens_per_iteration=profile.tokens_per_iteration(gamma),
+        positional_tokens_per_iteration=profile.tokens_per_iteration(gamma, along_text=False),
         **engine_metrics(runs, gamma),
-        "efficiency": efficiency([run.stats for run in runs]),
-        "measured_seconds_per_iteration": _phases_per_iteration(runs, profile.target_prefill),
-        "calibrated_seconds_per_iteration": {
+        efficiency=efficiency([run.stats for run in runs]),
+        measured_seconds_per_iteration=_phases_per_iteration(runs, profile.target_prefill),
+        calibrated_seconds_per_iteration={
             "draft": gamma * profile.t_draft,
             "verify": profile.verify_seconds(gamma),
             "other": profile.overhead_seconds(gamma) - gamma * profile.t_draft,
         },
-    }
+    )
 
 
 def with_theorem(measured: list, c: float) -> tuple[float | None, list]:
-    """(alpha pooled from the rows' acceptance counts, the rows with Theorem 3.8's speedup at that alpha and ``c``
-    beside the measured one, and the tokens-per-iteration form of it)."""
-    accepted, verified = sum(r["accepted_tokens"] for r in measured), sum(r["verified_tokens"] for r in measured)
+    """(alpha pooled from the ``BenchRow``s' acceptance counts, the rows with Theorem 3.8's speedup at that alpha and
+    ``c`` beside the measured one, and the tokens-per-iteration form of it)."""
+    accepted, verified = sum(r.accepted_tokens for r in measured), sum(r.verified_tokens for r in measured)
     alpha = accepted / verified if verified else None
     rows = []
     for row in measured:
-        predicted = float(walltime_improvement(min(alpha or 0.0, 1.0), row["gamma"], c))
-        predicted_from_tokens = row["tokens_per_iteration"] / (row["gamma"] * c + 1)
+        predicted = float(walltime_improvement(min(alpha or 0.0, 1.0), row.gamma, c))
+        predicted_from_tokens = row.tokens_per_iteration / (row.gamma * c + 1)
         rows.append(
-            dict(
+            replace(
                 row,
                 predicted_speedup=predicted,
-                measured_over_predicted=row["speedup"] / predicted,
+                measured_over_predicted=row.speedup / predicted,
                 predicted_from_tokens=predicted_from_tokens,
-                measured_over_predicted_from_tokens=row["speedup"] / predicted_from_tokens,
+                measured_over_predicted_from_tokens=row.speedup / predicted_from_tokens,
             )
         )
     return alpha, rows
@@ -440,11 +445,9 @@ def bench_pair(
         ]
         if greedy is not None and temperature == 0:
             measured = [
-                dict(
+                replace(
                     row,
-                    greedy_equal=[
-                        outputs[(row["gamma"], i)].tokens[0] == tuple(greedy[i]) for i in range(len(prompts))
-                    ],
+                    greedy_equal=[outputs[(row.gamma, i)].tokens[0] == tuple(greedy[i]) for i in range(len(prompts))],
                 )
                 for row in measured
             ]
@@ -509,14 +512,14 @@ def bench_batches(
                         standard_error=False,
                     )
                     rows.append(
-                        dict(
+                        replace(
                             row,
                             batch_size=batch_size,
                             prompts=count,
                             autoregressive_tokens_per_second=tokens / statistics.median(baseline),
-                            tokens_per_second=tokens / row["seconds"],
+                            tokens_per_second=tokens / row.seconds,
                             autoregressive_efficiency=recorder.efficiency("autoregressive"),
-                        )
+                        ).as_dict()
                     )
     return {"batch_sizes": list(s.batch_sizes), "gammas": list(s.batch_gammas), "rows": rows, "profiles": profiles}
 

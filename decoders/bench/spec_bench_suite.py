@@ -161,13 +161,14 @@ def _draft_document(
     for gamma in gammas:
         runs = [state["outputs"][(name, gamma, row)] for row in range(count)]
         row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), count, runs, profile, s)
-        measured.append(dict(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
+        measured.append(replace(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
     if len(gammas) == 1:  # the profile's only runs are the row's own: its calibration would be the measurement
         measured = [
-            dict(row, calibrated_speedup=None, calibrated_over_measured=None, calibrated_within=None)
+            replace(row, calibrated_speedup=None, calibrated_over_measured=None, calibrated_within=None)
             for row in measured
         ]
     alpha, rows = with_theorem(measured, c_draft / c_target)
+    rows = [row.as_dict() for row in rows]  # the document's
     baseline = statistics.median(per_repeat(timings, (room, "autoregressive"), count))
     return {
         "gammas": list(gammas),

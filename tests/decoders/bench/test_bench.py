@@ -39,34 +39,32 @@ def test_bench_report_against_theorem_3_8():
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
     report = bench_pair(target, draft, prompts, SETTINGS, progress=False)
-    assert [(row["temperature"], row["gamma"]) for row in report.rows] == [(0.0, 1), (0.0, 3), (1.0, 1), (1.0, 3)]
+    assert [(row.temperature, row.gamma) for row in report.rows] == [(0.0, 1), (0.0, 3), (1.0, 1), (1.0, 3)]
     assert report.c == pytest.approx(report.draft_call_seconds / report.target_call_seconds)
     for row in report.rows:
-        assert 1 <= row["tokens_per_iteration"] <= row["gamma"] + 1
-        assert row["speedup"] == pytest.approx(report.autoregressive_seconds[row["temperature"]] / row["seconds"])
-        alpha = report.alpha[row["temperature"]]
-        assert row["predicted_speedup"] == pytest.approx(float(walltime_improvement(alpha, row["gamma"], report.c)))
-        assert row["predicted_from_tokens"] == pytest.approx(
-            row["tokens_per_iteration"] / (row["gamma"] * report.c + 1)
-        )
-        assert row["speedup_spread"][0] <= row["speedup_spread"][1] <= row["speedup_spread"][2]
-        profile = CostProfile.from_dict(report.profiles[row["temperature"]])
-        assert profile.gamma_max == 3 and row["calibrated_speedup"] == pytest.approx(
-            profile.speedup(row["gamma"], tokens=SETTINGS.max_new_tokens)
+        assert 1 <= row.tokens_per_iteration <= row.gamma + 1
+        assert row.speedup == pytest.approx(report.autoregressive_seconds[row.temperature] / row.seconds)
+        alpha = report.alpha[row.temperature]
+        assert row.predicted_speedup == pytest.approx(float(walltime_improvement(alpha, row.gamma, report.c)))
+        assert row.predicted_from_tokens == pytest.approx(row.tokens_per_iteration / (row.gamma * report.c + 1))
+        assert row.speedup_spread[0] <= row.speedup_spread[1] <= row.speedup_spread[2]
+        profile = CostProfile.from_dict(report.profiles[row.temperature])
+        assert profile.gamma_max == 3 and row.calibrated_speedup == pytest.approx(
+            profile.speedup(row.gamma, tokens=SETTINGS.max_new_tokens)
         )
         # The engines' names (docs/metrics.md): the same counts, converted.
-        assert row["mean_acceptance_length"] == pytest.approx(row["tokens_per_iteration"])
-        assert row["mean_acceptance_length"] == pytest.approx(
-            mean_acceptance_length_from_per_position(row["per_position_acceptance_rate"])
+        assert row.mean_acceptance_length == pytest.approx(row.tokens_per_iteration)
+        assert row.mean_acceptance_length == pytest.approx(
+            mean_acceptance_length_from_per_position(row.per_position_acceptance_rate)
         )
-        assert row["acceptance_rate"] == pytest.approx((row["mean_acceptance_length"] - 1) / row["gamma"])
-        assert row["speedup_standard_error"] > 0 and isinstance(row["calibrated_within"], bool)
+        assert row.acceptance_rate == pytest.approx((row.mean_acceptance_length - 1) / row.gamma)
+        assert row.speedup_standard_error > 0 and isinstance(row.calibrated_within, bool)
     for temperature, costs in report.autoregressive.items():
         assert costs["seconds_per_token"] == CostProfile.from_dict(report.profiles[temperature]).t_step
         low, high = costs["over_target_call_spread"]
         assert low <= costs["over_target_call"] <= high and costs["target_call_seconds"] > 0
         assert 0 < costs["efficiency"] <= 1
-    assert all(0 < row["efficiency"] <= 1 for row in report.rows)  # phase-timed on CPU
+    assert all(0 < row.efficiency <= 1 for row in report.rows)  # phase-timed on CPU
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert {"device", "dtype", "torch"} <= set(document["environment"])
     assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
@@ -93,7 +91,7 @@ def test_bench_with_the_draft_as_target_accepts_everything():
     report = bench_pair(target, target, prompts, SETTINGS, progress=False)
     assert report.alpha == {0.0: 1.0, 1.0: 1.0}
     # max_new_tokens = 12 is a multiple of neither 2 nor 4: the last iteration is cut short, not rejected.
-    assert all(row["tokens_per_iteration"] > row["gamma"] for row in report.rows)
+    assert all(row.tokens_per_iteration > row.gamma for row in report.rows)
     profile = CostProfile.from_dict(report.profiles[1.0])
     assert profile.acceptance == (1.0, 1.0, 1.0) and profile.alpha == 1.0
     assert all(set(text) == {1.0} for text in profile.acceptance_along_text)  # untested positions: alpha = 1
@@ -436,3 +434,54 @@ def test_ratio_standard_error_against_simulation():
     wrong = [np.std(a, ddof=1) / np.sqrt(len(a)) / np.mean(b) for a, b in zip(autoregressive, speculative)]
     assert abs(np.mean(wrong) / np.std(ratios) - 1) > 0.5
     assert ratio_standard_error([1.0], [2.0]) is None
+
+
+def _committed_bench_rows() -> list:
+    """(file, row) of every chain sweep row in the committed results: rows with tokens per iteration and a speedup."""
+    from pathlib import Path
+
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for row in value.get("rows", []) if isinstance(value.get("rows"), list) else []:
+                if isinstance(row, dict) and {"tokens_per_iteration", "speedup", "iterations", "gamma"} <= set(row):
+                    found.append((path, row))
+            for child in value.values():
+                walk(child, path)
+        elif isinstance(value, list):
+            for child in value:
+                walk(child, path)
+
+    results = Path(__file__).resolve().parents[3] / "results"
+    for path in sorted(results.rglob("*.json")):
+        walk(json.loads(path.read_text()), path.name)
+    return found
+
+
+def test_bench_rows_against_every_committed_file():
+    """The bench's row format (decoders.bench.rows.BenchRow) reads every chain sweep row committed under results/,
+    each vintage's keys with their values (fields added since are None), so the format written down is the one
+    the files hold. Control: a row with a key the format does not know is refused."""
+    from decoders.bench.rows import BenchRow
+
+    rows = _committed_bench_rows()
+    assert len(rows) >= 400, len(rows)
+    for path, row in rows:
+        written = BenchRow.from_dict(row).as_dict()
+        assert {key: written[key] for key in row} == row, path
+    with pytest.raises(ValueError, match="unknown keys \\['speedup_ratio'\\]"):
+        BenchRow.from_dict(dict(rows[0][1], speedup_ratio=1.0))
+
+
+def test_bench_rows_against_their_document():
+    """A sweep's rows are BenchRows in memory and the same keys and values in its document, both ways."""
+    from decoders.bench.rows import BenchRow
+
+    target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
+    prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
+    report = bench_pair(target, draft, prompts, SETTINGS, progress=False, greedy=[[0] * 12, [0] * 12])
+    document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
+    assert all(isinstance(row, BenchRow) for row in report.rows)
+    assert [BenchRow.from_dict(row) for row in document["rows"]] == list(report.rows)
+    assert "greedy_equal" in document["rows"][0] and "batch_size" not in document["rows"][0]

@@ -186,7 +186,7 @@ def test_greedy_check_catches_a_wrong_reference():
     target, draft = load_pair("bigram")
     rows = PromptRows([[5, 6, 7, 8]])
     report = bench_pair(target, draft, rows, replace(SETTINGS, gammas=(2,)), greedy=[(0,) * 8], progress=False)
-    assert report.rows[0]["greedy_equal"] == [False]
+    assert report.rows[0].greedy_equal == [False]
 
 
 def test_profile_lent_by_the_sweep_against_planted_costs():

@@ -1,0 +1,85 @@
+"""The bench's result rows, typed (docs/measuring.md, "The bench's rows"): one ``BenchRow`` per (temperature, gamma)
+of a chain sweep, built by keyword where it is measured (``decoders.bench.bench.bench_row``) and turned into the
+document's dict only at the JSON edge (``as_dict``); ``from_dict`` reads a committed row back, of any vintage.
+Seconds are wall seconds for the whole prompt set, medians over repeats; spreads are [min, median, max] over
+repeats; speedups are autoregressive seconds over speculative seconds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["BenchRow"]
+
+#: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
+#: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
+_ADDED = (
+    "greedy_equal",
+    "predicted_speedup",
+    "measured_over_predicted",
+    "predicted_from_tokens",
+    "measured_over_predicted_from_tokens",
+    "batch_size",
+    "prompts",
+    "autoregressive_tokens_per_second",
+    "tokens_per_second",
+    "autoregressive_efficiency",
+)
+#: Fields of every row since the first sweeps; the rest may be missing from rows committed before they were added.
+_FIRST = ("temperature", "gamma", "seconds", "iterations", "tokens_per_iteration", "speedup")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRow:
+    """One (temperature, gamma) row of a sweep: what was measured, its spread and interval, the cost model's
+    prediction (``calibrated_*``, docs/theory.md §10), the engines' acceptance numbers of our runs, and where added,
+    greedy equality, Theorem 3.8 and the batch sweep's throughput."""
+
+    temperature: float
+    gamma: int
+    seconds: float  # speculative decoding of the prompt set, median over repeats
+    seconds_spread: list | None = None  # [min, median, max] over repeats
+    iterations: int  # row iterations over every prompt
+    tokens_per_iteration: float  # with the correction/bonus token
+    accepted_tokens: int | None = None
+    verified_tokens: int | None = None
+    alpha_counts: float | None = None  # accepted / verified draft tokens (None: nothing verified)
+    speedup: float  # median autoregressive seconds over median speculative seconds
+    speedup_spread: list | None = None  # each repeat's ratio: [min, median, max]
+    speedup_standard_error: float | None = None  # over the prompts (None where not computed, e.g. batches)
+    speedup_interval: list | None = None  # 95% bootstrap interval over repeats and prompts
+    calibrated_speedup: float | None = None  # the cost model's, from the profile measured beside the row
+    calibrated_over_measured: float | None = None
+    calibrated_within: bool | None = None  # within max(10%, 2 SE) of the measurement
+    calibrated_tokens_per_iteration: float | None = None
+    positional_tokens_per_iteration: float | None = None
+    acceptance_rate: float | None = None  # the engines' numbers of our runs (docs/metrics.md); None: nothing drafted
+    mean_acceptance_length: float | None = None
+    per_position_acceptance_rate: list | None = None
+    efficiency: float | None = None  # seconds inside the models' calls over the run's
+    measured_seconds_per_iteration: dict | None = None  # draft, verify, other
+    calibrated_seconds_per_iteration: dict | None = None  # draft, verify, other
+    greedy_equal: list | None = None  # T = 0: each prompt's tokens equal to greedy autoregressive decoding's
+    predicted_speedup: float | None = None  # Theorem 3.8 at the sweep's pooled alpha and c
+    measured_over_predicted: float | None = None
+    predicted_from_tokens: float | None = None  # the tokens-per-iteration form: tokens / (gamma c + 1)
+    measured_over_predicted_from_tokens: float | None = None
+    batch_size: int | None = None  # a batch sweep's rows
+    prompts: int | None = None
+    autoregressive_tokens_per_second: float | None = None
+    tokens_per_second: float | None = None
+    autoregressive_efficiency: float | None = None
+
+    def as_dict(self) -> dict:
+        """The document's row: every field, but the added ones only where set."""
+        row = {field.name: getattr(self, field.name) for field in fields(self)}
+        return {key: value for key, value in row.items() if key not in _ADDED or value is not None}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "BenchRow":
+        """A row of a document (a committed file of any vintage: fields added later are None); a ValueError naming
+        a key this class does not know, or a missing first one."""
+        known = {field.name for field in fields(cls)}
+        unknown, missing = sorted(set(row) - known), [key for key in _FIRST if key not in row]
+        if unknown or missing:
+            raise ValueError(f"not a bench row: unknown keys {unknown}, missing {missing}")
+        return cls(**row)
