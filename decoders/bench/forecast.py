@@ -17,6 +17,7 @@ import torch
 
 from decoders.bench.bench import BenchSettings
 from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
+from decoders.bench.rows import ForecastRow, JudgedRow
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
@@ -98,21 +99,22 @@ def with_acceptance(profile: CostProfile, runs: list, tokens: int) -> CostProfil
     return replace(profile, **fields)
 
 
-def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[dict]:
+def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> list[ForecastRow]:
     """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, its jackknife
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast, and its
     stated 95% interval (``spectheory.intervals.forecast_interval``: the prompts and the run error)."""
     n, pooled = len(runs), with_acceptance(profile, runs, tokens)
     left_out = [with_acceptance(profile, runs[:i] + runs[i + 1 :], tokens) for i in range(n)] if n > 1 else []
-    rows = [
-        {
-            "gamma": gamma,
-            "speedup": pooled.speedup(gamma, tokens=tokens),
-            "standard_error": jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out]),
-        }
-        for gamma in gammas
-    ]
-    return [dict(row, interval=forecast_interval(row["speedup"], row["standard_error"], n)) for row in rows]
+    rows = []
+    for gamma in gammas:
+        speedup = pooled.speedup(gamma, tokens=tokens)
+        error = jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])
+        rows.append(
+            ForecastRow(
+                gamma=gamma, speedup=speedup, standard_error=error, interval=forecast_interval(speedup, error, n)
+            )
+        )
+    return rows
 
 
 def jackknife_error(left_out: list) -> float | None:
@@ -128,7 +130,7 @@ def jackknife_error(left_out: list) -> float | None:
 def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOLERANCE) -> int | None:
     """The prompts a forecast needs for a 95% interval of +-``tolerance`` at every gamma, scaling the jackknife
     standard errors of ``forecast_speedups`` (from ``prompts`` prompts) as 1 / sqrt(prompts)."""
-    ratios = [row["standard_error"] / row["speedup"] for row in speedups if row["standard_error"] is not None]
+    ratios = [row.standard_error / row.speedup for row in speedups if row.standard_error is not None]
     return units_needed(prompts, 1.96 * max(ratios), tolerance) if ratios else None
 
 
@@ -167,13 +169,13 @@ def forecast_sweep(
             target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens
         )
         speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)
-        best = best_choice(speedups, lambda row: row["speedup"], lambda row: row["gamma"])
+        best = best_choice(speedups, lambda row: row.speedup, lambda row: row.gamma)
         temperatures.append(
             {
                 "temperature": temperature,
-                "gamma": best["gamma"],
-                "speedup": best["speedup"],
-                "speedups": speedups,
+                "gamma": best.gamma,
+                "speedup": best.speedup,
+                "speedups": [row.as_dict() for row in speedups],
                 "prompts_needed": prompts_needed(speedups, len(prompts)),
                 "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
                 "spread": spread,
@@ -199,21 +201,21 @@ def judge_forecast(forecast: dict, rows: list) -> dict:
     overlap, the sweep cannot tell the loss from noise)."""
     measured = {row["gamma"]: row for row in rows}
     best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
-    judged = [
-        {
-            "gamma": f["gamma"],
-            "forecast": f["speedup"],
-            "measured": measured[f["gamma"]]["speedup"],
-            "forecast_standard_error": f["standard_error"],
-            "forecast_over_measured": f["speedup"] / measured[f["gamma"]]["speedup"],
-            "measured_interval": measured[f["gamma"]]["speedup_interval"],
-            "inside_interval": _inside(f["speedup"], measured[f["gamma"]]["speedup_interval"]),
-            "covered": covers(
-                f["speedup"], f["interval"], measured[f["gamma"]]["speedup"], measured[f["gamma"]]["speedup_interval"]
-            ),
-        }
-        for f in forecast["speedups"]
-    ]
+    judged = []
+    for f in map(ForecastRow.from_dict, forecast["speedups"]):
+        row = measured[f.gamma]
+        judged.append(
+            JudgedRow(
+                gamma=f.gamma,
+                forecast=f.speedup,
+                measured=row["speedup"],
+                forecast_standard_error=f.standard_error,
+                forecast_over_measured=f.speedup / row["speedup"],
+                measured_interval=row["speedup_interval"],
+                inside_interval=_inside(f.speedup, row["speedup_interval"]),
+                covered=covers(f.speedup, f.interval, row["speedup"], row["speedup_interval"]),
+            ).as_dict()
+        )
     loss = 1 - chosen["speedup"] / best["speedup"]
     return {
         "forecast_gamma": forecast["gamma"],

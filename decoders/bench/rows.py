@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["BenchRow"]
+__all__ = ["BenchRow", "ForecastRow", "JudgedRow"]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -82,4 +82,46 @@ class BenchRow:
         unknown, missing = sorted(set(row) - known), [key for key in _FIRST if key not in row]
         if unknown or missing:
             raise ValueError(f"not a bench row: unknown keys {unknown}, missing {missing}")
+        return cls(**row)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForecastRow:
+    """A forecast's speedup at one gamma (``decoders.bench.forecast.forecast_speedups``): the cost profile's speedup
+    with the acceptance of every prompt decoded, its jackknife standard error over the prompts (None for one
+    prompt) and its stated 95% interval (``spectheory.intervals.forecast_interval``)."""
+
+    gamma: int
+    speedup: float
+    standard_error: float | None
+    interval: list | None = None  # [low, high]; None in files written before intervals were stated
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "ForecastRow":
+        return cls(**row)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedRow:
+    """A forecast held against the sweep at one gamma (``decoders.bench.forecast.judge_forecast``): both speedups,
+    their ratio, whether the forecast lies in the measured 95% interval, and whether the measurement lies in the
+    forecast's interval combined with its own (``covered``, ``spectheory.intervals.covers``)."""
+
+    gamma: int
+    forecast: float
+    measured: float
+    forecast_standard_error: float | None
+    forecast_over_measured: float
+    measured_interval: list | None
+    inside_interval: bool | None
+    covered: bool | None = None  # None in files written before coverage was judged
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "JudgedRow":
         return cls(**row)

@@ -202,7 +202,7 @@ def forecast_category(
         runs = acceptance_runs(target, model, rows, GREEDY, gamma_max=max(gammas), max_new_tokens=tokens)
         speedups = forecast_speedups(profiles[name], runs, gammas, tokens)
         drafts[name] = {
-            "speedups": speedups,
+            "speedups": [row.as_dict() for row in speedups],
             "prompts_needed": prompts_needed(speedups, len(runs)),
             "alpha": with_acceptance(profiles[name], runs, tokens).alpha,
         }

@@ -16,6 +16,7 @@ from decoders.bench.forecast import (
     prompts_needed,
 )
 from decoders.bench.profile import SAMPLES, measure_profile
+from decoders.bench.rows import ForecastRow
 from decoders.bench.runs import bench_document
 from decoders.sampling import GREEDY
 from spectheory.costs import CostProfile
@@ -94,7 +95,7 @@ def test_acceptance_runs_against_the_profiles_own():
     runs = acceptance_runs(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12)
     assert len(runs) == 3 and all(len(run["texts"]) == 1 for run in runs)
     rebuilt = forecast_speedups(profile, runs, (1, 2, 3), 12)
-    assert [row["speedup"] for row in rebuilt] == pytest.approx([profile.speedup(g, tokens=12) for g in (1, 2, 3)])
+    assert [row.speedup for row in rebuilt] == pytest.approx([profile.speedup(g, tokens=12) for g in (1, 2, 3)])
     other = acceptance_runs(target, tiny(8, 1, 9), prompts, GREEDY, gamma_max=3, max_new_tokens=12)  # control
     assert [run["texts"] for run in other] != [run["texts"] for run in runs]
 
@@ -102,23 +103,26 @@ def test_acceptance_runs_against_the_profiles_own():
 def test_prompts_needed_against_the_jackknife_by_hand():
     """Identical prompts pin the forecast exactly (standard error 0, one prompt needed); a 5% standard error from
     4 prompts needs 4 x (1.96 x 0.05 / 0.10)^2 = 3.84, so 4 prompts, and 10% needs 16."""
-    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.0}], 4) == 1
-    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": 0.1}], 4) == 4
+    assert prompts_needed([ForecastRow(gamma=1, speedup=2.0, standard_error=0.0)], 4) == 1
+    assert prompts_needed([ForecastRow(gamma=1, speedup=2.0, standard_error=0.1)], 4) == 4
     assert (
         prompts_needed(
-            [{"gamma": 1, "speedup": 2.0, "standard_error": 0.1}, {"gamma": 2, "speedup": 1.0, "standard_error": 0.1}],
+            [
+                ForecastRow(gamma=1, speedup=2.0, standard_error=0.1),
+                ForecastRow(gamma=2, speedup=1.0, standard_error=0.1),
+            ],
             4,
         )
         == 16
     )
-    assert prompts_needed([{"gamma": 1, "speedup": 2.0, "standard_error": None}], 1) is None
+    assert prompts_needed([ForecastRow(gamma=1, speedup=2.0, standard_error=None)], 1) is None
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompt = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(5))
     profile, _ = measure_profile(
         target, draft, prompt, GREEDY, gamma_max=3, max_new_tokens=12, repeats=1, warmup=0, call_steps=4
     )
     same = acceptance_runs(target, draft, prompt.repeat(3, 1), GREEDY, gamma_max=3, max_new_tokens=12)
-    assert [row["standard_error"] for row in forecast_speedups(profile, same, (1, 3), 12)] == pytest.approx([0, 0])
+    assert [row.standard_error for row in forecast_speedups(profile, same, (1, 3), 12)] == pytest.approx([0, 0])
 
 
 def test_row_seconds_interval_against_ratios_by_hand():
@@ -183,3 +187,35 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
     lines = "\n".join(bench_lines(document))
     assert "forecast from acceptance along 3 other prompts and a cost profile of 1" in lines
     assert "the forecast recommends gamma" in lines and "pins it to +-10% (95%)" in lines
+
+
+def test_forecast_rows_against_every_committed_file():
+    """The forecast's rows (decoders.bench.rows.ForecastRow: a forecast's ``speedups``; JudgedRow: its
+    ``forecast_by_gamma``) read every such row committed under results/, with their values. Control: a row with a
+    key the format does not know is refused."""
+    import json
+    from pathlib import Path
+
+    from decoders.bench.rows import JudgedRow
+
+    found = {"speedups": [], "forecast_by_gamma": []}
+
+    def walk(value):
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if key in found and isinstance(child, list) and child and isinstance(child[0], dict):
+                    found[key] += child
+                walk(child)
+        elif isinstance(value, list):
+            for child in value:
+                walk(child)
+
+    for path in sorted((Path(__file__).resolve().parents[3] / "results").rglob("*.json")):
+        walk(json.loads(path.read_text()))
+    assert len(found["speedups"]) >= 200 and len(found["forecast_by_gamma"]) >= 60
+    for kind, rows in ((ForecastRow, found["speedups"]), (JudgedRow, found["forecast_by_gamma"])):
+        for row in rows:
+            written = kind.from_dict(row).as_dict()
+            assert {key: written[key] for key in row} == row
+        with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+            kind.from_dict(dict(rows[0], odd=1))
