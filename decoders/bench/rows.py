@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["BenchRow", "ForecastRow", "JudgedRow"]
+__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow"]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -124,4 +124,45 @@ class JudgedRow:
 
     @classmethod
     def from_dict(cls, row: dict) -> "JudgedRow":
+        return cls(**row)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeRow:
+    """One candidate of the tree-against-chain bench (``decoders.bench.tree_bench``) at T = 0, batch 1: a chain, the
+    optimal static tree or EAGLE-2's dynamic tree at a node ``budget``; what it measured, and where they apply the
+    rank model's and the replay's predictions (static shapes) and the dynamic forecast (dynamic trees). Fields a
+    candidate has no value for are None; they are in the document all the same."""
+
+    kind: str  # "chain", "tree" or "dynamic"
+    budget: int  # nodes per call, the root included
+    tree: dict  # spectheory.trees.Tree.as_dict, or the dynamic tree's shape
+    iterations: int | None = None  # None in files written before it was counted
+    tokens_per_call: float  # with the bonus token
+    mean_acceptance_length: float | None = None  # the engines' name of the same number (docs/metrics.md)
+    acceptance_rate: float | None = None
+    seconds: float  # the prompt set, median over repeats
+    seconds_spread: list  # [min, max] over repeats
+    speedup: float  # autoregressive over this, median of the repeats' ratios
+    speedup_spread: list  # [min, median, max]
+    prefill_seconds: float | None = None  # the costs measured beside the timings
+    seconds_per_iteration: float | None = None
+    predicted_tokens_per_call: float | None = None  # the rank model on the decoded text's rank frequencies
+    predicted_tokens_per_call_held_out: float | None = None  # the same from held-out text
+    tokens_over_predicted: float | None = None
+    rank_model_speedup: float | None = None
+    replayed_iterations: int | None = None  # the replay of the greedy ranks along the continuations
+    calibrated_speedup: float | None = None
+    calibrated_over_measured: float | None = None
+    forecast_tokens_per_call: float | None = None  # a dynamic tree's forecast (decoders.bench.dynamic_forecast)
+    forecast_speedup: float | None = None
+    tokens_forecast_over_measured: float | None = None
+    forecast_over_measured: float | None = None
+    calibrated_tokens_per_call: float | None = None
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "TreeRow":
         return cls(**row)

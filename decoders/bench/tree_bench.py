@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.dynamic_forecast import forecast_dynamic
+from decoders.bench.rows import TreeRow
 from decoders.models.protocol import has_tree, synchronize
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
@@ -217,7 +218,7 @@ def _costs(generations: list) -> tuple[float, float]:
 
 def _row(
     candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray, text: np.ndarray
-) -> dict:
+) -> TreeRow:
     """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
     (``profiled``: per repeat, prefill and per-iteration seconds) and, for static shapes, the rank model's and the
     replay's predictions from the greedy ranks ``along`` the continuations and the rank frequencies."""
@@ -227,44 +228,27 @@ def _row(
     measured_tokens = counts.mean_acceptance_length
     prefill, per_iteration = (statistics.median(costs) for costs in zip(*profiled))
     speedup = statistics.median(ratios)
-    row = {
-        "kind": candidate.kind,
-        "budget": candidate.budget,
-        "tree": candidate.tree.as_dict(),
-        "iterations": int(counts.drafts),
-        "tokens_per_call": measured_tokens,
-        "mean_acceptance_length": measured_tokens,
-        "acceptance_rate": counts.acceptance_rate,
-        "seconds": timing.median,
-        "seconds_spread": [min(timing.seconds), max(timing.seconds)],
-        "speedup": speedup,
-        "speedup_spread": [min(ratios), speedup, max(ratios)],
-        "prefill_seconds": prefill,
-        "seconds_per_iteration": per_iteration,
-    }
-    row.update(
-        dict.fromkeys(
-            (
-                "predicted_tokens_per_call",
-                "predicted_tokens_per_call_held_out",
-                "tokens_over_predicted",
-                "rank_model_speedup",
-                "replayed_iterations",
-                "calibrated_speedup",
-                "calibrated_over_measured",
-                "forecast_tokens_per_call",
-                "forecast_speedup",
-                "tokens_forecast_over_measured",
-                "forecast_over_measured",
-                "calibrated_tokens_per_call",
-            )
-        )
+    row = TreeRow(
+        kind=candidate.kind,
+        budget=candidate.budget,
+        tree=candidate.tree.as_dict(),
+        iterations=int(counts.drafts),
+        tokens_per_call=measured_tokens,
+        mean_acceptance_length=measured_tokens,
+        acceptance_rate=counts.acceptance_rate,
+        seconds=timing.median,
+        seconds_spread=[min(timing.seconds), max(timing.seconds)],
+        speedup=speedup,
+        speedup_spread=[min(ratios), speedup, max(ratios)],
+        prefill_seconds=prefill,
+        seconds_per_iteration=per_iteration,
     )
     if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
         predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
         iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
         calibrated = autoregressive.median / (prefill + iterations * per_iteration)
-        row.update(
+        row = replace(
+            row,
             predicted_tokens_per_call=predicted,
             tokens_over_predicted=measured_tokens / predicted,
             predicted_tokens_per_call_held_out=expected_tokens_rank(
@@ -278,19 +262,20 @@ def _row(
     return row
 
 
-def _judged(row: dict, forecast: dict | None) -> dict:
+def _judged(row: TreeRow, forecast: dict | None) -> TreeRow:
     """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.dynamic_forecast``) beside what it
     measured."""
-    if forecast and row["kind"] == "dynamic":
-        ahead = next(f for f in forecast["rows"] if f["budget"] == row["budget"])
-        row.update(
-            forecast_tokens_per_call=ahead["forecast_tokens_per_call"],
-            forecast_speedup=ahead["forecast_speedup"],
-            calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
-            tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row["tokens_per_call"],
-            forecast_over_measured=ahead["forecast_speedup"] / row["speedup"],
-        )
-    return row
+    if not forecast or row.kind != "dynamic":
+        return row
+    ahead = next(f for f in forecast["rows"] if f["budget"] == row.budget)
+    return replace(
+        row,
+        forecast_tokens_per_call=ahead["forecast_tokens_per_call"],
+        forecast_speedup=ahead["forecast_speedup"],
+        calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
+        tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row.tokens_per_call,
+        forecast_over_measured=ahead["forecast_speedup"] / row.speedup,
+    )
 
 
 def bench_trees(
@@ -384,7 +369,7 @@ def bench_trees(
         )
         for candidate in candidates
     ]
-    best = best_choice(rows, lambda row: row["speedup"], lambda row: row["budget"])
+    best = best_choice(rows, lambda row: row.speedup, lambda row: row.budget)
     return {
         "target": target_name,
         "draft": draft_name,
@@ -399,16 +384,11 @@ def bench_trees(
         "autoregressive": dict(
             autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)
         ),
-        "rows": rows,
+        "rows": [row.as_dict() for row in rows],
         "tree_calls": calls,
         "dynamic_forecast": forecast,
         "seconds": time.perf_counter() - started,
-        "recommendation": {
-            "kind": best["kind"],
-            "budget": best["budget"],
-            "tree": best["tree"],
-            "speedup": best["speedup"],
-        },
+        "recommendation": {"kind": best.kind, "budget": best.budget, "tree": best.tree, "speedup": best.speedup},
     }
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from bench_inputs import SETTINGS, V, tiny
+from committed_results import committed_rows, misread
 
 from decoders.bench.alpha import (
     LENIENCES,
@@ -436,42 +437,17 @@ def test_ratio_standard_error_against_simulation():
     assert ratio_standard_error([1.0], [2.0]) is None
 
 
-def _committed_bench_rows() -> list:
-    """(file, row) of every chain sweep row in the committed results: rows with tokens per iteration and a speedup."""
-    from pathlib import Path
-
-    found = []
-
-    def walk(value, path):
-        if isinstance(value, dict):
-            for row in value.get("rows", []) if isinstance(value.get("rows"), list) else []:
-                if isinstance(row, dict) and {"tokens_per_iteration", "speedup", "iterations", "gamma"} <= set(row):
-                    found.append((path, row))
-            for child in value.values():
-                walk(child, path)
-        elif isinstance(value, list):
-            for child in value:
-                walk(child, path)
-
-    results = Path(__file__).resolve().parents[3] / "results"
-    for path in sorted(results.rglob("*.json")):
-        walk(json.loads(path.read_text()), path.name)
-    return found
-
-
 def test_bench_rows_against_every_committed_file():
     """The bench's row format (decoders.bench.rows.BenchRow) reads every chain sweep row committed under results/,
     each vintage's keys with their values (fields added since are None), so the format written down is the one
     the files hold. Control: a row with a key the format does not know is refused."""
     from decoders.bench.rows import BenchRow
 
-    rows = _committed_bench_rows()
+    rows = committed_rows("rows", frozenset({"tokens_per_iteration", "speedup", "iterations", "gamma"}))
     assert len(rows) >= 400, len(rows)
-    for path, row in rows:
-        written = BenchRow.from_dict(row).as_dict()
-        assert {key: written[key] for key in row} == row, path
+    assert misread(BenchRow, rows) == []
     with pytest.raises(ValueError, match="unknown keys \\['speedup_ratio'\\]"):
-        BenchRow.from_dict(dict(rows[0][1], speedup_ratio=1.0))
+        BenchRow.from_dict(dict(rows[0], speedup_ratio=1.0))
 
 
 def test_bench_rows_against_their_document():

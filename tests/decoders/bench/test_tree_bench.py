@@ -102,3 +102,18 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
 def test_tree_bench_refuses_bad_budgets():
     with pytest.raises(ValueError, match="budget must be an integer in \\[2, 256\\], got 1"):
         small_tree_document(budgets=(4, 1))
+
+
+def test_tree_rows_against_every_committed_file():
+    """The tree bench's row format (decoders.bench.rows.TreeRow) reads every tree-against-chain row committed under
+    results/ (rows with a kind and a budget), each vintage's keys with their values. Control: an unknown key is
+    refused."""
+    from committed_results import committed_rows, misread
+
+    from decoders.bench.rows import TreeRow
+
+    rows = committed_rows("rows", frozenset({"kind", "budget", "tokens_per_call"}))
+    assert len(rows) >= 50, len(rows)
+    assert misread(TreeRow, rows) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        TreeRow.from_dict(dict(rows[0], odd=1))
