@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import statistics
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics, text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.profile import profile_jobs
+from decoders.bench.rows import PolicyRow
 from decoders.models.protocol import synchronize
 from decoders.policies import POLICIES, DraftPolicy, make_policy
 from decoders.progress import progress_bar
@@ -136,23 +138,24 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
     return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
 
 
-def _row(name: str, generations: list, timing, autoregressive, gamma_max: int) -> dict:
+def _row(name: str, policy: str, generations: list, timing, autoregressive, gamma_max: int) -> PolicyRow:
     ratios = repeat_ratios(autoregressive, timing)
     accepted = [n for g in generations for step in g.stats.accepted_per_iteration for n in step]
     proposed = [n for g in generations for step in g.stats.proposed_per_iteration for n in step]
     emitted = sum(len(row) for g in generations for row in g.tokens)
     speedup = statistics.median(ratios)
-    return {
-        "decoder": name,
-        "tokens_per_call": sum(n + 1 for n in accepted) / len(accepted),
-        "drafted_per_token": sum(proposed) / emitted,
-        "wasted_per_token": (sum(proposed) - sum(accepted)) / emitted,
-        "mean_proposed": sum(proposed) / len(proposed),
-        "seconds": timing.median,
-        "speedup": speedup,
-        "speedup_spread": [min(ratios), speedup, max(ratios)],
+    return PolicyRow(
+        decoder=name,
+        tokens_per_call=sum(n + 1 for n in accepted) / len(accepted),
+        drafted_per_token=sum(proposed) / emitted,
+        wasted_per_token=(sum(proposed) - sum(accepted)) / emitted,
+        mean_proposed=sum(proposed) / len(proposed),
+        seconds=timing.median,
+        speedup=speedup,
+        speedup_spread=[min(ratios), speedup, max(ratios)],
         **engine_metrics(generations, gamma_max),
-    }
+        policy=policy,
+    )
 
 
 def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: int, count: int):
@@ -274,11 +277,8 @@ def _at_temperature(
         progress=bar.update,
     )
     rows = [
-        dict(
-            _row(name, outputs[name], timings[name], timings["autoregressive"], rules[name].gamma_max),
-            policy=rules[name].describe(),
-        )
-        for name in rules
+        _row(name, rule.describe(), outputs[name], timings[name], timings["autoregressive"], rule.gamma_max)
+        for name, rule in rules.items()
     ]
     profile = recorder.profile()
     continuations = torch.tensor(
@@ -299,45 +299,44 @@ def _at_temperature(
     traces = acceptance_trace(
         target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS, seed=settings.seed
     )
-    for row in rows:
+    for at, row in enumerate(rows):
         replayed = predicted(
             [
                 iterations
                 for trace in traces
-                for iterations in replay_prompts(copy.deepcopy(rules[row["decoder"]]), trace, cap=cap, tokens=new)
+                for iterations in replay_prompts(copy.deepcopy(rules[row.decoder]), trace, cap=cap, tokens=new)
             ],
             profile,
             new,
         )
-        row.update(
+        rows[at] = replace(
+            row,
             predicted_tokens_per_call=replayed["tokens_per_call"],
             predicted_speedup=replayed["speedup"],
-            tokens_over_predicted=row["tokens_per_call"] / replayed["tokens_per_call"],
-            predicted_over_measured=replayed["speedup"] / row["speedup"],
+            tokens_over_predicted=row.tokens_per_call / replayed["tokens_per_call"],
+            predicted_over_measured=replayed["speedup"] / row.speedup,
         )
     # the one tie rule (spectheory.optimum): the fewest drafts among equal speedups, a policy by its gamma cap
     best_fixed = best_choice(
-        [row for row in rows if row["decoder"] in fixed],
-        lambda row: row["speedup"],
-        lambda row: rules[row["decoder"]].gamma_max,
+        [row for row in rows if row.decoder in fixed], lambda row: row.speedup, lambda row: rules[row.decoder].gamma_max
     )
-    others = [row for row in rows if row["decoder"] not in fixed]
+    others = [row for row in rows if row.decoder not in fixed]
     best_policy = (
-        best_choice(others, lambda row: row["speedup"], lambda row: rules[row["decoder"]].gamma_max) if others else None
+        best_choice(others, lambda row: row.speedup, lambda row: rules[row.decoder].gamma_max) if others else None
     )
     summary = {
         "temperature": temperature,
         "autoregressive_seconds": timings["autoregressive"].median,
-        "rows": rows,
-        "best_fixed": best_fixed["decoder"],
+        "rows": [row.as_dict() for row in rows],
+        "best_fixed": best_fixed.decoder,
         "profile": profile.as_dict(),
         "replay_draws": len(traces),
     }
     if best_policy is not None:
-        gains = repeat_ratios(timings[best_fixed["decoder"]], timings[best_policy["decoder"]])
-        gain = best_policy["speedup"] / best_fixed["speedup"]
+        gains = repeat_ratios(timings[best_fixed.decoder], timings[best_policy.decoder])
+        gain = best_policy.speedup / best_fixed.speedup
         summary.update(
-            best_policy=best_policy["decoder"],
+            best_policy=best_policy.decoder,
             gain_over_best_fixed=gain,
             gain_spread=[min(gains), gain, max(gains)],
             use_policy=min(gains) > 1,
@@ -359,7 +358,7 @@ def policy_lines(document: dict) -> list[str]:
             replayed = (
                 f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
                 f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
-                if "predicted_speedup" in row
+                if row.get("predicted_speedup") is not None
                 else ""
             )
             lines.append(

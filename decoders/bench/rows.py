@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow"]
+__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow"]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -165,4 +165,35 @@ class TreeRow:
 
     @classmethod
     def from_dict(cls, row: dict) -> "TreeRow":
+        return cls(**row)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyRow:
+    """One decoder of the draft-length policy bench (``decoders.bench.policy_bench``): a fixed gamma or a policy,
+    what it measured, the engines' acceptance numbers of its runs, and the replay's prediction under the costs
+    measured beside it (docs/theory.md §13). Per token means per emitted token."""
+
+    decoder: str  # "fixed-G" or the policy's name
+    tokens_per_call: float
+    drafted_per_token: float
+    wasted_per_token: float  # drafted but rejected
+    mean_proposed: float  # drafts per iteration
+    seconds: float
+    speedup: float
+    speedup_spread: list  # [min, median, max] over repeats
+    acceptance_rate: float | None = None  # None in files written before the engines' numbers were added
+    mean_acceptance_length: float | None = None
+    per_position_acceptance_rate: list | None = None
+    policy: str  # the rule, described
+    predicted_tokens_per_call: float | None = None  # the replay's
+    predicted_speedup: float | None = None
+    tokens_over_predicted: float | None = None
+    predicted_over_measured: float | None = None
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "PolicyRow":
         return cls(**row)

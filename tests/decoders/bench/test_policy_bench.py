@@ -150,3 +150,17 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
             randomness=seeded(0),
             config=SpeculativeConfig(64, GREEDY, policy=make_policy("heuristic")),
         )
+
+
+def test_policy_rows_against_every_committed_file():
+    """The policy bench's row format (decoders.bench.rows.PolicyRow) reads every such row committed under results/,
+    each vintage's keys with their values. Control: an unknown key is refused."""
+    from committed_results import committed_rows, misread
+
+    from decoders.bench.rows import PolicyRow
+
+    rows = committed_rows("rows", frozenset({"decoder", "drafted_per_token"}))
+    assert len(rows) >= 50, len(rows)
+    assert misread(PolicyRow, rows) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        PolicyRow.from_dict(dict(rows[0], odd=1))
