@@ -28,8 +28,20 @@ _ADDED = (
 _FIRST = ("temperature", "gamma", "seconds", "iterations", "tokens_per_iteration", "speedup")
 
 
+class _Row:
+    """A row's edge to its document: every field as a dict, and back (a committed file's keys; a missing one that
+    has a default takes it, an unknown one is a TypeError)."""
+
+    def as_dict(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    @classmethod
+    def from_dict(cls, row: dict):
+        return cls(**row)
+
+
 @dataclass(frozen=True, kw_only=True)
-class BenchRow:
+class BenchRow(_Row):
     """One (temperature, gamma) row of a sweep: what was measured, its spread and interval, the cost model's
     prediction (``calibrated_*``, docs/theory.md §10), the engines' acceptance numbers of our runs, and where added,
     greedy equality, Theorem 3.8 and the batch sweep's throughput."""
@@ -86,7 +98,7 @@ class BenchRow:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ForecastRow:
+class ForecastRow(_Row):
     """A forecast's speedup at one gamma (``decoders.bench.forecast.forecast_speedups``): the cost profile's speedup
     with the acceptance of every prompt decoded, its jackknife standard error over the prompts (None for one
     prompt) and its stated 95% interval (``spectheory.intervals.forecast_interval``)."""
@@ -96,16 +108,9 @@ class ForecastRow:
     standard_error: float | None
     interval: list | None = None  # [low, high]; None in files written before intervals were stated
 
-    def as_dict(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_dict(cls, row: dict) -> "ForecastRow":
-        return cls(**row)
-
 
 @dataclass(frozen=True, kw_only=True)
-class JudgedRow:
+class JudgedRow(_Row):
     """A forecast held against the sweep at one gamma (``decoders.bench.forecast.judge_forecast``): both speedups,
     their ratio, whether the forecast lies in the measured 95% interval, and whether the measurement lies in the
     forecast's interval combined with its own (``covered``, ``spectheory.intervals.covers``)."""
@@ -119,16 +124,9 @@ class JudgedRow:
     inside_interval: bool | None
     covered: bool | None = None  # None in files written before coverage was judged
 
-    def as_dict(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_dict(cls, row: dict) -> "JudgedRow":
-        return cls(**row)
-
 
 @dataclass(frozen=True, kw_only=True)
-class TreeRow:
+class TreeRow(_Row):
     """One candidate of the tree-against-chain bench (``decoders.bench.tree_bench``) at T = 0, batch 1: a chain, the
     optimal static tree or EAGLE-2's dynamic tree at a node ``budget``; what it measured, and where they apply the
     rank model's and the replay's predictions (static shapes) and the dynamic forecast (dynamic trees). Fields a
@@ -160,16 +158,9 @@ class TreeRow:
     forecast_over_measured: float | None = None
     calibrated_tokens_per_call: float | None = None
 
-    def as_dict(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_dict(cls, row: dict) -> "TreeRow":
-        return cls(**row)
-
 
 @dataclass(frozen=True, kw_only=True)
-class PolicyRow:
+class PolicyRow(_Row):
     """One decoder of the draft-length policy bench (``decoders.bench.policy_bench``): a fixed gamma or a policy,
     what it measured, the engines' acceptance numbers of its runs, and the replay's prediction under the costs
     measured beside it (docs/theory.md §13). Per token means per emitted token."""
@@ -190,10 +181,3 @@ class PolicyRow:
     predicted_speedup: float | None = None
     tokens_over_predicted: float | None = None
     predicted_over_measured: float | None = None
-
-    def as_dict(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_dict(cls, row: dict) -> "PolicyRow":
-        return cls(**row)
