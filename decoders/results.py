@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
 
-__all__ = ["DecodeStats", "Generation"]
+__all__ = ["DecodeStats", "Generation", "ResultRow"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,3 +68,20 @@ class Generation:
 
     def as_dict(self) -> dict:
         return {"tokens": [list(row) for row in self.tokens], "stats": self.stats.as_dict()}
+
+
+class ResultRow:
+    """The base of a measurement's typed rows (``decoders.bench.rows``, ``decoders.engines.bench.EngineBenchRow``): a
+    frozen keyword-only dataclass becomes its document's dict only at the JSON edge (``as_dict``; the fields named in
+    ``OPTIONAL`` are left out where None, as documents written before them never held them) and is read back from one
+    (``from_dict``: a committed file's keys; a missing key with a default takes it, an unknown one is a TypeError)."""
+
+    OPTIONAL: ClassVar[tuple] = ()
+
+    def as_dict(self) -> dict:
+        row = {field.name: getattr(self, field.name) for field in fields(self)}
+        return {key: value for key, value in row.items() if key not in self.OPTIONAL or value is not None}
+
+    @classmethod
+    def from_dict(cls, row: dict):
+        return cls(**row)

@@ -7,6 +7,9 @@ repeats; speedups are autoregressive seconds over speculative seconds."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from decoders.results import ResultRow
 
 __all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow"]
 
@@ -28,20 +31,8 @@ _ADDED = (
 _FIRST = ("temperature", "gamma", "seconds", "iterations", "tokens_per_iteration", "speedup")
 
 
-class _Row:
-    """A row's edge to its document: every field as a dict, and back (a committed file's keys; a missing one that
-    has a default takes it, an unknown one is a TypeError)."""
-
-    def as_dict(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in fields(self)}
-
-    @classmethod
-    def from_dict(cls, row: dict):
-        return cls(**row)
-
-
 @dataclass(frozen=True, kw_only=True)
-class BenchRow(_Row):
+class BenchRow(ResultRow):
     """One (temperature, gamma) row of a sweep: what was measured, its spread and interval, the cost model's
     prediction (``calibrated_*``, docs/theory.md §10), the engines' acceptance numbers of our runs, and where added,
     greedy equality, Theorem 3.8 and the batch sweep's throughput."""
@@ -81,10 +72,7 @@ class BenchRow(_Row):
     tokens_per_second: float | None = None
     autoregressive_efficiency: float | None = None
 
-    def as_dict(self) -> dict:
-        """The document's row: every field, but the added ones only where set."""
-        row = {field.name: getattr(self, field.name) for field in fields(self)}
-        return {key: value for key, value in row.items() if key not in _ADDED or value is not None}
+    OPTIONAL: ClassVar[tuple] = _ADDED
 
     @classmethod
     def from_dict(cls, row: dict) -> "BenchRow":
@@ -98,7 +86,7 @@ class BenchRow(_Row):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ForecastRow(_Row):
+class ForecastRow(ResultRow):
     """A forecast's speedup at one gamma (``decoders.bench.forecast.forecast_speedups``): the cost profile's speedup
     with the acceptance of every prompt decoded, its jackknife standard error over the prompts (None for one
     prompt) and its stated 95% interval (``spectheory.intervals.forecast_interval``)."""
@@ -110,7 +98,7 @@ class ForecastRow(_Row):
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgedRow(_Row):
+class JudgedRow(ResultRow):
     """A forecast held against the sweep at one gamma (``decoders.bench.forecast.judge_forecast``): both speedups,
     their ratio, whether the forecast lies in the measured 95% interval, and whether the measurement lies in the
     forecast's interval combined with its own (``covered``, ``spectheory.intervals.covers``)."""
@@ -126,7 +114,7 @@ class JudgedRow(_Row):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TreeRow(_Row):
+class TreeRow(ResultRow):
     """One candidate of the tree-against-chain bench (``decoders.bench.tree_bench``) at T = 0, batch 1: a chain, the
     optimal static tree or EAGLE-2's dynamic tree at a node ``budget``; what it measured, and where they apply the
     rank model's and the replay's predictions (static shapes) and the dynamic forecast (dynamic trees). Fields a
@@ -160,7 +148,7 @@ class TreeRow(_Row):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PolicyRow(_Row):
+class PolicyRow(ResultRow):
     """One decoder of the draft-length policy bench (``decoders.bench.policy_bench``): a fixed gamma or a policy,
     what it measured, the engines' acceptance numbers of its runs, and the replay's prediction under the costs
     measured beside it (docs/theory.md §13). Per token means per emitted token."""

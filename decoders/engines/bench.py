@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from decoders.engines.base import EngineSampling, add_counters, capability
+from decoders.results import ResultRow
 from spectheory.costs import calibrated_speedup
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_gamma_row
@@ -37,6 +40,7 @@ from spectheory.timing import host, speedup_interval, units_needed
 from spectheory.validation import as_int
 
 __all__ = [
+    "EngineBenchRow",
     "engine_bench",
     "engine_bench_lines",
     "server_bench",
@@ -114,7 +118,49 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     return per_iteration, lengths, seconds, float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
 
 
-def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None) -> dict:
+@dataclass(frozen=True, kw_only=True)
+class EngineBenchRow(ResultRow):
+    """One gamma of ``bench --engine`` (module docstring): the engine's decode speedup over its plain decoding
+    (seconds per token after the first; medians over repeats), its spread and 95% interval, the model's prediction
+    at the run's own counters and costs (a diagnostic), the forecast's from other prompts where one was made, and the
+    engine's counters of the run. Fields added since the first benches are None in older files; the forecast's are
+    absent from a row without a forecast."""
+
+    gamma: int
+    speedup: float
+    speedup_spread: list  # [min, median, max] over repeats
+    speedup_interval: list | None = None  # 95% bootstrap over repeats and prompts
+    prompts_for_3_percent: int | None = None
+    predicted_speedup: float
+    predicted_over_measured: float
+    forecast_speedup: float | None = None
+    forecast_over_measured: float | None = None
+    forecast_tokens_per_iteration: float | None = None
+    forecast_inside_interval: bool | None = None
+    forecast_interval: list | None = None
+    forecast_covered: bool | None = None
+    tokens_per_iteration: float
+    mean_proposal_length: float
+    alpha: float | None
+    alpha_standard_error: float | None
+    acceptance_rate: float | None = None
+    seconds_per_iteration_predicted: float
+    counters: dict  # the engine's own, over the run
+    greedy_equal_to_plain: bool
+    decode_seconds: list  # per repeat
+    tokens_per_second: float
+
+    OPTIONAL: ClassVar[tuple] = (
+        "forecast_speedup",
+        "forecast_over_measured",
+        "forecast_tokens_per_iteration",
+        "forecast_inside_interval",
+        "forecast_interval",
+        "forecast_covered",
+    )
+
+
+def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None) -> EngineBenchRow:
     """One gamma's measured and predicted speedup (module docstring), and the forecast's where there is one: the
     model at the costs and counters of ``forecast`` ({"costs", "counters"}, measured on other prompts)."""
     ratios = [
@@ -132,26 +178,26 @@ def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None
         *([len(row) - 1 for row in path[0]["rows"]] for path in (plain, runs)),
     )
     half_width = (interval[1] - interval[0]) / 2 / statistics.median(ratios)
-    return {
-        "gamma": gamma,
-        "speedup": statistics.median(ratios),
-        "speedup_spread": _spread(ratios),
-        "speedup_interval": interval,
-        "prompts_for_3_percent": units_needed(len(plain[0]["rows"]), half_width, SPEEDUP_TOLERANCE),
-        "predicted_speedup": predicted,
-        "predicted_over_measured": predicted / statistics.median(ratios),
+    return EngineBenchRow(
+        gamma=gamma,
+        speedup=statistics.median(ratios),
+        speedup_spread=_spread(ratios),
+        speedup_interval=interval,
+        prompts_for_3_percent=units_needed(len(plain[0]["rows"]), half_width, SPEEDUP_TOLERANCE),
+        predicted_speedup=predicted,
+        predicted_over_measured=predicted / statistics.median(ratios),
         **_forecast_fields(forecast, statistics.median(ratios), interval),
-        "tokens_per_iteration": per_iteration,
-        "mean_proposal_length": lengths,
-        "alpha": alpha,
-        "alpha_standard_error": None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
-        "acceptance_rate": counters["num_accepted_tokens"] / drafted if drafted else None,
-        "seconds_per_iteration_predicted": seconds,
-        "counters": counters,
-        "greedy_equal_to_plain": runs[0]["rows"] == plain[0]["rows"],
-        "decode_seconds": [r["decode"] for r in runs],
-        "tokens_per_second": statistics.median((r["tokens"] - len(r["rows"])) / r["decode"] for r in runs),
-    }
+        tokens_per_iteration=per_iteration,
+        mean_proposal_length=lengths,
+        alpha=alpha,
+        alpha_standard_error=None if alpha is None else float(np.sqrt(alpha * (1 - alpha) / trials)),
+        acceptance_rate=counters["num_accepted_tokens"] / drafted if drafted else None,
+        seconds_per_iteration_predicted=seconds,
+        counters=counters,
+        greedy_equal_to_plain=runs[0]["rows"] == plain[0]["rows"],
+        decode_seconds=[r["decode"] for r in runs],
+        tokens_per_second=statistics.median((r["tokens"] - len(r["rows"])) / r["decode"] for r in runs),
+    )
 
 
 def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> dict:
@@ -242,7 +288,7 @@ def engine_bench(
     rows = [
         _row(
             gamma, plain, runs[gamma], costs, ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}
-        )
+        ).as_dict()  # the document's: the recommendation rule reads documents
         for gamma in gammas
     ]
     pick = (

@@ -366,17 +366,17 @@ def test_engine_bench_prediction_against_hand_computation():
     ]
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     row = _row(2, plain, runs, costs)
-    assert row["predicted_speedup"] == pytest.approx(0.9375) and row["speedup"] == pytest.approx(0.8)
-    assert row["speedup_interval"] == pytest.approx([0.8, 0.8])  # one repeat of one prompt: no spread
-    assert row["alpha"] is None and row["acceptance_rate"] == pytest.approx(0.25)
-    assert row["tokens_per_iteration"] == pytest.approx(1.5) and row["mean_proposal_length"] == pytest.approx(2.0)
+    assert row.predicted_speedup == pytest.approx(0.9375) and row.speedup == pytest.approx(0.8)
+    assert row.speedup_interval == pytest.approx([0.8, 0.8])  # one repeat of one prompt: no spread
+    assert row.alpha is None and row.acceptance_rate == pytest.approx(0.25)
+    assert row.tokens_per_iteration == pytest.approx(1.5) and row.mean_proposal_length == pytest.approx(2.0)
     counted = {"num_draft_tokens": 18, "proposal_length_counts": [1, 0, 9]}
     assert _verify_seconds(counted, costs["t_verify"], 10) == pytest.approx(0.0136)
     assert _verify_seconds({"num_draft_tokens": 15}, costs["t_verify"], 10) == pytest.approx(0.013)  # m 1.5
     with_batch = _row(2, plain, runs, dict(costs, t_draft_batch=[0.002, 0.003, 0.004]))  # + t_draft_batch(3)
-    assert with_batch["predicted_speedup"] == pytest.approx(1.5 * 10 / 20)
+    assert with_batch.predicted_speedup == pytest.approx(1.5 * 10 / 20)
     sampled = _row(2, plain, runs, dict(costs, t_sample=0.001))
-    assert sampled["predicted_speedup"] == pytest.approx(1.5 * 11 / 17.5)
+    assert sampled.predicted_speedup == pytest.approx(1.5 * 11 / 17.5)
 
 
 def test_engine_bench_forecast_against_hand_computation():
@@ -398,9 +398,9 @@ def test_engine_bench_forecast_against_hand_computation():
     costs = {"t_verify": [0.010, 0.012, 0.014], "t_sample": 0.0, "t_round": 0.0, "t_draft": 0.001}
     forecast = {"costs": costs, "counters": {"num_draft_tokens": 20, "num_accepted_tokens": 10, "rounds": 10}}
     row = _row(2, plain, runs, costs, forecast)
-    assert row["forecast_speedup"] == pytest.approx(1.25) and row["forecast_over_measured"] == pytest.approx(1.5625)
-    assert row["forecast_tokens_per_iteration"] == pytest.approx(2.0) and not row["forecast_inside_interval"]
-    assert row["predicted_speedup"] == pytest.approx(0.9375) and row["prompts_for_3_percent"] == 1
+    assert row.forecast_speedup == pytest.approx(1.25) and row.forecast_over_measured == pytest.approx(1.5625)
+    assert row.forecast_tokens_per_iteration == pytest.approx(2.0) and not row.forecast_inside_interval
+    assert row.predicted_speedup == pytest.approx(0.9375) and row.prompts_for_3_percent == 1
 
 
 class _CountingEngine:
