@@ -243,7 +243,7 @@ def bench_document(
     if hf:
         from decoders.bench.hf_compare import hf_comparison
 
-        gamma = hf_gamma or report.best(settings.temperatures[0])["gamma"]
+        gamma = hf_gamma or report.best(settings.temperatures[0]).gamma
         document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
     return document
 
@@ -384,7 +384,7 @@ def real_model_document(
                 inputs.drafts[draft],
                 prompts,
                 replace(swept, temperatures=(0.0,)),
-                gamma=report.best(settings.temperatures[0])["gamma"],
+                gamma=report.best(settings.temperatures[0]).gamma,
                 progress=progress,
             )
         measured.append(cell)
