@@ -59,7 +59,7 @@ def draft_dynamic(draft, state, root: torch.Tensor, last: torch.Tensor, spec: Dy
     the state holds that sequence): tokens ``[B, N]`` (node 0 the last committed token), parents ``[B, N]`` (nodes
     numbered depth by depth, siblings by descending confidence: their verification order), each node's draft law ``[B,
     N, V]`` (zero where the draft did not expand it: never read) and each node's confidence ``[B, N]``, the cumulative
-    draft log-probability of its path (0 at the root; the forecast's input, ``decoders.bench.dynamic_forecast``). The
+    draft log-probability of its path (0 at the root; the forecast's input, ``decoders.bench.forecast.dynamic``). The
     scored nodes stay in the state, beyond the committed sequence."""
     batch, k, device = len(last), spec.branching, last.device
     rows = torch.arange(batch, device=device)[:, None]

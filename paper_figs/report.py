@@ -14,8 +14,8 @@ from pathlib import Path
 
 from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
-from decoders.bench.spec_bench_report import apart_label, loss_noise
-from decoders.bench.spec_bench_table import forecast_lines
+from decoders.bench.spec_bench.report import apart_label, loss_noise
+from decoders.bench.spec_bench.table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text

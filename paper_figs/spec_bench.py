@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decoders.bench.spec_bench_table import category_rows
+from decoders.bench.spec_bench.table import category_rows
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from spectheory.outputs import write_json
 
@@ -17,14 +17,14 @@ RESULT = "spec_bench_smollm2.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """The whole table on SmolLM2 with the time-boxed settings (``decoders.jobs.spec_bench.whole_table``)."""
-    from decoders.bench.spec_bench_suite import SUITE_SETTINGS
+    from decoders.bench.spec_bench.suite import SUITE_SETTINGS
     from decoders.jobs.spec_bench import whole_table
 
     return write_json(Path(results) / RESULT, whole_table(SUITE_SETTINGS, progress=progress), command=RECOMPUTE_COMMAND)
 
 
 def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
-    """The bar chart of a table (``decoders.bench.spec_bench_suite`` document, with or without engine rows)."""
+    """The bar chart of a table (``decoders.bench.spec_bench.suite`` document, with or without engine rows)."""
     rows = category_rows(document)
     categories = list(dict.fromkeys((row["category"], row["label"]) for row in rows))
     drafts = list(dict.fromkeys(row["draft"] for row in rows))

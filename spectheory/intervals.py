@@ -1,14 +1,14 @@
 """The stated interval of a forecast speedup (docs/measuring.md, "How far a forecast holds").
 
-A forecast (``decoders.bench.forecast``, the Spec-Bench and engine forecasts) is wrong in two ways: its prompts are a
-sample of the text (the jackknife standard error over them says how much), and its costs were timed in another
-minute of the machine, through a cost model, than the run it predicts (no number inside one forecast says how
-much). The interval carries both, on a log scale: half-width sqrt((t SE / s)^2 + (z sigma)^2), t Student's
-quantile on prompts - 1 degrees of freedom (a jackknife over 3-8 prompts is itself uncertain), z the normal
-quantile, sigma ``FORECAST_RUN_ERROR``: the relative error of committed forecasts beyond their prompts' and their
-measurements' spread, estimated from every committed forecast beside its measurement
-(``decoders.bench.forecast_coverage.run_error``; a test holds the constant to that estimate, and docs/measuring.md holds
-the coverage each run's rows get from the estimate made without that run).
+A forecast (``decoders.bench.forecast.sweep``, the Spec-Bench and engine forecasts) is wrong in two ways: its prompts
+are a sample of the text (the jackknife standard error over them says how much), and its costs were timed in another
+minute of the machine, through a cost model, than the run it predicts (no number inside one forecast says how much). The
+interval carries both, on a log scale: half-width sqrt((t SE / s)^2 + (z sigma)^2), t Student's quantile on prompts - 1
+degrees of freedom (a jackknife over 3-8 prompts is itself uncertain), z the normal quantile, sigma
+``FORECAST_RUN_ERROR``: the relative error of committed forecasts beyond their prompts' and their measurements' spread,
+estimated from every committed forecast beside its measurement (``decoders.bench.forecast.coverage.run_error``; a test
+holds the constant to that estimate, and docs/measuring.md holds the coverage each run's rows get from the estimate made
+without that run).
 """
 
 from __future__ import annotations

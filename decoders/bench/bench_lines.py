@@ -86,8 +86,8 @@ def bench_lines(document: dict) -> list[str]:
 
 
 def _forecast_lines(document: dict) -> list[str]:
-    """The forecast made before the sweep (``decoders.bench.forecast``) against every measured row, with the measured
-    95% interval, and its gamma's loss against the best measured gamma."""
+    """The forecast made before the sweep (``decoders.bench.forecast.sweep``) against every measured row, with the
+    measured 95% interval, and its gamma's loss against the best measured gamma."""
     forecast = document.get("forecast")
     if not forecast:
         return []
@@ -123,7 +123,7 @@ def _forecast_lines(document: dict) -> list[str]:
 
 def loss_resolution(judged: dict) -> str:
     """Whether the sweep tells a forecast's gamma from the best measured one
-    (``decoders.bench.forecast.judge_forecast``'s verdict, as the bench, the report and report.md print it)."""
+    (``decoders.bench.forecast.sweep.judge_forecast``'s verdict, as the bench, the report and report.md print it)."""
     if judged["forecast_gamma"] == judged["best_measured_gamma"]:
         return "the same gamma"
     return (

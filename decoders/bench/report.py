@@ -3,7 +3,7 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
 
 * the forecast, first: per temperature a cost profile (docs/theory.md §10) measured on other prompts than the
   sweep's, its speedup at each gamma of the sweep and the gamma it recommends
-  (``decoders.bench.forecast.forecast_sweep``);
+  (``decoders.bench.forecast.sweep.forecast_sweep``);
 * alpha along held-out text at each temperature (mean sum_x min(p, q), docs/theory.md §2);
 * c, tokens per iteration, alpha from acceptance counts and the measured speedup over our autoregressive
   decoder for a gamma sweep at batch 1 (``decoders.bench.bench.bench_pair``): the check of the forecast, its seconds
@@ -35,7 +35,7 @@ from decoders.bench import alpha
 from decoders.bench.audit import SHIPPED_PROMPT, audit_pair
 from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.bench.bench_lines import loss_resolution
-from decoders.bench.forecast import (
+from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
     FORECAST_SEED,
@@ -354,9 +354,9 @@ def measure_pair(
 
 
 def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
-    """The forecast's gamma (the recommendation, ``decoders.bench.forecast.forecast_sweep``) judged on the sweep
-    (``decoders.bench.forecast.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the sweep's
-    own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
+    """The forecast's gamma (the recommendation, ``decoders.bench.forecast.sweep.forecast_sweep``) judged on the sweep
+    (``decoders.bench.forecast.sweep.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the
+    sweep's own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
     alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
     table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])

@@ -30,7 +30,7 @@ class ReportDocument:
     trees: dict | None = None  # tree against chain (decoders.bench.tree_bench), None where it was not measured
     policies: dict | None = None  # draft-length policies (decoders.bench.policy_bench), None where not measured
     forecast: dict | None = (
-        None  # the forecast made before the sweep (``decoders.bench.forecast.forecast_sweep``), with its seconds
+        None  # the forecast made before the sweep (``decoders.bench.forecast.sweep.forecast_sweep``), with its seconds
     )
     sweep_seconds: float | None = None  # the sweep that checks it
     sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)

@@ -87,8 +87,8 @@ class BenchRow(ResultRow):
 
 @dataclass(frozen=True, kw_only=True)
 class ForecastRow(ResultRow):
-    """A forecast's speedup at one gamma (``decoders.bench.forecast.forecast_speedups``): the cost profile's speedup
-    with the acceptance of every prompt decoded, its jackknife standard error over the prompts (None for one
+    """A forecast's speedup at one gamma (``decoders.bench.forecast.sweep.forecast_speedups``): the cost profile's
+    speedup with the acceptance of every prompt decoded, its jackknife standard error over the prompts (None for one
     prompt) and its stated 95% interval (``spectheory.intervals.forecast_interval``)."""
 
     gamma: int
@@ -99,7 +99,7 @@ class ForecastRow(ResultRow):
 
 @dataclass(frozen=True, kw_only=True)
 class JudgedRow(ResultRow):
-    """A forecast held against the sweep at one gamma (``decoders.bench.forecast.judge_forecast``): both speedups,
+    """A forecast held against the sweep at one gamma (``decoders.bench.forecast.sweep.judge_forecast``): both speedups,
     their ratio, whether the forecast lies in the measured 95% interval, and whether the measurement lies in the
     forecast's interval combined with its own (``covered``, ``spectheory.intervals.covers``)."""
 
@@ -140,7 +140,7 @@ class TreeRow(ResultRow):
     replayed_iterations: int | None = None  # the replay of the greedy ranks along the continuations
     calibrated_speedup: float | None = None
     calibrated_over_measured: float | None = None
-    forecast_tokens_per_call: float | None = None  # a dynamic tree's forecast (decoders.bench.dynamic_forecast)
+    forecast_tokens_per_call: float | None = None  # a dynamic tree's forecast (decoders.bench.forecast.dynamic)
     forecast_speedup: float | None = None
     tokens_forecast_over_measured: float | None = None
     forecast_over_measured: float | None = None

@@ -11,7 +11,7 @@ import torch
 
 from decoders import zoo
 from decoders.bench import alpha, bench, policy_bench, tree_bench
-from decoders.bench.forecast import (
+from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
     FORECAST_SEED,
@@ -20,7 +20,7 @@ from decoders.bench.forecast import (
     other_prompts,
 )
 from decoders.bench.inputs import load_inputs
-from decoders.bench.spec_bench import spec_bench_categories, spec_bench_prompts
+from decoders.bench.spec_bench.questions import spec_bench_categories, spec_bench_prompts
 from decoders.bench.tasks import benchmark_prompts
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import load_corpus
@@ -100,9 +100,10 @@ def spec_bench_alpha_document(
     device: str = "cpu",
     progress: bool | None = None,
 ) -> dict:
-    """Alpha per Spec-Bench category (``decoders.bench.spec_bench``): both estimates of each draft (default: those built
-    from the target) at each temperature on ``prompts`` questions of each category (``alpha.alpha_on_prompts``),
-    cut to the room the models' contexts leave beside ``max_new_tokens`` and a verify call."""
+    """Alpha per Spec-Bench category (``decoders.bench.spec_bench.questions``): both estimates of each draft (default:
+    those built from the target) at each temperature on ``prompts`` questions of each category
+    (``alpha.alpha_on_prompts``), cut to the room the models' contexts leave beside ``max_new_tokens`` and a verify
+    call."""
     as_int("prompts", prompts, low=2, high=alpha.MAX_PROMPTS)  # standard errors over prompts
     inputs = load_inputs(target, drafts, device=device)
     contexts = [m.max_context for m in (inputs.target, *inputs.drafts.values()) if m.max_context is not None]
@@ -166,7 +167,7 @@ def bench_document(
     networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
     are that task's (``decoders.bench.tasks``) instead of windows of the text. With ``forecast_prompts``, first the
     forecast of the sweep from that many other prompts, the first ``forecast_cost_prompts`` timed over
-    ``forecast_repeats`` (``decoders.bench.forecast``), judged on the sweep's rows."""
+    ``forecast_repeats`` (``decoders.bench.forecast.sweep``), judged on the sweep's rows."""
     if hf_gamma is not None:
         as_positive_int("hf_gamma", hf_gamma)
     as_int("forecast_prompts", forecast_prompts, low=0, high=alpha.MAX_PROMPTS)

@@ -27,7 +27,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
-from decoders.bench.dynamic_forecast import forecast_dynamic
+from decoders.bench.forecast.dynamic import forecast_dynamic
 from decoders.bench.rows import TreeRow
 from decoders.models.protocol import has_tree, synchronize
 from decoders.progress import progress_bar
@@ -263,7 +263,7 @@ def _row(
 
 
 def _judged(row: TreeRow, forecast: dict | None) -> TreeRow:
-    """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.dynamic_forecast``) beside what it
+    """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.forecast.dynamic``) beside what it
     measured."""
     if not forecast or row.kind != "dynamic":
         return row

@@ -13,12 +13,12 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines
-from decoders.bench.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
+from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import BENCH_POLICIES, check_policies, policy_lines
 from decoders.bench.runs import bench_document, policy_document, tree_document
-from decoders.bench.spec_bench import is_spec_bench
-from decoders.bench.spec_bench_table import spec_bench_lines, table_lines
+from decoders.bench.spec_bench.questions import is_spec_bench
+from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
 from decoders.bench.tasks import benchmark_prompts
 from decoders.bench.tree_bench import check_budgets, check_dynamic, tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed

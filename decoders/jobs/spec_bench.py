@@ -1,4 +1,4 @@
-"""Spec-Bench's whole table (docs/measuring.md, "Spec-Bench"): our decoders' rows (``decoders.bench.spec_bench_suite``)
+"""Spec-Bench's whole table (docs/measuring.md, "Spec-Bench"): our decoders' rows (``decoders.bench.spec_bench.suite``)
 and a serving engine's on the same categories (``decoders.engines.bench.engine_bench``: llama.cpp's prompt lookup over
 its own plain decoding), which only a layer above both ``decoders.bench`` and ``decoders.engines`` can put together:
 this one. The ``spec_bench`` figure, ``bench --task spec-bench --draft all``, ``bench --engine E --task spec-bench`` and
@@ -11,10 +11,10 @@ import time
 import torch
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.spec_bench import LABELS, spec_bench_categories, spec_bench_prompts
-from decoders.bench.spec_bench_forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
-from decoders.bench.spec_bench_suite import DYNAMIC, ENGINE_GAMMAS, SUITE_SETTINGS, spec_bench_document, suite_drafts
-from decoders.bench.spec_bench_table import table_row
+from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
+from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, spec_bench_prompts
+from decoders.bench.spec_bench.suite import DYNAMIC, ENGINE_GAMMAS, SUITE_SETTINGS, spec_bench_document, suite_drafts
+from decoders.bench.spec_bench.table import table_row
 from decoders.engines import open_engine
 from decoders.engines.base import DEFAULT_CONTEXT, capability
 from decoders.engines.bench import engine_bench
@@ -31,7 +31,7 @@ ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 
 def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
-    """One category's best measured gamma as a table row (``decoders.bench.spec_bench_table.table_row``; the prediction:
+    """One category's best measured gamma as a table row (``decoders.bench.spec_bench.table.table_row``; the prediction:
     the engine's)."""
     best = best_gamma_row(document["rows"])
     chosen = dict(

@@ -8,7 +8,7 @@ import argparse
 
 from decoders.bench.alpha import MAX_PROMPTS, AlphaEstimate, alpha_markdown, check_windows
 from decoders.bench.runs import alpha_document, spec_bench_alpha_document
-from decoders.bench.spec_bench import LABELS, TASK, is_spec_bench
+from decoders.bench.spec_bench.questions import LABELS, TASK, is_spec_bench
 from spectheory.cli.options import add_device, add_target, add_text, draft_help
 from spectheory.cli.task_flags import task_name
 from spectheory.outputs import check_writable, write_json, write_text

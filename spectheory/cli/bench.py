@@ -9,8 +9,8 @@ import torch
 
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import MAX_REPEATS, BenchSettings
-from decoders.bench.forecast import FORECAST_COST_PROMPTS, FORECAST_REPEATS
-from decoders.bench.spec_bench import is_spec_bench
+from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
+from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
 from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory.cli.bench_flags import add_comparison_arguments, check_comparison

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from decoders.bench.policy_bench import BENCH_POLICIES
-from decoders.bench.spec_bench import is_spec_bench
+from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.bench.tree_bench import BENCH_TREE_BUDGETS
 from decoders.engines import engine_usages
 from decoders.sampling import Sampling

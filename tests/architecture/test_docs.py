@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from decoders.bench.report import summary_lines
-from decoders.bench.spec_bench_report import recommendation_lines
+from decoders.bench.spec_bench.report import recommendation_lines
 from spectheory.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Spec-Bench's forecast (decoders/bench/spec_bench_forecast.py): its questions against the table's, its acceptance
+"""Spec-Bench's forecast (decoders/bench/spec_bench/forecast.py): its questions against the table's, its acceptance
 against the decoders' own runs on the same questions, its judgement and the report's recommendation against
 hand-computed values; never timings."""
 
@@ -7,13 +7,13 @@ import json
 import pytest
 from figure_inputs import small_spec_bench_table
 
-from decoders.bench import spec_bench_forecast
 from decoders.bench.bench import BenchSettings
-from decoders.bench.spec_bench import LABELS, select_questions, spec_bench_prompts
-from decoders.bench.spec_bench_forecast import judge_category, other_questions
-from decoders.bench.spec_bench_report import NO_SPECULATION, recommend, recommendation_lines
-from decoders.bench.spec_bench_suite import spec_bench_document
-from decoders.bench.spec_bench_table import category_rows, forecast_lines, spec_bench_lines
+from decoders.bench.spec_bench import forecast as spec_bench_forecast
+from decoders.bench.spec_bench.forecast import judge_category, other_questions
+from decoders.bench.spec_bench.questions import LABELS, select_questions, spec_bench_prompts
+from decoders.bench.spec_bench.report import NO_SPECULATION, recommend, recommendation_lines
+from decoders.bench.spec_bench.suite import spec_bench_document
+from decoders.bench.spec_bench.table import category_rows, forecast_lines, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
 
 SETTINGS = BenchSettings(

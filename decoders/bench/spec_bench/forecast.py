@@ -1,6 +1,6 @@
 """Spec-Bench's table forecast before it is timed, and judged on it (docs/findings/spec-bench.md, "The forecast").
 
-* Costs, once for the table: the table's own timed jobs (``decoders.bench.spec_bench_suite.bench_category``) on one
+* Costs, once for the table: the table's own timed jobs (``decoders.bench.spec_bench.suite.bench_category``) on one
   question that the table does not time (the first category's first other question), over ``FORECAST_REPEATS``
   after a warm-up: every draft's cost profile (docs/theory.md §10) and the dynamic tree's seconds per iteration.
 * Per category, ``questions`` other questions of it (drawn at seed + ``FORECAST_SEED``, none of the timed ones):
@@ -8,8 +8,8 @@
   category's prompts are 40 to 1300 tokens long); each draft's acceptance along them (``acceptance_runs`` at its
   largest gamma, untimed) and the dynamic tree's tokens per call (its untimed runs on them).
 * Per category: every draft's forecast speedup at each of its gammas with a jackknife standard error over the
-  questions (``decoders.bench.forecast.forecast_speedups``), the dynamic tree's, and the setting it recommends: the
-  largest forecast, "do not speculate" where none beats 1x (ties to fewer drafted tokens).
+  questions (``decoders.bench.forecast.sweep.forecast_speedups``), the dynamic tree's, and the setting it recommends:
+  the largest forecast, "do not speculate" where none beats 1x (ties to fewer drafted tokens).
 
 ``judge_category`` puts the forecast beside the category's timed rows. Nothing the table times goes into it.
 """
@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.forecast import (
+from decoders.bench.forecast.sweep import (
     FORECAST_LOSS,
     FORECAST_REPEATS,
     FORECAST_SEED,
@@ -33,8 +33,8 @@ from decoders.bench.forecast import (
     prompts_needed,
     with_acceptance,
 )
-from decoders.bench.spec_bench import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
-from decoders.bench.spec_bench_report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
+from decoders.bench.spec_bench.questions import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
+from decoders.bench.spec_bench.report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
@@ -242,7 +242,7 @@ def forecast_table(
     progress=None,
 ) -> dict:
     """The forecast of every category (``forecast_category``) from one cost run of the table's timer
-    (``bench_category``: ``decoders.bench.spec_bench_suite``'s, passed in by it) on the cost question over ``repeats``
+    (``bench_category``: ``decoders.bench.spec_bench.suite``'s, passed in by it) on the cost question over ``repeats``
     after a warm-up; ``progress(category)`` after each category."""
     started, first = time.perf_counter(), categories[0]
     cost_settings = replace(s, prompts=1, repeats=repeats, warmup=1)

@@ -1,6 +1,6 @@
-"""Spec-Bench's questions (decoders/bench/spec_bench.py) against the file's own counts; its table on the shipped tiny
-pair against greedy autoregressive decoding, prompt by prompt; the report's recommendation against hand-computed
-choices; never timings."""
+"""Spec-Bench's questions (decoders/bench/spec_bench/questions.py) against the file's own counts; its table on the
+shipped tiny pair against greedy autoregressive decoding, prompt by prompt; the report's recommendation against
+hand-computed choices; never timings."""
 
 import collections
 import dataclasses
@@ -16,7 +16,7 @@ from figure_inputs import small_spec_bench_table
 from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
-from decoders.bench.spec_bench import (
+from decoders.bench.spec_bench.questions import (
     CATEGORIES,
     LABELS,
     QUESTIONS,
@@ -25,7 +25,7 @@ from decoders.bench.spec_bench import (
     spec_bench_categories,
     spec_bench_prompts,
 )
-from decoders.bench.spec_bench_report import (
+from decoders.bench.spec_bench.report import (
     NO_SPECULATION,
     Z95,
     overall_error,
@@ -33,8 +33,8 @@ from decoders.bench.spec_bench_report import (
     recommendation_lines,
     within_noise,
 )
-from decoders.bench.spec_bench_suite import spec_bench_document
-from decoders.bench.spec_bench_table import category_rows, spec_bench_lines
+from decoders.bench.spec_bench.suite import spec_bench_document
+from decoders.bench.spec_bench.table import category_rows, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
 
 #: Spec-Bench's question file as its README describes it: MT-bench's 8 sub-categories of 10, then 80 of each.
@@ -165,7 +165,7 @@ def test_spec_bench_table_against_autoregressive(table):
 
 def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
     """Negative control: a speculative decoder whose last token is off marks its prompts unequal."""
-    from decoders.bench import spec_bench_suite
+    from decoders.bench.spec_bench import suite as spec_bench_suite
 
     real = spec_bench_suite.generate_speculative
 

@@ -1,4 +1,4 @@
-"""Spec-Bench's table from ``decoders.bench.spec_bench_suite.spec_bench_document`` (docs/measuring.md, "Spec-Bench"):
+"""Spec-Bench's table from ``decoders.bench.spec_bench.suite.spec_bench_document`` (docs/measuring.md, "Spec-Bench"):
 for each category and draft the best setting at T = 0 by measured speedup, with the mean accepted tokens per target
 call, alpha, the measured speedup over our autoregressive decoder with its spread over repeats, the cost model's
 calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's; an engine's
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from decoders.bench.spec_bench_report import chain_setting, tree_setting
+from decoders.bench.spec_bench.report import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
 __all__ = [
@@ -77,7 +77,7 @@ def _row(category: str, label: str, draft: str, prompts: list, rows: list, setti
 
 
 def _forecasts(measured: dict) -> dict:
-    """{setting: forecast speedup} of a category's judged forecast (``decoders.bench.spec_bench_forecast``), {}
+    """{setting: forecast speedup} of a category's judged forecast (``decoders.bench.spec_bench.forecast``), {}
     without."""
     forecast = measured.get("forecast")
     return {} if forecast is None else {row["setting"]: row["forecast"] for row in forecast["judged"]["rows"]}
@@ -193,7 +193,7 @@ def spec_bench_lines(document: dict) -> list:
 
 
 def forecast_lines(document: dict) -> list:
-    """Per category the forecast's recommendation judged on the table (``decoders.bench.spec_bench_forecast``), and the
+    """Per category the forecast's recommendation judged on the table (``decoders.bench.spec_bench.forecast``), and the
     seconds of both; none where the table was not forecast."""
     forecast = document.get("forecast")
     if not forecast:

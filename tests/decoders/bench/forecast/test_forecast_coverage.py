@@ -1,5 +1,5 @@
 """The forecasts' stated 95% intervals (``spectheory.intervals``) against hand computations, and their coverage on every
-committed forecast beside its measurement (``decoders.bench.forecast_coverage``) against docs/measuring.md's table, with
+committed forecast beside its measurement (``decoders.bench.forecast.coverage``) against docs/measuring.md's table, with
 the control that a narrower interval fails the 90% line on the same rows."""
 
 import json
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from decoders.bench.forecast_coverage import ForecastPair, coverage_table, covered, pairs_of, run_error
+from decoders.bench.forecast.coverage import ForecastPair, coverage_table, covered, pairs_of, run_error
 from spectheory.intervals import FORECAST_RUN_ERROR, covers, forecast_interval
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 T_3, Z = 3.182446305284263, 1.959963984540054  # Student's t on 3 degrees of freedom and the normal, at 0.975
 
 

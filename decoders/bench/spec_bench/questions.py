@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 TASK = "spec-bench"
-QUESTIONS = Path(__file__).parent / "data" / "spec_bench" / "question.jsonl"
+QUESTIONS = Path(__file__).parent / "data" / "question.jsonl"
 #: The six categories in the order of Spec-Bench's table, with the file's category names in each.
 CATEGORIES = {
     "mt_bench": ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities"),

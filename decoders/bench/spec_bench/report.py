@@ -1,5 +1,5 @@
 """The report's answer per Spec-Bench category (``spectheory report --task spec-bench``, docs/measuring.md,
-"Spec-Bench"), from a table of ``decoders.bench.spec_bench_suite.spec_bench_document``.
+"Spec-Bench"), from a table of ``decoders.bench.spec_bench.suite.spec_bench_document``.
 
 * Per category the recommended setting is the (draft, gamma) of the largest calibrated speedup among the chain
   rows (the cost model, docs/theory.md §10), or "do not speculate" where none is predicted above 1x; beside it
@@ -62,7 +62,7 @@ def tree_setting(draft: str, nodes: int) -> str:
 
 def _settings(measured: dict) -> list:
     """The settings of one category that have a prediction: {setting, draft, gamma, drafted, predicted, measured,
-    error}; the prediction is the forecast (``decoders.bench.spec_bench_forecast``, the dynamic tree's included) where
+    error}; the prediction is the forecast (``decoders.bench.spec_bench.forecast``, the dynamic tree's included) where
     the table was forecast, else the cost model calibrated on the table's own runs."""
     forecast = measured.get("forecast")
     if forecast is not None:

@@ -1,5 +1,5 @@
-"""The forecast of a gamma sweep (decoders.bench.forecast; docs/measuring.md, Forecasts): judged by hand, made from its
-own profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
+"""The forecast of a gamma sweep (decoders.bench.forecast.sweep; docs/measuring.md, Forecasts): judged by hand, made
+from its own profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
 
 import pytest
 import torch
@@ -7,7 +7,7 @@ from bench_inputs import SETTINGS, tiny
 
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution
-from decoders.bench.forecast import (
+from decoders.bench.forecast.sweep import (
     acceptance_runs,
     forecast_speedups,
     forecast_sweep,

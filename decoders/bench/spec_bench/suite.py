@@ -25,14 +25,14 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
-from decoders.bench.spec_bench import (
+from decoders.bench.spec_bench.forecast import forecast_table, judge_category
+from decoders.bench.spec_bench.questions import (
     LABELS,
     QUESTIONS_PER_CATEGORY,
     PromptRows,
     spec_bench_categories,
     spec_bench_prompts,
 )
-from decoders.bench.spec_bench_forecast import forecast_table, judge_category
 from decoders.drafts import spec_bench_drafts
 from decoders.dynamic_tree import DynamicTree
 from decoders.models.protocol import synchronize
@@ -307,7 +307,7 @@ def spec_bench_document(
     """Spec-Bench per category for ``drafts`` {name: gammas} (``suite_drafts``) and, unless ``dynamic`` is None, the
     dynamic tree with the first draft, at T = 0 (``bench_category``); ``settings.prompts`` questions per category,
     ``settings.max_new_tokens`` new tokens each. With ``forecast_questions``, first the forecast of every category
-    from that many other questions of it (``decoders.bench.spec_bench_forecast``), judged on the table."""
+    from that many other questions of it (``decoders.bench.spec_bench.forecast``), judged on the table."""
     if settings.temperatures != (0.0,):
         raise ValueError(f"temperatures {settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0")
     as_int("forecast_questions", forecast_questions, low=0, high=QUESTIONS_PER_CATEGORY - settings.prompts)

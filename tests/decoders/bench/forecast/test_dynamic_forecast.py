@@ -1,4 +1,4 @@
-"""The dynamic tree's forecast (docs/theory-trees.md §12, ``decoders.bench.dynamic_forecast``) against the tree decoder:
+"""The dynamic tree's forecast (docs/theory-trees.md §12, ``decoders.bench.forecast.dynamic``) against the tree decoder:
 the acceptance it measures per node is what the decoder's walk accepts, at the first iteration and along a whole run."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 import torch
 from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 
-from decoders.bench.dynamic_forecast import forecast_dynamic, node_acceptance, widest
+from decoders.bench.forecast.dynamic import forecast_dynamic, node_acceptance, widest
 from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
