@@ -315,6 +315,11 @@ def format_engine_answer(counts, answer: dict, table_text: str) -> str:
         f"{best} predicts {answer['recommended_speedup']:.3f}x ({answer['speedup_change']:.3f} times the "
         f"current speed)"
     )
+    if answer["table"].get("c") == 0:  # the default: nothing said of the draft's cost
+        closing += (
+            "\nc = 0: no draft cost was given (--c, or --costs from spectheory profile), so every draft token is free "
+            "here and the longest gamma wins; give the draft's cost before acting on this gamma"
+        )
     return "\n".join(
         [
             f"{counts.engine}: {counts.drafts:g} drafts, {counts.draft_tokens:g} draft tokens "

@@ -84,6 +84,19 @@ def test_vllm_dump_against_the_calculator(tmp_path, capsys):
     assert abs(misread - ALPHA) > 10 * answer["alpha_standard_error"]
 
 
+def test_draft_cost_caveat_against_the_given_cost(tmp_path, capsys):
+    """Without --c (c = 0: every draft token free) the answer says its gamma ignores the draft's cost; with --c it
+    does not (the control)."""
+    per_position = simulated_positions(2, alpha=0.9, k=2)
+    path = tmp_path / "metrics.txt"
+    path.write_bytes(vllm_dump(DRAFTS, DRAFTS * 2, per_position.sum(), per_position))
+    caveat = "c = 0: no draft cost was given"
+    status, out, _ = run(capsys, "gamma", "--from-metrics", str(path))
+    assert status == 0 and caveat in out
+    status, out, _ = run(capsys, "gamma", "--from-metrics", str(path), "--c", "0.05")
+    assert status == 0 and caveat not in out
+
+
 def test_vllm_dump_text(tmp_path, capsys):
     """The plain answer names every metric and the gain of moving the engine's k to the optimum."""
     per_position = simulated_positions(2, alpha=0.9, k=2)
