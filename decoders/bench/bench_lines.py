@@ -1,10 +1,11 @@
 """The printed summary of ``spectheory bench`` (docs/theory.md §9-§10): one line per measured row and the
-predictions' errors, from the JSON document the bench writes."""
+predictions' errors, from the JSON document the bench writes, its rows read as ``decoders.bench.rows``."""
 
 from __future__ import annotations
 
 import statistics
 
+from decoders.bench.rows import BenchRow, JudgedRow
 from spectheory.costs import CostProfile
 from spectheory.recommendation import recommendation_words
 
@@ -27,20 +28,21 @@ def bench_lines(document: dict) -> list[str]:
         if key != "temperature" and value not in (None, False, 0.0, 1.0, [], ())
     }  # the settings that are set
     lines[1:1] = [f"sampling at every temperature: {sampling}"] if sampling else []
-    for row in document["rows"]:
-        low, _, high = row["speedup_spread"]
+    rows = [BenchRow.from_dict(row) for row in document["rows"]]  # the document's, of any vintage
+    for row in rows:
+        low, _, high = row.speedup_spread
         lines.append(
-            f"{row['temperature']:4g}  {row['gamma']:5d}  {row['tokens_per_iteration']:11.3f}  "
-            f"{row['alpha_counts']:5.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f})  "
-            f"{_error(row.get('speedup_standard_error'))}  "
-            f"{row['calibrated_speedup']:10.3f}  {row['calibrated_over_measured']:12.3f}  "
-            f"{row['predicted_speedup']:7.3f}  {row['measured_over_predicted']:12.3f}  {_share(row['efficiency'])}"
+            f"{row.temperature:4g}  {row.gamma:5d}  {row.tokens_per_iteration:11.3f}  "
+            f"{row.alpha_counts:5.3f}  {row.speedup:7.3f} ({low:.2f}-{high:.2f})  "
+            f"{_error(row.speedup_standard_error)}  "
+            f"{row.calibrated_speedup:10.3f}  {row.calibrated_over_measured:12.3f}  "
+            f"{row.predicted_speedup:7.3f}  {row.measured_over_predicted:12.3f}  {_share(row.efficiency)}"
         )
     lines += [
-        _error_summary(name, document["rows"], key, 0.10)
+        _error_summary(name, rows, key, 0.10)
         for name, key in (("calibrated", "calibrated_speedup"), ("Theorem 3.8", "predicted_speedup"))
     ]
-    checked = [row["calibrated_within"] for row in document["rows"] if "calibrated_within" in row]
+    checked = [row.calibrated_within for row in rows if row.calibrated_within is not None]
     if checked:
         lines.append(f"calibrated within max(10%, 2 SE over the prompts): {sum(checked)} of {len(checked)} rows")
     for temperature in settings["temperatures"]:
@@ -98,12 +100,12 @@ def _forecast_lines(document: dict) -> list[str]:
         "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured",
     ]
     for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
-        for row in judged["forecast_by_gamma"]:
-            low, high = row["measured_interval"]
+        for row in map(JudgedRow.from_dict, judged["forecast_by_gamma"]):
+            low, high = row.measured_interval
             lines.append(
-                f"{judged['temperature']:4g}  {row['gamma']:5d}  {row['forecast']:8.3f}  "
-                f"{_error(row['forecast_standard_error'])}  {row['measured']:8.3f} [{low:.3f}-{high:.3f}]  "
-                f"{row['forecast_over_measured']:17.3f}{'' if row['inside_interval'] else '  (outside)'}"
+                f"{judged['temperature']:4g}  {row.gamma:5d}  {row.forecast:8.3f}  "
+                f"{_error(row.forecast_standard_error)}  {row.measured:8.3f} [{low:.3f}-{high:.3f}]  "
+                f"{row.forecast_over_measured:17.3f}{'' if row.inside_interval else '  (outside)'}"
             )
         if ahead["prompts_needed"] is not None:
             lines.append(
@@ -161,22 +163,23 @@ def _batch_lines(sweep: dict | None) -> list[str]:
         "batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
         "  efficiency AR/spec"
     ]
-    for row in sweep["rows"]:
-        low, _, high = row["speedup_spread"]
+    rows = [BenchRow.from_dict(row) for row in sweep["rows"]]
+    for row in rows:
+        low, _, high = row.speedup_spread
         lines.append(
-            f"{row['batch_size']:5d}  {row['temperature']:3g}  {row['gamma']:5d}  {row['prompts']:7d}  "
-            f"{row['autoregressive_tokens_per_second']:8.0f}  {row['tokens_per_second']:10.0f}  "
-            f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {row['calibrated_speedup']:10.3f}  "
-            f"{row['calibrated_over_measured']:13.3f}  {_share(row['autoregressive_efficiency'])}/"
-            f"{_share(row['efficiency'])}"
+            f"{row.batch_size:5d}  {row.temperature:3g}  {row.gamma:5d}  {row.prompts:7d}  "
+            f"{row.autoregressive_tokens_per_second:8.0f}  {row.tokens_per_second:10.0f}  "
+            f"{row.speedup:7.3f} ({low:.2f}-{high:.2f})  {row.calibrated_speedup:10.3f}  "
+            f"{row.calibrated_over_measured:13.3f}  {_share(row.autoregressive_efficiency)}/"
+            f"{_share(row.efficiency)}"
         )
-    return lines + [_error_summary("batch sweep", sweep["rows"], "calibrated_speedup", 0.15)]
+    return lines + [_error_summary("batch sweep", rows, "calibrated_speedup", 0.15)]
 
 
 def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
-    """How far the prediction ``row[key]`` is from the measured speedups: median and largest
+    """How far the prediction ``key`` of the ``BenchRow``s ``rows`` is from the measured speedups: median and largest
     |predicted / measured - 1|, and the rows within ``tolerance``."""
-    errors = [abs(row[key] / row["speedup"] - 1) for row in rows]
+    errors = [abs(getattr(row, key) / row.speedup - 1) for row in rows]
     within = sum(error <= tolerance for error in errors)
     return (
         f"{name}: median |predicted / measured - 1| = {100 * statistics.median(errors):.1f}%, largest "
