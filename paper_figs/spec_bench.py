@@ -26,9 +26,9 @@ def compute(results: Path, *, progress=None) -> Path:
 def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
     """The bar chart of a table (``decoders.bench.spec_bench.suite`` document, with or without engine rows)."""
     rows = category_rows(document)
-    categories = list(dict.fromkeys((row["category"], row["label"]) for row in rows))
-    drafts = list(dict.fromkeys(row["draft"] for row in rows))
-    cells = {(row["category"], row["draft"]): row for row in rows}
+    categories = list(dict.fromkeys((row.category, row.label) for row in rows))
+    drafts = list(dict.fromkeys(row.draft for row in rows))
+    cells = {(row.category, row.draft): row for row in rows}
     width = 0.8 / len(drafts)
     fig, axes = figure((FULL[0], 3.0))
     for index, draft in enumerate(drafts):
@@ -40,17 +40,17 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
         xs, mine = [x for x, _ in places], [row for _, row in places]
         axes.bar(
             xs,
-            [row["speedup"] for row in mine],
+            [row.speedup for row in mine],
             width,
             color=f"C{index}",
             label=draft,
             yerr=[
-                [max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in mine],
-                [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in mine],
+                [max(0.0, row.speedup - row.speedup_spread[0]) for row in mine],
+                [max(0.0, row.speedup_spread[2] - row.speedup) for row in mine],
             ],
             error_kw={"linewidth": 0.6},
         )
-        predicted = [(x, row["calibrated_speedup"]) for x, row in places if row["calibrated_speedup"] is not None]
+        predicted = [(x, row.calibrated_speedup) for x, row in places if row.calibrated_speedup is not None]
         if predicted:
             axes.scatter(
                 *zip(*predicted),
@@ -61,7 +61,7 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
                 zorder=3,
                 label="cost model (fit)" if index == 0 else None,
             )
-        forecast = [(x, row["forecast_speedup"]) for x, row in places if row.get("forecast_speedup") is not None]
+        forecast = [(x, row.forecast_speedup) for x, row in places if row.forecast_speedup is not None]
         if forecast:
             axes.scatter(
                 *zip(*forecast),

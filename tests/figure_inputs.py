@@ -171,9 +171,17 @@ def small_spec_bench_table() -> dict:
             "cut": 0,
             "prompt_tokens": 60.0,
             "setting": "gamma 2",
-            **_spec_row(2, 1.1, 1.2),
+            "gamma": 2,
+            "mean_acceptance_length": 1.5,
+            "acceptance_rate": 0.3,
             "alpha": 0.5,
-        }
+            "speedup": 1.2,
+            "speedup_spread": [1.15, 1.2, 1.25],
+            "calibrated_speedup": 1.1,
+            "calibrated_over_measured": 1.1 / 1.2,
+            "forecast_speedup": None,
+            "greedy_equal": True,
+        }  # an engine's table rows (decoders.bench.rows.TableRow)
         for c in labels
     ]
     return {

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from decoders.results import ResultRow
 
-__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow"]
+__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow", "TableRow"]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -169,3 +169,30 @@ class PolicyRow(ResultRow):
     predicted_speedup: float | None = None
     tokens_over_predicted: float | None = None
     predicted_over_measured: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableRow(ResultRow):
+    """One (category, draft) line of Spec-Bench's table (``decoders.bench.spec_bench.table``): the category's
+    prompts, and of the draft's best setting at T = 0 (our decoders' over our autoregressive decoder, an engine's
+    over its own plain decoding) the mean accepted tokens per call, alpha, the measured speedup with its spread, the
+    cost model's prediction, the forecast's where one was made, and whether every prompt's greedy tokens equal
+    autoregressive decoding's."""
+
+    category: str
+    label: str
+    draft: str
+    prompts: int
+    cut: int  # prompts whose front was cut to fit the draft's context
+    prompt_tokens: float  # mean
+    setting: str  # "gamma G" or "N nodes"
+    gamma: int | None
+    mean_acceptance_length: float
+    acceptance_rate: float | None = None
+    alpha: float | None
+    speedup: float
+    speedup_spread: list  # [min, median, max] over repeats
+    calibrated_speedup: float | None
+    calibrated_over_measured: float | None
+    forecast_speedup: float | None = None
+    greedy_equal: bool

@@ -16,6 +16,7 @@ from decoders.bench.bench_lines import bench_lines
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from decoders.bench.rows import TableRow
 from decoders.bench.runs import bench_document, policy_document, tree_document
 from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
@@ -176,7 +177,7 @@ def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
     return document, [
         f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
         f"engine's own plain decoding at the best of gammas {', '.join(map(str, gammas))}",
-        *table_lines(document["table"]),
+        *table_lines([TableRow.from_dict(row) for row in document["table"]]),
     ]
 
 

@@ -98,7 +98,7 @@ def engine_table(
         "model": engine.model_path.name,
         "prompt_room": room,
         "categories": categories,
-        "table": rows,
+        "table": [row.as_dict() for row in rows],
     }
 
 

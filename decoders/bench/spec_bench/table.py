@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from decoders.bench.rows import TableRow
 from decoders.bench.spec_bench.report import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
@@ -46,23 +47,23 @@ CHOSEN_KEYS = (
 )
 
 
-def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict, greedy_equal: bool) -> dict:
+def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict, greedy_equal: bool) -> TableRow:
     """One (category, draft) line in the engines' words (docs/metrics.md): the prompts' counts, and of ``chosen``
     (the best setting, our decoders' or an engine's) the ``CHOSEN_KEYS``."""
-    return {
-        "category": category,
-        "label": label,
-        "draft": draft,
-        "prompts": len(prompts),
-        "cut": sum(p["cut"] > 0 for p in prompts),
-        "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
+    return TableRow(
+        category=category,
+        label=label,
+        draft=draft,
+        prompts=len(prompts),
+        cut=sum(p["cut"] > 0 for p in prompts),
+        prompt_tokens=sum(p["tokens"] for p in prompts) / len(prompts),
         **{key: chosen[key] for key in CHOSEN_KEYS},
-        "forecast_speedup": chosen.get("forecast_speedup"),
-        "greedy_equal": greedy_equal,
-    }
+        forecast_speedup=chosen.get("forecast_speedup"),
+        greedy_equal=greedy_equal,
+    )
 
 
-def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecast) -> dict:
+def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecast) -> TableRow:
     """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``, with
     ``forecast(best)``, the forecast of that setting (None without one)."""
     best = best_row(rows)
@@ -84,7 +85,7 @@ def _forecasts(measured: dict) -> dict:
 
 
 def category_rows(document: dict) -> list:
-    """One dict per category and draft (then the dynamic tree, then the engine's), in the table's order."""
+    """One ``TableRow`` per category and draft (then the dynamic tree, then the engine's), in the table's order."""
     rows = []
     for category, measured in document["categories"].items():
         forecasts = _forecasts(measured)
@@ -115,7 +116,7 @@ def category_rows(document: dict) -> list:
                 )
             )
     engine = document.get("engine")
-    return rows + (list(engine["table"]) if engine else [])
+    return rows + ([TableRow.from_dict(row) for row in engine["table"]] if engine else [])
 
 
 def _number(value, form: str) -> str:
@@ -133,13 +134,13 @@ def table_lines(rows: list) -> list:
         f"{'alpha':>7}{'speedup':>9}{'spread':>13}{'forecast':>9}{'model':>8}{'greedy':>8}"
     ]
     for row in rows:
-        low, _, high = row["speedup_spread"]
+        low, _, high = row.speedup_spread
         lines.append(
-            f"{row['label']:<27}{row['draft']:<23}{row['prompts']:>8}{row['cut']:>5}{row['prompt_tokens']:>8.0f}"
-            f"{row['setting']:>10}{row['mean_acceptance_length']:>9.2f}{_number(row['alpha'], '.3f'):>7}"
-            f"{row['speedup']:>8.2f}x{f'{low:.2f}-{high:.2f}x':>13}{_times(row.get('forecast_speedup')):>9}"
-            f"{_times(row['calibrated_speedup']):>8}"
-            f"{'equal' if row['greedy_equal'] else 'DIFFER':>8}"
+            f"{row.label:<27}{row.draft:<23}{row.prompts:>8}{row.cut:>5}{row.prompt_tokens:>8.0f}"
+            f"{row.setting:>10}{row.mean_acceptance_length:>9.2f}{_number(row.alpha, '.3f'):>7}"
+            f"{row.speedup:>8.2f}x{f'{low:.2f}-{high:.2f}x':>13}{_times(row.forecast_speedup):>9}"
+            f"{_times(row.calibrated_speedup):>8}"
+            f"{'equal' if row.greedy_equal else 'DIFFER':>8}"
         )
     return lines
 
@@ -147,9 +148,9 @@ def table_lines(rows: list) -> list:
 def matrix_lines(rows: list) -> list:
     """Spec-Bench's layout: a draft per line, each category's best speedup per column, then the mean accepted
     tokens per call over the categories and the geometric mean of the speedups."""
-    categories = list(dict.fromkeys((row["category"], row["label"]) for row in rows))
-    drafts = list(dict.fromkeys(row["draft"] for row in rows))
-    cells = {(row["category"], row["draft"]): row for row in rows}
+    categories = list(dict.fromkeys((row.category, row.label) for row in rows))
+    drafts = list(dict.fromkeys(row.draft for row in rows))
+    cells = {(row.category, row.draft): row for row in rows}
     lines = [
         f"{'draft':<23}"
         + "".join(f"{label.split()[0][:10]:>11}" for _, label in categories)
@@ -158,11 +159,11 @@ def matrix_lines(rows: list) -> list:
     for draft in drafts:
         mine = [cells.get((category, draft)) for category, _ in categories]
         present = [row for row in mine if row]
-        mean = math.exp(sum(math.log(row["speedup"]) for row in present) / len(present))
+        mean = math.exp(sum(math.log(row.speedup) for row in present) / len(present))
         lines.append(
             f"{draft:<23}"
-            + "".join(f"{_number(row and row['speedup'], '.2f') + ('x' if row else ''):>11}" for row in mine)
-            + f"{sum(row['mean_acceptance_length'] for row in present) / len(present):>10.2f}{mean:>10.2f}x"
+            + "".join(f"{_number(row and row.speedup, '.2f') + ('x' if row else ''):>11}" for row in mine)
+            + f"{sum(row.mean_acceptance_length for row in present) / len(present):>10.2f}{mean:>10.2f}x"
         )
     return lines
 
@@ -181,7 +182,7 @@ def spec_bench_lines(document: dict) -> list:
         + [""]
         + table_lines(rows)
     )
-    if any(row["cut"] for row in rows):
+    if any(row.cut for row in rows):
         lines.append(
             "cut: prompts longer than the draft's context leaves room for (beside the new tokens) lost their front"
         )

@@ -149,16 +149,13 @@ def test_spec_bench_table_against_autoregressive(table):
         assert all(row["greedy_equal"] == [True] for drafted in measured["drafts"].values() for row in drafted["rows"])
         assert measured["dynamic"]["rows"][0]["greedy_equal"] == [True]
     rows = category_rows(table)
-    assert [(row["label"], row["draft"]) for row in rows] == [
+    assert [(row.label, row.draft) for row in rows] == [
         (LABELS[c], d) for c in ("qa", "rag") for d in ("bigram", "unigram", "dynamic tree (bigram)")
     ]
-    assert all(row["greedy_equal"] for row in rows)
+    assert all(row.greedy_equal for row in rows)
     # unigram's one gamma would calibrate its own prediction, and the rank model does not predict dynamic trees
-    assert [row["calibrated_speedup"] is None for row in rows] == [False, True, True] * 2
-    assert (
-        rows[3]["cut"] == 1
-        and rows[3]["prompt_tokens"] == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
-    )
+    assert [row.calibrated_speedup is None for row in rows] == [False, True, True] * 2
+    assert rows[3].cut == 1 and rows[3].prompt_tokens == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
     lines = spec_bench_lines(table)
     assert sum(line.startswith(LABELS["qa"]) for line in lines) == 3 and "lost their front" in lines[-2]
 
@@ -342,3 +339,17 @@ def test_commands_without_spec_bench_refuse_it_in_one_line(capsys):
     """The tree bench does not take Spec-Bench's questions: one line and exit 2, before anything is timed."""
     status, _, err = run(capsys, "bench", "--task", "spec-bench:qa", "--tree", "--budgets", "4")
     assert status == 2 and "greedy table only" in err and len(err.strip().splitlines()) == 1
+
+
+def test_table_rows_against_every_committed_file():
+    """The Spec-Bench table's row format (decoders.bench.rows.TableRow) reads every table row committed under
+    results/ (an engine's tables), each vintage's keys with their values. Control: an unknown key is refused."""
+    from committed_results import committed_rows, misread
+
+    from decoders.bench.rows import TableRow
+
+    rows = committed_rows("table", frozenset({"category", "draft", "setting"}))
+    assert len(rows) >= 20, len(rows)
+    assert misread(TableRow, rows) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        TableRow.from_dict(dict(rows[0], odd=1))

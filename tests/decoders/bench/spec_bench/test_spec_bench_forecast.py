@@ -171,7 +171,7 @@ def test_forecast_document_against_its_table(forecast_table):
     assert forecast["recommended"]["setting"] in {row["setting"] for row in forecast["judged"]["rows"]} | {
         NO_SPECULATION
     }
-    assert [row["forecast_speedup"] is not None for row in category_rows(forecast_table)] == [True, True]
+    assert [row.forecast_speedup is not None for row in category_rows(forecast_table)] == [True, True]
     assert forecast_table["forecast"]["questions"] == 2 and forecast_table["sweep_seconds"] > 0
     lines = forecast_lines(forecast_table)
     assert lines[1].startswith(f"{LABELS['qa']}: recommended ") and "over 3 settings" in lines[1]
