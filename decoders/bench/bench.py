@@ -29,7 +29,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
 from decoders.bench.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
-from decoders.bench.rows import BenchRow
+from decoders.bench.rows import BenchRow, BlockwiseRow
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.models.protocol import synchronize
 from decoders.progress import progress_bar
@@ -550,14 +550,17 @@ def bench_blockwise(
             iterations = sum(run.stats.iterations for run in runs)
             tokens = sum(len(row) for run in runs for row in run.tokens)
             rows.append(
-                dict(
-                    asdict(config),
+                BlockwiseRow(
+                    criterion=config.criterion,
+                    top_k=config.top_k,
+                    epsilon=config.epsilon,
+                    min_block_size=config.min_block_size,
                     block_size=config.block_size or model.heads,
                     seconds=seconds,
                     iterations=iterations,
                     mean_block_size=tokens / iterations,
                     speedup=baseline / seconds,
-                )
+                ).as_dict()  # the document's
             )
             bar.update(1)
     return {

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from decoders.results import ResultRow
 
-__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow", "TableRow"]
+__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow", "TableRow", "DynamicTreeRow", "BlockwiseRow"]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -196,3 +196,40 @@ class TableRow(ResultRow):
     calibrated_over_measured: float | None
     forecast_speedup: float | None = None
     greedy_equal: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicTreeRow(ResultRow):
+    """EAGLE-2's dynamic tree in one Spec-Bench category (``decoders.bench.spec_bench.suite``), at T = 0: its speedup
+    over our autoregressive decoder with the spread over repeats, tokens per target call and the acceptance of its
+    nodes, and greedy equality per prompt. The bench row's keys, where the tree has them: no gamma, no alpha from
+    counts, no cost model."""
+
+    temperature: float
+    gamma: None = None  # a tree has nodes, not a draft length
+    nodes: int  # the tree's budget
+    speedup: float
+    speedup_spread: list  # [min, median, max]
+    mean_acceptance_length: float  # tokens per target call
+    acceptance_rate: float  # accepted over drafted nodes
+    alpha_counts: None = None
+    calibrated_speedup: None = None
+    calibrated_over_measured: None = None
+    greedy_equal: list  # per prompt
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockwiseRow(ResultRow):
+    """One ``BlockwiseConfig`` of the blockwise bench (``decoders.bench.bench.bench_blockwise``, Stern et al.): its
+    criterion and block sizes, the seconds of the prompt set, the mean accepted block (tokens per model call) and the
+    speedup over greedy autoregressive decoding with the base model."""
+
+    criterion: str
+    top_k: int
+    epsilon: float
+    min_block_size: int
+    block_size: int  # the heads used (the config's, or every head)
+    seconds: float
+    iterations: int
+    mean_block_size: float
+    speedup: float

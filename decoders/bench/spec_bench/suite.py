@@ -25,6 +25,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
+from decoders.bench.rows import DynamicTreeRow
 from decoders.bench.spec_bench.forecast import forecast_table, judge_category
 from decoders.bench.spec_bench.questions import (
     LABELS,
@@ -199,19 +200,15 @@ def _dynamic_document(name: str, tree: DynamicTree, timings: dict, room: int, co
         "tree": tree.as_dict(),
         "prompt_room": room,
         "rows": [
-            {
-                "temperature": 0.0,
-                "gamma": None,
-                "nodes": tree.budget,
-                "speedup": median,
-                "speedup_spread": [ratios[0], median, ratios[-1]],
-                "mean_acceptance_length": 1 + sum(accepted) / len(accepted),
-                "acceptance_rate": sum(accepted) / (len(accepted) * (tree.budget - 1)),
-                "alpha_counts": None,
-                "calibrated_speedup": None,
-                "calibrated_over_measured": None,
-                "greedy_equal": [run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)],
-            }
+            DynamicTreeRow(
+                temperature=0.0,
+                nodes=tree.budget,
+                speedup=median,
+                speedup_spread=[ratios[0], median, ratios[-1]],
+                mean_acceptance_length=1 + sum(accepted) / len(accepted),
+                acceptance_rate=sum(accepted) / (len(accepted) * (tree.budget - 1)),
+                greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)],
+            ).as_dict()
         ],
     }
 

@@ -461,3 +461,15 @@ def test_bench_rows_against_their_document():
     assert all(isinstance(row, BenchRow) for row in report.rows)
     assert [BenchRow.from_dict(row) for row in document["rows"]] == list(report.rows)
     assert "greedy_equal" in document["rows"][0] and "batch_size" not in document["rows"][0]
+
+
+def test_blockwise_rows_against_every_committed_file():
+    """The blockwise bench's row (decoders.bench.rows.BlockwiseRow) reads every such row committed under results/
+    with its values. Control: an unknown key is refused."""
+    from decoders.bench.rows import BlockwiseRow
+
+    rows = committed_rows("rows", frozenset({"mean_block_size"}))
+    assert len(rows) >= 5, len(rows)
+    assert misread(BlockwiseRow, rows) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        BlockwiseRow.from_dict(dict(rows[0], odd=1))

@@ -353,3 +353,17 @@ def test_table_rows_against_every_committed_file():
     assert misread(TableRow, rows) == []
     with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
         TableRow.from_dict(dict(rows[0], odd=1))
+
+
+def test_dynamic_tree_rows_against_every_committed_file():
+    """The dynamic tree's Spec-Bench row (decoders.bench.rows.DynamicTreeRow) reads every such row committed under
+    results/ with its values. Control: an unknown key is refused."""
+    from committed_results import committed_rows, misread
+
+    from decoders.bench.rows import DynamicTreeRow
+
+    rows = committed_rows("rows", frozenset({"nodes", "alpha_counts"}))
+    assert len(rows) >= 12, len(rows)
+    assert misread(DynamicTreeRow, rows) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        DynamicTreeRow.from_dict(dict(rows[0], odd=1))
