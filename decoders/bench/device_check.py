@@ -73,9 +73,12 @@ class LlamaShape:
             rope_theta=100000.0,
             attn_implementation="sdpa",
         )
-        torch.manual_seed(seed)  # transformers' initialisation draws from the global generator
-        with torch.device(device):
-            model = LlamaForCausalLM(config).to(dtype)
+        device = torch.device(device)
+        # transformers' initialisation draws from the global generators: seeded in a fork, the caller's untouched
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed)
+            with device:
+                model = LlamaForCausalLM(config).to(dtype)
         return HFCausalLM(model)
 
     def parameters(self) -> int:

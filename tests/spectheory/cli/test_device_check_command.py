@@ -87,3 +87,20 @@ def test_compiled_section_holds_every_part(dry_run):
         (a, g) for a in COMPILED_DRY_RUN.alphas for g in COMPILED_DRY_RUN.gammas
     ]
     assert all(row["measured_speedup"] > 0 and row["predicted_speedup"] > 0 for row in chain), chain
+
+
+def test_shape_build_against_the_global_generator():
+    """A shape's random model is the same for the same seed, and building it leaves the caller's global generator
+    where it was (it seeds a fork of it: library code never moves the global RNG)."""
+    import torch
+
+    from decoders.bench.device_check import LlamaShape
+
+    shape = LlamaShape("tiny", 64, 128, 2, 4, 2, vocab_size=100, max_position_embeddings=64)
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    first = shape.build("cpu", torch.float32, seed=5)
+    assert torch.equal(torch.rand(3), expected)
+    second = shape.build("cpu", torch.float32, seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(first.model.parameters(), second.model.parameters()))
