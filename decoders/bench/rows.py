@@ -6,7 +6,7 @@ repeats; speedups are autoregressive seconds over speculative seconds."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 from decoders.results import ResultRow
@@ -27,8 +27,6 @@ _ADDED = (
     "tokens_per_second",
     "autoregressive_efficiency",
 )
-#: Fields of every row since the first sweeps; the rest may be missing from rows committed before they were added.
-_FIRST = ("temperature", "gamma", "seconds", "iterations", "tokens_per_iteration", "speedup")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,17 +70,7 @@ class BenchRow(ResultRow):
     tokens_per_second: float | None = None
     autoregressive_efficiency: float | None = None
 
-    OPTIONAL: ClassVar[tuple] = _ADDED
-
-    @classmethod
-    def from_dict(cls, row: dict) -> "BenchRow":
-        """A row of a document (a committed file of any vintage: fields added later are None); a ValueError naming
-        a key this class does not know, or a missing first one."""
-        known = {field.name for field in fields(cls)}
-        unknown, missing = sorted(set(row) - known), [key for key in _FIRST if key not in row]
-        if unknown or missing:
-            raise ValueError(f"not a bench row: unknown keys {unknown}, missing {missing}")
-        return cls(**row)
+    OPTIONAL: ClassVar[tuple] = _ADDED  # fields without a default are those of every row since the first sweeps
 
 
 @dataclass(frozen=True, kw_only=True)
