@@ -1,5 +1,5 @@
 """The one-command report rendered (``spectheory report``): ``report.json``, ``report.md`` and ``report.html``
-with their figures, from the ``ReportDocument`` that ``decoders.bench.report.measure_pair`` measured.
+with their figures, from the ``ReportDocument`` that ``decoders.bench.report.pair.measure_pair`` measured.
 
 Every number in the Markdown and HTML is formatted from the JSON document, which is written first. The
 files are written into a staged directory that replaces ``out`` only once all of them are complete.
@@ -13,8 +13,8 @@ import statistics
 from pathlib import Path
 
 from decoders.bench.bench_lines import loss_resolution
-from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
-from decoders.bench.spec_bench.report import apart_label, loss_noise
+from decoders.bench.report.document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.spec_bench.recommend import apart_label, loss_noise
 from decoders.bench.spec_bench.table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table

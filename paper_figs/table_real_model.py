@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decoders.bench.rows import HFComparisonRow
 from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
 from spectheory.calculator import gamma_table
 from spectheory.costs import CostProfile
@@ -46,11 +47,8 @@ def compute(results: Path, *, progress=None) -> Path:
 
 
 def _ratio(row: dict | None, kind: str) -> str:
-    key = f"{kind}_ours_adapter_over_hf"
-    if row is None or key not in row:
-        return "-"
-    low, high = row[key + "_spread"]
-    return f"{row[key]:.2f}x ({low:.2f}-{high:.2f})"
+    ratio = None if row is None else HFComparisonRow.from_dict(row).ours_over_hf(kind)
+    return "-" if ratio is None else f"{ratio[0]:.2f}x ({ratio[1][0]:.2f}-{ratio[1][1]:.2f})"
 
 
 def cells(document: dict) -> list[dict]:

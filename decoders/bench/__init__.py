@@ -2,6 +2,6 @@
 typed ``rows``, ``bench_lines``, ``hf_compare``, ``tree_bench``, ``policy_bench``), profiles (``profile``), forecasts
 made before the runs they predict (the room ``forecast``), divergence (``diverge``), the audit command's runs and
 throughput (``audit``, ``audit_throughput``), task prompts (``tasks``), Spec-Bench (the room ``spec_bench``), model
-inputs (``inputs``), export (``export``) and the one-command report's measurement (``report``, ``report_document``,
-``runs``). Everything here runs the decoders and the models (``decoders.models``); nothing here draws. Serving
-engines sit beside it, in ``decoders.engines``."""
+inputs (``inputs``), export (``export``) and the one-command report's measurement (the room ``report``) and the
+documents behind results/ (``runs``). Everything here runs the decoders and the models (``decoders.models``); nothing
+here draws. Serving engines sit beside it, in ``decoders.engines``."""

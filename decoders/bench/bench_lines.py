@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from decoders.bench.rows import BenchRow, JudgedRow
+from decoders.bench.rows import BenchRow, HFComparisonRow, JudgedRow
 from spectheory.costs import CostProfile
 from spectheory.recommendation import recommendation_words
 
@@ -73,17 +73,8 @@ def bench_lines(document: dict) -> list[str]:
         )
     lines += _forecast_lines(document)
     lines += _batch_lines(document.get("batches"))
-    for row in document.get("hf", {}).get("rows", []):
-        lines.append(
-            f"HF, T = {row['temperature']:g}, gamma {document['hf']['gamma']}: "
-            + "; ".join(
-                f"{kind} ours (adapter) {row[f'{kind}_ours_adapter_seconds']:.3f} s{_native(row, kind)} vs {theirs} "
-                f"{row[f'{kind}_hf_{theirs}_seconds']:.3f} s, {row[f'{kind}_ours_adapter_over_hf']:.2f}x "
-                f"({row[f'{kind}_ours_adapter_over_hf_spread'][0]:.2f}-{row[f'{kind}_ours_adapter_over_hf_spread'][1]:.2f})"
-                for kind, theirs in (("ar", "generate"), ("speculative", "assisted"))
-                if f"{kind}_ours_adapter_over_hf" in row
-            )
-        )
+    for row in map(HFComparisonRow.from_dict, document.get("hf", {}).get("rows", [])):
+        lines.append(f"HF, T = {row.temperature:g}, gamma {document['hf']['gamma']}: " + "; ".join(_hf_lines(row)))
     return lines
 
 
@@ -135,14 +126,24 @@ def loss_resolution(judged: dict) -> str:
     )
 
 
-def _native(row: dict, kind: str) -> str:
-    """Our native decoder's seconds beside the adapter's, where the pair was converted from TinyGPTs, and the
-    adapter's unpadded, where it pads calls to cheaper widths."""
-    return "".join(
-        f" ({name} {row[f'{kind}_ours_{name}_seconds']:.3f} s)"
-        for name in ("native", "unpadded")
-        if f"{kind}_ours_{name}_seconds" in row
-    )
+def _hf_lines(row: HFComparisonRow) -> list[str]:
+    """Per kind (autoregressive, speculative) our adapter's seconds against transformers', the ratio with its
+    [min, max] over repeats; beside the adapter, our native decoder where the pair was converted from TinyGPTs and the
+    adapter unpadded where it pads calls to cheaper widths."""
+    lines = []
+    for kind, theirs in (("ar", "generate"), ("speculative", "assisted")):
+        if (ratio := row.ours_over_hf(kind)) is None:
+            continue
+        others = "".join(
+            f" ({name} {row.seconds[f'{kind}_ours_{name}']:.3f} s)"
+            for name in ("native", "unpadded")
+            if f"{kind}_ours_{name}" in row.seconds
+        )
+        lines.append(
+            f"{kind} ours (adapter) {row.seconds[f'{kind}_ours_adapter']:.3f} s{others} vs {theirs} "
+            f"{row.seconds[f'{kind}_hf_{theirs}']:.3f} s, {ratio[0]:.2f}x ({ratio[1][0]:.2f}-{ratio[1][1]:.2f})"
+        )
+    return lines
 
 
 def _error(value) -> str:

@@ -11,6 +11,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings
+from decoders.bench.rows import HFComparisonRow
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.models.protocol import synchronize
 from decoders.models.tinygpt import TinyGPT
@@ -114,21 +115,27 @@ def hf_comparison(
                 name: [sum(values) for values in zip(*(timings[(name, i)].seconds for i in range(len(prompts))))]
                 for name in runners
             }
-            row = {"temperature": temperature}
-            for name, seconds in per_repeat.items():
-                row[name + "_seconds"] = statistics.median(seconds)
-                row[name + "_seconds_spread"] = [min(seconds), max(seconds)]
-            if temperature == 0:
-                row["greedy_outputs_agree"] = all(
-                    outputs[(name, i)] == outputs[("ar_hf_generate", i)]
-                    for name in runners
-                    for i in range(len(prompts))
-                )
+            over_hf = {}
             for kind, hf_name in (("ar", "ar_hf_generate"), ("speculative", "speculative_hf_assisted"))[: len(kinds)]:
                 for name in pairs:
                     ours = f"{kind}_{name}"
                     ratios = sorted(h / o for h, o in zip(per_repeat[hf_name], per_repeat[ours]))
-                    row[ours + "_over_hf"] = row[hf_name + "_seconds"] / row[ours + "_seconds"]
-                    row[ours + "_over_hf_spread"] = [ratios[0], ratios[-1]]
-            results["rows"].append(row)
+                    median = statistics.median(per_repeat[hf_name]) / statistics.median(per_repeat[ours])
+                    over_hf[ours] = (median, [ratios[0], ratios[-1]])
+            greedy = None
+            if temperature == 0:
+                greedy = all(
+                    outputs[(name, i)] == outputs[("ar_hf_generate", i)]
+                    for name in runners
+                    for i in range(len(prompts))
+                )
+            row = HFComparisonRow(
+                temperature=temperature,
+                seconds={name: statistics.median(seconds) for name, seconds in per_repeat.items()},
+                seconds_spread={name: [min(seconds), max(seconds)] for name, seconds in per_repeat.items()},
+                over_hf={name: ratio for name, (ratio, _) in over_hf.items()},
+                over_hf_spread={name: spread for name, (_, spread) in over_hf.items()},
+                greedy_outputs_agree=greedy,
+            )
+            results["rows"].append(row.as_dict())
     return results

@@ -11,7 +11,17 @@ from typing import ClassVar
 
 from decoders.results import ResultRow
 
-__all__ = ["BenchRow", "ForecastRow", "JudgedRow", "TreeRow", "PolicyRow", "TableRow", "DynamicTreeRow", "BlockwiseRow"]
+__all__ = [
+    "BenchRow",
+    "ForecastRow",
+    "JudgedRow",
+    "TreeRow",
+    "PolicyRow",
+    "TableRow",
+    "DynamicTreeRow",
+    "BlockwiseRow",
+    "HFComparisonRow",
+]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
 #: sweep, a batch sweep's rows): absent from the document where unset, as they always were.
@@ -221,3 +231,53 @@ class BlockwiseRow(ResultRow):
     iterations: int
     mean_block_size: float
     speedup: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFComparisonRow(ResultRow):
+    """One temperature of our loops against transformers' ``generate`` (``decoders.bench.hf_compare``): per runner
+    (``ar_hf_generate``, ``speculative_hf_assisted``, ``ar_ours_adapter``, ``speculative_ours_native``, ...) its
+    seconds for the prompt set (median over repeats) and [min, max]; per runner of ours, transformers' seconds over
+    its own (``over_hf``: above 1, ours is faster) and that ratio's [min, max] over repeats; at T = 0 whether every
+    runner's tokens equal ``generate``'s. The document keeps them flat, as it always did: ``<runner>_seconds``,
+    ``<runner>_seconds_spread``, ``<runner>_over_hf``, ``<runner>_over_hf_spread``."""
+
+    temperature: float
+    seconds: dict  # runner -> median seconds
+    seconds_spread: dict  # runner -> [min, max]
+    over_hf: dict  # our runner -> transformers' median seconds over ours
+    over_hf_spread: dict  # our runner -> [min, max] of the per-repeat ratio
+    greedy_outputs_agree: bool | None = None  # T = 0 only
+
+    _SUFFIXES: ClassVar[tuple] = (  # longest first: "_seconds_spread" ends in neither "_seconds" nor "_over_hf"
+        ("_seconds_spread", "seconds_spread"),
+        ("_over_hf_spread", "over_hf_spread"),
+        ("_seconds", "seconds"),
+        ("_over_hf", "over_hf"),
+    )
+
+    def ours_over_hf(self, kind: str) -> tuple | None:
+        """(ratio, [min, max]) of our adapter's ``kind`` ("ar" or "speculative") against transformers'; None where
+        that kind did not run (no assisted generation for the draft)."""
+        name = f"{kind}_ours_adapter"
+        return (self.over_hf[name], self.over_hf_spread[name]) if name in self.over_hf else None
+
+    def as_dict(self) -> dict:
+        row = {"temperature": self.temperature}
+        for suffix, field in self._SUFFIXES:
+            row.update({runner + suffix: value for runner, value in getattr(self, field).items()})
+        if self.greedy_outputs_agree is not None:
+            row["greedy_outputs_agree"] = self.greedy_outputs_agree
+        return row
+
+    @classmethod
+    def from_dict(cls, row: dict) -> "HFComparisonRow":
+        parts = {field: {} for _, field in cls._SUFFIXES}
+        for key, value in row.items():
+            if key in ("temperature", "greedy_outputs_agree"):
+                continue
+            suffix, field = next(((s, f) for s, f in cls._SUFFIXES if key.endswith(s)), (None, None))
+            if suffix is None:
+                raise TypeError(f"HFComparisonRow: unknown key {key!r}")
+            parts[field][key.removesuffix(suffix)] = value
+        return cls(temperature=row["temperature"], greedy_outputs_agree=row.get("greedy_outputs_agree"), **parts)

@@ -10,9 +10,9 @@ from pathlib import Path
 from decoders.bench.bench import BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs
-from decoders.bench.report import ReportSettings, measure_pair
+from decoders.bench.report.pair import ReportSettings, measure_pair
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
-from decoders.bench.spec_bench.report import recommend
+from decoders.bench.spec_bench.recommend import recommend
 from decoders.bench.tasks import benchmark_prompts
 from decoders.jobs.spec_bench import ALL, measure_table
 from spectheory.outputs import check_writable, strict_loads
@@ -31,8 +31,8 @@ def pair_report(
     out: str = "report",
     command: str | None = None,
 ):
-    """The report's document (``decoders.bench.report.ReportDocument``) on ``target`` and ``draft`` (the shipped pair by
-    default) under ``settings``."""
+    """The report's document (``decoders.bench.report.document.ReportDocument``) on ``target`` and ``draft`` (the
+    shipped pair by default) under ``settings``."""
     check_writable(out, directory=True)
     inputs = load_inputs(target, [draft], text=text, device=device, compile=compile)
 
@@ -80,7 +80,7 @@ def spec_bench_report(
 ) -> tuple:
     """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions`` other
     questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft and gamma,
-    or "do not speculate" (``decoders.bench.spec_bench.report.recommend``: from the forecast where there is one)."""
+    or "do not speculate" (``decoders.bench.spec_bench.recommend.recommend``: from the forecast where there is one)."""
     check_writable(out, directory=True)
     questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
     table = (

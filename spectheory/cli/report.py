@@ -13,9 +13,9 @@ from decoders import zoo
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.bench.bench import MAX_REPEATS
-from decoders.bench.report import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportSettings, summary_lines
+from decoders.bench.report.pair import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportSettings, summary_lines
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
-from decoders.bench.spec_bench.report import recommendation_lines
+from decoders.bench.spec_bench.recommend import recommendation_lines
 from decoders.jobs.report import pair_report, spec_bench_report
 from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file

@@ -34,7 +34,7 @@ from decoders.bench.forecast.sweep import (
     with_acceptance,
 )
 from decoders.bench.spec_bench.questions import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
-from decoders.bench.spec_bench.report import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
+from decoders.bench.spec_bench.recommend import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from decoders.bench.rows import TableRow
-from decoders.bench.spec_bench.report import chain_setting, tree_setting
+from decoders.bench.spec_bench.recommend import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
 __all__ = [

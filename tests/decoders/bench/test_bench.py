@@ -283,6 +283,21 @@ def test_batch_iterations_against_slowest_row():
         CostProfile(1.0, 0.1, (1.0, 1.0, 1.0), 0.0, (0.5, 0.5), acceptance_along_text=(quick,) * 3, batch_size=2)
 
 
+def test_hf_comparison_rows_against_every_committed_file():
+    """The HF comparison's row (decoders.bench.rows.HFComparisonRow) reads every such row committed under results/
+    with its flat keys and values, and its ratio is the one the document holds. Control: a key of no runner field
+    is refused."""
+    from decoders.bench.rows import HFComparisonRow
+
+    rows = committed_rows("rows", frozenset({"ar_hf_generate_seconds"}))
+    assert len(rows) >= 11, len(rows)
+    assert misread(HFComparisonRow, rows) == []
+    row = HFComparisonRow.from_dict(rows[0])
+    assert row.ours_over_hf("ar") == (rows[0]["ar_ours_adapter_over_hf"], rows[0]["ar_ours_adapter_over_hf_spread"])
+    with pytest.raises(TypeError, match="unknown key 'ar_hf_generate_tokens'"):
+        HFComparisonRow.from_dict(dict(rows[0], ar_hf_generate_tokens=3))
+
+
 def test_hf_comparison_against_our_greedy_decoders():
     pytest.importorskip("transformers")
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from decoders.bench.report import AUDIT_PROMPT_TOKENS
+from decoders.bench.report.pair import AUDIT_PROMPT_TOKENS
 from spectheory.cli import main
 
 transformers = pytest.importorskip("transformers")

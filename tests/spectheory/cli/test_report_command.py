@@ -9,7 +9,7 @@ import pytest
 
 from decoders import zoo
 from decoders.bench.bench_lines import loss_resolution
-from decoders.bench.report import summary_lines
+from decoders.bench.report.pair import summary_lines
 from spectheory.cli import main
 from spectheory.recommendation import from_sweep
 
@@ -207,7 +207,7 @@ def test_report_says_do_not_speculate_against_a_sweep_that_pays(report):
         for r in constructed["recommendations"]:
             del r[
                 "recommendation"
-            ]  # recomputed by the rule from the rows (decoders.bench.report_document.recommendation_of)
+            ]  # recomputed by the rule from the rows (decoders.bench.report.document.recommendation_of)
         lines[factor] = summary_lines(constructed)
     assert lines[0.5][2].startswith(
         "T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its noise; the best: gamma "
@@ -292,7 +292,7 @@ def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, mon
     leaves every file of the first one as it was, and nothing beside it."""
     import shutil
 
-    from decoders.bench.report import ReportDocument
+    from decoders.bench.report.document import ReportDocument
     from paper_figs import report as rendering
 
     out = tmp_path / "report"

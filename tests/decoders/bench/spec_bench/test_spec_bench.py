@@ -25,7 +25,7 @@ from decoders.bench.spec_bench.questions import (
     spec_bench_categories,
     spec_bench_prompts,
 )
-from decoders.bench.spec_bench.report import (
+from decoders.bench.spec_bench.recommend import (
     NO_SPECULATION,
     Z95,
     overall_error,

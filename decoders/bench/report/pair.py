@@ -45,7 +45,7 @@ from decoders.bench.forecast.sweep import (
 )
 from decoders.bench.inputs import SHIPPED_TEXT
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
-from decoders.bench.report_document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.report.document import ReportDocument, by_temperature, recommendation_of
 from decoders.bench.tasks import TASKS
 from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
 from decoders.models.corpus import VOCAB_SIZE

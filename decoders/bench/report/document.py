@@ -1,5 +1,5 @@
 """The report's document (docs/measuring.md): every number `spectheory report` shows, as ``report.json`` holds it, in a
-module the figures read without torch (``decoders.bench.report`` measures it)."""
+module the figures read without torch (``decoders.bench.report.pair`` measures it)."""
 
 from __future__ import annotations
 
