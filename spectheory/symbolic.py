@@ -39,6 +39,11 @@ __all__ = [
     "p_k",
     "tree_depth",
     "KARY_EXPECTED_TOKENS",
+    "tokenization_ratio",
+    "CROSS_VOCABULARY_TOKENS",
+    "CROSS_VOCABULARY_SPEEDUP",
+    "intersection_acceptance",
+    "exact_match_acceptance",
     "ClosedForm",
     "CLOSED_FORMS",
     "derive_calibrated_reductions",
@@ -94,6 +99,11 @@ CALIBRATED_SPEEDUP = (
 #: docs/theory-trees.md §12: expected tokens per call of the full k-ary tree of depth d, P_k = a_1 + ... + a_k.
 KARY_EXPECTED_TOKENS = (1 - p_k ** (tree_depth + 1)) / (1 - p_k)
 
+#: docs/theory-vocabularies.md §15: gamma draft tokens read by the target as rho gamma candidates.
+tokenization_ratio = sp.Symbol("rho", positive=True)
+CROSS_VOCABULARY_TOKENS = (1 - alpha ** (tokenization_ratio * gamma + 1)) / (1 - alpha)
+CROSS_VOCABULARY_SPEEDUP = CROSS_VOCABULARY_TOKENS / (gamma * c + 1)
+
 
 @dataclass(frozen=True)
 class ClosedForm:
@@ -120,6 +130,12 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
         "docs/theory.md §10",
     ),
     "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory-trees.md §12"),
+    "cross_vocabulary_tokens": ClosedForm(
+        CROSS_VOCABULARY_TOKENS, (alpha, gamma, tokenization_ratio), "docs/theory-vocabularies.md §15"
+    ),
+    "cross_vocabulary_speedup": ClosedForm(
+        CROSS_VOCABULARY_SPEEDUP, (alpha, gamma, c, tokenization_ratio), "docs/theory-vocabularies.md §15"
+    ),
 }
 
 
@@ -152,6 +168,19 @@ def rejection_sampling_acceptance(p: Sequence, q: Sequence) -> sp.Expr:
         return sp.Integer(0)
     bound = sp.Max(*[pi / qi for pi, qi in zip(p, q) if pi > 0])
     return sp.Add(*p) / bound
+
+
+def intersection_acceptance(p: Sequence, q: Sequence, shared: Sequence) -> sp.Expr:
+    """TLI: sum over target tokens t of min(p(t), q'(t)), q' the draft's mass on the draft token ``shared`` maps to t
+    (-1: not shared), over the shared mass."""
+    kept = sp.Add(*[qi for qi, t in zip(q, shared) if t >= 0])
+    law = [sp.Add(*[qi for qi, u in zip(q, shared) if u == t]) / kept for t in range(len(p))]
+    return sp.Add(*[sp.Min(pi, li) for pi, li in zip(p, law)])
+
+
+def exact_match_acceptance(p: Sequence, r: Sequence) -> sp.Expr:
+    """SLEM: sum_t r(t) p(t), the probability that a draw from p equals a candidate drawn from r."""
+    return sp.Add(*[pi * ri for pi, ri in zip(p, r)])
 
 
 def derive_lemma_3_3(size: int = 3) -> sp.Expr:

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import seeds
 
-from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic, trees
+from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic, trees, vocabularies
 
 #: Each closed form's numeric twin, called with the symbols of ``CLOSED_FORMS`` in order.
 NUMERIC = {
@@ -25,6 +25,8 @@ NUMERIC = {
     "model_calls_combined": lambda m, k: blockwise.model_calls(m, k, combined=True),
     "calibrated_speedup": costs.affine_speedup,
     "kary_expected_tokens": trees.expected_tokens_kary,
+    "cross_vocabulary_tokens": vocabularies.cross_vocabulary_tokens,
+    "cross_vocabulary_speedup": vocabularies.cross_vocabulary_speedup,
 }
 POINT = {  # where each symbol is drawn
     symbolic.alpha: st.floats(0.01, 0.99),
@@ -41,6 +43,7 @@ POINT = {  # where each symbol is drawn
     symbolic.t_iteration: st.floats(0.0, 1.0),
     symbolic.p_k: st.floats(0.0, 0.999),
     symbolic.tree_depth: st.integers(0, 30),
+    symbolic.tokenization_ratio: st.floats(0.25, 4.0),
 }
 
 
