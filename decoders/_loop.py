@@ -18,6 +18,7 @@ from decoders.models.protocol import check_model, model_calls, prefill_call, syn
 from decoders.results import Generation
 from decoders.sampling import History, Sampling, check_probs, history_of
 from spectheory.validation import as_int, as_positive_int
+from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 __all__ = [
     "decode",
@@ -78,7 +79,9 @@ def check_models(target, draft=None) -> None:
         check_model(draft, "draft")
     if draft is not None and draft.vocab_size != target.vocab_size:
         raise ValueError(
-            f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, target {target.vocab_size}"
+            f"draft and target vocabularies differ: draft has {draft.vocab_size} tokens, target {target.vocab_size}; "
+            f"a draft with another tokenizer is verified by one of {CROSS_METHODS} "
+            "(decoders.cross_vocabulary, docs/theory-vocabularies.md §15)"
         )
 
 

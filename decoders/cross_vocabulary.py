@@ -34,6 +34,7 @@ from decoders.sampling import Sampling, adjusted_probs, draw
 from decoders.verification import accept_tokens, draft_ratio, next_token_law
 from decoders.vocabulary import Vocabulary, shared_pieces
 from spectheory.validation import as_int
+from spectheory.vocabularies import METHODS
 
 __all__ = [
     "METHODS",
@@ -43,7 +44,6 @@ __all__ = [
     "generate_cross_vocabulary",
 ]
 
-METHODS = ("slem", "tli", "slrs")
 MAX_GAMMA = 64
 
 

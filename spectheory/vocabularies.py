@@ -22,6 +22,7 @@ from spectheory.speedup import expected_tokens
 from spectheory.validation import SUM_TOLERANCE, as_cost, as_count, as_distribution, as_real
 
 __all__ = [
+    "METHODS",
     "intersection_law",
     "intersection_acceptance",
     "exact_match_acceptance",
@@ -29,6 +30,9 @@ __all__ = [
     "cross_vocabulary_tokens",
     "cross_vocabulary_speedup",
 ]
+
+#: The cross-vocabulary methods: string-level exact match, token-level intersection, string-level rejection sampling.
+METHODS = ("slem", "tli", "slrs")
 
 
 def intersection_law(q, shared, target_size: int, *, atol: float = SUM_TOLERANCE) -> np.ndarray:

@@ -4,13 +4,15 @@ decoders.audit.cross_vocabulary fails the same audit alone; the tokenizers and t
 position against hand-worked cases."""
 
 import pytest
+import torch
 
 from decoders.audit.cross_vocabulary import CROSS_MUTANTS, PAIRS, cross_mutant, cross_vocabulary_law, tiny_cross_pair
-from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws
+from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, whole_run_law
 from decoders.cross_vocabulary import CrossVocabularyConfig, follow_text, generate_cross_vocabulary
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.vocabulary import Vocabulary, shared_pieces
+from spectheory.vocabularies import intersection_acceptance, string_acceptance
 
 PROMPTS = {"split": [2], "merges": [0]}  # "a" in each target's vocabulary
 #: (pair, method, gamma, horizon): several iterations per run, tokens split across them, at sizes whose branches
@@ -126,3 +128,60 @@ def test_mismatched_vocabularies_are_refused():
         )
     with pytest.raises(ValueError, match="not a piece"):
         Vocabulary(("a", "b"), merges=(("a", "a"),))
+
+
+def _first_acceptance_law(pair_name: str, method: str) -> dict:
+    """The exact law of the first iteration's accepted count at gamma 1 (T = 1), by enumeration."""
+    target, draft, target_vocabulary, draft_vocabulary = pair = tiny_cross_pair(pair_name)
+
+    def run(randomness):
+        generation = generate_cross_vocabulary(
+            target,
+            draft,
+            [PROMPTS[pair_name]],
+            target_vocabulary=target_vocabulary,
+            draft_vocabulary=draft_vocabulary,
+            max_new_tokens=1,
+            config=CrossVocabularyConfig(method, 1, Sampling(1.0)),
+            randomness=randomness,
+        )
+        return (generation.stats.accepted_per_iteration[0][0],)
+
+    return whole_run_law(run)[0], pair
+
+
+def _laws_after_prompt(pair, pair_name: str) -> tuple:
+    """The target's law after the prompt and the draft's after its spelling of it, as numpy arrays."""
+    target, draft, target_vocabulary, draft_vocabulary = pair
+    p = target.forward(torch.tensor([PROMPTS[pair_name]]), target.new_state(1))[0, -1].softmax(-1)
+    spelled = draft_vocabulary.encode(target_vocabulary.decode(PROMPTS[pair_name]))
+    q = draft.forward(torch.tensor([spelled]), draft.new_state(1))[0, -1].softmax(-1)
+    return p.numpy(), q.numpy()
+
+
+@pytest.mark.parametrize("pair_name", sorted(PAIRS))
+def test_tli_acceptance_against_theory(pair_name):
+    """The enumerated probability that TLI accepts its first candidate is sum_x min(p(x), q'(x)) with q' the
+    draft's law renormalised on the shared pieces (spectheory.vocabularies.intersection_acceptance)."""
+    law, pair = _first_acceptance_law(pair_name, "tli")
+    p, q = _laws_after_prompt(pair, pair_name)
+    shared = shared_pieces(pair[3], pair[2])
+    beta = intersection_acceptance(p, q, [shared.get(x, -1) for x in range(len(q))])
+    assert law.get((1,), 0.0) == pytest.approx(float(beta), abs=1e-12)
+    assert 0.05 < beta < 0.95  # neither certain nor impossible: the comparison can fail
+
+
+@pytest.mark.parametrize("pair_name", sorted(PAIRS))
+def test_slrs_acceptance_against_theory(pair_name):
+    """The enumerated probability that SLRS accepts its first character is sum_c min(P(c), Q(c)), each law of the
+    first character the mass of the tokens whose piece begins with it (spectheory.vocabularies.string_acceptance)."""
+    law, pair = _first_acceptance_law(pair_name, "slrs")
+    p, q = _laws_after_prompt(pair, pair_name)
+    target_vocabulary, draft_vocabulary = pair[2], pair[3]
+    first = [
+        [sum(law_[t] for t, piece in enumerate(vocabulary.pieces) if piece[0] == c) for c in "ab"]
+        for law_, vocabulary in ((p, target_vocabulary), (q, draft_vocabulary))
+    ]
+    beta = string_acceptance(*first)
+    assert law.get((1,), 0.0) == pytest.approx(float(beta), abs=1e-12)
+    assert 0.05 < beta < 0.999
