@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 MAX_GAMMA = 64
+SLRS_MAX_PIECES = 1024  # its laws over strings loop over the pieces in Python, once per tokenization prefix
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,17 @@ class _Held:
         return logits
 
 
+def window(tokens: list, model, gamma: int) -> list:
+    """The draft's context: the tail of ``tokens`` that leaves room for ``gamma`` more in its context (all of them
+    where it has none), its start moved in jumps of half the room, so that its state is refilled only at a jump."""
+    if model.max_context is None or len(tokens) + gamma <= model.max_context:
+        return tokens
+    room = model.max_context - gamma
+    jump = max(room // 2, 1)
+    start = -(-(len(tokens) - room) // jump) * jump  # the least multiple of jump that fits
+    return tokens[start:]
+
+
 @dataclass
 class _Row:
     """One prompt's decoding: the target's committed tokens (prompt included) and the draft's tokens of their text."""
@@ -137,11 +149,12 @@ class CrossVocabularyStep:
 
     def draft_tokens(self, draft, row, config, randomness) -> tuple:
         """``gamma`` tokens drawn from the draft's law after its tokens (its own vocabulary) and the calls made."""
-        drafted, logits = [], row.draft.logits_of(draft, row.drafted)[:, -1]
+        context = window(row.drafted, draft, config.gamma)
+        drafted, logits = [], row.draft.logits_of(draft, context)[:, -1]
         for i in range(config.gamma):
             drafted.append(int(draw(adjusted_probs(logits, config.sampling), config.sampling, randomness)))
             if i < config.gamma - 1:
-                logits = row.draft.logits_of(draft, row.drafted + drafted)[:, -1]
+                logits = row.draft.logits_of(draft, context + drafted)[:, -1]
         return drafted, config.gamma
 
     @staticmethod
@@ -149,8 +162,7 @@ class CrossVocabularyStep:
         """The target's tokens of the drafted text, the last held back where a longer target piece begins with its
         string (more drafted text could merge it; docs/theory-vocabularies.md §15)."""
         candidates = list(target_vocabulary.encode(text))
-        last = target_vocabulary.pieces[candidates[-1]] if candidates else ""
-        if candidates and any(len(p) > len(last) and p.startswith(last) for p in target_vocabulary.pieces):
+        if candidates and target_vocabulary.extends(target_vocabulary.pieces[candidates[-1]]):
             candidates.pop()
         return candidates
 
@@ -158,7 +170,8 @@ class CrossVocabularyStep:
     def tli(self, target, draft, vocabularies, row, config, randomness) -> _Outcome:
         target_vocabulary, draft_vocabulary = vocabularies
         shared = shared_pieces(draft_vocabulary, target_vocabulary)
-        logits = row.draft.logits_of(draft, row.drafted)[:, -1]  # [1, Vd]
+        context = window(row.drafted, draft, config.gamma)
+        logits = row.draft.logits_of(draft, context)[:, -1]  # [1, Vd]
         drafted, laws, calls = [], [], 1
         for i in range(config.gamma):
             q = self.intersection_law(logits, shared, config.sampling)  # [1, Vd], None: nothing shared to propose
@@ -167,7 +180,7 @@ class CrossVocabularyStep:
             drafted.append(int(draw(q, config.sampling, randomness)))
             laws.append(self.in_target_vocabulary(q, shared, logits, target_vocabulary.size, config.sampling))
             if i < config.gamma - 1:
-                logits = row.draft.logits_of(draft, row.drafted + drafted)[:, -1]
+                logits = row.draft.logits_of(draft, context + drafted)[:, -1]
                 calls += 1
         candidates = [self.target_id(x, shared) for x in drafted]
         logits = row.target.logits_of(target, row.committed + candidates, len(candidates) + 1)  # [1, k + 1, Vt]
@@ -215,7 +228,7 @@ class CrossVocabularyStep:
         target_vocabulary, draft_vocabulary = vocabularies
         alphabet = sorted({c for piece in target_vocabulary.pieces + draft_vocabulary.pieces for c in piece})
         target_strings = StringLaw(target, target_vocabulary, row.committed, config.sampling)
-        draft_strings = StringLaw(draft, draft_vocabulary, row.drafted, config.sampling)
+        draft_strings = StringLaw(draft, draft_vocabulary, window(row.drafted, draft, config.gamma), config.sampling)
         drafted, text = [], ""
         while len(text) < config.gamma:  # the draft's tokens until its text covers gamma characters
             law = draft_strings.next_law(tuple(drafted))
@@ -319,15 +332,22 @@ def follow_text(vocabulary: Vocabulary, tokens: list, text: str) -> list:
     return list(tokens[:kept]) + list(vocabulary.encode(text[at:]))
 
 
-def _check(target, draft, target_vocabulary: Vocabulary, draft_vocabulary: Vocabulary) -> None:
+def _check(target, draft, target_vocabulary: Vocabulary, draft_vocabulary: Vocabulary, method: str) -> None:
     for name, model, vocabulary in (("target", target, target_vocabulary), ("draft", draft, draft_vocabulary)):
         if model.vocab_size != vocabulary.size:
             raise ValueError(
                 f"the {name}'s vocabulary holds {vocabulary.size} pieces but the {name} model {model.vocab_size} tokens"
             )
-    missing = sorted({c for piece in target_vocabulary.pieces for c in piece} - set(draft_vocabulary.pieces))
-    if missing:
+    characters = {c for piece in target_vocabulary.pieces for c in piece}
+    if not draft_vocabulary.spells(characters):
+        missing = sorted(characters - set(draft_vocabulary.pieces))
         raise ValueError(f"the draft's vocabulary cannot spell the target's characters {missing!r}")
+    largest = max(target_vocabulary.size, draft_vocabulary.size)
+    if method == "slrs" and largest > SLRS_MAX_PIECES:
+        raise ValueError(
+            f"slrs sums over every tokenization of a string: vocabularies of at most {SLRS_MAX_PIECES} pieces, got "
+            f"{largest}; use slem or tli"
+        )
 
 
 @torch.inference_mode()
@@ -347,7 +367,7 @@ def generate_cross_vocabulary(
     """Up to ``max_new_tokens`` target tokens per prompt (target token ids), each row verified by ``config.method``
     against a draft of another vocabulary; a ``decoders.results.Generation`` whose stats count candidates (``slrs``:
     characters) as proposed and accepted."""
-    _check(target, draft, target_vocabulary, draft_vocabulary)
+    _check(target, draft, target_vocabulary, draft_vocabulary, config.method)
     run = begin(
         (target,),
         prompts,

@@ -16,6 +16,7 @@ from decoders.tree import DynamicTree
 from decoders.verification import TREE_VERIFIERS
 from spectheory.trees import Tree
 from spectheory.validation import as_int, as_non_negative_int, as_positive_int
+from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 __all__ = ["DECODERS", "METHODS", "SAMPLERS", "AuditRequest", "tree_shape", "MAX_EXACT_BRANCHES"]
 
@@ -62,6 +63,7 @@ class AuditRequest:
     assistant_confidence: float = 0.0
     tree: str = "kary:2:2"  # the tree decoder's static shape (``tree_shape``)
     policy: str | None = None  # a draft-length policy of decoders.policies.POLICIES, capped at gamma
+    cross_vocabulary: str | None = None  # a draft with another tokenizer, verified by this method (docs §15)
 
     @property
     def hugging_face(self) -> bool:
@@ -81,6 +83,8 @@ class AuditRequest:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
         if self.sampler != "ours":
             self._check_hf_sampler()
+        if self.cross_vocabulary is not None:
+            self._check_cross_vocabulary()
         as_positive_int("horizon", self.horizon)
         as_int("n", self.n, low=2, high=statistical.MAX_SAMPLES)
         as_non_negative_int("seed", self.seed)
@@ -133,6 +137,24 @@ class AuditRequest:
             raise ValueError(f"assistant_schedule must be one of {SCHEDULES}, got {self.assistant_schedule!r}")
         if not 0 <= self.assistant_confidence < 1:
             raise ValueError(f"assistant_confidence must be in [0, 1), got {self.assistant_confidence!r}")
+
+    def _check_cross_vocabulary(self) -> None:
+        """Our cross-vocabulary decoder on a real target, statistically (the exact audits of the tiny pairs are in
+        the tests: docs/theory-vocabularies.md §15)."""
+        if self.cross_vocabulary not in CROSS_METHODS:
+            raise ValueError(f"cross_vocabulary must be one of {CROSS_METHODS}, got {self.cross_vocabulary!r}")
+        if self.sampler != "ours":
+            raise ValueError(
+                f"--sampler {self.sampler} verifies a draft of another tokenizer by transformers' own method: drop "
+                f"--cross-vocabulary"
+            )
+        if not self.hugging_face or self.decoder != "speculative" or self.exact or self.mutant or self.policy:
+            raise ValueError(
+                "--cross-vocabulary audits our speculative decoder on a real target (--target smollm2, a GGUF file "
+                "or a model directory) statistically, without --exact, --mutant or --policy"
+            )
+        if self.sampling.uses_history:
+            raise ValueError("--cross-vocabulary takes no penalty, grammar or Mirostat")
 
     def _check_tree(self) -> None:
         """The tree decoder: its shape, verifier and mutant (an exact enumeration's size is counted as it runs)."""

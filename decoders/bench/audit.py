@@ -15,7 +15,9 @@ from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditR
 from decoders.audit.samples import read_samples
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration, text_windows
+from decoders.bench.cross_bench import pair_vocabularies
 from decoders.bench.inputs import check_tokenizers, encode_text, read_text
+from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary
 from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.policies import make_policy
@@ -83,6 +85,10 @@ def _models(request: AuditRequest) -> tuple:
                 f"of the drafts built from the target ({', '.join(draft_names(FROM_TARGET))})"
             )
         draft, draft_tokenizer = open_draft(request.draft, target=(target, tokenizer))
+        if request.cross_vocabulary is not None:  # a draft of another tokenizer, verified across vocabularies
+            return request, target, (draft, pair_vocabularies(tokenizer, draft_tokenizer)), batch
+        if request.sampler == "hf-assisted" and _tokenizer_of(draft_tokenizer) != _tokenizer_of(tokenizer):
+            return request, target, (draft, (tokenizer, draft_tokenizer)), batch  # transformers' own method
         check_tokenizers(tokenizer, draft_tokenizer)
         return request, target, draft, batch
     if request.target == "shipped":
@@ -108,6 +114,13 @@ def _models(request: AuditRequest) -> tuple:
     dtype = torch.float64 if request.exact else torch.float32
     target = setups.tiny_target(request.target, request.vocabulary, dtype=dtype)
     return request, target, setups.tiny_draft(request.draft, target, dtype=dtype) if speculative else None, TINY_BATCH
+
+
+def _tokenizer_of(tokenizer) -> dict:
+    """A tokenizer's vocabulary (None: the corpus's characters), to tell whether two read the same tokens."""
+    from decoders.models.corpus import character_tokenizer
+
+    return (tokenizer or character_tokenizer()).get_vocab()
 
 
 def _prompt_ids(request: AuditRequest, tokenizer) -> tuple:
@@ -244,6 +257,8 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
         return _audit_samples(request, target)
     if request.sampler != "ours":
         return _audit_hf_generate(request, target, draft)
+    if request.cross_vocabulary is not None:
+        return _audit_cross_vocabulary(request, target, *draft)
     if tree:
 
         def generate(prompts, randomness):
@@ -323,12 +338,55 @@ def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
     return AuditOutcome(described, report, _statistical_summary(report))
 
 
+def _audit_cross_vocabulary(request: AuditRequest, target, draft, vocabularies) -> AuditOutcome:
+    """Our cross-vocabulary decoder (``decoders.cross_vocabulary``) on a real target, audited statistically against
+    the target's law: rows decoded one at a time, a batch of prompts per call."""
+    config = CrossVocabularyConfig(request.cross_vocabulary, request.gamma, request.sampling)
+    target_vocabulary, draft_vocabulary = vocabularies
+
+    def generate(prompts, randomness):
+        return generate_cross_vocabulary(
+            target,
+            draft,
+            prompts,
+            target_vocabulary=target_vocabulary,
+            draft_vocabulary=draft_vocabulary,
+            max_new_tokens=request.horizon,
+            config=config,
+            randomness=randomness,
+        ).tokens
+
+    sample = setups.sampler(generate, request.prompt, request.horizon, batch=16, stop=request.sampling.stop)
+    report = statistical.audit_sampler(
+        sample,
+        target,
+        list(request.prompt),
+        request.sampling,
+        n=request.n,
+        horizon=request.horizon,
+        seed=request.seed,
+        level=request.level,
+    )
+    described = (
+        f"cross-vocabulary {request.cross_vocabulary}, gamma {request.gamma}, draft {request.draft} "
+        f"({draft_vocabulary.size} pieces); target {request.target}, V = {target.vocab_size}, {request.sampling}, "
+        f"prompt {list(request.prompt)}, horizon {request.horizon}"
+    )
+    return AuditOutcome(described, report, _statistical_summary(report))
+
+
 def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     """transformers' ``generate`` (plain, or assisted by ``draft``'s counterpart there: an assistant model, prompt
     lookup for copy, early exit for layerskip) audited as a black box at batch 1: one call per sample, its global
     RNG seeded from the audit's generator."""
     prompt = torch.tensor([request.prompt], device=target.device)
+    draft, tokenizers = draft if isinstance(draft, tuple) else (draft, None)
     options = {} if draft is None else assisted_options(draft, request.assistant_tokens)
+    if tokenizers is not None and options is not None:  # transformers' own method across vocabularies
+        from decoders.models.corpus import character_tokenizer
+
+        target_tokenizer, draft_tokenizer = tokenizers
+        options.update(tokenizer=target_tokenizer, assistant_tokenizer=draft_tokenizer or character_tokenizer())
     if options is None:
         raise ValueError(
             f"--sampler hf-assisted: transformers has no counterpart of --draft {request.draft}; give a "

@@ -21,6 +21,7 @@ __all__ = [
     "DynamicTreeRow",
     "BlockwiseRow",
     "HFComparisonRow",
+    "CrossVocabularyRow",
 ]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
@@ -281,3 +282,26 @@ class HFComparisonRow(ResultRow):
                 raise TypeError(f"HFComparisonRow: unknown key {key!r}")
             parts[field][key.removesuffix(suffix)] = value
         return cls(temperature=row["temperature"], greedy_outputs_agree=row.get("greedy_outputs_agree"), **parts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossVocabularyRow(ResultRow):
+    """One (temperature, method, gamma) of a draft with another tokenizer (``decoders.bench.cross_bench``): seconds
+    for the prompt set (median, [min, median, max] over repeats), the speedup over our autoregressive decoding of the
+    target, target and draft calls, target tokens per target call, alpha (accepted over proposed target candidates;
+    ``slrs``: characters), rho (candidates per draft call), greedy equality at T = 0 and the forecast made first."""
+
+    method: str
+    temperature: float
+    gamma: int
+    seconds: float
+    seconds_spread: list
+    speedup: float
+    speedup_spread: list
+    target_calls: int
+    draft_calls: int
+    tokens_per_call: float
+    alpha: float | None
+    candidates_per_draft_token: float
+    greedy_equal: bool | None = None
+    forecast_speedup: float | None = None

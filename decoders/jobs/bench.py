@@ -34,7 +34,7 @@ from decoders.sampling import GREEDY
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_int
 
-__all__ = ["decoder_bench", "spec_bench", "engine_bench", "ENGINE_PROMPT_LENGTH"]
+__all__ = ["decoder_bench", "spec_bench", "engine_bench", "cross_vocabulary_bench", "ENGINE_PROMPT_LENGTH"]
 
 #: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
 ENGINE_PROMPT_LENGTH = 192
@@ -44,6 +44,41 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
     if out:
         write_json(out, document, command=command)
     return document, lines
+
+
+#: Other prompts the cross-vocabulary forecast reads when --forecast-prompts is not given.
+CROSS_FORECAST_PROMPTS = 4
+
+
+def cross_vocabulary_bench(
+    draft: str,
+    settings: BenchSettings,
+    *,
+    methods,
+    target=None,
+    text=None,
+    device="cpu",
+    dtype=torch.float32,
+    forecast_prompts: int = CROSS_FORECAST_PROMPTS,
+    out=None,
+    command=None,
+) -> tuple:
+    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``)."""
+    from decoders.bench.cross_bench import cross_vocabulary_document, cross_vocabulary_lines
+
+    if out:
+        check_writable(out)
+    document = cross_vocabulary_document(
+        draft,
+        settings,
+        methods=methods,
+        target=target,
+        text=text,
+        device=device,
+        dtype=dtype,
+        forecast_prompts=forecast_prompts,
+    )
+    return _written(document, cross_vocabulary_lines(document), out, command)
 
 
 def decoder_bench(

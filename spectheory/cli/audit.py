@@ -28,6 +28,7 @@ from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS
 from decoders.zoo import REAL_MODELS
 from spectheory.cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
 from spectheory.cli.options import names
+from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,9 +69,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"shipped a shipped draft: {names(draft_names(SHIPPED))} (default transformer); "
         f"with a real model, GGUF file or model directory as target: a draft built from "
         f"it ({names(draft_names(FROM_TARGET))}), or a GGUF file or model directory with "
-        f"the same tokenizer",
+        f"the same tokenizer (or another: --cross-vocabulary, or --sampler hf-assisted)",
     )
     add_sampler_arguments(parser, SAMPLERS, SCHEDULES)
+    parser.add_argument(
+        "--cross-vocabulary",
+        choices=CROSS_METHODS,
+        help="a --draft with another tokenizer than the real --target's, verified by this method "
+        "(docs/theory-vocabularies.md §15), audited statistically; --sampler hf-assisted takes such a draft "
+        "without it (transformers picks its own method)",
+    )
     parser.add_argument("--vocabulary", type=int, default=5, help=f"tiny models' vocabulary, 2 to {MAX_VOCABULARY}")
     parser.add_argument(
         "--verifier",

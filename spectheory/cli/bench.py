@@ -1,7 +1,8 @@
 """Batch-1 wall-clock benchmark of speculative decoding against our autoregressive decoder on held-out prompts, over
 gammas and temperatures, with the cost model's and Theorem 3.8's predictions and each decoder's efficiency; then a
 batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Face generate and assisted generation;
---tree: trees against chains; --policies: draft-length policies; --engine: a serving engine's own speculation."""
+--tree: trees against chains; --policies: draft-length policies; --engine: a serving engine's own speculation;
+--cross-vocabulary: a draft with another tokenizer."""
 
 import argparse
 
@@ -11,7 +12,14 @@ from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import MAX_REPEATS, BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.spec_bench.questions import is_spec_bench
-from decoders.jobs.bench import ENGINE_PROMPT_LENGTH, decoder_bench, engine_bench, spec_bench
+from decoders.jobs.bench import (
+    CROSS_FORECAST_PROMPTS,
+    ENGINE_PROMPT_LENGTH,
+    cross_vocabulary_bench,
+    decoder_bench,
+    engine_bench,
+    spec_bench,
+)
 from spectheory.cli.audit_flags import add_sampling_arguments, sampling_from
 from spectheory.cli.bench_flags import add_comparison_arguments, check_comparison
 from spectheory.cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
@@ -130,7 +138,29 @@ def run(args: argparse.Namespace) -> int:
     check_comparison(args, sampling)
     runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
     common = dict(target=args.target, out=args.out, command=args.command_line)
-    if args.engine:
+    if args.cross_vocabulary is not None:
+        settings = BenchSettings(
+            tuple(args.gammas or DEFAULTS.gammas),
+            tuple(args.temperatures),
+            args.prompts,
+            args.prompt_length or DEFAULTS.prompt_length,
+            args.max_new_tokens,
+            args.repeats,
+            args.warmup,
+            seed=args.seed,
+            batch_sizes=(),
+        )
+        _, lines = cross_vocabulary_bench(
+            args.draft,
+            settings,
+            methods=args.cross_vocabulary,
+            text=args.text,
+            device=args.device,
+            dtype=getattr(torch, args.dtype),
+            forecast_prompts=args.forecast_prompts or CROSS_FORECAST_PROMPTS,
+            **common,
+        )
+    elif args.engine:
         _, lines = engine_bench(
             args.engine,
             against=args.against,

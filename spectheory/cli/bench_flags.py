@@ -11,6 +11,7 @@ from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.bench.tree_bench import BENCH_TREE_BUDGETS
 from decoders.engines import engine_usages
 from decoders.sampling import Sampling
+from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 __all__ = ["add_comparison_arguments", "check_comparison"]
 
@@ -55,6 +56,19 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
         f"docs/engines.md)",
     )
     parser.add_argument("--against", metavar="URL", help="--engine URL: the same model served without speculation")
+    parser.add_argument(
+        "--cross-vocabulary",
+        nargs="+",
+        metavar="METHOD",
+        help=f"instead: a --draft with another tokenizer than --target's, verified by each METHOD of "
+        f"{' '.join(CROSS_METHODS)} (docs/theory-vocabularies.md §15), against our autoregressive decoding, with a "
+        f"forecast from --forecast-prompts other prompts (default 4)",
+    )
+
+
+def _comparisons(args: argparse.Namespace) -> dict:
+    """The other comparisons, each flag with whether it was given."""
+    return {"--hf": args.hf, "--tree": args.tree, "--policies": args.policies is not None, "--engine": args.engine}
 
 
 def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
@@ -95,5 +109,15 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
             f"ours or an engine's: --against, --tree (its --dynamic rows carry their own) and --policies "
             f"do not take it"
         )
+    if args.cross_vocabulary is not None:
+        for method in args.cross_vocabulary:
+            if method not in CROSS_METHODS:
+                raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
+        others = [flag for flag, given in _comparisons(args).items() if given]
+        if others or sampling_given or args.task is not None:
+            raise ValueError(
+                f"--cross-vocabulary measures a draft of another tokenizer at --temperatures only: drop "
+                f"{', '.join(others) or 'the sampling flags and --task'}"
+            )
     if args.tree and args.hf:
         raise ValueError("--tree compares trees with chains in our decoders: --hf does not apply")

@@ -96,6 +96,15 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
         ["bench", "--forecast-prompts", "-1"],
         "forecast_prompts must be an integer in [0, 1024]",
     ),
+    "bench --cross-vocabulary with an unknown method": (
+        ["bench", "--cross-vocabulary", "slrx"],
+        "--cross-vocabulary slrx: the methods are slem, tli, slrs",
+    ),
+    "bench --cross-vocabulary with --tree": (["bench", "--cross-vocabulary", "tli", "--tree"], "drop --tree"),
+    "bench --cross-vocabulary with the shipped pair's one tokenizer": (
+        ["bench", "--cross-vocabulary", "tli"],
+        "the draft reads the target's own tokens",
+    ),
     "bench --forecast-repeats 0": (
         ["bench", "--forecast-prompts", "2", "--forecast-repeats", "0"],
         "forecast_repeats must be a positive integer",

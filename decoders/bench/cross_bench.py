@@ -1,0 +1,258 @@
+"""A draft with another tokenizer measured (docs/measuring.md, "A draft with another tokenizer";
+docs/theory-vocabularies.md §15): per temperature, cross-vocabulary method and gamma, our
+``generate_cross_vocabulary`` against our autoregressive decoder of the target on the same held-out prompts, timed
+interleaved, with the acceptance of the target candidates, the candidates per draft token (the tokenization ratio
+rho), target tokens per call, greedy equality, and a forecast made first from other prompts: alpha and rho along
+them, and c from the target's and the draft's own autoregressive decoding of them
+(``spectheory.vocabularies.cross_vocabulary_speedup``)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from decoders.autoregressive import generate_autoregressive
+from decoders.bench.bench import BenchSettings, environment
+from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
+from decoders.bench.inputs import load_inputs
+from decoders.bench.rows import CrossVocabularyRow
+from decoders.bench.tasks import benchmark_prompts
+from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
+from decoders.drafts import open_draft
+from decoders.models.protocol import synchronize
+from decoders.progress import progress_bar
+from decoders.randomness import seeded
+from decoders.sampling import Sampling
+from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
+from spectheory.timing import time_interleaved
+from spectheory.vocabularies import METHODS, cross_vocabulary_speedup
+
+__all__ = ["pair_vocabularies", "cross_vocabulary_document", "cross_vocabulary_lines"]
+
+
+def pair_vocabularies(target_tokenizer, draft_tokenizer) -> tuple:
+    """(target's, draft's) vocabularies as the cross-vocabulary decoders read them (``decoders.vocabulary``); a draft
+    that reads the target's own tokens is refused (it needs no cross-vocabulary method)."""
+    target = vocabulary_of(target_tokenizer)
+    draft = vocabulary_of(draft_tokenizer, byte_level=isinstance(target, TokenizerVocabulary))
+    if target.pieces == draft.pieces:
+        raise ValueError("the draft reads the target's own tokens: bench it without --cross-vocabulary")
+    return target, draft
+
+
+def _counts(generation) -> dict:
+    """Accepted and proposed candidates, target and draft calls, and new tokens of one generation."""
+    stats = generation.stats
+    return {
+        "accepted": sum(n for row in stats.accepted_per_iteration for n in row),
+        "proposed": sum(n for row in stats.proposed_per_iteration for n in row),
+        "target_calls": stats.target_calls,
+        "draft_calls": stats.draft_calls,
+        "tokens": sum(len(row) for row in generation.tokens),
+    }
+
+
+def _summed(counts: list) -> dict:
+    return {key: sum(c[key] for c in counts) for key in counts[0]}
+
+
+def _alpha_and_ratio(counts: dict) -> tuple:
+    """alpha (accepted over proposed candidates; None where none was proposed) and rho (candidates per draft call)."""
+    alpha = counts["accepted"] / counts["proposed"] if counts["proposed"] else None
+    return alpha, counts["proposed"] / counts["draft_calls"] if counts["draft_calls"] else 0.0
+
+
+def _forecast(pair, prompts, methods, settings, sampling, draft_prompts) -> dict:
+    """Per (method, gamma): alpha and rho along ``prompts`` (untimed), c from the two models' own autoregressive
+    decoding of them (one timed run each), and the speedup they predict."""
+    target, draft, vocabularies = pair
+    tokens = settings.max_new_tokens
+    seconds = {}
+    draft_prompts = [window(row, draft, tokens) for row in draft_prompts]
+    for name, model, rows in (("target", target, prompts), ("draft", draft, draft_prompts)):
+        start = time.perf_counter()
+        for row in rows:
+            generate_autoregressive(model, [row], max_new_tokens=tokens, sampling=sampling, randomness=seeded(0))
+        synchronize(target.device)
+        seconds[name] = time.perf_counter() - start
+    c = seconds["draft"] / seconds["target"]
+    forecast = {"c": c, "prompts": len(prompts), "by_setting": {}}
+    for method in methods:
+        for gamma in settings.gammas:
+            config = CrossVocabularyConfig(method, gamma, sampling)
+            counts = _summed([_counts(_decode(pair, row, config, tokens, i)) for i, row in enumerate(prompts)])
+            alpha, rho = _alpha_and_ratio(counts)
+            predicted = None if alpha is None or rho == 0 else float(cross_vocabulary_speedup(alpha, gamma, c, rho))
+            forecast["by_setting"][f"{method} {gamma}"] = {"alpha": alpha, "rho": rho, "speedup": predicted}
+    return forecast
+
+
+def _decode(pair, prompt: list, config: CrossVocabularyConfig, tokens: int, seed: int):
+    target, draft, (target_vocabulary, draft_vocabulary) = pair
+    return generate_cross_vocabulary(
+        target,
+        draft,
+        [prompt],
+        target_vocabulary=target_vocabulary,
+        draft_vocabulary=draft_vocabulary,
+        max_new_tokens=tokens,
+        config=config,
+        randomness=seeded(seed),
+    )
+
+
+def _spelled(vocabularies, prompts: list) -> list:
+    """Each prompt in the draft's tokens (what its own autoregressive decoding starts from)."""
+    target_vocabulary, draft_vocabulary = vocabularies
+    return [list(draft_vocabulary.encode(target_vocabulary.decode(row))) for row in prompts]
+
+
+@torch.inference_mode()
+def _rows_at(pair, prompts: list, methods, settings: BenchSettings, sampling: Sampling, forecast: dict, bar) -> list:
+    """The rows of one temperature: every (method, gamma) and the target's autoregressive decoding, timed
+    interleaved; each run decodes every prompt in turn on its own seed."""
+    target, tokens = pair[0], settings.max_new_tokens
+    configs = {f"{m} {g}": CrossVocabularyConfig(m, g, sampling) for m in methods for g in settings.gammas}
+    outputs = {}
+
+    def autoregressive():
+        outputs["autoregressive"] = [
+            generate_autoregressive(target, [row], max_new_tokens=tokens, sampling=sampling, randomness=seeded(i))
+            for i, row in enumerate(prompts)
+        ]
+
+    def crossed(name):
+        outputs[name] = [_decode(pair, row, configs[name], tokens, i) for i, row in enumerate(prompts)]
+
+    runs = {"autoregressive": autoregressive, **{name: (lambda name=name: crossed(name)) for name in configs}}
+    timings = time_interleaved(
+        runs,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        synchronize=lambda: synchronize(target.device),
+        progress=lambda: bar.update(1),
+    )
+    baseline = timings["autoregressive"].seconds
+    rows = []
+    for name, config in configs.items():
+        seconds = timings[name].seconds
+        ratios = sorted(a / s for a, s in zip(baseline, seconds))
+        counts = _summed([_counts(g) for g in outputs[name]])
+        alpha, rho = _alpha_and_ratio(counts)
+        greedy = [g.tokens for g in outputs[name]] == [g.tokens for g in outputs["autoregressive"]]
+        rows.append(
+            CrossVocabularyRow(
+                method=config.method,
+                temperature=sampling.temperature,
+                gamma=config.gamma,
+                seconds=statistics.median(seconds),
+                seconds_spread=[min(seconds), statistics.median(seconds), max(seconds)],
+                speedup=statistics.median(baseline) / statistics.median(seconds),
+                speedup_spread=[ratios[0], statistics.median(ratios), ratios[-1]],
+                target_calls=counts["target_calls"],
+                draft_calls=counts["draft_calls"],
+                tokens_per_call=counts["tokens"] / counts["target_calls"],
+                alpha=alpha,
+                candidates_per_draft_token=rho,
+                greedy_equal=greedy if sampling.greedy else None,
+                forecast_speedup=forecast["by_setting"][name]["speedup"],
+            )
+        )
+    return rows
+
+
+def cross_vocabulary_document(
+    draft: str,
+    settings: BenchSettings,
+    *,
+    methods=("slem", "tli"),
+    target=None,
+    text=None,
+    device="cpu",
+    dtype=torch.float32,
+    forecast_prompts: int = 4,
+    progress: bool | None = None,
+) -> dict:
+    """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``: the
+    forecast from ``forecast_prompts`` other prompts first, then the timed sweep (module docstring)."""
+    methods = tuple(methods)
+    for method in methods:
+        if method not in METHODS:
+            raise ValueError(f"cross_vocabulary must be one of {METHODS}, got {method!r}")
+    started = time.perf_counter()
+    inputs = load_inputs(target, [], text=text, device=device, dtype=dtype, compile="off")
+    draft_model, draft_tokenizer = open_draft(
+        draft, target=(inputs.target, inputs.tokenizer), device=device, dtype=dtype
+    )
+    vocabularies = pair_vocabularies(inputs.tokenizer, draft_tokenizer)
+    pair = (inputs.target, draft_model, vocabularies)
+    draw = lambda count, seed: benchmark_prompts(inputs, None, count, settings.prompt_length, seed)  # noqa: E731
+    prompts = draw(settings.prompts, settings.seed)
+    others = other_prompts(lambda count: draw(count, FORECAST_SEED), forecast_prompts, prompts).tolist()
+    prompts = prompts.tolist()
+    runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * (1 + len(methods) * len(settings.gammas))
+    rows, forecasts = [], {}
+    with progress_bar(progress, total=runs, desc="cross-vocabulary", unit="run") as bar:
+        for temperature in settings.temperatures:
+            sampling = Sampling(temperature)
+            forecast = _forecast(pair, others, methods, settings, sampling, _spelled(vocabularies, others))
+            forecasts[f"{temperature:g}"] = forecast
+            rows += _rows_at(pair, prompts, methods, settings, sampling, forecast, bar)
+    return {
+        "target": target or "target",
+        "draft": draft,
+        "methods": list(methods),
+        "vocabularies": {"target": vocabularies[0].size, "draft": vocabularies[1].size},
+        "text": inputs.text,
+        "settings": {
+            "gammas": list(settings.gammas),
+            "temperatures": list(settings.temperatures),
+            "prompts": settings.prompts,
+            "prompt_length": settings.prompt_length,
+            "max_new_tokens": settings.max_new_tokens,
+            "repeats": settings.repeats,
+            "warmup": settings.warmup,
+            "seed": settings.seed,
+            "batch_size": 1,
+            "forecast_prompts": forecast_prompts,
+        },
+        "environment": environment(device, dtype),
+        "forecast": forecasts,
+        "rows": [row.as_dict() for row in rows],
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def cross_vocabulary_lines(document: dict) -> list[str]:
+    """The document as lines: one per (temperature, method, gamma), then the answer per temperature."""
+    lines = [
+        f"{document['draft']} ({document['vocabularies']['draft']} pieces) drafting for {document['target']} "
+        f"({document['vocabularies']['target']}), batch 1, {document['settings']['prompts']} prompts of "
+        f"{document['settings']['prompt_length']} tokens, {document['settings']['max_new_tokens']} new tokens",
+        "   T  method  gamma  alpha   rho   tokens/call  speedup [min-max]      forecast  greedy equal",
+    ]
+    rows = [CrossVocabularyRow.from_dict(row) for row in document["rows"]]
+    for row in rows:
+        alpha = "-" if row.alpha is None else f"{row.alpha:.3f}"
+        forecast = "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x"
+        greedy = "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO")
+        low, high = row.speedup_spread[0], row.speedup_spread[2]
+        lines.append(
+            f"{row.temperature:4g}  {row.method:6s}  {row.gamma:5d}  {alpha:>5s}  "
+            f"{row.candidates_per_draft_token:.2f}  "
+            f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
+        )
+    for temperature in sorted({row.temperature for row in rows}):
+        best = max((row for row in rows if row.temperature == temperature), key=lambda row: row.speedup)
+        lines.append(
+            f"T = {temperature:g}: "
+            + (
+                f"use {best.method} at gamma {best.gamma} ({best.speedup:.3f}x measured)"
+                if best.speedup_spread[0] > 1
+                else f"do not speculate with this draft: the best, {best.method} at gamma {best.gamma}, measured "
+                f"{best.speedup:.3f}x ({best.speedup_spread[0]:.2f}-{best.speedup_spread[2]:.2f} over repeats)"
+            )
+        )
+    return lines

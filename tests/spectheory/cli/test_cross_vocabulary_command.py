@@ -1,0 +1,30 @@
+"""`spectheory bench --cross-vocabulary` on SmolLM2 drafted by the shipped character-level transformer (another
+tokenizer): a small run whose document reads back typed, whose greedy tokens equal the target's, and whose lines
+give every row and an answer per temperature."""
+
+import json
+
+import pytest
+from command import run
+
+from decoders.bench.rows import CrossVocabularyRow
+
+pytest.importorskip("transformers")
+
+
+def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
+    out = tmp_path / "cross.json"
+    status, printed, err = run(
+        capsys,
+        *("bench", "--target", "smollm2", "--draft", "transformer", "--cross-vocabulary", "slem", "tli"),
+        *("--gammas", "2", "--temperatures", "0", "--prompts", "1", "--prompt-length", "24", "--max-new-tokens", "6"),
+        *("--repeats", "1", "--warmup", "0", "--forecast-prompts", "1", "--out", str(out)),
+    )
+    assert status == 0, err
+    document = json.loads(out.read_text())
+    rows = [CrossVocabularyRow.from_dict(row) for row in document["rows"]]
+    assert [(row.method, row.gamma) for row in rows] == [("slem", 2), ("tli", 2)]
+    assert all(row.greedy_equal for row in rows)  # every cross-vocabulary method keeps the target's greedy tokens
+    assert all(row.tokens_per_call >= 1 and row.forecast_speedup is not None for row in rows)
+    assert document["vocabularies"] == {"target": 49152, "draft": 98} and document["settings"]["batch_size"] == 1
+    assert "T = 0: " in printed and printed.count("  slem  ") == 1
