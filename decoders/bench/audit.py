@@ -416,7 +416,7 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
         n=request.n,
         horizon=request.horizon,
         seed=request.seed,
-        draft=draft,
+        draft=draft if tokenizers is None else None,  # its q is over another vocabulary: the orderings by p only
         level=request.level,
     )
     described = (
@@ -426,6 +426,7 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
             if draft is None
             else f", {request.assistant_tokens} assistant tokens, {request.assistant_schedule}"
             f" schedule, confidence threshold {request.assistant_confidence:g}, assistant {request.draft}"
+            + ("" if tokenizers is None else " with its own tokenizer")
         )
         + f"); target {request.target}, V = {target.vocab_size}, {request.sampling}, prompt "
         f"{list(request.prompt)}, horizon {request.horizon}"

@@ -17,10 +17,11 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs
-from decoders.bench.rows import CrossVocabularyRow
+from decoders.bench.rows import CrossVocabularyRow, TransformersRow
 from decoders.bench.tasks import benchmark_prompts
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
 from decoders.drafts import open_draft
+from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.models.protocol import synchronize
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
@@ -109,10 +110,35 @@ def _spelled(vocabularies, prompts: list) -> list:
     return [list(draft_vocabulary.encode(target_vocabulary.decode(row))) for row in prompts]
 
 
+def _transformers_runs(hf, prompts: list, settings: BenchSettings, sampling: Sampling, outputs: dict) -> dict:
+    """transformers' runs beside ours (``--hf``): its plain ``generate`` of the target and its assisted generation
+    with the draft and both tokenizers at each gamma (its own method across vocabularies), each prompt on its seed."""
+    if hf is None:
+        return {}
+    tokens = settings.max_new_tokens
+
+    def run(name, **assisted):
+        def decode():
+            outputs[name] = [
+                hf_generate(hf["target"], torch.tensor([row]), tokens, sampling, seeded(i), **assisted)
+                for i, row in enumerate(prompts)
+            ]
+
+        return decode
+
+    runs = {"hf generate": run("hf generate")}
+    for gamma in settings.gammas:
+        runs[f"hf assisted {gamma}"] = run(f"hf assisted {gamma}", **hf["assisted"], assistant_tokens=gamma)
+    return runs
+
+
 @torch.inference_mode()
-def _rows_at(pair, prompts: list, methods, settings: BenchSettings, sampling: Sampling, forecast: dict, bar) -> list:
-    """The rows of one temperature: every (method, gamma) and the target's autoregressive decoding, timed
-    interleaved; each run decodes every prompt in turn on its own seed."""
+def _rows_at(
+    pair, prompts: list, methods, settings: BenchSettings, sampling: Sampling, forecast: dict, bar, hf=None
+) -> tuple:
+    """The rows of one temperature: every (method, gamma), the target's autoregressive decoding and, with ``hf``,
+    transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn on its own
+    seed. -> (our rows, transformers' rows)."""
     target, tokens = pair[0], settings.max_new_tokens
     configs = {f"{m} {g}": CrossVocabularyConfig(m, g, sampling) for m in methods for g in settings.gammas}
     outputs = {}
@@ -127,6 +153,7 @@ def _rows_at(pair, prompts: list, methods, settings: BenchSettings, sampling: Sa
         outputs[name] = [_decode(pair, row, configs[name], tokens, i) for i, row in enumerate(prompts)]
 
     runs = {"autoregressive": autoregressive, **{name: (lambda name=name: crossed(name)) for name in configs}}
+    runs.update(_transformers_runs(hf, prompts, settings, sampling, outputs))
     timings = time_interleaved(
         runs,
         repeats=settings.repeats,
@@ -148,7 +175,7 @@ def _rows_at(pair, prompts: list, methods, settings: BenchSettings, sampling: Sa
                 temperature=sampling.temperature,
                 gamma=config.gamma,
                 seconds=statistics.median(seconds),
-                seconds_spread=[min(seconds), statistics.median(seconds), max(seconds)],
+                seconds_spread=_spread(seconds),
                 speedup=statistics.median(baseline) / statistics.median(seconds),
                 speedup_spread=[ratios[0], statistics.median(ratios), ratios[-1]],
                 target_calls=counts["target_calls"],
@@ -160,7 +187,24 @@ def _rows_at(pair, prompts: list, methods, settings: BenchSettings, sampling: Sa
                 forecast_speedup=forecast["by_setting"][name]["speedup"],
             )
         )
-    return rows
+    ours = [g.tokens[0] for g in outputs["autoregressive"]]
+    hf_rows = [
+        TransformersRow(
+            temperature=sampling.temperature,
+            gamma=None if name == "hf generate" else int(name.split()[-1]),
+            seconds=statistics.median(timings[name].seconds),
+            seconds_spread=_spread(timings[name].seconds),
+            speedup=statistics.median(baseline) / statistics.median(timings[name].seconds),
+            greedy_equal=outputs[name] == ours if sampling.greedy else None,
+        )
+        for name in runs
+        if name.startswith("hf ")
+    ]
+    return rows, hf_rows
+
+
+def _spread(seconds: list) -> list:
+    return [min(seconds), statistics.median(seconds), max(seconds)]
 
 
 def cross_vocabulary_document(
@@ -173,10 +217,12 @@ def cross_vocabulary_document(
     device="cpu",
     dtype=torch.float32,
     forecast_prompts: int = 4,
+    hf: bool = False,
     progress: bool | None = None,
 ) -> dict:
     """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``: the
-    forecast from ``forecast_prompts`` other prompts first, then the timed sweep (module docstring)."""
+    forecast from ``forecast_prompts`` other prompts first, then the timed sweep (module docstring); with ``hf``
+    transformers' plain and assisted generation beside it (its draft converted to GPT-2 where it is a TinyGPT)."""
     methods = tuple(methods)
     for method in methods:
         if method not in METHODS:
@@ -192,14 +238,17 @@ def cross_vocabulary_document(
     prompts = draw(settings.prompts, settings.seed)
     others = other_prompts(lambda count: draw(count, FORECAST_SEED), forecast_prompts, prompts).tolist()
     prompts = prompts.tolist()
-    runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * (1 + len(methods) * len(settings.gammas))
-    rows, forecasts = [], {}
+    transformers = _transformers(inputs, draft_model, draft_tokenizer, prompts, settings) if hf else None
+    per_temperature = (1 + len(methods) * len(settings.gammas)) + (1 + len(settings.gammas) if hf else 0)
+    runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * per_temperature
+    rows, hf_rows, forecasts = [], [], {}
     with progress_bar(progress, total=runs, desc="cross-vocabulary", unit="run") as bar:
         for temperature in settings.temperatures:
             sampling = Sampling(temperature)
             forecast = _forecast(pair, others, methods, settings, sampling, _spelled(vocabularies, others))
             forecasts[f"{temperature:g}"] = forecast
-            rows += _rows_at(pair, prompts, methods, settings, sampling, forecast, bar)
+            ours, theirs = _rows_at(pair, prompts, methods, settings, sampling, forecast, bar, transformers)
+            rows, hf_rows = rows + ours, hf_rows + theirs
     return {
         "target": target or "target",
         "draft": draft,
@@ -221,8 +270,34 @@ def cross_vocabulary_document(
         "environment": environment(device, dtype),
         "forecast": forecasts,
         "rows": [row.as_dict() for row in rows],
+        **({"hf": [row.as_dict() for row in hf_rows]} if hf else {}),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings: BenchSettings) -> dict:
+    """transformers' counterparts of the pair for ``--hf``: the target's model, the draft's (``assisted_options``) and
+    both tokenizers; refused before any timing where the draft has none, or where the longest prompt's spelling and
+    its new tokens could run past the assistant's context (transformers does not window it)."""
+    from decoders.models.corpus import character_tokenizer
+
+    options = assisted_options(draft_model, 1)
+    if options is None or "assistant" not in options or not hasattr(inputs.target, "model"):
+        raise ValueError("--hf needs a Hugging Face or GGUF target and a draft model transformers can run")
+    assistant = options["assistant"]
+    context = getattr(assistant.config, "n_positions", None) or assistant.config.max_position_embeddings
+    target_vocabulary, draft_vocabulary = pair_vocabularies(inputs.tokenizer, draft_tokenizer)
+    longest = max(len(draft_vocabulary.encode(target_vocabulary.decode(row))) for row in prompts)
+    pieces = [len(target_vocabulary.pieces[t]) for row in prompts for t in row]
+    needed = longest + 2 * settings.max_new_tokens * (sum(pieces) / len(pieces)) + max(settings.gammas)
+    if needed > context:
+        raise ValueError(
+            f"--hf: transformers' assistant reads the whole text in its own tokens, about {needed:.0f} of them here "
+            f"(the longest prompt {longest}, then twice the mean piece per new token), past its {context} positions; "
+            f"lower --prompt-length or --max-new-tokens"
+        )
+    tokenizers = {"tokenizer": inputs.tokenizer, "assistant_tokenizer": draft_tokenizer or character_tokenizer()}
+    return {"target": inputs.target.model, "assisted": {"assistant": assistant, **tokenizers}}
 
 
 def cross_vocabulary_lines(document: dict) -> list[str]:
@@ -243,6 +318,13 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
             f"{row.temperature:4g}  {row.method:6s}  {row.gamma:5d}  {alpha:>5s}  "
             f"{row.candidates_per_draft_token:.2f}  "
             f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
+        )
+    for row in map(TransformersRow.from_dict, document.get("hf", [])):
+        what = "generate" if row.gamma is None else f"assisted by the draft at {row.gamma} tokens (its own method)"
+        greedy = "" if row.greedy_equal is None else f", greedy equal to ours: {'yes' if row.greedy_equal else 'NO'}"
+        lines.append(
+            f"T = {row.temperature:g}, transformers {what}: {row.seconds:.3f} s, {row.speedup:.3f}x our "
+            f"autoregressive decoding [{row.seconds_spread[0]:.3f}-{row.seconds_spread[2]:.3f} s]{greedy}"
         )
     for temperature in sorted({row.temperature for row in rows}):
         best = max((row for row in rows if row.temperature == temperature), key=lambda row: row.speedup)

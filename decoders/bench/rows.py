@@ -22,6 +22,7 @@ __all__ = [
     "BlockwiseRow",
     "HFComparisonRow",
     "CrossVocabularyRow",
+    "TransformersRow",
 ]
 
 #: Fields a row holds only where they were added (T = 0 rows checked against greedy decoding, Theorem 3.8 beside a
@@ -305,3 +306,17 @@ class CrossVocabularyRow(ResultRow):
     candidates_per_draft_token: float
     greedy_equal: bool | None = None
     forecast_speedup: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformersRow(ResultRow):
+    """transformers beside a cross-vocabulary bench (``--hf``): its plain ``generate`` (``gamma`` None) or its
+    assisted generation with the draft and both tokenizers at ``gamma`` assistant tokens; seconds for the prompt set,
+    the speedup over our autoregressive decoding timed with it, and at T = 0 whether its tokens equal ours."""
+
+    temperature: float
+    gamma: int | None
+    seconds: float
+    seconds_spread: list
+    speedup: float
+    greedy_equal: bool | None = None

@@ -60,10 +60,12 @@ def cross_vocabulary_bench(
     device="cpu",
     dtype=torch.float32,
     forecast_prompts: int = CROSS_FORECAST_PROMPTS,
+    hf: bool = False,
     out=None,
     command=None,
 ) -> tuple:
-    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``)."""
+    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), with ``hf``
+    transformers' plain and assisted generation beside it."""
     from decoders.bench.cross_bench import cross_vocabulary_document, cross_vocabulary_lines
 
     if out:
@@ -77,6 +79,7 @@ def cross_vocabulary_bench(
         device=device,
         dtype=dtype,
         forecast_prompts=forecast_prompts,
+        hf=hf,
     )
     return _written(document, cross_vocabulary_lines(document), out, command)
 

@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             dtype=getattr(torch, args.dtype),
             forecast_prompts=args.forecast_prompts or CROSS_FORECAST_PROMPTS,
+            hf=args.hf,
             **common,
         )
     elif args.engine:

@@ -62,7 +62,8 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="METHOD",
         help=f"instead: a --draft with another tokenizer than --target's, verified by each METHOD of "
         f"{' '.join(CROSS_METHODS)} (docs/theory-vocabularies.md §15), against our autoregressive decoding, with a "
-        f"forecast from --forecast-prompts other prompts (default 4)",
+        f"forecast from --forecast-prompts other prompts (default 4); with --hf transformers' generate and its "
+        f"assisted generation with both tokenizers beside it",
     )
 
 
@@ -113,7 +114,7 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
         for method in args.cross_vocabulary:
             if method not in CROSS_METHODS:
                 raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
-        others = [flag for flag, given in _comparisons(args).items() if given]
+        others = [flag for flag, given in _comparisons(args).items() if given and flag != "--hf"]
         if others or sampling_given or args.task is not None:
             raise ValueError(
                 f"--cross-vocabulary measures a draft of another tokenizer at --temperatures only: drop "

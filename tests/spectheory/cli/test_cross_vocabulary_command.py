@@ -1,13 +1,14 @@
 """`spectheory bench --cross-vocabulary` on SmolLM2 drafted by the shipped character-level transformer (another
-tokenizer): a small run whose document reads back typed, whose greedy tokens equal the target's, and whose lines
-give every row and an answer per temperature."""
+tokenizer): a small run whose document reads back typed, whose greedy tokens equal the target's (ours, and
+transformers' assisted generation across tokenizers with --hf), and whose lines give every row and an answer per
+temperature."""
 
 import json
 
 import pytest
 from command import run
 
-from decoders.bench.rows import CrossVocabularyRow
+from decoders.bench.rows import CrossVocabularyRow, TransformersRow
 
 pytest.importorskip("transformers")
 
@@ -18,7 +19,7 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
         capsys,
         *("bench", "--target", "smollm2", "--draft", "transformer", "--cross-vocabulary", "slem", "tli"),
         *("--gammas", "2", "--temperatures", "0", "--prompts", "1", "--prompt-length", "24", "--max-new-tokens", "6"),
-        *("--repeats", "1", "--warmup", "0", "--forecast-prompts", "1", "--out", str(out)),
+        *("--repeats", "1", "--warmup", "0", "--forecast-prompts", "1", "--hf", "--out", str(out)),
     )
     assert status == 0, err
     document = json.loads(out.read_text())
@@ -28,3 +29,5 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
     assert all(row.tokens_per_call >= 1 and row.forecast_speedup is not None for row in rows)
     assert document["vocabularies"] == {"target": 49152, "draft": 98} and document["settings"]["batch_size"] == 1
     assert "T = 0: " in printed and printed.count("  slem  ") == 1
+    hf = [TransformersRow.from_dict(row) for row in document["hf"]]  # its generate, then its assisted generation
+    assert [row.gamma for row in hf] == [None, 2] and all(row.greedy_equal for row in hf)
