@@ -378,10 +378,17 @@ def generate_cross_vocabulary(
         eos=eos,
         profile=False,
     )
+    room, longest = max_new_tokens + config.gamma + 1, max(len(piece) for piece in target_vocabulary.pieces)
     rows = []
     for prompt in run.prompts:
         drafted = list(draft_vocabulary.encode(target_vocabulary.decode(prompt)))
-        rows.append(_Row(list(prompt), drafted, _Held(target.new_state(1), []), _Held(draft.new_state(1), [])))
+        # each state sized for what it will hold (a model's whole context would be allocated otherwise): the target
+        # its prompt and room; the draft at most its text spelled a character a token, within its window
+        draft_room = len(drafted) + room * longest
+        if draft.max_context is not None:
+            draft_room = min(draft_room, draft.max_context)
+        held = _Held(target.new_state(1, len(prompt) + room), []), _Held(draft.new_state(1, draft_room), [])
+        rows.append(_Row(list(prompt), drafted, *held))
     accepted, proposed, calls = [], [], {"target": 0, "draft": 0}
 
     def iterate(active: list) -> list:
