@@ -1,4 +1,4 @@
-"""A draft with another tokenizer measured (docs/measuring.md, "A draft with another tokenizer";
+"""A draft with another tokenizer measured (docs/commands.md, "What does a draft with another tokenizer buy me?";
 docs/theory-vocabularies.md §15): per temperature, cross-vocabulary method and gamma, our
 ``generate_cross_vocabulary`` against our autoregressive decoder of the target on the same held-out prompts, timed
 interleaved, with the acceptance of the target candidates, the candidates per draft token (the tokenization ratio
@@ -138,7 +138,7 @@ def _rows_at(
 ) -> tuple:
     """The rows of one temperature: every (method, gamma), the target's autoregressive decoding and, with ``hf``,
     transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn on its own
-    seed. -> (our rows, transformers' rows)."""
+    seed. -> (our rows, transformers' rows, our autoregressive decoding's seconds and tokens per second)."""
     target, tokens = pair[0], settings.max_new_tokens
     configs = {f"{m} {g}": CrossVocabularyConfig(m, g, sampling) for m in methods for g in settings.gammas}
     outputs = {}
@@ -200,7 +200,12 @@ def _rows_at(
         for name in runs
         if name.startswith("hf ")
     ]
-    return rows, hf_rows
+    autoregressive = {
+        "seconds": statistics.median(baseline),
+        "seconds_spread": _spread(baseline),
+        "tokens_per_second": len(prompts) * tokens / statistics.median(baseline),
+    }
+    return rows, hf_rows, autoregressive
 
 
 def _spread(seconds: list) -> list:
@@ -241,13 +246,15 @@ def cross_vocabulary_document(
     transformers = _transformers(inputs, draft_model, draft_tokenizer, prompts, settings) if hf else None
     per_temperature = (1 + len(methods) * len(settings.gammas)) + (1 + len(settings.gammas) if hf else 0)
     runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * per_temperature
-    rows, hf_rows, forecasts = [], [], {}
+    rows, hf_rows, forecasts, autoregressive = [], [], {}, {}
     with progress_bar(progress, total=runs, desc="cross-vocabulary", unit="run") as bar:
         for temperature in settings.temperatures:
             sampling = Sampling(temperature)
             forecast = _forecast(pair, others, methods, settings, sampling, _spelled(vocabularies, others))
             forecasts[f"{temperature:g}"] = forecast
-            ours, theirs = _rows_at(pair, prompts, methods, settings, sampling, forecast, bar, transformers)
+            ours, theirs, autoregressive[f"{temperature:g}"] = _rows_at(
+                pair, prompts, methods, settings, sampling, forecast, bar, transformers
+            )
             rows, hf_rows = rows + ours, hf_rows + theirs
     return {
         "target": target or "target",
@@ -269,6 +276,7 @@ def cross_vocabulary_document(
         },
         "environment": environment(device, dtype),
         "forecast": forecasts,
+        "autoregressive": autoregressive,
         "rows": [row.as_dict() for row in rows],
         **({"hf": [row.as_dict() for row in hf_rows]} if hf else {}),
         "seconds": time.perf_counter() - started,
@@ -318,6 +326,11 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
             f"{row.temperature:4g}  {row.method:6s}  {row.gamma:5d}  {alpha:>5s}  "
             f"{row.candidates_per_draft_token:.2f}  "
             f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
+        )
+    for temperature, ours in document.get("autoregressive", {}).items():
+        lines.append(
+            f"T = {temperature}, our autoregressive decoding of the target: {ours['seconds']:.3f} s, "
+            f"{ours['tokens_per_second']:.1f} tokens/s"
         )
     for row in map(TransformersRow.from_dict, document.get("hf", [])):
         what = "generate" if row.gamma is None else f"assisted by the draft at {row.gamma} tokens (its own method)"

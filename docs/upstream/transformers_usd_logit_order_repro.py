@@ -50,7 +50,10 @@ def model(vocab_size, seed):
 
 def part_1(target_tokenizer, assistant_tokenizer):
     translator = AssistantToTargetTranslator(
-        target_tokenizer, assistant_tokenizer, len(TARGET_PIECES), assistant_model=model(len(ASSISTANT_PIECES), 1),
+        target_tokenizer,
+        assistant_tokenizer,
+        len(TARGET_PIECES),
+        assistant_model=model(len(ASSISTANT_PIECES), 1),
         assistant_prune_lm_head=True,
     )
     overlap = translator.assistant_overlap_token_ids.tolist()  # pruned index k -> assistant id
@@ -96,9 +99,17 @@ def part_2(target_tokenizer, assistant_tokenizer, fixed):
         for seed in range(SAMPLES):
             torch.manual_seed(seed)
             out = target.generate(
-                prompt, attention_mask=torch.ones_like(prompt), assistant_model=assistant, do_sample=True,
-                max_new_tokens=2, top_k=0, top_p=1.0, temperature=1.0, pad_token_id=0,
-                tokenizer=target_tokenizer, assistant_tokenizer=assistant_tokenizer,
+                prompt,
+                attention_mask=torch.ones_like(prompt),
+                assistant_model=assistant,
+                do_sample=True,
+                max_new_tokens=2,
+                top_k=0,
+                top_p=1.0,
+                temperature=1.0,
+                pad_token_id=0,
+                tokenizer=target_tokenizer,
+                assistant_tokenizer=assistant_tokenizer,
             )
             counts[out[0, prompt.shape[1]]] += 1
     finally:

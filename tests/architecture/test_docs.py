@@ -310,6 +310,32 @@ def test_vllm_verdicts_against_their_results():
             assert text in row, (name, text, row)
 
 
+def test_cross_vocabulary_findings_against_their_results():
+    """docs/findings/cross-vocabulary.md quotes every row of the cross-vocabulary bench (alpha, rho, tokens per call,
+    speedup with its spread, forecast) and the audits' p-values, and docs/engines.md §7 the same p-values."""
+    page = (ROOT / "docs" / "findings" / "cross-vocabulary.md").read_text()
+    folder = ROOT / "results" / "cross_vocabulary"
+    bench = json.loads((folder / "bench_smollm2_transformer.json").read_text())
+    table = [line for line in page.splitlines() if re.match(r"\| [01] \| (slem|tli|slrs) \|", line)]
+    assert len(table) == len(bench["rows"]) == 12
+    for line, row in zip(table, bench["rows"]):
+        spread = row["speedup_spread"]
+        assert line == (
+            f"| {row['temperature']:g} | {row['method']} | {row['gamma']} | {row['alpha']:.3f} | "
+            f"{row['candidates_per_draft_token']:.2f} | {row['tokens_per_call']:.3f} | {row['speedup']:.3f}x "
+            f"[{spread[0]:.2f}-{spread[2]:.2f}] | {row['forecast_speedup']:.3f}x |"
+        ), line
+    engines = (ROOT / "docs" / "engines.md").read_text()
+    for name in ("hf_assisted_t1", "hf_generate_t1", "ours_tli_t1", "ours_slem_t1"):
+        audit = json.loads((folder / f"audit_{name}.json").read_text())
+        quoted = f"p = {audit['p_value']:.2g}" if audit["p_value"] < 1e-3 else f"p = {audit['p_value']:.3g}"
+        assert quoted in page, (name, quoted)
+        verdict = "PASS" if audit["passed"] else "FAIL"
+        assert f"`audit_{name}.json` | {verdict}" in page, name
+        if name != "ours_slem_t1":
+            assert quoted in engines, (name, quoted)
+
+
 def test_llama_server_bench_rows_against_their_results():
     """docs/findings/llama-server-speed.md quotes every row of llama-server's bench files: measured speedup with its
     spread, predicted, their ratio, tokens per call and mean proposal length."""

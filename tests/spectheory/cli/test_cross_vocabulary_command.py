@@ -28,6 +28,7 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
     assert all(row.greedy_equal for row in rows)  # every cross-vocabulary method keeps the target's greedy tokens
     assert all(row.tokens_per_call >= 1 and row.forecast_speedup is not None for row in rows)
     assert document["vocabularies"] == {"target": 49152, "draft": 98} and document["settings"]["batch_size"] == 1
+    assert document["autoregressive"]["0"]["tokens_per_second"] > 0 and "tokens/s" in printed
     assert "T = 0: " in printed and printed.count("  slem  ") == 1
     hf = [TransformersRow.from_dict(row) for row in document["hf"]]  # its generate, then its assisted generation
     assert [row.gamma for row in hf] == [None, 2] and all(row.greedy_equal for row in hf)
