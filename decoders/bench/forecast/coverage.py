@@ -67,9 +67,10 @@ def _engine_rows(source: str, document: dict) -> list:
 
 def pairs_of(document: dict) -> list:
     """Every forecast beside its measurement in a saved document; [] where it holds no forecast. The dynamic
-    tree's Spec-Bench rows have no measured interval and are left out."""
+    tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its forecast
+    states no interval yet: ``decoders.bench.cross_bench``)."""
     forecast = document.get("forecast")
-    if not forecast:
+    if not forecast or "vocabularies" in document:
         return []
     if "recommendations" in document:
         return _judged_rows("report", document["recommendations"], forecast["prompts"])
