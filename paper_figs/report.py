@@ -12,8 +12,9 @@ import re
 import statistics
 from pathlib import Path
 
-from decoders.bench.bench_lines import loss_resolution
+from decoders.bench.bench_lines import cross_vocabulary_answers, loss_resolution
 from decoders.bench.report.document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.recommend import apart_label, loss_noise
 from decoders.bench.spec_bench.table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
@@ -21,7 +22,7 @@ from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text
 from spectheory.recommendation import recommendation_words
 
-__all__ = ["write_report", "report_blocks", "render_markdown", "render_html"]
+__all__ = ["write_report", "write_cross_vocabulary_report", "report_blocks", "render_markdown", "render_html"]
 
 
 def write_report(document: ReportDocument, out: Path) -> list[Path]:
@@ -59,6 +60,61 @@ def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, com
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
         names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
     return [out / name for name in names]
+
+
+def write_cross_vocabulary_report(document: dict, out: Path, *, command: str) -> list[Path]:
+    """``report --cross-vocabulary``: ``report.json`` (the bench, its forecast and the audits), ``report.md`` and
+    ``report.html`` into ``out``, replacing what was there as a whole; returns the paths."""
+    out = Path(out)
+    with staged_directory(out) as stage:
+        write_json(stage / "report.json", document, command=command)
+        blocks = cross_vocabulary_blocks(document, command)
+        write_text(stage / "report.md", render_markdown(blocks))
+        write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
+    return [out / name for name in ("report.json", "report.md", "report.html")]
+
+
+def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
+    """The cross-vocabulary report as blocks (``report_blocks``' kinds): the answer, every row, the audits."""
+    rows = [CrossVocabularyRow.from_dict(row) for row in d["rows"]]
+    blocks = [
+        ("heading", 1, f"A draft with another tokenizer: {d['draft']} drafting for {d['target']}"),
+        ("paragraph", f"`{command}` (docs/theory-vocabularies.md §15); batch 1, {d['settings']['prompts']} prompts."),
+        *[("paragraph", f"**{line}**") for line in cross_vocabulary_answers(rows)],
+        ("heading", 2, "Measured against our autoregressive decoding, beside the forecast made first"),
+        (
+            "table",
+            ["T", "method", "gamma", "alpha", "rho", "tokens/call", "speedup [min-max]", "forecast", "greedy equal"],
+            [
+                [
+                    f"{r.temperature:g}",
+                    r.method,
+                    str(r.gamma),
+                    "-" if r.alpha is None else f"{r.alpha:.3f}",
+                    f"{r.candidates_per_draft_token:.2f}",
+                    f"{r.tokens_per_call:.3f}",
+                    f"{r.speedup:.3f}x [{r.speedup_spread[0]:.2f}-{r.speedup_spread[2]:.2f}]",
+                    "-" if r.forecast_speedup is None else f"{r.forecast_speedup:.3f}x",
+                    "" if r.greedy_equal is None else ("yes" if r.greedy_equal else "NO"),
+                ]
+                for r in rows
+            ],
+        ),
+        *[
+            ("paragraph", f"T = {t}: our autoregressive decoding {a['tokens_per_second']:.1f} tokens/s.")
+            for t, a in d["autoregressive"].items()
+        ],
+        ("heading", 2, "Audits at T = 1 against the target's law"),
+        (
+            "table",
+            ["method", "verdict", "p", "n", "horizon"],
+            [
+                [m, "PASS" if a["passed"] else "FAIL", f"{a['p_value']:.3g}", str(a["n"]), str(a["horizon"])]
+                for m, a in d["audits"].items()
+            ],
+        ),
+    ]
+    return blocks
 
 
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:

@@ -30,7 +30,7 @@ from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
 from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS, cross_vocabulary_speedup
 
-__all__ = ["pair_vocabularies", "cross_vocabulary_document", "cross_vocabulary_lines"]
+__all__ = ["pair_vocabularies", "cross_vocabulary_document"]
 
 
 def pair_vocabularies(target_tokenizer, draft_tokenizer) -> tuple:
@@ -306,48 +306,3 @@ def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings:
         )
     tokenizers = {"tokenizer": inputs.tokenizer, "assistant_tokenizer": draft_tokenizer or character_tokenizer()}
     return {"target": inputs.target.model, "assisted": {"assistant": assistant, **tokenizers}}
-
-
-def cross_vocabulary_lines(document: dict) -> list[str]:
-    """The document as lines: one per (temperature, method, gamma), then the answer per temperature."""
-    lines = [
-        f"{document['draft']} ({document['vocabularies']['draft']} pieces) drafting for {document['target']} "
-        f"({document['vocabularies']['target']}), batch 1, {document['settings']['prompts']} prompts of "
-        f"{document['settings']['prompt_length']} tokens, {document['settings']['max_new_tokens']} new tokens",
-        "   T  method  gamma  alpha   rho   tokens/call  speedup [min-max]      forecast  greedy equal",
-    ]
-    rows = [CrossVocabularyRow.from_dict(row) for row in document["rows"]]
-    for row in rows:
-        alpha = "-" if row.alpha is None else f"{row.alpha:.3f}"
-        forecast = "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x"
-        greedy = "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO")
-        low, high = row.speedup_spread[0], row.speedup_spread[2]
-        lines.append(
-            f"{row.temperature:4g}  {row.method:6s}  {row.gamma:5d}  {alpha:>5s}  "
-            f"{row.candidates_per_draft_token:.2f}  "
-            f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
-        )
-    for temperature, ours in document.get("autoregressive", {}).items():
-        lines.append(
-            f"T = {temperature}, our autoregressive decoding of the target: {ours['seconds']:.3f} s, "
-            f"{ours['tokens_per_second']:.1f} tokens/s"
-        )
-    for row in map(TransformersRow.from_dict, document.get("hf", [])):
-        what = "generate" if row.gamma is None else f"assisted by the draft at {row.gamma} tokens (its own method)"
-        greedy = "" if row.greedy_equal is None else f", greedy equal to ours: {'yes' if row.greedy_equal else 'NO'}"
-        lines.append(
-            f"T = {row.temperature:g}, transformers {what}: {row.seconds:.3f} s, {row.speedup:.3f}x our "
-            f"autoregressive decoding [{row.seconds_spread[0]:.3f}-{row.seconds_spread[2]:.3f} s]{greedy}"
-        )
-    for temperature in sorted({row.temperature for row in rows}):
-        best = max((row for row in rows if row.temperature == temperature), key=lambda row: row.speedup)
-        lines.append(
-            f"T = {temperature:g}: "
-            + (
-                f"use {best.method} at gamma {best.gamma} ({best.speedup:.3f}x measured)"
-                if best.speedup_spread[0] > 1
-                else f"do not speculate with this draft: the best, {best.method} at gamma {best.gamma}, measured "
-                f"{best.speedup:.3f}x ({best.speedup_spread[0]:.2f}-{best.speedup_spread[2]:.2f} over repeats)"
-            )
-        )
-    return lines

@@ -66,7 +66,8 @@ def cross_vocabulary_bench(
 ) -> tuple:
     """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), with ``hf``
     transformers' plain and assisted generation beside it."""
-    from decoders.bench.cross_bench import cross_vocabulary_document, cross_vocabulary_lines
+    from decoders.bench.bench_lines import cross_vocabulary_lines
+    from decoders.bench.cross_bench import cross_vocabulary_document
 
     if out:
         check_writable(out)

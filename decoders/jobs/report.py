@@ -17,7 +17,7 @@ from decoders.bench.tasks import benchmark_prompts
 from decoders.jobs.spec_bench import ALL, measure_table
 from spectheory.outputs import check_writable, strict_loads
 
-__all__ = ["pair_report", "spec_bench_report", "saved_table"]
+__all__ = ["pair_report", "spec_bench_report", "saved_table", "cross_vocabulary_report"]
 
 
 def pair_report(
@@ -91,3 +91,55 @@ def spec_bench_report(
         )
     )
     return table, recommend(table)
+
+
+def cross_vocabulary_report(
+    settings: ReportSettings,
+    methods,
+    *,
+    target: str | None,
+    draft: str,
+    text=None,
+    device="cpu",
+    out: str = "report",
+) -> dict:
+    """A draft with another tokenizer than ``target``'s: each of ``methods`` measured and forecast
+    (``decoders.bench.cross_bench``, on ``settings``' bench budget) and audited statistically at T = 1 at the smallest
+    gamma on ``settings``' audit prompt, n and horizon (``decoders.bench.audit.run_audit``)."""
+    from dataclasses import replace
+
+    from decoders.bench.audit import AuditRequest, run_audit
+    from decoders.bench.cross_bench import cross_vocabulary_document
+    from decoders.sampling import Sampling
+
+    if target is None:
+        raise ValueError(
+            "--cross-vocabulary needs --target: a real model, GGUF file or directory with its own tokenizer"
+        )
+    check_writable(out, directory=True)
+    bench = replace(settings.bench_settings(), batch_sizes=())
+    document = cross_vocabulary_document(
+        draft,
+        bench,
+        methods=methods,
+        target=target,
+        text=text,
+        device=device,
+        forecast_prompts=settings.forecast_prompts,
+    )
+    audits = {}
+    for method in methods:
+        request = AuditRequest(
+            target=target,
+            draft=draft,
+            cross_vocabulary=method,
+            gamma=min(settings.gammas),
+            sampling=Sampling(1.0),
+            prompt_text=settings.audit_prompt,
+            horizon=settings.audit_horizon,
+            n=settings.audit_n,
+            seed=settings.seed,
+        )
+        outcome = run_audit(request)
+        audits[method] = {"decoder": outcome.described, **outcome.report.as_dict()}
+    return {**document, "audits": audits}

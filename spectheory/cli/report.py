@@ -1,7 +1,8 @@
 """On the shipped pair (or --target/--draft, with --text): the forecast first (a cost profile on other prompts and the
 gamma it recommends), then alpha along held-out text and the gamma sweep at batch 1 that checks it, a statistical
 audit at T = 1 and the figures; report.json, report.md and report.html in --out. --full adds trees, policies and
-every gamma to 8 over 128 tokens (its help gives both times); a real model has its own budget. --task spec-bench."""
+every gamma to 8 over 128 tokens (its help gives both times); a real model has its own budget. --task spec-bench.
+--cross-vocabulary: a draft with another tokenizer, each method measured, forecast and audited."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ from decoders import zoo
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.bench.bench import MAX_REPEATS
+from decoders.bench.bench_lines import cross_vocabulary_lines
 from decoders.bench.report.pair import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportSettings, summary_lines
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
 from decoders.bench.spec_bench.recommend import recommendation_lines
-from decoders.jobs.report import pair_report, spec_bench_report
+from decoders.jobs.report import cross_vocabulary_report, pair_report, spec_bench_report
 from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file
-from paper_figs.report import write_report, write_spec_bench_report
+from paper_figs.report import write_cross_vocabulary_report, write_report, write_spec_bench_report
 from spectheory.calculator import MAX_TABLE_GAMMA
 from spectheory.cli.options import add_compile, add_device, add_target, add_text, draft_help
 from spectheory.cli.task_flags import report_spec_bench_settings, task_name
+from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 DEFAULTS = ReportSettings()
 #: What the committed reports took on 2 cores (results/report and results/report_full; a test holds them to the files).
@@ -67,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"--task {TASK}: read the table from FILE "
         f"(bench --task {TASK} --draft all --out FILE) instead of measuring it",
     )
+    parser.add_argument(
+        "--cross-vocabulary",
+        nargs="+",
+        metavar="METHOD",
+        help=f"a --draft with another tokenizer than the real --target's, verified by each METHOD of "
+        f"{' '.join(CROSS_METHODS)}: measured and forecast, then audited at T = 1 (docs/theory-vocabularies.md §15)",
+    )
     add_device(parser), add_compile(parser)
     parser.add_argument(
         "--full",
@@ -109,7 +119,24 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    if is_spec_bench(args.task):
+    if args.cross_vocabulary is not None:
+        for method in args.cross_vocabulary:
+            if method not in CROSS_METHODS:
+                raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
+        if args.task is not None or args.from_table or args.full:
+            raise ValueError("--cross-vocabulary reports on held-out windows: drop --task, --from and --full")
+        document = cross_vocabulary_report(
+            _settings(args),
+            args.cross_vocabulary,
+            target=args.target,
+            draft=args.draft or "transformer",
+            text=args.text,
+            device=args.device,
+            out=args.out,
+        )
+        paths = write_cross_vocabulary_report(document, args.out, command=args.command_line)
+        lines = cross_vocabulary_lines(document)
+    elif is_spec_bench(args.task):
         table, recommendation = spec_bench_report(
             report_spec_bench_settings(args),
             args.task,

@@ -32,3 +32,33 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
     assert "T = 0: " in printed and printed.count("  slem  ") == 1
     hf = [TransformersRow.from_dict(row) for row in document["hf"]]  # its generate, then its assisted generation
     assert [row.gamma for row in hf] == [None, 2] and all(row.greedy_equal for row in hf)
+
+
+def test_report_cross_vocabulary_against_its_json(tmp_path, capsys):
+    """`report --cross-vocabulary`: report.md carries every row of the report.json it was built from, the answer and
+    the audit's verdict."""
+    out = tmp_path / "report"
+    status, printed, err = run(
+        capsys,
+        *("report", "--target", "smollm2", "--draft", "transformer", "--cross-vocabulary", "tli"),
+        *("--gammas", "2", "--temperatures", "0", "--prompts", "1", "--prompt-length", "24", "--max-new-tokens", "6"),
+        *("--repeats", "1", "--warmup", "0", "--forecast-prompts", "1", "--audit-n", "40", "--out", str(out)),
+    )
+    assert status == 0, err
+    document = json.loads((out / "report.json").read_text())
+    markdown = (out / "report.md").read_text()
+    (row,) = [CrossVocabularyRow.from_dict(row) for row in document["rows"]]
+    assert (
+        f"| 0 | tli | 2 | {row.alpha:.3f} | {row.candidates_per_draft_token:.2f} | {row.tokens_per_call:.3f} |"
+        in markdown
+    )
+    audit = document["audits"]["tli"]
+    assert (
+        audit["n"] == 40 and f"| tli | {'PASS' if audit['passed'] else 'FAIL'} | {audit['p_value']:.3g} |" in markdown
+    )
+    assert "T = 0: " in markdown and (out / "report.html").exists() and "report.md" in printed
+
+
+def test_report_cross_vocabulary_flags_exit_2(capsys):
+    status, _, err = run(capsys, "report", "--cross-vocabulary", "tli", "--task", "rewrite")
+    assert status == 2 and err.count("\n") == 1 and "drop --task, --from and --full" in err
