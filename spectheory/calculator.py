@@ -21,6 +21,7 @@ from spectheory.speedup import (
     walltime_improvement,
 )
 from spectheory.validation import as_cost, as_probability, as_real
+from spectheory.vocabularies import cross_vocabulary_speedup, cross_vocabulary_tokens
 
 __all__ = [
     "MAX_TABLE_GAMMA",
@@ -36,6 +37,9 @@ __all__ = [
     "engine_answer",
     "format_engine_answer",
     "answer_table",
+    "CrossVocabularyTable",
+    "cross_vocabulary_table",
+    "format_cross_vocabulary_text",
 ]
 
 #: The table has one row per gamma = 0..gamma_max; ``spectheory.speedup.optimal_gamma`` has no such cap.
@@ -105,6 +109,53 @@ def gamma_table(alpha: float, c: float, c_hat: float, gamma_max: int) -> GammaTa
         oracle_speedup=_finite_or_none(oracle_speedup(alpha, c)),
         table=rows,
     )
+
+
+@dataclass(frozen=True)
+class CrossVocabularyTable:
+    """A draft with another tokenizer (docs/theory-vocabularies.md §15): gamma draft tokens read as ``ratio`` x gamma
+    target candidates, each accepted with probability alpha; per gamma = 0..gamma_max the target tokens per call and
+    the speedup, and the best gamma (0: do not speculate)."""
+
+    alpha: float
+    c: float
+    ratio: float
+    gamma_max: int
+    best_gamma: int
+    speedup: float
+    table: tuple  # ((gamma, target tokens per call, speedup), ...)
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), table=[dict(zip(("gamma", "tokens_per_call", "speedup"), r)) for r in self.table])
+
+
+def cross_vocabulary_table(alpha: float, c: float, ratio: float, gamma_max: int) -> CrossVocabularyTable:
+    """``spectheory.vocabularies.cross_vocabulary_speedup`` over gamma = 0..gamma_max; the best gamma is the smallest
+    of the largest speedup (gamma 0, autoregressive decoding, is 1x)."""
+    alpha, c = float(as_probability("alpha", alpha)), float(as_cost("c", c))
+    ratio = float(as_real("ratio", ratio, low=0.0, low_open=True))
+    gamma_max = int(as_real("gamma_max", gamma_max, low=1, high=MAX_TABLE_GAMMA, integer=True))
+    gammas = np.arange(gamma_max + 1)
+    tokens, speedups = cross_vocabulary_tokens(alpha, gammas, ratio), cross_vocabulary_speedup(alpha, gammas, c, ratio)
+    rows = tuple((int(g), float(t), float(s)) for g, t, s in zip(gammas, tokens, speedups))
+    best = max(rows, key=lambda row: (row[2], -row[0]))
+    return CrossVocabularyTable(alpha, c, ratio, gamma_max, best[0], best[2], rows)
+
+
+def format_cross_vocabulary_text(result: CrossVocabularyTable) -> str:
+    """The table as text, then the answer."""
+    lines = [
+        f"alpha = {result.alpha:g} per target candidate, c = {result.c:g}, {result.ratio:g} target candidates per "
+        f"draft token (docs/theory-vocabularies.md §15)",
+        "gamma  tokens/call  speedup",
+        *(f"{g:5d}  {t:11.4f}  {s:7.4f}" for g, t, s in result.table),
+    ]
+    lines.append(
+        "do not speculate: no gamma beats 1x"
+        if result.best_gamma == 0
+        else f"best gamma {result.best_gamma}: {result.speedup:.4f}x"
+    )
+    return "\n".join(lines)
 
 
 def _summary(result: GammaTable) -> str:

@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from spectheory.calculator import answer_table, engine_answer, format_engine_answer, format_latex, format_text
+from spectheory.calculator import (
+    answer_table,
+    cross_vocabulary_table,
+    engine_answer,
+    format_cross_vocabulary_text,
+    format_engine_answer,
+    format_latex,
+    format_text,
+)
 from spectheory.cli import UsageError
 from spectheory.cli.options import COST_FLAGS, add_cost_flags, flag_costs
 from spectheory.costs import profile_entries
@@ -53,6 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--c-hat", type=float, help="draft arithmetic per token relative to the target's (default: --c)"
     )
     parser.add_argument("--gamma-max", type=int, default=16, help="largest gamma considered (default 16)")
+    parser.add_argument(
+        "--tokenization-ratio",
+        type=float,
+        metavar="RHO",
+        help="a draft with another tokenizer: target candidates per draft token (e.g. 0.25 for a character-level "
+        "draft of a BPE target); --alpha is then per target candidate (docs/theory-vocabularies.md §15)",
+    )
     costs = parser.add_argument_group("measured costs (docs/theory.md §10)")
     costs.add_argument("--costs", metavar="FILE", help="a cost profile written by `spectheory profile --out`")
     add_cost_flags(costs)
@@ -105,6 +120,21 @@ def run(args: argparse.Namespace) -> int:
     calibrated = bool(args.costs) or any(
         getattr(args, n) is not None for n in COST_FLAGS + ("acceptance", "acceptance_from")
     )
+    if args.tokenization_ratio is not None:
+        if args.alpha is None or args.latex or calibrated or args.from_metrics:
+            raise ValueError(
+                "--tokenization-ratio takes --alpha (and --c, --gamma-max), printed as text or --json; not measured "
+                "costs, --from-metrics or --latex"
+            )
+        results = [
+            cross_vocabulary_table(alpha, args.c, args.tokenization_ratio, args.gamma_max) for alpha in args.alpha
+        ]
+        print(
+            json.dumps([result.as_dict() for result in results], indent=2, allow_nan=False)
+            if args.json
+            else "\n\n".join(map(format_cross_vocabulary_text, results))
+        )
+        return 0
     if args.from_metrics:
         if args.acceptance is not None:
             raise ValueError("--from-metrics measures the acceptance itself; drop --acceptance")

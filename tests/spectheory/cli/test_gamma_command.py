@@ -43,6 +43,20 @@ def test_gamma_json_against_theory(capsys):
         assert document["speedup"] == max(row["speedup"] for row in document["table"])
 
 
+def test_gamma_tokenization_ratio_against_theorem_3_8(capsys):
+    """A draft with another tokenizer (docs/theory-vocabularies.md §15): at one target candidate per draft token the
+    table is Theorem 3.8's; a short-token draft of a costly call answers "do not speculate" (gamma 0)."""
+    status, out, _ = run(capsys, "gamma", "--alpha", "0.7", "--c", "0.1", "--tokenization-ratio", "1", "--json")
+    (crossed,) = json.loads(out)
+    assert status == 0
+    assert [row["speedup"] for row in crossed["table"]] == pytest.approx(
+        [float(walltime_improvement(0.7, gamma, 0.1)) for gamma in range(17)]
+    )
+    assert crossed["best_gamma"] == int(optimal_gamma(0.7, 0.1, 16))
+    status, out, _ = run(capsys, "gamma", "--alpha", "0.1", "--c", "0.3", "--tokenization-ratio", "0.25")
+    assert status == 0 and out.rstrip().endswith("do not speculate: no gamma beats 1x")
+
+
 def test_gamma_text_marks_the_optimum(capsys):
     status, out, _ = run(capsys, "gamma", "--alpha", "0.8", "--c", "0.05", "--gamma-max", "10")
     assert status == 0
@@ -98,6 +112,9 @@ def test_gamma_latex(capsys):
             "tokens_per_iteration must be at most gamma + 1 = 4",
         ),
         (["gamma", "--alpha", "0.5", "--json", "--latex"], "not allowed with argument"),
+        (["gamma", "--alpha", "0.5", "--tokenization-ratio", "0"], "ratio must be in (0, inf)"),
+        (["gamma", "--alpha", "0.5", "--tokenization-ratio", "0.3", "--latex"], "printed as text or --json"),
+        (["gamma", "--tokenization-ratio", "0.3"], "--tokenization-ratio takes --alpha"),
         ([], "a command is required"),
         (["nonsense"], "invalid choice"),
     ],
