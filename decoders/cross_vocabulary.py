@@ -23,6 +23,7 @@ what it needs (rollback by token). Rows run one at a time through the one loop (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -68,6 +69,23 @@ class CrossVocabularyConfig:
             raise ValueError(
                 "cross-vocabulary decoding takes no penalty, grammar or Mirostat: their history is in one vocabulary"
             )
+
+
+@dataclass(frozen=True)
+class Vocabularies:
+    """The target's and the draft's vocabularies, with what every iteration reads of them computed once: the draft's
+    shared pieces (draft id -> target id) and the alphabet of both."""
+
+    target: Vocabulary
+    draft: Vocabulary
+
+    @cached_property
+    def shared(self) -> dict:
+        return shared_pieces(self.draft, self.target)
+
+    @cached_property
+    def alphabet(self) -> list:
+        return sorted(self.target.characters | self.draft.characters)
 
 
 @dataclass
@@ -130,14 +148,15 @@ class CrossVocabularyStep:
     """One iteration of each method on one row; the mutants (``decoders.audit.cross_vocabulary_mutants``) override
     one phase each."""
 
-    def __call__(self, target, draft, vocabularies, row: _Row, config, randomness: Randomness) -> _Outcome:
+    def __call__(
+        self, target, draft, vocabularies: Vocabularies, row: _Row, config, randomness: Randomness
+    ) -> _Outcome:
         return getattr(self, config.method)(target, draft, vocabularies, row, config, randomness)
 
     # --- string-level exact match -------------------------------------------------------------------------------
     def slem(self, target, draft, vocabularies, row, config, randomness) -> _Outcome:
-        target_vocabulary, draft_vocabulary = vocabularies
         drafted, calls = self.draft_tokens(draft, row, config, randomness)
-        candidates = self.candidates(target_vocabulary, draft_vocabulary.decode(drafted))
+        candidates = self.candidates(vocabularies.target, vocabularies.draft.decode(drafted))
         logits = row.target.logits_of(target, row.committed + candidates, len(candidates) + 1)  # [1, k + 1, Vt]
         probs = adjusted_probs(logits, config.sampling)
         emitted = []
@@ -168,8 +187,7 @@ class CrossVocabularyStep:
 
     # --- token-level intersection ------------------------------------------------------------------------------
     def tli(self, target, draft, vocabularies, row, config, randomness) -> _Outcome:
-        target_vocabulary, draft_vocabulary = vocabularies
-        shared = shared_pieces(draft_vocabulary, target_vocabulary)
+        shared = vocabularies.shared
         context = window(row.drafted, draft, config.gamma)
         logits = row.draft.logits_of(draft, context)[:, -1]  # [1, Vd]
         drafted, laws, calls = [], [], 1
@@ -178,7 +196,7 @@ class CrossVocabularyStep:
             if q is None:
                 break
             drafted.append(int(draw(q, config.sampling, randomness)))
-            laws.append(self.in_target_vocabulary(q, shared, logits, target_vocabulary.size, config.sampling))
+            laws.append(self.in_target_vocabulary(q, shared, logits, vocabularies.target.size, config.sampling))
             if i < config.gamma - 1:
                 logits = row.draft.logits_of(draft, context + drafted)[:, -1]
                 calls += 1
@@ -225,9 +243,8 @@ class CrossVocabularyStep:
 
     # --- string-level rejection sampling, per character --------------------------------------------------------
     def slrs(self, target, draft, vocabularies, row, config, randomness) -> _Outcome:
-        target_vocabulary, draft_vocabulary = vocabularies
-        alphabet = sorted({c for piece in target_vocabulary.pieces + draft_vocabulary.pieces for c in piece})
-        target_strings = StringLaw(target, target_vocabulary, row.committed, config.sampling)
+        draft_vocabulary, alphabet = vocabularies.draft, vocabularies.alphabet
+        target_strings = StringLaw(target, vocabularies.target, row.committed, config.sampling)
         draft_strings = StringLaw(draft, draft_vocabulary, window(row.drafted, draft, config.gamma), config.sampling)
         drafted, text = [], ""
         while len(text) < config.gamma:  # the draft's tokens until its text covers gamma characters
@@ -338,9 +355,8 @@ def _check(target, draft, target_vocabulary: Vocabulary, draft_vocabulary: Vocab
             raise ValueError(
                 f"the {name}'s vocabulary holds {vocabulary.size} pieces but the {name} model {model.vocab_size} tokens"
             )
-    characters = {c for piece in target_vocabulary.pieces for c in piece}
-    if not draft_vocabulary.spells(characters):
-        missing = sorted(characters - set(draft_vocabulary.pieces))
+    if not draft_vocabulary.spells(target_vocabulary.characters):
+        missing = sorted(target_vocabulary.characters - set(draft_vocabulary.pieces))
         raise ValueError(f"the draft's vocabulary cannot spell the target's characters {missing!r}")
     largest = max(target_vocabulary.size, draft_vocabulary.size)
     if method == "slrs" and largest > SLRS_MAX_PIECES:
@@ -368,23 +384,23 @@ def generate_cross_vocabulary(
     against a draft of another vocabulary; a ``decoders.results.Generation`` whose stats count candidates (``slrs``:
     characters) as proposed and accepted."""
     _check(target, draft, target_vocabulary, draft_vocabulary, config.method)
+    vocabularies, room = Vocabularies(target_vocabulary, draft_vocabulary), max_new_tokens + config.gamma + 1
     run = begin(
         (target,),
         prompts,
         max_new_tokens=max_new_tokens,
-        room=max_new_tokens + config.gamma + 1,
+        room=room,
         needed="max_new_tokens + gamma + 1",
         sampling=config.sampling,
         eos=eos,
         profile=False,
     )
-    room, longest = max_new_tokens + config.gamma + 1, max(len(piece) for piece in target_vocabulary.pieces)
     rows = []
     for prompt in run.prompts:
         drafted = list(draft_vocabulary.encode(target_vocabulary.decode(prompt)))
         # each state sized for what it will hold (a model's whole context would be allocated otherwise): the target
         # its prompt and room; the draft at most its text spelled a character a token, within its window
-        draft_room = len(drafted) + room * longest
+        draft_room = len(drafted) + room * target_vocabulary.longest
         if draft.max_context is not None:
             draft_room = min(draft_room, draft.max_context)
         held = _Held(target.new_state(1, len(prompt) + room), []), _Held(draft.new_state(1, draft_room), [])
@@ -396,7 +412,7 @@ def generate_cross_vocabulary(
         outcomes = []
         for b in active:
             row = rows[b]
-            outcome = step(target, draft, (target_vocabulary, draft_vocabulary), row, config, randomness)
+            outcome = step(target, draft, vocabularies, row, config, randomness)
             emitted[b], row.committed = outcome.emitted, step.commit(target_vocabulary, row.committed, outcome.emitted)
             row.drafted = follow_text(
                 draft_vocabulary, row.drafted + outcome.draft_tokens, target_vocabulary.decode(row.committed)

@@ -42,6 +42,16 @@ class Vocabulary:
         return len(self.pieces)
 
     @cached_property
+    def characters(self) -> frozenset:
+        """Every character of every piece."""
+        return frozenset(c for piece in self.pieces for c in piece)
+
+    @cached_property
+    def longest(self) -> int:
+        """The longest piece's length."""
+        return max(map(len, self.pieces))
+
+    @cached_property
     def _proper_prefixes(self) -> frozenset:
         return frozenset(piece[:n] for piece in self.pieces for n in range(1, len(piece)))
 
@@ -80,7 +90,7 @@ class Vocabulary:
         return parts
 
     def _longest(self, text: str) -> list:
-        parts, at, longest = [], 0, max(map(len, self.pieces))
+        parts, at, longest = [], 0, self.longest
         while at < len(text):
             piece = next(
                 text[at : at + n] for n in range(min(longest, len(text) - at), 0, -1) if text[at : at + n] in self.ids

@@ -5,6 +5,7 @@ batch sweep. Warm-up, repeats, medians; CUDA synchronised. --hf adds Hugging Fac
 --cross-vocabulary: a draft with another tokenizer."""
 
 import argparse
+from dataclasses import replace
 
 import torch
 
@@ -133,26 +134,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sampling_arguments(parser, temperature=False)
 
 
+def _sweep_settings(args: argparse.Namespace, sampling) -> BenchSettings:
+    """The gamma sweep's settings from the flags (our decoders' bench, and the cross-vocabulary one)."""
+    return BenchSettings(
+        tuple(args.gammas or DEFAULTS.gammas),
+        tuple(args.temperatures),
+        args.prompts,
+        args.prompt_length or DEFAULTS.prompt_length,
+        args.max_new_tokens,
+        args.repeats,
+        args.warmup,
+        seed=args.seed,
+        batch_sizes=tuple(args.batch_sizes),
+        batch_gammas=tuple(args.batch_gammas),
+        sampling=sampling,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     sampling = sampling_from(args)
     check_comparison(args, sampling)
     runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
     common = dict(target=args.target, out=args.out, command=args.command_line)
     if args.cross_vocabulary is not None:
-        settings = BenchSettings(
-            tuple(args.gammas or DEFAULTS.gammas),
-            tuple(args.temperatures),
-            args.prompts,
-            args.prompt_length or DEFAULTS.prompt_length,
-            args.max_new_tokens,
-            args.repeats,
-            args.warmup,
-            seed=args.seed,
-            batch_sizes=(),
-        )
         _, lines = cross_vocabulary_bench(
             args.draft,
-            settings,
+            replace(_sweep_settings(args, sampling), batch_sizes=()),
             methods=args.cross_vocabulary,
             text=args.text,
             device=args.device,
@@ -190,19 +197,7 @@ def run(args: argparse.Namespace) -> int:
             **common,
         )
     else:
-        settings = BenchSettings(
-            tuple(args.gammas or DEFAULTS.gammas),
-            tuple(args.temperatures),
-            args.prompts,
-            args.prompt_length or DEFAULTS.prompt_length,
-            args.max_new_tokens,
-            args.repeats,
-            args.warmup,
-            seed=args.seed,
-            batch_sizes=tuple(args.batch_sizes),
-            batch_gammas=tuple(args.batch_gammas),
-            sampling=sampling,
-        )
+        settings = _sweep_settings(args, sampling)
         _, lines = decoder_bench(
             args.draft,
             settings,
