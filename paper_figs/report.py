@@ -75,31 +75,23 @@ def write_cross_vocabulary_report(document: dict, out: Path, *, command: str) ->
 
 
 def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
-    """The cross-vocabulary report as blocks (``report_blocks``' kinds): the answer, every row, the audits."""
+    """The cross-vocabulary report as blocks (``report_blocks``' kinds): the answers, every row, the same-tokenizer
+    drafts' rows timed beside them, the audits."""
     rows = [CrossVocabularyRow.from_dict(row) for row in d["rows"]]
+    beside = [CrossVocabularyRow.from_dict(row) for row in d.get("beside_rows", [])]
     blocks = [
         ("heading", 1, f"A draft with another tokenizer: {d['draft']} drafting for {d['target']}"),
         ("paragraph", f"`{command}` (docs/theory-vocabularies.md §15); batch 1, {d['settings']['prompts']} prompts."),
-        *[("paragraph", f"**{line}**") for line in cross_vocabulary_answers(rows)],
+        *[("paragraph", f"**{line}**") for line in cross_vocabulary_answers(rows, beside)],
         ("heading", 2, "Measured against our autoregressive decoding, beside the forecast made first"),
-        (
-            "table",
-            ["T", "method", "gamma", "alpha", "rho", "tokens/call", "speedup [min-max]", "forecast", "greedy equal"],
-            [
-                [
-                    f"{r.temperature:g}",
-                    r.method,
-                    str(r.gamma),
-                    "-" if r.alpha is None else f"{r.alpha:.3f}",
-                    f"{r.candidates_per_draft_token:.2f}",
-                    f"{r.tokens_per_call:.3f}",
-                    f"{r.speedup:.3f}x [{r.speedup_spread[0]:.2f}-{r.speedup_spread[2]:.2f}]",
-                    "-" if r.forecast_speedup is None else f"{r.forecast_speedup:.3f}x",
-                    "" if r.greedy_equal is None else ("yes" if r.greedy_equal else "NO"),
-                ]
-                for r in rows
-            ],
-        ),
+        _rows_table(rows, "method"),
+    ]
+    if beside:
+        blocks += [
+            ("heading", 2, "Beside it: drafts that read the target's own tokens, in the same run"),
+            _rows_table(beside, "draft"),
+        ]
+    return blocks + [
         *[
             ("paragraph", f"T = {t}: our autoregressive decoding {a['tokens_per_second']:.1f} tokens/s.")
             for t, a in d["autoregressive"].items()
@@ -114,7 +106,28 @@ def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
             ],
         ),
     ]
-    return blocks
+
+
+def _rows_table(rows: list, label: str) -> tuple:
+    """A table block of ``CrossVocabularyRow``s, its ``label`` column the method or the same-tokenizer draft."""
+    return (
+        "table",
+        ["T", label, "gamma", "alpha", "rho", "tokens/call", "speedup [min-max]", "forecast", "greedy equal"],
+        [
+            [
+                f"{r.temperature:g}",
+                r.draft if label == "draft" else r.method,
+                str(r.gamma),
+                "-" if r.alpha is None else f"{r.alpha:.3f}",
+                f"{r.candidates_per_draft_token:.2f}",
+                f"{r.tokens_per_call:.3f}",
+                f"{r.speedup:.3f}x [{r.speedup_spread[0]:.2f}-{r.speedup_spread[2]:.2f}]",
+                "-" if r.forecast_speedup is None else f"{r.forecast_speedup:.3f}x",
+                "" if r.greedy_equal is None else ("yes" if r.greedy_equal else "NO"),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:

@@ -189,24 +189,20 @@ def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
 
 
 def cross_vocabulary_lines(document: dict) -> list[str]:
-    """The document as lines: one per (temperature, method, gamma), then the answer per temperature."""
+    """The document as lines: one per (temperature, method, gamma), then one per (temperature, same-tokenizer draft,
+    gamma) timed beside them, our autoregressive decoding and transformers' runs, then the answers per temperature."""
     lines = [
         f"{document['draft']} ({document['vocabularies']['draft']} pieces) drafting for {document['target']} "
         f"({document['vocabularies']['target']}), batch 1, {document['settings']['prompts']} prompts of "
         f"{document['settings']['prompt_length']} tokens, {document['settings']['max_new_tokens']} new tokens",
-        "   T  method  gamma  alpha   rho   tokens/call  speedup [min-max]      forecast  greedy equal",
+        *_cross_vocabulary_table(rows := [CrossVocabularyRow.from_dict(row) for row in document["rows"]], "method"),
     ]
-    rows = [CrossVocabularyRow.from_dict(row) for row in document["rows"]]
-    for row in rows:
-        alpha = "-" if row.alpha is None else f"{row.alpha:.3f}"
-        forecast = "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x"
-        greedy = "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO")
-        low, high = row.speedup_spread[0], row.speedup_spread[2]
-        lines.append(
-            f"{row.temperature:4g}  {row.method:6s}  {row.gamma:5d}  {alpha:>5s}  "
-            f"{row.candidates_per_draft_token:.2f}  "
-            f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
-        )
+    beside = [CrossVocabularyRow.from_dict(row) for row in document.get("beside_rows", [])]
+    if beside:
+        lines += [
+            "beside it, drafts that read the target's own tokens (our speculative decoding, in the same run):",
+            *_cross_vocabulary_table(beside, "draft"),
+        ]
     for temperature, ours in document.get("autoregressive", {}).items():
         lines.append(
             f"T = {temperature}, our autoregressive decoding of the target: {ours['seconds']:.3f} s, "
@@ -219,22 +215,62 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
             f"T = {row.temperature:g}, transformers {what}: {row.seconds:.3f} s, {row.speedup:.3f}x our "
             f"autoregressive decoding [{row.seconds_spread[0]:.3f}-{row.seconds_spread[2]:.3f} s]{greedy}"
         )
-    return lines + cross_vocabulary_answers(rows)
+    return lines + cross_vocabulary_answers(rows, beside)
 
 
-def cross_vocabulary_answers(rows: list) -> list[str]:
-    """Per temperature: "use METHOD at gamma G" where every repeat of the best row measured above 1x, else "do not
-    speculate with this draft" (``rows``: ``CrossVocabularyRow``)."""
+def _cross_vocabulary_table(rows: list, label: str) -> list[str]:
+    """A header and a line per ``CrossVocabularyRow``, its ``label`` column the method or the draft."""
+    width = max([6, *(len(row.draft or "") for row in rows)]) if label == "draft" else 6
+    lines = [f"   T  {label:{width}s}  gamma  alpha   rho   tokens/call  speedup [min-max]      forecast  greedy equal"]
+    for row in rows:
+        alpha = "-" if row.alpha is None else f"{row.alpha:.3f}"
+        forecast = "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x"
+        greedy = "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO")
+        low, high = row.speedup_spread[0], row.speedup_spread[2]
+        name = row.draft if label == "draft" else row.method
+        lines.append(
+            f"{row.temperature:4g}  {name:{width}s}  {row.gamma:5d}  {alpha:>5s}  "
+            f"{row.candidates_per_draft_token:.2f}  "
+            f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
+        )
+    return lines
+
+
+def cross_vocabulary_answers(rows: list, beside: list = ()) -> list[str]:
+    """Per temperature: "use METHOD at gamma G" for the fastest row whose every repeat measured above 1x, else "do not
+    speculate with this draft" with the fastest; then, with ``beside`` (the same-tokenizer drafts' rows), their
+    answer by the same rule (``rows``, ``beside``: ``CrossVocabularyRow``)."""
     lines = []
     for temperature in sorted({row.temperature for row in rows}):
-        best = max((row for row in rows if row.temperature == temperature), key=lambda row: row.speedup)
+        best, pays = _fastest([row for row in rows if row.temperature == temperature])
         lines.append(
             f"T = {temperature:g}: "
             + (
                 f"use {best.method} at gamma {best.gamma} ({best.speedup:.3f}x measured)"
-                if best.speedup_spread[0] > 1
+                if pays
                 else f"do not speculate with this draft: the best, {best.method} at gamma {best.gamma}, measured "
                 f"{best.speedup:.3f}x ({best.speedup_spread[0]:.2f}-{best.speedup_spread[2]:.2f} over repeats)"
             )
         )
+        alongside = [row for row in beside if row.temperature == temperature]
+        if alongside:
+            other, other_pays = _fastest(alongside)
+            measured = (
+                f"{other.draft} at gamma {other.gamma}, {other.speedup:.3f}x "
+                f"({other.speedup_spread[0]:.2f}-{other.speedup_spread[2]:.2f} over repeats)"
+            )
+            lines.append(
+                f"T = {temperature:g}, with the target's own tokenizer: "
+                + (
+                    f"use {measured}, {other.speedup / best.speedup:.2f}x the draft with another tokenizer's best"
+                    if other_pays
+                    else f"no draft pays either: the best, {measured}"
+                )
+            )
     return lines
+
+
+def _fastest(rows: list) -> tuple:
+    """(the fastest row whose every repeat measured above 1x, True), else (the fastest row, False)."""
+    paying = [row for row in rows if row.speedup_spread[0] > 1]
+    return max(paying or rows, key=lambda row: row.speedup), bool(paying)

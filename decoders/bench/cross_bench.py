@@ -4,12 +4,17 @@ docs/theory-vocabularies.md §15): per temperature, cross-vocabulary method and 
 interleaved, with the acceptance of the target candidates, the candidates per draft token (the tokenization ratio
 rho), target tokens per call, greedy equality, and a forecast made first from other prompts: alpha and rho along
 them, and c from the target's and the draft's own autoregressive decoding of them
-(``spectheory.vocabularies.cross_vocabulary_speedup``)."""
+(``spectheory.vocabularies.cross_vocabulary_speedup``). Drafts that read the target's own tokens (``beside``) are
+timed in the same interleaved run by our speculative decoding at every gamma, forecast the same way (rho = 1 is
+Theorem 3.8), so that the answer is held against what the target's own tokenizer buys."""
 
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -26,11 +31,16 @@ from decoders.models.protocol import synchronize
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
+from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
 from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS, cross_vocabulary_speedup
 
-__all__ = ["pair_vocabularies", "cross_vocabulary_document"]
+__all__ = ["pair_vocabularies", "cross_vocabulary_document", "SAME_TOKENIZER"]
+
+#: The method a same-tokenizer draft's rows name (``beside``): standard speculative sampling, one target candidate
+#: per draft token.
+SAME_TOKENIZER = "speculative"
 
 
 def pair_vocabularies(target_tokenizer, draft_tokenizer) -> tuple:
@@ -65,32 +75,74 @@ def _alpha_and_ratio(counts: dict) -> tuple:
     return alpha, counts["proposed"] / counts["draft_calls"] if counts["draft_calls"] else 0.0
 
 
-def _forecast(pair, prompts, methods, settings, sampling, draft_prompts) -> dict:
-    """Per (method, gamma): alpha and rho along ``prompts`` (untimed), c from the two models' own autoregressive
-    decoding of them (one timed run each), and the speedup they predict."""
+@dataclass(frozen=True)
+class _Setting:
+    """One timed decoder of the sweep: a cross-vocabulary ``method`` with the draft of another tokenizer
+    (``draft`` None), or our speculative decoding with the same-tokenizer draft ``draft``; ``decode(prompt, seed)``."""
+
+    method: str
+    gamma: int
+    draft: str | None
+    decode: Callable
+
+
+def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sampling) -> dict:
+    """``{name: _Setting}``: every (method, gamma) of the draft with another tokenizer, then every (same-tokenizer
+    draft, gamma)."""
+    tokens = settings.max_new_tokens
+    crossed = {
+        f"{m} {g}": _Setting(
+            m, g, None, partial(_decode, pair, config=CrossVocabularyConfig(m, g, sampling), tokens=tokens)
+        )
+        for m in methods
+        for g in settings.gammas
+    }
+    same = {
+        f"beside {name} {g}": _Setting(
+            SAME_TOKENIZER,
+            g,
+            name,
+            partial(_speculate, pair[0], model, config=SpeculativeConfig(g, sampling), tokens=tokens),
+        )
+        for name, model in beside.items()
+        for g in settings.gammas
+    }
+    return crossed | same
+
+
+def _seconds_per_token(model, prompts: list, tokens: int, sampling: Sampling) -> float:
+    """Seconds of ``model``'s own autoregressive decoding of ``prompts`` (one timed run)."""
+    start = time.perf_counter()
+    for row in prompts:
+        generate_autoregressive(model, [row], max_new_tokens=tokens, sampling=sampling, randomness=seeded(0))
+    synchronize(model.device)
+    return time.perf_counter() - start
+
+
+def _forecast(pair, prompts, setups: dict, beside: dict, settings, sampling, draft_prompts) -> dict:
+    """Per setting (``_settings``): alpha and rho along ``prompts`` (untimed), c from each draft's and the target's
+    own autoregressive decoding of them (one timed run each), and the speedup they predict."""
     target, draft, vocabularies = pair
     tokens = settings.max_new_tokens
-    seconds = {}
     draft_prompts = [window(row, draft, tokens) for row in draft_prompts]
-    for name, model, rows in (("target", target, prompts), ("draft", draft, draft_prompts)):
-        start = time.perf_counter()
-        for row in rows:
-            generate_autoregressive(model, [row], max_new_tokens=tokens, sampling=sampling, randomness=seeded(0))
-        synchronize(target.device)
-        seconds[name] = time.perf_counter() - start
-    c = seconds["draft"] / seconds["target"]
-    forecast = {"c": c, "prompts": len(prompts), "by_setting": {}}
-    for method in methods:
-        for gamma in settings.gammas:
-            config = CrossVocabularyConfig(method, gamma, sampling)
-            counts = _summed([_counts(_decode(pair, row, config, tokens, i)) for i, row in enumerate(prompts)])
-            alpha, rho = _alpha_and_ratio(counts)
-            predicted = None if alpha is None or rho == 0 else float(cross_vocabulary_speedup(alpha, gamma, c, rho))
-            forecast["by_setting"][f"{method} {gamma}"] = {"alpha": alpha, "rho": rho, "speedup": predicted}
+    target_seconds = _seconds_per_token(target, prompts, tokens, sampling)
+    c = _seconds_per_token(draft, draft_prompts, tokens, sampling) / target_seconds
+    c_beside = {
+        name: _seconds_per_token(model, prompts, tokens, sampling) / target_seconds for name, model in beside.items()
+    }
+    forecast = {"c": c, **({"c_beside": c_beside} if beside else {}), "prompts": len(prompts), "by_setting": {}}
+    for name, setting in setups.items():
+        counts = _summed([_counts(setting.decode(row, i)) for i, row in enumerate(prompts)])
+        alpha, rho = _alpha_and_ratio(counts)
+        cost = c if setting.draft is None else c_beside[setting.draft]
+        predicted = (
+            None if alpha is None or rho == 0 else float(cross_vocabulary_speedup(alpha, setting.gamma, cost, rho))
+        )
+        forecast["by_setting"][name] = {"alpha": alpha, "rho": rho, "speedup": predicted}
     return forecast
 
 
-def _decode(pair, prompt: list, config: CrossVocabularyConfig, tokens: int, seed: int):
+def _decode(pair, prompt: list, seed: int, *, config: CrossVocabularyConfig, tokens: int):
     target, draft, (target_vocabulary, draft_vocabulary) = pair
     return generate_cross_vocabulary(
         target,
@@ -102,6 +154,10 @@ def _decode(pair, prompt: list, config: CrossVocabularyConfig, tokens: int, seed
         config=config,
         randomness=seeded(seed),
     )
+
+
+def _speculate(target, draft, prompt: list, seed: int, *, config: SpeculativeConfig, tokens: int):
+    return generate_speculative(target, draft, [prompt], max_new_tokens=tokens, config=config, randomness=seeded(seed))
 
 
 def _spelled(vocabularies, prompts: list) -> list:
@@ -133,14 +189,12 @@ def _transformers_runs(hf, prompts: list, settings: BenchSettings, sampling: Sam
 
 
 @torch.inference_mode()
-def _rows_at(
-    pair, prompts: list, methods, settings: BenchSettings, sampling: Sampling, forecast: dict, bar, hf=None
-) -> tuple:
-    """The rows of one temperature: every (method, gamma), the target's autoregressive decoding and, with ``hf``,
-    transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn on its own
-    seed. -> (our rows, transformers' rows, our autoregressive decoding's seconds and tokens per second)."""
-    target, tokens = pair[0], settings.max_new_tokens
-    configs = {f"{m} {g}": CrossVocabularyConfig(m, g, sampling) for m in methods for g in settings.gammas}
+def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampling: Sampling, forecast, bar, hf=None):
+    """The rows of one temperature: every setting (``_settings``), the target's autoregressive decoding and, with
+    ``hf``, transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn on
+    its own seed. -> (the cross-vocabulary rows, the same-tokenizer drafts' rows, transformers' rows, our
+    autoregressive decoding's seconds and tokens per second)."""
+    tokens = settings.max_new_tokens
     outputs = {}
 
     def autoregressive():
@@ -149,10 +203,10 @@ def _rows_at(
             for i, row in enumerate(prompts)
         ]
 
-    def crossed(name):
-        outputs[name] = [_decode(pair, row, configs[name], tokens, i) for i, row in enumerate(prompts)]
+    def decoded(name):
+        outputs[name] = [setups[name].decode(row, i) for i, row in enumerate(prompts)]
 
-    runs = {"autoregressive": autoregressive, **{name: (lambda name=name: crossed(name)) for name in configs}}
+    runs = {"autoregressive": autoregressive, **{name: partial(decoded, name) for name in setups}}
     runs.update(_transformers_runs(hf, prompts, settings, sampling, outputs))
     timings = time_interleaved(
         runs,
@@ -162,18 +216,19 @@ def _rows_at(
         progress=lambda: bar.update(1),
     )
     baseline = timings["autoregressive"].seconds
+    greedy_tokens = [g.tokens for g in outputs["autoregressive"]]
     rows = []
-    for name, config in configs.items():
+    for name, setting in setups.items():
         seconds = timings[name].seconds
         ratios = sorted(a / s for a, s in zip(baseline, seconds))
         counts = _summed([_counts(g) for g in outputs[name]])
         alpha, rho = _alpha_and_ratio(counts)
-        greedy = [g.tokens for g in outputs[name]] == [g.tokens for g in outputs["autoregressive"]]
         rows.append(
             CrossVocabularyRow(
-                method=config.method,
+                method=setting.method,
+                draft=setting.draft,
                 temperature=sampling.temperature,
-                gamma=config.gamma,
+                gamma=setting.gamma,
                 seconds=statistics.median(seconds),
                 seconds_spread=_spread(seconds),
                 speedup=statistics.median(baseline) / statistics.median(seconds),
@@ -183,7 +238,7 @@ def _rows_at(
                 tokens_per_call=counts["tokens"] / counts["target_calls"],
                 alpha=alpha,
                 candidates_per_draft_token=rho,
-                greedy_equal=greedy if sampling.greedy else None,
+                greedy_equal=[g.tokens for g in outputs[name]] == greedy_tokens if sampling.greedy else None,
                 forecast_speedup=forecast["by_setting"][name]["speedup"],
             )
         )
@@ -205,7 +260,8 @@ def _rows_at(
         "seconds_spread": _spread(baseline),
         "tokens_per_second": len(prompts) * tokens / statistics.median(baseline),
     }
-    return rows, hf_rows, autoregressive
+    crossed = [row for row in rows if row.draft is None]
+    return crossed, [row for row in rows if row.draft is not None], hf_rows, autoregressive
 
 
 def _spread(seconds: list) -> list:
@@ -217,6 +273,7 @@ def cross_vocabulary_document(
     settings: BenchSettings,
     *,
     methods=("slem", "tli"),
+    beside=(),
     target=None,
     text=None,
     device="cpu",
@@ -225,9 +282,10 @@ def cross_vocabulary_document(
     hf: bool = False,
     progress: bool | None = None,
 ) -> dict:
-    """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``: the
-    forecast from ``forecast_prompts`` other prompts first, then the timed sweep (module docstring); with ``hf``
-    transformers' plain and assisted generation beside it (its draft converted to GPT-2 where it is a TinyGPT)."""
+    """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``, and of
+    each draft in ``beside`` (drafts that read the target's tokens) by our speculative decoding: the forecast from
+    ``forecast_prompts`` other prompts first, then the timed sweep (module docstring); with ``hf`` transformers' plain
+    and assisted generation beside it (its draft converted to GPT-2 where it is a TinyGPT)."""
     methods = tuple(methods)
     for method in methods:
         if method not in METHODS:
@@ -238,28 +296,32 @@ def cross_vocabulary_document(
         draft, target=(inputs.target, inputs.tokenizer), device=device, dtype=dtype
     )
     vocabularies = pair_vocabularies(inputs.tokenizer, draft_tokenizer)
+    same = _same_tokenizer_drafts(beside, inputs, vocabularies[0], device, dtype)
     pair = (inputs.target, draft_model, vocabularies)
     draw = lambda count, seed: benchmark_prompts(inputs, None, count, settings.prompt_length, seed)  # noqa: E731
     prompts = draw(settings.prompts, settings.seed)
     others = other_prompts(lambda count: draw(count, FORECAST_SEED), forecast_prompts, prompts).tolist()
     prompts = prompts.tolist()
     transformers = _transformers(inputs, draft_model, draft_tokenizer, prompts, settings) if hf else None
-    per_temperature = (1 + len(methods) * len(settings.gammas)) + (1 + len(settings.gammas) if hf else 0)
+    timed = (len(methods) + len(same)) * len(settings.gammas)
+    per_temperature = 1 + timed + (1 + len(settings.gammas) if hf else 0)
     runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * per_temperature
-    rows, hf_rows, forecasts, autoregressive = [], [], {}, {}
+    rows, beside_rows, hf_rows, forecasts, autoregressive = [], [], [], {}, {}
     with progress_bar(progress, total=runs, desc="cross-vocabulary", unit="run") as bar:
         for temperature in settings.temperatures:
             sampling = Sampling(temperature)
-            forecast = _forecast(pair, others, methods, settings, sampling, _spelled(vocabularies, others))
+            setups = _settings(pair, same, methods, settings, sampling)
+            forecast = _forecast(pair, others, setups, same, settings, sampling, _spelled(vocabularies, others))
             forecasts[f"{temperature:g}"] = forecast
-            ours, theirs, autoregressive[f"{temperature:g}"] = _rows_at(
-                pair, prompts, methods, settings, sampling, forecast, bar, transformers
+            crossed, alongside, theirs, autoregressive[f"{temperature:g}"] = _rows_at(
+                inputs.target, prompts, setups, settings, sampling, forecast, bar, transformers
             )
-            rows, hf_rows = rows + ours, hf_rows + theirs
+            rows, beside_rows, hf_rows = rows + crossed, beside_rows + alongside, hf_rows + theirs
     return {
         "target": target or "target",
         "draft": draft,
         "methods": list(methods),
+        **({"beside": list(same)} if same else {}),
         "vocabularies": {"target": vocabularies[0].size, "draft": vocabularies[1].size},
         "text": inputs.text,
         "settings": {
@@ -278,9 +340,28 @@ def cross_vocabulary_document(
         "forecast": forecasts,
         "autoregressive": autoregressive,
         "rows": [row.as_dict() for row in rows],
+        **({"beside_rows": [row.as_dict() for row in beside_rows]} if same else {}),
         **({"hf": [row.as_dict() for row in hf_rows]} if hf else {}),
         "seconds": time.perf_counter() - started,
     }
+
+
+def _same_tokenizer_drafts(names, inputs, target_vocabulary, device, dtype) -> dict:
+    """``{name: model}`` of the drafts to time beside the pair; one that reads another tokenizer than the target's
+    is refused before any timing."""
+    drafts = {}
+    for name in names:
+        model, tokenizer = open_draft(name, target=(inputs.target, inputs.tokenizer), device=device, dtype=dtype)
+        same = tokenizer is inputs.tokenizer or (
+            tokenizer is not None and vocabulary_of(tokenizer).pieces == target_vocabulary.pieces
+        )
+        if not same:
+            raise ValueError(
+                f"beside {name!r}: it reads another tokenizer than the target's; name drafts of the target's own "
+                f"tokens (a same-tokenizer draft such as copy, ngram or layerskip:K)"
+            )
+        drafts[str(name)] = model
+    return drafts
 
 
 def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings: BenchSettings) -> dict:

@@ -290,7 +290,8 @@ class CrossVocabularyRow(ResultRow):
     """One (temperature, method, gamma) of a draft with another tokenizer (``decoders.bench.cross_bench``): seconds
     for the prompt set (median, [min, median, max] over repeats), the speedup over our autoregressive decoding of the
     target, target and draft calls, target tokens per target call, alpha (accepted over proposed target candidates;
-    ``slrs``: characters), rho (candidates per draft call), greedy equality at T = 0 and the forecast made first."""
+    ``slrs``: characters), rho (candidates per draft call), greedy equality at T = 0 and the forecast made first. A
+    same-tokenizer draft timed beside them names itself in ``draft``, its method ``speculative``."""
 
     method: str
     temperature: float
@@ -306,6 +307,9 @@ class CrossVocabularyRow(ResultRow):
     candidates_per_draft_token: float
     greedy_equal: bool | None = None
     forecast_speedup: float | None = None
+    draft: str | None = None  # a same-tokenizer draft's name; None: the document's draft of another tokenizer
+
+    OPTIONAL: ClassVar[tuple] = ("draft",)
 
 
 @dataclass(frozen=True, kw_only=True)

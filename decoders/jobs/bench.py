@@ -55,6 +55,7 @@ def cross_vocabulary_bench(
     settings: BenchSettings,
     *,
     methods,
+    beside=(),
     target=None,
     text=None,
     device="cpu",
@@ -64,8 +65,8 @@ def cross_vocabulary_bench(
     out=None,
     command=None,
 ) -> tuple:
-    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), with ``hf``
-    transformers' plain and assisted generation beside it."""
+    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), the
+    same-tokenizer drafts ``beside`` timed with it, with ``hf`` transformers' plain and assisted generation too."""
     from decoders.bench.bench_lines import cross_vocabulary_lines
     from decoders.bench.cross_bench import cross_vocabulary_document
 
@@ -75,6 +76,7 @@ def cross_vocabulary_bench(
         draft,
         settings,
         methods=methods,
+        beside=beside,
         target=target,
         text=text,
         device=device,

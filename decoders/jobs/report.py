@@ -99,13 +99,15 @@ def cross_vocabulary_report(
     *,
     target: str | None,
     draft: str,
+    beside=(),
     text=None,
     device="cpu",
     out: str = "report",
 ) -> dict:
-    """A draft with another tokenizer than ``target``'s: each of ``methods`` measured and forecast
-    (``decoders.bench.cross_bench``, on ``settings``' bench budget) and audited statistically at T = 1 at the smallest
-    gamma on ``settings``' audit prompt, n and horizon (``decoders.bench.audit.run_audit``)."""
+    """A draft with another tokenizer than ``target``'s: each of ``methods`` measured and forecast, the same-tokenizer
+    drafts ``beside`` in the same run (``decoders.bench.cross_bench``, on ``settings``' bench budget), and audited
+    statistically at T = 1 at the smallest gamma on ``settings``' audit prompt, n and horizon
+    (``decoders.bench.audit.run_audit``)."""
     from dataclasses import replace
 
     from decoders.bench.audit import AuditRequest, run_audit
@@ -122,6 +124,7 @@ def cross_vocabulary_report(
         draft,
         bench,
         methods=methods,
+        beside=beside,
         target=target,
         text=text,
         device=device,

@@ -161,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             args.draft,
             replace(_sweep_settings(args, sampling), batch_sizes=()),
             methods=args.cross_vocabulary,
+            beside=tuple(args.beside or ()),
             text=args.text,
             device=args.device,
             dtype=getattr(torch, args.dtype),

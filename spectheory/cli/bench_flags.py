@@ -13,7 +13,21 @@ from decoders.engines import engine_usages
 from decoders.sampling import Sampling
 from spectheory.vocabularies import METHODS as CROSS_METHODS
 
-__all__ = ["add_comparison_arguments", "check_comparison"]
+__all__ = ["add_comparison_arguments", "check_comparison", "BESIDE_HELP", "check_beside"]
+
+BESIDE_HELP = (
+    "--cross-vocabulary: drafts that read --target's own tokens (e.g. copy, ngram, layerskip:K, smollm2-draft), "
+    "each timed at every gamma by our speculative decoding in the same interleaved run, with its forecast and answer"
+)
+
+
+def check_beside(args: argparse.Namespace) -> None:
+    """``--beside`` only beside ``--cross-vocabulary`` (a ``ValueError`` naming it)."""
+    if args.beside is not None and args.cross_vocabulary is None:
+        raise ValueError(
+            f"--beside {' '.join(args.beside)} times same-tokenizer drafts beside a draft with another tokenizer: "
+            f"add --cross-vocabulary"
+        )
 
 
 def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +79,7 @@ def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:
         f"forecast from --forecast-prompts other prompts (default 4); with --hf transformers' generate and its "
         f"assisted generation with both tokenizers beside it",
     )
+    parser.add_argument("--beside", nargs="+", metavar="DRAFT", help=BESIDE_HELP)
 
 
 def _comparisons(args: argparse.Namespace) -> dict:
@@ -76,6 +91,7 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
     """One comparison at a time, and its own flags only with it (a ``ValueError`` naming the flag); ``sampling``:
     what the sampling flags besides the temperatures ask for."""
     sampling_given = sampling != Sampling()
+    check_beside(args)
     if sampling_given and (args.hf or args.engine):
         raise ValueError(
             f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "

@@ -23,6 +23,7 @@ from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_cross_vocabulary_report, write_report, write_spec_bench_report
 from spectheory.calculator import MAX_TABLE_GAMMA
+from spectheory.cli.bench_flags import BESIDE_HELP, check_beside
 from spectheory.cli.options import add_compile, add_device, add_target, add_text, draft_help
 from spectheory.cli.task_flags import report_spec_bench_settings, task_name
 from spectheory.vocabularies import METHODS as CROSS_METHODS
@@ -77,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a --draft with another tokenizer than the real --target's, verified by each METHOD of "
         f"{' '.join(CROSS_METHODS)}: measured and forecast, then audited at T = 1 (docs/theory-vocabularies.md §15)",
     )
+    parser.add_argument("--beside", nargs="+", metavar="DRAFT", help=BESIDE_HELP)
     add_device(parser), add_compile(parser)
     parser.add_argument(
         "--full",
@@ -119,6 +121,7 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    check_beside(args)
     if args.cross_vocabulary is not None:
         for method in args.cross_vocabulary:
             if method not in CROSS_METHODS:
@@ -130,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             args.cross_vocabulary,
             target=args.target,
             draft=args.draft or "transformer",
+            beside=tuple(args.beside or ()),
             text=args.text,
             device=args.device,
             out=args.out,
