@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
-__all__ = ["DecodeStats", "Generation", "ResultRow"]
+__all__ = ["DecodeStats", "Generation", "ResultRow", "by_temperature"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,3 +85,8 @@ class ResultRow:
     @classmethod
     def from_dict(cls, row: dict):
         return cls(**row)
+
+
+def by_temperature(mapping: dict) -> dict:
+    """An object keyed by temperature as {float: value}: a saved document's string keys, or a document's own."""
+    return {float(key): value for key, value in mapping.items()}

@@ -13,10 +13,11 @@ import statistics
 from pathlib import Path
 
 from decoders.bench.bench_lines import cross_vocabulary_answers, loss_resolution
-from decoders.bench.report.document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.report.document import ReportDocument, recommendation_of
 from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.recommend import apart_label, loss_noise
 from decoders.bench.spec_bench.table import forecast_lines
+from decoders.results import by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from spectheory.outputs import staged_directory, write_json, write_text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow, JudgedRow, TransformersRow
+from decoders.results import by_temperature
 from spectheory.costs import CostProfile
 from spectheory.recommendation import recommendation_words
 
@@ -50,13 +51,13 @@ def bench_lines(document: dict) -> list[str]:
             chosen = document["recommendations"][str(temperature)]
             lines.append(f"T = {temperature:g}: recommended: {recommendation_words(chosen)}")
         best = document["best"][str(temperature)]
-        profile = CostProfile.from_dict(document["profiles"][temperature])
+        profile = CostProfile.from_dict(by_temperature(document["profiles"])[temperature])
         calibrated = profile.optimal_gamma(tokens=settings["max_new_tokens"])
         lines.append(
             f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
-            f"autoregressive decoder ({document['autoregressive_seconds'][temperature]:.3f} s for "
+            f"autoregressive decoder ({by_temperature(document['autoregressive_seconds'])[temperature]:.3f} s for "
             f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha "
-            f"{document['alpha'][temperature]:.3f};"
+            f"{by_temperature(document['alpha'])[temperature]:.3f};"
             f" the cost model recommends gamma {calibrated} "
             f"({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
             f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, "

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from spectheory.recommendation import from_sweep
 
-__all__ = ["ReportDocument", "by_temperature", "recommendation_of"]
+__all__ = ["ReportDocument", "recommendation_of"]
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,6 @@ class ReportDocument:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def by_temperature(mapping: dict) -> dict:
-    """A JSON object keyed by temperature (string keys) as {float: value}."""
-    return {float(key): value for key, value in mapping.items()}
 
 
 def recommendation_of(document: dict, r: dict) -> dict:

@@ -45,13 +45,14 @@ from decoders.bench.forecast.sweep import (
 )
 from decoders.bench.inputs import SHIPPED_TEXT
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
-from decoders.bench.report.document import ReportDocument, by_temperature, recommendation_of
+from decoders.bench.report.document import ReportDocument, recommendation_of
 from decoders.bench.tasks import TASKS
 from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
 from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
 from decoders.models.protocol import has_tree
 from decoders.progress import progress_bar
+from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from bench_inputs import SETTINGS, V, tiny
-from committed_results import committed_rows, misread
+from committed_results import RESULTS, committed_rows, misread
 
 from decoders.bench.alpha import (
     LENIENCES,
@@ -69,6 +69,28 @@ def test_bench_report_against_theorem_3_8():
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert {"device", "dtype", "torch"} <= set(document["environment"])
     assert document["settings"]["repeats"] == 2 and document["best"]["0.0"]["gamma"] in (1, 3)
+
+
+def test_bench_lines_against_every_committed_sweep():
+    """``bench_lines`` prints a document read back from its JSON (temperature keys as strings): every committed chain
+    sweep gives a line per row and, per temperature, its best gamma with the document's pooled alpha. The control is
+    the same document with its temperatures' alphas dropped, which must fail to print."""
+    from decoders.bench.bench_lines import bench_lines
+
+    sweeps = [
+        document
+        for path in sorted(RESULTS.rglob("*.json"))
+        for document in [json.loads(path.read_text())]
+        if isinstance(document, dict) and {"rows", "profiles", "best", "alpha"} <= set(document)
+    ]
+    assert len(sweeps) >= 10
+    for document in sweeps:
+        lines = bench_lines(document)
+        for temperature, alpha in document["alpha"].items():
+            best = f"T = {float(temperature):g}: best gamma {document['best'][temperature]['gamma']}, "
+            assert any(line.startswith(best) and f"pooled alpha {alpha:.3f};" in line for line in lines), best
+    with pytest.raises(KeyError):
+        bench_lines({**sweeps[0], "alpha": {}})
 
 
 def test_bench_sampling_against_a_grammar_that_forces_every_token():
