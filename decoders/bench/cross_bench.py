@@ -78,12 +78,14 @@ def _alpha_and_ratio(counts: dict) -> tuple:
 @dataclass(frozen=True)
 class _Setting:
     """One timed decoder of the sweep: a cross-vocabulary ``method`` with the draft of another tokenizer
-    (``draft`` None), or our speculative decoding with the same-tokenizer draft ``draft``; ``decode(prompt, seed)``."""
+    (``draft`` None), or our speculative decoding with the same-tokenizer draft ``draft``; ``decode(prompt, seed)``,
+    and for the latter ``profiled(prompt, seed)``, the same run with its phases timed (its forecast's c)."""
 
     method: str
     gamma: int
     draft: str | None
     decode: Callable
+    profiled: Callable | None = None
 
 
 def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sampling) -> dict:
@@ -97,21 +99,17 @@ def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sa
         for m in methods
         for g in settings.gammas
     }
-    same = {
-        f"beside {name} {g}": _Setting(
-            SAME_TOKENIZER,
-            g,
-            name,
-            partial(_speculate, pair[0], model, config=SpeculativeConfig(g, sampling), tokens=tokens),
-        )
-        for name, model in beside.items()
-        for g in settings.gammas
-    }
+    same = {}
+    for name, model in beside.items():
+        for g in settings.gammas:
+            speculate = partial(_speculate, pair[0], model, config=SpeculativeConfig(g, sampling), tokens=tokens)
+            same[f"beside {name} {g}"] = _Setting(SAME_TOKENIZER, g, name, speculate, partial(speculate, profile=True))
     return crossed | same
 
 
-def _seconds_per_token(model, prompts: list, tokens: int, sampling: Sampling) -> float:
-    """Seconds of ``model``'s own autoregressive decoding of ``prompts`` (one timed run)."""
+def _decoding_seconds(model, prompts: list, tokens: int, sampling: Sampling) -> float:
+    """Seconds of ``model``'s own autoregressive decoding of ``tokens`` new tokens after each of ``prompts`` (one
+    timed run)."""
     start = time.perf_counter()
     for row in prompts:
         generate_autoregressive(model, [row], max_new_tokens=tokens, sampling=sampling, randomness=seeded(0))
@@ -119,26 +117,29 @@ def _seconds_per_token(model, prompts: list, tokens: int, sampling: Sampling) ->
     return time.perf_counter() - start
 
 
-def _forecast(pair, prompts, setups: dict, beside: dict, settings, sampling, draft_prompts) -> dict:
-    """Per setting (``_settings``): alpha and rho along ``prompts`` (untimed), c from each draft's and the target's
-    own autoregressive decoding of them (one timed run each), and the speedup they predict."""
+def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) -> dict:
+    """Per setting (``_settings``): alpha and rho along ``prompts`` (untimed) and the speedup they predict with c,
+    the draft's seconds per call over the target's per token in its own autoregressive decoding of ``prompts``: the
+    draft with another tokenizer's from its own decoding of them (one timed run); a same-tokenizer draft's from the
+    draft phase of the setting's profiled runs (a lookup draft cannot decode alone)."""
     target, draft, vocabularies = pair
     tokens = settings.max_new_tokens
     draft_prompts = [window(row, draft, tokens) for row in draft_prompts]
-    target_seconds = _seconds_per_token(target, prompts, tokens, sampling)
-    c = _seconds_per_token(draft, draft_prompts, tokens, sampling) / target_seconds
-    c_beside = {
-        name: _seconds_per_token(model, prompts, tokens, sampling) / target_seconds for name, model in beside.items()
-    }
-    forecast = {"c": c, **({"c_beside": c_beside} if beside else {}), "prompts": len(prompts), "by_setting": {}}
+    target_seconds = _decoding_seconds(target, prompts, tokens, sampling)
+    c = _decoding_seconds(draft, draft_prompts, tokens, sampling) / target_seconds
+    forecast = {"c": c, "prompts": len(prompts), "by_setting": {}}
     for name, setting in setups.items():
-        counts = _summed([_counts(setting.decode(row, i)) for i, row in enumerate(prompts)])
+        generations = [(setting.profiled or setting.decode)(row, i) for i, row in enumerate(prompts)]
+        counts = _summed([_counts(g) for g in generations])
         alpha, rho = _alpha_and_ratio(counts)
-        cost = c if setting.draft is None else c_beside[setting.draft]
+        cost = c
+        if setting.profiled is not None:
+            per_call = sum(g.stats.seconds["draft"] for g in generations) / max(counts["draft_calls"], 1)
+            cost = per_call / (target_seconds / (len(prompts) * tokens))
         predicted = (
             None if alpha is None or rho == 0 else float(cross_vocabulary_speedup(alpha, setting.gamma, cost, rho))
         )
-        forecast["by_setting"][name] = {"alpha": alpha, "rho": rho, "speedup": predicted}
+        forecast["by_setting"][name] = {"alpha": alpha, "rho": rho, "c": cost, "speedup": predicted}
     return forecast
 
 
@@ -156,8 +157,10 @@ def _decode(pair, prompt: list, seed: int, *, config: CrossVocabularyConfig, tok
     )
 
 
-def _speculate(target, draft, prompt: list, seed: int, *, config: SpeculativeConfig, tokens: int):
-    return generate_speculative(target, draft, [prompt], max_new_tokens=tokens, config=config, randomness=seeded(seed))
+def _speculate(target, draft, prompt: list, seed: int, *, config: SpeculativeConfig, tokens: int, profile=False):
+    return generate_speculative(
+        target, draft, [prompt], max_new_tokens=tokens, config=config, randomness=seeded(seed), profile=profile
+    )
 
 
 def _spelled(vocabularies, prompts: list) -> list:
@@ -311,7 +314,7 @@ def cross_vocabulary_document(
         for temperature in settings.temperatures:
             sampling = Sampling(temperature)
             setups = _settings(pair, same, methods, settings, sampling)
-            forecast = _forecast(pair, others, setups, same, settings, sampling, _spelled(vocabularies, others))
+            forecast = _forecast(pair, others, setups, settings, sampling, _spelled(vocabularies, others))
             forecasts[f"{temperature:g}"] = forecast
             crossed, alongside, theirs, autoregressive[f"{temperature:g}"] = _rows_at(
                 inputs.target, prompts, setups, settings, sampling, forecast, bar, transformers

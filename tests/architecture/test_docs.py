@@ -311,17 +311,19 @@ def test_vllm_verdicts_against_their_results():
 
 
 def test_cross_vocabulary_findings_against_their_results():
-    """docs/findings/cross-vocabulary.md quotes every row of the cross-vocabulary bench (alpha, rho, tokens per call,
-    speedup with its spread, forecast) and the audits' p-values, and docs/engines.md §7 the same p-values."""
+    """docs/findings/cross-vocabulary.md quotes every row of the cross-vocabulary bench and of the same-tokenizer
+    drafts timed beside it (alpha, rho, tokens per call, speedup with its spread, forecast) and the audits'
+    p-values, and docs/engines.md §7 the same p-values."""
     page = (ROOT / "docs" / "findings" / "cross-vocabulary.md").read_text()
     folder = ROOT / "results" / "cross_vocabulary"
     bench = json.loads((folder / "bench_smollm2_transformer.json").read_text())
     table = [line for line in page.splitlines() if re.match(r"\| [01] \| (slem|tli|slrs) \|", line)]
-    assert len(table) == len(bench["rows"]) == 12
-    for line, row in zip(table, bench["rows"]):
+    beside = [line for line in page.splitlines() if re.match(r"\| [01] \| (smollm2-draft|copy|ngram) \|", line)]
+    assert len(table) == len(bench["rows"]) == 12 and len(beside) == len(bench["beside_rows"]) == 18
+    for line, row in [*zip(table, bench["rows"]), *zip(beside, bench["beside_rows"])]:
         spread = row["speedup_spread"]
         assert line == (
-            f"| {row['temperature']:g} | {row['method']} | {row['gamma']} | {row['alpha']:.3f} | "
+            f"| {row['temperature']:g} | {row.get('draft', row['method'])} | {row['gamma']} | {row['alpha']:.3f} | "
             f"{row['candidates_per_draft_token']:.2f} | {row['tokens_per_call']:.3f} | {row['speedup']:.3f}x "
             f"[{spread[0]:.2f}-{spread[2]:.2f}] | {row['forecast_speedup']:.3f}x |"
         ), line

@@ -510,3 +510,19 @@ def test_blockwise_rows_against_every_committed_file():
     assert misread(BlockwiseRow, rows) == []
     with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
         BlockwiseRow.from_dict(dict(rows[0], odd=1))
+
+
+def test_cross_vocabulary_rows_against_every_committed_file():
+    """The cross-vocabulary bench's rows (decoders.bench.rows.CrossVocabularyRow: the methods' ``rows`` and the
+    same-tokenizer drafts' ``beside_rows``; TransformersRow: ``hf``) read every such row committed under results/
+    with its values. Control: an unknown key is refused."""
+    from decoders.bench.rows import CrossVocabularyRow, TransformersRow
+
+    needs = frozenset({"candidates_per_draft_token"})
+    crossed, beside = committed_rows("rows", needs), committed_rows("beside_rows", needs)
+    theirs = committed_rows("hf", frozenset({"gamma", "seconds_spread"}))
+    assert len(crossed) >= 12 and len(beside) >= 18 and len(theirs) >= 2, (len(crossed), len(beside), len(theirs))
+    assert all("draft" not in row for row in crossed) and all(row["method"] == "speculative" for row in beside)
+    assert misread(CrossVocabularyRow, crossed + beside) == [] and misread(TransformersRow, theirs) == []
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        CrossVocabularyRow.from_dict(dict(beside[0], odd=1))

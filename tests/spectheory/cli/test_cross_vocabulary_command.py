@@ -29,7 +29,7 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
     assert [(row.method, row.gamma, row.draft) for row in rows] == [("slem", 2, None), ("tli", 2, None)]
     (copy,) = [CrossVocabularyRow.from_dict(row) for row in document["beside_rows"]]  # our chain with prompt lookup
     assert (copy.method, copy.draft, copy.gamma, copy.greedy_equal) == ("speculative", "copy", 2, True)
-    assert document["beside"] == ["copy"] and set(document["forecast"]["0"]["c_beside"]) == {"copy"}
+    assert document["beside"] == ["copy"] and document["forecast"]["0"]["by_setting"]["beside copy 2"]["c"] >= 0
     assert "T = 0, with the target's own tokenizer: " in printed and printed.count("  copy  ") == 1
     assert all(row.greedy_equal for row in rows)  # every cross-vocabulary method keeps the target's greedy tokens
     assert all(row.tokens_per_call >= 1 and row.forecast_speedup is not None for row in rows)
