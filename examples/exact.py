@@ -22,4 +22,4 @@ law, branches = speculative_law(target, draft, prompt, config, horizon=3)
 report = compare_laws(
     law, autoregressive_law(target, prompt, config.sampling, 3), method="dp", horizon=3, branches=branches
 )
-print(f"{branches} branches, total variation {report.total_variation:.1e}:", "PASS" if report.passed else "FAIL")
+print(f"{branches} branches, total variation {report.total_variation:.12f}:", "PASS" if report.passed else "FAIL")

@@ -12,7 +12,12 @@ import re
 import statistics
 from pathlib import Path
 
-from decoders.bench.bench_lines import cross_vocabulary_answers, loss_resolution
+from decoders.bench.bench_lines import (
+    CROSS_VOCABULARY_COLUMNS,
+    cross_vocabulary_answers,
+    cross_vocabulary_cells,
+    loss_resolution,
+)
 from decoders.bench.report.document import ReportDocument, recommendation_of
 from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.recommend import apart_label, loss_noise
@@ -111,24 +116,8 @@ def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
 
 def _rows_table(rows: list, label: str) -> tuple:
     """A table block of ``CrossVocabularyRow``s, its ``label`` column the method or the same-tokenizer draft."""
-    return (
-        "table",
-        ["T", label, "gamma", "alpha", "rho", "tokens/call", "speedup [min-max]", "forecast", "greedy equal"],
-        [
-            [
-                f"{r.temperature:g}",
-                r.draft if label == "draft" else r.method,
-                str(r.gamma),
-                "-" if r.alpha is None else f"{r.alpha:.3f}",
-                f"{r.candidates_per_draft_token:.2f}",
-                f"{r.tokens_per_call:.3f}",
-                f"{r.speedup:.3f}x [{r.speedup_spread[0]:.2f}-{r.speedup_spread[2]:.2f}]",
-                "-" if r.forecast_speedup is None else f"{r.forecast_speedup:.3f}x",
-                "" if r.greedy_equal is None else ("yes" if r.greedy_equal else "NO"),
-            ]
-            for r in rows
-        ],
-    )
+    header = [CROSS_VOCABULARY_COLUMNS[0], label, *CROSS_VOCABULARY_COLUMNS[1:]]
+    return ("table", header, [cross_vocabulary_cells(r, label) for r in rows])
 
 
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:

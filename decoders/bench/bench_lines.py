@@ -10,7 +10,14 @@ from decoders.results import by_temperature
 from spectheory.costs import CostProfile
 from spectheory.recommendation import recommendation_words
 
-__all__ = ["bench_lines", "loss_resolution", "cross_vocabulary_lines", "cross_vocabulary_answers"]
+__all__ = [
+    "bench_lines",
+    "loss_resolution",
+    "cross_vocabulary_lines",
+    "cross_vocabulary_answers",
+    "cross_vocabulary_cells",
+    "CROSS_VOCABULARY_COLUMNS",
+]
 
 
 def bench_lines(document: dict) -> list[str]:
@@ -219,22 +226,43 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
     return lines + cross_vocabulary_answers(rows, beside)
 
 
+CROSS_VOCABULARY_COLUMNS = (
+    "T",
+    "gamma",
+    "alpha",
+    "rho",
+    "tokens/call",
+    "speedup [min-max]",
+    "forecast",
+    "greedy equal",
+)
+
+
+def cross_vocabulary_cells(row: CrossVocabularyRow, label: str) -> list[str]:
+    """A row's cells under ``CROSS_VOCABULARY_COLUMNS`` with, second, its method or (``label`` "draft") its
+    same-tokenizer draft: what the printed table and the report's table show."""
+    return [
+        f"{row.temperature:g}",
+        row.draft if label == "draft" else row.method,
+        str(row.gamma),
+        "-" if row.alpha is None else f"{row.alpha:.3f}",
+        f"{row.candidates_per_draft_token:.2f}",
+        f"{row.tokens_per_call:.3f}",
+        f"{row.speedup:.3f}x [{row.speedup_spread[0]:.2f}-{row.speedup_spread[2]:.2f}]",
+        "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x",
+        "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO"),
+    ]
+
+
 def _cross_vocabulary_table(rows: list, label: str) -> list[str]:
-    """A header and a line per ``CrossVocabularyRow``, its ``label`` column the method or the draft."""
-    width = max([6, *(len(row.draft or "") for row in rows)]) if label == "draft" else 6
-    lines = [f"   T  {label:{width}s}  gamma  alpha   rho   tokens/call  speedup [min-max]      forecast  greedy equal"]
-    for row in rows:
-        alpha = "-" if row.alpha is None else f"{row.alpha:.3f}"
-        forecast = "-" if row.forecast_speedup is None else f"{row.forecast_speedup:.3f}x"
-        greedy = "" if row.greedy_equal is None else ("yes" if row.greedy_equal else "NO")
-        low, high = row.speedup_spread[0], row.speedup_spread[2]
-        name = row.draft if label == "draft" else row.method
-        lines.append(
-            f"{row.temperature:4g}  {name:{width}s}  {row.gamma:5d}  {alpha:>5s}  "
-            f"{row.candidates_per_draft_token:.2f}  "
-            f"{row.tokens_per_call:11.3f}  {row.speedup:.3f}x [{low:.2f}-{high:.2f}]  {forecast:>8s}  {greedy}"
-        )
-    return lines
+    """A header and a line per ``CrossVocabularyRow``, columns right-aligned but the method or draft's."""
+    header = [CROSS_VOCABULARY_COLUMNS[0], label, *CROSS_VOCABULARY_COLUMNS[1:]]
+    table = [header, *(cross_vocabulary_cells(row, label) for row in rows)]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(header))]
+    return [
+        "  ".join(cell.ljust(w) if i == 1 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+        for cells in table
+    ]
 
 
 def cross_vocabulary_answers(rows: list, beside: list = ()) -> list[str]:

@@ -5,8 +5,9 @@ interleaved, with the acceptance of the target candidates, the candidates per dr
 rho), target tokens per call, greedy equality, and a forecast made first from other prompts: alpha and rho along
 them, and c from the target's and the draft's own autoregressive decoding of them
 (``spectheory.vocabularies.cross_vocabulary_speedup``). Drafts that read the target's own tokens (``beside``) are
-timed in the same interleaved run by our speculative decoding at every gamma, forecast the same way (rho = 1 is
-Theorem 3.8), so that the answer is held against what the target's own tokenizer buys."""
+timed in the same interleaved run by our speculative decoding at every gamma, forecast the same way (rho = 1 for a
+model draft is Theorem 3.8; under 1 for a lookup draft that finds no match), so that the answer is held against what
+the target's own tokenizer buys."""
 
 from __future__ import annotations
 

@@ -22,12 +22,17 @@ BESIDE_HELP = (
 
 
 def check_beside(args: argparse.Namespace) -> None:
-    """``--beside`` only beside ``--cross-vocabulary`` (a ``ValueError`` naming it)."""
-    if args.beside is not None and args.cross_vocabulary is None:
+    """``--beside`` only beside ``--cross-vocabulary`` and with each draft named once (a ``ValueError`` naming it)."""
+    if args.beside is None:
+        return
+    if args.cross_vocabulary is None:
         raise ValueError(
             f"--beside {' '.join(args.beside)} times same-tokenizer drafts beside a draft with another tokenizer: "
             f"add --cross-vocabulary"
         )
+    twice = sorted({name for name in args.beside if args.beside.count(name) > 1})
+    if twice:
+        raise ValueError(f"--beside {' '.join(args.beside)}: {', '.join(twice)} named more than once")
 
 
 def add_comparison_arguments(parser: argparse.ArgumentParser) -> None:

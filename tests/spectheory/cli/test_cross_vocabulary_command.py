@@ -74,6 +74,7 @@ def test_report_cross_vocabulary_against_its_json(tmp_path, capsys):
         (("report", "--cross-vocabulary", "tli", "--task", "rewrite"), "drop --task, --from and --full"),
         (("bench", "--beside", "copy"), "--beside copy times same-tokenizer drafts"),
         (("report", "--beside", "ngram"), "add --cross-vocabulary"),
+        (("bench", "--cross-vocabulary", "tli", "--beside", "copy", "ngram", "copy"), "copy named more than once"),
         (
             ("bench", "--target", "smollm2", "--draft", "transformer", "--cross-vocabulary", "tli"),
             "beside 'distilled': it reads another tokenizer",
