@@ -63,13 +63,20 @@ class Inputs:
 
 def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
     """A pair's tokenizers (None: the corpus's characters) must map text to the same ids (the first difference
-    is named)."""
+    is named, beside the flag that takes a draft with another tokenizer: docs/theory-vocabularies.md §15)."""
     if target is None and draft is None:
         return
     from decoders.models.corpus import character_tokenizer
     from decoders.models.hf import check_same_tokenizer
+    from spectheory.vocabularies import METHODS
 
-    check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
+    try:
+        check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
+    except ValueError as error:
+        raise ValueError(
+            f"{error}; bench, report and audit verify a draft with another tokenizer across vocabularies with "
+            f"--cross-vocabulary {{{','.join(METHODS)}}}"
+        ) from None
 
 
 def read_text(path, flag: str = "--text") -> str:

@@ -160,7 +160,8 @@ def test_mismatched_pairs_and_bad_text_refused(capsys, own, tmp_path, command):
     short.write_text("the cat sat", encoding="utf-8")
     cases = {
         "tokenizers differ": [target, drafts, "bigram", "--text", text],
-        "'s tokenizers differ": [target, drafts, "transformer"],
+        "for draft 'transformer'; bench, report and audit verify a draft with another tokenizer across vocabularies "
+        "with --cross-vocabulary {slem,tli,slrs}": [target, drafts, "transformer"],
         "cannot be read": [target, drafts, draft, "--text", str(tmp_path / "absent.txt")],
         "is not UTF-8 text (byte 3 is 0xe9)": [target, drafts, draft, "--text", str(binary)],
         "holds no text": [target, drafts, draft, "--text", str(blank)],
