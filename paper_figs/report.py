@@ -13,9 +13,9 @@ import statistics
 from pathlib import Path
 
 from decoders.bench.bench_lines import (
-    CROSS_VOCABULARY_COLUMNS,
     cross_vocabulary_answers,
     cross_vocabulary_cells,
+    cross_vocabulary_header,
     loss_resolution,
 )
 from decoders.bench.report.document import ReportDocument, recommendation_of
@@ -116,8 +116,7 @@ def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
 
 def _rows_table(rows: list, label: str) -> tuple:
     """A table block of ``CrossVocabularyRow``s, its ``label`` column the method or the same-tokenizer draft."""
-    header = [CROSS_VOCABULARY_COLUMNS[0], label, *CROSS_VOCABULARY_COLUMNS[1:]]
-    return ("table", header, [cross_vocabulary_cells(r, label) for r in rows])
+    return ("table", cross_vocabulary_header(label), [cross_vocabulary_cells(r, label) for r in rows])
 
 
 def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:

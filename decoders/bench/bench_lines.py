@@ -16,7 +16,7 @@ __all__ = [
     "cross_vocabulary_lines",
     "cross_vocabulary_answers",
     "cross_vocabulary_cells",
-    "CROSS_VOCABULARY_COLUMNS",
+    "cross_vocabulary_header",
 ]
 
 
@@ -226,20 +226,13 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
     return lines + cross_vocabulary_answers(rows, beside)
 
 
-CROSS_VOCABULARY_COLUMNS = (
-    "T",
-    "gamma",
-    "alpha",
-    "rho",
-    "tokens/call",
-    "speedup [min-max]",
-    "forecast",
-    "greedy equal",
-)
+def cross_vocabulary_header(label: str) -> list[str]:
+    """The column names of ``cross_vocabulary_cells``, the second the method or (``label`` "draft") the draft."""
+    return ["T", label, "gamma", "alpha", "rho", "tokens/call", "speedup [min-max]", "forecast", "greedy equal"]
 
 
 def cross_vocabulary_cells(row: CrossVocabularyRow, label: str) -> list[str]:
-    """A row's cells under ``CROSS_VOCABULARY_COLUMNS`` with, second, its method or (``label`` "draft") its
+    """A row's cells under ``cross_vocabulary_header(label)``, the second its method or (``label`` "draft") its
     same-tokenizer draft: what the printed table and the report's table show."""
     return [
         f"{row.temperature:g}",
@@ -256,9 +249,8 @@ def cross_vocabulary_cells(row: CrossVocabularyRow, label: str) -> list[str]:
 
 def _cross_vocabulary_table(rows: list, label: str) -> list[str]:
     """A header and a line per ``CrossVocabularyRow``, columns right-aligned but the method or draft's."""
-    header = [CROSS_VOCABULARY_COLUMNS[0], label, *CROSS_VOCABULARY_COLUMNS[1:]]
-    table = [header, *(cross_vocabulary_cells(row, label) for row in rows)]
-    widths = [max(len(cells[i]) for cells in table) for i in range(len(header))]
+    table = [cross_vocabulary_header(label), *(cross_vocabulary_cells(row, label) for row in rows)]
+    widths = [max(len(cells[i]) for cells in table) for i in range(len(table[0]))]
     return [
         "  ".join(cell.ljust(w) if i == 1 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
         for cells in table
