@@ -241,7 +241,9 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
                 "forecast inside the measured 95% interval",
             ],
             [
-                [
+                [f"{r['temperature']:g}", r["withheld"]] + [""] * 7
+                if r.get("withheld")
+                else [
                     f"{r['temperature']:g}",
                     str(r["forecast_gamma"]),
                     f"{r['forecast_speedup']:.3f}",

@@ -13,6 +13,7 @@ import numpy as np
 
 from paper_figs import measured_vs_predicted
 from paper_figs.style import figure, read_result, save
+from spectheory.cost_checks import passed_checks
 from spectheory.speedup import optimal_gamma, walltime_improvement
 
 RESULT = measured_vs_predicted.RESULT  # the same cached bench
@@ -27,7 +28,11 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
     """The figure of one ``spectheory bench`` JSON document ``report``, with ``forecast`` (a report's, or the
     bench's own ``forecast``) where there is one."""
     forecast = forecast or report.get("forecast")
-    ahead = {float(entry["temperature"]): entry["speedups"] for entry in (forecast or {}).get("temperatures", [])}
+    ahead = {
+        float(entry["temperature"]): entry["speedups"]
+        for entry in (forecast or {}).get("temperatures", [])
+        if passed_checks(entry)  # a withheld forecast is not drawn (docs/measuring.md, "Checks before a forecast")
+    }
     fig, ax = figure()
     c, top = report["c"], max(report["settings"]["gammas"])
     gammas = np.arange(0, top + 1)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from spectheory.cost_checks import CostChecks
 from spectheory.metrics import per_position_from_conditional
 from spectheory.optimum import beats, first_best
 from spectheory.outputs import strict_loads
@@ -393,6 +394,12 @@ def load_profile(path: str) -> dict:
         or not isinstance(document.get("profile"), dict)
     ):
         raise ValueError(f"{path!r} is not a cost profile (write one with `spectheory profile --out`)")
+    checks = CostChecks.from_dict(document["checks"]) if isinstance(document.get("checks"), dict) else None
+    if checks and not checks.passed:
+        raise ValueError(
+            f"cost profile {path!r} failed its checks when measured ({checks.failed[0].words}): rerun "
+            "`spectheory profile` with nothing else running"
+        )
     return document
 
 

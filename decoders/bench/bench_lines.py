@@ -99,6 +99,9 @@ def _forecast_lines(document: dict) -> list[str]:
         "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured",
     ]
     for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
+        if judged.get("withheld"):
+            lines.append(judged["withheld"])
+            continue
         for row in map(JudgedRow.from_dict, judged["forecast_by_gamma"]):
             low, high = row.measured_interval
             lines.append(

@@ -37,18 +37,19 @@ Every component is the median over repeats, with its spread (min, median, max).
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from decoders import _loop
 from decoders._loop import check_room
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.cost_checks import CostChecks, check_costs
 from spectheory.costs import PROFILE_KIND, CostProfile
 from spectheory.timing import Timing, time_interleaved, time_repeats
 from spectheory.validation import as_int
@@ -75,6 +76,7 @@ __all__ = [
     "verify_widths_job",
     "call_seconds",
     "profile_document",
+    "profile_checks",
     "measure_profile",
 ]
 
@@ -309,8 +311,10 @@ def call_job(model, prompt: torch.Tensor, steps: int):
 
 def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: range, record, *, steps: int = 4):
     """A job timing the verify call on k positions, for every k in ``widths``, after ``prompts`` ``[B, L]``: ``steps``
-    calls with the sampling's adjusted probabilities (penalties and grammar along the path fed, as in verification)
-    and a truncation back each; ``record({k: seconds per call})``."""
+    rounds of one call at each width in turn (round-robin, never a width's calls in a block of their own), with the
+    sampling's adjusted probabilities (penalties and grammar along the path fed, as in verification) and a truncation
+    back each; ``record({k: median seconds per call})``. Times are read from ``decoders._loop.clock``, the decoders'
+    phase clock."""
     history = history_of(sampling, prompts.tolist(), model)
     state = model.new_state(len(prompts), prompts.shape[1] + max(widths))
     with torch.no_grad():
@@ -320,11 +324,11 @@ def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: 
 
     @torch.no_grad()
     def run():
-        seconds = {}
-        for k in widths:
-            synchronize(model.device)
-            start = time.perf_counter()
-            for _ in range(steps):
+        seconds = {k: [] for k in widths}
+        for _ in range(steps):  # round-robin over the widths: a change of load hits them alike
+            for k in widths:
+                synchronize(model.device)
+                start = _loop.clock()
                 adjusted_probs(
                     model.forward(feeds[k], state),
                     sampling,
@@ -332,9 +336,9 @@ def verify_widths_job(model, prompts: torch.Tensor, sampling: Sampling, widths: 
                     history=None if history is None else history.along(feeds[k][:, 1:]),
                 )
                 model.truncate(state, held)
-            synchronize(model.device)
-            seconds[k] = (time.perf_counter() - start) / steps
-        record(seconds)
+                synchronize(model.device)
+                seconds[k].append(_loop.clock() - start)
+        record({k: statistics.median(times) for k, times in seconds.items()})
 
     return run
 
@@ -453,7 +457,21 @@ def profile_document(
         "settings": settings.as_dict(),
         "profile": profile.as_dict(),
         "spread": spread,
+        "checks": profile_checks(profile, spread).as_dict(),
     }
+
+
+def profile_checks(profile: CostProfile, spread: dict | None) -> CostChecks:
+    """The checks of a measured profile before anything forecasts from it (``spectheory.cost_checks``): its costs,
+    their spread, and its own speedup and tokens per iteration at every gamma it measured."""
+    gammas = range(1, profile.gamma_max + 1)
+    return check_costs(
+        profile.t_step,
+        profile.t_verify,
+        spread=spread,
+        tokens={g: profile.tokens_per_iteration(g) for g in gammas},
+        speedups={g: profile.speedup(g) for g in gammas},
+    )
 
 
 def measure_profile(

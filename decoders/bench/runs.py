@@ -15,6 +15,7 @@ from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
     FORECAST_SEED,
+    checked_against_sweep,
     forecast_sweep,
     judge_forecast,
     other_prompts,
@@ -26,6 +27,7 @@ from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import load_corpus
 from decoders.models.protocol import decode_path
 from decoders.progress import progress_bar
+from spectheory.cost_checks import passed_checks
 from spectheory.recommendation import from_sweep
 from spectheory.validation import as_int, as_positive_int
 
@@ -218,6 +220,7 @@ def bench_document(
         decode_paths={"target": decode_path(target_model), "draft": decode_path(model)},
     )
     if ahead:
+        ahead = checked_against_sweep(ahead, document["rows"], document["profiles"])
         document["forecast"] = dict(
             ahead,
             judged=[
@@ -228,7 +231,7 @@ def bench_document(
                 for t in ahead["temperatures"]
             ],
         )
-    picks = {t["temperature"]: t["gamma"] for t in ahead["temperatures"]} if ahead else {}
+    picks = {t["temperature"]: t["gamma"] for t in ahead["temperatures"] if passed_checks(t)} if ahead else {}
     document["recommendations"] = {
         str(t): from_sweep([row for row in document["rows"] if row["temperature"] == t], picks.get(t)).as_dict()
         for t in settings.temperatures

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import torch
 
@@ -16,6 +17,7 @@ from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import check_batch_size, measure_profile, profile_document
 from decoders.sampling import Sampling
 from spectheory.cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
+from spectheory.cost_checks import CostChecks
 from spectheory.outputs import check_writable, write_json
 from spectheory.validation import as_positive_int
 
@@ -99,4 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_json(args.out, document, command=args.command_line)
     print(json.dumps(document, indent=1, allow_nan=False))
+    line = CostChecks.from_dict(document["checks"]).line("a forecast from this profile is")
+    if line:
+        print(line, file=sys.stderr)
     return 0

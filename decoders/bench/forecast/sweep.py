@@ -19,8 +19,10 @@ from decoders.bench.bench import BenchSettings
 from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
 from decoders.bench.rows import ForecastRow, JudgedRow
 from decoders.randomness import seeded
+from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from spectheory.cost_checks import CostChecks, check_costs, sweep_check, tokens_check, withheld_line
 from spectheory.costs import CostProfile
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice, best_gamma_row
@@ -41,6 +43,9 @@ __all__ = [
     "forecast_speedups",
     "jackknife_error",
     "prompts_needed",
+    "forecast_checks",
+    "with_sweep_checks",
+    "checked_against_sweep",
 ]
 
 FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
@@ -170,6 +175,7 @@ def forecast_sweep(
         )
         speedups = forecast_speedups(profile, runs, s.gammas, s.max_new_tokens)
         best = best_choice(speedups, lambda row: row.speedup, lambda row: row.gamma)
+        pooled = with_acceptance(profile, runs, s.max_new_tokens)
         temperatures.append(
             {
                 "temperature": temperature,
@@ -177,8 +183,9 @@ def forecast_sweep(
                 "speedup": best.speedup,
                 "speedups": [row.as_dict() for row in speedups],
                 "prompts_needed": prompts_needed(speedups, len(prompts)),
-                "profile": with_acceptance(profile, runs, s.max_new_tokens).as_dict(),
+                "profile": pooled.as_dict(),
                 "spread": spread,
+                "checks": forecast_checks(pooled, spread, speedups).as_dict(),
             }
         )
     return {
@@ -190,6 +197,47 @@ def forecast_sweep(
         "temperatures": temperatures,
         "seconds": time.perf_counter() - start,
     }
+
+
+def forecast_checks(profile: CostProfile, spread: dict | None, speedups: list) -> CostChecks:
+    """The checks of a forecast's costs before it is printed (``spectheory.cost_checks``): the step against the
+    width-1 call, the widths, the repeats' spread, tokens per iteration and every forecast row (``ForecastRow``)
+    under its ceiling."""
+    return check_costs(
+        profile.t_step,
+        profile.t_verify,
+        spread=spread,
+        tokens={row.gamma: profile.tokens_per_iteration(row.gamma) for row in speedups} or None,
+        speedups={row.gamma: row.speedup for row in speedups} or None,
+    )
+
+
+def with_sweep_checks(forecast: dict, rows: list, sweep_t_step: float | None) -> dict:
+    """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) with the checks the sweep
+    beside it allows added to its own: its t_step against the sweep profile's ``sweep_t_step`` (the same machine
+    state) and the sweep rows' tokens per iteration (``rows``: ``bench_row``'s). They decide whether the forecast is
+    shown; they do not change it."""
+    added = [tokens_check({row["gamma"]: row["tokens_per_iteration"] for row in rows})]
+    if sweep_t_step:
+        added.append(sweep_check(forecast["profile"]["t_step"], sweep_t_step))
+    return dict(forecast, checks=(CostChecks.from_dict(forecast["checks"]) + CostChecks(tuple(added))).as_dict())
+
+
+def checked_against_sweep(forecast: dict, rows: list, profiles: dict) -> dict:
+    """``forecast_sweep``'s document with every temperature's checks extended by the sweep's (``with_sweep_checks``):
+    ``rows``, the sweep's rows (``bench_row``'s, every temperature), ``profiles``, its profiles by temperature."""
+    profiles = by_temperature(profiles)
+    return dict(
+        forecast,
+        temperatures=[
+            with_sweep_checks(
+                entry,
+                [row for row in rows if row["temperature"] == entry["temperature"]],
+                (profiles.get(float(entry["temperature"])) or {}).get("t_step"),
+            )
+            for entry in forecast["temperatures"]
+        ],
+    )
 
 
 def judge_forecast(forecast: dict, rows: list) -> dict:
@@ -218,6 +266,8 @@ def judge_forecast(forecast: dict, rows: list) -> dict:
         )
     loss = 1 - chosen["speedup"] / best["speedup"]
     return {
+        "checks": forecast.get("checks"),
+        "withheld": withheld_line(forecast),
         "forecast_gamma": forecast["gamma"],
         "forecast_speedup": forecast["speedup"],
         "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),

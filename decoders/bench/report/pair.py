@@ -39,6 +39,7 @@ from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
     FORECAST_SEED,
+    checked_against_sweep,
     forecast_sweep,
     judge_forecast,
     other_prompts,
@@ -56,6 +57,7 @@ from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
+from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
@@ -286,6 +288,7 @@ def measure_pair(
             )
         )  # as in the file
         sweep_seconds = time.perf_counter() - swept
+        forecast = checked_against_sweep(forecast, bench["rows"], bench["profiles"])
         recommendations = [
             _recommendation(bench, t, s.gamma_max, s.max_new_tokens, ahead)
             for t, ahead in zip(s.temperatures, forecast["temperatures"])
@@ -367,7 +370,7 @@ def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int
     return {
         "temperature": temperature,
         **judge_forecast(forecast, rows),
-        "recommendation": from_sweep(rows, forecast["gamma"]).as_dict(),
+        "recommendation": from_sweep(rows, forecast["gamma"] if passed_checks(forecast) else None).as_dict(),
         "optimal_gamma": calibrated,
         "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
         "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
@@ -385,6 +388,12 @@ def summary_lines(document: dict) -> list[str]:
     for r in document["recommendations"]:
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
+        if r.get("withheld"):
+            lines += [
+                f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}",
+                r["withheld"],
+            ]
+            continue
         lines += [
             f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma "
             f"{r['forecast_gamma']} "

@@ -172,8 +172,19 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         assert r["forecast_interval"] == stated[r["forecast_gamma"]]
         assert stated[r["forecast_gamma"]][0] < r["forecast_speedup"] < stated[r["forecast_gamma"]][1]
     assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["forecast_gamma"])
-    first = summary_lines(document)[0]  # the recommendation's line states its interval
-    assert "95% interval {:.2f}-{:.2f}x".format(*document["recommendations"][0]["forecast_interval"]) in first
+    lines = summary_lines(document)
+    for r, ahead in zip(document["recommendations"], forecast["temperatures"]):
+        line = next(line for line in lines if line.startswith(f"T = {r['temperature']:g}: ") and "rule:" in line)
+        if ahead["checks"]["passed"]:  # the recommendation's line states the forecast's interval
+            assert not r["withheld"] and "95% interval {:.2f}-{:.2f}x".format(*r["forecast_interval"]) in line
+        else:  # withheld (docs/measuring.md, "Checks before a forecast"): the sweep's rule alone, and the one line
+            assert r["withheld"] in lines and lines[lines.index(line) + 1] == r["withheld"]
+            assert (
+                r["recommendation"]
+                == from_sweep(
+                    [row for row in document["bench"]["rows"] if row["temperature"] == r["temperature"]]
+                ).as_dict()
+            )
     for r in document["recommendations"]:
         assert r["alpha"] == pytest.approx(min(document["bench"]["alpha"][str(r["temperature"])], 1.0))
         table = gamma_table(r["alpha"], document["c"], document["c"], document["settings"]["gamma_max"])
@@ -312,3 +323,48 @@ def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, mon
     monkeypatch.undo()
     rendering.write_report(document, out)
     assert json.loads((out / "report.json").read_text())["c"] == document.c
+
+
+def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tmp_path):
+    """A report whose T = 1 forecast profile took 4.4 times the sweep's step (issue 97's loaded run; constructed, no
+    clock): the judged recommendation carries the one line, which the printed answers and report.md show instead of
+    the forecast, the rule falls back to the sweep's own, and the figure leaves that forecast out. Control: the same
+    document with the check passing prints the forecast's line."""
+    from decoders.bench.forecast.sweep import checked_against_sweep
+    from decoders.bench.report.document import ReportDocument
+    from decoders.bench.report.pair import _recommendation
+    from paper_figs.report import write_report
+
+    _, document = report
+    settings = document["settings"]
+    verdicts = {}
+    for scale in (4.4, 1.0):
+        constructed = copy.deepcopy(document)
+        forecast = constructed["forecast"]
+        for entry in forecast["temperatures"]:
+            sweep_step = constructed["bench"]["profiles"][f"{entry['temperature']}"]["t_step"]
+            entry["profile"]["t_step"] = sweep_step * (scale if entry["temperature"] == 1.0 else 1.0)
+            entry["profile"]["t_verify"][0] = entry["profile"]["t_step"]  # only the sweep check can fail
+            entry["checks"] = {"passed": True, "checks": []}
+        forecast = checked_against_sweep(forecast, constructed["bench"]["rows"], constructed["bench"]["profiles"])
+        constructed["forecast"] = forecast
+        constructed["recommendations"] = [
+            _recommendation(
+                constructed["bench"], t["temperature"], settings["gamma_max"], settings["max_new_tokens"], t
+            )
+            for t in forecast["temperatures"]
+        ]
+        verdicts[scale] = constructed
+    loaded, quiet = verdicts[4.4], verdicts[1.0]
+    withheld = loaded["recommendations"][1]["withheld"]
+    assert withheld.startswith("T = 1: the forecast withheld: the forecast's decoding step took 4.40 times the sweep's")
+    assert not quiet["recommendations"][1]["withheld"] and not loaded["recommendations"][0]["withheld"]
+    lines, shown = summary_lines(loaded), summary_lines(quiet)
+    assert withheld in lines and withheld not in shown and lines[0] == shown[0]
+    assert not any(line.startswith("T = 1: ") and "forecast gamma" in line for line in lines)
+    assert any(line.startswith("T = 1: ") and "forecast gamma" in line for line in shown)
+    rows = [row for row in loaded["bench"]["rows"] if row["temperature"] == 1.0]
+    assert loaded["recommendations"][1]["recommendation"] == from_sweep(rows).as_dict()
+    fields = {name: value for name, value in loaded.items() if name in ReportDocument.__dataclass_fields__}
+    write_report(ReportDocument(**fields), tmp_path)
+    assert withheld in (tmp_path / "report.md").read_text()

@@ -186,7 +186,9 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
     assert all(low <= high for row in document["rows"] for low, high in [row["speedup_interval"]])
     lines = "\n".join(bench_lines(document))
     assert "forecast from acceptance along 3 other prompts and a cost profile of 1" in lines
-    assert "the forecast recommends gamma" in lines and "pins it to +-10% (95%)" in lines
+    for judged in forecast["judged"]:  # withheld where this machine's load moved (docs/measuring.md)
+        shown = f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']}"
+        assert (judged["withheld"] or shown) in lines and bool(judged["withheld"]) != (shown in lines)
 
 
 def test_forecast_rows_against_every_committed_file():
