@@ -167,14 +167,16 @@ def floor_check(t_verify: tuple) -> Check:
 
 def spread_check(spread: dict) -> Check:
     """The larger of t_step's relative spread over repeats and the median of the verify widths': at most
-    ``SPREAD_LIMIT``. ``spread``: {component: [min, median, max]} (``decoders.bench.profile``'s)."""
+    ``SPREAD_LIMIT``. ``spread``: {component: [min, median, max]} (``decoders.bench.profile``'s; either may be
+    absent)."""
 
     def relative(name):
         low, median, high = spread[name]
         return (high - low) / median if median > 0 else 0.0
 
     widths = [relative(name) for name in spread if name.startswith("t_verify_")]
-    step, verify = relative("t_step"), statistics.median(widths) if widths else 0.0
+    step = relative("t_step") if "t_step" in spread else 0.0
+    verify = statistics.median(widths) if widths else 0.0
     name, value = ("t_step", step) if step >= verify else ("the verify calls (median over widths)", verify)
     return Check(
         "spread",

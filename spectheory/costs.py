@@ -41,6 +41,8 @@ __all__ = [
     "PROFILE_KIND",
     "CostProfile",
     "iteration_seconds",
+    "width_priced",
+    "forecast_speedup",
     "calibrated_speedup",
     "effective_cost",
     "affine_speedup",
@@ -114,6 +116,54 @@ def calibrated_sequence_speedup(
         + tokens / per_iteration * _positive("seconds_per_iteration", seconds_per_iteration)
     )
     return autoregressive / speculative
+
+
+def width_priced(t_verify, widths: dict) -> float:
+    """The verify call's expected seconds over the widths an iteration verifies: sum_k f_k t_verify(k) / sum_k f_k,
+    ``widths`` {k: f_k} (counts or fractions) with k = 1..len(t_verify); a fractional k (a mean width, where only the
+    mean is known) is priced between its neighbours. The one place a verify call is priced by its width (docs/theory.md
+    §10: on a CPU a call of 2-9 positions costs 1.4-1.8 steps, not one)."""
+    t_verify = tuple(float(t) for t in _positive("t_verify", list(t_verify)))
+    total = float(sum(widths.values()))
+    if not widths or not total > 0 or min(widths.values()) < 0:
+        raise ValueError(f"widths must give non-negative weights summing above 0, got {widths!r}")
+    outside = [k for k in widths if not 1 <= k <= len(t_verify)]
+    if outside:
+        raise ValueError(
+            f"widths {sorted(outside)} lie outside the measured t_verify(1..{len(t_verify)}): measure wider calls"
+        )
+    return float(sum(f * np.interp(k, np.arange(1, len(t_verify) + 1), t_verify) for k, f in widths.items()) / total)
+
+
+def forecast_speedup(
+    tokens_per_iteration,
+    t_step,
+    verify_seconds,
+    other_seconds=0.0,
+    *,
+    tokens=None,
+    target_prefill=0.0,
+    draft_prefill=0.0,
+) -> float:
+    """The one forecast of a speedup from measured costs (docs/measuring.md, "One cost model behind every forecast"):
+    an iteration yields ``tokens_per_iteration`` target tokens (counted along text) for ``verify_seconds`` (its verify
+    call priced by the widths it verifies, ``width_priced``) plus ``other_seconds`` (its draft calls and the round's
+    own work), against ``t_step`` per autoregressive token; on sequences of ``tokens`` new tokens with the prefills
+    (``calibrated_sequence_speedup``), else per token (``calibrated_speedup``). Every path that forecasts (chains,
+    trees, policies, Spec-Bench, the engines, the cross-vocabulary methods) calls it; a test holds them to it."""
+    seconds = as_cost("verify_seconds", verify_seconds) + as_cost("other_seconds", other_seconds)
+    if tokens is None:
+        return float(calibrated_speedup(tokens_per_iteration, t_step, seconds))
+    return float(
+        calibrated_sequence_speedup(
+            tokens,
+            tokens_per_iteration,
+            t_step,
+            seconds,
+            target_prefill=target_prefill,
+            draft_prefill=draft_prefill,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -242,8 +292,11 @@ class CostProfile:
         lengths where the draft proposes fewer (``proposal_fractions``)."""
         gamma = self._check_gamma(gamma)
         if not self.proposal_fractions:
-            return self.t_verify[gamma]
-        return sum(f * self.t_verify[min(m, gamma)] for m, f in enumerate(self.proposal_fractions))
+            return width_priced(self.t_verify, {gamma + 1: 1.0})
+        widths = {}
+        for m, f in enumerate(self.proposal_fractions):
+            widths[min(m, gamma) + 1] = widths.get(min(m, gamma) + 1, 0.0) + f
+        return width_priced(self.t_verify, widths)
 
     def overhead_seconds(self, drafts: int) -> float:
         """An iteration's seconds but its verify call, when it drafts ``drafts`` >= 1 tokens: the measured
@@ -306,18 +359,14 @@ class CostProfile:
         the prefill costs when given, else per token."""
         if gamma == 0:
             return 1.0
-        per_iteration, seconds = self.tokens_per_iteration(gamma, alpha), self.iteration_seconds(gamma)
-        if tokens is None:
-            return float(calibrated_speedup(per_iteration, self.t_step, seconds))
-        return float(
-            calibrated_sequence_speedup(
-                tokens,
-                per_iteration,
-                self.t_step,
-                seconds,
-                target_prefill=self.target_prefill,
-                draft_prefill=self.draft_prefill,
-            )
+        return forecast_speedup(
+            self.tokens_per_iteration(gamma, alpha),
+            self.t_step,
+            self.verify_seconds(gamma),
+            self.overhead_seconds(gamma),
+            tokens=tokens,
+            target_prefill=self.target_prefill,
+            draft_prefill=self.draft_prefill,
         )
 
     def optimal_gamma(self, alpha=None, *, tokens: float | None = None) -> int:

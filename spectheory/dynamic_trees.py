@@ -37,7 +37,6 @@ __all__ = [
     "tokens_per_context",
     "expected_tokens_dynamic",
     "replayed_tokens",
-    "dynamic_speedup",
 ]
 
 #: Inner bin edges of the confidence s (natural log): half-nat bins from -8 to 0, everything below -8 in the first
@@ -123,14 +122,3 @@ def replayed_tokens(accepted) -> float:
             position += row[position] + 1
             iterations += 1
     return accepted.size / iterations
-
-
-def dynamic_speedup(
-    tokens_per_call: float, *, tokens: int, autoregressive_seconds: float, seconds_per_iteration: float
-) -> float:
-    """Speedup of ``tokens`` new tokens per prompt: ``autoregressive_seconds`` per prompt over tokens / E iterations
-    of ``seconds_per_iteration`` (the tree decoder's whole seconds over its iterations, its prefill included)."""
-    if not tokens_per_call >= 1:
-        raise ValueError(f"tokens_per_call must be at least 1, got {tokens_per_call!r}")
-    as_positive_int("tokens", tokens)
-    return autoregressive_seconds / (tokens / tokens_per_call * seconds_per_iteration)

@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from spectheory.costs import forecast_speedup, width_priced
 from spectheory.optimum import beats, best_choice, first_best
 from spectheory.validation import as_int, as_positive_int, as_probability
 
@@ -351,8 +352,9 @@ def hardware_optimal_tree(
             if not np.isfinite(programme.best[l, n]):
                 continue
             tree, value = programme.tree(n, l), float(programme.best[l, n])
-            seconds = tree.depth * t_draft + t_verify[n - 1] + t_iteration
-            choice = TreeChoice(tree, value, float(seconds), float(value * t_step / seconds))
+            other = tree.depth * t_draft + t_iteration
+            speedup = forecast_speedup(value, t_step, width_priced(t_verify, {n: 1.0}), other)
+            choice = TreeChoice(tree, value, float(t_verify[n - 1] + other), speedup)
             if n not in per_budget or beats(choice.speedup, per_budget[n].speedup):
                 per_budget[n] = choice
     best = best_choice(per_budget.values(), lambda choice: choice.speedup, lambda choice: choice.tree.size)

@@ -226,6 +226,9 @@ def cross_vocabulary_lines(document: dict) -> list[str]:
             f"T = {row.temperature:g}, transformers {what}: {row.seconds:.3f} s, {row.speedup:.3f}x our "
             f"autoregressive decoding [{row.seconds_spread[0]:.3f}-{row.seconds_spread[2]:.3f} s]{greedy}"
         )
+    for temperature, forecast in document.get("forecast", {}).items():
+        if forecast.get("withheld"):
+            lines.append(f"T = {temperature}: {forecast['withheld']}")
     return lines + cross_vocabulary_answers(rows, beside)
 
 

@@ -2,11 +2,12 @@
 docs/theory-vocabularies.md §15): per temperature, cross-vocabulary method and gamma, our
 ``generate_cross_vocabulary`` against our autoregressive decoder of the target on the same held-out prompts, timed
 interleaved, with the acceptance of the target candidates, the candidates per draft token (the tokenization ratio
-rho), target tokens per call, greedy equality, and a forecast made first from other prompts: alpha and rho along
-them, and c from the target's and the draft's own autoregressive decoding of them
-(``spectheory.vocabularies.cross_vocabulary_speedup``). Drafts that read the target's own tokens (``beside``) are
-timed in the same interleaved run by our speculative decoding at every gamma, forecast the same way (rho = 1 for a
-model draft is Theorem 3.8; under 1 for a lookup draft that finds no match), so that the answer is held against what
+rho), target tokens per call, greedy equality, and a forecast made first from other prompts: tokens per target call
+and the verify calls' widths counted along them, priced by the one cost model (``spectheory.costs.forecast_speedup``:
+the target's calls timed at every width, the draft's from its own autoregressive decoding of them), its costs checked
+before it is given (``spectheory.cost_checks``). Drafts that read the target's own tokens (``beside``) are timed in
+the same interleaved run by our speculative decoding at every gamma, forecast the same way (their draft calls from
+the draft phase of profiled runs), so that the answer is held against what
 the target's own tokenizer buys."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs
+from decoders.bench.profile import verify_widths_job
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
 from decoders.bench.tasks import benchmark_prompts
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
@@ -34,8 +36,10 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
+from spectheory.cost_checks import check_costs
+from spectheory.costs import forecast_speedup, width_priced
 from spectheory.timing import time_interleaved
-from spectheory.vocabularies import METHODS, cross_vocabulary_speedup
+from spectheory.vocabularies import METHODS
 
 __all__ = ["pair_vocabularies", "cross_vocabulary_document", "SAME_TOKENIZER"]
 
@@ -119,29 +123,83 @@ def _decoding_seconds(model, prompts: list, tokens: int, sampling: Sampling) -> 
 
 
 def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) -> dict:
-    """Per setting (``_settings``): alpha and rho along ``prompts`` (untimed) and the speedup they predict with c,
-    the draft's seconds per call over the target's per token in its own autoregressive decoding of ``prompts``: the
-    draft with another tokenizer's from its own decoding of them (one timed run); a same-tokenizer draft's from the
-    draft phase of the setting's profiled runs (a lookup draft cannot decode alone)."""
+    """Per setting (``_settings``): alpha, rho and the widths its verify calls took along ``prompts`` (untimed), and
+    the speedup they forecast through the one cost model (``spectheory.costs.forecast_speedup``): tokens per target
+    call counted along the text; the verify call priced by those widths, t_step times t_verify(k) / t_verify(1) from
+    the target's calls at every width timed round-robin (``verify_widths_job``; a call of 2-9 positions costs
+    1.4-1.8 steps on a CPU); the draft's calls at c t_step, c the draft's seconds per token in its own decoding of
+    ``prompts`` over the target's (one timed run each), or, for a same-tokenizer draft, the draft phase of the
+    setting's profiled runs. The widths' costs are checked (``spectheory.cost_checks``) before any forecast is
+    given: where they fail, every setting's forecast is withheld (None) with the line."""
     target, draft, vocabularies = pair
     tokens = settings.max_new_tokens
     draft_prompts = [window(row, draft, tokens) for row in draft_prompts]
     target_seconds = _decoding_seconds(target, prompts, tokens, sampling)
+    t_step = target_seconds / (len(prompts) * tokens)
     c = _decoding_seconds(draft, draft_prompts, tokens, sampling) / target_seconds
-    forecast = {"c": c, "prompts": len(prompts), "by_setting": {}}
+    generations = {
+        name: [(setting.profiled or setting.decode)(row, i) for i, row in enumerate(prompts)]
+        for name, setting in setups.items()
+    }
+    widths = {name: _widths(runs) for name, runs in generations.items()}
+    t_verify, spread = _verify_calls(target, prompts[0], sampling, max(max(w) for w in widths.values()), settings)
+    checks = check_costs(t_step, t_verify, spread=spread)
+    forecast = {
+        "c": c,
+        "prompts": len(prompts),
+        "t_step": t_step,
+        "t_verify": list(t_verify),
+        "checks": checks.as_dict(),
+        "withheld": checks.line("the cross-vocabulary forecast"),
+        "by_setting": {},
+    }
     for name, setting in setups.items():
-        generations = [(setting.profiled or setting.decode)(row, i) for i, row in enumerate(prompts)]
-        counts = _summed([_counts(g) for g in generations])
+        runs = generations[name]
+        counts = _summed([_counts(g) for g in runs])
         alpha, rho = _alpha_and_ratio(counts)
         cost = c
-        if setting.profiled is not None:
-            per_call = sum(g.stats.seconds["draft"] for g in generations) / max(counts["draft_calls"], 1)
-            cost = per_call / (target_seconds / (len(prompts) * tokens))
-        predicted = (
-            None if alpha is None or rho == 0 else float(cross_vocabulary_speedup(alpha, setting.gamma, cost, rho))
+        if setting.profiled is not None:  # the draft phase's seconds per draft call, over t_step
+            cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
+        iterations = counts["target_calls"]
+        predicted = forecast_speedup(
+            counts["tokens"] / iterations,
+            t_step,
+            t_step * width_priced(t_verify, widths[name]) / t_verify[0],
+            counts["draft_calls"] / iterations * cost * t_step,
         )
-        forecast["by_setting"][name] = {"alpha": alpha, "rho": rho, "c": cost, "speedup": predicted}
+        forecast["by_setting"][name] = {
+            "alpha": alpha,
+            "rho": rho,
+            "c": cost,
+            "widths": {str(k): f for k, f in sorted(widths[name].items())},
+            "speedup": predicted if checks.passed else None,
+            "unchecked_speedup": predicted,
+        }
     return forecast
+
+
+def _widths(generations: list) -> dict:
+    """{k: iterations} over ``generations``' iterations, k the positions each verify call fed the target (the
+    candidates it proposed, + 1)."""
+    counted = {}
+    for generation in generations:
+        for proposed in generation.stats.proposed_per_iteration:
+            counted[max(proposed) + 1] = counted.get(max(proposed) + 1, 0) + 1
+    return counted
+
+
+def _verify_calls(target, prompt: list, sampling: Sampling, widest: int, settings: BenchSettings) -> tuple:
+    """(t_verify(k) for k = 1..``widest``, each the median over ``settings``' repeats (after at least one warm-up) of
+    the median of 4 round-robin rounds after ``prompt``; their spread {"t_verify_k": [min, median, max]})."""
+    record = []
+    job = verify_widths_job(target, torch.tensor([prompt]), sampling, range(1, widest + 1), record.append)
+    warmup = max(settings.warmup, 1)  # a first call pays for its shapes: never timed
+    for _ in range(warmup + settings.repeats):
+        job()
+    repeats = record[warmup:]
+    values = {k: sorted(r[k] for r in repeats) for k in range(1, widest + 1)}
+    spread = {f"t_verify_{k}": [v[0], statistics.median(v), v[-1]] for k, v in values.items()}
+    return tuple(statistics.median(v) for v in values.values()), spread
 
 
 def _decode(pair, prompt: list, seed: int, *, config: CrossVocabularyConfig, tokens: int):

@@ -37,7 +37,7 @@ from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.costs import CostProfile
+from spectheory.costs import CostProfile, forecast_speedup, width_priced
 from spectheory.optimum import best_choice
 from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.validation import as_positive_int
@@ -129,13 +129,25 @@ def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -
 
 
 def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
-    """Tokens per call and the speedup the replay's iterations predict under ``profile``'s costs."""
+    """Tokens per call and the speedup the replay's iterations ((drafted, accepted) per call) predict under
+    ``profile``'s costs (``spectheory.costs.forecast_speedup``): each call's verify priced by its width, drafted + 1
+    (``width_priced``), and its draft-and-rest seconds where it drafted, the round's own t_iteration alone where it
+    drafted nothing."""
     calls = [pair for row in iterations for pair in row]
-    seconds = sum(profile.overhead_seconds(max(d, 1)) + profile.t_verify[d] for d, _ in calls)
-    prompts = len(iterations)
-    autoregressive = prompts * (profile.target_prefill + tokens * profile.t_step)
-    speculative = prompts * (profile.target_prefill + profile.draft_prefill) + seconds
-    return {"tokens_per_call": sum(n + 1 for _, n in calls) / len(calls), "speedup": autoregressive / speculative}
+    widths = {}
+    for d, _ in calls:
+        widths[d + 1] = widths.get(d + 1, 0) + 1
+    per_call = sum(n + 1 for _, n in calls) / len(calls)
+    speedup = forecast_speedup(
+        per_call,
+        profile.t_step,
+        width_priced(profile.t_verify, widths),
+        sum(profile.overhead_seconds(d) if d else profile.t_iteration for d, _ in calls) / len(calls),
+        tokens=tokens,
+        target_prefill=profile.target_prefill,
+        draft_prefill=profile.draft_prefill,
+    )
+    return {"tokens_per_call": per_call, "speedup": speedup}
 
 
 def _row(name: str, policy: str, generations: list, timing, autoregressive, gamma_max: int) -> PolicyRow:

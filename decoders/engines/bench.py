@@ -16,7 +16,8 @@ costs with the runs. From the speculative runs it takes only what a cost model n
 round (accepted + 1) and the proposal lengths m (their distribution where the engine counts it, else their mean).
 A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]).
 A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times
-that over a round's cost (``spectheory.costs.calibrated_speedup``): no timing of the runs enters the prediction.
+that over a round's cost (``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no
+timing of the runs enters the prediction.
 The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured speedup
 has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
 """
@@ -32,7 +33,7 @@ import numpy as np
 
 from decoders.engines.base import EngineSampling, add_counters, capability
 from decoders.results import ResultRow
-from spectheory.costs import calibrated_speedup
+from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_gamma_row
 from spectheory.recommendation import from_sweep, recommendation_words
@@ -71,12 +72,12 @@ def _greedy_runs(engine, prompts: list, tokens: int, gamma: int) -> dict:
 
 
 def _verify_seconds(counters: dict, t_verify: list, rounds: int) -> float:
-    """E[t_verify(m + 1)] over the rounds: by the counted proposal lengths where the engine counts them, else at
-    the mean length (interpolated between widths)."""
+    """E[t_verify(m + 1)] over the rounds (``spectheory.costs.width_priced``): by the counted proposal lengths where
+    the engine counts them, else at the mean length (priced between its neighbouring widths)."""
     if "proposal_length_counts" in counters:
-        return sum(count * t_verify[m] for m, count in enumerate(counters["proposal_length_counts"])) / rounds
-    width = min(counters["num_draft_tokens"] / rounds, len(t_verify) - 1)  # index m: a call of m + 1 tokens
-    return float(np.interp(width, np.arange(len(t_verify)), t_verify))
+        counts = counters["proposal_length_counts"]
+        return width_priced(t_verify, {m + 1: count for m, count in enumerate(counts) if count}) * sum(counts) / rounds
+    return width_priced(t_verify, {min(counters["num_draft_tokens"] / rounds + 1, len(t_verify)): 1.0})
 
 
 def plain_step(costs: dict) -> float:
@@ -107,15 +108,11 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     rounds = counters["rounds"]
     per_iteration = 1 + counters["num_accepted_tokens"] / rounds
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
-    seconds = (
-        costs["t_round"]
-        + lengths * costs["t_draft"]
-        + _verify_seconds(counters, costs["t_verify"], rounds)
-        + per_iteration * costs["t_sample"]
-    )
+    verify = _verify_seconds(counters, costs["t_verify"], rounds)
+    other = costs["t_round"] + lengths * costs["t_draft"] + per_iteration * costs["t_sample"]
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
-        seconds += _verify_seconds(counters, costs["t_draft_batch"], rounds)
-    return per_iteration, lengths, seconds, float(calibrated_speedup(per_iteration, plain_step(costs), seconds))
+        other += _verify_seconds(counters, costs["t_draft_batch"], rounds)
+    return per_iteration, lengths, verify + other, forecast_speedup(per_iteration, plain_step(costs), verify, other)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,8 @@
   (``calibrate_paths``) and the harmonic mean of 1 + the sum of c over the kept nodes (``expected_tokens_dynamic``).
 * Call costs on other prompts (``cost_prompts``): the tree decoder at each budget interleaved with our
   autoregressive decoder; its seconds per iteration, and the autoregressive seconds per prompt.
-* The forecast speedup from both (``spectheory.dynamic_trees.dynamic_speedup``).
+* The forecast speedup from both (``spectheory.costs.forecast_speedup``: the tree decoder's iteration timed whole,
+  its verify call included, against the autoregressive seconds per token).
 
 Nothing here decodes the prompts the forecast is judged on: the windows are drawn with seeds of their own.
 """
@@ -32,7 +33,8 @@ from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.tree import TreeConfig, generate_tree
-from spectheory.dynamic_trees import calibrate_paths, dynamic_speedup, expected_tokens_dynamic, replayed_tokens
+from spectheory.costs import forecast_speedup
+from spectheory.dynamic_trees import calibrate_paths, expected_tokens_dynamic, replayed_tokens
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
 from spectheory.validation import as_int
@@ -180,12 +182,9 @@ def forecast_dynamic(
                     calibration, confidence.reshape(-1, full.size - 1), budget
                 ),
                 **cost,
-                forecast_speedup=dynamic_speedup(
-                    expected,
-                    tokens=tokens,
-                    autoregressive_seconds=costs["autoregressive_seconds"],
-                    seconds_per_iteration=cost["seconds_per_iteration"],
-                ),
+                forecast_speedup=forecast_speedup(
+                    expected, costs["autoregressive_seconds"] / tokens, 0.0, cost["seconds_per_iteration"]
+                ),  # the iteration timed whole: its verify call is in the other seconds
             )
         )
     best = best_choice(rows, lambda row: row["forecast_speedup"], lambda row: row["budget"])

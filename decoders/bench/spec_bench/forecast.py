@@ -39,7 +39,7 @@ from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
-from spectheory.costs import CostProfile, calibrated_sequence_speedup
+from spectheory.costs import CostProfile, forecast_speedup
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
@@ -123,15 +123,14 @@ def _tree_forecast(
 
     def speedup(runs):
         per_call = sum(n for n, _ in runs) / sum(i for _, i in runs)
-        return per_call, float(
-            calibrated_sequence_speedup(
-                tokens,
-                per_call,
-                profile.t_step,
-                iteration_seconds,
-                target_prefill=profile.target_prefill,
-                draft_prefill=profile.draft_prefill,
-            )
+        return per_call, forecast_speedup(
+            per_call,
+            profile.t_step,
+            0.0,
+            iteration_seconds,  # the tree's iteration timed whole, its verify call included
+            tokens=tokens,
+            target_prefill=profile.target_prefill,
+            draft_prefill=profile.draft_prefill,
         )
 
     per_call, value = speedup(made)

@@ -107,7 +107,9 @@ def test_sampled_replay_against_along_text_theory(gamma):
 
 
 def test_predicted_speedup_against_hand_count():
-    """Two iterations, (2 proposed, 2 accepted) and (0, 0): 3 + 1 tokens over 2 calls; seconds by hand."""
+    """Two iterations, (2 proposed, 2 accepted) and (0, 0): 3 + 1 tokens over 2 calls; seconds by hand: the first
+    drafts 2 (0.2 + 0.05) and verifies 3 positions (1.4), the second drafted nothing (its round's 0.05, no draft
+    step) and verifies 1 (1.0)."""
     profile = CostProfile(
         t_step=1.0,
         t_draft=0.1,
@@ -119,7 +121,7 @@ def test_predicted_speedup_against_hand_count():
     )
     result = predicted([[(2, 2), (0, 0)]], profile, 4)
     assert result["tokens_per_call"] == 2.0
-    assert result["speedup"] == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (0.1 + 1.0 + 0.05)))
+    assert result["speedup"] == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (1.0 + 0.05)))
 
 
 def test_policies_capped_by_the_context_against_the_uncapped_rule():

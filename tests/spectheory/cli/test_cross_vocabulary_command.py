@@ -32,7 +32,13 @@ def test_bench_cross_vocabulary_against_autoregressive(tmp_path, capsys):
     assert document["beside"] == ["copy"] and document["forecast"]["0"]["by_setting"]["beside copy 2"]["c"] >= 0
     assert "T = 0, with the target's own tokenizer: " in printed and printed.count("  copy  ") == 1
     assert all(row.greedy_equal for row in rows)  # every cross-vocabulary method keeps the target's greedy tokens
-    assert all(row.tokens_per_call >= 1 and row.forecast_speedup is not None for row in rows)
+    assert all(row.tokens_per_call >= 1 for row in rows)
+    forecast = document["forecast"]["0"]  # priced by the target's calls at every width the runs verified
+    assert len(forecast["t_verify"]) == max(int(k) for one in forecast["by_setting"].values() for k in one["widths"])
+    if forecast["checks"]["passed"]:
+        assert all(row.forecast_speedup is not None for row in rows) and not forecast["withheld"]
+    else:  # this machine's load moved while the widths were timed: withheld, with the line
+        assert all(row.forecast_speedup is None for row in rows) and f"T = 0: {forecast['withheld']}" in printed
     assert document["vocabularies"] == {"target": 49152, "draft": 98} and document["settings"]["batch_size"] == 1
     assert document["autoregressive"]["0"]["tokens_per_second"] > 0 and "tokens/s" in printed
     assert "T = 0: " in printed and printed.count("  slem  ") == 1
