@@ -31,7 +31,7 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
     ahead = {
         float(entry["temperature"]): entry["speedups"]
         for entry in (forecast or {}).get("temperatures", [])
-        if passed_checks(entry)  # a withheld forecast is not drawn (docs/measuring.md, "Checks before a forecast")
+        if passed_checks(entry)  # a withheld forecast is not drawn (docs/forecasts.md, "Checks before a forecast")
     }
     fig, ax = figure()
     c, top = report["c"], max(report["settings"]["gammas"])

@@ -1,5 +1,5 @@
 """What a measured cost profile must satisfy on any machine, checked before a forecast from it is printed
-(docs/measuring.md, "Checks before a forecast").
+(docs/forecasts.md, "Checks before a forecast").
 
 A forecast divides costs timed in one minute of the machine; if the load changed while they were timed, the ratios
 it divides are not the machine's. Each check below is a relation that holds whatever the machine, so a profile that
@@ -19,7 +19,7 @@ breaks one measured the load, not the pair:
   profile's: the machine the forecast was timed on is the one the sweep measured. It decides whether the forecast is
   shown, never its value.
 
-The bands come from the profiles committed under results/, measured on quiet machines (docs/measuring.md has the
+The bands come from the profiles committed under results/, measured on quiet machines (docs/forecasts.md has the
 table; ``test_quiet_profiles_pass_against_committed`` holds that at least 95% of them pass): t_verify(1) / t_step
 0.76-1.40 (band 1.4; issue 97's loaded runs gave 0.12 and 1.54), a width's cost 0.72-1.36 of its neighbours' mean
 (band 1.6; a loaded run gave 2.0), the cheapest width at least 0.73 of the width-1 call, spreads up to 0.68 for one

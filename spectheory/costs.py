@@ -145,7 +145,7 @@ def forecast_speedup(
     target_prefill=0.0,
     draft_prefill=0.0,
 ) -> float:
-    """The one forecast of a speedup from measured costs (docs/measuring.md, "One cost model behind every forecast"):
+    """The one forecast of a speedup from measured costs (docs/forecasts.md, "One cost model behind every forecast"):
     an iteration yields ``tokens_per_iteration`` target tokens (counted along text) for ``verify_seconds`` (its verify
     call priced by the widths it verifies, ``width_priced``) plus ``other_seconds`` (its draft calls and the round's
     own work), against ``t_step`` per autoregressive token; on sequences of ``tokens`` new tokens with the prefills

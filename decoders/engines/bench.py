@@ -33,6 +33,7 @@ import numpy as np
 
 from decoders.engines.base import EngineSampling, add_counters, capability
 from decoders.results import ResultRow
+from spectheory.cost_checks import CostChecks, check_costs, sweep_check
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_gamma_row
@@ -228,6 +229,20 @@ def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
     }
 
 
+def _forecast_checks(ahead: dict, rows: list, t_step: float) -> dict:
+    """The checks of the forecast's costs (``spectheory.cost_checks``): its verify calls' widths, tokens per round,
+    every forecast under its ceiling, and its plain step against the plain runs' ``t_step`` (the sweep's, which
+    decides whether the forecast is shown, never its value); {"checks", "withheld": the line or ''}."""
+    step = plain_step(ahead["costs"])
+    checks = check_costs(
+        step,
+        ahead["costs"]["t_verify"],
+        tokens={row["gamma"]: row["forecast_tokens_per_iteration"] for row in rows},
+        speedups={row["gamma"]: row["forecast_speedup"] for row in rows},
+    ) + CostChecks((sweep_check(step, t_step),))
+    return {"checks": checks.as_dict(), "withheld": checks.line()}
+
+
 def check_benchable(engine) -> None:
     """A one-line error naming what ``engine`` lacks of ``BENCH_CAPABILITIES``."""
     missing = [name for name in BENCH_CAPABILITIES if capability(engine, name) is None]
@@ -288,11 +303,15 @@ def engine_bench(
         ).as_dict()  # the document's: the recommendation rule reads documents
         for gamma in gammas
     ]
+    t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
+    if ahead:
+        ahead = dict(ahead, **_forecast_checks(ahead, rows, t_step))
     pick = (
-        best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"] if ahead else None
+        best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"]
+        if ahead and not ahead["withheld"]
+        else None
     )
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
-    t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
     version = capability(engine, "version")
@@ -386,6 +405,10 @@ def engine_bench_lines(document: dict) -> list:
             f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
             f"({low:.1f}-{high:.1f})"
         )
+    forecast = document.get("forecast")
+    withheld = (forecast or {}).get("withheld")
+    if withheld:
+        lines.append(withheld)
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         alpha = (
@@ -394,7 +417,7 @@ def engine_bench_lines(document: dict) -> list:
             else "acceptance rate " + ("n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
         )
         bottom, top = row["speedup_interval"]
-        if "forecast_speedup" in row:
+        if "forecast_speedup" in row and not withheld:
             lines.append(
                 f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
                 + (
@@ -413,7 +436,6 @@ def engine_bench_lines(document: dict) -> list:
             f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
             f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}"
         )
-    forecast = document.get("forecast")
     lines.append(
         "recommended: "
         + recommendation_words(document["recommendation"])
@@ -421,7 +443,7 @@ def engine_bench_lines(document: dict) -> list:
             f"; the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
             f"({forecast['seconds']:.1f} s; the bench {document['sweep_seconds']:.1f} s) picked "
             + ("do not speculate" if document["forecast_gamma"] == 0 else f"gamma {document['forecast_gamma']}")
-            if forecast
+            if forecast and not withheld
             else "; no forecast made"
         )
     )

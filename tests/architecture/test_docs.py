@@ -338,6 +338,27 @@ def test_cross_vocabulary_findings_against_their_results():
             assert quoted in engines, (name, quoted)
 
 
+def test_forecast_checks_finding_against_its_results():
+    """docs/findings/forecast-checks.md quotes, per run and temperature, whether the forecast was shown, the checks
+    that failed, forecast / measured over the sweep and both gammas, from results/forecast_checks/RUN.json; a withheld
+    forecast's line is what RUN.txt printed."""
+    page = (ROOT / "docs" / "findings" / "forecast-checks.md").read_text()
+    folder = ROOT / "results" / "forecast_checks"
+    for run in ("quiet1", "quiet2", "loaded1", "loaded2", "loaded3"):
+        document = json.loads((folder / f"{run}.json").read_text())
+        printed = (folder / f"{run}.txt").read_text().splitlines()
+        for r, ahead in zip(document["recommendations"], document["forecast"]["temperatures"]):
+            ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
+            failed = [f"{c['name']} {c['value']:.2f}" for c in ahead["checks"]["checks"] if not c["passed"]]
+            line = (
+                f"| {run} | {ahead['temperature']:g} | {'withheld' if failed else 'shown'} | "
+                f"{', '.join(failed) or '-'} | {min(ratios):.3f}-{max(ratios):.3f} | {r['forecast_gamma']} "
+                f"({r['forecast_speedup']:.3f}x) | {r['best_measured_gamma']} ({r['best_measured_speedup']:.3f}x) |"
+            )
+            assert line in page, line
+            assert bool(failed) == run.startswith("loaded") and (r["withheld"] in printed) == bool(failed)
+
+
 def test_llama_server_bench_rows_against_their_results():
     """docs/findings/llama-server-speed.md quotes every row of llama-server's bench files: measured speedup with its
     spread, predicted, their ratio, tokens per call and mean proposal length."""

@@ -1,4 +1,4 @@
-"""One forecast function (issue 97; docs/measuring.md, "One cost model behind every forecast"): a speedup forecast
+"""One forecast function (issue 97; docs/forecasts.md, "One cost model behind every forecast"): a speedup forecast
 from measured costs is computed by ``spectheory.costs.forecast_speedup`` alone, its verify calls priced by
 ``width_priced``. The source is read as syntax: the formulas it wraps are called nowhere else, every forecasting
 module reaches it, and the theory's closed forms (Theorem 3.8 and its variants) appear in the decoders only as the

@@ -1,4 +1,4 @@
-"""The checks before a forecast (spectheory.cost_checks; docs/measuring.md, "Checks before a forecast"): the loaded
+"""The checks before a forecast (spectheory.cost_checks; docs/forecasts.md, "Checks before a forecast"): the loaded
 runs issue 97 quotes fail them, the committed quiet profiles pass them, and each check fails on the relation it
 names."""
 

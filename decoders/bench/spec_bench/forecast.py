@@ -11,7 +11,9 @@
   questions (``decoders.bench.forecast.sweep.forecast_speedups``), the dynamic tree's, and the setting it recommends:
   the largest forecast, "do not speculate" where none beats 1x (ties to fewer drafted tokens).
 
-``judge_category`` puts the forecast beside the category's timed rows. Nothing the table times goes into it.
+``judge_category`` puts the forecast beside the category's timed rows. Nothing the table times goes into it. Every
+draft's cost profile is checked first (``decoders.bench.profile.profile_checks``; docs/forecasts.md, "Checks before a
+forecast"): where one fails, the table keeps the forecast's numbers but withholds it (``withheld``, the one line).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from decoders.bench.forecast.sweep import (
     prompts_needed,
     with_acceptance,
 )
+from decoders.bench.profile import profile_checks
 from decoders.bench.spec_bench.questions import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
 from decoders.bench.spec_bench.recommend import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from decoders.models.protocol import synchronize
@@ -269,10 +272,17 @@ def forecast_table(
         )
         if progress:
             progress(category)
+    checks = {
+        name: profile_checks(CostProfile.from_dict(drafted["profile"]), drafted["profile"].get("spread"))
+        for name, drafted in cost["drafts"].items()
+    }
+    failed = [(name, one) for name, one in checks.items() if not one.passed]
     return {
         "questions": questions,
         "repeats": repeats,
         "warmup": 1,
+        "checks": {name: one.as_dict() for name, one in checks.items()},
+        "withheld": failed[0][1].line(f"Spec-Bench's forecast (the {failed[0][0]} draft's costs)") if failed else "",
         "cost_question": {str(room): q.as_dict() for room, q in cost_questions.items()},
         "cost_seconds": time.perf_counter() - started - sum(c["seconds"] for c in measured.values()),
         "profiles": {name: drafted["profile"] for name, drafted in cost["drafts"].items()},

@@ -345,12 +345,13 @@ def spec_bench_document(
             )
             for category in categories
         }
-    if ahead is not None:
+    if ahead is not None and not ahead["withheld"]:
         for category, document in measured.items():
             document["forecast"] = dict(
                 ahead["categories"][category], judged=judge_category(ahead["categories"][category], document)
             )
-        ahead = {key: value for key, value in ahead.items() if key != "categories"}
+    if ahead is not None:  # a withheld forecast keeps its numbers here, judged nowhere
+        ahead = {key: value for key, value in ahead.items() if key != "categories" or ahead["withheld"]}
     return {
         "task": task,
         "target": target or "shipped target",

@@ -204,6 +204,8 @@ def forecast_lines(document: dict) -> list:
         f"{forecast['repeats']} repeats) took {forecast['seconds']:.0f} s, the table that checks it "
         f"{document['sweep_seconds']:.0f} s ({100 * forecast['seconds'] / document['sweep_seconds']:.0f}%)"
     ]
+    if forecast.get("withheld"):
+        return lines + [forecast["withheld"]]
     for measured in document["categories"].values():
         judged = measured["forecast"]["judged"]
         ratios = [row["forecast_over_measured"] for row in judged["rows"]]

@@ -437,7 +437,9 @@ class _CountingEngine:
             if speculate
             else {}
         )
-        return [1] * horizon, counters, 0.001, 0.001 * (rounds if speculate else horizon)
+        # decode seconds as its call costs price them: a plain token one call of one position, a round its calls
+        seconds = rounds * (0.010 + 0.001 * (2 * speculate)) if speculate else 0.010 * horizon
+        return [1] * horizon, counters, 0.001, seconds
 
 
 def test_engine_bench_forecast_against_other_prompts():
@@ -467,8 +469,42 @@ def test_engine_bench_forecast_against_other_prompts():
     document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     printed = "\n".join(engine_bench_lines(document))
     assert "; the forecast from 1 other prompt (" in printed and f"picked gamma {best['gamma']}" in printed
+    assert forecast["checks"]["passed"] and not forecast["withheld"]
     with pytest.raises(ValueError, match="share a prompt"):
         engine_bench(engine, [[1, 2, 3]], gammas=[2], max_new_tokens=12, repeats=1, forecast_prompts=[[1, 2, 3]])
+
+
+class _LoadedCostsEngine(_CountingEngine):
+    """The stand-in whose forecast's call costs were timed under a load: 4.4 times what its runs then took."""
+
+    def call_costs(self, ids, max_tokens):
+        costs = super().call_costs(ids, max_tokens)
+        return dict(costs, t_verify=[4.4 * t for t in costs["t_verify"]]) if len(self.costed) == 1 else costs
+
+
+def test_engine_bench_withholds_a_forecast_whose_costs_failed_against_shown():
+    """``bench --engine`` under the checks of docs/forecasts.md: a forecast timed under a load its runs did not see
+    (its plain step 4.4 times theirs) is withheld with the one line, picks no gamma, and the sweep's rule recommends;
+    the consistent stand-in's forecast is shown (the test above)."""
+    from decoders.engines.bench import engine_bench, engine_bench_lines
+
+    document = engine_bench(
+        _LoadedCostsEngine(),
+        [[1, 2, 3], [4, 5, 6]],
+        gammas=[2, 4],
+        max_new_tokens=12,
+        repeats=2,
+        warmup=0,
+        forecast_prompts=[[7, 8, 9]],
+    )
+    withheld = document["forecast"]["withheld"]
+    (sweep,) = [check for check in document["forecast"]["checks"]["checks"] if check["name"] == "sweep"]
+    assert sweep["value"] == pytest.approx(4.4 * 11 / 12)  # the runs' step: 12 tokens' seconds over the 11 after one
+    assert withheld.startswith("forecast withheld: the forecast's decoding step took 4.03 times the sweep's")
+    assert document["forecast_gamma"] is None and document["recommendation"] == from_sweep(document["rows"]).as_dict()
+    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    printed = engine_bench_lines(document)
+    assert withheld in printed and not any("forecast / measured" in line for line in printed)
 
 
 def test_speedup_interval_against_its_coverage():

@@ -177,7 +177,7 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         line = next(line for line in lines if line.startswith(f"T = {r['temperature']:g}: ") and "rule:" in line)
         if ahead["checks"]["passed"]:  # the recommendation's line states the forecast's interval
             assert not r["withheld"] and "95% interval {:.2f}-{:.2f}x".format(*r["forecast_interval"]) in line
-        else:  # withheld (docs/measuring.md, "Checks before a forecast"): the sweep's rule alone, and the one line
+        else:  # withheld (docs/forecasts.md, "Checks before a forecast"): the sweep's rule alone, and the one line
             assert r["withheld"] in lines and lines[lines.index(line) + 1] == r["withheld"]
             assert (
                 r["recommendation"]

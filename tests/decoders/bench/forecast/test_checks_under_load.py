@@ -1,4 +1,4 @@
-"""The forecast's checks driven by a clock (docs/measuring.md, "Checks before a forecast"): the profile timed on an
+"""The forecast's checks driven by a clock (docs/forecasts.md, "Checks before a forecast"): the profile timed on an
 injected clock whose models cost what their width says, times a load. A steady load is accepted whatever its level; a
 load that comes and goes within each repeat (CPU-bound jobs switched on and off) is refused with the one line. No wall
 time is read, so a busy machine changes nothing here."""

@@ -15,6 +15,7 @@ from decoders.bench.spec_bench.recommend import NO_SPECULATION, recommend, recom
 from decoders.bench.spec_bench.suite import spec_bench_document
 from decoders.bench.spec_bench.table import category_rows, forecast_lines, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
+from spectheory.cost_checks import CostChecks, step_check
 
 SETTINGS = BenchSettings(
     gammas=(1, 2), temperatures=(0.0,), prompts=1, max_new_tokens=8, repeats=1, warmup=0, batch_sizes=(), call_steps=2
@@ -142,17 +143,37 @@ def test_measured_only_tree_against_hand_computed_best():
     assert qa["recommended_over_best"] == pytest.approx(1.4 / 2.0)
 
 
+def _checks_that(passed: bool):
+    """A stand-in for the cost checks (``decoders.bench.profile.profile_checks``): these tests judge acceptance and
+    documents, not this machine's load, so the verdict is set (passed, or a step at 3 times the width-1 call)."""
+    return lambda profile, spread: CostChecks(() if passed else (step_check(0.003, (0.001,)),))
+
+
 @pytest.fixture(scope="module")
 def forecast_table():
     """QA on the shipped target, bigram at gammas 1 and 2 and EAGLE-2's tree, forecast from 2 other questions."""
-    return spec_bench_document(
-        {"bigram": (1, 2)},
-        SETTINGS,
-        "spec-bench:qa",
-        dynamic=DynamicTree(2, 2, 4),
-        forecast_questions=2,
-        progress=False,
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spec_bench_forecast, "profile_checks", _checks_that(True))
+        return spec_bench_document(
+            {"bigram": (1, 2)},
+            SETTINGS,
+            "spec-bench:qa",
+            dynamic=DynamicTree(2, 2, 4),
+            forecast_questions=2,
+            progress=False,
+        )
+
+
+def test_withheld_forecast_against_the_table(monkeypatch):
+    """Where a draft's costs fail their checks the table keeps the forecast's numbers but judges nothing with them:
+    no category carries a forecast, the recommendation is the cost model's, and the lines print the one line."""
+    monkeypatch.setattr(spec_bench_forecast, "profile_checks", _checks_that(False))
+    document = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", forecast_questions=1, progress=False)
+    withheld = document["forecast"]["withheld"]
+    assert withheld.startswith("Spec-Bench's forecast (the bigram draft's costs) withheld: a width-1 verify call took")
+    assert "forecast" not in document["categories"]["qa"] and "qa" in document["forecast"]["categories"]
+    assert forecast_lines(document)[-1] == withheld
+    assert recommend(document)["categories"]["qa"]["predicted_by"] == "model"
 
 
 def test_forecast_document_against_its_table(forecast_table):
@@ -189,6 +210,7 @@ def test_forecast_acceptance_against_the_decoders_runs(monkeypatch):
         return spec_bench_prompts(tokenizer, category, count, seed, room)
 
     monkeypatch.setattr(spec_bench_forecast, "other_questions", table_question)
+    monkeypatch.setattr(spec_bench_forecast, "profile_checks", _checks_that(True))
     document = spec_bench_document(
         {"bigram": (1, 2)},
         SETTINGS,
