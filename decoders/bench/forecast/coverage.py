@@ -46,11 +46,13 @@ def _pair(source: str, forecast: float, standard_error, prompts: int, measured: 
 
 
 def _judged_rows(source: str, judged: list, prompts: int) -> list:
+    """The judged rows of every forecast that was shown (a forecast withheld by its checks predicts nothing)."""
     return [
         _pair(
             source, row["forecast"], row["forecast_standard_error"], prompts, row["measured"], row["measured_interval"]
         )
         for one in judged
+        if not one.get("withheld")
         for row in one["forecast_by_gamma"]
     ]
 
@@ -58,6 +60,8 @@ def _judged_rows(source: str, judged: list, prompts: int) -> list:
 def _engine_rows(source: str, document: dict) -> list:
     """An engine bench's rows: its forecast pools the prompts' counters, so it has no standard error."""
     prompts = document["forecast"]["prompts"]
+    if document["forecast"].get("withheld"):
+        return []
     return [
         _pair(source, row["forecast_speedup"], None, prompts, row["speedup"], row["speedup_interval"])
         for row in document["rows"]
@@ -66,7 +70,7 @@ def _engine_rows(source: str, document: dict) -> list:
 
 
 def pairs_of(document: dict) -> list:
-    """Every forecast beside its measurement in a saved document; [] where it holds no forecast. The dynamic
+    """Every forecast shown beside its measurement in a saved document; [] where it holds none. The dynamic
     tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its forecast
     states no interval yet: ``decoders.bench.cross_bench``)."""
     forecast = document.get("forecast")
@@ -87,6 +91,7 @@ def pairs_of(document: dict) -> list:
                 row["measured_interval"],
             )
             for category in document["categories"].values()
+            if "forecast" in category  # none where the forecast was withheld
             for row in category["forecast"]["judged"]["rows"]
             if row["measured_interval"] is not None
         ]
