@@ -38,6 +38,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
 from spectheory.cost_checks import check_costs
 from spectheory.costs import forecast_speedup, width_priced
+from spectheory.intervals import forecast_interval
 from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS
 
@@ -174,6 +175,7 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
             "widths": {str(k): f for k, f in sorted(widths[name].items())},
             "speedup": predicted if checks.passed else None,
             "unchecked_speedup": predicted,
+            "interval": forecast_interval(predicted) if checks.passed else None,  # pooled counts: the run error alone
         }
     return forecast
 
@@ -302,6 +304,7 @@ def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampl
                 candidates_per_draft_token=rho,
                 greedy_equal=[g.tokens for g in outputs[name]] == greedy_tokens if sampling.greedy else None,
                 forecast_speedup=forecast["by_setting"][name]["speedup"],
+                forecast_interval=forecast["by_setting"][name]["interval"],
             )
         )
     ours = [g.tokens[0] for g in outputs["autoregressive"]]

@@ -308,8 +308,9 @@ class CrossVocabularyRow(ResultRow):
     greedy_equal: bool | None = None
     forecast_speedup: float | None = None
     draft: str | None = None  # a same-tokenizer draft's name; None: the document's draft of another tokenizer
+    forecast_interval: list | None = None  # its stated 95% interval (run error alone: the prompts' counts are pooled)
 
-    OPTIONAL: ClassVar[tuple] = ("draft",)
+    OPTIONAL: ClassVar[tuple] = ("draft", "forecast_interval")
 
 
 @dataclass(frozen=True, kw_only=True)
