@@ -22,7 +22,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
-from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
+from decoders.bench.forecast.sweep import FORECAST_SEED, jackknife_error, other_prompts
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import verify_widths_job
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
@@ -130,8 +130,10 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
     the target's calls at every width timed round-robin (``verify_widths_job``; a call of 2-9 positions costs
     1.4-1.8 steps on a CPU); the draft's calls at c t_step, c the draft's seconds per token in its own decoding of
     ``prompts`` over the target's (one timed run each), or, for a same-tokenizer draft, the draft phase of the
-    setting's profiled runs. The widths' costs are checked (``spectheory.cost_checks``) before any forecast is
-    given: where they fail, every setting's forecast is withheld (None) with the line."""
+    setting's profiled runs; its standard error the jackknife's over the prompts, which its stated interval carries
+    with the run error (``spectheory.intervals.forecast_interval``). The widths' costs are checked
+    (``spectheory.cost_checks``) before any forecast is given: where they fail, every setting's forecast is withheld
+    (None) with the line."""
     target, draft, vocabularies = pair
     tokens = settings.max_new_tokens
     draft_prompts = [window(row, draft, tokens) for row in draft_prompts]
@@ -161,12 +163,9 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
         cost = c
         if setting.profiled is not None:  # the draft phase's seconds per draft call, over t_step
             cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
-        iterations = counts["target_calls"]
-        predicted = forecast_speedup(
-            counts["tokens"] / iterations,
-            t_step,
-            t_step * width_priced(t_verify, widths[name]) / t_verify[0],
-            counts["draft_calls"] / iterations * cost * t_step,
+        predicted = _predicted(runs, t_step, t_verify, cost)
+        error = jackknife_error(
+            [_predicted(runs[:i] + runs[i + 1 :], t_step, t_verify, cost) for i in range(len(runs))]
         )
         forecast["by_setting"][name] = {
             "alpha": alpha,
@@ -175,9 +174,23 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
             "widths": {str(k): f for k, f in sorted(widths[name].items())},
             "speedup": predicted if checks.passed else None,
             "unchecked_speedup": predicted,
-            "interval": forecast_interval(predicted) if checks.passed else None,  # pooled counts: the run error alone
+            "standard_error": error,
+            "interval": forecast_interval(predicted, error, len(runs)) if checks.passed else None,
         }
     return forecast
+
+
+def _predicted(runs: list, t_step: float, t_verify: tuple, cost: float) -> float:
+    """The forecast speedup of one setting's ``runs`` (``decoders.results.Generation``, one per prompt): their tokens
+    per target call, their verify calls priced by the widths they fed the target, ``cost`` t_step per draft call."""
+    counts = _summed([_counts(g) for g in runs])
+    iterations = counts["target_calls"]
+    return forecast_speedup(
+        counts["tokens"] / iterations,
+        t_step,
+        t_step * width_priced(t_verify, _widths(runs)) / t_verify[0],
+        counts["draft_calls"] / iterations * cost * t_step,
+    )
 
 
 def _widths(generations: list) -> dict:

@@ -308,7 +308,7 @@ class CrossVocabularyRow(ResultRow):
     greedy_equal: bool | None = None
     forecast_speedup: float | None = None
     draft: str | None = None  # a same-tokenizer draft's name; None: the document's draft of another tokenizer
-    forecast_interval: list | None = None  # its stated 95% interval (run error alone: the prompts' counts are pooled)
+    forecast_interval: list | None = None  # its stated 95% interval (the prompts' jackknife and the run error)
 
     OPTIONAL: ClassVar[tuple] = ("draft", "forecast_interval")
 

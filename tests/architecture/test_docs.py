@@ -5,6 +5,7 @@ exist, and the outputs they quote of the torch-free commands are what the comman
 import json
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -357,6 +358,31 @@ def test_forecast_checks_finding_against_its_results():
             )
             assert line in page, line
             assert bool(failed) == run.startswith("loaded") and (r["withheld"] in printed) == bool(failed)
+
+
+def test_real_model_forecasts_against_their_results():
+    """docs/findings/forecasts-real.md quotes every row of results/forecasts_real/cross_bench_smollm2.json: forecast,
+    its 95% interval (the run error alone where the row states none) and width, the measurement with its range, and
+    forecast / measured; and the summary over them."""
+    from spectheory.intervals import forecast_interval
+
+    page = (ROOT / "docs" / "findings" / "forecasts-real.md").read_text()
+    document = json.loads((ROOT / "results" / "forecasts_real" / "cross_bench_smollm2.json").read_text())
+    errors, inside = [], 0
+    for row in document["rows"] + document["beside_rows"]:
+        f, m, spread = row["forecast_speedup"], row["speedup"], row["speedup_spread"]
+        low, high = row.get("forecast_interval") or forecast_interval(f)
+        line = (
+            f"| {row.get('draft') or row['method']} | {row['temperature']:g} | {row['gamma']} | {f:.3f}x | "
+            f"{low:.2f}-{high:.2f} ({high / low:.2f}) | {m:.3f}x [{spread[0]:.2f}-{spread[2]:.2f}] | {f / m:.3f} |"
+        )
+        assert line in page, line
+        errors.append(abs(f / m - 1))
+        inside += low <= m <= high
+    summary = (
+        f"median of {statistics.median(errors):.3f} and a maximum of {max(errors):.3f}; the interval covers {inside}"
+    )
+    assert summary in " ".join(page.split()), summary
 
 
 def test_llama_server_bench_rows_against_their_results():
