@@ -1,4 +1,4 @@
-"""The stated interval of a forecast speedup (docs/measuring.md, "How far a forecast holds").
+"""The stated interval of a forecast speedup (docs/forecasts.md, "How far a forecast holds").
 
 A forecast (``decoders.bench.forecast.sweep``, the Spec-Bench and engine forecasts) is wrong in two ways: its prompts
 are a sample of the text (the jackknife standard error over them says how much), and its costs were timed in another
@@ -7,7 +7,7 @@ interval carries both, on a log scale: half-width sqrt((t SE / s)^2 + (z sigma)^
 degrees of freedom (a jackknife over 3-8 prompts is itself uncertain), z the normal quantile, sigma
 ``FORECAST_RUN_ERROR``: the relative error of committed forecasts beyond their prompts' and their measurements' spread,
 estimated from every committed forecast beside its measurement (``decoders.bench.forecast.coverage.run_error``; a test
-holds the constant to that estimate, and docs/measuring.md holds the coverage each run's rows get from the estimate made
+holds the constant to that estimate, and docs/forecasts.md holds the coverage each run's rows get from the estimate made
 without that run).
 """
 

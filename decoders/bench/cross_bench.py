@@ -164,9 +164,8 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
         if setting.profiled is not None:  # the draft phase's seconds per draft call, over t_step
             cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
         predicted = _predicted(runs, t_step, t_verify, cost)
-        error = jackknife_error(
-            [_predicted(runs[:i] + runs[i + 1 :], t_step, t_verify, cost) for i in range(len(runs))]
-        )
+        left_out = [runs[:i] + runs[i + 1 :] for i in range(len(runs))] if len(runs) > 1 else []
+        error = jackknife_error([_predicted(rest, t_step, t_verify, cost) for rest in left_out])
         forecast["by_setting"][name] = {
             "alpha": alpha,
             "rho": rho,

@@ -1,4 +1,4 @@
-"""How often the forecasts' stated 95% intervals hold (docs/measuring.md, "How far a forecast holds"): every
+"""How often the forecasts' stated 95% intervals hold (docs/forecasts.md, "How far a forecast holds"): every
 forecast beside its measurement in a saved document (a report, a bench with ``--forecast-prompts``, a Spec-Bench
 table, an engine bench), and per run whether the measured speedup lies inside the forecast's interval
 (``spectheory.intervals.forecast_interval``) combined with the measurement's own 95% interval.

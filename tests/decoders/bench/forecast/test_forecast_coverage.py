@@ -1,5 +1,5 @@
 """The forecasts' stated 95% intervals (``spectheory.intervals``) against hand computations, and their coverage on every
-committed forecast beside its measurement (``decoders.bench.forecast.coverage``) against docs/measuring.md's table, with
+committed forecast beside its measurement (``decoders.bench.forecast.coverage``) against docs/forecasts.md's table, with
 the control that a narrower interval fails the 90% line on the same rows."""
 
 import json
@@ -58,10 +58,10 @@ def test_run_error_constant_against_committed_forecasts():
 
 
 def test_coverage_table_against_docs_and_the_90_percent_line():
-    """docs/measuring.md's coverage table is what the committed results give (each run judged with the run error
+    """docs/forecasts.md's coverage table is what the committed results give (each run judged with the run error
     estimated from the others), over at least 60 rows, at least 90% covered."""
     table = coverage_table(_committed())
-    text = (ROOT / "docs" / "measuring.md").read_text()
+    text = (ROOT / "docs" / "forecasts.md").read_text()
     quoted = {
         path: (int(rows), int(inside), float(error))
         for path, rows, inside, error in re.findall(
