@@ -6,6 +6,7 @@ import json
 import pytest
 from command import run
 
+from spectheory.cost_checks import check_costs
 from spectheory.costs import CostProfile
 from spectheory.trees import hardware_optimal_tree
 
@@ -18,7 +19,28 @@ def profile_file(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("profile") / "profile.json"
     assert main(["profile", "--draft", "bigram", "--out", str(path), *SMALL]) == 0
+    document = json.loads(path.read_text())
+    assert [check["name"] for check in document["checks"]["checks"]] == [
+        "step",
+        "widths",
+        "floor",
+        "spread",
+        "tokens",
+        "ceiling",
+    ]
+    # One repeat without a warm-up may fail the checks on a busy machine (docs/forecasts.md); these tests read the
+    # file's format and the calculators, so they take it as a profile written before the checks (accepted).
+    del document["checks"]
+    path.write_text(json.dumps(document))
     return path
+
+
+def _failed_checks(path):
+    """A profile whose checks failed when it was measured: its step 4.4 times its width-1 call."""
+    profile = CostProfile(4.4e-3, 1e-4, (1e-3, 1.2e-3, 1.4e-3), 1e-4, (0.8, 0.8))
+    checks = check_costs(profile.t_step, profile.t_verify)
+    document = {"kind": "spectheory cost profile", "target": "t", "draft": "d", "profile": profile.as_dict()}
+    path.write_text(json.dumps(dict(document, checks=checks.as_dict())))
 
 
 def test_profile_file_against_its_cost_model(profile_file, capsys):
@@ -99,6 +121,7 @@ def test_gamma_costs_recommendation_against_gamma_zero(capsys, alpha, answer):
             "a cost profile needs",
         ),
         ("profile", ["--pair", "shipped target", "transformer"], "not of shipped target with draft transformer"),
+        (_failed_checks, [], "failed its checks when measured (a width-1 verify call took 0.23 t_step"),
         (None, ["--t-step-ms", "-1"], "t_step"),
     ],
 )
