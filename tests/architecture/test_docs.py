@@ -387,7 +387,7 @@ def _forecast_rows(path: str) -> list:
     ]
 
 
-REAL_FORECASTS = ("cross_bench_smollm2.json", "llama_server_ngram.json", "vllm_ngram.json")
+REAL_FORECASTS = ("cross_bench_smollm2.json", "llama_server_ngram.json", "vllm_ngram.json", "vllm_suffix.json")
 
 
 def test_real_model_forecasts_against_their_results():

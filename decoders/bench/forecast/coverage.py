@@ -71,11 +71,14 @@ def _engine_rows(source: str, document: dict) -> list:
 
 def pairs_of(document: dict) -> list:
     """Every forecast shown beside its measurement in a saved document; [] where it holds none. The dynamic
-    tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its forecast
-    states no interval yet: ``decoders.bench.cross_bench``)."""
+    tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its rows
+    state no bootstrap interval: ``decoders.bench.cross_bench``) and an engine bench of suffix decoding (its bench
+    repeats the prompts it remembers: docs/findings/forecasts-real.md)."""
     forecast = document.get("forecast")
     if not forecast or "vocabularies" in document:
         return []
+    if (document.get("engine_settings") or {}).get("method") == "suffix":
+        return []  # it drafts from its earlier answers, and the bench repeats its prompts: not the forecast's workload
     if "recommendations" in document:
         return _judged_rows("report", document["recommendations"], forecast["prompts"])
     if "judged" in forecast:
