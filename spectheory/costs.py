@@ -293,10 +293,9 @@ class CostProfile:
         gamma = self._check_gamma(gamma)
         if not self.proposal_fractions:
             return width_priced(self.t_verify, {gamma + 1: 1.0})
-        widths = {}
-        for m, f in enumerate(self.proposal_fractions):
-            widths[min(m, gamma) + 1] = widths.get(min(m, gamma) + 1, 0.0) + f
-        return width_priced(self.t_verify, widths)
+        return sum(
+            f * width_priced(self.t_verify, {min(m, gamma) + 1: 1.0}) for m, f in enumerate(self.proposal_fractions)
+        )
 
     def overhead_seconds(self, drafts: int) -> float:
         """An iteration's seconds but its verify call, when it drafts ``drafts`` >= 1 tokens: the measured

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -195,11 +196,7 @@ def _predicted(runs: list, t_step: float, t_verify: tuple, cost: float) -> float
 def _widths(generations: list) -> dict:
     """{k: iterations} over ``generations``' iterations, k the positions each verify call fed the target (the
     candidates it proposed, + 1)."""
-    counted = {}
-    for generation in generations:
-        for proposed in generation.stats.proposed_per_iteration:
-            counted[max(proposed) + 1] = counted.get(max(proposed) + 1, 0) + 1
-    return counted
+    return Counter(max(proposed) + 1 for g in generations for proposed in g.stats.proposed_per_iteration)
 
 
 def _verify_calls(target, prompt: list, sampling: Sampling, widest: int, settings: BenchSettings) -> tuple:

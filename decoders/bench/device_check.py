@@ -74,11 +74,16 @@ class LlamaShape:
             attn_implementation="sdpa",
         )
         device = torch.device(device)
-        # transformers' initialisation draws from the global generators: seeded in a fork, the caller's untouched
-        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            torch.manual_seed(seed)
-            with device:
-                model = LlamaForCausalLM(config).to(dtype)
+        # transformers' constructor draws its initial weights from the global generators (in a fork: the caller's
+        # untouched); every drawn weight is then redrawn from our own generator, by transformers' law for Llama
+        # (linear and embedding weights N(0, initializer_range); the norms' ones were not drawn)
+        generator = torch.Generator(device).manual_seed(seed)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), device, torch.no_grad():
+            model = LlamaForCausalLM(config)
+            for module in model.modules():
+                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                    module.weight.normal_(0.0, config.initializer_range, generator=generator)
+            model = model.to(dtype)
         return HFCausalLM(model)
 
     def parameters(self) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import statistics
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -134,9 +135,7 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
     (``width_priced``), and its draft-and-rest seconds where it drafted, the round's own t_iteration alone where it
     drafted nothing."""
     calls = [pair for row in iterations for pair in row]
-    widths = {}
-    for d, _ in calls:
-        widths[d + 1] = widths.get(d + 1, 0) + 1
+    widths = Counter(d + 1 for d, _ in calls)
     per_call = sum(n + 1 for _, n in calls) / len(calls)
     speedup = forecast_speedup(
         per_call,

@@ -461,16 +461,18 @@ def profile_document(
     }
 
 
-def profile_checks(profile: CostProfile, spread: dict | None) -> CostChecks:
+def profile_checks(profile: CostProfile, spread: dict | None, speedups: dict | None = None) -> CostChecks:
     """The checks of a measured profile before anything forecasts from it (``spectheory.cost_checks``): its costs,
-    their spread, and its own speedup and tokens per iteration at every gamma it measured."""
-    gammas = range(1, profile.gamma_max + 1)
+    their spread, its tokens per iteration and ``speedups`` ({gamma: forecast}; default its own speedup at every gamma
+    it measured) under their ceiling."""
+    if speedups is None:
+        speedups = {g: profile.speedup(g) for g in range(1, profile.gamma_max + 1)}
     return check_costs(
         profile.t_step,
         profile.t_verify,
         spread=spread,
-        tokens={g: profile.tokens_per_iteration(g) for g in gammas},
-        speedups={g: profile.speedup(g) for g in gammas},
+        tokens={g: profile.tokens_per_iteration(g) for g in speedups} or None,
+        speedups=speedups or None,
     )
 
 

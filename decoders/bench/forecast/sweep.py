@@ -16,13 +16,20 @@ from dataclasses import replace
 import torch
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.profile import SAMPLES, SEED_OFFSET, acceptance_fields, counts_by_row, measure_profile
+from decoders.bench.profile import (
+    SAMPLES,
+    SEED_OFFSET,
+    acceptance_fields,
+    counts_by_row,
+    measure_profile,
+    profile_checks,
+)
 from decoders.bench.rows import ForecastRow, JudgedRow
 from decoders.randomness import seeded
 from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.cost_checks import CostChecks, check_costs, sweep_check, tokens_check, withheld_line
+from spectheory.cost_checks import CostChecks, sweep_check, tokens_check, withheld_line
 from spectheory.costs import CostProfile
 from spectheory.intervals import covers, forecast_interval
 from spectheory.optimum import best_choice, best_gamma_row
@@ -43,7 +50,6 @@ __all__ = [
     "forecast_speedups",
     "jackknife_error",
     "prompts_needed",
-    "forecast_checks",
     "with_sweep_checks",
     "checked_against_sweep",
 ]
@@ -185,7 +191,7 @@ def forecast_sweep(
                 "prompts_needed": prompts_needed(speedups, len(prompts)),
                 "profile": pooled.as_dict(),
                 "spread": spread,
-                "checks": forecast_checks(pooled, spread, speedups).as_dict(),
+                "checks": profile_checks(pooled, spread, {row.gamma: row.speedup for row in speedups}).as_dict(),
             }
         )
     return {
@@ -197,19 +203,6 @@ def forecast_sweep(
         "temperatures": temperatures,
         "seconds": time.perf_counter() - start,
     }
-
-
-def forecast_checks(profile: CostProfile, spread: dict | None, speedups: list) -> CostChecks:
-    """The checks of a forecast's costs before it is printed (``spectheory.cost_checks``): the step against the
-    width-1 call, the widths, the repeats' spread, tokens per iteration and every forecast row (``ForecastRow``)
-    under its ceiling."""
-    return check_costs(
-        profile.t_step,
-        profile.t_verify,
-        spread=spread,
-        tokens={row.gamma: profile.tokens_per_iteration(row.gamma) for row in speedups} or None,
-        speedups={row.gamma: row.speedup for row in speedups} or None,
-    )
 
 
 def with_sweep_checks(forecast: dict, rows: list, sweep_t_step: float | None) -> dict:

@@ -98,7 +98,7 @@ def test_compiled_section_holds_every_part(dry_run):
 
 def test_shape_build_against_the_global_generator():
     """A shape's random model is the same for the same seed, and building it leaves the caller's global generator
-    where it was (it seeds a fork of it: library code never moves the global RNG)."""
+    where it was (its weights come from a generator of its own: library code never seeds the global RNG)."""
     import torch
 
     from decoders.bench.device_check import LlamaShape
@@ -111,3 +111,5 @@ def test_shape_build_against_the_global_generator():
     assert torch.equal(torch.rand(3), expected)
     second = shape.build("cpu", torch.float32, seed=5)
     assert all(torch.equal(a, b) for a, b in zip(first.model.parameters(), second.model.parameters()))
+    other = shape.build("cpu", torch.float32, seed=6)  # control: another seed draws other weights
+    assert not torch.equal(first.model.model.embed_tokens.weight, other.model.model.embed_tokens.weight)

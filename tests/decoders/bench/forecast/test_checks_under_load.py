@@ -8,8 +8,8 @@ import torch
 from bench_inputs import SETTINGS, tiny
 
 from decoders import _loop
-from decoders.bench.forecast.sweep import forecast_checks, forecast_sweep
-from decoders.bench.profile import measure_profile
+from decoders.bench.forecast.sweep import forecast_sweep
+from decoders.bench.profile import measure_profile, profile_checks
 from decoders.sampling import GREEDY
 
 REPEATS = 3
@@ -65,7 +65,7 @@ def test_steady_load_accepted_against_the_costs_it_was_given(monkeypatch, level)
     width = [level * (TARGET_CALL + TARGET_POSITION * k) for k in range(1, 5)]
     assert profile.t_verify == pytest.approx(width, rel=0.02)
     assert profile.t_step == pytest.approx(width[0], rel=0.02)
-    checks = forecast_checks(profile, spread, [])
+    checks = profile_checks(profile, spread)
     assert checks.passed, checks.as_dict()
 
 
@@ -76,7 +76,7 @@ def test_load_that_comes_and_goes_refused_against_steady(monkeypatch):
     _, _, steady = _profile(monkeypatch, lambda done: 1.0)
     per_repeat = steady.done / (REPEATS + 1)  # the warm-up and every repeat do the same work (greedy)
     profile, spread, _ = _profile(monkeypatch, lambda done: 5.0 if done % per_repeat < per_repeat / 2 else 1.0)
-    checks = forecast_checks(profile, spread, [])
+    checks = profile_checks(profile, spread)
     assert not checks.passed and "step" in [check.name for check in checks.failed], checks.as_dict()
     assert checks.line().startswith("forecast withheld: a width-1 verify call took ")
 
