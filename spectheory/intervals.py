@@ -14,12 +14,21 @@ without that run).
 from __future__ import annotations
 
 import math
+import statistics
 
 from scipy import stats
 
 from spectheory.validation import as_int
 
-__all__ = ["Z95", "FORECAST_RUN_ERROR", "forecast_interval", "log_half_width", "facing_half_width", "covers"]
+__all__ = [
+    "Z95",
+    "FORECAST_RUN_ERROR",
+    "forecast_interval",
+    "log_half_width",
+    "facing_half_width",
+    "covers",
+    "jackknife_error",
+]
 
 #: The two-sided 95% point of the normal law.
 Z95 = float(stats.norm.ppf(0.975))
@@ -74,3 +83,13 @@ def covers(forecast: float, interval: list, measured: float, measured_interval: 
     return abs(math.log(forecast / measured)) <= math.hypot(
         facing_half_width(forecast, interval, measured), facing_half_width(measured, measured_interval, forecast)
     )
+
+
+def jackknife_error(left_out: list) -> float | None:
+    """The jackknife standard error from the n leave-one-out values of an estimate, sqrt((n - 1)/n sum_i (x_i -
+    mean)^2); None for fewer than two (one prompt leaves nothing out)."""
+    n = len(left_out)
+    if n < 2:
+        return None
+    mean = statistics.fmean(left_out)
+    return math.sqrt((n - 1) / n * sum((x - mean) ** 2 for x in left_out))

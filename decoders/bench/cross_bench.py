@@ -23,7 +23,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
-from decoders.bench.forecast.sweep import FORECAST_SEED, jackknife_error, other_prompts
+from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import verify_widths_job
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
@@ -39,7 +39,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
 from spectheory.cost_checks import check_costs
 from spectheory.costs import forecast_speedup, width_priced
-from spectheory.intervals import forecast_interval
+from spectheory.intervals import forecast_interval, jackknife_error
 from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS
 

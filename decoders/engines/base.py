@@ -114,8 +114,8 @@ CAPABILITIES = {
     "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
     "first token, seconds after it) of one continuation (without: no bench)",
     "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft, "
-    "optionally t_draft_batch: [k = 1..max_tokens]} in seconds (docs/engines.md, Bench; without: no "
-    "bench)",
+    "optionally t_draft_batch: [k = 1..max_tokens] and t_drafted_round} in seconds (docs/engines.md, Bench; "
+    "without: no bench)",
     "token_logprobs": "token_logprobs(ids, horizon, sampling, speculate=, seed=, top=) -> [(id, logprob, top ids and "
     "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
     "audited)",
@@ -126,6 +126,9 @@ CAPABILITIES = {
     "numerics)",
     "known_deviations": "known_deviations() -> [lines]: deviations found in this engine under its settings, with the "
     "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
+    "remembers_outputs": "remembers_outputs() -> bool: whether its drafts learn from its answers to earlier requests "
+    "(vLLM's suffix decoding), so that a prompt sent again drafts better; the bench's forecast then counts a second "
+    "pass over its prompts (without: False)",
 }
 
 

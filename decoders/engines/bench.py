@@ -1,25 +1,27 @@
 """A serving engine's speed with and without its speculation, measured and predicted (docs/engines.md, "Bench").
 
-Greedy decoding of the same prompts, plainly and at each gamma, timed interleaved over repeats (medians, min-max
-spread). The speedup is plain decode seconds over speculative decode seconds for the same tokens (prefill apart:
-both paths prefill alike, and a prompt's prefill is reported beside). Any engine with the capabilities
-``tokenize``, ``model_path``, ``generate_ids`` and ``call_costs`` (``decoders.engines.base.CAPABILITIES``) is benched:
-llama.cpp in-process (prompt lookup) and llama-server (a draft model or the n-gram drafters).
+Decoding of the same prompts, plainly and at each gamma, greedy or sampled at one temperature (prompt i seeded i on both
+paths), timed interleaved over repeats (medians, min-max spread). The speedup is plain decode seconds over speculative
+decode seconds for the same tokens (prefill apart: both paths prefill alike, and a prompt's prefill is reported beside).
+Any engine with the capabilities ``tokenize``, ``model_path``, ``generate_ids`` and ``call_costs``
+(``decoders.engines.base.CAPABILITIES``) is benched: llama.cpp in-process (prompt lookup) and llama-server (a draft
+model or the n-gram drafters).
 
-The prediction is the cost model of docs/theory.md §10 with the engine's own call costs, measured apart from the
-runs it predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token;
-t_round, a drafting cost paid once per round (prompt lookup); t_draft, paid per drafted token (a draft model's
-step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of each round's verify batch
-(llama-server feeds the draft every batch the target evaluates). The costs are measured once per repeat, beside
-that repeat's runs, and each is the median over repeats: a machine whose speed drifts by 15% over minutes moves the
-costs with the runs. From the speculative runs it takes only what a cost model needs of the text: the tokens per
-round (accepted + 1) and the proposal lengths m (their distribution where the engine counts it, else their mean).
-A round then costs t_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]).
-A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times
-that over a round's cost (``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no
-timing of the runs enters the prediction.
-The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured speedup
-has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
+The prediction is the cost model of docs/theory.md §10 with the engine's own call costs, measured apart from the runs it
+predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token; t_round, a drafting
+cost paid once per round (prompt lookup); t_drafted_round, where the engine has it, paid only by the rounds that drafted
+(vLLM's rejection sampler and bookkeeping: a round that found nothing to draft is a plain step); t_draft, paid per
+drafted token (a draft model's step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of
+each round's verify batch (llama-server feeds the draft every batch the target evaluates). The costs are measured once
+per repeat, beside that repeat's runs, and each is the median over repeats: a machine whose speed drifts by 15% over
+minutes moves the costs with the runs. From the speculative runs it takes only what a cost model needs of the text: the
+tokens per round (accepted + 1) and the proposal lengths m (their distribution where the engine counts it, else their
+mean). A round then costs t_round + P(drafted) t_drafted_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample
+(+ E[t_draft_batch(m + 1)]). A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted
+speedup is E[tokens] times that over a round's cost (``spectheory.costs.forecast_speedup``, the verify calls priced by
+``width_priced``): no timing of the runs enters the prediction. The runs' own plain step (t_step) is reported beside,
+with the model's plain step over it. Each measured speedup has a 95% bootstrap interval over repeats and prompts
+(``spectheory.timing.speedup_interval``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from functools import reduce
 from typing import ClassVar
 
 import numpy as np
@@ -35,11 +38,11 @@ from decoders.engines.base import EngineSampling, add_counters, capability
 from decoders.results import ResultRow
 from spectheory.cost_checks import CostChecks, check_costs, sweep_check
 from spectheory.costs import forecast_speedup, width_priced
-from spectheory.intervals import covers, forecast_interval
+from spectheory.intervals import covers, forecast_interval, jackknife_error
 from spectheory.optimum import best_gamma_row
 from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.timing import host, speedup_interval, units_needed
-from spectheory.validation import as_int
+from spectheory.validation import as_int, as_real
 
 __all__ = [
     "EngineBenchRow",
@@ -57,18 +60,20 @@ SPEEDUP_TOLERANCE = 0.03  # a measured speedup is known when its 95% interval is
 BENCH_CAPABILITIES = ("tokenize", "model_path", "generate_ids", "call_costs")
 
 
-def _greedy_runs(engine, prompts: list, tokens: int, gamma: int) -> dict:
-    """Greedy decoding of every prompt at ``gamma`` (0: plain): seconds to the first token and after it (in all and
-    per prompt), the tokens, the counters."""
-    out = {"prefill": 0.0, "decode": 0.0, "decodes": [], "tokens": 0, "rows": [], "counters": {}}
-    for ids in prompts:
-        row, counters, to_first, after = engine.generate_ids(ids, tokens, ENGINE_GREEDY, speculate=gamma)
+def _runs(engine, prompts: list, tokens: int, gamma: int, sampling: EngineSampling) -> dict:
+    """Decoding of every prompt at ``gamma`` (0: plain) with ``sampling`` (prompt i seeded i, in every repeat and on
+    both paths): seconds to the first token and after it (in all and per prompt), the tokens, the counters summed
+    and per prompt."""
+    out = {"prefill": 0.0, "decode": 0.0, "decodes": [], "tokens": 0, "rows": [], "counters": {}, "by_prompt": []}
+    for index, ids in enumerate(prompts):
+        row, counters, to_first, after = engine.generate_ids(ids, tokens, sampling, speculate=gamma, seed=index)
         out["prefill"] += to_first
         out["decode"] += after
         out["decodes"].append(after)
         out["tokens"] += len(row)
         out["rows"].append(row)
         out["counters"] = add_counters(out["counters"], counters) if counters else out["counters"]
+        out["by_prompt"].append(counters)
     return out
 
 
@@ -109,8 +114,14 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     rounds = counters["rounds"]
     per_iteration = 1 + counters["num_accepted_tokens"] / rounds
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
+    drafting = min(counters.get("num_drafts", rounds), rounds) / rounds  # the share of rounds that drafted
     verify = _verify_seconds(counters, costs["t_verify"], rounds)
-    other = costs["t_round"] + lengths * costs["t_draft"] + per_iteration * costs["t_sample"]
+    other = (
+        costs["t_round"]
+        + drafting * costs.get("t_drafted_round", 0.0)
+        + lengths * costs["t_draft"]
+        + per_iteration * costs["t_sample"]
+    )
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         other += _verify_seconds(counters, costs["t_draft_batch"], rounds)
     return per_iteration, lengths, verify + other, forecast_speedup(per_iteration, plain_step(costs), verify, other)
@@ -132,6 +143,7 @@ class EngineBenchRow(ResultRow):
     predicted_speedup: float
     predicted_over_measured: float
     forecast_speedup: float | None = None
+    forecast_standard_error: float | None = None  # the jackknife's over the forecast's prompts
     forecast_over_measured: float | None = None
     forecast_tokens_per_iteration: float | None = None
     forecast_inside_interval: bool | None = None
@@ -144,12 +156,13 @@ class EngineBenchRow(ResultRow):
     acceptance_rate: float | None = None
     seconds_per_iteration_predicted: float
     counters: dict  # the engine's own, over the run
-    greedy_equal_to_plain: bool
+    greedy_equal_to_plain: bool | None  # None when sampled (T > 0)
     decode_seconds: list  # per repeat
     tokens_per_second: float
 
     OPTIONAL: ClassVar[tuple] = (
         "forecast_speedup",
+        "forecast_standard_error",
         "forecast_over_measured",
         "forecast_tokens_per_iteration",
         "forecast_inside_interval",
@@ -158,9 +171,12 @@ class EngineBenchRow(ResultRow):
     )
 
 
-def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None) -> EngineBenchRow:
+def _row(
+    gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None, greedy: bool = True
+) -> EngineBenchRow:
     """One gamma's measured and predicted speedup (module docstring), and the forecast's where there is one: the
-    model at the costs and counters of ``forecast`` ({"costs", "counters"}, measured on other prompts)."""
+    model at the costs and counters of ``forecast`` ({"costs", "counters", "by_prompt"}, measured on other
+    prompts); whether the output equals plain decoding where it is ``greedy``."""
     ratios = [
         p["decode"] / (p["tokens"] - len(p["rows"])) / (r["decode"] / (r["tokens"] - len(r["rows"])))
         for p, r in zip(plain, runs)
@@ -192,20 +208,32 @@ def _row(gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None
         acceptance_rate=counters["num_accepted_tokens"] / drafted if drafted else None,
         seconds_per_iteration_predicted=seconds,
         counters=counters,
-        greedy_equal_to_plain=runs[0]["rows"] == plain[0]["rows"],
+        greedy_equal_to_plain=runs[0]["rows"] == plain[0]["rows"] if greedy else None,
         decode_seconds=[r["decode"] for r in runs],
         tokens_per_second=statistics.median((r["tokens"] - len(r["rows"])) / r["decode"] for r in runs),
     )
 
 
 def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> dict:
-    """A row's forecast (``_predicted`` at the forecast's costs and counters) against its measured speedup."""
+    """A row's forecast (``predicted_round`` at the forecast's costs and its prompts' counters summed) against its
+    measured speedup; its stated interval carries the jackknife over the forecast's prompts (each left out of the
+    sum in turn) beside the run error."""
     if forecast is None:
         return {}
     tokens, _, _, speedup = predicted_round(forecast["counters"], forecast["costs"])
-    stated = forecast_interval(speedup)  # the prompts' counters are pooled: no standard error over them
+    by_prompt = forecast.get("by_prompt") or []
+    error = jackknife_error(
+        [
+            predicted_round(reduce(add_counters, by_prompt[:i] + by_prompt[i + 1 :], {}), forecast["costs"])[3]
+            for i in range(len(by_prompt))
+        ]
+        if len(by_prompt) > 1
+        else []
+    )
+    stated = forecast_interval(speedup, error, len(by_prompt) if error is not None else None)
     return {
         "forecast_speedup": speedup,
+        "forecast_standard_error": error,
         "forecast_over_measured": speedup / measured,
         "forecast_tokens_per_iteration": tokens,
         "forecast_inside_interval": interval[0] <= speedup <= interval[1],
@@ -214,17 +242,23 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     }
 
 
-def _forecast(engine, prompts: list, gammas: list, tokens: int) -> dict:
+def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling) -> dict:
     """The forecast's measurements on ``prompts`` that the bench does not time: the engine's call costs once, and
-    each gamma's counters from one untimed greedy run of every prompt."""
+    each gamma's counters (summed and per prompt) from an untimed run of every prompt; an engine that remembers its
+    earlier answers (``remembers_outputs``) runs them twice and is counted on the second pass, as the bench sends
+    its prompts once in the warm-up and again in every repeat."""
     started = time.perf_counter()
     costs = engine.call_costs(prompts[0], max(gammas) + 1)
-    counters = {gamma: _greedy_runs(engine, prompts, tokens, gamma)["counters"] for gamma in gammas}
+    remembers = capability(engine, "remembers_outputs")
+    passes = 2 if remembers and remembers() else 1
+    runs = {gamma: [_runs(engine, prompts, tokens, gamma, sampling) for _ in range(passes)][-1] for gamma in gammas}
     return {
         "prompts": len(prompts),
         "prompt_tokens": [len(p) for p in prompts],
+        "passes": passes,
         "costs": costs,
-        "counters": counters,
+        "counters": {gamma: run["counters"] for gamma, run in runs.items()},
+        "by_prompt": {gamma: run["by_prompt"] for gamma, run in runs.items()},
         "seconds": time.perf_counter() - started,
     }
 
@@ -261,17 +295,20 @@ def engine_bench(
     max_new_tokens: int,
     repeats: int,
     warmup: int = 1,
+    temperature: float = 0.0,
     forecast_prompts: list | None = None,
     peers: dict | None = None,
     progress=None,
 ) -> dict:
-    """The bench document of ``engine`` on ``prompts`` (lists of ids): plain and every gamma interleaved per
-    repeat, the costs measured at the start of each repeat (module docstring). With ``forecast_prompts`` (other
-    prompts, lists of ids), first the forecast: the costs and each gamma's counters measured on them
-    (``_forecast``), the model's speedup from those alone beside every measured row. ``peers`` (name -> a call of
-    (prompts, tokens) giving greedy tokens per second) are timed in each repeat too, interleaved with the engine's
-    runs: other engines' plain decoding of the same prompts, for the record beside its own."""
+    """The bench document of ``engine`` on ``prompts`` (lists of ids) at ``temperature`` (0: greedy; above, pure
+    sampling, prompt i seeded i): plain and every gamma interleaved per repeat, the costs measured at the start of
+    each repeat (module docstring). With ``forecast_prompts`` (other prompts, lists of ids), first the forecast: the
+    costs and each gamma's counters measured on them (``_forecast``), the model's speedup from those alone beside
+    every measured row. ``peers`` (name -> a call of (prompts, tokens) giving greedy tokens per second) are timed in
+    each repeat too, interleaved with the engine's runs: other engines' plain decoding of the same prompts, for the
+    record beside its own."""
     check_benchable(engine)
+    sampling = EngineSampling(temperature=float(as_real("temperature", temperature, low=0.0, high=2.0)))
     gammas = [as_int("gammas", g, low=1, high=32) for g in gammas]
     repeats, max_new_tokens = (
         as_int("repeats", repeats, low=1, high=100),
@@ -279,7 +316,7 @@ def engine_bench(
     )
     if forecast_prompts and set(map(tuple, forecast_prompts)) & set(map(tuple, prompts)):
         raise ValueError("the forecast's prompts share a prompt with the bench's: a forecast must not see them")
-    ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens) if forecast_prompts else None
+    ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens, sampling) if forecast_prompts else None
     swept = time.perf_counter()
     measured_costs, runs = [], {0: [], **{g: [] for g in gammas}}
     peer_rates: dict = {name: [] for name in peers or {}}
@@ -291,7 +328,7 @@ def engine_bench(
             if repeat >= warmup:
                 peer_rates[name].append(value)
         for gamma in runs:
-            result = _greedy_runs(engine, prompts, max_new_tokens, gamma)
+            result = _runs(engine, prompts, max_new_tokens, gamma, sampling)
             if repeat >= warmup:
                 runs[gamma].append(result)
             if progress:
@@ -299,7 +336,13 @@ def engine_bench(
     plain, costs = runs.pop(0), median_costs(measured_costs)
     rows = [
         _row(
-            gamma, plain, runs[gamma], costs, ahead and {"costs": ahead["costs"], "counters": ahead["counters"][gamma]}
+            gamma,
+            plain,
+            runs[gamma],
+            costs,
+            ahead
+            and {"costs": ahead["costs"], "counters": ahead["counters"][gamma], "by_prompt": ahead["by_prompt"][gamma]},
+            greedy=sampling.temperature == 0,
         ).as_dict()  # the document's: the recommendation rule reads documents
         for gamma in gammas
     ]
@@ -314,14 +357,14 @@ def engine_bench(
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
-    version = capability(engine, "version")
+    version, remembers = capability(engine, "version"), capability(engine, "remembers_outputs")
     return {
         "engine": engine.name,
         "model": engine.model_path.name,
         "threads": settings.get("threads"),
         "engine_settings": settings,
         "engine_version": version() if version else None,
-        "temperature": 0.0,
+        "temperature": sampling.temperature,
         "batch_size": 1,
         "dtype": settings.get("dtype", "GGUF quantized (llama.cpp kernels)"),
         "device": "cpu",
@@ -329,6 +372,7 @@ def engine_bench(
         "warmup": warmup,
         "prompts": len(prompts),
         "prompt_tokens": [len(p) for p in prompts],
+        "repeated_prompts": bool(remembers and remembers()),  # answered before, in the warm-up and earlier repeats
         "max_new_tokens": max_new_tokens,
         "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
         "plain_step_model_over_measured": plain_step(costs) / t_step,
@@ -405,6 +449,12 @@ def engine_bench_lines(document: dict) -> list:
             f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
             f"({low:.1f}-{high:.1f})"
         )
+    if document.get("repeated_prompts"):
+        lines.append(
+            f"{document['engine']} drafts from its own earlier answers: the bench sends each prompt in the warm-up "
+            f"and again in every repeat, so it measures prompts answered before (the forecast counts its prompts' "
+            f"second pass), not fresh ones"
+        )
     forecast = document.get("forecast")
     withheld = (forecast or {}).get("withheld")
     if withheld:
@@ -434,7 +484,12 @@ def engine_bench_lines(document: dict) -> list:
             f"these runs' counters (a diagnostic) {row['predicted_speedup']:.3f}x (ratio "
             f"{row['predicted_over_measured']:.3f}); "
             f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
-            f"tokens, {alpha}; greedy equal to plain: {row['greedy_equal_to_plain']}"
+            f"tokens, {alpha}; "
+            + (
+                "sampled (T > 0): no greedy comparison"
+                if row["greedy_equal_to_plain"] is None
+                else f"greedy equal to plain: {row['greedy_equal_to_plain']}"
+            )
         )
     lines.append(
         "recommended: "

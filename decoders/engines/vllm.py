@@ -279,6 +279,10 @@ class VLLMEngine:
             dtype="float32",
         )
 
+    def remembers_outputs(self) -> bool:
+        """Suffix decoding drafts from a tree of the server's earlier answers as well as the prompt's."""
+        return self.options.method == "suffix"
+
     def check_sampling(self, sampling: EngineSampling, speculate: int) -> None:
         """Refuse, before any server starts, what a speculating vLLM CPU server does not sample: min-p and a logit
         bias (it answers HTTP 400, "not yet supported with speculative decoding") and top-k (its engine core dies on
@@ -389,7 +393,7 @@ class VLLMEngine:
         """The plain server's t_verify(k), k = 1..``max_tokens`` (``_width_seconds``: a call of k tokens and its
         sample, so t_sample is what a decode step costs beyond t_verify(1), about 0); a draft model's t_draft (its
         own step, ``_step_seconds``) and t_draft_batch(k) (its ``_width_seconds``: vLLM's draft model evaluates the
-        accepted tokens of each round) on a plain server of the draft; and the drafting server's t_round at
+        accepted tokens of each round) on a plain server of the draft; and the drafting server's t_drafted_round at
         ``max_tokens - 1`` draft tokens (``_round_seconds``; docs/engines.md, Bench)."""
         server = self.server(0)
         t_verify = self._width_seconds(server, prompt_ids, max_tokens, repeats)
@@ -408,21 +412,23 @@ class VLLMEngine:
                 t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats),
             )
         if self.options.method is not None:
-            costs["t_round"] = self._round_seconds(prompt_ids, max_tokens - 1, costs, repeats)
+            costs["t_drafted_round"] = self._round_seconds(prompt_ids, max_tokens - 1, costs, repeats)
         return costs
 
     def _round_seconds(self, ids: list, speculate: int, costs: dict, repeats: int, tokens: int = 33) -> float:
-        """t_round: what a round of the drafting server at ``speculate`` costs beyond the calls the model counts
-        (its proposer, rejection sampler and bookkeeping: about 30 ms a round on 2 cores, half a plain step), the
-        median over ``repeats`` greedy runs of ``ids`` of vLLM's decode seconds per round less the model's round at
-        ``costs`` and that run's counters. The bench measures it on its own prompts apart from the runs it
-        predicts, as every other cost (decoders/engines/bench.py)."""
+        """t_drafted_round: what a round that drafted costs on the drafting server at ``speculate`` beyond the calls
+        the model counts (its rejection sampler and bookkeeping: a round that found nothing to draft runs vLLM's plain
+        sampler), the median over ``repeats`` greedy runs of ``ids`` of vLLM's decode seconds less the model's rounds
+        at ``costs`` and that run's counters, per round that drafted. The bench measures it on its own prompts apart
+        from the runs it predicts, as every other cost (decoders/engines/bench.py)."""
         from decoders.engines.bench import predicted_round
 
         residuals = []
         for _ in range(repeats):
             _, counters, _, decode = self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate)
-            residuals.append(decode / counters["rounds"] - predicted_round(counters, dict(costs, t_round=0.0))[2])
+            rounds, drafted = counters["rounds"], min(counters["num_drafts"], counters["rounds"])
+            modelled = rounds * predicted_round(counters, dict(costs, t_round=0.0, t_drafted_round=0.0))[2]
+            residuals.append((decode - modelled) / max(drafted, 1))
         return max(statistics.median(residuals), 0.0)
 
     def generate(

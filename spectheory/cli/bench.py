@@ -55,9 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--temperatures",
         type=float,
         nargs="+",
-        default=list(DEFAULTS.temperatures),
         metavar="T",
-        help="temperatures (default 0 1)",
+        help="temperatures (default 0 1; --engine benches one, by default 0: greedy)",
     )
     parser.add_argument(
         "--prompts",
@@ -138,7 +137,7 @@ def _sweep_settings(args: argparse.Namespace, sampling) -> BenchSettings:
     """The gamma sweep's settings from the flags (our decoders' bench, and the cross-vocabulary one)."""
     return BenchSettings(
         tuple(args.gammas or DEFAULTS.gammas),
-        tuple(args.temperatures),
+        tuple(args.temperatures or DEFAULTS.temperatures),
         args.prompts,
         args.prompt_length or DEFAULTS.prompt_length,
         args.max_new_tokens,
@@ -178,13 +177,18 @@ def run(args: argparse.Namespace) -> int:
             prompt_length=args.prompt_length,
             seed=args.seed,
             gammas=args.gammas or list(DEFAULTS.gammas),
+            temperature=(args.temperatures or [0.0])[0],
             forecast_prompts=args.forecast_prompts,
             **runs,
             **common,
         )
     elif is_spec_bench(args.task):
         settings = BenchSettings(
-            temperatures=tuple(args.temperatures), prompts=args.prompts, seed=args.seed, batch_sizes=(), **runs
+            temperatures=tuple(args.temperatures or DEFAULTS.temperatures),
+            prompts=args.prompts,
+            seed=args.seed,
+            batch_sizes=(),
+            **runs,
         )
         _, lines = spec_bench(
             settings,

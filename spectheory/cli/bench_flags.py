@@ -104,6 +104,16 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
         )
     if args.against is not None and args.engine is None:
         raise ValueError(f"--against {args.against} is the plain server beside --engine URL: add --engine")
+    sampled = any(args.temperatures or ())
+    if (
+        args.engine
+        and args.temperatures
+        and (len(args.temperatures) > 1 or sampled and (args.against or is_spec_bench(args.task)))
+    ):
+        raise ValueError(
+            f"--temperatures {' '.join(f'{t:g}' for t in args.temperatures)}: --engine benches one temperature at a "
+            f"time, and its Spec-Bench table and --against servers greedy only"
+        )
     if args.engine and (args.hf or args.tree or args.policies is not None):
         raise ValueError("--engine measures the engine's own speculation: --hf, --tree and --policies do not apply")
     if (

@@ -8,8 +8,6 @@ intervals tell the two apart (``judge_forecast``). ``spectheory bench --forecast
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from dataclasses import replace
 
@@ -31,7 +29,7 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.cost_checks import CostChecks, sweep_check, tokens_check, withheld_line
 from spectheory.costs import CostProfile
-from spectheory.intervals import covers, forecast_interval
+from spectheory.intervals import covers, forecast_interval, jackknife_error
 from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.timing import units_needed
 from spectheory.validation import as_int
@@ -48,7 +46,6 @@ __all__ = [
     "acceptance_runs",
     "with_acceptance",
     "forecast_speedups",
-    "jackknife_error",
     "prompts_needed",
     "with_sweep_checks",
     "checked_against_sweep",
@@ -126,16 +123,6 @@ def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> 
             )
         )
     return rows
-
-
-def jackknife_error(left_out: list) -> float | None:
-    """The jackknife standard error from the n leave-one-out values of an estimate, sqrt((n - 1)/n sum_i (x_i -
-    mean)^2); None for fewer than two (one prompt leaves nothing out)."""
-    n = len(left_out)
-    if n < 2:
-        return None
-    mean = statistics.fmean(left_out)
-    return math.sqrt((n - 1) / n * sum((x - mean) ** 2 for x in left_out))
 
 
 def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOLERANCE) -> int | None:

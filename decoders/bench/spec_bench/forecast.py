@@ -31,7 +31,6 @@ from decoders.bench.forecast.sweep import (
     FORECAST_SEED,
     acceptance_runs,
     forecast_speedups,
-    jackknife_error,
     prompts_needed,
     with_acceptance,
 )
@@ -43,7 +42,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
 from spectheory.costs import CostProfile, forecast_speedup
-from spectheory.intervals import covers, forecast_interval
+from spectheory.intervals import covers, forecast_interval, jackknife_error
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
 

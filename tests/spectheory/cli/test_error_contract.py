@@ -87,6 +87,14 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
         ["bench", "--engine", "llama-cpp", "--logit-bias", "1=2"],
         "--engine compares at --temperatures only",
     ),
+    "bench --engine benched greedy whatever --temperatures said": (
+        ["bench", "--engine", "llama-cpp", "--temperatures", "0", "1"],
+        "--engine benches one temperature at a time",
+    ),
+    "bench --engine sampled Spec-Bench's greedy table": (
+        ["bench", "--engine", "llama-cpp", "--task", "spec-bench", "--temperatures", "1"],
+        "its Spec-Bench table and --against servers greedy only",
+    ),
     "bench --against without --engine was ignored": (["bench", "--against", "http://127.0.0.1:1"], "add --engine"),
     "bench --forecast-prompts with --tree was ignored": (
         ["bench", "--tree", "--forecast-prompts", "2"],
