@@ -114,8 +114,9 @@ CAPABILITIES = {
     "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
     "first token, seconds after it) of one continuation (without: no bench)",
     "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft, "
-    "optionally t_draft_batch: [k = 1..max_tokens] and t_drafted_round} in seconds (docs/engines.md, Bench; "
-    "without: no bench)",
+    "optionally t_draft_batch: [k = 1..max_tokens], t_drafted_round, first_draft_in_batch} in seconds "
+    "(first_draft_in_batch: 1 where the draft's evaluation of the verify batch drafts the first token; "
+    "docs/engines.md, Bench; without: no bench)",
     "token_logprobs": "token_logprobs(ids, horizon, sampling, speculate=, seed=, top=) -> [(id, logprob, top ids and "
     "logprobs)] the engine reports per emitted token (without: reported probabilities are not "
     "audited)",

@@ -12,16 +12,17 @@ predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid onc
 cost paid once per round (prompt lookup); t_drafted_round, where the engine has it, paid only by the rounds that drafted
 (vLLM's rejection sampler and bookkeeping: a round that found nothing to draft is a plain step); t_draft, paid per
 drafted token (a draft model's step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of
-each round's verify batch (llama-server feeds the draft every batch the target evaluates). The costs are measured once
-per repeat, beside that repeat's runs, and each is the median over repeats: a machine whose speed drifts by 15% over
-minutes moves the costs with the runs. From the speculative runs it takes only what a cost model needs of the text: the
-tokens per round (accepted + 1) and the proposal lengths m (their distribution where the engine counts it, else their
-mean). A round then costs t_round + P(drafted) t_drafted_round + E[m] t_draft + E[t_verify(m + 1)] + E[tokens] t_sample
-(+ E[t_draft_batch(m + 1)]). A plain step is modelled by the same costs, t_verify(1) + t_sample, and the predicted
-speedup is E[tokens] times that over a round's cost (``spectheory.costs.forecast_speedup``, the verify calls priced by
-``width_priced``): no timing of the runs enters the prediction. The runs' own plain step (t_step) is reported beside,
-with the model's plain step over it. Each measured speedup has a 95% bootstrap interval over repeats and prompts
-(``spectheory.timing.speedup_interval``).
+each round's verify batch (llama-server feeds the draft every batch the target evaluates; vLLM's draft model evaluates
+it in the pass that drafts the first token, ``first_draft_in_batch`` = 1, so a round of m drafts makes m - 1 steps). The
+costs are measured once per repeat, beside that repeat's runs, and each is the median over repeats: a machine whose
+speed drifts by 15% over minutes moves the costs with the runs. From the speculative runs it takes only what a cost
+model needs of the text: the tokens per round (accepted + 1) and the proposal lengths m (their distribution where the
+engine counts it, else their mean). A round then costs t_round + P(drafted) t_drafted_round + (E[m] - P(drafted)
+first_draft_in_batch) t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]). A plain step is
+modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times that over a round's
+cost (``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no timing of the runs enters
+the prediction. The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured
+speedup has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
 """
 
 from __future__ import annotations
@@ -116,10 +117,11 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     lengths = counters["num_draft_tokens"] / rounds  # mean proposal length m, empty rounds included
     drafting = min(counters.get("num_drafts", rounds), rounds) / rounds  # the share of rounds that drafted
     verify = _verify_seconds(counters, costs["t_verify"], rounds)
+    steps = lengths - drafting * costs.get("first_draft_in_batch", 0)  # the draft's steps of one token a round
     other = (
         costs["t_round"]
         + drafting * costs.get("t_drafted_round", 0.0)
-        + lengths * costs["t_draft"]
+        + steps * costs["t_draft"]
         + per_iteration * costs["t_sample"]
     )
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)

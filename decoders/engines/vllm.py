@@ -392,8 +392,11 @@ class VLLMEngine:
     def call_costs(self, prompt_ids: list, max_tokens: int, repeats: int = 5) -> dict:
         """The plain server's t_verify(k), k = 1..``max_tokens`` (``_width_seconds``: a call of k tokens and its
         sample, so t_sample is what a decode step costs beyond t_verify(1), about 0); a draft model's t_draft (its
-        own step, ``_step_seconds``) and t_draft_batch(k) (its ``_width_seconds``: vLLM's draft model evaluates the
-        accepted tokens of each round) on a plain server of the draft; and the drafting server's t_drafted_round at
+        own step, ``_step_seconds``) and t_draft_batch(k) (its ``_width_seconds``) on a plain server of the draft:
+        vLLM's draft model proposer evaluates each round's verify batch in one pass, the rejected tokens as padding,
+        and that pass drafts the first token, so a round of m drafts makes m - 1 steps of one token after it
+        (``first_draft_in_batch``; vllm/v1/spec_decode/llm_base_proposer.py, ``propose``: ``for token_index in
+        range(self.num_speculative_tokens - 1)``); and the drafting server's t_drafted_round at
         ``max_tokens - 1`` draft tokens (``_round_seconds``; docs/engines.md, Bench)."""
         server = self.server(0)
         t_verify = self._width_seconds(server, prompt_ids, max_tokens, repeats)
@@ -410,6 +413,7 @@ class VLLMEngine:
             costs.update(
                 t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
                 t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats),
+                first_draft_in_batch=1,
             )
         if self.options.method is not None:
             costs["t_drafted_round"] = self._round_seconds(prompt_ids, max_tokens - 1, costs, repeats)

@@ -342,3 +342,19 @@ def test_remembering_engine_forecast_counts_its_second_pass():
     plain = engine_bench(_CountingEngine(), [[1, 2, 3]], **settings)
     assert plain["forecast"]["passes"] == 1 and plain["repeated_prompts"] is False
     assert plain["rows"][0]["forecast_tokens_per_iteration"] == pytest.approx(2.0)
+
+
+def test_first_draft_in_batch_against_hand_computation():
+    """vLLM's draft model drafts its first token in the pass that evaluates the verify batch (``first_draft_in_batch``
+    = 1), so a round of m = 2 drafts makes one step of one token after it: with every one of the 10 rounds drafting,
+    t_draft 1 ms and t_draft_batch(3) 4 ms, the hand computation's round (2 x 1 + 14 = 16 ms, above) costs
+    1 + 14 + 4 = 19 ms, where llama-server's structure (m steps and the batch) costs 20 ms; with half the rounds
+    drafting, 2 - 0.5 = 1.5 steps: 19.5 ms."""
+    from decoders.engines.bench import predicted_round
+
+    counters = {"num_drafts": 10, "num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}
+    costs = dict(COSTS, t_draft_batch=[0.002, 0.003, 0.004])
+    assert predicted_round(counters, dict(costs, first_draft_in_batch=1))[2] == pytest.approx(0.019)
+    assert predicted_round(counters, costs)[2] == pytest.approx(0.020)
+    half = dict(counters, num_drafts=5)
+    assert predicted_round(half, dict(costs, first_draft_in_batch=1))[2] == pytest.approx(0.0195)
