@@ -114,7 +114,7 @@ CAPABILITIES = {
     "generate_ids": "generate_ids(ids, horizon, sampling, speculate=, seed=) -> (tokens, counters, seconds to the "
     "first token, seconds after it) of one continuation (without: no bench)",
     "call_costs": "call_costs(ids, max_tokens) -> {t_verify: [k = 1..max_tokens], t_sample, t_round, t_draft, "
-    "optionally t_draft_batch: [k = 1..max_tokens], t_drafted_round, first_draft_in_batch} in seconds "
+    "optionally t_draft_batch: [k = 1..max_tokens], first_draft_in_batch} in seconds "
     "(first_draft_in_batch: 1 where the draft's evaluation of the verify batch drafts the first token; "
     "docs/engines.md, Bench; without: no bench)",
     "token_logprobs": "token_logprobs(ids, horizon, sampling, speculate=, seed=, top=) -> [(id, logprob, top ids and "

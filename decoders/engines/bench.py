@@ -9,19 +9,18 @@ model or the n-gram drafters).
 
 The prediction is the cost model of docs/theory.md §10 with the engine's own call costs, measured apart from the runs it
 predicts (``call_costs``): t_verify(k), one call of k tokens; t_sample, paid once per emitted token; t_round, a drafting
-cost paid once per round (prompt lookup); t_drafted_round, where the engine has it, paid only by the rounds that drafted
-(vLLM's rejection sampler and bookkeeping: a round that found nothing to draft is a plain step); t_draft, paid per
-drafted token (a draft model's step); where the engine has it, t_draft_batch(k), the draft model's own evaluation of
-each round's verify batch (llama-server feeds the draft every batch the target evaluates; vLLM's draft model evaluates
-it in the pass that drafts the first token, ``first_draft_in_batch`` = 1, so a round of m drafts makes m - 1 steps). The
-costs are measured once per repeat, beside that repeat's runs, and each is the median over repeats: a machine whose
-speed drifts by 15% over minutes moves the costs with the runs. From the speculative runs it takes only what a cost
-model needs of the text: the tokens per round (accepted + 1) and the proposal lengths m (their distribution where the
-engine counts it, else their mean). A round then costs t_round + P(drafted) t_drafted_round + (E[m] - P(drafted)
-first_draft_in_batch) t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]). A plain step is
-modelled by the same costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times that over a round's
-cost (``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no timing of the runs enters
-the prediction. The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured
+cost paid once per round, whether it drafted or not (prompt lookup; vLLM's proposer, rejection sampler and bookkeeping);
+t_draft, paid per drafted token (a draft model's step); where the engine has it, t_draft_batch(k), the draft model's own
+evaluation of each round's verify batch (llama-server feeds the draft every batch the target evaluates; vLLM's draft
+model evaluates it in the pass that drafts the first token, ``first_draft_in_batch`` = 1, so a round of m drafts makes m
+- 1 steps). The costs are measured once per repeat, beside that repeat's runs, and each is the median over repeats: a
+machine whose speed drifts by 15% over minutes moves the costs with the runs. From the speculative runs it takes only
+what a cost model needs of the text: the tokens per round (accepted + 1) and the proposal lengths m (their distribution
+where the engine counts it, else their mean). A round then costs t_round + (E[m] - P(drafted) first_draft_in_batch)
+t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]). A plain step is modelled by the same
+costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times that over a round's cost
+(``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no timing of the runs enters the
+prediction. The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured
 speedup has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
 """
 
@@ -118,12 +117,7 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     drafting = min(counters.get("num_drafts", rounds), rounds) / rounds  # the share of rounds that drafted
     verify = _verify_seconds(counters, costs["t_verify"], rounds)
     steps = lengths - drafting * costs.get("first_draft_in_batch", 0)  # the draft's steps of one token a round
-    other = (
-        costs["t_round"]
-        + drafting * costs.get("t_drafted_round", 0.0)
-        + steps * costs["t_draft"]
-        + per_iteration * costs["t_sample"]
-    )
+    other = costs["t_round"] + steps * costs["t_draft"] + per_iteration * costs["t_sample"]
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         other += _verify_seconds(counters, costs["t_draft_batch"], rounds)
     return per_iteration, lengths, verify + other, forecast_speedup(per_iteration, plain_step(costs), verify, other)

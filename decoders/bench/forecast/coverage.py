@@ -58,12 +58,20 @@ def _judged_rows(source: str, judged: list, prompts: int) -> list:
 
 
 def _engine_rows(source: str, document: dict) -> list:
-    """An engine bench's rows: its forecast pools the prompts' counters, so it has no standard error."""
+    """An engine bench's rows, with the jackknife's standard error over the forecast's prompts where the row states it
+    (engine benches before 2026-12-07 pooled their prompts' counters and state none)."""
     prompts = document["forecast"]["prompts"]
     if document["forecast"].get("withheld"):
         return []
     return [
-        _pair(source, row["forecast_speedup"], None, prompts, row["speedup"], row["speedup_interval"])
+        _pair(
+            source,
+            row["forecast_speedup"],
+            row.get("forecast_standard_error"),
+            prompts,
+            row["speedup"],
+            row["speedup_interval"],
+        )
         for row in document["rows"]
         if row.get("forecast_speedup") is not None
     ]
@@ -72,13 +80,14 @@ def _engine_rows(source: str, document: dict) -> list:
 def pairs_of(document: dict) -> list:
     """Every forecast shown beside its measurement in a saved document; [] where it holds none. The dynamic
     tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its rows
-    state no bootstrap interval: ``decoders.bench.cross_bench``) and an engine bench of suffix decoding (its bench
-    repeats the prompts it remembers: docs/findings/forecasts-real.md)."""
+    state no bootstrap interval: ``decoders.bench.cross_bench``) and an engine bench of suffix decoding made before its
+    forecast counted a second pass (its bench repeats the prompts it remembers, which the forecast's single pass did
+    not: docs/findings/forecasts-real.md)."""
     forecast = document.get("forecast")
     if not forecast or "vocabularies" in document:
         return []
-    if (document.get("engine_settings") or {}).get("method") == "suffix":
-        return []  # it drafts from its earlier answers, and the bench repeats its prompts: not the forecast's workload
+    if (document.get("engine_settings") or {}).get("method") == "suffix" and forecast.get("passes", 1) < 2:
+        return []  # it drafts from its earlier answers, and the bench repeats its prompts: not that forecast's workload
     if "recommendations" in document:
         return _judged_rows("report", document["recommendations"], forecast["prompts"])
     if "judged" in forecast:

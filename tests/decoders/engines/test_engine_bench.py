@@ -216,37 +216,18 @@ def test_median_costs_against_hand_computation():
     assert plain_step(costs) == pytest.approx(0.022)
 
 
-def test_drafted_round_cost_against_hand_computation():
-    """A cost paid only by the rounds that drafted (vLLM's rejection sampler: ``t_drafted_round``): with 5 of 10
-    rounds drafting and t_drafted_round 4 ms, the 16 ms round of the hand computation above costs 16 + 0.5 x 4 = 18 ms
-    (1.5 x 10 / 18); counters that do not count drafting rounds (llama-server's) charge every round. Control: the same
-    cost as a t_round of every round gives 20 ms."""
-    from decoders.engines.bench import predicted_round
-
-    counters = {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}
-    costs = COSTS
-    drafted = predicted_round(dict(counters, num_drafts=5), dict(costs, t_drafted_round=0.004))
-    assert drafted[2] == pytest.approx(0.018) and drafted[3] == pytest.approx(1.5 * 10 / 18)
-    assert predicted_round(counters, dict(costs, t_drafted_round=0.004))[2] == pytest.approx(0.020)
-    assert predicted_round(dict(counters, num_drafts=5), dict(costs, t_round=0.004))[2] == pytest.approx(0.020)
-    # suffix decoding counts a draft in the request's last step too: no more drafting rounds than rounds
-    assert predicted_round(dict(counters, num_drafts=12), dict(costs, t_drafted_round=0.004))[2] == pytest.approx(0.020)
-
-
-def test_vllm_drafted_round_cost_against_its_runs():
-    """vLLM's t_drafted_round is what its runs took beyond the model's rounds, per round that drafted: runs of 10
-    rounds (4 drafting) that took 10 x 16 ms + 4 x 5 ms measure 5 ms; the same residual spread over every round (the
-    cost's old reading) would be 2 ms."""
+def test_vllm_round_cost_against_its_runs():
+    """vLLM's t_round is what its runs took beyond the model's rounds, per round (drafted or not: its proposer runs
+    every step): runs of 10 rounds (4 drafting) that took 10 x 16 ms + 20 ms measure 2 ms."""
     from decoders.engines.vllm import VLLMEngine
 
     counters = {"num_drafts": 4, "num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}
-    costs = COSTS
 
     class Runs:
         def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0):
-            return [1] * 16, dict(counters), 0.0, 10 * 0.016 + 4 * 0.005
+            return [1] * 16, dict(counters), 0.0, 10 * 0.016 + 0.020
 
-    assert VLLMEngine._round_seconds(Runs(), [1, 2], 2, costs, repeats=3) == pytest.approx(0.005)
+    assert VLLMEngine._round_seconds(Runs(), [1, 2], 2, COSTS, repeats=3) == pytest.approx(0.002)
 
 
 def test_engine_forecast_interval_carries_its_prompts_jackknife():
