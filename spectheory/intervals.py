@@ -33,7 +33,7 @@ __all__ = [
 #: The two-sided 95% point of the normal law.
 Z95 = float(stats.norm.ppf(0.975))
 #: One standard deviation of log(forecast / measured) beyond the prompts' and the measurement's spread.
-FORECAST_RUN_ERROR = 0.14
+FORECAST_RUN_ERROR = 0.15
 
 
 def log_half_width(

@@ -423,7 +423,7 @@ class VLLMEngine:
         """t_round: what a round of the drafting server at ``speculate`` costs beyond the calls the model counts (its
         proposer, rejection sampler and bookkeeping), the median over ``repeats`` greedy runs of ``ids`` of vLLM's
         decode seconds less the model's rounds at ``costs`` and that run's counters, per round. Paid by every round,
-        whether it drafted or not: on the ngram runs of docs/findings/forecasts-real.md it was 10.6-14.1 ms a round
+        whether it drafted or not: on the ngram runs of docs/findings/forecasts-real.md it was 7.8-13.8 ms a round
         with 16-47% of the rounds drafting. The bench measures it on its own prompts apart from the runs it predicts,
         as every other cost (decoders/engines/bench.py)."""
         from decoders.engines.bench import predicted_round
