@@ -28,6 +28,7 @@ __all__ = [
     "facing_half_width",
     "covers",
     "jackknife_error",
+    "leave_one_out",
 ]
 
 #: The two-sided 95% point of the normal law.
@@ -83,6 +84,12 @@ def covers(forecast: float, interval: list, measured: float, measured_interval: 
     return abs(math.log(forecast / measured)) <= math.hypot(
         facing_half_width(forecast, interval, measured), facing_half_width(measured, measured_interval, forecast)
     )
+
+
+def leave_one_out(items: list) -> list:
+    """The n lists ``items`` without one of its n entries each, in order; [] for fewer than two (the jackknife's
+    samples: one prompt leaves nothing out)."""
+    return [items[:i] + items[i + 1 :] for i in range(len(items))] if len(items) > 1 else []
 
 
 def jackknife_error(left_out: list) -> float | None:

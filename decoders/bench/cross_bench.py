@@ -39,7 +39,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
 from spectheory.cost_checks import check_costs
 from spectheory.costs import forecast_speedup, width_priced
-from spectheory.intervals import forecast_interval, jackknife_error
+from spectheory.intervals import forecast_interval, jackknife_error, leave_one_out
 from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS
 
@@ -165,8 +165,7 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
         if setting.profiled is not None:  # the draft phase's seconds per draft call, over t_step
             cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
         predicted = _predicted(runs, t_step, t_verify, cost)
-        left_out = [runs[:i] + runs[i + 1 :] for i in range(len(runs))] if len(runs) > 1 else []
-        error = jackknife_error([_predicted(rest, t_step, t_verify, cost) for rest in left_out])
+        error = jackknife_error([_predicted(rest, t_step, t_verify, cost) for rest in leave_one_out(runs)])
         forecast["by_setting"][name] = {
             "alpha": alpha,
             "rho": rho,

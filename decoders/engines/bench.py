@@ -38,7 +38,7 @@ from decoders.engines.base import EngineSampling, add_counters, capability
 from decoders.results import ResultRow
 from spectheory.cost_checks import CostChecks, check_costs, sweep_check
 from spectheory.costs import forecast_speedup, width_priced
-from spectheory.intervals import covers, forecast_interval, jackknife_error
+from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_gamma_row
 from spectheory.recommendation import from_sweep, recommendation_words
 from spectheory.timing import host, speedup_interval, units_needed
@@ -219,12 +219,7 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     tokens, _, _, speedup = predicted_round(forecast["counters"], forecast["costs"])
     by_prompt = forecast.get("by_prompt") or []
     error = jackknife_error(
-        [
-            predicted_round(reduce(add_counters, by_prompt[:i] + by_prompt[i + 1 :], {}), forecast["costs"])[3]
-            for i in range(len(by_prompt))
-        ]
-        if len(by_prompt) > 1
-        else []
+        [predicted_round(reduce(add_counters, rest, {}), forecast["costs"])[3] for rest in leave_one_out(by_prompt)]
     )
     stated = forecast_interval(speedup, error, len(by_prompt) if error is not None else None)
     return {
@@ -238,15 +233,13 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     }
 
 
-def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling) -> dict:
+def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling, passes: int) -> dict:
     """The forecast's measurements on ``prompts`` that the bench does not time: the engine's call costs once, and
-    each gamma's counters (summed and per prompt) from an untimed run of every prompt; an engine that remembers its
-    earlier answers (``remembers_outputs``) runs them twice and is counted on the second pass, as the bench sends
-    its prompts once in the warm-up and again in every repeat."""
+    each gamma's counters (summed and per prompt) from untimed runs of every prompt, counted on the last of
+    ``passes`` (2 for an engine that remembers its earlier answers, as the bench sends its prompts once in the
+    warm-up and again in every repeat)."""
     started = time.perf_counter()
     costs = engine.call_costs(prompts[0], max(gammas) + 1)
-    remembers = capability(engine, "remembers_outputs")
-    passes = 2 if remembers and remembers() else 1
     runs = {gamma: [_runs(engine, prompts, tokens, gamma, sampling) for _ in range(passes)][-1] for gamma in gammas}
     return {
         "prompts": len(prompts),
@@ -312,7 +305,13 @@ def engine_bench(
     )
     if forecast_prompts and set(map(tuple, forecast_prompts)) & set(map(tuple, prompts)):
         raise ValueError("the forecast's prompts share a prompt with the bench's: a forecast must not see them")
-    ahead = _forecast(engine, forecast_prompts, gammas, max_new_tokens, sampling) if forecast_prompts else None
+    remembers = capability(engine, "remembers_outputs")
+    repeated = bool(remembers and remembers())  # its prompts answered before, in the warm-up and earlier repeats
+    ahead = (
+        _forecast(engine, forecast_prompts, gammas, max_new_tokens, sampling, 2 if repeated else 1)
+        if forecast_prompts
+        else None
+    )
     swept = time.perf_counter()
     measured_costs, runs = [], {0: [], **{g: [] for g in gammas}}
     peer_rates: dict = {name: [] for name in peers or {}}
@@ -353,7 +352,7 @@ def engine_bench(
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
-    version, remembers = capability(engine, "version"), capability(engine, "remembers_outputs")
+    version = capability(engine, "version")
     return {
         "engine": engine.name,
         "model": engine.model_path.name,
@@ -368,7 +367,7 @@ def engine_bench(
         "warmup": warmup,
         "prompts": len(prompts),
         "prompt_tokens": [len(p) for p in prompts],
-        "repeated_prompts": bool(remembers and remembers()),  # answered before, in the warm-up and earlier repeats
+        "repeated_prompts": repeated,
         "max_new_tokens": max_new_tokens,
         "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
         "plain_step_model_over_measured": plain_step(costs) / t_step,

@@ -29,7 +29,7 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from spectheory.cost_checks import CostChecks, sweep_check, tokens_check, withheld_line
 from spectheory.costs import CostProfile
-from spectheory.intervals import covers, forecast_interval, jackknife_error
+from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_choice, best_gamma_row
 from spectheory.timing import units_needed
 from spectheory.validation import as_int
@@ -111,15 +111,18 @@ def forecast_speedups(profile: CostProfile, runs: list, gammas, tokens: int) -> 
     """At each gamma the speedup of ``profile`` with the acceptance of every prompt's ``runs``, its jackknife
     standard error over the prompts (None for one prompt): how well the text decoded pins the forecast, and its
     stated 95% interval (``spectheory.intervals.forecast_interval``: the prompts and the run error)."""
-    n, pooled = len(runs), with_acceptance(profile, runs, tokens)
-    left_out = [with_acceptance(profile, runs[:i] + runs[i + 1 :], tokens) for i in range(n)] if n > 1 else []
+    pooled = with_acceptance(profile, runs, tokens)
+    left_out = [with_acceptance(profile, rest, tokens) for rest in leave_one_out(runs)]
     rows = []
     for gamma in gammas:
         speedup = pooled.speedup(gamma, tokens=tokens)
         error = jackknife_error([one.speedup(gamma, tokens=tokens) for one in left_out])
         rows.append(
             ForecastRow(
-                gamma=gamma, speedup=speedup, standard_error=error, interval=forecast_interval(speedup, error, n)
+                gamma=gamma,
+                speedup=speedup,
+                standard_error=error,
+                interval=forecast_interval(speedup, error, len(runs)),
             )
         )
     return rows

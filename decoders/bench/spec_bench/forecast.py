@@ -42,7 +42,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
 from spectheory.costs import CostProfile, forecast_speedup
-from spectheory.intervals import covers, forecast_interval, jackknife_error
+from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_choice
 from spectheory.timing import time_interleaved
 
@@ -136,7 +136,7 @@ def _tree_forecast(
         )
 
     per_call, value = speedup(made)
-    error = jackknife_error([speedup(made[:i] + made[i + 1 :])[1] for i in range(len(made))] if len(made) > 1 else [])
+    error = jackknife_error([speedup(rest)[1] for rest in leave_one_out(made)])
     return {
         "nodes": tree.budget,
         "tokens_per_call": per_call,

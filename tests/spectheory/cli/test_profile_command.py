@@ -20,14 +20,9 @@ def profile_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("profile") / "profile.json"
     assert main(["profile", "--draft", "bigram", "--out", str(path), *SMALL]) == 0
     document = json.loads(path.read_text())
-    assert [check["name"] for check in document["checks"]["checks"]] == [
-        "step",
-        "widths",
-        "floor",
-        "spread",
-        "tokens",
-        "ceiling",
-    ]
+    assert [
+        check["name"] for check in document["checks"]["checks"]
+    ] == "step widths floor spread tokens ceiling".split()
     # One repeat without a warm-up may fail the checks on a busy machine (docs/forecasts.md); these tests read the
     # file's format and the calculators, so they take it as a profile written before the checks (accepted).
     del document["checks"]

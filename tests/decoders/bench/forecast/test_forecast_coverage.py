@@ -81,3 +81,12 @@ def test_prompts_alone_against_the_90_percent_line():
     share = sum(covered(pair, 0.0) for pair in pairs) / len(pairs)
     assert share < 0.85, share
     assert not covered(ForecastPair("hand", 2.0, 0.01, 8, 1.5, (1.45, 1.55)), 0.0)
+
+
+def test_leave_one_out_against_hand_lists():
+    """The jackknife's samples: each entry left out in turn, in order; none from one entry (nothing to leave out),
+    so the standard error of one prompt is None."""
+    from spectheory.intervals import jackknife_error, leave_one_out
+
+    assert leave_one_out([1, 2, 3]) == [[2, 3], [1, 3], [1, 2]]
+    assert leave_one_out([7]) == [] and jackknife_error([]) is None
