@@ -51,6 +51,7 @@ __all__ = [
     "server_bench",
     "check_benchable",
     "predicted_round",
+    "round_residual",
     "BENCH_CAPABILITIES",
 ]
 
@@ -121,6 +122,19 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     if "t_draft_batch" in costs:  # the draft evaluates the verify batch too (llama-server)
         other += _verify_seconds(counters, costs["t_draft_batch"], rounds)
     return per_iteration, lengths, verify + other, forecast_speedup(per_iteration, plain_step(costs), verify, other)
+
+
+def round_residual(costs: dict, runs: list) -> float:
+    """t_round from drafting ``runs`` ((counters, decode seconds) of one continuation each): the median over them of
+    the decode seconds per round less the model's round at ``costs`` without t_round, at least 0 (a round costs at
+    least its calls: a negative residual says the calls were priced high, not that a round saves time)."""
+    calls = dict(costs, t_round=0.0)
+    return max(
+        statistics.median(
+            decode / counters["rounds"] - predicted_round(counters, calls)[2] for counters, decode in runs
+        ),
+        0.0,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,10 +251,16 @@ def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: Engine
     """The forecast's measurements on ``prompts`` that the bench does not time: the engine's call costs once, and
     each gamma's counters (summed and per prompt) from untimed runs of every prompt, counted on the last of
     ``passes`` (2 for an engine that remembers its earlier answers, as the bench sends its prompts once in the
-    warm-up and again in every repeat)."""
+    warm-up and again in every repeat). An engine whose t_round is a residual of runs (``round_cost_along_runs``)
+    has it measured along these runs, every prompt at every gamma (``round_residual``), not on the cost prompt's:
+    the rounds the forecast prices are these (docs/findings/forecasts-real.md, suffix decoding's round cost)."""
     started = time.perf_counter()
     costs = engine.call_costs(prompts[0], max(gammas) + 1)
     runs = {gamma: [_runs(engine, prompts, tokens, gamma, sampling) for _ in range(passes)][-1] for gamma in gammas}
+    along = capability(engine, "round_cost_along_runs")
+    if along and along():
+        pairs = [pair for run in runs.values() for pair in zip(run["by_prompt"], run["decodes"])]
+        costs = dict(costs, t_round=round_residual(costs, pairs), t_round_cost_prompt=costs["t_round"])
     return {
         "prompts": len(prompts),
         "prompt_tokens": [len(p) for p in prompts],
@@ -454,6 +474,11 @@ def engine_bench_lines(document: dict) -> list:
     withheld = (forecast or {}).get("withheld")
     if withheld:
         lines.append(withheld)
+    if forecast and "t_round_cost_prompt" in forecast["costs"]:
+        lines.append(
+            f"the forecast's rounds cost {forecast['costs']['t_round'] * 1e3:.1f} ms beyond their calls, measured "
+            f"along its own runs (its cost prompt's: {forecast['costs']['t_round_cost_prompt'] * 1e3:.1f} ms)"
+        )
     for row in document["rows"]:
         low, _, high = row["speedup_spread"]
         alpha = (

@@ -421,18 +421,19 @@ class VLLMEngine:
 
     def _round_seconds(self, ids: list, speculate: int, costs: dict, repeats: int, tokens: int = 33) -> float:
         """t_round: what a round of the drafting server at ``speculate`` costs beyond the calls the model counts (its
-        proposer, rejection sampler and bookkeeping), the median over ``repeats`` greedy runs of ``ids`` of vLLM's
-        decode seconds less the model's rounds at ``costs`` and that run's counters, per round. Paid by every round,
-        whether it drafted or not: on the ngram runs of docs/findings/forecasts-real.md it was 7.8-13.8 ms a round
-        with 16-47% of the rounds drafting. The bench measures it on its own prompts apart from the runs it predicts,
-        as every other cost (decoders/engines/bench.py)."""
-        from decoders.engines.bench import predicted_round
+        proposer, rejection sampler and bookkeeping), the residual of ``repeats`` greedy runs of ``ids``
+        (``decoders.engines.bench.round_residual``). Paid by every round, whether it drafted or not: on the ngram runs
+        of docs/findings/forecasts-real.md it was 7.8-13.8 ms a round with 16-47% of the rounds drafting. The bench
+        measures it on its own prompts apart from the runs it predicts, as every other cost; a forecast measures it
+        along its own runs instead (``round_cost_along_runs``)."""
+        from decoders.engines.bench import round_residual
 
-        residuals = []
-        for _ in range(repeats):
-            _, counters, _, decode = self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate)
-            residuals.append(decode / counters["rounds"] - predicted_round(counters, dict(costs, t_round=0.0))[2])
-        return max(statistics.median(residuals), 0.0)
+        runs = [self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate) for _ in range(repeats)]
+        return round_residual(costs, [(counters, decode) for _, counters, _, decode in runs])
+
+    def round_cost_along_runs(self) -> bool:
+        """A drafting server's t_round is a residual of runs (``_round_seconds``)."""
+        return self.options.method is not None
 
     def generate(
         self,

@@ -230,6 +230,46 @@ def test_vllm_round_cost_against_its_runs():
     assert VLLMEngine._round_seconds(Runs(), [1, 2], 2, COSTS, repeats=3) == pytest.approx(0.002)
 
 
+class _ResidualEngine(_CountingEngine):
+    """The counting stand-in whose rounds take 3 ms beyond the calls its costs price, and whose cost prompt says
+    50 ms (a prompt the engine answers unlike the runs: docs/findings/forecasts-real.md, suffix decoding)."""
+
+    def __init__(self, along: bool):
+        super().__init__()
+        self.along = along
+
+    def round_cost_along_runs(self):
+        return self.along
+
+    def call_costs(self, ids, max_tokens):
+        return dict(super().call_costs(ids, max_tokens), t_round=0.050)
+
+    def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0):
+        tokens, counters, first, seconds = super().generate_ids(ids, horizon, sampling, speculate, seed)
+        return tokens, counters, first, seconds + 0.003 * counters.get("rounds", 0)
+
+
+def test_forecast_round_cost_against_its_own_runs():
+    """An engine whose t_round is a residual of runs has the forecast measure it along the forecast's runs: 3 ms a
+    round beyond the calls at both gammas, not the cost prompt's 50 ms (kept beside as ``t_round_cost_prompt``), and
+    the forecast prices rounds with it (gamma 2: 2 tokens a round, a 14 ms round + 3 ms, 2 x 10 / 17). Control: an
+    engine without the capability keeps its cost prompt's 50 ms (2 x 10 / 64)."""
+    from decoders.engines.bench import engine_bench, engine_bench_lines, round_residual
+
+    along = engine_bench(_ResidualEngine(along=True), [[1, 2, 3]], **TWO_GAMMAS)
+    assert along["forecast"]["costs"]["t_round"] == pytest.approx(0.003)
+    assert along["forecast"]["costs"]["t_round_cost_prompt"] == pytest.approx(0.050)
+    assert along["rows"][0]["forecast_speedup"] == pytest.approx(2 * 10 / 17)
+    assert along["costs"]["t_round"] == pytest.approx(0.050)  # the bench's own costs: the cost prompt's, unchanged
+    along.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert "rounds cost 3.0 ms beyond their calls" in "\n".join(engine_bench_lines(along))
+    kept = engine_bench(_ResidualEngine(along=False), [[1, 2, 3]], **TWO_GAMMAS)
+    assert kept["forecast"]["costs"]["t_round"] == pytest.approx(0.050)
+    assert kept["rows"][0]["forecast_speedup"] == pytest.approx(2 * 10 / 64)
+    fast = {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}  # 16 ms a round by the model
+    assert round_residual(COSTS, [(fast, 0.150)]) == 0.0  # faster than its calls: clamped at 0
+
+
 def test_engine_forecast_interval_carries_its_prompts_jackknife():
     """Two forecast prompts, one accepting all 10 of its drafts in 5 rounds and one none: summed, 2 tokens a round and
     a 16 ms round give 1.25; each left out leaves 1.875 or 0.625, so the jackknife's standard error is
