@@ -405,7 +405,7 @@ def _table_line(config: str, temperature: float, gamma: int, f: float, interval:
 
 #: Issue 97's rows: SmolLM2 with its drafts and the cross-vocabulary methods, and each engine's drafter at T = 0 and 1.
 REAL_FORECASTS = (
-    "cross_bench_smollm2.json",
+    "cross_bench_smollm2_8.json",
     *(
         f"{engine}_{drafter}_t{temperature}.json"
         for engine, drafter in (
@@ -418,13 +418,20 @@ REAL_FORECASTS = (
         for temperature in (0, 1)
     ),
 )
-#: The engines' first runs, superseded by those above (fewer prompts, pooled counters, the first cost models).
+#: Earlier runs, superseded by those above: fewer prompts, pooled counters, the first cost models, vLLM's round cost
+#: timed on the cost prompt.
 EARLIER_FORECASTS = (
+    "cross_bench_smollm2.json",
     "llama_server_ngram.json",
     "vllm_ngram.json",
     "vllm_suffix.json",
     "vllm_draft24_t0_first_model.json",
     "vllm_draft24_t1_first_model.json",
+    *(
+        f"vllm_{drafter}_t{temperature}_cost_prompt_round.json"
+        for drafter in ("ngram", "suffix", "draft24")
+        for temperature in (0, 1)
+    ),
 )
 
 
