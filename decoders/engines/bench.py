@@ -124,14 +124,15 @@ def predicted_round(counters: dict, costs: dict) -> tuple:
     return per_iteration, lengths, verify + other, forecast_speedup(per_iteration, plain_step(costs), verify, other)
 
 
-def round_residual(costs: dict, runs: list) -> float:
-    """t_round from drafting ``runs`` ((counters, decode seconds) of one continuation each): the median over them of
-    the decode seconds per round less the model's round at ``costs`` without t_round, at least 0 (a round costs at
-    least its calls: a negative residual says the calls were priced high, not that a round saves time)."""
-    calls = dict(costs, t_round=0.0)
+def round_residual(runs: list) -> float:
+    """t_round from drafting ``runs`` ((counters, decode seconds, the call costs timed beside it) of one continuation
+    each): the median over them of the decode seconds per round less the model's round at those costs without
+    t_round, at least 0 (a round costs at least its calls: a negative residual says the calls were priced high, not
+    that a round saves time). Costs timed minutes away from the runs would put the machine's drift into it."""
     return max(
         statistics.median(
-            decode / counters["rounds"] - predicted_round(counters, calls)[2] for counters, decode in runs
+            decode / counters["rounds"] - predicted_round(counters, dict(costs, t_round=0.0))[2]
+            for counters, decode, costs in runs
         ),
         0.0,
     )
@@ -248,23 +249,32 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
 
 
 def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling, passes: int) -> dict:
-    """The forecast's measurements on ``prompts`` that the bench does not time: the engine's call costs once, and
-    each gamma's counters (summed and per prompt) from untimed runs of every prompt, counted on the last of
-    ``passes`` (2 for an engine that remembers its earlier answers, as the bench sends its prompts once in the
-    warm-up and again in every repeat). An engine whose t_round is a residual of runs (``round_cost_along_runs``)
-    has it measured along these runs, every prompt at every gamma (``round_residual``), not on the cost prompt's:
-    the rounds the forecast prices are these (docs/findings/forecasts-real.md, suffix decoding's round cost)."""
+    """The forecast's measurements on ``prompts`` that the bench does not time: each gamma's counters (summed and per
+    prompt) from untimed runs of every prompt, counted on the last of ``passes`` (2 for an engine that remembers its
+    earlier answers, as the bench sends its prompts once in the warm-up and again in every repeat), and the engine's
+    call costs timed beside each gamma's runs, just before them (their median, as the bench's over its repeats). An
+    engine whose t_round is a residual of runs (``round_cost_along_runs``) has it measured along these runs, every
+    prompt at every gamma against the costs timed beside them (``round_residual``), not on the cost prompt's: the
+    rounds the forecast prices are these (docs/findings/forecasts-real.md, suffix decoding's round cost)."""
     started = time.perf_counter()
-    costs = engine.call_costs(prompts[0], max(gammas) + 1)
-    runs = {gamma: [_runs(engine, prompts, tokens, gamma, sampling) for _ in range(passes)][-1] for gamma in gammas}
+    timed, runs = [], {}
+    for gamma in gammas:
+        timed.append(engine.call_costs(prompts[0], max(gammas) + 1))
+        runs[gamma] = [_runs(engine, prompts, tokens, gamma, sampling) for _ in range(passes)][-1]
+    costs = median_costs(timed)
     along = capability(engine, "round_cost_along_runs")
     if along and along():
-        pairs = [pair for run in runs.values() for pair in zip(run["by_prompt"], run["decodes"])]
-        costs = dict(costs, t_round=round_residual(costs, pairs), t_round_cost_prompt=costs["t_round"])
+        beside = [
+            (counters, decode, cost)
+            for cost, run in zip(timed, runs.values())
+            for counters, decode in zip(run["by_prompt"], run["decodes"])
+        ]
+        costs = dict(costs, t_round=round_residual(beside), t_round_cost_prompt=costs["t_round"])
     return {
         "prompts": len(prompts),
         "prompt_tokens": [len(p) for p in prompts],
         "passes": passes,
+        "cost_timings": len(timed),  # one beside each gamma's runs (files before 2026-12-07, 14:00: one in all)
         "costs": costs,
         "counters": {gamma: run["counters"] for gamma, run in runs.items()},
         "by_prompt": {gamma: run["by_prompt"] for gamma, run in runs.items()},

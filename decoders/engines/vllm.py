@@ -429,7 +429,7 @@ class VLLMEngine:
         from decoders.engines.bench import round_residual
 
         runs = [self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate) for _ in range(repeats)]
-        return round_residual(costs, [(counters, decode) for _, counters, _, decode in runs])
+        return round_residual([(counters, decode, costs) for _, counters, _, decode in runs])
 
     def round_cost_along_runs(self) -> bool:
         """A drafting server's t_round is a residual of runs (``_round_seconds``)."""

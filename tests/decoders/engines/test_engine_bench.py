@@ -132,7 +132,8 @@ def test_engine_bench_forecast_against_other_prompts():
         [[1, 2, 3], [4, 5, 6]],
         **TWO_GAMMAS,
     )
-    assert engine.costed[0] == [7, 8, 9] and all(ids == [1, 2, 3] for ids in engine.costed[1:])
+    # the forecast's costs timed beside each of its 2 gammas' runs, then the bench's beside each repeat
+    assert engine.costed[:2] == [[7, 8, 9]] * 2 and all(ids == [1, 2, 3] for ids in engine.costed[2:])
     forecast = document["forecast"]
     for row in document["rows"]:
         expected = predicted_round(forecast["counters"][row["gamma"]], forecast["costs"])[3]
@@ -149,11 +150,12 @@ def test_engine_bench_forecast_against_other_prompts():
 
 
 class _LoadedCostsEngine(_CountingEngine):
-    """The stand-in whose forecast's call costs were timed under a load: 4.4 times what its runs then took."""
+    """The stand-in whose forecast's call costs (on its prompt [7, 8, 9]) were timed under a load: 4.4 times what its
+    runs then took."""
 
     def call_costs(self, ids, max_tokens):
         costs = super().call_costs(ids, max_tokens)
-        return dict(costs, t_verify=[4.4 * t for t in costs["t_verify"]]) if len(self.costed) == 1 else costs
+        return dict(costs, t_verify=[4.4 * t for t in costs["t_verify"]]) if list(ids) == [7, 8, 9] else costs
 
 
 def test_engine_bench_withholds_a_forecast_whose_costs_failed_against_shown():
@@ -267,7 +269,41 @@ def test_forecast_round_cost_against_its_own_runs():
     assert kept["forecast"]["costs"]["t_round"] == pytest.approx(0.050)
     assert kept["rows"][0]["forecast_speedup"] == pytest.approx(2 * 10 / 64)
     fast = {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}  # 16 ms a round by the model
-    assert round_residual(COSTS, [(fast, 0.150)]) == 0.0  # faster than its calls: clamped at 0
+    assert round_residual([(fast, 0.150, COSTS)]) == 0.0  # faster than its calls: clamped at 0
+
+
+class _DriftingEngine(_ResidualEngine):
+    """The residual stand-in on a machine 30% slower from its second cost timing on, calls and runs alike; its rounds
+    still take 3 ms beyond their calls."""
+
+    def __init__(self):
+        super().__init__(along=True)
+        self.timings = 0
+
+    def _factor(self) -> float:
+        return 1.3 if self.timings >= 2 else 1.0
+
+    def call_costs(self, ids, max_tokens):
+        self.timings += 1
+        costs = super().call_costs(ids, max_tokens)
+        return dict(costs, t_verify=[self._factor() * t for t in costs["t_verify"]], t_draft=self._factor() * 0.001)
+
+    def generate_ids(self, ids, horizon, sampling, speculate=0, seed=0):
+        tokens, counters, first, seconds = _CountingEngine.generate_ids(self, ids, horizon, sampling, speculate, seed)
+        return tokens, counters, first, self._factor() * seconds + 0.003 * counters.get("rounds", 0)
+
+
+def test_forecast_round_cost_against_costs_timed_beside_its_runs():
+    """The forecast times the engine's costs beside each gamma's runs, so a machine that slows by 30% between gamma 2's
+    runs and gamma 4's leaves the round's own 3 ms, not the drift. Control: gamma 4's runs (4 rounds of 18 ms at the
+    first timing's costs, 30% slower, + 3 ms each) against the first timing's costs give 0.3 x 18 + 3 = 8.4 ms."""
+    from decoders.engines.bench import engine_bench, round_residual
+
+    document = engine_bench(_DriftingEngine(), [[1, 2, 3]], **TWO_GAMMAS)
+    assert document["forecast"]["costs"]["t_round"] == pytest.approx(0.003)
+    first = _CountingEngine().call_costs([7, 8, 9], 5)
+    counters = {"num_draft_tokens": 16, "num_accepted_tokens": 8, "rounds": 4}
+    assert round_residual([(counters, 1.3 * 4 * 0.018 + 4 * 0.003, first)]) == pytest.approx(0.0084)
 
 
 def test_engine_forecast_interval_carries_its_prompts_jackknife():
