@@ -427,6 +427,7 @@ EARLIER_FORECASTS = (
     "vllm_suffix.json",
     "vllm_draft24_t0_first_model.json",
     "vllm_draft24_t1_first_model.json",
+    "vllm_draft24_t1_costs_once.json",
     *(
         f"vllm_{drafter}_t{temperature}_cost_prompt_round.json"
         for drafter in ("ngram", "suffix", "draft24")
