@@ -3,6 +3,7 @@ exists, and nothing cites files the repository does not carry. The pages (README
 exist, and the outputs they quote of the torch-free commands are what the commands print."""
 
 import json
+import math
 import re
 import shlex
 import statistics
@@ -460,6 +461,32 @@ def test_real_model_forecasts_against_their_results():
         f"{statistics.median(widths):.2f}"
     )
     assert summary in " ".join(page.split()), summary
+
+
+def test_engine_forecast_errors_against_their_sampling_errors():
+    """docs/findings/forecasts-real.md weighs the engines' rows of issue 97 by their own sampling error: the bench's
+    95% interval over its prompts and the forecast's jackknife, combined in log(forecast / measured)."""
+    page = " ".join((ROOT / "docs" / "findings" / "forecasts-real.md").read_text().split())
+    rows = []  # (log(forecast / measured), its standard error)
+    for path in REAL_FORECASTS[1:]:
+        for r in json.loads((ROOT / "results" / "forecasts_real" / path).read_text())["rows"]:
+            low, high = r["speedup_interval"]
+            measured = math.log(high / low) / 2 / 1.96
+            forecast = r["forecast_standard_error"] / r["forecast_speedup"]
+            rows.append((math.log(r["forecast_speedup"] / r["speedup"]), math.hypot(measured, forecast)))
+    errors = [e for _, e in rows]
+    z = [d / e for d, e in rows]
+    worst = sorted(range(len(z)), key=lambda i: -abs(z[i]))[:2]  # two rows tie at z = 2.37
+    for quoted in (
+        f"Over the engines' {len(rows)} rows",
+        f"standard error of {min(errors):.3f}-{max(errors):.3f} (median {statistics.median(errors):.3f})",
+        f"runs from {min(z):.2f} to {max(z):.2f}, its mean square {statistics.mean(v * v for v in z):.2f}",
+        f"{sum(v * v for v in z):.1f} over {len(rows)} rows",
+        f"its mean {statistics.mean(z):.2f} (standard error {1 / math.sqrt(len(rows)):.2f})",
+        f"forecast / measured {math.exp(statistics.mean(d for d, _ in rows)):.3f})",
+        *(f"(z = {z[i]:.2f}, standard error {errors[i]:.3f}, " for i in worst),
+    ):
+        assert quoted in page, quoted
 
 
 def test_llama_server_bench_rows_against_their_results():
