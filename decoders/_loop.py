@@ -17,7 +17,7 @@ import torch
 from decoders.models.protocol import check_model, model_calls, prefill_call, synchronize, tighten
 from decoders.results import Generation
 from decoders.sampling import History, Sampling, check_probs, history_of
-from spectheory.validation import as_int, as_positive_int
+from plumbing.validation import as_int, as_positive_int
 from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 __all__ = [

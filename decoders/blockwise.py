@@ -17,7 +17,7 @@ from decoders._loop import begin, decode, park, prefill
 from decoders.models.tinygpt import TinyGPT
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import GREEDY, check_probs
-from spectheory.validation import as_non_negative_int, as_positive_int, positive_int_fields
+from plumbing.validation import as_non_negative_int, as_positive_int, positive_int_fields
 
 __all__ = ["BlockwiseGPT", "BlockwiseConfig", "CRITERIA", "generate_blockwise"]
 

@@ -34,7 +34,7 @@ from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs, draw
 from decoders.verification import accept_tokens, draft_ratio, next_token_law
 from decoders.vocabulary import Vocabulary, shared_pieces
-from spectheory.validation import as_int
+from plumbing.validation import as_int
 from spectheory.vocabularies import METHODS
 
 __all__ = [

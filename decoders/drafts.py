@@ -21,7 +21,7 @@ from decoders.models.corpus import VOCAB_SIZE, encode_text, load_corpus, split_t
 from decoders.models.history import CopyDraft, NGramModel, SparseNGramModel, UniformModel
 from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
-from spectheory.registry import register
+from plumbing.registry import register
 
 __all__ = [
     "SHIPPED",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from decoders.sampling import Sampling, adjusted_probs, proposes
-from spectheory.validation import as_int, as_positive_int
+from plumbing.validation import as_int, as_positive_int
 
 __all__ = ["DynamicTree", "draft_dynamic", "row_children", "proposing", "confidence"]
 

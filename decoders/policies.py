@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from plumbing.validation import as_int, as_positive_int, as_probability
 from spectheory.metrics import HEURISTIC_START
-from spectheory.validation import as_int, as_positive_int, as_probability
 
 __all__ = [
     "DraftPolicy",

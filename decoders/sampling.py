@@ -21,7 +21,7 @@ from decoders.grammar import Grammar, GrammarSpec
 from decoders.mirostat import VERSIONS as MIROSTAT_VERSIONS
 from decoders.mirostat import Mirostat
 from decoders.sampler_state import History
-from spectheory.validation import as_non_negative_int, as_positive_int
+from plumbing.validation import as_non_negative_int, as_positive_int
 
 __all__ = [
     "Sampling",

@@ -38,7 +38,7 @@ from decoders.randomness import Randomness
 from decoders.results import DecodeStats, Generation
 from decoders.sampling import History, Sampling, adjusted_probs, processed_logits, proposes
 from decoders.verification import CHAIN_VERIFIERS, accept_block, accept_tokens, draft_ratio, next_token_law
-from spectheory.validation import as_positive_int
+from plumbing.validation import as_positive_int
 
 # Committed and start live in decoders._loop, shared with the tree decoder
 __all__ = [

@@ -9,7 +9,7 @@ import torch
 
 from decoders.speculative import SpeculativeStep
 from decoders.verification import token_at
-from spectheory.validation import as_probability
+from plumbing.validation import as_probability
 
 __all__ = ["TimingOnlyStep"]
 

@@ -25,8 +25,8 @@ from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.progress import progress_bar
 from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
-from spectheory.outputs import write_atomically
-from spectheory.validation import as_positive_int, positive_int_fields
+from plumbing.outputs import write_atomically
+from plumbing.validation import as_positive_int, positive_int_fields
 
 __all__ = [
     "TrainConfig",

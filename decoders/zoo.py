@@ -39,7 +39,7 @@ from decoders.training import (
     train_language_model,
     train_proposal_heads,
 )
-from spectheory.outputs import strict_loads, write_atomically, write_text
+from plumbing.outputs import strict_loads, write_atomically, write_text
 
 __all__ = [
     "ZOO",

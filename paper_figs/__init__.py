@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from spectheory.outputs import staged_directory
+from plumbing.outputs import staged_directory
 
 __all__ = ["SCRIPTS", "script", "make_all"]
 

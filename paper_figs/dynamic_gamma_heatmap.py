@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, plt, read_result, save
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 RESULT = "policy_gains.json"
 POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuristic", "HF +2/-1 schedule"))

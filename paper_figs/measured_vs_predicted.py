@@ -10,7 +10,7 @@ from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
 from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 RESULT = "bench_cpu.json"
 

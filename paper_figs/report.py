@@ -25,7 +25,7 @@ from decoders.bench.spec_bench.table import forecast_lines
 from decoders.results import by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
-from spectheory.outputs import staged_directory, write_json, write_text
+from plumbing.outputs import staged_directory, write_json, write_text
 from spectheory.recommendation import recommendation_words
 
 __all__ = ["write_report", "write_cross_vocabulary_report", "report_blocks", "render_markdown", "render_html"]

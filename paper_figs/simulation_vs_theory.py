@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
+from plumbing.outputs import write_json
 from sims.run import SimulationSpec, run_simulation
-from spectheory.outputs import write_json
 from spectheory.speedup import expected_tokens
 
 RESULT = "simulation_vs_theory.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from decoders.bench.spec_bench.table import category_rows
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 RESULT = "spec_bench_smollm2.json"
 

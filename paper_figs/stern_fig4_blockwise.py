@@ -11,7 +11,7 @@ from pathlib import Path
 
 from paper_figs.paper_data import STERN_BLOCKWISE
 from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 RESULT = "blockwise.json"
 MARKERS = {("exact", 1): ("o", "exact"), ("top_k", 2): ("s", "top-2"), ("top_k", 3): ("^", "top-3")}

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display is needed or used
 import matplotlib.pyplot as plt  # noqa: E402
 
-from spectheory.outputs import strict_loads, write_atomically, write_text  # noqa: E402
+from plumbing.outputs import strict_loads, write_atomically, write_text  # noqa: E402
 
 __all__ = [
     "COLUMN",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from paper_figs.paper_data import LEVIATHAN_TABLE_3_GPT
 from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
-from spectheory.outputs import write_json, write_text
+from plumbing.outputs import write_json, write_text
 
 RESULT = "alpha.json"
 

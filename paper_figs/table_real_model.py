@@ -13,10 +13,10 @@ from pathlib import Path
 
 from decoders.bench.rows import HFComparisonRow
 from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
+from plumbing.outputs import write_json
 from spectheory.calculator import gamma_table
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_gamma_row
-from spectheory.outputs import write_json
 
 RESULT = "real_smollm2.json"
 HEADER = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 RESULT = "trees.json"
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_count, as_positive_int, as_probability
 from sims._draws import RowSampler, leading_true_count
 from sims._stats import Estimate, as_generator, mean_estimate
 from spectheory.positional import MarkovAcceptance
-from spectheory.validation import as_count, as_positive_int, as_probability
 
 __all__ = ["AcceptanceRun", "MarkovRun", "simulate_iid", "simulate_positional", "simulate_markov"]
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from plumbing.validation import as_positive_int, as_probability, as_real
 from sims._draws import leading_true_count
 from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
-from spectheory.validation import as_positive_int, as_probability, as_real
 
 __all__ = ["BlockwiseRun", "simulate_blockwise", "conditional_accuracies"]
 

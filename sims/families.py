@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_distribution, as_distribution_pair, as_positive_int, as_probability, as_real
 from sims._stats import as_generator
 from spectheory.acceptance import acceptance_probability, expected_acceptance, total_variation
-from spectheory.validation import as_distribution, as_distribution_pair, as_positive_int, as_probability, as_real
 
 __all__ = [
     "FAMILIES",

@@ -18,13 +18,13 @@ from functools import cached_property
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_positive_int, as_probability, as_real
 from sims._draws import RowSampler, leading_true_count
 from sims._stats import Estimate, as_generator, ratio_estimate
 from sims.families import Contexts, contexts_with_alpha
 from spectheory.metrics import HEURISTIC_START
 from spectheory.optimum import best_choice
 from spectheory.speedup import oracle_gain
-from spectheory.validation import as_cost, as_positive_int, as_probability, as_real
 
 __all__ = [
     "PositionDraws",

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_int, as_probability
 from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
 from sims.families import family_contexts
@@ -23,7 +24,6 @@ from spectheory.positional import (
     markov_expected_tokens,
 )
 from spectheory.speedup import expected_tokens
-from spectheory.validation import as_cost, as_int, as_probability
 
 __all__ = ["PROCESSES", "SimulationSpec", "SimulationSummary", "run_simulation"]
 

@@ -13,12 +13,12 @@ import sys
 
 import numpy as np
 
+from plumbing.outputs import write_json
+from plumbing.timing import time_repeats
+from plumbing.validation import as_positive_int
 from sims.acceptance import simulate_iid
 from sims.families import contexts_with_alpha
 from sims.token_level import residual_weights, simulate_speculative
-from spectheory.outputs import write_json
-from spectheory.timing import time_repeats
-from spectheory.validation import as_positive_int
 
 __all__ = ["loop_token_level", "loop_iid", "main"]
 

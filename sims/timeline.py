@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_count, as_positive_int
 from sims._stats import Estimate, ratio_estimate
 from spectheory.costs import CostProfile
-from spectheory.validation import as_cost, as_count, as_positive_int
 
 __all__ = [
     "Timeline",

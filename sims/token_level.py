@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_distribution_pair, as_lenience, as_positive_int
 from sims._draws import RowSampler, categorical, leading_true_count
 from sims._stats import Estimate, Moments, as_generator, mean_estimate, ratio_estimate
 from sims.families import Contexts
 from spectheory.acceptance import excess, rejection_sampling_acceptance
 from spectheory.block_verification import CHAIN_VERIFIERS
-from spectheory.validation import as_cost, as_distribution_pair, as_lenience, as_positive_int
 
 __all__ = ["NO_TOKEN", "TokenLevelRun", "simulate_speculative", "simulate_rejection_sampling", "residual_weights"]
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_distribution_pair, as_positive_int
 from sims._draws import categorical
 from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
 from spectheory.acceptance import excess
 from spectheory.multidraft import TREE_RULES, kseq_correction, kseq_rho
 from spectheory.trees import Tree, check_rank_acceptance
-from spectheory.validation import as_distribution_pair, as_positive_int
 
 __all__ = [
     "MultiDraftResult",

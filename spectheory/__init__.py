@@ -3,10 +3,9 @@ docs/theory.md).
 
 Modules: ``acceptance`` (D_LK, beta, alpha, lenience), ``speedup`` (Eq. 1, Theorems 3.8 and 3.11,
 optimal gamma), ``positional`` (position-dependent and Markov acceptance), ``blockwise`` (Stern et
-al. 2018), ``block_verification`` (Sun et al. 2024), ``symbolic`` (sympy twins), ``calculator``, and
-the bottom layer every other package uses: ``validation`` (argument checks), ``outputs`` (the atomic
-writer) and ``timing`` (benchmark timing and host description). Numpy, scipy, sympy and the standard
-library only: these modules never import torch. ``cli`` is the ``spectheory`` command, the top layer.
+al. 2018), ``block_verification`` (Sun et al. 2024), ``symbolic`` (sympy twins), ``calculator``.
+Numpy, scipy, sympy, the standard library and ``plumbing`` (argument checks) only: these modules never import
+torch. The ``spectheory`` command is the ``cli`` package, the top floor (docs/project.md).
 """
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectheory.validation import SUM_TOLERANCE, as_distribution_pair, as_lenience, as_real
+from plumbing.validation import SUM_TOLERANCE, as_distribution_pair, as_lenience, as_real
 
 __all__ = [
     "excess",

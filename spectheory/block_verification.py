@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from plumbing.validation import as_distribution_pair
 from spectheory.acceptance import excess
 from spectheory.positional import accepted_count_distribution
-from spectheory.validation import as_distribution_pair
 
 __all__ = [
     "MAX_BLOCKS",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from plumbing.validation import as_count, as_probability, as_real
 from spectheory.positional import expected_tokens_positional
-from spectheory.validation import as_count, as_probability, as_real
 
 __all__ = ["expected_block_size", "model_calls"]
 

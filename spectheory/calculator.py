@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_probability, as_real
 from spectheory.costs import CostProfile
 from spectheory.optimum import best_choice
 from spectheory.recommendation import from_model
@@ -20,7 +21,6 @@ from spectheory.speedup import (
     oracle_speedup,
     walltime_improvement,
 )
-from spectheory.validation import as_cost, as_probability, as_real
 from spectheory.vocabularies import cross_vocabulary_speedup, cross_vocabulary_tokens
 
 __all__ = [

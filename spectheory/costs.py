@@ -26,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from plumbing.outputs import strict_loads
+from plumbing.validation import as_cost, as_count, as_positive_int, as_probability, as_real
 from spectheory.cost_checks import CostChecks
 from spectheory.metrics import per_position_from_conditional
 from spectheory.optimum import beats, first_best
-from spectheory.outputs import strict_loads
 from spectheory.positional import expected_iterations_along, expected_tokens_positional
 from spectheory.speedup import expected_tokens, optimal_gamma, walltime_improvement
-from spectheory.validation import as_cost, as_count, as_positive_int, as_probability, as_real
 
 #: The ``kind`` of a cost-profile document (``spectheory profile --out``; read by ``gamma --costs``).
 PROFILE_KIND = "spectheory cost profile"

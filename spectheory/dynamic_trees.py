@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spectheory.validation import as_positive_int
+from plumbing.validation import as_positive_int
 
 __all__ = [
     "CONFIDENCE_EDGES",

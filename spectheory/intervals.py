@@ -18,7 +18,7 @@ import statistics
 
 from scipy import stats
 
-from spectheory.validation import as_int
+from plumbing.validation import as_int
 
 __all__ = [
     "Z95",

@@ -33,8 +33,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from plumbing.validation import as_distribution_pair, as_positive_int
 from spectheory.acceptance import excess
-from spectheory.validation import as_distribution_pair, as_positive_int
 
 __all__ = [
     "TREE_RULES",

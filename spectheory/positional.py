@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from plumbing.validation import as_count, as_distribution, as_probability
 from spectheory.speedup import expected_tokens
-from spectheory.validation import as_count, as_distribution, as_probability
 
 __all__ = [
     "expected_tokens_positional",

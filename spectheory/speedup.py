@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from plumbing.validation import as_cost, as_count, as_probability, as_real
 from spectheory.optimum import beats
-from spectheory.validation import as_cost, as_count, as_probability, as_real
 
 __all__ = [
     "expected_tokens",

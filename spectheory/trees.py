@@ -29,9 +29,9 @@ from typing import Callable
 
 import numpy as np
 
+from plumbing.validation import as_int, as_positive_int, as_probability
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.optimum import beats, best_choice, first_best
-from spectheory.validation import as_int, as_positive_int, as_probability
 
 __all__ = [
     "Tree",

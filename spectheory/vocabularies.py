@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from plumbing.validation import SUM_TOLERANCE, as_cost, as_count, as_distribution, as_real
 from spectheory.speedup import expected_tokens
-from spectheory.validation import SUM_TOLERANCE, as_cost, as_count, as_distribution, as_real
 
 __all__ = [
     "METHODS",

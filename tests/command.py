@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from spectheory.cli import main
-from spectheory.outputs import strict_loads
+from cli import main
+from plumbing.outputs import strict_loads
 
 
 def not_strict_json(root: Path) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from spectheory.registry import register
+from plumbing.registry import register
 
 __all__ = [
     "STATISTICAL",

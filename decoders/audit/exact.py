@@ -37,7 +37,7 @@ from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, adjusted_probs, history_of, stop_padded
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, SpeculativeStep, refuse_inexact
 from decoders.tree import REFERENCE_TREE_STEP, TreeConfig, TreeStep, chain_config, check_tree_models, tree_room
-from spectheory.validation import as_positive_int
+from plumbing.validation import as_positive_int
 
 __all__ = [
     "Enumerator",

@@ -14,8 +14,8 @@ from decoders.policies import POLICIES
 from decoders.sampling import Sampling
 from decoders.tree import DynamicTree
 from decoders.verification import TREE_VERIFIERS
+from plumbing.validation import as_int, as_non_negative_int, as_positive_int
 from spectheory.trees import Tree
-from spectheory.validation import as_int, as_non_negative_int, as_positive_int
 from spectheory.vocabularies import METHODS as CROSS_METHODS
 
 __all__ = ["DECODERS", "METHODS", "SAMPLERS", "AuditRequest", "tree_shape", "MAX_EXACT_BRANCHES"]

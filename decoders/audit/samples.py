@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from decoders.audit.statistical import MAX_SAMPLES
-from spectheory.outputs import strict_loads, write_text
+from plumbing.outputs import strict_loads, write_text
 
 __all__ = ["EngineSamples", "read_samples", "read_rows", "check_continues", "write_rows"]
 

@@ -31,7 +31,7 @@ from decoders.speculative import (
     generate_speculative,
     refuse_inexact,
 )
-from spectheory.validation import as_int
+from plumbing.validation import as_int
 
 __all__ = ["TARGETS", "tiny_target", "tiny_draft", "sampler", "speculative_run", "stop_padding"]
 

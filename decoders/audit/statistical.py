@@ -52,7 +52,7 @@ from decoders.audit.battery import STATISTICAL, AuditTest, BatteryOutcome, bonfe
 from decoders.audit.exact import autoregressive_law
 from decoders.models.protocol import repeated
 from decoders.sampling import Sampling, adjusted_probs, after_stop, history_of, proposes
-from spectheory.validation import as_int, as_positive_int
+from plumbing.validation import as_int, as_positive_int
 
 __all__ = [
     "AuditReport",

@@ -1,6 +1,6 @@
 """Planted-bug tree decoders (docs/theory-trees.md §12): each overrides one phase of ``TreeStep`` with a mistake that
 engines and public re-implementations have shipped. The audits must catch every one
-(tests/decoders/test_tree_decoder.py, tests/spectheory/cli/test_audit_command.py)."""
+(tests/decoders/test_tree_decoder.py, tests/cli/test_audit_command.py)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ from decoders.audit.battery import (
     run_battery,
 )
 from decoders.audit.statistical import MIN_EXPECTED, POWER_Z
-from spectheory.validation import as_real
+from plumbing.validation import as_real
 
 __all__ = ["TwoSampleReport", "two_sample_test", "detectable_tv_two_sample"]
 

@@ -25,8 +25,8 @@ from decoders.randomness import seeded
 from decoders.results import DecodeStats
 from decoders.sampling import Sampling, adjusted_probs, history_of, processed_logits, proposes
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from plumbing.validation import as_int, as_lenience
 from spectheory.metrics import EngineCounts
-from spectheory.validation import as_int, as_lenience
 
 __all__ = [
     "AlphaEstimate",

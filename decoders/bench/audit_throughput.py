@@ -30,8 +30,8 @@ from decoders.bench.bench import environment
 from decoders.models.corpus import encode
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
-from spectheory.outputs import check_writable, write_json
-from spectheory.timing import Timing, time_interleaved
+from plumbing.outputs import check_writable, write_json
+from plumbing.timing import Timing, time_interleaved
 
 PROMPT = [1, 2]
 

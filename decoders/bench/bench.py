@@ -36,10 +36,10 @@ from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from plumbing.timing import cpu_name, speedup_interval, time_interleaved
+from plumbing.validation import as_int, as_positive_int, positive_int_fields
 from spectheory.optimum import best_choice
 from spectheory.speedup import walltime_improvement
-from spectheory.timing import cpu_name, speedup_interval, time_interleaved
-from spectheory.validation import as_int, as_positive_int, positive_int_fields
 
 __all__ = [
     "BenchSettings",
@@ -309,7 +309,7 @@ def bench_row(
     """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
     baseline's, the speculative decoder's) over ``rows`` prompts (or batches): the measured speedup (medians) with
     its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and
-    prompts (``spectheory.timing.speedup_interval``) and, with ``standard_error``, its standard error over the prompts
+    prompts (``plumbing.timing.speedup_interval``) and, with ``standard_error``, its standard error over the prompts
     (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction from the profile, with whether
     it is within max(10%, 2 SE) of the measurement."""
     grids = [seconds_grid(timings, name, rows) for name in names]  # [repeats][rows] each

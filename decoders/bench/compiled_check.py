@@ -18,8 +18,8 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.timing import TimingOnlyStep
+from plumbing.timing import repeat_ratios, time_interleaved
 from spectheory.costs import CostProfile
-from spectheory.timing import repeat_ratios, time_interleaved
 
 __all__ = ["CompiledSizes", "COMPILED_FULL", "COMPILED_DRY_RUN", "compiled_section"]
 

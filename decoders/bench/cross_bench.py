@@ -37,10 +37,10 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.vocabulary import TokenizerVocabulary, vocabulary_of
+from plumbing.timing import time_interleaved
 from spectheory.cost_checks import check_costs
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import forecast_interval, jackknife_error, leave_one_out
-from spectheory.timing import time_interleaved
 from spectheory.vocabularies import METHODS
 
 __all__ = ["pair_vocabularies", "cross_vocabulary_document", "SAME_TOKENIZER"]

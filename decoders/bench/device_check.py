@@ -32,9 +32,9 @@ from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import REFERENCE_STEP, SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, generate_tree
-from spectheory.outputs import write_json
-from spectheory.timing import PACKAGES, time_repeats
-from spectheory.validation import as_positive_int
+from plumbing.outputs import write_json
+from plumbing.timing import PACKAGES, time_repeats
+from plumbing.validation import as_positive_int
 
 __all__ = ["LlamaShape", "SHAPES", "CheckSizes", "FULL", "DRY_RUN", "Pair", "run_check", "REPORT_NAME"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from decoders import zoo
 from decoders.models.corpus import character_tokenizer
-from spectheory.outputs import staged_directory
+from plumbing.outputs import staged_directory
 
 __all__ = ["EXPORTABLE", "export_hf", "export_truncated_gguf"]
 
@@ -63,7 +63,7 @@ def export_truncated_gguf(source, out, layers: int) -> Path:
     from gguf import GGUFValueType, GGUFWriter
 
     from decoders.models.gguf import checked_reader
-    from spectheory.outputs import write_atomically
+    from plumbing.outputs import write_atomically
 
     architecture, reader = checked_reader(source)
     if architecture != "llama":

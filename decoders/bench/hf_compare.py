@@ -1,6 +1,6 @@
 """Our loops against Hugging Face ``generate`` on the same networks: the shipped TinyGPTs converted to GPT-2
 (identical logits), or Hugging Face model directories through the adapter, timed interleaved like every
-other benchmark (``spectheory.timing.time_interleaved``)."""
+other benchmark (``plumbing.timing.time_interleaved``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.timing import time_interleaved
+from plumbing.timing import time_interleaved
 
 __all__ = ["hf_comparison", "check_comparable"]
 

@@ -38,10 +38,10 @@ from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from plumbing.timing import repeat_ratios, time_interleaved
+from plumbing.validation import as_positive_int
 from spectheory.costs import CostProfile, forecast_speedup, width_priced
 from spectheory.optimum import best_choice
-from spectheory.timing import repeat_ratios, time_interleaved
-from spectheory.validation import as_positive_int
 
 __all__ = [
     "BENCH_POLICIES",

@@ -49,10 +49,10 @@ from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from plumbing.timing import Timing, time_interleaved, time_repeats
+from plumbing.validation import as_int
 from spectheory.cost_checks import CostChecks, check_costs
 from spectheory.costs import PROFILE_KIND, CostProfile
-from spectheory.timing import Timing, time_interleaved, time_repeats
-from spectheory.validation import as_int
 
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
@@ -287,7 +287,7 @@ class ProfileRecorder:
 
 
 def timed(run, *, repeats: int, warmup: int, device: torch.device | str) -> Timing:
-    """``spectheory.timing.time_repeats`` with the device synchronised around each timed call (CUDA)."""
+    """``plumbing.timing.time_repeats`` with the device synchronised around each timed call (CUDA)."""
     return time_repeats(run, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(device))
 
 

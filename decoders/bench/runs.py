@@ -27,9 +27,9 @@ from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import load_corpus
 from decoders.models.protocol import decode_path
 from decoders.progress import progress_bar
+from plumbing.validation import as_int, as_positive_int
 from spectheory.cost_checks import passed_checks
 from spectheory.recommendation import from_sweep
-from spectheory.validation import as_int, as_positive_int
 
 __all__ = [
     "alpha_document",

@@ -35,11 +35,11 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import DynamicTree, TreeConfig, breadth_first, generate_tree
+from plumbing.timing import repeat_ratios, time_interleaved
+from plumbing.validation import as_int
 from spectheory.metrics import EngineCounts
 from spectheory.optimum import best_choice
-from spectheory.timing import repeat_ratios, time_interleaved
 from spectheory.trees import Tree, expected_tokens_rank, optimal_tree
-from spectheory.validation import as_int
 
 __all__ = [
     "BENCH_TREE_BUDGETS",

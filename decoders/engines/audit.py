@@ -12,7 +12,7 @@ from decoders.engines.base import Engine, EngineRun, EngineSampling, capability
 from decoders.engines.greedy_audit import greedy_audit, greedy_lines
 from decoders.engines.registry import is_samples_file, speculation_fixed
 from decoders.engines.sampled_audit import SECOND_SIDE_SEED, engine_side, samples_side, two_sample_document
-from spectheory.validation import as_int
+from plumbing.validation import as_int
 
 __all__ = [
     "ENGINE_PROMPT",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from spectheory.validation import as_int, as_real
+from plumbing.validation import as_int, as_real
 
 __all__ = [
     "END",

@@ -21,7 +21,7 @@ t_draft + E[t_verify(m + 1)] + E[tokens] t_sample (+ E[t_draft_batch(m + 1)]). A
 costs, t_verify(1) + t_sample, and the predicted speedup is E[tokens] times that over a round's cost
 (``spectheory.costs.forecast_speedup``, the verify calls priced by ``width_priced``): no timing of the runs enters the
 prediction. The runs' own plain step (t_step) is reported beside, with the model's plain step over it. Each measured
-speedup has a 95% bootstrap interval over repeats and prompts (``spectheory.timing.speedup_interval``).
+speedup has a 95% bootstrap interval over repeats and prompts (``plumbing.timing.speedup_interval``).
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ import numpy as np
 
 from decoders.engines.base import EngineSampling, add_counters, capability
 from decoders.results import ResultRow
+from plumbing.timing import host, speedup_interval, units_needed
+from plumbing.validation import as_int, as_real
 from spectheory.cost_checks import CostChecks, check_costs, sweep_check
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_gamma_row
 from spectheory.recommendation import from_sweep, recommendation_words
-from spectheory.timing import host, speedup_interval, units_needed
-from spectheory.validation import as_int, as_real
 
 __all__ = [
     "EngineBenchRow",

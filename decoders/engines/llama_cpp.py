@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from decoders.engines.base import END, EngineRun, EngineSampling, add_counters, check_speculate
-from spectheory.timing import time_repeats
+from plumbing.timing import time_repeats
 
 __all__ = ["LlamaCppEngine", "default_threads", "import_llama_cpp", "proposal_counters"]
 

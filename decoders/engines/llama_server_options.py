@@ -105,7 +105,7 @@ class ServerOptions:
     GRAMMARS = {"json": {"type": "object"}}
 
     def __post_init__(self) -> None:
-        from spectheory.validation import as_int
+        from plumbing.validation import as_int
 
         if self.spec is not None and self.spec not in SPEC_TYPES:
             raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)} or none, got {self.spec!r}")

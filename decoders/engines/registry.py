@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from decoders.engines.base import Engine
-from spectheory.registry import register
+from plumbing.registry import register
 
 __all__ = [
     "EngineKind",

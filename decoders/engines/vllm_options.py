@@ -99,7 +99,7 @@ class VLLMOptions:
     INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context", "eager")
 
     def __post_init__(self) -> None:
-        from spectheory.validation import as_int
+        from plumbing.validation import as_int
 
         if self.method in NEEDS_GPU:
             raise ValueError(

@@ -327,7 +327,7 @@ def main(argv=None) -> int:
     import argparse
 
     from decoders.engines.build import ensure_vllm, vllm_home
-    from spectheory.outputs import check_writable, write_json
+    from plumbing.outputs import check_writable, write_json
 
     parser = argparse.ArgumentParser(
         prog="python3 -m decoders.engines.vllm_sampler", description=__doc__.split("\n\n")[0]
@@ -343,7 +343,7 @@ def main(argv=None) -> int:
     try:
         if args.out:
             check_writable(args.out)
-        from spectheory.validation import as_int
+        from plumbing.validation import as_int
 
         as_int("draws", args.draws, low=100, high=100_000_000)
         as_int("repeats", args.repeats, low=1, high=100_000)

@@ -31,8 +31,8 @@ from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
-from spectheory.outputs import check_writable, write_json
-from spectheory.validation import as_int
+from plumbing.outputs import check_writable, write_json
+from plumbing.validation import as_int
 
 __all__ = ["decoder_bench", "spec_bench", "engine_bench", "cross_vocabulary_bench", "ENGINE_PROMPT_LENGTH"]
 

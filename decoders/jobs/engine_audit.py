@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decoders.engines.audit import EngineAuditRequest, run_engine_audit
 from decoders.progress import progress_bar
-from spectheory.outputs import check_writable, write_json
+from plumbing.outputs import check_writable, write_json
 
 __all__ = ["audit_engine"]
 

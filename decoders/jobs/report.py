@@ -15,7 +15,7 @@ from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.recommend import recommend
 from decoders.bench.tasks import benchmark_prompts
 from decoders.jobs.spec_bench import ALL, measure_table
-from spectheory.outputs import check_writable, strict_loads
+from plumbing.outputs import check_writable, strict_loads
 
 __all__ = ["pair_report", "spec_bench_report", "saved_table", "cross_vocabulary_report"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from decoders.models.protocol import synchronize
-from spectheory.timing import time_interleaved
+from plumbing.timing import time_interleaved
 
 __all__ = ["cheapest_widths", "measure_call_seconds", "pad_cheapest_widths"]
 

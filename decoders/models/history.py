@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from decoders.models.base import PendingTree, append_history, check_shape, check_step, check_truncate, extend_tree
-from spectheory.validation import as_int, as_positive_int
+from plumbing.validation import as_int, as_positive_int
 
 __all__ = [
     "HistoryState",

@@ -22,7 +22,7 @@ from decoders.models.base import (
     path_slots,
     tree_layout,
 )
-from spectheory.validation import as_positive_int, positive_int_fields
+from plumbing.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
 

@@ -17,7 +17,7 @@ from decoders.bench.inputs import compiled_models, load_inputs
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 GAMMA, PROMPTS, PROMPT_LENGTH, NEW = 4, 3, 64, 48
 PAIRS = {"smollm2": ("smollm2", ["copy", "smollm2-draft"]), "shipped": (None, ["transformer"])}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from decoders.engines.base import EngineRun
 from decoders.engines.sampled_audit import compare_runs
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = (250, 500, 750, 1000, 1500, 2000, 3000)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from decoders.engines.base import EngineRun
 from decoders.engines.sampled_audit import compare_runs
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT, REPEAT = "llama_server_audit_match_t1.json", "llama_server_audit_rejection_t1_repeat.json"

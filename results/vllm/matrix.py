@@ -21,7 +21,7 @@ from decoders.engines import open_engine
 from decoders.engines.audit import ENGINE_PROMPT
 from decoders.engines.base import EngineSampling
 from decoders.engines.sampled_audit import SECOND_SIDE_SEED, engine_side, two_sample_document
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 HERE = Path(__file__).resolve().parent
 #: The audit's prompt with one sentence more: 65 SmolLM2 tokens, two of vLLM CPU's 32-token KV-cache blocks and one,

@@ -21,7 +21,7 @@ from decoders.engines import open_engine
 from decoders.engines.audit import ENGINE_PROMPT
 from decoders.engines.audit_model import against_model, check_model_law
 from decoders.engines.base import END, EngineRun
-from spectheory.outputs import write_json
+from plumbing.outputs import write_json
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,4 +1,4 @@
-"""Each command is one module of spectheory/cli (docs/project.md, "Layout"): it parses its flags, calls one library
+"""Each command is one module of cli (docs/project.md, "Layout"): it parses its flags, calls one library
 function and prints; apart from the shared flag modules it reaches no other CLI module. A negative control shows
 that a helper module is caught."""
 
@@ -13,16 +13,16 @@ FLAG_MODULES = {"options", "audit_flags", "bench_flags", "task_flags"}
 
 def command_spans(root: Path) -> dict:
     """command -> the CLI modules besides the flags that its module reaches through imports (lazy ones too)."""
-    from spectheory.cli.commands import COMMANDS
+    from cli.commands import COMMANDS
 
-    cli = root / "spectheory" / "cli"
+    cli = root / "cli"
 
     def reached(name: str) -> set:
         found = set()
         for node in ast.walk(ast.parse((cli / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spectheory.cli."):
-                found.add(node.module.split(".")[2])
-            elif isinstance(node, ast.ImportFrom) and node.module == "spectheory.cli":
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cli."):
+                found.add(node.module.split(".")[1])
+            elif isinstance(node, ast.ImportFrom) and node.module == "cli":
                 found |= {alias.name for alias in node.names if (cli / f"{alias.name}.py").exists()}
         return found - FLAG_MODULES - {name}
 
@@ -44,8 +44,8 @@ def test_each_command_is_one_module_besides_the_shared_flags():
 
 def test_command_span_check_catches_a_helper_module(tmp_path):
     """Negative control: a copy of the CLI whose gamma command imports a helper module."""
-    shutil.copytree(ROOT / "spectheory" / "cli", tmp_path / "spectheory" / "cli")
-    (tmp_path / "spectheory" / "cli" / "calibrated.py").write_text("")
-    gamma = tmp_path / "spectheory" / "cli" / "gamma.py"
-    gamma.write_text("from spectheory.cli import calibrated\n" + gamma.read_text())
+    shutil.copytree(ROOT / "cli", tmp_path / "cli")
+    (tmp_path / "cli" / "calibrated.py").write_text("")
+    gamma = tmp_path / "cli" / "gamma.py"
+    gamma.write_text("from cli import calibrated\n" + gamma.read_text())
     assert command_spans(tmp_path)["gamma"] == {"calibrated"}

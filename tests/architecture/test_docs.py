@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cli import main
 from decoders.bench.report.pair import summary_lines
 from decoders.bench.spec_bench.recommend import recommendation_lines
-from spectheory.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -619,8 +619,8 @@ def test_report_times_against_the_committed_reports():
     today's defaults, at most 4 minutes, results/report_full on --full's; the README states the first."""
     from dataclasses import asdict
 
+    from cli.report import FULL_SECONDS, MAIN_SECONDS
     from decoders.bench.report.pair import FULL_SETTINGS, ReportSettings
-    from spectheory.cli.report import FULL_SECONDS, MAIN_SECONDS
 
     for seconds, out, settings in (
         (MAIN_SECONDS, "report", ReportSettings()),

@@ -1,7 +1,7 @@
-"""The one-way layering of the project (docs/project.md, "Layout") over its four import roots (spectheory, sims,
-decoders, paper_figs) and the rooms of a floor of their own: theory <- sims, decoders <- decoders.bench,
-decoders.engines <- decoders.jobs <- paper_figs <- spectheory.cli; rooms of one floor never import each other, and no
-module imports itself back through others (no cycles).
+"""The one-way layering of the project (docs/project.md, "Layout") over its six import roots (plumbing, spectheory,
+sims, decoders, paper_figs, cli) and the rooms of a floor of their own: plumbing <- theory <- sims, decoders <-
+decoders.bench, decoders.engines <- decoders.jobs <- paper_figs <- cli; rooms of one floor never import each other,
+and no module imports itself back through others (no cycles).
 
 The first tests import in a fresh interpreter and look at ``sys.modules``; the last parses every import
 statement in the tree (also those inside functions), so a lazy import cannot hide a wrong direction.
@@ -17,18 +17,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_POINTS = ("spectheory.__main__",)  # the one place below the CLI that reaches up to it
-THEORY = sorted(
-    p.stem
-    for p in (ROOT / "spectheory").glob("*.py")
-    if f"spectheory.{p.stem}" not in ("spectheory.__init__",) + ENTRY_POINTS
-)
-HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "paper_figs", "spectheory.cli")
-THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory"}  # and the standard library
-LAYER = {"theory": 0, "sims": 1, "decoders": 1, "bench": 2, "engines": 2, "jobs": 3, "paper_figs": 4, "cli": 5}
+THEORY = sorted(p.stem for p in (ROOT / "spectheory").glob("*.py") if p.stem != "__init__")
+HEAVY = ("torch", "matplotlib", "tqdm", "sims", "decoders", "paper_figs", "cli")
+THEORY_MAY_IMPORT = {"numpy", "scipy", "sympy", "spectheory", "plumbing"}  # and the standard library
+PLUMBING_MAY_IMPORT = {"numpy", "plumbing"}  # and the standard library
+LAYER = {
+    "plumbing": 0,
+    "theory": 1,
+    "sims": 2,
+    "decoders": 2,
+    "bench": 3,
+    "engines": 3,
+    "jobs": 4,
+    "paper_figs": 5,
+    "cli": 6,
+}
 #: The rooms of a root that sit on a floor of their own (the root's other modules are the root's floor).
-ROOMS = {"decoders.bench": "bench", "decoders.engines": "engines", "decoders.jobs": "jobs", "spectheory.cli": "cli"}
-PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")  # the import roots: nothing else is installed
+ROOMS = {"decoders.bench": "bench", "decoders.engines": "engines", "decoders.jobs": "jobs"}
+PACKAGES = ("plumbing", "spectheory", "sims", "decoders", "paper_figs", "cli")  # the import roots: nothing else
 #: What a figure never imports: it draws from documents, and measurement is a job's (``decoders.jobs``).
 NOT_FOR_FIGURES = ("torch", "decoders.engines", "decoders.models", "decoders.bench.inputs")
 
@@ -50,11 +56,11 @@ def test_theory_modules_import_without_torch_or_the_other_layers():
 
 def test_gamma_command_imports_only_the_theory():
     code = (
-        "import contextlib, io\nfrom spectheory.cli import main\n"
+        "import contextlib, io\nfrom cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['gamma', '--alpha', '0.8']) == 0"
     )
     loaded = _loaded_after(code)
-    assert "spectheory.cli.gamma" in loaded and all(m.startswith("spectheory.cli") for m in loaded), loaded
+    assert "cli.gamma" in loaded and all(m.startswith("cli") for m in loaded), loaded
 
 
 def _layer(module: str, path: Path | None = None) -> str | None:
@@ -94,18 +100,14 @@ def _violations() -> list[str]:
             for line, imported in _imports(path):
                 target = _layer(imported)
                 where = f"{path.relative_to(ROOT)}:{line} imports {imported}"
-                entry = own in ENTRY_POINTS
-                if (
-                    layer == "theory"
-                    and not entry
-                    and imported.split(".")[0] not in THEORY_MAY_IMPORT | set(sys.stdlib_module_names)
-                ):
-                    problems.append(f"{where}: theory imports only numpy, scipy, sympy and the standard library")
+                allowed = {"theory": THEORY_MAY_IMPORT, "plumbing": PLUMBING_MAY_IMPORT}.get(layer)
+                if allowed and imported.split(".")[0] not in allowed | set(sys.stdlib_module_names):
+                    problems.append(
+                        f"{where}: {layer} imports only {', '.join(sorted(allowed))} and the standard library"
+                    )
                 if target is None or target == layer:
                     continue
-                if target == "cli" and not entry:
-                    problems.append(f"{where}: only the entry points import spectheory.cli")
-                elif target != "cli" and LAYER[target] >= LAYER[layer]:
+                if LAYER[target] >= LAYER[layer]:
                     problems.append(f"{where}: {layer} may not import {target}")
     return problems
 
@@ -155,11 +157,14 @@ def test_figure_import_check_catches_a_measurement(tmp_path):
 
 
 def test_the_import_roots_against_the_design():
-    """The distribution installs four import roots (pyproject.toml): every top-level package of the tree is one of
-    them, and the layer checks above walk all four."""
+    """The distribution installs six import roots (pyproject.toml): every top-level package of the tree is one of
+    them, and the layer checks above walk all six."""
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
     assert packages == set(PACKAGES)
-    assert 'include = ["spectheory*", "sims*", "decoders*", "paper_figs*"]' in (ROOT / "pyproject.toml").read_text()
+    assert (
+        'include = ["plumbing*", "spectheory*", "sims*", "decoders*", "paper_figs*", "cli*"]'
+        in (ROOT / "pyproject.toml").read_text()
+    )
 
 
 def test_imports_go_one_way_against_the_layer_order():
@@ -198,17 +203,20 @@ def test_models_are_the_decoders_lowest_layer_against_their_imports(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "line, fragment",
+    "path, line, fragment",
     [
-        ("import torch", "theory imports only"),
-        ("from decoders import sampling", "theory may not import decoders"),
+        ("spectheory/speedup.py", "import torch", "theory imports only"),
+        ("spectheory/speedup.py", "from decoders import sampling", "theory may not import decoders"),
+        ("plumbing/timing.py", "from spectheory import speedup", "plumbing may not import theory"),
+        ("plumbing/outputs.py", "import scipy", "plumbing imports only"),
+        ("paper_figs/table1.py", "from cli import main", "paper_figs may not import cli"),
     ],
 )
-def test_layer_check_catches_a_wrong_import(tmp_path, monkeypatch, line, fragment):
-    """Negative control: the same check on a copy of ``spectheory/speedup.py`` with one bad import added."""
-    copy = tmp_path / "spectheory"
-    copy.mkdir()
-    (copy / "speedup.py").write_text(line + "\n" + (ROOT / "spectheory" / "speedup.py").read_text())
+def test_layer_check_catches_a_wrong_import(tmp_path, monkeypatch, path, line, fragment):
+    """Negative control: the same check on a copy of one module with one bad import added."""
+    copy = tmp_path / path
+    copy.parent.mkdir()
+    copy.write_text(line + "\n" + (ROOT / path).read_text())
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert any(fragment in problem for problem in _violations())
 

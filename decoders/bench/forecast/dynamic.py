@@ -33,11 +33,11 @@ from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
 from decoders.tree import TreeConfig, generate_tree
+from plumbing.timing import time_interleaved
+from plumbing.validation import as_int
 from spectheory.costs import forecast_speedup
 from spectheory.dynamic_trees import calibrate_paths, expected_tokens_dynamic, replayed_tokens
 from spectheory.optimum import best_choice
-from spectheory.timing import time_interleaved
-from spectheory.validation import as_int
 
 __all__ = ["widest", "node_acceptance", "greedy_continuations", "forecast_dynamic"]
 

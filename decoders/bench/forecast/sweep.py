@@ -27,12 +27,12 @@ from decoders.randomness import seeded
 from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
+from plumbing.timing import units_needed
+from plumbing.validation import as_int
 from spectheory.cost_checks import CostChecks, sweep_check, tokens_check, withheld_line
 from spectheory.costs import CostProfile
 from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_choice, best_gamma_row
-from spectheory.timing import units_needed
-from spectheory.validation import as_int
 
 __all__ = [
     "FORECAST_SEED",

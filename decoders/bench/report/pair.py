@@ -56,11 +56,11 @@ from decoders.progress import progress_bar
 from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
+from plumbing.validation import as_int, as_non_negative_int, positive_int_fields
 from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
 from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep, recommendation_words
-from spectheory.validation import as_int, as_non_negative_int, positive_int_fields
 
 __all__ = [
     "ReportSettings",

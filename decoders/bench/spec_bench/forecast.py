@@ -41,10 +41,10 @@ from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.tree import TreeConfig, generate_tree
+from plumbing.timing import time_interleaved
 from spectheory.costs import CostProfile, forecast_speedup
 from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_choice
-from spectheory.timing import time_interleaved
 
 __all__ = [
     "SPEC_BENCH_FORECAST_QUESTIONS",

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from decoders.models.corpus import encode_text
-from spectheory.validation import as_int
+from plumbing.validation import as_int
 
 __all__ = [
     "TASK",

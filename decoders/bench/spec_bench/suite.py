@@ -42,8 +42,8 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, generate_tree, tree_room
-from spectheory.timing import time_interleaved
-from spectheory.validation import as_int
+from plumbing.timing import time_interleaved
+from plumbing.validation import as_int
 
 __all__ = ["DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts", "bench_category", "spec_bench_document"]
 

@@ -185,7 +185,7 @@ def test_speedup_interval_against_its_coverage():
     correct interval fails this with probability about 0.001: binomial(200, 0.95) < 180), and is narrower than
     +-15% (the median's half-width). Negative control: benches whose true speedup is 1.43 put 2 outside at least
     190 of 200 intervals."""
-    from spectheory.timing import speedup_interval
+    from plumbing.timing import speedup_interval
 
     generator = np.random.default_rng(5)
     tokens = np.array([10, 20, 40, 80])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from spectheory.cli import main
+from cli import main
 
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")

@@ -19,9 +19,9 @@ from decoders.bench.profile import SAMPLES, measure_profile
 from decoders.bench.rows import ForecastRow
 from decoders.bench.runs import bench_document
 from decoders.sampling import GREEDY
+from plumbing.timing import Timing, speedup_interval
 from spectheory.costs import CostProfile
 from spectheory.intervals import forecast_interval
-from spectheory.timing import Timing, speedup_interval
 
 
 def _row(gamma, speedup, interval):

@@ -1,0 +1,75 @@
+"""`spectheory schedule` against the cost model: per batch size the gamma CostProfile.optimal_gamma picks, printed
+in the engines' settings; bad input exits 2 with one line."""
+
+import json
+
+from cli import main
+from spectheory.costs import PROFILE_KIND, CostProfile
+
+
+def write_profile(path, batch_size, t_verify):
+    profile = CostProfile(
+        t_step=1.0,
+        t_draft=0.05 * batch_size,
+        t_verify=t_verify,
+        t_iteration=0.02,
+        acceptance=(0.8,) * (len(t_verify) - 1),
+        batch_size=batch_size,
+    )
+    path.write_text(json.dumps({"kind": PROFILE_KIND, "profile": profile.as_dict()}))
+    return profile
+
+
+def test_schedule_against_the_cost_model(tmp_path, capsys):
+    profiles = {
+        b: write_profile(tmp_path / f"b{b}.json", b, tuple(1.0 + 0.02 * b * k for k in range(9))) for b in (1, 8, 32)
+    }
+    assert main(["schedule", "--costs", *(str(tmp_path / f"b{b}.json") for b in (32, 1, 8)), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    gammas = {b: p.optimal_gamma() for b, p in profiles.items()}
+    assert [row["gamma"] for row in document["rows"]] == [gammas[1], gammas[8], gammas[32]]
+    assert gammas[1] > gammas[32]  # verification and drafts cost more at larger batches
+    assert document["draft_len_schedule"] == {str(b): g for b, g in gammas.items()}
+    assert document["num_speculative_tokens_per_batch_size"] == [
+        [1, 7, gammas[1]],
+        [8, 31, gammas[8]],
+        [32, None, gammas[32]],
+    ]
+
+
+def test_schedule_refuses_two_profiles_at_one_batch_size(tmp_path, capsys):
+    write_profile(tmp_path / "a.json", 4, (1.0, 1.1, 1.2))
+    write_profile(tmp_path / "b.json", 4, (1.0, 1.1, 1.2))
+    assert main(["schedule", "--costs", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "two cost profiles at batch size 4" in error
+
+
+def test_schedule_from_a_batch_sweep_against_its_measurements(tmp_path, capsys):
+    """A bench's batch sweep holds a profile per batch size and temperature and the speedups measured at its
+    gammas: the schedule is the cost model's at the asked temperature, and each measured best gamma is printed
+    beside it (0 where nothing measured above 1x)."""
+    profiles = {
+        b: write_profile(tmp_path / "unused.json", b, tuple(1.0 + 0.02 * b * k for k in range(5))) for b in (1, 32)
+    }
+    measured = {(1, 2): 1.3, (1, 4): 1.5, (32, 2): 0.9, (32, 4): 0.7}
+    sweep = {
+        "batches": {
+            "profiles": {f"{b},{t}": p.as_dict() for b, p in profiles.items() for t in ("0", "1")},
+            "rows": [{"batch_size": b, "temperature": 0.0, "gamma": g, "speedup": s} for (b, g), s in measured.items()],
+        }
+    }
+    (tmp_path / "bench.json").write_text(json.dumps(sweep))
+    assert main(["schedule", "--costs", str(tmp_path / "bench.json"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [row["gamma"] for row in rows] == [profiles[1].optimal_gamma(), profiles[32].optimal_gamma()]
+    assert [(row["measured_speedup"], row["measured_best_gamma"]) for row in rows] == [
+        ({"2": 1.3, "4": 1.5}, 4),
+        ({"2": 0.9, "4": 0.7}, 0),
+    ]
+    assert main(["schedule", "--costs", str(tmp_path / "bench.json"), "--temperature", "0.5"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "has no temperature 0.5 (it has 0, 1)" in error
+    (tmp_path / "other.json").write_text(json.dumps({"rows": []}))
+    assert main(["schedule", "--costs", str(tmp_path / "other.json")]) == 2
+    assert "is not a cost profile" in capsys.readouterr().err
