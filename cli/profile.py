@@ -12,10 +12,10 @@ import sys
 import torch
 
 from cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
-from decoders.bench.alpha import text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import check_batch_size, measure_profile, profile_document
+from decoders.bench.prompts import text_windows
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, write_json
 from plumbing.validation import as_positive_int

@@ -18,10 +18,12 @@ from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.bench.bench import MAX_REPEATS
 from decoders.bench.bench_lines import cross_vocabulary_lines
-from decoders.bench.report.pair import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportSettings, summary_lines
+from decoders.bench.report.pair import summary_lines
+from decoders.bench.report.settings import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportRun, ReportSettings
+from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
 from decoders.bench.spec_bench.recommend import recommendation_lines
-from decoders.jobs.report import cross_vocabulary_report, pair_report, spec_bench_report
+from decoders.jobs.report import SpecBenchReportRun, cross_vocabulary_report, pair_report, spec_bench_report
 from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_cross_vocabulary_report, write_report, write_spec_bench_report
@@ -122,55 +124,55 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     check_beside(args)
-    if args.cross_vocabulary is not None:
-        for method in args.cross_vocabulary:
-            if method not in CROSS_METHODS:
-                raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
-        if args.task is not None or args.from_table or args.full:
-            raise ValueError("--cross-vocabulary reports on held-out windows: drop --task, --from and --full")
-        document = cross_vocabulary_report(
-            _settings(args),
-            args.cross_vocabulary,
-            target=args.target,
-            draft=args.draft or "transformer",
-            beside=tuple(args.beside or ()),
-            text=args.text,
-            device=args.device,
-            out=args.out,
-        )
-        paths = write_cross_vocabulary_report(document, args.out, command=args.command_line)
-        lines = cross_vocabulary_lines(document)
-    elif is_spec_bench(args.task):
-        table, recommendation = spec_bench_report(
-            report_spec_bench_settings(args),
-            args.task,
+    if args.cross_vocabulary is not None and (args.task is not None or args.from_table or args.full):
+        raise ValueError("--cross-vocabulary reports on held-out windows: drop --task, --from and --full")
+    if args.from_table and not is_spec_bench(args.task):
+        raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
+    if is_spec_bench(args.task):
+        request = SpecBenchReportRun(
+            settings=report_spec_bench_settings(args),
+            task=args.task,
             draft=args.draft or ALL,
             from_table=args.from_table,
             target=args.target,
             device=args.device,
             compile=args.compile,
             out=args.out,
-            forecast_questions=args.forecast_prompts,
+            command=args.command_line,
+            forecast_questions=SPEC_BENCH_FORECAST_QUESTIONS
+            if args.forecast_prompts is None
+            else args.forecast_prompts,
         )
-        paths = write_spec_bench_report(table, recommendation, args.out, command=args.command_line)
+        table, recommendation = spec_bench_report(request)
+        paths = write_spec_bench_report(table, recommendation, request.out, command=request.command)
         lines = recommendation_lines(recommendation)
-    elif args.from_table:
-        raise ValueError(f"--from reads a Spec-Bench table: give --task {TASK}")
     else:
-        document = pair_report(
-            _settings(args),
+        request = ReportRun(
+            settings=_settings(args),
             target=args.target,
-            draft=args.draft or "transformer",  # checked first
+            draft=args.draft or "transformer",
             text=args.text,
             device=args.device,
             compile=args.compile,
             out=args.out,
             command=args.command_line,
+            cross_vocabulary=tuple(args.cross_vocabulary or ()),
+            beside=tuple(args.beside or ()),
         )
-        paths, lines = write_report(document, args.out), summary_lines(document.as_dict())
+        paths, lines = _pair_or_cross_vocabulary(request)
     print("\n".join(lines))
     print(
         f"wrote {', '.join(str(path) for path in paths if path.suffix in ('.md', '.html', '.json'))} "
         f"in {time.perf_counter() - started:.0f} s"
     )
     return 0
+
+
+def _pair_or_cross_vocabulary(request: ReportRun) -> tuple:
+    """The files written and the lines printed of a report on a pair, or on a draft of another tokenizer."""
+    if request.cross_vocabulary:
+        document = cross_vocabulary_report(request)
+        paths = write_cross_vocabulary_report(document, request.out, command=request.command)
+        return paths, cross_vocabulary_lines(document)
+    document = pair_report(request)
+    return write_report(document, request.out), summary_lines(document.as_dict())

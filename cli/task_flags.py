@@ -1,4 +1,4 @@
-"""``--task``: a task on the held-out text (``decoders.bench.tasks``) or Spec-Bench
+"""``--task``: a task on the held-out text (``decoders.bench.prompts``) or Spec-Bench
 (``decoders.bench.spec_bench.questions``), and the settings a Spec-Bench bench takes unless the user gives them
 (docs/measuring.md, "Spec-Bench")."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.prompts import TASKS
 from decoders.bench.spec_bench.questions import CATEGORIES, TASK, is_spec_bench, spec_bench_categories
 from decoders.bench.spec_bench.suite import SUITE_SETTINGS
-from decoders.bench.tasks import TASKS
 
 #: A Spec-Bench bench's defaults (``decoders.bench.spec_bench.suite.SUITE_SETTINGS``): two questions per category, 32
 #: new tokens, greedy, no batch sweep -- the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).

@@ -4,6 +4,7 @@ import numpy as np
 import torch
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.inputs import Pair
 from decoders.bench.tree_bench import bench_trees
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 
@@ -27,13 +28,11 @@ def small_tree_document(draft=None, budgets=(4, 8), dynamic=None) -> dict:
         0, VOCAB, (SETTINGS.prompts, SETTINGS.prompt_length), generator=torch.Generator().manual_seed(1)
     )
     return bench_trees(
-        target,
-        draft if draft is not None else tiny_gpt(1),
+        Pair(target, draft if draft is not None else tiny_gpt(1), draft_name="tiny"),
         prompts,
         held_out(),
         SETTINGS,
         budgets=budgets,
-        draft_name="tiny",
         dynamic=dynamic,
         progress=False,
     )

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.prompts import text_windows
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
@@ -36,7 +37,6 @@ __all__ = [
     "SKIP",
     "window_shape",
     "check_windows",
-    "text_windows",
     "betas_along_text",
     "accepted_and_verified",
     "engine_metrics",
@@ -96,17 +96,6 @@ def window_shape(*models) -> dict:
     among them, of which the first ``SKIP`` (at most half) are not counted."""
     length = min([WINDOW] + [m.max_context for m in models if getattr(m, "max_context", None)])
     return {"length": length, "skip": min(SKIP, length // 2)}
-
-
-def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
-    """``count`` seeded windows ``[count, length]`` int64 of a token stream (the same for every draft)."""
-    if length > len(stream):
-        raise ValueError(
-            f"the held-out text has {len(stream)} tokens, fewer than a window of {length}: give longer "
-            f"text or shorter windows"
-        )
-    starts = np.random.default_rng(seed).integers(0, len(stream) - length + 1, size=count)
-    return torch.from_numpy(np.stack([stream[s : s + length] for s in starts]).astype(np.int64))
 
 
 @torch.no_grad()

@@ -14,9 +14,10 @@ from decoders.audit.battery import power_line
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
 from decoders.audit.samples import read_samples
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import acceptance_calibration, text_windows
+from decoders.bench.alpha import acceptance_calibration
 from decoders.bench.cross_bench import pair_vocabularies
-from decoders.bench.inputs import check_tokenizers, encode_text, read_text
+from decoders.bench.inputs import Pair, check_tokenizers, encode_text, read_text
+from decoders.bench.prompts import text_windows
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary
 from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
 from decoders.models.hf_generate import assisted_options, hf_generate
@@ -424,8 +425,7 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
 
 
 def audit_pair(
-    target,
-    draft,
+    pair: Pair,
     prompt: list,
     config: SpeculativeConfig,
     *,
@@ -437,6 +437,7 @@ def audit_pair(
 ) -> statistical.AuditReport:
     """The statistical audit of speculative decoding on a loaded pair (the report's audit); ``step`` the iteration
     (a mutant's, for a negative control)."""
+    target, draft = pair.target, pair.draft
     generate = setups.speculative_run(target, draft, prompt, config, horizon, step=step)
     sample = setups.sampler(
         generate,

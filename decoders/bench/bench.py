@@ -28,6 +28,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
 from decoders.bench.rows import BenchRow, BlockwiseRow
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
@@ -374,13 +375,10 @@ def with_theorem(measured: list, c: float) -> tuple[float | None, list]:
 
 @torch.no_grad()
 def bench_pair(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     settings: BenchSettings,
     *,
-    target_name: str = "target",
-    draft_name: str = "draft",
     progress: bool | None = None,
     greedy: list | None = None,
 ) -> BenchReport:
@@ -388,6 +386,7 @@ def bench_pair(
     profile (``decoders.bench.profile``), all timed interleaved prompt by prompt and repeat by repeat, every
     temperature in the same repeats (drift of the machine hits every row alike, docs/theory.md §9). ``greedy``:
     each prompt's greedy autoregressive tokens, which every T = 0 row compares with its own, prompt by prompt."""
+    target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
     device, s = target.device, settings
     prompts = prompts.to(device)
     rows, autoregressive, alphas, profiles, costs, measures = [], {}, {}, {}, {}, {}

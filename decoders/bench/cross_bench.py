@@ -23,11 +23,10 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
-from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import verify_widths_job
+from decoders.bench.prompts import draw_prompts
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
-from decoders.bench.tasks import benchmark_prompts
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
 from decoders.drafts import open_draft
 from decoders.models.hf_generate import assisted_options, hf_generate
@@ -371,10 +370,10 @@ def cross_vocabulary_document(
     vocabularies = pair_vocabularies(inputs.tokenizer, draft_tokenizer)
     same = _same_tokenizer_drafts(beside, inputs, vocabularies[0], device, dtype)
     pair = (inputs.target, draft_model, vocabularies)
-    draw = lambda count, seed: benchmark_prompts(inputs, None, count, settings.prompt_length, seed)  # noqa: E731
-    prompts = draw(settings.prompts, settings.seed)
-    others = other_prompts(lambda count: draw(count, FORECAST_SEED), forecast_prompts, prompts).tolist()
-    prompts = prompts.tolist()
+    drawn = draw_prompts(
+        inputs, None, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=forecast_prompts
+    )
+    prompts, others = drawn.sweep.tolist(), [] if drawn.forecast is None else drawn.forecast.tolist()
     transformers = _transformers(inputs, draft_model, draft_tokenizer, prompts, settings) if hf else None
     timed = (len(methods) + len(same)) * len(settings.gammas)
     per_temperature = 1 + timed + (1 + len(settings.gammas) if hf else 0)

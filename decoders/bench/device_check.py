@@ -21,11 +21,12 @@ import torch
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import text_windows
 from decoders.bench.audit import audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
+from decoders.bench.inputs import Pair as LoadedPair
 from decoders.bench.profile import efficiency, measure_profile, profile_document, verify_widths_job
+from decoders.bench.prompts import text_windows
 from decoders.drafts import open_draft
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
@@ -291,9 +292,9 @@ def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dic
     config = SpeculativeConfig(4, Sampling(1.0))
     bug = mutants.mutant(CONTROL_MUTANT)
     reports = {
-        "reference": audit_pair(target, draft, prompt, config, horizon=4, n=n, seed=seed, progress=False),
+        "reference": audit_pair(LoadedPair(target, draft), prompt, config, horizon=4, n=n, seed=seed, progress=False),
         f"{CONTROL_MUTANT} (must fail)": audit_pair(
-            target, draft, prompt, config, horizon=4, n=n, seed=seed, progress=False, step=bug.step
+            LoadedPair(target, draft), prompt, config, horizon=4, n=n, seed=seed, progress=False, step=bug.step
         ),
     }
     return {

@@ -25,6 +25,7 @@ from decoders.models.corpus import encode_text, load_corpus, split_text
 from decoders.models.protocol import compiled_model
 
 __all__ = [
+    "Pair",
     "Inputs",
     "load_inputs",
     "load_text_inputs",
@@ -33,11 +34,13 @@ __all__ = [
     "read_text",
     "check_tokenizers",
     "SHIPPED_TEXT",
+    "SHIPPED_TARGET",
     "COMPILE",
     "compiled_models",
 ]
 
 SHIPPED_TEXT = "the shipped corpus's held-out split"
+SHIPPED_TARGET = "shipped target"  # the documents' name for the shipped pair's target
 #: --compile: the compiled path on CUDA only (auto), everywhere it applies (on), never (off) (docs/gpu.md)
 COMPILE = ("auto", "on", "off")
 HELD_OUT_CHARACTERS = 400_000  # of the held-out split, for models with their own tokenizer (~100k tokens)
@@ -59,6 +62,21 @@ class Inputs:
     def held_out_text(self) -> str:
         """The held-out text as characters (task prompts are built from it)."""
         return split_text(True) if self.contents is None else self.contents
+
+    def pair(self, draft: str, target_name: str = "target") -> Pair:
+        """The target with the draft named ``draft``, under those names."""
+        return Pair(self.target, self.drafts[draft], target_name=target_name, draft_name=draft)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A target and a draft measured together, under the names their documents give them: what every measurement
+    of a pair takes whole (the bench, the forecast, the audit, trees and policies; docs/measuring.md)."""
+
+    target: object  # decoders.models.protocol.CausalModel
+    draft: object
+    target_name: str = "target"
+    draft_name: str = "draft"
 
 
 def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:

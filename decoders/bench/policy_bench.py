@@ -28,9 +28,11 @@ import numpy as np
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics, text_windows
+from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics
 from decoders.bench.bench import BenchSettings, environment, model_dtype
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import profile_jobs
+from decoders.bench.prompts import text_windows
 from decoders.bench.rows import PolicyRow
 from decoders.models.protocol import synchronize
 from decoders.policies import POLICIES, DraftPolicy, make_policy
@@ -177,21 +179,19 @@ def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: 
 
 
 def bench_policies(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     held_out: np.ndarray,
     settings: BenchSettings,
     *,
     policies=BENCH_POLICIES,
-    target_name: str = "target",
-    draft_name: str = "draft",
     progress: bool | None = None,
     calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0],
 ) -> dict:
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
     ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
     passes its own budget). Returns the JSON document."""
+    target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
     policies, new = check_policies(policies), settings.max_new_tokens
     # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
     contexts = [model.max_context for model in (target, draft) if model.max_context is not None]

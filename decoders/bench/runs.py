@@ -14,15 +14,13 @@ from decoders.bench import alpha, bench, policy_bench, tree_bench
 from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
-    FORECAST_SEED,
     checked_against_sweep,
     forecast_sweep,
     judge_forecast,
-    other_prompts,
 )
-from decoders.bench.inputs import load_inputs
+from decoders.bench.inputs import SHIPPED_TARGET, load_inputs
+from decoders.bench.prompts import benchmark_prompts, draw_prompts, text_windows
 from decoders.bench.spec_bench.questions import spec_bench_categories, spec_bench_prompts
-from decoders.bench.tasks import benchmark_prompts
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import load_corpus
 from decoders.models.protocol import decode_path
@@ -49,7 +47,7 @@ __all__ = [
 
 def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
     """``count`` seeded held-out windows ``[count, length]`` of the shipped corpus."""
-    return alpha.text_windows(load_corpus().held_out, count, length, seed)
+    return text_windows(load_corpus().held_out, count, length, seed)
 
 
 def alpha_document(
@@ -167,7 +165,7 @@ def bench_document(
     """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
     ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
     networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
-    are that task's (``decoders.bench.tasks``) instead of windows of the text. With ``forecast_prompts``, first the
+    are that task's (``decoders.bench.prompts``) instead of windows of the text. With ``forecast_prompts``, first the
     forecast of the sweep from that many other prompts, the first ``forecast_cost_prompts`` timed over
     ``forecast_repeats`` (``decoders.bench.forecast.sweep``), judged on the sweep's rows."""
     if hf_gamma is not None:
@@ -183,33 +181,21 @@ def bench_document(
         from decoders.bench.hf_compare import check_comparable
 
         check_comparable(target_model, model)
-    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
-    ahead = None
+    drawn = draw_prompts(
+        inputs, task, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=forecast_prompts
+    )
+    prompts, ahead = drawn.sweep, None
     if forecast_prompts:
-        other = other_prompts(
-            lambda n: benchmark_prompts(inputs, task, n, settings.prompt_length, settings.seed + FORECAST_SEED),
-            forecast_prompts,
-            prompts,
-        )
         ahead = forecast_sweep(
-            target_model,
-            model,
-            other,
+            inputs.pair(draft),
+            drawn.forecast,
             settings,
             repeats=forecast_repeats,
             cost_prompts=forecast_cost_prompts,
             progress=progress,
         )
     swept = time.perf_counter()
-    report = bench.bench_pair(
-        target_model,
-        model,
-        prompts,
-        settings,
-        target_name=target or "shipped target",
-        draft_name=draft,
-        progress=progress,
-    )
+    report = bench.bench_pair(inputs.pair(draft, target or SHIPPED_TARGET), prompts, settings, progress=progress)
     document = dict(
         report.as_dict(),
         text=inputs.text,
@@ -237,7 +223,7 @@ def bench_document(
         for t in settings.temperatures
     }
     if settings.batch_sizes:
-        pool = alpha.text_windows(
+        pool = text_windows(
             inputs.held_out,
             max(settings.batch_prompts(b) for b in settings.batch_sizes),
             settings.prompt_length,
@@ -271,14 +257,11 @@ def tree_document(
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = tree_bench.bench_trees(
-        inputs.target,
-        inputs.drafts[draft],
+        inputs.pair(draft, target or SHIPPED_TARGET),
         prompts,
         inputs.held_out,
         settings,
         budgets=budgets,
-        target_name=target or "shipped target",
-        draft_name=draft,
         dynamic=dynamic,
         progress=progress,
     )
@@ -304,14 +287,11 @@ def policy_document(
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
     prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
     document = policy_bench.bench_policies(
-        inputs.target,
-        inputs.drafts[draft],
+        inputs.pair(draft, target or SHIPPED_TARGET),
         prompts,
         inputs.held_out,
         settings,
         policies=policies,
-        target_name=target or "shipped target",
-        draft_name=draft,
         progress=progress,
     )
     return dict(document, text=inputs.text, task=task)
@@ -376,9 +356,7 @@ def real_model_document(
     for draft, task, gammas in cells:
         swept = replace(settings, gammas=tuple(gammas))
         prompts = benchmark_prompts(inputs, task, swept.prompts, swept.prompt_length, swept.seed)
-        report = bench.bench_pair(
-            inputs.target, inputs.drafts[draft], prompts, swept, target_name=target, draft_name=draft, progress=progress
-        )
+        report = bench.bench_pair(inputs.pair(draft, target), prompts, swept, progress=progress)
         cell = {"draft": draft, "task": task, "bench": report.as_dict()}
         if task == hf_task:
             from decoders.bench.hf_compare import hf_comparison

@@ -25,9 +25,10 @@ import numpy as np
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import text_windows
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.forecast.dynamic import forecast_dynamic
+from decoders.bench.inputs import Pair
+from decoders.bench.prompts import text_windows
 from decoders.bench.rows import TreeRow
 from decoders.models.protocol import has_tree, synchronize
 from decoders.progress import progress_bar
@@ -279,15 +280,12 @@ def _judged(row: TreeRow, forecast: dict | None) -> TreeRow:
 
 
 def bench_trees(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     held_out: np.ndarray,
     settings: BenchSettings,
     *,
     budgets=BENCH_TREE_BUDGETS,
-    target_name: str = "target",
-    draft_name: str = "draft",
     dynamic: tuple | None = None,
     progress: bool | None = None,
     held_out_windows: int = HELD_OUT_WINDOWS[0],
@@ -297,6 +295,7 @@ def bench_trees(
     (branching, depth) too); rank frequencies from ``held_out_windows`` windows of ``held_out`` (token ids) and
     from the target's greedy continuations; each tree's one-call timing ``call_repeats`` times (the report passes
     its own budget for both). Returns the JSON document."""
+    target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
     budgets = check_budgets(budgets)
     new = settings.max_new_tokens
     if not has_tree(draft):

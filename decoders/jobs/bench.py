@@ -13,14 +13,14 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines
-from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS, FORECAST_SEED, other_prompts
+from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from decoders.bench.prompts import benchmark_prompts, draw_prompts
 from decoders.bench.rows import TableRow
 from decoders.bench.runs import bench_document, policy_document, tree_document
 from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
-from decoders.bench.tasks import benchmark_prompts
 from decoders.bench.tree_bench import check_budgets, check_dynamic, tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed
 from decoders.engines.bench import check_benchable, engine_bench_lines, server_bench
@@ -270,14 +270,8 @@ def engine_bench(
             command,
         )
     inputs = load_inputs(str(engine.model_path), [])
-    rows = [row.tolist() for row in benchmark_prompts(inputs, task, prompts, length, seed)]
-    other = (
-        other_prompts(
-            lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED), forecast_prompts, rows
-        ).tolist()
-        if forecast_prompts
-        else None
-    )
+    drawn = draw_prompts(inputs, task, (prompts, length), seed=seed, forecast=forecast_prompts)
+    rows, other = drawn.sweep.tolist(), None if drawn.forecast is None else drawn.forecast.tolist()
     with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
         document = measure_engine(
             engine,

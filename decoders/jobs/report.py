@@ -5,54 +5,52 @@ return (report.json, report.md, report.html and the figures) into the output dir
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from decoders.bench.audit import AuditRequest, run_audit
 from decoders.bench.bench import BenchSettings
-from decoders.bench.forecast.sweep import FORECAST_SEED, other_prompts
+from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.inputs import load_inputs
-from decoders.bench.report.pair import ReportSettings, measure_pair
+from decoders.bench.prompts import draw_prompts
+from decoders.bench.report.document import ReportDocument
+from decoders.bench.report.pair import measure_pair
+from decoders.bench.report.settings import ReportRun
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.recommend import recommend
-from decoders.bench.tasks import benchmark_prompts
 from decoders.jobs.spec_bench import ALL, measure_table
+from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, strict_loads
 
-__all__ = ["pair_report", "spec_bench_report", "saved_table", "cross_vocabulary_report"]
+__all__ = ["SpecBenchReportRun", "pair_report", "spec_bench_report", "saved_table", "cross_vocabulary_report"]
 
 
-def pair_report(
-    settings: ReportSettings,
-    *,
-    target=None,
-    draft: str = "transformer",
-    text=None,
-    device="cpu",
-    compile: str = "auto",
-    out: str = "report",
-    command: str | None = None,
-):
-    """The report's document (``decoders.bench.report.document.ReportDocument``) on ``target`` and ``draft`` (the
-    shipped pair by default) under ``settings``."""
-    check_writable(out, directory=True)
-    inputs = load_inputs(target, [draft], text=text, device=device, compile=compile)
+@dataclass(frozen=True)
+class SpecBenchReportRun:
+    """``report --task spec-bench``: a draft and gamma per Spec-Bench category from the whole table, measured on
+    ``settings`` (forecast first from ``forecast_questions`` other questions per category) or read ``from_table``."""
 
-    def draw(count: int, offset: int):
-        return benchmark_prompts(inputs, settings.task, count, settings.prompt_length, settings.seed + offset)
+    settings: BenchSettings
+    task: str  # spec-bench[:CATEGORY,...]
+    draft: str = ALL
+    from_table: str | None = None  # a table written by bench --task spec-bench --draft all --out FILE
+    target: str | None = None
+    device: str = "cpu"
+    compile: str = "auto"
+    out: str = "report"
+    command: str = ""
+    forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS
 
-    prompts = draw(settings.prompts, 1)
-    document = measure_pair(
-        inputs.target,
-        inputs.drafts[draft],
-        target_name=target or "shipped target",
-        draft_name=draft,
-        settings=settings,
-        held_out=inputs.held_out,
-        text=inputs.text,
-        command=command,
-        prompts=prompts,
-        forecast_prompts=other_prompts(lambda n: draw(n, FORECAST_SEED), settings.forecast_prompts, prompts),
-    )
-    return document
+
+def pair_report(run: ReportRun) -> ReportDocument:
+    """The report's document on ``run``'s pair (the shipped one by default): its models loaded, its prompts drawn
+    (the sweep's at the report's seed + 1, the forecast's others), then measured (``measure_pair``)."""
+    check_writable(run.out, directory=True)
+    inputs = load_inputs(run.target, [run.draft], text=run.text, device=run.device, compile=run.compile)
+    s = run.settings
+    shape = (s.prompts, s.prompt_length)
+    prompts = draw_prompts(inputs, s.task, shape, seed=s.seed, forecast=s.forecast_prompts, sweep_offset=1)
+    return measure_pair(run, inputs, prompts)
 
 
 def saved_table(path: str) -> dict:
@@ -66,82 +64,55 @@ def saved_table(path: str) -> dict:
     return table
 
 
-def spec_bench_report(
-    settings: BenchSettings,
-    task: str,
-    *,
-    from_table: str | None = None,
-    draft: str = ALL,
-    target=None,
-    device="cpu",
-    compile: str = "auto",
-    out: str = "report",
-    forecast_questions: int | None = None,
-) -> tuple:
-    """The table, read from ``from_table`` or measured on ``settings`` (forecast first from ``forecast_questions`` other
-    questions per category, default ``SPEC_BENCH_FORECAST_QUESTIONS``), and per Spec-Bench category a draft and gamma,
-    or "do not speculate" (``decoders.bench.spec_bench.recommend.recommend``: from the forecast where there is one)."""
-    check_writable(out, directory=True)
-    questions = SPEC_BENCH_FORECAST_QUESTIONS if forecast_questions is None else forecast_questions
+def spec_bench_report(run: SpecBenchReportRun) -> tuple:
+    """The table, read from ``run.from_table`` or measured, and per Spec-Bench category a draft and gamma, or "do not
+    speculate" (``decoders.bench.spec_bench.recommend.recommend``: from the forecast where there is one)."""
+    check_writable(run.out, directory=True)
     table = (
-        saved_table(from_table)
-        if from_table
+        saved_table(run.from_table)
+        if run.from_table
         else measure_table(
-            settings, task, draft=draft, target=target, device=device, compile=compile, forecast_questions=questions
+            run.settings,
+            run.task,
+            draft=run.draft,
+            target=run.target,
+            device=run.device,
+            compile=run.compile,
+            forecast_questions=run.forecast_questions,
         )
     )
     return table, recommend(table)
 
 
-def cross_vocabulary_report(
-    settings: ReportSettings,
-    methods,
-    *,
-    target: str | None,
-    draft: str,
-    beside=(),
-    text=None,
-    device="cpu",
-    out: str = "report",
-) -> dict:
-    """A draft with another tokenizer than ``target``'s: each of ``methods`` measured and forecast, the same-tokenizer
-    drafts ``beside`` in the same run (``decoders.bench.cross_bench``, on ``settings``' bench budget), and audited
-    statistically at T = 1 at the smallest gamma on ``settings``' audit prompt, n and horizon
-    (``decoders.bench.audit.run_audit``)."""
-    from dataclasses import replace
-
-    from decoders.bench.audit import AuditRequest, run_audit
-    from decoders.bench.cross_bench import cross_vocabulary_document
-    from decoders.sampling import Sampling
-
-    if target is None:
-        raise ValueError(
-            "--cross-vocabulary needs --target: a real model, GGUF file or directory with its own tokenizer"
-        )
-    check_writable(out, directory=True)
-    bench = replace(settings.bench_settings(), batch_sizes=())
+def cross_vocabulary_report(run: ReportRun) -> dict:
+    """A draft with another tokenizer than ``run.target``'s: each of ``run.cross_vocabulary``'s methods measured and
+    forecast, the same-tokenizer drafts ``run.beside`` in the same run (``decoders.bench.cross_bench``, on the
+    settings' bench budget), and audited statistically at T = 1 at the smallest gamma on the settings' audit prompt,
+    n and horizon (``decoders.bench.audit.run_audit``)."""
+    s = run.settings
+    check_writable(run.out, directory=True)
     document = cross_vocabulary_document(
-        draft,
-        bench,
-        methods=methods,
-        beside=beside,
-        target=target,
-        text=text,
-        device=device,
-        forecast_prompts=settings.forecast_prompts,
+        run.draft,
+        replace(s.bench_settings(), batch_sizes=()),
+        methods=run.cross_vocabulary,
+        beside=run.beside,
+        target=run.target,
+        text=run.text,
+        device=run.device,
+        forecast_prompts=s.forecast_prompts,
     )
     audits = {}
-    for method in methods:
+    for method in run.cross_vocabulary:
         request = AuditRequest(
-            target=target,
-            draft=draft,
+            target=run.target,
+            draft=run.draft,
             cross_vocabulary=method,
-            gamma=min(settings.gammas),
+            gamma=min(s.gammas),
             sampling=Sampling(1.0),
-            prompt_text=settings.audit_prompt,
-            horizon=settings.audit_horizon,
-            n=settings.audit_n,
-            seed=settings.seed,
+            prompt_text=s.audit_prompt,
+            horizon=s.audit_horizon,
+            n=s.audit_n,
+            seed=s.seed,
         )
         outcome = run_audit(request)
         audits[method] = {"decoder": outcome.described, **outcome.report.as_dict()}

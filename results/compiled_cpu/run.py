@@ -11,9 +11,9 @@ import time
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import text_windows
 from decoders.bench.bench import environment
 from decoders.bench.inputs import compiled_models, load_inputs
+from decoders.bench.prompts import text_windows
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from decoders.bench.inputs import load_inputs
-from decoders.bench.tasks import benchmark_prompts
+from decoders.bench.prompts import benchmark_prompts
 from decoders.engines.base import EngineSampling
 from decoders.engines.llama_server import LlamaServer, ServerOptions, completion_body, width_seconds
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from decoders.bench.inputs import load_inputs
-from decoders.bench.tasks import benchmark_prompts
+from decoders.bench.prompts import benchmark_prompts
 from decoders.engines import open_engine
 from decoders.engines.base import EngineSampling
 

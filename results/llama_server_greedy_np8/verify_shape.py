@@ -1,5 +1,5 @@
 from decoders.bench.inputs import load_inputs
-from decoders.bench.tasks import benchmark_prompts
+from decoders.bench.prompts import benchmark_prompts
 from decoders.engines import open_engine
 from decoders.engines.base import EngineSampling
 from decoders.engines.llama_server import completion_body

@@ -620,7 +620,7 @@ def test_report_times_against_the_committed_reports():
     from dataclasses import asdict
 
     from cli.report import FULL_SECONDS, MAIN_SECONDS
-    from decoders.bench.report.pair import FULL_SETTINGS, ReportSettings
+    from decoders.bench.report.settings import FULL_SETTINGS, ReportSettings
 
     for seconds, out, settings in (
         (MAIN_SECONDS, "report", ReportSettings()),

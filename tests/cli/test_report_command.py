@@ -333,10 +333,11 @@ def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tm
     from decoders.bench.forecast.sweep import checked_against_sweep
     from decoders.bench.report.document import ReportDocument
     from decoders.bench.report.pair import _recommendation
+    from decoders.bench.report.settings import ReportSettings
     from paper_figs.report import write_report
 
     _, document = report
-    settings = document["settings"]
+    settings = ReportSettings(**{k: v for k, v in document["settings"].items() if k in ("gamma_max", "max_new_tokens")})
     verdicts = {}
     for scale in (4.4, 1.0):
         constructed = copy.deepcopy(document)
@@ -349,10 +350,7 @@ def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tm
         forecast = checked_against_sweep(forecast, constructed["bench"]["rows"], constructed["bench"]["profiles"])
         constructed["forecast"] = forecast
         constructed["recommendations"] = [
-            _recommendation(
-                constructed["bench"], t["temperature"], settings["gamma_max"], settings["max_new_tokens"], t
-            )
-            for t in forecast["temperatures"]
+            _recommendation(constructed["bench"], t["temperature"], settings, t) for t in forecast["temperatures"]
         ]
         verdicts[scale] = constructed
     loaded, quiet = verdicts[4.4], verdicts[1.0]

@@ -12,7 +12,7 @@ from decoders import zoo
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.audit import tree_shape
 from decoders.bench.inputs import encode_text
-from decoders.bench.tasks import task_prompts
+from decoders.bench.prompts import task_prompts
 from decoders.drafts import open_draft
 from decoders.grammar import GrammarSpec
 from decoders.models.corpus import split_text

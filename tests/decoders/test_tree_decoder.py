@@ -375,7 +375,7 @@ def test_flat_positions_break_greedy_equality():
     """The flat-position bug changes greedy output too (the issue: greedy equality must catch it), on the shipped
     pair, whose trained position embeddings matter."""
     from decoders import zoo
-    from decoders.bench.alpha import text_windows
+    from decoders.bench.prompts import text_windows
     from decoders.models.corpus import load_corpus
 
     target, draft = zoo.load_pair("transformer")

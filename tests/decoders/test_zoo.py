@@ -8,7 +8,7 @@ import torch
 
 from decoders import zoo
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import text_windows
+from decoders.bench.prompts import text_windows
 from decoders.blockwise import generate_blockwise
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import VOCAB_SIZE, load_corpus

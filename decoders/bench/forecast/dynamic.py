@@ -27,7 +27,7 @@ import torch
 
 from decoders._loop import feed_draft, forward_after, start
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.alpha import text_windows
+from decoders.bench.prompts import text_windows
 from decoders.dynamic_tree import DynamicTree, draft_dynamic
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded

@@ -14,6 +14,7 @@ from dataclasses import replace
 import torch
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     SAMPLES,
     SEED_OFFSET,
@@ -35,13 +36,11 @@ from spectheory.intervals import covers, forecast_interval, jackknife_error, lea
 from spectheory.optimum import best_choice, best_gamma_row
 
 __all__ = [
-    "FORECAST_SEED",
     "FORECAST_LOSS",
     "FORECAST_TOLERANCE",
     "FORECAST_COST_PROMPTS",
     "forecast_sweep",
     "judge_forecast",
-    "other_prompts",
     "FORECAST_REPEATS",
     "acceptance_runs",
     "with_acceptance",
@@ -51,22 +50,10 @@ __all__ = [
     "checked_against_sweep",
 ]
 
-FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 FORECAST_LOSS = 0.05  # a forecast's gamma is good when it loses at most this against the best measured gamma
 FORECAST_TOLERANCE = 0.10  # the forecast's aim: within +-10% of the measured speedup (issue 55)
 FORECAST_COST_PROMPTS = 1  # prompts the forecast's cost profile times (a call's cost is not the text's)
 FORECAST_REPEATS = 3  # its timed repeats: the median of 3 sets one slow repeat aside, of 2 it averages it in
-
-
-def other_prompts(draw, count: int, sweep) -> torch.Tensor:
-    """``count`` prompts ``[count, L]`` for a forecast that none of the ``sweep``'s prompts (rows of ids) are: the
-    first of ``draw(count + len(sweep))`` (prompts of the forecast's seed) that are not the sweep's."""
-    seen = set(map(tuple, sweep.tolist() if isinstance(sweep, torch.Tensor) else sweep))
-    pool = draw(count + len(seen))
-    kept = [row for row in pool.tolist() if tuple(row) not in seen][:count]
-    if len(kept) < count:
-        raise ValueError(f"forecast_prompts {count}: only {len(kept)} prompts other than the sweep's could be drawn")
-    return torch.tensor(kept, dtype=pool.dtype)
 
 
 def acceptance_runs(
@@ -136,8 +123,7 @@ def prompts_needed(speedups: list, prompts: int, tolerance: float = FORECAST_TOL
 
 
 def forecast_sweep(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     settings: BenchSettings,
     *,
@@ -150,6 +136,7 @@ def forecast_sweep(
     acceptance along all P (``acceptance_runs``); its speedup at each of ``settings.gammas`` with a standard
     error over the prompts, the prompts that would pin it to +-10%, and the gamma it recommends (ties to the
     smaller). Nothing the sweep measures goes into it."""
+    target, draft = pair.target, pair.draft
     start, s = time.perf_counter(), settings
     as_int("cost_prompts", cost_prompts, low=1, high=len(prompts))
     temperatures = []

@@ -22,33 +22,21 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
-import numpy as np
-import torch
-
-from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench import alpha
-from decoders.bench.audit import SHIPPED_PROMPT, audit_pair
-from decoders.bench.bench import BenchSettings, bench_pair
+from decoders.bench.audit import audit_pair
+from decoders.bench.bench import bench_pair
 from decoders.bench.bench_lines import loss_resolution
-from decoders.bench.forecast.sweep import (
-    FORECAST_COST_PROMPTS,
-    FORECAST_REPEATS,
-    FORECAST_SEED,
-    checked_against_sweep,
-    forecast_sweep,
-    judge_forecast,
-    other_prompts,
-)
-from decoders.bench.inputs import SHIPPED_TEXT
-from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies, check_policies
+from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
+from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
+from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies
+from decoders.bench.prompts import Prompts
 from decoders.bench.report.document import ReportDocument, recommendation_of
-from decoders.bench.tasks import TASKS
-from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees, check_budgets
+from decoders.bench.report.settings import ReportRun, ReportSettings
+from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees
 from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
 from decoders.models.protocol import has_tree
@@ -56,22 +44,12 @@ from decoders.progress import progress_bar
 from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
-from plumbing.validation import as_int, as_non_negative_int, positive_int_fields
-from spectheory.calculator import MAX_TABLE_GAMMA, gamma_table
+from spectheory.calculator import gamma_table
 from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep, recommendation_words
 
-__all__ = [
-    "ReportSettings",
-    "ReportDocument",
-    "measure_pair",
-    "summary_lines",
-    "by_temperature",
-    "AUDIT_TEMPERATURE",
-    "REAL_MODEL_SETTINGS",
-    "FULL_SETTINGS",
-]
+__all__ = ["ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
@@ -79,64 +57,7 @@ AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy deco
 AUDIT_PROMPT_TOKENS = 32
 
 
-@dataclass(frozen=True)
-class ReportSettings:
-    """The budget of a report. The defaults are the main job's, a few minutes on a 2-core CPU (the forecast, a
-    sweep of six gammas over 64 tokens that checks it, the audit, the figures); ``FULL_SETTINGS`` adds every gamma
-    to 8, 128 tokens, trees and policies (docs/measuring.md gives both times)."""
-
-    temperatures: tuple = BenchSettings.temperatures
-    windows: int = 16  # held-out windows of 256 tokens (at most the context) for alpha along text
-    gammas: tuple = (1, 2, 3, 4, 6, 8)
-    prompts: int = 4  # held-out prompts for the benchmark, decoded one at a time
-    prompt_length: int = BenchSettings.prompt_length
-    max_new_tokens: int = 64
-    repeats: int = BenchSettings.repeats
-    warmup: int = BenchSettings.warmup
-    audit_n: int = 2000
-    audit_horizon: int = 4
-    audit_prompt: str = SHIPPED_PROMPT
-    gamma_max: int = 16
-    seed: int = 0
-    task: str | None = None  # None: the prompts are windows of the held-out text; else a task of decoders.bench.tasks
-    tree_budgets: tuple = ()  # tree against chain at these node budgets (none: skipped)
-    policies: tuple = ()  # draft-length policies against the best fixed gamma (none: skipped)
-    forecast_prompts: int = 8  # other prompts for the forecast's acceptance, run before the sweep
-    forecast_cost_prompts: int = FORECAST_COST_PROMPTS  # the first of them, timed for its cost profile
-    forecast_repeats: int = FORECAST_REPEATS  # the cost profile's timed repeats (after one warm-up)
-
-    def __post_init__(self) -> None:
-        self.bench_settings()  # gammas, temperatures, prompts, lengths, repeats, warm-up
-        if self.task is not None and self.task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-        positive_int_fields(self, ("audit_horizon", "forecast_repeats"))
-        as_int("forecast_prompts", self.forecast_prompts, low=1, high=1024)
-        as_int("forecast_cost_prompts", self.forecast_cost_prompts, low=1, high=self.forecast_prompts)
-        as_int("gamma_max", self.gamma_max, low=1, high=MAX_TABLE_GAMMA)
-        alpha.check_windows(self.windows)
-        as_int("audit_n", self.audit_n, low=2, high=MAX_SAMPLES)
-        as_non_negative_int("seed", self.seed)
-        if not self.audit_prompt:
-            raise ValueError("audit_prompt must be non-empty text")
-        if self.tree_budgets:
-            check_budgets(self.tree_budgets)
-        check_policies(self.policies)
-
-    def bench_settings(self) -> BenchSettings:
-        """The benchmark's settings."""
-        return BenchSettings(
-            tuple(self.gammas),
-            tuple(self.temperatures),
-            self.prompts,
-            self.prompt_length,
-            self.max_new_tokens,
-            self.repeats,
-            self.warmup,
-            seed=self.seed,
-        )
-
-
-def tree_budget(settings: "ReportSettings") -> dict:
+def tree_budget(settings: ReportSettings) -> dict:
     """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
     windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
     return {
@@ -145,119 +66,51 @@ def tree_budget(settings: "ReportSettings") -> dict:
     }
 
 
-#: The default budget for a real model (``zoo.REAL_MODELS`` or a GGUF file), smaller than the shipped pair's: a real
-#: model's token costs tens of milliseconds on a CPU (docs/measuring.md gives the report's time). Its benchmark prompts
-#: are the rewrite task.
-#: ``spectheory report --full``: the shipped pair at the bench's gammas and length, with trees and policies.
-FULL_SETTINGS = ReportSettings(
-    windows=32,
-    gammas=BenchSettings.gammas,
-    max_new_tokens=BenchSettings.max_new_tokens,
-    audit_n=4000,
-    tree_budgets=(4, 8, 16),
-    policies=("confidence", "draft-p-min", "heuristic", "moving-average"),
-)
-REAL_MODEL_SETTINGS = ReportSettings(
-    windows=16,
-    gammas=(1, 2, 3, 4, 6, 8),
-    prompts=2,
-    prompt_length=192,
-    max_new_tokens=48,
-    repeats=2,
-    warmup=1,
-    audit_n=2000,
-    task="rewrite",
-    tree_budgets=(8,),
-    policies=(),
-)
-
-
-def _trees_and_policies(
-    target,
-    draft,
-    prompts,
-    held_out,
-    s: ReportSettings,
-    recommendations: list,
-    names: dict,
-    progress,
-    stages,
-    tree_stage: bool,
-) -> tuple:
+def _trees_and_policies(run: ReportRun, pair: Pair, inputs: Inputs, prompts: Prompts, recommendations: list, stages):
     """The report's last sections: tree against chain where both models have tree attention, and the draft-length
-    policies against the best measured fixed gammas."""
+    policies against the best measured fixed gammas; (trees, policies), each None where not measured."""
+    s, held_out = run.settings, inputs.held_out
     trees = policies = None
-    if tree_stage:
+    if _tree_stage(run, pair):
         stages.set_postfix_str("tree against chain")
-        trees = bench_trees(
-            target,
-            draft,
-            prompts,
-            held_out,
-            s.bench_settings(),
-            budgets=s.tree_budgets,
-            progress=progress,
-            **names,
-            **tree_budget(s),
-        )
+        trees = bench_trees(pair, prompts.sweep, held_out, s.bench_settings(), budgets=s.tree_budgets, **tree_budget(s))
         stages.update()
     if s.policies:
         stages.set_postfix_str("draft-length policies")
         fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
         policies = bench_policies(
-            target,
-            draft,
-            prompts,
+            pair,
+            prompts.sweep,
             held_out,
             replace(s.bench_settings(), gammas=fixed),
             policies=s.policies,
-            progress=progress,
             calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0]),
-            **names,
         )
         stages.update()
-    as_json = lambda document: json.loads(json.dumps(document, allow_nan=False)) if document else None  # noqa: E731
-    return as_json(trees), as_json(policies)
+    return trees, policies
 
 
-def measure_pair(
-    target,
-    draft,
-    *,
-    target_name: str,
-    draft_name: str,
-    settings: ReportSettings = ReportSettings(),
-    held_out: np.ndarray,
-    text: str,
-    command: str = "",
-    prompts: torch.Tensor | None = None,
-    forecast_prompts: torch.Tensor | None = None,
-    progress: bool | None = None,
-) -> ReportDocument:
-    """Measure the pair: the forecast (on ``forecast_prompts``, default other windows of ``held_out``), alpha along
-    text, the gamma sweep that checks it, the recommendations, the audit. ``held_out`` [N] is the token stream
-    windows come from, read from ``text`` (``decoders.bench.inputs``); ``prompts`` ``[count, length]`` the benchmark's
-    (default: windows of ``held_out``). On the shipped corpus's held-out split with a character vocabulary the
-    audit's prompt is ``settings.audit_prompt``, else the end of the first benchmark prompt (``AUDIT_PROMPT_TOKENS``).
-    The audit runs at the forecast's gamma of the last temperature."""
-    start, s = time.perf_counter(), settings
-    shipped = text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
+def _tree_stage(run: ReportRun, pair: Pair) -> bool:
+    """Whether the report measures trees: budgets asked for and both models with tree attention."""
+    return bool(run.settings.tree_budgets) and all(has_tree(model) for model in (pair.target, pair.draft))
+
+
+def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocument:
+    """Measure ``run``'s pair (``inputs.target`` and ``inputs.drafts[run.draft]``): the forecast on
+    ``prompts.forecast``, alpha along the held-out text, the gamma sweep on ``prompts.sweep`` that checks it, the
+    recommendations, the audit. On the shipped corpus's held-out split with a character vocabulary the audit's prompt
+    is ``run.settings.audit_prompt``, else the end of the first benchmark prompt (``AUDIT_PROMPT_TOKENS``). The audit
+    runs at the forecast's gamma of the last temperature."""
+    start, s = time.perf_counter(), run.settings
+    pair = inputs.pair(run.draft, target_name=run.target or SHIPPED_TARGET)
+    target, draft = pair.target, pair.draft
+    shipped = inputs.text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
     shape = alpha.window_shape(target, draft)
-    tree_stage = bool(s.tree_budgets) and all(has_tree(model) for model in (target, draft))
-    if prompts is None:
-        prompts = alpha.text_windows(held_out, s.prompts, s.prompt_length, s.seed + 1)
-    if forecast_prompts is None:
-        forecast_prompts = other_prompts(
-            lambda n: alpha.text_windows(held_out, n, s.prompt_length, s.seed + FORECAST_SEED),
-            s.forecast_prompts,
-            prompts,
-        )
-    with progress_bar(progress, total=4 + tree_stage + bool(s.policies), desc="report", unit="stage") as stages:
+    with progress_bar(None, total=4 + _tree_stage(run, pair) + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
         forecast = forecast_sweep(
-            target,
-            draft,
-            forecast_prompts,
+            pair,
+            prompts.forecast,
             s.bench_settings(),
             repeats=s.forecast_repeats,
             cost_prompts=s.forecast_cost_prompts,
@@ -266,68 +119,50 @@ def measure_pair(
         stages.set_postfix_str("alpha along text")
         alpha_text = [
             alpha.alpha_under_lenience(
-                target, {draft_name: draft}, held_out, (1.0,), temperature=t, windows=s.windows, seed=s.seed, **shape
+                target,
+                {run.draft: draft},
+                inputs.held_out,
+                (1.0,),
+                temperature=t,
+                windows=s.windows,
+                seed=s.seed,
+                **shape,
             )[0]
             for t in s.temperatures
         ]
         stages.update()
         stages.set_postfix_str("benchmark")
         swept = time.perf_counter()
-        bench = json.loads(
-            json.dumps(
-                bench_pair(
-                    target,
-                    draft,
-                    prompts,
-                    s.bench_settings(),
-                    target_name=target_name,
-                    draft_name=draft_name,
-                    progress=progress,
-                ).as_dict(),
-                allow_nan=False,
-            )
-        )  # as in the file
+        bench = bench_pair(pair, prompts.sweep, s.bench_settings()).as_dict()
         sweep_seconds = time.perf_counter() - swept
         forecast = checked_against_sweep(forecast, bench["rows"], bench["profiles"])
         recommendations = [
-            _recommendation(bench, t, s.gamma_max, s.max_new_tokens, ahead)
-            for t, ahead in zip(s.temperatures, forecast["temperatures"])
+            _recommendation(bench, t, s, ahead) for t, ahead in zip(s.temperatures, forecast["temperatures"])
         ]
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1]["forecast_gamma"])
-        audit_prompt = corpus_encode(s.audit_prompt).tolist() if shipped else prompts[0, -AUDIT_PROMPT_TOKENS:].tolist()
+        audit_prompt = (
+            corpus_encode(s.audit_prompt).tolist() if shipped else prompts.sweep[0, -AUDIT_PROMPT_TOKENS:].tolist()
+        )
         audit = audit_pair(
-            target,
-            draft,
+            pair,
             audit_prompt,
             SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)),
             horizon=s.audit_horizon,
             n=s.audit_n,
             seed=s.seed,
-            progress=progress,
         )
         stages.update()
-        trees, policies = _trees_and_policies(
-            target,
-            draft,
-            prompts,
-            held_out,
-            s,
-            recommendations,
-            {"target_name": target_name, "draft_name": draft_name},
-            progress,
-            stages,
-            tree_stage,
-        )
+        trees, policies = _trees_and_policies(run, pair, inputs, prompts, recommendations, stages)
     return ReportDocument(
-        command=command,
+        command=run.command,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=time.perf_counter() - start,
-        target=target_name,
-        draft=draft_name,
-        text=text,
-        settings=asdict(settings),
+        target=pair.target_name,
+        draft=run.draft,
+        text=inputs.text,
+        settings=asdict(s),
         environment=bench["environment"],
         c=bench["c"],
         recommendations=recommendations,
@@ -351,18 +186,19 @@ def measure_pair(
         ),
         trees=trees,
         policies=policies,
-        forecast=json.loads(json.dumps(forecast, allow_nan=False)),
+        forecast=forecast,
         sweep_seconds=sweep_seconds,
-        sweep_prompt_ids=prompts.tolist(),
+        sweep_prompt_ids=prompts.sweep.tolist(),
     )
 
 
-def _recommendation(bench: dict, temperature: float, gamma_max: int, tokens: int, forecast: dict) -> dict:
+def _recommendation(bench: dict, temperature: float, settings: ReportSettings, forecast: dict) -> dict:
     """The forecast's gamma (the recommendation, ``decoders.bench.forecast.sweep.forecast_sweep``) judged on the sweep
     (``decoders.bench.forecast.sweep.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the
     sweep's own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
     alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
-    table = gamma_table(alpha_counts, bench["c"], bench["c"], gamma_max)
+    tokens = settings.max_new_tokens
+    table = gamma_table(alpha_counts, bench["c"], bench["c"], settings.gamma_max)
     profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = [row for row in bench["rows"] if row["temperature"] == temperature]

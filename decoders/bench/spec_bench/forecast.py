@@ -28,13 +28,13 @@ from decoders.bench.bench import BenchSettings
 from decoders.bench.forecast.sweep import (
     FORECAST_LOSS,
     FORECAST_REPEATS,
-    FORECAST_SEED,
     acceptance_runs,
     forecast_speedups,
     prompts_needed,
     with_acceptance,
 )
 from decoders.bench.profile import profile_checks
+from decoders.bench.prompts import FORECAST_SEED
 from decoders.bench.spec_bench.questions import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
 from decoders.bench.spec_bench.recommend import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
 from decoders.models.protocol import synchronize

@@ -19,11 +19,12 @@ from decoders.bench.alpha import (
     betas_along_text,
     engine_metrics,
     estimate_alpha,
-    text_windows,
 )
 from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
 from decoders.bench.hf_compare import hf_comparison
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
+from decoders.bench.prompts import text_windows
 from decoders.grammar import GrammarSpec
 from decoders.models.history import CopyDraft, TabularModel
 from decoders.randomness import seeded
@@ -39,7 +40,7 @@ def test_bench_report_against_theorem_3_8():
     """Rows for every (temperature, gamma); the prediction is Theorem 3.8 at the pooled alpha and measured c."""
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
-    report = bench_pair(target, draft, prompts, SETTINGS, progress=False)
+    report = bench_pair(Pair(target, draft), prompts, SETTINGS, progress=False)
     assert [(row.temperature, row.gamma) for row in report.rows] == [(0.0, 1), (0.0, 3), (1.0, 1), (1.0, 3)]
     assert report.c == pytest.approx(report.draft_call_seconds / report.target_call_seconds)
     for row in report.rows:
@@ -100,9 +101,9 @@ def test_bench_sampling_against_a_grammar_that_forces_every_token():
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
     forced = Sampling(1.0, repetition_penalty=1.3, stop=(V - 1,), grammar=GrammarSpec("regex", "a{100}")).bound(None, V)
-    report = bench_pair(target, draft, prompts, replace(SETTINGS, sampling=forced), progress=False)
+    report = bench_pair(Pair(target, draft), prompts, replace(SETTINGS, sampling=forced), progress=False)
     assert all(alpha == 1.0 for alpha in report.alpha.values()), report.alpha
-    assert min(bench_pair(target, draft, prompts, SETTINGS, progress=False).alpha.values()) < 0.9
+    assert min(bench_pair(Pair(target, draft), prompts, SETTINGS, progress=False).alpha.values()) < 0.9
     settings = json.loads(json.dumps(report.as_dict(), allow_nan=False))["settings"]["sampling"]
     assert settings["grammar"] == {"kind": "regex", "source": "a{100}"} and settings["repetition_penalty"] == 1.3
 
@@ -111,7 +112,7 @@ def test_bench_with_the_draft_as_target_accepts_everything():
     """A draft equal to the target: alpha = 1 and gamma + 1 tokens per iteration at T = 0 and T = 1."""
     target = tiny(16, 1, 0)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
-    report = bench_pair(target, target, prompts, SETTINGS, progress=False)
+    report = bench_pair(Pair(target, target), prompts, SETTINGS, progress=False)
     assert report.alpha == {0.0: 1.0, 1.0: 1.0}
     # max_new_tokens = 12 is a multiple of neither 2 nor 4: the last iteration is cut short, not rejected.
     assert all(row.tokens_per_iteration > row.gamma for row in report.rows)
@@ -493,7 +494,7 @@ def test_bench_rows_against_their_document():
 
     target, draft = tiny(32, 2, 0), tiny(16, 1, 1)
     prompts = torch.randint(0, V, (2, 8), generator=torch.Generator().manual_seed(0))
-    report = bench_pair(target, draft, prompts, SETTINGS, progress=False, greedy=[[0] * 12, [0] * 12])
+    report = bench_pair(Pair(target, draft), prompts, SETTINGS, progress=False, greedy=[[0] * 12, [0] * 12])
     document = json.loads(json.dumps(report.as_dict(), allow_nan=False))
     assert all(isinstance(row, BenchRow) for row in report.rows)
     assert [BenchRow.from_dict(row) for row in document["rows"]] == list(report.rows)

@@ -8,6 +8,7 @@ from tree_bench_inputs import VOCAB, tiny_gpt
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, betas_along_text
+from decoders.bench.inputs import Pair
 from decoders.bench.policy_bench import acceptance_trace, predicted, replay, replay_prompts
 from decoders.policies import POLICIES, make_policy
 from decoders.randomness import seeded
@@ -138,7 +139,9 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
     settings = BenchSettings(
         gammas=(2,), temperatures=(0.0,), prompts=1, prompt_length=8, max_new_tokens=100, repeats=1, warmup=0
     )
-    document = bench_policies(target, draft, prompts, held_out(), settings, policies=("heuristic",), progress=False)
+    document = bench_policies(
+        Pair(target, draft), prompts, held_out(), settings, policies=("heuristic",), progress=False
+    )
     heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
     assert heuristic["policy"] == "heuristic (at most 51)"
     assert heuristic["mean_acceptance_length"] == pytest.approx(heuristic["tokens_per_call"])  # the engines' names

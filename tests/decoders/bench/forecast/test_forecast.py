@@ -12,10 +12,11 @@ from decoders.bench.forecast.sweep import (
     forecast_speedups,
     forecast_sweep,
     judge_forecast,
-    other_prompts,
     prompts_needed,
 )
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import SAMPLES, measure_profile
+from decoders.bench.prompts import other_prompts
 from decoders.bench.rows import ForecastRow
 from decoders.bench.runs import bench_document
 from decoders.sampling import GREEDY
@@ -66,7 +67,7 @@ def test_forecast_sweep_against_its_own_profiles():
     its standard error the jackknife's over the prompts."""
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompts = torch.randint(0, 20, (4, 8), generator=torch.Generator().manual_seed(3))
-    forecast = forecast_sweep(target, draft, prompts, SETTINGS, repeats=1, cost_prompts=2)
+    forecast = forecast_sweep(Pair(target, draft), prompts, SETTINGS, repeats=1, cost_prompts=2)
     assert forecast["prompt_ids"] == prompts.tolist() and forecast["seconds"] > 0 and forecast["cost_prompts"] == 2
     assert [t["temperature"] for t in forecast["temperatures"]] == list(SETTINGS.temperatures)
     for block in forecast["temperatures"]:

@@ -14,6 +14,7 @@ from command import run
 from figure_inputs import small_spec_bench_table
 
 from decoders.bench.bench import BenchSettings, bench_pair
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
 from decoders.bench.spec_bench.questions import (
@@ -182,7 +183,7 @@ def test_greedy_check_catches_a_wrong_reference():
 
     target, draft = load_pair("bigram")
     rows = PromptRows([[5, 6, 7, 8]])
-    report = bench_pair(target, draft, rows, replace(SETTINGS, gammas=(2,)), greedy=[(0,) * 8], progress=False)
+    report = bench_pair(Pair(target, draft), rows, replace(SETTINGS, gammas=(2,)), greedy=[(0,) * 8], progress=False)
     assert report.rows[0].greedy_equal == [False]
 
 

@@ -1,5 +1,7 @@
-"""Real prompts for the benchmark (docs/theory.md §11): two tasks built from held-out Python source, each
-prompt exactly ``length`` tokens so that a batch of them is one ``[count, length]`` tensor.
+"""Every prompt a benchmark, a forecast or a report decodes is drawn here (docs/measuring.md): seeded windows of the
+held-out token ids (``text_windows``), or real prompts from a task (docs/theory.md §11), and a sweep's prompts with
+the forecast's others in one call (``draw_prompts``). Each prompt is exactly ``length`` tokens so that a batch of them
+is one ``[count, length]`` tensor. The two tasks are built from held-out Python source:
 
 * ``completion``: the model is asked for Python code and its answer already holds a window of held-out
   source; it goes on writing that code.
@@ -14,13 +16,23 @@ the code. The window is cut in tokens to fill the prompt to ``length``, so its l
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from decoders.bench.inputs import encode_text
 
-__all__ = ["TASKS", "task_prompts", "benchmark_prompts"]
+__all__ = [
+    "TASKS",
+    "FORECAST_SEED",
+    "Prompts",
+    "draw_prompts",
+    "text_windows",
+    "task_prompts",
+    "benchmark_prompts",
+    "other_prompts",
+]
 
 TASKS = ("completion", "rewrite")
 _INSTRUCTIONS = {
@@ -30,6 +42,7 @@ _INSTRUCTIONS = {
 _ANSWER_START = {"completion": "```python\n", "rewrite": "```python\n"}
 _DEFINITION = re.compile(r"^[ \t]*def ", re.MULTILINE)
 MIN_WINDOW_TOKENS = 16
+FORECAST_SEED = 2  # the forecast's prompts: seed + 2 (a bench's are seed, the report's sweep's seed + 1)
 
 
 def _frame(task: str, tokenizer) -> tuple[list, list, list]:
@@ -100,7 +113,49 @@ def benchmark_prompts(inputs, task: str | None, count: int, length: int, seed: i
             f"Spec-Bench's questions yet; the other commands take {', '.join(TASKS)}"
         )
     if task is None:
-        from decoders.bench.alpha import text_windows
-
         return text_windows(inputs.held_out, count, length, seed)
     return task_prompts(task, inputs.tokenizer, inputs.held_out_text(), count, length, seed)
+
+
+def text_windows(stream: np.ndarray, count: int, length: int, seed: int) -> torch.Tensor:
+    """``count`` seeded windows ``[count, length]`` int64 of a token stream (the same for every draft)."""
+    if length > len(stream):
+        raise ValueError(
+            f"the held-out text has {len(stream)} tokens, fewer than a window of {length}: give longer "
+            f"text or shorter windows"
+        )
+    starts = np.random.default_rng(seed).integers(0, len(stream) - length + 1, size=count)
+    return torch.from_numpy(np.stack([stream[s : s + length] for s in starts]).astype(np.int64))
+
+
+def other_prompts(draw, count: int, sweep) -> torch.Tensor:
+    """``count`` prompts ``[count, L]`` for a forecast that none of the ``sweep``'s prompts (rows of ids) are: the
+    first of ``draw(count + len(sweep))`` (prompts of the forecast's seed) that are not the sweep's."""
+    seen = set(map(tuple, sweep.tolist() if isinstance(sweep, torch.Tensor) else sweep))
+    pool = draw(count + len(seen))
+    kept = [row for row in pool.tolist() if tuple(row) not in seen][:count]
+    if len(kept) < count:
+        raise ValueError(f"forecast_prompts {count}: only {len(kept)} prompts other than the sweep's could be drawn")
+    return torch.tensor(kept, dtype=pool.dtype)
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """A sweep's prompts and its forecast's, none of them the sweep's (docs/forecasts.md)."""
+
+    sweep: torch.Tensor  # [P, L] token ids
+    forecast: torch.Tensor | None = None  # [F, L] token ids; None where no forecast is made
+
+
+def draw_prompts(
+    inputs, task: str | None, shape: tuple, *, seed: int, forecast: int = 0, sweep_offset: int = 0
+) -> Prompts:
+    """A sweep's prompts of ``shape`` ``(count, length)`` (``benchmark_prompts`` at ``seed + sweep_offset``; the
+    report's sweep is at offset 1) and ``forecast`` others of the same length for its forecast, drawn at ``seed +
+    FORECAST_SEED`` and none of them the sweep's (``other_prompts``; none where ``forecast`` is 0)."""
+    count, length = shape
+    sweep = benchmark_prompts(inputs, task, count, length, seed + sweep_offset)
+    if not forecast:
+        return Prompts(sweep)
+    draw = lambda n: benchmark_prompts(inputs, task, n, length, seed + FORECAST_SEED)  # noqa: E731
+    return Prompts(sweep, other_prompts(draw, forecast, sweep))
