@@ -175,4 +175,4 @@ def _pair_or_cross_vocabulary(request: ReportRun) -> tuple:
         paths = write_cross_vocabulary_report(document, request.out, command=request.command)
         return paths, cross_vocabulary_lines(document)
     document = pair_report(request)
-    return write_report(document, request.out), summary_lines(document.as_dict())
+    return write_report(document, request.out), summary_lines(document)

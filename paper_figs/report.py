@@ -18,7 +18,7 @@ from decoders.bench.bench_lines import (
     cross_vocabulary_header,
     loss_resolution,
 )
-from decoders.bench.report.document import ReportDocument, recommendation_of
+from decoders.bench.report.document import ReportDocument
 from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.recommend import apart_label, loss_noise
 from decoders.bench.spec_bench.table import forecast_lines
@@ -26,7 +26,6 @@ from decoders.results import by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from plumbing.outputs import staged_directory, write_json, write_text
-from spectheory.recommendation import recommendation_words
 
 __all__ = ["write_report", "write_cross_vocabulary_report", "report_blocks", "render_markdown", "render_html"]
 
@@ -38,16 +37,15 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
     names = []
     with staged_directory(out) as stage:
         write_json(stage / "report.json", document.as_dict(), command=document.command)
-        d = document.as_dict()
         figures = [
-            *speedup_vs_gamma.draw(d["bench"], stage / "figures", forecast=d["forecast"]),
+            *speedup_vs_gamma.draw(document.bench, stage / "figures", forecast=document.forecast),
             *(
                 path
                 for script in (measured_vs_predicted, iteration_time)
-                for path in script.draw(d["bench"], stage / "figures")
+                for path in script.draw(document.bench, stage / "figures")
             ),
         ]
-        blocks = report_blocks(d, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
+        blocks = report_blocks(document, [path.relative_to(stage) for path in figures if path.suffix == ".png"])
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
         names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
@@ -195,29 +193,29 @@ def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: 
     ]
 
 
-def report_blocks(d: dict, figures: list) -> list[tuple]:
+def report_blocks(d: ReportDocument, figures: list) -> list[tuple]:
     """The report as blocks: ("heading", level, text), ("paragraph", text), ("table", header, rows), ("image",
     path, caption). Inline `code` and **bold** are the only markup."""
-    env = d["environment"]
+    env = d.environment
     return [
-        ("heading", 1, f"Speculative decoding report: {d['target']} with draft {d['draft']}"),
+        ("heading", 1, f"Speculative decoding report: {d.target} with draft {d.draft}"),
         (
             "paragraph",
-            f"`{d['command'] or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
-            f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d['created']}, "
-            f"in {d['seconds']:.1f} s. Every number below is read from `report.json`.",
+            f"`{d.command or 'spectheory report'}` on {env['device_name']} ({env['device']}, "
+            f"{env['dtype']}, torch {env['torch']}, {env['torch_threads']} threads), {d.created}, "
+            f"in {d.seconds:.1f} s. Every number below is read from `report.json`.",
         ),
         *_recommendation_blocks(d),
         *_alpha_blocks(d),
-        *_speed_blocks(d["bench"], figures),
-        *_audit_blocks(d["audit"]),
-        *_tree_blocks(d.get("trees")),
-        *_policy_blocks(d.get("policies")),
+        *_speed_blocks(d.bench, figures),
+        *_audit_blocks(d.audit),
+        *_tree_blocks(d.trees),
+        *_policy_blocks(d.policies),
     ]
 
 
-def _recommendation_blocks(d: dict) -> list[tuple]:
-    forecast = d["forecast"]
+def _recommendation_blocks(d: ReportDocument) -> list[tuple]:
+    forecast = d.forecast
     blocks = [
         ("heading", 2, "Recommendation"),
         (
@@ -225,7 +223,7 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
             f"The forecast comes first, from the acceptance along {forecast['prompts']} other prompts "
             f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
             f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
-            f"the sweep that checks it took {d['sweep_seconds']:.1f} s.",
+            f"the sweep that checks it took {d.sweep_seconds:.1f} s.",
         ),
         (
             "table",
@@ -241,51 +239,49 @@ def _recommendation_blocks(d: dict) -> list[tuple]:
                 "forecast inside the measured 95% interval",
             ],
             [
-                [f"{r['temperature']:g}", r["withheld"]] + [""] * 7
-                if r.get("withheld")
+                [f"{r.temperature:g}", r.withheld] + [""] * 7
+                if r.withheld
                 else [
-                    f"{r['temperature']:g}",
-                    str(r["forecast_gamma"]),
-                    f"{r['forecast_speedup']:.3f}",
-                    "{:.2f}-{:.2f}".format(*r["forecast_interval"]) if "forecast_interval" in r else "not stated",
-                    f"{r['measured_speedup_at_forecast_gamma']:.3f}",
-                    f"{r['forecast_loss']:.1%}",
+                    f"{r.temperature:g}",
+                    str(r.forecast_gamma),
+                    f"{r.forecast_speedup:.3f}",
+                    "not stated" if r.forecast_interval is None else "{:.2f}-{:.2f}".format(*r.forecast_interval),
+                    f"{r.measured_speedup_at_forecast_gamma:.3f}",
+                    f"{r.forecast_loss:.1%}",
                     "{:.3f}-{:.3f}".format(
-                        *(f(row["forecast_over_measured"] for row in r["forecast_by_gamma"]) for f in (min, max))
+                        *(f(row.forecast_over_measured for row in r.forecast_by_gamma) for f in (min, max))
                     ),
-                    loss_resolution(r),
-                    f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of {len(r['forecast_by_gamma'])} "
-                    f"gammas",
+                    loss_resolution(r.forecast_gamma, r.best_measured_gamma, r.loss_resolved),
+                    f"{sum(row.inside_interval for row in r.forecast_by_gamma)} of {len(r.forecast_by_gamma)} gammas",
                 ]
-                for r in d["recommendations"]
+                for r in d.recommendations
             ],
         ),
     ]
-    for r in d["recommendations"]:
+    for r in d.recommendations:
         measured = (
             "not in the sweep"
-            if r["measured_speedup_at_optimal_gamma"] is None
-            else f"measured {r['measured_speedup_at_optimal_gamma']:.3f}x"
+            if r.measured_speedup_at_optimal_gamma is None
+            else f"measured {r.measured_speedup_at_optimal_gamma:.3f}x"
         )
-        answer, _, rule = recommendation_words(recommendation_of(d, r)).partition(" (")
+        answer, _, rule = r.recommendation.line().partition(" (")
         blocks.append(
             (
                 "paragraph",
-                f"**T = {r['temperature']:g}: {answer}** ({rule}. The forecast's gamma: "
-                f"{r['forecast_gamma']}. "
+                f"**T = {r.temperature:g}: {answer}** ({rule}. The forecast's gamma: {r.forecast_gamma}. "
                 f"Diagnostics: the cost model calibrated on the sweep's own profile "
-                f"(docs/theory.md §10) picks gamma = {r['optimal_gamma']} for {r['calibrated_speedup']:.3f}x "
-                f"({measured}). Theorem 3.8 at alpha = {r['alpha']:.3f} and c = {r['c']:.4f} would "
-                f"choose gamma = {r['theorem_3_8_gamma']} for {r['predicted_speedup']:.3f}x "
-                f"({r['expected_tokens']:.3f} tokens per iteration). The best measured gamma was "
-                f"{r['best_measured_gamma']} at {r['best_measured_speedup']:.3f}x.",
+                f"(docs/theory.md §10) picks gamma = {r.optimal_gamma} for {r.calibrated_speedup:.3f}x "
+                f"({measured}). Theorem 3.8 at alpha = {r.alpha:.3f} and c = {r.c:.4f} would "
+                f"choose gamma = {r.theorem_3_8_gamma} for {r.predicted_speedup:.3f}x "
+                f"({r.expected_tokens:.3f} tokens per iteration). The best measured gamma was "
+                f"{r.best_measured_gamma} at {r.best_measured_speedup:.3f}x.",
             )
         )
     return blocks
 
 
-def _alpha_blocks(d: dict) -> list[tuple]:
-    bench = d["bench"]
+def _alpha_blocks(d: ReportDocument) -> list[tuple]:
+    bench = d.bench
     return [
         ("heading", 2, "Measured alpha and c"),
         (
@@ -296,15 +292,15 @@ def _alpha_blocks(d: dict) -> list[tuple]:
                     f"{a['temperature']:g}",
                     f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
                     f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}",
-                    f"{d['c']:.4f}",
+                    f"{d.c:.4f}",
                 ]
-                for a in d["alpha_text"]
+                for a in d.alpha_text
             ],
         ),
         (
             "paragraph",
-            f"Alpha along text is the mean of sum_x min(p, q) over {d['alpha_text'][0]['windows']} "
-            f"held-out windows of {d['alpha_text'][0]['length']} tokens of {d['text']}; alpha from acceptance counts "
+            f"Alpha along text is the mean of sum_x min(p, q) over {d.alpha_text[0]['windows']} "
+            f"held-out windows of {d.alpha_text[0]['length']} tokens of {d.text}; alpha from acceptance counts "
             "is accepted / verified draft tokens "
             f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
             f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "

@@ -56,6 +56,12 @@ class Recommendation:
     def as_dict(self) -> dict:
         return dict(asdict(self), interval=None if self.interval is None else list(self.interval), answer=self.answer)
 
+    @classmethod
+    def from_dict(cls, saved: dict) -> Recommendation:
+        """A recommendation as saved (``as_dict``): its answer is read from its gamma again."""
+        interval = None if saved["interval"] is None else tuple(saved["interval"])
+        return cls(saved["gamma"], saved["rule"], saved["speedup"], interval, saved["reason"])
+
 
 def _measured(row: dict) -> str:
     low, high = row["speedup_interval"]

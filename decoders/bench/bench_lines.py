@@ -115,24 +115,26 @@ def _forecast_lines(document: dict) -> list[str]:
                 f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})"
             )
         ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
+        resolution = loss_resolution(judged["forecast_gamma"], judged["best_measured_gamma"], judged["loss_resolved"])
         lines.append(
             f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
             f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
             f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
-            f"{judged['best_measured_speedup']:.3f}x; {loss_resolution(judged)}); forecast/measured "
+            f"{judged['best_measured_speedup']:.3f}x; {resolution}); forecast/measured "
             f"{min(ratios):.3f}-{max(ratios):.3f}"
         )
     return lines
 
 
-def loss_resolution(judged: dict) -> str:
-    """Whether the sweep tells a forecast's gamma from the best measured one
-    (``decoders.bench.forecast.sweep.judge_forecast``'s verdict, as the bench, the report and report.md print it)."""
-    if judged["forecast_gamma"] == judged["best_measured_gamma"]:
+def loss_resolution(forecast_gamma: int, best_gamma: int, resolved: bool | None) -> str:
+    """Whether the sweep tells a forecast's gamma from the best measured one (``resolved``:
+    ``decoders.bench.forecast.sweep.judge_forecast``'s ``loss_resolved``), as the bench, the report and report.md
+    print it."""
+    if forecast_gamma == best_gamma:
         return "the same gamma"
     return (
         "a loss the sweep resolves (95% intervals apart)"
-        if judged["loss_resolved"]
+        if resolved
         else "within the sweep's noise (95% intervals overlap)"
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from decoders.bench.report.document import ReportDocument
 from decoders.bench.report.pair import summary_lines
 from decoders.bench.spec_bench.recommend import recommendation_lines
 
@@ -128,7 +129,7 @@ def test_quoted_reports_against_their_results(page):
         printed = (
             recommendation_lines(document["recommendation"])
             if "recommendation" in document
-            else summary_lines(document)
+            else summary_lines(ReportDocument.from_dict(document))
         )  # report --task spec-bench, or the pair's report
         assert matches(answers, printed) == [], out
         wrote = [line for line in expected if line.startswith("wrote ")]

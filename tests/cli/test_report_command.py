@@ -4,12 +4,14 @@ numbers of the report.json they were built from; bad arguments exit 2 with one l
 import copy
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from cli import main
 from decoders import zoo
 from decoders.bench.bench_lines import loss_resolution
+from decoders.bench.report.document import ReportDocument
 from decoders.bench.report.pair import summary_lines
 from spectheory.recommendation import from_sweep
 
@@ -67,7 +69,7 @@ def test_report_markdown_numbers_against_its_json(report):
         ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
         assert [float(x) for x in cells[6].split("-")] == pytest.approx([min(ratios), max(ratios)], abs=5e-4)
         assert cells[8] == f"{sum(row['inside_interval'] for row in r['forecast_by_gamma'])} of 2 gammas"
-        assert cells[7] == loss_resolution(r)
+        assert cells[7] == loss_resolution(r["forecast_gamma"], r["best_measured_gamma"], r["loss_resolved"])
     bench = document["bench"]
     assert speed_table[0] == [
         "T",
@@ -172,7 +174,7 @@ def test_report_recommendation_against_its_forecast_and_calculator(report):
         assert r["forecast_interval"] == stated[r["forecast_gamma"]]
         assert stated[r["forecast_gamma"]][0] < r["forecast_speedup"] < stated[r["forecast_gamma"]][1]
     assert document["audit"]["gamma"] == max(1, document["recommendations"][-1]["forecast_gamma"])
-    lines = summary_lines(document)
+    lines = summary_lines(ReportDocument.from_dict(document))
     for r, ahead in zip(document["recommendations"], forecast["temperatures"]):
         line = next(line for line in lines if line.startswith(f"T = {r['temperature']:g}: ") and "rule:" in line)
         if ahead["checks"]["passed"]:  # the recommendation's line states the forecast's interval
@@ -216,14 +218,12 @@ def test_report_says_do_not_speculate_against_a_sweep_that_pays(report):
                 row["speedup"] *= scale
                 row["speedup_interval"] = [bound * scale for bound in row["speedup_interval"]]
         for r in constructed["recommendations"]:
-            del r[
-                "recommendation"
-            ]  # recomputed by the rule from the rows (decoders.bench.report.document.recommendation_of)
-        lines[factor] = summary_lines(constructed)
+            del r["recommendation"]  # recomputed by the rule from the rows (ReportDocument.from_dict)
+        lines[factor] = summary_lines(ReportDocument.from_dict(constructed))
     assert lines[0.5][2].startswith(
         "T = 1: do not speculate (rule: no measured gamma beats plain decoding beyond its noise; the best: gamma "
     ), lines[0.5][2]
-    assert lines[0.5][0] == lines[2.0][0] == summary_lines(document)[0]
+    assert lines[0.5][0] == lines[2.0][0] == summary_lines(ReportDocument.from_dict(document))[0]
     assert re.match(r"T = 1: gamma \d+ \(rule: ", lines[2.0][2]), lines[2.0][2]
 
 
@@ -303,14 +303,12 @@ def test_report_failing_midway_leaves_the_old_report_whole(report, tmp_path, mon
     leaves every file of the first one as it was, and nothing beside it."""
     import shutil
 
-    from decoders.bench.report.document import ReportDocument
     from paper_figs import report as rendering
 
     out = tmp_path / "report"
     shutil.copytree(report[0], out)
     before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
-    document = ReportDocument(**{key: value for key, value in report[1].items() if key != "provenance"})
-    document = ReportDocument(**dict(document.as_dict(), c=document.c * 2))  # a different report.json
+    document = replace(ReportDocument.from_dict(report[1]), c=report[1]["c"] * 2)  # a different report.json
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -331,7 +329,6 @@ def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tm
     the forecast, the rule falls back to the sweep's own, and the figure leaves that forecast out. Control: the same
     document with the check passing prints the forecast's line."""
     from decoders.bench.forecast.sweep import checked_against_sweep
-    from decoders.bench.report.document import ReportDocument
     from decoders.bench.report.pair import _recommendation
     from decoders.bench.report.settings import ReportSettings
     from paper_figs.report import write_report
@@ -350,19 +347,19 @@ def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tm
         forecast = checked_against_sweep(forecast, constructed["bench"]["rows"], constructed["bench"]["profiles"])
         constructed["forecast"] = forecast
         constructed["recommendations"] = [
-            _recommendation(constructed["bench"], t["temperature"], settings, t) for t in forecast["temperatures"]
+            _recommendation(constructed["bench"], t["temperature"], settings, t).as_dict()
+            for t in forecast["temperatures"]
         ]
         verdicts[scale] = constructed
     loaded, quiet = verdicts[4.4], verdicts[1.0]
     withheld = loaded["recommendations"][1]["withheld"]
     assert withheld.startswith("T = 1: the forecast withheld: the forecast's decoding step took 4.40 times the sweep's")
     assert not quiet["recommendations"][1]["withheld"] and not loaded["recommendations"][0]["withheld"]
-    lines, shown = summary_lines(loaded), summary_lines(quiet)
+    lines, shown = (summary_lines(ReportDocument.from_dict(document)) for document in (loaded, quiet))
     assert withheld in lines and withheld not in shown and lines[0] == shown[0]
     assert not any(line.startswith("T = 1: ") and "forecast gamma" in line for line in lines)
     assert any(line.startswith("T = 1: ") and "forecast gamma" in line for line in shown)
     rows = [row for row in loaded["bench"]["rows"] if row["temperature"] == 1.0]
     assert loaded["recommendations"][1]["recommendation"] == from_sweep(rows).as_dict()
-    fields = {name: value for name, value in loaded.items() if name in ReportDocument.__dataclass_fields__}
-    write_report(ReportDocument(**fields), tmp_path)
+    write_report(ReportDocument.from_dict(loaded), tmp_path)
     assert withheld in (tmp_path / "report.md").read_text()

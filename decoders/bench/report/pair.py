@@ -34,8 +34,9 @@ from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep,
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies
 from decoders.bench.prompts import Prompts
-from decoders.bench.report.document import ReportDocument, recommendation_of
+from decoders.bench.report.document import ReportDocument, TemperatureAnswer
 from decoders.bench.report.settings import ReportRun, ReportSettings
+from decoders.bench.rows import JudgedRow
 from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees
 from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
@@ -47,7 +48,7 @@ from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import gamma_table
 from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
-from spectheory.recommendation import from_sweep, recommendation_words
+from spectheory.recommendation import from_sweep
 
 __all__ = ["ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE"]
 
@@ -77,7 +78,7 @@ def _trees_and_policies(run: ReportRun, pair: Pair, inputs: Inputs, prompts: Pro
         stages.update()
     if s.policies:
         stages.set_postfix_str("draft-length policies")
-        fixed = tuple(sorted({r["best_measured_gamma"] for r in recommendations}))
+        fixed = tuple(sorted({r.best_measured_gamma for r in recommendations}))
         policies = bench_policies(
             pair,
             prompts.sweep,
@@ -141,7 +142,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         ]
         stages.update()
         stages.set_postfix_str("audit")
-        audit_gamma = max(1, recommendations[-1]["forecast_gamma"])
+        audit_gamma = max(1, recommendations[-1].forecast_gamma)
         audit_prompt = (
             corpus_encode(s.audit_prompt).tolist() if shipped else prompts.sweep[0, -AUDIT_PROMPT_TOKENS:].tolist()
         )
@@ -165,7 +166,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         settings=asdict(s),
         environment=bench["environment"],
         c=bench["c"],
-        recommendations=recommendations,
+        recommendations=tuple(recommendations),
         bench=bench,
         alpha_text=[
             {
@@ -192,7 +193,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
     )
 
 
-def _recommendation(bench: dict, temperature: float, settings: ReportSettings, forecast: dict) -> dict:
+def _recommendation(bench: dict, temperature: float, settings: ReportSettings, forecast: dict) -> TemperatureAnswer:
     """The forecast's gamma (the recommendation, ``decoders.bench.forecast.sweep.forecast_sweep``) judged on the sweep
     (``decoders.bench.forecast.sweep.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the
     sweep's own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
@@ -203,61 +204,58 @@ def _recommendation(bench: dict, temperature: float, settings: ReportSettings, f
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = [row for row in bench["rows"] if row["temperature"] == temperature]
     measured = next((row for row in rows if row["gamma"] == calibrated), None)
-    return {
-        "temperature": temperature,
-        **judge_forecast(forecast, rows),
-        "recommendation": from_sweep(rows, forecast["gamma"] if passed_checks(forecast) else None).as_dict(),
-        "optimal_gamma": calibrated,
-        "calibrated_speedup": profile.speedup(calibrated, tokens=tokens),
-        "measured_speedup_at_optimal_gamma": measured["speedup"] if measured else None,
-        "alpha": alpha_counts,
-        "c": bench["c"],
-        "theorem_3_8_gamma": table.optimal_gamma,
-        "predicted_speedup": table.speedup,
-        "expected_tokens": table.expected_tokens,
-    }
+    judged = judge_forecast(forecast, rows)
+    return TemperatureAnswer(
+        temperature=temperature,
+        **dict(judged, forecast_by_gamma=tuple(JudgedRow.from_dict(row) for row in judged["forecast_by_gamma"])),
+        recommendation=from_sweep(rows, forecast["gamma"] if passed_checks(forecast) else None),
+        optimal_gamma=calibrated,
+        calibrated_speedup=profile.speedup(calibrated, tokens=tokens),
+        measured_speedup_at_optimal_gamma=measured["speedup"] if measured else None,
+        alpha=alpha_counts,
+        c=bench["c"],
+        theorem_3_8_gamma=table.optimal_gamma,
+        predicted_speedup=table.speedup,
+        expected_tokens=table.expected_tokens,
+    )
 
 
-def summary_lines(document: dict) -> list[str]:
-    """The report's answers as the command prints them, from ``report.json``'s document: the forecast first."""
-    forecast, lines = document["forecast"], []
-    for r in document["recommendations"]:
-        ratios = [row["forecast_over_measured"] for row in r["forecast_by_gamma"]]
-        inside = sum(row["inside_interval"] for row in r["forecast_by_gamma"])
-        if r.get("withheld"):
-            lines += [
-                f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}",
-                r["withheld"],
-            ]
+def summary_lines(document: ReportDocument) -> list[str]:
+    """The report's answers as the command prints them, from its document: the forecast first."""
+    forecast, lines = document.forecast, []
+    for r in document.recommendations:
+        ratios = [row.forecast_over_measured for row in r.forecast_by_gamma]
+        inside = sum(row.inside_interval for row in r.forecast_by_gamma)
+        answer = f"T = {r.temperature:g}: {r.recommendation.line()}"
+        if r.withheld:
+            lines += [answer, r.withheld]
             continue
         lines += [
-            f"T = {r['temperature']:g}: {recommendation_words(recommendation_of(document, r))}; forecast gamma "
-            f"{r['forecast_gamma']} "
-            f"({r['forecast_speedup']:.3f}x"
-            f"{_interval_words(r)}; measured there {r['measured_speedup_at_forecast_gamma']:.3f}x, "
-            f"{r['forecast_loss']:.1%} under the best measured, gamma {r['best_measured_gamma']} at "
-            f"{r['best_measured_speedup']:.3f}x, {loss_resolution(r)}; forecast/measured {min(ratios):.3f}-"
-            f"{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of {len(ratios)} gammas"
-            f"{_covered_words(r)})",
-            f"  diagnostics: the cost model calibrated on the sweep, gamma {r['optimal_gamma']} "
-            f"({r['calibrated_speedup']:.3f}x); Theorem 3.8 at alpha {r['alpha']:.3f}, c {r['c']:.4f}: gamma "
-            f"{r['theorem_3_8_gamma']} ({r['predicted_speedup']:.3f}x)",
+            f"{answer}; forecast gamma {r.forecast_gamma} ({r.forecast_speedup:.3f}x{_interval_words(r)}; measured "
+            f"there {r.measured_speedup_at_forecast_gamma:.3f}x, {r.forecast_loss:.1%} under the best measured, gamma "
+            f"{r.best_measured_gamma} at {r.best_measured_speedup:.3f}x, "
+            f"{loss_resolution(r.forecast_gamma, r.best_measured_gamma, r.loss_resolved)}; forecast/measured "
+            f"{min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of "
+            f"{len(ratios)} gammas{_covered_words(r)})",
+            f"  diagnostics: the cost model calibrated on the sweep, gamma {r.optimal_gamma} "
+            f"({r.calibrated_speedup:.3f}x); Theorem 3.8 at alpha {r.alpha:.3f}, c {r.c:.4f}: gamma "
+            f"{r.theorem_3_8_gamma} ({r.predicted_speedup:.3f}x)",
         ]
     repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
     lines.append(
         f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
         f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
-        f"{document['sweep_seconds']:.1f} s ({forecast['seconds'] / document['sweep_seconds']:.0%} of it)"
+        f"{document.sweep_seconds:.1f} s ({forecast['seconds'] / document.sweep_seconds:.0%} of it)"
     )
-    lines.append(f"audit: {'PASS' if document['audit']['passed'] else 'FAIL'} (p = {document['audit']['p_value']:.3g})")
-    for block in (document.get("policies") or {}).get("temperatures", []):
+    lines.append(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
+    for block in (document.policies or {}).get("temperatures", []):
         lines.append(
             f"T = {block['temperature']:g}: "
             f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
             f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)"
         )
-    if document.get("trees"):
-        best = document["trees"]["recommendation"]
+    if document.trees:
+        best = document.trees["recommendation"]
         lines.append(
             f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
             f"tree and chain, {best['speedup']:.3f}x"
@@ -265,17 +263,18 @@ def summary_lines(document: dict) -> list[str]:
     return lines
 
 
-def _interval_words(r: dict) -> str:
+def _interval_words(r: TemperatureAnswer) -> str:
     """The forecast's stated 95% interval; none in a report written before forecasts stated one (2026-11-28)."""
-    return ", 95% interval {:.2f}-{:.2f}x".format(*r["forecast_interval"]) if "forecast_interval" in r else ""
+    return "" if r.forecast_interval is None else ", 95% interval {:.2f}-{:.2f}x".format(*r.forecast_interval)
 
 
-def _covered_words(r: dict) -> str:
-    rows = r["forecast_by_gamma"]
-    if "covered" not in rows[0]:
+def _covered_words(r: TemperatureAnswer) -> str:
+    """How often the measurement lay in the forecast's interval combined with its own; none in a report written
+    before coverage was judged."""
+    rows = r.forecast_by_gamma
+    if rows[0].covered is None:
         return ""
     return (
-        ", the measurement inside the forecast's interval combined with its own at "
-        f"{sum(row['covered'] for row in rows)}"
+        f", the measurement inside the forecast's interval combined with its own at {sum(row.covered for row in rows)}"
         f" of {len(rows)}"
     )

@@ -55,7 +55,10 @@ def test_judge_forecast_against_rows_by_hand():
     assert not overlapping["loss_resolved"]
     right = judge_forecast(dict(forecast, gamma=2), rows)
     assert right["forecast_loss"] == 0 and right["forecast_within_5_percent"]
-    assert [loss_resolution(one) for one in (judged, overlapping, right)] == [
+    assert [
+        loss_resolution(one["forecast_gamma"], one["best_measured_gamma"], one["loss_resolved"])
+        for one in (judged, overlapping, right)
+    ] == [
         "a loss the sweep resolves (95% intervals apart)",
         "within the sweep's noise (95% intervals overlap)",
         "the same gamma",
