@@ -13,8 +13,8 @@ import torch
 
 from cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
 from decoders.bench.bench import BenchSettings, environment, model_dtype
-from decoders.bench.inputs import load_inputs
-from decoders.bench.profile import check_batch_size, measure_profile, profile_document
+from decoders.bench.inputs import Pair, load_inputs
+from decoders.bench.profile import ProfilePlan, check_batch_size, measure_profile, profile_document
 from decoders.bench.prompts import text_windows
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, write_json
@@ -75,18 +75,15 @@ def run(args: argparse.Namespace) -> int:
     )
     target, draft = inputs.target, inputs.drafts[args.draft]
     prompts = text_windows(inputs.held_out, settings.prompts, settings.prompt_length, settings.seed)
-    profile, spread = measure_profile(
-        target,
-        draft,
-        prompts,
-        Sampling(args.temperature),
-        gamma_max=args.gamma_max,
-        max_new_tokens=settings.max_new_tokens,
+    plan = ProfilePlan(
+        args.gamma_max,
+        settings.max_new_tokens,
+        settings.warmup,
         repeats=settings.repeats,
-        warmup=settings.warmup,
         batch_size=args.batch_size,
         verify_widths=args.verify_widths,
     )
+    profile, spread = measure_profile(Pair(target, draft), prompts, Sampling(args.temperature), plan)
     document = profile_document(
         environment(target.device, model_dtype(target)),
         args.target or "shipped target",

@@ -2,11 +2,8 @@
 
 import torch
 
-from decoders.audit.exact import autoregressive_law, compare_laws, speculative_law
-from decoders.audit.setups import tiny_draft, tiny_target
-from decoders.randomness import seeded
-from decoders.sampling import Sampling
-from decoders.speculative import SpeculativeConfig, generate_speculative
+from decoders import Sampling, SpeculativeConfig, generate_speculative, seeded
+from decoders.audit import autoregressive_law, compare_laws, speculative_law, tiny_draft, tiny_target
 
 target = tiny_target("tabular", vocab_size=5)  # or your own model: decoders.models.protocol.CausalModel
 draft = tiny_draft("close", target)  # a noisy copy of the target

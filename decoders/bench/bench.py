@@ -29,7 +29,15 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
 from decoders.bench.inputs import Pair
-from decoders.bench.profile import call_job, call_seconds, efficiency, phases_per_iteration, profile_jobs, timed
+from decoders.bench.profile import (
+    ProfilePlan,
+    call_job,
+    call_seconds,
+    efficiency,
+    phases_per_iteration,
+    profile_jobs,
+    timed,
+)
 from decoders.bench.rows import BenchRow, BlockwiseRow
 from decoders.blockwise import BlockwiseConfig, generate_blockwise
 from decoders.models.protocol import synchronize
@@ -181,8 +189,7 @@ def timed_decoding(prompts: torch.Tensor, decode, settings: BenchSettings) -> tu
 
 
 def _temperature_jobs(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     s: BenchSettings,
     sampling: Sampling,
@@ -193,16 +200,9 @@ def _temperature_jobs(
     """The jobs of one temperature, one batch of ``batch_size`` prompts each, in prompt order: the profile's (its
     autoregressive runs are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on
     CPU, where that costs nothing); ``outputs[(gamma, batch)]`` keeps each speculative job's last generation."""
-    profiling, recorder = profile_jobs(
-        target,
-        draft,
-        prompts,
-        sampling,
-        gamma_max=max(gammas),
-        max_new_tokens=s.max_new_tokens,
-        warmup=s.warmup,
-        batch_size=batch_size,
-    )
+    target, draft = pair.target, pair.draft
+    plan = ProfilePlan(max(gammas), s.max_new_tokens, s.warmup, batch_size=batch_size)
+    profiling, recorder = profile_jobs(pair, prompts, sampling, plan)
     phases = target.device.type == "cpu"
     jobs = {}
     for batch in range(len(prompts) // batch_size):
@@ -225,8 +225,7 @@ def _temperature_jobs(
 
 
 def _measure(
-    target,
-    draft,
+    pair: Pair,
     prompts: torch.Tensor,
     s: BenchSettings,
     temperature: float,
@@ -237,8 +236,9 @@ def _measure(
     extra: dict | None = None,
 ) -> tuple[dict, object, dict]:
     """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
+    target = pair.target
     outputs = {}
-    jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, gammas, batch_size)
+    jobs, recorder = _temperature_jobs(pair, prompts, s, s.at(temperature), outputs, gammas, batch_size)
     timings = time_interleaved(
         dict(jobs, **(extra or {})),
         repeats=s.repeats,
@@ -398,7 +398,7 @@ def bench_pair(
     }
     for temperature in s.temperatures:
         outputs = {}
-        temperature_jobs, recorder = _temperature_jobs(target, draft, prompts, s, s.at(temperature), outputs, s.gammas)
+        temperature_jobs, recorder = _temperature_jobs(pair, prompts, s, s.at(temperature), outputs, s.gammas)
         temperature_jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
         jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
         measures[temperature] = recorder, outputs
@@ -469,14 +469,12 @@ def bench_pair(
 
 
 @torch.no_grad()
-def bench_batches(
-    target, draft, prompts: torch.Tensor, settings: BenchSettings, *, progress: bool | None = None
-) -> dict:
+def bench_batches(pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *, progress: bool | None = None) -> dict:
     """The batch sweep: at each of ``settings.batch_sizes``, the autoregressive and speculative decoders (at
     each of ``batch_gammas``) on ``settings.batch_prompts(b)`` of ``prompts`` ``[N, L]``, b rows per call, with
     the cost model measured at that batch size beside them (docs/theory.md §10): tokens per second, the
     measured speedup and the prediction, and each decoder's efficiency."""
-    s = settings
+    s, target = settings, pair.target
     prompts = prompts.to(target.device)
     needed = max(s.batch_prompts(b) for b in s.batch_sizes)
     if len(prompts) < needed:
@@ -491,7 +489,7 @@ def bench_batches(
             count = s.batch_prompts(batch_size)
             for temperature in s.temperatures:
                 timings, recorder, outputs = _measure(
-                    target, draft, prompts[:count], s, temperature, s.batch_gammas, bar, batch_size=batch_size
+                    pair, prompts[:count], s, temperature, s.batch_gammas, bar, batch_size=batch_size
                 )
                 profile = recorder.profile()
                 profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())

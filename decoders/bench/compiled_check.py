@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.profile import measure_profile
+from decoders.bench.inputs import Pair
+from decoders.bench.profile import ProfilePlan, measure_profile
 from decoders.models.hf import layer_skip
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
@@ -119,16 +120,8 @@ def compiled_profile(target_shape, draft_spec: str, shapes: dict, sizes: Compile
     draft = _draft(draft_spec, target, shapes, device, dtype).compiled(backend=sizes.backend)
     gamma = max(sizes.gammas)
     prompts = torch.randint(target.vocab_size, (2, sizes.prompt_length), generator=torch.Generator().manual_seed(1))
-    return measure_profile(
-        target.compiled(backend=sizes.backend),
-        draft,
-        prompts.to(device),
-        GREEDY,
-        gamma_max=gamma,
-        max_new_tokens=sizes.new_tokens,
-        repeats=sizes.repeats,
-        warmup=1,
-    )[0]
+    plan = ProfilePlan(gamma, sizes.new_tokens, warmup=1, repeats=sizes.repeats)
+    return measure_profile(Pair(target.compiled(backend=sizes.backend), draft), prompts.to(device), GREEDY, plan)[0]
 
 
 def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device, dtype) -> list:

@@ -25,7 +25,7 @@ from decoders.bench.audit import audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from decoders.bench.inputs import Pair as LoadedPair
-from decoders.bench.profile import efficiency, measure_profile, profile_document, verify_widths_job
+from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_document, verify_widths_job
 from decoders.bench.prompts import text_windows
 from decoders.drafts import open_draft
 from decoders.models.protocol import synchronize
@@ -328,17 +328,8 @@ def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict
     draft = _draft_for(pair, target, device, dtype)
     s = replace(sizes.settings, gammas=(pair.gamma_max,))
     prompts = random_prompts(target.vocab_size, s.prompts, s.prompt_length, s.seed, device)
-    profile, spread = measure_profile(
-        target,
-        draft,
-        prompts,
-        Sampling(0.0),
-        gamma_max=pair.gamma_max,
-        max_new_tokens=s.max_new_tokens,
-        repeats=s.repeats,
-        warmup=s.warmup,
-        verify_widths=sizes.verify_widths,
-    )
+    plan = ProfilePlan(pair.gamma_max, s.max_new_tokens, s.warmup, repeats=s.repeats, verify_widths=sizes.verify_widths)
+    profile, spread = measure_profile(LoadedPair(target, draft), prompts, Sampling(0.0), plan)
     return profile_document(
         environment(target.device, dtype),
         pair.target + " (random weights)",

@@ -31,7 +31,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.inputs import Pair
-from decoders.bench.profile import profile_jobs
+from decoders.bench.profile import ProfilePlan, profile_jobs
 from decoders.bench.prompts import text_windows
 from decoders.bench.rows import PolicyRow
 from decoders.models.protocol import synchronize
@@ -212,7 +212,7 @@ def bench_policies(
     with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
         for temperature in settings.temperatures:
             summary = _at_temperature(
-                target, draft, prompts, held_out, settings, temperature, policies, room, bar, calibration_windows
+                pair, prompts, held_out, settings, temperature, policies, room, bar, calibration_windows
             )
             out.setdefault("profile", summary["profile"])
             out["temperatures"].append(summary)
@@ -221,8 +221,7 @@ def bench_policies(
 
 
 def _at_temperature(
-    target,
-    draft,
+    pair: Pair,
     prompts,
     held_out,
     settings: BenchSettings,
@@ -234,6 +233,7 @@ def _at_temperature(
 ) -> dict:
     """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
     runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
+    target, draft = pair.target, pair.draft
     sampling, new = settings.at(temperature), settings.max_new_tokens
     calibration = _calibration(target, draft, held_out, sampling, settings.seed, calibration_windows)
     rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
@@ -269,16 +269,8 @@ def _at_temperature(
     }
     runs.update({name: decoder(name, rule) for name, rule in rules.items()})
     # the replay's costs, measured interleaved with the runs they predict
-    jobs, recorder = profile_jobs(
-        target,
-        draft,
-        prompts,
-        sampling,
-        gamma_max=max(settings.gammas),
-        max_new_tokens=new,
-        warmup=settings.warmup,
-        verify_widths=cap + 1,
-    )
+    plan = ProfilePlan(max(settings.gammas), new, settings.warmup, verify_widths=cap + 1)
+    jobs, recorder = profile_jobs(pair, prompts, sampling, plan)
     runs.update({("profile", key): job for key, job in jobs.items()})
     timings = time_interleaved(
         runs,

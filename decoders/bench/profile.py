@@ -45,6 +45,7 @@ import torch
 from decoders import _loop
 from decoders._loop import check_room
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.inputs import Pair
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling, adjusted_probs, history_of
@@ -58,6 +59,7 @@ SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the 
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
 
 __all__ = [
+    "ProfilePlan",
     "SEED_OFFSET",
     "SAMPLES",
     "autoregressive_costs",
@@ -362,21 +364,30 @@ def check_batch_size(batch_size: int, prompts: int) -> int:
     return batch_size
 
 
+@dataclass(frozen=True)
+class ProfilePlan:
+    """What a cost profile decodes and times (docs/theory.md §10): gammas to ``gamma_max`` over ``max_new_tokens``
+    per prompt at ``batch_size`` rows per call (1: each prompt on its own, as the benchmark does), the verify call at
+    widths 1..``verify_widths`` (None: gamma_max + 1; more for trees, docs/theory-trees.md §12), ``warmup`` untimed
+    runs and ``repeats`` timed ones, c from ``call_steps`` one-token calls of each model (0: without c)."""
+
+    gamma_max: int
+    max_new_tokens: int
+    warmup: int
+    repeats: int = 1
+    batch_size: int = 1
+    call_steps: int = 64
+    verify_widths: int | None = None
+
+
 def profile_jobs(
-    target,
-    draft,
-    prompts: torch.Tensor,
-    sampling: Sampling,
-    *,
-    gamma_max: int,
-    max_new_tokens: int,
-    warmup: int,
-    batch_size: int = 1,
-    verify_widths: int | None = None,
+    pair: Pair, prompts: torch.Tensor, sampling: Sampling, plan: ProfilePlan
 ) -> tuple[dict, ProfileRecorder]:
-    """The jobs ({(name, row, sample): callable}) and the recorder they fill. Decoding is at ``batch_size`` rows
-    per call (1: each prompt on its own, as the benchmark does); the verify call is timed at widths 1..
-    ``verify_widths`` (default gamma_max + 1; more for trees, docs/theory-trees.md §12)."""
+    """The jobs ({(name, row, sample): callable}) that decode ``prompts`` as ``plan`` says and the recorder they
+    fill (``plan.repeats`` and ``plan.call_steps`` are their timer's)."""
+    target, draft = pair.target, pair.draft
+    gamma_max, max_new_tokens, warmup, batch_size = plan.gamma_max, plan.max_new_tokens, plan.warmup, plan.batch_size
+    verify_widths = plan.verify_widths
     check_batch_size(batch_size, len(prompts))
     as_int("max_new_tokens", max_new_tokens, low=2)  # t_step comes from the steps after the first
     widths = gamma_max + 1 if verify_widths is None else as_int("verify_widths", verify_widths, low=gamma_max + 1)
@@ -477,40 +488,19 @@ def profile_checks(profile: CostProfile, spread: dict | None, speedups: dict | N
 
 
 def measure_profile(
-    target,
-    draft,
-    prompts: torch.Tensor,
-    sampling: Sampling,
-    *,
-    gamma_max: int,
-    max_new_tokens: int,
-    repeats: int,
-    warmup: int,
-    batch_size: int = 1,
-    call_steps: int = 64,
-    verify_widths: int | None = None,
-    progress=None,
+    pair: Pair, prompts: torch.Tensor, sampling: Sampling, plan: ProfilePlan, *, progress=None
 ) -> tuple[CostProfile, dict]:
-    """The cost profile on its own (``spectheory profile``): (profile, spread over repeats); ``call_steps`` 0 leaves
-    out c (Theorem 3.8's cost ratio, from that many one-token calls of each model)."""
+    """The cost profile on its own (``spectheory profile``): (profile, spread over repeats); ``plan.call_steps`` 0
+    leaves out c (Theorem 3.8's cost ratio, from that many one-token calls of each model)."""
+    target, draft, repeats, warmup = pair.target, pair.draft, plan.repeats, plan.warmup
     prompts = prompts.to(target.device)
     c = (
-        call_seconds(draft, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
-        / call_seconds(target, prompts[0], steps=call_steps, repeats=repeats, warmup=warmup)
-        if call_steps
+        call_seconds(draft, prompts[0], steps=plan.call_steps, repeats=repeats, warmup=warmup)
+        / call_seconds(target, prompts[0], steps=plan.call_steps, repeats=repeats, warmup=warmup)
+        if plan.call_steps
         else None
     )
-    jobs, recorder = profile_jobs(
-        target,
-        draft,
-        prompts,
-        sampling,
-        gamma_max=gamma_max,
-        max_new_tokens=max_new_tokens,
-        warmup=warmup,
-        batch_size=batch_size,
-        verify_widths=verify_widths,
-    )
+    jobs, recorder = profile_jobs(pair, prompts, sampling, plan)
     time_interleaved(
         jobs, repeats=repeats, warmup=warmup, synchronize=lambda: synchronize(target.device), progress=progress
     )

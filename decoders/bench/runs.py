@@ -229,7 +229,7 @@ def bench_document(
             settings.prompt_length,
             settings.seed,
         )
-        document["batches"] = bench.bench_batches(target_model, model, pool, settings, progress=progress)
+        document["batches"] = bench.bench_batches(inputs.pair(draft), pool, settings, progress=progress)
     if hf:
         from decoders.bench.hf_compare import hf_comparison
 

@@ -18,6 +18,7 @@ from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     SAMPLES,
     SEED_OFFSET,
+    ProfilePlan,
     acceptance_fields,
     counts_by_row,
     measure_profile,
@@ -141,18 +142,8 @@ def forecast_sweep(
     as_int("cost_prompts", cost_prompts, low=1, high=len(prompts))
     temperatures = []
     for temperature in s.temperatures:
-        profile, spread = measure_profile(
-            target,
-            draft,
-            prompts[:cost_prompts],
-            s.at(temperature),
-            gamma_max=max(s.gammas),
-            max_new_tokens=s.max_new_tokens,
-            repeats=repeats,
-            warmup=1,
-            call_steps=0,
-            progress=progress,
-        )  # c: Theorem 3.8's, not used
+        plan = ProfilePlan(max(s.gammas), s.max_new_tokens, warmup=1, repeats=repeats, call_steps=0)  # no c
+        profile, spread = measure_profile(pair, prompts[:cost_prompts], s.at(temperature), plan, progress=progress)
         runs = acceptance_runs(
             target, draft, prompts, s.at(temperature), gamma_max=max(s.gammas), max_new_tokens=s.max_new_tokens
         )

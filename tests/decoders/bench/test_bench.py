@@ -256,7 +256,7 @@ def test_batch_sweep_against_its_cost_profiles():
         batch_sizes=(1, 4),
         batch_gammas=(2, 3),
     )
-    sweep = bench_batches(target, draft, prompts, settings, progress=False)
+    sweep = bench_batches(Pair(target, draft), prompts, settings, progress=False)
     keys = [(row["batch_size"], row["temperature"], row["gamma"], row["prompts"]) for row in sweep["rows"]]
     assert keys == [(b, t, g, max(b, 2)) for b in (1, 4) for t in (0.0, 1.0) for g in (2, 3)]
     for row in sweep["rows"]:
@@ -267,7 +267,7 @@ def test_batch_sweep_against_its_cost_profiles():
         assert 0 < row["efficiency"] <= 1 and 0 < row["autoregressive_efficiency"] <= 1
     json.dumps(sweep, allow_nan=False)
     with pytest.raises(ValueError, match="the batch sweep needs 4 prompts, got 3"):
-        bench_batches(target, draft, prompts[:3], settings, progress=False)
+        bench_batches(Pair(target, draft), prompts[:3], settings, progress=False)
 
 
 def test_counts_by_row_against_rows_decoded_alone():

@@ -10,7 +10,7 @@ from bench_inputs import SETTINGS, tiny
 from decoders import _loop
 from decoders.bench.forecast.sweep import forecast_sweep
 from decoders.bench.inputs import Pair
-from decoders.bench.profile import measure_profile, profile_checks
+from decoders.bench.profile import ProfilePlan, measure_profile, profile_checks
 from decoders.sampling import GREEDY
 
 REPEATS = 3
@@ -52,9 +52,8 @@ def _profile(monkeypatch, load):
     target = _Costed(tiny(16, 2, 0), clock, TARGET_CALL, TARGET_POSITION)
     draft = _Costed(tiny(8, 1, 1), clock, DRAFT_CALL, 0.0)
     prompts = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(3))
-    profile, spread = measure_profile(
-        target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12, repeats=REPEATS, warmup=1, call_steps=0
-    )
+    plan = ProfilePlan(3, 12, warmup=1, repeats=REPEATS, call_steps=0)
+    profile, spread = measure_profile(Pair(target, draft), prompts, GREEDY, plan)
     return profile, spread, clock
 
 

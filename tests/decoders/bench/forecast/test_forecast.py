@@ -15,7 +15,7 @@ from decoders.bench.forecast.sweep import (
     prompts_needed,
 )
 from decoders.bench.inputs import Pair
-from decoders.bench.profile import SAMPLES, measure_profile
+from decoders.bench.profile import SAMPLES, ProfilePlan, measure_profile
 from decoders.bench.prompts import other_prompts
 from decoders.bench.rows import ForecastRow
 from decoders.bench.runs import bench_document
@@ -93,9 +93,7 @@ def test_acceptance_runs_against_the_profiles_own():
     prompts (the same seeds): the same acceptance by position, alpha, texts and proposal lengths."""
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompts = torch.randint(0, 20, (3, 8), generator=torch.Generator().manual_seed(4))
-    profile, _ = measure_profile(
-        target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12, repeats=2, warmup=0, call_steps=4
-    )
+    profile, _ = measure_profile(Pair(target, draft), prompts, GREEDY, ProfilePlan(3, 12, 0, repeats=2, call_steps=4))
     runs = acceptance_runs(target, draft, prompts, GREEDY, gamma_max=3, max_new_tokens=12)
     assert len(runs) == 3 and all(len(run["texts"]) == 1 for run in runs)
     rebuilt = forecast_speedups(profile, runs, (1, 2, 3), 12)
@@ -122,9 +120,7 @@ def test_prompts_needed_against_the_jackknife_by_hand():
     assert prompts_needed([ForecastRow(gamma=1, speedup=2.0, standard_error=None)], 1) is None
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompt = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(5))
-    profile, _ = measure_profile(
-        target, draft, prompt, GREEDY, gamma_max=3, max_new_tokens=12, repeats=1, warmup=0, call_steps=4
-    )
+    profile, _ = measure_profile(Pair(target, draft), prompt, GREEDY, ProfilePlan(3, 12, 0, repeats=1, call_steps=4))
     same = acceptance_runs(target, draft, prompt.repeat(3, 1), GREEDY, gamma_max=3, max_new_tokens=12)
     assert [row.standard_error for row in forecast_speedups(profile, same, (1, 3), 12)] == pytest.approx([0, 0])
 
