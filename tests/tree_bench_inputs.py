@@ -5,7 +5,7 @@ import torch
 
 from decoders.bench.bench import BenchSettings
 from decoders.bench.inputs import Pair
-from decoders.bench.tree_bench import bench_trees
+from decoders.bench.tree_bench import TreePlan, bench_trees
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 
 VOCAB = 16
@@ -32,7 +32,6 @@ def small_tree_document(draft=None, budgets=(4, 8), dynamic=None) -> dict:
         prompts,
         held_out(),
         SETTINGS,
-        budgets=budgets,
-        dynamic=dynamic,
+        TreePlan(budgets=budgets, dynamic=dynamic),
         progress=False,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import statistics
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -51,6 +51,7 @@ __all__ = [
     "replay",
     "replay_prompts",
     "predicted",
+    "PolicyPlan",
     "bench_policies",
     "policy_lines",
     "check_policies",
@@ -72,13 +73,14 @@ def check_policies(names) -> tuple:
 
 @torch.no_grad()
 def acceptance_trace(
-    target, draft, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1, seed: int = 0
+    pair: Pair, continuations: torch.Tensor, skip: int, sampling: Sampling, *, draws: int = 1, seed: int = 0
 ) -> list[dict]:
     """Along ``continuations`` ``[P, L]`` after ``skip`` tokens, ``draws`` draws (one at T = 0, where nothing is
     random) of what the draft does at each position under ``sampling``: the drafted token x ~ q ``drafted [P, T]``,
     whether it is accepted (u < min(1, p(x) / q(x)) for a fresh uniform u, so accepted with probability
     sum_x min(p, q); at T = 0: the draft's argmax is the text's next token) ``accepted [P, T]``, and the law a
     policy reads there ``q [P, T, V]`` (``seen_law``; shared by the draws). Row by row, so memory is one row's."""
+    target, draft = pair.target, pair.draft
     draws = 1 if sampling.greedy else as_positive_int("draws", draws)
     generator = torch.Generator(device=target.device).manual_seed(int(seed))
     drafted, accepted, seen = [], [], []
@@ -178,21 +180,28 @@ def _calibration(target, draft, held_out: np.ndarray, sampling: Sampling, seed: 
     )
 
 
+@dataclass(frozen=True)
+class PolicyPlan:
+    """Which draft-length policies the bench runs beside the fixed gammas, and how many windows of the held-out text
+    fit their rejection-risk predictor (the report passes its own budget)."""
+
+    policies: tuple = BENCH_POLICIES
+    calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0]
+
+
 def bench_policies(
     pair: Pair,
     prompts: torch.Tensor,
     held_out: np.ndarray,
     settings: BenchSettings,
+    plan: PolicyPlan = PolicyPlan(),
     *,
-    policies=BENCH_POLICIES,
     progress: bool | None = None,
-    calibration_windows: int = POLICY_CALIBRATION_WINDOWS[0],
 ) -> dict:
-    """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures;
-    ``calibration_windows`` windows of the ``held_out`` token ids fit the rejection-risk predictor (the report
-    passes its own budget). Returns the JSON document."""
+    """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures, the
+    policies of ``plan`` fit on its windows of the ``held_out`` token ids. Returns the JSON document."""
     target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
-    policies, new = check_policies(policies), settings.max_new_tokens
+    policies, new, windows = check_policies(plan.policies), settings.max_new_tokens, plan.calibration_windows
     # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
     contexts = [model.max_context for model in (target, draft) if model.max_context is not None]
     room = min(contexts) - prompts.shape[1] - new - 1 if contexts else None
@@ -206,14 +215,14 @@ def bench_policies(
         "draft": draft_name,
         "batch_size": 1,
         "environment": environment(target.device, model_dtype(target)),
-        "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=calibration_windows),
+        "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=windows),
         "temperatures": [],
     }
     with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
         for temperature in settings.temperatures:
-            summary = _at_temperature(
-                pair, prompts, held_out, settings, temperature, policies, room, bar, calibration_windows
-            )
+            calibration = _calibration(target, draft, held_out, settings.at(temperature), settings.seed, windows)
+            rules = {name: make_policy(name, calibration=calibration, cap=room) for name in policies}
+            summary = _at_temperature(pair, prompts, settings, temperature, rules, bar)
             out.setdefault("profile", summary["profile"])
             out["temperatures"].append(summary)
             bar.update()
@@ -221,24 +230,15 @@ def bench_policies(
 
 
 def _at_temperature(
-    pair: Pair,
-    prompts,
-    held_out,
-    settings: BenchSettings,
-    temperature: float,
-    policies: tuple,
-    room: int | None,
-    bar,
-    calibration_windows: int,
+    pair: Pair, prompts: torch.Tensor, settings: BenchSettings, temperature: float, policies: dict, bar
 ) -> dict:
     """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
     runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
     target, draft = pair.target, pair.draft
     sampling, new = settings.at(temperature), settings.max_new_tokens
-    calibration = _calibration(target, draft, held_out, sampling, settings.seed, calibration_windows)
     rules = {f"fixed {g}": DraftPolicy(g) for g in settings.gammas}  # decoded without a policy: the lean path
     fixed = set(rules)
-    rules.update({name: make_policy(name, calibration=calibration, cap=room) for name in policies})
+    rules.update(policies)
     cap = max(rule.gamma_max for rule in rules.values())
     outputs = {}
 
@@ -299,9 +299,7 @@ def _at_temperature(
             for i, p in enumerate(prompts)
         ]
     )
-    traces = acceptance_trace(
-        target, draft, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS, seed=settings.seed
-    )
+    traces = acceptance_trace(pair, continuations, prompts.shape[1], sampling, draws=REPLAY_DRAWS, seed=settings.seed)
     for at, row in enumerate(rows):
         replayed = predicted(
             [

@@ -261,8 +261,7 @@ def tree_document(
         prompts,
         inputs.held_out,
         settings,
-        budgets=budgets,
-        dynamic=dynamic,
+        tree_bench.TreePlan(budgets=budgets, dynamic=dynamic),
         progress=progress,
     )
     return dict(document, text=inputs.text, task=task)
@@ -291,7 +290,7 @@ def policy_document(
         prompts,
         inputs.held_out,
         settings,
-        policies=policies,
+        policy_bench.PolicyPlan(policies),
         progress=progress,
     )
     return dict(document, text=inputs.text, task=task)

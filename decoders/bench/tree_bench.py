@@ -48,6 +48,7 @@ __all__ = [
     "greedy_ranks",
     "rank_frequencies",
     "replayed_iterations",
+    "TreePlan",
     "bench_trees",
     "check_budgets",
     "check_dynamic",
@@ -279,24 +280,32 @@ def _judged(row: TreeRow, forecast: dict | None) -> TreeRow:
     )
 
 
+@dataclass(frozen=True)
+class TreePlan:
+    """What the tree bench compares: trees and chains at each node budget of ``budgets`` (``dynamic``: EAGLE-2's
+    (branching, depth) too), rank frequencies from ``held_out_windows`` windows of the held-out text, each tree's
+    one-call timing ``call_repeats`` times (the report passes its own budget for both)."""
+
+    budgets: tuple = BENCH_TREE_BUDGETS
+    dynamic: tuple | None = None
+    held_out_windows: int = HELD_OUT_WINDOWS[0]
+    call_repeats: int = CALL_REPEATS
+
+
 def bench_trees(
     pair: Pair,
     prompts: torch.Tensor,
     held_out: np.ndarray,
     settings: BenchSettings,
+    plan: TreePlan = TreePlan(),
     *,
-    budgets=BENCH_TREE_BUDGETS,
-    dynamic: tuple | None = None,
     progress: bool | None = None,
-    held_out_windows: int = HELD_OUT_WINDOWS[0],
-    call_repeats: int = CALL_REPEATS,
 ) -> dict:
-    """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, for each budget (``dynamic``: EAGLE-2's
-    (branching, depth) too); rank frequencies from ``held_out_windows`` windows of ``held_out`` (token ids) and
-    from the target's greedy continuations; each tree's one-call timing ``call_repeats`` times (the report passes
-    its own budget for both). Returns the JSON document."""
+    """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, as ``plan`` says; rank frequencies from
+    windows of ``held_out`` (token ids) and from the target's greedy continuations. Returns the JSON document."""
+    dynamic, held_out_windows, call_repeats = plan.dynamic, plan.held_out_windows, plan.call_repeats
     target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
-    budgets = check_budgets(budgets)
+    budgets = check_budgets(plan.budgets)
     new = settings.max_new_tokens
     if not has_tree(draft):
         raise ValueError(f"draft {draft_name} has no tree attention (forward_tree): it cannot decode trees")

@@ -61,6 +61,9 @@ def test_report_markdown_numbers_against_its_json(report):
     forecast_table, alpha_table, speed_table, tree_table, *policy_tables = markdown_tables(text)
     assert len(forecast_table) - 1 == len(document["recommendations"]) == 2
     for cells, r in zip(forecast_table[1:], document["recommendations"]):
+        if r["withheld"]:  # a loaded machine (docs/forecasts.md, "Checks before a forecast"): the one line instead
+            assert [float(cells[0]), cells[1], *cells[2:]] == [r["temperature"], r["withheld"]] + [""] * 7
+            continue
         assert [float(cells[0]), int(cells[1])] == [r["temperature"], r["forecast_gamma"]]
         assert [float(cells[2]), float(cells[4]), float(cells[5].rstrip("%")) / 100] == pytest.approx(
             [r["forecast_speedup"], r["measured_speedup_at_forecast_gamma"], r["forecast_loss"]], abs=6e-4

@@ -32,12 +32,12 @@ from decoders.bench.bench import bench_pair
 from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
-from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, bench_policies
+from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, PolicyPlan, bench_policies
 from decoders.bench.prompts import Prompts
 from decoders.bench.report.document import ReportDocument, TemperatureAnswer
 from decoders.bench.report.settings import ReportRun, ReportSettings
 from decoders.bench.rows import JudgedRow
-from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, bench_trees
+from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, TreePlan, bench_trees
 from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
 from decoders.models.protocol import has_tree
@@ -58,13 +58,14 @@ AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy deco
 AUDIT_PROMPT_TOKENS = 32
 
 
-def tree_budget(settings: ReportSettings) -> dict:
-    """The tree section's fixed costs under the report's budget flags (``bench_trees``'s keywords): held-out
-    windows at most ``--windows``, one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
-    return {
-        "held_out_windows": min(settings.windows, HELD_OUT_WINDOWS[0]),
-        "call_repeats": min(CALL_REPEATS, 10 * settings.repeats),
-    }
+def tree_plan(settings: ReportSettings) -> TreePlan:
+    """The tree section under the report's budget flags: its node budgets, held-out windows at most ``--windows``,
+    one-call timings ten per ``--repeats`` (at most ``CALL_REPEATS``)."""
+    return TreePlan(
+        budgets=settings.tree_budgets,
+        held_out_windows=min(settings.windows, HELD_OUT_WINDOWS[0]),
+        call_repeats=min(CALL_REPEATS, 10 * settings.repeats),
+    )
 
 
 def _trees_and_policies(run: ReportRun, pair: Pair, inputs: Inputs, prompts: Prompts, recommendations: list, stages):
@@ -74,7 +75,7 @@ def _trees_and_policies(run: ReportRun, pair: Pair, inputs: Inputs, prompts: Pro
     trees = policies = None
     if _tree_stage(run, pair):
         stages.set_postfix_str("tree against chain")
-        trees = bench_trees(pair, prompts.sweep, held_out, s.bench_settings(), budgets=s.tree_budgets, **tree_budget(s))
+        trees = bench_trees(pair, prompts.sweep, held_out, s.bench_settings(), tree_plan(s))
         stages.update()
     if s.policies:
         stages.set_postfix_str("draft-length policies")
@@ -84,8 +85,7 @@ def _trees_and_policies(run: ReportRun, pair: Pair, inputs: Inputs, prompts: Pro
             prompts.sweep,
             held_out,
             replace(s.bench_settings(), gammas=fixed),
-            policies=s.policies,
-            calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0]),
+            PolicyPlan(s.policies, calibration_windows=min(s.windows, POLICY_CALIBRATION_WINDOWS[0])),
         )
         stages.update()
     return trees, policies

@@ -51,7 +51,7 @@ def test_replay_against_greedy_decoding(name):
         ]
     )
     fresh = make_policy(name, gamma=3, cap=6, calibration=calibration)
-    traces = acceptance_trace(target, draft, continuations, 6, GREEDY, draws=5)
+    traces = acceptance_trace(Pair(target, draft), continuations, 6, GREEDY, draws=5)
     assert len(traces) == 1  # at T = 0 nothing is random: one draw, whatever draws asks
     (trace,) = traces
     iterations = replay_prompts(fresh, trace, cap=6, tokens=TOKENS)
@@ -81,7 +81,7 @@ def test_sampled_replay_against_along_text_theory(gamma):
     bias. 400 draws; the mean is tested within 4 standard errors (false-positive probability about 6e-5).
     Control: the same drafts accepted with min(1, q / p) (the ratio inverted) miss by more than 8 of them."""
     target, draft, text = _sampled_text(4)
-    traces = acceptance_trace(target, draft, text, 6, Sampling(1.0), draws=400, seed=1)
+    traces = acceptance_trace(Pair(target, draft), text, 6, Sampling(1.0), draws=400, seed=1)
     counts = torch.tensor(
         [float(len(replay(make_policy("fixed", gamma=gamma), trace, cap=gamma, tokens=TOKENS)[0])) for trace in traces]
     )
@@ -132,7 +132,7 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
     from tree_bench_inputs import held_out
 
     from decoders.bench.bench import BenchSettings
-    from decoders.bench.policy_bench import bench_policies
+    from decoders.bench.policy_bench import PolicyPlan, bench_policies
 
     target, draft = tiny_gpt(0), tiny_gpt(1)
     prompts = torch.randint(0, VOCAB, (1, 8), generator=torch.Generator().manual_seed(0))
@@ -140,7 +140,7 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
         gammas=(2,), temperatures=(0.0,), prompts=1, prompt_length=8, max_new_tokens=100, repeats=1, warmup=0
     )
     document = bench_policies(
-        Pair(target, draft), prompts, held_out(), settings, policies=("heuristic",), progress=False
+        Pair(target, draft), prompts, held_out(), settings, PolicyPlan(("heuristic",)), progress=False
     )
     heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
     assert heuristic["policy"] == "heuristic (at most 51)"
