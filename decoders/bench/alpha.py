@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.progress import progress_bar
@@ -45,6 +46,7 @@ __all__ = [
     "alpha_table",
     "alpha_markdown",
     "LENIENCES",
+    "AlongText",
     "alpha_under_lenience",
     "acceptance_calibration",
 ]
@@ -150,10 +152,11 @@ def betas_along_text(
 
 
 def _pooled_betas(
-    target, draft, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int, leniences=(1.0,)
+    pair: Pair, text: torch.Tensor, sampling: Sampling, *, skip: int, batch_size: int, leniences=(1.0,)
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Betas over ``text`` ``[W, L]`` in batches, one forward pass per batch for every lenience:
     (betas [len(leniences), W, L - skip] float64, proposed [W, L - skip])."""
+    target, draft = pair.target, pair.draft
     parts = []
     batch_size = max(1, min(batch_size, ALONG_TEXT_CELLS // (text.shape[1] * target.vocab_size)))  # memory, any V
     for i in range(0, len(text), batch_size):
@@ -209,7 +212,7 @@ def estimate_alpha(
     check_windows(windows)
     as_int("prompts", prompts, low=1, high=MAX_PROMPTS)
     betas, proposed = _pooled_betas(
-        target, draft, text_windows(stream, windows, length, seed), sampling, skip=skip, batch_size=batch_size
+        Pair(target, draft), text_windows(stream, windows, length, seed), sampling, skip=skip, batch_size=batch_size
     )
     betas = betas[0]  # [W, L - skip] at lenience 1
     per_window = betas.mean(dim=1)
@@ -269,8 +272,7 @@ def alpha_on_prompts(
             target, rows, max_new_tokens=max_new_tokens, sampling=sampling, randomness=seeded(seed + i, target.device)
         ).tokens[0]
         along, drafted = _pooled_betas(
-            target,
-            draft,
+            Pair(target, draft),
             torch.tensor([list(prompt) + list(text)], device=target.device),
             sampling,
             skip=len(prompt),
@@ -335,28 +337,32 @@ def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class AlongText:
+    """How alpha is measured along held-out text (docs/theory.md §2): at ``temperature``, over ``windows`` seeded
+    windows of ``length`` tokens whose first ``skip`` positions are not counted (``window_shape`` gives both for a
+    pair), ``batch_size`` windows per forward pass."""
+
+    temperature: float = 1.0
+    windows: int = 32
+    length: int = WINDOW
+    skip: int = SKIP
+    batch_size: int = 8
+    seed: int = 0
+
+
 def alpha_under_lenience(
-    target,
-    drafts: dict,
-    stream: np.ndarray,
-    leniences=LENIENCES,
-    *,
-    temperature: float = 1.0,
-    windows: int = 32,
-    length: int = WINDOW,
-    skip: int = SKIP,
-    batch_size: int = 8,
-    seed: int = 0,
-    progress: bool | None = None,
+    target, drafts: dict, stream: np.ndarray, leniences=LENIENCES, along: AlongText = AlongText(), *, progress=None
 ) -> list[dict]:
     """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
     lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,
     standard errors over windows."""
-    text, sampling = text_windows(stream, check_windows(windows), length, seed), Sampling(temperature)
+    temperature, windows = along.temperature, check_windows(along.windows)
+    text, sampling = text_windows(stream, windows, along.length, along.seed), Sampling(temperature)
     rows = []
     for name, draft in progress_bar(progress, drafts.items(), desc="lenience", unit="draft"):
         per_window = _pooled_betas(
-            target, draft, text, sampling, skip=skip, batch_size=batch_size, leniences=leniences
+            Pair(target, draft), text, sampling, skip=along.skip, batch_size=along.batch_size, leniences=leniences
         )[0].mean(dim=2)  # [l, W]
         errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)
         rows.append(

@@ -29,6 +29,7 @@ from decoders.speculative import REFERENCE_STEP, SpeculativeConfig
 from decoders.tree import REFERENCE_TREE_STEP, DynamicTree, TreeConfig, generate_tree
 
 __all__ = [
+    "AuditSample",
     "DECODERS",
     "METHODS",
     "SHIPPED_PROMPT",
@@ -424,22 +425,23 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     return AuditOutcome(described, report, _statistical_summary(report))
 
 
+@dataclass(frozen=True)
+class AuditSample:
+    """What a statistical audit of a loaded pair draws: ``n`` continuations of ``horizon`` tokens from ``seed``."""
+
+    n: int
+    horizon: int
+    seed: int = 0
+
+
 def audit_pair(
-    pair: Pair,
-    prompt: list,
-    config: SpeculativeConfig,
-    *,
-    horizon: int,
-    n: int,
-    seed: int,
-    progress: bool | None = None,
-    step=REFERENCE_STEP,
+    pair: Pair, prompt: list, config: SpeculativeConfig, sample: AuditSample, *, progress=None, step=REFERENCE_STEP
 ) -> statistical.AuditReport:
     """The statistical audit of speculative decoding on a loaded pair (the report's audit); ``step`` the iteration
     (a mutant's, for a negative control)."""
-    target, draft = pair.target, pair.draft
+    target, draft, n, horizon, seed = pair.target, pair.draft, sample.n, sample.horizon, sample.seed
     generate = setups.speculative_run(target, draft, prompt, config, horizon, step=step)
-    sample = setups.sampler(
+    sampler = setups.sampler(
         generate,
         prompt,
         horizon,
@@ -448,5 +450,5 @@ def audit_pair(
         stop=config.sampling.stop,
     )
     return statistical.audit_sampler(
-        sample, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft
+        sampler, target, prompt, config.sampling, n=n, horizon=horizon, seed=seed, draft=draft
     )

@@ -21,7 +21,7 @@ import torch
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.audit import audit_pair
+from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from decoders.bench.inputs import Pair as LoadedPair
@@ -292,9 +292,9 @@ def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dic
     config = SpeculativeConfig(4, Sampling(1.0))
     bug = mutants.mutant(CONTROL_MUTANT)
     reports = {
-        "reference": audit_pair(LoadedPair(target, draft), prompt, config, horizon=4, n=n, seed=seed, progress=False),
+        "reference": audit_pair(LoadedPair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False),
         f"{CONTROL_MUTANT} (must fail)": audit_pair(
-            LoadedPair(target, draft), prompt, config, horizon=4, n=n, seed=seed, progress=False, step=bug.step
+            LoadedPair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False, step=bug.step
         ),
     }
     return {

@@ -140,7 +140,7 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
     corpus = load_corpus()
     drafts = {name: build_draft(name, DraftContext()) for name in draft_names(SHIPPED)}
     rows = alpha.alpha_under_lenience(
-        zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, windows=windows, progress=progress
+        zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, alpha.AlongText(windows=windows), progress=progress
     )
     return {"corpus_fingerprint": corpus.fingerprint, "windows": windows, "rows": rows}
 
@@ -344,11 +344,8 @@ def real_model_document(
             inputs.drafts,
             inputs.held_out,
             (1.0,),
-            temperature=t,
-            windows=windows,
-            seed=settings.seed,
+            alpha.AlongText(temperature=t, windows=windows, seed=settings.seed, **shape),
             progress=progress,
-            **shape,
         )
     ]
     measured = []

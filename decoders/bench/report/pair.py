@@ -27,7 +27,7 @@ from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
 from decoders.bench import alpha
-from decoders.bench.audit import audit_pair
+from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import bench_pair
 from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
@@ -124,10 +124,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
                 {run.draft: draft},
                 inputs.held_out,
                 (1.0,),
-                temperature=t,
-                windows=s.windows,
-                seed=s.seed,
-                **shape,
+                alpha.AlongText(temperature=t, windows=s.windows, seed=s.seed, **shape),
             )[0]
             for t in s.temperatures
         ]
@@ -150,9 +147,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
             pair,
             audit_prompt,
             SpeculativeConfig(audit_gamma, Sampling(AUDIT_TEMPERATURE)),
-            horizon=s.audit_horizon,
-            n=s.audit_n,
-            seed=s.seed,
+            AuditSample(s.audit_n, s.audit_horizon, s.seed),
         )
         stages.update()
         trees, policies = _trees_and_policies(run, pair, inputs, prompts, recommendations, stages)

@@ -12,6 +12,7 @@ from committed_results import RESULTS, committed_rows, misread
 
 from decoders.bench.alpha import (
     LENIENCES,
+    AlongText,
     AlphaEstimate,
     accepted_and_verified,
     alpha_markdown,
@@ -387,7 +388,7 @@ def test_alpha_under_lenience_against_theory():
     target, draft = unigram(0), unigram(1)
     p, q = (torch.softmax(model.table[0], -1).double().numpy() for model in (target, draft))
     stream = torch.randint(0, V, (400,), generator=torch.Generator().manual_seed(0)).numpy()
-    [row] = alpha_under_lenience(target, {"unigram": draft}, stream, LENIENCES, windows=4, length=32, skip=4)
+    [row] = alpha_under_lenience(target, {"unigram": draft}, stream, LENIENCES, AlongText(windows=4, length=32, skip=4))
     expected = [float(acceptance_probability(p, q, lenience=lenience)) for lenience in LENIENCES]
     assert row["leniences"] == list(LENIENCES)
     assert row["alpha"] == pytest.approx(expected, abs=1e-5)
