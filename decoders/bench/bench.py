@@ -193,13 +193,14 @@ def _temperature_jobs(
     prompts: torch.Tensor,
     s: BenchSettings,
     sampling: Sampling,
-    outputs: dict,
     gammas: tuple,
     batch_size: int = 1,
-) -> tuple[dict, object]:
+) -> tuple[dict, object, dict]:
     """The jobs of one temperature, one batch of ``batch_size`` prompts each, in prompt order: the profile's (its
     autoregressive runs are the benchmark's baseline) and speculative decoding at each gamma (phase-timed on
-    CPU, where that costs nothing); ``outputs[(gamma, batch)]`` keeps each speculative job's last generation."""
+    CPU, where that costs nothing); (jobs, recorder, outputs), where ``outputs[(gamma, batch)]`` keeps each speculative
+    job's last generation."""
+    outputs = {}
     target, draft = pair.target, pair.draft
     plan = ProfilePlan(max(gammas), s.max_new_tokens, s.warmup, batch_size=batch_size)
     profiling, recorder = profile_jobs(pair, prompts, sampling, plan)
@@ -221,7 +222,7 @@ def _temperature_jobs(
                 )
 
             jobs[(gamma, batch)] = run
-    return jobs, recorder
+    return jobs, recorder, outputs
 
 
 def _measure(
@@ -237,8 +238,7 @@ def _measure(
 ) -> tuple[dict, object, dict]:
     """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
     target = pair.target
-    outputs = {}
-    jobs, recorder = _temperature_jobs(pair, prompts, s, s.at(temperature), outputs, gammas, batch_size)
+    jobs, recorder, outputs = _temperature_jobs(pair, prompts, s, s.at(temperature), gammas, batch_size)
     timings = time_interleaved(
         dict(jobs, **(extra or {})),
         repeats=s.repeats,
@@ -300,7 +300,6 @@ def bench_row(
     gamma: int,
     timings: dict,
     names: tuple,
-    rows: int,
     runs: list,
     profile,
     s: BenchSettings,
@@ -308,11 +307,12 @@ def bench_row(
     standard_error: bool = True,
 ) -> BenchRow:
     """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
-    baseline's, the speculative decoder's) over ``rows`` prompts (or batches): the measured speedup (medians) with
-    its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and
-    prompts (``plumbing.timing.speedup_interval``) and, with ``standard_error``, its standard error over the prompts
-    (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction from the profile, with whether
-    it is within max(10%, 2 SE) of the measurement."""
+    baseline's, the speculative decoder's) over the prompts (or batches) of the speculative ``runs``: the measured
+    speedup (medians) with its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap
+    interval over repeats and prompts (``plumbing.timing.speedup_interval``) and, with ``standard_error``, its
+    standard error over the prompts (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction
+    from the profile, with whether it is within max(10%, 2 SE) of the measurement."""
+    rows = len(runs)
     grids = [seconds_grid(timings, name, rows) for name in names]  # [repeats][rows] each
     autoregressive, speculative = ([sum(repeat) for repeat in grid] for grid in grids)  # per repeat
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
@@ -397,8 +397,7 @@ def bench_pair(
         "c draft": call_job(draft, prompts[0], s.call_steps),
     }
     for temperature in s.temperatures:
-        outputs = {}
-        temperature_jobs, recorder = _temperature_jobs(pair, prompts, s, s.at(temperature), outputs, s.gammas)
+        temperature_jobs, recorder, outputs = _temperature_jobs(pair, prompts, s, s.at(temperature), s.gammas)
         temperature_jobs["target call"] = call_job(target, prompts[0], s.max_new_tokens)
         jobs.update({(temperature, key): job for key, job in temperature_jobs.items()})
         measures[temperature] = recorder, outputs
@@ -435,7 +434,6 @@ def bench_pair(
                 gamma,
                 timings,
                 ("autoregressive", gamma),
-                len(prompts),
                 [outputs[(gamma, row)] for row in range(len(prompts))],
                 profile,
                 s,
@@ -502,7 +500,6 @@ def bench_batches(pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *,
                         gamma,
                         timings,
                         ("autoregressive", gamma),
-                        batches,
                         [outputs[(gamma, batch)] for batch in range(batches)],
                         profile,
                         s,

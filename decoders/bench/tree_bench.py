@@ -26,7 +26,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment, model_dtype
-from decoders.bench.forecast.dynamic import forecast_dynamic
+from decoders.bench.forecast.dynamic import DynamicPlan, forecast_dynamic
 from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
 from decoders.bench.rows import TreeRow
@@ -314,16 +314,17 @@ def bench_trees(
         None
         if not dynamic
         else forecast_dynamic(  # first: from other windows, before the sweep it forecasts
-            target,
-            draft,
+            pair,
             held_out,
-            *dynamic,
-            budgets,
-            tokens=new,
-            length=prompts.shape[1],
-            seed=settings.seed,
-            windows=held_out_windows,
-            repeats=settings.repeats,
+            DynamicPlan(
+                *dynamic,
+                budgets,
+                tokens=new,
+                length=prompts.shape[1],
+                seed=settings.seed,
+                windows=held_out_windows,
+                repeats=settings.repeats,
+            ),
         )
     )
     with progress_bar(progress, total=None, desc=f"trees {draft_name}") as bar:

@@ -21,12 +21,14 @@ Nothing here decodes the prompts the forecast is judged on: the windows are draw
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from decoders._loop import feed_draft, forward_after, start
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
 from decoders.dynamic_tree import DynamicTree, draft_dynamic
 from decoders.models.protocol import synchronize
@@ -39,7 +41,7 @@ from spectheory.costs import forecast_speedup
 from spectheory.dynamic_trees import calibrate_paths, expected_tokens_dynamic, replayed_tokens
 from spectheory.optimum import best_choice
 
-__all__ = ["widest", "node_acceptance", "greedy_continuations", "forecast_dynamic"]
+__all__ = ["widest", "node_acceptance", "greedy_continuations", "DynamicPlan", "forecast_dynamic"]
 
 BATCH = 8  # contexts per call
 
@@ -136,21 +138,24 @@ def greedy_continuations(target, windows: torch.Tensor, tokens: int) -> torch.Te
     return torch.cat([windows, torch.tensor(generation.tokens, dtype=windows.dtype, device=windows.device)], dim=1)
 
 
-def forecast_dynamic(
-    target,
-    draft,
-    held_out: np.ndarray,
-    branching: int,
-    depth: int,
-    budgets,
-    *,
-    tokens: int,
-    length: int,
-    seed: int,
-    windows: int = 16,
-    cost_prompts: int = 2,
-    repeats: int = 2,
-) -> dict:
+@dataclass(frozen=True)
+class DynamicPlan:
+    """What ``forecast_dynamic`` forecasts: EAGLE-2's trees of ``branching`` and ``depth`` at each of ``budgets``,
+    along ``windows`` windows of ``length`` tokens continued ``tokens`` tokens (seeded by ``seed``), with costs from
+    ``cost_prompts`` other windows over ``repeats`` timed repeats."""
+
+    branching: int
+    depth: int
+    budgets: tuple
+    tokens: int
+    length: int
+    seed: int = 0
+    windows: int = 16
+    cost_prompts: int = 2
+    repeats: int = 2
+
+
+def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> dict:
     """The forecast of the module docstring at T = 0 for EAGLE-2's trees of ``branching``, ``depth`` at each budget.
     ``windows`` windows of ``length`` tokens of ``held_out`` are continued greedily by the target for ``tokens``
     tokens (the text a decoder at T = 0 walks), and the draft's widest tree is grown and scored by the target at
@@ -159,6 +164,9 @@ def forecast_dynamic(
     ``cost_prompts`` other windows give the costs over ``repeats`` timed repeats. Returns the JSON section: per
     budget the forecast tokens per call and speedup, the budget it recommends (the fastest forecast; ties to the
     smaller), the calibration, what went into it and its seconds."""
+    target, draft, branching, depth, budgets = pair.target, pair.draft, plan.branching, plan.depth, plan.budgets
+    tokens, length, seed, windows = plan.tokens, plan.length, plan.seed, plan.windows
+    cost_prompts, repeats = plan.cost_prompts, plan.repeats
     started = time.perf_counter()
     as_int("windows", windows, low=1), as_int("cost_prompts", cost_prompts, low=1), as_int("repeats", repeats, low=1)
     greedy, full = Sampling(0.0), widest(branching, depth)

@@ -161,7 +161,7 @@ def _draft_document(
     measured = []
     for gamma in gammas:
         runs = [state["outputs"][(name, gamma, row)] for row in range(count)]
-        row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), count, runs, profile, s)
+        row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), runs, profile, s)
         measured.append(replace(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
     if len(gammas) == 1:  # the profile's only runs are the row's own: its calibration would be the measurement
         measured = [

@@ -8,7 +8,8 @@ import pytest
 import torch
 from tree_bench_inputs import VOCAB, held_out, tiny_gpt
 
-from decoders.bench.forecast.dynamic import forecast_dynamic, node_acceptance, widest
+from decoders.bench.forecast.dynamic import DynamicPlan, forecast_dynamic, node_acceptance, widest
+from decoders.bench.inputs import Pair
 from decoders.dynamic_tree import DynamicTree
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
@@ -74,9 +75,8 @@ def test_forecast_document_records_what_it_used():
     """The forecast's section: a calibration over every node of the widest tree at every position, per budget tokens
     per call of at least 1 and at most the tree's depth + 1 (replayed and calibrated), a finite speedup, and the
     seeds, counts and seconds that went into it."""
-    forecast = forecast_dynamic(
-        tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4, 6), tokens=12, length=8, seed=0, windows=4, repeats=1
-    )
+    plan = DynamicPlan(2, 3, (4, 6), tokens=12, length=8, seed=0, windows=4, repeats=1)
+    forecast = forecast_dynamic(Pair(tiny_gpt(0), tiny_gpt(1)), held_out(), plan)
     json.dumps(forecast, allow_nan=False)
     assert sum(forecast["calibration"]["nodes"]) == 4 * 12 * (widest(2, 3).size - 1)
     assert forecast["used"] == {
@@ -97,4 +97,4 @@ def test_forecast_document_records_what_it_used():
 
 def test_forecast_refuses_bad_settings():
     with pytest.raises(ValueError, match="windows must be a positive integer, got 0"):
-        forecast_dynamic(tiny_gpt(0), tiny_gpt(1), held_out(), 2, 3, (4,), tokens=12, length=8, seed=0, windows=0)
+        forecast_dynamic(Pair(tiny_gpt(0), tiny_gpt(1)), held_out(), DynamicPlan(2, 3, (4,), 12, 8, windows=0))
