@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from decoders import zoo
 from decoders.audit import exact, mutants, setups, statistical, tree_mutants
 from decoders.audit.battery import power_line
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, AuditRequest, tree_shape
@@ -20,6 +21,7 @@ from decoders.bench.inputs import Pair, check_tokenizers, encode_text, read_text
 from decoders.bench.prompts import text_windows
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary
 from decoders.drafts import FROM_TARGET, SHIPPED, DraftContext, build_draft, draft_names, open_draft
+from decoders.models.corpus import character_tokenizer
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.policies import make_policy
 from decoders.progress import progress_bar
@@ -68,8 +70,6 @@ def _models(request: AuditRequest) -> tuple:
         request.sampler == "ours" and request.decoder in ("speculative", "tree") and request.samples is None
     )
     if request.hugging_face:
-        from decoders import zoo
-
         target, tokenizer = zoo.load_named(request.target, role="target", timed=False)
         request = replace(
             request,
@@ -94,8 +94,6 @@ def _models(request: AuditRequest) -> tuple:
         check_tokenizers(tokenizer, draft_tokenizer)
         return request, target, draft, batch
     if request.target == "shipped":
-        from decoders import zoo
-
         target = zoo.load_target()
         request = replace(
             request,
@@ -120,7 +118,6 @@ def _models(request: AuditRequest) -> tuple:
 
 def _tokenizer_of(tokenizer) -> dict:
     """A tokenizer's vocabulary (None: the corpus's characters), to tell whether two read the same tokens."""
-    from decoders.models.corpus import character_tokenizer
 
     return (tokenizer or character_tokenizer()).get_vocab()
 
@@ -374,8 +371,6 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
     draft, tokenizers = draft if isinstance(draft, tuple) else (draft, None)
     options = {} if draft is None else assisted_options(draft, request.assistant_tokens)
     if tokenizers is not None and options is not None:  # transformers' own method across vocabularies
-        from decoders.models.corpus import character_tokenizer
-
         target_tokenizer, draft_tokenizer = tokenizers
         options.update(tokenizer=target_tokenizer, assistant_tokenizer=draft_tokenizer or character_tokenizer())
     if options is None:

@@ -29,6 +29,7 @@ from decoders.bench.prompts import draw_prompts
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
 from decoders.drafts import open_draft
+from decoders.models.corpus import character_tokenizer
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.models.protocol import synchronize
 from decoders.progress import progress_bar
@@ -440,7 +441,6 @@ def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings:
     """transformers' counterparts of the pair for ``--hf``: the target's model, the draft's (``assisted_options``) and
     both tokenizers; refused before any timing where the draft has none, or where the longest prompt's spelling and
     its new tokens could run past the assistant's context (transformers does not window it)."""
-    from decoders.models.corpus import character_tokenizer
 
     options = assisted_options(draft_model, 1)
     if options is None or "assistant" not in options or not hasattr(inputs.target, "model"):

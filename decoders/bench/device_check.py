@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from decoders import zoo
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.autoregressive import generate_autoregressive
@@ -28,6 +29,8 @@ from decoders.bench.inputs import Pair as LoadedPair
 from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_document, verify_widths_job
 from decoders.bench.prompts import text_windows
 from decoders.drafts import open_draft
+from decoders.models.corpus import load_corpus
+from decoders.models.hf import HFCausalLM, layer_skip
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
@@ -59,8 +62,6 @@ class LlamaShape:
         """An ``HFCausalLM`` of this shape with seeded random weights, made on ``device`` (no copy through the
         host), with sdpa attention and tied embeddings as SmolLM2's."""
         from transformers import LlamaConfig, LlamaForCausalLM
-
-        from decoders.models.hf import HFCausalLM
 
         config = LlamaConfig(
             hidden_size=self.hidden_size,
@@ -384,7 +385,6 @@ def _versions() -> dict:
 
 
 def _shipped_prompts(count: int, length: int, device) -> torch.Tensor:
-    from decoders.models.corpus import load_corpus
 
     held_out = load_corpus(max_characters=PROMPT_CHARACTERS).held_out
     return torch.as_tensor(text_windows(np.asarray(held_out), count, length, 0)).to(device)
@@ -408,13 +408,9 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
     profiles (minutes each)."""
 
     def shipped_pair():
-        from decoders import zoo
-
         return zoo.load_pair(device=device)
 
     def greedy():
-        from decoders.models.hf import layer_skip
-
         target, draft = shipped_pair()
         shipped = greedy_equality(
             target, draft, _shipped_prompts(sizes.greedy_prompts, 32, device), sizes.greedy_tokens

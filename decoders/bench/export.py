@@ -13,7 +13,9 @@ from pathlib import Path
 
 from decoders import zoo
 from decoders.models.corpus import character_tokenizer
-from plumbing.outputs import staged_directory
+from decoders.models.gguf import checked_reader
+from decoders.models.hf import tinygpt_to_gpt2
+from plumbing.outputs import staged_directory, write_atomically
 
 __all__ = ["EXPORTABLE", "export_hf", "export_truncated_gguf"]
 
@@ -24,7 +26,6 @@ EXPORTABLE = ("target", "transformer", "distilled")
 def export_hf(out, names=("target", "transformer")) -> list[Path]:
     """Write ``out/<name>`` for each shipped model of ``names`` (``EXPORTABLE``); the directory is replaced as
     a whole once all of them are written. Returns the model directories."""
-    from decoders.models.hf import tinygpt_to_gpt2
 
     unknown = [name for name in names if name not in EXPORTABLE]
     if unknown or not names:
@@ -61,9 +62,6 @@ def export_truncated_gguf(source, out, layers: int) -> Path:
     import re
 
     from gguf import GGUFValueType, GGUFWriter
-
-    from decoders.models.gguf import checked_reader
-    from plumbing.outputs import write_atomically
 
     architecture, reader = checked_reader(source)
     if architecture != "llama":

@@ -12,6 +12,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings
 from decoders.bench.rows import HFComparisonRow
+from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 from decoders.models.hf_generate import assisted_options, hf_generate
 from decoders.models.protocol import synchronize
 from decoders.models.tinygpt import TinyGPT
@@ -27,7 +28,6 @@ __all__ = ["hf_comparison", "check_comparable"]
 def check_comparable(target, draft) -> None:
     """The comparison runs Hugging Face ``generate`` on the pair: both TinyGPTs (converted to GPT-2), or a
     Hugging Face target behind the adapter with any draft (``assisted_options`` says what assists it there)."""
-    from decoders.models.hf import HFCausalLM
 
     kinds = {type(model) for model in (target, draft)}
     if not (kinds <= {TinyGPT} or isinstance(target, HFCausalLM)):
@@ -40,7 +40,6 @@ def check_comparable(target, draft) -> None:
 
 def _hugging_face_pair(target, draft) -> tuple:
     """(Hugging Face target, our adapters over target and draft, our native models or None)."""
-    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 
     check_comparable(target, draft)
     if isinstance(target, HFCausalLM):

@@ -21,8 +21,11 @@ import torch
 
 from decoders import zoo
 from decoders.drafts import SHIPPED, draft_names, open_draft, own_tokenizer_drafts
-from decoders.models.corpus import encode_text, load_corpus, split_text
+from decoders.models.corpus import character_tokenizer, encode_text, load_corpus, split_text
+from decoders.models.gguf import REAL_MODELS, gguf_tokenizer, is_gguf_file, real_model_path
+from decoders.models.hf import check_same_tokenizer, is_model_directory
 from decoders.models.protocol import compiled_model
+from spectheory.vocabularies import METHODS
 
 __all__ = [
     "Pair",
@@ -84,9 +87,6 @@ def check_tokenizers(target, draft, draft_name: str = "the draft") -> None:
     is named, beside the flag that takes a draft with another tokenizer: docs/theory-vocabularies.md §15)."""
     if target is None and draft is None:
         return
-    from decoders.models.corpus import character_tokenizer
-    from decoders.models.hf import check_same_tokenizer
-    from spectheory.vocabularies import METHODS
 
     try:
         check_same_tokenizer(target or character_tokenizer(), draft or character_tokenizer(), draft_name)
@@ -164,8 +164,6 @@ def target_tokenizer(name_or_path: str | None):
     """The tokenizer of the target ``name_or_path`` (None: the corpus's characters) read without its weights: a
     GGUF file's or a real model's (``gguf_tokenizer``), a Hugging Face directory's; the shipped target's and a zoo
     file's are the characters; any other name is refused by ``zoo.load_named``, whose error names what it accepts."""
-    from decoders.models.gguf import REAL_MODELS, gguf_tokenizer, is_gguf_file, real_model_path
-    from decoders.models.hf import is_model_directory
 
     if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
         path = real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path

@@ -18,6 +18,7 @@ from decoders.bench.forecast.sweep import (
     forecast_sweep,
     judge_forecast,
 )
+from decoders.bench.hf_compare import check_comparable, hf_comparison
 from decoders.bench.inputs import SHIPPED_TARGET, load_inputs
 from decoders.bench.prompts import benchmark_prompts, draw_prompts, text_windows
 from decoders.bench.spec_bench.questions import spec_bench_categories, spec_bench_prompts
@@ -178,8 +179,6 @@ def bench_document(
     target_model, model = inputs.target, inputs.drafts[draft]
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
     if hf:
-        from decoders.bench.hf_compare import check_comparable
-
         check_comparable(target_model, model)
     drawn = draw_prompts(
         inputs, task, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=forecast_prompts
@@ -231,8 +230,6 @@ def bench_document(
         )
         document["batches"] = bench.bench_batches(inputs.pair(draft), pool, settings, progress=progress)
     if hf:
-        from decoders.bench.hf_compare import hf_comparison
-
         gamma = hf_gamma or report.best(settings.temperatures[0]).gamma
         document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
     return document
@@ -355,8 +352,6 @@ def real_model_document(
         report = bench.bench_pair(inputs.pair(draft, target), prompts, swept, progress=progress)
         cell = {"draft": draft, "task": task, "bench": report.as_dict()}
         if task == hf_task:
-            from decoders.bench.hf_compare import hf_comparison
-
             cell["hf"] = hf_comparison(
                 inputs.target,
                 inputs.drafts[draft],

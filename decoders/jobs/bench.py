@@ -12,7 +12,8 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import BenchSettings
-from decoders.bench.bench_lines import bench_lines
+from decoders.bench.bench_lines import bench_lines, cross_vocabulary_lines
+from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import BENCH_POLICIES, check_policies, policy_lines
@@ -67,8 +68,6 @@ def cross_vocabulary_bench(
 ) -> tuple:
     """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), the
     same-tokenizer drafts ``beside`` timed with it, with ``hf`` transformers' plain and assisted generation too."""
-    from decoders.bench.bench_lines import cross_vocabulary_lines
-    from decoders.bench.cross_bench import cross_vocabulary_document
 
     if out:
         check_writable(out)
