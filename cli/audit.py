@@ -14,7 +14,7 @@ from dataclasses import fields
 
 from cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
 from cli.options import names
-from decoders.audit.mutants import MUTANTS
+from decoders.audit.mutants import EXACT_SIZES, MUTANTS
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, SAMPLERS, AuditRequest
 from decoders.audit.setups import MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
@@ -288,8 +288,6 @@ def mutant_presets(argv: list) -> list:
     where it shows (docs/decoders.md, "Planted bugs"). A chain mutant: its sampling, the small models where whole runs
     see it, its ``audit`` flags, and its own exact method (``--exact METHOD``) unless ``--n`` asks for samples; a tree
     mutant: its decoder, verifier, models, tree and horizon, statistically unless ``--exact`` is given."""
-    from decoders.audit.mutants import EXACT_SIZES, MUTANTS
-    from decoders.audit.tree_mutants import TREE_MUTANTS
 
     name = argv[argv.index("--mutant") + 1] if "--mutant" in argv[:-1] else None
     chain = {m.name: m for m in MUTANTS}.get(name)

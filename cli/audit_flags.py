@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+from decoders.bench.inputs import read_text
+from decoders.grammar import GrammarSpec
+from decoders.sampling import Sampling
+
 __all__ = ["add_sampling_arguments", "add_sampler_arguments", "sampling_from", "logit_bias"]
 
 
@@ -97,9 +101,6 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, temperature: bool = 
 def sampling_from(args: argparse.Namespace):
     """The ``Sampling`` the flags ask for (its checks name a bad value's flag); its grammar is a ``GrammarSpec``,
     compiled once the model's vocabulary is known (``Sampling.bound``)."""
-    from decoders.bench.inputs import read_text
-    from decoders.grammar import GrammarSpec
-    from decoders.sampling import Sampling
 
     grammar = None
     if getattr(args, "regex", None) is not None:

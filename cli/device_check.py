@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 
 from cli import options
+from decoders.bench.device_check import DRY_RUN, FULL, REPORT_NAME, run_check
+from plumbing.outputs import check_writable
+from plumbing.validation import as_positive_int
 
 DEFAULT_BUDGET_SECONDS = 420  # the sections that start after it are skipped: under 8 minutes on one H100
 
@@ -30,12 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from plumbing.outputs import check_writable
-    from plumbing.validation import as_positive_int
 
     as_positive_int("budget_seconds", args.budget_seconds)
     out = check_writable(args.out, directory=True)
-    from decoders.bench.device_check import DRY_RUN, FULL, REPORT_NAME, run_check
 
     document = run_check(
         out,

@@ -8,6 +8,14 @@ import argparse
 import json
 
 from cli import options
+from decoders.autoregressive import generate_autoregressive
+from decoders.bench.diverge import diagnose, read_tokens
+from decoders.bench.inputs import encode_text
+from decoders.engines import EngineSampling, open_engine
+from decoders.engines.base import capability
+from decoders.randomness import seeded
+from decoders.sampling import GREEDY
+from decoders.zoo import load_named
 from plumbing.validation import as_int
 
 
@@ -40,14 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from decoders.autoregressive import generate_autoregressive
-    from decoders.bench.diverge import diagnose, read_tokens
-    from decoders.bench.inputs import encode_text
-    from decoders.engines import EngineSampling, open_engine
-    from decoders.engines.base import capability
-    from decoders.randomness import seeded
-    from decoders.sampling import GREEDY
-    from decoders.zoo import load_named
 
     if (args.tokens is None) == (args.engine is None) or len(args.tokens or ()) > 2:
         raise ValueError("give --tokens FILE (against our greedy decoding), --tokens A B, or --engine ENGINE")

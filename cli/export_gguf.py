@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from decoders.bench.export import export_truncated_gguf
+from decoders.models.gguf import real_model_path
 from plumbing.outputs import check_writable
 
 
@@ -17,8 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from decoders.bench.export import export_truncated_gguf
-    from decoders.models.gguf import real_model_path
 
     check_writable(args.out)
     source = real_model_path("smollm2") if args.target == "smollm2" else args.target

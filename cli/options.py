@@ -65,7 +65,7 @@ def add_dtype(parser: argparse.ArgumentParser) -> None:
 
 def add_target(parser: argparse.ArgumentParser) -> None:
     """``--target``: every kind of model the measuring commands load (``decoders.zoo.load_named``)."""
-    from decoders.zoo import REAL_MODELS
+    from decoders.zoo import REAL_MODELS  # here: `spectheory gamma` imports this module and loads only the theory
 
     parser.add_argument(
         "--target",
@@ -77,7 +77,7 @@ def add_target(parser: argparse.ArgumentParser) -> None:
 
 
 def draft_help(default: str | None) -> str:
-    """The help text of ``--draft`` / ``--drafts``."""
+    """The help text of ``--draft`` / ``--drafts`` (its import here: `spectheory gamma` loads only the theory)."""
     from decoders.drafts import DRAFT_KINDS, FROM_TARGET, SHIPPED, draft_names, own_tokenizer_drafts
 
     own = [f"{kind.name} for --target {kind.only_target}" for kind in DRAFT_KINDS.values() if kind.only_target]

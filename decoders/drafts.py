@@ -18,6 +18,7 @@ import torch
 from decoders import zoo
 from decoders.autoregressive import generate_autoregressive
 from decoders.models.corpus import VOCAB_SIZE, encode_text, load_corpus, split_text
+from decoders.models.hf import HFCausalLM, layer_skip
 from decoders.models.history import CopyDraft, NGramModel, SparseNGramModel, UniformModel
 from decoders.randomness import TorchRandomness
 from decoders.sampling import Sampling
@@ -213,7 +214,6 @@ def _ngram(name: str, context: DraftContext):
 
 def _layer_skip(name: str, context: DraftContext):
     """The target's first K layers and its head (docs/theory.md §11)."""
-    from decoders.models.hf import HFCausalLM, layer_skip
 
     if not isinstance(context.target, HFCausalLM):
         raise ValueError(

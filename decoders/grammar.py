@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from decoders.models.corpus import OTHER, VOCAB_SIZE, VOCABULARY
+
 __all__ = ["GrammarSpec", "Grammar", "KINDS", "token_texts"]
 
 KINDS = ("regex", "json-schema", "ebnf")
@@ -27,7 +29,6 @@ AUDIT_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 def token_texts(vocab_size: int) -> list:
     """The texts of a vocabulary without a tokenizer: the corpus's characters for the shipped pair's vocabulary,
     letters ("a" for id 0, "b" for id 1, ...) for the exact audit's vocabularies of at most 26 tokens."""
-    from decoders.models.corpus import OTHER, VOCAB_SIZE, VOCABULARY
 
     if vocab_size == VOCAB_SIZE:
         return list(VOCABULARY) + ["\ufffd"] * (VOCAB_SIZE - OTHER)

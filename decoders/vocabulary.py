@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from decoders.models.corpus import VOCABULARY
+
 __all__ = ["Vocabulary", "TokenizerVocabulary", "shared_pieces", "vocabulary_of"]
 
 
@@ -153,7 +155,6 @@ def vocabulary_of(tokenizer, *, byte_level: bool = False) -> Vocabulary:
     if tokenizer is not None:
         pieces = tuple(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))))
         return TokenizerVocabulary(pieces, tokenizer=tokenizer)
-    from decoders.models.corpus import VOCABULARY
 
     spell = _byte_level if byte_level else (lambda c: c)
     other = spell("\x00")  # a character the corpus never holds: the "other" token's piece

@@ -23,8 +23,10 @@ import numpy as np
 import torch
 
 from decoders.blockwise import BlockwiseGPT
-from decoders.models.corpus import VOCAB_SIZE, load_corpus
+from decoders.models import call_widths
+from decoders.models.corpus import VOCAB_SIZE, character_tokenizer, encode_text, load_corpus, split_text
 from decoders.models.gguf import REAL_MODELS, is_gguf_file, load_gguf, real_model_path
+from decoders.models.hf import is_model_directory, load_directory
 from decoders.models.history import NGramModel
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
 from decoders.sampling import Sampling
@@ -193,7 +195,6 @@ def load_file(path, *, device: torch.device | str = "cpu", dtype: torch.dtype = 
 def is_loadable(name_or_path) -> bool:
     """Whether ``load_named`` reads ``name_or_path`` as a model rather than a shipped name: a real model of
     ``REAL_MODELS``, a GGUF file, a local Hugging Face model directory or an existing model file."""
-    from decoders.models.hf import is_model_directory
 
     return (
         name_or_path in REAL_MODELS
@@ -221,8 +222,6 @@ def load_named(
     the same logits unpadded."""
     if role == "target" and name_or_path in (None, "target"):
         return load_target(device=device, dtype=dtype), None
-    from decoders.models.call_widths import pad_cheapest_widths
-    from decoders.models.hf import is_model_directory, load_directory
 
     path = Path(real_model_path(name_or_path) if name_or_path in REAL_MODELS else name_or_path)
     if name_or_path in REAL_MODELS or is_gguf_file(name_or_path):
@@ -237,13 +236,12 @@ def load_named(
     else:
         return load_file(name_or_path, device=device, dtype=dtype), None
     if role == "target" and timed:  # its verify calls: padded to cheaper widths where this machine has them
-        pad_cheapest_widths(model, source=f"{path.resolve()}@{path.stat().st_mtime_ns}")
+        call_widths.pad_cheapest_widths(model, source=f"{path.resolve()}@{path.stat().st_mtime_ns}")
     return model, own_tokenizer(tokenizer)
 
 
 def own_tokenizer(tokenizer):
     """None for the corpus's character tokenizer (``spectheory export-hf``'s), else ``tokenizer``."""
-    from decoders.models.corpus import character_tokenizer
 
     return None if tokenizer.get_vocab() == character_tokenizer().get_vocab() else tokenizer
 
@@ -467,7 +465,6 @@ def tokenizer_fingerprint(tokenizer) -> str:
 
 def _real_draft_data(tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """The training and held-out streams in ``tokenizer``'s ids (``REAL_DRAFT_CHARACTERS``, 200,000 held out)."""
-    from decoders.models.corpus import encode_text, split_text
 
     train = np.array(encode_text(tokenizer, split_text(False, max_characters=REAL_DRAFT_CHARACTERS)), dtype=np.int32)
     held_out = np.array(encode_text(tokenizer, split_text(True, max_characters=200_000)), dtype=np.int32)

@@ -11,6 +11,7 @@ import numpy as np
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, plt, read_result, save
 from plumbing.outputs import write_json
+from sims.policies import policy_gain_document
 
 RESULT = "policy_gains.json"
 POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuristic", "HF +2/-1 schedule"))
@@ -18,7 +19,6 @@ POLICIES = (("oracle", "oracle"), ("rejection", "rejection threshold"), ("heuris
 
 def compute(results: Path, *, progress=None) -> Path:
     """The policy gain grid (15 alphas x 11 costs, 20,000 iterations; ``sims.policies.policy_gain_document``)."""
-    from sims.policies import policy_gain_document
 
     return write_json(Path(results) / RESULT, policy_gain_document(progress=progress), command=RECOMPUTE_COMMAND)
 

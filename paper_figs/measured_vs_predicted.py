@@ -17,6 +17,7 @@ RESULT = "bench_cpu.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """The shipped pair's benchmark with the Hugging Face comparison (``spectheory bench --hf``'s defaults)."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.runs import bench_document
 
     return write_json(

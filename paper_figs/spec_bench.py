@@ -17,6 +17,7 @@ RESULT = "spec_bench_smollm2.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """The whole table on SmolLM2 with the time-boxed settings (``decoders.jobs.spec_bench.whole_table``)."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.spec_bench.suite import SUITE_SETTINGS
     from decoders.jobs.spec_bench import whole_table
 

@@ -19,6 +19,7 @@ MARKERS = {("exact", 1): ("o", "exact"), ("top_k", 2): ("s", "top-2"), ("top_k",
 
 def compute(results: Path, *, progress=None) -> Path:
     """``bench_blockwise`` on 8 held-out prompts of 64 characters, 128 new tokens, median of 3; writes ``RESULT``."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.runs import blockwise_document
 
     return write_json(

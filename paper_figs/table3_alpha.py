@@ -16,6 +16,7 @@ RESULT = "alpha.json"
 
 def compute(results: Path, *, progress=None) -> Path:
     """``RESULT`` and ``alpha.md`` as ``spectheory alpha`` writes them (every draft, T = 0 and 1)."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.alpha import AlphaEstimate, alpha_markdown
     from decoders.bench.runs import alpha_document
 

@@ -39,6 +39,7 @@ HEADER = [
 
 def compute(results: Path, *, progress=None) -> Path:
     """``RESULT``: ``decoders.bench.runs.real_model_document`` (about 40 minutes on 2 CPU cores)."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.runs import real_model_document
 
     return write_json(

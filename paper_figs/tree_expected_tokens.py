@@ -9,6 +9,7 @@ from pathlib import Path
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from plumbing.outputs import write_json
+from sims.trees import trees_document
 
 RESULT = "trees.json"
 
@@ -16,7 +17,6 @@ RESULT = "trees.json"
 def compute(results: Path, *, progress=None) -> Path:
     """Both tree figures' results (``sims.trees.trees_document``: exact values, 20,000 simulated calls per
     budget)."""
-    from sims.trees import trees_document
 
     return write_json(Path(results) / RESULT, trees_document(progress=progress), command=RECOMPUTE_COMMAND)
 

@@ -17,6 +17,7 @@ FIGURE_DRAFTS = ("bigram", "transformer", "distilled", "unigram")
 
 def compute(results: Path, *, progress=None) -> Path:
     """Every draft of ``FIGURE_DRAFTS`` with the shipped target at budgets 4, 8, 16 and 32 (``runs.tree_document``)."""
+    # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.bench import BenchSettings
     from decoders.bench.runs import tree_document
 

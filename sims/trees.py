@@ -20,9 +20,10 @@ import numpy as np
 from plumbing.validation import as_distribution_pair, as_positive_int
 from sims._draws import categorical
 from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
+from spectheory import multidraft
 from spectheory.acceptance import excess
 from spectheory.multidraft import TREE_RULES, kseq_correction, kseq_rho
-from spectheory.trees import Tree, check_rank_acceptance
+from spectheory.trees import Tree, check_rank_acceptance, expected_tokens_rank, optimal_trees
 
 __all__ = [
     "MultiDraftResult",
@@ -195,7 +196,6 @@ def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) 
     """Expected tokens per call against the node budget (root included) for the chain, the full k-ary trees
     (k = 2, 3: their own sizes) and Sequoia's optimal tree, per ``TREE_ACCEPTANCE``; the optimal trees also
     simulated under the rank model (mean and standard error)."""
-    from spectheory.trees import Tree, expected_tokens_rank, optimal_trees
 
     rng, out = np.random.default_rng(seed), {}
     wrap = progress or (lambda items, **_: items)
@@ -230,7 +230,6 @@ def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) 
 def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple = VERIFIER_KS, progress=None) -> dict:
     """Acceptance against k for every verifier, the i.i.d. optimum and SpecTr's bound, averaged over random
     pairs of each Dirichlet family (exact values per pair; ``spectheory.multidraft``)."""
-    from spectheory import multidraft
 
     rng, families = np.random.default_rng(seed), {}
     wrap = progress or (lambda items, **_: items)

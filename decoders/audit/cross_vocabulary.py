@@ -22,6 +22,7 @@ from decoders.cross_vocabulary import (
     generate_cross_vocabulary,
 )
 from decoders.models.history import TabularModel
+from decoders.sampling import adjusted_probs
 from decoders.vocabulary import Vocabulary
 
 __all__ = ["PAIRS", "tiny_cross_pair", "cross_vocabulary_law", "CrossMutant", "CROSS_MUTANTS", "cross_mutant"]
@@ -87,7 +88,6 @@ class UnnormalisedIntersection(CrossVocabularyStep):
 
     @staticmethod
     def in_target_vocabulary(q, shared, logits, target_size, sampling):
-        from decoders.sampling import adjusted_probs
 
         full = adjusted_probs(logits, sampling)
         return CrossVocabularyStep.in_target_vocabulary(full, shared, logits, target_size, sampling)

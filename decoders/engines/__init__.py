@@ -39,6 +39,8 @@ __all__ = [
 DEFAULT_TARGETS = (None, "smollm2", "shipped")
 
 
+# The openers import the GGUF loader and their engine's module when that engine is opened: the registry, the
+# counters and a URL's engine load without torch (``spectheory gamma --from-metrics`` reads them; test_lazy holds it).
 def _gguf_path(name: str, gguf: str | None):
     """The GGUF file a local engine reads: ``gguf`` (``--target``), or SmolLM2's for the defaults."""
     from decoders.models.gguf import is_gguf_file, real_model_path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from decoders.engines import open_engine
 from decoders.engines.audit_model import against_model, check_model_law, model_lines
 from decoders.engines.base import Engine, EngineRun, EngineSampling, capability
 from decoders.engines.greedy_audit import greedy_audit, greedy_lines
@@ -93,7 +94,6 @@ class EngineAuditRequest:
         return self.sampling.temperature == 0 and self.samples is None
 
     def open(self, spec: str) -> Engine:
-        from decoders.engines import open_engine
 
         return open_engine(spec, gguf=self.gguf, concurrency=self.concurrency)
 

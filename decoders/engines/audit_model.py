@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from decoders.audit.samples import EngineSamples
+from decoders.audit.statistical import audit_sampler
 from decoders.engines.base import END, EngineRun, EngineSampling, capability
+from decoders.sampling import Sampling
+from decoders.zoo import load_named
 
 __all__ = ["numeric_tv", "check_model_law", "against_model", "model_lines"]
 
@@ -46,11 +50,6 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
     statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
     variation between the two laws along the prompt's last position and the engine's greedy continuation."""
     import torch
-
-    from decoders.audit.samples import EngineSamples
-    from decoders.audit.statistical import audit_sampler
-    from decoders.sampling import Sampling
-    from decoders.zoo import load_named
 
     missing = [name for name in ("model_path", "tokenize") if capability(engine, name) is None] + [
         "all_logits or logits_after"

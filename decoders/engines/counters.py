@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from decoders.engines.openai import is_url
 from spectheory.metrics import EngineCounts
 
 __all__ = [
@@ -126,7 +127,6 @@ def read_counts_url(url: str, what: str = "--from-metrics") -> EngineCounts:
 def read_counts_file(path: str, what: str = "--from-metrics") -> EngineCounts:
     """``read_counts`` of the text file ``path``, or of a live server where ``path`` is an http(s) URL
     (``read_counts_url``); one-line errors naming ``what`` (the argument that gave it)."""
-    from decoders.engines.openai import is_url
 
     if is_url(path):
         return read_counts_url(path, what)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from decoders.engines.base import END, EngineRun, EngineSampling, add_counters, check_speculate
+from decoders.engines.build import ensure_llama_cpp_python
 from plumbing.timing import time_repeats
 
 __all__ = ["LlamaCppEngine", "default_threads", "import_llama_cpp", "proposal_counters"]
@@ -27,7 +28,6 @@ N_CTX = 2048
 def import_llama_cpp():
     """The ``llama_cpp`` module, built and installed on first use (``decoders.engines.build``: minutes, once, announced
     in one line); a ValueError naming the build's log (one line at the CLI) when it cannot be built."""
-    from decoders.engines.build import ensure_llama_cpp_python
 
     ensure_llama_cpp_python()
     import llama_cpp

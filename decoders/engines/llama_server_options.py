@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from plumbing.validation import as_int
+
 __all__ = ["MODEL_DRAFTS", "SPEC_TYPES", "NGRAM_LENGTH_FLAGS", "NGRAM_SIMPLE_KEY", "SAMPLER_FIELDS", "ServerOptions"]
 
 #: Speculative types that need a draft model (-md); the ngram-* types draft from the text.
@@ -105,7 +107,6 @@ class ServerOptions:
     GRAMMARS = {"json": {"type": "object"}}
 
     def __post_init__(self) -> None:
-        from plumbing.validation import as_int
 
         if self.spec is not None and self.spec not in SPEC_TYPES:
             raise ValueError(f"llama-server spec must be one of {', '.join(SPEC_TYPES)} or none, got {self.spec!r}")

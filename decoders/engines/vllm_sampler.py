@@ -26,6 +26,15 @@ import numpy as np
 import torch
 from scipy import stats
 
+from decoders.audit.exact import Enumerator
+from decoders.audit.statistical import detectable_tv
+from decoders.engines.build import ensure_vllm, vllm_home
+from decoders.sampler_state import History
+from decoders.sampling import Sampling, adjusted_probs, processed_logits
+from decoders.verification import accept_tokens, draft_ratio, next_token_law
+from plumbing.outputs import check_writable, write_json
+from plumbing.validation import as_int
+
 __all__ = ["CASES", "PATCHES", "verification_law", "row_law", "case_verdict", "run_probe", "audit_rejection_sampler"]
 
 PROBE = Path(__file__).with_name("vllm_probe.py")
@@ -98,8 +107,6 @@ PATCHES = ("expand",)
 def _processed(logits: list, row: dict, position: int, drafts: list) -> torch.Tensor:
     """The target's law at ``position`` of ``row`` under its sampling parameters, penalties counting the prompt,
     the output and the drafts before the position (vLLM's rule, docs/theory-sampling.md §14). # [V]"""
-    from decoders.sampler_state import History
-    from decoders.sampling import Sampling, adjusted_probs
 
     temperature = row.get("temperature", 1.0)
     sampling = Sampling(
@@ -119,8 +126,6 @@ def _processed(logits: list, row: dict, position: int, drafts: list) -> torch.Te
     )
     scores = torch.tensor([logits], dtype=torch.float64)
     if temperature == 0:
-        from decoders.sampling import processed_logits
-
         best = processed_logits(scores, sampling, history)[0]
         return torch.nn.functional.one_hot(best.argmax(), len(logits)).to(torch.float64)
     return adjusted_probs(scores, sampling, history=history)[0]
@@ -130,8 +135,6 @@ def verification_law(p: torch.Tensor, q: torch.Tensor, drafted: list) -> dict:
     """The exact law of one verification (our reference: accept x_i with min(1, p_i(x_i) / q_i(x_i)), the first
     rejection's token from norm((p - q)+), the bonus from p after all k were accepted) of the drafts ``drafted``
     under p ``[k + 1, V]`` and q ``[k, V]``: output tuple -> probability, every branch of the draws enumerated."""
-    from decoders.audit.exact import Enumerator
-    from decoders.verification import accept_tokens, draft_ratio, next_token_law
 
     k = len(drafted)
     if k == 0:
@@ -234,7 +237,6 @@ def _g_test(counts: dict, law: dict) -> RowVerdict:
 def case_verdict(name: str, rows: list, counts: list, level: float) -> dict:
     """A case's verdict: each row's ``RowVerdict``, the case's p-value (Bonferroni over its rows), PASS at
     ``level``, and the detectable total variation at its draws (``decoders.audit.statistical.detectable_tv``)."""
-    from decoders.audit.statistical import detectable_tv
 
     verdicts = []
     for index, (row, tally) in enumerate(zip(rows, counts)):
@@ -326,9 +328,6 @@ def main(argv=None) -> int:
     """``python3 -m decoders.engines.vllm_sampler [--draws N] [--patch expand] [--out FILE.json] [CASE ...]``."""
     import argparse
 
-    from decoders.engines.build import ensure_vllm, vllm_home
-    from plumbing.outputs import check_writable, write_json
-
     parser = argparse.ArgumentParser(
         prog="python3 -m decoders.engines.vllm_sampler", description=__doc__.split("\n\n")[0]
     )
@@ -343,7 +342,6 @@ def main(argv=None) -> int:
     try:
         if args.out:
             check_writable(args.out)
-        from plumbing.validation import as_int
 
         as_int("draws", args.draws, low=100, high=100_000_000)
         as_int("repeats", args.repeats, low=1, high=100_000)

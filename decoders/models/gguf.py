@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from decoders.models.hf import load_directory
+
 __all__ = [
     "MAGIC",
     "ARCHITECTURES",
@@ -190,7 +192,6 @@ def gguf_tokenizer(path):
 
 def load_gguf(path, *, device: torch.device | str = "cpu", dtype: torch.dtype | None = None):
     """(``HFCausalLM``, tokenizer) of the GGUF file ``path`` (converted once, then read from the cache)."""
-    from decoders.models.hf import load_directory
 
     return load_directory(converted_directory(path), device=device, dtype=dtype)
 

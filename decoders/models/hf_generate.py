@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import torch
 
+from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
+from decoders.models.history import CopyDraft
+from decoders.models.tinygpt import TinyGPT
 from decoders.sampling import Sampling
 
 __all__ = ["SCHEDULES", "assisted_options", "hf_generate", "check_hf_sampling"]
@@ -19,9 +22,6 @@ def assisted_options(draft, gamma: int) -> dict | None:
     (a TinyGPT draft, such as the distilled ``smollm2-draft``, converted to GPT-2: the same network), prompt lookup
     (``copy``: matches of up to ``CopyDraft.max_match`` tokens) or early exit (``layerskip:K``); None where it has
     none (n-gram, random)."""
-    from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
-    from decoders.models.history import CopyDraft
-    from decoders.models.tinygpt import TinyGPT
 
     if isinstance(draft, TinyGPT):
         return {"assistant": tinygpt_to_gpt2(draft), "assistant_tokens": gamma}

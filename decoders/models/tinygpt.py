@@ -22,6 +22,7 @@ from decoders.models.base import (
     path_slots,
     tree_layout,
 )
+from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 from plumbing.validation import as_positive_int, positive_int_fields
 
 __all__ = ["TinyGPTConfig", "TinyGPT", "KVState"]
@@ -188,7 +189,6 @@ class TinyGPT(nn.Module):
     def compiled(self, backend: str = "inductor", mode: str | None = None):
         """The same network as a GPT-2 (``decoders.models.hf.tinygpt_to_gpt2``) on the compiled, static-cache path
         (docs/gpu.md): its logits are TinyGPT's up to rounding."""
-        from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 
         return HFCausalLM(tinygpt_to_gpt2(self)).compiled(backend=backend, mode=mode)
 

@@ -37,3 +37,15 @@ def test_a_name_no_face_lists_against_attribute_error():
     with pytest.raises(AttributeError, match="module 'decoders' has no attribute 'generate_speculativ'"):
         decoders.generate_speculativ  # noqa: B018
     assert importlib.import_module("decoders.zoo") is __import__("decoders.zoo").zoo  # submodules import as ever
+
+
+def test_engine_registry_loads_without_torch_against_an_engine_module():
+    """The engines' registry, their counters and a URL's engine import without torch (``spectheory gamma
+    --from-metrics`` reads them); control: a local engine's module (vLLM's, which reads GGUF files) does load it."""
+    probe = (
+        "import sys, json\nimport decoders.engines, decoders.engines.counters, decoders.engines.openai\n"
+        "before = 'torch' in sys.modules\nimport decoders.engines.vllm\n"
+        "print(json.dumps([before, 'torch' in sys.modules]))"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(ran.stdout.splitlines()[-1]) == [False, True]
