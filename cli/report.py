@@ -17,12 +17,10 @@ from decoders import zoo
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench.alpha import MAX_PROMPTS, MAX_WINDOWS
 from decoders.bench.bench import MAX_REPEATS
-from decoders.bench.bench_lines import cross_vocabulary_lines
-from decoders.bench.report.pair import summary_lines
+from decoders.bench.bench_lines import cross_vocabulary_lines, recommendation_lines, summary_lines
 from decoders.bench.report.settings import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportRun, ReportSettings
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
-from decoders.bench.spec_bench.recommend import recommendation_lines
 from decoders.jobs.report import SpecBenchReportRun, cross_vocabulary_report, pair_report, spec_bench_report
 from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file

@@ -13,14 +13,15 @@ import statistics
 from pathlib import Path
 
 from decoders.bench.bench_lines import (
+    apart_label,
     cross_vocabulary_answers,
     cross_vocabulary_cells,
     cross_vocabulary_header,
+    loss_noise,
     loss_resolution,
 )
 from decoders.bench.report.document import ReportDocument
 from decoders.bench.rows import CrossVocabularyRow
-from decoders.bench.spec_bench.recommend import apart_label, loss_noise
 from decoders.bench.spec_bench.table import forecast_lines
 from decoders.results import by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma

@@ -1,13 +1,17 @@
-"""The printed summary of ``spectheory bench`` (docs/theory.md §9-§10): one line per measured row and the
-predictions' errors, from the JSON document the bench writes, its rows read as ``decoders.bench.rows``."""
+"""Every printed summary of a measurement, in one room: ``spectheory bench``'s (docs/theory.md §9-§10: one line per
+measured row and the predictions' errors, from the JSON document the bench writes, its rows read as
+``decoders.bench.rows``), the report's answers (``summary_lines``, from its typed document) and Spec-Bench's
+recommendation (``recommendation_lines``)."""
 
 from __future__ import annotations
 
 import statistics
 
+from decoders.bench.report.document import ReportDocument, TemperatureAnswer
 from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow, JudgedRow, TransformersRow
 from decoders.results import by_temperature
 from spectheory.costs import CostProfile
+from spectheory.intervals import Z95
 from spectheory.recommendation import recommendation_words
 
 __all__ = [
@@ -17,6 +21,10 @@ __all__ = [
     "cross_vocabulary_answers",
     "cross_vocabulary_cells",
     "cross_vocabulary_header",
+    "summary_lines",
+    "recommendation_lines",
+    "loss_noise",
+    "apart_label",
 ]
 
 
@@ -303,3 +311,100 @@ def _fastest(rows: list) -> tuple:
     """(the fastest row whose every repeat measured above 1x, True), else (the fastest row, False)."""
     paying = [row for row in rows if row.speedup_spread[0] > 1]
     return max(paying or rows, key=lambda row: row.speedup), bool(paying)
+
+
+def summary_lines(document: ReportDocument) -> list[str]:
+    """The report's answers as the command prints them, from its document: the forecast first."""
+    forecast, lines = document.forecast, []
+    for r in document.recommendations:
+        ratios = [row.forecast_over_measured for row in r.forecast_by_gamma]
+        inside = sum(row.inside_interval for row in r.forecast_by_gamma)
+        answer = f"T = {r.temperature:g}: {r.recommendation.line()}"
+        if r.withheld:
+            lines += [answer, r.withheld]
+            continue
+        lines += [
+            f"{answer}; forecast gamma {r.forecast_gamma} ({r.forecast_speedup:.3f}x{_interval_words(r)}; measured "
+            f"there {r.measured_speedup_at_forecast_gamma:.3f}x, {r.forecast_loss:.1%} under the best measured, gamma "
+            f"{r.best_measured_gamma} at {r.best_measured_speedup:.3f}x, "
+            f"{loss_resolution(r.forecast_gamma, r.best_measured_gamma, r.loss_resolved)}; forecast/measured "
+            f"{min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of "
+            f"{len(ratios)} gammas{_covered_words(r)})",
+            f"  diagnostics: the cost model calibrated on the sweep, gamma {r.optimal_gamma} "
+            f"({r.calibrated_speedup:.3f}x); Theorem 3.8 at alpha {r.alpha:.3f}, c {r.c:.4f}: gamma "
+            f"{r.theorem_3_8_gamma} ({r.predicted_speedup:.3f}x)",
+        ]
+    repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
+    lines.append(
+        f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
+        f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
+        f"{document.sweep_seconds:.1f} s ({forecast['seconds'] / document.sweep_seconds:.0%} of it)"
+    )
+    lines.append(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
+    for block in (document.policies or {}).get("temperatures", []):
+        lines.append(
+            f"T = {block['temperature']:g}: "
+            f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
+            f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)"
+        )
+    if document.trees:
+        best = document.trees["recommendation"]
+        lines.append(
+            f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
+            f"tree and chain, {best['speedup']:.3f}x"
+        )
+    return lines
+
+
+def _interval_words(r: TemperatureAnswer) -> str:
+    """The forecast's stated 95% interval; none in a report written before forecasts stated one (2026-11-28)."""
+    return "" if r.forecast_interval is None else ", 95% interval {:.2f}-{:.2f}x".format(*r.forecast_interval)
+
+
+def _covered_words(r: TemperatureAnswer) -> str:
+    """How often the measurement lay in the forecast's interval combined with its own; none in a report written
+    before coverage was judged."""
+    rows = r.forecast_by_gamma
+    if rows[0].covered is None:
+        return ""
+    return (
+        f", the measurement inside the forecast's interval combined with its own at {sum(row.covered for row in rows)}"
+        f" of {len(rows)}"
+    )
+
+
+def recommendation_lines(recommendation: dict) -> list:
+    """The recommendation as printed lines."""
+    by = {row.get("predicted_by", "model") for row in recommendation["categories"].values()}
+    lines = [
+        f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
+        f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"
+    ]
+    for row in recommendation["categories"].values():
+        lines.append(
+            f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
+            f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
+            f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}"
+        )
+    one = recommendation["one_setting"]
+    noise = loss_noise(one)
+    lines.append(
+        f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
+        f"overall {one['predicted_overall']:.2f}x, "
+        f"measured {one['measured_overall']:.2f}x; the per-category settings measure "
+        f"{one['per_category_measured_overall']:.2f}x "
+        f"overall: one setting loses {100 * one['loss']:.1f}%{noise}"
+    )
+    return lines
+
+
+def loss_noise(one: dict) -> str:
+    """The one-setting loss's 95% half-width as printed after it ("" where its error is unknown)."""
+    error = one.get("loss_standard_error")
+    return "" if error is None else f" +- {100 * Z95 * error:.1f}% (95%){'' if one['loss_within_noise'] else ': apart'}"
+
+
+def apart_label(within: bool | None) -> str:
+    """Whether the recommended and the best measured speedups are told apart at 95%: "no" (within noise), "yes",
+    or "unknown" (an error not measured)."""
+    return "unknown" if within is None else "no" if within else "yes"

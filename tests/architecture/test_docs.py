@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from decoders.bench.bench_lines import recommendation_lines, summary_lines
 from decoders.bench.report.document import ReportDocument
-from decoders.bench.report.pair import summary_lines
-from decoders.bench.spec_bench.recommend import recommendation_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")

@@ -10,9 +10,8 @@ import pytest
 
 from cli import main
 from decoders import zoo
-from decoders.bench.bench_lines import loss_resolution
+from decoders.bench.bench_lines import loss_resolution, summary_lines
 from decoders.bench.report.document import ReportDocument
-from decoders.bench.report.pair import summary_lines
 from spectheory.recommendation import from_sweep
 
 SMALL = [

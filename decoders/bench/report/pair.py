@@ -29,7 +29,6 @@ from datetime import datetime, timezone
 from decoders.bench import alpha
 from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import bench_pair
-from decoders.bench.bench_lines import loss_resolution
 from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, PolicyPlan, bench_policies
@@ -50,7 +49,7 @@ from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep
 
-__all__ = ["ReportDocument", "measure_pair", "summary_lines", "by_temperature", "AUDIT_TEMPERATURE"]
+__all__ = ["ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
@@ -212,64 +211,4 @@ def _recommendation(bench: dict, temperature: float, settings: ReportSettings, f
         theorem_3_8_gamma=table.optimal_gamma,
         predicted_speedup=table.speedup,
         expected_tokens=table.expected_tokens,
-    )
-
-
-def summary_lines(document: ReportDocument) -> list[str]:
-    """The report's answers as the command prints them, from its document: the forecast first."""
-    forecast, lines = document.forecast, []
-    for r in document.recommendations:
-        ratios = [row.forecast_over_measured for row in r.forecast_by_gamma]
-        inside = sum(row.inside_interval for row in r.forecast_by_gamma)
-        answer = f"T = {r.temperature:g}: {r.recommendation.line()}"
-        if r.withheld:
-            lines += [answer, r.withheld]
-            continue
-        lines += [
-            f"{answer}; forecast gamma {r.forecast_gamma} ({r.forecast_speedup:.3f}x{_interval_words(r)}; measured "
-            f"there {r.measured_speedup_at_forecast_gamma:.3f}x, {r.forecast_loss:.1%} under the best measured, gamma "
-            f"{r.best_measured_gamma} at {r.best_measured_speedup:.3f}x, "
-            f"{loss_resolution(r.forecast_gamma, r.best_measured_gamma, r.loss_resolved)}; forecast/measured "
-            f"{min(ratios):.3f}-{max(ratios):.3f} over the sweep, inside the measured 95% interval at {inside} of "
-            f"{len(ratios)} gammas{_covered_words(r)})",
-            f"  diagnostics: the cost model calibrated on the sweep, gamma {r.optimal_gamma} "
-            f"({r.calibrated_speedup:.3f}x); Theorem 3.8 at alpha {r.alpha:.3f}, c {r.c:.4f}: gamma "
-            f"{r.theorem_3_8_gamma} ({r.predicted_speedup:.3f}x)",
-        ]
-    repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
-    lines.append(
-        f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
-        f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
-        f"{document.sweep_seconds:.1f} s ({forecast['seconds'] / document.sweep_seconds:.0%} of it)"
-    )
-    lines.append(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
-    for block in (document.policies or {}).get("temperatures", []):
-        lines.append(
-            f"T = {block['temperature']:g}: "
-            f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
-            f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)"
-        )
-    if document.trees:
-        best = document.trees["recommendation"]
-        lines.append(
-            f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
-            f"tree and chain, {best['speedup']:.3f}x"
-        )
-    return lines
-
-
-def _interval_words(r: TemperatureAnswer) -> str:
-    """The forecast's stated 95% interval; none in a report written before forecasts stated one (2026-11-28)."""
-    return "" if r.forecast_interval is None else ", 95% interval {:.2f}-{:.2f}x".format(*r.forecast_interval)
-
-
-def _covered_words(r: TemperatureAnswer) -> str:
-    """How often the measurement lay in the forecast's interval combined with its own; none in a report written
-    before coverage was judged."""
-    rows = r.forecast_by_gamma
-    if rows[0].covered is None:
-        return ""
-    return (
-        f", the measurement inside the forecast's interval combined with its own at {sum(row.covered for row in rows)}"
-        f" of {len(rows)}"
     )

@@ -28,11 +28,8 @@ __all__ = [
     "chain_setting",
     "tree_setting",
     "recommend",
-    "recommendation_lines",
     "within_noise",
     "overall_error",
-    "apart_label",
-    "loss_noise",
 ]
 
 NO_SPECULATION = "do not speculate"
@@ -208,40 +205,3 @@ def recommend(document: dict) -> dict:
             "loss_within_noise": None if loss_error is None else abs(1 - one["measured"] / each) <= Z95 * loss_error,
         },
     }
-
-
-def recommendation_lines(recommendation: dict) -> list:
-    """The recommendation as printed lines."""
-    by = {row.get("predicted_by", "model") for row in recommendation["categories"].values()}
-    lines = [
-        f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
-        f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"
-    ]
-    for row in recommendation["categories"].values():
-        lines.append(
-            f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
-            f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
-            f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}"
-        )
-    one = recommendation["one_setting"]
-    noise = loss_noise(one)
-    lines.append(
-        f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
-        f"overall {one['predicted_overall']:.2f}x, "
-        f"measured {one['measured_overall']:.2f}x; the per-category settings measure "
-        f"{one['per_category_measured_overall']:.2f}x "
-        f"overall: one setting loses {100 * one['loss']:.1f}%{noise}"
-    )
-    return lines
-
-
-def loss_noise(one: dict) -> str:
-    """The one-setting loss's 95% half-width as printed after it ("" where its error is unknown)."""
-    error = one.get("loss_standard_error")
-    return "" if error is None else f" +- {100 * Z95 * error:.1f}% (95%){'' if one['loss_within_noise'] else ': apart'}"
-
-
-def apart_label(within: bool | None) -> str:
-    """Whether the recommended and the best measured speedups are told apart at 95%: "no" (within noise), "yes",
-    or "unknown" (an error not measured)."""
-    return "unknown" if within is None else "no" if within else "yes"

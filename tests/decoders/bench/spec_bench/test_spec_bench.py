@@ -14,6 +14,7 @@ from command import run
 from figure_inputs import small_spec_bench_table
 
 from decoders.bench.bench import BenchSettings, bench_pair
+from decoders.bench.bench_lines import recommendation_lines
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
@@ -31,7 +32,6 @@ from decoders.bench.spec_bench.recommend import (
     Z95,
     overall_error,
     recommend,
-    recommendation_lines,
     within_noise,
 )
 from decoders.bench.spec_bench.suite import spec_bench_document

@@ -8,10 +8,11 @@ import pytest
 from figure_inputs import small_spec_bench_table
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.bench_lines import recommendation_lines
 from decoders.bench.spec_bench import forecast as spec_bench_forecast
 from decoders.bench.spec_bench.forecast import judge_category, other_questions
 from decoders.bench.spec_bench.questions import LABELS, select_questions, spec_bench_prompts
-from decoders.bench.spec_bench.recommend import NO_SPECULATION, recommend, recommendation_lines
+from decoders.bench.spec_bench.recommend import NO_SPECULATION, recommend
 from decoders.bench.spec_bench.suite import spec_bench_document
 from decoders.bench.spec_bench.table import category_rows, forecast_lines, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
