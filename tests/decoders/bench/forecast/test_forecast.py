@@ -1,6 +1,9 @@
 """The forecast of a gamma sweep (decoders.bench.forecast.sweep; docs/measuring.md, Forecasts): judged by hand, made
 from its own profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 import torch
 from bench_inputs import SETTINGS, tiny
@@ -16,7 +19,7 @@ from decoders.bench.forecast.sweep import (
 )
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import SAMPLES, ProfilePlan, measure_profile
-from decoders.bench.prompts import other_prompts
+from decoders.bench.prompts import FORECAST_SEED, draw_prompts, other_prompts, text_windows
 from decoders.bench.rows import ForecastRow
 from decoders.bench.runs import bench_document
 from decoders.sampling import GREEDY
@@ -158,6 +161,21 @@ def test_other_prompts_against_the_sweeps():
     assert other_prompts(lambda n: pool[:n], 2, sweep[:1]).tolist() == [[4, 5, 6, 7], [100, 101, 102, 103]]
     with pytest.raises(ValueError, match="only 3 prompts other than the sweep's"):
         other_prompts(lambda n: pool[:n], 4, sweep)
+
+
+def test_draw_prompts_against_the_drawers_by_hand():
+    """``draw_prompts``: the sweep's prompts are ``benchmark_prompts`` at seed + sweep_offset, the forecast's the first
+    of the forecast seed's draw that the sweep does not hold; none without a forecast. Control: another offset draws
+    another sweep."""
+    stream = np.random.default_rng(0).integers(0, 20, size=400)
+    inputs = SimpleNamespace(held_out=stream)
+    drawn = draw_prompts(inputs, None, (3, 8), seed=5, forecast=4, sweep_offset=1)
+    assert drawn.sweep.tolist() == text_windows(stream, 3, 8, 6).tolist()
+    expected = other_prompts(lambda n: text_windows(stream, n, 8, 5 + FORECAST_SEED), 4, drawn.sweep)
+    assert drawn.forecast.tolist() == expected.tolist()
+    assert not {tuple(row) for row in drawn.forecast.tolist()} & {tuple(row) for row in drawn.sweep.tolist()}
+    assert draw_prompts(inputs, None, (3, 8), seed=5).forecast is None
+    assert draw_prompts(inputs, None, (3, 8), seed=5).sweep.tolist() != drawn.sweep.tolist()
 
 
 def test_bench_forecast_against_the_sweep_it_did_not_see():
