@@ -218,12 +218,11 @@ def _costs(generations: list) -> tuple[float, float]:
     return prefill, seconds / sum(g.stats.iterations for g in generations)
 
 
-def _row(
-    candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, decoding: np.ndarray, text: np.ndarray
-) -> TreeRow:
+def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndarray, text: np.ndarray) -> TreeRow:
     """One candidate's row: its timings against the autoregressive runs', its counts from ``outputs``, its costs
     (``profiled``: per repeat, prefill and per-iteration seconds) and, for static shapes, the rank model's and the
-    replay's predictions from the greedy ranks ``along`` the continuations and the rank frequencies."""
+    replay's predictions from the greedy ranks ``along`` the continuations (and their frequencies) and the rank
+    frequencies of held-out ``text``."""
     autoregressive, timing = timings["autoregressive"], timings[candidate.name]
     ratios = repeat_ratios(autoregressive, timing)
     counts = _engine_counts(outputs, candidate.tree)
@@ -246,6 +245,7 @@ def _row(
         seconds_per_iteration=per_iteration,
     )
     if candidate.kind != "dynamic":  # the rank model and the replay predict static shapes
+        decoding = _frequencies(along)
         predicted = expected_tokens_rank(candidate.tree, decoding[:1] if candidate.kind == "chain" else decoding)
         iterations = sum(replayed_iterations(candidate.tree, ranks) for ranks in along)
         calibrated = autoregressive.median / (prefill + iterations * per_iteration)
@@ -373,9 +373,7 @@ def bench_trees(
         bar.update()
     autoregressive = timings["autoregressive"]
     rows = [
-        _judged(
-            _row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, decoding, text), forecast
-        )
+        _judged(_row(candidate, timings, outputs[candidate.name], profiled[candidate.name], along, text), forecast)
         for candidate in candidates
     ]
     best = best_choice(rows, lambda row: row.speedup, lambda row: row.budget)

@@ -1,5 +1,5 @@
 """The main job passes its settings whole (docs/project.md, "How data flows"): every function of decoders/bench and
-decoders/jobs that ``decoders.jobs.report.pair_report`` reaches takes at most six parameters, but for the two named
+decoders/jobs that ``decoders.jobs.report.pair_report`` reaches takes at most six parameters, but for the one named
 below. The calls are read from the source: a name called in a module is that module's own definition, else one of
 the modules it imports it from; ``module.name(...)`` is ``name`` in the modules it imports."""
 
@@ -10,10 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("decoders/bench", "decoders/jobs")
 MOST = 6
-#: What still takes more, and why it stays: each is one row of a table, read from the timings it is handed.
+#: What still takes more, and why it stays: one row of the sweep, read from the timings it is handed.
 WIDER = {
     "decoders/bench/bench.py:bench_row": "a row's temperature, gamma, timings, job names, runs, profile and settings",
-    "decoders/bench/tree_bench.py:_row": "a candidate's timings, outputs, costs and the three rank frequencies",
 }
 
 
