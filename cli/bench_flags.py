@@ -13,7 +13,7 @@ from decoders.engines import engine_usages
 from decoders.sampling import Sampling
 from spectheory.vocabularies import METHODS as CROSS_METHODS
 
-__all__ = ["add_comparison_arguments", "check_comparison", "BESIDE_HELP", "check_beside"]
+__all__ = ["add_comparison_arguments", "check_comparison", "BESIDE_HELP", "check_cross_vocabulary"]
 
 BESIDE_HELP = (
     "--cross-vocabulary: drafts that read --target's own tokens (e.g. copy, ngram, layerskip:K, smollm2-draft), "
@@ -21,8 +21,12 @@ BESIDE_HELP = (
 )
 
 
-def check_beside(args: argparse.Namespace) -> None:
-    """``--beside`` only beside ``--cross-vocabulary`` and with each draft named once (a ``ValueError`` naming it)."""
+def check_cross_vocabulary(args: argparse.Namespace) -> None:
+    """``--cross-vocabulary``'s methods known, and ``--beside`` only beside it with each draft named once (a
+    ``ValueError`` naming the flag and value); bench and report share it."""
+    for method in args.cross_vocabulary or ():
+        if method not in CROSS_METHODS:
+            raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
     if args.beside is None:
         return
     if args.cross_vocabulary is None:
@@ -96,7 +100,7 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
     """One comparison at a time, and its own flags only with it (a ``ValueError`` naming the flag); ``sampling``:
     what the sampling flags besides the temperatures ask for."""
     sampling_given = sampling != Sampling()
-    check_beside(args)
+    check_cross_vocabulary(args)
     if sampling_given and (args.hf or args.engine):
         raise ValueError(
             f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
@@ -142,9 +146,6 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
             f"do not take it"
         )
     if args.cross_vocabulary is not None:
-        for method in args.cross_vocabulary:
-            if method not in CROSS_METHODS:
-                raise ValueError(f"--cross-vocabulary {method}: the methods are {', '.join(CROSS_METHODS)}")
         others = [flag for flag, given in _comparisons(args).items() if given and flag != "--hf"]
         if others or sampling_given or args.task is not None:
             raise ValueError(

@@ -10,7 +10,7 @@ import argparse
 import time
 from dataclasses import replace
 
-from cli.bench_flags import BESIDE_HELP, check_beside
+from cli.bench_flags import BESIDE_HELP, check_cross_vocabulary
 from cli.options import add_compile, add_device, add_target, add_text, draft_help
 from cli.task_flags import report_spec_bench_settings, task_name
 from decoders import zoo
@@ -121,7 +121,7 @@ def _settings(args: argparse.Namespace) -> ReportSettings:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    check_beside(args)
+    check_cross_vocabulary(args)
     if args.cross_vocabulary is not None and (args.task is not None or args.from_table or args.full):
         raise ValueError("--cross-vocabulary reports on held-out windows: drop --task, --from and --full")
     if args.from_table and not is_spec_bench(args.task):

@@ -25,7 +25,7 @@ from decoders.autoregressive import generate_autoregressive
 from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
-from decoders.bench.inputs import Pair as LoadedPair
+from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_document, verify_widths_job
 from decoders.bench.prompts import text_windows
 from decoders.drafts import open_draft
@@ -40,7 +40,7 @@ from plumbing.outputs import write_json
 from plumbing.timing import PACKAGES, time_repeats
 from plumbing.validation import as_positive_int
 
-__all__ = ["LlamaShape", "SHAPES", "CheckSizes", "FULL", "DRY_RUN", "Pair", "run_check", "REPORT_NAME"]
+__all__ = ["LlamaShape", "SHAPES", "CheckSizes", "FULL", "DRY_RUN", "ProfiledPair", "run_check", "REPORT_NAME"]
 
 REPORT_NAME = "device_check.json"
 
@@ -111,7 +111,7 @@ SHAPES = {
 
 
 @dataclass(frozen=True)
-class Pair:
+class ProfiledPair:
     """A profiled pair: a target shape and a draft, another shape or a draft built from the target (``decoders.drafts``:
     copy)."""
 
@@ -128,7 +128,7 @@ class Pair:
 class CheckSizes:
     """What the check runs. ``FULL`` fits one H100 in a few minutes; ``DRY_RUN`` is the suite's CPU run."""
 
-    pairs: tuple  # of Pair: cost profiles at batch 1, verify widths 1..verify_widths
+    pairs: tuple  # of ProfiledPair: cost profiles at batch 1, verify widths 1..verify_widths
     verify_widths: int
     call_shapes: tuple  # shapes whose call costs are tabled at every batch, width and dtype below
     call_batches: tuple
@@ -162,9 +162,9 @@ class CheckSizes:
 
 FULL = CheckSizes(
     pairs=(
-        Pair("smollm2-135m", "copy", 8),
-        Pair("smollm2-1.7b", "smollm2-135m", 4),
-        Pair("smollm2-360m", "smollm2-135m", 4),
+        ProfiledPair("smollm2-135m", "copy", 8),
+        ProfiledPair("smollm2-1.7b", "smollm2-135m", 4),
+        ProfiledPair("smollm2-360m", "smollm2-135m", 4),
     ),
     verify_widths=64,
     call_shapes=("smollm2-135m", "smollm2-360m", "smollm2-1.7b"),
@@ -180,7 +180,7 @@ FULL = CheckSizes(
     compiled=COMPILED_FULL,
 )
 DRY_RUN = CheckSizes(
-    pairs=(Pair("tiny-llama", "copy", 3), Pair("tiny-llama", "tiny-llama", 2)),
+    pairs=(ProfiledPair("tiny-llama", "copy", 3), ProfiledPair("tiny-llama", "tiny-llama", 2)),
     verify_widths=6,
     call_shapes=("tiny-llama",),
     call_batches=(1, 2),
@@ -293,9 +293,9 @@ def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dic
     config = SpeculativeConfig(4, Sampling(1.0))
     bug = mutants.mutant(CONTROL_MUTANT)
     reports = {
-        "reference": audit_pair(LoadedPair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False),
+        "reference": audit_pair(Pair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False),
         f"{CONTROL_MUTANT} (must fail)": audit_pair(
-            LoadedPair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False, step=bug.step
+            Pair(target, draft), prompt, config, AuditSample(n, 4, seed), progress=False, step=bug.step
         ),
     }
     return {
@@ -316,13 +316,13 @@ def random_prompts(vocab_size: int, count: int, length: int, seed: int, device) 
     return torch.randint(0, vocab_size, (count, length), generator=generator).to(device)
 
 
-def _draft_for(pair: Pair, target, device, dtype):
+def _draft_for(pair: ProfiledPair, target, device, dtype):
     if pair.draft in SHAPES:
         return SHAPES[pair.draft].build(device, dtype, seed=1)
     return open_draft(pair.draft, device=device, dtype=dtype, target=(target, None))[0]
 
 
-def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict:
+def profile_pair(pair: ProfiledPair, sizes: CheckSizes, device, dtype_name: str) -> dict:
     """``pair``'s cost profile at batch 1 and T = 0 as a `spectheory profile` document (``profile_document``)."""
     dtype = getattr(torch, dtype_name)
     target = SHAPES[pair.target].build(device, dtype, seed=0)
@@ -330,7 +330,7 @@ def profile_pair(pair: Pair, sizes: CheckSizes, device, dtype_name: str) -> dict
     s = replace(sizes.settings, gammas=(pair.gamma_max,))
     prompts = random_prompts(target.vocab_size, s.prompts, s.prompt_length, s.seed, device)
     plan = ProfilePlan(pair.gamma_max, s.max_new_tokens, s.warmup, repeats=s.repeats, verify_widths=sizes.verify_widths)
-    profile, spread = measure_profile(LoadedPair(target, draft), prompts, Sampling(0.0), plan)
+    profile, spread = measure_profile(Pair(target, draft), prompts, Sampling(0.0), plan)
     return profile_document(
         environment(target.device, dtype),
         pair.target + " (random weights)",
@@ -483,7 +483,7 @@ def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, co
     return document
 
 
-def _profile_section(pair: Pair, sizes: CheckSizes, device, out: Path, command: str):
+def _profile_section(pair: ProfiledPair, sizes: CheckSizes, device, out: Path, command: str):
     def section():
         document = profile_pair(pair, sizes, device, sizes.dtypes[0])
         path = write_json(out / f"profile_{pair.name}_{sizes.dtypes[0]}.json", document, command=command)

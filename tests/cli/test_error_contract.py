@@ -108,6 +108,10 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
         ["bench", "--cross-vocabulary", "slrx"],
         "--cross-vocabulary slrx: the methods are slem, tli, slrs",
     ),
+    "report --cross-vocabulary with an unknown method": (
+        ["report", "--target", "smollm2", "--cross-vocabulary", "slrx"],
+        "--cross-vocabulary slrx: the methods are slem, tli, slrs",
+    ),
     "bench --cross-vocabulary with --tree": (["bench", "--cross-vocabulary", "tli", "--tree"], "drop --tree"),
     "bench --cross-vocabulary with the shipped pair's one tokenizer": (
         ["bench", "--cross-vocabulary", "tli"],
