@@ -59,6 +59,7 @@ __all__ = [
     "call_seconds",
     "bench_pair",
     "bench_batches",
+    "Interleaved",
     "bench_row",
     "per_repeat",
     "per_prompt",
@@ -295,32 +296,38 @@ def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
     return {key: phases[key] for key in ("draft", "verify", "other")}
 
 
-def bench_row(
-    temperature: float,
-    gamma: int,
-    timings: dict,
-    names: tuple,
-    runs: list,
-    profile,
-    s: BenchSettings,
-    *,
-    standard_error: bool = True,
-) -> BenchRow:
-    """One (temperature, gamma) row from the interleaved ``timings`` of the jobs ``names`` (the autoregressive
-    baseline's, the speculative decoder's) over the prompts (or batches) of the speculative ``runs``: the measured
-    speedup (medians) with its spread over repeats (each repeat's ratio of interleaved runs), its 95% bootstrap
-    interval over repeats and prompts (``plumbing.timing.speedup_interval``) and, with ``standard_error``, its
-    standard error over the prompts (at T > 0 each prompt's sampled text is one draw); and the calibrated prediction
-    from the profile, with whether it is within max(10%, 2 SE) of the measurement."""
-    rows = len(runs)
+@dataclass(frozen=True)
+class Interleaved:
+    """Two decoders timed interleaved (``plumbing.timing.time_interleaved``): the ``timings`` of every job and the
+    names of the two compared, the autoregressive ``baseline``'s and the ``speculative`` decoder's; ``per_prompt``:
+    whether each of their runs decodes one prompt (then a row has a standard error over the prompts), not a batch."""
+
+    timings: dict
+    baseline: object
+    speculative: object
+    per_prompt: bool = True
+
+    @property
+    def names(self) -> tuple:
+        return (self.baseline, self.speculative)
+
+
+def bench_row(temperature: float, gamma: int, compared: Interleaved, runs: list, profile, tokens: int) -> BenchRow:
+    """One (temperature, gamma) row from the interleaved timings ``compared`` over the prompts (or batches) of the
+    speculative ``runs`` of ``tokens`` new tokens each: the measured speedup (medians) with its spread over repeats
+    (each repeat's ratio of interleaved runs), its 95% bootstrap interval over repeats and prompts
+    (``plumbing.timing.speedup_interval``) and, where each run is one prompt, its standard error over the prompts (at
+    T > 0 each prompt's sampled text is one draw); and the calibrated prediction from the profile, with whether it is
+    within max(10%, 2 SE) of the measurement."""
+    rows, timings, names = len(runs), compared.timings, compared.names
     grids = [seconds_grid(timings, name, rows) for name in names]  # [repeats][rows] each
     autoregressive, speculative = ([sum(repeat) for repeat in grid] for grid in grids)  # per repeat
     accepted, verified = map(sum, zip(*(accepted_and_verified(run.stats, gamma) for run in runs)))
     iterations = sum(len(step) for run in runs for step in run.stats.accepted_per_iteration)  # row iterations
     ratios = sorted(a / b for a, b in zip(autoregressive, speculative))
     speedup = statistics.median(autoregressive) / statistics.median(speculative)
-    calibrated = profile.speedup(gamma, tokens=s.max_new_tokens)
-    error = ratio_standard_error(*(per_prompt(timings, name, rows) for name in names)) if standard_error else None
+    calibrated = profile.speedup(gamma, tokens=tokens)
+    error = ratio_standard_error(*(per_prompt(timings, name, rows) for name in names)) if compared.per_prompt else None
     allowed = max(CALIBRATED_TOLERANCE * speedup, 2 * (error or 0.0))
     return BenchRow(
         temperature=temperature,
@@ -432,11 +439,10 @@ def bench_pair(
             bench_row(
                 temperature,
                 gamma,
-                timings,
-                ("autoregressive", gamma),
+                Interleaved(timings, "autoregressive", gamma),
                 [outputs[(gamma, row)] for row in range(len(prompts))],
                 profile,
-                s,
+                s.max_new_tokens,
             )
             for gamma in s.gammas
         ]
@@ -498,12 +504,10 @@ def bench_batches(pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *,
                     row = bench_row(
                         temperature,
                         gamma,
-                        timings,
-                        ("autoregressive", gamma),
+                        Interleaved(timings, "autoregressive", gamma, per_prompt=False),
                         [outputs[(gamma, batch)] for batch in range(batches)],
                         profile,
-                        s,
-                        standard_error=False,
+                        s.max_new_tokens,
                     )
                     rows.append(
                         replace(

@@ -22,7 +22,15 @@ from dataclasses import replace
 import torch
 
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.bench import BenchSettings, bench_row, environment, model_dtype, per_repeat, with_theorem
+from decoders.bench.bench import (
+    BenchSettings,
+    Interleaved,
+    bench_row,
+    environment,
+    model_dtype,
+    per_repeat,
+    with_theorem,
+)
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
 from decoders.bench.rows import DynamicTreeRow
@@ -161,7 +169,8 @@ def _draft_document(
     measured = []
     for gamma in gammas:
         runs = [state["outputs"][(name, gamma, row)] for row in range(count)]
-        row = bench_row(0.0, gamma, timings, ((room, "autoregressive"), (room, name, gamma)), runs, profile, s)
+        compared = Interleaved(timings, (room, "autoregressive"), (room, name, gamma))
+        row = bench_row(0.0, gamma, compared, runs, profile, s.max_new_tokens)
         measured.append(replace(row, greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)]))
     if len(gammas) == 1:  # the profile's only runs are the row's own: its calibration would be the measurement
         measured = [
