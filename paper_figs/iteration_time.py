@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from decoders.bench.bench_report import BenchReport
 from paper_figs import measured_vs_predicted
 from paper_figs.style import FULL, figure, read_result, save
 
@@ -18,23 +19,23 @@ PARTS = (("draft", "draft", "C0"), ("verify", "verify", "C1"), ("other", "accept
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(read_result(results, RESULT), out)
+    return draw(BenchReport.from_dict(read_result(results, RESULT)), out)
 
 
-def draw(report: dict, out: Path) -> list[Path]:
-    """The figure of one ``spectheory bench`` JSON document ``report``."""
-    temperatures = sorted({row["temperature"] for row in report["rows"]})
+def draw(report: BenchReport, out: Path) -> list[Path]:
+    """The figure of one bench (a report's, or the ``spectheory bench`` document's)."""
+    temperatures = sorted({row.temperature for row in report.rows})
     fig, axes = figure(FULL, ncols=len(temperatures), sharey=True, squeeze=False)
     for ax, temperature in zip(axes[0], temperatures):
-        rows = [row for row in report["rows"] if row["temperature"] == temperature]
-        gammas = np.array([row["gamma"] for row in rows])
+        rows = report.rows_at(temperature)
+        gammas = np.array([row.gamma for row in rows])
         for offset, key, hatch in (
             (-0.2, "calibrated_seconds_per_iteration", ""),
             (0.2, "measured_seconds_per_iteration", "//"),
         ):
             bottom = np.zeros(len(rows))
             for part, label, color in PARTS:
-                values = np.array([1e3 * (row[key] or {}).get(part, 0.0) for row in rows])
+                values = np.array([1e3 * (getattr(row, key) or {}).get(part, 0.0) for row in rows])
                 ax.bar(
                     gammas + offset,
                     values,

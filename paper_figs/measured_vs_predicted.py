@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decoders.bench.bench_report import BenchReport
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
 from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
 from plumbing.outputs import write_json
@@ -26,19 +27,19 @@ def compute(results: Path, *, progress=None) -> Path:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(read_result(results, RESULT), out)
+    return draw(BenchReport.from_dict(read_result(results, RESULT)), out)
 
 
-def draw(report: dict, out: Path) -> list[Path]:
-    """The figure of one ``spectheory bench`` JSON document ``report``."""
+def draw(report: BenchReport, out: Path) -> list[Path]:
+    """The figure of one bench (a report's, or the ``spectheory bench`` document's)."""
     fig, ax = figure()
     for (temperature, marker), color in zip(((0.0, "o"), (1.0, "s")), ("C0", "C1")):
-        rows = [row for row in report["rows"] if row["temperature"] == temperature]
+        rows = report.rows_at(temperature)
         if rows:
-            label = f"T = {temperature:g} ($\\gamma$ = {rows[0]['gamma']}..{rows[-1]['gamma']})"
+            label = f"T = {temperature:g} ($\\gamma$ = {rows[0].gamma}..{rows[-1].gamma})"
             ax.scatter(
-                [r["predicted_speedup"] for r in rows],
-                [r["speedup"] for r in rows],
+                [r.predicted_speedup for r in rows],
+                [r.speedup for r in rows],
                 marker=marker,
                 s=14,
                 facecolors="none",
@@ -46,9 +47,9 @@ def draw(report: dict, out: Path) -> list[Path]:
                 label=f"Theorem 3.8, {label}",
             )
             ax.errorbar(
-                [r["calibrated_speedup"] for r in rows],
-                [r["speedup"] for r in rows],
-                yerr=[2 * (r.get("speedup_standard_error") or 0.0) for r in rows],
+                [r.calibrated_speedup for r in rows],
+                [r.speedup for r in rows],
+                yerr=[2 * (r.speedup_standard_error or 0.0) for r in rows],
                 fmt=marker,
                 ms=3.5,
                 color=color,
@@ -64,7 +65,7 @@ def draw(report: dict, out: Path) -> list[Path]:
         label="Leviathan et al. T5 (Table 4)",
     )
     top = (
-        max(3.6, *[r[key] for r in report["rows"] for key in ("speedup", "predicted_speedup", "calibrated_speedup")])
+        max(3.6, *[value for r in report.rows for value in (r.speedup, r.predicted_speedup, r.calibrated_speedup)])
         * 1.05
     )
     ax.plot([0, top], [0, top], "k:", linewidth=0.8, label="measured = predicted")
@@ -73,7 +74,7 @@ def draw(report: dict, out: Path) -> list[Path]:
         ylabel="measured speedup (x)",
         xlim=(0.5, top),
         ylim=(0.5, top),
-        title=f"{report['environment']['device_name']}, batch 1, c = {report['c']:.3f}",
+        title=f"{report.environment['device_name']}, batch 1, c = {report.c:.3f}",
     )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "measured_vs_predicted")

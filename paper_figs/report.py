@@ -20,10 +20,10 @@ from decoders.bench.bench_lines import (
     loss_noise,
     loss_resolution,
 )
-from decoders.bench.report.document import ReportDocument
+from decoders.bench.bench_report import BenchReport
+from decoders.bench.report.document import ReportAudit, ReportDocument
 from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.table import forecast_lines
-from decoders.results import by_temperature
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
 from plumbing.outputs import staged_directory, write_json, write_text
@@ -221,9 +221,9 @@ def _recommendation_blocks(d: ReportDocument) -> list[tuple]:
         ("heading", 2, "Recommendation"),
         (
             "paragraph",
-            f"The forecast comes first, from the acceptance along {forecast['prompts']} other prompts "
-            f"and a cost profile of {forecast['cost_prompts']} of them (timed repeats: "
-            f"{forecast['repeats']}; docs/measuring.md) that took {forecast['seconds']:.1f} s; "
+            f"The forecast comes first, from the acceptance along {forecast.prompts} other prompts "
+            f"and a cost profile of {forecast.cost_prompts} of them (timed repeats: "
+            f"{forecast.repeats}; docs/measuring.md) that took {forecast.seconds:.1f} s; "
             f"the sweep that checks it took {d.sweep_seconds:.1f} s.",
         ),
         (
@@ -292,7 +292,7 @@ def _alpha_blocks(d: ReportDocument) -> list[tuple]:
                 [
                     f"{a['temperature']:g}",
                     f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
-                    f"{by_temperature(bench['alpha'])[a['temperature']]:.3f}",
+                    f"{bench.alpha[a['temperature']]:.3f}",
                     f"{d.c:.4f}",
                 ]
                 for a in d.alpha_text
@@ -304,16 +304,16 @@ def _alpha_blocks(d: ReportDocument) -> list[tuple]:
             f"held-out windows of {d.alpha_text[0]['length']} tokens of {d.text}; alpha from acceptance counts "
             "is accepted / verified draft tokens "
             f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
-            f"call {bench['draft_call_seconds'] * 1e3:.3f} ms / target call "
-            f"{bench['target_call_seconds'] * 1e3:.3f} ms (one token, batch 1).",
+            f"call {bench.draft_call_seconds * 1e3:.3f} ms / target call "
+            f"{bench.target_call_seconds * 1e3:.3f} ms (one token, batch 1).",
         ),
     ]
 
 
-def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
-    calibrated = [abs(row["calibrated_over_measured"] - 1) for row in bench["rows"]]
-    theorem = [abs(1 / row["measured_over_predicted"] - 1) for row in bench["rows"]]
-    settings = bench["settings"]
+def _speed_blocks(bench: BenchReport, figures: list) -> list[tuple]:
+    calibrated = [abs(row.calibrated_over_measured - 1) for row in bench.rows]
+    theorem = [abs(1 / row.measured_over_predicted - 1) for row in bench.rows]
+    settings = bench.settings
     blocks = [
         ("heading", 2, "Speedup"),
         (
@@ -330,16 +330,16 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
             ],
             [
                 [
-                    f"{row['temperature']:g}",
-                    str(row["gamma"]),
-                    f"{row['tokens_per_iteration']:.3f}",
-                    f"{row['alpha_counts']:.3f}",
-                    f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-                    "n/a" if row.get("speedup_standard_error") is None else f"{row['speedup_standard_error']:.3f}",
-                    f"{row['calibrated_speedup']:.3f}",
-                    f"{row['predicted_speedup']:.3f}",
+                    f"{row.temperature:g}",
+                    str(row.gamma),
+                    f"{row.tokens_per_iteration:.3f}",
+                    f"{row.alpha_counts:.3f}",
+                    f"{row.speedup:.3f} ({row.speedup_spread[0]:.3f}-{row.speedup_spread[2]:.3f})",
+                    "n/a" if row.speedup_standard_error is None else f"{row.speedup_standard_error:.3f}",
+                    f"{row.calibrated_speedup:.3f}",
+                    f"{row.predicted_speedup:.3f}",
                 ]
-                for row in bench["rows"]
+                for row in bench.rows
             ],
         ),
         (
@@ -348,7 +348,7 @@ def _speed_blocks(bench: dict, figures: list) -> list[tuple]:
             f"tokens, {settings['max_new_tokens']} new tokens each, median of {settings['repeats']} "
             f"interleaved runs after {settings['warmup']} warm-up (min-max: each repeat's ratio); "
             "speedup over our autoregressive decoder ("
-            + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in by_temperature(bench["autoregressive_seconds"]).items())
+            + ", ".join(f"T = {t:g}: {s:.3f} s" for t, s in bench.autoregressive_seconds.items())
             + "; SE: the speedup's standard error over the prompts, whose sampled texts at T > 0 "
             "are draws too" + f"). The cost model is off by {100 * statistics.median(calibrated):.1f}% "
             f"(median) and {100 * max(calibrated):.1f}% at most; Theorem 3.8 by "
@@ -451,25 +451,25 @@ def _policy_blocks(policies: dict | None) -> list[tuple]:
     return blocks
 
 
-def _prompt(audit: dict) -> str:
+def _prompt(audit: ReportAudit) -> str:
     """The audit's prompt: its text, or the held-out prompt it was (when the report measured on --text)."""
-    if audit["prompt"] is not None:
-        return f"the prompt `{audit['prompt']}`"
-    return f"the last {len(audit['prompt_ids'])} tokens of the first benchmark prompt"
+    if audit.prompt is not None:
+        return f"the prompt `{audit.prompt}`"
+    return f"the last {len(audit.prompt_ids)} tokens of the first benchmark prompt"
 
 
-def _audit_blocks(audit: dict) -> list[tuple]:
-    verdict = "PASS" if audit["passed"] else "FAIL"
+def _audit_blocks(audit: ReportAudit) -> list[tuple]:
+    verdict = "PASS" if audit.passed else "FAIL"
     return [
         ("heading", 2, "Audit"),
         (
             "paragraph",
-            f"**{verdict}**: speculative sampling (gamma = {audit['gamma']}, T = "
-            f"{audit['temperature']:g}) from {_prompt(audit)}, {audit['n']} sampled "
-            f"continuations of {audit['horizon']} tokens tested against the target's exact law: "
-            f"p = {audit['p_value']:.3g} (Bonferroni over {audit['tests']} tests) at level "
-            f"{audit['level']:g}; it would detect a per-position total variation of "
-            f"{audit['detectable_tv']:.4f} with 90% power ({audit['seconds']:.1f} s).",
+            f"**{verdict}**: speculative sampling (gamma = {audit.gamma}, T = "
+            f"{audit.temperature:g}) from {_prompt(audit)}, {audit.n} sampled "
+            f"continuations of {audit.horizon} tokens tested against the target's exact law: "
+            f"p = {audit.p_value:.3g} (Bonferroni over {audit.tests} tests) at level "
+            f"{audit.level:g}; it would detect a per-position total variation of "
+            f"{audit.detectable_tv:.4f} with 90% power ({audit.seconds:.1f} s).",
         ),
     ]
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from decoders.bench.bench_report import BenchReport
+from decoders.bench.forecast.document import SweepForecast
 from paper_figs import measured_vs_predicted
 from paper_figs.style import figure, read_result, save
-from spectheory.cost_checks import passed_checks
 from spectheory.speedup import optimal_gamma, walltime_improvement
 
 RESULT = measured_vs_predicted.RESULT  # the same cached bench
@@ -21,22 +22,23 @@ compute = measured_vs_predicted.compute
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(read_result(results, RESULT), out)
+    document = read_result(results, RESULT)
+    forecast = document.get("forecast")
+    return draw(BenchReport.from_dict(document), out, None if forecast is None else SweepForecast.from_dict(forecast))
 
 
-def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
-    """The figure of one ``spectheory bench`` JSON document ``report``, with ``forecast`` (a report's, or the
-    bench's own ``forecast``) where there is one."""
-    forecast = forecast or report.get("forecast")
+def draw(report: BenchReport, out: Path, forecast: SweepForecast | None = None) -> list[Path]:
+    """The figure of one bench (a report's, or the ``spectheory bench`` document's), with its ``forecast`` where
+    there is one."""
     ahead = {
-        float(entry["temperature"]): entry["speedups"]
-        for entry in (forecast or {}).get("temperatures", [])
-        if passed_checks(entry)  # a withheld forecast is not drawn (docs/forecasts.md, "Checks before a forecast")
+        entry.temperature: entry.speedups
+        for entry in (forecast.temperatures if forecast else ())
+        if entry.passed  # a withheld forecast is not drawn (docs/forecasts.md, "Checks before a forecast")
     }
     fig, ax = figure()
-    c, top = report["c"], max(report["settings"]["gammas"])
+    c, top = report.c, max(report.settings["gammas"])
     gammas = np.arange(0, top + 1)
-    for color, (temperature, alpha) in zip(("C0", "C1", "C2", "C3"), report["alpha"].items()):
+    for color, (temperature, alpha) in zip(("C0", "C1", "C2", "C3"), report.alpha.items()):
         alpha = min(float(alpha), 1.0)
         ax.plot(
             gammas,
@@ -46,14 +48,14 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
         )
         best = int(optimal_gamma(alpha, c, gamma_max=top))
         ax.plot(best, walltime_improvement(alpha, best, c), "*", color=color, ms=8)
-        rows = [row for row in report["rows"] if row["temperature"] == float(temperature)]
-        swept = [row["gamma"] for row in rows]
-        model = np.array([row["calibrated_speedup"] for row in rows])
-        band = 2 * np.array([row.get("speedup_standard_error") or 0.0 for row in rows])
+        rows = report.rows_at(temperature)
+        swept = [row.gamma for row in rows]
+        model = np.array([row.calibrated_speedup for row in rows])
+        band = 2 * np.array([row.speedup_standard_error or 0.0 for row in rows])
         ax.plot(swept, model, "--", color=color, linewidth=1.0, label=f"cost model, T = {float(temperature):g}")
         ax.fill_between(swept, model - band, model + band, color=color, alpha=0.15, linewidth=0)
-        measured = np.array([row["speedup"] for row in rows])
-        bars = np.abs(np.array([row.get("speedup_interval") or [s, s] for row, s in zip(rows, measured)]).T - measured)
+        measured = np.array([row.speedup for row in rows])
+        bars = np.abs(np.array([row.speedup_interval or [s, s] for row, s in zip(rows, measured)]).T - measured)
         ax.errorbar(
             swept,
             measured,
@@ -65,24 +67,25 @@ def draw(report: dict, out: Path, forecast: dict | None = None) -> list[Path]:
             elinewidth=0.8,
             label=f"measured, T = {float(temperature):g}",
         )
-        if float(temperature) in ahead:
-            _forecast(ax, ahead[float(temperature)], color, float(temperature))
+        if temperature in ahead:
+            _forecast(ax, ahead[temperature], color, temperature)
     ax.axhline(1.0, color="k", linewidth=0.6)
     ax.set(
         xlabel="draft tokens per iteration $\\gamma$",
         ylabel="speedup over autoregressive (x)",
-        title=f"{report['environment']['device_name']}, batch 1, c = {c:.3f}",
+        title=f"{report.environment['device_name']}, batch 1, c = {c:.3f}",
         xlim=(-0.3, top + 0.3),
     )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below the axes: clear of the data
     return save(fig, out, "speedup_vs_gamma")
 
 
-def _forecast(ax, speedups: list, color: str, temperature: float) -> None:
-    """The forecast at each gamma with its stated 95% interval, beside the measurement (shifted right)."""
-    gammas = np.array([row["gamma"] for row in speedups], dtype=float) + 0.18
-    values = np.array([row["speedup"] for row in speedups])
-    bars = np.abs(np.array([row.get("interval") or [v, v] for row, v in zip(speedups, values)]).T - values)
+def _forecast(ax, speedups: tuple, color: str, temperature: float) -> None:
+    """The forecast at each gamma (``ForecastRow``s) with its stated 95% interval, beside the measurement (shifted
+    right)."""
+    gammas = np.array([row.gamma for row in speedups], dtype=float) + 0.18
+    values = np.array([row.speedup for row in speedups])
+    bars = np.abs(np.array([row.interval or [v, v] for row, v in zip(speedups, values)]).T - values)
     ax.errorbar(
         gammas,
         values,

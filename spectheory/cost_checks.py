@@ -48,8 +48,6 @@ __all__ = [
     "ceiling_check",
     "sweep_check",
     "check_costs",
-    "passed_checks",
-    "withheld_line",
 ]
 
 STEP_BAND = 1.4  # t_verify(1) / t_step within [1 / 1.4, 1.4]
@@ -250,16 +248,3 @@ def check_costs(
     if speedups:
         checks.append(ceiling_check(speedups, t_step, t_verify))
     return CostChecks(tuple(checks))
-
-
-def passed_checks(forecast: dict) -> bool:
-    """Whether a temperature's forecast may be shown: its checks passed (a forecast that predates them is shown)."""
-    return "checks" not in forecast or CostChecks.from_dict(forecast["checks"]).passed
-
-
-def withheld_line(forecast: dict) -> str:
-    """The one line that withholds a temperature's forecast (an entry with its ``temperature`` and ``checks``) whose
-    checks failed; '' where they passed, or where the forecast predates the checks."""
-    if "checks" not in forecast:
-        return ""
-    return CostChecks.from_dict(forecast["checks"]).line(f"T = {forecast['temperature']:g}: the forecast")

@@ -4,9 +4,11 @@ gamma = 0 ("do not speculate") for the gamma calculator, the cost model, the tre
 `spectheory report`, `schedule` and `bench` alike.
 """
 
+from collections.abc import Mapping
+
 import numpy as np
 
-__all__ = ["TIE_RTOL", "beats", "first_best", "best_choice", "best_gamma_row"]
+__all__ = ["TIE_RTOL", "beats", "first_best", "best_choice", "best_gamma_row", "row_value"]
 
 #: Speedups closer than this, relatively, are a tie. It is far above the rounding of the closed forms
 #: (a few ulp, about 1e-15) and far below any difference a measurement resolves (about 1e-3).
@@ -35,7 +37,12 @@ def best_choice(choices, speedup, drafts):
     return ordered[first_best([speedup(choice) for choice in ordered])]
 
 
-def best_gamma_row(rows, key: str = "speedup") -> dict:
-    """The row of ``rows`` (dicts with ``gamma``; None for a tree, counted as 0) with the best ``row[key]``, ties
-    going to the smallest gamma: the one rule for a sweep's best measured or predicted gamma."""
-    return best_choice(rows, lambda row: row[key], lambda row: row["gamma"] or 0)
+def row_value(row, key: str):
+    """``key`` of a measured row: a typed row's attribute (``decoders.bench.rows.BenchRow``) or a saved row's entry."""
+    return row[key] if isinstance(row, Mapping) else getattr(row, key)
+
+
+def best_gamma_row(rows, key: str = "speedup"):
+    """The row of ``rows`` (typed or saved, ``row_value``, with ``gamma``; None for a tree, counted as 0) with the
+    best ``key``, ties going to the smallest gamma: the one rule for a sweep's best measured or predicted gamma."""
+    return best_choice(rows, lambda row: row_value(row, key), lambda row: row_value(row, "gamma") or 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from spectheory.optimum import best_choice, best_gamma_row
+from spectheory.optimum import best_choice, best_gamma_row, row_value
 
 __all__ = [
     "NO_GAIN",
@@ -63,35 +63,41 @@ class Recommendation:
         return cls(saved["gamma"], saved["rule"], saved["speedup"], interval, saved["reason"])
 
 
-def _measured(row: dict) -> str:
-    low, high = row["speedup_interval"]
-    return f"gamma {row['gamma']} measured {row['speedup']:.3f}x, 95% interval {low:.3f}-{high:.3f}"
+def _measured(row) -> str:
+    low, high = row_value(row, "speedup_interval")
+    return (
+        f"gamma {row_value(row, 'gamma')} measured {row_value(row, 'speedup'):.3f}x, 95% interval {low:.3f}-{high:.3f}"
+    )
 
 
-def _pays(row: dict) -> bool:
-    return row["speedup_interval"][0] > 1.0
+def _pays(row) -> bool:
+    return row_value(row, "speedup_interval")[0] > 1.0
 
 
-def _apart(row: dict, best: dict) -> bool:
+def _apart(row, best) -> bool:
     """Whether ``row``'s interval lies wholly below ``best``'s (the sweep tells them apart)."""
-    return row["speedup_interval"][1] < best["speedup_interval"][0]
+    return row_value(row, "speedup_interval")[1] < row_value(best, "speedup_interval")[0]
 
 
 def from_sweep(rows: list, forecast_gamma: int | None = None) -> Recommendation:
-    """The rule on a measured sweep: ``rows`` (dicts with ``gamma`` >= 1, ``speedup`` over plain decoding and its
-    ``speedup_interval`` [low, high]) and the forecast's pick ``forecast_gamma`` (0 for "do not speculate"; None:
-    no forecast)."""
+    """The rule on a measured sweep: ``rows`` (typed or saved, ``spectheory.optimum.row_value``, with ``gamma`` >= 1,
+    ``speedup`` over plain decoding and its ``speedup_interval`` [low, high]) and the forecast's pick
+    ``forecast_gamma`` (0 for "do not speculate"; None: no forecast)."""
     if not rows:
         raise ValueError("from_sweep needs measured rows; without a sweep use from_model")
     paying = [row for row in rows if _pays(row)]
     if not paying:
         return Recommendation(0, NO_GAIN, 1.0, (1.0, 1.0), f"the best: {_measured(best_gamma_row(rows))}")
     best = best_gamma_row(paying)
-    pick = next((row for row in rows if row["gamma"] == forecast_gamma), None)
+    pick = next((row for row in rows if row_value(row, "gamma") == forecast_gamma), None)
     if pick is not None and _pays(pick) and not _apart(pick, best):
         reason = _measured(pick) + ("" if pick is best else f"; the best: {_measured(best)}")
         return Recommendation(
-            pick["gamma"], FORECAST_WITHIN_NOISE, pick["speedup"], tuple(pick["speedup_interval"]), reason
+            forecast_gamma,
+            FORECAST_WITHIN_NOISE,
+            row_value(pick, "speedup"),
+            tuple(row_value(pick, "speedup_interval")),
+            reason,
         )
     if forecast_gamma is None:
         why = "no forecast"
@@ -103,8 +109,9 @@ def from_sweep(rows: list, forecast_gamma: int | None = None) -> Recommendation:
         )
     else:
         why = f"the forecast's {_measured(pick)}: " + ("below the best's" if _pays(pick) else "not above 1x")
+    interval = tuple(row_value(best, "speedup_interval"))
     return Recommendation(
-        best["gamma"], MEASURED_BEST, best["speedup"], tuple(best["speedup_interval"]), f"{_measured(best)}; {why}"
+        row_value(best, "gamma"), MEASURED_BEST, row_value(best, "speedup"), interval, f"{_measured(best)}; {why}"
     )
 
 

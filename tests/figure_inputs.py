@@ -5,6 +5,8 @@ from pathlib import Path
 
 from tree_bench_inputs import small_tree_document
 
+from decoders.bench.bench_report import BenchReport
+from decoders.bench.rows import BenchRow
 from paper_figs import (
     dynamic_gamma_heatmap,
     measured_vs_predicted,
@@ -34,19 +36,22 @@ def write_small_results(results: Path) -> Path:
     }
     (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
     phases = {"draft": 1e-3, "verify": 3e-3, "other": 5e-4}
-    rows = [
-        {
-            "temperature": t,
-            "gamma": g,
-            "speedup": 1 + g / 5,
-            "predicted_speedup": 1 + g / 4,
-            "calibrated_speedup": 1 + g / 6,
-            "measured_seconds_per_iteration": phases,
-            "calibrated_seconds_per_iteration": phases,
-        }
+    rows = tuple(
+        BenchRow(
+            temperature=t,
+            gamma=g,
+            seconds=1.0,
+            iterations=10,
+            tokens_per_iteration=1 + g / 2,
+            speedup=1 + g / 5,
+            predicted_speedup=1 + g / 4,
+            calibrated_speedup=1 + g / 6,
+            measured_seconds_per_iteration=phases,
+            calibrated_seconds_per_iteration=phases,
+        )
         for t in (0.0, 1.0)
         for g in (1, 2)
-    ]
+    )
     batches = [
         {
             "batch_size": b,
@@ -60,14 +65,21 @@ def write_small_results(results: Path) -> Path:
         for t in (0.0, 1.0)
         for g in (2, 4)
     ]
-    bench = {
-        "rows": rows,
-        "c": 0.1,
-        "environment": {"device_name": "test cpu", "dtype": "float32"},
-        "settings": {"gammas": [1, 2]},
-        "alpha": {"0.0": 0.8, "1.0": 0.7},
-        "batches": {"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches},
-    }
+    bench = BenchReport(
+        environment={"device_name": "test cpu", "dtype": "float32"},
+        settings={"gammas": [1, 2]},
+        target="target",
+        draft="draft",
+        c=0.1,
+        target_call_seconds=0.01,
+        draft_call_seconds=0.001,
+        autoregressive_seconds={0.0: 1.5, 1.0: 1.6},
+        alpha={0.0: 0.8, 1.0: 0.7},
+        rows=rows,
+    )
+    bench = json.loads(
+        json.dumps(dict(bench.as_dict(), batches={"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches}))
+    )
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
     runs = [
         {

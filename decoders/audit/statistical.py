@@ -50,6 +50,7 @@ from scipy import special, stats
 from decoders._loop import as_prompts, check_models
 from decoders.audit.battery import STATISTICAL, AuditTest, BatteryOutcome, bonferroni, register_audit_test, run_battery
 from decoders.audit.exact import autoregressive_law
+from decoders.audit.verdict import AuditVerdict
 from decoders.models.protocol import repeated
 from decoders.sampling import Sampling, adjusted_probs, after_stop, history_of, proposes
 from plumbing.validation import as_int, as_positive_int
@@ -85,54 +86,24 @@ def chunk_rows(vocab_size: int, horizon: int, sampling: Sampling | None = None) 
     return max(1, min(CHUNK, CHUNK_CELLS // (vocab_size * horizon * (4 if sampling and sampling.uses_history else 1))))
 
 
-@dataclass(frozen=True)
-class AuditReport:
+@dataclass(frozen=True, kw_only=True)
+class AuditReport(AuditVerdict):
     """``p_value`` is the Bonferroni combination of every test (``tests`` of them); ``passed`` when it is at
     least ``level``. ``test_p_values`` holds each test's own p-value (per ordering: the smallest per-position
     KS p times the horizon, the smallest pair p times the pairs, and the row test), ``position_p_values``
     the per-ordering, per-position KS p-values, ``strongest_pairs`` per ordering the pair of positions with
     the largest |normal-score correlation| as (s, t, correlation)."""
 
-    passed: bool
-    p_value: float
-    level: float
-    n: int
-    horizon: int
-    tests: int
-    test_p_values: dict
-    position_p_values: dict
-    strongest_pairs: dict
-    joint_tokens: int  # length of the prefix whose joint law was G-tested (0: none)
-    impossible_tokens: int  # sampled tokens of target probability 0
-    detectable_tv: float
-    detectable_correlation: float | None  # None: a horizon of 1 has no pairs
-    detectable_mean_correlation: float | None
-    seconds: float  # the whole audit
-    sampling_seconds: float  # of which drawing the samples (the sampler under audit)
-    deviation: dict | None = None  # where the samples deviate most (``locate_deviation``)
     battery: tuple = ()  # every test's ``decoders.audit.battery.BatteryOutcome``, in the order run
 
     def as_dict(self) -> dict:
-        return {
-            "passed": self.passed,
-            "p_value": self.p_value,
-            "level": self.level,
-            "n": self.n,
-            "horizon": self.horizon,
-            "tests": self.tests,
-            "test_p_values": dict(self.test_p_values),
-            "position_p_values": {k: list(v) for k, v in self.position_p_values.items()},
-            "strongest_pairs": {k: list(v) for k, v in self.strongest_pairs.items()},
-            "joint_tokens": self.joint_tokens,
-            "impossible_tokens": self.impossible_tokens,
-            "detectable_tv": self.detectable_tv,
-            "detectable_correlation": self.detectable_correlation,
-            "detectable_mean_correlation": self.detectable_mean_correlation,
-            "seconds": self.seconds,
-            "sampling_seconds": self.sampling_seconds,
-            "deviation": self.deviation,
-            "battery": [outcome.as_dict() for outcome in self.battery],
-        }
+        return dict(
+            super().as_dict(),
+            test_p_values=dict(self.test_p_values),
+            position_p_values={k: list(v) for k, v in self.position_p_values.items()},
+            strongest_pairs={k: list(v) for k, v in self.strongest_pairs.items()},
+            battery=[outcome.as_dict() for outcome in self.battery],
+        )
 
 
 def detectable_tv(n: int, tests: int, level: float) -> float:
@@ -337,24 +308,24 @@ def audit_sampler(
     }
     deviation = locate_deviation(evidence.tokens, expected, position_p, level / tests)
     return AuditReport(
-        combined >= level,
-        combined,
-        level,
-        n,
-        horizon,
-        tests,
-        {outcome.name: outcome.p_value for outcome in outcomes},
-        position_p,
-        strongest,
-        found["joint_first_tokens"].details["joint_tokens"],
-        int(found["support"].statistic),
-        power["pit"],
-        power["pairs"],
-        power["rows"],
-        time.perf_counter() - started,
-        sampled - started,
-        deviation,
-        outcomes,
+        passed=combined >= level,
+        p_value=combined,
+        level=level,
+        n=n,
+        horizon=horizon,
+        tests=tests,
+        test_p_values={outcome.name: outcome.p_value for outcome in outcomes},
+        position_p_values=position_p,
+        strongest_pairs=strongest,
+        joint_tokens=found["joint_first_tokens"].details["joint_tokens"],
+        impossible_tokens=int(found["support"].statistic),
+        detectable_tv=power["pit"],
+        detectable_correlation=power["pairs"],
+        detectable_mean_correlation=power["rows"],
+        seconds=time.perf_counter() - started,
+        sampling_seconds=sampled - started,
+        deviation=deviation,
+        battery=outcomes,
     )
 
 

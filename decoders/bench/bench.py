@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
+from decoders.bench.bench_report import BenchReport
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     ProfilePlan,
@@ -47,12 +48,10 @@ from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from plumbing.timing import cpu_name, speedup_interval, time_interleaved
 from plumbing.validation import as_int, as_positive_int, positive_int_fields
-from spectheory.optimum import best_choice
 from spectheory.speedup import walltime_improvement
 
 __all__ = [
     "BenchSettings",
-    "BenchReport",
     "environment",
     "timed",
     "timed_decoding",
@@ -125,37 +124,6 @@ class BenchSettings:
             **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampling"},
             "sampling": self.sampling.as_dict(),
         }
-
-
-@dataclass(frozen=True)
-class BenchReport:
-    """What ``bench_pair`` measured; ``rows`` hold one ``BenchRow`` per (temperature, gamma), dicts in ``as_dict``."""
-
-    environment: dict
-    settings: dict
-    target: str
-    draft: str
-    c: float
-    target_call_seconds: float
-    draft_call_seconds: float
-    autoregressive_seconds: dict  # temperature -> median seconds for the whole prompt set
-    alpha: dict  # temperature -> pooled alpha from acceptance counts
-    rows: tuple = field(default=())
-    profiles: dict = field(default_factory=dict)  # temperature -> the cost profile measured beside the rows
-    autoregressive: dict = field(default_factory=dict)  # temperature -> seconds per token, over a call, efficiency
-
-    def best(self, temperature: float) -> BenchRow:
-        """The row with the largest measured speedup at ``temperature`` (ties: the smallest gamma)."""
-        return best_choice(
-            [row for row in self.rows if row.temperature == temperature], lambda row: row.speedup, lambda row: row.gamma
-        )
-
-    def as_dict(self) -> dict:
-        return dict(
-            asdict(self),
-            rows=[row.as_dict() for row in self.rows],
-            best={str(t): self.best(t).as_dict() for t in self.autoregressive_seconds},
-        )
 
 
 def environment(device: torch.device | str, dtype: torch.dtype) -> dict:
@@ -457,18 +425,18 @@ def bench_pair(
         alphas[temperature], theorem_rows = with_theorem(measured, c)
         rows += theorem_rows
     return BenchReport(
-        environment(device, model_dtype(target)),
-        s.as_dict(),
-        target_name,
-        draft_name,
-        c,
-        c_target,
-        c_draft,
-        autoregressive,
-        alphas,
-        tuple(rows),
-        profiles,
-        costs,
+        environment=environment(device, model_dtype(target)),
+        settings=s.as_dict(),
+        target=target_name,
+        draft=draft_name,
+        c=c,
+        target_call_seconds=c_target,
+        draft_call_seconds=c_draft,
+        autoregressive_seconds=autoregressive,
+        alpha=alphas,
+        rows=tuple(rows),
+        profiles=profiles,
+        autoregressive=costs,
     )
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import statistics
 
+from decoders.bench.forecast.document import Judgement, SweepForecast
 from decoders.bench.report.document import ReportDocument, TemperatureAnswer
-from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow, JudgedRow, TransformersRow
+from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow, TransformersRow
 from decoders.results import by_temperature
 from spectheory.costs import CostProfile
 from spectheory.intervals import Z95
@@ -97,38 +98,38 @@ def bench_lines(document: dict) -> list[str]:
 def _forecast_lines(document: dict) -> list[str]:
     """The forecast made before the sweep (``decoders.bench.forecast.sweep``) against every measured row, with the
     measured 95% interval, and its gamma's loss against the best measured gamma."""
-    forecast = document.get("forecast")
-    if not forecast:
+    if not document.get("forecast"):
         return []
+    forecast, sweep_seconds = SweepForecast.from_dict(document["forecast"]), document["sweep_seconds"]
     lines = [
-        f"forecast from acceptance along {forecast['prompts']} other prompts and a cost profile of "
-        f"{forecast['cost_prompts']} of them ({forecast['repeats']} timed repeats): {forecast['seconds']:.1f} s, "
-        f"{forecast['seconds'] / document['sweep_seconds']:.0%} of the sweep's {document['sweep_seconds']:.1f} s",
+        f"forecast from acceptance along {forecast.prompts} other prompts and a cost profile of "
+        f"{forecast.cost_prompts} of them ({forecast.repeats} timed repeats): {forecast.seconds:.1f} s, "
+        f"{forecast.seconds / sweep_seconds:.0%} of the sweep's {sweep_seconds:.1f} s",
         "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured",
     ]
-    for judged, ahead in zip(forecast["judged"], forecast["temperatures"]):
-        if judged.get("withheld"):
-            lines.append(judged["withheld"])
+    for judged, ahead in zip(map(Judgement.from_dict, document["forecast"]["judged"]), forecast.temperatures):
+        if judged.withheld:
+            lines.append(judged.withheld)
             continue
-        for row in map(JudgedRow.from_dict, judged["forecast_by_gamma"]):
+        for row in judged.forecast_by_gamma:
             low, high = row.measured_interval
             lines.append(
-                f"{judged['temperature']:4g}  {row.gamma:5d}  {row.forecast:8.3f}  "
+                f"{judged.temperature:4g}  {row.gamma:5d}  {row.forecast:8.3f}  "
                 f"{_error(row.forecast_standard_error)}  {row.measured:8.3f} [{low:.3f}-{high:.3f}]  "
                 f"{row.forecast_over_measured:17.3f}{'' if row.inside_interval else '  (outside)'}"
             )
-        if ahead["prompts_needed"] is not None:
+        if ahead.prompts_needed is not None:
             lines.append(
-                f"T = {judged['temperature']:g}: the forecast's text pins it to +-10% (95%) with "
-                f"{ahead['prompts_needed']} prompts (jackknife over its {forecast['prompts']})"
+                f"T = {judged.temperature:g}: the forecast's text pins it to +-10% (95%) with "
+                f"{ahead.prompts_needed} prompts (jackknife over its {forecast.prompts})"
             )
-        ratios = [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]]
-        resolution = loss_resolution(judged["forecast_gamma"], judged["best_measured_gamma"], judged["loss_resolved"])
+        ratios = [row.forecast_over_measured for row in judged.forecast_by_gamma]
+        resolution = loss_resolution(judged.forecast_gamma, judged.best_measured_gamma, judged.loss_resolved)
         lines.append(
-            f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']} "
-            f"({judged['forecast_speedup']:.3f}x), measured there {judged['measured_speedup_at_forecast_gamma']:.3f}x, "
-            f"{judged['forecast_loss']:.1%} under the best measured (gamma {judged['best_measured_gamma']}, "
-            f"{judged['best_measured_speedup']:.3f}x; {resolution}); forecast/measured "
+            f"T = {judged.temperature:g}: the forecast recommends gamma {judged.forecast_gamma} "
+            f"({judged.forecast_speedup:.3f}x), measured there {judged.measured_speedup_at_forecast_gamma:.3f}x, "
+            f"{judged.forecast_loss:.1%} under the best measured (gamma {judged.best_measured_gamma}, "
+            f"{judged.best_measured_speedup:.3f}x; {resolution}); forecast/measured "
             f"{min(ratios):.3f}-{max(ratios):.3f}"
         )
     return lines
@@ -334,13 +335,13 @@ def summary_lines(document: ReportDocument) -> list[str]:
             f"({r.calibrated_speedup:.3f}x); Theorem 3.8 at alpha {r.alpha:.3f}, c {r.c:.4f}: gamma "
             f"{r.theorem_3_8_gamma} ({r.predicted_speedup:.3f}x)",
         ]
-    repeats = f"{forecast['repeats']} repeat" + ("s" if forecast["repeats"] != 1 else "")
+    repeats = f"{forecast.repeats} repeat" + ("s" if forecast.repeats != 1 else "")
     lines.append(
-        f"the forecast took {forecast['seconds']:.1f} s (acceptance along {forecast['prompts']} other prompts, "
-        f"costs from {forecast['cost_prompts']} over {repeats}), the sweep that checks it "
-        f"{document.sweep_seconds:.1f} s ({forecast['seconds'] / document.sweep_seconds:.0%} of it)"
+        f"the forecast took {forecast.seconds:.1f} s (acceptance along {forecast.prompts} other prompts, "
+        f"costs from {forecast.cost_prompts} over {repeats}), the sweep that checks it "
+        f"{document.sweep_seconds:.1f} s ({forecast.seconds / document.sweep_seconds:.0%} of it)"
     )
-    lines.append(f"audit: {'PASS' if document.audit['passed'] else 'FAIL'} (p = {document.audit['p_value']:.3g})")
+    lines.append(f"audit: {'PASS' if document.audit.passed else 'FAIL'} (p = {document.audit.p_value:.3g})")
     for block in (document.policies or {}).get("temperatures", []):
         lines.append(
             f"T = {block['temperature']:g}: "

@@ -27,7 +27,6 @@ from decoders.models.corpus import load_corpus
 from decoders.models.protocol import decode_path
 from decoders.progress import progress_bar
 from plumbing.validation import as_int, as_positive_int
-from spectheory.cost_checks import passed_checks
 from spectheory.recommendation import from_sweep
 
 __all__ = [
@@ -205,21 +204,12 @@ def bench_document(
         decode_paths={"target": decode_path(target_model), "draft": decode_path(model)},
     )
     if ahead:
-        ahead = checked_against_sweep(ahead, document["rows"], document["profiles"])
-        document["forecast"] = dict(
-            ahead,
-            judged=[
-                {
-                    "temperature": t["temperature"],
-                    **judge_forecast(t, [row for row in document["rows"] if row["temperature"] == t["temperature"]]),
-                }
-                for t in ahead["temperatures"]
-            ],
-        )
-    picks = {t["temperature"]: t["gamma"] for t in ahead["temperatures"] if passed_checks(t)} if ahead else {}
+        ahead = checked_against_sweep(ahead, report)
+        judged = [judge_forecast(t, report.rows_at(t.temperature)).as_dict() for t in ahead.temperatures]
+        document["forecast"] = dict(ahead.as_dict(), judged=judged)
+    picks = {t.temperature: t.gamma for t in ahead.temperatures if t.passed} if ahead else {}
     document["recommendations"] = {
-        str(t): from_sweep([row for row in document["rows"] if row["temperature"] == t], picks.get(t)).as_dict()
-        for t in settings.temperatures
+        str(t): from_sweep(report.rows_at(t), picks.get(t)).as_dict() for t in settings.temperatures
     }
     if settings.batch_sizes:
         pool = text_windows(

@@ -12,6 +12,7 @@ from cli import main
 from decoders import zoo
 from decoders.bench.bench_lines import loss_resolution, summary_lines
 from decoders.bench.report.document import ReportDocument
+from spectheory.cost_checks import CostChecks
 from spectheory.recommendation import from_sweep
 
 SMALL = [
@@ -112,7 +113,8 @@ def test_report_markdown_numbers_against_its_json(report):
         assert float(cells[3]) == pytest.approx(document["c"], abs=5e-5)
     for r in document["recommendations"]:
         rows = [row for row in bench["rows"] if row["temperature"] == r["temperature"]]
-        assert r["recommendation"] == from_sweep(rows, r["forecast_gamma"]).as_dict()  # the rule, on the file's rows
+        pick = None if r["withheld"] else r["forecast_gamma"]  # a withheld forecast (a loaded machine) picks nothing
+        assert r["recommendation"] == from_sweep(rows, pick).as_dict()  # the rule, on the file's rows
         answer = "do not speculate" if r["recommendation"]["gamma"] == 0 else f"gamma {r['recommendation']['gamma']}"
         sentence = re.search(
             rf"\*\*T = {r['temperature']:g}: {answer}\*\* \(rule: {re.escape(r['recommendation']['rule'])};"
@@ -337,31 +339,26 @@ def test_report_withholds_a_forecast_whose_costs_failed_against_shown(report, tm
 
     _, document = report
     settings = ReportSettings(**{k: v for k, v in document["settings"].items() if k in ("gamma_max", "max_new_tokens")})
-    verdicts = {}
+    typed, verdicts = ReportDocument.from_dict(document), {}
     for scale in (4.4, 1.0):
-        constructed = copy.deepcopy(document)
-        forecast = constructed["forecast"]
-        for entry in forecast["temperatures"]:
-            sweep_step = constructed["bench"]["profiles"][f"{entry['temperature']}"]["t_step"]
-            entry["profile"]["t_step"] = sweep_step * (scale if entry["temperature"] == 1.0 else 1.0)
-            entry["profile"]["t_verify"][0] = entry["profile"]["t_step"]  # only the sweep check can fail
-            entry["checks"] = {"passed": True, "checks": []}
-        forecast = checked_against_sweep(forecast, constructed["bench"]["rows"], constructed["bench"]["profiles"])
-        constructed["forecast"] = forecast
-        constructed["recommendations"] = [
-            _recommendation(constructed["bench"], t["temperature"], settings, t).as_dict()
-            for t in forecast["temperatures"]
-        ]
-        verdicts[scale] = constructed
+        entries = []
+        for entry in typed.forecast.temperatures:
+            step = typed.bench.profiles[entry.temperature]["t_step"] * (scale if entry.temperature == 1.0 else 1.0)
+            profile = replace(entry.profile, t_step=step, t_verify=(step, *entry.profile.t_verify[1:]))
+            entries.append(replace(entry, profile=profile, checks=CostChecks(())))  # only the sweep check can fail
+        forecast = checked_against_sweep(replace(typed.forecast, temperatures=tuple(entries)), typed.bench)
+        answers = tuple(_recommendation(typed.bench, settings, t) for t in forecast.temperatures)
+        verdicts[scale] = replace(typed, forecast=forecast, recommendations=answers)
     loaded, quiet = verdicts[4.4], verdicts[1.0]
-    withheld = loaded["recommendations"][1]["withheld"]
+    withheld = loaded.recommendations[1].withheld
     assert withheld.startswith("T = 1: the forecast withheld: the forecast's decoding step took 4.40 times the sweep's")
-    assert not quiet["recommendations"][1]["withheld"] and not loaded["recommendations"][0]["withheld"]
-    lines, shown = (summary_lines(ReportDocument.from_dict(document)) for document in (loaded, quiet))
+    assert not quiet.recommendations[1].withheld and not loaded.recommendations[0].withheld
+    lines, shown = (summary_lines(document) for document in (loaded, quiet))
     assert withheld in lines and withheld not in shown and lines[0] == shown[0]
     assert not any(line.startswith("T = 1: ") and "forecast gamma" in line for line in lines)
     assert any(line.startswith("T = 1: ") and "forecast gamma" in line for line in shown)
-    rows = [row for row in loaded["bench"]["rows"] if row["temperature"] == 1.0]
-    assert loaded["recommendations"][1]["recommendation"] == from_sweep(rows).as_dict()
-    write_report(ReportDocument.from_dict(loaded), tmp_path)
+    assert loaded.recommendations[1].recommendation == from_sweep(loaded.bench.rows_at(1.0))
+    write_report(loaded, tmp_path)
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert summary_lines(ReportDocument.from_dict(saved)) == lines  # the JSON edge keeps every number shown
     assert withheld in (tmp_path / "report.md").read_text()

@@ -14,9 +14,7 @@ from spectheory.cost_checks import (
     WIDTH_BAND,
     CostChecks,
     check_costs,
-    passed_checks,
     sweep_check,
-    withheld_line,
 )
 
 # The forecast profile of results/report/report.json at T = 0 (a quiet run; seconds), rounded.
@@ -84,11 +82,6 @@ def test_checks_round_trip_through_strict_json():
     text = json.dumps(checks.as_dict(), allow_nan=False)
     back = CostChecks.from_dict(json.loads(text))
     assert back == checks and not back.passed
-    entry = {"temperature": 1.0, "checks": checks.as_dict()}
-    assert not passed_checks(entry) and withheld_line(entry).startswith("T = 1: the forecast withheld: ")
-    assert (
-        passed_checks({"temperature": 1.0}) and withheld_line({"temperature": 1.0}) == ""
-    )  # a forecast from before the checks
 
 
 def test_bad_costs_are_refused_naming_them():

@@ -14,6 +14,8 @@ from dataclasses import replace
 import torch
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.bench_report import BenchReport
+from decoders.bench.forecast.document import Judgement, SweepForecast, TemperatureForecast
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     SAMPLES,
@@ -26,12 +28,11 @@ from decoders.bench.profile import (
 )
 from decoders.bench.rows import ForecastRow, JudgedRow
 from decoders.randomness import seeded
-from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from plumbing.timing import units_needed
 from plumbing.validation import as_int
-from spectheory.cost_checks import CostChecks, sweep_check, tokens_check, withheld_line
+from spectheory.cost_checks import CostChecks, sweep_check, tokens_check
 from spectheory.costs import CostProfile
 from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
 from spectheory.optimum import best_choice, best_gamma_row
@@ -131,7 +132,7 @@ def forecast_sweep(
     repeats: int = FORECAST_REPEATS,
     cost_prompts: int = FORECAST_COST_PROMPTS,
     progress=None,
-) -> dict:
+) -> SweepForecast:
     """Per temperature of ``settings``: a cost profile (``decoders.bench.profile.measure_profile``) on the first
     ``cost_prompts`` of ``prompts`` ``[P, L]`` over ``repeats`` timed repeats after one warm-up, and the
     acceptance along all P (``acceptance_runs``); its speedup at each of ``settings.gammas`` with a standard
@@ -151,95 +152,94 @@ def forecast_sweep(
         best = best_choice(speedups, lambda row: row.speedup, lambda row: row.gamma)
         pooled = with_acceptance(profile, runs, s.max_new_tokens)
         temperatures.append(
-            {
-                "temperature": temperature,
-                "gamma": best.gamma,
-                "speedup": best.speedup,
-                "speedups": [row.as_dict() for row in speedups],
-                "prompts_needed": prompts_needed(speedups, len(prompts)),
-                "profile": pooled.as_dict(),
-                "spread": spread,
-                "checks": profile_checks(pooled, spread, {row.gamma: row.speedup for row in speedups}).as_dict(),
-            }
-        )
-    return {
-        "prompts": len(prompts),
-        "prompt_ids": prompts.tolist(),
-        "cost_prompts": cost_prompts,
-        "repeats": repeats,
-        "warmup": 1,
-        "temperatures": temperatures,
-        "seconds": time.perf_counter() - start,
-    }
-
-
-def with_sweep_checks(forecast: dict, rows: list, sweep_t_step: float | None) -> dict:
-    """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) with the checks the sweep
-    beside it allows added to its own: its t_step against the sweep profile's ``sweep_t_step`` (the same machine
-    state) and the sweep rows' tokens per iteration (``rows``: ``bench_row``'s). They decide whether the forecast is
-    shown; they do not change it."""
-    added = [tokens_check({row["gamma"]: row["tokens_per_iteration"] for row in rows})]
-    if sweep_t_step:
-        added.append(sweep_check(forecast["profile"]["t_step"], sweep_t_step))
-    return dict(forecast, checks=(CostChecks.from_dict(forecast["checks"]) + CostChecks(tuple(added))).as_dict())
-
-
-def checked_against_sweep(forecast: dict, rows: list, profiles: dict) -> dict:
-    """``forecast_sweep``'s document with every temperature's checks extended by the sweep's (``with_sweep_checks``):
-    ``rows``, the sweep's rows (``bench_row``'s, every temperature), ``profiles``, its profiles by temperature."""
-    profiles = by_temperature(profiles)
-    return dict(
-        forecast,
-        temperatures=[
-            with_sweep_checks(
-                entry,
-                [row for row in rows if row["temperature"] == entry["temperature"]],
-                (profiles.get(float(entry["temperature"])) or {}).get("t_step"),
+            TemperatureForecast(
+                temperature=temperature,
+                gamma=best.gamma,
+                speedup=best.speedup,
+                speedups=tuple(speedups),
+                prompts_needed=prompts_needed(speedups, len(prompts)),
+                profile=pooled,
+                spread=spread,
+                checks=profile_checks(pooled, spread, {row.gamma: row.speedup for row in speedups}),
             )
-            for entry in forecast["temperatures"]
-        ],
+        )
+    return SweepForecast(
+        prompts=len(prompts),
+        prompt_ids=prompts.tolist(),
+        cost_prompts=cost_prompts,
+        repeats=repeats,
+        warmup=1,
+        temperatures=tuple(temperatures),
+        seconds=time.perf_counter() - start,
     )
 
 
-def judge_forecast(forecast: dict, rows: list) -> dict:
-    """One temperature's forecast (an entry of ``forecast_sweep``'s ``temperatures``) against the sweep's ``rows`` at
-    that temperature (``decoders.bench.bench.bench_row``'s, with ``speedup_interval``): forecast / measured at every
-    gamma, whether the forecast lies in the measured 95% interval and whether the measurement lies in the forecast's
-    interval combined with its own (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its
-    loss against the best measured gamma, and ``resolved``: whether the intervals of the two are apart (where they
-    overlap, the sweep cannot tell the loss from noise)."""
-    measured = {row["gamma"]: row for row in rows}
-    best, chosen = best_gamma_row(rows), measured[forecast["gamma"]]  # the forecast chooses among the swept gammas
+def with_sweep_checks(forecast: TemperatureForecast, rows: list, sweep_t_step: float | None) -> TemperatureForecast:
+    """One temperature's forecast with the checks the sweep beside it allows added to its own: its t_step against the
+    sweep profile's ``sweep_t_step`` (the same machine state) and the sweep rows' tokens per iteration (``rows``:
+    ``bench_row``'s). They decide whether the forecast is shown; they do not change it."""
+    added = [tokens_check({row.gamma: row.tokens_per_iteration for row in rows})]
+    if sweep_t_step:
+        added.append(sweep_check(forecast.profile.t_step, sweep_t_step))
+    return replace(forecast, checks=forecast.checks + CostChecks(tuple(added)))
+
+
+def checked_against_sweep(forecast: SweepForecast, bench: BenchReport) -> SweepForecast:
+    """``forecast_sweep``'s forecast with every temperature's checks extended by those of the sweep ``bench`` that
+    checks it (``with_sweep_checks``)."""
+    return replace(
+        forecast,
+        temperatures=tuple(
+            with_sweep_checks(
+                entry,
+                bench.rows_at(entry.temperature),
+                bench.profiles.get(entry.temperature, {}).get("t_step"),
+            )
+            for entry in forecast.temperatures
+        ),
+    )
+
+
+def judge_forecast(forecast: TemperatureForecast, rows: list) -> Judgement:
+    """One temperature's forecast against the sweep's ``rows`` at that temperature (``decoders.bench.bench.bench_row``'s
+    ``BenchRow``s, with ``speedup_interval``): forecast / measured at every gamma, whether the forecast lies in the
+    measured 95% interval and whether the measurement lies in the forecast's interval combined with its own
+    (``covered``, ``spectheory.intervals.covers``); the forecast's gamma measured, its loss against the best measured
+    gamma, and ``loss_resolved``: whether the intervals of the two are apart (where they overlap, the sweep cannot tell
+    the loss from noise)."""
+    measured = {row.gamma: row for row in rows}
+    best, chosen = best_gamma_row(rows), measured[forecast.gamma]  # the forecast chooses among the swept gammas
     judged = []
-    for f in map(ForecastRow.from_dict, forecast["speedups"]):
+    for f in forecast.speedups:
         row = measured[f.gamma]
         judged.append(
             JudgedRow(
                 gamma=f.gamma,
                 forecast=f.speedup,
-                measured=row["speedup"],
+                measured=row.speedup,
                 forecast_standard_error=f.standard_error,
-                forecast_over_measured=f.speedup / row["speedup"],
-                measured_interval=row["speedup_interval"],
-                inside_interval=_inside(f.speedup, row["speedup_interval"]),
-                covered=covers(f.speedup, f.interval, row["speedup"], row["speedup_interval"]),
-            ).as_dict()
+                forecast_over_measured=f.speedup / row.speedup,
+                measured_interval=row.speedup_interval,
+                inside_interval=_inside(f.speedup, row.speedup_interval),
+                covered=covers(f.speedup, f.interval, row.speedup, row.speedup_interval),
+            )
         )
-    loss = 1 - chosen["speedup"] / best["speedup"]
-    return {
-        "checks": forecast.get("checks"),
-        "withheld": withheld_line(forecast),
-        "forecast_gamma": forecast["gamma"],
-        "forecast_speedup": forecast["speedup"],
-        "forecast_interval": next(f["interval"] for f in forecast["speedups"] if f["gamma"] == forecast["gamma"]),
-        "measured_speedup_at_forecast_gamma": chosen["speedup"],
-        "forecast_loss": loss,
-        "forecast_within_5_percent": loss <= FORECAST_LOSS,
-        "forecast_by_gamma": judged,
-        "best_measured_gamma": best["gamma"],
-        "best_measured_speedup": best["speedup"],
-        "loss_resolved": chosen["speedup_interval"][1] < best["speedup_interval"][0],
-    }
+    loss = 1 - chosen.speedup / best.speedup
+    return Judgement(
+        temperature=forecast.temperature,
+        checks=forecast.checks,
+        withheld=forecast.withheld,
+        forecast_gamma=forecast.gamma,
+        forecast_speedup=forecast.speedup,
+        forecast_interval=forecast.at(forecast.gamma).interval,
+        measured_speedup_at_forecast_gamma=chosen.speedup,
+        forecast_loss=loss,
+        forecast_within_5_percent=loss <= FORECAST_LOSS,
+        forecast_by_gamma=tuple(judged),
+        best_measured_gamma=best.gamma,
+        best_measured_speedup=best.speedup,
+        loss_resolved=chosen.speedup_interval[1] < best.speedup_interval[0],
+    )
 
 
 def _inside(value: float, interval: list) -> bool:

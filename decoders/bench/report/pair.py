@@ -29,13 +29,14 @@ from datetime import datetime, timezone
 from decoders.bench import alpha
 from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import bench_pair
+from decoders.bench.bench_report import BenchReport
+from decoders.bench.forecast.document import TemperatureForecast
 from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, PolicyPlan, bench_policies
 from decoders.bench.prompts import Prompts
-from decoders.bench.report.document import ReportDocument, TemperatureAnswer
+from decoders.bench.report.document import ReportAudit, ReportDocument, TemperatureAnswer
 from decoders.bench.report.settings import ReportRun, ReportSettings
-from decoders.bench.rows import JudgedRow
 from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, TreePlan, bench_trees
 from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
@@ -45,7 +46,6 @@ from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import gamma_table
-from spectheory.cost_checks import passed_checks
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep
 
@@ -130,12 +130,10 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         stages.update()
         stages.set_postfix_str("benchmark")
         swept = time.perf_counter()
-        bench = bench_pair(pair, prompts.sweep, s.bench_settings()).as_dict()
+        bench = bench_pair(pair, prompts.sweep, s.bench_settings())
         sweep_seconds = time.perf_counter() - swept
-        forecast = checked_against_sweep(forecast, bench["rows"], bench["profiles"])
-        recommendations = [
-            _recommendation(bench, t, s, ahead) for t, ahead in zip(s.temperatures, forecast["temperatures"])
-        ]
+        forecast = checked_against_sweep(forecast, bench)
+        recommendations = [_recommendation(bench, s, ahead) for ahead in forecast.temperatures]
         stages.update()
         stages.set_postfix_str("audit")
         audit_gamma = max(1, recommendations[-1].forecast_gamma)
@@ -158,8 +156,8 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         draft=run.draft,
         text=inputs.text,
         settings=asdict(s),
-        environment=bench["environment"],
-        c=bench["c"],
+        environment=bench.environment,
+        c=bench.c,
         recommendations=tuple(recommendations),
         bench=bench,
         alpha_text=[
@@ -172,8 +170,8 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
             }
             for row in alpha_text
         ],
-        audit=dict(
-            audit.as_dict(),
+        audit=ReportAudit(
+            **audit.as_dict(),
             gamma=audit_gamma,
             temperature=AUDIT_TEMPERATURE,
             prompt=s.audit_prompt if shipped else None,
@@ -187,27 +185,25 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
     )
 
 
-def _recommendation(bench: dict, temperature: float, settings: ReportSettings, forecast: dict) -> TemperatureAnswer:
+def _recommendation(bench: BenchReport, settings: ReportSettings, forecast: TemperatureForecast) -> TemperatureAnswer:
     """The forecast's gamma (the recommendation, ``decoders.bench.forecast.sweep.forecast_sweep``) judged on the sweep
     (``decoders.bench.forecast.sweep.judge_forecast``); beside it, as diagnostics, the cost model calibrated on the
     sweep's own profile and Theorem 3.8 at the sweep's pooled alpha (counts) and measured c."""
-    alpha_counts = min(by_temperature(bench["alpha"])[temperature] or 0.0, 1.0)
-    tokens = settings.max_new_tokens
-    table = gamma_table(alpha_counts, bench["c"], bench["c"], settings.gamma_max)
-    profile = CostProfile.from_dict(by_temperature(bench["profiles"])[temperature])
+    temperature, tokens = forecast.temperature, settings.max_new_tokens
+    alpha_counts = min(bench.alpha[temperature] or 0.0, 1.0)
+    table = gamma_table(alpha_counts, bench.c, bench.c, settings.gamma_max)
+    profile = CostProfile.from_dict(bench.profiles[temperature])
     calibrated = profile.optimal_gamma(tokens=tokens)
-    rows = [row for row in bench["rows"] if row["temperature"] == temperature]
-    measured = next((row for row in rows if row["gamma"] == calibrated), None)
-    judged = judge_forecast(forecast, rows)
+    rows = bench.rows_at(temperature)
+    measured = next((row for row in rows if row.gamma == calibrated), None)
     return TemperatureAnswer(
-        temperature=temperature,
-        **dict(judged, forecast_by_gamma=tuple(JudgedRow.from_dict(row) for row in judged["forecast_by_gamma"])),
-        recommendation=from_sweep(rows, forecast["gamma"] if passed_checks(forecast) else None),
+        **vars(judge_forecast(forecast, rows)),
+        recommendation=from_sweep(rows, forecast.gamma if forecast.passed else None),
         optimal_gamma=calibrated,
         calibrated_speedup=profile.speedup(calibrated, tokens=tokens),
-        measured_speedup_at_optimal_gamma=measured["speedup"] if measured else None,
+        measured_speedup_at_optimal_gamma=measured.speedup if measured else None,
         alpha=alpha_counts,
-        c=bench["c"],
+        c=bench.c,
         theorem_3_8_gamma=table.optimal_gamma,
         predicted_speedup=table.speedup,
         expected_tokens=table.expected_tokens,

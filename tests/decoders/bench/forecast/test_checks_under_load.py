@@ -8,6 +8,7 @@ import torch
 from bench_inputs import SETTINGS, tiny
 
 from decoders import _loop
+from decoders.bench.forecast.document import SweepForecast
 from decoders.bench.forecast.sweep import forecast_sweep
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfilePlan, measure_profile, profile_checks
@@ -89,6 +90,7 @@ def test_forecast_sweep_records_its_checks(monkeypatch):
     draft = _Costed(tiny(8, 1, 1), clock, DRAFT_CALL, 0.0)
     prompts = torch.randint(0, 20, (3, 8), generator=torch.Generator().manual_seed(3))
     forecast = forecast_sweep(Pair(target, draft), prompts, SETTINGS, repeats=2, cost_prompts=1)
-    for entry in forecast["temperatures"]:
-        names = [check["name"] for check in entry["checks"]["checks"]]
-        assert entry["checks"]["passed"] and names == ["step", "widths", "floor", "spread", "tokens", "ceiling"]
+    for entry in forecast.temperatures:
+        names = [check.name for check in entry.checks.checks]
+        assert entry.passed and names == ["step", "widths", "floor", "spread", "tokens", "ceiling"]
+        assert SweepForecast.from_dict(forecast.as_dict()) == forecast  # the JSON edge and back

@@ -1,6 +1,8 @@
 """The forecast of a gamma sweep (decoders.bench.forecast.sweep; docs/measuring.md, Forecasts): judged by hand, made
 from its own profiles, and carried by the bench's document and lines, never from the sweep's prompts."""
 
+import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,6 +12,7 @@ from bench_inputs import SETTINGS, tiny
 
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution
+from decoders.bench.forecast.document import Judgement, TemperatureForecast
 from decoders.bench.forecast.sweep import (
     acceptance_runs,
     forecast_speedups,
@@ -20,52 +23,83 @@ from decoders.bench.forecast.sweep import (
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import SAMPLES, ProfilePlan, measure_profile
 from decoders.bench.prompts import FORECAST_SEED, draw_prompts, other_prompts, text_windows
-from decoders.bench.rows import ForecastRow
+from decoders.bench.rows import BenchRow, ForecastRow
 from decoders.bench.runs import bench_document
 from decoders.sampling import GREEDY
 from plumbing.timing import Timing, speedup_interval
+from spectheory.cost_checks import CostChecks, check_costs
 from spectheory.costs import CostProfile
 from spectheory.intervals import forecast_interval
 
 
 def _row(gamma, speedup, interval):
-    return {"temperature": 0.0, "gamma": gamma, "speedup": speedup, "speedup_interval": interval}
+    return BenchRow(
+        temperature=0.0,
+        gamma=gamma,
+        seconds=1.0,
+        iterations=1,
+        tokens_per_iteration=1.0,
+        speedup=speedup,
+        speedup_interval=interval,
+    )
+
+
+def _forecast(gamma: int) -> TemperatureForecast:
+    speedups = tuple(
+        ForecastRow(gamma=g, speedup=x, standard_error=0.1, interval=[x * 0.8, x * 1.25])
+        for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))
+    )
+    chosen = next(row for row in speedups if row.gamma == gamma)
+    profile = CostProfile(t_step=1.0, t_draft=0.1, t_verify=(1.0, 1.1), t_iteration=1.2, acceptance=(0.5,))
+    return TemperatureForecast(
+        temperature=0.0,
+        gamma=gamma,
+        speedup=chosen.speedup,
+        speedups=speedups,
+        prompts_needed=None,
+        profile=profile,
+        spread={},
+    )
 
 
 def test_judge_forecast_against_rows_by_hand():
     """Forecast / measured at each gamma, the interval test, the loss of the forecast's gamma against the best and
     whether the intervals resolve it; a forecast that picks the best gamma loses nothing."""
     rows = [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.45, 1.55]), _row(4, 1.2, [1.1, 1.3])]
-    forecast = {
-        "gamma": 4,
-        "speedup": 1.6,
-        "speedups": [
-            {"gamma": g, "speedup": x, "standard_error": 0.1, "interval": [x * 0.8, x * 1.25]}
-            for g, x in ((1, 1.05), (2, 1.2), (4, 1.6))
-        ],
-    }
+    forecast = _forecast(4)
     judged = judge_forecast(forecast, rows)
-    assert [row["forecast_over_measured"] for row in judged["forecast_by_gamma"]] == pytest.approx([1.05, 0.8, 4 / 3])
-    assert [row["inside_interval"] for row in judged["forecast_by_gamma"]] == [True, False, False]
+    assert [row.forecast_over_measured for row in judged.forecast_by_gamma] == pytest.approx([1.05, 0.8, 4 / 3])
+    assert [row.inside_interval for row in judged.forecast_by_gamma] == [True, False, False]
     # combined: |log 0.8| = 0.223 <= hypot(log 1.25, log 1.5/1.45) = 0.226; |log 4/3| = 0.288 > hypot(0.223, 0.080)
-    assert [row["covered"] for row in judged["forecast_by_gamma"]] == [True, True, False]
-    assert judged["forecast_interval"] == pytest.approx([1.28, 2.0])
-    assert judged["best_measured_gamma"] == 2 and judged["forecast_loss"] == pytest.approx(1 - 1.2 / 1.5)
-    assert not judged["forecast_within_5_percent"] and judged["loss_resolved"]  # 1.3 < 1.45
+    assert [row.covered for row in judged.forecast_by_gamma] == [True, True, False]
+    assert judged.forecast_interval == pytest.approx([1.28, 2.0])
+    assert judged.best_measured_gamma == 2 and judged.forecast_loss == pytest.approx(1 - 1.2 / 1.5)
+    assert not judged.forecast_within_5_percent and judged.loss_resolved  # 1.3 < 1.45
     overlapping = judge_forecast(
         forecast, [_row(1, 1.0, [0.9, 1.1]), _row(2, 1.5, [1.25, 1.7]), _row(4, 1.2, [1.1, 1.3])]
     )
-    assert not overlapping["loss_resolved"]
-    right = judge_forecast(dict(forecast, gamma=2), rows)
-    assert right["forecast_loss"] == 0 and right["forecast_within_5_percent"]
+    assert not overlapping.loss_resolved
+    right = judge_forecast(_forecast(2), rows)
+    assert right.forecast_loss == 0 and right.forecast_within_5_percent
     assert [
-        loss_resolution(one["forecast_gamma"], one["best_measured_gamma"], one["loss_resolved"])
+        loss_resolution(one.forecast_gamma, one.best_measured_gamma, one.loss_resolved)
         for one in (judged, overlapping, right)
     ] == [
         "a loss the sweep resolves (95% intervals apart)",
         "within the sweep's noise (95% intervals overlap)",
         "the same gamma",
     ]
+    assert Judgement.from_dict(json.loads(json.dumps(judged.as_dict()))) == judged  # the JSON edge and back
+
+
+def test_forecast_withheld_against_its_checks():
+    """A forecast whose checks failed is withheld with their one line; one from before the checks is shown."""
+    failed = replace(_forecast(4), temperature=1.0, checks=check_costs(0.0248, (0.003, 0.006, 0.007)))
+    assert not failed.passed and failed.withheld.startswith("T = 1: the forecast withheld: ")
+    assert _forecast(4).passed and _forecast(4).withheld == ""  # checks None: a forecast from before the checks
+    passing = replace(failed, checks=CostChecks(()))
+    assert passing.passed and passing.withheld == ""
+    assert TemperatureForecast.from_dict(json.loads(json.dumps(failed.as_dict()))) == failed
 
 
 def test_forecast_sweep_against_its_own_profiles():
@@ -74,20 +108,20 @@ def test_forecast_sweep_against_its_own_profiles():
     target, draft = tiny(16, 2, 0), tiny(8, 1, 1)
     prompts = torch.randint(0, 20, (4, 8), generator=torch.Generator().manual_seed(3))
     forecast = forecast_sweep(Pair(target, draft), prompts, SETTINGS, repeats=1, cost_prompts=2)
-    assert forecast["prompt_ids"] == prompts.tolist() and forecast["seconds"] > 0 and forecast["cost_prompts"] == 2
-    assert [t["temperature"] for t in forecast["temperatures"]] == list(SETTINGS.temperatures)
-    for block in forecast["temperatures"]:
-        profile = CostProfile.from_dict(block["profile"])
-        speedups = {row["gamma"]: row["speedup"] for row in block["speedups"]}
+    assert forecast.prompt_ids == prompts.tolist() and forecast.seconds > 0 and forecast.cost_prompts == 2
+    assert [t.temperature for t in forecast.temperatures] == list(SETTINGS.temperatures)
+    for block in forecast.temperatures:
+        profile = block.profile
+        speedups = {row.gamma: row.speedup for row in block.speedups}
         assert speedups == pytest.approx(
             {g: profile.speedup(g, tokens=SETTINGS.max_new_tokens) for g in SETTINGS.gammas}
         )
-        assert block["gamma"] == max(speedups, key=lambda g: (speedups[g], -g))
-        assert len(profile.acceptance_along_text) == 4 * (1 if block["temperature"] == 0 else SAMPLES)
-        assert all(row["standard_error"] >= 0 for row in block["speedups"])
+        assert block.gamma == max(speedups, key=lambda g: (speedups[g], -g))
+        assert len(profile.acceptance_along_text) == 4 * (1 if block.temperature == 0 else SAMPLES)
+        assert all(row.standard_error >= 0 for row in block.speedups)
         assert all(
-            row["interval"] == pytest.approx(forecast_interval(row["speedup"], row["standard_error"], 4))
-            for row in block["speedups"]
+            row.interval == pytest.approx(forecast_interval(row.speedup, row.standard_error, 4))
+            for row in block.speedups
         )  # the stated interval: its 4 prompts' jackknife and the run error
 
 
