@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from paper_figs import measured_vs_predicted
 from paper_figs.style import FULL, figure, read_result, save
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from paper_figs.paper_data import LEVIATHAN_TABLE_4
 from paper_figs.style import RECOMPUTE_COMMAND, figure, read_result, save
 from plumbing.outputs import write_json

@@ -20,7 +20,7 @@ from decoders.bench.bench_lines import (
     loss_noise,
     loss_resolution,
 )
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
 from decoders.bench.report.document import ReportAudit, ReportDocument
 from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.table import forecast_lines
@@ -371,18 +371,17 @@ def _speed_blocks(bench: BenchReport, figures: list) -> list[tuple]:
     ]
 
 
-def _tree_blocks(trees: dict | None) -> list[tuple]:
+def _tree_blocks(trees: TreeBench | None) -> list[tuple]:
     """Tree against chain at equal node budgets (T = 0), and the verdict."""
     if trees is None:
         return []
-    best = trees["recommendation"]
+    best = trees.recommendation
     verdict = (
-        f"**Use a tree** of {best['tree']['nodes']} nodes (depth {best['tree']['depth']}, parents "
-        f"`{best['tree']['parents']}`)"
-        if best["kind"] == "tree"
-        else f"**Use a chain** (gamma = {best['tree']['nodes'] - 1})"
+        f"**Use a tree** of {best.tree['nodes']} nodes (depth {best.tree['depth']}, parents `{best.tree['parents']}`)"
+        if best.kind == "tree"
+        else f"**Use a chain** (gamma = {best.tree['nodes'] - 1})"
     )
-    a = ", ".join(f"{x:.3f}" for x in trees["rank_frequencies"]["decoding"])
+    a = ", ".join(f"{x:.3f}" for x in trees.rank_frequencies["decoding"])
     return [
         ("heading", 2, "Tree or chain (T = 0)"),
         (
@@ -390,20 +389,20 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
             ["budget", "decoder", "depth", "tokens per call", "rank model", "speedup (min-max)", "calibrated"],
             [
                 [
-                    str(row["budget"]),
-                    row["kind"],
-                    str(row["tree"]["depth"]),
-                    f"{row['tokens_per_call']:.3f}",
-                    f"{row['predicted_tokens_per_call']:.3f}",
-                    f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-                    f"{row['calibrated_speedup']:.3f}",
+                    str(row.budget),
+                    row.kind,
+                    str(row.tree["depth"]),
+                    f"{row.tokens_per_call:.3f}",
+                    f"{row.predicted_tokens_per_call:.3f}",
+                    f"{row.speedup:.3f} ({row.speedup_spread[0]:.3f}-{row.speedup_spread[2]:.3f})",
+                    f"{row.calibrated_speedup:.3f}",
                 ]
-                for row in trees["rows"]
+                for row in trees.rows
             ],
         ),
         (
             "paragraph",
-            f"{verdict}: {best['speedup']:.3f}x measured, the fastest of the rows above. At each budget "
+            f"{verdict}: {best.speedup:.3f}x measured, the fastest of the rows above. At each budget "
             "(positions per verify call, the root included) the chain of budget - 1 drafts runs in the "
             "speculative decoder and the optimal tree of the rank model (docs/theory-trees.md §12) in the "
             f"tree decoder, target-only verification of the draft's top tokens; rank frequencies a_1.. "
@@ -414,35 +413,35 @@ def _tree_blocks(trees: dict | None) -> list[tuple]:
     ]
 
 
-def _policy_blocks(policies: dict | None) -> list[tuple]:
+def _policy_blocks(policies: PolicyBench | None) -> list[tuple]:
     """Draft-length policies against the best measured fixed gamma, per temperature, and the verdict."""
     if policies is None:
         return []
     blocks = [("heading", 2, "Draft length: a policy or a fixed gamma")]
-    for block in policies["temperatures"]:
+    for block in policies.temperatures:
         blocks.append(
             (
                 "table",
                 ["T", "decoder", "tokens per call", "drafts wasted per token", "speedup (min-max)", "replay"],
                 [
                     [
-                        f"{block['temperature']:g}",
-                        row["decoder"],
-                        f"{row['tokens_per_call']:.3f}",
-                        f"{row['wasted_per_token']:.3f}",
-                        f"{row['speedup']:.3f} ({row['speedup_spread'][0]:.3f}-{row['speedup_spread'][2]:.3f})",
-                        f"{row['predicted_speedup']:.3f}" if "predicted_speedup" in row else "n/a",
+                        f"{block.temperature:g}",
+                        row.decoder,
+                        f"{row.tokens_per_call:.3f}",
+                        f"{row.wasted_per_token:.3f}",
+                        f"{row.speedup:.3f} ({row.speedup_spread[0]:.3f}-{row.speedup_spread[2]:.3f})",
+                        "n/a" if row.predicted_speedup is None else f"{row.predicted_speedup:.3f}",
                     ]
-                    for row in block["rows"]
+                    for row in block.rows
                 ],
             )
         )
-        low, gain, high = block["gain_spread"]
-        verdict = f"**use {block['best_policy']}**" if block["use_policy"] else f"**keep {block['best_fixed']}**"
+        low, gain, high = block.gain_spread
+        verdict = f"**use {block.best_policy}**" if block.use_policy else f"**keep {block.best_fixed}**"
         blocks.append(
             (
                 "paragraph",
-                f"T = {block['temperature']:g}: {verdict}. The best policy, {block['best_policy']}, "
+                f"T = {block.temperature:g}: {verdict}. The best policy, {block.best_policy}, "
                 f"measured {gain:.3f}x the best fixed gamma ({low:.3f}-{high:.3f} over the "
                 "repeats); a policy is advised only when it wins in every repeat. Replay: the "
                 "policy along the greedy text with the measured costs (docs/theory.md §13).",

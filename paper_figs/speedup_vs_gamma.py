@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.forecast.document import SweepForecast
 from paper_figs import measured_vs_predicted
 from paper_figs.style import figure, read_result, save

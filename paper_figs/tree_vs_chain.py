@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decoders.bench.documents import TreeBench
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from plumbing.outputs import write_json
 
@@ -23,34 +24,34 @@ def compute(results: Path, *, progress=None) -> Path:
 
     settings = BenchSettings(prompts=4, prompt_length=64, max_new_tokens=64, repeats=5, warmup=1, batch_sizes=())
     drafts = [tree_document(draft, settings, progress=progress) for draft in FIGURE_DRAFTS]
-    return write_json(Path(results) / RESULT, {"drafts": drafts}, command=RECOMPUTE_COMMAND)
+    return write_json(Path(results) / RESULT, {"drafts": [d.as_dict() for d in drafts]}, command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    documents = read_result(results, RESULT)["drafts"]
+    documents = [TreeBench.from_dict(document) for document in read_result(results, RESULT)["drafts"]]
     fig, (tokens, speed) = figure((FULL[0], 2.8), ncols=2)
     for index, document in enumerate(documents):
         colour = f"C{index}"
         for kind, style, marker in (("tree", "-", "o"), ("chain", "--", "s")):
-            rows = [row for row in document["rows"] if row["kind"] == kind]
-            budgets = [row["budget"] for row in rows]
-            label = f"{document['draft']} {kind}"
-            tokens.plot(budgets, [row["predicted_tokens_per_call"] for row in rows], style, color=colour)
+            rows = [row for row in document.rows if row.kind == kind]
+            budgets = [row.budget for row in rows]
+            label = f"{document.draft} {kind}"
+            tokens.plot(budgets, [row.predicted_tokens_per_call for row in rows], style, color=colour)
             tokens.plot(
                 budgets,
-                [row["tokens_per_call"] for row in rows],
+                [row.tokens_per_call for row in rows],
                 marker,
                 color=colour,
                 markersize=3,
                 fillstyle="none" if kind == "chain" else "full",
                 label=label,
             )
-            speed.plot(budgets, [row["calibrated_speedup"] for row in rows], style, color=colour)
-            low = [max(0.0, row["speedup"] - row["speedup_spread"][0]) for row in rows]
-            high = [max(0.0, row["speedup_spread"][2] - row["speedup"]) for row in rows]
+            speed.plot(budgets, [row.calibrated_speedup for row in rows], style, color=colour)
+            low = [max(0.0, row.speedup - row.speedup_spread[0]) for row in rows]
+            high = [max(0.0, row.speedup_spread[2] - row.speedup) for row in rows]
             speed.errorbar(
                 budgets,
-                [row["speedup"] for row in rows],
+                [row.speedup for row in rows],
                 yerr=[low, high],
                 fmt=marker,
                 color=colour,

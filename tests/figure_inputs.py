@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tree_bench_inputs import small_tree_document
 
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.rows import BenchRow
 from paper_figs import (
     dynamic_gamma_heatmap,
@@ -124,7 +124,7 @@ def write_small_results(results: Path) -> Path:
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
     trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
     (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))
-    (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document()]}))
+    (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document().as_dict()]}))
     (results / spec_bench.RESULT).write_text(json.dumps(small_spec_bench_table()))
     return results
 

@@ -4,6 +4,7 @@ import numpy as np
 import torch
 
 from decoders.bench.bench import BenchSettings
+from decoders.bench.documents import TreeBench
 from decoders.bench.inputs import Pair
 from decoders.bench.tree_bench import TreePlan, bench_trees
 from decoders.models.tinygpt import TinyGPT, TinyGPTConfig
@@ -21,7 +22,7 @@ def held_out():
     return np.random.default_rng(0).integers(0, VOCAB, size=400)
 
 
-def small_tree_document(draft=None, budgets=(4, 8), dynamic=None) -> dict:
+def small_tree_document(draft=None, budgets=(4, 8), dynamic=None) -> TreeBench:
     """The bench on tiny models (also the figure tests' input)."""
     target = tiny_gpt(0)
     prompts = torch.randint(

@@ -28,7 +28,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     ProfilePlan,

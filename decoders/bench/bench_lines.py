@@ -342,17 +342,17 @@ def summary_lines(document: ReportDocument) -> list[str]:
         f"{document.sweep_seconds:.1f} s ({forecast.seconds / document.sweep_seconds:.0%} of it)"
     )
     lines.append(f"audit: {'PASS' if document.audit.passed else 'FAIL'} (p = {document.audit.p_value:.3g})")
-    for block in (document.policies or {}).get("temperatures", []):
+    for block in document.policies.temperatures if document.policies else ():
         lines.append(
-            f"T = {block['temperature']:g}: "
-            f"{'use ' + block['best_policy'] if block['use_policy'] else 'keep ' + block['best_fixed']}"
-            f" (best policy {block['best_policy']}, {block['gain_over_best_fixed']:.3f}x the best fixed gamma)"
+            f"T = {block.temperature:g}: "
+            f"{'use ' + block.best_policy if block.use_policy else 'keep ' + block.best_fixed}"
+            f" (best policy {block.best_policy}, {block.gain_over_best_fixed:.3f}x the best fixed gamma)"
         )
     if document.trees:
-        best = document.trees["recommendation"]
+        best = document.trees.recommendation
         lines.append(
-            f"T = 0: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}) fastest of "
-            f"tree and chain, {best['speedup']:.3f}x"
+            f"T = 0: {best.kind} at budget {best.budget} (depth {best.tree['depth']}) fastest of "
+            f"tree and chain, {best.speedup:.3f}x"
         )
     return lines
 

@@ -30,6 +30,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import acceptance_calibration, adjusted_along_text, engine_metrics
 from decoders.bench.bench import BenchSettings, environment, model_dtype
+from decoders.bench.documents import PolicyBench, PolicyTemperature
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfilePlan, profile_jobs
 from decoders.bench.prompts import text_windows
@@ -197,9 +198,9 @@ def bench_policies(
     plan: PolicyPlan = PolicyPlan(),
     *,
     progress: bool | None = None,
-) -> dict:
+) -> PolicyBench:
     """The module's measurement on ``prompts`` ``[P, L]`` at batch 1 for ``settings``' gammas and temperatures, the
-    policies of ``plan`` fit on its windows of the ``held_out`` token ids. Returns the JSON document."""
+    policies of ``plan`` fit on its windows of the ``held_out`` token ids."""
     target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
     policies, new, windows = check_policies(plan.policies), settings.max_new_tokens, plan.calibration_windows
     # Every policy drafts at most what both models' contexts leave after the prompt, the new tokens and a bonus.
@@ -210,28 +211,27 @@ def bench_policies(
             f"prompt length {prompts.shape[1]} plus max_new_tokens {new} leaves no room to draft in the "
             f"models' context of {min(contexts)} tokens"
         )
-    out = {
-        "target": target_name,
-        "draft": draft_name,
-        "batch_size": 1,
-        "environment": environment(target.device, model_dtype(target)),
-        "settings": dict(settings.as_dict(), policies=list(policies), calibration_windows=windows),
-        "temperatures": [],
-    }
+    blocks = []
     with progress_bar(progress, total=None, desc=f"policies {draft_name}") as bar:
         for temperature in settings.temperatures:
             calibration = _calibration(target, draft, held_out, settings.at(temperature), settings.seed, windows)
             rules = {name: make_policy(name, calibration=calibration, cap=room) for name in policies}
-            summary = _at_temperature(pair, prompts, settings, temperature, rules, bar)
-            out.setdefault("profile", summary["profile"])
-            out["temperatures"].append(summary)
+            blocks.append(_at_temperature(pair, prompts, settings, temperature, rules, bar))
             bar.update()
-    return out
+    return PolicyBench(
+        target=target_name,
+        draft=draft_name,
+        batch_size=1,
+        environment=environment(target.device, model_dtype(target)),
+        settings=dict(settings.as_dict(), policies=list(policies), calibration_windows=windows),
+        temperatures=tuple(blocks),
+        profile=blocks[0].profile if blocks else None,
+    )
 
 
 def _at_temperature(
     pair: Pair, prompts: torch.Tensor, settings: BenchSettings, temperature: float, policies: dict, bar
-) -> dict:
+) -> PolicyTemperature:
     """``bench_policies`` at one temperature: every fixed gamma and policy timed interleaved with the autoregressive
     runs and the profile's jobs, each row beside its replayed prediction; the best fixed gamma and policy."""
     target, draft = pair.target, pair.draft
@@ -325,52 +325,53 @@ def _at_temperature(
     best_policy = (
         best_choice(others, lambda row: row.speedup, lambda row: rules[row.decoder].gamma_max) if others else None
     )
-    summary = {
-        "temperature": temperature,
-        "autoregressive_seconds": timings["autoregressive"].median,
-        "rows": [row.as_dict() for row in rows],
-        "best_fixed": best_fixed.decoder,
-        "profile": profile.as_dict(),
-        "replay_draws": len(traces),
-    }
-    if best_policy is not None:
-        gains = repeat_ratios(timings[best_fixed.decoder], timings[best_policy.decoder])
-        gain = best_policy.speedup / best_fixed.speedup
-        summary.update(
-            best_policy=best_policy.decoder,
-            gain_over_best_fixed=gain,
-            gain_spread=[min(gains), gain, max(gains)],
-            use_policy=min(gains) > 1,
-        )
-    return summary
+    summary = PolicyTemperature(
+        temperature=temperature,
+        autoregressive_seconds=timings["autoregressive"].median,
+        rows=tuple(rows),
+        best_fixed=best_fixed.decoder,
+        profile=profile.as_dict(),
+        replay_draws=len(traces),
+    )
+    if best_policy is None:
+        return summary
+    gains = repeat_ratios(timings[best_fixed.decoder], timings[best_policy.decoder])
+    gain = best_policy.speedup / best_fixed.speedup
+    return replace(
+        summary,
+        best_policy=best_policy.decoder,
+        gain_over_best_fixed=gain,
+        gain_spread=[min(gains), gain, max(gains)],
+        use_policy=min(gains) > 1,
+    )
 
 
-def policy_lines(document: dict) -> list[str]:
+def policy_lines(document: PolicyBench) -> list[str]:
     """The comparison as printed by `spectheory bench --policies`."""
-    env = document["environment"]
-    lines = [f"{document['target']} with {document['draft']}, batch 1; {env['device_name']}, {env['dtype']}"]
-    for block in document["temperatures"]:
+    env = document.environment
+    lines = [f"{document.target} with {document.draft}, batch 1; {env['device_name']}, {env['dtype']}"]
+    for block in document.temperatures:
         lines.append(
-            f"T = {block['temperature']:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
+            f"T = {block.temperature:g}: decoder  tokens/call  drafted/token  wasted/token  speedup "
             f"(min-max)  replay tokens/call  replay speedup"
         )
-        for row in block["rows"]:
-            low, _, high = row["speedup_spread"]
+        for row in block.rows:
+            low, _, high = row.speedup_spread
             replayed = (
-                f"  {row['predicted_tokens_per_call']:8.3f} ({row['tokens_over_predicted']:.3f})  "
-                f"{row['predicted_speedup']:7.3f} ({row['predicted_over_measured']:.3f})"
-                if row.get("predicted_speedup") is not None
+                f"  {row.predicted_tokens_per_call:8.3f} ({row.tokens_over_predicted:.3f})  "
+                f"{row.predicted_speedup:7.3f} ({row.predicted_over_measured:.3f})"
+                if row.predicted_speedup is not None
                 else ""
             )
             lines.append(
-                f"  {row['decoder']:20s}  {row['tokens_per_call']:8.3f}  {row['drafted_per_token']:8.3f}  "
-                f"{row['wasted_per_token']:8.3f}  {row['speedup']:7.3f} ({low:.2f}-{high:.2f}){replayed}"
+                f"  {row.decoder:20s}  {row.tokens_per_call:8.3f}  {row.drafted_per_token:8.3f}  "
+                f"{row.wasted_per_token:8.3f}  {row.speedup:7.3f} ({low:.2f}-{high:.2f}){replayed}"
             )
-        if "best_policy" in block:
-            low, _, high = block["gain_spread"]
+        if block.best_policy is not None:
+            low, _, high = block.gain_spread
             lines.append(
-                f"  best fixed: {block['best_fixed']}; best policy: {block['best_policy']}, "
-                f"{block['gain_over_best_fixed']:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
-                + ("use it" if block["use_policy"] else "keep the fixed gamma")
+                f"  best fixed: {block.best_fixed}; best policy: {block.best_policy}, "
+                f"{block.gain_over_best_fixed:.3f}x the best fixed gamma (repeats {low:.3f}-{high:.3f}): "
+                + ("use it" if block.use_policy else "keep the fixed gamma")
             )
     return lines

@@ -11,6 +11,7 @@ import torch
 
 from decoders import zoo
 from decoders.bench import alpha, bench, policy_bench, tree_bench
+from decoders.bench.documents import PolicyBench, TreeBench
 from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
@@ -238,7 +239,7 @@ def tree_document(
     task: str | None = None,
     dynamic: tuple | None = None,
     progress: bool | None = None,
-) -> dict:
+) -> TreeBench:
     """Tree against chain at each node budget (``tree_bench.bench_trees``; ``dynamic``: EAGLE-2's trees too) for a
     pair (default the shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
@@ -251,7 +252,7 @@ def tree_document(
         tree_bench.TreePlan(budgets=budgets, dynamic=dynamic),
         progress=progress,
     )
-    return dict(document, text=inputs.text, task=task)
+    return replace(document, text=inputs.text, task=task)
 
 
 def policy_document(
@@ -266,7 +267,7 @@ def policy_document(
     compile: str = "auto",
     task: str | None = None,
     progress: bool | None = None,
-) -> dict:
+) -> PolicyBench:
     """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
     shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
     inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
@@ -280,7 +281,7 @@ def policy_document(
         policy_bench.PolicyPlan(policies),
         progress=progress,
     )
-    return dict(document, text=inputs.text, task=task)
+    return replace(document, text=inputs.text, task=task)
 
 
 def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *, progress: bool | None = None) -> dict:

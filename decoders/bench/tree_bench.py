@@ -26,6 +26,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment, model_dtype
+from decoders.bench.documents import TreeBench, TreeCall, TreeChoice
 from decoders.bench.forecast.dynamic import DynamicPlan, forecast_dynamic
 from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
@@ -165,7 +166,7 @@ class _Candidate:
         )
 
 
-def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
+def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> TreeCall:
     """Seconds of one target call scoring ``tree``'s nodes (``forward_tree``) and of one chain call of the same
     width (``forward``), after ``prompt`` ``[L]``, timed interleaved."""
     tree = breadth_first(tree)
@@ -192,12 +193,12 @@ def _call_ratio(target, prompt: torch.Tensor, tree: Tree, repeats: int) -> dict:
         warmup=3,
         synchronize=lambda: synchronize(target.device),
     )
-    return {
-        "width": tree.size,
-        "tree_call_seconds": timing["tree"].median,
-        "chain_call_seconds": timing["chain"].median,
-        "tree_over_chain_call": timing["tree"].median / timing["chain"].median,
-    }
+    return TreeCall(
+        width=tree.size,
+        tree_call_seconds=timing["tree"].median,
+        chain_call_seconds=timing["chain"].median,
+        tree_over_chain_call=timing["tree"].median / timing["chain"].median,
+    )
 
 
 def _engine_counts(generations: list, tree: Tree) -> EngineCounts:
@@ -300,9 +301,9 @@ def bench_trees(
     plan: TreePlan = TreePlan(),
     *,
     progress: bool | None = None,
-) -> dict:
+) -> TreeBench:
     """The module's comparison on ``prompts`` ``[P, L]`` at batch 1, T = 0, as ``plan`` says; rank frequencies from
-    windows of ``held_out`` (token ids) and from the target's greedy continuations. Returns the JSON document."""
+    windows of ``held_out`` (token ids) and from the target's greedy continuations."""
     dynamic, held_out_windows, call_repeats = plan.dynamic, plan.held_out_windows, plan.call_repeats
     target, draft, target_name, draft_name = pair.target, pair.draft, pair.target_name, pair.draft_name
     budgets = check_budgets(plan.budgets)
@@ -377,34 +378,32 @@ def bench_trees(
         for candidate in candidates
     ]
     best = best_choice(rows, lambda row: row.speedup, lambda row: row.budget)
-    return {
-        "target": target_name,
-        "draft": draft_name,
-        "temperature": 0.0,
-        "verifier": "target-only",
-        "batch_size": 1,
-        "environment": environment(target.device, model_dtype(target)),
-        "settings": dict(
+    return TreeBench(
+        target=target_name,
+        draft=draft_name,
+        temperature=0.0,
+        verifier="target-only",
+        batch_size=1,
+        environment=environment(target.device, model_dtype(target)),
+        settings=dict(
             settings.as_dict(), budgets=list(budgets), held_out_windows=held_out_windows, call_repeats=call_repeats
         ),
-        "rank_frequencies": {"decoding": decoding.tolist(), "held_out_text": text.tolist()},
-        "autoregressive": dict(
-            autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)
-        ),
-        "rows": [row.as_dict() for row in rows],
-        "tree_calls": calls,
-        "dynamic_forecast": forecast,
-        "seconds": time.perf_counter() - started,
-        "recommendation": {"kind": best.kind, "budget": best.budget, "tree": best.tree, "speedup": best.speedup},
-    }
+        rank_frequencies={"decoding": decoding.tolist(), "held_out_text": text.tolist()},
+        autoregressive=dict(autoregressive.as_dict(), seconds_per_token=autoregressive.median / (len(prompts) * new)),
+        rows=tuple(rows),
+        tree_calls=tuple(calls),
+        dynamic_forecast=forecast,
+        seconds=time.perf_counter() - started,
+        recommendation=TreeChoice(kind=best.kind, budget=best.budget, tree=best.tree, speedup=best.speedup),
+    )
 
 
-def tree_lines(document: dict) -> list[str]:
+def tree_lines(document: TreeBench) -> list[str]:
     """The comparison as printed by `spectheory bench --tree`."""
-    env, a = document["environment"], document["rank_frequencies"]
+    env, a = document.environment, document.rank_frequencies
     lines = [
-        f"{document['target']} with {document['draft']}, T = 0, target-only verifier, batch 1; {env['device_name']}, "
-        f"{env['dtype']}; autoregressive {document['autoregressive']['seconds_per_token'] * 1e3:.3f} ms per token",
+        f"{document.target} with {document.draft}, T = 0, target-only verifier, batch 1; {env['device_name']}, "
+        f"{env['dtype']}; autoregressive {document.autoregressive['seconds_per_token'] * 1e3:.3f} ms per token",
         "rank frequencies a_1.. along the decoded text: "
         + ", ".join(f"{x:.3f}" for x in a["decoding"])
         + "; along held-out text: "
@@ -416,23 +415,23 @@ def tree_lines(document: dict) -> list[str]:
     def number(value, width: int) -> str:
         return f"{'-':>{width}s}" if value is None else f"{value:{width}.3f}"
 
-    for row in document["rows"]:
-        low, _, high = row["speedup_spread"]
-        replayed = "-" if row["replayed_iterations"] is None else str(row["replayed_iterations"])
+    for row in document.rows:
+        low, _, high = row.speedup_spread
+        replayed = "-" if row.replayed_iterations is None else str(row.replayed_iterations)
         lines.append(
-            f"{row['budget']:6d}  {row['kind']:7s}  {row['tree']['depth']:5d}  {row['tokens_per_call']:11.3f}  "
-            f"{row['iterations']:10d} {'(' + replayed + ')':>10s}  {number(row['predicted_tokens_per_call'], 9)}  "
-            f"{number(row['tokens_over_predicted'], 9)}  "
-            f"{row['speedup']:7.3f} ({low:.2f}-{high:.2f})  {number(row['calibrated_speedup'], 10)}  "
-            f"{number(row['calibrated_over_measured'], 12)}"
+            f"{row.budget:6d}  {row.kind:7s}  {row.tree['depth']:5d}  {row.tokens_per_call:11.3f}  "
+            f"{row.iterations:10d} {'(' + replayed + ')':>10s}  {number(row.predicted_tokens_per_call, 9)}  "
+            f"{number(row.tokens_over_predicted, 9)}  "
+            f"{row.speedup:7.3f} ({low:.2f}-{high:.2f})  {number(row.calibrated_speedup, 10)}  "
+            f"{number(row.calibrated_over_measured, 12)}"
         )
-    forecast = document.get("dynamic_forecast")
-    for row in [row for row in document["rows"] if row["kind"] == "dynamic"] if forecast else ():
+    forecast = document.dynamic_forecast
+    for row in [row for row in document.rows if row.kind == "dynamic"] if forecast else ():
         lines.append(
-            f"dynamic {row['budget']}: forecast {row['forecast_tokens_per_call']:.3f} tokens/call (calibrated "
-            f"{row['calibrated_tokens_per_call']:.3f}), "
-            f"{row['forecast_speedup']:.3f}x; measured {row['tokens_per_call']:.3f}, {row['speedup']:.3f}x "
-            f"(forecast/measured {row['tokens_forecast_over_measured']:.3f}, {row['forecast_over_measured']:.3f})"
+            f"dynamic {row.budget}: forecast {row.forecast_tokens_per_call:.3f} tokens/call (calibrated "
+            f"{row.calibrated_tokens_per_call:.3f}), "
+            f"{row.forecast_speedup:.3f}x; measured {row.tokens_per_call:.3f}, {row.speedup:.3f}x "
+            f"(forecast/measured {row.tokens_forecast_over_measured:.3f}, {row.forecast_over_measured:.3f})"
         )
     if forecast:
         used = forecast["used"]
@@ -440,19 +439,17 @@ def tree_lines(document: dict) -> list[str]:
             f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
             f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target, a tree "
             f"scored at each of {used['contexts']} positions; {used['cost_prompts']} cost prompts) of the "
-            f"whole bench's {document['seconds']:.1f} s"
+            f"whole bench's {document.seconds:.1f} s"
         )
-    for call in document["tree_calls"]:
+    for call in document.tree_calls:
         lines.append(
-            f"one verify call of {call['width']} positions: tree {call['tree_call_seconds'] * 1e3:.3f} ms, chain "
-            f"{call['chain_call_seconds'] * 1e3:.3f} ms, {call['tree_over_chain_call']:.3f}x"
+            f"one verify call of {call.width} positions: tree {call.tree_call_seconds * 1e3:.3f} ms, chain "
+            f"{call.chain_call_seconds * 1e3:.3f} ms, {call.tree_over_chain_call:.3f}x"
         )
-    best = document["recommendation"]
-    shape = (
-        f"branching {best['tree']['branching']}" if best["kind"] == "dynamic" else f"parents {best['tree']['parents']}"
-    )
+    best = document.recommendation
+    shape = f"branching {best.tree['branching']}" if best.kind == "dynamic" else f"parents {best.tree['parents']}"
     lines.append(
-        f"recommended: {best['kind']} at budget {best['budget']} (depth {best['tree']['depth']}, {shape}), "
-        f"{best['speedup']:.3f}x measured"
+        f"recommended: {best.kind} at budget {best.budget} (depth {best.tree['depth']}, {shape}), "
+        f"{best.speedup:.3f}x measured"
     )
     return lines

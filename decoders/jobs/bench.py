@@ -114,12 +114,12 @@ def decoder_bench(
         check_writable(out)
     if policies is not None:
         document = policy_document(draft, settings, policies=check_policies(policies or BENCH_POLICIES), **models)
-        return _written(document, policy_lines(document), out, command)
+        return _written(document.as_dict(), policy_lines(document), out, command)
     if tree:
         document = tree_document(
             draft, settings, budgets=check_budgets(budgets), dynamic=check_dynamic(dynamic, budgets), **models
         )
-        return _written(document, tree_lines(document), out, command)
+        return _written(document.as_dict(), tree_lines(document), out, command)
     document = bench_document(
         draft,
         settings,

@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.forecast.document import Judgement, SweepForecast, TemperatureForecast
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from decoders.audit.verdict import AuditVerdict
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
 from decoders.bench.forecast.document import Judgement, SweepForecast
 from spectheory.recommendation import Recommendation, from_sweep
 
@@ -70,8 +70,8 @@ class ReportDocument:
     recommendations: tuple  # of TemperatureAnswer, one per temperature
     bench: BenchReport  # the gamma sweep
     audit: ReportAudit
-    trees: dict | None = None  # tree against chain (decoders.bench.tree_bench), None where it was not measured
-    policies: dict | None = None  # draft-length policies (decoders.bench.policy_bench), None where not measured
+    trees: TreeBench | None = None  # tree against chain (decoders.bench.tree_bench), None where it was not measured
+    policies: PolicyBench | None = None  # draft-length policies (decoders.bench.policy_bench), None where not measured
     forecast: SweepForecast | None = None  # the forecast made before the sweep (forecast_sweep)
     sweep_seconds: float | None = None  # the sweep that checks it
     sweep_prompt_ids: list | None = None  # the sweep's prompts (the forecast's are in ``forecast``)
@@ -81,9 +81,7 @@ class ReportDocument:
         return dict(
             document,
             recommendations=[answer.as_dict() for answer in self.recommendations],
-            bench=self.bench.as_dict(),
-            audit=self.audit.as_dict(),
-            forecast=None if self.forecast is None else self.forecast.as_dict(),
+            **{key: None if document[key] is None else document[key].as_dict() for key in _PARTS},
         )
 
     @classmethod
@@ -91,19 +89,27 @@ class ReportDocument:
         """A report.json as written (the writer's ``provenance`` set aside). In a report written before the rule
         (2026-12-02) each temperature's recommendation is the rule applied to its sweep's rows and the forecast's
         gamma, which is all it reads."""
-        own = {field.name for field in fields(cls)} - {"recommendations", "bench", "audit", "forecast"}
-        bench = BenchReport.from_dict(saved["bench"])
+        missing = [key for key in ("bench", "audit", "recommendations") if key not in saved]
+        if missing:
+            raise ValueError(f"a report.json holds {', '.join(missing)}; this one has none")
+        parts = {key: kind.from_dict(saved[key]) for key, kind in _PARTS.items() if saved.get(key) is not None}
         answers = []
         for answer in map(TemperatureAnswer.from_dict, saved["recommendations"]):
             if answer.recommendation is None:
-                rows = bench.rows_at(answer.temperature)
+                rows = parts["bench"].rows_at(answer.temperature)
                 answer = replace(answer, recommendation=from_sweep(rows, answer.forecast_gamma))
             answers.append(answer)
-        forecast = saved.get("forecast")
+        own = {field.name for field in fields(cls)} - {"recommendations", *_PARTS}
         return cls(
-            **{key: value for key, value in saved.items() if key in own},
-            recommendations=tuple(answers),
-            bench=bench,
-            audit=ReportAudit.from_dict(saved["audit"]),
-            forecast=None if forecast is None else SweepForecast.from_dict(forecast),
+            **{key: value for key, value in saved.items() if key in own}, recommendations=tuple(answers), **parts
         )
+
+
+#: The report's typed parts (every one but the bench and the audit may be absent).
+_PARTS = {
+    "bench": BenchReport,
+    "audit": ReportAudit,
+    "trees": TreeBench,
+    "policies": PolicyBench,
+    "forecast": SweepForecast,
+}

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from decoders.bench import alpha
 from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import bench_pair
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.forecast.document import TemperatureForecast
 from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep, judge_forecast
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair

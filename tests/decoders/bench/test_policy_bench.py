@@ -142,10 +142,10 @@ def test_policies_capped_by_the_context_against_the_uncapped_rule():
     document = bench_policies(
         Pair(target, draft), prompts, held_out(), settings, PolicyPlan(("heuristic",)), progress=False
     )
-    heuristic = next(row for row in document["temperatures"][0]["rows"] if row["decoder"] == "heuristic")
-    assert heuristic["policy"] == "heuristic (at most 51)"
-    assert heuristic["mean_acceptance_length"] == pytest.approx(heuristic["tokens_per_call"])  # the engines' names
-    assert len(heuristic["per_position_acceptance_rate"]) == 51
+    heuristic = next(row for row in document.temperatures[0].rows if row.decoder == "heuristic")
+    assert heuristic.policy == "heuristic (at most 51)"
+    assert heuristic.mean_acceptance_length == pytest.approx(heuristic.tokens_per_call)  # the engines' names
+    assert len(heuristic.per_position_acceptance_rate) == 51
     with pytest.raises(ValueError, match="exceeds the model's context of 160 tokens"):
         generate_speculative(
             target,

@@ -8,6 +8,7 @@ import pytest
 import torch
 from tree_bench_inputs import VOCAB, small_tree_document, tiny_gpt
 
+from decoders.bench.documents import TreeBench
 from decoders.bench.tree_bench import rank_frequencies, tree_lines
 from decoders.models.history import TabularModel
 
@@ -32,7 +33,7 @@ def test_rank_frequencies_against_direct_count():
 
 def test_tree_bench_target_as_draft_against_rank_model():
     """With the target as its own draft a_1 = 1: the chain of n - 1 drafts emits n tokens per call, as predicted."""
-    document = small_tree_document(draft=tiny_gpt(0), budgets=(4,))
+    document = small_tree_document(draft=tiny_gpt(0), budgets=(4,)).as_dict()
     assert document["rank_frequencies"]["decoding"][0] == 1.0
     chain = next(row for row in document["rows"] if row["kind"] == "chain")
     assert chain["tokens_per_call"] == chain["predicted_tokens_per_call"] == 4.0
@@ -42,8 +43,9 @@ def test_tree_bench_target_as_draft_against_rank_model():
 
 
 def test_tree_bench_document_and_lines():
-    document = small_tree_document()
-    json.dumps(document, allow_nan=False)
+    bench = small_tree_document()
+    document = json.loads(json.dumps(bench.as_dict(), allow_nan=False))
+    assert TreeBench.from_dict(document).as_dict() == document  # the JSON edge and back
     assert [(row["kind"], row["budget"]) for row in document["rows"]] == [
         ("chain", 4),
         ("tree", 4),
@@ -57,7 +59,7 @@ def test_tree_bench_document_and_lines():
     assert [call["width"] for call in document["tree_calls"]] == [
         row["tree"]["nodes"] for row in document["rows"] if row["kind"] == "tree"
     ]
-    lines = tree_lines(document)
+    lines = tree_lines(bench)
     assert lines[-1].startswith("recommended: ") and len(lines) == 3 + 4 + 2 + 1
 
 
@@ -80,8 +82,8 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     and the lines print a dash."""
     from decoders.bench.tree_bench import check_dynamic
 
-    document = small_tree_document(draft=tiny_gpt(0), budgets=(4,), dynamic=check_dynamic("2:3", (4,)))
-    json.dumps(document, allow_nan=False)
+    bench = small_tree_document(draft=tiny_gpt(0), budgets=(4,), dynamic=check_dynamic("2:3", (4,)))
+    document = json.loads(json.dumps(bench.as_dict(), allow_nan=False))
     dynamic = document["rows"][-1]
     assert (dynamic["kind"], dynamic["tree"]) == ("dynamic", {"dynamic": True, "branching": 2, "nodes": 4, "depth": 3})
     assert dynamic["tokens_per_call"] == 4.0 and dynamic["calibrated_speedup"] is None
@@ -91,10 +93,8 @@ def test_tree_bench_dynamic_trees_against_the_target_as_draft():
     assert dynamic["calibrated_tokens_per_call"] == forecast["rows"][0]["calibrated_tokens_per_call"]
     assert 0.85 < dynamic["tokens_forecast_over_measured"] <= 1.0 and dynamic["forecast_over_measured"] > 0
     assert document["rows"][0]["forecast_speedup"] is None  # the chain's row
-    assert tree_lines(document)[6].startswith(
-        f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call"
-    )
-    assert tree_lines(document)[5].split()[:7] == ["4", "dynamic", "3", "4.000", str(dynamic["iterations"]), "(-)", "-"]
+    assert tree_lines(bench)[6].startswith(f"dynamic 4: forecast {dynamic['forecast_tokens_per_call']:.3f} tokens/call")
+    assert tree_lines(bench)[5].split()[:7] == ["4", "dynamic", "3", "4.000", str(dynamic["iterations"]), "(-)", "-"]
     with pytest.raises(ValueError, match="dynamic must be K:D .* budget must be an integer in \\[2, 3\\], got 4"):
         check_dynamic("1:2", (4,))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from decoders.bench.bench_report import BenchReport
+from decoders.bench.documents import BenchReport
 from decoders.bench.forecast.document import SweepForecast
 from decoders.bench.report.document import ReportAudit, ReportDocument
 
@@ -50,7 +50,7 @@ def test_committed_report_against_its_typed_document(path):
 def test_report_without_its_bench_is_refused():
     saved = json.loads(REPORTS[0].read_text())
     del saved["bench"]
-    with pytest.raises(KeyError, match="bench"):
+    with pytest.raises(ValueError, match="a report.json holds bench; this one has none"):
         ReportDocument.from_dict(saved)
 
 

@@ -1,0 +1,182 @@
+"""The bench's documents, typed, in a module without torch so the report's document and the figures read them
+(docs/measuring.md, "The bench's rows"): what a gamma sweep measured for one pair (``BenchReport``,
+``decoders.bench.bench.bench_pair``), tree against chain (``TreeBench``, ``decoders.bench.tree_bench``) and the
+draft-length policies (``PolicyBench``, ``decoders.bench.policy_bench``). ``as_dict`` is the JSON edge, ``from_dict``
+reads a committed document of any vintage (a report's part, or the bench command's document, whose own keys beside
+it ``BenchReport`` sets aside)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from decoders.bench.rows import BenchRow, PolicyRow, TreeRow
+from decoders.results import ResultRow, by_temperature
+from spectheory.optimum import best_choice
+
+__all__ = ["BenchReport", "TreeCall", "TreeChoice", "TreeBench", "PolicyTemperature", "PolicyBench"]
+
+_BY_TEMPERATURE = ("autoregressive_seconds", "alpha", "profiles", "autoregressive")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchReport:
+    """What ``bench_pair`` measured; ``rows`` hold one ``BenchRow`` per (temperature, gamma), dicts in ``as_dict``.
+    Maps by temperature are keyed by float."""
+
+    environment: dict
+    settings: dict
+    target: str
+    draft: str
+    c: float
+    target_call_seconds: float
+    draft_call_seconds: float
+    autoregressive_seconds: dict  # temperature -> median seconds for the whole prompt set
+    alpha: dict  # temperature -> pooled alpha from acceptance counts
+    rows: tuple = ()
+    profiles: dict = field(default_factory=dict)  # temperature -> the cost profile measured beside the rows
+    autoregressive: dict = field(default_factory=dict)  # temperature -> seconds per token, over a call, efficiency
+
+    def rows_at(self, temperature: float) -> list:
+        """The rows at ``temperature``, in the sweep's order of gamma."""
+        return [row for row in self.rows if row.temperature == temperature]
+
+    def best(self, temperature: float) -> BenchRow:
+        """The row with the largest measured speedup at ``temperature`` (ties: the smallest gamma)."""
+        return best_choice(self.rows_at(temperature), lambda row: row.speedup, lambda row: row.gamma)
+
+    def as_dict(self) -> dict:
+        return dict(
+            asdict(self),
+            rows=[row.as_dict() for row in self.rows],
+            best={str(t): self.best(t).as_dict() for t in self.autoregressive_seconds},
+        )
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> BenchReport:
+        own = {f.name for f in fields(cls)} - {"rows", *_BY_TEMPERATURE}
+        return cls(
+            **{key: value for key, value in saved.items() if key in own},
+            **{key: by_temperature(saved[key]) for key in _BY_TEMPERATURE if key in saved},
+            rows=tuple(map(BenchRow.from_dict, saved["rows"])),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeCall(ResultRow):
+    """One verify call of a tree of ``width`` positions against one chain call of the same width, timed interleaved
+    (medians): the attention mask's cost."""
+
+    width: int
+    tree_call_seconds: float
+    chain_call_seconds: float
+    tree_over_chain_call: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeChoice(ResultRow):
+    """The fastest candidate measured: its ``kind`` (chain, tree or dynamic), node ``budget``, shape and speedup."""
+
+    kind: str
+    budget: int
+    tree: dict  # spectheory.trees.Tree.as_dict, or the dynamic tree's shape
+    speedup: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TreeBench(ResultRow):
+    """Tree against chain at equal node budgets, T = 0, batch 1 (``decoders.bench.tree_bench.bench_trees``): the
+    rank frequencies along the decoded and the held-out text, the autoregressive baseline's timing, one ``TreeRow``
+    per candidate, the one-call timings, EAGLE-2's forecast where dynamic trees ran, and the fastest. ``text`` and
+    ``task``: the bench command's prompts (absent from the report's; a task of None is left out)."""
+
+    target: str
+    draft: str
+    temperature: float
+    verifier: str
+    batch_size: int
+    environment: dict
+    settings: dict
+    rank_frequencies: dict  # "decoding" and "held_out_text": a_1..a_k
+    autoregressive: dict  # plumbing.timing.Timing.as_dict with seconds_per_token
+    rows: tuple  # of TreeRow
+    tree_calls: tuple  # of TreeCall
+    dynamic_forecast: dict | None = None  # decoders.bench.forecast.dynamic.forecast_dynamic's, where dynamic trees ran
+    seconds: float | None = None  # None in files written before the bench was timed whole
+    recommendation: TreeChoice
+    text: str | None = None
+    task: str | None = None
+
+    OPTIONAL = ("text", "task")
+
+    def as_dict(self) -> dict:
+        return dict(
+            super().as_dict(),
+            rows=[row.as_dict() for row in self.rows],
+            tree_calls=[call.as_dict() for call in self.tree_calls],
+            recommendation=self.recommendation.as_dict(),
+        )
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> TreeBench:
+        return cls(
+            **dict(
+                saved,
+                rows=tuple(map(TreeRow.from_dict, saved["rows"])),
+                tree_calls=tuple(map(TreeCall.from_dict, saved["tree_calls"])),
+                recommendation=TreeChoice.from_dict(saved["recommendation"]),
+            )
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyTemperature(ResultRow):
+    """The policies at one temperature: the autoregressive baseline's seconds, one ``PolicyRow`` per decoder (fixed
+    gammas and policies), the best fixed gamma, the replay's cost profile and draws, and where a policy ran the best
+    one with its gain over the best fixed gamma (each repeat's ratio: [min, median, max]) and whether to use it (every
+    repeat's ratio above 1)."""
+
+    temperature: float
+    autoregressive_seconds: float
+    rows: tuple  # of PolicyRow
+    best_fixed: str
+    profile: dict | None = None  # spectheory.costs.CostProfile.as_dict; None in files written before the replay
+    replay_draws: int | None = None
+    best_policy: str | None = None
+    gain_over_best_fixed: float | None = None
+    gain_spread: list | None = None
+    use_policy: bool | None = None
+
+    OPTIONAL = ("best_policy", "gain_over_best_fixed", "gain_spread", "use_policy")  # only where a policy ran
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> PolicyTemperature:
+        return cls(**dict(saved, rows=tuple(map(PolicyRow.from_dict, saved["rows"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyBench(ResultRow):
+    """Draft-length policies against the fixed gammas at batch 1 (``decoders.bench.policy_bench.bench_policies``): one
+    ``PolicyTemperature`` per temperature and the first one's cost profile. ``text`` and ``task``: the bench
+    command's prompts (absent from the report's; a task of None is left out)."""
+
+    target: str
+    draft: str
+    batch_size: int
+    environment: dict
+    settings: dict
+    temperatures: tuple  # of PolicyTemperature
+    profile: dict | None = None  # the first temperature's (None where no temperature ran)
+    text: str | None = None
+    task: str | None = None
+
+    OPTIONAL = ("profile", "text", "task")
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), temperatures=[block.as_dict() for block in self.temperatures])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> PolicyBench:
+        return cls(**dict(saved, temperatures=tuple(map(PolicyTemperature.from_dict, saved["temperatures"]))))

@@ -1,0 +1,82 @@
+"""The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
+(``BenchReport``), tree against chain (``TreeBench``) and the draft-length policies (``PolicyBench``), wherever they
+sit in a file (a report's part, a figure's list, the bench command's document). Each reads back and, through the
+JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a null is the same as
+an absent key). Controls: a lost value is named, and a document with a key the type does not know is refused."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _kind(part: dict):
+    if "tree_calls" in part and "rows" in part:
+        return TreeBench
+    blocks = part.get("temperatures")
+    if isinstance(blocks, list) and blocks and isinstance(blocks[0], dict) and "best_fixed" in blocks[0]:
+        return PolicyBench
+    if {"environment", "target", "draft", "rows", "c", "alpha", "autoregressive_seconds"} <= set(part):
+        return BenchReport
+    return None
+
+
+def _documents(value, where: str):
+    if isinstance(value, dict):
+        if _kind(value):
+            yield where, value
+        for key, inner in value.items():
+            yield from _documents(inner, f"{where}/{key}")
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _documents(inner, f"{where}[{index}]")
+
+
+FOUND = [
+    found
+    for path in sorted((ROOT / "results").rglob("*.json"))
+    for found in _documents(json.loads(path.read_text()), str(path.relative_to(ROOT / "results")))
+]
+#: The bench command's keys beside its sweep (decoders.bench.runs.bench_document), not the sweep's own.
+BESIDE = {"provenance", "command"}
+
+
+def _lost(saved, again, where: str = "") -> list:
+    """Where ``again`` does not hold a value ``saved`` holds (a null counts as absent; keys only ``again`` holds are
+    defaults)."""
+    if isinstance(saved, dict) and isinstance(again, dict):
+        return [lost for key, value in saved.items() for lost in _lost(value, again.get(key), f"{where}/{key}")]
+    if isinstance(saved, list) and isinstance(again, list) and len(saved) == len(again):
+        return [lost for i, (a, b) in enumerate(zip(saved, again)) for lost in _lost(a, b, f"{where}[{i}]")]
+    return [] if saved is None or saved == again else [where]
+
+
+def test_documents_found():
+    kinds = [_kind(part).__name__ for _, part in FOUND]
+    assert {kind: kinds.count(kind) for kind in set(kinds)} == {"BenchReport": 32, "TreeBench": 9, "PolicyBench": 3}
+
+
+@pytest.mark.parametrize("where, part", FOUND, ids=[where for where, _ in FOUND])
+def test_committed_document_against_its_type(where, part):
+    kind = _kind(part)
+    saved = {key: value for key, value in part.items() if key not in BESIDE}
+    if kind is BenchReport:  # the bench command's document holds its sweep's keys and its own
+        saved = {key: value for key, value in saved.items() if key in BenchReport.__dataclass_fields__ or key == "best"}
+    again = json.loads(json.dumps(kind.from_dict(saved).as_dict()))
+    assert _lost(saved, again) == []
+
+
+def test_unknown_key_is_refused():
+    where, part = next(found for found in FOUND if _kind(found[1]) is TreeBench)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'odd'"):
+        TreeBench.from_dict(dict(part, odd=1))
+
+
+def test_lost_names_a_changed_value_not_a_default():
+    saved = {"a": {"b": 1, "c": None}, "rows": [{"x": 1}]}
+    assert _lost(saved, {"a": {"b": 1, "d": 2}, "rows": [{"x": 1, "y": None}]}) == []
+    assert _lost(saved, {"a": {"b": 2}, "rows": [{"x": 0}]}) == ["/a/b", "/rows[0]/x"]
