@@ -14,16 +14,15 @@ from dataclasses import fields
 
 from cli.audit_flags import add_sampler_arguments, add_sampling_arguments, sampling_from
 from cli.options import names
+from decoders.audit.engines.request import ENGINE_PROMPT, EngineAuditRequest, audit_engine
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS
 from decoders.audit.request import DECODERS, MAX_EXACT_BRANCHES, METHODS, SAMPLERS, AuditRequest
+from decoders.audit.runs import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
 from decoders.audit.setups import MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.audit.tree_mutants import TREE_MUTANTS
-from decoders.bench.audit import SHIPPED_PROMPT, TEXT_PROMPT_TOKENS, deviation_lines, run_audit
 from decoders.drafts import FROM_TARGET, SHIPPED, TINY, draft_names
 from decoders.engines import EngineSampling, engine_usages
-from decoders.engines.audit import ENGINE_PROMPT, EngineAuditRequest
-from decoders.jobs.engine_audit import audit_engine
 from decoders.models.hf_generate import SCHEDULES
 from decoders.policies import POLICIES
 from decoders.verification import CHAIN_VERIFIERS, TREE_VERIFIERS

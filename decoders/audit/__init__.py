@@ -1,6 +1,11 @@
-"""Distribution-preservation audits: exact enumeration of the decoders' random choices (``exact``),
-statistical audits of black-box samplers (``statistical``) and planted-bug decoders they must catch
-(``mutants``). The names below are the audits' public face, each loaded on first use (``plumbing.lazy``)."""
+"""Distribution-preservation audits, ours and the engines', in one room over three floors (docs/theory.md §8,
+docs/engines.md §3). With the decoders: exact enumeration of the decoders' random choices (``exact``), the
+statistical battery (``battery``, ``statistical``, ``two_sample``) and its verdict as documents hold it (``verdict``),
+planted-bug decoders the audits must catch (``mutants``, ``tree_mutants``, ``mirostat_mutants``,
+``cross_vocabulary``), the tiny setups and samplers (``setups``), engines' samples files (``samples``) and what an
+audit asks for (``request``). With the measurements: the audit command's runs on a pair (``runs``) and their
+throughput (``throughput``). With the engines: the engine audit (the room ``engines``). The names below are the
+audit's public face, each loaded on first use (``plumbing.lazy``)."""
 
 from plumbing.lazy import lazy_exports
 
@@ -14,6 +19,11 @@ _WHERE = {
     "audit_sampler": "decoders.audit.statistical",
     "AuditReport": "decoders.audit.statistical",
     "AuditRequest": "decoders.audit.request",
+    "AuditVerdict": "decoders.audit.verdict",
+    "run_audit": "decoders.audit.runs",
+    "audit_pair": "decoders.audit.runs",
+    "EngineAuditRequest": "decoders.audit.engines.request",
+    "run_engine_audit": "decoders.audit.engines.request",
 }
 __all__ = sorted(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -4,7 +4,7 @@ one (tests/decoders/audit/test_audit.py). The tree decoders' planted bugs: ``dec
 
 Each ``Mutant`` names the sampling under which its bug changes the output law (a q computed at another
 temperature is harmless at temperature 1, filtering is harmless without top-k) and the exact method that
-can see it (``decoders.bench.audit.METHODS``): the prefix DP sees bugs within one iteration; state carried
+can see it (``decoders.audit.runs.METHODS``): the prefix DP sees bugs within one iteration; state carried
 between iterations needs whole runs; a coupling between the rows of a batch needs whole runs of a batch.
 """
 

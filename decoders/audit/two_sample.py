@@ -8,7 +8,7 @@ position t = 1..T, two tests:
   likeliest first, tokens of equal pooled count sharing one rank. The ranking is then a function of the
   pooled sample alone, so under the null every split of the pooled sample into the two sides is equally
   likely whatever the ranks are. Breaking ties by token id instead is not: where ids are numbered in order
-  of first appearance in one sample (as ``decoders.engines.sampled_audit.as_categories`` once did), that sample's rare
+  of first appearance in one sample (as ``decoders.audit.engines.sampled.as_categories`` once did), that sample's rare
   tokens rank before the other's, and on a 49k vocabulary, where most tokens after the first position are
   seen once or twice, the test failed an engine against itself every time (docs/engines.md §3). A
   temperature or filtering bug moves mass towards or away from the likeliest tokens, and there the two

@@ -21,8 +21,8 @@ import torch
 from decoders import zoo
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
+from decoders.audit.runs import AuditSample, audit_pair
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from decoders.bench.inputs import Pair

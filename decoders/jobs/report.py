@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from decoders.bench.audit import AuditRequest, run_audit
+from decoders.audit.runs import AuditRequest, run_audit
 from decoders.bench.bench import BenchSettings
 from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.inputs import load_inputs
@@ -88,7 +88,7 @@ def cross_vocabulary_report(run: ReportRun) -> dict:
     """A draft with another tokenizer than ``run.target``'s: each of ``run.cross_vocabulary``'s methods measured and
     forecast, the same-tokenizer drafts ``run.beside`` in the same run (``decoders.bench.cross_bench``, on the
     settings' bench budget), and audited statistically at T = 1 at the smallest gamma on the settings' audit prompt,
-    n and horizon (``decoders.bench.audit.run_audit``)."""
+    n and horizon (``decoders.audit.runs.run_audit``)."""
     s = run.settings
     check_writable(run.out, directory=True)
     document = cross_vocabulary_document(

@@ -2,7 +2,7 @@
 a side of the unpatched rejection path and of plain decoding (Mirostat 2, tau 2, eta 2; by default the chat prompt "Tell
 me something.", results/llama_server_audit_rejection_mirostat2_tau2_eta2_10k.json), draw `repeats` disjoint-seeded
 subsamples of n rows a side without replacement and run the engine audit's own two-sample test
-(decoders.engines.sampled_audit.compare_runs, level 0.01) on each; the fraction that fails is the power at n. The
+(decoders.audit.engines.sampled.compare_runs, level 0.01) on each; the fraction that fails is the power at n. The
 control estimates the false-positive rate (<= 0.01): the patched build's rows against the same plain rows where a
 patched run is given, otherwise the plain rows against themselves, split into two disjoint halves (so only n up to half
 the pool).
@@ -17,8 +17,8 @@ import random
 import sys
 from pathlib import Path
 
+from decoders.audit.engines.sampled import compare_runs
 from decoders.engines.base import EngineRun
-from decoders.engines.sampled_audit import compare_runs
 from plumbing.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 rows its audits compared: its plain rows (the rejection run's `rows_b`) against plain decoding at T = 1 with every
 sampler off on the same prompt (results/llama_server_audit_match_t1.json's `rows_b` for the chat prompt,
 results/llama_server_audit_rejection_t1_repeat.json's for the repetitive one), by the engine audit's own two-sample test
-(decoders.engines.sampled_audit.compare_runs, level 0.01) on the first n rows of each. A sampler whose own effect this
+(decoders.audit.engines.sampled.compare_runs, level 0.01) on the first n rows of each. A sampler whose own effect this
 test cannot see would make its PASS on both paths say nothing (DRY on the chat prompt); a FAIL here says it acted.
 
     python results/llama_server_samplers/active.py OUT.json [N]
@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from decoders.audit.engines.sampled import compare_runs
 from decoders.engines.base import EngineRun
-from decoders.engines.sampled_audit import compare_runs
 from plumbing.outputs import write_json
 
 ROOT = Path(__file__).resolve().parents[2]

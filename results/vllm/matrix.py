@@ -17,10 +17,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from decoders.audit.engines.request import ENGINE_PROMPT
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED, engine_side, two_sample_document
 from decoders.engines import open_engine
-from decoders.engines.audit import ENGINE_PROMPT
 from decoders.engines.base import EngineSampling
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED, engine_side, two_sample_document
 from plumbing.outputs import write_json
 
 HERE = Path(__file__).resolve().parent

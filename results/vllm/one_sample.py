@@ -17,9 +17,9 @@ import shlex
 import sys
 from pathlib import Path
 
+from decoders.audit.engines.model import against_model, check_model_law
+from decoders.audit.engines.request import ENGINE_PROMPT
 from decoders.engines import open_engine
-from decoders.engines.audit import ENGINE_PROMPT
-from decoders.engines.audit_model import against_model, check_model_law
 from decoders.engines.base import END, EngineRun
 from plumbing.outputs import write_json
 

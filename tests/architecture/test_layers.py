@@ -32,11 +32,20 @@ LAYER = {
     "paper_figs": 5,
     "cli": 6,
 }
-#: The rooms of a root that sit on a floor of their own (the root's other modules are the root's floor).
-ROOMS = {"decoders.bench": "bench", "decoders.engines": "engines", "decoders.jobs": "jobs"}
+#: The rooms of a root that sit on a floor of their own (the root's other modules are the root's floor). The audit is
+#: one room over three floors: its tests and samplers with the decoders, its runs on a pair with the measurements
+#: (they load models and text as the bench does) and the engines' audit with the engines.
+ROOMS = {
+    "decoders.audit.runs": "bench",
+    "decoders.audit.throughput": "bench",
+    "decoders.audit.engines": "engines",
+    "decoders.bench": "bench",
+    "decoders.engines": "engines",
+    "decoders.jobs": "jobs",
+}
 PACKAGES = ("plumbing", "spectheory", "sims", "decoders", "paper_figs", "cli")  # the import roots: nothing else
 #: What a figure never imports: it draws from documents, and measurement is a job's (``decoders.jobs``).
-NOT_FOR_FIGURES = ("torch", "decoders.engines", "decoders.models", "decoders.bench.inputs")
+NOT_FOR_FIGURES = ("torch", "decoders.engines", "decoders.audit.engines", "decoders.models", "decoders.bench.inputs")
 
 
 def _loaded_after(code: str) -> list:
@@ -210,12 +219,14 @@ def test_models_are_the_decoders_lowest_layer_against_their_imports(tmp_path):
         ("plumbing/timing.py", "from spectheory import speedup", "plumbing may not import theory"),
         ("plumbing/outputs.py", "import scipy", "plumbing imports only"),
         ("paper_figs/table1.py", "from cli import main", "paper_figs may not import cli"),
+        ("decoders/audit/exact.py", "from decoders.audit.runs import run_audit", "decoders may not import bench"),
+        ("decoders/audit/runs.py", "from decoders.audit.engines import request", "bench may not import engines"),
     ],
 )
 def test_layer_check_catches_a_wrong_import(tmp_path, monkeypatch, path, line, fragment):
     """Negative control: the same check on a copy of one module with one bad import added."""
     copy = tmp_path / path
-    copy.parent.mkdir()
+    copy.parent.mkdir(parents=True)
     copy.write_text(line + "\n" + (ROOT / path).read_text())
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert any(fragment in problem for problem in _violations())
@@ -325,9 +336,9 @@ def test_scripts_outside_the_roots_import_what_exists(tmp_path, monkeypatch):
         commands = ['"command"' in path.read_text() for path in folder.glob("*.json")]
         assert (folder / "README.md").exists() or (commands and all(commands)), folder
     stale = tmp_path / "stale.py"
-    stale.write_text("from decoders.engines.audit import compare_runs\nimport decoders.bench.nowhere\n")
+    stale.write_text("from decoders.audit.engines.request import compare_runs\nimport decoders.bench.nowhere\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert _unresolved_imports([stale]) == [
-        "stale.py:1 imports decoders.engines.audit.compare_runs",
+        "stale.py:1 imports decoders.audit.engines.request.compare_runs",
         "stale.py:2 imports decoders.bench.nowhere",
     ]

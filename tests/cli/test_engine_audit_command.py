@@ -8,9 +8,9 @@ import pytest
 from command import run
 from engine_standin import MarkovEngine
 
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED
 from decoders.audit.samples import write_rows
 from decoders.engines.base import EngineSampling
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED
 
 
 def _file(path, engine, seed, n=5000):
@@ -72,7 +72,7 @@ def test_engine_flags_against_error_contract(argv, fragment, capsys):
 def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeypatch):
     """`--engine E --against B.jsonl`: a file that continues another prompt is refused before the engine draws a
     sample (the error names both prompts); the same file with its own prompt is audited (the control)."""
-    from decoders.engines.audit import EngineAuditRequest, run_engine_audit
+    from decoders.audit.engines.request import EngineAuditRequest, run_engine_audit
 
     engine, drawn = MarkovEngine(), []
     b = _file(tmp_path / "b.jsonl", engine, SECOND_SIDE_SEED, n=200)  # prompt "p"
@@ -91,7 +91,7 @@ def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeyp
 def test_dead_url_against_error_contract_before_any_sample(monkeypatch):
     """`--engine E --against URL` with nothing at URL: refused before E is opened (no server started) or draws a
     sample (counted, no clock); the control, --against plain, opens E and draws both sides."""
-    from decoders.engines.audit import EngineAuditRequest, run_engine_audit
+    from decoders.audit.engines.request import EngineAuditRequest, run_engine_audit
 
     engine, opened, drawn = MarkovEngine(), [], []
     real_open = EngineAuditRequest.open

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from decoders import zoo
+from decoders.audit.runs import tree_shape
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.audit import tree_shape
 from decoders.bench.inputs import encode_text
 from decoders.bench.prompts import task_prompts
 from decoders.drafts import open_draft

@@ -13,7 +13,7 @@ recommended and the decoder audited, as one ``ReportDocument`` (``paper_figs.rep
   beside the sweep and Theorem 3.8 (``spectheory.calculator.gamma_table``) at the alpha that decoding sees
   (acceptance counts of the sweep) and the measured c;
 * a statistical audit of speculative sampling at T = 1 with the forecast's gamma at the last temperature
-  measured (``decoders.bench.audit.audit_pair``);
+  measured (``decoders.audit.runs.audit_pair``);
 * where both models have tree attention: the optimal draft tree against the chain at small node budgets, T = 0
   (``decoders.bench.tree_bench``), and whether to use a tree;
 * draft-length policies against the best measured fixed gamma at each temperature
@@ -26,8 +26,8 @@ import time
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
+from decoders.audit.runs import AuditSample, audit_pair
 from decoders.bench import alpha
-from decoders.bench.audit import AuditSample, audit_pair
 from decoders.bench.bench import bench_pair
 from decoders.bench.documents import BenchReport
 from decoders.bench.forecast.document import TemperatureForecast

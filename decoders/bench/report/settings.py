@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from decoders.audit.runs import SHIPPED_PROMPT
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.bench import alpha
-from decoders.bench.audit import SHIPPED_PROMPT
 from decoders.bench.bench import BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.policy_bench import check_policies

@@ -43,11 +43,11 @@ from decoders.audit.exact import (
     whole_run_law,
 )
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
+from decoders.audit.runs import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
 from decoders.autoregressive import generate_autoregressive
-from decoders.bench.audit import AuditRequest, _audit_samples, run_audit
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.drafts import TINY, draft_names
 from decoders.engines.base import EngineSampling

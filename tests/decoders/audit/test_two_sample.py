@@ -19,14 +19,14 @@ from engine_standin import MarkovEngine, ZipfEngine
 from scipy import stats
 
 from decoders.audit import two_sample
+from decoders.audit.engines.model import numeric_tv
+from decoders.audit.engines.request import EngineAuditRequest, run_engine_audit
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED, as_categories, compare_runs
 from decoders.audit.samples import write_rows
 from decoders.audit.two_sample import detectable_tv_two_sample, two_sample_test
-from decoders.engines.audit import EngineAuditRequest, run_engine_audit
-from decoders.engines.audit_model import numeric_tv
 from decoders.engines.base import END, EngineRun, EngineSampling
 from decoders.engines.llama_cpp import proposal_counters
 from decoders.engines.openai import OpenAIEngine
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED, as_categories, compare_runs
 
 T1 = EngineSampling(temperature=1.0)
 LEVEL, SPLITS = 0.01, 100
@@ -306,7 +306,7 @@ def test_engine_logits_by_logits_after_against_all_logits():
     """--against model reads an engine's logits along a sequence by ``all_logits`` where it has it, else one
     ``logits_after`` a position (vLLM): the two give the same rows for an engine whose logits are a function of
     the prefix (here its sum and length)."""
-    from decoders.engines.audit_model import _engine_logits
+    from decoders.audit.engines.model import _engine_logits
 
     def law(prefix):
         return np.array([sum(prefix) % 7, len(prefix), 1.0])

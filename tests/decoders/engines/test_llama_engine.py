@@ -22,12 +22,12 @@ except ImportError:
         raise
     pytest.skip("llama-cpp-python is not installed (bash .ci/install builds it)", allow_module_level=True)
 
+from decoders.audit.engines.greedy import batch_shape_difference, diagnose_difference, greedy_checks
+from decoders.audit.engines.request import ENGINE_PROMPT
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED, compare_runs
 from decoders.engines import open_engine
-from decoders.engines.audit import ENGINE_PROMPT
 from decoders.engines.base import END, EngineSampling
-from decoders.engines.greedy_audit import batch_shape_difference, diagnose_difference, greedy_checks
 from decoders.engines.openai import OpenAIEngine
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED, compare_runs
 from decoders.models.gguf import real_model_path
 
 

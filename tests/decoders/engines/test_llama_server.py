@@ -7,10 +7,10 @@ import os
 
 import pytest
 
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED, compare_runs
 from decoders.engines import open_engine
 from decoders.engines.base import EngineSampling
 from decoders.engines.llama_server import ServerOptions, is_built
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED, compare_runs
 
 if not is_built():
     if os.environ.get("CI"):
@@ -228,7 +228,7 @@ def test_reported_probabilities_under_speculation_against_plain_decoding(plain, 
     """The probabilities check passes a plain server against itself (the control: the engine has no
     speculation, so both paths are plain) and fails the speculating one, whose verify rounds report log-probability
     0 and no top list (results/llama_server_n_probs: a finding on this build, not a property we want)."""
-    from decoders.engines.greedy_audit import probabilities_check
+    from decoders.audit.engines.greedy import probabilities_check
 
     ids = plain.tokenize(PROMPT)
     assert probabilities_check(plain.token_logprobs, ids, 8, [2])["passed"]

@@ -74,7 +74,7 @@ def test_greedy_ngram_speculation_against_autoregressive(engine):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from decoders.engines.audit import ENGINE_PROMPT
+    from decoders.audit.engines.request import ENGINE_PROMPT
     from decoders.engines.counters import read_counts_file
 
     drafted = engine.generate(ENGINE_PROMPT, 1, 32, EngineSampling(0.0), speculate=3)

@@ -1,24 +1,28 @@
 """Auditing an engine's speculative sampler (docs/engines.md): the request `spectheory audit --engine` makes, checked
-before any work, and its run: at temperature 0 the greedy audit (``decoders.engines.greedy_audit``), above it the
-two-sample audit (``decoders.engines.sampled_audit``) or the one-sample audit against our model of the engine's GGUF
-file (``decoders.engines.audit_model``)."""
+before any work, its run (``run_engine_audit``) and the command's one call (``audit_engine``, with its progress bar,
+written where asked). The run: at temperature 0 the greedy audit (``decoders.audit.engines.greedy``), above it the
+two-sample audit (``decoders.audit.engines.sampled``) or the one-sample audit against our model of the engine's GGUF
+file (``decoders.audit.engines.model``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from decoders.audit.engines.greedy import greedy_audit, greedy_lines
+from decoders.audit.engines.model import against_model, check_model_law, model_lines
+from decoders.audit.engines.sampled import SECOND_SIDE_SEED, engine_side, samples_side, two_sample_document
 from decoders.engines import open_engine
-from decoders.engines.audit_model import against_model, check_model_law, model_lines
 from decoders.engines.base import Engine, EngineRun, EngineSampling, capability
-from decoders.engines.greedy_audit import greedy_audit, greedy_lines
 from decoders.engines.registry import is_samples_file, speculation_fixed
-from decoders.engines.sampled_audit import SECOND_SIDE_SEED, engine_side, samples_side, two_sample_document
+from decoders.progress import progress_bar
+from plumbing.outputs import check_writable, write_json
 from plumbing.validation import as_int
 
 __all__ = [
     "ENGINE_PROMPT",
     "EngineAuditRequest",
     "run_engine_audit",
+    "audit_engine",
 ]
 
 
@@ -147,3 +151,15 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
         samples,
         lines + (known() if known else []),
     )
+
+
+def audit_engine(request: EngineAuditRequest, *, out: str | None = None, command: str | None = None) -> tuple:
+    """``run_engine_audit``'s document and printed lines; with ``out`` (probed first) the document and the samples
+    written there as JSON, ``command`` recorded."""
+    if out:
+        check_writable(out)
+    with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy", unit="gamma") as bar:
+        document, samples, lines = run_engine_audit(request, bar.update)
+    if out:
+        write_json(out, dict(document, **samples), command=command)
+    return document, lines

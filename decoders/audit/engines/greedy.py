@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from decoders.engines.audit_model import numeric_tv
+from decoders.audit.engines.model import numeric_tv
 from decoders.engines.base import END, Engine, EngineSampling, capability
 
 __all__ = [

@@ -2,8 +2,8 @@
 sequences of 16 tokens in under 60 s on 2 CPU cores), or with ``--shipped-cost`` the audit's own cost on
 the shipped pair against one batched forward pass of the target over the same sequences.
 
-    python -m decoders.bench.audit_throughput --out results/audit_bench.json
-    python -m decoders.bench.audit_throughput --shipped-cost --n 20000 --out results/audit_cost.json
+    python -m decoders.audit.throughput --out results/audit_bench.json
+    python -m decoders.audit.throughput --shipped-cost --n 20000 --out results/audit_cost.json
 
 Both write every run's seconds with the settings that produced them (device, threads, batch size, gamma,
 temperature, n, horizon) and print a one-line summary. The cost benchmark samples once, then times, in
@@ -23,9 +23,9 @@ import time
 import torch
 
 from decoders import zoo
+from decoders.audit.runs import SHIPPED_BATCH, SHIPPED_PROMPT
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import CHUNK, audit_sampler
-from decoders.bench.audit import SHIPPED_BATCH, SHIPPED_PROMPT
 from decoders.bench.bench import environment
 from decoders.models.corpus import encode
 from decoders.sampling import Sampling
@@ -132,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.out:
         check_writable(args.out)
-    command = "python -m decoders.bench.audit_throughput " + " ".join(sys.argv[1:])
+    command = "python -m decoders.audit.throughput " + " ".join(sys.argv[1:])
     if args.shipped_cost:
         result = shipped_cost(args.n, args.horizon, args.gamma, args.temperature, args.runs)
         print(
