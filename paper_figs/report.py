@@ -290,9 +290,9 @@ def _alpha_blocks(d: ReportDocument) -> list[tuple]:
             ["T", "alpha along text", "alpha from acceptance counts", "c"],
             [
                 [
-                    f"{a['temperature']:g}",
-                    f"{a['alpha']:.3f} ± {a['standard_error']:.3f}",
-                    f"{bench.alpha[a['temperature']]:.3f}",
+                    f"{a.temperature:g}",
+                    f"{a.alpha:.3f} ± {a.standard_error:.3f}",
+                    f"{bench.alpha[a.temperature]:.3f}",
                     f"{d.c:.4f}",
                 ]
                 for a in d.alpha_text
@@ -300,8 +300,8 @@ def _alpha_blocks(d: ReportDocument) -> list[tuple]:
         ),
         (
             "paragraph",
-            f"Alpha along text is the mean of sum_x min(p, q) over {d.alpha_text[0]['windows']} "
-            f"held-out windows of {d.alpha_text[0]['length']} tokens of {d.text}; alpha from acceptance counts "
+            f"Alpha along text is the mean of sum_x min(p, q) over {d.alpha_text[0].windows} "
+            f"held-out windows of {d.alpha_text[0].length} tokens of {d.text}; alpha from acceptance counts "
             "is accepted / verified draft tokens "
             f"of the benchmark's runs (what decoding sees; Theorem 3.8 uses it). c = draft "
             f"call {bench.draft_call_seconds * 1e3:.3f} ms / target call "

@@ -11,11 +11,13 @@ import pytest
 
 import decoders
 import decoders.audit
+import decoders.audit.engines
+import decoders.bench.report
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("package", [decoders, decoders.audit])
+@pytest.mark.parametrize("package", [decoders, decoders.audit, decoders.audit.engines, decoders.bench.report])
 def test_public_face_against_the_defining_modules(package):
     assert package.__all__ and sorted(dir(package)) == package.__all__
     for name in package.__all__:
@@ -26,7 +28,7 @@ def test_face_loads_torch_only_when_a_name_is_asked_for():
     """A fresh interpreter: ``import decoders`` (and the torch-free report document under it) loads no torch; asking
     for ``decoders.Sampling`` does (the control that the probe sees torch at all)."""
     probe = (
-        "import sys, json\nimport decoders, decoders.audit, decoders.bench.report.document\n"
+        "import sys, json\nimport decoders, decoders.audit, decoders.audit.engines, decoders.bench.report.document\n"
         "before = 'torch' in sys.modules\ndecoders.Sampling\nprint(json.dumps([before, 'torch' in sys.modules]))"
     )
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)

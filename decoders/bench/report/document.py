@@ -9,9 +9,10 @@ from dataclasses import dataclass, fields, replace
 from decoders.audit.verdict import AuditVerdict
 from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
 from decoders.bench.forecast.document import Judgement, SweepForecast
+from decoders.results import ResultRow
 from spectheory.recommendation import Recommendation, from_sweep
 
-__all__ = ["ReportDocument", "TemperatureAnswer", "ReportAudit"]
+__all__ = ["ReportDocument", "TemperatureAnswer", "AlphaAlongText", "ReportAudit"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +44,18 @@ class TemperatureAnswer(Judgement):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AlphaAlongText(ResultRow):
+    """Alpha along held-out text at one temperature: the mean of sum_x min(p, q) over ``windows`` windows of
+    ``length`` tokens, with its standard error (docs/theory.md §2)."""
+
+    temperature: float
+    alpha: float
+    standard_error: float
+    windows: int
+    length: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReportAudit(AuditVerdict):
     """The report's audit: the verdict of speculative sampling at ``gamma`` and ``temperature`` from the prompt
     ``prompt_ids`` (``prompt``: its text on the shipped corpus, else None: the end of the first benchmark prompt)."""
@@ -65,7 +78,7 @@ class ReportDocument:
     text: str  # where the held-out text came from
     settings: dict
     environment: dict
-    alpha_text: list  # per temperature: alpha, standard_error, windows, length
+    alpha_text: tuple  # of AlphaAlongText, one per temperature
     c: float
     recommendations: tuple  # of TemperatureAnswer, one per temperature
     bench: BenchReport  # the gamma sweep
@@ -81,6 +94,7 @@ class ReportDocument:
         return dict(
             document,
             recommendations=[answer.as_dict() for answer in self.recommendations],
+            alpha_text=[row.as_dict() for row in self.alpha_text],
             **{key: None if document[key] is None else document[key].as_dict() for key in _PARTS},
         )
 
@@ -99,9 +113,12 @@ class ReportDocument:
                 rows = parts["bench"].rows_at(answer.temperature)
                 answer = replace(answer, recommendation=from_sweep(rows, answer.forecast_gamma))
             answers.append(answer)
-        own = {field.name for field in fields(cls)} - {"recommendations", *_PARTS}
+        own = {field.name for field in fields(cls)} - {"recommendations", "alpha_text", *_PARTS}
         return cls(
-            **{key: value for key, value in saved.items() if key in own}, recommendations=tuple(answers), **parts
+            **{key: value for key, value in saved.items() if key in own},
+            recommendations=tuple(answers),
+            alpha_text=tuple(map(AlphaAlongText.from_dict, saved["alpha_text"])),
+            **parts,
         )
 
 

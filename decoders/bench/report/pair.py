@@ -35,7 +35,7 @@ from decoders.bench.forecast.sweep import checked_against_sweep, forecast_sweep,
 from decoders.bench.inputs import SHIPPED_TARGET, SHIPPED_TEXT, Inputs, Pair
 from decoders.bench.policy_bench import POLICY_CALIBRATION_WINDOWS, PolicyPlan, bench_policies
 from decoders.bench.prompts import Prompts
-from decoders.bench.report.document import ReportAudit, ReportDocument, TemperatureAnswer
+from decoders.bench.report.document import AlphaAlongText, ReportAudit, ReportDocument, TemperatureAnswer
 from decoders.bench.report.settings import ReportRun, ReportSettings
 from decoders.bench.tree_bench import CALL_REPEATS, HELD_OUT_WINDOWS, TreePlan, bench_trees
 from decoders.models.corpus import VOCAB_SIZE
@@ -160,16 +160,16 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         c=bench.c,
         recommendations=tuple(recommendations),
         bench=bench,
-        alpha_text=[
-            {
-                "temperature": row["temperature"],
-                "alpha": row["alpha"][0],
-                "standard_error": row["standard_error"][0],
-                "windows": s.windows,
-                "length": shape["length"],
-            }
+        alpha_text=tuple(
+            AlphaAlongText(
+                temperature=row["temperature"],
+                alpha=row["alpha"][0],
+                standard_error=row["standard_error"][0],
+                windows=s.windows,
+                length=shape["length"],
+            )
             for row in alpha_text
-        ],
+        ),
         audit=ReportAudit(
             **audit.as_dict(),
             gamma=audit_gamma,
