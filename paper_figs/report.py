@@ -20,9 +20,8 @@ from decoders.bench.bench_lines import (
     loss_noise,
     loss_resolution,
 )
-from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
+from decoders.bench.documents import BenchReport, CrossVocabularyBench, PolicyBench, TreeBench
 from decoders.bench.report.document import ReportAudit, ReportDocument
-from decoders.bench.rows import CrossVocabularyRow
 from decoders.bench.spec_bench.table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
@@ -67,26 +66,25 @@ def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, com
     return [out / name for name in names]
 
 
-def write_cross_vocabulary_report(document: dict, out: Path, *, command: str) -> list[Path]:
+def write_cross_vocabulary_report(document: CrossVocabularyBench, out: Path, *, command: str) -> list[Path]:
     """``report --cross-vocabulary``: ``report.json`` (the bench, its forecast and the audits), ``report.md`` and
     ``report.html`` into ``out``, replacing what was there as a whole; returns the paths."""
     out = Path(out)
     with staged_directory(out) as stage:
-        write_json(stage / "report.json", document, command=command)
+        write_json(stage / "report.json", document.as_dict(), command=command)
         blocks = cross_vocabulary_blocks(document, command)
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
     return [out / name for name in ("report.json", "report.md", "report.html")]
 
 
-def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
+def cross_vocabulary_blocks(d: CrossVocabularyBench, command: str) -> list[tuple]:
     """The cross-vocabulary report as blocks (``report_blocks``' kinds): the answers, every row, the same-tokenizer
     drafts' rows timed beside them, the audits."""
-    rows = [CrossVocabularyRow.from_dict(row) for row in d["rows"]]
-    beside = [CrossVocabularyRow.from_dict(row) for row in d.get("beside_rows", [])]
+    rows, beside = d.rows, d.beside_rows or ()
     blocks = [
-        ("heading", 1, f"A draft with another tokenizer: {d['draft']} drafting for {d['target']}"),
-        ("paragraph", f"`{command}` (docs/theory-vocabularies.md §15); batch 1, {d['settings']['prompts']} prompts."),
+        ("heading", 1, f"A draft with another tokenizer: {d.draft} drafting for {d.target}"),
+        ("paragraph", f"`{command}` (docs/theory-vocabularies.md §15); batch 1, {d.settings['prompts']} prompts."),
         *[("paragraph", f"**{line}**") for line in cross_vocabulary_answers(rows, beside)],
         ("heading", 2, "Measured against our autoregressive decoding, beside the forecast made first"),
         _rows_table(rows, "method"),
@@ -99,15 +97,15 @@ def cross_vocabulary_blocks(d: dict, command: str) -> list[tuple]:
     return blocks + [
         *[
             ("paragraph", f"T = {t}: our autoregressive decoding {a['tokens_per_second']:.1f} tokens/s.")
-            for t, a in d["autoregressive"].items()
+            for t, a in d.autoregressive.items()
         ],
         ("heading", 2, "Audits at T = 1 against the target's law"),
         (
             "table",
             ["method", "verdict", "p", "n", "horizon"],
             [
-                [m, "PASS" if a["passed"] else "FAIL", f"{a['p_value']:.3g}", str(a["n"]), str(a["horizon"])]
-                for m, a in d["audits"].items()
+                [m, "PASS" if a.passed else "FAIL", f"{a.p_value:.3g}", str(a.n), str(a.horizon)]
+                for m, a in (d.audits or {}).items()
             ],
         ),
     ]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import statistics
 
+from decoders.bench.documents import CrossVocabularyBench
 from decoders.bench.forecast.document import Judgement, SweepForecast
 from decoders.bench.report.document import ReportDocument, TemperatureAnswer
-from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow, TransformersRow
+from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow
 from decoders.results import by_temperature
 from spectheory.costs import CostProfile
 from spectheory.intervals import Z95
@@ -210,36 +211,36 @@ def _error_summary(name: str, rows: list, key: str, tolerance: float) -> str:
     )
 
 
-def cross_vocabulary_lines(document: dict) -> list[str]:
+def cross_vocabulary_lines(document: CrossVocabularyBench) -> list[str]:
     """The document as lines: one per (temperature, method, gamma), then one per (temperature, same-tokenizer draft,
     gamma) timed beside them, our autoregressive decoding and transformers' runs, then the answers per temperature."""
+    settings, rows, beside = document.settings, document.rows, document.beside_rows or ()
     lines = [
-        f"{document['draft']} ({document['vocabularies']['draft']} pieces) drafting for {document['target']} "
-        f"({document['vocabularies']['target']}), batch 1, {document['settings']['prompts']} prompts of "
-        f"{document['settings']['prompt_length']} tokens, {document['settings']['max_new_tokens']} new tokens",
-        *_cross_vocabulary_table(rows := [CrossVocabularyRow.from_dict(row) for row in document["rows"]], "method"),
+        f"{document.draft} ({document.vocabularies['draft']} pieces) drafting for {document.target} "
+        f"({document.vocabularies['target']}), batch 1, {settings['prompts']} prompts of "
+        f"{settings['prompt_length']} tokens, {settings['max_new_tokens']} new tokens",
+        *_cross_vocabulary_table(rows, "method"),
     ]
-    beside = [CrossVocabularyRow.from_dict(row) for row in document.get("beside_rows", [])]
     if beside:
         lines += [
             "beside it, drafts that read the target's own tokens (our speculative decoding, in the same run):",
             *_cross_vocabulary_table(beside, "draft"),
         ]
-    for temperature, ours in document.get("autoregressive", {}).items():
+    for temperature, ours in document.autoregressive.items():
         lines.append(
             f"T = {temperature}, our autoregressive decoding of the target: {ours['seconds']:.3f} s, "
             f"{ours['tokens_per_second']:.1f} tokens/s"
         )
-    for row in map(TransformersRow.from_dict, document.get("hf", [])):
+    for row in document.hf or ():
         what = "generate" if row.gamma is None else f"assisted by the draft at {row.gamma} tokens (its own method)"
         greedy = "" if row.greedy_equal is None else f", greedy equal to ours: {'yes' if row.greedy_equal else 'NO'}"
         lines.append(
             f"T = {row.temperature:g}, transformers {what}: {row.seconds:.3f} s, {row.speedup:.3f}x our "
             f"autoregressive decoding [{row.seconds_spread[0]:.3f}-{row.seconds_spread[2]:.3f} s]{greedy}"
         )
-    for temperature, forecast in document.get("forecast", {}).items():
-        if forecast.get("withheld"):
-            lines.append(f"T = {temperature}: {forecast['withheld']}")
+    for temperature, forecast in document.forecast.items():
+        if forecast.withheld:
+            lines.append(f"T = {temperature}: {forecast.withheld}")
     return lines + cross_vocabulary_answers(rows, beside)
 
 

@@ -23,6 +23,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
+from decoders.bench.documents import CrossForecast, CrossVocabularyBench, SettingForecast
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import verify_widths_job
 from decoders.bench.prompts import draw_prompts
@@ -124,7 +125,7 @@ def _decoding_seconds(model, prompts: list, tokens: int, sampling: Sampling) -> 
     return time.perf_counter() - start
 
 
-def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) -> dict:
+def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) -> CrossForecast:
     """Per setting (``_settings``): alpha, rho and the widths its verify calls took along ``prompts`` (untimed), and
     the speedup they forecast through the one cost model (``spectheory.costs.forecast_speedup``): tokens per target
     call counted along the text; the verify call priced by those widths, t_step times t_verify(k) / t_verify(1) from
@@ -148,15 +149,7 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
     widths = {name: _widths(runs) for name, runs in generations.items()}
     t_verify, spread = _verify_calls(target, prompts[0], sampling, max(max(w) for w in widths.values()), settings)
     checks = check_costs(t_step, t_verify, spread=spread)
-    forecast = {
-        "c": c,
-        "prompts": len(prompts),
-        "t_step": t_step,
-        "t_verify": list(t_verify),
-        "checks": checks.as_dict(),
-        "withheld": checks.line("the cross-vocabulary forecast"),
-        "by_setting": {},
-    }
+    by_setting = {}
     for name, setting in setups.items():
         runs = generations[name]
         counts = _summed([_counts(g) for g in runs])
@@ -166,17 +159,25 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
             cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
         predicted = _predicted(runs, t_step, t_verify, cost)
         error = jackknife_error([_predicted(rest, t_step, t_verify, cost) for rest in leave_one_out(runs)])
-        forecast["by_setting"][name] = {
-            "alpha": alpha,
-            "rho": rho,
-            "c": cost,
-            "widths": {str(k): f for k, f in sorted(widths[name].items())},
-            "speedup": predicted if checks.passed else None,
-            "unchecked_speedup": predicted,
-            "standard_error": error,
-            "interval": forecast_interval(predicted, error, len(runs)) if checks.passed else None,
-        }
-    return forecast
+        by_setting[name] = SettingForecast(
+            alpha=alpha,
+            rho=rho,
+            c=cost,
+            widths={str(k): f for k, f in sorted(widths[name].items())},
+            speedup=predicted if checks.passed else None,
+            unchecked_speedup=predicted,
+            standard_error=error,
+            interval=forecast_interval(predicted, error, len(runs)) if checks.passed else None,
+        )
+    return CrossForecast(
+        c=c,
+        prompts=len(prompts),
+        t_step=t_step,
+        t_verify=list(t_verify),
+        checks=checks,
+        withheld=checks.line("the cross-vocabulary forecast"),
+        by_setting=by_setting,
+    )
 
 
 def _predicted(runs: list, t_step: float, t_verify: tuple, cost: float) -> float:
@@ -311,8 +312,8 @@ def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampl
                 alpha=alpha,
                 candidates_per_draft_token=rho,
                 greedy_equal=[g.tokens for g in outputs[name]] == greedy_tokens if sampling.greedy else None,
-                forecast_speedup=forecast["by_setting"][name]["speedup"],
-                forecast_interval=forecast["by_setting"][name]["interval"],
+                forecast_speedup=forecast.by_setting[name].speedup,
+                forecast_interval=forecast.by_setting[name].interval,
             )
         )
     ours = [g.tokens[0] for g in outputs["autoregressive"]]
@@ -354,7 +355,7 @@ def cross_vocabulary_document(
     forecast_prompts: int = 4,
     hf: bool = False,
     progress: bool | None = None,
-) -> dict:
+) -> CrossVocabularyBench:
     """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``, and of
     each draft in ``beside`` (drafts that read the target's tokens) by our speculative decoding: the forecast from
     ``forecast_prompts`` other prompts first, then the timed sweep (module docstring); with ``hf`` transformers' plain
@@ -390,14 +391,14 @@ def cross_vocabulary_document(
                 inputs.target, prompts, setups, settings, sampling, forecast, bar, transformers
             )
             rows, beside_rows, hf_rows = rows + crossed, beside_rows + alongside, hf_rows + theirs
-    return {
-        "target": target or "target",
-        "draft": draft,
-        "methods": list(methods),
-        **({"beside": list(same)} if same else {}),
-        "vocabularies": {"target": vocabularies[0].size, "draft": vocabularies[1].size},
-        "text": inputs.text,
-        "settings": {
+    return CrossVocabularyBench(
+        target=target or "target",
+        draft=draft,
+        methods=list(methods),
+        beside=list(same) if same else None,
+        vocabularies={"target": vocabularies[0].size, "draft": vocabularies[1].size},
+        text=inputs.text,
+        settings={
             "gammas": list(settings.gammas),
             "temperatures": list(settings.temperatures),
             "prompts": settings.prompts,
@@ -409,14 +410,14 @@ def cross_vocabulary_document(
             "batch_size": 1,
             "forecast_prompts": forecast_prompts,
         },
-        "environment": environment(device, dtype),
-        "forecast": forecasts,
-        "autoregressive": autoregressive,
-        "rows": [row.as_dict() for row in rows],
-        **({"beside_rows": [row.as_dict() for row in beside_rows]} if same else {}),
-        **({"hf": [row.as_dict() for row in hf_rows]} if hf else {}),
-        "seconds": time.perf_counter() - started,
-    }
+        environment=environment(device, dtype),
+        forecast=forecasts,
+        autoregressive=autoregressive,
+        rows=tuple(rows),
+        beside_rows=tuple(beside_rows) if same else None,
+        hf=tuple(hf_rows) if hf else None,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _same_tokenizer_drafts(names, inputs, target_vocabulary, device, dtype) -> dict:

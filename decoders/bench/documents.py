@@ -1,19 +1,33 @@
 """The bench's documents, typed, in a module without torch so the report's document and the figures read them
 (docs/measuring.md, "The bench's rows"): what a gamma sweep measured for one pair (``BenchReport``,
-``decoders.bench.bench.bench_pair``), tree against chain (``TreeBench``, ``decoders.bench.tree_bench``) and the
-draft-length policies (``PolicyBench``, ``decoders.bench.policy_bench``). ``as_dict`` is the JSON edge, ``from_dict``
-reads a committed document of any vintage (a report's part, or the bench command's document, whose own keys beside
-it ``BenchReport`` sets aside)."""
+``decoders.bench.bench.bench_pair``), tree against chain (``TreeBench``, ``decoders.bench.tree_bench``), the
+draft-length policies (``PolicyBench``, ``decoders.bench.policy_bench``) and a draft of another tokenizer
+(``CrossVocabularyBench``, ``decoders.bench.cross_bench``, with its forecast and, in the report, its audits).
+``as_dict`` is the JSON edge, ``from_dict`` reads a committed document of any vintage (a report's part, or the bench
+command's document, whose own keys beside it ``BenchReport`` sets aside)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from decoders.bench.rows import BenchRow, PolicyRow, TreeRow
+from decoders.audit.verdict import AuditVerdict
+from decoders.bench.rows import BenchRow, CrossVocabularyRow, PolicyRow, TransformersRow, TreeRow
 from decoders.results import ResultRow, by_temperature
+from spectheory.cost_checks import CostChecks
 from spectheory.optimum import best_choice
 
-__all__ = ["BenchReport", "TreeCall", "TreeChoice", "TreeBench", "PolicyTemperature", "PolicyBench"]
+__all__ = [
+    "BenchReport",
+    "TreeCall",
+    "TreeChoice",
+    "TreeBench",
+    "PolicyTemperature",
+    "PolicyBench",
+    "SettingForecast",
+    "CrossForecast",
+    "CrossAudit",
+    "CrossVocabularyBench",
+]
 
 _BY_TEMPERATURE = ("autoregressive_seconds", "alpha", "profiles", "autoregressive")
 
@@ -180,3 +194,116 @@ class PolicyBench(ResultRow):
     @classmethod
     def from_dict(cls, saved: dict) -> PolicyBench:
         return cls(**dict(saved, temperatures=tuple(map(PolicyTemperature.from_dict, saved["temperatures"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingForecast(ResultRow):
+    """One setting's cross-vocabulary forecast along the other prompts: alpha (None where nothing was proposed), rho
+    (candidates per draft call), c, the widths its verify calls took ({k: iterations}), the speedup (None where the
+    costs' checks withheld it, ``unchecked_speedup`` beside it), its jackknife standard error and stated interval.
+    Fields a vintage lacked read as None."""
+
+    alpha: float | None
+    rho: float
+    c: float | None = None
+    widths: dict | None = None
+    speedup: float | None
+    unchecked_speedup: float | None = None
+    standard_error: float | None = None
+    interval: list | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossForecast(ResultRow):
+    """The cross-vocabulary forecast at one temperature (``decoders.bench.cross_bench``): the draft's c, the prompts
+    it read, the target's t_step and t_verify(k) at every width, the checks of those costs with the line that
+    withholds every setting's forecast where they fail, and one ``SettingForecast`` per setting."""
+
+    c: float
+    prompts: int
+    t_step: float | None = None  # None in files written before the widths were priced
+    t_verify: list | None = None
+    checks: CostChecks | None = None
+    withheld: str | None = None
+    by_setting: dict  # setting name -> SettingForecast
+
+    def as_dict(self) -> dict:
+        return dict(
+            super().as_dict(),
+            checks=None if self.checks is None else self.checks.as_dict(),
+            by_setting={name: setting.as_dict() for name, setting in self.by_setting.items()},
+        )
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> CrossForecast:
+        checks = saved.get("checks")
+        return cls(
+            **dict(
+                saved,
+                checks=None if checks is None else CostChecks.from_dict(checks),
+                by_setting={name: SettingForecast.from_dict(one) for name, one in saved["by_setting"].items()},
+            )
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossAudit(AuditVerdict):
+    """The cross-vocabulary report's audit of one method at T = 1: the decoder audited, in words, and its verdict."""
+
+    decoder: str
+
+    def as_dict(self) -> dict:
+        verdict = super().as_dict()
+        return {"decoder": verdict.pop("decoder"), **verdict}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossVocabularyBench(ResultRow):
+    """A draft of another tokenizer drafting for the target with each cross-vocabulary method
+    (``decoders.bench.cross_bench.cross_vocabulary_document``): the two vocabularies' sizes, the forecast per
+    temperature (``CrossForecast``, keyed "0", "1"), our autoregressive decoding's seconds per temperature, a
+    ``CrossVocabularyRow`` per (temperature, method, gamma); where asked, the same-tokenizer drafts timed beside
+    (``beside``, ``beside_rows``) and transformers' runs (``hf``); in the report, each method's audit."""
+
+    target: str
+    draft: str
+    methods: list
+    beside: list | None = None
+    vocabularies: dict  # "target", "draft": sizes
+    text: str
+    settings: dict
+    environment: dict
+    forecast: dict  # temperature ("0", "1") -> CrossForecast
+    autoregressive: dict  # temperature -> seconds, spread, tokens per second
+    rows: tuple  # of CrossVocabularyRow
+    beside_rows: tuple | None = None  # of CrossVocabularyRow
+    hf: tuple | None = None  # of TransformersRow
+    seconds: float
+    audits: dict | None = None  # method -> CrossAudit (the report's)
+
+    OPTIONAL = ("beside", "beside_rows", "hf", "audits")
+
+    def as_dict(self) -> dict:
+        typed = {
+            "forecast": {t: forecast.as_dict() for t, forecast in self.forecast.items()},
+            "rows": [row.as_dict() for row in self.rows],
+            "beside_rows": None if self.beside_rows is None else [row.as_dict() for row in self.beside_rows],
+            "hf": None if self.hf is None else [row.as_dict() for row in self.hf],
+            "audits": None if self.audits is None else {m: audit.as_dict() for m, audit in self.audits.items()},
+        }
+        row = super().as_dict()
+        return dict(row, **{key: value for key, value in typed.items() if key in row})
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> CrossVocabularyBench:
+        lists = {"rows": CrossVocabularyRow, "beside_rows": CrossVocabularyRow, "hf": TransformersRow}
+        return cls(
+            **dict(
+                saved,
+                forecast={t: CrossForecast.from_dict(one) for t, one in saved["forecast"].items()},
+                audits=None
+                if saved.get("audits") is None
+                else {m: CrossAudit.from_dict(one) for m, one in saved["audits"].items()},
+                **{key: tuple(map(kind.from_dict, saved[key])) for key, kind in lists.items() if key in saved},
+            )
+        )

@@ -83,7 +83,7 @@ def cross_vocabulary_bench(
         forecast_prompts=forecast_prompts,
         hf=hf,
     )
-    return _written(document, cross_vocabulary_lines(document), out, command)
+    return _written(document.as_dict(), cross_vocabulary_lines(document), out, command)
 
 
 def decoder_bench(

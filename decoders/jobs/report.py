@@ -11,6 +11,7 @@ from pathlib import Path
 from decoders.audit.runs import AuditRequest, run_audit
 from decoders.bench.bench import BenchSettings
 from decoders.bench.cross_bench import cross_vocabulary_document
+from decoders.bench.documents import CrossAudit, CrossVocabularyBench
 from decoders.bench.inputs import load_inputs
 from decoders.bench.prompts import draw_prompts
 from decoders.bench.report.document import ReportDocument
@@ -84,7 +85,7 @@ def spec_bench_report(run: SpecBenchReportRun) -> tuple:
     return table, recommend(table)
 
 
-def cross_vocabulary_report(run: ReportRun) -> dict:
+def cross_vocabulary_report(run: ReportRun) -> CrossVocabularyBench:
     """A draft with another tokenizer than ``run.target``'s: each of ``run.cross_vocabulary``'s methods measured and
     forecast, the same-tokenizer drafts ``run.beside`` in the same run (``decoders.bench.cross_bench``, on the
     settings' bench budget), and audited statistically at T = 1 at the smallest gamma on the settings' audit prompt,
@@ -115,5 +116,5 @@ def cross_vocabulary_report(run: ReportRun) -> dict:
             seed=s.seed,
         )
         outcome = run_audit(request)
-        audits[method] = {"decoder": outcome.described, **outcome.report.as_dict()}
-    return {**document, "audits": audits}
+        audits[method] = CrossAudit(decoder=outcome.described, **outcome.report.as_dict())
+    return replace(document, audits=audits)

@@ -9,6 +9,7 @@ import pytest
 from command import run
 
 from decoders.bench.bench_lines import cross_vocabulary_answers
+from decoders.bench.documents import CrossVocabularyBench
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
 
 pytest.importorskip("transformers")
@@ -67,6 +68,10 @@ def test_report_cross_vocabulary_against_its_json(tmp_path, capsys):
     )
     (copy,) = [CrossVocabularyRow.from_dict(row) for row in document["beside_rows"]]
     assert f"| 0 | copy | 2 | {copy.alpha:.3f} | {copy.candidates_per_draft_token:.2f} |" in markdown
+    typed = CrossVocabularyBench.from_dict({k: v for k, v in document.items() if k not in ("command", "provenance")})
+    assert typed.audits["tli"].decoder and json.loads(json.dumps(typed.as_dict())) == {
+        k: v for k, v in document.items() if k not in ("command", "provenance")
+    }  # the report.json reads back typed, whole
     audit = document["audits"]["tli"]
     assert (
         audit["n"] == 40 and f"| tli | {'PASS' if audit['passed'] else 'FAIL'} | {audit['p_value']:.3g} |" in markdown

@@ -1,5 +1,6 @@
 """The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
-(``BenchReport``), tree against chain (``TreeBench``) and the draft-length policies (``PolicyBench``), wherever they
+(``BenchReport``), tree against chain (``TreeBench``), the draft-length policies (``PolicyBench``) and a draft of
+another tokenizer (``CrossVocabularyBench``), wherever they
 sit in a file (a report's part, a figure's list, the bench command's document). Each reads back and, through the
 JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a null is the same as
 an absent key). Controls: a lost value is named, and a document with a key the type does not know is refused."""
@@ -9,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from decoders.bench.documents import BenchReport, PolicyBench, TreeBench
+from decoders.bench.documents import BenchReport, CrossVocabularyBench, PolicyBench, TreeBench
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if "vocabularies" in part and "rows" in part:
+        return CrossVocabularyBench
     if "tree_calls" in part and "rows" in part:
         return TreeBench
     blocks = part.get("temperatures")
@@ -57,7 +60,12 @@ def _lost(saved, again, where: str = "") -> list:
 
 def test_documents_found():
     kinds = [_kind(part).__name__ for _, part in FOUND]
-    assert {kind: kinds.count(kind) for kind in set(kinds)} == {"BenchReport": 32, "TreeBench": 9, "PolicyBench": 3}
+    assert {kind: kinds.count(kind) for kind in set(kinds)} == {
+        "BenchReport": 32,
+        "TreeBench": 9,
+        "PolicyBench": 3,
+        "CrossVocabularyBench": 4,
+    }
 
 
 @pytest.mark.parametrize("where, part", FOUND, ids=[where for where, _ in FOUND])
