@@ -16,6 +16,7 @@ from cli.task_flags import TASK_HELP, spec_bench_presets, task_name
 from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import MAX_REPEATS, BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
+from decoders.bench.runs import BenchRun
 from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
@@ -202,23 +203,25 @@ def run(args: argparse.Namespace) -> int:
             **common,
         )
     else:
-        settings = _sweep_settings(args, sampling)
-        _, lines = decoder_bench(
+        request = BenchRun(
             args.draft,
-            settings,
+            _sweep_settings(args, sampling),
+            target=args.target,
             text=args.text,
             device=args.device,
             dtype=getattr(torch, args.dtype),
             compile=args.compile,
             task=args.task,
-            policies=args.policies,
-            tree=args.tree,
-            budgets=args.budgets,
-            dynamic=args.dynamic,
+            forecast_prompts=args.forecast_prompts,
+            forecast_cost_prompts=args.forecast_cost_prompts,
+            forecast_repeats=args.forecast_repeats,
             hf=args.hf,
             hf_gamma=args.hf_gamma,
-            **common,
-            forecast=(args.forecast_prompts, args.forecast_cost_prompts, args.forecast_repeats),
+            tree=args.tree,
+            budgets=tuple(args.budgets),
+            dynamic=args.dynamic,
+            policies=None if args.policies is None else tuple(args.policies),
         )
+        _, lines = decoder_bench(request, out=args.out, command=args.command_line)
     print("\n".join(lines))
     return 0

@@ -20,10 +20,10 @@ def compute(results: Path, *, progress=None) -> Path:
     """Every draft of ``FIGURE_DRAFTS`` with the shipped target at budgets 4, 8, 16 and 32 (``runs.tree_document``)."""
     # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.bench import BenchSettings
-    from decoders.bench.runs import tree_document
+    from decoders.bench.runs import BenchRun, tree_document
 
     settings = BenchSettings(prompts=4, prompt_length=64, max_new_tokens=64, repeats=5, warmup=1, batch_sizes=())
-    drafts = [tree_document(draft, settings, progress=progress) for draft in FIGURE_DRAFTS]
+    drafts = [tree_document(BenchRun(draft, settings, tree=True, progress=progress)) for draft in FIGURE_DRAFTS]
     return write_json(Path(results) / RESULT, {"drafts": [d.as_dict() for d in drafts]}, command=RECOMPUTE_COMMAND)
 
 

@@ -5,7 +5,7 @@ writer adds). ``spectheory alpha`` and ``bench`` print them; the figure scripts'
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -31,6 +31,7 @@ from plumbing.validation import as_int, as_positive_int
 from spectheory.recommendation import from_sweep
 
 __all__ = [
+    "BenchRun",
     "alpha_document",
     "spec_bench_alpha_document",
     "lenience_document",
@@ -146,59 +147,90 @@ def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dic
     return {"corpus_fingerprint": corpus.fingerprint, "windows": windows, "rows": rows}
 
 
-def bench_document(
-    draft: str = "transformer",
-    settings: bench.BenchSettings = bench.BenchSettings(),
-    *,
-    target: str | None = None,
-    text=None,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    hf: bool = False,
-    hf_gamma: int | None = None,
-    task: str | None = None,
-    forecast_prompts: int = 0,
-    forecast_cost_prompts: int = FORECAST_COST_PROMPTS,
-    forecast_repeats: int = FORECAST_REPEATS,
-    progress: bool | None = None,
-) -> dict:
-    """A pair's speed against Theorem 3.8 (Table 4 analogue; default the shipped pair, prompts from the held-out
-    ``text`` file or the shipped corpus's held-out split); with ``hf``, our loops against Hugging Face on the same
-    networks at ``hf_gamma`` (default: the best measured gamma at the first temperature). With ``task`` the prompts
-    are that task's (``decoders.bench.prompts``) instead of windows of the text. With ``forecast_prompts``, first the
-    forecast of the sweep from that many other prompts, the first ``forecast_cost_prompts`` timed over
-    ``forecast_repeats`` (``decoders.bench.forecast.sweep``), judged on the sweep's rows."""
-    if hf_gamma is not None:
-        as_positive_int("hf_gamma", hf_gamma)
-    as_int("forecast_prompts", forecast_prompts, low=0, high=alpha.MAX_PROMPTS)
-    as_positive_int("forecast_repeats", forecast_repeats)
-    if forecast_prompts:
-        as_int("forecast_cost_prompts", forecast_cost_prompts, low=1, high=forecast_prompts)
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
+@dataclass(frozen=True)
+class BenchRun:
+    """One run of `spectheory bench` on our decoders (docs/measuring.md), made once by the command from its flags,
+    checked here before any work, and passed down whole: the ``draft`` against the ``target`` (default the shipped
+    pair), on windows of the held-out ``text`` (or ``task``'s prompts) under ``settings``, on ``device`` in ``dtype``
+    with ``compile``; and what it measures: the gamma sweep (with the forecast first from ``forecast_prompts`` other
+    prompts, the first ``forecast_cost_prompts`` timed over ``forecast_repeats``; with ``hf`` our loops against
+    Hugging Face's at ``hf_gamma``, default the best measured), or with ``tree`` trees against chains at ``budgets``
+    (EAGLE-2's ``dynamic`` K:D beside), or with ``policies`` the draft-length policies (() for all) against the fixed
+    gammas."""
+
+    draft: str = "transformer"
+    settings: bench.BenchSettings = bench.BenchSettings()
+    target: str | None = None
+    text: str | None = None
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    compile: str = "auto"
+    task: str | None = None
+    forecast_prompts: int = 0
+    forecast_cost_prompts: int = FORECAST_COST_PROMPTS
+    forecast_repeats: int = FORECAST_REPEATS
+    hf: bool = False
+    hf_gamma: int | None = None
+    tree: bool = False
+    budgets: tuple = tree_bench.BENCH_TREE_BUDGETS
+    dynamic: str | tuple | None = None  # "K:D", read as (K, D)
+    policies: tuple | None = None  # None: not the policies' comparison; (): every policy
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.hf_gamma is not None:
+            as_positive_int("hf_gamma", self.hf_gamma)
+        as_int("forecast_prompts", self.forecast_prompts, low=0, high=alpha.MAX_PROMPTS)
+        as_positive_int("forecast_repeats", self.forecast_repeats)
+        if self.forecast_prompts:
+            as_int("forecast_cost_prompts", self.forecast_cost_prompts, low=1, high=self.forecast_prompts)
+        if self.tree:
+            object.__setattr__(self, "budgets", tree_bench.check_budgets(self.budgets))
+            if isinstance(self.dynamic, str):
+                object.__setattr__(self, "dynamic", tree_bench.check_dynamic(self.dynamic, self.budgets))
+        if self.policies is not None:
+            object.__setattr__(
+                self, "policies", policy_bench.check_policies(self.policies or policy_bench.BENCH_POLICIES)
+            )
+
+    def inputs(self, drafts: list):
+        """The models and text (``decoders.bench.inputs.load_inputs``) with ``drafts``."""
+        return load_inputs(
+            self.target, drafts, text=self.text, device=self.device, dtype=self.dtype, compile=self.compile
+        )
+
+
+def bench_document(run: BenchRun = BenchRun()) -> dict:
+    """A pair's speed against Theorem 3.8 (Table 4 analogue) as ``run`` says: the forecast first where asked, judged
+    on the sweep's rows (``decoders.bench.forecast.sweep``); the recommendation per temperature; the batch sweep where
+    ``run.settings`` has batch sizes; with ``run.hf`` the comparison with Hugging Face on the same networks."""
+    draft, settings = run.draft, run.settings
+    inputs = run.inputs([draft])
     target_model, model = inputs.target, inputs.drafts[draft]
     settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, target_model.vocab_size))
-    if hf:
+    if run.hf:
         check_comparable(target_model, model)
     drawn = draw_prompts(
-        inputs, task, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=forecast_prompts
+        inputs, run.task, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=run.forecast_prompts
     )
     prompts, ahead = drawn.sweep, None
-    if forecast_prompts:
+    if run.forecast_prompts:
         ahead = forecast_sweep(
             inputs.pair(draft),
             drawn.forecast,
             settings,
-            repeats=forecast_repeats,
-            cost_prompts=forecast_cost_prompts,
-            progress=progress,
+            repeats=run.forecast_repeats,
+            cost_prompts=run.forecast_cost_prompts,
+            progress=run.progress,
         )
     swept = time.perf_counter()
-    report = bench.bench_pair(inputs.pair(draft, target or SHIPPED_TARGET), prompts, settings, progress=progress)
+    report = bench.bench_pair(
+        inputs.pair(draft, run.target or SHIPPED_TARGET), prompts, settings, progress=run.progress
+    )
     document = dict(
         report.as_dict(),
         text=inputs.text,
-        task=task,
+        task=run.task,
         sweep_seconds=time.perf_counter() - swept,
         prompt_ids=prompts.tolist(),
         padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
@@ -219,69 +251,44 @@ def bench_document(
             settings.prompt_length,
             settings.seed,
         )
-        document["batches"] = bench.bench_batches(inputs.pair(draft), pool, settings, progress=progress)
-    if hf:
-        gamma = hf_gamma or report.best(settings.temperatures[0]).gamma
-        document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=progress)
+        document["batches"] = bench.bench_batches(inputs.pair(draft), pool, settings, progress=run.progress)
+    if run.hf:
+        gamma = run.hf_gamma or report.best(settings.temperatures[0]).gamma
+        document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=run.progress)
     return document
 
 
-def tree_document(
-    draft: str = "bigram",
-    settings: bench.BenchSettings = bench.BenchSettings(),
-    *,
-    budgets=tree_bench.BENCH_TREE_BUDGETS,
-    target: str | None = None,
-    text=None,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    task: str | None = None,
-    dynamic: tuple | None = None,
-    progress: bool | None = None,
-) -> TreeBench:
-    """Tree against chain at each node budget (``tree_bench.bench_trees``; ``dynamic``: EAGLE-2's trees too) for a
-    pair (default the shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
-    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
+def tree_document(run: BenchRun) -> TreeBench:
+    """Tree against chain at each of ``run.budgets`` (``tree_bench.bench_trees``; ``run.dynamic``: EAGLE-2's trees
+    too) for ``run``'s pair, on the bench's prompts (windows of the held-out text, or the task's)."""
+    inputs, settings = run.inputs([run.draft]), run.settings
+    prompts = benchmark_prompts(inputs, run.task, settings.prompts, settings.prompt_length, settings.seed)
     document = tree_bench.bench_trees(
-        inputs.pair(draft, target or SHIPPED_TARGET),
+        inputs.pair(run.draft, run.target or SHIPPED_TARGET),
         prompts,
         inputs.held_out,
         settings,
-        tree_bench.TreePlan(budgets=budgets, dynamic=dynamic),
-        progress=progress,
+        tree_bench.TreePlan(budgets=run.budgets, dynamic=run.dynamic),
+        progress=run.progress,
     )
-    return replace(document, text=inputs.text, task=task)
+    return replace(document, text=inputs.text, task=run.task)
 
 
-def policy_document(
-    draft: str = "transformer",
-    settings: bench.BenchSettings = bench.BenchSettings(),
-    *,
-    policies=policy_bench.BENCH_POLICIES,
-    target: str | None = None,
-    text=None,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    task: str | None = None,
-    progress: bool | None = None,
-) -> PolicyBench:
-    """Draft-length policies against the fixed gammas (``policy_bench.bench_policies``) for a pair (default the
-    shipped target), on the bench's prompts (windows of the held-out ``text``, or ``task``'s)."""
-    inputs = load_inputs(target, [draft], text=text, device=device, dtype=dtype, compile=compile)
-    settings = replace(settings, sampling=settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
-    prompts = benchmark_prompts(inputs, task, settings.prompts, settings.prompt_length, settings.seed)
+def policy_document(run: BenchRun) -> PolicyBench:
+    """Draft-length policies (``run.policies``) against the fixed gammas (``policy_bench.bench_policies``) for
+    ``run``'s pair, on the bench's prompts (windows of the held-out text, or the task's)."""
+    inputs = run.inputs([run.draft])
+    settings = replace(run.settings, sampling=run.settings.sampling.bound(inputs.tokenizer, inputs.target.vocab_size))
+    prompts = benchmark_prompts(inputs, run.task, settings.prompts, settings.prompt_length, settings.seed)
     document = policy_bench.bench_policies(
-        inputs.pair(draft, target or SHIPPED_TARGET),
+        inputs.pair(run.draft, run.target or SHIPPED_TARGET),
         prompts,
         inputs.held_out,
         settings,
-        policy_bench.PolicyPlan(policies),
-        progress=progress,
+        policy_bench.PolicyPlan(run.policies),
+        progress=run.progress,
     )
-    return replace(document, text=inputs.text, task=task)
+    return replace(document, text=inputs.text, task=run.task)
 
 
 def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *, progress: bool | None = None) -> dict:

@@ -14,15 +14,14 @@ from decoders.bench.alpha import MAX_PROMPTS
 from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines, cross_vocabulary_lines
 from decoders.bench.cross_bench import cross_vocabulary_document
-from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.inputs import load_inputs, load_text_inputs
-from decoders.bench.policy_bench import BENCH_POLICIES, check_policies, policy_lines
+from decoders.bench.policy_bench import policy_lines
 from decoders.bench.prompts import benchmark_prompts, draw_prompts
 from decoders.bench.rows import TableRow
-from decoders.bench.runs import bench_document, policy_document, tree_document
+from decoders.bench.runs import BenchRun, bench_document, policy_document, tree_document
 from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
-from decoders.bench.tree_bench import check_budgets, check_dynamic, tree_lines
+from decoders.bench.tree_bench import tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed
 from decoders.engines.bench import check_benchable, engine_bench_lines, server_bench
 from decoders.engines.bench import engine_bench as measure_engine
@@ -86,50 +85,19 @@ def cross_vocabulary_bench(
     return _written(document.as_dict(), cross_vocabulary_lines(document), out, command)
 
 
-def decoder_bench(
-    draft: str,
-    settings: BenchSettings,
-    *,
-    target=None,
-    text=None,
-    device="cpu",
-    dtype=torch.float32,
-    compile="auto",
-    task=None,
-    policies=None,
-    tree=False,
-    budgets=(),
-    dynamic=None,
-    hf=False,
-    hf_gamma=None,
-    forecast=(0, FORECAST_COST_PROMPTS, FORECAST_REPEATS),
-    out=None,
-    command=None,
-) -> tuple:
-    """Our decoders: policies (a list, [] for all) against fixed gammas, ``tree`` against chains at ``budgets``
-    (EAGLE-2's ``dynamic`` K:D beside), or the gamma sweep (with Hugging Face's with ``hf``; ``forecast``: the
-    prompts, cost prompts and repeats of the forecast made first, (0, _, _) for none)."""
-    models = dict(target=target, text=text, device=device, dtype=dtype, compile=compile, task=task)
+def decoder_bench(run: BenchRun, *, out=None, command=None) -> tuple:
+    """Our decoders as ``run`` says (``decoders.bench.runs.BenchRun``): the draft-length policies against fixed gammas,
+    trees against chains, or the gamma sweep (with its forecast first, and Hugging Face's loops beside with
+    ``run.hf``); with ``out`` (probed first) the document written there, ``command`` recorded."""
     if out:
         check_writable(out)
-    if policies is not None:
-        document = policy_document(draft, settings, policies=check_policies(policies or BENCH_POLICIES), **models)
+    if run.policies is not None:
+        document = policy_document(run)
         return _written(document.as_dict(), policy_lines(document), out, command)
-    if tree:
-        document = tree_document(
-            draft, settings, budgets=check_budgets(budgets), dynamic=check_dynamic(dynamic, budgets), **models
-        )
+    if run.tree:
+        document = tree_document(run)
         return _written(document.as_dict(), tree_lines(document), out, command)
-    document = bench_document(
-        draft,
-        settings,
-        hf=hf,
-        hf_gamma=hf_gamma,
-        forecast_prompts=forecast[0],
-        forecast_cost_prompts=forecast[1],
-        forecast_repeats=forecast[2],
-        **models,
-    )
+    document = bench_document(run)
     return _written(document, bench_lines(document), out, command)
 
 

@@ -24,7 +24,7 @@ from decoders.bench.inputs import Pair
 from decoders.bench.profile import SAMPLES, ProfilePlan, measure_profile
 from decoders.bench.prompts import FORECAST_SEED, draw_prompts, other_prompts, text_windows
 from decoders.bench.rows import BenchRow, ForecastRow
-from decoders.bench.runs import bench_document
+from decoders.bench.runs import BenchRun, bench_document
 from decoders.sampling import GREEDY
 from plumbing.timing import Timing, speedup_interval
 from spectheory.cost_checks import CostChecks, check_costs
@@ -226,7 +226,9 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
         call_steps=4,
         batch_sizes=(),
     )
-    document = bench_document("bigram", settings, forecast_prompts=3, forecast_cost_prompts=1, forecast_repeats=1)
+    document = bench_document(
+        BenchRun("bigram", settings, forecast_prompts=3, forecast_cost_prompts=1, forecast_repeats=1)
+    )
     forecast = document["forecast"]
     assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["prompt_ids"]))
     assert document["sweep_seconds"] > 0 and forecast["seconds"] > 0
