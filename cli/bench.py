@@ -21,7 +21,6 @@ from decoders.bench.spec_bench.questions import is_spec_bench
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
     ENGINE_PROMPT_LENGTH,
-    cross_vocabulary_bench,
     decoder_bench,
     engine_bench,
     spec_bench,
@@ -156,20 +155,7 @@ def run(args: argparse.Namespace) -> int:
     check_comparison(args, sampling)
     runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
     common = dict(target=args.target, out=args.out, command=args.command_line)
-    if args.cross_vocabulary is not None:
-        _, lines = cross_vocabulary_bench(
-            args.draft,
-            replace(_sweep_settings(args, sampling), batch_sizes=()),
-            methods=args.cross_vocabulary,
-            beside=tuple(args.beside or ()),
-            text=args.text,
-            device=args.device,
-            dtype=getattr(torch, args.dtype),
-            forecast_prompts=args.forecast_prompts or CROSS_FORECAST_PROMPTS,
-            hf=args.hf,
-            **common,
-        )
-    elif args.engine:
+    if args.engine:
         _, lines = engine_bench(
             args.engine,
             against=args.against,
@@ -203,16 +189,18 @@ def run(args: argparse.Namespace) -> int:
             **common,
         )
     else:
+        cross = args.cross_vocabulary is not None
+        settings = _sweep_settings(args, sampling)
         request = BenchRun(
             args.draft,
-            _sweep_settings(args, sampling),
+            replace(settings, batch_sizes=()) if cross else settings,
             target=args.target,
             text=args.text,
             device=args.device,
             dtype=getattr(torch, args.dtype),
             compile=args.compile,
             task=args.task,
-            forecast_prompts=args.forecast_prompts,
+            forecast_prompts=args.forecast_prompts or (CROSS_FORECAST_PROMPTS if cross else 0),
             forecast_cost_prompts=args.forecast_cost_prompts,
             forecast_repeats=args.forecast_repeats,
             hf=args.hf,
@@ -221,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
             budgets=tuple(args.budgets),
             dynamic=args.dynamic,
             policies=None if args.policies is None else tuple(args.policies),
+            cross_vocabulary=None if args.cross_vocabulary is None else tuple(args.cross_vocabulary),
+            beside=tuple(args.beside or ()),
         )
         _, lines = decoder_bench(request, out=args.out, command=args.command_line)
     print("\n".join(lines))

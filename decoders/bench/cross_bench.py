@@ -28,6 +28,7 @@ from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import verify_widths_job
 from decoders.bench.prompts import draw_prompts
 from decoders.bench.rows import CrossVocabularyRow, TransformersRow
+from decoders.bench.runs import BenchRun
 from decoders.cross_vocabulary import CrossVocabularyConfig, generate_cross_vocabulary, window
 from decoders.drafts import open_draft
 from decoders.models.corpus import character_tokenizer
@@ -42,7 +43,6 @@ from plumbing.timing import time_interleaved
 from spectheory.cost_checks import check_costs
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import forecast_interval, jackknife_error, leave_one_out
-from spectheory.vocabularies import METHODS
 
 __all__ = ["pair_vocabularies", "cross_vocabulary_document", "SAME_TOKENIZER"]
 
@@ -342,35 +342,21 @@ def _spread(seconds: list) -> list:
     return [min(seconds), statistics.median(seconds), max(seconds)]
 
 
-def cross_vocabulary_document(
-    draft: str,
-    settings: BenchSettings,
-    *,
-    methods=("slem", "tli"),
-    beside=(),
-    target=None,
-    text=None,
-    device="cpu",
-    dtype=torch.float32,
-    forecast_prompts: int = 4,
-    hf: bool = False,
-    progress: bool | None = None,
-) -> CrossVocabularyBench:
-    """The bench of ``draft`` (a draft with another tokenizer) drafting for ``target`` with each of ``methods``, and of
-    each draft in ``beside`` (drafts that read the target's tokens) by our speculative decoding: the forecast from
-    ``forecast_prompts`` other prompts first, then the timed sweep (module docstring); with ``hf`` transformers' plain
-    and assisted generation beside it (its draft converted to GPT-2 where it is a TinyGPT)."""
-    methods = tuple(methods)
-    for method in methods:
-        if method not in METHODS:
-            raise ValueError(f"cross_vocabulary must be one of {METHODS}, got {method!r}")
+def cross_vocabulary_document(run: BenchRun) -> CrossVocabularyBench:
+    """The bench of ``run.draft`` (a draft with another tokenizer) drafting for ``run.target`` with each of
+    ``run.cross_vocabulary``'s methods, and of each draft in ``run.beside`` (drafts that read the target's tokens) by
+    our speculative decoding: the forecast from ``run.forecast_prompts`` other prompts first, then the timed sweep
+    (module docstring) under ``run.settings``; with ``run.hf`` transformers' plain and assisted generation beside it
+    (its draft converted to GPT-2 where it is a TinyGPT)."""
+    draft, settings, methods, forecast_prompts = run.draft, run.settings, run.cross_vocabulary, run.forecast_prompts
+    target, device, dtype, hf, progress = run.target, run.device, run.dtype, run.hf, run.progress
     started = time.perf_counter()
-    inputs = load_inputs(target, [], text=text, device=device, dtype=dtype, compile="off")
+    inputs = load_inputs(target, [], text=run.text, device=device, dtype=dtype, compile="off")
     draft_model, draft_tokenizer = open_draft(
         draft, target=(inputs.target, inputs.tokenizer), device=device, dtype=dtype
     )
     vocabularies = pair_vocabularies(inputs.tokenizer, draft_tokenizer)
-    same = _same_tokenizer_drafts(beside, inputs, vocabularies[0], device, dtype)
+    same = _same_tokenizer_drafts(run.beside, inputs, vocabularies[0], device, dtype)
     pair = (inputs.target, draft_model, vocabularies)
     drawn = draw_prompts(
         inputs, None, (settings.prompts, settings.prompt_length), seed=settings.seed, forecast=forecast_prompts

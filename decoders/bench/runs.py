@@ -29,6 +29,7 @@ from decoders.models.protocol import decode_path
 from decoders.progress import progress_bar
 from plumbing.validation import as_int, as_positive_int
 from spectheory.recommendation import from_sweep
+from spectheory.vocabularies import METHODS
 
 __all__ = [
     "BenchRun",
@@ -156,7 +157,8 @@ class BenchRun:
     prompts, the first ``forecast_cost_prompts`` timed over ``forecast_repeats``; with ``hf`` our loops against
     Hugging Face's at ``hf_gamma``, default the best measured), or with ``tree`` trees against chains at ``budgets``
     (EAGLE-2's ``dynamic`` K:D beside), or with ``policies`` the draft-length policies (() for all) against the fixed
-    gammas."""
+    gammas, or with ``cross_vocabulary`` a draft of another tokenizer under each of those methods, the same-tokenizer
+    drafts ``beside`` timed in the same run (``decoders.bench.cross_bench``)."""
 
     draft: str = "transformer"
     settings: bench.BenchSettings = bench.BenchSettings()
@@ -175,6 +177,8 @@ class BenchRun:
     budgets: tuple = tree_bench.BENCH_TREE_BUDGETS
     dynamic: str | tuple | None = None  # "K:D", read as (K, D)
     policies: tuple | None = None  # None: not the policies' comparison; (): every policy
+    cross_vocabulary: tuple | None = None  # the methods (spectheory.vocabularies.METHODS); None: one tokenizer
+    beside: tuple = ()
     progress: bool | None = None
 
     def __post_init__(self) -> None:
@@ -188,6 +192,9 @@ class BenchRun:
             object.__setattr__(self, "budgets", tree_bench.check_budgets(self.budgets))
             if isinstance(self.dynamic, str):
                 object.__setattr__(self, "dynamic", tree_bench.check_dynamic(self.dynamic, self.budgets))
+        for method in self.cross_vocabulary or ():
+            if method not in METHODS:
+                raise ValueError(f"cross_vocabulary must be one of {METHODS}, got {method!r}")
         if self.policies is not None:
             object.__setattr__(
                 self, "policies", policy_bench.check_policies(self.policies or policy_bench.BENCH_POLICIES)

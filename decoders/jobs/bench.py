@@ -34,7 +34,7 @@ from decoders.sampling import GREEDY
 from plumbing.outputs import check_writable, write_json
 from plumbing.validation import as_int
 
-__all__ = ["decoder_bench", "spec_bench", "engine_bench", "cross_vocabulary_bench", "ENGINE_PROMPT_LENGTH"]
+__all__ = ["decoder_bench", "spec_bench", "engine_bench", "CROSS_FORECAST_PROMPTS", "ENGINE_PROMPT_LENGTH"]
 
 #: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
 ENGINE_PROMPT_LENGTH = 192
@@ -50,47 +50,16 @@ def _written(document: dict, lines: list, out: str | None, command: str | None) 
 CROSS_FORECAST_PROMPTS = 4
 
 
-def cross_vocabulary_bench(
-    draft: str,
-    settings: BenchSettings,
-    *,
-    methods,
-    beside=(),
-    target=None,
-    text=None,
-    device="cpu",
-    dtype=torch.float32,
-    forecast_prompts: int = CROSS_FORECAST_PROMPTS,
-    hf: bool = False,
-    out=None,
-    command=None,
-) -> tuple:
-    """A draft with another tokenizer verified by each of ``methods`` (``decoders.bench.cross_bench``), the
-    same-tokenizer drafts ``beside`` timed with it, with ``hf`` transformers' plain and assisted generation too."""
-
-    if out:
-        check_writable(out)
-    document = cross_vocabulary_document(
-        draft,
-        settings,
-        methods=methods,
-        beside=beside,
-        target=target,
-        text=text,
-        device=device,
-        dtype=dtype,
-        forecast_prompts=forecast_prompts,
-        hf=hf,
-    )
-    return _written(document.as_dict(), cross_vocabulary_lines(document), out, command)
-
-
 def decoder_bench(run: BenchRun, *, out=None, command=None) -> tuple:
-    """Our decoders as ``run`` says (``decoders.bench.runs.BenchRun``): the draft-length policies against fixed gammas,
-    trees against chains, or the gamma sweep (with its forecast first, and Hugging Face's loops beside with
-    ``run.hf``); with ``out`` (probed first) the document written there, ``command`` recorded."""
+    """Our decoders as ``run`` says (``decoders.bench.runs.BenchRun``): a draft of another tokenizer under the
+    cross-vocabulary methods, the draft-length policies against fixed gammas, trees against chains, or the gamma sweep
+    (with its forecast first, and Hugging Face's loops beside with ``run.hf``); with ``out`` (probed first) the
+    document written there, ``command`` recorded."""
     if out:
         check_writable(out)
+    if run.cross_vocabulary is not None:
+        document = cross_vocabulary_document(run)
+        return _written(document.as_dict(), cross_vocabulary_lines(document), out, command)
     if run.policies is not None:
         document = policy_document(run)
         return _written(document.as_dict(), policy_lines(document), out, command)

@@ -17,6 +17,7 @@ from decoders.bench.prompts import draw_prompts
 from decoders.bench.report.document import ReportDocument
 from decoders.bench.report.pair import measure_pair
 from decoders.bench.report.settings import ReportRun
+from decoders.bench.runs import BenchRun
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.recommend import recommend
 from decoders.jobs.spec_bench import ALL, measure_table
@@ -92,16 +93,17 @@ def cross_vocabulary_report(run: ReportRun) -> CrossVocabularyBench:
     n and horizon (``decoders.audit.runs.run_audit``)."""
     s = run.settings
     check_writable(run.out, directory=True)
-    document = cross_vocabulary_document(
+    bench_run = BenchRun(
         run.draft,
         replace(s.bench_settings(), batch_sizes=()),
-        methods=run.cross_vocabulary,
-        beside=run.beside,
         target=run.target,
         text=run.text,
         device=run.device,
         forecast_prompts=s.forecast_prompts,
+        cross_vocabulary=run.cross_vocabulary,
+        beside=run.beside,
     )
+    document = cross_vocabulary_document(bench_run)
     audits = {}
     for method in run.cross_vocabulary:
         request = AuditRequest(
