@@ -18,6 +18,7 @@ from decoders.bench.bench import MAX_REPEATS, BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.runs import BenchRun
 from decoders.bench.spec_bench.questions import is_spec_bench
+from decoders.bench.spec_bench.suite import SpecBenchRun
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
     ENGINE_PROMPT_LENGTH,
@@ -177,17 +178,18 @@ def run(args: argparse.Namespace) -> int:
             batch_sizes=(),
             **runs,
         )
-        _, lines = spec_bench(
+        request = SpecBenchRun(
             settings,
             args.task,
             draft=args.draft,
-            gammas=args.gammas,
+            gammas=None if args.gammas is None else tuple(args.gammas),
+            target=args.target,
             device=args.device,
             dtype=getattr(torch, args.dtype),
             compile=args.compile,
             forecast_questions=args.forecast_prompts,
-            **common,
         )
+        _, lines = spec_bench(request, out=args.out, command=args.command_line)
     else:
         cross = args.cross_vocabulary is not None
         settings = _sweep_settings(args, sampling)

@@ -21,8 +21,8 @@ from decoders.bench.bench_lines import cross_vocabulary_lines, recommendation_li
 from decoders.bench.report.settings import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportRun, ReportSettings
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
+from decoders.bench.spec_bench.suite import ALL
 from decoders.jobs.report import SpecBenchReportRun, cross_vocabulary_report, pair_report, spec_bench_report
-from decoders.jobs.spec_bench import ALL
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_cross_vocabulary_report, write_report, write_spec_bench_report
 from spectheory.calculator import MAX_TABLE_GAMMA

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import time
 
-import torch
-
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
-from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines, cross_vocabulary_lines
 from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.inputs import load_inputs, load_text_inputs
@@ -20,12 +17,13 @@ from decoders.bench.prompts import benchmark_prompts, draw_prompts
 from decoders.bench.rows import TableRow
 from decoders.bench.runs import BenchRun, bench_document, policy_document, tree_document
 from decoders.bench.spec_bench.questions import is_spec_bench
+from decoders.bench.spec_bench.suite import SpecBenchRun
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
 from decoders.bench.tree_bench import tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed
 from decoders.engines.bench import check_benchable, engine_bench_lines, server_bench
 from decoders.engines.bench import engine_bench as measure_engine
-from decoders.jobs.spec_bench import ALL, engine_table, measure_table
+from decoders.jobs.spec_bench import engine_table, measure_table
 from decoders.models.corpus import character_tokenizer
 from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
@@ -70,35 +68,12 @@ def decoder_bench(run: BenchRun, *, out=None, command=None) -> tuple:
     return _written(document, bench_lines(document), out, command)
 
 
-def spec_bench(
-    settings: BenchSettings,
-    task: str,
-    *,
-    draft: str = ALL,
-    gammas=None,
-    target=None,
-    device="cpu",
-    dtype=torch.float32,
-    compile="auto",
-    forecast_questions: int = 0,
-    out=None,
-    command=None,
-) -> tuple:
-    """Spec-Bench's table of ``draft`` (``ALL``: every draft, the dynamic tree and llama.cpp's rows), forecast first
-    from ``forecast_questions`` other questions per category (0: none)."""
+def spec_bench(run: SpecBenchRun, *, out=None, command=None) -> tuple:
+    """Spec-Bench's table as ``run`` says (``ALL``: every draft, the dynamic tree and llama.cpp's rows), forecast first
+    from ``run.forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
-    document = measure_table(
-        settings,
-        task,
-        draft=draft,
-        gammas=gammas,
-        target=target,
-        device=device,
-        dtype=dtype,
-        compile=compile,
-        forecast_questions=forecast_questions,
-    )
+    document = measure_table(run)
     lines = spec_bench_lines(document)
     if "engine_skipped" in document:
         lines.append(f"no engine rows: {document['engine_skipped']}")

@@ -20,7 +20,8 @@ from decoders.bench.report.settings import ReportRun
 from decoders.bench.runs import BenchRun
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.recommend import recommend
-from decoders.jobs.spec_bench import ALL, measure_table
+from decoders.bench.spec_bench.suite import ALL, SpecBenchRun
+from decoders.jobs.spec_bench import measure_table
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, strict_loads
 
@@ -74,13 +75,15 @@ def spec_bench_report(run: SpecBenchReportRun) -> tuple:
         saved_table(run.from_table)
         if run.from_table
         else measure_table(
-            run.settings,
-            run.task,
-            draft=run.draft,
-            target=run.target,
-            device=run.device,
-            compile=run.compile,
-            forecast_questions=run.forecast_questions,
+            SpecBenchRun(
+                run.settings,
+                run.task,
+                draft=run.draft,
+                target=run.target,
+                device=run.device,
+                compile=run.compile,
+                forecast_questions=run.forecast_questions,
+            )
         )
     )
     return table, recommend(table)

@@ -7,13 +7,20 @@ this one. The ``spec_bench`` figure, ``bench --task spec-bench --draft all``, ``
 from __future__ import annotations
 
 import time
-
-import torch
+from dataclasses import replace
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
+from decoders.bench.spec_bench.forecast import other_questions
 from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, spec_bench_prompts
-from decoders.bench.spec_bench.suite import DYNAMIC, ENGINE_GAMMAS, SUITE_SETTINGS, spec_bench_document, suite_drafts
+from decoders.bench.spec_bench.suite import (
+    ALL,
+    DYNAMIC,
+    ENGINE_GAMMAS,
+    SUITE_SETTINGS,
+    SpecBenchRun,
+    spec_bench_document,
+    suite_drafts,
+)
 from decoders.bench.spec_bench.table import table_row
 from decoders.engines import open_engine
 from decoders.engines.base import DEFAULT_CONTEXT, capability
@@ -22,9 +29,8 @@ from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["ALL", "ENGINE_GAMMAS", "engine_table", "whole_table", "measure_table"]
+__all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table", "measure_table"]
 
-ALL = "all"  # --draft all: the whole table
 
 #: The table's name of an engine's rows, where it is not the engine's own name.
 ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
@@ -125,61 +131,29 @@ def _engine_rows(
     )
 
 
-def whole_table(
-    settings: BenchSettings,
-    task: str = "spec-bench",
-    *,
-    target: str | None = "smollm2",
-    drafts: dict | None = None,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS,
-    progress: bool | None = None,
-) -> dict:
-    """Every draft of ``suite_drafts(target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
+def whole_table(run: SpecBenchRun, drafts: dict | None = None) -> dict:
+    """Every draft of ``suite_drafts(run.target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
     the engine's rows (``engine``; where there are none, ``engine_skipped`` says why), each forecast first from
-    ``forecast_questions`` other questions per category (0: none)."""
-    drafts = drafts or suite_drafts(target)
-    document = spec_bench_document(
-        drafts,
-        settings,
-        task,
-        target=target,
-        dynamic=DYNAMIC,
-        device=device,
-        dtype=dtype,
-        compile=compile,
-        forecast_questions=forecast_questions,
-        progress=progress,
-    )
+    ``run.forecast_questions`` other questions per category (0: none)."""
+    drafts = drafts or suite_drafts(run.target)
+    document = spec_bench_document(run, drafts, DYNAMIC)
     started = time.perf_counter()
-    engine = _engine_rows(target, task, settings, ENGINE_GAMMAS, forecast_questions, progress)
+    engine = _engine_rows(run.target, run.task, run.settings, ENGINE_GAMMAS, run.forecast_questions, run.progress)
     engine["seconds"] = time.perf_counter() - started
     document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
     return document
 
 
-def measure_table(
-    settings: BenchSettings,
-    task: str,
-    *,
-    draft: str = ALL,
-    gammas=None,
-    target: str | None = None,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    forecast_questions: int = 0,
-) -> dict:
-    """The table of ``draft`` on ``settings``' prompts, tokens and repeats (``ALL``: every draft of ``suite_drafts``,
-    the dynamic tree and the engine's rows): at ``gammas`` where given, else each draft's own; each forecast first
-    from ``forecast_questions`` other questions per category (0: none)."""
-    own = suite_drafts(target)
+def measure_table(run: SpecBenchRun) -> dict:
+    """The table of ``run.draft`` on ``run.settings``' prompts, tokens and repeats (``ALL``: every draft of
+    ``suite_drafts``, the dynamic tree and the engine's rows): at ``run.gammas`` where given, else each draft's own;
+    each forecast first from ``run.forecast_questions`` other questions per category (0: none)."""
+    own = suite_drafts(run.target)
     drafts = {
-        name: tuple(gammas) if gammas else own.get(name, SUITE_SETTINGS.gammas)
-        for name in (list(own) if draft == ALL else [draft])
+        name: tuple(run.gammas) if run.gammas else own.get(name, SUITE_SETTINGS.gammas)
+        for name in (list(own) if run.draft == ALL else [run.draft])
     }
+    settings = run.settings
     settings = BenchSettings(
         gammas=tuple(sorted({g for chosen in drafts.values() for g in chosen})),
         temperatures=settings.temperatures,
@@ -191,7 +165,7 @@ def measure_table(
         seed=settings.seed,
         batch_sizes=(),
     )
-    models = dict(target=target, device=device, dtype=dtype, compile=compile, forecast_questions=forecast_questions)
-    if draft == ALL:
-        return whole_table(settings, task, drafts=drafts, **models)
-    return spec_bench_document(drafts, settings, task, dynamic=None, **models)
+    run = replace(run, settings=settings)
+    if run.draft == ALL:
+        return whole_table(run, drafts)
+    return spec_bench_document(run, drafts, dynamic=None)

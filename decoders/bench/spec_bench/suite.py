@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -53,8 +53,18 @@ from decoders.tree import TreeConfig, generate_tree, tree_room
 from plumbing.timing import time_interleaved
 from plumbing.validation import as_int
 
-__all__ = ["DYNAMIC", "SUITE_SETTINGS", "ENGINE_GAMMAS", "suite_drafts", "bench_category", "spec_bench_document"]
+__all__ = [
+    "ALL",
+    "DYNAMIC",
+    "SUITE_SETTINGS",
+    "ENGINE_GAMMAS",
+    "SpecBenchRun",
+    "suite_drafts",
+    "bench_category",
+    "spec_bench_document",
+]
 
+ALL = "all"  # --draft all: the whole table
 #: EAGLE-2's tree (branching, depth, nodes) decoded with the table's first draft.
 DYNAMIC = DynamicTree(2, 4, 8)
 #: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
@@ -297,27 +307,42 @@ def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
         )
 
 
-def spec_bench_document(
-    drafts: dict,
-    settings: BenchSettings = SUITE_SETTINGS,
-    task: str = "spec-bench",
-    *,
-    target: str | None = None,
-    dynamic: DynamicTree | None = DYNAMIC,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    compile: str = "auto",
-    forecast_questions: int = 0,
-    progress: bool | None = None,
-) -> dict:
-    """Spec-Bench per category for ``drafts`` {name: gammas} (``suite_drafts``) and, unless ``dynamic`` is None, the
-    dynamic tree with the first draft, at T = 0 (``bench_category``); ``settings.prompts`` questions per category,
-    ``settings.max_new_tokens`` new tokens each. With ``forecast_questions``, first the forecast of every category
-    from that many other questions of it (``decoders.bench.spec_bench.forecast``), judged on the table."""
-    if settings.temperatures != (0.0,):
-        raise ValueError(f"temperatures {settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0")
-    as_int("forecast_questions", forecast_questions, low=0, high=QUESTIONS_PER_CATEGORY - settings.prompts)
-    inputs = load_inputs(target, list(drafts), device=device, dtype=dtype, compile=compile)
+@dataclass(frozen=True)
+class SpecBenchRun:
+    """One run of Spec-Bench's table (``bench --task spec-bench``, ``report --task spec-bench``, the figure), made once
+    from the flags, checked here before any work and passed down whole: ``task``'s categories under ``settings`` (T = 0
+    only), ``draft`` (``ALL``: every draft of ``suite_drafts``, the dynamic tree and the engine's rows) at ``gammas``
+    (None: each draft's own), against ``target`` on ``device`` in ``dtype`` with ``compile``, forecast first from
+    ``forecast_questions`` other questions per category (0: none)."""
+
+    settings: BenchSettings = SUITE_SETTINGS
+    task: str = "spec-bench"
+    draft: str = ALL
+    gammas: tuple | None = None
+    target: str | None = None
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    compile: str = "auto"
+    forecast_questions: int = 0
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.settings.temperatures != (0.0,):
+            raise ValueError(
+                f"temperatures {self.settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0"
+            )
+        high = QUESTIONS_PER_CATEGORY - self.settings.prompts
+        as_int("forecast_questions", self.forecast_questions, low=0, high=high)
+
+
+def spec_bench_document(run: SpecBenchRun, drafts: dict, dynamic: DynamicTree | None = DYNAMIC) -> dict:
+    """Spec-Bench per category of ``run.task`` for ``drafts`` {name: gammas} (``suite_drafts``) and, unless
+    ``dynamic`` is None, the dynamic tree with the first draft, at T = 0 (``bench_category``);
+    ``run.settings.prompts`` questions per category, ``run.settings.max_new_tokens`` new tokens each. With
+    ``run.forecast_questions``, first the forecast of every category from that many other questions of it
+    (``decoders.bench.spec_bench.forecast``), judged on the table."""
+    settings, task, target, progress = run.settings, run.task, run.target, run.progress
+    inputs = load_inputs(target, list(drafts), device=run.device, dtype=run.dtype, compile=run.compile)
     models = {name: (inputs.drafts[name], tuple(gammas)) for name, gammas in drafts.items()}
     first = next(iter(drafts))
     tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)
@@ -326,7 +351,7 @@ def spec_bench_document(
         inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens])
     )
     ahead = None
-    if forecast_questions:
+    if run.forecast_questions:
         with progress_bar(progress, total=len(categories), desc="forecast", unit="category") as bar:
             ahead = forecast_table(
                 inputs.target,
@@ -335,7 +360,7 @@ def spec_bench_document(
                 models,
                 settings,
                 dynamic=tree,
-                questions=forecast_questions,
+                questions=run.forecast_questions,
                 bench_category=bench_category,
                 progress=lambda _: bar.update(1),
             )

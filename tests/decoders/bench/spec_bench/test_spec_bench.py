@@ -34,7 +34,7 @@ from decoders.bench.spec_bench.recommend import (
     recommend,
     within_noise,
 )
-from decoders.bench.spec_bench.suite import spec_bench_document
+from decoders.bench.spec_bench.suite import SpecBenchRun, spec_bench_document
 from decoders.bench.spec_bench.table import category_rows, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
 
@@ -132,9 +132,8 @@ SETTINGS = BenchSettings(
 @pytest.fixture(scope="module")
 def table():
     """Two categories on the shipped target: bigram at gammas 1 and 2, unigram at 2, EAGLE-2's tree with bigram."""
-    return spec_bench_document(
-        {"bigram": (1, 2), "unigram": (2,)}, SETTINGS, "spec-bench:qa,rag", dynamic=DynamicTree(2, 2, 4), progress=False
-    )
+    run = SpecBenchRun(SETTINGS, "spec-bench:qa,rag", progress=False)
+    return spec_bench_document(run, {"bigram": (1, 2), "unigram": (2,)}, DynamicTree(2, 2, 4))
 
 
 def test_spec_bench_table_against_autoregressive(table):
@@ -173,7 +172,7 @@ def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
         return dataclasses.replace(generation, tokens=tokens)
 
     monkeypatch.setattr(spec_bench_suite, "generate_speculative", off_by_one)
-    document = spec_bench_document({"bigram": (2,)}, SETTINGS, "spec-bench:qa", dynamic=None, progress=False)
+    document = spec_bench_document(SpecBenchRun(SETTINGS, "spec-bench:qa", progress=False), {"bigram": (2,)}, None)
     assert [row["greedy_equal"] for row in document["categories"]["qa"]["drafts"]["bigram"]["rows"]] == [[False]]
 
 

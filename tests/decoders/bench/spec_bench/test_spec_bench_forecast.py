@@ -13,7 +13,7 @@ from decoders.bench.spec_bench import forecast as spec_bench_forecast
 from decoders.bench.spec_bench.forecast import judge_category, other_questions
 from decoders.bench.spec_bench.questions import LABELS, select_questions, spec_bench_prompts
 from decoders.bench.spec_bench.recommend import NO_SPECULATION, recommend
-from decoders.bench.spec_bench.suite import spec_bench_document
+from decoders.bench.spec_bench.suite import SpecBenchRun, spec_bench_document
 from decoders.bench.spec_bench.table import category_rows, forecast_lines, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
 from spectheory.cost_checks import CostChecks, step_check
@@ -155,21 +155,17 @@ def forecast_table():
     """QA on the shipped target, bigram at gammas 1 and 2 and EAGLE-2's tree, forecast from 2 other questions."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(spec_bench_forecast, "profile_checks", _checks_that(True))
-        return spec_bench_document(
-            {"bigram": (1, 2)},
-            SETTINGS,
-            "spec-bench:qa",
-            dynamic=DynamicTree(2, 2, 4),
-            forecast_questions=2,
-            progress=False,
-        )
+        run = SpecBenchRun(SETTINGS, "spec-bench:qa", forecast_questions=2, progress=False)
+        return spec_bench_document(run, {"bigram": (1, 2)}, DynamicTree(2, 2, 4))
 
 
 def test_withheld_forecast_against_the_table(monkeypatch):
     """Where a draft's costs fail their checks the table keeps the forecast's numbers but judges nothing with them:
     no category carries a forecast, the recommendation is the cost model's, and the lines print the one line."""
     monkeypatch.setattr(spec_bench_forecast, "profile_checks", _checks_that(False))
-    document = spec_bench_document({"bigram": (1, 2)}, SETTINGS, "spec-bench:qa", forecast_questions=1, progress=False)
+    document = spec_bench_document(
+        SpecBenchRun(SETTINGS, "spec-bench:qa", forecast_questions=1, progress=False), {"bigram": (1, 2)}
+    )
     withheld = document["forecast"]["withheld"]
     assert withheld.startswith("Spec-Bench's forecast (the bigram draft's costs) withheld: a width-1 verify call took")
     assert "forecast" not in document["categories"]["qa"] and "qa" in document["forecast"]["categories"]
@@ -213,12 +209,9 @@ def test_forecast_acceptance_against_the_decoders_runs(monkeypatch):
     monkeypatch.setattr(spec_bench_forecast, "other_questions", table_question)
     monkeypatch.setattr(spec_bench_forecast, "profile_checks", _checks_that(True))
     document = spec_bench_document(
+        SpecBenchRun(SETTINGS, "spec-bench:qa", forecast_questions=1, progress=False),
         {"bigram": (1, 2)},
-        SETTINGS,
-        "spec-bench:qa",
-        dynamic=DynamicTree(2, 2, 4),
-        forecast_questions=1,
-        progress=False,
+        DynamicTree(2, 2, 4),
     )
     measured = document["categories"]["qa"]
     forecast = measured["forecast"]
@@ -236,12 +229,9 @@ def test_forecast_acceptance_against_the_decoders_runs(monkeypatch):
         ),
     )
     other = spec_bench_document(
+        SpecBenchRun(SETTINGS, "spec-bench:qa", forecast_questions=1, progress=False),
         {"bigram": (1, 2)},
-        SETTINGS,
-        "spec-bench:qa",
-        dynamic=DynamicTree(2, 2, 4),
-        forecast_questions=1,
-        progress=False,
+        DynamicTree(2, 2, 4),
     )["categories"]["qa"]
     assert other["forecast"]["drafts"]["bigram"]["alpha"] != pytest.approx(
         other["drafts"]["bigram"]["rows"][-1]["alpha_counts"]
