@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from decoders.audit.runs import AuditRequest, run_audit
-from decoders.bench.bench import BenchSettings
 from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.documents import CrossAudit, CrossVocabularyBench
 from decoders.bench.inputs import load_inputs
@@ -18,9 +17,8 @@ from decoders.bench.report.document import ReportDocument
 from decoders.bench.report.pair import measure_pair
 from decoders.bench.report.settings import ReportRun
 from decoders.bench.runs import BenchRun
-from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.recommend import recommend
-from decoders.bench.spec_bench.suite import ALL, SpecBenchRun
+from decoders.bench.spec_bench.suite import SpecBenchRun
 from decoders.jobs.spec_bench import measure_table
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, strict_loads
@@ -30,19 +28,14 @@ __all__ = ["SpecBenchReportRun", "pair_report", "spec_bench_report", "saved_tabl
 
 @dataclass(frozen=True)
 class SpecBenchReportRun:
-    """``report --task spec-bench``: a draft and gamma per Spec-Bench category from the whole table, measured on
-    ``settings`` (forecast first from ``forecast_questions`` other questions per category) or read ``from_table``."""
+    """``report --task spec-bench``: a draft and gamma per Spec-Bench category from the whole table, measured as
+    ``table`` says (forecast first from its ``forecast_questions`` other questions per category) or read
+    ``from_table``, written into ``out``."""
 
-    settings: BenchSettings
-    task: str  # spec-bench[:CATEGORY,...]
-    draft: str = ALL
+    table: SpecBenchRun
     from_table: str | None = None  # a table written by bench --task spec-bench --draft all --out FILE
-    target: str | None = None
-    device: str = "cpu"
-    compile: str = "auto"
     out: str = "report"
     command: str = ""
-    forecast_questions: int = SPEC_BENCH_FORECAST_QUESTIONS
 
 
 def pair_report(run: ReportRun) -> ReportDocument:
@@ -71,21 +64,7 @@ def spec_bench_report(run: SpecBenchReportRun) -> tuple:
     """The table, read from ``run.from_table`` or measured, and per Spec-Bench category a draft and gamma, or "do not
     speculate" (``decoders.bench.spec_bench.recommend.recommend``: from the forecast where there is one)."""
     check_writable(run.out, directory=True)
-    table = (
-        saved_table(run.from_table)
-        if run.from_table
-        else measure_table(
-            SpecBenchRun(
-                run.settings,
-                run.task,
-                draft=run.draft,
-                target=run.target,
-                device=run.device,
-                compile=run.compile,
-                forecast_questions=run.forecast_questions,
-            )
-        )
-    )
+    table = saved_table(run.from_table) if run.from_table else measure_table(run.table)
     return table, recommend(table)
 
 
