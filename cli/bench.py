@@ -22,6 +22,7 @@ from decoders.bench.spec_bench.suite import SpecBenchRun
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
     ENGINE_PROMPT_LENGTH,
+    EngineBenchRun,
     decoder_bench,
     engine_bench,
     spec_bench,
@@ -155,21 +156,23 @@ def run(args: argparse.Namespace) -> int:
     sampling = sampling_from(args)
     check_comparison(args, sampling)
     runs = dict(max_new_tokens=args.max_new_tokens, repeats=args.repeats, warmup=args.warmup)
-    common = dict(target=args.target, out=args.out, command=args.command_line)
     if args.engine:
-        _, lines = engine_bench(
+        request = EngineBenchRun(
             args.engine,
+            tuple(args.gammas or DEFAULTS.gammas),
+            args.prompts,
+            args.max_new_tokens,
+            args.repeats,
+            args.warmup,
             against=args.against,
+            target=args.target,
             task=args.task,
-            prompts=args.prompts,
             prompt_length=args.prompt_length,
             seed=args.seed,
-            gammas=args.gammas or list(DEFAULTS.gammas),
             temperature=(args.temperatures or [0.0])[0],
             forecast_prompts=args.forecast_prompts,
-            **runs,
-            **common,
         )
+        _, lines = engine_bench(request, out=args.out, command=args.command_line)
     elif is_spec_bench(args.task):
         settings = BenchSettings(
             temperatures=tuple(args.temperatures or DEFAULTS.temperatures),

@@ -6,9 +6,11 @@ Each returns the document and the lines to print, and writes the document to ``o
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
+from decoders.bench.bench import BenchSettings
 from decoders.bench.bench_lines import bench_lines, cross_vocabulary_lines
 from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.inputs import load_inputs, load_text_inputs
@@ -32,7 +34,14 @@ from decoders.sampling import GREEDY
 from plumbing.outputs import check_writable, write_json
 from plumbing.validation import as_int
 
-__all__ = ["decoder_bench", "spec_bench", "engine_bench", "CROSS_FORECAST_PROMPTS", "ENGINE_PROMPT_LENGTH"]
+__all__ = [
+    "decoder_bench",
+    "spec_bench",
+    "EngineBenchRun",
+    "engine_bench",
+    "CROSS_FORECAST_PROMPTS",
+    "ENGINE_PROMPT_LENGTH",
+]
 
 #: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
 ENGINE_PROMPT_LENGTH = 192
@@ -122,73 +131,92 @@ def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
     ]
 
 
-def _engine_table(engine, task: str, gammas, settings: dict) -> tuple:
+@dataclass(frozen=True)
+class EngineBenchRun:
+    """One run of `spectheory bench --engine` (docs/engines.md §4), made once by the command from its flags, checked
+    here before any work and passed down whole: the engine ``spec`` (a kind, a GGUF file or a server's URL; a URL's
+    speculation is fixed at its start, so it goes with ``against``, the plain server's URL, and only it) on ``task``'s
+    prompts (``prompts`` of ``prompt_length`` tokens, ``seed``) at ``gammas`` and ``temperature``, ``max_new_tokens``
+    each, ``repeats`` timed after ``warmup``; with ``forecast_prompts``, the forecast from that many other prompts
+    first. ``target``: the model whose GGUF file or tokenizer the engine and our decoder read."""
+
+    spec: str
+    gammas: tuple
+    prompts: int
+    max_new_tokens: int
+    repeats: int
+    warmup: int
+    against: str | None = None
+    target: str | None = None
+    task: str | None = None  # None: the rewrite task
+    prompt_length: int | None = None  # None: ENGINE_PROMPT_LENGTH
+    seed: int = 0
+    temperature: float = 0.0
+    forecast_prompts: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task", self.task or "rewrite")
+        object.__setattr__(self, "prompt_length", self.prompt_length or ENGINE_PROMPT_LENGTH)
+        if speculation_fixed(self.spec) != (self.against is not None):
+            raise ValueError(
+                "--against URL (the plain server) goes with an --engine whose speculation is fixed at its "
+                "start (a server's URL), and only"
+            )
+        as_int("forecast_prompts", self.forecast_prompts, low=0, high=MAX_PROMPTS)
+
+    def table(self) -> SpecBenchRun:
+        """Spec-Bench's categories of ``task`` on the engine, in the table's terms."""
+        settings = BenchSettings(
+            temperatures=(0.0,),
+            prompts=self.prompts,
+            max_new_tokens=self.max_new_tokens,
+            repeats=self.repeats,
+            warmup=self.warmup,
+            seed=self.seed,
+            batch_sizes=(),
+        )
+        return SpecBenchRun(settings, self.task, gammas=tuple(self.gammas), forecast_questions=self.forecast_prompts)
+
+
+def _engine_table(engine, run: SpecBenchRun) -> tuple:
     """Spec-Bench's categories on the engine (``decoders.jobs.spec_bench.engine_table``); only its tokenizer is read
     here."""
-    document = engine_table(engine, gguf_tokenizer(engine.model_path), task, gammas=gammas, **settings)
+    document = engine_table(engine, gguf_tokenizer(engine.model_path), run)
     return document, [
         f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
-        f"engine's own plain decoding at the best of gammas {', '.join(map(str, gammas))}",
+        f"engine's own plain decoding at the best of gammas {', '.join(map(str, run.gammas))}",
         *table_lines([TableRow.from_dict(row) for row in document["table"]]),
     ]
 
 
-def engine_bench(
-    spec: str,
-    *,
-    against: str | None = None,
-    target=None,
-    task=None,
-    prompts: int,
-    prompt_length=None,
-    seed: int = 0,
-    gammas,
-    max_new_tokens: int,
-    repeats: int,
-    warmup: int,
-    temperature: float = 0.0,
-    forecast_prompts: int = 0,
-    out=None,
-    command=None,
-) -> tuple:
-    """The engine ``spec``'s speed with and without its speculation on the task's prompts (docs/engines.md §4):
-    two servers by URL (``against``), Spec-Bench's categories, or the engine bench with its cost model and our
-    reference decoder's speed beside (with ``forecast_prompts``, its forecast from that many other prompts)."""
-    if speculation_fixed(spec) != (against is not None):
-        raise ValueError(
-            "--against URL (the plain server) goes with an --engine whose speculation is fixed at its "
-            "start (a server's URL), and only"
-        )
-    as_int("forecast_prompts", forecast_prompts, low=0, high=MAX_PROMPTS)
+def engine_bench(run: EngineBenchRun, *, out=None, command=None) -> tuple:
+    """The engine's speed with and without its speculation on the task's prompts as ``run`` says (docs/engines.md
+    §4): two servers by URL (``run.against``), Spec-Bench's categories, or the engine bench with its cost model and our
+    reference decoder's speed beside (with ``run.forecast_prompts``, its forecast from that many other prompts)."""
     if out:
         check_writable(out)
-    task, length = task or "rewrite", prompt_length or ENGINE_PROMPT_LENGTH
-    runs = dict(max_new_tokens=max_new_tokens, repeats=repeats, warmup=warmup)
-    if against is not None:  # two servers: the speculating one against the plain one
+    task, length, prompts, seed, target = run.task, run.prompt_length, run.prompts, run.seed, run.target
+    runs = dict(max_new_tokens=run.max_new_tokens, repeats=run.repeats, warmup=run.warmup)
+    if run.against is not None:  # two servers: the speculating one against the plain one
         inputs = load_text_inputs(target or "smollm2")  # prompts only: the tokenizer, never the model's weights
         tokenizer = inputs.tokenizer or character_tokenizer()
         texts = [tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
-        document, lines = _two_servers(spec, against, texts, runs)
+        document, lines = _two_servers(run.spec, run.against, texts, runs)
         return _written(dict(document, task=task), lines, out, command)
-    engine = open_engine(spec, gguf=target)
+    engine = open_engine(run.spec, gguf=target)
     check_benchable(engine)  # before any run: what the bench reads of an engine
     if is_spec_bench(task):
-        return _written(
-            *_engine_table(
-                engine, task, gammas, dict(runs, prompts=prompts, seed=seed, forecast_questions=forecast_prompts)
-            ),
-            out,
-            command,
-        )
+        return _written(*_engine_table(engine, run.table()), out, command)
     inputs = load_inputs(str(engine.model_path), [])
-    drawn = draw_prompts(inputs, task, (prompts, length), seed=seed, forecast=forecast_prompts)
+    drawn = draw_prompts(inputs, task, (prompts, length), seed=seed, forecast=run.forecast_prompts)
     rows, other = drawn.sweep.tolist(), None if drawn.forecast is None else drawn.forecast.tolist()
-    with progress_bar(None, total=(len(gammas) + 1) * (repeats + warmup), desc="engine bench", unit="run") as bar:
+    total = (len(run.gammas) + 1) * (run.repeats + run.warmup)
+    with progress_bar(None, total=total, desc="engine bench", unit="run") as bar:
         document = measure_engine(
             engine,
             rows,
-            gammas=gammas,
-            temperature=temperature,
+            gammas=list(run.gammas),
+            temperature=run.temperature,
             progress=bar.update,
             forecast_prompts=other,
             peers=_peers(engine, target),
@@ -197,6 +225,6 @@ def engine_bench(
     document.update(
         task=task,
         cpu=document["environment"]["host"]["cpu"],
-        ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, max_new_tokens),
+        ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, run.max_new_tokens),
     )
     return _written(document, engine_bench_lines(document), out, command)

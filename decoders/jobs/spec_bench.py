@@ -57,31 +57,22 @@ def _engine_row(category: str, document: dict, questions: list, label: str) -> d
     )
 
 
-def engine_table(
-    engine,
-    tokenizer,
-    task: str,
-    *,
-    gammas,
-    prompts: int,
-    max_new_tokens: int,
-    repeats: int,
-    warmup: int,
-    seed: int,
-    forecast_questions: int = 0,
-    progress: bool | None = None,
-) -> dict:
-    """Each category of ``task`` through ``decoders.engines.bench.engine_bench`` (``prompts`` questions each; with
-    ``forecast_questions``, its forecast from that many other questions of the category first); prompts longer
-    than the engine's context leaves room for are cut from the front. llama.cpp's first call after loading is
-    slower than the rest: one warm-up at least. The document, with its ``table``."""
+def engine_table(engine, tokenizer, run: SpecBenchRun) -> dict:
+    """Each category of ``run.task`` through ``decoders.engines.bench.engine_bench`` at ``run.gammas`` (``prompts``
+    questions each of ``run.settings``, its new tokens, repeats, warm-up and seed; with ``run.forecast_questions``, its
+    forecast from that many other questions of the category first); prompts longer than the engine's context leaves
+    room for are cut from the front. llama.cpp's first call after loading is slower than the rest: one warm-up at
+    least. The document, with its ``table``."""
+    s, gammas = run.settings, run.gammas
+    prompts, max_new_tokens, repeats, seed = s.prompts, s.max_new_tokens, s.repeats, s.seed
     room = (capability(engine, "context") or DEFAULT_CONTEXT) - max_new_tokens - max(gammas) - 1
-    warmup = max(warmup, 1)
+    warmup = max(s.warmup, 1)
     categories, rows = {}, []
-    for category in spec_bench_categories(task):
+    for category in spec_bench_categories(run.task):
         questions = spec_bench_prompts(tokenizer, category, prompts, seed, room)
-        others = [list(p.tokens) for p in other_questions(tokenizer, category, forecast_questions, seed, room, prompts)]
-        with progress_bar(progress, total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run") as bar:
+        asked = other_questions(tokenizer, category, run.forecast_questions, seed, room, prompts)
+        others = [list(p.tokens) for p in asked]
+        with progress_bar(run.progress, total=(len(gammas) + 1) * (repeats + warmup), desc=category, unit="run") as bar:
             document = engine_bench(
                 engine,
                 [list(p.tokens) for p in questions],
@@ -99,7 +90,7 @@ def engine_table(
             )
         )
     return {
-        "task": task,
+        "task": run.task,
         "engine": engine.name,
         "model": engine.model_path.name,
         "prompt_room": room,
@@ -108,27 +99,13 @@ def engine_table(
     }
 
 
-def _engine_rows(
-    target: str | None, task: str, settings: BenchSettings, gammas: tuple, forecast_questions: int, progress
-) -> dict:
-    """llama.cpp's table on ``target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
+def _engine_rows(run: SpecBenchRun) -> dict:
+    """llama.cpp's table on ``run.target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
     try:
-        engine = open_engine("llama-cpp", gguf=target)
+        engine = open_engine("llama-cpp", gguf=run.target)
     except ValueError as error:
         return {"skipped": str(error)}
-    return engine_table(
-        engine,
-        gguf_tokenizer(engine.model_path),
-        task,
-        gammas=gammas,
-        prompts=settings.prompts,
-        max_new_tokens=settings.max_new_tokens,
-        repeats=settings.repeats,
-        warmup=settings.warmup,
-        seed=settings.seed,
-        forecast_questions=forecast_questions,
-        progress=progress,
-    )
+    return engine_table(engine, gguf_tokenizer(engine.model_path), run)
 
 
 def whole_table(run: SpecBenchRun, drafts: dict | None = None) -> dict:
@@ -138,7 +115,7 @@ def whole_table(run: SpecBenchRun, drafts: dict | None = None) -> dict:
     drafts = drafts or suite_drafts(run.target)
     document = spec_bench_document(run, drafts, DYNAMIC)
     started = time.perf_counter()
-    engine = _engine_rows(run.target, run.task, run.settings, ENGINE_GAMMAS, run.forecast_questions, run.progress)
+    engine = _engine_rows(replace(run, gammas=ENGINE_GAMMAS))
     engine["seconds"] = time.perf_counter() - started
     document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
     return document
