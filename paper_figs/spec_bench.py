@@ -6,6 +6,7 @@ is one; ticks the cost model calibrated on the table's own runs (a diagnostic; n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from decoders.bench.spec_bench.table import category_rows
@@ -18,12 +19,10 @@ RESULT = "spec_bench_smollm2.json"
 def compute(results: Path, *, progress=None) -> Path:
     """The whole table on SmolLM2 with the time-boxed settings (``decoders.jobs.spec_bench.whole_table``)."""
     # here, not at the top: a figure imports without torch and measures only when drawn anew
-    from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
-    from decoders.bench.spec_bench.suite import SpecBenchRun
-    from decoders.jobs.spec_bench import whole_table
+    from decoders.jobs.spec_bench import WHOLE_TABLE, whole_table
 
-    run = SpecBenchRun(target="smollm2", forecast_questions=SPEC_BENCH_FORECAST_QUESTIONS, progress=progress)
-    return write_json(Path(results) / RESULT, whole_table(run), command=RECOMPUTE_COMMAND)
+    table = whole_table(replace(WHOLE_TABLE, progress=progress))
+    return write_json(Path(results) / RESULT, table, command=RECOMPUTE_COMMAND)
 
 
 def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 
 from decoders.bench.bench import BenchSettings
-from decoders.bench.spec_bench.forecast import other_questions
+from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
 from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, spec_bench_prompts
 from decoders.bench.spec_bench.suite import (
     ALL,
@@ -29,7 +29,10 @@ from decoders.models.gguf import gguf_tokenizer
 from decoders.progress import progress_bar
 from spectheory.optimum import best_gamma_row
 
-__all__ = ["ENGINE_GAMMAS", "engine_table", "whole_table", "measure_table"]
+__all__ = ["ENGINE_GAMMAS", "WHOLE_TABLE", "engine_table", "whole_table", "measure_table"]
+
+#: The committed table (the ``spec_bench`` figure): every draft on SmolLM2 with the time-boxed settings, forecast first.
+WHOLE_TABLE = SpecBenchRun(target="smollm2", forecast_questions=SPEC_BENCH_FORECAST_QUESTIONS)
 
 
 #: The table's name of an engine's rows, where it is not the engine's own name.
