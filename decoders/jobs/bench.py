@@ -163,6 +163,8 @@ class EngineBenchRun:
                 "start (a server's URL), and only"
             )
         as_int("forecast_prompts", self.forecast_prompts, low=0, high=MAX_PROMPTS)
+        if is_spec_bench(self.task):
+            self.table()  # its settings checked before an engine opens
 
     def table(self) -> SpecBenchRun:
         """Spec-Bench's categories of ``task`` on the engine, in the table's terms."""

@@ -2,7 +2,7 @@
 ``decoders.bench.forecast.sweep.forecast_sweep`` returns (one ``SweepForecast``, a ``TemperatureForecast`` per
 temperature) and what ``judge_forecast`` makes of it on the sweep (a ``Judgement``). A module without torch, so the
 report's document and the figures read them; ``as_dict`` is the JSON edge and ``from_dict`` reads every committed
-vintage (forecasts before 2026-12-04 carry no checks)."""
+vintage (forecasts made before the checks carry none)."""
 
 from __future__ import annotations
 
