@@ -13,13 +13,13 @@ import torch
 
 from cli.options import add_compile, add_device, add_dtype, add_target, add_text, draft_help
 from decoders.bench.bench import BenchSettings, environment, model_dtype
+from decoders.bench.documents import ProfileDocument
 from decoders.bench.inputs import Pair, load_inputs
-from decoders.bench.profile import ProfilePlan, check_batch_size, measure_profile, profile_document
+from decoders.bench.profile import ProfilePlan, check_batch_size, measure_profile, profile_checks
 from decoders.bench.prompts import text_windows
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, write_json
 from plumbing.validation import as_positive_int
-from spectheory.cost_checks import CostChecks
 
 DEFAULTS = BenchSettings()
 
@@ -84,21 +84,22 @@ def run(args: argparse.Namespace) -> int:
         verify_widths=args.verify_widths,
     )
     profile, spread = measure_profile(Pair(target, draft), prompts, Sampling(args.temperature), plan)
-    document = profile_document(
-        environment(target.device, model_dtype(target)),
-        args.target or "shipped target",
-        args.draft,
+    document = ProfileDocument(
+        target=args.target or "shipped target",
+        draft=args.draft,
+        environment=environment(target.device, model_dtype(target)),
         batch_size=args.batch_size,
         temperature=args.temperature,
         text=inputs.text,
-        settings=settings,
+        settings=settings.as_dict(),
         profile=profile,
         spread=spread,
+        checks=profile_checks(profile, spread),
     )
     if args.out:
-        write_json(args.out, document, command=args.command_line)
-    print(json.dumps(document, indent=1, allow_nan=False))
-    line = CostChecks.from_dict(document["checks"]).line("a forecast from this profile is")
+        write_json(args.out, document.as_dict(), command=args.command_line)
+    print(json.dumps(document.as_dict(), indent=1, allow_nan=False))
+    line = document.checks.line("a forecast from this profile is")
     if line:
         print(line, file=sys.stderr)
     return 0

@@ -25,8 +25,9 @@ from decoders.audit.runs import AuditSample, audit_pair
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
+from decoders.bench.documents import ProfileDocument
 from decoders.bench.inputs import Pair
-from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_document, verify_widths_job
+from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_checks, verify_widths_job
 from decoders.bench.prompts import text_windows
 from decoders.drafts import open_draft
 from decoders.models.corpus import load_corpus
@@ -322,8 +323,8 @@ def _draft_for(pair: ProfiledPair, target, device, dtype):
     return open_draft(pair.draft, device=device, dtype=dtype, target=(target, None))[0]
 
 
-def profile_pair(pair: ProfiledPair, sizes: CheckSizes, device, dtype_name: str) -> dict:
-    """``pair``'s cost profile at batch 1 and T = 0 as a `spectheory profile` document (``profile_document``)."""
+def profile_pair(pair: ProfiledPair, sizes: CheckSizes, device, dtype_name: str) -> ProfileDocument:
+    """``pair``'s cost profile at batch 1 and T = 0 as a `spectheory profile` document."""
     dtype = getattr(torch, dtype_name)
     target = SHAPES[pair.target].build(device, dtype, seed=0)
     draft = _draft_for(pair, target, device, dtype)
@@ -331,16 +332,17 @@ def profile_pair(pair: ProfiledPair, sizes: CheckSizes, device, dtype_name: str)
     prompts = random_prompts(target.vocab_size, s.prompts, s.prompt_length, s.seed, device)
     plan = ProfilePlan(pair.gamma_max, s.max_new_tokens, s.warmup, repeats=s.repeats, verify_widths=sizes.verify_widths)
     profile, spread = measure_profile(Pair(target, draft), prompts, Sampling(0.0), plan)
-    return profile_document(
-        environment(target.device, dtype),
-        pair.target + " (random weights)",
-        pair.draft,
+    return ProfileDocument(
+        target=pair.target + " (random weights)",
+        draft=pair.draft,
+        environment=environment(target.device, dtype),
         batch_size=1,
         temperature=0.0,
         text="random token ids",
-        settings=s,
+        settings=s.as_dict(),
         profile=profile,
         spread=spread,
+        checks=profile_checks(profile, spread),
     )
 
 
@@ -486,17 +488,17 @@ def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, co
 def _profile_section(pair: ProfiledPair, sizes: CheckSizes, device, out: Path, command: str):
     def section():
         document = profile_pair(pair, sizes, device, sizes.dtypes[0])
-        path = write_json(out / f"profile_{pair.name}_{sizes.dtypes[0]}.json", document, command=command)
+        path = write_json(out / f"profile_{pair.name}_{sizes.dtypes[0]}.json", document.as_dict(), command=command)
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()
-        p = document["profile"]
+        p = document.profile
         return {
             "file": path.name,
-            "t_step": p["t_step"],
-            "t_draft": p["t_draft"],
-            "t_iteration": p["t_iteration"],
-            "c": p.get("c"),
-            "t_verify": p["t_verify"],
+            "t_step": p.t_step,
+            "t_draft": p.t_draft,
+            "t_iteration": p.t_iteration,
+            "c": p.c,
+            "t_verify": list(p.t_verify),
         }
 
     return section

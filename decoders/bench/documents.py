@@ -1,10 +1,11 @@
 """The bench's documents, typed, in a module without torch so the report's document and the figures read them
 (docs/measuring.md, "The bench's rows"): what a gamma sweep measured for one pair (``BenchReport``,
 ``decoders.bench.bench.bench_pair``), tree against chain (``TreeBench``, ``decoders.bench.tree_bench``), the
-draft-length policies (``PolicyBench``, ``decoders.bench.policy_bench``) and a draft of another tokenizer
-(``CrossVocabularyBench``, ``decoders.bench.cross_bench``, with its forecast and, in the report, its audits).
-``as_dict`` is the JSON edge, ``from_dict`` reads a committed document of any vintage (a report's part, or the bench
-command's document, whose own keys beside it ``BenchReport`` sets aside)."""
+draft-length policies (``PolicyBench``, ``decoders.bench.policy_bench``), a draft of another tokenizer
+(``CrossVocabularyBench``, ``decoders.bench.cross_bench``, with its forecast and, in the report, its audits) and a
+measured cost profile (``ProfileDocument``, `spectheory profile --out`). ``as_dict`` is the JSON edge, ``from_dict``
+reads a committed document of any vintage (a report's part, or the bench command's document, whose own keys beside
+it ``BenchReport`` sets aside)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from decoders.audit.verdict import AuditVerdict
 from decoders.bench.rows import BenchRow, CrossVocabularyRow, PolicyRow, TransformersRow, TreeRow
 from decoders.results import ResultRow, by_temperature
 from spectheory.cost_checks import CostChecks
+from spectheory.costs import PROFILE_KIND, CostProfile
 from spectheory.optimum import best_choice
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "CrossForecast",
     "CrossAudit",
     "CrossVocabularyBench",
+    "ProfileDocument",
 ]
 
 _BY_TEMPERATURE = ("autoregressive_seconds", "alpha", "profiles", "autoregressive")
@@ -305,5 +308,42 @@ class CrossVocabularyBench(ResultRow):
                 if saved.get("audits") is None
                 else {m: CrossAudit.from_dict(one) for m, one in saved["audits"].items()},
                 **{key: tuple(map(kind.from_dict, saved[key])) for key, kind in lists.items() if key in saved},
+            )
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileDocument(ResultRow):
+    """A measured cost profile (docs/theory.md §10) as `spectheory profile --out` writes it and `gamma --costs`, `tree
+    --costs` and `schedule` read it (``spectheory.costs.load_profile``): the pair, where and how it was measured, the
+    ``CostProfile``, each component's spread over the repeats ({component: [min, median, max]}) and the checks it
+    passed before anything forecasts from it (``decoders.bench.profile.profile_checks``)."""
+
+    kind: str = PROFILE_KIND
+    target: str
+    draft: str
+    environment: dict
+    batch_size: int
+    temperature: float
+    text: str
+    settings: dict  # decoders.bench.bench.BenchSettings.as_dict
+    profile: CostProfile
+    spread: dict
+    checks: CostChecks | None = None  # None in profiles measured before the checks: absent from their files
+
+    OPTIONAL = ("checks",)
+
+    def as_dict(self) -> dict:
+        shown = dict(super().as_dict(), profile=self.profile.as_dict())
+        return shown if self.checks is None else dict(shown, checks=self.checks.as_dict())
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> ProfileDocument:
+        checks = saved.get("checks")
+        return cls(
+            **dict(
+                saved,
+                profile=CostProfile.from_dict(saved["profile"]),
+                checks=None if checks is None else CostChecks.from_dict(checks),
             )
         )

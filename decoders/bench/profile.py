@@ -53,7 +53,7 @@ from decoders.speculative import SpeculativeConfig, generate_speculative
 from plumbing.timing import Timing, time_interleaved, time_repeats
 from plumbing.validation import as_int
 from spectheory.cost_checks import CostChecks, check_costs
-from spectheory.costs import PROFILE_KIND, CostProfile
+from spectheory.costs import CostProfile
 
 SEED_OFFSET = 1_000_003  # the profile's speculative runs: seeds apart from the benchmark's (prompt index)
 SAMPLES = 2  # decodes per prompt at gamma_max when sampling (greedy decoding repeats itself)
@@ -77,7 +77,6 @@ __all__ = [
     "call_job",
     "verify_widths_job",
     "call_seconds",
-    "profile_document",
     "profile_checks",
     "measure_profile",
 ]
@@ -440,36 +439,6 @@ def profile_jobs(
         target, batches[0], sampling, range(1, widths + 1), recorder.add_widths
     )
     return jobs, recorder
-
-
-def profile_document(
-    environment: dict,
-    target_name: str,
-    draft_name: str,
-    *,
-    batch_size: int,
-    temperature: float,
-    text: str,
-    settings,
-    profile: CostProfile,
-    spread: dict,
-) -> dict:
-    """A measured profile as the JSON document `spectheory profile --out` writes and `spectheory gamma --costs`
-    and `spectheory tree --costs` read (``environment``: ``decoders.bench.bench.environment``'s; ``settings``: a
-    ``decoders.bench.bench.BenchSettings``)."""
-    return {
-        "kind": PROFILE_KIND,
-        "target": target_name,
-        "draft": draft_name,
-        "environment": environment,
-        "batch_size": batch_size,
-        "temperature": temperature,
-        "text": text,
-        "settings": settings.as_dict(),
-        "profile": profile.as_dict(),
-        "spread": spread,
-        "checks": profile_checks(profile, spread).as_dict(),
-    }
 
 
 def profile_checks(profile: CostProfile, spread: dict | None, speedups: dict | None = None) -> CostChecks:

@@ -1,6 +1,6 @@
 """The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
 (``BenchReport``), tree against chain (``TreeBench``), the draft-length policies (``PolicyBench``) and a draft of
-another tokenizer (``CrossVocabularyBench``), wherever they
+another tokenizer (``CrossVocabularyBench``) and a measured cost profile (``ProfileDocument``), wherever they
 sit in a file (a report's part, a figure's list, the bench command's document). Each reads back and, through the
 JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a null is the same as
 an absent key). Controls: a lost value is named, and a document with a key the type does not know is refused."""
@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from decoders.bench.documents import BenchReport, CrossVocabularyBench, PolicyBench, TreeBench
+from decoders.bench.documents import BenchReport, CrossVocabularyBench, PolicyBench, ProfileDocument, TreeBench
+from spectheory.costs import PROFILE_KIND
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if part.get("kind") == PROFILE_KIND:
+        return ProfileDocument
     if "vocabularies" in part and "rows" in part:
         return CrossVocabularyBench
     if "tree_calls" in part and "rows" in part:
@@ -65,6 +68,7 @@ def test_documents_found():
         "TreeBench": 9,
         "PolicyBench": 3,
         "CrossVocabularyBench": 4,
+        "ProfileDocument": 11,
     }
 
 
