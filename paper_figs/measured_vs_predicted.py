@@ -23,7 +23,7 @@ def compute(results: Path, *, progress=None) -> Path:
 
     return write_json(
         Path(results) / RESULT,
-        bench_document(BenchRun(hf=True, progress=None if progress else False)),
+        bench_document(BenchRun(hf=True, progress=None if progress else False)).as_dict(),
         command=RECOMPUTE_COMMAND,
     )
 

@@ -53,14 +53,18 @@ def write_small_results(results: Path) -> Path:
         for g in (1, 2)
     )
     batches = [
-        {
-            "batch_size": b,
-            "temperature": t,
-            "gamma": g,
-            "speedup": 1.5 / b**0.2,
-            "calibrated_speedup": 1.4 / b**0.2,
-            "speedup_spread": [1.4 / b**0.2, 1.5 / b**0.2, 1.6 / b**0.2],
-        }
+        BenchRow(
+            batch_size=b,
+            prompts=b,
+            temperature=t,
+            gamma=g,
+            seconds=1.0,
+            iterations=10,
+            tokens_per_iteration=1 + g / 2,
+            speedup=1.5 / b**0.2,
+            calibrated_speedup=1.4 / b**0.2,
+            speedup_spread=[1.4 / b**0.2, 1.5 / b**0.2, 1.6 / b**0.2],
+        ).as_dict()
         for b in (1, 4, 16)
         for t in (0.0, 1.0)
         for g in (2, 4)
@@ -78,7 +82,11 @@ def write_small_results(results: Path) -> Path:
         rows=rows,
     )
     bench = json.loads(
-        json.dumps(dict(bench.as_dict(), batches={"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches}))
+        json.dumps(
+            dict(
+                bench.as_dict(), batches={"batch_sizes": [1, 4, 16], "gammas": [2, 4], "rows": batches, "profiles": {}}
+            )
+        )
     )
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
     runs = [

@@ -28,7 +28,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
-from decoders.bench.documents import BenchReport
+from decoders.bench.documents import BatchSweep, BenchReport
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     ProfilePlan,
@@ -441,7 +441,9 @@ def bench_pair(
 
 
 @torch.no_grad()
-def bench_batches(pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *, progress: bool | None = None) -> dict:
+def bench_batches(
+    pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *, progress: bool | None = None
+) -> BatchSweep:
     """The batch sweep: at each of ``settings.batch_sizes``, the autoregressive and speculative decoders (at
     each of ``batch_gammas``) on ``settings.batch_prompts(b)`` of ``prompts`` ``[N, L]``, b rows per call, with
     the cost model measured at that batch size beside them (docs/theory.md §10): tokens per second, the
@@ -485,9 +487,9 @@ def bench_batches(pair: Pair, prompts: torch.Tensor, settings: BenchSettings, *,
                             autoregressive_tokens_per_second=tokens / statistics.median(baseline),
                             tokens_per_second=tokens / row.seconds,
                             autoregressive_efficiency=recorder.efficiency("autoregressive"),
-                        ).as_dict()
+                        )
                     )
-    return {"batch_sizes": list(s.batch_sizes), "gammas": list(s.batch_gammas), "rows": rows, "profiles": profiles}
+    return BatchSweep(batch_sizes=list(s.batch_sizes), gammas=list(s.batch_gammas), rows=tuple(rows), profiles=profiles)
 
 
 @torch.no_grad()

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import statistics
 
-from decoders.bench.documents import CrossVocabularyBench
-from decoders.bench.forecast.document import Judgement, SweepForecast
+from decoders.bench.documents import BatchSweep, BenchDocument, CrossVocabularyBench
 from decoders.bench.report.document import ReportDocument, TemperatureAnswer
-from decoders.bench.rows import BenchRow, CrossVocabularyRow, HFComparisonRow
-from decoders.results import by_temperature
+from decoders.bench.rows import CrossVocabularyRow, HFComparisonRow
 from spectheory.costs import CostProfile
 from spectheory.intervals import Z95
-from spectheory.recommendation import recommendation_words
 
 __all__ = [
     "bench_lines",
@@ -30,13 +27,14 @@ __all__ = [
 ]
 
 
-def bench_lines(document: dict) -> list[str]:
+def bench_lines(document: BenchDocument) -> list[str]:
     """The bench's printed summary of a ``bench_document``: the gamma table, the predictions' errors, the best
     gamma per temperature, the autoregressive costs, the batch sweep and the Hugging Face comparison."""
-    env, settings = document["environment"], document["settings"]
+    bench = document.bench
+    env, settings, rows = bench.environment, bench.settings, bench.rows
     lines = [
-        f"c = {document['c']:.4f} (draft call {document['draft_call_seconds'] * 1e3:.3f} ms / target call "
-        f"{document['target_call_seconds'] * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
+        f"c = {bench.c:.4f} (draft call {bench.draft_call_seconds * 1e3:.3f} ms / target call "
+        f"{bench.target_call_seconds * 1e3:.3f} ms), {env['device_name']}, {env['dtype']}",
         "   T  gamma  tokens/iter  alpha  speedup (min-max)  +-SE      calibrated  cal/measured  Thm 3.8  "
         "measured/Thm  efficiency",
     ]
@@ -46,7 +44,6 @@ def bench_lines(document: dict) -> list[str]:
         if key != "temperature" and value not in (None, False, 0.0, 1.0, [], ())
     }  # the settings that are set
     lines[1:1] = [f"sampling at every temperature: {sampling}"] if sampling else []
-    rows = [BenchRow.from_dict(row) for row in document["rows"]]  # the document's, of any vintage
     for row in rows:
         low, _, high = row.speedup_spread
         lines.append(
@@ -63,52 +60,53 @@ def bench_lines(document: dict) -> list[str]:
     checked = [row.calibrated_within for row in rows if row.calibrated_within is not None]
     if checked:
         lines.append(f"calibrated within max(10%, 2 SE over the prompts): {sum(checked)} of {len(checked)} rows")
+    tokens = settings["max_new_tokens"]
     for temperature in settings["temperatures"]:
-        if "recommendations" in document:  # spectheory.recommendation's rule (bench files before 2026-12-02 lack it)
-            chosen = document["recommendations"][str(temperature)]
-            lines.append(f"T = {temperature:g}: recommended: {recommendation_words(chosen)}")
-        best = document["best"][str(temperature)]
-        profile = CostProfile.from_dict(by_temperature(document["profiles"])[temperature])
-        calibrated = profile.optimal_gamma(tokens=settings["max_new_tokens"])
+        if (
+            document.recommendations is not None
+        ):  # the rule (spectheory.recommendation; files before 2026-12-02 lack it)
+            chosen = document.recommendations[str(temperature)]
+            lines.append(f"T = {temperature:g}: recommended: {chosen.line()}")
+        best = bench.best(temperature)
+        profile = CostProfile.from_dict(bench.profiles[temperature])
+        calibrated = profile.optimal_gamma(tokens=tokens)
         lines.append(
-            f"T = {temperature:g}: best gamma {best['gamma']}, speedup {best['speedup']:.3f} over our "
-            f"autoregressive decoder ({by_temperature(document['autoregressive_seconds'])[temperature]:.3f} s for "
-            f"{settings['prompts']} x {settings['max_new_tokens']} tokens), pooled alpha "
-            f"{by_temperature(document['alpha'])[temperature]:.3f};"
-            f" the cost model recommends gamma {calibrated} "
-            f"({profile.speedup(calibrated, tokens=settings['max_new_tokens']):.3f}x;"
+            f"T = {temperature:g}: best gamma {best.gamma}, speedup {best.speedup:.3f} over our "
+            f"autoregressive decoder ({bench.autoregressive_seconds[temperature]:.3f} s for "
+            f"{settings['prompts']} x {tokens} tokens), pooled alpha {bench.alpha[temperature]:.3f};"
+            f" the cost model recommends gamma {calibrated} ({profile.speedup(calibrated, tokens=tokens):.3f}x;"
             f" t_step {profile.t_step * 1e3:.3f} ms, t_draft {profile.t_draft * 1e3:.3f} ms, "
             f"t_verify(2..{profile.gamma_max + 1})"
             f" {profile.t_verify[1] * 1e3:.3f}..{profile.t_verify[-1] * 1e3:.3f} ms, t_iteration "
             f"{profile.t_iteration * 1e3:.3f} ms)"
         )
-    for temperature, costs in document["autoregressive"].items():
+    for temperature, costs in bench.autoregressive.items():
         lines.append(
-            f"T = {float(temperature):g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
+            f"T = {temperature:g}, autoregressive: {costs['seconds_per_token'] * 1e3:.3f} ms per token, "
             f"{costs['over_target_call']:.3f} x ({costs['over_target_call_spread'][0]:.2f}-"
             f"{costs['over_target_call_spread'][1]:.2f}) the one-token target call timed beside it "
             f"({costs['target_call_seconds'] * 1e3:.3f} ms), efficiency {_share(costs['efficiency'])}"
         )
     lines += _forecast_lines(document)
-    lines += _batch_lines(document.get("batches"))
-    for row in map(HFComparisonRow.from_dict, document.get("hf", {}).get("rows", [])):
-        lines.append(f"HF, T = {row.temperature:g}, gamma {document['hf']['gamma']}: " + "; ".join(_hf_lines(row)))
+    lines += _batch_lines(document.batches)
+    for row in map(HFComparisonRow.from_dict, (document.hf or {}).get("rows", [])):
+        lines.append(f"HF, T = {row.temperature:g}, gamma {document.hf['gamma']}: " + "; ".join(_hf_lines(row)))
     return lines
 
 
-def _forecast_lines(document: dict) -> list[str]:
+def _forecast_lines(document: BenchDocument) -> list[str]:
     """The forecast made before the sweep (``decoders.bench.forecast.sweep``) against every measured row, with the
     measured 95% interval, and its gamma's loss against the best measured gamma."""
-    if not document.get("forecast"):
+    forecast, sweep_seconds = document.forecast, document.sweep_seconds
+    if forecast is None:
         return []
-    forecast, sweep_seconds = SweepForecast.from_dict(document["forecast"]), document["sweep_seconds"]
     lines = [
         f"forecast from acceptance along {forecast.prompts} other prompts and a cost profile of "
         f"{forecast.cost_prompts} of them ({forecast.repeats} timed repeats): {forecast.seconds:.1f} s, "
         f"{forecast.seconds / sweep_seconds:.0%} of the sweep's {sweep_seconds:.1f} s",
         "   T  gamma  forecast  +-SE    measured [95% interval]  forecast/measured",
     ]
-    for judged, ahead in zip(map(Judgement.from_dict, document["forecast"]["judged"]), forecast.temperatures):
+    for judged, ahead in zip(document.judged, forecast.temperatures):
         if judged.withheld:
             lines.append(judged.withheld)
             continue
@@ -179,7 +177,7 @@ def _share(value) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _batch_lines(sweep: dict | None) -> list[str]:
+def _batch_lines(sweep: BatchSweep | None) -> list[str]:
     """The batch sweep's table: tokens per second, measured speedup and the cost model's prediction."""
     if not sweep:
         return []
@@ -187,7 +185,7 @@ def _batch_lines(sweep: dict | None) -> list[str]:
         "batch   T  gamma  prompts  AR tok/s  spec tok/s  speedup (min-max)     predicted  pred/measured"
         "  efficiency AR/spec"
     ]
-    rows = [BenchRow.from_dict(row) for row in sweep["rows"]]
+    rows = sweep.rows
     for row in rows:
         low, _, high = row.speedup_spread
         lines.append(

@@ -12,14 +12,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from decoders.audit.verdict import AuditVerdict
+from decoders.bench.forecast.document import Judgement, SweepForecast
 from decoders.bench.rows import BenchRow, CrossVocabularyRow, PolicyRow, TransformersRow, TreeRow
 from decoders.results import ResultRow, by_temperature
 from spectheory.cost_checks import CostChecks
 from spectheory.costs import PROFILE_KIND, CostProfile
 from spectheory.optimum import best_choice
+from spectheory.recommendation import Recommendation
 
 __all__ = [
     "BenchReport",
+    "BatchSweep",
+    "BenchDocument",
     "TreeCall",
     "TreeChoice",
     "TreeBench",
@@ -75,6 +79,81 @@ class BenchReport:
             **{key: value for key, value in saved.items() if key in own},
             **{key: by_temperature(saved[key]) for key in _BY_TEMPERATURE if key in saved},
             rows=tuple(map(BenchRow.from_dict, saved["rows"])),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchSweep(ResultRow):
+    """The batch sweep (``decoders.bench.bench.bench_batches``): at each of ``batch_sizes`` and ``gammas`` a
+    ``BenchRow`` with its batch size, prompts and tokens per second, and the cost profile measured at each batch size
+    and temperature (keyed "b,T")."""
+
+    batch_sizes: list
+    gammas: list
+    rows: tuple  # of BenchRow
+    profiles: dict
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> BatchSweep:
+        return cls(**dict(saved, rows=tuple(map(BenchRow.from_dict, saved["rows"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchDocument:
+    """`spectheory bench`'s document on our decoders (``decoders.bench.runs.bench_document``): the sweep
+    (``BenchReport``, its keys first in the file), the text or task its prompts came from and their ids, the sweep's
+    seconds, the padded call widths and decode paths of both models; the forecast made first with its judgement per
+    temperature, the recommendation per temperature ("0.0", "1.0"), and where asked the batch sweep and the comparison
+    with Hugging Face. Keys a vintage lacked read as None (the forecast, batches and comparison stay out of the file
+    where not measured)."""
+
+    bench: BenchReport
+    text: str | None = None
+    task: str | None = None
+    sweep_seconds: float | None = None
+    prompt_ids: list | None = None
+    padded_widths: dict | None = None
+    decode_paths: dict | None = None
+    forecast: SweepForecast | None = None
+    judged: tuple = ()  # of Judgement, one per temperature of the forecast
+    recommendations: dict | None = None  # temperature ("0.0") -> Recommendation; None before the rule
+    batches: BatchSweep | None = None
+    hf: dict | None = None  # decoders.bench.hf_compare.hf_comparison's
+
+    def as_dict(self) -> dict:
+        document = dict(
+            self.bench.as_dict(),
+            text=self.text,
+            task=self.task,
+            sweep_seconds=self.sweep_seconds,
+            prompt_ids=self.prompt_ids,
+            padded_widths=self.padded_widths,
+            decode_paths=self.decode_paths,
+        )
+        if self.forecast is not None:
+            document["forecast"] = dict(self.forecast.as_dict(), judged=[one.as_dict() for one in self.judged])
+        if self.recommendations is not None:
+            document["recommendations"] = {t: chosen.as_dict() for t, chosen in self.recommendations.items()}
+        if self.batches is not None:
+            document["batches"] = self.batches.as_dict()
+        if self.hf is not None:
+            document["hf"] = self.hf
+        return document
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> BenchDocument:
+        forecast, chosen, batches = saved.get("forecast"), saved.get("recommendations"), saved.get("batches")
+        beside = ("text", "task", "sweep_seconds", "prompt_ids", "padded_widths", "decode_paths", "hf")
+        return cls(
+            bench=BenchReport.from_dict(saved),
+            **{key: saved.get(key) for key in beside},
+            forecast=None if forecast is None else SweepForecast.from_dict(forecast),
+            judged=tuple(map(Judgement.from_dict, (forecast or {}).get("judged", []))),
+            recommendations=None if chosen is None else {t: Recommendation.from_dict(c) for t, c in chosen.items()},
+            batches=None if batches is None else BatchSweep.from_dict(batches),
         )
 
 

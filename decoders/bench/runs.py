@@ -11,7 +11,7 @@ import torch
 
 from decoders import zoo
 from decoders.bench import alpha, bench, policy_bench, tree_bench
-from decoders.bench.documents import PolicyBench, TreeBench
+from decoders.bench.documents import BenchDocument, PolicyBench, TreeBench
 from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
@@ -207,7 +207,7 @@ class BenchRun:
         )
 
 
-def bench_document(run: BenchRun = BenchRun()) -> dict:
+def bench_document(run: BenchRun = BenchRun()) -> BenchDocument:
     """A pair's speed against Theorem 3.8 (Table 4 analogue) as ``run`` says: the forecast first where asked, judged
     on the sweep's rows (``decoders.bench.forecast.sweep``); the recommendation per temperature; the batch sweep where
     ``run.settings`` has batch sizes; with ``run.hf`` the comparison with Hugging Face on the same networks."""
@@ -234,23 +234,13 @@ def bench_document(run: BenchRun = BenchRun()) -> dict:
     report = bench.bench_pair(
         inputs.pair(draft, run.target or SHIPPED_TARGET), prompts, settings, progress=run.progress
     )
-    document = dict(
-        report.as_dict(),
-        text=inputs.text,
-        task=run.task,
-        sweep_seconds=time.perf_counter() - swept,
-        prompt_ids=prompts.tolist(),
-        padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
-        decode_paths={"target": decode_path(target_model), "draft": decode_path(model)},
-    )
+    sweep_seconds = time.perf_counter() - swept
+    judged = ()
     if ahead:
         ahead = checked_against_sweep(ahead, report)
-        judged = [judge_forecast(t, report.rows_at(t.temperature)).as_dict() for t in ahead.temperatures]
-        document["forecast"] = dict(ahead.as_dict(), judged=judged)
+        judged = tuple(judge_forecast(t, report.rows_at(t.temperature)) for t in ahead.temperatures)
     picks = {t.temperature: t.gamma for t in ahead.temperatures if t.passed} if ahead else {}
-    document["recommendations"] = {
-        str(t): from_sweep(report.rows_at(t), picks.get(t)).as_dict() for t in settings.temperatures
-    }
+    batches = hf = None
     if settings.batch_sizes:
         pool = text_windows(
             inputs.held_out,
@@ -258,11 +248,24 @@ def bench_document(run: BenchRun = BenchRun()) -> dict:
             settings.prompt_length,
             settings.seed,
         )
-        document["batches"] = bench.bench_batches(inputs.pair(draft), pool, settings, progress=run.progress)
+        batches = bench.bench_batches(inputs.pair(draft), pool, settings, progress=run.progress)
     if run.hf:
         gamma = run.hf_gamma or report.best(settings.temperatures[0]).gamma
-        document["hf"] = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=run.progress)
-    return document
+        hf = hf_comparison(target_model, model, prompts, settings, gamma=gamma, progress=run.progress)
+    return BenchDocument(
+        bench=report,
+        text=inputs.text,
+        task=run.task,
+        sweep_seconds=sweep_seconds,
+        prompt_ids=prompts.tolist(),
+        padded_widths=getattr(target_model, "padded_widths", {}),  # docs/theory.md §11
+        decode_paths={"target": decode_path(target_model), "draft": decode_path(model)},
+        forecast=ahead,
+        judged=judged,
+        recommendations={str(t): from_sweep(report.rows_at(t), picks.get(t)) for t in settings.temperatures},
+        batches=batches,
+        hf=hf,
+    )
 
 
 def tree_document(run: BenchRun) -> TreeBench:

@@ -74,7 +74,7 @@ def decoder_bench(run: BenchRun, *, out=None, command=None) -> tuple:
         document = tree_document(run)
         return _written(document.as_dict(), tree_lines(document), out, command)
     document = bench_document(run)
-    return _written(document, bench_lines(document), out, command)
+    return _written(document.as_dict(), bench_lines(document), out, command)
 
 
 def spec_bench(run: SpecBenchRun, *, out=None, command=None) -> tuple:

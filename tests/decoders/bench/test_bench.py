@@ -22,6 +22,7 @@ from decoders.bench.alpha import (
     estimate_alpha,
 )
 from decoders.bench.bench import BenchSettings, bench_batches, bench_pair, ratio_standard_error, timed
+from decoders.bench.documents import BenchDocument
 from decoders.bench.hf_compare import hf_comparison
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
@@ -87,12 +88,12 @@ def test_bench_lines_against_every_committed_sweep():
     ]
     assert len(sweeps) >= 10
     for document in sweeps:
-        lines = bench_lines(document)
+        lines = bench_lines(BenchDocument.from_dict(document))
         for temperature, alpha in document["alpha"].items():
             best = f"T = {float(temperature):g}: best gamma {document['best'][temperature]['gamma']}, "
             assert any(line.startswith(best) and f"pooled alpha {alpha:.3f};" in line for line in lines), best
     with pytest.raises(KeyError):
-        bench_lines({**sweeps[0], "alpha": {}})
+        bench_lines(BenchDocument.from_dict({**sweeps[0], "alpha": {}}))
 
 
 def test_bench_sampling_against_a_grammar_that_forces_every_token():
@@ -257,7 +258,7 @@ def test_batch_sweep_against_its_cost_profiles():
         batch_sizes=(1, 4),
         batch_gammas=(2, 3),
     )
-    sweep = bench_batches(Pair(target, draft), prompts, settings, progress=False)
+    sweep = bench_batches(Pair(target, draft), prompts, settings, progress=False).as_dict()
     keys = [(row["batch_size"], row["temperature"], row["gamma"], row["prompts"]) for row in sweep["rows"]]
     assert keys == [(b, t, g, max(b, 2)) for b in (1, 4) for t in (0.0, 1.0) for g in (2, 3)]
     for row in sweep["rows"]:

@@ -12,6 +12,7 @@ from bench_inputs import SETTINGS, tiny
 
 from decoders.bench.bench import BenchSettings, seconds_grid
 from decoders.bench.bench_lines import bench_lines, loss_resolution
+from decoders.bench.documents import BenchDocument
 from decoders.bench.forecast.document import Judgement, TemperatureForecast
 from decoders.bench.forecast.sweep import (
     acceptance_runs,
@@ -226,9 +227,10 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
         call_steps=4,
         batch_sizes=(),
     )
-    document = bench_document(
+    typed = bench_document(
         BenchRun("bigram", settings, forecast_prompts=3, forecast_cost_prompts=1, forecast_repeats=1)
     )
+    document = json.loads(json.dumps(typed.as_dict()))
     forecast = document["forecast"]
     assert not set(map(tuple, forecast["prompt_ids"])) & set(map(tuple, document["prompt_ids"]))
     assert document["sweep_seconds"] > 0 and forecast["seconds"] > 0
@@ -238,7 +240,8 @@ def test_bench_forecast_against_the_sweep_it_did_not_see():
             [f["speedup"] / rows[f["gamma"]]["speedup"] for f in ahead["speedups"]]
         )
     assert all(low <= high for row in document["rows"] for low, high in [row["speedup_interval"]])
-    lines = "\n".join(bench_lines(document))
+    lines = "\n".join(bench_lines(typed))
+    assert bench_lines(BenchDocument.from_dict(document)) == bench_lines(typed)  # the file prints the same
     assert "forecast from acceptance along 3 other prompts and a cost profile of 1" in lines
     for judged in forecast["judged"]:  # withheld where this machine's load moved (docs/measuring.md)
         shown = f"T = {judged['temperature']:g}: the forecast recommends gamma {judged['forecast_gamma']}"
