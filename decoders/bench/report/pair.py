@@ -42,14 +42,13 @@ from decoders.models.corpus import VOCAB_SIZE
 from decoders.models.corpus import encode as corpus_encode
 from decoders.models.protocol import has_tree
 from decoders.progress import progress_bar
-from decoders.results import by_temperature
 from decoders.sampling import Sampling
 from decoders.speculative import SpeculativeConfig
 from spectheory.calculator import gamma_table
 from spectheory.costs import CostProfile
 from spectheory.recommendation import from_sweep
 
-__all__ = ["ReportDocument", "measure_pair", "by_temperature", "AUDIT_TEMPERATURE"]
+__all__ = ["measure_pair", "tree_plan", "AUDIT_TEMPERATURE", "AUDIT_PROMPT_TOKENS"]
 
 AUDIT_TEMPERATURE = 1.0  # sampling is where a decoder can be wrong; greedy decoding is checked by the tests
 #: Off the shipped corpus the audit's prompt is the end of the first benchmark prompt, this many tokens: every
