@@ -302,19 +302,25 @@ def run_audit(request: AuditRequest) -> AuditOutcome:
         report, summary = _exact(request, target, draft, config, step, generate)
     else:
         sample = setups.sampler(generate, request.prompt, request.horizon, batch=batch, stop=request.sampling.stop)
-        report = statistical.audit_sampler(
-            sample,
-            target,
-            list(request.prompt),
-            request.sampling,
-            n=request.n,
-            horizon=request.horizon,
-            seed=request.seed,
-            draft=draft,
-            level=request.level,
-        )
+        report = _audit_sampler(request, sample, target, draft)
         summary = _statistical_summary(report)
     return AuditOutcome(described, report, summary)
+
+
+def _audit_sampler(request: AuditRequest, sample, target, draft):
+    """The statistical audit of ``sample`` (n, generator -> tokens ``[n, horizon]``) against ``target`` on
+    ``request``'s prompt, sampling, n, horizon, seed and level; ``draft`` (or None) adds the orderings by its q."""
+    return statistical.audit_sampler(
+        sample,
+        target,
+        list(request.prompt),
+        request.sampling,
+        n=request.n,
+        horizon=request.horizon,
+        seed=request.seed,
+        draft=draft,
+        level=request.level,
+    )
 
 
 def _audit_samples(request: AuditRequest, target) -> AuditOutcome:
@@ -394,17 +400,8 @@ def _audit_hf_generate(request: AuditRequest, target, draft) -> AuditOutcome:
             ]
         )
 
-    report = statistical.audit_sampler(
-        sample,
-        target,
-        list(request.prompt),
-        request.sampling,
-        n=request.n,
-        horizon=request.horizon,
-        seed=request.seed,
-        draft=draft if tokenizers is None else None,  # its q is over another vocabulary: the orderings by p only
-        level=request.level,
-    )
+    # a draft of another vocabulary has its q over that one: the orderings by p only
+    report = _audit_sampler(request, sample, target, draft if tokenizers is None else None)
     described = (
         f"transformers generate ({request.sampler}"
         + (

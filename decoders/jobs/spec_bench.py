@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from decoders.bench.bench import BenchSettings
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
 from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, spec_bench_prompts
 from decoders.bench.spec_bench.suite import (
@@ -133,18 +132,8 @@ def measure_table(run: SpecBenchRun) -> dict:
         name: tuple(run.gammas) if run.gammas else own.get(name, SUITE_SETTINGS.gammas)
         for name in (list(own) if run.draft == ALL else [run.draft])
     }
-    settings = run.settings
-    settings = BenchSettings(
-        gammas=tuple(sorted({g for chosen in drafts.values() for g in chosen})),
-        temperatures=settings.temperatures,
-        prompts=settings.prompts,
-        max_new_tokens=settings.max_new_tokens,
-        repeats=settings.repeats,
-        warmup=settings.warmup,
-        call_steps=SUITE_SETTINGS.call_steps,
-        seed=settings.seed,
-        batch_sizes=(),
-    )
+    gammas = tuple(sorted({g for chosen in drafts.values() for g in chosen}))
+    settings = replace(run.settings, gammas=gammas, call_steps=SUITE_SETTINGS.call_steps, batch_sizes=())
     run = replace(run, settings=settings)
     if run.draft == ALL:
         return whole_table(run, drafts)
