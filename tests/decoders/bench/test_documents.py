@@ -70,14 +70,10 @@ def _lost(saved, again, where: str = "") -> list:
 
 
 def test_documents_found():
+    """Every kind is found, at least as many as were committed when the types were written (a new file adds to them)."""
     kinds = [_kind(part).__name__ for _, part in FOUND]
-    assert {kind: kinds.count(kind) for kind in set(kinds)} == {
-        "BenchReport": 32,
-        "TreeBench": 9,
-        "PolicyBench": 3,
-        "CrossVocabularyBench": 4,
-        "ProfileDocument": 11,
-    }
+    committed = {"BenchReport": 32, "TreeBench": 9, "PolicyBench": 3, "CrossVocabularyBench": 4, "ProfileDocument": 11}
+    assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 
 
 @pytest.mark.parametrize("where, part", FOUND, ids=[where for where, _ in FOUND])
