@@ -18,7 +18,7 @@ from decoders.bench.bench import MAX_REPEATS, BenchSettings
 from decoders.bench.forecast.sweep import FORECAST_COST_PROMPTS, FORECAST_REPEATS
 from decoders.bench.runs import BenchRun
 from decoders.bench.spec_bench.questions import is_spec_bench
-from decoders.bench.spec_bench.suite import SpecBenchRun
+from decoders.bench.spec_bench.run import SpecBenchRun
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
     ENGINE_PROMPT_LENGTH,

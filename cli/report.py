@@ -21,7 +21,7 @@ from decoders.bench.bench_lines import cross_vocabulary_lines, recommendation_li
 from decoders.bench.report.settings import FULL_SETTINGS, REAL_MODEL_SETTINGS, ReportRun, ReportSettings
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS
 from decoders.bench.spec_bench.questions import TASK, is_spec_bench
-from decoders.bench.spec_bench.suite import ALL, SpecBenchRun
+from decoders.bench.spec_bench.run import ALL, SpecBenchRun
 from decoders.jobs.report import SpecBenchReportRun, cross_vocabulary_report, pair_report, spec_bench_report
 from decoders.models.gguf import is_gguf_file
 from paper_figs.report import write_cross_vocabulary_report, write_report, write_spec_bench_report
@@ -139,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
             else args.forecast_prompts,
         )
         request = SpecBenchReportRun(table, from_table=args.from_table, out=args.out, command=args.command_line)
-        table, recommendation = spec_bench_report(request)
-        paths = write_spec_bench_report(table, recommendation, request.out, command=request.command)
-        lines = recommendation_lines(recommendation)
+        report = spec_bench_report(request)
+        paths = write_spec_bench_report(report, request.out, command=request.command)
+        lines = recommendation_lines(report.recommendation)
     else:
         request = ReportRun(
             settings=_settings(args),

@@ -9,9 +9,9 @@ import argparse
 from decoders.bench.bench import BenchSettings
 from decoders.bench.prompts import TASKS
 from decoders.bench.spec_bench.questions import CATEGORIES, TASK, is_spec_bench, spec_bench_categories
-from decoders.bench.spec_bench.suite import SUITE_SETTINGS
+from decoders.bench.spec_bench.run import SUITE_SETTINGS
 
-#: A Spec-Bench bench's defaults (``decoders.bench.spec_bench.suite.SUITE_SETTINGS``): two questions per category, 32
+#: A Spec-Bench bench's defaults (``decoders.bench.spec_bench.run.SUITE_SETTINGS``): two questions per category, 32
 #: new tokens, greedy, no batch sweep -- the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
 SPEC_BENCH_PRESETS = [
     "--prompts",

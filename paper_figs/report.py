@@ -22,6 +22,7 @@ from decoders.bench.bench_lines import (
 )
 from decoders.bench.documents import BenchReport, CrossVocabularyBench, PolicyBench, TreeBench
 from decoders.bench.report.document import ReportAudit, ReportDocument
+from decoders.bench.spec_bench.document import SpecBenchReport
 from decoders.bench.spec_bench.table import forecast_lines
 from paper_figs import iteration_time, measured_vs_predicted, spec_bench, speedup_vs_gamma
 from paper_figs.style import markdown_table
@@ -52,14 +53,14 @@ def write_report(document: ReportDocument, out: Path) -> list[Path]:
     return [out / name for name in names]
 
 
-def write_spec_bench_report(table: dict, recommendation: dict, out: Path, *, command: str) -> list[Path]:
+def write_spec_bench_report(report: SpecBenchReport, out: Path, *, command: str) -> list[Path]:
     """``report --task spec-bench``: ``report.json`` (the table and the recommendation), the bar chart,
     ``report.md`` and ``report.html`` into ``out``, replacing what was there as a whole; returns the paths."""
     out = Path(out)
     with staged_directory(out) as stage:
-        write_json(stage / "report.json", {"table": table, "recommendation": recommendation}, command=command)
-        figures = spec_bench.draw(table, stage / "figures")
-        blocks = _spec_bench_blocks(table, recommendation, command, figures[0].relative_to(stage))
+        write_json(stage / "report.json", report.as_dict(), command=command)
+        figures = spec_bench.draw(report.table, stage / "figures")
+        blocks = _spec_bench_blocks(report, command, figures[0].relative_to(stage))
         write_text(stage / "report.md", render_markdown(blocks))
         write_text(stage / "report.html", render_html(blocks, title=blocks[0][2]))
         names = ["report.json", *(path.relative_to(stage) for path in figures), "report.md", "report.html"]
@@ -116,30 +117,27 @@ def _rows_table(rows: list, label: str) -> tuple:
     return ("table", cross_vocabulary_header(label), [cross_vocabulary_cells(r, label) for r in rows])
 
 
-def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: Path) -> list[tuple]:
+def _spec_bench_blocks(report: SpecBenchReport, command: str, figure: Path) -> list[tuple]:
     """The Spec-Bench report as blocks (``report_blocks``'s kinds)."""
-    env, s, one = table["environment"], table["settings"], recommendation["one_setting"]
-    by = (
-        "forecast"
-        if all(r.get("predicted_by") == "forecast" for r in recommendation["categories"].values())
-        else "model"
-    )
+    table, answer = report.table, report.recommendation
+    env, s, one = table.environment, table.settings, answer.one_setting
+    by = "forecast" if all(r.predicted_by == "forecast" for r in answer.categories.values()) else "model"
     judged = forecast_lines(table)
     rows = [
         [
-            row["label"],
-            row["recommended"],
-            f"{row['predicted_speedup']:.2f}x",
-            f"{row['measured_speedup']:.2f}x",
-            row["best_measured"],
-            f"{row['best_measured_speedup']:.2f}x",
-            f"{row['recommended_over_best']:.3f}",
-            apart_label(row.get("within_noise_of_best")),
+            row.label,
+            row.recommended,
+            f"{row.predicted_speedup:.2f}x",
+            f"{row.measured_speedup:.2f}x",
+            row.best_measured,
+            f"{row.best_measured_speedup:.2f}x",
+            f"{row.recommended_over_best:.3f}",
+            apart_label(row.within_noise_of_best),
         ]
-        for row in recommendation["categories"].values()
+        for row in answer.categories.values()
     ]
     return [
-        ("heading", 1, f"Spec-Bench report: {table['target']}"),
+        ("heading", 1, f"Spec-Bench report: {table.target}"),
         (
             "paragraph",
             f"`{command}` on {env['device_name']} ({env['device']}, {env['dtype']}, {env['torch_threads']} "
@@ -181,10 +179,10 @@ def _spec_bench_blocks(table: dict, recommendation: dict, command: str, figure: 
         (
             "paragraph",
             f"One setting for all categories, by the {'forecast' if by == 'forecast' else 'cost model'}: "
-            f"**{one['setting']}**, {by} "
-            f"{one['predicted_overall']:.2f}x overall, measured {one['measured_overall']:.2f}x; the "
-            f"per-category settings measure {one['per_category_measured_overall']:.2f}x: one setting "
-            f'loses {100 * one["loss"]:.1f}%{loss_noise(one)}. "Told apart": the recommended and the '
+            f"**{one.setting}**, {by} "
+            f"{one.predicted_overall:.2f}x overall, measured {one.measured_overall:.2f}x; the "
+            f"per-category settings measure {one.per_category_measured_overall:.2f}x: one setting "
+            f'loses {100 * one.loss:.1f}%{loss_noise(one)}. "Told apart": the recommended and the '
             f"best measured speedups differ by more than the 95% band of their difference (standard "
             f"errors over the questions; unknown where one is not measured).",
         ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from decoders.bench.spec_bench.document import SpecBenchTable
 from decoders.bench.spec_bench.table import category_rows
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
 from plumbing.outputs import write_json
@@ -22,12 +23,12 @@ def compute(results: Path, *, progress=None) -> Path:
     from decoders.jobs.spec_bench import WHOLE_TABLE, whole_table
 
     table = whole_table(replace(WHOLE_TABLE, progress=progress))
-    return write_json(Path(results) / RESULT, table, command=RECOMPUTE_COMMAND)
+    return write_json(Path(results) / RESULT, table.as_dict(), command=RECOMPUTE_COMMAND)
 
 
-def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
-    """The bar chart of a table (``decoders.bench.spec_bench.suite`` document, with or without engine rows)."""
-    rows = category_rows(document)
+def draw(table: SpecBenchTable, out: Path, name: str = "spec_bench") -> list[Path]:
+    """The bar chart of a table (``decoders.bench.spec_bench.suite``'s, with or without engine rows)."""
+    rows = category_rows(table)
     categories = list(dict.fromkeys((row.category, row.label) for row in rows))
     drafts = list(dict.fromkeys(row.draft for row in rows))
     cells = {(row.category, row.draft): row for row in rows}
@@ -82,7 +83,7 @@ def draw(document: dict, out: Path, name: str = "spec_bench") -> list[Path]:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    return draw(read_result(results, RESULT), out)
+    return draw(SpecBenchTable.from_dict(read_result(results, RESULT)), out)
 
 
 if __name__ == "__main__":

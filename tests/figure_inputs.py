@@ -138,9 +138,13 @@ def write_small_results(results: Path) -> Path:
 
 
 def _spec_row(gamma, predicted: float, measured: float) -> dict:
+    """A T = 0 row of a Spec-Bench draft (``decoders.bench.rows.BenchRow``'s keys) at ``gamma``."""
     return {
         "temperature": 0.0,
         "gamma": gamma,
+        "seconds": 1.0 / measured,
+        "iterations": 4,
+        "tokens_per_iteration": 1.5,
         "speedup": measured,
         "speedup_spread": [measured - 0.05, measured, measured + 0.05],
         "calibrated_speedup": predicted,
@@ -148,6 +152,19 @@ def _spec_row(gamma, predicted: float, measured: float) -> dict:
         "mean_acceptance_length": 1.5,
         "acceptance_rate": 0.3,
         "alpha_counts": 0.4,
+        "greedy_equal": [True],
+    }
+
+
+def _tree_row(measured: float) -> dict:
+    """The dynamic tree's row (``decoders.bench.rows.DynamicTreeRow``'s keys) of 8 nodes."""
+    return {
+        "temperature": 0.0,
+        "nodes": 8,
+        "speedup": measured,
+        "speedup_spread": [measured - 0.05, measured, measured + 0.05],
+        "mean_acceptance_length": 1.5,
+        "acceptance_rate": 0.3,
         "greedy_equal": [True],
     }
 
@@ -162,25 +179,41 @@ SPEC_BENCH_TREES = {"qa": 1.3, "rag": 0.98}  # the dynamic tree's measured speed
 
 
 def small_spec_bench_table() -> dict:
-    """Two categories of ``spec_bench_document``'s shape with the cells of ``SPEC_BENCH_CELLS``, a dynamic tree
-    (``SPEC_BENCH_TREES``) and an engine's rows."""
+    """Two categories of ``spec_bench_document``'s shape (a saved ``SpecBenchTable``) with the cells of
+    ``SPEC_BENCH_CELLS``, a dynamic tree (``SPEC_BENCH_TREES``) and an engine's rows."""
     labels = {"qa": "Question Answering", "rag": "Retrieval-aug. Generation"}
     prompts = {"100": [{"category": "qa", "question_id": 1, "tokens": 60, "cut": 0}]}
+    profile = dict(
+        CostProfile(
+            t_step=0.05, t_draft=0.001, t_verify=(0.05, 0.06, 0.07), t_iteration=0.002, acceptance=(0.5,)
+        ).as_dict(),
+        spread={},
+    )
     categories = {}
     for category, drafts in SPEC_BENCH_CELLS.items():
-        tree = [dict(_spec_row(None, None, SPEC_BENCH_TREES[category]), nodes=8)]
         categories[category] = {
             "label": labels[category],
             "prompts": prompts,
             "drafts": {
                 name: {
+                    "gammas": list(cells),
                     "prompt_room": 100,
                     "autoregressive_seconds": SPEC_BENCH_BASELINES[category],
+                    "c": 0.02,
+                    "target_call_seconds": 0.05,
+                    "draft_call_seconds": 0.001,
+                    "alpha": 0.4,
                     "rows": [_spec_row(g, *cell) for g, cell in cells.items()],
+                    "profile": profile,
                 }
                 for name, cells in drafts.items()
             },
-            "dynamic": {"draft": "copy", "prompt_room": 100, "rows": tree},
+            "dynamic": {
+                "draft": "copy",
+                "tree": {"dynamic": True, "branching": 2, "nodes": 8, "depth": 4},
+                "prompt_room": 100,
+                "rows": [_tree_row(SPEC_BENCH_TREES[category])],
+            },
         }
     engine = [
         {
@@ -208,10 +241,20 @@ def small_spec_bench_table() -> dict:
         "task": "spec-bench:qa,rag",
         "target": "test",
         "drafts": {"copy": [1, 2], "slow": [1]},
+        "dynamic": {"dynamic": True, "branching": 2, "nodes": 8, "depth": 4, "draft": "copy"},
         "environment": {"device": "cpu", "device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
         "settings": {"prompts": 1, "max_new_tokens": 8, "gammas": [1, 2]},
+        "batch_size": 1,
+        "seconds": 10.0,
         "categories": categories,
-        "engine": {"table": engine},
+        "engine": {
+            "task": "spec-bench:qa,rag",
+            "engine": "llama-cpp",
+            "model": "test.gguf",
+            "prompt_room": 100,
+            "categories": {},
+            "table": engine,
+        },
     }
 
 

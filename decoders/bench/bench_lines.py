@@ -10,6 +10,7 @@ import statistics
 from decoders.bench.documents import BatchSweep, BenchDocument, CrossVocabularyBench
 from decoders.bench.report.document import ReportDocument, TemperatureAnswer
 from decoders.bench.rows import CrossVocabularyRow, HFComparisonRow
+from decoders.bench.spec_bench.document import OneSetting, SpecBenchAnswer
 from spectheory.costs import CostProfile
 from spectheory.intervals import Z95
 
@@ -373,35 +374,34 @@ def _covered_words(r: TemperatureAnswer) -> str:
     )
 
 
-def recommendation_lines(recommendation: dict) -> list:
+def recommendation_lines(recommendation: SpecBenchAnswer) -> list:
     """The recommendation as printed lines."""
-    by = {row.get("predicted_by", "model") for row in recommendation["categories"].values()}
+    by = {row.predicted_by for row in recommendation.categories.values()}
     lines = [
         f"{'category':<27}{'recommended':<31}{'forecast' if by == {'forecast'} else 'model':>10}{'measured':>10}  "
         f"{'best measured':<31}{'speedup':>8}{'ratio':>7}  apart (95%)"
     ]
-    for row in recommendation["categories"].values():
+    for row in recommendation.categories.values():
         lines.append(
-            f"{row['label']:<27}{row['recommended']:<31}{row['predicted_speedup']:>9.2f}x"
-            f"{row['measured_speedup']:>9.2f}x  {row['best_measured']:<31}{row['best_measured_speedup']:>7.2f}x"
-            f"{row['recommended_over_best']:>7.3f}  {apart_label(row.get('within_noise_of_best'))}"
+            f"{row.label:<27}{row.recommended:<31}{row.predicted_speedup:>9.2f}x"
+            f"{row.measured_speedup:>9.2f}x  {row.best_measured:<31}{row.best_measured_speedup:>7.2f}x"
+            f"{row.recommended_over_best:>7.3f}  {apart_label(row.within_noise_of_best)}"
         )
-    one = recommendation["one_setting"]
-    noise = loss_noise(one)
+    one = recommendation.one_setting
     lines.append(
-        f"one setting for all categories: {one['setting']}, {'forecast' if by == {'forecast'} else 'predicted'} "
-        f"overall {one['predicted_overall']:.2f}x, "
-        f"measured {one['measured_overall']:.2f}x; the per-category settings measure "
-        f"{one['per_category_measured_overall']:.2f}x "
-        f"overall: one setting loses {100 * one['loss']:.1f}%{noise}"
+        f"one setting for all categories: {one.setting}, {'forecast' if by == {'forecast'} else 'predicted'} "
+        f"overall {one.predicted_overall:.2f}x, "
+        f"measured {one.measured_overall:.2f}x; the per-category settings measure "
+        f"{one.per_category_measured_overall:.2f}x "
+        f"overall: one setting loses {100 * one.loss:.1f}%{loss_noise(one)}"
     )
     return lines
 
 
-def loss_noise(one: dict) -> str:
+def loss_noise(one: OneSetting) -> str:
     """The one-setting loss's 95% half-width as printed after it ("" where its error is unknown)."""
-    error = one.get("loss_standard_error")
-    return "" if error is None else f" +- {100 * Z95 * error:.1f}% (95%){'' if one['loss_within_noise'] else ': apart'}"
+    error = one.loss_standard_error
+    return "" if error is None else f" +- {100 * Z95 * error:.1f}% (95%){'' if one.loss_within_noise else ': apart'}"
 
 
 def apart_label(within: bool | None) -> str:

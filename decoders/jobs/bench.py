@@ -16,10 +16,9 @@ from decoders.bench.cross_bench import cross_vocabulary_document
 from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import policy_lines
 from decoders.bench.prompts import benchmark_prompts, draw_prompts
-from decoders.bench.rows import TableRow
 from decoders.bench.runs import BenchRun, bench_document, policy_document, tree_document
 from decoders.bench.spec_bench.questions import is_spec_bench
-from decoders.bench.spec_bench.suite import SpecBenchRun
+from decoders.bench.spec_bench.run import SpecBenchRun
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
 from decoders.bench.tree_bench import tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed
@@ -82,11 +81,11 @@ def spec_bench(run: SpecBenchRun, *, out=None, command=None) -> tuple:
     from ``run.forecast_questions`` other questions per category (0: none)."""
     if out:
         check_writable(out)
-    document = measure_table(run)
-    lines = spec_bench_lines(document)
-    if "engine_skipped" in document:
-        lines.append(f"no engine rows: {document['engine_skipped']}")
-    return _written(document, lines, out, command)
+    table = measure_table(run)
+    lines = spec_bench_lines(table)
+    if table.engine_skipped:
+        lines.append(f"no engine rows: {table.engine_skipped}")
+    return _written(table.as_dict(), lines, out, command)
 
 
 def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
@@ -183,11 +182,11 @@ class EngineBenchRun:
 def _engine_table(engine, run: SpecBenchRun) -> tuple:
     """Spec-Bench's categories on the engine (``decoders.jobs.spec_bench.engine_table``); only its tokenizer is read
     here."""
-    document = engine_table(engine, gguf_tokenizer(engine.model_path), run)
-    return document, [
+    table = engine_table(engine, gguf_tokenizer(engine.model_path), run)
+    return table.as_dict(), [
         f"Spec-Bench, {engine.name} ({engine.model_path.name}), T = 0, batch 1, speedup over the "
         f"engine's own plain decoding at the best of gammas {', '.join(map(str, run.gammas))}",
-        *table_lines([TableRow.from_dict(row) for row in document["table"]]),
+        *table_lines(list(table.table)),
     ]
 
 

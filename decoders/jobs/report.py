@@ -17,8 +17,9 @@ from decoders.bench.report.document import ReportDocument
 from decoders.bench.report.pair import measure_pair
 from decoders.bench.report.settings import ReportRun
 from decoders.bench.runs import BenchRun
+from decoders.bench.spec_bench.document import SpecBenchReport, SpecBenchTable
 from decoders.bench.spec_bench.recommend import recommend
-from decoders.bench.spec_bench.suite import SpecBenchRun
+from decoders.bench.spec_bench.run import SpecBenchRun
 from decoders.jobs.spec_bench import measure_table
 from decoders.sampling import Sampling
 from plumbing.outputs import check_writable, strict_loads
@@ -49,23 +50,27 @@ def pair_report(run: ReportRun) -> ReportDocument:
     return measure_pair(run, inputs, prompts)
 
 
-def saved_table(path: str) -> dict:
+def saved_table(path: str) -> SpecBenchTable:
     """A table written by ``bench --task spec-bench --out`` (one draft or all)."""
     try:
-        table = strict_loads(Path(path).read_text())
+        saved = strict_loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         raise ValueError(f"--from {path}: cannot read a JSON table ({error})") from None
-    if not isinstance(table, dict) or "categories" not in table or "drafts" not in table:
-        raise ValueError(f"--from {path}: not a Spec-Bench table (bench --task spec-bench --draft all --out FILE)")
-    return table
+    not_table = ValueError(f"--from {path}: not a Spec-Bench table (bench --task spec-bench --draft all --out FILE)")
+    if not isinstance(saved, dict) or "categories" not in saved or "drafts" not in saved:
+        raise not_table
+    try:
+        return SpecBenchTable.from_dict(saved)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{not_table} ({type(error).__name__}: {error})") from None
 
 
-def spec_bench_report(run: SpecBenchReportRun) -> tuple:
+def spec_bench_report(run: SpecBenchReportRun) -> SpecBenchReport:
     """The table, read from ``run.from_table`` or measured, and per Spec-Bench category a draft and gamma, or "do not
     speculate" (``decoders.bench.spec_bench.recommend.recommend``: from the forecast where there is one)."""
     check_writable(run.out, directory=True)
     table = saved_table(run.from_table) if run.from_table else measure_table(run.table)
-    return table, recommend(table)
+    return SpecBenchReport(table=table, recommendation=recommend(table))
 
 
 def cross_vocabulary_report(run: ReportRun) -> CrossVocabularyBench:

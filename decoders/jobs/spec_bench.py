@@ -9,18 +9,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from decoders.bench.rows import TableRow
+from decoders.bench.spec_bench.document import EngineTable, SpecBenchTable
 from decoders.bench.spec_bench.forecast import SPEC_BENCH_FORECAST_QUESTIONS, other_questions
 from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, spec_bench_prompts
-from decoders.bench.spec_bench.suite import (
-    ALL,
-    DYNAMIC,
-    ENGINE_GAMMAS,
-    SUITE_SETTINGS,
-    SpecBenchRun,
-    spec_bench_document,
-    suite_drafts,
-)
-from decoders.bench.spec_bench.table import table_row
+from decoders.bench.spec_bench.run import ALL, SUITE_SETTINGS, SpecBenchRun
+from decoders.bench.spec_bench.suite import DYNAMIC, ENGINE_GAMMAS, spec_bench_document, suite_drafts
+from decoders.bench.spec_bench.table import prompt_counts
 from decoders.engines import open_engine
 from decoders.engines.base import DEFAULT_CONTEXT, capability
 from decoders.engines.bench import engine_bench
@@ -38,33 +33,35 @@ WHOLE_TABLE = SpecBenchRun(target="smollm2", forecast_questions=SPEC_BENCH_FOREC
 ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 
-def _engine_row(category: str, document: dict, questions: list, label: str) -> dict:
-    """One category's best measured gamma as a table row (``decoders.bench.spec_bench.table.table_row``; the prediction:
-    the engine's)."""
+def _engine_row(category: str, document: dict, questions: list, label: str) -> TableRow:
+    """One category's best measured gamma of an engine's bench ``document`` as a table row (the prediction: the
+    engine's)."""
     best = best_gamma_row(document["rows"])
-    chosen = dict(
-        best,
+    return TableRow(
+        category=category,
+        label=LABELS[category],
+        draft=label,
+        **prompt_counts(questions),
         setting=f"gamma {best['gamma']}",
+        gamma=best["gamma"],
         mean_acceptance_length=best["tokens_per_iteration"],
+        acceptance_rate=best["acceptance_rate"],
+        alpha=best["alpha"],
+        speedup=best["speedup"],
+        speedup_spread=best["speedup_spread"],
         calibrated_speedup=best["predicted_speedup"],
         calibrated_over_measured=best["predicted_over_measured"],
-    )
-    return table_row(
-        category,
-        LABELS[category],
-        label,
-        questions,
-        chosen,
-        all(row["greedy_equal_to_plain"] for row in document["rows"]),
+        forecast_speedup=best.get("forecast_speedup"),
+        greedy_equal=all(row["greedy_equal_to_plain"] for row in document["rows"]),
     )
 
 
-def engine_table(engine, tokenizer, run: SpecBenchRun) -> dict:
+def engine_table(engine, tokenizer, run: SpecBenchRun) -> EngineTable:
     """Each category of ``run.task`` through ``decoders.engines.bench.engine_bench`` at ``run.gammas`` (``prompts``
     questions each of ``run.settings``, its new tokens, repeats, warm-up and seed; with ``run.forecast_questions``, its
     forecast from that many other questions of the category first); prompts longer than the engine's context leaves
     room for are cut from the front. llama.cpp's first call after loading is slower than the rest: one warm-up at
-    least. The document, with its ``table``."""
+    least."""
     s, gammas = run.settings, run.gammas
     prompts, max_new_tokens, repeats, seed = s.prompts, s.max_new_tokens, s.repeats, s.seed
     room = (capability(engine, "context") or DEFAULT_CONTEXT) - max_new_tokens - max(gammas) - 1
@@ -91,39 +88,39 @@ def engine_table(engine, tokenizer, run: SpecBenchRun) -> dict:
                 category, document, categories[category]["questions"], ENGINE_LABELS.get(engine.name, engine.name)
             )
         )
-    return {
-        "task": run.task,
-        "engine": engine.name,
-        "model": engine.model_path.name,
-        "prompt_room": room,
-        "categories": categories,
-        "table": [row.as_dict() for row in rows],
-    }
+    return EngineTable(
+        task=run.task,
+        engine=engine.name,
+        model=engine.model_path.name,
+        prompt_room=room,
+        categories=categories,
+        table=tuple(rows),
+    )
 
 
-def _engine_rows(run: SpecBenchRun) -> dict:
-    """llama.cpp's table on ``run.target``'s GGUF file, or {"skipped": why} (no GGUF file, no llama-cpp-python)."""
+def _engine_rows(run: SpecBenchRun) -> EngineTable | str:
+    """llama.cpp's table on ``run.target``'s GGUF file, or why there is none (no GGUF file, no llama-cpp-python)."""
     try:
         engine = open_engine("llama-cpp", gguf=run.target)
     except ValueError as error:
-        return {"skipped": str(error)}
+        return str(error)
     return engine_table(engine, gguf_tokenizer(engine.model_path), run)
 
 
-def whole_table(run: SpecBenchRun, drafts: dict | None = None) -> dict:
+def whole_table(run: SpecBenchRun, drafts: dict | None = None) -> SpecBenchTable:
     """Every draft of ``suite_drafts(run.target)`` (or ``drafts`` {name: gammas}), the dynamic tree with the first and
     the engine's rows (``engine``; where there are none, ``engine_skipped`` says why), each forecast first from
     ``run.forecast_questions`` other questions per category (0: none)."""
     drafts = drafts or suite_drafts(run.target)
-    document = spec_bench_document(run, drafts, DYNAMIC)
+    table = spec_bench_document(run, drafts, DYNAMIC)
     started = time.perf_counter()
     engine = _engine_rows(replace(run, gammas=ENGINE_GAMMAS))
-    engine["seconds"] = time.perf_counter() - started
-    document["engine_skipped" if "skipped" in engine else "engine"] = engine.get("skipped", engine)
-    return document
+    if isinstance(engine, str):
+        return replace(table, engine_skipped=engine)
+    return replace(table, engine=replace(engine, seconds=time.perf_counter() - started))
 
 
-def measure_table(run: SpecBenchRun) -> dict:
+def measure_table(run: SpecBenchRun) -> SpecBenchTable:
     """The table of ``run.draft`` on ``run.settings``' prompts, tokens and repeats (``ALL``: every draft of
     ``suite_drafts``, the dynamic tree and the engine's rows): at ``run.gammas`` where given, else each draft's own;
     each forecast first from ``run.forecast_questions`` other questions per category (0: none)."""

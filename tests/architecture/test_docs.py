@@ -16,6 +16,7 @@ import pytest
 from cli import main
 from decoders.bench.bench_lines import recommendation_lines, summary_lines
 from decoders.bench.report.document import ReportDocument
+from decoders.bench.spec_bench.document import SpecBenchAnswer
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("spectheory", "sims", "decoders", "paper_figs")
@@ -126,7 +127,7 @@ def test_quoted_reports_against_their_results(page):
         document = json.loads((ROOT / out / "report.json").read_text())
         answers = [line for line in expected if not line.startswith("wrote ")]
         printed = (
-            recommendation_lines(document["recommendation"])
+            recommendation_lines(SpecBenchAnswer.from_dict(document["recommendation"]))
             if "recommendation" in document
             else summary_lines(ReportDocument.from_dict(document))
         )  # report --task spec-bench, or the pair's report

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -35,8 +35,25 @@ from decoders.bench.forecast.sweep import (
 )
 from decoders.bench.profile import profile_checks
 from decoders.bench.prompts import FORECAST_SEED
-from decoders.bench.spec_bench.questions import QUESTIONS_PER_CATEGORY, PromptRows, select_questions, spec_bench_prompts
-from decoders.bench.spec_bench.recommend import NO_SPECULATION, NOT_SPECULATING, chain_setting, tree_setting
+from decoders.bench.spec_bench.document import (
+    CategoryForecast,
+    CategoryJudgement,
+    DraftForecast,
+    ForecastChoice,
+    JudgedSetting,
+    SpecBenchCategory,
+    TableForecast,
+    TreeForecast,
+)
+from decoders.bench.spec_bench.questions import (
+    QUESTIONS_PER_CATEGORY,
+    PromptRows,
+    select_questions,
+    spec_bench_categories,
+    spec_bench_prompts,
+)
+from decoders.bench.spec_bench.recommend import NO_SPECULATION, NOT_SPECULATING, Candidate, chain_setting, tree_setting
+from decoders.bench.spec_bench.run import SpecBenchRun, TableModels
 from decoders.models.protocol import synchronize
 from decoders.randomness import seeded
 from decoders.sampling import GREEDY
@@ -97,20 +114,32 @@ def _scaled(profile: CostProfile, ratio: float) -> CostProfile:
     return replace(profile, target_prefill=profile.target_prefill * ratio, draft_prefill=profile.draft_prefill * ratio)
 
 
-def _tree_iteration_seconds(cost: dict, tree_draft: str, tokens: int) -> float:
+@dataclass(frozen=True)
+class _CostRun:
+    """The table's timed jobs on the cost question (``category``: a ``SpecBenchCategory`` of one question), each
+    draft's prompt room in it, the cost question cut to each room, and the prefill timing's repeats."""
+
+    category: SpecBenchCategory
+    rooms: dict  # draft name -> prompt room
+    questions: dict  # prompt room -> SpecBenchPrompt
+    repeats: int
+
+
+def _tree_iteration_seconds(cost: SpecBenchCategory, tree_draft: str, tokens: int) -> float:
     """The dynamic tree's seconds per iteration on the cost question: its whole seconds (the baseline's over its
     measured speedup) less the prefills, over its iterations."""
-    row, drafted = cost["dynamic"]["rows"][0], cost["drafts"][tree_draft]
-    profile = drafted["profile"]
-    seconds = drafted["autoregressive_seconds"] / row["speedup"]
-    return (seconds - profile["target_prefill"] - profile["draft_prefill"]) / (tokens / row["mean_acceptance_length"])
+    row, drafted = cost.dynamic.rows[0], cost.drafts[tree_draft]
+    seconds = drafted.autoregressive_seconds / row.speedup
+    prefills = drafted.profile.target_prefill + drafted.profile.draft_prefill
+    return (seconds - prefills) / (tokens / row.mean_acceptance_length)
 
 
 def _tree_forecast(
-    target, model, tree, rows: PromptRows, profile: CostProfile, iteration_seconds: float, tokens: int
-) -> dict:
-    """The dynamic tree's tokens per call from its untimed runs on ``rows`` and its forecast speedup, with a
-    jackknife standard error over the rows."""
+    target, dynamic: tuple, rows: PromptRows, profile: CostProfile, iteration_seconds: float, tokens: int
+):
+    """The dynamic tree's (draft name, model, tree) tokens per call from its untimed runs on ``rows`` and its forecast
+    speedup, with a jackknife standard error over the rows."""
+    name, model, tree = dynamic
     made = []  # per row: (tokens, target calls), tokens counted as the timed row counts them (1 + accepted)
     for row in range(len(rows)):
         stats = generate_tree(
@@ -137,216 +166,174 @@ def _tree_forecast(
 
     per_call, value = speedup(made)
     error = jackknife_error([speedup(rest)[1] for rest in leave_one_out(made)])
-    return {
-        "nodes": tree.budget,
-        "tokens_per_call": per_call,
-        "speedup": value,
-        "standard_error": error,
-        "interval": forecast_interval(value, error, len(made)),
-        "seconds_per_iteration": iteration_seconds,
-    }
+    return TreeForecast(
+        nodes=tree.budget,
+        tokens_per_call=per_call,
+        speedup=value,
+        standard_error=error,
+        interval=forecast_interval(value, error, len(made)),
+        seconds_per_iteration=iteration_seconds,
+        draft=name,
+    )
 
 
-def _recommended(drafts: dict, dynamic: dict | None) -> dict:
+def _recommended(drafts: dict, dynamic: TreeForecast | None) -> ForecastChoice:
     """The setting of the largest forecast among every draft's gammas, the dynamic tree and no speculation (1x)."""
     settings = [
-        {
-            "setting": chain_setting(name, row["gamma"]),
-            "draft": name,
-            "gamma": row["gamma"],
-            "forecast": row["speedup"],
-            "drafted": row["gamma"],
-        }
+        Candidate(
+            setting=chain_setting(name, row.gamma),
+            draft=name,
+            gamma=row.gamma,
+            drafted=row.gamma,
+            predicted=row.speedup,
+            measured=row.speedup,
+        )
         for name, forecast in drafts.items()
-        for row in forecast["speedups"]
+        for row in forecast.speedups
     ]
     if dynamic is not None:
         settings.append(
-            {
-                "setting": tree_setting(dynamic["draft"], dynamic["nodes"]),
-                "draft": "dynamic",
-                "gamma": None,
-                "forecast": dynamic["speedup"],
-                "drafted": dynamic["nodes"],
-            }
+            Candidate(
+                setting=tree_setting(dynamic.draft, dynamic.nodes),
+                draft="dynamic",
+                drafted=dynamic.nodes,
+                predicted=dynamic.speedup,
+            )
         )
-    best = best_choice(settings + [NOT_SPECULATING], lambda s: s["forecast"], lambda s: s["drafted"])
-    return {"setting": best["setting"], "draft": best["draft"], "gamma": best["gamma"], "speedup": best["forecast"]}
+    best = best_choice(settings + [NOT_SPECULATING], lambda c: c.predicted, lambda c: c.drafted)
+    return ForecastChoice(setting=best.setting, draft=best.draft, gamma=best.gamma, speedup=best.predicted)
 
 
-def forecast_category(
-    target,
-    tokenizer,
-    category: str,
-    models: dict,
-    rooms: dict,
-    cost_questions: dict,
-    cost: dict,
-    s: BenchSettings,
-    *,
-    dynamic,
-    questions: int,
-    repeats: int,
-) -> dict:
-    """One category's forecast (module docstring): ``models`` {name: (model, gammas)}, ``rooms`` {name: its prompt
-    room}, ``cost_questions`` {room: the cost question cut to it}, ``cost``: the cost run's document, ``dynamic``
-    (draft name, model, DynamicTree) or None."""
-    started, tokens = time.perf_counter(), s.max_new_tokens
-    asked = {room: other_questions(tokenizer, category, questions, s.seed, room, s.prompts) for room in cost_questions}
-    ratios = {room: prefill_ratio(target, asked[room], cost_questions[room], repeats) for room in asked}
-    profiles = {
-        name: _scaled(CostProfile.from_dict(cost["drafts"][name]["profile"]), ratios[rooms[name]]) for name in models
+def forecast_category(models: TableModels, category: str, cost: _CostRun, s: BenchSettings, questions: int):
+    """One category's ``CategoryForecast`` (module docstring) from ``questions`` other questions of it."""
+    started, tokens, target = time.perf_counter(), s.max_new_tokens, models.target
+    asked = {
+        room: other_questions(models.tokenizer, category, questions, s.seed, room, s.prompts) for room in cost.questions
     }
+    ratios = {room: prefill_ratio(target, asked[room], cost.questions[room], cost.repeats) for room in asked}
+    profiles = {name: _scaled(cost.category.drafts[name].profile, ratios[cost.rooms[name]]) for name in models.drafts}
     drafts = {}
-    for name, (model, gammas) in models.items():
-        rows = PromptRows(list(q.tokens) for q in asked[rooms[name]])
+    for name, (model, gammas) in models.drafts.items():
+        rows = PromptRows(list(q.tokens) for q in asked[cost.rooms[name]])
         runs = acceptance_runs(target, model, rows, GREEDY, gamma_max=max(gammas), max_new_tokens=tokens)
         speedups = forecast_speedups(profiles[name], runs, gammas, tokens)
-        drafts[name] = {
-            "speedups": [row.as_dict() for row in speedups],
-            "prompts_needed": prompts_needed(speedups, len(runs)),
-            "alpha": with_acceptance(profiles[name], runs, tokens).alpha,
-        }
-    tree = None
-    if dynamic is not None:
-        name, model, shape = dynamic
-        rows = PromptRows(list(q.tokens) for q in asked[rooms[name]])
-        tree = dict(
-            _tree_forecast(
-                target, model, shape, rows, profiles[name], _tree_iteration_seconds(cost, name, tokens), tokens
-            ),
-            draft=name,
+        drafts[name] = DraftForecast(
+            speedups=tuple(speedups),
+            prompts_needed=prompts_needed(speedups, len(runs)),
+            alpha=with_acceptance(profiles[name], runs, tokens).alpha,
         )
-    first = profiles[next(iter(models))]
-    return {
-        "questions": {str(room): [q.as_dict() for q in asked[room]] for room in asked},
-        "prefill_ratio": {str(room): ratio for room, ratio in ratios.items()},
-        "drafts": drafts,
-        "dynamic": tree,
-        "recommended": _recommended(drafts, tree),
-        "autoregressive_seconds": first.target_prefill + tokens * first.t_step,
-        "seconds": time.perf_counter() - started,
-    }
+    tree = None
+    if models.dynamic is not None:
+        name = models.dynamic[0]
+        rows = PromptRows(list(q.tokens) for q in asked[cost.rooms[name]])
+        seconds = _tree_iteration_seconds(cost.category, name, tokens)
+        tree = _tree_forecast(target, models.dynamic, rows, profiles[name], seconds, tokens)
+    first = profiles[next(iter(models.drafts))]
+    return CategoryForecast(
+        questions={str(room): [q.as_dict() for q in asked[room]] for room in asked},
+        prefill_ratio={str(room): ratio for room, ratio in ratios.items()},
+        drafts=drafts,
+        dynamic=tree,
+        recommended=_recommended(drafts, tree),
+        autoregressive_seconds=first.target_prefill + tokens * first.t_step,
+        seconds=time.perf_counter() - started,
+    )
 
 
-def forecast_table(
-    target,
-    tokenizer,
-    categories: tuple,
-    models: dict,
-    s: BenchSettings,
-    *,
-    dynamic=None,
-    questions: int = SPEC_BENCH_FORECAST_QUESTIONS,
-    repeats: int = FORECAST_REPEATS,
-    bench_category,
-    progress=None,
-) -> dict:
-    """The forecast of every category (``forecast_category``) from one cost run of the table's timer
-    (``bench_category``: ``decoders.bench.spec_bench.suite``'s, passed in by it) on the cost question over ``repeats``
-    after a warm-up; ``progress(category)`` after each category."""
+def forecast_table(models: TableModels, run: SpecBenchRun, *, bench_category, progress=None) -> TableForecast:
+    """The forecast of every category of ``run.task`` (``forecast_category``, from ``run.forecast_questions`` other
+    questions each) from one cost run of the table's timer (``bench_category``:
+    ``decoders.bench.spec_bench.suite``'s, passed in by it) on the cost question over ``FORECAST_REPEATS`` after a
+    warm-up; ``progress(category)`` after each category."""
+    s, categories = run.settings, spec_bench_categories(run.task)
     started, first = time.perf_counter(), categories[0]
-    cost_settings = replace(s, prompts=1, repeats=repeats, warmup=1)
+    cost_settings = replace(s, prompts=1, repeats=FORECAST_REPEATS, warmup=1)
 
     def pick(room):
-        return other_questions(tokenizer, first, 1, s.seed, room, s.prompts)
+        return other_questions(models.tokenizer, first, 1, s.seed, room, s.prompts)
 
-    cost = bench_category(target, tokenizer, first, models, cost_settings, dynamic=dynamic, questions=pick)
-    rooms = {name: drafted["prompt_room"] for name, drafted in cost["drafts"].items()}
-    cost_questions = {room: pick(room)[0] for room in set(rooms.values())}
-    measured = {}
+    measured = bench_category(models, first, cost_settings, questions=pick)
+    rooms = {name: drafted.prompt_room for name, drafted in measured.drafts.items()}
+    cost = _CostRun(measured, rooms, {room: pick(room)[0] for room in set(rooms.values())}, FORECAST_REPEATS)
+    forecasts = {}
     for category in categories:
-        measured[category] = forecast_category(
-            target,
-            tokenizer,
-            category,
-            models,
-            rooms,
-            cost_questions,
-            cost,
-            s,
-            dynamic=dynamic,
-            questions=questions,
-            repeats=repeats,
-        )
+        forecasts[category] = forecast_category(models, category, cost, s, run.forecast_questions)
         if progress:
             progress(category)
-    checks = {
-        name: profile_checks(CostProfile.from_dict(drafted["profile"]), drafted["profile"].get("spread"))
-        for name, drafted in cost["drafts"].items()
-    }
+    checks = {name: profile_checks(drafted.profile, drafted.spread) for name, drafted in measured.drafts.items()}
     failed = [(name, one) for name, one in checks.items() if not one.passed]
-    return {
-        "questions": questions,
-        "repeats": repeats,
-        "warmup": 1,
-        "checks": {name: one.as_dict() for name, one in checks.items()},
-        "withheld": failed[0][1].line(f"Spec-Bench's forecast (the {failed[0][0]} draft's costs)") if failed else "",
-        "cost_question": {str(room): q.as_dict() for room, q in cost_questions.items()},
-        "cost_seconds": time.perf_counter() - started - sum(c["seconds"] for c in measured.values()),
-        "profiles": {name: drafted["profile"] for name, drafted in cost["drafts"].items()},
-        "categories": measured,
-        "seconds": time.perf_counter() - started,
-    }
+    return TableForecast(
+        questions=run.forecast_questions,
+        repeats=FORECAST_REPEATS,
+        warmup=1,
+        checks=checks,
+        withheld=failed[0][1].line(f"Spec-Bench's forecast (the {failed[0][0]} draft's costs)") if failed else "",
+        cost_question={str(room): q.as_dict() for room, q in cost.questions.items()},
+        cost_seconds=time.perf_counter() - started - sum(c.seconds for c in forecasts.values()),
+        profiles={name: drafted.as_dict()["profile"] for name, drafted in measured.drafts.items()},
+        categories=forecasts,
+        seconds=time.perf_counter() - started,
+    )
 
 
-def judge_category(forecast: dict, measured: dict) -> dict:
-    """One category's ``forecast`` (``forecast_category``'s) beside its timed ``measured`` document: forecast /
-    measured at every draft and gamma and the dynamic tree, inside the measured 95% interval or not; the
-    recommended setting's measured speedup, the best measured setting (no speculation at 1x included), the loss and
-    whether the recommended lies within the best's interval."""
+def _judged_chain(name: str, forecast, row) -> JudgedSetting:
+    """A draft's ``forecast`` (``ForecastRow``) at one gamma beside the table's ``row`` (``BenchRow``) there."""
+    low, high = row.speedup_interval
+    return JudgedSetting(
+        setting=chain_setting(name, forecast.gamma),
+        draft=name,
+        gamma=forecast.gamma,
+        drafted=forecast.gamma,
+        forecast=forecast.speedup,
+        forecast_standard_error=forecast.standard_error,
+        measured=row.speedup,
+        measured_interval=row.speedup_interval,
+        forecast_over_measured=forecast.speedup / row.speedup,
+        inside_interval=low <= forecast.speedup <= high,
+        covered=covers(forecast.speedup, forecast.interval, row.speedup, row.speedup_interval),
+    )
+
+
+def judge_category(forecast: CategoryForecast, measured: SpecBenchCategory) -> CategoryJudgement:
+    """One category's ``forecast`` beside its timed ``measured`` rows: forecast / measured at every draft and gamma and
+    the dynamic tree, inside the measured 95% interval or not; the recommended setting's measured speedup, the best
+    measured setting (no speculation at 1x included), the loss and whether the recommended lies within the best's
+    interval."""
     rows = []
-    for name, drafted in measured["drafts"].items():
-        timed = {row["gamma"]: row for row in drafted["rows"]}
-        for f in forecast["drafts"][name]["speedups"]:
-            row = timed[f["gamma"]]
-            rows.append(
-                {
-                    "setting": chain_setting(name, f["gamma"]),
-                    "draft": name,
-                    "gamma": f["gamma"],
-                    "drafted": f["gamma"],
-                    "forecast": f["speedup"],
-                    "forecast_standard_error": f["standard_error"],
-                    "measured": row["speedup"],
-                    "measured_interval": row["speedup_interval"],
-                    "forecast_over_measured": f["speedup"] / row["speedup"],
-                    "inside_interval": row["speedup_interval"][0] <= f["speedup"] <= row["speedup_interval"][1],
-                    "covered": covers(f["speedup"], f["interval"], row["speedup"], row["speedup_interval"]),
-                }
-            )
-    tree = forecast.get("dynamic")
-    if tree is not None and measured.get("dynamic"):
-        timed = measured["dynamic"]["rows"][0]
+    for name, drafted in measured.drafts.items():
+        timed = {row.gamma: row for row in drafted.rows}
+        rows += [_judged_chain(name, f, timed[f.gamma]) for f in forecast.drafts[name].speedups]
+    tree = forecast.dynamic
+    if tree is not None and measured.dynamic is not None:
+        timed = measured.dynamic.rows[0]
         rows.append(
-            {
-                "setting": tree_setting(tree["draft"], tree["nodes"]),
-                "draft": "dynamic",
-                "gamma": None,
-                "drafted": tree["nodes"],
-                "forecast": tree["speedup"],
-                "forecast_standard_error": tree["standard_error"],
-                "measured": timed["speedup"],
-                "measured_interval": None,
-                "forecast_over_measured": tree["speedup"] / timed["speedup"],
-                "inside_interval": None,
-                "covered": None,
-            }
+            JudgedSetting(
+                setting=tree_setting(tree.draft, tree.nodes),
+                draft="dynamic",
+                gamma=None,
+                drafted=tree.nodes,
+                forecast=tree.speedup,
+                forecast_standard_error=tree.standard_error,
+                measured=timed.speedup,
+                measured_interval=None,
+                forecast_over_measured=tree.speedup / timed.speedup,
+                inside_interval=None,
+            )
         )
-    by_setting = {row["setting"]: row for row in rows}
-    chosen = forecast["recommended"]["setting"]
-    measured_there = 1.0 if chosen == NO_SPECULATION else by_setting[chosen]["measured"]
-    best = best_choice(rows + [NOT_SPECULATING], lambda row: row["measured"], lambda row: row["drafted"])
-    loss = 1 - measured_there / best["measured"]
-    interval = best["measured_interval"]
-    return {
-        "rows": rows,
-        "recommended": chosen,
-        "recommended_forecast": forecast["recommended"]["speedup"],
-        "recommended_measured": measured_there,
-        "best_measured": best["setting"],
-        "best_measured_speedup": best["measured"],
-        "loss": loss,
-        "within_5_percent": loss <= FORECAST_LOSS,
-        "within_best_interval": None if interval is None else interval[0] <= measured_there,
-    }
+    by_setting = {row.setting: row for row in rows}
+    chosen = forecast.recommended.setting
+    measured_there = 1.0 if chosen == NO_SPECULATION else by_setting[chosen].measured
+    best = best_choice(rows + [NOT_SPECULATING], lambda row: row.measured, lambda row: row.drafted)
+    loss = 1 - measured_there / best.measured
+    interval = best.measured_interval
+    return CategoryJudgement(
+        rows=tuple(rows),
+        recommended=chosen,
+        recommended_forecast=forecast.recommended.speedup,
+        recommended_measured=measured_there,
+        best_measured=best.setting,
+        best_measured_speedup=best.measured,
+        loss=loss,
+        within_5_percent=loss <= FORECAST_LOSS,
+        within_best_interval=None if interval is None else interval[0] <= measured_there,
+    )

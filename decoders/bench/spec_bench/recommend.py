@@ -19,11 +19,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from decoders.bench.spec_bench.document import (
+    CategoryAnswer,
+    OneSetting,
+    SpecBenchAnswer,
+    SpecBenchCategory,
+    SpecBenchTable,
+)
 from spectheory.intervals import Z95
 from spectheory.optimum import best_choice
 
 __all__ = [
     "NO_SPECULATION",
+    "Candidate",
     "NOT_SPECULATING",
     "chain_setting",
     "tree_setting",
@@ -33,18 +43,29 @@ __all__ = [
 ]
 
 NO_SPECULATION = "do not speculate"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """A setting the rule chooses among (one category's, or every category's overall): its name, draft and gamma,
+    the tokens it drafts per iteration (ties go to fewer), its predicted speedup (the forecast's or the calibrated
+    model's; None where the setting is measured only), its measured speedup with the standard error and 95% interval
+    (None where unknown, or not yet measured)."""
+
+    setting: str
+    draft: str | None = None
+    gamma: int | None = None
+    drafted: int
+    predicted: float | None = None
+    measured: float | None = None
+    error: float | None = None
+    measured_interval: list | None = None
+
+
 #: Autoregressive decoding as a setting: 1x whether forecast, predicted or measured, exactly.
-NOT_SPECULATING = {
-    "setting": NO_SPECULATION,
-    "draft": None,
-    "gamma": None,
-    "drafted": 0,
-    "forecast": 1.0,
-    "predicted": 1.0,
-    "measured": 1.0,
-    "measured_interval": [1.0, 1.0],
-    "error": 0.0,
-}
+NOT_SPECULATING = Candidate(
+    setting=NO_SPECULATION, drafted=0, predicted=1.0, measured=1.0, error=0.0, measured_interval=[1.0, 1.0]
+)
 
 
 def chain_setting(draft: str, gamma: int) -> str:
@@ -57,42 +78,41 @@ def tree_setting(draft: str, nodes: int) -> str:
     return f"dynamic tree ({draft}) {nodes} nodes"
 
 
-def _settings(measured: dict) -> list:
-    """The settings of one category that have a prediction: {setting, draft, gamma, drafted, predicted, measured,
-    error}; the prediction is the forecast (``decoders.bench.spec_bench.forecast``, the dynamic tree's included) where
-    the table was forecast, else the cost model calibrated on the table's own runs."""
-    forecast = measured.get("forecast")
-    if forecast is not None:
+def _settings(measured: SpecBenchCategory) -> list[Candidate]:
+    """The settings of one category that have a prediction; the prediction is the forecast
+    (``decoders.bench.spec_bench.forecast``, the dynamic tree's included) where the table was forecast, else the cost
+    model calibrated on the table's own runs."""
+    if measured.forecast is not None:
         errors = {
-            chain_setting(name, row["gamma"]): row.get("speedup_standard_error")
-            for name, drafted in measured["drafts"].items()
-            for row in drafted["rows"]
+            chain_setting(name, row.gamma): row.speedup_standard_error
+            for name, drafted in measured.drafts.items()
+            for row in drafted.rows
         }
         return [
-            {
-                "setting": row["setting"],
-                "draft": row["draft"],
-                "gamma": row["gamma"],
-                "drafted": row["drafted"],
-                "predicted": row["forecast"],
-                "measured": row["measured"],
-                "error": errors.get(row["setting"]),
-            }
-            for row in forecast["judged"]["rows"]
+            Candidate(
+                setting=row.setting,
+                draft=row.draft,
+                gamma=row.gamma,
+                drafted=row.drafted,
+                predicted=row.forecast,
+                measured=row.measured,
+                error=errors.get(row.setting),
+            )
+            for row in measured.forecast.judged.rows
         ]
     return [
-        {
-            "setting": chain_setting(name, row["gamma"]),
-            "draft": name,
-            "gamma": row["gamma"],
-            "drafted": row["gamma"],
-            "predicted": row["calibrated_speedup"],
-            "measured": row["speedup"],
-            "error": row.get("speedup_standard_error"),
-        }
-        for name, drafted in measured["drafts"].items()
-        for row in drafted["rows"]
-        if row["calibrated_speedup"] is not None
+        Candidate(
+            setting=chain_setting(name, row.gamma),
+            draft=name,
+            gamma=row.gamma,
+            drafted=row.gamma,
+            predicted=row.calibrated_speedup,
+            measured=row.speedup,
+            error=row.speedup_standard_error,
+        )
+        for name, drafted in measured.drafts.items()
+        for row in drafted.rows
+        if row.calibrated_speedup is not None
     ]
 
 
@@ -109,37 +129,33 @@ def within_noise(a: float, a_error: float | None, b: float, b_error: float | Non
     return abs(a - b) <= Z95 * (a_error**2 + b_error**2) ** 0.5
 
 
-def _category(measured: dict) -> dict:
+def _category(measured: SpecBenchCategory) -> CategoryAnswer:
     """One category's recommendation (the largest prediction; ties to fewer drafted tokens), its measured speedup,
     and the best measured setting, with their standard errors and whether the two are told apart."""
     settings = _settings(measured)
-    chosen = best_choice(settings + [NOT_SPECULATING], lambda s: s["predicted"], lambda s: s["drafted"])
-    candidates, tree = settings + [NOT_SPECULATING], measured.get("dynamic")
-    if tree and tree_setting(tree["draft"], tree["rows"][0]["nodes"]) not in {s["setting"] for s in settings}:
-        row = tree["rows"][0]  # measured only: the calibrated model does not predict it
+    chosen = best_choice(settings + [NOT_SPECULATING], lambda c: c.predicted, lambda c: c.drafted)
+    candidates, tree = settings + [NOT_SPECULATING], measured.dynamic
+    if tree and tree_setting(tree.draft, tree.rows[0].nodes) not in {c.setting for c in settings}:
+        row = tree.rows[0]  # measured only: the calibrated model does not predict it
         candidates.append(
-            {
-                "setting": tree_setting(tree["draft"], row["nodes"]),
-                "drafted": row["nodes"],
-                "measured": row["speedup"],
-                "error": row.get("speedup_standard_error"),
-            }
+            Candidate(setting=tree_setting(tree.draft, row.nodes), drafted=row.nodes, measured=row.speedup)
         )
-    best = best_choice(candidates, lambda c: c["measured"], lambda c: c["drafted"])
-    return {
-        "recommended": chosen["setting"],
-        "draft": chosen["draft"],
-        "gamma": chosen["gamma"],
-        "predicted_by": "forecast" if "forecast" in measured else "model",
-        "predicted_speedup": chosen["predicted"],
-        "measured_speedup": chosen["measured"],
-        "measured_standard_error": chosen["error"],
-        "best_measured": best["setting"],
-        "best_measured_speedup": best["measured"],
-        "best_measured_standard_error": best["error"],
-        "recommended_over_best": chosen["measured"] / best["measured"],
-        "within_noise_of_best": within_noise(chosen["measured"], chosen["error"], best["measured"], best["error"]),
-    }
+    best = best_choice(candidates, lambda c: c.measured, lambda c: c.drafted)
+    return CategoryAnswer(
+        recommended=chosen.setting,
+        draft=chosen.draft,
+        gamma=chosen.gamma,
+        predicted_by="model" if measured.forecast is None else "forecast",
+        predicted_speedup=chosen.predicted,
+        measured_speedup=chosen.measured,
+        measured_standard_error=chosen.error,
+        best_measured=best.setting,
+        best_measured_speedup=best.measured,
+        best_measured_standard_error=best.error,
+        recommended_over_best=chosen.measured / best.measured,
+        within_noise_of_best=within_noise(chosen.measured, chosen.error, best.measured, best.error),
+        label=measured.label,
+    )
 
 
 def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
@@ -151,57 +167,57 @@ def overall_error(weights: dict, speedups: dict, errors: dict) -> float | None:
     return sum((overall**2 * weights[c] / (total * speedups[c] ** 2) * errors[c]) ** 2 for c in weights) ** 0.5
 
 
-def recommend(document: dict) -> dict:
-    """Per category the recommendation (``_category``), and one setting for all against them."""
-    categories = document["categories"]
-    per_category = {
-        category: dict(_category(measured), label=measured["label"]) for category, measured in categories.items()
-    }
+def _one_setting(categories: dict, per_category: dict) -> OneSetting:
+    """The setting of the largest predicted overall speedup (``_overall``, each prediction weighed by its own baseline
+    seconds) against the per-category recommendations' measured overall speedup."""
     weights = {
-        category: next(iter(measured["drafts"].values()))["autoregressive_seconds"]
+        category: next(iter(measured.drafts.values())).autoregressive_seconds
         for category, measured in categories.items()
     }
     ahead = {
-        category: measured["forecast"]["autoregressive_seconds"] if "forecast" in measured else weights[category]
+        category: weights[category] if measured.forecast is None else measured.forecast.autoregressive_seconds
         for category, measured in categories.items()
     }  # a forecast weighs by its own baseline seconds
-    grids = {category: {s["setting"]: s for s in _settings(measured)} for category, measured in categories.items()}
+    grids = {category: {c.setting: c for c in _settings(measured)} for category, measured in categories.items()}
     common = set.intersection(*(set(grid) for grid in grids.values()))
     overall = [
-        {
-            "setting": name,
-            "drafted": grids[next(iter(grids))][name]["drafted"],
-            "predicted": _overall(ahead, {c: grid[name]["predicted"] for c, grid in grids.items()}),
-            "measured": _overall(weights, {c: grid[name]["measured"] for c, grid in grids.items()}),
-            "error": overall_error(
+        Candidate(
+            setting=name,
+            drafted=grids[next(iter(grids))][name].drafted,
+            predicted=_overall(ahead, {c: grid[name].predicted for c, grid in grids.items()}),
+            measured=_overall(weights, {c: grid[name].measured for c, grid in grids.items()}),
+            error=overall_error(
                 weights,
-                {c: grid[name]["measured"] for c, grid in grids.items()},
-                {c: grid[name]["error"] for c, grid in grids.items()},
+                {c: grid[name].measured for c, grid in grids.items()},
+                {c: grid[name].error for c, grid in grids.items()},
             ),
-        }
+        )
         for name in sorted(common)
     ] + [NOT_SPECULATING]
-    one = best_choice(overall, lambda s: s["predicted"], lambda s: s["drafted"])
-    each = _overall(weights, {c: row["measured_speedup"] for c, row in per_category.items()})
+    one = best_choice(overall, lambda c: c.predicted, lambda c: c.drafted)
+    each = _overall(weights, {c: row.measured_speedup for c, row in per_category.items()})
     each_error = overall_error(
         weights,
-        {c: row["measured_speedup"] for c, row in per_category.items()},
-        {c: row["measured_standard_error"] for c, row in per_category.items()},
+        {c: row.measured_speedup for c, row in per_category.items()},
+        {c: row.measured_standard_error for c, row in per_category.items()},
     )
     loss_error = (
         None
-        if one["error"] is None or each_error is None
-        else one["measured"] / each * ((one["error"] / one["measured"]) ** 2 + (each_error / each) ** 2) ** 0.5
+        if one.error is None or each_error is None
+        else one.measured / each * ((one.error / one.measured) ** 2 + (each_error / each) ** 2) ** 0.5
     )
-    return {
-        "categories": per_category,
-        "one_setting": {
-            "setting": one["setting"],
-            "predicted_overall": one["predicted"],
-            "measured_overall": one["measured"],
-            "per_category_measured_overall": each,
-            "loss": 1 - one["measured"] / each,
-            "loss_standard_error": loss_error,
-            "loss_within_noise": None if loss_error is None else abs(1 - one["measured"] / each) <= Z95 * loss_error,
-        },
-    }
+    return OneSetting(
+        setting=one.setting,
+        predicted_overall=one.predicted,
+        measured_overall=one.measured,
+        per_category_measured_overall=each,
+        loss=1 - one.measured / each,
+        loss_standard_error=loss_error,
+        loss_within_noise=None if loss_error is None else abs(1 - one.measured / each) <= Z95 * loss_error,
+    )
+
+
+def recommend(table: SpecBenchTable) -> SpecBenchAnswer:
+    """Per category the recommendation (``_category``), and one setting for all against them (``_one_setting``)."""
+    per_category = {category: _category(measured) for category, measured in table.categories.items()}
+    return SpecBenchAnswer(categories=per_category, one_setting=_one_setting(table.categories, per_category))

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 
@@ -34,14 +35,15 @@ from decoders.bench.bench import (
 from decoders.bench.inputs import load_inputs
 from decoders.bench.profile import ProfileRecorder, call_job, verify_widths_job
 from decoders.bench.rows import DynamicTreeRow
+from decoders.bench.spec_bench.document import SpecBenchCategory, SpecBenchDraft, SpecBenchDynamic, SpecBenchTable
 from decoders.bench.spec_bench.forecast import forecast_table, judge_category
 from decoders.bench.spec_bench.questions import (
     LABELS,
-    QUESTIONS_PER_CATEGORY,
     PromptRows,
     spec_bench_categories,
     spec_bench_prompts,
 )
+from decoders.bench.spec_bench.run import SpecBenchRun, TableModels
 from decoders.drafts import spec_bench_drafts
 from decoders.dynamic_tree import DynamicTree
 from decoders.models.protocol import synchronize
@@ -51,39 +53,23 @@ from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.tree import TreeConfig, generate_tree, tree_room
 from plumbing.timing import time_interleaved
-from plumbing.validation import as_int
 
 __all__ = [
-    "ALL",
     "DYNAMIC",
-    "SUITE_SETTINGS",
     "ENGINE_GAMMAS",
-    "SpecBenchRun",
     "suite_drafts",
     "bench_category",
     "spec_bench_document",
 ]
 
-ALL = "all"  # --draft all: the whole table
 #: EAGLE-2's tree (branching, depth, nodes) decoded with the table's first draft.
 DYNAMIC = DynamicTree(2, 4, 8)
-#: The time-boxed default: the whole SmolLM2 table within 30 minutes on 2 cores (docs/measuring.md).
-SUITE_SETTINGS = BenchSettings(
-    gammas=(2, 4, 6),
-    temperatures=(0.0,),
-    prompts=2,
-    max_new_tokens=32,
-    repeats=2,
-    warmup=0,
-    call_steps=32,
-    batch_sizes=(),
-)
 #: A serving engine's rows (llama.cpp's prompt lookup) at these draft lengths: its best on SmolLM2 is the smallest
 #: (docs/measuring.md).
 ENGINE_GAMMAS = (1, 2, 4)
 
 
-def suite_drafts(target: str | None) -> dict:
+def suite_drafts(target: str | None) -> dict[str, tuple]:
     """The table's drafts and their gammas for ``target``, as the drafts declare them (``decoders.drafts``,
     ``DraftKind.spec_bench``): two gammas at least each (one would calibrate its own prediction), prompt lookup where
     its best lies, the slow drafts (alpha near 0.1, or c near 0.8) at small gammas; on a target other than SmolLM2,
@@ -98,9 +84,12 @@ def _room(models, new_tokens: int, width: int) -> int:
     return min(contexts) - new_tokens - width if contexts else 1 << 20
 
 
-def _group_jobs(target, drafts: dict, rows: PromptRows, s: BenchSettings, room: int, dynamic, state: dict) -> dict:
-    """The timed jobs of one prompt room: ``drafts`` {name: (model, gammas)} and the ``dynamic`` (name, model,
-    tree) or None; fills ``state``: greedy tokens, outputs and each draft's recorder."""
+def _group_jobs(
+    models: TableModels, rows: PromptRows, s: BenchSettings, room: int, state: dict
+) -> dict[tuple, Callable]:
+    """The timed jobs of one prompt room: ``models`` (the drafts of the room, the dynamic tree where its draft is
+    among them) on ``rows``; fills ``state``: greedy tokens, outputs and each draft's recorder."""
+    target, drafts, dynamic = models.target, models.drafts, models.dynamic
     new, count = s.max_new_tokens, len(rows)
     recorders = {
         name: ProfileRecorder(
@@ -170,9 +159,11 @@ def _group_jobs(target, drafts: dict, rows: PromptRows, s: BenchSettings, room: 
 
 
 def _draft_document(
-    name: str, gammas: tuple, timings: dict, room: int, count: int, state: dict, s: BenchSettings
-) -> dict:
-    """One draft's rows (``decoders.bench.bench.bench_row``, with greedy equality per prompt and Theorem 3.8 beside)."""
+    name: str, gammas: tuple, timings: dict, room: int, state: dict, s: BenchSettings
+) -> SpecBenchDraft:
+    """One draft's rows on ``s.prompts`` prompts (``decoders.bench.bench.bench_row``, with greedy equality per
+    prompt and Theorem 3.8 beside)."""
+    count = s.prompts
     c_target, c_draft = (timings[key].median / s.call_steps for key in ((room, "c target"), (room, name, "c")))
     recorder = state["recorders"][name]
     profile = recorder.profile(c_draft / c_target)
@@ -188,23 +179,24 @@ def _draft_document(
             for row in measured
         ]
     alpha, rows = with_theorem(measured, c_draft / c_target)
-    rows = [row.as_dict() for row in rows]  # the document's
-    baseline = statistics.median(per_repeat(timings, (room, "autoregressive"), count))
-    return {
-        "gammas": list(gammas),
-        "prompt_room": room,
-        "autoregressive_seconds": baseline,
-        "c": c_draft / c_target,
-        "target_call_seconds": c_target,
-        "draft_call_seconds": c_draft,
-        "alpha": alpha,
-        "rows": rows,
-        "profile": dict(profile.as_dict(), spread=recorder.spread()),
-    }
+    return SpecBenchDraft(
+        gammas=list(gammas),
+        prompt_room=room,
+        autoregressive_seconds=statistics.median(per_repeat(timings, (room, "autoregressive"), count)),
+        c=c_draft / c_target,
+        target_call_seconds=c_target,
+        draft_call_seconds=c_draft,
+        alpha=alpha,
+        rows=tuple(rows),
+        profile=profile,
+        spread=recorder.spread(),
+    )
 
 
-def _dynamic_document(name: str, tree: DynamicTree, timings: dict, room: int, count: int, state: dict) -> dict:
-    """The dynamic tree's row: speedup over the baseline per repeat, tokens per target call, greedy equality."""
+def _dynamic_document(dynamic: tuple, timings: dict, room: int, state: dict, count: int) -> SpecBenchDynamic:
+    """The dynamic tree's (draft name, model, tree) row: speedup over the baseline per repeat, tokens per target call,
+    greedy equality."""
+    name, _, tree = dynamic
     runs = [state["outputs"][("dynamic", row)] for row in range(count)]
     ratios = sorted(
         a / b
@@ -214,61 +206,43 @@ def _dynamic_document(name: str, tree: DynamicTree, timings: dict, room: int, co
     )
     accepted = [n for run in runs for iteration in run.stats.accepted_per_iteration for n in iteration]
     median = statistics.median(ratios)
-    return {
-        "draft": name,
-        "tree": tree.as_dict(),
-        "prompt_room": room,
-        "rows": [
-            DynamicTreeRow(
-                temperature=0.0,
-                nodes=tree.budget,
-                speedup=median,
-                speedup_spread=[ratios[0], median, ratios[-1]],
-                mean_acceptance_length=1 + sum(accepted) / len(accepted),
-                acceptance_rate=sum(accepted) / (len(accepted) * (tree.budget - 1)),
-                greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)],
-            ).as_dict()
-        ],
-    }
+    row = DynamicTreeRow(
+        temperature=0.0,
+        nodes=tree.budget,
+        speedup=median,
+        speedup_spread=[ratios[0], median, ratios[-1]],
+        mean_acceptance_length=1 + sum(accepted) / len(accepted),
+        acceptance_rate=sum(accepted) / (len(accepted) * (tree.budget - 1)),
+        greedy_equal=[run.tokens[0] == state["greedy"][i] for i, run in enumerate(runs)],
+    )
+    return SpecBenchDynamic(draft=name, tree=tree.as_dict(), prompt_room=room, rows=(row,))
 
 
 def bench_category(
-    target,
-    tokenizer,
-    category: str,
-    drafts: dict,
-    s: BenchSettings,
-    *,
-    dynamic=None,
-    bar=None,
-    categories: int = 1,
-    questions=None,
-) -> dict:
-    """One category's rows: ``drafts`` {name: (model, gammas)}, ``dynamic`` (draft name, model, DynamicTree) or None;
-    ``s.prompts`` questions (``questions(room)``'s prompts where given), cut to the prompt room of each draft's
-    context (drafts of one room share their baseline); every job timed interleaved. ``bar``: a progress bar over
-    ``categories`` such calls."""
+    models: TableModels, category: str, s: BenchSettings, *, questions=None, bar=None, categories: int = 1
+) -> SpecBenchCategory:
+    """One category's rows: ``models``' drafts and dynamic tree on ``s.prompts`` questions (``questions(room)``'s
+    prompts where given), cut to the prompt room of each draft's context (drafts of one room share their baseline);
+    every job timed interleaved. ``bar``: a progress bar over ``categories`` such calls."""
+    target, dynamic = models.target, models.dynamic
     tree = (
         [tree_room(TreeConfig(dynamic[2], GREEDY, "target-only"), s.max_new_tokens) - s.max_new_tokens]
         if dynamic
         else []
     )
-    width = max([max(gammas) + 1 for _, gammas in drafts.values()] + tree)
+    width = max([max(gammas) + 1 for _, gammas in models.drafts.values()] + tree)
     groups = {}
-    for name, (model, gammas) in drafts.items():
-        groups.setdefault(_room((target, model), max(s.max_new_tokens, s.call_steps), width), {})[name] = (
-            model,
-            gammas,
-        )
-    dynamic_room = None if dynamic is None else next(room for room, members in groups.items() if dynamic[0] in members)
+    for name, (model, _) in models.drafts.items():
+        groups.setdefault(_room((target, model), max(s.max_new_tokens, s.call_steps), width), []).append(name)
+    dynamic_room = None if dynamic is None else next(room for room, names in groups.items() if dynamic[0] in names)
     prompts, jobs, states = {}, {}, {}
-    for room, members in groups.items():
+    for room, names in groups.items():
         prompts[room] = (
-            questions(room) if questions else spec_bench_prompts(tokenizer, category, s.prompts, s.seed, room)
+            questions(room) if questions else spec_bench_prompts(models.tokenizer, category, s.prompts, s.seed, room)
         )
         rows = PromptRows(list(prompt.tokens) for prompt in prompts[room])
         states[room] = {}
-        jobs |= _group_jobs(target, members, rows, s, room, dynamic if room == dynamic_room else None, states[room])
+        jobs |= _group_jobs(models.only(names), rows, s, room, states[room])
     if bar is not None and not bar.total:
         bar.reset(total=len(jobs) * (s.warmup + s.repeats) * categories)
     timings = time_interleaved(
@@ -278,20 +252,20 @@ def bench_category(
         synchronize=lambda: synchronize(target.device),
         progress=None if bar is None else lambda: bar.update(1),
     )
-    document = {
-        "label": LABELS[category],
-        "prompts": {str(room): [p.as_dict() for p in prompts[room]] for room in groups},
-        "drafts": {
-            name: _draft_document(name, gammas, timings, room, s.prompts, states[room], s)
-            for room, members in groups.items()
-            for name, (_, gammas) in members.items()
+    return SpecBenchCategory(
+        label=LABELS[category],
+        prompts={str(room): [p.as_dict() for p in prompts[room]] for room in groups},
+        drafts={
+            name: _draft_document(name, models.drafts[name][1], timings, room, states[room], s)
+            for room, names in groups.items()
+            for name in names
         },
-    }
-    if dynamic is not None:
-        document["dynamic"] = _dynamic_document(
-            dynamic[0], dynamic[2], timings, dynamic_room, s.prompts, states[dynamic_room]
-        )
-    return document
+        dynamic=(
+            None
+            if dynamic is None
+            else _dynamic_document(dynamic, timings, dynamic_room, states[dynamic_room], s.prompts)
+        ),
+    )
 
 
 def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
@@ -307,95 +281,58 @@ def _warm(target, drafts: dict, prompt: torch.Tensor) -> None:
         )
 
 
-@dataclass(frozen=True)
-class SpecBenchRun:
-    """One run of Spec-Bench's table (``bench --task spec-bench``, ``report --task spec-bench``, the figure), made once
-    from the flags, checked here before any work and passed down whole: ``task``'s categories under ``settings`` (T = 0
-    only), ``draft`` (``ALL``: every draft of ``suite_drafts``, the dynamic tree and the engine's rows) at ``gammas``
-    (None: each draft's own), against ``target`` on ``device`` in ``dtype`` with ``compile``, forecast first from
-    ``forecast_questions`` other questions per category (0: none)."""
-
-    settings: BenchSettings = SUITE_SETTINGS
-    task: str = "spec-bench"
-    draft: str = ALL
-    gammas: tuple | None = None
-    target: str | None = None
-    device: str = "cpu"
-    dtype: torch.dtype = torch.float32
-    compile: str = "auto"
-    forecast_questions: int = 0
-    progress: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.settings.temperatures != (0.0,):
-            raise ValueError(
-                f"temperatures {self.settings.temperatures}: Spec-Bench's table is greedy; give --temperatures 0"
-            )
-        high = QUESTIONS_PER_CATEGORY - self.settings.prompts
-        as_int("forecast_questions", self.forecast_questions, low=0, high=high)
-
-
-def spec_bench_document(run: SpecBenchRun, drafts: dict, dynamic: DynamicTree | None = DYNAMIC) -> dict:
+def spec_bench_document(run: SpecBenchRun, drafts: dict, dynamic: DynamicTree | None = DYNAMIC) -> SpecBenchTable:
     """Spec-Bench per category of ``run.task`` for ``drafts`` {name: gammas} (``suite_drafts``) and, unless
     ``dynamic`` is None, the dynamic tree with the first draft, at T = 0 (``bench_category``);
     ``run.settings.prompts`` questions per category, ``run.settings.max_new_tokens`` new tokens each. With
     ``run.forecast_questions``, first the forecast of every category from that many other questions of it
     (``decoders.bench.spec_bench.forecast``), judged on the table."""
-    settings, task, target, progress = run.settings, run.task, run.target, run.progress
-    inputs = load_inputs(target, list(drafts), device=run.device, dtype=run.dtype, compile=run.compile)
-    models = {name: (inputs.drafts[name], tuple(gammas)) for name, gammas in drafts.items()}
+    settings = run.settings
+    inputs = load_inputs(run.target, list(drafts), device=run.device, dtype=run.dtype, compile=run.compile)
     first = next(iter(drafts))
-    tree = None if dynamic is None else (first, inputs.drafts[first], dynamic)
-    categories, started = spec_bench_categories(task), time.perf_counter()
+    models = TableModels(
+        inputs.target,
+        inputs.tokenizer,
+        {name: (inputs.drafts[name], tuple(gammas)) for name, gammas in drafts.items()},
+        None if dynamic is None else (first, inputs.drafts[first], dynamic),
+    )
+    categories, started = spec_bench_categories(run.task), time.perf_counter()
     _warm(
-        inputs.target, models, torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens])
+        inputs.target,
+        models.drafts,
+        torch.tensor([spec_bench_prompts(inputs.tokenizer, categories[0], 1, 0, 64)[0].tokens]),
     )
     ahead = None
     if run.forecast_questions:
-        with progress_bar(progress, total=len(categories), desc="forecast", unit="category") as bar:
-            ahead = forecast_table(
-                inputs.target,
-                inputs.tokenizer,
-                categories,
-                models,
-                settings,
-                dynamic=tree,
-                questions=run.forecast_questions,
-                bench_category=bench_category,
-                progress=lambda _: bar.update(1),
-            )
+        with progress_bar(run.progress, total=len(categories), desc="forecast", unit="category") as bar:
+            ahead = forecast_table(models, run, bench_category=bench_category, progress=lambda _: bar.update(1))
     swept = time.perf_counter()
-    with progress_bar(progress, desc="spec-bench", unit="run") as bar:
+    with progress_bar(run.progress, desc="spec-bench", unit="run") as bar:
         measured = {
-            category: bench_category(
-                inputs.target,
-                inputs.tokenizer,
-                category,
-                models,
-                settings,
-                dynamic=tree,
-                bar=bar,
-                categories=len(categories),
-            )
+            category: bench_category(models, category, settings, bar=bar, categories=len(categories))
             for category in categories
         }
-    if ahead is not None and not ahead["withheld"]:
-        for category, document in measured.items():
-            document["forecast"] = dict(
-                ahead["categories"][category], judged=judge_category(ahead["categories"][category], document)
+    if ahead is not None and not ahead.withheld:  # judged here; a withheld forecast keeps its numbers, judged nowhere
+        measured = {
+            category: replace(
+                document,
+                forecast=replace(
+                    ahead.categories[category], judged=judge_category(ahead.categories[category], document)
+                ),
             )
-    if ahead is not None:  # a withheld forecast keeps its numbers here, judged nowhere
-        ahead = {key: value for key, value in ahead.items() if key != "categories" or ahead["withheld"]}
-    return {
-        "task": task,
-        "target": target or "shipped target",
-        "drafts": {name: list(g) for name, g in drafts.items()},
-        "dynamic": None if dynamic is None else dict(dynamic.as_dict(), draft=first),
-        "environment": environment(inputs.target.device, model_dtype(inputs.target)),
-        "settings": replace(settings, gammas=tuple(sorted({g for gs in drafts.values() for g in gs}))).as_dict(),
-        "batch_size": 1,
-        "seconds": time.perf_counter() - started,
-        "sweep_seconds": time.perf_counter() - swept,
-        "forecast": ahead,
-        "categories": measured,
-    }
+            for category, document in measured.items()
+        }
+        ahead = replace(ahead, categories=None)
+    return SpecBenchTable(
+        task=run.task,
+        target=run.target or "shipped target",
+        drafts={name: list(g) for name, g in drafts.items()},
+        dynamic=None if dynamic is None else dict(dynamic.as_dict(), draft=first),
+        environment=environment(inputs.target.device, model_dtype(inputs.target)),
+        settings=replace(settings, gammas=tuple(sorted({g for gs in drafts.values() for g in gs}))).as_dict(),
+        batch_size=1,
+        seconds=time.perf_counter() - started,
+        sweep_seconds=time.perf_counter() - swept,
+        forecast=ahead,
+        categories=measured,
+    )

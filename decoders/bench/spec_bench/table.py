@@ -2,7 +2,7 @@
 for each category and draft the best setting at T = 0 by measured speedup, with the mean accepted tokens per target
 call, alpha, the measured speedup over our autoregressive decoder with its spread over repeats, the cost model's
 calibrated prediction beside it, and whether every prompt's greedy tokens equal autoregressive decoding's; an engine's
-rows (``document["engine"]["table"]``, over its own plain decoding) in the same keys. Two layouts: one line per category
+rows (``table.engine.table``, over its own plain decoding) in the same keys. Two layouts: one line per category
 and draft, and Spec-Bench's own (a draft per line, a category per column)."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 
 from decoders.bench.rows import TableRow
+from decoders.bench.spec_bench.document import CategoryJudgement, SpecBenchCategory, SpecBenchTable
 from decoders.bench.spec_bench.recommend import chain_setting, tree_setting
 from spectheory.optimum import best_gamma_row
 
 __all__ = [
     "best_row",
-    "table_row",
-    "CHOSEN_KEYS",
+    "prompt_counts",
     "category_rows",
     "table_lines",
     "matrix_lines",
@@ -25,98 +25,84 @@ __all__ = [
 ]
 
 
-def best_row(rows: list) -> dict:
-    """The T = 0 row of the largest measured speedup (ties: the smallest gamma)."""
-    greedy = [row for row in rows if row["temperature"] == 0]
+def best_row(rows: tuple):
+    """The T = 0 row (``BenchRow`` or ``DynamicTreeRow``) of the largest measured speedup (ties: the smallest gamma)."""
+    greedy = [row for row in rows if row.temperature == 0]
     if not greedy:
         raise ValueError("the Spec-Bench table is at T = 0: give --temperatures 0")
     return best_gamma_row(greedy)
 
 
-#: What a table row takes from the setting it shows (``table_row``).
-CHOSEN_KEYS = (
-    "setting",
-    "gamma",
-    "mean_acceptance_length",
-    "acceptance_rate",
-    "alpha",
-    "speedup",
-    "speedup_spread",
-    "calibrated_speedup",
-    "calibrated_over_measured",
-)
+def prompt_counts(prompts: list) -> dict:
+    """A table row's counts of a category's ``prompts`` (as recorded: tokens and cut each): how many, how many were
+    cut to fit, and their mean tokens (``TableRow``'s keywords)."""
+    return {
+        "prompts": len(prompts),
+        "cut": sum(p["cut"] > 0 for p in prompts),
+        "prompt_tokens": sum(p["tokens"] for p in prompts) / len(prompts),
+    }
 
 
-def table_row(category: str, label: str, draft: str, prompts: list, chosen: dict, greedy_equal: bool) -> TableRow:
-    """One (category, draft) line in the engines' words (docs/metrics.md): the prompts' counts, and of ``chosen``
-    (the best setting, our decoders' or an engine's) the ``CHOSEN_KEYS``."""
+def _chain_rows(category: str, measured: SpecBenchCategory, forecasts: dict) -> list[TableRow]:
+    """A line per draft of our decoders at its best gamma, with the forecast of that setting where there is one."""
+    lines = []
+    for name, drafted in measured.drafts.items():
+        best = best_row(drafted.rows)
+        lines.append(
+            TableRow(
+                category=category,
+                label=measured.label,
+                draft=name,
+                **prompt_counts(measured.prompts[str(drafted.prompt_room)]),
+                setting=f"gamma {best.gamma}",
+                gamma=best.gamma,
+                mean_acceptance_length=best.mean_acceptance_length,
+                acceptance_rate=best.acceptance_rate,
+                alpha=best.alpha_counts,
+                speedup=best.speedup,
+                speedup_spread=best.speedup_spread,
+                calibrated_speedup=best.calibrated_speedup,
+                calibrated_over_measured=best.calibrated_over_measured,
+                forecast_speedup=forecasts.get(chain_setting(name, best.gamma)),
+                greedy_equal=all(all(row.greedy_equal) for row in drafted.rows),
+            )
+        )
+    return lines
+
+
+def _tree_row(category: str, measured: SpecBenchCategory, forecasts: dict) -> TableRow:
+    """The dynamic tree's line (measured only: no alpha from counts, no calibrated model)."""
+    tree = measured.dynamic
+    best = best_row(tree.rows)
     return TableRow(
         category=category,
-        label=label,
-        draft=draft,
-        prompts=len(prompts),
-        cut=sum(p["cut"] > 0 for p in prompts),
-        prompt_tokens=sum(p["tokens"] for p in prompts) / len(prompts),
-        **{key: chosen[key] for key in CHOSEN_KEYS},
-        forecast_speedup=chosen.get("forecast_speedup"),
-        greedy_equal=greedy_equal,
+        label=measured.label,
+        draft=f"dynamic tree ({tree.draft})",
+        **prompt_counts(measured.prompts[str(tree.prompt_room)]),
+        setting=f"{best.nodes} nodes",
+        gamma=None,
+        mean_acceptance_length=best.mean_acceptance_length,
+        acceptance_rate=best.acceptance_rate,
+        alpha=None,
+        speedup=best.speedup,
+        speedup_spread=best.speedup_spread,
+        calibrated_speedup=None,
+        calibrated_over_measured=None,
+        forecast_speedup=forecasts.get(tree_setting(tree.draft, best.nodes)),
+        greedy_equal=all(all(row.greedy_equal) for row in tree.rows),
     )
 
 
-def _row(category: str, label: str, draft: str, prompts: list, rows: list, setting, forecast) -> TableRow:
-    """One (category, draft) line of our decoders: the best of ``rows``, named by ``setting(best)``, with
-    ``forecast(best)``, the forecast of that setting (None without one)."""
-    best = best_row(rows)
-    return table_row(
-        category,
-        label,
-        draft,
-        prompts,
-        dict(best, setting=setting(best), alpha=best["alpha_counts"], forecast_speedup=forecast(best)),
-        all(all(row["greedy_equal"]) for row in rows),
-    )
-
-
-def _forecasts(measured: dict) -> dict:
-    """{setting: forecast speedup} of a category's judged forecast (``decoders.bench.spec_bench.forecast``), {}
-    without."""
-    forecast = measured.get("forecast")
-    return {} if forecast is None else {row["setting"]: row["forecast"] for row in forecast["judged"]["rows"]}
-
-
-def category_rows(document: dict) -> list:
+def category_rows(table: SpecBenchTable) -> list[TableRow]:
     """One ``TableRow`` per category and draft (then the dynamic tree, then the engine's), in the table's order."""
     rows = []
-    for category, measured in document["categories"].items():
-        forecasts = _forecasts(measured)
-        for name, drafted in measured["drafts"].items():
-            prompts = measured["prompts"][str(drafted["prompt_room"])]
-            rows.append(
-                _row(
-                    category,
-                    measured["label"],
-                    name,
-                    prompts,
-                    drafted["rows"],
-                    lambda best: f"gamma {best['gamma']}",
-                    lambda best, name=name: forecasts.get(chain_setting(name, best["gamma"])),
-                )
-            )
-        if measured.get("dynamic"):
-            tree = measured["dynamic"]
-            rows.append(
-                _row(
-                    category,
-                    measured["label"],
-                    f"dynamic tree ({tree['draft']})",
-                    measured["prompts"][str(tree["prompt_room"])],
-                    tree["rows"],
-                    lambda best: f"{best['nodes']} nodes",
-                    lambda best: forecasts.get(tree_setting(tree["draft"], best["nodes"])),
-                )
-            )
-    engine = document.get("engine")
-    return rows + ([TableRow.from_dict(row) for row in engine["table"]] if engine else [])
+    for category, measured in table.categories.items():
+        judged = measured.forecast and measured.forecast.judged
+        forecasts = {} if not judged else {row.setting: row.forecast for row in judged.rows}
+        rows += _chain_rows(category, measured, forecasts)
+        if measured.dynamic is not None:
+            rows.append(_tree_row(category, measured, forecasts))
+    return rows + (list(table.engine.table) if table.engine else [])
 
 
 def _number(value, form: str) -> str:
@@ -168,13 +154,13 @@ def matrix_lines(rows: list) -> list:
     return lines
 
 
-def spec_bench_lines(document: dict) -> list:
+def spec_bench_lines(table: SpecBenchTable) -> list:
     """The table as printed lines: Spec-Bench's layout, then the line per category and draft."""
-    rows = category_rows(document)
-    s = document["settings"]
+    rows = category_rows(table)
+    s = table.settings
     lines = (
         [
-            f"Spec-Bench, {document['target']}, T = 0, batch 1, {s['prompts']} prompts per category, "
+            f"Spec-Bench, {table.target}, T = 0, batch 1, {s['prompts']} prompts per category, "
             f"{s['max_new_tokens']} new tokens each; speedup at each draft's best gamma over our autoregressive "
             f"decoder (an engine's: over its own plain decoding)"
         ]
@@ -190,41 +176,41 @@ def spec_bench_lines(document: dict) -> list:
         "forecast: from other questions of the category, made before the table was timed; model: the cost "
         "model calibrated on the table's own runs, a diagnostic"
     )
-    return lines + forecast_lines(document)
+    return lines + forecast_lines(table)
 
 
-def forecast_lines(document: dict) -> list:
+def forecast_lines(table: SpecBenchTable) -> list:
     """Per category the forecast's recommendation judged on the table (``decoders.bench.spec_bench.forecast``), and the
     seconds of both; none where the table was not forecast."""
-    forecast = document.get("forecast")
+    forecast = table.forecast
     if not forecast:
         return []
     lines = [
-        f"the forecast ({forecast['questions']} other questions per category, costs timed on one over "
-        f"{forecast['repeats']} repeats) took {forecast['seconds']:.0f} s, the table that checks it "
-        f"{document['sweep_seconds']:.0f} s ({100 * forecast['seconds'] / document['sweep_seconds']:.0f}%)"
+        f"the forecast ({forecast.questions} other questions per category, costs timed on one over "
+        f"{forecast.repeats} repeats) took {forecast.seconds:.0f} s, the table that checks it "
+        f"{table.sweep_seconds:.0f} s ({100 * forecast.seconds / table.sweep_seconds:.0f}%)"
     ]
-    if forecast.get("withheld"):
-        return lines + [forecast["withheld"]]
-    for measured in document["categories"].values():
-        judged = measured["forecast"]["judged"]
-        ratios = [row["forecast_over_measured"] for row in judged["rows"]]
-        inside = [row["inside_interval"] for row in judged["rows"] if row["inside_interval"] is not None]
+    if forecast.withheld:
+        return lines + [forecast.withheld]
+    for measured in table.categories.values():
+        judged = measured.forecast.judged
+        ratios = [row.forecast_over_measured for row in judged.rows]
+        inside = [row.inside_interval for row in judged.rows if row.inside_interval is not None]
         lines.append(
-            f"{measured['label']}: recommended {judged['recommended']} (forecast "
-            f"{judged['recommended_forecast']:.2f}x, measured {judged['recommended_measured']:.2f}x), best "
-            f"measured {judged['best_measured']} {judged['best_measured_speedup']:.2f}x: loses "
-            f"{100 * judged['loss']:.1f}%{_inside_best(judged)}; forecast/measured {min(ratios):.3f}-"
+            f"{measured.label}: recommended {judged.recommended} (forecast "
+            f"{judged.recommended_forecast:.2f}x, measured {judged.recommended_measured:.2f}x), best "
+            f"measured {judged.best_measured} {judged.best_measured_speedup:.2f}x: loses "
+            f"{100 * judged.loss:.1f}%{_inside_best(judged)}; forecast/measured {min(ratios):.3f}-"
             f"{max(ratios):.3f} over {len(ratios)} settings, inside the measured 95% interval at "
             f"{sum(inside)} of {len(inside)}"
         )
     return lines
 
 
-def _inside_best(judged: dict) -> str:
-    within = judged["within_best_interval"]
+def _inside_best(judged: CategoryJudgement) -> str:
+    within = judged.within_best_interval
     return (
         ""
-        if within is None or judged["loss"] == 0
+        if within is None or judged.loss == 0
         else (" (inside the best's 95% interval)" if within else " (below the best's 95% interval)")
     )

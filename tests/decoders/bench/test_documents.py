@@ -1,6 +1,7 @@
 """The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
 (``BenchReport``), tree against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a draft of another
-tokenizer (``CrossVocabularyBench``) and a measured cost profile (``ProfileDocument``), wherever they sit in a file (a
+tokenizer (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), Spec-Bench's table, an engine's
+rows of it and the report's answer on it (``decoders.bench.spec_bench.document``), wherever they sit in a file (a
 report's part, a figure's list, the bench command's document, read whole as a ``BenchDocument``). Each reads back
 and, through the JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a
 null is the same as an absent key). Controls: a lost value is named, and a document with a key the type does not know
@@ -19,12 +20,19 @@ from decoders.bench.documents import (
     ProfileDocument,
     TreeBench,
 )
+from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
 from spectheory.costs import PROFILE_KIND
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if {"task", "drafts", "settings", "categories"} <= set(part):
+        return SpecBenchTable
+    if {"engine", "prompt_room", "categories", "table"} <= set(part):
+        return EngineTable
+    if {"categories", "one_setting"} <= set(part):
+        return SpecBenchAnswer
     if part.get("kind") == PROFILE_KIND:
         return ProfileDocument
     if "vocabularies" in part and "rows" in part:
@@ -72,7 +80,16 @@ def _lost(saved, again, where: str = "") -> list:
 def test_documents_found():
     """Every kind is found, at least as many as were committed when the types were written (a new file adds to them)."""
     kinds = [_kind(part).__name__ for _, part in FOUND]
-    committed = {"BenchReport": 32, "TreeBench": 9, "PolicyBench": 3, "CrossVocabularyBench": 4, "ProfileDocument": 11}
+    committed = {
+        "BenchReport": 32,
+        "TreeBench": 9,
+        "PolicyBench": 3,
+        "CrossVocabularyBench": 4,
+        "ProfileDocument": 11,
+        "SpecBenchTable": 3,
+        "EngineTable": 4,
+        "SpecBenchAnswer": 1,
+    }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 
 

@@ -18,6 +18,7 @@ from decoders.bench.bench_lines import recommendation_lines
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfileRecorder
 from decoders.bench.runs import spec_bench_alpha_document
+from decoders.bench.spec_bench.document import SpecBenchTable
 from decoders.bench.spec_bench.questions import (
     CATEGORIES,
     LABELS,
@@ -34,7 +35,8 @@ from decoders.bench.spec_bench.recommend import (
     recommend,
     within_noise,
 )
-from decoders.bench.spec_bench.suite import SpecBenchRun, spec_bench_document
+from decoders.bench.spec_bench.run import SpecBenchRun
+from decoders.bench.spec_bench.suite import spec_bench_document
 from decoders.bench.spec_bench.table import category_rows, spec_bench_lines
 from decoders.dynamic_tree import DynamicTree
 
@@ -140,14 +142,14 @@ def test_spec_bench_table_against_autoregressive(table):
     """Every row's tokens equal greedy autoregressive decoding's, prompt by prompt; one line per category and
     draft, those of one gamma and the dynamic tree's without a prediction; a RAG question is cut to the shipped
     target's context."""
-    assert list(table["categories"]) == ["qa", "rag"]
-    for measured in table["categories"].values():
-        assert {name: [row["gamma"] for row in drafted["rows"]] for name, drafted in measured["drafts"].items()} == {
+    assert list(table.categories) == ["qa", "rag"]
+    for measured in table.categories.values():
+        assert {name: [row.gamma for row in drafted.rows] for name, drafted in measured.drafts.items()} == {
             "bigram": [1, 2],
             "unigram": [2],
         }
-        assert all(row["greedy_equal"] == [True] for drafted in measured["drafts"].values() for row in drafted["rows"])
-        assert measured["dynamic"]["rows"][0]["greedy_equal"] == [True]
+        assert all(row.greedy_equal == [True] for drafted in measured.drafts.values() for row in drafted.rows)
+        assert measured.dynamic.rows[0].greedy_equal == [True]
     rows = category_rows(table)
     assert [(row.label, row.draft) for row in rows] == [
         (LABELS[c], d) for c in ("qa", "rag") for d in ("bigram", "unigram", "dynamic tree (bigram)")
@@ -155,7 +157,7 @@ def test_spec_bench_table_against_autoregressive(table):
     assert all(row.greedy_equal for row in rows)
     # unigram's one gamma would calibrate its own prediction, and the rank model does not predict dynamic trees
     assert [row.calibrated_speedup is None for row in rows] == [False, True, True] * 2
-    assert rows[3].cut == 1 and rows[3].prompt_tokens == table["categories"]["rag"]["drafts"]["bigram"]["prompt_room"]
+    assert rows[3].cut == 1 and rows[3].prompt_tokens == table.categories["rag"].drafts["bigram"].prompt_room
     lines = spec_bench_lines(table)
     assert sum(line.startswith(LABELS["qa"]) for line in lines) == 3 and "lost their front" in lines[-2]
 
@@ -173,7 +175,7 @@ def test_greedy_check_catches_a_wrong_draft_output(monkeypatch):
 
     monkeypatch.setattr(spec_bench_suite, "generate_speculative", off_by_one)
     document = spec_bench_document(SpecBenchRun(SETTINGS, "spec-bench:qa", progress=False), {"bigram": (2,)}, None)
-    assert [row["greedy_equal"] for row in document["categories"]["qa"]["drafts"]["bigram"]["rows"]] == [[False]]
+    assert [row.greedy_equal for row in document.categories["qa"].drafts["bigram"].rows] == [[False]]
 
 
 def test_greedy_check_catches_a_wrong_reference():
@@ -223,18 +225,18 @@ def test_recommendation_against_hand_computed_choices():
     predicted below 1x everywhere, is not sped up (measured 1.00x against copy gamma 1's 1.02x). One setting for
     all: copy gamma 1, overall (2 + 6) / (2 / 1.2 + 6 / 0.95) predicted, (2 + 6) / (2 / 1.25 + 6 / 1.02) measured,
     against the per-category (2 + 6) / (2 / 1.4 + 6 / 1)."""
-    answer = recommend(small_spec_bench_table())
-    qa, rag = answer["categories"]["qa"], answer["categories"]["rag"]
-    assert (qa["recommended"], qa["predicted_speedup"], qa["measured_speedup"]) == ("copy gamma 2", 1.5, 1.4)
-    assert qa["best_measured"] == "copy gamma 2" and qa["recommended_over_best"] == 1.0
-    assert (rag["recommended"], rag["measured_speedup"], rag["best_measured"]) == (NO_SPECULATION, 1.0, "copy gamma 1")
-    assert rag["recommended_over_best"] == pytest.approx(1 / 1.02)
-    one = answer["one_setting"]
-    assert one["setting"] == "copy gamma 1"
-    assert one["predicted_overall"] == pytest.approx(8 / (2 / 1.2 + 6 / 0.95))
-    assert one["measured_overall"] == pytest.approx(8 / (2 / 1.25 + 6 / 1.02))
-    assert one["per_category_measured_overall"] == pytest.approx(8 / (2 / 1.4 + 6 / 1.0))
-    assert one["loss"] == pytest.approx(1 - one["measured_overall"] / one["per_category_measured_overall"])
+    answer = recommend(_table())
+    qa, rag = answer.categories["qa"], answer.categories["rag"]
+    assert (qa.recommended, qa.predicted_speedup, qa.measured_speedup) == ("copy gamma 2", 1.5, 1.4)
+    assert qa.best_measured == "copy gamma 2" and qa.recommended_over_best == 1.0
+    assert (rag.recommended, rag.measured_speedup, rag.best_measured) == (NO_SPECULATION, 1.0, "copy gamma 1")
+    assert rag.recommended_over_best == pytest.approx(1 / 1.02)
+    one = answer.one_setting
+    assert one.setting == "copy gamma 1"
+    assert one.predicted_overall == pytest.approx(8 / (2 / 1.2 + 6 / 0.95))
+    assert one.measured_overall == pytest.approx(8 / (2 / 1.25 + 6 / 1.02))
+    assert one.per_category_measured_overall == pytest.approx(8 / (2 / 1.4 + 6 / 1.0))
+    assert one.loss == pytest.approx(1 - one.measured_overall / one.per_category_measured_overall)
     lines = recommendation_lines(answer)
     assert lines[2].startswith(LABELS["rag"]) and NO_SPECULATION in lines[2] and "loses 0.7%" in lines[-1]
 
@@ -261,38 +263,36 @@ def test_overall_error_against_monte_carlo():
     assert overall_error(weights, speedups, {"a": 0.05, "b": None}) is None
 
 
-def _with_errors(table: dict, error: float) -> dict:
-    for measured in table["categories"].values():
+def _table(error: float | None = None) -> SpecBenchTable:
+    """``small_spec_bench_table``, each row's measured standard error ``error`` where given."""
+    saved = small_spec_bench_table()
+    for measured in saved["categories"].values():
         for drafted in measured["drafts"].values():
             for row in drafted["rows"]:
                 row["speedup_standard_error"] = error
-    return table
+    return SpecBenchTable.from_dict(saved)
 
 
 def test_recommendation_noise_against_hand_computed_bands():
     """QA's recommendation (copy gamma 2, measured 1.4) against its best measured (the same): within noise; RAG's
     (do not speculate, exact 1x) against copy gamma 1's 1.02 with error e: apart at e = 0.01 (0.02 > 0.0196), within
     at e = 0.1; the one-setting loss carries the delta method's half-width, and without errors all is unknown."""
-    tight = recommend(_with_errors(small_spec_bench_table(), 0.01))
-    qa, rag = tight["categories"]["qa"], tight["categories"]["rag"]
-    assert qa["within_noise_of_best"] is True and rag["within_noise_of_best"] is False
-    assert recommend(_with_errors(small_spec_bench_table(), 0.1))["categories"]["rag"]["within_noise_of_best"] is True
-    one = tight["one_setting"]
+    tight = recommend(_table(0.01))
+    qa, rag = tight.categories["qa"], tight.categories["rag"]
+    assert qa.within_noise_of_best is True and rag.within_noise_of_best is False
+    assert recommend(_table(0.1)).categories["rag"].within_noise_of_best is True
+    one = tight.one_setting
     weights = {"qa": 2.0, "rag": 6.0}
     one_error = overall_error(weights, {"qa": 1.25, "rag": 1.02}, {"qa": 0.01, "rag": 0.01})
     each_error = overall_error(weights, {"qa": 1.4, "rag": 1.0}, {"qa": 0.01, "rag": 0.0})
-    ratio = one["measured_overall"] / one["per_category_measured_overall"]
-    assert one["loss_standard_error"] == pytest.approx(
-        ratio
-        * ((one_error / one["measured_overall"]) ** 2 + (each_error / one["per_category_measured_overall"]) ** 2) ** 0.5
+    ratio = one.measured_overall / one.per_category_measured_overall
+    assert one.loss_standard_error == pytest.approx(
+        ratio * ((one_error / one.measured_overall) ** 2 + (each_error / one.per_category_measured_overall) ** 2) ** 0.5
     )
-    assert one["loss_within_noise"] == (abs(one["loss"]) <= Z95 * one["loss_standard_error"])
+    assert one.loss_within_noise == (abs(one.loss) <= Z95 * one.loss_standard_error)
     assert lines_apart(recommendation_lines(tight)) == ["no", "yes"]
-    unknown = recommend(small_spec_bench_table())  # the control: no errors measured, nothing decided
-    assert (
-        unknown["categories"]["qa"]["within_noise_of_best"] is None
-        and unknown["one_setting"]["loss_standard_error"] is None
-    )
+    unknown = recommend(_table())  # the control: no errors measured, nothing decided
+    assert unknown.categories["qa"].within_noise_of_best is None and unknown.one_setting.loss_standard_error is None
     assert lines_apart(recommendation_lines(unknown)) == ["unknown", "unknown"]
 
 
