@@ -8,13 +8,19 @@ import argparse
 
 from cli.options import add_device, add_target, add_text, draft_help
 from cli.task_flags import task_name
-from decoders.bench.alpha import MAX_PROMPTS, AlphaEstimate, alpha_markdown, check_windows
-from decoders.bench.runs import alpha_document, spec_bench_alpha_document
-from decoders.bench.spec_bench.questions import LABELS, TASK, is_spec_bench
+from decoders.bench.alpha import MAX_PROMPTS, alpha_markdown
+from decoders.bench.documents import SpecBenchAlphaDocument
+from decoders.bench.runs import (
+    SPEC_BENCH_PROMPTS,
+    SPEC_BENCH_TOKENS,
+    TEXT_PROMPTS,
+    TEXT_TOKENS,
+    AlphaRun,
+    alpha_document,
+    spec_bench_alpha_document,
+)
+from decoders.bench.spec_bench.questions import LABELS, TASK
 from plumbing.outputs import check_writable, write_json, write_text
-from plumbing.validation import as_int, as_positive_int
-
-SPEC_BENCH_PROMPTS, SPEC_BENCH_TOKENS = 4, 48  # questions per category, tokens decoded from each
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts",
         type=int,
         help=f"held-out prompts for the acceptance counts, at most {MAX_PROMPTS} "
-        f"(each is decoded for 128 tokens; default 16; with --task {TASK}: questions per category, "
-        f"each decoded for {SPEC_BENCH_TOKENS} tokens, default {SPEC_BENCH_PROMPTS})",
+        f"(each is decoded for {TEXT_TOKENS} tokens; default {TEXT_PROMPTS}; with --task {TASK}: questions per "
+        f"category, each decoded for {SPEC_BENCH_TOKENS} tokens, default {SPEC_BENCH_PROMPTS})",
     )
     parser.add_argument(
         "--task",
@@ -57,40 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", help="write the Markdown table here")
 
 
-def _category_table(document: dict, category: str) -> str:
+def _category_table(document: SpecBenchAlphaDocument, category: str) -> str:
     """One category's estimates as ``alpha_markdown``'s table under its label."""
-    estimates = [
-        AlphaEstimate(**{key: value for key, value in estimate.items() if key != "category"})
-        for estimate in document["estimates"]
-        if estimate["category"] == category
-    ]
+    estimates = [estimate for estimate in document.estimates if estimate.category == category]
     return f"{LABELS[category]}:\n" + alpha_markdown(estimates)
 
 
-def _spec_bench(args: argparse.Namespace) -> int:
-    """--task spec-bench: one table per category."""
-    if args.text is not None:
-        raise ValueError(
-            f"--text {args.text}: Spec-Bench's questions are the prompts; drop --text or --task {args.task}"
-        )
-    document = spec_bench_alpha_document(
-        args.drafts,
-        tuple(args.temperatures),
-        args.task,
-        target=args.target,
-        prompts=args.prompts or SPEC_BENCH_PROMPTS,
-        gamma=args.gamma,
-        max_new_tokens=SPEC_BENCH_TOKENS,
-        seed=args.seed,
-        device=args.device,
-    )
-    return _emit(args, document, "\n".join(_category_table(document, category) for category in document["prompts"]))
-
-
-def _emit(args: argparse.Namespace, document: dict, table: str) -> int:
+def _emit(args: argparse.Namespace, document, table: str) -> int:
     """Write the JSON (--out) and the Markdown (--markdown), print the Markdown."""
     if args.out:
-        write_json(args.out, document, command=args.command_line)
+        write_json(args.out, document.as_dict(), command=args.command_line)
     if args.markdown:
         write_text(args.markdown, table)
     print(table, end="")
@@ -98,25 +80,23 @@ def _emit(args: argparse.Namespace, document: dict, table: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_windows(args.windows)
-    as_int("prompts", args.prompts or 16, low=1, high=MAX_PROMPTS)
-    as_positive_int("gamma", args.gamma)
-    for path in (args.out, args.markdown):
-        if path:
-            check_writable(path)
-    if is_spec_bench(args.task):
-        return _spec_bench(args)
-    if args.task is not None:
-        raise ValueError(f"--task {args.task}: alpha takes {TASK}[:CATEGORY,...] only (the other tasks are bench's)")
-    document = alpha_document(
-        args.drafts,
-        tuple(args.temperatures),
+    request = AlphaRun(
+        drafts=None if args.drafts is None else tuple(args.drafts),
+        temperatures=tuple(args.temperatures),
         target=args.target,
         text=args.text,
+        task=args.task,
         windows=args.windows,
-        prompts=args.prompts or 16,
+        prompts=args.prompts,
         gamma=args.gamma,
         seed=args.seed,
         device=args.device,
     )
-    return _emit(args, document, alpha_markdown([AlphaEstimate(**estimate) for estimate in document["estimates"]]))
+    for path in (args.out, args.markdown):
+        if path:
+            check_writable(path)
+    if request.task:  # one table per category
+        document = spec_bench_alpha_document(request)
+        return _emit(args, document, "\n".join(_category_table(document, category) for category in document.prompts))
+    document = alpha_document(request)
+    return _emit(args, document, alpha_markdown(list(document.estimates)))

@@ -32,6 +32,7 @@ __all__ = [
     "write_json",
     "strict_loads",
     "provenance",
+    "without_provenance",
     "staged_directory",
     "check_writable",
 ]
@@ -94,6 +95,12 @@ def write_json(path, document: dict, *, command: str, indent: int = 1) -> Path:
     ``provenance``, atomically."""
     text = json.dumps(dict(document, command=command, provenance=provenance()), indent=indent, allow_nan=False)
     return write_text(path, text + "\n")
+
+
+def without_provenance(saved: dict) -> dict:
+    """A written document without what ``write_json`` put beside it (``command``, ``provenance``): the document's own
+    keys, for its type's ``from_dict``."""
+    return {key: value for key, value in saved.items() if key not in ("command", "provenance")}
 
 
 def _refuse_constant(name: str):

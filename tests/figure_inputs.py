@@ -117,18 +117,27 @@ def write_small_results(results: Path) -> Path:
             "temperature": t,
             "alpha_text": 0.5,
             "alpha_text_standard_error": 0.01,
+            "text_positions": 100,
+            "proposal_coverage": 1.0,
             "alpha_counts": 0.6,
             "alpha_counts_standard_error": 0.02,
-        }
+            "accepted_tokens": 60,
+            "verified_tokens": 100,
+            "gamma": 4,
+            "generated_tokens": 128,
+        }  # decoders.bench.rows.AlphaEstimate's keys
         for d in ("transformer", "bigram")
         for t in (0.0, 1.0)
     ]
-    (results / table3_alpha.RESULT).write_text(json.dumps({"command": "spectheory alpha", "estimates": estimates}))
+    alpha = {"corpus_fingerprint": "test", "text": None, "estimates": estimates}
+    (results / table3_alpha.RESULT).write_text(json.dumps(dict(alpha, command="spectheory alpha")))
     lenient = [
         {"draft": d, "temperature": 1.0, "leniences": [1.0, 0.5], "alpha": [0.5, 0.6], "standard_error": [0.01, 0.01]}
         for d in ("transformer", "bigram")
     ]
-    (results / table5_lenience.RESULT).write_text(json.dumps({"windows": 2, "rows": lenient}))
+    (results / table5_lenience.RESULT).write_text(
+        json.dumps({"corpus_fingerprint": "test", "windows": 2, "rows": lenient})
+    )
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
     trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
     (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))

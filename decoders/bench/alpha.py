@@ -13,7 +13,7 @@ they differ, the draft matches the target better on one than on the other.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
+from decoders.bench.rows import AlphaEstimate, EngineWords, LenienceRow
 from decoders.policies import acceptance_bin_sums, calibration_from_sums, seen_law
 from decoders.progress import progress_bar
 from decoders.randomness import seeded
@@ -31,7 +32,6 @@ from plumbing.validation import as_int, as_lenience
 from spectheory.metrics import EngineCounts
 
 __all__ = [
-    "AlphaEstimate",
     "MAX_PROMPTS",
     "MAX_WINDOWS",
     "WINDOW",
@@ -43,10 +43,10 @@ __all__ = [
     "engine_metrics",
     "estimate_alpha",
     "alpha_on_prompts",
-    "alpha_table",
     "alpha_markdown",
     "LENIENCES",
     "AlongText",
+    "CountedRuns",
     "alpha_under_lenience",
     "acceptance_calibration",
 ]
@@ -54,32 +54,6 @@ __all__ = [
 #: Leviathan et al.'s Table 5 leniences.
 LENIENCES = (1.0, 0.5, 0.3, 0.1)
 ALONG_TEXT_CELLS = 1 << 23  # windows x length x V of one batch along text: ~32 MB per float32 tensor, whatever V is
-
-
-@dataclass(frozen=True)
-class AlphaEstimate:
-    """Alpha of one draft at one temperature; standard errors are over windows (text) and binomial (counts)."""
-
-    draft: str
-    temperature: float
-    alpha_text: float
-    alpha_text_standard_error: float
-    text_positions: int
-    proposal_coverage: float  # share of text positions where the draft proposes a token
-    alpha_counts: float
-    alpha_counts_standard_error: float
-    accepted_tokens: int
-    verified_tokens: int  # accepted + rejected draft tokens
-    gamma: int
-    generated_tokens: int
-    # The same runs in the engines' words (docs/metrics.md); None in files written before they were recorded,
-    # or where nothing was drafted.
-    acceptance_rate: float | None = None  # accepted over drafted tokens
-    mean_acceptance_length: float | None = None  # tokens per target call, the bonus token included
-    per_position_acceptance_rate: list | None = None  # unconditional: P(draft i accepted), i = 1..gamma
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 MAX_PROMPTS = 1024  # each decoded in full per run: 1024 prompts x 128 tokens is already an hour on 2 CPU cores
@@ -93,11 +67,11 @@ def check_windows(windows: int) -> int:
     return as_int("windows", windows, low=2, high=MAX_WINDOWS)
 
 
-def window_shape(*models) -> dict:
-    """``length`` and ``skip`` of the held-out windows for ``models``: ``WINDOW`` tokens, or the shortest context
-    among them, of which the first ``SKIP`` (at most half) are not counted."""
+def window_shape(along: AlongText, *models) -> AlongText:
+    """``along`` with the held-out windows' ``length`` and ``skip`` for ``models``: ``WINDOW`` tokens, or the shortest
+    context among them, of which the first ``SKIP`` (at most half) are not counted."""
     length = min([WINDOW] + [m.max_context for m in models if getattr(m, "max_context", None)])
-    return {"length": length, "skip": min(SKIP, length // 2)}
+    return replace(along, length=length, skip=min(SKIP, length // 2))
 
 
 @torch.no_grad()
@@ -172,51 +146,45 @@ def accepted_and_verified(stats: DecodeStats, gamma: int) -> tuple[int, int]:
     return accepted, accepted + sum(1 for n in counts if n < gamma)
 
 
-def engine_metrics(runs: list, gamma: int) -> dict:
+def engine_metrics(runs: list, gamma: int) -> EngineWords:
     """The engines' acceptance numbers of ``runs`` (``spectheory.metrics.EngineCounts`` of their rounds,
     docs/metrics.md): accepted over drafted tokens, tokens per round and the unconditional per-position rates;
     None where nothing was drafted."""
     accepted = [n for run in runs for step in run.stats.accepted_per_iteration for n in step]
     drafted = sum(n for run in runs for step in run.stats.proposed_per_iteration for n in step)
     if not drafted:
-        return dict.fromkeys(("acceptance_rate", "mean_acceptance_length", "per_position_acceptance_rate"))
+        return EngineWords()
     counts = EngineCounts(
         "ours", len(accepted), drafted, sum(accepted), tuple(sum(n > i for n in accepted) for i in range(gamma))
     )
-    return {
-        "acceptance_rate": counts.acceptance_rate,
-        "mean_acceptance_length": counts.mean_acceptance_length,
-        "per_position_acceptance_rate": list(counts.per_position_acceptance_rate),
-    }
+    return EngineWords(
+        acceptance_rate=counts.acceptance_rate,
+        mean_acceptance_length=counts.mean_acceptance_length,
+        per_position_acceptance_rate=list(counts.per_position_acceptance_rate),
+    )
 
 
-def estimate_alpha(
-    target,
-    draft,
-    name: str,
-    stream: np.ndarray,
-    temperature: float,
-    *,
-    windows: int = 32,
-    length: int = WINDOW,
-    skip: int = SKIP,
-    gamma: int = 4,
-    prompts: int = 16,
-    prompt_length: int = 64,
-    max_new_tokens: int = 128,
-    batch_size: int = 8,
-    seed: int = 0,
-) -> AlphaEstimate:
-    """Both estimates of alpha for ``draft`` against ``target`` on held-out ``stream`` at ``temperature``."""
+def estimate_alpha(pair: Pair, name: str, stream: np.ndarray, along: AlongText, counted: CountedRuns) -> AlphaEstimate:
+    """Both estimates of alpha for ``pair``'s draft (``name``) on held-out ``stream`` at ``along.temperature``:
+    along the text as ``along`` says, and from the acceptance counts of the runs ``counted`` says
+    (``along.batch_size`` prompts per run)."""
+    target, draft, temperature, seed, batch_size = (
+        pair.target,
+        pair.draft,
+        along.temperature,
+        along.seed,
+        along.batch_size,
+    )
+    windows, gamma, prompts, max_new_tokens = along.windows, counted.gamma, counted.prompts, counted.max_new_tokens
     sampling = Sampling(temperature)
     check_windows(windows)
     as_int("prompts", prompts, low=1, high=MAX_PROMPTS)
     betas, proposed = _pooled_betas(
-        Pair(target, draft), text_windows(stream, windows, length, seed), sampling, skip=skip, batch_size=batch_size
+        pair, text_windows(stream, windows, along.length, seed), sampling, skip=along.skip, batch_size=batch_size
     )
     betas = betas[0]  # [W, L - skip] at lenience 1
     per_window = betas.mean(dim=1)
-    starts = text_windows(stream, prompts, prompt_length, seed + 1)
+    starts = text_windows(stream, prompts, counted.prompt_length, seed + 1)
     runs = [
         generate_speculative(
             target,
@@ -246,25 +214,23 @@ def estimate_alpha(
         verified_tokens=verified,
         gamma=gamma,
         generated_tokens=generated,
-        **engine_metrics(runs, gamma),
+        **asdict(engine_metrics(runs, gamma)),
     )
 
 
-def alpha_on_prompts(
-    target,
-    draft,
-    name: str,
-    prompts: list,
-    temperature: float,
-    *,
-    gamma: int = 4,
-    max_new_tokens: int = 48,
-    seed: int = 0,
-) -> AlphaEstimate:
+def alpha_on_prompts(pair: Pair, name: str, prompts: list, temperature: float, counted: CountedRuns) -> AlphaEstimate:
     """Both estimates of alpha on ``prompts`` (token lists; Spec-Bench's questions): along the text decoding
     walks, each prompt's continuation by the target (greedy at T = 0, sampled and seeded per prompt otherwise;
-    standard error over the two or more prompts), and from the acceptance counts of speculative runs from each."""
+    standard error over the two or more prompts), and from the acceptance counts of speculative runs from each, at
+    ``counted``'s gamma, new tokens and seed."""
     as_int("prompts", len(prompts), low=2, high=MAX_PROMPTS)
+    target, draft, gamma, max_new_tokens, seed = (
+        pair.target,
+        pair.draft,
+        counted.gamma,
+        counted.max_new_tokens,
+        counted.seed,
+    )
     sampling, betas, proposed, runs = Sampling(temperature), [], [], []
     for i, prompt in enumerate(prompts):
         rows = torch.tensor([prompt], device=target.device)  # [1, L]
@@ -272,7 +238,7 @@ def alpha_on_prompts(
             target, rows, max_new_tokens=max_new_tokens, sampling=sampling, randomness=seeded(seed + i, target.device)
         ).tokens[0]
         along, drafted = _pooled_betas(
-            Pair(target, draft),
+            pair,
             torch.tensor([list(prompt) + list(text)], device=target.device),
             sampling,
             skip=len(prompt),
@@ -307,19 +273,8 @@ def alpha_on_prompts(
         verified_tokens=verified,
         gamma=gamma,
         generated_tokens=sum(len(row) for run in runs for row in run.tokens),
-        **engine_metrics(runs, gamma),
+        **asdict(engine_metrics(runs, gamma)),
     )
-
-
-def alpha_table(
-    target, drafts: dict, stream: np.ndarray, temperatures=(0.0, 1.0), *, progress: bool | None = None, **options
-) -> list[AlphaEstimate]:
-    """``estimate_alpha`` for every (draft name -> model) of ``drafts`` at every temperature."""
-    jobs = [(name, model, temperature) for name, model in drafts.items() for temperature in temperatures]
-    return [
-        estimate_alpha(target, model, name, stream, temperature, **options)
-        for name, model, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair")
-    ]
 
 
 def alpha_markdown(estimates: list[AlphaEstimate]) -> str:
@@ -351,12 +306,24 @@ class AlongText:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class CountedRuns:
+    """How alpha is counted from speculative runs: at ``gamma``, from ``prompts`` held-out prompts of
+    ``prompt_length`` tokens (Spec-Bench's questions bring their own), ``max_new_tokens`` each, seeded from
+    ``seed``."""
+
+    gamma: int = 4
+    prompts: int = 16
+    prompt_length: int = 64
+    max_new_tokens: int = 128
+    seed: int = 0
+
+
 def alpha_under_lenience(
     target, drafts: dict, stream: np.ndarray, leniences=LENIENCES, along: AlongText = AlongText(), *, progress=None
-) -> list[dict]:
+) -> list[LenienceRow]:
     """The Table 5 analogue: alpha along held-out text for each (draft name -> model) of ``drafts`` at each
-    lenience: ``[{"draft", "temperature", "leniences": [l...], "alpha": [...], "standard_error": [...]}]``,
-    standard errors over windows."""
+    lenience, a ``LenienceRow`` per draft, standard errors over windows."""
     temperature, windows = along.temperature, check_windows(along.windows)
     text, sampling = text_windows(stream, windows, along.length, along.seed), Sampling(temperature)
     rows = []
@@ -366,12 +333,12 @@ def alpha_under_lenience(
         )[0].mean(dim=2)  # [l, W]
         errors = per_window.std(dim=1) / math.sqrt(windows) if windows > 1 else torch.full((len(leniences),), math.nan)
         rows.append(
-            {
-                "draft": name,
-                "temperature": temperature,
-                "leniences": [float(l) for l in leniences],
-                "alpha": per_window.mean(dim=1).tolist(),
-                "standard_error": errors.tolist(),
-            }
+            LenienceRow(
+                draft=name,
+                temperature=temperature,
+                leniences=[float(l) for l in leniences],
+                alpha=per_window.mean(dim=1).tolist(),
+                standard_error=errors.tolist(),
+            )
         )
     return rows

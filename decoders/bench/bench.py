@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
@@ -316,7 +316,7 @@ def bench_row(temperature: float, gamma: int, compared: Interleaved, runs: list,
         calibrated_within=abs(calibrated - speedup) <= allowed,
         calibrated_tokens_per_iteration=profile.tokens_per_iteration(gamma),
         positional_tokens_per_iteration=profile.tokens_per_iteration(gamma, along_text=False),
-        **engine_metrics(runs, gamma),
+        **asdict(engine_metrics(runs, gamma)),
         efficiency=efficiency([run.stats for run in runs]),
         measured_seconds_per_iteration=_phases_per_iteration(runs, profile.target_prefill),
         calibrated_seconds_per_iteration={

@@ -13,7 +13,16 @@ from dataclasses import asdict, dataclass, field, fields
 
 from decoders.audit.verdict import AuditVerdict
 from decoders.bench.forecast.document import Judgement, SweepForecast
-from decoders.bench.rows import BenchRow, CrossVocabularyRow, PolicyRow, TransformersRow, TreeRow
+from decoders.bench.rows import (
+    AlphaEstimate,
+    BenchRow,
+    CategoryAlpha,
+    CrossVocabularyRow,
+    LenienceRow,
+    PolicyRow,
+    TransformersRow,
+    TreeRow,
+)
 from decoders.results import ResultRow, by_temperature
 from spectheory.cost_checks import CostChecks
 from spectheory.costs import PROFILE_KIND, CostProfile
@@ -34,6 +43,9 @@ __all__ = [
     "CrossAudit",
     "CrossVocabularyBench",
     "ProfileDocument",
+    "AlphaDocument",
+    "SpecBenchAlphaDocument",
+    "LenienceDocument",
 ]
 
 _BY_TEMPERATURE = ("autoregressive_seconds", "alpha", "profiles", "autoregressive")
@@ -426,3 +438,58 @@ class ProfileDocument(ResultRow):
                 checks=None if checks is None else CostChecks.from_dict(checks),
             )
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlphaDocument(ResultRow):
+    """`spectheory alpha`'s document (Leviathan et al.'s Table 3 analogue, ``decoders.bench.runs.alpha_document``): the
+    held-out text and its fingerprint, and an ``AlphaEstimate`` per draft and temperature."""
+
+    corpus_fingerprint: str
+    text: str | None
+    estimates: tuple  # of AlphaEstimate
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), estimates=[one.as_dict() for one in self.estimates])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> AlphaDocument:
+        return cls(**dict(saved, estimates=tuple(map(AlphaEstimate.from_dict, saved["estimates"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecBenchAlphaDocument(ResultRow):
+    """`spectheory alpha --task spec-bench`'s document (``decoders.bench.runs.spec_bench_alpha_document``): the task,
+    target, the prompt room and new tokens of each question, the questions per category as recorded, and a
+    ``CategoryAlpha`` per category, draft and temperature."""
+
+    task: str
+    target: str
+    prompt_room: int
+    max_new_tokens: int
+    prompts: dict  # category -> [question, tokens, cut]
+    estimates: tuple  # of CategoryAlpha
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), estimates=[one.as_dict() for one in self.estimates])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> SpecBenchAlphaDocument:
+        return cls(**dict(saved, estimates=tuple(map(CategoryAlpha.from_dict, saved["estimates"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LenienceDocument(ResultRow):
+    """Leviathan et al.'s Table 5 analogue (``decoders.bench.runs.lenience_document``): the held-out text's
+    fingerprint, the windows, and a ``LenienceRow`` per shipped draft."""
+
+    corpus_fingerprint: str
+    windows: int
+    rows: tuple  # of LenienceRow
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> LenienceDocument:
+        return cls(**dict(saved, rows=tuple(map(LenienceRow.from_dict, saved["rows"]))))

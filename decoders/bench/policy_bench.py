@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import statistics
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -169,7 +169,7 @@ def _row(name: str, policy: str, generations: list, timing, autoregressive, gamm
         seconds=timing.median,
         speedup=speedup,
         speedup_spread=[min(ratios), speedup, max(ratios)],
-        **engine_metrics(generations, gamma_max),
+        **asdict(engine_metrics(generations, gamma_max)),
         policy=policy,
     )
 

@@ -12,6 +12,10 @@ from typing import ClassVar
 from decoders.results import ResultRow
 
 __all__ = [
+    "AlphaEstimate",
+    "CategoryAlpha",
+    "EngineWords",
+    "LenienceRow",
     "BenchRow",
     "ForecastRow",
     "JudgedRow",
@@ -39,6 +43,65 @@ _ADDED = (
     "tokens_per_second",
     "autoregressive_efficiency",
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineWords(ResultRow):
+    """Our runs' acceptance in the engines' words (``spectheory.metrics.EngineCounts``, docs/metrics.md): accepted
+    over drafted tokens, tokens per target call with the bonus token, and the unconditional per-position rates
+    P(draft i accepted), i = 1..gamma; None where nothing was drafted (or in files written before they were
+    recorded)."""
+
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position_acceptance_rate: list | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlphaEstimate(EngineWords):
+    """Alpha of one draft at one temperature (``decoders.bench.alpha``); standard errors are over windows (text) and
+    binomial (counts); the counted runs in the engines' words beside."""
+
+    draft: str
+    temperature: float
+    alpha_text: float
+    alpha_text_standard_error: float
+    text_positions: int
+    proposal_coverage: float  # share of text positions where the draft proposes a token
+    alpha_counts: float
+    alpha_counts_standard_error: float
+    accepted_tokens: int
+    verified_tokens: int  # accepted + rejected draft tokens
+    gamma: int
+    generated_tokens: int
+
+    def as_dict(self) -> dict:  # the engines' words last, as the files have them
+        shown = super().as_dict()
+        words = {name: shown.pop(name) for name in EngineWords.__dataclass_fields__}
+        return shown | words
+
+
+@dataclass(frozen=True, kw_only=True)
+class CategoryAlpha(AlphaEstimate):
+    """``AlphaEstimate`` in one Spec-Bench category (``alpha --task spec-bench``)."""
+
+    category: str
+
+    def as_dict(self) -> dict:
+        shown = super().as_dict()
+        return shown | {"category": shown.pop("category")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LenienceRow(ResultRow):
+    """Alpha along held-out text of one draft at each lenience (Leviathan et al.'s Table 5;
+    ``decoders.bench.alpha.alpha_under_lenience``), with standard errors over windows."""
+
+    draft: str
+    temperature: float
+    leniences: list
+    alpha: list
+    standard_error: list
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,14 @@ import torch
 
 from decoders import zoo
 from decoders.bench import alpha, bench, policy_bench, tree_bench
-from decoders.bench.documents import BenchDocument, PolicyBench, TreeBench
+from decoders.bench.documents import (
+    AlphaDocument,
+    BenchDocument,
+    LenienceDocument,
+    PolicyBench,
+    SpecBenchAlphaDocument,
+    TreeBench,
+)
 from decoders.bench.forecast.sweep import (
     FORECAST_COST_PROMPTS,
     FORECAST_REPEATS,
@@ -22,7 +29,8 @@ from decoders.bench.forecast.sweep import (
 from decoders.bench.hf_compare import check_comparable, hf_comparison
 from decoders.bench.inputs import SHIPPED_TARGET, load_inputs
 from decoders.bench.prompts import benchmark_prompts, draw_prompts, text_windows
-from decoders.bench.spec_bench.questions import spec_bench_categories, spec_bench_prompts
+from decoders.bench.rows import CategoryAlpha
+from decoders.bench.spec_bench.questions import TASK, is_spec_bench, spec_bench_categories, spec_bench_prompts
 from decoders.drafts import SHIPPED, DraftContext, build_draft, draft_names
 from decoders.models.corpus import load_corpus
 from decoders.models.protocol import decode_path
@@ -32,6 +40,11 @@ from spectheory.recommendation import from_sweep
 from spectheory.vocabularies import METHODS
 
 __all__ = [
+    "AlphaRun",
+    "SPEC_BENCH_PROMPTS",
+    "SPEC_BENCH_TOKENS",
+    "TEXT_PROMPTS",
+    "TEXT_TOKENS",
     "BenchRun",
     "alpha_document",
     "spec_bench_alpha_document",
@@ -53,99 +66,109 @@ def shipped_prompts(count: int, length: int, seed: int) -> torch.Tensor:
     return text_windows(load_corpus().held_out, count, length, seed)
 
 
-def alpha_document(
-    drafts=None,
-    temperatures=(0.0, 1.0),
-    *,
-    target: str | None = None,
-    text=None,
-    windows: int = 32,
-    prompts: int = 16,
-    gamma: int = 4,
-    seed: int = 0,
-    device: str = "cpu",
-    progress: bool | None = None,
-) -> dict:
-    """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each draft (default: every shipped
-    one, or those built from a target with its own tokenizer) against ``target`` (default: the shipped one) at each
-    temperature, on the held-out ``text`` file
-    (default: the shipped corpus's held-out split; ``decoders.bench.inputs``)."""
-    inputs = load_inputs(target, drafts, text=text, device=device)
-    estimates = alpha.alpha_table(
-        inputs.target,
-        inputs.drafts,
-        inputs.held_out,
-        tuple(temperatures),
-        windows=windows,
-        prompts=prompts,
-        gamma=gamma,
-        seed=seed,
-        progress=progress,
-        **alpha.window_shape(inputs.target, *inputs.drafts.values()),
+#: ``alpha --task spec-bench``'s questions per category and the tokens decoded from each.
+SPEC_BENCH_PROMPTS, SPEC_BENCH_TOKENS = 4, 48
+#: Held-out prompts and the tokens decoded from each, for the acceptance counts on text.
+TEXT_PROMPTS, TEXT_TOKENS = 16, 128
+
+
+@dataclass(frozen=True)
+class AlphaRun:
+    """One run of `spectheory alpha` (docs/measuring.md), made once by the command from its flags, checked here before
+    any work and passed down whole: ``drafts`` (None: every shipped one, or those built from a target with its own
+    tokenizer) against ``target`` (None: the shipped one) at each of ``temperatures``; alpha along ``windows``
+    held-out windows of ``text`` (None: the shipped corpus's) and from the acceptance counts of runs at ``gamma`` from
+    ``prompts`` held-out prompts (None: ``TEXT_PROMPTS``), seeded from ``seed``, on ``device``. With ``task``
+    (Spec-Bench's, ``spec-bench[:CATEGORY,...]``) alpha per category on ``prompts`` questions each (None:
+    ``SPEC_BENCH_PROMPTS``; ``windows`` does not apply)."""
+
+    drafts: tuple | None = None
+    temperatures: tuple = (0.0, 1.0)
+    target: str | None = None
+    text: str | None = None
+    task: str | None = None
+    windows: int = 32
+    prompts: int | None = None
+    gamma: int = 4
+    seed: int = 0
+    device: str = "cpu"
+    progress: bool | None = None
+
+    def __post_init__(self) -> None:
+        alpha.check_windows(self.windows)
+        as_positive_int("gamma", self.gamma)
+        if self.task is not None and not is_spec_bench(self.task):
+            raise ValueError(
+                f"--task {self.task}: alpha takes {TASK}[:CATEGORY,...] only (the other tasks are bench's)"
+            )
+        if self.task is not None and self.text is not None:
+            raise ValueError(
+                f"--text {self.text}: Spec-Bench's questions are the prompts; drop --text or --task {self.task}"
+            )
+        low = 2 if self.task else 1  # per category, standard errors are over its questions
+        as_int("prompts", self.counted.prompts, low=low, high=alpha.MAX_PROMPTS)
+
+    @property
+    def counted(self) -> alpha.CountedRuns:
+        """The speculative runs alpha is counted from."""
+        if self.task:
+            return alpha.CountedRuns(
+                self.gamma, self.prompts or SPEC_BENCH_PROMPTS, max_new_tokens=SPEC_BENCH_TOKENS, seed=self.seed
+            )
+        return alpha.CountedRuns(self.gamma, self.prompts or TEXT_PROMPTS, max_new_tokens=TEXT_TOKENS, seed=self.seed)
+
+
+def alpha_document(run: AlphaRun) -> AlphaDocument:
+    """Leviathan et al.'s Table 3 analogue: both estimates of alpha for each of ``run``'s drafts at each temperature,
+    on the held-out text (``decoders.bench.inputs``)."""
+    inputs = load_inputs(run.target, run.drafts, text=run.text, device=run.device)
+    along = alpha.window_shape(
+        alpha.AlongText(windows=run.windows, seed=run.seed), inputs.target, *inputs.drafts.values()
     )
-    return {
-        "corpus_fingerprint": inputs.fingerprint,
-        "text": inputs.text,
-        "estimates": [e.as_dict() for e in estimates],
-    }
+    jobs = [(name, t) for name in inputs.drafts for t in run.temperatures]
+    estimates = tuple(
+        alpha.estimate_alpha(inputs.pair(name), name, inputs.held_out, replace(along, temperature=t), run.counted)
+        for name, t in progress_bar(run.progress, jobs, desc="alpha", unit="pair")
+    )
+    return AlphaDocument(corpus_fingerprint=inputs.fingerprint, text=inputs.text, estimates=estimates)
 
 
-def spec_bench_alpha_document(
-    drafts=None,
-    temperatures=(0.0, 1.0),
-    task: str = "spec-bench",
-    *,
-    target: str | None = None,
-    prompts: int = 4,
-    gamma: int = 4,
-    max_new_tokens: int = 48,
-    seed: int = 0,
-    device: str = "cpu",
-    progress: bool | None = None,
-) -> dict:
-    """Alpha per Spec-Bench category (``decoders.bench.spec_bench.questions``): both estimates of each draft (default:
-    those built from the target) at each temperature on ``prompts`` questions of each category
-    (``alpha.alpha_on_prompts``), cut to the room the models' contexts leave beside ``max_new_tokens`` and a verify
-    call."""
-    as_int("prompts", prompts, low=2, high=alpha.MAX_PROMPTS)  # standard errors over prompts
-    inputs = load_inputs(target, drafts, device=device)
+def spec_bench_alpha_document(run: AlphaRun) -> SpecBenchAlphaDocument:
+    """Alpha per Spec-Bench category of ``run.task`` (``decoders.bench.spec_bench.questions``): both estimates of each
+    draft (default: those built from the target) at each temperature on ``run.counted.prompts`` questions of each
+    category (``alpha.alpha_on_prompts``), cut to the room the models' contexts leave beside the new tokens and a
+    verify call."""
+    counted = run.counted
+    inputs = load_inputs(run.target, run.drafts, device=run.device)
     contexts = [m.max_context for m in (inputs.target, *inputs.drafts.values()) if m.max_context is not None]
-    room = min(contexts) - max_new_tokens - gamma - 1 if contexts else 1 << 20
+    room = min(contexts) - counted.max_new_tokens - counted.gamma - 1 if contexts else 1 << 20
     questions, estimates = {}, []
-    categories = spec_bench_categories(task)
-    jobs = [(c, name, t) for c in categories for name in inputs.drafts for t in temperatures]
-    for category, name, temperature in progress_bar(progress, jobs, desc="alpha", unit="pair"):
+    categories = spec_bench_categories(run.task)
+    jobs = [(c, name, t) for c in categories for name in inputs.drafts for t in run.temperatures]
+    for category, name, temperature in progress_bar(run.progress, jobs, desc="alpha", unit="pair"):
         if category not in questions:
-            questions[category] = spec_bench_prompts(inputs.tokenizer, category, prompts, seed, room)
-        estimate = alpha.alpha_on_prompts(
-            inputs.target,
-            inputs.drafts[name],
-            name,
-            [list(q.tokens) for q in questions[category]],
-            temperature,
-            gamma=gamma,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-        )
-        estimates.append(dict(estimate.as_dict(), category=category))
-    return {
-        "task": task,
-        "target": target or "shipped target",
-        "prompt_room": room,
-        "max_new_tokens": max_new_tokens,
-        "prompts": {c: [q.as_dict() for q in qs] for c, qs in questions.items()},
-        "estimates": estimates,
-    }
+            questions[category] = spec_bench_prompts(inputs.tokenizer, category, counted.prompts, run.seed, room)
+        prompts = [list(q.tokens) for q in questions[category]]
+        estimate = alpha.alpha_on_prompts(inputs.pair(name), name, prompts, temperature, counted)
+        estimates.append(CategoryAlpha(**vars(estimate), category=category))
+    return SpecBenchAlphaDocument(
+        task=run.task,
+        target=run.target or "shipped target",
+        prompt_room=room,
+        max_new_tokens=counted.max_new_tokens,
+        prompts={c: [q.as_dict() for q in qs] for c, qs in questions.items()},
+        estimates=tuple(estimates),
+    )
 
 
-def lenience_document(*, windows: int = 32, progress: bool | None = None) -> dict:
+def lenience_document(*, windows: int = 32, progress: bool | None = None) -> LenienceDocument:
     """Leviathan et al.'s Table 5 analogue: alpha of every shipped draft at every lenience of ``LENIENCES``."""
     corpus = load_corpus()
     drafts = {name: build_draft(name, DraftContext()) for name in draft_names(SHIPPED)}
     rows = alpha.alpha_under_lenience(
         zoo.load_target(), drafts, corpus.held_out, alpha.LENIENCES, alpha.AlongText(windows=windows), progress=progress
     )
-    return {"corpus_fingerprint": corpus.fingerprint, "windows": windows, "rows": rows}
+    return LenienceDocument(corpus_fingerprint=corpus.fingerprint, windows=windows, rows=tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -340,17 +363,14 @@ def real_model_document(
     best measured gamma."""
     drafts = list(dict.fromkeys([draft for draft, _, _ in cells] + list(ALPHA_ONLY_DRAFTS)))
     inputs = load_inputs(target, drafts)
-    shape = alpha.window_shape(inputs.target, *inputs.drafts.values())
+    along = alpha.window_shape(
+        alpha.AlongText(windows=windows, seed=settings.seed), inputs.target, *inputs.drafts.values()
+    )
     alphas = [
-        row
+        row.as_dict()
         for t in settings.temperatures
         for row in alpha.alpha_under_lenience(
-            inputs.target,
-            inputs.drafts,
-            inputs.held_out,
-            (1.0,),
-            alpha.AlongText(temperature=t, windows=windows, seed=settings.seed, **shape),
-            progress=progress,
+            inputs.target, inputs.drafts, inputs.held_out, (1.0,), replace(along, temperature=t), progress=progress
         )
     ]
     measured = []

@@ -104,7 +104,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
     pair = inputs.pair(run.draft, target_name=run.target or SHIPPED_TARGET)
     target, draft = pair.target, pair.draft
     shipped = inputs.text == SHIPPED_TEXT and target.vocab_size == VOCAB_SIZE
-    shape = alpha.window_shape(target, draft)
+    along = alpha.window_shape(alpha.AlongText(windows=s.windows, seed=s.seed), target, draft)
     with progress_bar(None, total=4 + _tree_stage(run, pair) + bool(s.policies), desc="report", unit="stage") as stages:
         stages.set_postfix_str("forecast")
         forecast = forecast_sweep(
@@ -122,7 +122,7 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
                 {run.draft: draft},
                 inputs.held_out,
                 (1.0,),
-                alpha.AlongText(temperature=t, windows=s.windows, seed=s.seed, **shape),
+                replace(along, temperature=t),
             )[0]
             for t in s.temperatures
         ]
@@ -161,11 +161,11 @@ def measure_pair(run: ReportRun, inputs: Inputs, prompts: Prompts) -> ReportDocu
         bench=bench,
         alpha_text=tuple(
             AlphaAlongText(
-                temperature=row["temperature"],
-                alpha=row["alpha"][0],
-                standard_error=row["standard_error"][0],
+                temperature=row.temperature,
+                alpha=row.alpha[0],
+                standard_error=row.standard_error[0],
                 windows=s.windows,
-                length=shape["length"],
+                length=along.length,
             )
             for row in alpha_text
         ),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from decoders.bench.rows import BenchRow, DynamicTreeRow, ForecastRow, TableRow
 from decoders.results import ResultRow
+from plumbing.outputs import without_provenance
 from spectheory.cost_checks import CostChecks
 from spectheory.costs import CostProfile
 
@@ -326,8 +327,7 @@ class EngineTable(ResultRow):
 
     @classmethod
     def from_dict(cls, saved: dict) -> EngineTable:
-        own = {key: value for key, value in saved.items() if key not in ("command", "provenance")}
-        return cls(**dict(own, table=tuple(map(TableRow.from_dict, saved["table"]))))
+        return cls(**dict(without_provenance(saved), table=tuple(map(TableRow.from_dict, saved["table"]))))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from committed_results import RESULTS, committed_rows, misread
 from decoders.bench.alpha import (
     LENIENCES,
     AlongText,
-    AlphaEstimate,
+    CountedRuns,
     accepted_and_verified,
     alpha_markdown,
     alpha_under_lenience,
@@ -27,6 +27,7 @@ from decoders.bench.hf_compare import hf_comparison
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import acceptance_by_position, counts_by_row, outcomes_along_text
 from decoders.bench.prompts import text_windows
+from decoders.bench.rows import AlphaEstimate, EngineWords
 from decoders.grammar import GrammarSpec
 from decoders.models.history import CopyDraft, TabularModel
 from decoders.randomness import seeded
@@ -391,9 +392,9 @@ def test_alpha_under_lenience_against_theory():
     stream = torch.randint(0, V, (400,), generator=torch.Generator().manual_seed(0)).numpy()
     [row] = alpha_under_lenience(target, {"unigram": draft}, stream, LENIENCES, AlongText(windows=4, length=32, skip=4))
     expected = [float(acceptance_probability(p, q, lenience=lenience)) for lenience in LENIENCES]
-    assert row["leniences"] == list(LENIENCES)
-    assert row["alpha"] == pytest.approx(expected, abs=1e-5)
-    assert row["alpha"] == sorted(row["alpha"]) and row["alpha"][-1] > row["alpha"][0]
+    assert row.leniences == list(LENIENCES)
+    assert row.alpha == pytest.approx(expected, abs=1e-5)
+    assert row.alpha == sorted(row.alpha) and row.alpha[-1] > row.alpha[0]
     with pytest.raises(ValueError, match="lenience"):
         betas_along_text(target, draft, torch.zeros(1, 8, dtype=torch.int64), Sampling(1.0), skip=2, lenience=0.0)
 
@@ -426,34 +427,27 @@ def test_alpha_from_acceptance_counts_against_sum_of_minimums():
     # ends the iteration; it is biased low and must fall outside the same band. It is the engines' acceptance rate.
     naive = accepted / (3 * sum(len(row) for row in generation.stats.accepted_per_iteration))
     assert alpha - naive > 4.5 * math.sqrt(alpha * (1 - alpha) / verified), (naive, alpha)
-    assert engine_metrics([generation], 3)["acceptance_rate"] == pytest.approx(naive)
+    assert engine_metrics([generation], 3).acceptance_rate == pytest.approx(naive)
 
 
 def test_estimate_alpha_and_markdown_table():
     target, draft = unigram(0), unigram(1)
     stream = np.random.default_rng(0).integers(0, V, 2000).astype(np.uint8)
     estimate = estimate_alpha(
-        target,
-        draft,
+        Pair(target, draft),
         "unigram",
         stream,
-        1.0,
-        windows=4,
-        length=32,
-        skip=4,
-        prompts=4,
-        prompt_length=8,
-        max_new_tokens=16,
-        batch_size=2,
+        AlongText(temperature=1.0, windows=4, length=32, skip=4, batch_size=2),
+        CountedRuns(prompts=4, prompt_length=8, max_new_tokens=16),
     )
     assert estimate.text_positions == 4 * 28 and estimate.proposal_coverage == 1.0
     assert estimate.generated_tokens == 4 * 16 and estimate.verified_tokens >= estimate.accepted_tokens
     # The engines' words for the same runs (docs/metrics.md): tokens per target call from the per-position rates
     assert estimate.mean_acceptance_length == pytest.approx(1 + sum(estimate.per_position_acceptance_rate))
     assert estimate.acceptance_rate == pytest.approx(sum(estimate.per_position_acceptance_rate) / estimate.gamma)
-    assert AlphaEstimate(**json.loads(json.dumps(estimate.as_dict()))) == estimate
-    old_file = {k: v for k, v in estimate.as_dict().items() if k not in engine_metrics([], 1)}
-    assert AlphaEstimate(**old_file).acceptance_rate is None  # files written before these names still load
+    assert AlphaEstimate.from_dict(json.loads(json.dumps(estimate.as_dict()))) == estimate
+    old_file = {k: v for k, v in estimate.as_dict().items() if k not in EngineWords.__dataclass_fields__}
+    assert AlphaEstimate.from_dict(old_file).acceptance_rate is None  # files written before these names still load
     table = alpha_markdown([estimate])
     assert table.count("\n") == 3 and f"{estimate.alpha_text:.3f}" in table
     assert text_windows(stream, 3, 10, 0).tolist() == text_windows(stream, 3, 10, 0).tolist()

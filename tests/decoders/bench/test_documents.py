@@ -1,7 +1,8 @@
 """The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
 (``BenchReport``), tree against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a draft of another
 tokenizer (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), Spec-Bench's table, an engine's
-rows of it and the report's answer on it (``decoders.bench.spec_bench.document``), wherever they sit in a file (a
+rows of it and the report's answer on it (``decoders.bench.spec_bench.document``), alpha and alpha under lenience,
+wherever they sit in a file (a
 report's part, a figure's list, the bench command's document, read whole as a ``BenchDocument``). Each reads back
 and, through the JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a
 null is the same as an absent key). Controls: a lost value is named, and a document with a key the type does not know
@@ -13,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from decoders.bench.documents import (
+    AlphaDocument,
     BenchDocument,
     BenchReport,
     CrossVocabularyBench,
+    LenienceDocument,
     PolicyBench,
     ProfileDocument,
     TreeBench,
@@ -27,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if {"corpus_fingerprint", "estimates"} <= set(part):
+        return AlphaDocument
+    if {"corpus_fingerprint", "windows", "rows"} <= set(part):
+        return LenienceDocument
     if {"task", "drafts", "settings", "categories"} <= set(part):
         return SpecBenchTable
     if {"engine", "prompt_room", "categories", "table"} <= set(part):
@@ -89,6 +96,8 @@ def test_documents_found():
         "SpecBenchTable": 3,
         "EngineTable": 4,
         "SpecBenchAnswer": 1,
+        "AlphaDocument": 2,
+        "LenienceDocument": 1,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 

@@ -17,7 +17,7 @@ from decoders.bench.bench import BenchSettings, bench_pair
 from decoders.bench.bench_lines import recommendation_lines
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfileRecorder
-from decoders.bench.runs import spec_bench_alpha_document
+from decoders.bench.runs import SPEC_BENCH_TOKENS, AlphaRun, spec_bench_alpha_document
 from decoders.bench.spec_bench.document import SpecBenchTable
 from decoders.bench.spec_bench.questions import (
     CATEGORIES,
@@ -326,13 +326,13 @@ def test_report_refuses_in_one_line(tmp_path, capsys, flags, message):
 def test_alpha_per_category_against_acceptance_counts():
     """``alpha --task spec-bench``'s estimates: one per category and draft; the acceptance counts are the
     speculative runs' own (accepted over verified draft tokens), within [0, 1]."""
-    document = spec_bench_alpha_document(["bigram"], (0.0,), "spec-bench:qa,rag", prompts=2, max_new_tokens=8)
-    assert [(e["category"], e["draft"]) for e in document["estimates"]] == [("qa", "bigram"), ("rag", "bigram")]
-    for estimate in document["estimates"]:
-        assert estimate["alpha_counts"] == estimate["accepted_tokens"] / estimate["verified_tokens"]
-        assert 0 <= estimate["alpha_text"] <= 1 and estimate["text_positions"] == 2 * 8
+    document = spec_bench_alpha_document(AlphaRun(("bigram",), (0.0,), task="spec-bench:qa,rag", prompts=2))
+    assert [(e.category, e.draft) for e in document.estimates] == [("qa", "bigram"), ("rag", "bigram")]
+    for estimate in document.estimates:
+        assert estimate.alpha_counts == estimate.accepted_tokens / estimate.verified_tokens
+        assert 0 <= estimate.alpha_text <= 1 and estimate.text_positions == 2 * SPEC_BENCH_TOKENS
     with pytest.raises(ValueError, match="prompts"):
-        spec_bench_alpha_document(["bigram"], (0.0,), "spec-bench:qa", prompts=1)
+        AlphaRun(("bigram",), (0.0,), task="spec-bench:qa", prompts=1)
 
 
 def test_commands_without_spec_bench_refuse_it_in_one_line(capsys):
