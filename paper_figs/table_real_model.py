@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from decoders.bench.documents import RealModelDocument
 from decoders.bench.rows import HFComparisonRow
 from paper_figs.style import RECOMPUTE_COMMAND, read_result, write_table
-from plumbing.outputs import write_json
+from plumbing.outputs import without_provenance, write_json
 from spectheory.calculator import gamma_table
 from spectheory.costs import CostProfile
-from spectheory.optimum import best_gamma_row
 
 RESULT = "real_smollm2.json"
 HEADER = [
@@ -42,46 +42,45 @@ def compute(results: Path, *, progress=None) -> Path:
     # here, not at the top: a figure imports without torch and measures only when drawn anew
     from decoders.bench.runs import real_model_document
 
-    return write_json(
-        Path(results) / RESULT, real_model_document(progress=None if progress else False), command=RECOMPUTE_COMMAND
-    )
+    document = real_model_document(progress=None if progress else False)
+    return write_json(Path(results) / RESULT, document.as_dict(), command=RECOMPUTE_COMMAND)
 
 
-def _ratio(row: dict | None, kind: str) -> str:
-    ratio = None if row is None else HFComparisonRow.from_dict(row).ours_over_hf(kind)
+def _ratio(row: HFComparisonRow | None, kind: str) -> str:
+    ratio = None if row is None else row.ours_over_hf(kind)
     return "-" if ratio is None else f"{ratio[0]:.2f}x ({ratio[1][0]:.2f}-{ratio[1][1]:.2f})"
 
 
-def cells(document: dict) -> list[dict]:
+def cells(document: RealModelDocument) -> list[dict]:
     """One dict per (draft, task, temperature) with the table's numbers."""
-    alphas = {(row["draft"], row["temperature"]): row for row in document["alpha_text"]}
+    alphas = {(row.draft, row.temperature): row for row in document.alpha_text}
     found = []
-    for cell in document["cells"]:
-        bench = cell["bench"]
-        tokens = bench["settings"]["max_new_tokens"]
-        for temperature in bench["settings"]["temperatures"]:
-            rows = {row["gamma"]: row for row in bench["rows"] if row["temperature"] == temperature}
-            best = best_gamma_row(rows.values())
-            profile = CostProfile.from_dict(bench["profiles"][str(temperature)])
+    for cell in document.cells:
+        bench = cell.bench
+        tokens = bench.settings["max_new_tokens"]
+        for temperature in bench.settings["temperatures"]:
+            rows = {row.gamma: row for row in bench.rows_at(temperature)}
+            best = bench.best(temperature)
+            profile = CostProfile.from_dict(bench.profiles[temperature])
             recommended = profile.optimal_gamma(tokens=tokens)
-            alpha_counts = min(bench["alpha"][str(temperature)] or 0.0, 1.0)
-            theorem = gamma_table(alpha_counts, bench["c"], bench["c"], 16)
-            hf = next((row for row in cell.get("hf", {}).get("rows", []) if row["temperature"] == temperature), None)
-            text = alphas[(cell["draft"], temperature)]
+            alpha_counts = min(bench.alpha[temperature] or 0.0, 1.0)
+            theorem = gamma_table(alpha_counts, bench.c, bench.c, 16)
+            hf = next((row for row in cell.hf.rows if row.temperature == temperature), None) if cell.hf else None
+            text = alphas[(cell.draft, temperature)]
             found.append(
                 {
-                    "draft": cell["draft"],
-                    "task": cell["task"],
+                    "draft": cell.draft,
+                    "task": cell.task,
                     "temperature": temperature,
-                    "alpha": text["alpha"][0],
-                    "alpha_se": text["standard_error"][0],
-                    "c": bench["c"],
-                    "best_gamma": best["gamma"],
-                    "speedup": best["speedup"],
-                    "spread": best["speedup_spread"],
+                    "alpha": text.alpha[0],
+                    "alpha_se": text.standard_error[0],
+                    "c": bench.c,
+                    "best_gamma": best.gamma,
+                    "speedup": best.speedup,
+                    "spread": best.speedup_spread,
                     "recommended": recommended,
                     "predicted": profile.speedup(recommended, tokens=tokens),
-                    "measured_there": rows[recommended]["speedup"]
+                    "measured_there": rows[recommended].speedup
                     if recommended in rows
                     else (1.0 if recommended == 0 else None),
                     "theorem_gamma": theorem.optimal_gamma,
@@ -93,7 +92,8 @@ def cells(document: dict) -> list[dict]:
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    document = read_result(results, RESULT)
+    saved = read_result(results, RESULT)
+    document = RealModelDocument.from_dict(without_provenance(saved))
     markdown, csv = [], []
     for c in cells(document):
         there = "-" if c["measured_there"] is None else f"{c['measured_there']:.2f}x"
@@ -134,16 +134,16 @@ def make(out: Path, results: Path) -> list[Path]:
             ]
         )
     extra = ", ".join(
-        f"{row['draft']} {row['alpha'][0]:.3f} (T = {row['temperature']:g})"
-        for row in document["alpha_text"]
-        if row["draft"] not in {c["draft"] for c in document["cells"]}
+        f"{row.draft} {row.alpha[0]:.3f} (T = {row.temperature:g})"
+        for row in document.alpha_text
+        if row.draft not in {c.draft for c in document.cells}
     )
-    env = document["environment"]
+    env, settings = document.environment, document.settings
     note = (
         f"{env['device_name']}, {env['dtype']}, {env['torch_threads']} threads, batch 1, "
-        f"{document['settings']['prompts']} prompts x {document['settings']['max_new_tokens']} tokens, "
-        f"{document['settings']['repeats']} repeats. Alpha along text of other layer-skip depths: {extra}. "
-        f"Ours: `{document.get('command', RECOMPUTE_COMMAND)}`."
+        f"{settings['prompts']} prompts x {settings['max_new_tokens']} tokens, "
+        f"{settings['repeats']} repeats. Alpha along text of other layer-skip depths: {extra}. "
+        f"Ours: `{saved.get('command', RECOMPUTE_COMMAND)}`."
     )
     return write_table(out, "table_real_model", HEADER, markdown, csv_rows=csv, note=note)
 

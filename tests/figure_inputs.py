@@ -104,13 +104,22 @@ def write_small_results(results: Path) -> Path:
     ]
     (results / simulation_vs_theory.RESULT).write_text(json.dumps({"runs": runs}))
     blocks = [
-        {"criterion": c, "top_k": k, "block_size": b, "mean_block_size": 1 + b / 2, "speedup": 1 + b / 3}
+        {
+            "criterion": c,
+            "top_k": k,
+            "epsilon": 0.0,
+            "min_block_size": 1,
+            "block_size": b,
+            "seconds": 1.0,
+            "iterations": 10,
+            "mean_block_size": 1 + b / 2,
+            "speedup": 1 + b / 3,
+        }  # decoders.bench.rows.BlockwiseRow's keys
         for c, k in (("exact", 1), ("top_k", 2))
         for b in (2, 4)
     ]
-    (results / stern_fig4_blockwise.RESULT).write_text(
-        json.dumps({"rows": blocks, "environment": {"device_name": "cpu"}})
-    )
+    blockwise = {"environment": {"device_name": "cpu"}, "settings": {}, "heads": 4, "autoregressive_seconds": 2.0}
+    (results / stern_fig4_blockwise.RESULT).write_text(json.dumps(dict(blockwise, rows=blocks)))
     estimates = [
         {
             "draft": d,
@@ -269,6 +278,7 @@ def small_spec_bench_table() -> dict:
 
 def small_real_model() -> dict:
     """Two cells (copy with a transformers counterpart, random without) of ``table_real_model``'s input."""
+    environment = {"device_name": "test cpu", "dtype": "float32", "torch_threads": 2}
     profile = CostProfile(
         t_step=0.08, t_draft=0.001, t_verify=(0.08, 0.09, 0.1), t_iteration=0.002, acceptance=(0.6, 0.5)
     ).as_dict()
@@ -278,20 +288,32 @@ def small_real_model() -> dict:
             {
                 "temperature": t,
                 "gamma": g,
+                "seconds": 1.0,
+                "iterations": 10,
+                "tokens_per_iteration": 1.5,
                 "speedup": 1.2 / g if draft == "random" else 1 + g / 5,
                 "speedup_spread": [1.0, 1.1, 1.3],
-            }
+            }  # decoders.bench.rows.BenchRow's keys
             for t in (0.0, 1.0)
             for g in (1, 2)
         ]
         bench = {
+            "environment": environment,
             "settings": {"temperatures": [0.0, 1.0], "max_new_tokens": 48},
-            "rows": rows,
+            "target": "smollm2",
+            "draft": draft,
             "c": 0.01,
+            "target_call_seconds": 0.08,
+            "draft_call_seconds": 0.0008,
+            "autoregressive_seconds": {"0.0": 4.0, "1.0": 4.0},
             "alpha": {"0.0": 0.6, "1.0": 0.4},
+            "rows": rows,
             "profiles": {"0.0": profile, "1.0": profile},
-        }
+        }  # decoders.bench.documents.BenchReport's keys
         hf = {
+            "gamma": 2,
+            "native": False,
+            "assisted": ["assistant"],
             "rows": [
                 {
                     "temperature": 0.0,
@@ -303,17 +325,21 @@ def small_real_model() -> dict:
                         else {}
                     ),
                 }
-            ]
+            ],
         }
         cells.append({"draft": draft, "task": "rewrite", "bench": bench, "hf": hf})
     alphas = [
-        {"draft": d, "temperature": t, "alpha": [0.5], "standard_error": [0.02]}
+        {"draft": d, "temperature": t, "leniences": [1.0], "alpha": [0.5], "standard_error": [0.02]}
         for d in ("copy", "random", "layerskip:8")
         for t in (0.0, 1.0)
     ]
     return {
-        "environment": {"device_name": "test cpu", "dtype": "float32", "torch_threads": 2},
+        "target": "smollm2",
+        "text": None,
+        "corpus_fingerprint": "test",
+        "environment": environment,
         "settings": {"prompts": 2, "max_new_tokens": 48, "repeats": 2},
+        "windows": 16,
         "alpha_text": alphas,
         "cells": cells,
     }

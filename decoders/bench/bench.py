@@ -28,7 +28,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS, accepted_and_verified, engine_metrics
-from decoders.bench.documents import BatchSweep, BenchReport
+from decoders.bench.documents import BatchSweep, BenchReport, BlockwiseDocument
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import (
     ProfilePlan,
@@ -126,8 +126,9 @@ class BenchSettings:
         }
 
 
-def environment(device: torch.device | str, dtype: torch.dtype) -> dict:
-    """Where the numbers come from: device, its name, dtype, torch threads, and the host's description."""
+def environment(device: torch.device | str, dtype: torch.dtype) -> dict[str, str | int]:
+    """Where the numbers come from: device, its name, dtype, torch threads, and the host's description (a mapping of
+    facts every document keeps as they were, whose keys grew over vintages)."""
     device = torch.device(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     return {
@@ -194,22 +195,15 @@ def _temperature_jobs(
     return jobs, recorder, outputs
 
 
-def _measure(
-    pair: Pair,
-    prompts: torch.Tensor,
-    s: BenchSettings,
-    temperature: float,
-    gammas: tuple,
-    bar,
-    *,
-    batch_size: int = 1,
-    extra: dict | None = None,
+def _measure_batches(
+    pair: Pair, prompts: torch.Tensor, s: BenchSettings, temperature: float, batch_size: int, bar
 ) -> tuple[dict, object, dict]:
-    """``_temperature_jobs`` (and ``extra`` jobs) timed interleaved: (timings, recorder, outputs)."""
+    """``_temperature_jobs`` at ``s.batch_gammas``, ``batch_size`` prompts per call, timed interleaved: (timings,
+    recorder, outputs)."""
     target = pair.target
-    jobs, recorder, outputs = _temperature_jobs(pair, prompts, s, s.at(temperature), gammas, batch_size)
+    jobs, recorder, outputs = _temperature_jobs(pair, prompts, s, s.at(temperature), s.batch_gammas, batch_size)
     timings = time_interleaved(
-        dict(jobs, **(extra or {})),
+        jobs,
         repeats=s.repeats,
         warmup=s.warmup,
         synchronize=lambda: synchronize(target.device),
@@ -253,7 +247,7 @@ def ratio_standard_error(numerators: list, denominators: list) -> float | None:
 CALIBRATED_TOLERANCE = 0.10
 
 
-def _phases_per_iteration(runs: list, target_prefill: float) -> dict | None:
+def _phases_per_iteration(runs: list, target_prefill: float) -> dict[str, float] | None:
     """Measured seconds per iteration of draft, verify and the rest (accept, correct, rollback, loop)
     (``decoders.bench.profile.phases_per_iteration``)."""
     if "draft" not in runs[0].stats.seconds:
@@ -462,9 +456,7 @@ def bench_batches(
         for batch_size in s.batch_sizes:
             count = s.batch_prompts(batch_size)
             for temperature in s.temperatures:
-                timings, recorder, outputs = _measure(
-                    pair, prompts[:count], s, temperature, s.batch_gammas, bar, batch_size=batch_size
-                )
+                timings, recorder, outputs = _measure_batches(pair, prompts[:count], s, temperature, batch_size, bar)
                 profile = recorder.profile()
                 profiles[f"{batch_size},{temperature:g}"] = dict(profile.as_dict(), spread=recorder.spread())
                 batches = count // batch_size
@@ -495,7 +487,7 @@ def bench_batches(
 @torch.no_grad()
 def bench_blockwise(
     model, prompts: torch.Tensor, settings: BenchSettings, configs=BLOCKWISE_CONFIGS, *, progress: bool | None = None
-) -> dict:
+) -> BlockwiseDocument:
     """Blockwise parallel decoding (Stern et al. Fig. 4 analogue): for each ``BlockwiseConfig``, the mean
     accepted block size (tokens per model call in the loop) and the wall-clock speedup over greedy
     autoregressive decoding with the base model, at batch 1 on ``prompts`` ``[N, L]``."""
@@ -528,16 +520,16 @@ def bench_blockwise(
                     iterations=iterations,
                     mean_block_size=tokens / iterations,
                     speedup=baseline / seconds,
-                ).as_dict()  # the document's
+                )
             )
             bar.update(1)
-    return {
-        "environment": environment(device, model_dtype(model)),
-        "settings": s.as_dict(),
-        "heads": model.heads,
-        "autoregressive_seconds": baseline,
-        "rows": rows,
-    }
+    return BlockwiseDocument(
+        environment=environment(device, model_dtype(model)),
+        settings=s.as_dict(),
+        heads=model.heads,
+        autoregressive_seconds=baseline,
+        rows=tuple(rows),
+    )
 
 
 def model_dtype(model) -> torch.dtype:

@@ -90,8 +90,8 @@ def bench_lines(document: BenchDocument) -> list[str]:
         )
     lines += _forecast_lines(document)
     lines += _batch_lines(document.batches)
-    for row in map(HFComparisonRow.from_dict, (document.hf or {}).get("rows", [])):
-        lines.append(f"HF, T = {row.temperature:g}, gamma {document.hf['gamma']}: " + "; ".join(_hf_lines(row)))
+    for row in document.hf.rows if document.hf else ():
+        lines.append(f"HF, T = {row.temperature:g}, gamma {document.hf.gamma}: " + "; ".join(_hf_lines(row)))
     return lines
 
 

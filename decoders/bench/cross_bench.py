@@ -61,26 +61,37 @@ def pair_vocabularies(target_tokenizer, draft_tokenizer) -> tuple:
     return target, draft
 
 
-def _counts(generation) -> dict:
-    """Accepted and proposed candidates, target and draft calls, and new tokens of one generation."""
-    stats = generation.stats
-    return {
-        "accepted": sum(n for row in stats.accepted_per_iteration for n in row),
-        "proposed": sum(n for row in stats.proposed_per_iteration for n in row),
-        "target_calls": stats.target_calls,
-        "draft_calls": stats.draft_calls,
-        "tokens": sum(len(row) for row in generation.tokens),
-    }
+@dataclass(frozen=True)
+class _Counts:
+    """Accepted and proposed candidates, target and draft calls, and new tokens of generations, summed."""
 
+    accepted: int
+    proposed: int
+    target_calls: int
+    draft_calls: int
+    tokens: int
 
-def _summed(counts: list) -> dict:
-    return {key: sum(c[key] for c in counts) for key in counts[0]}
+    @classmethod
+    def of(cls, generations: list) -> _Counts:
+        """The counts of ``generations`` (``decoders.results.Generation``) together."""
+        stats = [g.stats for g in generations]
+        return cls(
+            accepted=sum(n for one in stats for row in one.accepted_per_iteration for n in row),
+            proposed=sum(n for one in stats for row in one.proposed_per_iteration for n in row),
+            target_calls=sum(one.target_calls for one in stats),
+            draft_calls=sum(one.draft_calls for one in stats),
+            tokens=sum(len(row) for g in generations for row in g.tokens),
+        )
 
+    @property
+    def alpha(self) -> float | None:
+        """Accepted over proposed candidates; None where none was proposed."""
+        return self.accepted / self.proposed if self.proposed else None
 
-def _alpha_and_ratio(counts: dict) -> tuple:
-    """alpha (accepted over proposed candidates; None where none was proposed) and rho (candidates per draft call)."""
-    alpha = counts["accepted"] / counts["proposed"] if counts["proposed"] else None
-    return alpha, counts["proposed"] / counts["draft_calls"] if counts["draft_calls"] else 0.0
+    @property
+    def rho(self) -> float:
+        """Candidates per draft call (0 without draft calls)."""
+        return self.proposed / self.draft_calls if self.draft_calls else 0.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ class _Setting:
     profiled: Callable | None = None
 
 
-def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sampling) -> dict:
+def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sampling) -> dict[str, _Setting]:
     """``{name: _Setting}``: every (method, gamma) of the draft with another tokenizer, then every (same-tokenizer
     draft, gamma)."""
     tokens = settings.max_new_tokens
@@ -110,7 +121,7 @@ def _settings(pair, beside: dict, methods, settings: BenchSettings, sampling: Sa
     same = {}
     for name, model in beside.items():
         for g in settings.gammas:
-            speculate = partial(_speculate, pair[0], model, config=SpeculativeConfig(g, sampling), tokens=tokens)
+            speculate = partial(_speculate, (pair[0], model), config=SpeculativeConfig(g, sampling), tokens=tokens)
             same[f"beside {name} {g}"] = _Setting(SAME_TOKENIZER, g, name, speculate, partial(speculate, profile=True))
     return crossed | same
 
@@ -152,16 +163,15 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
     by_setting = {}
     for name, setting in setups.items():
         runs = generations[name]
-        counts = _summed([_counts(g) for g in runs])
-        alpha, rho = _alpha_and_ratio(counts)
+        counts = _Counts.of(runs)
         cost = c
         if setting.profiled is not None:  # the draft phase's seconds per draft call, over t_step
-            cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts["draft_calls"], 1) / t_step
+            cost = sum(g.stats.seconds["draft"] for g in runs) / max(counts.draft_calls, 1) / t_step
         predicted = _predicted(runs, t_step, t_verify, cost)
         error = jackknife_error([_predicted(rest, t_step, t_verify, cost) for rest in leave_one_out(runs)])
         by_setting[name] = SettingForecast(
-            alpha=alpha,
-            rho=rho,
+            alpha=counts.alpha,
+            rho=counts.rho,
             c=cost,
             widths={str(k): f for k, f in sorted(widths[name].items())},
             speedup=predicted if checks.passed else None,
@@ -183,17 +193,17 @@ def _forecast(pair, prompts, setups: dict, settings, sampling, draft_prompts) ->
 def _predicted(runs: list, t_step: float, t_verify: tuple, cost: float) -> float:
     """The forecast speedup of one setting's ``runs`` (``decoders.results.Generation``, one per prompt): their tokens
     per target call, their verify calls priced by the widths they fed the target, ``cost`` t_step per draft call."""
-    counts = _summed([_counts(g) for g in runs])
-    iterations = counts["target_calls"]
+    counts = _Counts.of(runs)
+    iterations = counts.target_calls
     return forecast_speedup(
-        counts["tokens"] / iterations,
+        counts.tokens / iterations,
         t_step,
         t_step * width_priced(t_verify, _widths(runs)) / t_verify[0],
-        counts["draft_calls"] / iterations * cost * t_step,
+        counts.draft_calls / iterations * cost * t_step,
     )
 
 
-def _widths(generations: list) -> dict:
+def _widths(generations: list) -> Counter:
     """{k: iterations} over ``generations``' iterations, k the positions each verify call fed the target (the
     candidates it proposed, + 1)."""
     return Counter(max(proposed) + 1 for g in generations for proposed in g.stats.proposed_per_iteration)
@@ -227,7 +237,9 @@ def _decode(pair, prompt: list, seed: int, *, config: CrossVocabularyConfig, tok
     )
 
 
-def _speculate(target, draft, prompt: list, seed: int, *, config: SpeculativeConfig, tokens: int, profile=False):
+def _speculate(models: tuple, prompt: list, seed: int, *, config: SpeculativeConfig, tokens: int, profile=False):
+    """Our speculative decoding of one prompt by ``models`` (target, same-tokenizer draft) on its seed."""
+    target, draft = models
     return generate_speculative(
         target, draft, [prompt], max_new_tokens=tokens, config=config, randomness=seeded(seed), profile=profile
     )
@@ -239,7 +251,9 @@ def _spelled(vocabularies, prompts: list) -> list:
     return [list(draft_vocabulary.encode(target_vocabulary.decode(row))) for row in prompts]
 
 
-def _transformers_runs(hf, prompts: list, settings: BenchSettings, sampling: Sampling, outputs: dict) -> dict:
+def _transformers_runs(
+    hf, prompts: list, settings: BenchSettings, sampling: Sampling, outputs: dict
+) -> dict[str, Callable]:
     """transformers' runs beside ours (``--hf``): its plain ``generate`` of the target and its assisted generation
     with the draft and both tokenizers at each gamma (its own method across vocabularies), each prompt on its seed."""
     if hf is None:
@@ -249,7 +263,7 @@ def _transformers_runs(hf, prompts: list, settings: BenchSettings, sampling: Sam
     def run(name, **assisted):
         def decode():
             outputs[name] = [
-                hf_generate(hf["target"], torch.tensor([row]), tokens, sampling, seeded(i), **assisted)
+                hf_generate(hf.target, torch.tensor([row]), tokens, sampling, seeded(i), **assisted)
                 for i, row in enumerate(prompts)
             ]
 
@@ -257,16 +271,29 @@ def _transformers_runs(hf, prompts: list, settings: BenchSettings, sampling: Sam
 
     runs = {"hf generate": run("hf generate")}
     for gamma in settings.gammas:
-        runs[f"hf assisted {gamma}"] = run(f"hf assisted {gamma}", **hf["assisted"], assistant_tokens=gamma)
+        runs[f"hf assisted {gamma}"] = run(f"hf assisted {gamma}", **hf.assisted, assistant_tokens=gamma)
     return runs
 
 
+@dataclass(frozen=True)
+class _Sweep:
+    """What every temperature of the sweep shares: the target, the prompts (target ids), the settings, transformers'
+    counterparts (None without ``--hf``) and the progress bar."""
+
+    target: object
+    prompts: list
+    settings: BenchSettings
+    hf: _Transformers | None
+    bar: object
+
+
 @torch.inference_mode()
-def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampling: Sampling, forecast, bar, hf=None):
+def _rows_at(sweep: _Sweep, setups: dict, sampling: Sampling, forecast: CrossForecast) -> tuple:
     """The rows of one temperature: every setting (``_settings``), the target's autoregressive decoding and, with
-    ``hf``, transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn on
-    its own seed. -> (the cross-vocabulary rows, the same-tokenizer drafts' rows, transformers' rows, our
+    ``sweep.hf``, transformers' runs (``_transformers_runs``), timed interleaved; each run decodes every prompt in turn
+    on its own seed. -> (the cross-vocabulary rows, the same-tokenizer drafts' rows, transformers' rows, our
     autoregressive decoding's seconds and tokens per second)."""
+    target, prompts, settings, bar = sweep.target, sweep.prompts, sweep.settings, sweep.bar
     tokens = settings.max_new_tokens
     outputs = {}
 
@@ -280,7 +307,7 @@ def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampl
         outputs[name] = [setups[name].decode(row, i) for i, row in enumerate(prompts)]
 
     runs = {"autoregressive": autoregressive, **{name: partial(decoded, name) for name in setups}}
-    runs.update(_transformers_runs(hf, prompts, settings, sampling, outputs))
+    runs.update(_transformers_runs(sweep.hf, prompts, settings, sampling, outputs))
     timings = time_interleaved(
         runs,
         repeats=settings.repeats,
@@ -294,8 +321,7 @@ def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampl
     for name, setting in setups.items():
         seconds = timings[name].seconds
         ratios = sorted(a / s for a, s in zip(baseline, seconds))
-        counts = _summed([_counts(g) for g in outputs[name]])
-        alpha, rho = _alpha_and_ratio(counts)
+        counts = _Counts.of(outputs[name])
         rows.append(
             CrossVocabularyRow(
                 method=setting.method,
@@ -306,11 +332,11 @@ def _rows_at(target, prompts: list, setups: dict, settings: BenchSettings, sampl
                 seconds_spread=_spread(seconds),
                 speedup=statistics.median(baseline) / statistics.median(seconds),
                 speedup_spread=[ratios[0], statistics.median(ratios), ratios[-1]],
-                target_calls=counts["target_calls"],
-                draft_calls=counts["draft_calls"],
-                tokens_per_call=counts["tokens"] / counts["target_calls"],
-                alpha=alpha,
-                candidates_per_draft_token=rho,
+                target_calls=counts.target_calls,
+                draft_calls=counts.draft_calls,
+                tokens_per_call=counts.tokens / counts.target_calls,
+                alpha=counts.alpha,
+                candidates_per_draft_token=counts.rho,
                 greedy_equal=[g.tokens for g in outputs[name]] == greedy_tokens if sampling.greedy else None,
                 forecast_speedup=forecast.by_setting[name].speedup,
                 forecast_interval=forecast.by_setting[name].interval,
@@ -368,14 +394,13 @@ def cross_vocabulary_document(run: BenchRun) -> CrossVocabularyBench:
     runs = len(settings.temperatures) * (settings.warmup + settings.repeats) * per_temperature
     rows, beside_rows, hf_rows, forecasts, autoregressive = [], [], [], {}, {}
     with progress_bar(progress, total=runs, desc="cross-vocabulary", unit="run") as bar:
+        sweep = _Sweep(inputs.target, prompts, settings, transformers, bar)
         for temperature in settings.temperatures:
             sampling = Sampling(temperature)
             setups = _settings(pair, same, methods, settings, sampling)
             forecast = _forecast(pair, others, setups, settings, sampling, _spelled(vocabularies, others))
             forecasts[f"{temperature:g}"] = forecast
-            crossed, alongside, theirs, autoregressive[f"{temperature:g}"] = _rows_at(
-                inputs.target, prompts, setups, settings, sampling, forecast, bar, transformers
-            )
+            crossed, alongside, theirs, autoregressive[f"{temperature:g}"] = _rows_at(sweep, setups, sampling, forecast)
             rows, beside_rows, hf_rows = rows + crossed, beside_rows + alongside, hf_rows + theirs
     return CrossVocabularyBench(
         target=target or "target",
@@ -406,7 +431,7 @@ def cross_vocabulary_document(run: BenchRun) -> CrossVocabularyBench:
     )
 
 
-def _same_tokenizer_drafts(names, inputs, target_vocabulary, device, dtype) -> dict:
+def _same_tokenizer_drafts(names, inputs, target_vocabulary, device, dtype) -> dict[str, object]:
     """``{name: model}`` of the drafts to time beside the pair; one that reads another tokenizer than the target's
     is refused before any timing."""
     drafts = {}
@@ -424,7 +449,16 @@ def _same_tokenizer_drafts(names, inputs, target_vocabulary, device, dtype) -> d
     return drafts
 
 
-def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings: BenchSettings) -> dict:
+@dataclass(frozen=True)
+class _Transformers:
+    """transformers' counterparts of the pair: the target's model, and the keywords of its assisted generation (the
+    draft's model and both tokenizers)."""
+
+    target: object
+    assisted: dict
+
+
+def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings: BenchSettings) -> _Transformers:
     """transformers' counterparts of the pair for ``--hf``: the target's model, the draft's (``assisted_options``) and
     both tokenizers; refused before any timing where the draft has none, or where the longest prompt's spelling and
     its new tokens could run past the assistant's context (transformers does not window it)."""
@@ -445,4 +479,4 @@ def _transformers(inputs, draft_model, draft_tokenizer, prompts: list, settings:
             f"lower --prompt-length or --max-new-tokens"
         )
     tokenizers = {"tokenizer": inputs.tokenizer, "assistant_tokenizer": draft_tokenizer or character_tokenizer()}
-    return {"target": inputs.target.model, "assisted": {"assistant": assistant, **tokenizers}}
+    return _Transformers(inputs.target.model, {"assistant": assistant, **tokenizers})

@@ -16,8 +16,10 @@ from decoders.bench.forecast.document import Judgement, SweepForecast
 from decoders.bench.rows import (
     AlphaEstimate,
     BenchRow,
+    BlockwiseRow,
     CategoryAlpha,
     CrossVocabularyRow,
+    HFComparisonRow,
     LenienceRow,
     PolicyRow,
     TransformersRow,
@@ -30,6 +32,7 @@ from spectheory.optimum import best_choice
 from spectheory.recommendation import Recommendation
 
 __all__ = [
+    "HFComparison",
     "BenchReport",
     "BatchSweep",
     "BenchDocument",
@@ -46,9 +49,34 @@ __all__ = [
     "AlphaDocument",
     "SpecBenchAlphaDocument",
     "LenienceDocument",
+    "BlockwiseDocument",
+    "RealModelCell",
+    "RealModelDocument",
 ]
 
 _BY_TEMPERATURE = ("autoregressive_seconds", "alpha", "profiles", "autoregressive")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HFComparison(ResultRow):
+    """Our loops against transformers' ``generate`` on the same networks (``decoders.bench.hf_compare``): the gamma of
+    assisted generation, whether our native TinyGPTs ran too, the keywords that assisted it and the padded call widths
+    (each absent before it was kept) and an ``HFComparisonRow`` per temperature."""
+
+    gamma: int
+    native: bool
+    assisted: list | None = None  # None in comparisons made before they were kept
+    padded_widths: dict | None = None
+    rows: tuple  # of HFComparisonRow
+
+    OPTIONAL = ("assisted", "padded_widths")
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> HFComparison:
+        return cls(**dict(saved, rows=tuple(map(HFComparisonRow.from_dict, saved["rows"]))))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +161,7 @@ class BenchDocument:
     judged: tuple = ()  # of Judgement, one per temperature of the forecast
     recommendations: dict | None = None  # temperature ("0.0") -> Recommendation; None before the rule
     batches: BatchSweep | None = None
-    hf: dict | None = None  # decoders.bench.hf_compare.hf_comparison's
+    hf: HFComparison | None = None
 
     def as_dict(self) -> dict:
         document = dict(
@@ -152,13 +180,13 @@ class BenchDocument:
         if self.batches is not None:
             document["batches"] = self.batches.as_dict()
         if self.hf is not None:
-            document["hf"] = self.hf
+            document["hf"] = self.hf.as_dict()
         return document
 
     @classmethod
     def from_dict(cls, saved: dict) -> BenchDocument:
-        forecast, chosen, batches = saved.get("forecast"), saved.get("recommendations"), saved.get("batches")
-        beside = ("text", "task", "sweep_seconds", "prompt_ids", "padded_widths", "decode_paths", "hf")
+        forecast, chosen, batches, hf = (saved.get(key) for key in ("forecast", "recommendations", "batches", "hf"))
+        beside = ("text", "task", "sweep_seconds", "prompt_ids", "padded_widths", "decode_paths")
         return cls(
             bench=BenchReport.from_dict(saved),
             **{key: saved.get(key) for key in beside},
@@ -166,6 +194,7 @@ class BenchDocument:
             judged=tuple(map(Judgement.from_dict, (forecast or {}).get("judged", []))),
             recommendations=None if chosen is None else {t: Recommendation.from_dict(c) for t, c in chosen.items()},
             batches=None if batches is None else BatchSweep.from_dict(batches),
+            hf=None if hf is None else HFComparison.from_dict(hf),
         )
 
 
@@ -493,3 +522,84 @@ class LenienceDocument(ResultRow):
     @classmethod
     def from_dict(cls, saved: dict) -> LenienceDocument:
         return cls(**dict(saved, rows=tuple(map(LenienceRow.from_dict, saved["rows"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockwiseDocument(ResultRow):
+    """Blockwise parallel decoding (Stern et al.'s Fig. 4 analogue, ``decoders.bench.bench.bench_blockwise``): where
+    and how it was timed, the proposal heads, greedy autoregressive decoding's seconds and a ``BlockwiseRow`` per
+    configuration."""
+
+    environment: dict
+    settings: dict
+    heads: int
+    autoregressive_seconds: float
+    rows: tuple  # of BlockwiseRow
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> BlockwiseDocument:
+        return cls(**dict(saved, rows=tuple(map(BlockwiseRow.from_dict, saved["rows"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RealModelCell(ResultRow):
+    """One (draft, task) of the real-model table: its gamma sweep (``BenchReport``) and, on the comparison's task,
+    our loops against transformers' (``HFComparison``)."""
+
+    draft: str
+    task: str
+    bench: BenchReport
+    hf: HFComparison | None = None
+
+    OPTIONAL = ("hf",)
+
+    def as_dict(self) -> dict:
+        shown = dict(super().as_dict(), bench=self.bench.as_dict())
+        return shown if self.hf is None else dict(shown, hf=self.hf.as_dict())
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> RealModelCell:
+        hf = saved.get("hf")
+        return cls(
+            **dict(
+                saved,
+                bench=BenchReport.from_dict(saved["bench"]),
+                hf=None if hf is None else HFComparison.from_dict(hf),
+            )
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RealModelDocument(ResultRow):
+    """The real-model table (docs/theory.md §11, ``decoders.bench.runs.real_model_document``): the target, its held-out
+    text and fingerprint, where and how it was timed, alpha along the text of every draft at each temperature
+    (``LenienceRow`` at lenience 1, over ``windows`` windows) and a ``RealModelCell`` per (draft, task)."""
+
+    target: str
+    text: str | None
+    corpus_fingerprint: str
+    environment: dict
+    settings: dict
+    windows: int
+    alpha_text: tuple  # of LenienceRow
+    cells: tuple  # of RealModelCell
+
+    def as_dict(self) -> dict:
+        return dict(
+            super().as_dict(),
+            alpha_text=[row.as_dict() for row in self.alpha_text],
+            cells=[cell.as_dict() for cell in self.cells],
+        )
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> RealModelDocument:
+        return cls(
+            **dict(
+                saved,
+                alpha_text=tuple(map(LenienceRow.from_dict, saved["alpha_text"])),
+                cells=tuple(map(RealModelCell.from_dict, saved["cells"])),
+            )
+        )

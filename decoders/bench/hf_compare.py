@@ -11,6 +11,7 @@ import torch
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings
+from decoders.bench.documents import HFComparison
 from decoders.bench.rows import HFComparisonRow
 from decoders.models.hf import HFCausalLM, tinygpt_to_gpt2
 from decoders.models.hf_generate import assisted_options, hf_generate
@@ -51,7 +52,7 @@ def _hugging_face_pair(target, draft) -> tuple:
 @torch.no_grad()
 def hf_comparison(
     target, draft, prompts: torch.Tensor, settings: BenchSettings, *, gamma: int, progress: bool | None = None
-) -> dict:
+) -> HFComparison:
     """Our loops against Hugging Face ``generate`` on the same networks (TinyGPTs are converted to GPT-2 and run
     natively too; model directories run through the adapter only): autoregressive against ``generate``,
     speculative against assisted generation with ``gamma`` assistant tokens (constant schedule, confidence
@@ -71,13 +72,7 @@ def hf_comparison(
         unpadded = copy.copy(ours_target)
         unpadded.padded_widths = {}
         pairs["ours_unpadded"] = (unpadded, ours_draft)
-    results = {
-        "gamma": gamma,
-        "native": native is not None,
-        "assisted": sorted(assisted or {}),
-        "padded_widths": ours_target.padded_widths,
-        "rows": [],
-    }
+    rows = []
     runs = len(s.temperatures) * (s.warmup + s.repeats) * (len(kinds) + 2 * len(pairs)) * len(prompts)
     with progress_bar(progress, total=runs, desc="hf", unit="run") as bar:
         for temperature in s.temperatures:
@@ -136,5 +131,11 @@ def hf_comparison(
                 over_hf_spread={name: spread for name, (_, spread) in over_hf.items()},
                 greedy_outputs_agree=greedy,
             )
-            results["rows"].append(row.as_dict())
-    return results
+            rows.append(row)
+    return HFComparison(
+        gamma=gamma,
+        native=native is not None,
+        assisted=sorted(assisted or {}),
+        padded_widths=ours_target.padded_widths,
+        rows=tuple(rows),
+    )

@@ -14,8 +14,11 @@ from decoders.bench import alpha, bench, policy_bench, tree_bench
 from decoders.bench.documents import (
     AlphaDocument,
     BenchDocument,
+    BlockwiseDocument,
     LenienceDocument,
     PolicyBench,
+    RealModelCell,
+    RealModelDocument,
     SpecBenchAlphaDocument,
     TreeBench,
 )
@@ -324,7 +327,9 @@ def policy_document(run: BenchRun) -> PolicyBench:
     return replace(document, text=inputs.text, task=run.task)
 
 
-def blockwise_document(settings: bench.BenchSettings = bench.BenchSettings(), *, progress: bool | None = None) -> dict:
+def blockwise_document(
+    settings: bench.BenchSettings = bench.BenchSettings(), *, progress: bool | None = None
+) -> BlockwiseDocument:
     """Stern et al.'s Fig. 4 analogue: the shipped target with its proposal heads (``bench.BLOCKWISE_CONFIGS``)."""
     prompts = shipped_prompts(settings.prompts, settings.prompt_length, settings.seed)
     return bench.bench_blockwise(zoo.load_blockwise(), prompts, settings, progress=progress)
@@ -356,7 +361,7 @@ def real_model_document(
     windows: int = 16,
     hf_task: str = "rewrite",
     progress: bool | None = None,
-) -> dict:
+) -> RealModelDocument:
     """The real-model table: alpha along held-out text of every draft at each temperature, then per (draft, task)
     the gamma sweep with its cost profile (``bench.bench_pair`` on the task's prompts), and on ``hf_task`` our
     decoders against transformers' ``generate`` and its assisted generation with the same draft at T = 0, at the
@@ -367,7 +372,7 @@ def real_model_document(
         alpha.AlongText(windows=windows, seed=settings.seed), inputs.target, *inputs.drafts.values()
     )
     alphas = [
-        row.as_dict()
+        row
         for t in settings.temperatures
         for row in alpha.alpha_under_lenience(
             inputs.target, inputs.drafts, inputs.held_out, (1.0,), replace(along, temperature=t), progress=progress
@@ -378,9 +383,9 @@ def real_model_document(
         swept = replace(settings, gammas=tuple(gammas))
         prompts = benchmark_prompts(inputs, task, swept.prompts, swept.prompt_length, swept.seed)
         report = bench.bench_pair(inputs.pair(draft, target), prompts, swept, progress=progress)
-        cell = {"draft": draft, "task": task, "bench": report.as_dict()}
+        hf = None
         if task == hf_task:
-            cell["hf"] = hf_comparison(
+            hf = hf_comparison(
                 inputs.target,
                 inputs.drafts[draft],
                 prompts,
@@ -388,14 +393,14 @@ def real_model_document(
                 gamma=report.best(settings.temperatures[0]).gamma,
                 progress=progress,
             )
-        measured.append(cell)
-    return {
-        "target": target,
-        "text": inputs.text,
-        "corpus_fingerprint": inputs.fingerprint,
-        "environment": measured[0]["bench"]["environment"],
-        "settings": settings.as_dict(),
-        "windows": windows,
-        "alpha_text": alphas,
-        "cells": measured,
-    }
+        measured.append(RealModelCell(draft=draft, task=task, bench=report, hf=hf))
+    return RealModelDocument(
+        target=target,
+        text=inputs.text,
+        corpus_fingerprint=inputs.fingerprint,
+        environment=measured[0].bench.environment,
+        settings=settings.as_dict(),
+        windows=windows,
+        alpha_text=tuple(alphas),
+        cells=tuple(measured),
+    )

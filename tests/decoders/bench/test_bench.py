@@ -332,9 +332,9 @@ def test_hf_comparison_against_our_greedy_decoders():
         gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10, repeats=1, warmup=0
     )
     result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
-    row = result["rows"][0]
-    assert row["greedy_outputs_agree"] is True  # HF generate, assisted generation and ours: the same tokens
-    assert row["ar_ours_adapter_over_hf"] > 0
+    row = result.rows[0]
+    assert row.greedy_outputs_agree is True  # HF generate, assisted generation and ours: the same tokens
+    assert row.over_hf["ar_ours_adapter"] > 0
 
 
 def test_hf_comparison_of_a_model_target_with_a_tinygpt_draft_against_our_greedy_decoders():
@@ -351,10 +351,10 @@ def test_hf_comparison_of_a_model_target_with_a_tinygpt_draft_against_our_greedy
         gammas=(2,), temperatures=(0.0,), prompts=2, prompt_length=8, max_new_tokens=10, repeats=1, warmup=0
     )
     result = hf_comparison(target, draft, prompts, settings, gamma=2, progress=False)
-    assert result["assisted"] == ["assistant", "assistant_tokens"] and result["padded_widths"] == {1: 2, 3: 5}
-    row = result["rows"][0]
-    assert row["greedy_outputs_agree"] is True and row["speculative_ours_adapter_over_hf"] > 0
-    assert row["speculative_ours_unpadded_over_hf"] > 0 and target.padded_widths == {1: 2, 3: 5}
+    assert result.assisted == ["assistant", "assistant_tokens"] and result.padded_widths == {1: 2, 3: 5}
+    row = result.rows[0]
+    assert row.greedy_outputs_agree is True and row.over_hf["speculative_ours_adapter"] > 0
+    assert row.over_hf["speculative_ours_unpadded"] > 0 and target.padded_widths == {1: 2, 3: 5}
 
 
 def test_tinygpt_to_gpt2_against_tinygpt_logits():

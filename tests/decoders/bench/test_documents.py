@@ -17,10 +17,12 @@ from decoders.bench.documents import (
     AlphaDocument,
     BenchDocument,
     BenchReport,
+    BlockwiseDocument,
     CrossVocabularyBench,
     LenienceDocument,
     PolicyBench,
     ProfileDocument,
+    RealModelDocument,
     TreeBench,
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
@@ -30,6 +32,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if {"corpus_fingerprint", "alpha_text", "cells"} <= set(part):
+        return RealModelDocument
+    if {"heads", "autoregressive_seconds", "rows"} <= set(part):
+        return BlockwiseDocument
     if {"corpus_fingerprint", "estimates"} <= set(part):
         return AlphaDocument
     if {"corpus_fingerprint", "windows", "rows"} <= set(part):
@@ -98,6 +104,8 @@ def test_documents_found():
         "SpecBenchAnswer": 1,
         "AlphaDocument": 2,
         "LenienceDocument": 1,
+        "BlockwiseDocument": 1,
+        "RealModelDocument": 1,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 
