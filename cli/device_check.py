@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
         command=args.command_line,
         log=lambda line: print(line, flush=True),
     )
-    failed = [name for name, section in document["sections"].items() if "error" in section.get("result", {})]
+    failed = [section.name for section in document.sections if section.failed]
     print(
-        f"wrote {out / REPORT_NAME}: {len(document['sections'])} sections, {len(failed)} failed"
+        f"wrote {out / REPORT_NAME}: {len(document.sections)} sections, {len(failed)} failed"
         + (f" ({', '.join(failed)})" if failed else "")
     )
     return 1 if failed else 0

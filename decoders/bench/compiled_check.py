@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.device_document import CompiledSection, PerTokenMs, TimingChainRow
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfilePlan, measure_profile
 from decoders.models.hf import layer_skip
@@ -19,7 +20,7 @@ from decoders.randomness import seeded
 from decoders.sampling import GREEDY
 from decoders.speculative import SpeculativeConfig, generate_speculative
 from decoders.timing import TimingOnlyStep
-from plumbing.timing import repeat_ratios, time_interleaved
+from plumbing.timing import Timing, repeat_ratios, time_interleaved
 from spectheory.costs import CostProfile
 
 __all__ = ["CompiledSizes", "COMPILED_FULL", "COMPILED_DRY_RUN", "compiled_section"]
@@ -72,7 +73,7 @@ def _ms_per_token(timing, tokens: int) -> list:
     return [1000 * seconds / tokens for seconds in (min(timing.seconds), timing.median, max(timing.seconds))]
 
 
-def _timed(runs: dict, sizes: CompiledSizes, device) -> dict:
+def _timed(runs: dict, sizes: CompiledSizes, device) -> dict[object, Timing]:
     """``time_interleaved`` of ``runs`` after one untimed run each (where they compile), synchronised."""
     return time_interleaved(runs, repeats=sizes.repeats, warmup=1, synchronize=lambda: synchronize(device))
 
@@ -83,7 +84,7 @@ def _draft(spec: str, target, shapes: dict, device, dtype):
     return shapes[spec].build(device, dtype, seed=1)
 
 
-def per_token(shape, sizes: CompiledSizes, device, dtype) -> dict:
+def per_token(shape, sizes: CompiledSizes, device, dtype) -> PerTokenMs:
     """ms per new token, greedy, batch 1: eager, compiled, and transformers' ``generate`` with a static cache."""
     eager = shape.build(device, dtype, seed=0)
     compiled = eager.compiled(backend=sizes.backend)
@@ -107,11 +108,12 @@ def per_token(shape, sizes: CompiledSizes, device, dtype) -> dict:
     timings = _timed(
         {"eager": ours(eager), "compiled": ours(compiled), "transformers_static_generate": anchor}, sizes, device
     )
-    rows = {name: _ms_per_token(timing, n) for name, timing in timings.items()}
-    rows["compiled_over_anchor"] = statistics.median(
-        repeat_ratios(timings["compiled"], timings["transformers_static_generate"])
+    return PerTokenMs(
+        **{name: _ms_per_token(timing, n) for name, timing in timings.items()},
+        compiled_over_anchor=statistics.median(
+            repeat_ratios(timings["compiled"], timings["transformers_static_generate"])
+        ),
     )
-    return rows
 
 
 def compiled_profile(target_shape, draft_spec: str, shapes: dict, sizes: CompiledSizes, device, dtype) -> CostProfile:
@@ -124,7 +126,7 @@ def compiled_profile(target_shape, draft_spec: str, shapes: dict, sizes: Compile
     return measure_profile(Pair(target.compiled(backend=sizes.backend), draft), prompts.to(device), GREEDY, plan)[0]
 
 
-def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device, dtype) -> list:
+def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device, dtype) -> list[TimingChainRow]:
     """The chain under timing-only acceptance on ``chain_pair``: measured speedup over our compiled autoregressive
     decoder at each alpha and gamma (the median of per-repeat ratios, all timed interleaved), beside
     ``CostProfile.speedup`` from the measured profile ``costs``."""
@@ -152,27 +154,29 @@ def timing_chain(shapes: dict, sizes: CompiledSizes, costs: CostProfile, device,
     timings = _timed(runs, sizes, device)  # every setting interleaved with the autoregressive decoder
     base = timings.pop("autoregressive")
     return [
-        {
-            "alpha": alpha,
-            "gamma": gamma,
-            "ms_per_token": _ms_per_token(timing, n),
-            "autoregressive_ms_per_token": _ms_per_token(base, n),
-            "measured_speedup": statistics.median(repeat_ratios(base, timing)),
-            "predicted_speedup": float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None,
-        }
+        TimingChainRow(
+            alpha=alpha,
+            gamma=gamma,
+            ms_per_token=_ms_per_token(timing, n),
+            autoregressive_ms_per_token=_ms_per_token(base, n),
+            measured_speedup=statistics.median(repeat_ratios(base, timing)),
+            predicted_speedup=float(costs.speedup(gamma, alpha)) if gamma <= costs.gamma_max else None,
+        )
         for (alpha, gamma), timing in timings.items()
     ]
 
 
-def compiled_section(shapes: dict, sizes: CompiledSizes, device, dtype_name: str) -> dict:
+def compiled_section(shapes: dict, sizes: CompiledSizes, device, dtype_name: str) -> CompiledSection:
     """Every part of the section (module docstring), in one document."""
     dtype = getattr(torch, dtype_name)
-    document = {"sizes": sizes.as_dict(), "dtype": dtype_name, "per_token_ms": {}}
-    for name in sizes.token_shapes:
-        document["per_token_ms"][name] = per_token(shapes[name], sizes, device, dtype)
+    per_token_ms = {name: per_token(shapes[name], sizes, device, dtype) for name in sizes.token_shapes}
     profiles = {
         pair: compiled_profile(shapes[pair[0]], pair[1], shapes, sizes, device, dtype) for pair in sizes.profile_pairs
     }
-    document["profiles"] = {"+".join(pair): profile.as_dict() for pair, profile in profiles.items()}
-    document["timing_chain"] = timing_chain(shapes, sizes, profiles[sizes.chain_pair], device, dtype)
-    return document
+    return CompiledSection(
+        sizes=sizes.as_dict(),
+        dtype=dtype_name,
+        per_token_ms=per_token_ms,
+        profiles={"+".join(pair): profile for pair, profile in profiles.items()},
+        timing_chain=tuple(timing_chain(shapes, sizes, profiles[sizes.chain_pair], device, dtype)),
+    )

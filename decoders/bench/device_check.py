@@ -25,6 +25,16 @@ from decoders.audit.runs import AuditSample, audit_pair
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
+from decoders.bench.device_document import (
+    CallTable,
+    DeviceCheckDocument,
+    ExactCase,
+    GreedyCheck,
+    ProfileSummary,
+    Section,
+    SectionError,
+    StatisticalCase,
+)
 from decoders.bench.documents import ProfileDocument
 from decoders.bench.inputs import Pair
 from decoders.bench.profile import ProfilePlan, efficiency, measure_profile, profile_checks, verify_widths_job
@@ -215,10 +225,10 @@ def _first_difference(ours: tuple, reference: tuple) -> list | None:
     return None
 
 
-def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict:
+def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict[str, GreedyCheck]:
     """Greedy decoding by the chain (gamma 4) and tree (``TREE``) decoders against autoregressive decoding on
-    the same prompts ``[P, L]``: {decoder: {"equal", "first_difference", "efficiency"}}; efficiency is the
-    fraction of the run's wall time spent inside the models' calls (``decoders.bench.profile.efficiency``)."""
+    the same prompts ``[P, L]``: {decoder: GreedyCheck}; efficiency is the fraction of the run's wall time spent
+    inside the models' calls (``decoders.bench.profile.efficiency``)."""
     greedy = Sampling(0.0)
     runs = {
         "autoregressive": lambda: generate_autoregressive(
@@ -246,19 +256,19 @@ def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict:
     generations = {name: run() for name, run in runs.items()}
     reference = generations["autoregressive"].tokens
     return {
-        name: {
-            "equal": g.tokens == reference,
-            "first_difference": _first_difference(g.tokens, reference),
-            "efficiency": efficiency([g.stats]),
-        }
+        name: GreedyCheck(
+            equal=g.tokens == reference,
+            first_difference=_first_difference(g.tokens, reference),
+            efficiency=efficiency([g.stats]),
+        )
         for name, g in generations.items()
     }
 
 
-def exact_cases(device, horizon: int) -> dict:
+def exact_cases(device, horizon: int) -> dict[str, ExactCase]:
     """The exact audit's small cases on ``device`` (float64 TinyGPT target and draft, V = 5, prompt [1, 2]): the
     chain at T = 1 and at T = 0.8 with top-k 3, the tree ``TREE``, and the planted bug ``CONTROL_MUTANT``, which
-    must fail. {case: ExactReport.as_dict() with "passed"}."""
+    must fail."""
     target = setups.tiny_target("tinygpt", 5).to(device)
     draft = setups.tiny_draft("tinygpt", target).to(device)
     prompt, cases = [1, 2], {}
@@ -283,14 +293,13 @@ def exact_cases(device, horizon: int) -> dict:
     return cases
 
 
-def _compared(law, reference, horizon: int, branches: int) -> dict:
-    report = exact.compare_laws(law, reference, method="dp", horizon=horizon, branches=branches)
-    return dict(report.as_dict(), passed=report.passed)
+def _compared(law, reference, horizon: int, branches: int) -> ExactCase:
+    return ExactCase(**exact.compare_laws(law, reference, method="dp", horizon=horizon, branches=branches).as_dict())
 
 
-def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dict:
+def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dict[str, StatisticalCase]:
     """The shipped pair's statistical audit at T = 1, gamma 4, horizon 4 on its device, and the planted bug
-    ``CONTROL_MUTANT`` through the same test: {case: {"passed", "p_value", "n", "detectable_tv", "seconds"}}."""
+    ``CONTROL_MUTANT`` through the same test."""
     config = SpeculativeConfig(4, Sampling(1.0))
     bug = mutants.mutant(CONTROL_MUTANT)
     reports = {
@@ -300,13 +309,9 @@ def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dic
         ),
     }
     return {
-        name: {
-            "passed": r.passed,
-            "p_value": r.p_value,
-            "n": r.n,
-            "detectable_tv": r.detectable_tv,
-            "seconds": r.seconds,
-        }
+        name: StatisticalCase(
+            passed=r.passed, p_value=r.p_value, n=r.n, detectable_tv=r.detectable_tv, seconds=r.seconds
+        )
         for name, r in reports.items()
     }
 
@@ -346,7 +351,7 @@ def profile_pair(pair: ProfiledPair, sizes: CheckSizes, device, dtype_name: str)
     )
 
 
-def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> dict:
+def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> CallTable:
     """Seconds of one target call with greedy sampling at every batch and width of ``sizes`` (median over the
     repeats, with min and max), after a prompt of ``settings.prompt_length``: {batch: {width: [min, median, max]}}."""
     dtype, s = getattr(torch, dtype_name), sizes.settings
@@ -365,15 +370,12 @@ def call_table(shape: str, sizes: CheckSizes, device, dtype_name: str) -> dict:
     del model
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache()
-    return {
-        "shape": vars(SHAPES[shape]),
-        "parameters": SHAPES[shape].parameters(),
-        "dtype": dtype_name,
-        "seconds_per_call": table,
-    }
+    return CallTable(
+        shape=vars(SHAPES[shape]), parameters=SHAPES[shape].parameters(), dtype=dtype_name, seconds_per_call=table
+    )
 
 
-def _versions() -> dict:
+def _versions() -> dict[str, str | None]:
     from importlib import metadata
 
     versions = {}
@@ -392,7 +394,7 @@ def _shipped_prompts(count: int, length: int, device) -> torch.Tensor:
     return torch.as_tensor(text_windows(np.asarray(held_out), count, length, 0)).to(device)
 
 
-def _environment(device: torch.device, dtype_name: str) -> dict:
+def _environment(device: torch.device, dtype_name: str) -> dict[str, object]:
     """``decoders.bench.bench.environment`` with the packages' versions and, on CUDA, the device's size."""
     described = dict(environment(device, getattr(torch, dtype_name)), versions=_versions())
     if device.type == "cuda":
@@ -420,7 +422,7 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
         shape = SHAPES[sizes.greedy_shape]
         model, early = shape.build(device, torch.float32, seed=0), max(1, shape.num_hidden_layers // 4)
         prompts = random_prompts(shape.vocab_size, sizes.greedy_prompts, 32, 0, device)
-        return {
+        return {  # {group: {decoder: GreedyCheck}}
             "shipped pair (float32)": shipped,
             f"{shape.name} random weights, layerskip:{early} draft (float32)": greedy_equality(
                 model, layer_skip(model, early), prompts, sizes.greedy_tokens
@@ -454,33 +456,38 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
     ]
 
 
-def run_check(out: Path, *, device, sizes: CheckSizes, budget_seconds: float, command: str, log=print) -> dict:
+def run_check(
+    out: Path, *, device, sizes: CheckSizes, budget_seconds: float, command: str, log=print
+) -> DeviceCheckDocument:
     """Every section in turn, each written to ``out/device_check.json`` as it ends and profiles to
     ``out/profile_<pair>_<dtype>.json``; returns the whole document."""
     as_positive_int("budget_seconds", int(budget_seconds))
     device, out, start = torch.device(device), Path(out), time.perf_counter()
-    document = {
-        "kind": "spectheory device check",
-        "environment": _environment(device, sizes.dtypes[0]),
-        "sizes": sizes.as_dict(),
-        "budget_seconds": budget_seconds,
-        "sections": {},
-    }
+    document = DeviceCheckDocument(
+        kind="spectheory device check",
+        environment=_environment(device, sizes.dtypes[0]),
+        sizes=sizes.as_dict(),
+        budget_seconds=budget_seconds,
+    )
     for name, section in _sections(sizes, device, out, command):
         elapsed = time.perf_counter() - start
         if elapsed > budget_seconds:
-            document["sections"][name] = {"skipped": f"the budget of {budget_seconds:g} s was spent ({elapsed:.0f} s)"}
+            spent = f"the budget of {budget_seconds:g} s was spent ({elapsed:.0f} s)"
+            document = replace(document, sections=document.sections + (Section(name=name, skipped=spent),))
             log(f"[{elapsed:6.0f} s] {name}: skipped (budget)")
             continue
         try:
             result, status = section(), "ok"
         except Exception as error:  # a section's failure is a finding: recorded, and the others still run
-            result = {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc(limit=8)}
-            status = f"error: {type(error).__name__}: {error}"
+            result = SectionError(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=8))
+            status = f"error: {result.error}"
         seconds = time.perf_counter() - start - elapsed
-        document["sections"][name] = {"seconds": seconds, "result": result}
-        document["elapsed_seconds"] = time.perf_counter() - start
-        write_json(out / REPORT_NAME, document, command=command)
+        document = replace(
+            document,
+            sections=document.sections + (Section(name=name, seconds=seconds, result=result),),
+            elapsed_seconds=time.perf_counter() - start,
+        )
+        write_json(out / REPORT_NAME, document.as_dict(), command=command)
         log(f"[{time.perf_counter() - start:6.0f} s] {name}: {status} ({seconds:.1f} s)")
     return document
 
@@ -492,13 +499,13 @@ def _profile_section(pair: ProfiledPair, sizes: CheckSizes, device, out: Path, c
         if torch.device(device).type == "cuda":
             torch.cuda.empty_cache()
         p = document.profile
-        return {
-            "file": path.name,
-            "t_step": p.t_step,
-            "t_draft": p.t_draft,
-            "t_iteration": p.t_iteration,
-            "c": p.c,
-            "t_verify": list(p.t_verify),
-        }
+        return ProfileSummary(
+            file=path.name,
+            t_step=p.t_step,
+            t_draft=p.t_draft,
+            t_iteration=p.t_iteration,
+            c=p.c,
+            t_verify=list(p.t_verify),
+        )
 
     return section

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from decoders.bench.device_document import DeviceCheckDocument
+from plumbing.outputs import without_provenance
 from tests.command import not_strict_json, run
 
 pytest.importorskip("transformers")
@@ -16,24 +18,20 @@ def dry_run(tmp_path_factory):
     from cli import main
 
     status = main(["device-check", "--device", "cpu", "--dry-run", "--out", str(out)])
-    return status, out, json.loads((out / "device_check.json").read_text())
+    saved = without_provenance(json.loads((out / "device_check.json").read_text()))
+    return status, out, DeviceCheckDocument.from_dict(saved)
 
 
 def test_dry_run_passes_every_section_against_autoregressive_and_exact_law(dry_run):
     status, out, document = dry_run
-    sections = document["sections"]
-    assert status == 0 and not [
-        name for name, s in sections.items() if "error" in s.get("result", {}) or "skipped" in s
-    ]
-    exact_cases = sections["exact"]["result"]
-    assert [case["passed"] for case in exact_cases.values()] == [
-        not name.endswith("(must fail)") for name in exact_cases
-    ]
-    for decodings in sections["greedy"]["result"].values():
-        assert all(d["equal"] and d["first_difference"] is None for d in decodings.values()), decodings
+    assert status == 0 and not [s.name for s in document.sections if s.failed or s.skipped]
+    exact_cases = document.section("exact").result
+    assert [case.passed for case in exact_cases.values()] == [not name.endswith("(must fail)") for name in exact_cases]
+    for decodings in document.section("greedy").result.values():
+        assert all(d.equal and d.first_difference is None for d in decodings.values()), decodings
     # the reference at 300 samples (level 0.01: a false failure has probability at most 1%, seed fixed); the
     # planted residual-from-p bug fails the same test (p 1.9e-8 at seed 0)
-    assert [c["passed"] for c in sections["statistical"]["result"].values()] == [True, False]
+    assert [c.passed for c in document.section("statistical").result.values()] == [True, False]
     assert not_strict_json(out) == []
 
 
@@ -41,7 +39,7 @@ def test_dry_run_profiles_are_read_by_the_calculators(dry_run, capsys):
     _, out, document = dry_run
     profiles = sorted(out.glob("profile_*.json"))
     assert [p.name for p in profiles] == sorted(
-        s["result"]["file"] for name, s in document["sections"].items() if name.startswith("profile ")
+        s.result.file for s in document.sections if s.name.startswith("profile ")
     )
     for path in profiles:
         document = json.loads(path.read_text())
@@ -57,10 +55,10 @@ def test_dry_run_profiles_are_read_by_the_calculators(dry_run, capsys):
 
 
 def test_call_table_holds_every_batch_and_width(dry_run):
-    tables = {name: s["result"] for name, s in dry_run[2]["sections"].items() if name.startswith("calls ")}
-    assert tables and all(sorted(t["seconds_per_call"]) == ["1", "2"] for t in tables.values())
+    tables = {s.name: s.result for s in dry_run[2].sections if s.name.startswith("calls ")}
+    assert tables and all(sorted(t.seconds_per_call) == ["1", "2"] for t in tables.values())
     for table in tables.values():
-        for widths in table["seconds_per_call"].values():
+        for widths in table.seconds_per_call.values():
             assert sorted(widths, key=int) == ["1", "4"]
             assert all(0 < low <= median <= high for low, median, high in widths.values())
 
@@ -83,17 +81,18 @@ def test_compiled_section_holds_every_part(dry_run):
     alpha and gamma beside its prediction."""
     from decoders.bench.compiled_check import COMPILED_DRY_RUN
 
-    ((name, section),) = [(name, s) for name, s in dry_run[2]["sections"].items() if name.startswith("compiled ")]
-    result = section["result"]
-    for rows in result["per_token_ms"].values():
+    (section,) = [s for s in dry_run[2].sections if s.name.startswith("compiled ")]
+    result = section.result
+    for rows in result.per_token_ms.values():
         for path in ("eager", "compiled", "transformers_static_generate"):
-            assert 0 < rows[path][0] <= rows[path][1] <= rows[path][2], (path, rows)
-    assert list(result["profiles"]) == ["+".join(pair) for pair in COMPILED_DRY_RUN.profile_pairs]
-    chain = result["timing_chain"]
-    assert [(row["alpha"], row["gamma"]) for row in chain] == [
+            low, median, high = getattr(rows, path)
+            assert 0 < low <= median <= high, (path, rows)
+    assert list(result.profiles) == ["+".join(pair) for pair in COMPILED_DRY_RUN.profile_pairs]
+    chain = result.timing_chain
+    assert [(row.alpha, row.gamma) for row in chain] == [
         (a, g) for a in COMPILED_DRY_RUN.alphas for g in COMPILED_DRY_RUN.gammas
     ]
-    assert all(row["measured_speedup"] > 0 and row["predicted_speedup"] > 0 for row in chain), chain
+    assert all(row.measured_speedup > 0 and row.predicted_speedup > 0 for row in chain), chain
 
 
 def test_shape_build_against_the_global_generator():

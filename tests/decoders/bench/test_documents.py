@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from decoders.bench.device_document import DeviceCheckDocument
 from decoders.bench.documents import (
     AlphaDocument,
     BenchDocument,
@@ -32,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if part.get("kind") == "spectheory device check":
+        return DeviceCheckDocument
     if {"corpus_fingerprint", "alpha_text", "cells"} <= set(part):
         return RealModelDocument
     if {"heads", "autoregressive_seconds", "rows"} <= set(part):
@@ -106,6 +109,7 @@ def test_documents_found():
         "LenienceDocument": 1,
         "BlockwiseDocument": 1,
         "RealModelDocument": 1,
+        "DeviceCheckDocument": 5,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 
