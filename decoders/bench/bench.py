@@ -255,7 +255,7 @@ def _phases_per_iteration(runs: list, target_prefill: float) -> dict[str, float]
     iterations = sum(run.stats.iterations for run in runs)
     seconds = {key: sum(run.stats.seconds[key] for run in runs) for key in ("prefill", "draft", "verify", "total")}
     phases = phases_per_iteration(seconds, iterations, len(runs), target_prefill)
-    return {key: phases[key] for key in ("draft", "verify", "other")}
+    return {"draft": phases.draft, "verify": phases.verify, "other": phases.other}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from decoders.audit.verdict import AuditVerdict
-from decoders.bench.forecast.document import Judgement, SweepForecast
+from decoders.bench.forecast.document import DynamicForecast, Judgement, SweepForecast
 from decoders.bench.rows import (
     AlphaEstimate,
     BenchRow,
@@ -237,7 +237,7 @@ class TreeBench(ResultRow):
     autoregressive: dict  # plumbing.timing.Timing.as_dict with seconds_per_token
     rows: tuple  # of TreeRow
     tree_calls: tuple  # of TreeCall
-    dynamic_forecast: dict | None = None  # decoders.bench.forecast.dynamic.forecast_dynamic's, where dynamic trees ran
+    dynamic_forecast: DynamicForecast | None = None  # where dynamic trees ran
     seconds: float | None = None  # None in files written before the bench was timed whole
     recommendation: TreeChoice
     text: str | None = None
@@ -250,16 +250,19 @@ class TreeBench(ResultRow):
             super().as_dict(),
             rows=[row.as_dict() for row in self.rows],
             tree_calls=[call.as_dict() for call in self.tree_calls],
+            dynamic_forecast=None if self.dynamic_forecast is None else self.dynamic_forecast.as_dict(),
             recommendation=self.recommendation.as_dict(),
         )
 
     @classmethod
     def from_dict(cls, saved: dict) -> TreeBench:
+        forecast = saved.get("dynamic_forecast")
         return cls(
             **dict(
                 saved,
                 rows=tuple(map(TreeRow.from_dict, saved["rows"])),
                 tree_calls=tuple(map(TreeCall.from_dict, saved["tree_calls"])),
+                dynamic_forecast=None if forecast is None else DynamicForecast.from_dict(forecast),
                 recommendation=TreeChoice.from_dict(saved["recommendation"]),
             )
         )

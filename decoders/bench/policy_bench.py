@@ -134,7 +134,15 @@ def replay_prompts(policy: DraftPolicy, trace: dict, *, cap: int, tokens: int) -
     ]
 
 
-def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> dict:
+@dataclass(frozen=True)
+class Replayed:
+    """What a policy's replayed iterations predict: tokens per target call and the speedup (``predicted``)."""
+
+    tokens_per_call: float
+    speedup: float
+
+
+def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) -> Replayed:
     """Tokens per call and the speedup the replay's iterations ((drafted, accepted) per call) predict under
     ``profile``'s costs (``spectheory.costs.forecast_speedup``): each call's verify priced by its width, drafted + 1
     (``width_priced``), and its draft-and-rest seconds where it drafted, the round's own t_iteration alone where it
@@ -151,7 +159,7 @@ def predicted(iterations: list[list[tuple]], profile: CostProfile, tokens: int) 
         target_prefill=profile.target_prefill,
         draft_prefill=profile.draft_prefill,
     )
-    return {"tokens_per_call": per_call, "speedup": speedup}
+    return Replayed(per_call, speedup)
 
 
 def _row(name: str, policy: str, generations: list, timing, autoregressive, gamma_max: int) -> PolicyRow:
@@ -312,10 +320,10 @@ def _at_temperature(
         )
         rows[at] = replace(
             row,
-            predicted_tokens_per_call=replayed["tokens_per_call"],
-            predicted_speedup=replayed["speedup"],
-            tokens_over_predicted=row.tokens_per_call / replayed["tokens_per_call"],
-            predicted_over_measured=replayed["speedup"] / row.speedup,
+            predicted_tokens_per_call=replayed.tokens_per_call,
+            predicted_speedup=replayed.speedup,
+            tokens_over_predicted=row.tokens_per_call / replayed.tokens_per_call,
+            predicted_over_measured=replayed.speedup / row.speedup,
         )
     # the one tie rule (spectheory.optimum): the fewest drafts among equal speedups, a policy by its gamma cap
     best_fixed = best_choice(

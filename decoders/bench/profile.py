@@ -62,7 +62,9 @@ __all__ = [
     "ProfilePlan",
     "SEED_OFFSET",
     "SAMPLES",
+    "AutoregressiveCosts",
     "autoregressive_costs",
+    "Phases",
     "phases_per_iteration",
     "ProfileRecorder",
     "overhead_gammas",
@@ -89,25 +91,44 @@ def acceptance_by_position(counts, gamma: int) -> tuple:
     return tuple(reached[i] / reached[i - 1] if reached[i - 1] else 0.0 for i in range(1, gamma + 1))
 
 
-def autoregressive_costs(seconds: dict, calls: int, tokens: int) -> dict:
+@dataclass(frozen=True)
+class AutoregressiveCosts:
+    """t_step and the target's prefill (its excess over t_step) of autoregressive runs (``autoregressive_costs``)."""
+
+    t_step: float
+    target_prefill: float
+
+
+def autoregressive_costs(seconds: dict, calls: int, tokens: int) -> AutoregressiveCosts:
     """t_step and target_prefill from ``calls`` autoregressive runs of ``tokens`` >= 2 new tokens (``seconds``: their
     summed phases), whose first step carries the prompt (the "prefill" phase): t_step = the other steps' seconds
     over their number, target_prefill = the first step's excess over t_step."""
     t_step = (seconds["total"] - seconds["prefill"]) / (calls * (tokens - 1))
-    return {"t_step": t_step, "target_prefill": max(seconds["prefill"] / calls - t_step, 0.0)}
+    return AutoregressiveCosts(t_step, max(seconds["prefill"] / calls - t_step, 0.0))
 
 
-def phases_per_iteration(seconds: dict, iterations: int, calls: int, target_prefill: float) -> dict:
+@dataclass(frozen=True)
+class Phases:
+    """Seconds per iteration of the draft, the verify call and the rest (accept, correct, rollback, the loop), and
+    the draft's prefill per run (``phases_per_iteration``)."""
+
+    draft: float
+    verify: float
+    other: float
+    prefill: float
+
+
+def phases_per_iteration(seconds: dict, iterations: int, calls: int, target_prefill: float) -> Phases:
     """Seconds per iteration of the draft, the verify call and the rest (accept, correct, rollback, the loop) of
     ``calls`` speculative runs of ``iterations`` in all (``seconds``: their summed phases), and the draft's prefill
-    per run ("prefill"). Each run's first verify call carries the prompt: ``target_prefill`` (the autoregressive
-    runs', whose first step carries it likewise) comes off the verify phase."""
-    return {
-        "draft": seconds["draft"] / iterations,
-        "verify": (seconds["verify"] - calls * target_prefill) / iterations,
-        "other": (seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations,
-        "prefill": seconds["prefill"] / calls,
-    }
+    per run. Each run's first verify call carries the prompt: ``target_prefill`` (the autoregressive runs', whose
+    first step carries it likewise) comes off the verify phase."""
+    return Phases(
+        draft=seconds["draft"] / iterations,
+        verify=(seconds["verify"] - calls * target_prefill) / iterations,
+        other=(seconds["total"] - seconds["prefill"] - seconds["draft"] - seconds["verify"]) / iterations,
+        prefill=seconds["prefill"] / calls,
+    )
 
 
 def efficiency(stats) -> float | None:
@@ -140,7 +161,7 @@ def outcomes_along_text(counts, gamma: int, tokens: int, untested: float) -> tup
     return tuple(outcomes[:tokens])
 
 
-def acceptance_fields(counts: list, widths: list, texts: list, gamma_max: int, tokens: int) -> dict:
+def acceptance_fields(counts: list, widths: list, texts: list, gamma_max: int, tokens: int) -> dict[str, object]:
     """A profile's acceptance (``CostProfile``'s fields) from runs at ``gamma_max``: ``counts``, the accepted count
     of every iteration; ``widths``, the positions each iteration verified; ``texts``, per decoded row its counts in
     order (the text's outcomes, ``outcomes_along_text``)."""
@@ -204,18 +225,18 @@ class ProfileRecorder:
         """The gammas of the speculative runs."""
         return sorted(name[1] for name in self.calls if isinstance(name, tuple) and name[0] == "speculative")
 
-    def _autoregressive(self) -> list[dict]:
+    def _autoregressive(self) -> list[AutoregressiveCosts]:
         """Per repeat: t_step and target_prefill (``autoregressive_costs``)."""
         return [
             autoregressive_costs(r["seconds"], self.calls["autoregressive"], self.tokens)
             for r in self._repeats("autoregressive")
         ]
 
-    def _phases(self, gamma: int) -> list[dict]:
+    def _phases(self, gamma: int) -> list[Phases]:
         """Per repeat: draft, verify and other seconds per iteration, the draft's prefill per call."""
         name = ("speculative", gamma)
         return [
-            phases_per_iteration(r["seconds"], r["iterations"], self.calls[name], a["target_prefill"])
+            phases_per_iteration(r["seconds"], r["iterations"], self.calls[name], a.target_prefill)
             for r, a in zip(self._repeats(name), self._autoregressive())
         ]
 
@@ -227,38 +248,40 @@ class ProfileRecorder:
             for gamma in sorted({self.gammas[0], self.gamma_max}):
                 widths = self._repeats(("speculative", gamma))[r]["widths"]
                 bare = sum(seconds[k] for k in widths) / len(widths)
-                shifts.append(self._phases(gamma)[r]["verify"] - bare)
+                shifts.append(self._phases(gamma)[r].verify - bare)
             offset = sum(shifts) / len(shifts)
             out.append({k: max(t + offset, 1e-9) for k, t in seconds.items()} | {"offset": offset})
         return out
 
-    def components(self) -> dict:
+    def components(self) -> dict[str, list[float]]:
         """Per repeat values of every component: {name: [value per repeat]}."""
         autoregressive = self._autoregressive()
         smallest = self.gammas[0]  # 1 in the profile's own runs; the sweep's smallest where it lends its runs
         high, low = self._phases(self.gamma_max), self._phases(smallest)
         span = max(self.gamma_max - smallest, 1)
         values = {
-            "t_step": [a["t_step"] for a in autoregressive],
-            "target_prefill": [a["target_prefill"] for a in autoregressive],
+            "t_step": [a.t_step for a in autoregressive],
+            "target_prefill": [a.target_prefill for a in autoregressive],
         }
         for name in ("draft", "other"):
             values[f"{name}_slope"] = [
-                (h[name] - l[name]) / span if self.gamma_max > 1 else 0.0 for h, l in zip(high, low)
+                (getattr(h, name) - getattr(l, name)) / span if self.gamma_max > 1 else 0.0 for h, l in zip(high, low)
             ]
-            values[f"{name}_intercept"] = [l[name] - smallest * slope for l, slope in zip(low, values[f"{name}_slope"])]
+            values[f"{name}_intercept"] = [
+                getattr(l, name) - smallest * slope for l, slope in zip(low, values[f"{name}_slope"])
+            ]
         if self.gamma_max == smallest:  # one run: all of the draft phase is per draft token
-            values["draft_slope"], values["draft_intercept"] = [h["draft"] / smallest for h in high], [0.0] * len(high)
+            values["draft_slope"], values["draft_intercept"] = [h.draft / smallest for h in high], [0.0] * len(high)
         for gamma in self.gammas:
-            values[f"overhead_{gamma}"] = [r["draft"] + r["other"] for r in self._phases(gamma)]
-        values["draft_prefill"] = [h["prefill"] for h in high]
+            values[f"overhead_{gamma}"] = [r.draft + r.other for r in self._phases(gamma)]
+        values["draft_prefill"] = [h.prefill for h in high]
         verify = self._verify_calls()
         values["verify_offset"] = [v["offset"] for v in verify]
         for k in sorted(key for key in verify[0] if key != "offset"):
             values[f"t_verify_{k}"] = [v[k] for v in verify]
         return values
 
-    def spread(self) -> dict:
+    def spread(self) -> dict[str, list[float]]:
         """(min, median, max) over repeats of every component."""
         return {key: [min(v), statistics.median(v), max(v)] for key, v in self.components().items()}
 

@@ -27,6 +27,7 @@ import torch
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment, model_dtype
 from decoders.bench.documents import TreeBench, TreeCall, TreeChoice
+from decoders.bench.forecast.document import DynamicForecast
 from decoders.bench.forecast.dynamic import DynamicPlan, forecast_dynamic
 from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
@@ -265,19 +266,19 @@ def _row(candidate, timings: dict, outputs: list, profiled: list, along: np.ndar
     return row
 
 
-def _judged(row: TreeRow, forecast: dict | None) -> TreeRow:
+def _judged(row: TreeRow, forecast: DynamicForecast | None) -> TreeRow:
     """``row``; a dynamic tree's with the forecast of its budget (``decoders.bench.forecast.dynamic``) beside what it
     measured."""
     if not forecast or row.kind != "dynamic":
         return row
-    ahead = next(f for f in forecast["rows"] if f["budget"] == row.budget)
+    ahead = forecast.at(row.budget)
     return replace(
         row,
-        forecast_tokens_per_call=ahead["forecast_tokens_per_call"],
-        forecast_speedup=ahead["forecast_speedup"],
-        calibrated_tokens_per_call=ahead["calibrated_tokens_per_call"],
-        tokens_forecast_over_measured=ahead["forecast_tokens_per_call"] / row.tokens_per_call,
-        forecast_over_measured=ahead["forecast_speedup"] / row.speedup,
+        forecast_tokens_per_call=ahead.forecast_tokens_per_call,
+        forecast_speedup=ahead.forecast_speedup,
+        calibrated_tokens_per_call=ahead.calibrated_tokens_per_call,
+        tokens_forecast_over_measured=ahead.forecast_tokens_per_call / row.tokens_per_call,
+        forecast_over_measured=ahead.forecast_speedup / row.speedup,
     )
 
 
@@ -434,10 +435,10 @@ def tree_lines(document: TreeBench) -> list[str]:
             f"(forecast/measured {row.tokens_forecast_over_measured:.3f}, {row.forecast_over_measured:.3f})"
         )
     if forecast:
-        used = forecast["used"]
+        used = forecast.used
         lines.append(
-            f"the forecast recommends dynamic at budget {forecast['recommended_budget']}; it took "
-            f"{forecast['seconds']:.1f} s ({used['windows']} other windows continued by the target, a tree "
+            f"the forecast recommends dynamic at budget {forecast.recommended_budget}; it took "
+            f"{forecast.seconds:.1f} s ({used['windows']} other windows continued by the target, a tree "
             f"scored at each of {used['contexts']} positions; {used['cost_prompts']} cost prompts) of the "
             f"whole bench's {document.seconds:.1f} s"
         )

@@ -6,6 +6,7 @@ Each returns the document and the lines to print, and writes the document to ``o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from decoders.autoregressive import generate_autoregressive
@@ -96,7 +97,7 @@ def _ours_tokens_per_second(target, prompts, tokens: int) -> float:
     return len(prompts) * tokens / (time.perf_counter() - started)
 
 
-def _peers(engine, target) -> dict:
+def _peers(engine, target) -> dict[str, Callable]:
     """llama.cpp in-process on the same GGUF file beside any other engine, where it is built (docs/engines.md, Bench):
     name -> a call of (prompts, tokens) giving its plain greedy tokens per second after the first token."""
     import importlib.util

@@ -13,7 +13,7 @@ from decoders.results import ResultRow
 from spectheory.cost_checks import CostChecks
 from spectheory.costs import CostProfile
 
-__all__ = ["TemperatureForecast", "SweepForecast", "Judgement"]
+__all__ = ["TemperatureForecast", "SweepForecast", "Judgement", "BudgetForecast", "DynamicForecast"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +123,7 @@ class Judgement(ResultRow):
         return cls(**cls.typed_parts(saved))
 
     @staticmethod
-    def typed_parts(saved: dict) -> dict:
+    def typed_parts(saved: dict) -> dict[str, object]:
         """``saved`` with its checks and rows typed (a subclass adds its own parts)."""
         checks = saved.get("checks")
         return dict(
@@ -131,3 +131,44 @@ class Judgement(ResultRow):
             forecast_by_gamma=tuple(map(JudgedRow.from_dict, saved["forecast_by_gamma"])),
             checks=None if checks is None else CostChecks.from_dict(checks),
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetForecast(ResultRow):
+    """EAGLE-2's dynamic tree at one node budget (``decoders.bench.forecast.dynamic``): tokens per call replayed along
+    the continuations (the forecast) and from the fitted calibration, the tree decoder's seconds per iteration and
+    tokens per call on the cost prompts, and the forecast speedup."""
+
+    budget: int
+    forecast_tokens_per_call: float
+    calibrated_tokens_per_call: float
+    seconds_per_iteration: float
+    tokens_per_call_on_cost_prompts: float
+    forecast_speedup: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicForecast(ResultRow):
+    """The forecast of EAGLE-2's trees of ``branching`` and ``depth`` (``decoders.bench.forecast.dynamic``): the path
+    calibration (``spectheory.dynamic_trees.PathCalibration.as_dict``), a ``BudgetForecast`` per budget, the budget it
+    recommends, the autoregressive seconds per prompt, what went into it (windows, contexts, cost prompts, length,
+    tokens, repeats, seeds) and its seconds."""
+
+    branching: int
+    depth: int
+    calibration: dict
+    rows: tuple  # of BudgetForecast
+    recommended_budget: int
+    autoregressive_seconds: float
+    used: dict
+    seconds: float
+
+    def at(self, budget: int) -> BudgetForecast:
+        return next(row for row in self.rows if row.budget == budget)
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> DynamicForecast:
+        return cls(**dict(saved, rows=tuple(map(BudgetForecast.from_dict, saved["rows"]))))

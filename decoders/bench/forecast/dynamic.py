@@ -28,6 +28,7 @@ import torch
 
 from decoders._loop import feed_draft, forward_after, start
 from decoders.autoregressive import generate_autoregressive
+from decoders.bench.forecast.document import BudgetForecast, DynamicForecast
 from decoders.bench.inputs import Pair
 from decoders.bench.prompts import text_windows
 from decoders.dynamic_tree import DynamicTree, draft_dynamic
@@ -86,7 +87,16 @@ def node_acceptance(target, draft, contexts: torch.Tensor, tree: DynamicTree, sa
     return np.concatenate(confidence), np.concatenate(acceptance)
 
 
-def _costs(target, draft, prompts: torch.Tensor, trees: dict, tokens: int, repeats: int) -> dict:
+@dataclass(frozen=True)
+class _Costs:
+    """The autoregressive seconds per prompt and, per budget, the tree decoder's (seconds per iteration, tokens per
+    call) on the cost prompts."""
+
+    autoregressive_seconds: float
+    budgets: dict  # budget -> (seconds per iteration, tokens per call)
+
+
+def _costs(target, draft, prompts: torch.Tensor, trees: dict, tokens: int, repeats: int) -> _Costs:
     """The autoregressive seconds per prompt and, per budget, the tree decoder's seconds per iteration (its whole
     seconds over its iterations: the prefill shared among them) and its tokens per call on ``prompts``; medians over
     ``repeats``, timed interleaved after one warm-up, without phase timing (which slows a decoder down)."""
@@ -118,16 +128,12 @@ def _costs(target, draft, prompts: torch.Tensor, trees: dict, tokens: int, repea
 
         runs[budget] = run
     timings = time_interleaved(runs, repeats=repeats, warmup=1, synchronize=lambda: synchronize(target.device))
-    return {
-        "autoregressive_seconds": timings["autoregressive"].median / len(prompts),
-        "budgets": {
-            budget: {
-                "seconds_per_iteration": timings[budget].median / made[budget][1],
-                "tokens_per_call_on_cost_prompts": made[budget][0] / made[budget][1],
-            }
-            for budget in trees
+    return _Costs(
+        autoregressive_seconds=timings["autoregressive"].median / len(prompts),
+        budgets={
+            budget: (timings[budget].median / made[budget][1], made[budget][0] / made[budget][1]) for budget in trees
         },
-    }
+    )
 
 
 def greedy_continuations(target, windows: torch.Tensor, tokens: int) -> torch.Tensor:
@@ -155,7 +161,7 @@ class DynamicPlan:
     repeats: int = 2
 
 
-def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> dict:
+def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> DynamicForecast:
     """The forecast of the module docstring at T = 0 for EAGLE-2's trees of ``branching``, ``depth`` at each budget.
     ``windows`` windows of ``length`` tokens of ``held_out`` are continued greedily by the target for ``tokens``
     tokens (the text a decoder at T = 0 walks), and the draft's widest tree is grown and scored by the target at
@@ -163,7 +169,7 @@ def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> dic
     ``replayed_tokens``) and from the calibration fitted on them (the premise's, ``expected_tokens_dynamic``).
     ``cost_prompts`` other windows give the costs over ``repeats`` timed repeats. Returns the JSON section: per
     budget the forecast tokens per call and speedup, the budget it recommends (the fastest forecast; ties to the
-    smaller), the calibration, what went into it and its seconds."""
+    smaller), the calibration, what went into it and its seconds (``DynamicForecast``)."""
     target, draft, branching, depth, budgets = pair.target, pair.draft, plan.branching, plan.depth, plan.budgets
     tokens, length, seed, windows = plan.tokens, plan.length, plan.seed, plan.windows
     cost_prompts, repeats = plan.cost_prompts, plan.repeats
@@ -181,29 +187,30 @@ def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> dic
     for budget in budgets:
         kept = order[..., : budget - 1]
         expected = replayed_tokens(np.take_along_axis(acceptance, kept, axis=2).sum(axis=2))
-        cost = costs["budgets"][budget]
+        seconds, tokens_per_call = costs.budgets[budget]
         rows.append(
-            dict(
+            BudgetForecast(
                 budget=budget,
                 forecast_tokens_per_call=expected,
                 calibrated_tokens_per_call=expected_tokens_dynamic(
                     calibration, confidence.reshape(-1, full.size - 1), budget
                 ),
-                **cost,
+                seconds_per_iteration=seconds,
+                tokens_per_call_on_cost_prompts=tokens_per_call,
                 forecast_speedup=forecast_speedup(
-                    expected, costs["autoregressive_seconds"] / tokens, 0.0, cost["seconds_per_iteration"]
+                    expected, costs.autoregressive_seconds / tokens, 0.0, seconds
                 ),  # the iteration timed whole: its verify call is in the other seconds
             )
         )
-    best = best_choice(rows, lambda row: row["forecast_speedup"], lambda row: row["budget"])
-    return {
-        "branching": branching,
-        "depth": depth,
-        "calibration": calibration.as_dict(),
-        "rows": rows,
-        "recommended_budget": best["budget"],
-        "autoregressive_seconds": costs["autoregressive_seconds"],
-        "used": {
+    best = best_choice(rows, lambda row: row.forecast_speedup, lambda row: row.budget)
+    return DynamicForecast(
+        branching=branching,
+        depth=depth,
+        calibration=calibration.as_dict(),
+        rows=tuple(rows),
+        recommended_budget=best.budget,
+        autoregressive_seconds=costs.autoregressive_seconds,
+        used={
             "windows": windows,
             "contexts": windows * tokens,
             "cost_prompts": cost_prompts,
@@ -212,5 +219,5 @@ def forecast_dynamic(pair: Pair, held_out: np.ndarray, plan: DynamicPlan) -> dic
             "repeats": repeats,
             "seeds": {"windows": seed + 2, "costs": seed + 3},
         },
-        "seconds": time.perf_counter() - started,
-    }
+        seconds=time.perf_counter() - started,
+    )

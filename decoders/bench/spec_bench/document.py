@@ -38,12 +38,12 @@ __all__ = [
 ]
 
 
-def _typed(mapping: dict, kind) -> dict:
+def _typed(mapping: dict, kind) -> dict[str, ResultRow]:
     """{key: ``kind.from_dict(value)``} of a saved mapping."""
     return {key: kind.from_dict(value) for key, value in mapping.items()}
 
 
-def _shown(mapping: dict) -> dict:
+def _shown(mapping: dict) -> dict[str, dict]:
     """{key: ``value.as_dict()``}: the JSON edge of a typed mapping."""
     return {key: value.as_dict() for key, value in mapping.items()}
 

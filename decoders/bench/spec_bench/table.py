@@ -33,7 +33,7 @@ def best_row(rows: tuple):
     return best_gamma_row(greedy)
 
 
-def prompt_counts(prompts: list) -> dict:
+def prompt_counts(prompts: list) -> dict[str, int | float]:
     """A table row's counts of a category's ``prompts`` (as recorded: tokens and cut each): how many, how many were
     cut to fit, and their mean tokens (``TableRow``'s keywords)."""
     return {

@@ -121,8 +121,8 @@ def test_predicted_speedup_against_hand_count():
         draft_prefill=0.5,
     )
     result = predicted([[(2, 2), (0, 0)]], profile, 4)
-    assert result["tokens_per_call"] == 2.0
-    assert result["speedup"] == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (1.0 + 0.05)))
+    assert result.tokens_per_call == 2.0
+    assert result.speedup == pytest.approx((2.0 + 4 * 1.0) / (2.5 + (0.2 + 1.4 + 0.05) + (1.0 + 0.05)))
 
 
 def test_policies_capped_by_the_context_against_the_uncapped_rule():

@@ -77,9 +77,9 @@ def test_forecast_document_records_what_it_used():
     seeds, counts and seconds that went into it."""
     plan = DynamicPlan(2, 3, (4, 6), tokens=12, length=8, seed=0, windows=4, repeats=1)
     forecast = forecast_dynamic(Pair(tiny_gpt(0), tiny_gpt(1)), held_out(), plan)
-    json.dumps(forecast, allow_nan=False)
-    assert sum(forecast["calibration"]["nodes"]) == 4 * 12 * (widest(2, 3).size - 1)
-    assert forecast["used"] == {
+    json.dumps(forecast.as_dict(), allow_nan=False)
+    assert sum(forecast.calibration["nodes"]) == 4 * 12 * (widest(2, 3).size - 1)
+    assert forecast.used == {
         "windows": 4,
         "contexts": 48,
         "cost_prompts": 2,
@@ -88,11 +88,11 @@ def test_forecast_document_records_what_it_used():
         "repeats": 1,
         "seeds": {"windows": 2, "costs": 3},
     }
-    for row in forecast["rows"]:
-        assert 1 <= row["forecast_tokens_per_call"] <= 4 and 1 <= row["calibrated_tokens_per_call"] <= 4
-        assert 0 < row["forecast_speedup"] < 100
-    assert [row["budget"] for row in forecast["rows"]] == [4, 6] and forecast["seconds"] > 0
-    assert forecast["recommended_budget"] == max(forecast["rows"], key=lambda row: row["forecast_speedup"])["budget"]
+    for row in forecast.rows:
+        assert 1 <= row.forecast_tokens_per_call <= 4 and 1 <= row.calibrated_tokens_per_call <= 4
+        assert 0 < row.forecast_speedup < 100
+    assert [row.budget for row in forecast.rows] == [4, 6] and forecast.seconds > 0
+    assert forecast.recommended_budget == max(forecast.rows, key=lambda row: row.forecast_speedup).budget
 
 
 def test_forecast_refuses_bad_settings():
