@@ -28,24 +28,29 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import reduce
-from typing import ClassVar
 
 import numpy as np
 
+from decoders.engine_results import (
+    EngineBenchDocument,
+    EngineBenchRow,
+    EngineForecast,
+    PeerRate,
+    PlainRuns,
+    ServerBench,
+)
 from decoders.engines.base import EngineSampling, add_counters, capability
-from decoders.results import ResultRow
 from plumbing.timing import host, speedup_interval, units_needed
 from plumbing.validation import as_int, as_real
 from spectheory.cost_checks import CostChecks, check_costs, sweep_check
 from spectheory.costs import forecast_speedup, width_priced
 from spectheory.intervals import covers, forecast_interval, jackknife_error, leave_one_out
-from spectheory.optimum import best_gamma_row
+from spectheory.optimum import best_gamma_row, row_value
 from spectheory.recommendation import from_sweep, recommendation_words
 
 __all__ = [
-    "EngineBenchRow",
     "engine_bench",
     "engine_bench_lines",
     "server_bench",
@@ -138,50 +143,6 @@ def round_residual(runs: list) -> float:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class EngineBenchRow(ResultRow):
-    """One gamma of ``bench --engine`` (module docstring): the engine's decode speedup over its plain decoding
-    (seconds per token after the first; medians over repeats), its spread and 95% interval, the model's prediction
-    at the run's own counters and costs (a diagnostic), the forecast's from other prompts where one was made, and the
-    engine's counters of the run. Fields added since the first benches are None in older files; the forecast's are
-    absent from a row without a forecast."""
-
-    gamma: int
-    speedup: float
-    speedup_spread: list  # [min, median, max] over repeats
-    speedup_interval: list | None = None  # 95% bootstrap over repeats and prompts
-    prompts_for_3_percent: int | None = None
-    predicted_speedup: float
-    predicted_over_measured: float
-    forecast_speedup: float | None = None
-    forecast_standard_error: float | None = None  # the jackknife's over the forecast's prompts
-    forecast_over_measured: float | None = None
-    forecast_tokens_per_iteration: float | None = None
-    forecast_inside_interval: bool | None = None
-    forecast_interval: list | None = None
-    forecast_covered: bool | None = None
-    tokens_per_iteration: float
-    mean_proposal_length: float
-    alpha: float | None
-    alpha_standard_error: float | None
-    acceptance_rate: float | None = None
-    seconds_per_iteration_predicted: float
-    counters: dict  # the engine's own, over the run
-    greedy_equal_to_plain: bool | None  # None when sampled (T > 0)
-    decode_seconds: list  # per repeat
-    tokens_per_second: float
-
-    OPTIONAL: ClassVar[tuple] = (
-        "forecast_speedup",
-        "forecast_standard_error",
-        "forecast_over_measured",
-        "forecast_tokens_per_iteration",
-        "forecast_inside_interval",
-        "forecast_interval",
-        "forecast_covered",
-    )
-
-
 def _row(
     gamma: int, plain: list, runs: list, costs: dict, forecast: dict | None = None, greedy: bool = True
 ) -> EngineBenchRow:
@@ -248,7 +209,9 @@ def _forecast_fields(forecast: dict | None, measured: float, interval: list) -> 
     }
 
 
-def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling, passes: int) -> dict:
+def _forecast(
+    engine, prompts: list, gammas: list, tokens: int, sampling: EngineSampling, passes: int
+) -> EngineForecast:
     """The forecast's measurements on ``prompts`` that the bench does not time: each gamma's counters (summed and per
     prompt) from untimed runs of every prompt, counted on the last of ``passes`` (2 for an engine that remembers its
     earlier answers, as the bench sends its prompts once in the warm-up and again in every repeat), and the engine's
@@ -270,30 +233,30 @@ def _forecast(engine, prompts: list, gammas: list, tokens: int, sampling: Engine
             for counters, decode in zip(run["by_prompt"], run["decodes"])
         ]
         costs = dict(costs, t_round=round_residual(beside), t_round_cost_prompt=costs["t_round"])
-    return {
-        "prompts": len(prompts),
-        "prompt_tokens": [len(p) for p in prompts],
-        "passes": passes,
-        "cost_timings": len(timed),  # one beside each gamma's runs (files before 2026-12-07, 14:00: one in all)
-        "costs": costs,
-        "counters": {gamma: run["counters"] for gamma, run in runs.items()},
-        "by_prompt": {gamma: run["by_prompt"] for gamma, run in runs.items()},
-        "seconds": time.perf_counter() - started,
-    }
+    return EngineForecast(
+        prompts=len(prompts),
+        prompt_tokens=[len(p) for p in prompts],
+        passes=passes,
+        cost_timings=len(timed),  # one beside each gamma's runs (files before 2026-12-07, 14:00: one in all)
+        costs=costs,
+        counters={gamma: run["counters"] for gamma, run in runs.items()},
+        by_prompt={gamma: run["by_prompt"] for gamma, run in runs.items()},
+        seconds=time.perf_counter() - started,
+    )
 
 
-def _forecast_checks(ahead: dict, rows: list, t_step: float) -> dict:
-    """The checks of the forecast's costs (``spectheory.cost_checks``): its verify calls' widths, tokens per round,
-    every forecast under its ceiling, and its plain step against the plain runs' ``t_step`` (the sweep's, which
-    decides whether the forecast is shown, never its value); {"checks", "withheld": the line or ''}."""
-    step = plain_step(ahead["costs"])
+def _forecast_checks(ahead: EngineForecast, rows: list, t_step: float) -> EngineForecast:
+    """``ahead`` with the checks of its costs (``spectheory.cost_checks``): its verify calls' widths, tokens per
+    round, every forecast under its ceiling, and its plain step against the plain runs' ``t_step`` (the sweep's, which
+    decides whether the forecast is shown, never its value), and the line that withholds it ('' where they pass)."""
+    step = plain_step(ahead.costs)
     checks = check_costs(
         step,
-        ahead["costs"]["t_verify"],
-        tokens={row["gamma"]: row["forecast_tokens_per_iteration"] for row in rows},
-        speedups={row["gamma"]: row["forecast_speedup"] for row in rows},
+        ahead.costs["t_verify"],
+        tokens={row.gamma: row.forecast_tokens_per_iteration for row in rows},
+        speedups={row.gamma: row.forecast_speedup for row in rows},
     ) + CostChecks((sweep_check(step, t_step),))
-    return {"checks": checks.as_dict(), "withheld": checks.line()}
+    return replace(ahead, checks=checks, withheld=checks.line())
 
 
 def check_benchable(engine) -> None:
@@ -318,7 +281,7 @@ def engine_bench(
     forecast_prompts: list | None = None,
     peers: dict | None = None,
     progress=None,
-) -> dict:
+) -> EngineBenchDocument:
     """The bench document of ``engine`` on ``prompts`` (lists of ids) at ``temperature`` (0: greedy; above, pure
     sampling, prompt i seeded i): plain and every gamma interleaved per repeat, the costs measured at the start of
     each repeat (module docstring). With ``forecast_prompts`` (other prompts, lists of ids), first the forecast: the
@@ -365,65 +328,64 @@ def engine_bench(
             plain,
             runs[gamma],
             costs,
-            ahead
-            and {"costs": ahead["costs"], "counters": ahead["counters"][gamma], "by_prompt": ahead["by_prompt"][gamma]},
+            ahead and {"costs": ahead.costs, "counters": ahead.counters[gamma], "by_prompt": ahead.by_prompt[gamma]},
             greedy=sampling.temperature == 0,
-        ).as_dict()  # the document's: the recommendation rule reads documents
+        )
         for gamma in gammas
     ]
     t_step = statistics.median(p["decode"] / (p["tokens"] - len(p["rows"])) for p in plain)
     if ahead:
-        ahead = dict(ahead, **_forecast_checks(ahead, rows, t_step))
+        ahead = _forecast_checks(ahead, rows, t_step)
     pick = (
-        best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}] + rows, "forecast_speedup")["gamma"]
-        if ahead and not ahead["withheld"]
+        row_value(best_gamma_row([{"gamma": 0, "forecast_speedup": 1.0}, *rows], "forecast_speedup"), "gamma")
+        if ahead and not ahead.withheld
         else None
     )
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
     settings = capability(engine, "settings")
     settings = settings() if settings else {}
     version = capability(engine, "version")
-    return {
-        "engine": engine.name,
-        "model": engine.model_path.name,
-        "threads": settings.get("threads"),
-        "engine_settings": settings,
-        "engine_version": version() if version else None,
-        "temperature": sampling.temperature,
-        "batch_size": 1,
-        "dtype": settings.get("dtype", "GGUF quantized (llama.cpp kernels)"),
-        "device": "cpu",
-        "repeats": repeats,
-        "warmup": warmup,
-        "prompts": len(prompts),
-        "prompt_tokens": [len(p) for p in prompts],
-        "repeated_prompts": repeated,
-        "max_new_tokens": max_new_tokens,
-        "costs": dict(costs, t_step=t_step, t_plain=plain_step(costs)),
-        "plain_step_model_over_measured": plain_step(costs) / t_step,
-        "plain_step_model_spread": _spread([plain_step(c) for c in measured_costs]),
-        "plain": {
-            "tokens_per_second": 1 / t_step,
-            "decode_seconds": [p["decode"] for p in plain],
-            "prefill_seconds": [p["prefill"] for p in plain],
-        },
-        "rows": rows,
-        "recommended_gamma": recommended.gamma,
-        "recommendation": recommended.as_dict(),
-        "forecast_gamma": pick,
-        "environment": host(),
-        "forecast": ahead,
-        "peers": {
-            name: {"tokens_per_second": statistics.median(rates), "spread": _spread(rates)}
+    return EngineBenchDocument(
+        engine=engine.name,
+        model=engine.model_path.name,
+        threads=settings.get("threads"),
+        engine_settings=settings,
+        engine_version=version() if version else None,
+        temperature=sampling.temperature,
+        batch_size=1,
+        dtype=settings.get("dtype", "GGUF quantized (llama.cpp kernels)"),
+        device="cpu",
+        repeats=repeats,
+        warmup=warmup,
+        prompts=len(prompts),
+        prompt_tokens=[len(p) for p in prompts],
+        repeated_prompts=repeated,
+        max_new_tokens=max_new_tokens,
+        costs=dict(costs, t_step=t_step, t_plain=plain_step(costs)),
+        plain_step_model_over_measured=plain_step(costs) / t_step,
+        plain_step_model_spread=_spread([plain_step(c) for c in measured_costs]),
+        plain=PlainRuns(
+            tokens_per_second=1 / t_step,
+            decode_seconds=[p["decode"] for p in plain],
+            prefill_seconds=[p["prefill"] for p in plain],
+        ),
+        rows=tuple(rows),
+        recommended_gamma=recommended.gamma,
+        recommendation=recommended,
+        forecast_gamma=pick,
+        environment=host(),
+        forecast=ahead,
+        peers={
+            name: PeerRate(tokens_per_second=statistics.median(rates), spread=_spread(rates))
             for name, rates in peer_rates.items()
         },
-        "sweep_seconds": time.perf_counter() - swept,
-    }
+        sweep_seconds=time.perf_counter() - swept,
+    )
 
 
 def server_bench(
     speculating, plain, prompts: list, *, max_new_tokens: int, repeats: int, warmup: int = 1, progress=None
-) -> dict:
+) -> ServerBench:
     """Two OpenAI-compatible servers of one model, one speculating and one not (a server's own setting), timed
     on greedy completions of ``prompts`` (texts) interleaved over repeats: seconds per generated token of
     each, end to end (prefill and HTTP included), and their ratio. Servers report no costs, so there is no
@@ -441,95 +403,104 @@ def server_bench(
             if progress:
                 progress(1)
     ratios = [p / s for p, s in zip(seconds["plain"], seconds["speculating"])]
-    return {
-        "engine": speculating.name,
-        "against": plain.name,
-        "temperature": 0.0,
-        "batch_size": 1,
-        "repeats": repeats,
-        "warmup": warmup,
-        "prompts": len(prompts),
-        "max_new_tokens": max_new_tokens,
-        "seconds_per_token": seconds,
-        "speedup": statistics.median(ratios),
-        "speedup_spread": _spread(ratios),
-        "greedy_equal": rows["plain"] == rows["speculating"],
-        "environment": host(),
-    }
+    return ServerBench(
+        engine=speculating.name,
+        against=plain.name,
+        temperature=0.0,
+        batch_size=1,
+        repeats=repeats,
+        warmup=warmup,
+        prompts=len(prompts),
+        max_new_tokens=max_new_tokens,
+        seconds_per_token=seconds,
+        speedup=statistics.median(ratios),
+        speedup_spread=_spread(ratios),
+        greedy_equal=rows["plain"] == rows["speculating"],
+        environment=host(),
+    )
 
 
-def engine_bench_lines(document: dict) -> list:
+def engine_bench_lines(document: EngineBenchDocument) -> list:
+    """The bench as printed lines: the engine's plain rate beside ours and its peers', its cost model's plain step,
+    then per gamma the forecast and the measurement, and the recommendation."""
+    d, plain, costs = document, document.plain, document.costs
     lines = [
-        f"{document['engine']} ({document['model']}, {document['threads']} threads, {document['cpu']}): plain "
-        f"{document['plain']['tokens_per_second']:.1f} tokens/s; our reference autoregressive decoder "
-        f"{document['ours_tokens_per_second']:.1f} tokens/s on the same model (the engine "
-        f"{document['plain']['tokens_per_second'] / document['ours_tokens_per_second']:.2f}x faster per token)",
-        f"cost model's plain step {document['costs']['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
-        f"measured beside each repeat), the plain runs' {document['costs']['t_step'] * 1e3:.2f} ms: ratio "
-        f"{document['plain_step_model_over_measured']:.3f}",
+        f"{d.engine} ({d.model}, {d.threads} threads, {d.cpu}): plain "
+        f"{plain.tokens_per_second:.1f} tokens/s; our reference autoregressive decoder "
+        f"{d.ours_tokens_per_second:.1f} tokens/s on the same model (the engine "
+        f"{plain.tokens_per_second / d.ours_tokens_per_second:.2f}x faster per token)",
+        f"cost model's plain step {costs['t_plain'] * 1e3:.2f} ms (t_verify(1) + t_sample, costs "
+        f"measured beside each repeat), the plain runs' {costs['t_step'] * 1e3:.2f} ms: ratio "
+        f"{d.plain_step_model_over_measured:.3f}",
     ]
-    for name, peer in document.get("peers", {}).items():
-        low, _, high = peer["spread"]
+    for name, peer in (d.peers or {}).items():
+        low, _, high = peer.spread
         lines.append(
-            f"{name}, plain, the same prompts in the same repeats: {peer['tokens_per_second']:.1f} tokens/s "
+            f"{name}, plain, the same prompts in the same repeats: {peer.tokens_per_second:.1f} tokens/s "
             f"({low:.1f}-{high:.1f})"
         )
-    if document.get("repeated_prompts"):
+    if d.repeated_prompts:
         lines.append(
-            f"{document['engine']} drafts from its own earlier answers: the bench sends each prompt in the warm-up "
+            f"{d.engine} drafts from its own earlier answers: the bench sends each prompt in the warm-up "
             f"and again in every repeat, so it measures prompts answered before (the forecast counts its prompts' "
             f"second pass), not fresh ones"
         )
-    forecast = document.get("forecast")
-    withheld = (forecast or {}).get("withheld")
+    forecast = d.forecast
+    withheld = forecast.withheld if forecast else None
     if withheld:
         lines.append(withheld)
-    if forecast and "t_round_cost_prompt" in forecast["costs"]:
+    if forecast and "t_round_cost_prompt" in forecast.costs:
         lines.append(
-            f"the forecast's rounds cost {forecast['costs']['t_round'] * 1e3:.1f} ms beyond their calls, measured "
-            f"along its own runs (its cost prompt's: {forecast['costs']['t_round_cost_prompt'] * 1e3:.1f} ms)"
+            f"the forecast's rounds cost {forecast.costs['t_round'] * 1e3:.1f} ms beyond their calls, measured "
+            f"along its own runs (its cost prompt's: {forecast.costs['t_round_cost_prompt'] * 1e3:.1f} ms)"
         )
-    for row in document["rows"]:
-        low, _, high = row["speedup_spread"]
-        alpha = (
-            f"alpha {row['alpha']:.3f}"
-            if row["alpha"] is not None
-            else "acceptance rate " + ("n/a" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.3f}")
-        )
-        bottom, top = row["speedup_interval"]
-        if "forecast_speedup" in row and not withheld:
-            lines.append(
-                f"gamma {row['gamma']}: forecast {row['forecast_speedup']:.3f}x from other prompts "
-                + (
-                    "(95% interval {:.3f}-{:.3f}; ".format(*row["forecast_interval"])
-                    if "forecast_interval" in row
-                    else "("
-                )
-                + f"forecast / measured {row['forecast_over_measured']:.3f}, "
-                f"{'inside' if row['forecast_inside_interval'] else 'outside'} the measured 95% interval)"
-            )
-        lines.append(
-            f"gamma {row['gamma']}: measured {row['speedup']:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
-            f"{bottom:.3f}-{top:.3f}, +-3% would take {row['prompts_for_3_percent']} prompts); the model at "
-            f"these runs' counters (a diagnostic) {row['predicted_speedup']:.3f}x (ratio "
-            f"{row['predicted_over_measured']:.3f}); "
-            f"{row['tokens_per_iteration']:.2f} tokens per call, proposals {row['mean_proposal_length']:.2f} "
-            f"tokens, {alpha}; "
-            + (
-                "sampled (T > 0): no greedy comparison"
-                if row["greedy_equal_to_plain"] is None
-                else f"greedy equal to plain: {row['greedy_equal_to_plain']}"
-            )
-        )
+    lines += [line for row in d.rows for line in _row_lines(row, withheld)]
     lines.append(
         "recommended: "
-        + recommendation_words(document["recommendation"])
+        + recommendation_words(d.recommendation.as_dict())
         + (
-            f"; the forecast from {forecast['prompts']} other prompt{'s' if forecast['prompts'] != 1 else ''} "
-            f"({forecast['seconds']:.1f} s; the bench {document['sweep_seconds']:.1f} s) picked "
-            + ("do not speculate" if document["forecast_gamma"] == 0 else f"gamma {document['forecast_gamma']}")
+            f"; the forecast from {forecast.prompts} other prompt{'s' if forecast.prompts != 1 else ''} "
+            f"({forecast.seconds:.1f} s; the bench {d.sweep_seconds:.1f} s) picked "
+            + ("do not speculate" if d.forecast_gamma == 0 else f"gamma {d.forecast_gamma}")
             if forecast and not withheld
             else "; no forecast made"
+        )
+    )
+    return lines
+
+
+def _row_lines(row: EngineBenchRow, withheld: str | None) -> list:
+    """One gamma's lines: its forecast (where made and shown), then its measurement and the model beside."""
+    low, _, high = row.speedup_spread
+    alpha = (
+        f"alpha {row.alpha:.3f}"
+        if row.alpha is not None
+        else "acceptance rate " + ("n/a" if row.acceptance_rate is None else f"{row.acceptance_rate:.3f}")
+    )
+    bottom, top = row.speedup_interval
+    lines = []
+    if row.forecast_speedup is not None and not withheld:
+        lines.append(
+            f"gamma {row.gamma}: forecast {row.forecast_speedup:.3f}x from other prompts "
+            + (
+                "(95% interval {:.3f}-{:.3f}; ".format(*row.forecast_interval)
+                if row.forecast_interval is not None
+                else "("
+            )
+            + f"forecast / measured {row.forecast_over_measured:.3f}, "
+            f"{'inside' if row.forecast_inside_interval else 'outside'} the measured 95% interval)"
+        )
+    lines.append(
+        f"gamma {row.gamma}: measured {row.speedup:.3f}x ({low:.3f}-{high:.3f}; 95% interval "
+        f"{bottom:.3f}-{top:.3f}, +-3% would take {row.prompts_for_3_percent} prompts); the model at "
+        f"these runs' counters (a diagnostic) {row.predicted_speedup:.3f}x (ratio "
+        f"{row.predicted_over_measured:.3f}); "
+        f"{row.tokens_per_iteration:.2f} tokens per call, proposals {row.mean_proposal_length:.2f} "
+        f"tokens, {alpha}; "
+        + (
+            "sampled (T > 0): no greedy comparison"
+            if row.greedy_equal_to_plain is None
+            else f"greedy equal to plain: {row.greedy_equal_to_plain}"
         )
     )
     return lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.alpha import MAX_PROMPTS
@@ -124,10 +124,10 @@ def _two_servers(spec: str, against: str, texts: list, runs: dict) -> tuple:
     """Two servers by URL, end to end (``decoders.engines.bench.server_bench``)."""
     with progress_bar(None, total=2 * (runs["repeats"] + runs["warmup"]), desc="server bench", unit="run") as bar:
         document = server_bench(open_engine(spec), open_engine(against), texts, progress=bar.update, **runs)
-    low, _, high = document["speedup_spread"]
+    low, _, high = document.speedup_spread
     return document, [
-        f"{document['engine']} against {document['against']}: {document['speedup']:.3f}x "
-        f"({low:.3f}-{high:.3f}) end to end per token; greedy text equal: {document['greedy_equal']}"
+        f"{document.engine} against {document.against}: {document.speedup:.3f}x "
+        f"({low:.3f}-{high:.3f}) end to end per token; greedy text equal: {document.greedy_equal}"
     ]
 
 
@@ -204,7 +204,7 @@ def engine_bench(run: EngineBenchRun, *, out=None, command=None) -> tuple:
         tokenizer = inputs.tokenizer or character_tokenizer()
         texts = [tokenizer.decode(row.tolist()) for row in benchmark_prompts(inputs, task, prompts, length, seed)]
         document, lines = _two_servers(run.spec, run.against, texts, runs)
-        return _written(dict(document, task=task), lines, out, command)
+        return _written(replace(document, task=task).as_dict(), lines, out, command)
     engine = open_engine(run.spec, gguf=target)
     check_benchable(engine)  # before any run: what the bench reads of an engine
     if is_spec_bench(task):
@@ -224,9 +224,10 @@ def engine_bench(run: EngineBenchRun, *, out=None, command=None) -> tuple:
             peers=_peers(engine, target),
             **runs,
         )
-    document.update(
+    document = replace(
+        document,
         task=task,
-        cpu=document["environment"]["host"]["cpu"],
+        cpu=document.environment["host"]["cpu"],
         ours_tokens_per_second=_ours_tokens_per_second(inputs.target, rows, run.max_new_tokens),
     )
-    return _written(document, engine_bench_lines(document), out, command)
+    return _written(document.as_dict(), engine_bench_lines(document), out, command)

@@ -16,6 +16,7 @@ from decoders.bench.spec_bench.questions import LABELS, spec_bench_categories, s
 from decoders.bench.spec_bench.run import ALL, SUITE_SETTINGS, SpecBenchRun
 from decoders.bench.spec_bench.suite import DYNAMIC, ENGINE_GAMMAS, spec_bench_document, suite_drafts
 from decoders.bench.spec_bench.table import prompt_counts
+from decoders.engine_results import EngineBenchDocument
 from decoders.engines import open_engine
 from decoders.engines.base import DEFAULT_CONTEXT, capability
 from decoders.engines.bench import engine_bench
@@ -33,26 +34,26 @@ WHOLE_TABLE = SpecBenchRun(target="smollm2", forecast_questions=SPEC_BENCH_FOREC
 ENGINE_LABELS = {"llama-cpp": "llama.cpp prompt lookup"}
 
 
-def _engine_row(category: str, document: dict, questions: list, label: str) -> TableRow:
-    """One category's best measured gamma of an engine's bench ``document`` as a table row (the prediction: the
-    engine's)."""
-    best = best_gamma_row(document["rows"])
+def _engine_row(category: str, document: EngineBenchDocument, label: str) -> TableRow:
+    """One category's best measured gamma of an engine's bench ``document`` (with the category's questions) as a table
+    row (the prediction: the engine's)."""
+    best = best_gamma_row(document.rows)
     return TableRow(
         category=category,
         label=LABELS[category],
         draft=label,
-        **prompt_counts(questions),
-        setting=f"gamma {best['gamma']}",
-        gamma=best["gamma"],
-        mean_acceptance_length=best["tokens_per_iteration"],
-        acceptance_rate=best["acceptance_rate"],
-        alpha=best["alpha"],
-        speedup=best["speedup"],
-        speedup_spread=best["speedup_spread"],
-        calibrated_speedup=best["predicted_speedup"],
-        calibrated_over_measured=best["predicted_over_measured"],
-        forecast_speedup=best.get("forecast_speedup"),
-        greedy_equal=all(row["greedy_equal_to_plain"] for row in document["rows"]),
+        **prompt_counts(document.questions),
+        setting=f"gamma {best.gamma}",
+        gamma=best.gamma,
+        mean_acceptance_length=best.tokens_per_iteration,
+        acceptance_rate=best.acceptance_rate,
+        alpha=best.alpha,
+        speedup=best.speedup,
+        speedup_spread=best.speedup_spread,
+        calibrated_speedup=best.predicted_speedup,
+        calibrated_over_measured=best.predicted_over_measured,
+        forecast_speedup=best.forecast_speedup,
+        greedy_equal=all(row.greedy_equal_to_plain for row in document.rows),
     )
 
 
@@ -82,12 +83,8 @@ def engine_table(engine, tokenizer, run: SpecBenchRun) -> EngineTable:
                 forecast_prompts=others or None,
                 progress=bar.update,
             )
-        categories[category] = dict(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
-        rows.append(
-            _engine_row(
-                category, document, categories[category]["questions"], ENGINE_LABELS.get(engine.name, engine.name)
-            )
-        )
+        categories[category] = replace(document, label=LABELS[category], questions=[p.as_dict() for p in questions])
+        rows.append(_engine_row(category, categories[category], ENGINE_LABELS.get(engine.name, engine.name)))
     return EngineTable(
         task=run.task,
         engine=engine.name,

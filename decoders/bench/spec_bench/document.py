@@ -6,13 +6,14 @@ and, where the table was forecast first, the category's forecast judged on it (`
 beside ours (``EngineTable``); and the report's answer (``SpecBenchAnswer``, ``decoders.bench.spec_bench.recommend``).
 ``as_dict`` is the JSON edge and ``from_dict`` reads every committed vintage (forecasts made before the checks, tables
 made before the forecast or the sweep's seconds). The prompts stay as recorded: {prompt room: [question, tokens,
-cut]}; an engine's per-category runs are ``decoders.engines.bench.engine_bench``'s documents."""
+cut]}."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from decoders.bench.rows import BenchRow, DynamicTreeRow, ForecastRow, TableRow
+from decoders.engine_results import EngineBenchDocument
 from decoders.results import ResultRow
 from plumbing.outputs import without_provenance
 from spectheory.cost_checks import CostChecks
@@ -310,24 +311,31 @@ class TableForecast(ResultRow):
 @dataclass(frozen=True, kw_only=True)
 class EngineTable(ResultRow):
     """A serving engine's rows on the same categories (``decoders.jobs.spec_bench.engine_table``): per category its
-    bench document with the category's label and questions, and a ``TableRow`` per category at its best gamma."""
+    bench document (``EngineBenchDocument``) with the category's label and questions, and a ``TableRow`` per category
+    at its best gamma."""
 
     task: str
     engine: str
     model: str
     prompt_room: int
-    categories: dict  # category -> decoders.engines.bench.engine_bench's document, label, questions
+    categories: dict  # category -> EngineBenchDocument, with the category's label and questions
     table: tuple  # of TableRow
     seconds: float | None = None  # None in an engine's own table (bench --engine E --task spec-bench)
 
     OPTIONAL = ("seconds",)
 
     def as_dict(self) -> dict:
-        return dict(super().as_dict(), table=[row.as_dict() for row in self.table])
+        return dict(super().as_dict(), categories=_shown(self.categories), table=[row.as_dict() for row in self.table])
 
     @classmethod
     def from_dict(cls, saved: dict) -> EngineTable:
-        return cls(**dict(without_provenance(saved), table=tuple(map(TableRow.from_dict, saved["table"]))))
+        return cls(
+            **dict(
+                without_provenance(saved),
+                categories=_typed(saved["categories"], EngineBenchDocument),
+                table=tuple(map(TableRow.from_dict, saved["table"])),
+            )
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,12 +1,12 @@
-"""The bench's typed documents (decoders.bench.documents) against every committed file that holds one: a gamma sweep
-(``BenchReport``), tree against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a draft of another
-tokenizer (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), Spec-Bench's table, an engine's
-rows of it and the report's answer on it (``decoders.bench.spec_bench.document``), alpha and alpha under lenience,
-wherever they sit in a file (a
-report's part, a figure's list, the bench command's document, read whole as a ``BenchDocument``). Each reads back
-and, through the JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a
-null is the same as an absent key). Controls: a lost value is named, and a document with a key the type does not know
-is refused."""
+"""The typed documents against every committed file that holds one, wherever they sit in a file (a report's part, a
+figure's list, the bench command's document, read whole as a ``BenchDocument``): a gamma sweep (``BenchReport``), tree
+against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a draft of another tokenizer
+(``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), alpha and alpha under lenience, blockwise
+decoding and the real-model table (``decoders.bench.documents``); Spec-Bench's table, an engine's rows of it and the
+report's answer on it (``decoders.bench.spec_bench.document``); the device check (``decoders.bench.device_document``);
+an engine's bench and two servers' (``decoders.engine_results``). Each reads back and, through the JSON edge, gives
+every value it held again (a key a vintage lacked is written with its default; a null is the same as an absent key).
+Controls: a lost value is named, and a document with a key the type does not know is refused."""
 
 import json
 from pathlib import Path
@@ -27,12 +27,17 @@ from decoders.bench.documents import (
     TreeBench,
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
+from decoders.engine_results import EngineBenchDocument, ServerBench
 from spectheory.costs import PROFILE_KIND
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if {"engine", "plain", "costs", "rows"} <= set(part):
+        return EngineBenchDocument
+    if {"engine", "against", "seconds_per_token"} <= set(part):
+        return ServerBench
     if part.get("kind") == "spectheory device check":
         return DeviceCheckDocument
     if {"corpus_fingerprint", "alpha_text", "cells"} <= set(part):
@@ -110,6 +115,8 @@ def test_documents_found():
         "BlockwiseDocument": 1,
         "RealModelDocument": 1,
         "DeviceCheckDocument": 5,
+        "EngineBenchDocument": 52,
+        "ServerBench": 1,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 

@@ -3,6 +3,8 @@ forecast from call costs and counters, the forecast's jackknife over its prompts
 drafted, sampled benches, an engine that remembers its answers, the checks that withhold a forecast, and the
 measured speedup's interval against its coverage."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from engine_standin import MarkovEngine
@@ -38,8 +40,8 @@ def test_server_bench_against_stand_in_costs():
         repeats=3,
         warmup=1,
     )
-    assert document["speedup"] == pytest.approx(2.0) and document["speedup_spread"] == pytest.approx([2.0] * 3)
-    assert document["greedy_equal"] and document["repeats"] == 3 and len(document["seconds_per_token"]["plain"]) == 3
+    assert document.speedup == pytest.approx(2.0) and document.speedup_spread == pytest.approx([2.0] * 3)
+    assert document.greedy_equal and document.repeats == 3 and len(document.seconds_per_token["plain"]) == 3
 
 
 def test_engine_bench_prediction_against_hand_computation():
@@ -134,17 +136,17 @@ def test_engine_bench_forecast_against_other_prompts():
     )
     # the forecast's costs timed beside each of its 2 gammas' runs, then the bench's beside each repeat
     assert engine.costed[:2] == [[7, 8, 9]] * 2 and all(ids == [1, 2, 3] for ids in engine.costed[2:])
-    forecast = document["forecast"]
-    for row in document["rows"]:
-        expected = predicted_round(forecast["counters"][row["gamma"]], forecast["costs"])[3]
-        assert row["forecast_speedup"] == pytest.approx(expected)
-    best = max(document["rows"], key=lambda row: (row["forecast_speedup"], -row["gamma"]))
-    assert document["forecast_gamma"] == (best["gamma"] if best["forecast_speedup"] > 1 else 0)
-    assert document["recommendation"] == from_sweep(document["rows"], document["forecast_gamma"]).as_dict()
-    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    forecast = document.forecast
+    for row in document.rows:
+        expected = predicted_round(forecast.counters[row.gamma], forecast.costs)[3]
+        assert row.forecast_speedup == pytest.approx(expected)
+    best = max(document.rows, key=lambda row: (row.forecast_speedup, -row.gamma))
+    assert document.forecast_gamma == (best.gamma if best.forecast_speedup > 1 else 0)
+    assert document.recommendation == from_sweep(document.rows, document.forecast_gamma)
+    document = replace(document, ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     printed = "\n".join(engine_bench_lines(document))
-    assert "; the forecast from 1 other prompt (" in printed and f"picked gamma {best['gamma']}" in printed
-    assert forecast["checks"]["passed"] and not forecast["withheld"]
+    assert "; the forecast from 1 other prompt (" in printed and f"picked gamma {best.gamma}" in printed
+    assert forecast.checks.passed and not forecast.withheld
     with pytest.raises(ValueError, match="share a prompt"):
         engine_bench(engine, [[1, 2, 3]], gammas=[2], max_new_tokens=12, repeats=1, forecast_prompts=[[1, 2, 3]])
 
@@ -169,12 +171,12 @@ def test_engine_bench_withholds_a_forecast_whose_costs_failed_against_shown():
         [[1, 2, 3], [4, 5, 6]],
         **TWO_GAMMAS,
     )
-    withheld = document["forecast"]["withheld"]
-    (sweep,) = [check for check in document["forecast"]["checks"]["checks"] if check["name"] == "sweep"]
+    withheld = document.forecast.withheld
+    (sweep,) = [check for check in document.forecast.checks.as_dict()["checks"] if check["name"] == "sweep"]
     assert sweep["value"] == pytest.approx(4.4 * 11 / 12)  # the runs' step: 12 tokens' seconds over the 11 after one
     assert withheld.startswith("forecast withheld: the forecast's decoding step took 4.03 times the sweep's")
-    assert document["forecast_gamma"] is None and document["recommendation"] == from_sweep(document["rows"]).as_dict()
-    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert document.forecast_gamma is None and document.recommendation == from_sweep(document.rows)
+    document = replace(document, ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     printed = engine_bench_lines(document)
     assert withheld in printed and not any("forecast / measured" in line for line in printed)
 
@@ -259,15 +261,15 @@ def test_forecast_round_cost_against_its_own_runs():
     from decoders.engines.bench import engine_bench, engine_bench_lines, round_residual
 
     along = engine_bench(_ResidualEngine(along=True), [[1, 2, 3]], **TWO_GAMMAS)
-    assert along["forecast"]["costs"]["t_round"] == pytest.approx(0.003)
-    assert along["forecast"]["costs"]["t_round_cost_prompt"] == pytest.approx(0.050)
-    assert along["rows"][0]["forecast_speedup"] == pytest.approx(2 * 10 / 17)
-    assert along["costs"]["t_round"] == pytest.approx(0.050)  # the bench's own costs: the cost prompt's, unchanged
-    along.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert along.forecast.costs["t_round"] == pytest.approx(0.003)
+    assert along.forecast.costs["t_round_cost_prompt"] == pytest.approx(0.050)
+    assert along.rows[0].forecast_speedup == pytest.approx(2 * 10 / 17)
+    assert along.costs["t_round"] == pytest.approx(0.050)  # the bench's own costs: the cost prompt's, unchanged
+    along = replace(along, ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     assert "rounds cost 3.0 ms beyond their calls" in "\n".join(engine_bench_lines(along))
     kept = engine_bench(_ResidualEngine(along=False), [[1, 2, 3]], **TWO_GAMMAS)
-    assert kept["forecast"]["costs"]["t_round"] == pytest.approx(0.050)
-    assert kept["rows"][0]["forecast_speedup"] == pytest.approx(2 * 10 / 64)
+    assert kept.forecast.costs["t_round"] == pytest.approx(0.050)
+    assert kept.rows[0].forecast_speedup == pytest.approx(2 * 10 / 64)
     fast = {"num_draft_tokens": 20, "num_accepted_tokens": 5, "rounds": 10}  # 16 ms a round by the model
     assert round_residual([(fast, 0.150, COSTS)]) == 0.0  # faster than its calls: clamped at 0
 
@@ -300,7 +302,7 @@ def test_forecast_round_cost_against_costs_timed_beside_its_runs():
     from decoders.engines.bench import engine_bench, round_residual
 
     document = engine_bench(_DriftingEngine(), [[1, 2, 3]], **TWO_GAMMAS)
-    assert document["forecast"]["costs"]["t_round"] == pytest.approx(0.003)
+    assert document.forecast.costs["t_round"] == pytest.approx(0.003)
     first = _CountingEngine().call_costs([7, 8, 9], 5)
     counters = {"num_draft_tokens": 16, "num_accepted_tokens": 8, "rounds": 4}
     assert round_residual([(counters, 1.3 * 4 * 0.018 + 4 * 0.003, first)]) == pytest.approx(0.0084)
@@ -352,11 +354,11 @@ def test_sampled_engine_bench_against_its_seeds():
     document = engine_bench(engine, [[1, 2, 3], [4, 5, 6], [7, 8]], temperature=1.0, **settings)
     assert {temperature for temperature, _, _ in engine.calls} == {1.0}
     assert [seed for _, seed, _ in engine.calls] == [0, 1, 2] * 2 * 3  # 3 prompts, 2 paths, 1 + 2 repeats
-    assert document["temperature"] == 1.0 and document["rows"][0]["greedy_equal_to_plain"] is None
-    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert document.temperature == 1.0 and document.rows[0].greedy_equal_to_plain is None
+    document = replace(document, ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     assert "sampled (T > 0): no greedy comparison" in "\n".join(engine_bench_lines(document))
     greedy = engine_bench(_SeedRecordingEngine(), [[1, 2, 3]], **settings)
-    assert greedy["temperature"] == 0.0 and greedy["rows"][0]["greedy_equal_to_plain"] is True
+    assert greedy.temperature == 0.0 and greedy.rows[0].greedy_equal_to_plain is True
     with pytest.raises(ValueError, match="temperature"):
         engine_bench(engine, [[1, 2, 3]], temperature=-1.0, **settings)
 
@@ -391,14 +393,14 @@ def test_remembering_engine_forecast_counts_its_second_pass():
 
     settings = dict(gammas=[2], max_new_tokens=12, repeats=1, warmup=1, forecast_prompts=[[7, 8, 9]])
     document = engine_bench(_RememberingEngine(), [[1, 2, 3]], **settings)
-    assert document["forecast"]["passes"] == 2 and document["repeated_prompts"] is True
-    assert document["forecast"]["counters"][2]["rounds"] == 4
-    assert document["rows"][0]["forecast_tokens_per_iteration"] == pytest.approx(3.0)
-    document.update(ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
+    assert document.forecast.passes == 2 and document.repeated_prompts is True
+    assert document.forecast.counters[2]["rounds"] == 4
+    assert document.rows[0].forecast_tokens_per_iteration == pytest.approx(3.0)
+    document = replace(document, ours_tokens_per_second=1.0, cpu="stand-in", threads=1)
     assert "measures prompts answered before" in "\n".join(engine_bench_lines(document))
     plain = engine_bench(_CountingEngine(), [[1, 2, 3]], **settings)
-    assert plain["forecast"]["passes"] == 1 and plain["repeated_prompts"] is False
-    assert plain["rows"][0]["forecast_tokens_per_iteration"] == pytest.approx(2.0)
+    assert plain.forecast.passes == 1 and plain.repeated_prompts is False
+    assert plain.rows[0].forecast_tokens_per_iteration == pytest.approx(2.0)
 
 
 def test_first_draft_in_batch_against_hand_computation():
