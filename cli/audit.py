@@ -22,6 +22,7 @@ from decoders.audit.setups import MAX_VOCABULARY, TARGETS
 from decoders.audit.statistical import MAX_SAMPLES
 from decoders.audit.tree_mutants import TREE_MUTANTS
 from decoders.drafts import FROM_TARGET, SHIPPED, TINY, draft_names
+from decoders.engine_results import SAMPLE_KEYS
 from decoders.engines import EngineSampling, engine_usages
 from decoders.models.hf_generate import SCHEDULES
 from decoders.policies import POLICIES
@@ -138,8 +139,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if engine_requested(args):
         document, lines = audit_engine(engine_request(args), out=args.out, command=args.command_line)
-        print("\n".join(lines) + (f"\n{json.dumps(document, allow_nan=False)}" if args.json else ""))
-        return 0 if document["passed"] else 1
+        verdict = {key: value for key, value in document.as_dict().items() if key not in SAMPLE_KEYS}
+        print("\n".join(lines) + (f"\n{json.dumps(verdict, allow_nan=False)}" if args.json else ""))
+        return 0 if document.passed else 1
     if args.samples is not None and (args.n is not None or args.horizon is not None):
         raise ValueError("--samples takes n and the horizon from the file: drop --n and --horizon")
     own = next((m.exact for m in MUTANTS if m.name == args.mutant), METHODS[0])  # a bare --exact: the bug's method

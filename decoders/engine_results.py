@@ -1,7 +1,10 @@
 """A serving engine's bench documents, typed, in a module without torch and below the engines' floor, so Spec-Bench's
 table and the figures read them without opening an engine (docs/engines.md, "Bench"; ``decoders.engines.bench``): a
 gamma's row (``EngineBenchRow``), the forecast made first from other prompts (``EngineForecast``), the whole bench of
-one engine (``EngineBenchDocument``) and two servers by URL (``ServerBench``). ``as_dict`` is the JSON edge,
+one engine (``EngineBenchDocument``) and two servers by URL (``ServerBench``); and an engine's audits
+(docs/engines.md §3): greedy with speculation against plain (``EngineGreedyAudit``), two samples
+(``EngineTwoSampleAudit``) and the engine's samples against our model of its file (``EngineModelAudit``), each with the
+samples drawn where the command wrote them beside. ``as_dict`` is the JSON edge,
 ``from_dict`` reads every committed vintage (keys added since the first benches read as None and stay out of the file
 where unset)."""
 
@@ -11,10 +14,31 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from decoders.results import ResultRow
+from plumbing.outputs import without_provenance
 from spectheory.cost_checks import CostChecks
 from spectheory.recommendation import Recommendation
 
-__all__ = ["EngineBenchRow", "EngineForecast", "PlainRuns", "PeerRate", "EngineBenchDocument", "ServerBench"]
+__all__ = [
+    "EngineBenchRow",
+    "EngineForecast",
+    "PlainRuns",
+    "PeerRate",
+    "EngineBenchDocument",
+    "ServerBench",
+    "Diagnosis",
+    "GreedyCheck",
+    "WrongProbability",
+    "ProbabilityCheck",
+    "ProbabilitiesCheck",
+    "BatchShape",
+    "EngineGreedyAudit",
+    "EngineTwoSampleAudit",
+    "EngineModelAudit",
+    "SAMPLE_KEYS",
+]
+
+#: The keys of an audit's samples, written beside its verdict in the file (``--out``) and left out of ``--json``.
+SAMPLE_KEYS = ("rows", "rows_a", "rows_b")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,3 +248,232 @@ class ServerBench(ResultRow):
     task: str | None = None
 
     OPTIONAL: ClassVar[tuple] = ("task",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis(ResultRow):
+    """Why greedy decoding with speculation left plain greedy decoding at ``position``
+    (``decoders.audit.engines.greedy.diagnose_difference``): both tokens, the plain token's logit margin in a one-token
+    and a two-token call, and the verdict (batch-shape numerics, or a bug)."""
+
+    position: int
+    plain_token: int
+    speculative_token: int
+    margin_one_token: float
+    margin_two_tokens: float
+    verdict: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GreedyCheck(ResultRow):
+    """At one gamma: the engine's greedy tokens with speculation equal its plain ones; if not, the first
+    difference and, where the engine gives logits, its ``Diagnosis``; the engine's counters of the run."""
+
+    gamma: int
+    tokens: int
+    equal: bool
+    first_difference: int | None
+    counters: dict
+    diagnosis: Diagnosis | None = None
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), diagnosis=None if self.diagnosis is None else self.diagnosis.as_dict())
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> GreedyCheck:
+        why = saved.get("diagnosis")
+        return cls(**dict(saved, diagnosis=None if why is None else Diagnosis.from_dict(why)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrongProbability(ResultRow):
+    """The first position where a path with speculation reports another log-probability or top list than plain
+    decoding: the token, both log-probabilities and both top lists ([id, log-probability])."""
+
+    position: int
+    token: int
+    plain_logprob: float
+    reported_logprob: float
+    plain_top: list
+    reported_top: list
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbabilityCheck(ResultRow):
+    """One gamma's reported probabilities against plain decoding's: the positions compared, how many and which
+    differ, and the first (``WrongProbability``; None where none does)."""
+
+    gamma: int
+    compared: int
+    wrong: int
+    wrong_positions: list
+    first_wrong: WrongProbability | None
+
+    def as_dict(self) -> dict:
+        first = self.first_wrong
+        return dict(super().as_dict(), first_wrong=None if first is None else first.as_dict())
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> ProbabilityCheck:
+        first = saved.get("first_wrong")
+        return cls(**dict(saved, first_wrong=None if first is None else WrongProbability.from_dict(first)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbabilitiesCheck(ResultRow):
+    """The engine's reported probabilities of its greedy tokens with speculation against without
+    (``decoders.audit.engines.greedy.probabilities_check``): the top entries compared, the tolerance in nats, a
+    ``ProbabilityCheck`` per gamma and the verdict."""
+
+    top: int
+    tolerance: float
+    checks: tuple  # of ProbabilityCheck
+    passed: bool
+
+    def as_dict(self) -> dict:
+        return dict(super().as_dict(), checks=[check.as_dict() for check in self.checks])
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> ProbabilitiesCheck:
+        return cls(**dict(saved, checks=tuple(map(ProbabilityCheck.from_dict, saved["checks"]))))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchShape(ResultRow):
+    """The engine's logits one token per call against ``chunk`` per call
+    (``decoders.audit.engines.greedy.batch_shape_difference``): the positions, the total variation of the two laws at
+    T = 1 per position with its median and max, and the largest logit difference per position."""
+
+    chunk: int
+    positions: int
+    tv_at_t1: list
+    tv_median: float
+    tv_max: float
+    max_logit_difference: list
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineGreedyAudit(ResultRow):
+    """`spectheory audit --engine E --temperature 0` (``decoders.audit.engines.greedy.greedy_audit``): the engine,
+    horizon and prompt (its ids where the engine tokenizes), the plain greedy tokens, a ``GreedyCheck`` per gamma,
+    how many differences batch-shape numerics explain, the verdict, and where the engine gives them its batch-shape
+    numerics and its reported probabilities."""
+
+    engine: str
+    horizon: int
+    prompt: str
+    prompt_ids: list | None
+    plain: list
+    checks: tuple  # of GreedyCheck
+    explained_by_numerics: int
+    passed: bool
+    batch_shape: BatchShape | None = None
+    probabilities: ProbabilitiesCheck | None = None
+
+    OPTIONAL: ClassVar[tuple] = ("batch_shape", "probabilities")
+
+    def as_dict(self) -> dict:
+        shown = dict(super().as_dict(), checks=[check.as_dict() for check in self.checks])
+        for name in self.OPTIONAL:
+            if getattr(self, name) is not None:
+                shown[name] = getattr(self, name).as_dict()
+        return shown
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> EngineGreedyAudit:
+        shape, probabilities = saved.get("batch_shape"), saved.get("probabilities")
+        return cls(
+            **dict(
+                without_provenance(saved),
+                checks=tuple(map(GreedyCheck.from_dict, saved["checks"])),
+                batch_shape=None if shape is None else BatchShape.from_dict(shape),
+                probabilities=None if probabilities is None else ProbabilitiesCheck.from_dict(probabilities),
+            )
+        )
+
+
+_TWO_SAMPLE_ADDED = (
+    "battery",
+    "seconds",
+    "counters",
+    "samples_per_second",
+    "throughput_ratio",
+    "recomputed",
+    "prompt",
+    "prompt_tokens",
+    "setting",
+    "request_fields",
+    "speculate",
+    "engine_settings",
+    "engine_version",
+    "rows_a",
+    "rows_b",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineTwoSampleAudit(ResultRow):
+    """An engine's samples with speculation against a second sample by the two-sample test
+    (``decoders.audit.engines.sampled.two_sample_document``): the test's verdict (``decoders.audit.two_sample``'s
+    fields, its battery's outcomes as they were written), both sides described, the sampling, the samples lost, each
+    side's seconds, counters and rate and their ratio, the engine's version; the rows of both samples where the
+    command wrote them beside. Fields added since the first audits read as None and stay out of the file where unset;
+    the vLLM scripts (results/vllm) recorded their prompt, setting, request fields and speculation beside."""
+
+    test: str
+    n_a: int
+    n_b: int
+    horizon: int
+    level: float
+    token_p: list
+    prefix_p: list
+    prefix_cells: list
+    p_value: float
+    detectable_tv: float
+    passed: bool
+    battery: list | None = None  # decoders.audit.battery.BatteryOutcome.as_dict of each test
+    a: str
+    b: str
+    sampling: str
+    lost: list
+    seconds: list | None = None
+    counters: list | None = None
+    samples_per_second: list | None = None
+    throughput_ratio: float | None = None
+    recomputed: dict | None = None
+    prompt: str | None = None
+    prompt_tokens: int | None = None
+    setting: str | None = None
+    request_fields: dict | None = None
+    speculate: int | None = None
+    engine_settings: dict | None = None
+    engine_version: str | None = None
+    rows_a: list | None = None
+    rows_b: list | None = None
+
+    OPTIONAL: ClassVar[tuple] = _TWO_SAMPLE_ADDED
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> EngineTwoSampleAudit:
+        return cls(**without_provenance(saved))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineModelAudit(ResultRow):
+    """An engine's samples against our model of its GGUF file (``decoders.audit.engines.model.against_model``): the
+    total variation the numeric difference alone makes per position, the statistical audit's report, its verdict
+    and power, the engine side described and the sampling; the rows where the command wrote them beside."""
+
+    numeric_tv: list
+    audit: dict  # decoders.audit.statistical.AuditReport.as_dict
+    passed: bool
+    detectable_tv: float | None
+    engine: str | None = None
+    sampling: str | None = None
+    rows: list | None = None
+
+    OPTIONAL: ClassVar[tuple] = ("engine", "sampling", "rows")
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> EngineModelAudit:
+        return cls(**without_provenance(saved))

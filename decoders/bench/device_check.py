@@ -29,7 +29,7 @@ from decoders.bench.device_document import (
     CallTable,
     DeviceCheckDocument,
     ExactCase,
-    GreedyCheck,
+    GreedyEquality,
     ProfileSummary,
     Section,
     SectionError,
@@ -225,9 +225,9 @@ def _first_difference(ours: tuple, reference: tuple) -> list | None:
     return None
 
 
-def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict[str, GreedyCheck]:
+def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict[str, GreedyEquality]:
     """Greedy decoding by the chain (gamma 4) and tree (``TREE``) decoders against autoregressive decoding on
-    the same prompts ``[P, L]``: {decoder: GreedyCheck}; efficiency is the fraction of the run's wall time spent
+    the same prompts ``[P, L]``: {decoder: GreedyEquality}; efficiency is the fraction of the run's wall time spent
     inside the models' calls (``decoders.bench.profile.efficiency``)."""
     greedy = Sampling(0.0)
     runs = {
@@ -256,7 +256,7 @@ def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict[s
     generations = {name: run() for name, run in runs.items()}
     reference = generations["autoregressive"].tokens
     return {
-        name: GreedyCheck(
+        name: GreedyEquality(
             equal=g.tokens == reference,
             first_difference=_first_difference(g.tokens, reference),
             efficiency=efficiency([g.stats]),
@@ -422,7 +422,7 @@ def _sections(sizes: CheckSizes, device: torch.device, out: Path, command: str) 
         shape = SHAPES[sizes.greedy_shape]
         model, early = shape.build(device, torch.float32, seed=0), max(1, shape.num_hidden_layers // 4)
         prompts = random_prompts(shape.vocab_size, sizes.greedy_prompts, 32, 0, device)
-        return {  # {group: {decoder: GreedyCheck}}
+        return {  # {group: {decoder: GreedyEquality}}
             "shipped pair (float32)": shipped,
             f"{shape.name} random weights, layerskip:{early} draft (float32)": greedy_equality(
                 model, layer_skip(model, early), prompts, sizes.greedy_tokens

@@ -1,6 +1,6 @@
 """The device check's document, typed, in a module without torch (docs/gpu.md; ``decoders.bench.device_check``): per
 section its seconds and its result (or why it was skipped, or the error it raised), each kind of result typed: the
-exact cases (``ExactCase``), greedy equality (``GreedyCheck``), the statistical cases (``StatisticalCase``), a call
+exact cases (``ExactCase``), greedy equality (``GreedyEquality``), the statistical cases (``StatisticalCase``), a call
 table (``CallTable``), a profile's summary (``ProfileSummary``) and the compiled path's numbers
 (``CompiledSection``). ``as_dict`` is the JSON edge, ``from_dict`` reads every committed check (the section's name says
 its kind)."""
@@ -14,7 +14,7 @@ from spectheory.costs import CostProfile
 
 __all__ = [
     "ExactCase",
-    "GreedyCheck",
+    "GreedyEquality",
     "StatisticalCase",
     "CallTable",
     "ProfileSummary",
@@ -45,7 +45,7 @@ class ExactCase(ResultRow):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GreedyCheck(ResultRow):
+class GreedyEquality(ResultRow):
     """One decoder's greedy tokens against autoregressive decoding's: equal, the first [row, position] that differs,
     and the share of wall time inside the models' calls."""
 
@@ -175,7 +175,7 @@ def _one(kind):
 #: A section's result by the first word of its name: (read a saved one, write one).
 RESULTS = {
     "exact": _cases(ExactCase),
-    "greedy": _groups(GreedyCheck),
+    "greedy": _groups(GreedyEquality),
     "statistical": _cases(StatisticalCase),
     "calls": _one(CallTable),
     "profile": _one(ProfileSummary),

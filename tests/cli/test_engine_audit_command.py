@@ -85,7 +85,7 @@ def test_samples_file_of_another_prompt_against_error_contract(tmp_path, monkeyp
     document = run_engine_audit(
         EngineAuditRequest("stand-in", against=b, sampling=EngineSampling(1.0), n=200, prompt="p")
     )[0]
-    assert len(drawn) == 1 and document["n_a"] == document["n_b"] == 200
+    assert len(drawn) == 1 and document.n_a == document.n_b == 200
 
 
 def test_dead_url_against_error_contract_before_any_sample(monkeypatch):

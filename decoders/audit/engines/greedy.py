@@ -4,15 +4,21 @@ numerics, or a bug), and the probabilities each path reports."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import numpy as np
 
 from decoders.audit.engines.model import numeric_tv
+from decoders.engine_results import (
+    BatchShape,
+    Diagnosis,
+    EngineGreedyAudit,
+    GreedyCheck,
+    ProbabilitiesCheck,
+    ProbabilityCheck,
+    WrongProbability,
+)
 from decoders.engines.base import END, Engine, EngineSampling, capability
 
 __all__ = [
-    "GreedyCheck",
     "diagnose_difference",
     "greedy_checks",
     "LOGPROB_TOLERANCE",
@@ -23,23 +29,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class GreedyCheck:
-    """At one gamma: the engine's greedy tokens with speculation equal its plain ones; if not, the first
-    difference and, where the engine gives logits, its diagnosis (``diagnose_difference``)."""
-
-    gamma: int
-    tokens: int
-    equal: bool
-    first_difference: int | None
-    counters: dict
-    diagnosis: dict | None = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculative: tuple, position: int) -> dict:
+def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculative: tuple, position: int) -> Diagnosis:
     """Why greedy decoding with speculation left plain greedy decoding at ``position``: the logit margin of the
     plain token over the speculative one after the same history, fed one token per call, once with the last call
     of one token (the plain path) and once of two, that token and the next (a gamma = 1 verify call), by
@@ -54,16 +44,16 @@ def diagnose_difference(logits_after, prompt_ids: list, plain: tuple, speculativ
     two = logits_after(head + history + [last + [theirs]], row=-2)
     margins = (float(one[ours] - one[theirs]), float(two[ours] - two[theirs]))
     numerics = margins[0] >= 0 >= margins[1]
-    return {
-        "position": position,
-        "plain_token": ours,
-        "speculative_token": theirs,
-        "margin_one_token": margins[0],
-        "margin_two_tokens": margins[1],
-        "verdict": "batch-shape numerics (a near tie whose order flips between a one-token and a two-token call)"
+    return Diagnosis(
+        position=position,
+        plain_token=ours,
+        speculative_token=theirs,
+        margin_one_token=margins[0],
+        margin_two_tokens=margins[1],
+        verdict="batch-shape numerics (a near tie whose order flips between a one-token and a two-token call)"
         if numerics
         else "unexplained by numerics: a bug",
-    }
+    )
 
 
 def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> tuple[tuple, list]:
@@ -82,7 +72,16 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
             if differ and logits_after and tokenize
             else None
         )
-        checks.append(GreedyCheck(gamma, horizon, not differ, differ[0] if differ else None, run.counters, diagnosis))
+        checks.append(
+            GreedyCheck(
+                gamma=gamma,
+                tokens=horizon,
+                equal=not differ,
+                first_difference=differ[0] if differ else None,
+                counters=run.counters,
+                diagnosis=diagnosis,
+            )
+        )
         if progress:
             progress(1)
     return plain, checks
@@ -92,7 +91,7 @@ def greedy_checks(engine: Engine, prompt: str, horizon: int, gammas, progress=No
 LOGPROB_TOLERANCE = 0.01
 
 
-def probabilities_check(token_logprobs, prompt_ids: list, horizon: int, gammas, top: int = 2) -> dict:
+def probabilities_check(token_logprobs, prompt_ids: list, horizon: int, gammas, top: int = 2) -> ProbabilitiesCheck:
     """The engine's reported probabilities of its greedy tokens (``token_logprobs``, an engine capability) with
     speculation at each gamma against without: at every position where both paths emitted the same token, the
     emitted token's log-probability within ``LOGPROB_TOLERANCE`` and the same top ids. A path that reports no
@@ -109,33 +108,25 @@ def probabilities_check(token_logprobs, prompt_ids: list, horizon: int, gammas, 
             if abs(plain[i][1] - spec[i][1]) > LOGPROB_TOLERANCE
             or [t for t, _ in plain[i][2]] != [t for t, _ in spec[i][2]]
         ]
+        first = None
+        if wrong:
+            first = WrongProbability(
+                position=wrong[0],
+                token=plain[wrong[0]][0],
+                plain_logprob=plain[wrong[0]][1],
+                reported_logprob=spec[wrong[0]][1],
+                plain_top=[list(t) for t in plain[wrong[0]][2]],
+                reported_top=[list(t) for t in spec[wrong[0]][2]],
+            )
         checks.append(
-            {
-                "gamma": gamma,
-                "compared": agree,
-                "wrong": len(wrong),
-                "wrong_positions": wrong,
-                "first_wrong": None
-                if not wrong
-                else {
-                    "position": wrong[0],
-                    "token": plain[wrong[0]][0],
-                    "plain_logprob": plain[wrong[0]][1],
-                    "reported_logprob": spec[wrong[0]][1],
-                    "plain_top": [list(t) for t in plain[wrong[0]][2]],
-                    "reported_top": [list(t) for t in spec[wrong[0]][2]],
-                },
-            }
+            ProbabilityCheck(gamma=gamma, compared=agree, wrong=len(wrong), wrong_positions=wrong, first_wrong=first)
         )
-    return {
-        "top": top,
-        "tolerance": LOGPROB_TOLERANCE,
-        "checks": checks,
-        "passed": not any(check["wrong"] for check in checks),
-    }
+    return ProbabilitiesCheck(
+        top=top, tolerance=LOGPROB_TOLERANCE, checks=tuple(checks), passed=not any(check.wrong for check in checks)
+    )
 
 
-def batch_shape_difference(engine, prompt_ids: list, tokens: list, chunk: int = 5) -> dict:
+def batch_shape_difference(engine, prompt_ids: list, tokens: list, chunk: int = 5) -> BatchShape:
     """An engine's logits (its ``all_logits``) at the positions of ``tokens`` after ``prompt_ids``, evaluated one
     token per call (the plain path) and ``chunk`` tokens per call (verify calls): the largest logit difference per
     position and the total variation of the two laws at T = 1, which bounds how exactly speculation can keep the
@@ -149,95 +140,92 @@ def batch_shape_difference(engine, prompt_ids: list, tokens: list, chunk: int = 
 
     one, batched = logits(1), logits(chunk)
     tv = numeric_tv(one, batched)
-    return {
-        "chunk": chunk,
-        "positions": len(sequence),
-        "tv_at_t1": tv.tolist(),
-        "tv_median": float(np.median(tv)),
-        "tv_max": float(tv.max()),
-        "max_logit_difference": np.abs(one - batched).max(axis=1).tolist(),
-    }
+    return BatchShape(
+        chunk=chunk,
+        positions=len(sequence),
+        tv_at_t1=tv.tolist(),
+        tv_median=float(np.median(tv)),
+        tv_max=float(tv.max()),
+        max_logit_difference=np.abs(one - batched).max(axis=1).tolist(),
+    )
 
 
-def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> dict:
+def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=None) -> EngineGreedyAudit:
     """The greedy audit's document: plain greedy tokens, a check per gamma, and for llama.cpp in-process its
     batch-shape numerics (``batch_shape_difference``); it passes when every gamma is equal to plain decoding
     or differs by batch-shape numerics alone."""
     plain, checks = greedy_checks(engine, prompt, horizon, gammas, progress)
     explained = sum(
-        not check.equal and bool(check.diagnosis) and check.diagnosis["verdict"].startswith("batch-shape")
+        not check.equal and check.diagnosis is not None and check.diagnosis.verdict.startswith("batch-shape")
         for check in checks
     )
-    document = {
-        "engine": engine.name,
-        "horizon": horizon,
-        "prompt": prompt,
-        "prompt_ids": None,
-        "plain": list(plain),
-        "checks": [check.as_dict() for check in checks],
-        "explained_by_numerics": explained,
-        "passed": explained == sum(not check.equal for check in checks),
-    }
-    if capability(engine, "tokenize"):
-        document["prompt_ids"] = list(engine.tokenize(prompt))
-    if document["prompt_ids"] is not None and capability(engine, "all_logits"):
-        document["batch_shape"] = batch_shape_difference(
-            engine, document["prompt_ids"], [token for token in plain if token != END]
-        )
-    if document["prompt_ids"] is not None and capability(engine, "token_logprobs"):
-        document["probabilities"] = probabilities_check(engine.token_logprobs, document["prompt_ids"], horizon, gammas)
-        document["passed"] = document["passed"] and document["probabilities"]["passed"]
-    return document
+    ids = list(engine.tokenize(prompt)) if capability(engine, "tokenize") else None
+    shape = probabilities = None
+    if ids is not None and capability(engine, "all_logits"):
+        shape = batch_shape_difference(engine, ids, [token for token in plain if token != END])
+    if ids is not None and capability(engine, "token_logprobs"):
+        probabilities = probabilities_check(engine.token_logprobs, ids, horizon, gammas)
+    tokens_passed = explained == sum(not check.equal for check in checks)
+    return EngineGreedyAudit(
+        engine=engine.name,
+        horizon=horizon,
+        prompt=prompt,
+        prompt_ids=ids,
+        plain=list(plain),
+        checks=tuple(checks),
+        explained_by_numerics=explained,
+        passed=tokens_passed and (probabilities is None or probabilities.passed),
+        batch_shape=shape,
+        probabilities=probabilities,
+    )
 
 
-def greedy_lines(document: dict) -> list:
+def greedy_lines(document: EngineGreedyAudit) -> list:
     """The greedy audit's printed lines."""
     lines = [
-        f"audit: {document['engine']}, greedy with speculation against its plain greedy decoding, "
-        f"{document['horizon']} tokens"
+        f"audit: {document.engine}, greedy with speculation against its plain greedy decoding, "
+        f"{document.horizon} tokens"
     ]
-    for check in document["checks"]:
-        counts, why = check["counters"], check["diagnosis"]
-        line = f"gamma {check['gamma']}: " + (
-            "equal" if check["equal"] else f"differs at token {check['first_difference']}"
-        )
+    for check in document.checks:
+        counts, why = check.counters, check.diagnosis
+        line = f"gamma {check.gamma}: " + ("equal" if check.equal else f"differs at token {check.first_difference}")
         line += f" (accepted {counts['num_accepted_tokens']} of {counts['num_draft_tokens']} drafted)" if counts else ""
         line += (
             ""
             if why is None
             else (
-                f"; margin of the plain token {why['margin_one_token']:+.3f} in a one-token "
-                f"call, {why['margin_two_tokens']:+.3f} in a two-token call: {why['verdict']}"
+                f"; margin of the plain token {why.margin_one_token:+.3f} in a one-token "
+                f"call, {why.margin_two_tokens:+.3f} in a two-token call: {why.verdict}"
             )
         )
         lines.append(line)
-    shape = document.get("batch_shape")
+    shape = document.batch_shape
     if shape:
         lines.append(
-            f"the same positions evaluated one token per call and {shape['chunk']} per call: logits differ by "
-            f"up to {max(shape['max_logit_difference']):.3f}; the laws at T = 1 by a total variation of "
-            f"median {shape['tv_median']:.4f}, max {shape['tv_max']:.4f} per position"
+            f"the same positions evaluated one token per call and {shape.chunk} per call: logits differ by "
+            f"up to {max(shape.max_logit_difference):.3f}; the laws at T = 1 by a total variation of "
+            f"median {shape.tv_median:.4f}, max {shape.tv_max:.4f} per position"
         )
-    explained = document["explained_by_numerics"]
-    probabilities = document.get("probabilities")
+    explained = document.explained_by_numerics
+    probabilities = document.probabilities
     if probabilities:
-        for check in probabilities["checks"]:
-            first = check["first_wrong"]
+        for check in probabilities.checks:
+            first = check.first_wrong
             lines.append(
-                f"gamma {check['gamma']}: reported probabilities of {check['compared']} tokens: "
+                f"gamma {check.gamma}: reported probabilities of {check.compared} tokens: "
                 + (
                     "equal to plain decoding's"
                     if not first
-                    else f"{check['wrong']} differ; first at token {first['position']}: log-probability "
-                    f"{first['reported_logprob']:.4f} reported, {first['plain_logprob']:.4f} without "
-                    f"speculation, {len(first['reported_top'])} of {probabilities['top']} top entries"
+                    else f"{check.wrong} differ; first at token {first.position}: log-probability "
+                    f"{first.reported_logprob:.4f} reported, {first.plain_logprob:.4f} without "
+                    f"speculation, {len(first.reported_top)} of {probabilities.top} top entries"
                 )
             )
-        lines.append("reported probabilities: " + ("PASS" if probabilities["passed"] else "FAIL"))
-    tokens_passed = explained == sum(not check["equal"] for check in document["checks"])
+        lines.append("reported probabilities: " + ("PASS" if probabilities.passed else "FAIL"))
+    tokens_passed = explained == sum(not check.equal for check in document.checks)
     lines.append(
         "greedy: "
         + ("PASS" if tokens_passed else "FAIL")
-        + (f" ({explained} of {len(document['checks'])} gammas differ by batch-shape numerics)" if explained else "")
+        + (f" ({explained} of {len(document.checks)} gammas differ by batch-shape numerics)" if explained else "")
     )
     return lines

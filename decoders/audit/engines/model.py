@@ -8,6 +8,7 @@ import numpy as np
 
 from decoders.audit.samples import EngineSamples
 from decoders.audit.statistical import audit_sampler
+from decoders.engine_results import EngineModelAudit
 from decoders.engines.base import END, EngineRun, EngineSampling, capability
 from decoders.sampling import Sampling
 from decoders.zoo import load_named
@@ -45,7 +46,9 @@ def _engine_logits(engine, sequence: list, start: int):
     return np.stack([engine.logits_after([sequence[:end]]) for end in range(start + 1, len(sequence))])
 
 
-def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float, seed: int) -> dict:
+def against_model(
+    engine, prompt: str, run: EngineRun, sampling: EngineSampling, *, level: float, seed: int
+) -> EngineModelAudit:
     """The engine's samples (ids, in-process) audited against our model of the same GGUF file by the
     statistical audit (docs/theory.md §8), beside what the numeric difference alone costs: the total
     variation between the two laws along the prompt's last position and the engine's greedy continuation."""
@@ -88,20 +91,20 @@ def against_model(engine, prompt: str, run: EngineRun, sampling: EngineSampling,
         seed=seed,
         level=level,
     )
-    return {
-        "numeric_tv": tv.tolist(),
-        "audit": report.as_dict(),
-        "passed": report.passed,
-        "detectable_tv": report.as_dict().get("detectable_tv"),
-    }
+    return EngineModelAudit(
+        numeric_tv=tv.tolist(),
+        audit=report.as_dict(),
+        passed=report.passed,
+        detectable_tv=report.as_dict().get("detectable_tv"),
+    )
 
 
-def model_lines(found: dict, described: str, model: str, sampling: EngineSampling) -> list:
+def model_lines(found: EngineModelAudit, described: str, model: str, sampling: EngineSampling) -> list:
     """The printed lines of ``against_model``'s result."""
-    tv = found["numeric_tv"]
+    tv = found.numeric_tv
     return [
         f"audit: {described} against our float32 model of {model}; {sampling.describe()}",
         f"numeric difference alone (llama.cpp's quantized kernels against our float32), total variation per "
         f"position along its greedy text: median {float(np.median(tv)):.4f}, max {max(tv):.4f}",
-        f"statistical audit: p = {found['audit']['p_value']:.3g}: {'PASS' if found['passed'] else 'FAIL'}",
+        f"statistical audit: p = {found.audit['p_value']:.3g}: {'PASS' if found.passed else 'FAIL'}",
     ]

@@ -6,7 +6,7 @@ file (``decoders.audit.engines.model``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from decoders.audit.engines.greedy import greedy_audit, greedy_lines
 from decoders.audit.engines.model import against_model, check_model_law, model_lines
@@ -117,11 +117,12 @@ class EngineAuditRequest:
         )
 
 
-def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, dict, list]:
-    """(verdict document with "passed", the samples drawn, printed lines) of ``request``."""
+def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple:
+    """(verdict document, printed lines) of ``request``: an ``EngineGreedyAudit`` at temperature 0, else an
+    ``EngineModelAudit`` or an ``EngineTwoSampleAudit`` holding the samples drawn (``decoders.engine_results``)."""
     if request.greedy:
         document = greedy_audit(request.open(request.engine), request.prompt, request.horizon, request.gammas, progress)
-        return document, {}, greedy_lines(document)
+        return document, greedy_lines(document)
     against = request.against or "plain"
     file_b = is_samples_file(against)  # read, its prompt checked, before a is drawn
     other = None if file_b or against in ("plain", "model") else request.open(against)  # asked first: a dead URL
@@ -133,8 +134,7 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
     if against == "model":
         found = against_model(engine, request.prompt, a, request.sampling, level=request.level, seed=request.seed)
         return (
-            dict(found, engine=a_text, sampling=request.sampling.describe()),
-            {"rows": list(a.rows)},
+            replace(found, engine=a_text, sampling=request.sampling.describe(), rows=list(a.rows)),
             model_lines(found, a_text, engine.model_path.name, request.sampling),
         )
     if not file_b:
@@ -144,11 +144,10 @@ def run_engine_audit(request: EngineAuditRequest, progress=None) -> tuple[dict, 
             seed=request.seed + SECOND_SIDE_SEED,
             engine=engine if against == "plain" else other,
         )
-    document, samples, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
+    document, lines = two_sample_document(a_text, a, b_text, b, request.sampling, request.level)
     version, known = capability(engine, "version"), capability(engine, "known_deviations")
     return (
-        (dict(document, engine_version=version()) if version else document),
-        samples,
+        replace(document, engine_version=version()) if version else document,
         lines + (known() if known else []),
     )
 
@@ -159,7 +158,7 @@ def audit_engine(request: EngineAuditRequest, *, out: str | None = None, command
     if out:
         check_writable(out)
     with progress_bar(None if request.greedy else False, total=len(request.gammas), desc="greedy", unit="gamma") as bar:
-        document, samples, lines = run_engine_audit(request, bar.update)
+        document, lines = run_engine_audit(request, bar.update)
     if out:
-        write_json(out, dict(document, **samples), command=command)
+        write_json(out, document.as_dict(), command=command)
     return document, lines

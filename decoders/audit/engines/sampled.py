@@ -8,6 +8,7 @@ import numpy as np
 
 from decoders.audit.samples import check_continues, read_rows
 from decoders.audit.two_sample import TwoSampleReport, two_sample_test
+from decoders.engine_results import EngineTwoSampleAudit
 from decoders.engines.base import Engine, EngineRun, EngineSampling
 from decoders.progress import progress_bar
 
@@ -45,13 +46,14 @@ def compare_runs(a: EngineRun, b: EngineRun, level: float) -> TwoSampleReport:
 
 def two_sample_document(
     a_text: str, a: EngineRun, b_text: str, b: EngineRun, sampling: EngineSampling, level: float
-) -> tuple[dict, dict, list]:
-    """(verdict document, both samples' rows, printed lines) of the two-sample audit of two runs."""
+) -> tuple[EngineTwoSampleAudit, list]:
+    """(verdict document, printed lines) of the two-sample audit of two runs; the document holds both samples' rows
+    (written beside the verdict where the command writes it)."""
     report = compare_runs(a, b, level)
     rates = [len(run.rows) / run.seconds if run.seconds > 0 else 0.0 for run in (a, b)]
     ratio = rates[0] / rates[1] if all(rates) else None  # a side drawn from a file has no rate
-    document = dict(
-        report.as_dict(),
+    document = EngineTwoSampleAudit(
+        **report.as_dict(),
         a=a_text,
         b=b_text,
         sampling=sampling.describe(),
@@ -60,11 +62,13 @@ def two_sample_document(
         counters=[a.counters, b.counters],
         samples_per_second=rates,
         throughput_ratio=ratio,
+        rows_a=[list(row) for row in a.rows],
+        rows_b=[list(row) for row in b.rows],
     )
     lines = [f"audit: {a_text} against {b_text}; {sampling.describe()}, horizon {report.horizon}", report.summary()]
     if ratio is not None:
         lines.append(f"samples a second: {rates[0]:.1f} against {rates[1]:.1f} (ratio {ratio:.2f})")
-    return document, {"rows_a": [list(row) for row in a.rows], "rows_b": [list(row) for row in b.rows]}, lines
+    return document, lines
 
 
 def samples_side(path: str, prompt: str | None = None, tokenize=None) -> tuple[str, EngineRun]:

@@ -102,7 +102,8 @@ class ReportDocument:
     def from_dict(cls, saved: dict) -> ReportDocument:
         """A report.json as written (the writer's ``provenance`` set aside). In a report written before the rule
         (2026-12-02) each temperature's recommendation is the rule applied to its sweep's rows and the forecast's
-        gamma, which is all it reads."""
+        gamma (none where the forecast was withheld, as ``decoders.bench.report.pair`` applies it), which is all it
+        reads."""
         missing = [key for key in ("bench", "audit", "recommendations") if key not in saved]
         if missing:
             raise ValueError(f"a report.json holds {', '.join(missing)}; this one has none")
@@ -111,7 +112,8 @@ class ReportDocument:
         for answer in map(TemperatureAnswer.from_dict, saved["recommendations"]):
             if answer.recommendation is None:
                 rows = parts["bench"].rows_at(answer.temperature)
-                answer = replace(answer, recommendation=from_sweep(rows, answer.forecast_gamma))
+                pick = None if answer.withheld else answer.forecast_gamma
+                answer = replace(answer, recommendation=from_sweep(rows, pick))
             answers.append(answer)
         own = {field.name for field in fields(cls)} - {"recommendations", "alpha_text", *_PARTS}
         return cls(

@@ -75,7 +75,7 @@ def test_samples_files_path_against_compare_runs(tmp_path):
         write_rows(a, REAL["prompt"], sides[0])
         write_rows(b, REAL["prompt"], sides[1])
         document = run_engine_audit(EngineAuditRequest(None, samples=str(a), against=str(b), level=LEVEL))[0]
-        assert (document["p_value"], document["passed"]) == (report.p_value, report.passed)
+        assert (document.p_value, document.passed) == (report.p_value, report.passed)
 
 
 @pytest.mark.parametrize(
@@ -161,14 +161,14 @@ def test_url_path_against_samples_file_path(tmp_path):
         urls = [f"http://127.0.0.1:{server.server_address[1]}" for server in servers]
         served = OpenAIEngine(urls[0]).generate("p", 500, 4, T1, seed=0).rows
         assert [list(row) for row in served] == halves[0]
-        by_url, _, _ = run_engine_audit(
+        by_url, _ = run_engine_audit(
             EngineAuditRequest(urls[0], against=urls[1], n=500, level=LEVEL, seed=0, concurrency=8)
         )
     finally:
         for server in servers:
             server.shutdown()
     by_file = compare_runs(*(EngineRun(tuple(map(tuple, half)), 0.0) for half in halves), LEVEL)  # order-free
-    assert by_url["p_value"] == pytest.approx(by_file.p_value) and by_url["passed"] == by_file.passed
+    assert by_url.p_value == pytest.approx(by_file.p_value) and by_url.passed == by_file.passed
 
 
 def test_ignored_repetition_penalty_on_real_samples_fails():

@@ -4,9 +4,9 @@ against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a dr
 (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), alpha and alpha under lenience, blockwise
 decoding and the real-model table (``decoders.bench.documents``); Spec-Bench's table, an engine's rows of it and the
 report's answer on it (``decoders.bench.spec_bench.document``); the device check (``decoders.bench.device_document``);
-an engine's bench and two servers' (``decoders.engine_results``). Each reads back and, through the JSON edge, gives
-every value it held again (a key a vintage lacked is written with its default; a null is the same as an absent key).
-Controls: a lost value is named, and a document with a key the type does not know is refused."""
+an engine's bench, two servers' and an engine's audits (``decoders.engine_results``). Each reads back and, through the
+JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a null is the same as
+an absent key). Controls: a lost value is named, and a document with a key the type does not know is refused."""
 
 import json
 from pathlib import Path
@@ -27,13 +27,17 @@ from decoders.bench.documents import (
     TreeBench,
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
-from decoders.engine_results import EngineBenchDocument, ServerBench
+from decoders.engine_results import EngineBenchDocument, EngineGreedyAudit, EngineTwoSampleAudit, ServerBench
 from spectheory.costs import PROFILE_KIND
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if part.get("test") == "two-sample" and "a" in part:  # not a verdict recomputed inside one
+        return EngineTwoSampleAudit
+    if "explained_by_numerics" in part:
+        return EngineGreedyAudit
     if {"engine", "plain", "costs", "rows"} <= set(part):
         return EngineBenchDocument
     if {"engine", "against", "seconds_per_token"} <= set(part):
@@ -117,6 +121,8 @@ def test_documents_found():
         "DeviceCheckDocument": 5,
         "EngineBenchDocument": 52,
         "ServerBench": 1,
+        "EngineTwoSampleAudit": 74,
+        "EngineGreedyAudit": 4,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 

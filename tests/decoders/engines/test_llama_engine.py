@@ -93,13 +93,13 @@ def test_greedy_differences_against_their_diagnosis(engine):
     plain, checks = greedy_checks(engine, ENGINE_PROMPT, 32, [4])
     for check in checks:
         assert check.equal or (
-            check.diagnosis["margin_one_token"] >= 0 > check.diagnosis["margin_two_tokens"]
-            and check.diagnosis["verdict"].startswith("batch-shape")
+            check.diagnosis.margin_one_token >= 0 > check.diagnosis.margin_two_tokens
+            and check.diagnosis.verdict.startswith("batch-shape")
         ), check
     ids = engine.tokenize(ENGINE_PROMPT)
     worst = int(np.argmin(engine.logits_after([ids + list(plain[:5])])))
     planted = plain[:5] + (worst,) + plain[6:]
-    assert diagnose_difference(engine.logits_after, ids, plain, planted, 5)["verdict"].startswith("unexplained")
+    assert diagnose_difference(engine.logits_after, ids, plain, planted, 5).verdict.startswith("unexplained")
 
 
 def test_batch_shape_difference_against_one_token_calls(engine):
@@ -108,8 +108,8 @@ def test_batch_shape_difference_against_one_token_calls(engine):
     ids = engine.tokenize(ENGINE_PROMPT)
     tokens = list(engine.generate(ENGINE_PROMPT, 1, 12, EngineSampling(0.0)).rows[0])
     same = batch_shape_difference(engine, ids, tokens, chunk=1)
-    assert same["tv_max"] == 0.0 and max(same["max_logit_difference"]) == 0.0 and same["positions"] == 12
-    assert batch_shape_difference(engine, ids, tokens, chunk=5)["tv_max"] > 0.0
+    assert same.tv_max == 0.0 and max(same.max_logit_difference) == 0.0 and same.positions == 12
+    assert batch_shape_difference(engine, ids, tokens, chunk=5).tv_max > 0.0
 
 
 def test_counters_against_emitted_tokens(engine):

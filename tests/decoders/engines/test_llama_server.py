@@ -231,12 +231,12 @@ def test_reported_probabilities_under_speculation_against_plain_decoding(plain, 
     from decoders.audit.engines.greedy import probabilities_check
 
     ids = plain.tokenize(PROMPT)
-    assert probabilities_check(plain.token_logprobs, ids, 8, [2])["passed"]
+    assert probabilities_check(plain.token_logprobs, ids, 8, [2]).passed
     engine = open_engine(f"llama-server:spec=draft-simple,draft={draft},threads=1,np=1,completions=1")
     try:
         found = probabilities_check(engine.token_logprobs, ids, 8, [2])
     finally:
         engine.close()
-    first = found["checks"][0]["first_wrong"]
-    assert not found["passed"] and first["reported_logprob"] == 0.0 and first["plain_logprob"] < -0.01
-    assert first["reported_top"] == [] and len(first["plain_top"]) == 2
+    first = found.checks[0].first_wrong
+    assert not found.passed and first.reported_logprob == 0.0 and first.plain_logprob < -0.01
+    assert first.reported_top == [] and len(first.plain_top) == 2

@@ -60,3 +60,24 @@ def test_within_catches_a_changed_or_lost_value():
     saved = {"a": {"b": 1, "c": [1, 2]}, "d": 0}
     assert _within(saved, {"a": {"b": 2, "c": [1, 2]}, "d": 0, "e": 1}) == ["/a/b"]
     assert _within(saved, {"a": {"b": 1, "c": [1, 3]}}) == ["/a/c[1]", "/d"]
+
+
+def test_recommendation_rebuilt_from_a_withheld_forecast_against_the_reports_own_rule():
+    """A report written before the rule gets each recommendation from the rule at load time, as the report applies it
+    (``decoders.bench.report.pair``): with the forecast's gamma where its checks passed, without it where they withheld
+    it (a loaded machine; a constructed line here, no clock). Control: the same answer with its forecast shown takes
+    the forecast's gamma."""
+    from spectheory.recommendation import from_sweep
+
+    saved = json.loads((ROOT / "results" / "report" / "report.json").read_text())
+    for answer in saved["recommendations"]:
+        answer.pop("recommendation", None)  # as in a report written before the rule
+        answer["withheld"] = f"T = {answer['temperature']:g}: the forecast withheld: a constructed line"
+    bench = BenchReport.from_dict(saved["bench"])
+    for answer in ReportDocument.from_dict(saved).recommendations:
+        assert answer.recommendation == from_sweep(bench.rows_at(answer.temperature), None)
+    for answer in saved["recommendations"]:
+        answer["withheld"] = ""
+    for answer in ReportDocument.from_dict(saved).recommendations:
+        assert answer.recommendation == from_sweep(bench.rows_at(answer.temperature), answer.forecast_gamma)
+        assert answer.recommendation != from_sweep(bench.rows_at(answer.temperature), None)
