@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from paper_figs.style import FULL, RECOMPUTE_COMMAND, figure, read_result, save
-from plumbing.outputs import write_json
+from plumbing.outputs import without_provenance, write_json
+from sims.documents import SimulationDocument
 from sims.run import SimulationSpec, run_simulation
 from spectheory.speedup import expected_tokens
 
@@ -34,25 +35,26 @@ def compute(results: Path, *, progress=None) -> Path:
     ]
     for index, (process, iterations, gamma, alpha) in enumerate(progress(jobs) if progress else jobs):
         spec = SimulationSpec(process, gamma, iterations=iterations, alpha=alpha)
-        runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED).as_dict())
-    return write_json(Path(results) / RESULT, {"seed": SEED, "runs": runs}, command=RECOMPUTE_COMMAND)
+        runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED).as_run())
+    document = SimulationDocument(seed=SEED, runs=tuple(runs))
+    return write_json(Path(results) / RESULT, document.as_dict(), command=RECOMPUTE_COMMAND)
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    runs = read_result(results, RESULT)["runs"]
+    runs = SimulationDocument.from_dict(without_provenance(read_result(results, RESULT))).runs
     fig, (curves, scores) = figure(FULL, ncols=2, width_ratios=(1.6, 1))
     alpha = np.linspace(0.0, 0.95, 200)
     for color, gamma in zip(("C0", "C1", "C2"), GAMMAS):
         curves.plot(alpha, expected_tokens(alpha, gamma), color=color, label=f"Eq. 1, $\\gamma$ = {gamma}")
         for process, marker, _ in PROCESSES:
-            points = [r for r in runs if r["gamma"] == gamma and r["process"] == process]
+            points = [r for r in runs if r.gamma == gamma and r.process == process]
             if not points:
                 continue
-            x = [r["alpha"] for r in points]
+            x = [r.alpha for r in points]
             curves.errorbar(
                 x,
-                [r["mean_tokens_per_iteration"] for r in points],
-                yerr=[1.96 * r["standard_error"] for r in points],
+                [r.mean_tokens_per_iteration for r in points],
+                yerr=[1.96 * r.standard_error for r in points],
                 fmt=marker,
                 color=color,
                 ms=3.5,
@@ -61,7 +63,7 @@ def make(out: Path, results: Path) -> list[Path]:
             )
             scores.scatter(
                 np.add(x, Z_OFFSET[process]),
-                [r["z_score"] for r in points],
+                [r.z_score for r in points],
                 marker=marker,
                 s=14,
                 facecolors="none",
@@ -73,7 +75,7 @@ def make(out: Path, results: Path) -> list[Path]:
     curves.legend(loc="upper left")
     scores.axhspan(-1.96, 1.96, color="gray", alpha=0.15, label="$\\pm$1.96")
     scores.axhline(0, color="k", linewidth=0.6)
-    top = max(3.5, *(abs(r["z_score"]) for r in runs)) * 1.1
+    top = max(3.5, *(abs(r.z_score) for r in runs)) * 1.1
     scores.set(
         xlabel="acceptance rate $\\alpha$", ylabel="z = (simulated - Eq. 1) / SE", ylim=(-top, top), xlim=(0, 0.95)
     )

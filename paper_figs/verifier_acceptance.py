@@ -9,6 +9,8 @@ from pathlib import Path
 
 from paper_figs.style import FULL, figure, read_result, save
 from paper_figs.tree_expected_tokens import RESULT, compute  # one result file for both tree figures
+from plumbing.outputs import without_provenance
+from sims.documents import TreesDocument
 
 __all__ = ["RESULT", "compute", "make"]
 
@@ -23,13 +25,13 @@ LABELS = {
 
 
 def make(out: Path, results: Path) -> list[Path]:
-    document = read_result(results, RESULT)["verifiers"]
-    fig, axes = figure((FULL[0], 2.6), ncols=len(document["families"]), sharey=True)
-    for ax, (name, curves) in zip(axes, document["families"].items()):
+    document = TreesDocument.from_dict(without_provenance(read_result(results, RESULT))).verifiers
+    fig, axes = figure((FULL[0], 2.6), ncols=len(document.families), sharey=True)
+    for ax, (name, curves) in zip(axes, document.families.items()):
         for key, label in LABELS.items():
             style = ":" if key in ("optimal-iid", "spectr-bound") else "o-"
-            ax.plot(document["ks"], curves[key], style, markersize=3, label=label)
-        ax.set(title=f"{name}, V = {document['vocabulary']}, {document['pairs']} pairs", xlabel="candidates k")
+            ax.plot(document.ks, curves[key], style, markersize=3, label=label)
+        ax.set(title=f"{name}, V = {document.vocabulary}, {document.pairs} pairs", xlabel="candidates k")
     axes[0].set_ylabel("acceptance")
     axes[0].legend(loc="lower right", fontsize="small")
     return save(fig, out, "verifier_acceptance")

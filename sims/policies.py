@@ -21,6 +21,7 @@ import numpy as np
 from plumbing.validation import as_cost, as_positive_int, as_probability, as_real
 from sims._draws import RowSampler, leading_true_count
 from sims._stats import Estimate, as_generator, ratio_estimate
+from sims.documents import PolicyGains, PolicyPeak
 from sims.families import Contexts, contexts_with_alpha
 from spectheory.metrics import HEURISTIC_START
 from spectheory.optimum import best_choice
@@ -364,26 +365,26 @@ def policy_gain_grid(
     )
 
 
-def _claim_summary(grid: GainGrid) -> dict:
+def _claim_summary(grid: GainGrid) -> dict[str, PolicyPeak]:
     """Where each policy's gain over the best fixed gamma peaks on the grid, and the closed form's peak."""
     summary = {}
     for name in POLICY_NAMES + ("theory_oracle",):
         gains = getattr(grid, name)
         i, j = np.unravel_index(np.argmax(gains), gains.shape)
-        summary[name] = {"max_gain": float(gains[i, j]), "alpha": float(grid.alphas[i]), "c": float(grid.cs[j])}
+        summary[name] = PolicyPeak(max_gain=float(gains[i, j]), alpha=float(grid.alphas[i]), c=float(grid.cs[j]))
     return summary
 
 
-def policy_gain_document(*, seed: int = 0, iterations: int = 20000, progress=None) -> dict:
+def policy_gain_document(*, seed: int = 0, iterations: int = 20000, progress=None) -> PolicyGains:
     """The policy gain grid over alpha in [0.5, 0.99] (15 values) and c in [0, 0.1] (11 values), as a JSON
     document with each policy's peak; ``progress`` optionally wraps the alpha loop (e.g. ``tqdm``)."""
     alphas = np.round(np.linspace(0.5, 0.99, 15), 3)
     cs = np.round(np.linspace(0.0, 0.1, 11), 3)
     grid = policy_gain_grid(np.random.default_rng(seed), alphas, cs, iterations=iterations, progress=progress)
-    return {
-        "seed": seed,
-        "iterations": iterations,
-        "family": "contexts_with_alpha(V=32, K=64, spread=0.5, concentration=0.3)",
-        "peaks": _claim_summary(grid),
+    return PolicyGains(
+        seed=seed,
+        iterations=iterations,
+        family="contexts_with_alpha(V=32, K=64, spread=0.5, concentration=0.3)",
+        peaks=_claim_summary(grid),
         **grid.as_dict(),
-    }
+    )

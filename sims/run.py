@@ -15,6 +15,7 @@ import numpy as np
 from plumbing.validation import as_cost, as_int, as_probability
 from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
+from sims.documents import SimulationRun
 from sims.families import family_contexts
 from sims.token_level import simulate_speculative
 from spectheory.positional import (
@@ -134,18 +135,22 @@ class SimulationSummary:
         estimate = Estimate(self.mean_tokens_per_iteration, self.standard_error, self.spec.iterations)
         return estimate.z_score(self.theory_tokens_per_iteration)
 
-    def as_dict(self) -> dict:
-        document = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
-        document.update(
+    def as_run(self) -> SimulationRun:
+        """The run as the simulation figure's document holds it (``sims.documents.SimulationRun``)."""
+        own = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
+        return SimulationRun(
+            **own,
             process=self.spec.process,
             gamma=self.spec.gamma,
             c=self.spec.c,
             iterations=self.spec.iterations,
             z_score=self.z_score,
-            **self.extra,
+            extra=self.extra,
+            spec={key: value for key, value in asdict(self.spec).items() if value is not None},
         )
-        document["spec"] = {key: value for key, value in asdict(self.spec).items() if value is not None}
-        return document
+
+    def as_dict(self) -> dict:
+        return self.as_run().as_dict()
 
 
 def _chunks(total: int, size: int, progress) -> list[int]:

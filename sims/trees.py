@@ -20,6 +20,7 @@ import numpy as np
 from plumbing.validation import as_distribution_pair, as_positive_int
 from sims._draws import categorical
 from sims._stats import Estimate, as_generator, mean_estimate, ratio_estimate
+from sims.documents import BudgetCase, BudgetRow, KaryPoint, TreeBudgets, TreesDocument, VerifierCurves
 from spectheory import multidraft
 from spectheory.acceptance import excess
 from spectheory.multidraft import TREE_RULES, kseq_correction, kseq_rho
@@ -192,7 +193,7 @@ VERIFIER_FAMILIES = {"Dirichlet(0.5)": 0.5, "Dirichlet(2)": 2.0}
 VERIFIER_VOCABULARY, VERIFIER_PAIRS, VERIFIER_KS = 8, 100, (1, 2, 3, 4, 5)
 
 
-def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) -> dict:
+def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) -> TreeBudgets:
     """Expected tokens per call against the node budget (root included) for the chain, the full k-ary trees
     (k = 2, 3: their own sizes) and Sequoia's optimal tree, per ``TREE_ACCEPTANCE``; the optimal trees also
     simulated under the rank model (mean and standard error)."""
@@ -206,28 +207,30 @@ def tree_budget_document(*, seed: int = 0, trials: int = 20_000, progress=None) 
             tree, value = trees[budget]
             simulated = simulate_tree_ranks(rng, tree, acceptance, trials)
             rows.append(
-                {
-                    "budget": budget,
-                    "optimal": value,
-                    "optimal_depth": tree.depth,
-                    "simulated": simulated.mean,
-                    "simulated_se": simulated.standard_error,
-                    "chain": expected_tokens_rank(Tree.chain(budget - 1), acceptance),
-                }
+                BudgetRow(
+                    budget=budget,
+                    optimal=value,
+                    optimal_depth=tree.depth,
+                    simulated=simulated.mean,
+                    simulated_se=simulated.standard_error,
+                    chain=expected_tokens_rank(Tree.chain(budget - 1), acceptance),
+                )
             )
         kary = {
-            k: [
-                {"nodes": Tree.kary(k, d).size, "expected_tokens": expected_tokens_rank(Tree.kary(k, d), acceptance)}
+            str(k): tuple(
+                KaryPoint(nodes=Tree.kary(k, d).size, expected_tokens=expected_tokens_rank(Tree.kary(k, d), acceptance))
                 for d in range(7)
                 if Tree.kary(k, d).size <= max(SIMULATED_TREE_BUDGETS)
-            ]
+            )
             for k in (2, 3)
         }
-        out[name] = {"acceptance": list(acceptance), "rows": rows, "kary": {str(k): v for k, v in kary.items()}}
-    return {"seed": seed, "trials": trials, "budgets": list(SIMULATED_TREE_BUDGETS), "acceptance": out}
+        out[name] = BudgetCase(acceptance=list(acceptance), rows=tuple(rows), kary=kary)
+    return TreeBudgets(seed=seed, trials=trials, budgets=list(SIMULATED_TREE_BUDGETS), acceptance=out)
 
 
-def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple = VERIFIER_KS, progress=None) -> dict:
+def verifier_document(
+    *, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple = VERIFIER_KS, progress=None
+) -> VerifierCurves:
     """Acceptance against k for every verifier, the i.i.d. optimum and SpecTr's bound, averaged over random
     pairs of each Dirichlet family (exact values per pair; ``spectheory.multidraft``)."""
 
@@ -248,9 +251,11 @@ def verifier_document(*, seed: int = 0, pairs: int = VERIFIER_PAIRS, ks: tuple =
             curves["optimal-iid"].append(float(np.mean([multidraft.optimal_iid_acceptance(p, q, k) for p, q in drawn])))
             curves["spectr-bound"].append(float(np.mean([multidraft.spectr_upper_bound(p, q, k) for p, q in drawn])))
         families[name] = curves
-    return {"seed": seed, "vocabulary": VERIFIER_VOCABULARY, "pairs": pairs, "ks": list(ks), "families": families}
+    return VerifierCurves(seed=seed, vocabulary=VERIFIER_VOCABULARY, pairs=pairs, ks=list(ks), families=families)
 
 
-def trees_document(*, progress=None) -> dict:
+def trees_document(*, progress=None) -> TreesDocument:
     """Both figures' results: ``tree_budget_document`` and ``verifier_document``."""
-    return {"budgets": tree_budget_document(progress=progress), "verifiers": verifier_document(progress=progress)}
+    return TreesDocument(
+        budgets=tree_budget_document(progress=progress), verifiers=verifier_document(progress=progress)
+    )

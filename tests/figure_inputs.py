@@ -19,6 +19,7 @@ from paper_figs import (
     tree_expected_tokens,
     tree_vs_chain,
 )
+from sims.documents import TreesDocument
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
 from spectheory.speedup import expected_tokens
@@ -28,12 +29,19 @@ def write_small_results(results: Path) -> Path:
     """Tiny stand-ins for the cached results the data-driven figures read, written into ``results``."""
     results.mkdir(parents=True)
     grid = {
+        "seed": 0,
+        "iterations": 10,
+        "family": "test",
+        "peaks": {"oracle": {"max_gain": 1.5, "alpha": 0.9, "c": 0.1}},
         "alphas": [0.5, 0.9],
         "cs": [0.0, 0.1],
+        "theory_oracle": [[1.0, 1.2], [1.0, 1.5]],
         "oracle": [[1.0, 1.2], [1.0, 1.5]],
+        "confidence": [[1.0, 1.0], [1.0, 1.0]],
         "rejection": [[1.0, 1.01], [1.0, 1.1]],
         "heuristic": [[0.9, 0.95], [0.7, 0.97]],
-    }
+        "comparisons": [],
+    }  # sims.documents.PolicyGains's keys
     (results / dynamic_gamma_heatmap.RESULT).write_text(json.dumps(grid))
     phases = {"draft": 1e-3, "verify": 3e-3, "other": 5e-4}
     rows = tuple(
@@ -91,18 +99,28 @@ def write_small_results(results: Path) -> Path:
     (results / measured_vs_predicted.RESULT).write_text(json.dumps(bench))
     runs = [
         {
-            "process": p,
-            "gamma": g,
+            "seed": 0,
             "alpha": a,
             "mean_tokens_per_iteration": float(expected_tokens(a, g)) + 0.01,
             "standard_error": 0.01,
+            "theory_tokens_per_iteration": float(expected_tokens(a, g)),
+            "speedup": 1.0,
+            "speedup_standard_error": 0.01,
+            "theory_speedup": 1.0,
+            "accepted_distribution": [],
+            "theory_accepted_distribution": None,
+            "process": p,
+            "gamma": g,
+            "c": 0.0,
+            "iterations": 100,
             "z_score": 1.0,
-        }
+            "spec": {},
+        }  # sims.documents.SimulationRun's keys
         for p in ("iid", "token-level")
         for g in (2, 4)
         for a in (0.3, 0.8)
     ]
-    (results / simulation_vs_theory.RESULT).write_text(json.dumps({"runs": runs}))
+    (results / simulation_vs_theory.RESULT).write_text(json.dumps({"seed": 0, "runs": runs}))
     blocks = [
         {
             "criterion": c,
@@ -148,8 +166,8 @@ def write_small_results(results: Path) -> Path:
         json.dumps({"corpus_fingerprint": "test", "windows": 2, "rows": lenient})
     )
     (results / table_real_model.RESULT).write_text(json.dumps(small_real_model()))
-    trees = {"budgets": tree_budget_document(trials=200), "verifiers": verifier_document(pairs=3, ks=(1, 2))}
-    (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees))
+    trees = TreesDocument(budgets=tree_budget_document(trials=200), verifiers=verifier_document(pairs=3, ks=(1, 2)))
+    (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees.as_dict()))
     (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document().as_dict()]}))
     (results / spec_bench.RESULT).write_text(json.dumps(small_spec_bench_table()))
     return results

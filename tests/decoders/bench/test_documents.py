@@ -4,9 +4,10 @@ against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a dr
 (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), alpha and alpha under lenience, blockwise
 decoding and the real-model table (``decoders.bench.documents``); Spec-Bench's table, an engine's rows of it and the
 report's answer on it (``decoders.bench.spec_bench.document``); the device check (``decoders.bench.device_document``);
-an engine's bench, two servers' and an engine's audits (``decoders.engine_results``). Each reads back and, through the
-JSON edge, gives every value it held again (a key a vintage lacked is written with its default; a null is the same as
-an absent key). Controls: a lost value is named, and a document with a key the type does not know is refused."""
+an engine's bench, two servers' and an engine's audits (``decoders.engine_results``); the simulators'
+(``sims.documents``). Each reads back and, through the JSON edge, gives every value it held again (a key a vintage
+lacked is written with its default; a null is the same as an absent key). Controls: a lost value is named, and a
+document with a key the type does not know is refused."""
 
 import json
 from pathlib import Path
@@ -28,12 +29,19 @@ from decoders.bench.documents import (
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
 from decoders.engine_results import EngineBenchDocument, EngineGreedyAudit, EngineTwoSampleAudit, ServerBench
+from sims.documents import PolicyGains, SimulationDocument, TreesDocument
 from spectheory.costs import PROFILE_KIND
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if {"budgets", "verifiers"} <= set(part):
+        return TreesDocument
+    if {"peaks", "alphas", "cs", "comparisons"} <= set(part):
+        return PolicyGains
+    if {"seed", "runs"} <= set(part) and all("z_score" in run for run in part["runs"]):
+        return SimulationDocument
     if part.get("test") == "two-sample" and "a" in part:  # not a verdict recomputed inside one
         return EngineTwoSampleAudit
     if "explained_by_numerics" in part:
@@ -123,6 +131,9 @@ def test_documents_found():
         "ServerBench": 1,
         "EngineTwoSampleAudit": 74,
         "EngineGreedyAudit": 4,
+        "TreesDocument": 1,
+        "PolicyGains": 1,
+        "SimulationDocument": 1,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 
