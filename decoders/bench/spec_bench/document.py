@@ -66,10 +66,14 @@ class SpecBenchDraft(ResultRow):
     profile: CostProfile
     spread: dict  # {component: [min, median, max]}
 
+    def profile_with_spread(self) -> dict:
+        """The profile as the file holds it: ``CostProfile.as_dict`` with the spread inside."""
+        return dict(self.profile.as_dict(), spread=self.spread)
+
     def as_dict(self) -> dict:
         shown = dict(super().as_dict(), rows=[row.as_dict() for row in self.rows])
         del shown["spread"]
-        return dict(shown, profile=dict(self.profile.as_dict(), spread=self.spread))
+        return dict(shown, profile=self.profile_with_spread())
 
     @classmethod
     def from_dict(cls, saved: dict) -> SpecBenchDraft:

@@ -270,7 +270,7 @@ def forecast_table(models: TableModels, run: SpecBenchRun, *, bench_category, pr
         withheld=failed[0][1].line(f"Spec-Bench's forecast (the {failed[0][0]} draft's costs)") if failed else "",
         cost_question={str(room): q.as_dict() for room, q in cost.questions.items()},
         cost_seconds=time.perf_counter() - started - sum(c.seconds for c in forecasts.values()),
-        profiles={name: drafted.as_dict()["profile"] for name, drafted in measured.drafts.items()},
+        profiles={name: drafted.profile_with_spread() for name, drafted in measured.drafts.items()},
         categories=forecasts,
         seconds=time.perf_counter() - started,
     )
