@@ -2,7 +2,8 @@
 
 ``sampling`` (logits -> sampled distribution), ``randomness`` (the randomness interface), ``models`` (the
 model protocol and its implementations), ``autoregressive``, ``speculative``, ``tree`` and ``blockwise`` (the
-decoders, each a step function plus a loop), ``results`` (what every run returns), ``audit`` (exact and
+decoders, each a step function plus a loop), ``results`` (what every run returns; ``engine_results``, an engine's
+bench and audits as documents), ``audit`` (exact and
 statistical distribution-preservation audits and planted-bug decoders). Measurement on real pairs lives
 in its rooms ``bench`` (measurement), ``engines`` (serving engines) and ``jobs`` (what needs both).
 
