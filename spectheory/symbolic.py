@@ -42,6 +42,13 @@ __all__ = [
     "tokenization_ratio",
     "CROSS_VOCABULARY_TOKENS",
     "CROSS_VOCABULARY_SPEEDUP",
+    "batch",
+    "pass_intercept",
+    "pass_slope",
+    "draft_intercept",
+    "draft_slope",
+    "GOODPUT_SPEEDUP",
+    "CROSSOVER_BATCH",
     "intersection_acceptance",
     "exact_match_acceptance",
     "ClosedForm",
@@ -104,6 +111,26 @@ tokenization_ratio = sp.Symbol("rho", positive=True)
 CROSS_VOCABULARY_TOKENS = (1 - alpha ** (tokenization_ratio * gamma + 1)) / (1 - alpha)
 CROSS_VOCABULARY_SPEEDUP = CROSS_VOCABULARY_TOKENS / (gamma * c + 1)
 
+#: docs/theory-goodput.md §16: goodput of B requests decoded in one batch over plain decoding's, a pass of n tokens
+#: costing a + b n and a draft step at batch B d_a + d_b B.
+batch = sp.Symbol("B", positive=True)
+pass_intercept, pass_slope = sp.Symbol("a", positive=True), sp.Symbol("b", nonnegative=True)
+draft_intercept, draft_slope = sp.Symbol("d_a", nonnegative=True), sp.Symbol("d_b", nonnegative=True)
+GOODPUT_SPEEDUP = (
+    EXPECTED_TOKENS
+    * (pass_intercept + pass_slope * batch)
+    / (
+        pass_intercept
+        + pass_slope * batch * (gamma + 1)
+        + gamma * (draft_intercept + draft_slope * batch)
+        + t_iteration
+    )
+)
+#: The batch size where it equals 1 (below it gamma pays).
+CROSSOVER_BATCH = (pass_intercept * (EXPECTED_TOKENS - 1) - gamma * draft_intercept - t_iteration) / (
+    pass_slope * (gamma + 1 - EXPECTED_TOKENS) + gamma * draft_slope
+)
+
 
 @dataclass(frozen=True)
 class ClosedForm:
@@ -130,6 +157,11 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
         "docs/theory.md §10",
     ),
     "kary_expected_tokens": ClosedForm(KARY_EXPECTED_TOKENS, (p_k, tree_depth), "docs/theory-trees.md §12"),
+    "goodput_speedup": ClosedForm(
+        GOODPUT_SPEEDUP,
+        (alpha, gamma, batch, pass_intercept, pass_slope, draft_intercept, draft_slope, t_iteration),
+        "docs/theory-goodput.md §16",
+    ),
     "cross_vocabulary_tokens": ClosedForm(
         CROSS_VOCABULARY_TOKENS, (alpha, gamma, tokenization_ratio), "docs/theory-vocabularies.md §15"
     ),

@@ -27,9 +27,10 @@ def _sources():
 
 
 def test_theory_references_against_its_sections():
-    """Every ``docs/theory.md §N`` (or theory-trees.md, theory-sampling.md, theory-vocabularies.md: the sections
-    continue there under their numbers) in the sources names a section that page holds."""
-    pages = ("theory", "theory-trees", "theory-sampling", "theory-vocabularies")
+    """Every ``docs/theory.md §N`` (or theory-trees.md, theory-sampling.md, theory-vocabularies.md,
+    theory-goodput.md: the sections continue there under their numbers) in the sources names a section that page
+    holds."""
+    pages = ("theory", "theory-trees", "theory-sampling", "theory-vocabularies", "theory-goodput")
     sections = {
         page: set(re.findall(r"^## §(\d+) ", (ROOT / "docs" / f"{page}.md").read_text(), flags=re.M)) for page in pages
     }
@@ -38,7 +39,7 @@ def test_theory_references_against_its_sections():
         (path.relative_to(ROOT), page, number)
         for path in _sources()
         for page, group in re.findall(
-            r"docs/(theory(?:-trees|-sampling|-vocabularies)?)\.md\s+(§\d+(?:, §\d+)*)", path.read_text()
+            r"docs/(theory(?:-trees|-sampling|-vocabularies|-goodput)?)\.md\s+(§\d+(?:, §\d+)*)", path.read_text()
         )
         for number in re.findall(r"§(\d+)", group)
     }

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import seeds
 
-from spectheory import acceptance, blockwise, costs, positional, speedup, symbolic, trees, vocabularies
+from spectheory import acceptance, blockwise, costs, goodput, positional, speedup, symbolic, trees, vocabularies
 
 #: Each closed form's numeric twin, called with the symbols of ``CLOSED_FORMS`` in order.
 NUMERIC = {
@@ -27,6 +27,7 @@ NUMERIC = {
     "kary_expected_tokens": trees.expected_tokens_kary,
     "cross_vocabulary_tokens": vocabularies.cross_vocabulary_tokens,
     "cross_vocabulary_speedup": vocabularies.cross_vocabulary_speedup,
+    "goodput_speedup": goodput.affine_goodput_speedup,
 }
 POINT = {  # where each symbol is drawn
     symbolic.alpha: st.floats(0.01, 0.99),
@@ -44,6 +45,11 @@ POINT = {  # where each symbol is drawn
     symbolic.p_k: st.floats(0.0, 0.999),
     symbolic.tree_depth: st.integers(0, 30),
     symbolic.tokenization_ratio: st.floats(0.25, 4.0),
+    symbolic.batch: st.integers(1, 256),
+    symbolic.pass_intercept: st.floats(1e-4, 1.0),
+    symbolic.pass_slope: st.floats(0.0, 0.1),
+    symbolic.draft_intercept: st.floats(0.0, 0.5),
+    symbolic.draft_slope: st.floats(0.0, 0.05),
 }
 
 

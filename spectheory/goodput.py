@@ -1,0 +1,161 @@
+"""Goodput under concurrency (docs/theory-goodput.md §16): B requests decode in one batch, and every forward pass
+costs what the tokens it processes cost, t(n) (a plain step n = B, a verify call n = B (gamma + 1), each draft step
+the draft's own at B). Goodput is output tokens per second over all requests; speculation's goodput over plain
+decoding's is
+
+    S(B, gamma) = E(alpha, gamma) t(B) / (t(B (gamma + 1)) + gamma t_draft(B) + t_iteration),
+
+``forecast_speedup`` with the batch's step for t_step and its verify call priced by the tokens it processes: the one
+cost model every forecast uses, at batch B. Where t(n) grows with n (a compute-bound pass), S falls as B grows, and
+above some B no gamma >= 1 pays: the crossover, above which do not speculate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from plumbing.validation import as_cost, as_int, as_positive_int, as_probability
+from spectheory.costs import forecast_speedup
+from spectheory.optimum import best_choice
+from spectheory.speedup import expected_tokens
+
+__all__ = [
+    "affine_calls",
+    "measured_calls",
+    "scaled_draft",
+    "GoodputCosts",
+    "goodput_speedup",
+    "GoodputChoice",
+    "goodput_gamma",
+    "goodput_schedule",
+    "crossover_batch",
+    "affine_crossover",
+    "affine_goodput_speedup",
+]
+
+
+def affine_calls(intercept: float, slope: float) -> Callable[[float], float]:
+    """t(n) = intercept + slope n: a pass that costs a fixed part (weights read once) and a part per token."""
+    intercept, slope = as_cost("intercept", intercept), as_cost("slope", slope)
+    if not intercept + slope > 0:
+        raise ValueError("intercept and slope must not both be 0: a pass costs time")
+    return lambda n: intercept + slope * n
+
+
+def measured_calls(t_calls) -> Callable[[float], float]:
+    """t(n) from calls measured at n = 1..len(``t_calls``) tokens (a profile's t_verify(k) at batch 1: k tokens),
+    linear between them; a count outside is refused, naming the width to measure."""
+    t_calls = tuple(float(t) for t in t_calls)
+    if not t_calls or min(t_calls) <= 0:
+        raise ValueError(f"t_calls must be positive seconds, got {t_calls!r}")
+
+    def seconds(n: float) -> float:
+        if not 1 <= n <= len(t_calls):
+            raise ValueError(
+                f"a pass of {n:g} tokens lies outside the measured calls of 1..{len(t_calls)} tokens: measure wider "
+                f"calls (`spectheory profile --verify-widths {int(np.ceil(n))}`)"
+            )
+        return float(np.interp(n, np.arange(1, len(t_calls) + 1), t_calls))
+
+    return seconds
+
+
+def scaled_draft(t_draft: float, calls: Callable[[float], float]) -> Callable[[float], float]:
+    """A draft step's seconds at batch B as ``t_draft`` (its batch-1 step) scaled like the target's passes,
+    t_draft t(B) / t(1): the assumption where only batch-1 draft costs were measured (docs/theory-goodput.md §16)."""
+    t_draft, one = as_cost("t_draft", t_draft), calls(1)
+    return lambda batch: t_draft * calls(batch) / one
+
+
+@dataclass(frozen=True)
+class GoodputCosts:
+    """What a batch's iteration costs: the target's pass of n tokens ``calls(n)``, a draft step at batch B
+    ``draft(B)`` (None: free, as prompt lookup nearly is) and the round's own seconds ``t_iteration``."""
+
+    calls: Callable[[float], float]
+    draft: Callable[[float], float] | None = None
+    t_iteration: float = 0.0
+
+    def iteration_seconds(self, batch: int, gamma: int) -> float:
+        """A speculative iteration of ``batch`` requests at ``gamma``: gamma draft steps, one verify pass of
+        batch (gamma + 1) tokens, the round."""
+        drafting = gamma * self.draft(batch) if self.draft is not None and gamma else 0.0
+        return self.calls(batch * (gamma + 1)) + drafting + self.t_iteration
+
+
+def goodput_speedup(alpha, gamma: int, batch: int, costs: GoodputCosts, *, tokens_per_iteration=None) -> float:
+    """S(B, gamma) of the module docstring at acceptance ``alpha`` (i.i.d.; or ``tokens_per_iteration`` where the
+    acceptance per position is known). Gamma 0 is the speculative loop drafting nothing (its round still costs);
+    plain decoding is 1 exactly (``goodput_gamma``'s "do not speculate")."""
+    gamma, batch = as_int("gamma", gamma, low=0), as_positive_int("batch", batch)
+    per_request = (
+        float(expected_tokens(as_probability("alpha", alpha), gamma))
+        if tokens_per_iteration is None
+        else float(tokens_per_iteration)
+    )
+    step = costs.calls(batch)
+    other = costs.iteration_seconds(batch, gamma) - costs.calls(batch * (gamma + 1))
+    return forecast_speedup(per_request, step, costs.calls(batch * (gamma + 1)), other)
+
+
+@dataclass(frozen=True)
+class GoodputChoice:
+    """At one batch size: the gamma of the largest goodput speedup (0: do not speculate) and that speedup."""
+
+    batch: int
+    gamma: int
+    speedup: float
+
+    def as_dict(self) -> dict:
+        return {"batch": self.batch, "gamma": self.gamma, "speedup": self.speedup}
+
+
+def goodput_gamma(alpha, batch: int, costs: GoodputCosts, *, gamma_max: int = 16, tokens=None) -> GoodputChoice:
+    """The exhaustive search over gamma = 1..``gamma_max`` at ``batch`` and plain decoding (gamma 0, 1x), ties to the
+    smaller gamma (``spectheory.optimum``); ``tokens``: gamma -> tokens per iteration, where the acceptance per
+    position is known."""
+    speedups = {0: 1.0} | {
+        gamma: goodput_speedup(
+            alpha, gamma, batch, costs, tokens_per_iteration=None if tokens is None else tokens(gamma)
+        )
+        for gamma in range(1, as_int("gamma_max", gamma_max, low=1) + 1)
+    }
+    best = best_choice(speedups, lambda gamma: speedups[gamma], lambda gamma: gamma)
+    return GoodputChoice(batch, best, speedups[best])
+
+
+def goodput_schedule(alpha, batches, costs: GoodputCosts, *, gamma_max: int = 16, tokens=None) -> list:
+    """``goodput_gamma`` at each of ``batches``, ascending: the draft length per batch size."""
+    return [goodput_gamma(alpha, b, costs, gamma_max=gamma_max, tokens=tokens) for b in sorted(set(batches))]
+
+
+def crossover_batch(schedule: list) -> int | None:
+    """The smallest batch size of ``schedule`` from which on no gamma pays (gamma 0 there and above), None where
+    speculation pays at the largest."""
+    paying = [choice.batch for choice in schedule if choice.gamma > 0]
+    above = [choice.batch for choice in schedule if choice.gamma == 0 and choice.batch > max(paying, default=0)]
+    return min(above) if above else None
+
+
+def affine_crossover(alpha, gamma: int, target: tuple, draft: tuple = (0.0, 0.0), t_iteration: float = 0.0):
+    """The batch size B* where S(B, gamma) = 1 for affine passes, ``target`` t(n) = a + b n and ``draft``
+    t_draft(B) = d_a + d_b B: B* = (a (E - 1) - gamma d_a - t_iteration) / (b (gamma + 1 - E) + gamma d_b), with
+    E = E(alpha, gamma); speculation at gamma pays below it. None where it never pays (B* <= 0) or always does
+    (denominator 0: a pass that costs nothing per token)."""
+    (a, b), (d_a, d_b) = target, draft
+    e = float(expected_tokens(as_probability("alpha", alpha), as_positive_int("gamma", gamma)))
+    denominator = b * (gamma + 1 - e) + gamma * d_b
+    numerator = a * (e - 1) - gamma * d_a - t_iteration
+    if denominator <= 0 or numerator <= 0:
+        return None
+    return numerator / denominator
+
+
+def affine_goodput_speedup(alpha, gamma: int, batch: int, a, b, d_a=0.0, d_b=0.0, t_iteration=0.0) -> float:
+    """``goodput_speedup`` with affine passes t(n) = a + b n and draft steps d_a + d_b B (the closed form's case,
+    ``spectheory.symbolic.GOODPUT_SPEEDUP``)."""
+    costs = GoodputCosts(affine_calls(a, b), affine_calls(d_a, d_b) if d_a + d_b > 0 else None, t_iteration)
+    return goodput_speedup(alpha, gamma, batch, costs)
