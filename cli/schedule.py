@@ -14,6 +14,7 @@ from pathlib import Path
 from plumbing.outputs import strict_loads
 from plumbing.validation import as_positive_int, as_real
 from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, load_profile, schedule_settings
+from spectheory.goodput import crossover_batch, profile_goodput_schedule
 from spectheory.optimum import best_choice
 
 
@@ -34,6 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tokens", type=int, help="new tokens per sequence: the prefill costs count (default: per token)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        metavar="B",
+        help="goodput under concurrency from one batch-1 profile (docs/theory-goodput.md §16): the draft length at "
+        "each of these batch sizes, its goodput over plain decoding's and the concurrency where speculation stops "
+        "paying (the profile's calls must reach B (gamma + 1) positions: `profile --verify-widths`)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -94,10 +104,42 @@ def read_costs(paths, temperature: float) -> list[tuple]:
     return [(profile.batch_size if batch is None else batch, profile, measured) for batch, profile, measured in found]
 
 
+def _concurrency(args: argparse.Namespace, found: list) -> int:
+    """--concurrency: the goodput schedule of one profile and its crossover, in the engines' settings."""
+    if len(found) != 1:
+        raise ValueError(f"--concurrency reads one batch-1 cost profile, got {len(found)}")
+    batch, profile, _ = found[0]
+    if batch != 1:
+        raise ValueError(f"--concurrency reads a profile measured at batch 1, got batch {batch}")
+    choices = profile_goodput_schedule(profile, args.concurrency)
+    crossover = crossover_batch(choices)
+    rows = [
+        {"batch_size": c.batch, "gamma": c.gamma, "speedup": c.speedup, "gamma_max": profile.gamma_max} for c in choices
+    ]
+    settings = schedule_settings(rows)
+    if args.json:
+        print(json.dumps({"rows": rows, "crossover": crossover, **settings}, indent=2, allow_nan=False))
+        return 0
+    for c in choices:
+        answer = "do not speculate" if c.gamma == 0 else f"gamma {c.gamma}"
+        print(f"concurrency {c.batch}: {answer} (goodput {c.speedup:.3f}x plain decoding's)")
+    print(
+        "speculation pays at every concurrency given"
+        if crossover is None
+        else f"from concurrency {crossover} on, do not speculate"
+    )
+    print(
+        f"vLLM num_speculative_tokens_per_batch_size (min, max, k): {settings['num_speculative_tokens_per_batch_size']}"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     tokens = None if args.tokens is None else as_positive_int("tokens", args.tokens)
     temperature = float(as_real("temperature", args.temperature, low=0.0))
     found = read_costs(args.costs, temperature)
+    if args.concurrency:
+        return _concurrency(args, found)
     rows = batch_schedule({batch: profile for batch, profile, _ in found}, tokens)
     for row in rows:
         measured = next(m for batch, _, m in found if batch == row["batch_size"])

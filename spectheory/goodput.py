@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from plumbing.validation import as_cost, as_int, as_positive_int, as_probability
-from spectheory.costs import forecast_speedup
+from spectheory.costs import CostProfile, forecast_speedup
 from spectheory.optimum import best_choice
 from spectheory.speedup import expected_tokens
 
@@ -34,6 +34,7 @@ __all__ = [
     "crossover_batch",
     "affine_crossover",
     "affine_goodput_speedup",
+    "profile_goodput_schedule",
 ]
 
 
@@ -159,3 +160,24 @@ def affine_goodput_speedup(alpha, gamma: int, batch: int, a, b, d_a=0.0, d_b=0.0
     ``spectheory.symbolic.GOODPUT_SPEEDUP``)."""
     costs = GoodputCosts(affine_calls(a, b), affine_calls(d_a, d_b) if d_a + d_b > 0 else None, t_iteration)
     return goodput_speedup(alpha, gamma, batch, costs)
+
+
+def profile_goodput_schedule(profile: CostProfile, batches) -> list:
+    """``goodput_schedule`` from one batch-1 cost profile (``spectheory profile``): its verify calls at 1..N
+    positions as the passes of 1..N tokens (``measured_calls``), its draft step scaled like them (``scaled_draft``),
+    its round's seconds, and its acceptance per position for the tokens per iteration. At each batch size gamma is
+    searched up to the profile's own gamma_max and the widest call it measured (B (gamma + 1) <= N); a batch whose
+    gamma 1 would need wider calls is refused, naming the width to measure."""
+    widest = len(profile.t_verify)
+    calls = measured_calls(profile.t_verify)
+    costs = GoodputCosts(calls, scaled_draft(profile.t_draft, calls) if profile.t_draft else None, profile.t_iteration)
+    choices = []
+    for batch in sorted({as_positive_int("concurrency", b) for b in batches}):
+        gamma_max = min(profile.gamma_max, widest // batch - 1)
+        if gamma_max < 1:
+            raise ValueError(
+                f"concurrency {batch}: gamma 1 verifies {2 * batch} tokens, the profile's calls reach {widest}; "
+                f"measure wider calls (`spectheory profile --verify-widths {2 * batch}`)"
+            )
+        choices.append(goodput_gamma(None, batch, costs, gamma_max=gamma_max, tokens=profile.tokens_per_iteration))
+    return choices

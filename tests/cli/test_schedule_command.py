@@ -73,3 +73,34 @@ def test_schedule_from_a_batch_sweep_against_its_measurements(tmp_path, capsys):
     (tmp_path / "other.json").write_text(json.dumps({"rows": []}))
     assert main(["schedule", "--costs", str(tmp_path / "other.json")]) == 2
     assert "is not a cost profile" in capsys.readouterr().err
+
+
+def test_concurrency_against_the_goodput_search(tmp_path, capsys):
+    """`schedule --costs PROFILE --concurrency ...` (docs/theory-goodput.md §16): one batch-1 profile whose calls reach
+    160 positions (4 ms a pass, 0.25 ms a token: compute-bound early) gives per concurrency the gamma of
+    ``spectheory.goodput.profile_goodput_schedule``, falling as the batch grows, and the crossover; a concurrency
+    whose gamma 1 needs wider calls, or two profiles, exit 2 with one line."""
+    from spectheory.goodput import crossover_batch, profile_goodput_schedule
+
+    profile = CostProfile(
+        t_step=4.25e-3,
+        t_draft=4e-4,
+        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 161)),
+        t_iteration=1e-4,
+        acceptance=(0.8,) * 8,
+        batch_size=1,
+    )
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"kind": PROFILE_KIND, "profile": profile.as_dict()}))
+    batches = ["1", "2", "4", "8", "16"]
+    assert main(["schedule", "--costs", str(path), "--concurrency", *batches, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    expected = profile_goodput_schedule(profile, [1, 2, 4, 8, 16])
+    assert [row["gamma"] for row in document["rows"]] == [c.gamma for c in expected]
+    assert document["crossover"] == crossover_batch(expected)
+    gammas = [c.gamma for c in expected]
+    assert gammas == sorted(gammas, reverse=True) and gammas[0] > gammas[-1]
+    assert main(["schedule", "--costs", str(path), "--concurrency", "1", "128"]) == 2
+    assert "measure wider calls (`spectheory profile --verify-widths 256`)" in capsys.readouterr().err
+    assert main(["schedule", "--costs", str(path), str(path), "--concurrency", "1"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
