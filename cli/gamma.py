@@ -20,7 +20,8 @@ from spectheory.calculator import (
     format_latex,
     format_text,
 )
-from spectheory.costs import profile_entries
+from spectheory.costs import CostProfile, profile_entries
+from spectheory.goodput import crossover_batch, goodput_lines, profile_goodput_schedule
 from spectheory.metrics import DEFINITIONS, estimate_alpha
 from spectheory.speedup import alpha_from_tokens_per_iteration
 
@@ -92,6 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "measured on another; docs/gpu.md)",
     )
     output = parser.add_mutually_exclusive_group()
+    costs.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        metavar="B",
+        help="with measured costs: the goodput-optimal gamma at each of these batch sizes and where speculation stops "
+        "paying (docs/theory-goodput.md §16; the verify calls must reach B (gamma + 1) positions)",
+    )
     output.add_argument("--json", action="store_true", help="print one JSON document: a list, one object per alpha")
     output.add_argument("--latex", action="store_true", help="print LaTeX tabulars")
 
@@ -116,10 +125,32 @@ def _table(args: argparse.Namespace, alpha: float | None, calibrated: bool):
     )
 
 
+def _goodput(args: argparse.Namespace) -> int:
+    """--concurrency: the goodput schedule of the measured costs (``spectheory.goodput.profile_goodput_schedule``)."""
+    alpha = None if args.alpha is None else args.alpha[0]
+    entries, _ = profile_entries(
+        args.costs,
+        flag_costs(args),
+        pair=args.pair,
+        acceptance=args.acceptance,
+        acceptance_from=args.acceptance_from,
+        alpha=alpha,
+    )
+    schedule = profile_goodput_schedule(CostProfile.from_dict(entries), args.concurrency)
+    if args.json:
+        rows = [choice.as_dict() for choice in schedule]
+        print(json.dumps({"rows": rows, "crossover": crossover_batch(schedule)}, indent=2, allow_nan=False))
+    else:
+        print("\n".join(goodput_lines(schedule)))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     calibrated = bool(args.costs) or any(
         getattr(args, n) is not None for n in COST_FLAGS + ("acceptance", "acceptance_from")
     )
+    if args.concurrency and (not calibrated or args.from_metrics or args.tokenization_ratio is not None):
+        raise ValueError("--concurrency takes measured costs (--costs FILE or the --t-* flags) and nothing else")
     if args.tokenization_ratio is not None:
         if args.alpha is None or args.latex or calibrated or args.from_metrics:
             raise ValueError(
@@ -151,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
     if calibrated:
         if args.tokens_per_iteration is not None or (args.alpha is not None and len(args.alpha) > 1):
             raise ValueError("measured costs take at most one --alpha")
+        if args.concurrency:
+            return _goodput(args)
         table, _, text, described = _table(args, None if args.alpha is None else args.alpha[0], True)
         print(json.dumps(dict(table.as_dict(), costs_from=described), indent=2, allow_nan=False) if args.json else text)
         return 0

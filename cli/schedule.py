@@ -14,7 +14,7 @@ from pathlib import Path
 from plumbing.outputs import strict_loads
 from plumbing.validation import as_positive_int, as_real
 from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, load_profile, schedule_settings
-from spectheory.goodput import crossover_batch, profile_goodput_schedule
+from spectheory.goodput import crossover_batch, goodput_lines, profile_goodput_schedule
 from spectheory.optimum import best_choice
 
 
@@ -120,14 +120,7 @@ def _concurrency(args: argparse.Namespace, found: list) -> int:
     if args.json:
         print(json.dumps({"rows": rows, "crossover": crossover, **settings}, indent=2, allow_nan=False))
         return 0
-    for c in choices:
-        answer = "do not speculate" if c.gamma == 0 else f"gamma {c.gamma}"
-        print(f"concurrency {c.batch}: {answer} (goodput {c.speedup:.3f}x plain decoding's)")
-    print(
-        "speculation pays at every concurrency given"
-        if crossover is None
-        else f"from concurrency {crossover} on, do not speculate"
-    )
+    print("\n".join(goodput_lines(choices)))
     print(
         f"vLLM num_speculative_tokens_per_batch_size (min, max, k): {settings['num_speculative_tokens_per_batch_size']}"
     )

@@ -35,6 +35,7 @@ __all__ = [
     "affine_crossover",
     "affine_goodput_speedup",
     "profile_goodput_schedule",
+    "goodput_lines",
 ]
 
 
@@ -181,3 +182,19 @@ def profile_goodput_schedule(profile: CostProfile, batches) -> list:
             )
         choices.append(goodput_gamma(None, batch, costs, gamma_max=gamma_max, tokens=profile.tokens_per_iteration))
     return choices
+
+
+def goodput_lines(schedule: list) -> list[str]:
+    """A goodput schedule as printed lines: per concurrency the draft length (or "do not speculate") and its goodput
+    over plain decoding's, then where speculation stops paying (`spectheory schedule`, `spectheory gamma`)."""
+    lines = [
+        f"concurrency {c.batch}: {'do not speculate' if c.gamma == 0 else f'gamma {c.gamma}'} "
+        f"(goodput {c.speedup:.3f}x plain decoding's)"
+        for c in schedule
+    ]
+    crossover = crossover_batch(schedule)
+    return lines + [
+        "speculation pays at every concurrency given"
+        if crossover is None
+        else f"from concurrency {crossover} on, do not speculate"
+    ]

@@ -104,3 +104,24 @@ def test_concurrency_against_the_goodput_search(tmp_path, capsys):
     assert "measure wider calls (`spectheory profile --verify-widths 256`)" in capsys.readouterr().err
     assert main(["schedule", "--costs", str(path), str(path), "--concurrency", "1"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_gamma_concurrency_against_schedule(tmp_path, capsys):
+    """`gamma --costs PROFILE --concurrency ...` answers as `schedule` does (one search: the printed lines are the
+    same); without measured costs it exits 2 with one line."""
+    profile = CostProfile(
+        t_step=4.25e-3,
+        t_draft=4e-4,
+        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 65)),
+        t_iteration=1e-4,
+        acceptance=(0.8,) * 6,
+        batch_size=1,
+    )
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"kind": PROFILE_KIND, "target": "t", "draft": "d", "profile": profile.as_dict()}))
+    assert main(["schedule", "--costs", str(path), "--concurrency", "1", "4", "16"]) == 0
+    scheduled = capsys.readouterr().out.splitlines()
+    assert main(["gamma", "--costs", str(path), "--concurrency", "1", "4", "16"]) == 0
+    assert capsys.readouterr().out.splitlines() == scheduled[:-1]  # schedule adds vLLM's setting
+    assert main(["gamma", "--alpha", "0.8", "--concurrency", "4"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
