@@ -105,11 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--latex", action="store_true", help="print LaTeX tabulars")
 
 
-def _table(args: argparse.Namespace, alpha: float | None, calibrated: bool):
-    """``answer_table`` at ``alpha`` with the measured costs (``profile_entries``) where ``calibrated``."""
-    if not calibrated:
-        return (*answer_table(alpha, args.c, args.c_hat, args.gamma_max), None)
-    entries, described = profile_entries(
+def _entries(args: argparse.Namespace, alpha: float | None) -> tuple[dict, str]:
+    """The measured costs of the flags (``profile_entries``): the profile, the --t-* flags, the acceptance."""
+    return profile_entries(
         args.costs,
         flag_costs(args),
         pair=args.pair,
@@ -117,6 +115,13 @@ def _table(args: argparse.Namespace, alpha: float | None, calibrated: bool):
         acceptance_from=args.acceptance_from,
         alpha=alpha,
     )
+
+
+def _table(args: argparse.Namespace, alpha: float | None, calibrated: bool):
+    """``answer_table`` at ``alpha`` with the measured costs (``profile_entries``) where ``calibrated``."""
+    if not calibrated:
+        return (*answer_table(alpha, args.c, args.c_hat, args.gamma_max), None)
+    entries, described = _entries(args, alpha)
     return (
         *answer_table(
             alpha, args.c, None, 0, entries=entries, described=described, per_position=args.acceptance is not None
@@ -127,15 +132,7 @@ def _table(args: argparse.Namespace, alpha: float | None, calibrated: bool):
 
 def _goodput(args: argparse.Namespace) -> int:
     """--concurrency: the goodput schedule of the measured costs (``spectheory.goodput.profile_goodput_schedule``)."""
-    alpha = None if args.alpha is None else args.alpha[0]
-    entries, _ = profile_entries(
-        args.costs,
-        flag_costs(args),
-        pair=args.pair,
-        acceptance=args.acceptance,
-        acceptance_from=args.acceptance_from,
-        alpha=alpha,
-    )
+    entries, _ = _entries(args, None if args.alpha is None else args.alpha[0])
     schedule = profile_goodput_schedule(CostProfile.from_dict(entries), args.concurrency)
     if args.json:
         rows = [choice.as_dict() for choice in schedule]
