@@ -14,7 +14,7 @@ from pathlib import Path
 from plumbing.outputs import strict_loads
 from plumbing.validation import as_positive_int, as_real
 from spectheory.costs import PROFILE_KIND, CostProfile, batch_schedule, load_profile, schedule_settings
-from spectheory.goodput import crossover_batch, goodput_lines, profile_goodput_schedule
+from spectheory.goodput import crossover_batch, goodput_lines, judged_lines, profile_goodput_schedule
 from spectheory.optimum import best_choice
 
 
@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="goodput under concurrency from one batch-1 profile (docs/theory-goodput.md §16): the draft length at "
         "each of these batch sizes, its goodput over plain decoding's and the concurrency where speculation stops "
         "paying (the profile's calls must reach B (gamma + 1) positions: `profile --verify-widths`)",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="FILE",
+        help="with --concurrency: a bench with a batch sweep (`spectheory bench --batch-sizes ... --out`) whose "
+        "measured speedups the goodput forecast is printed beside, row by row",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -80,6 +86,14 @@ def _sweep(document: dict, path: str, temperature: float) -> list[tuple]:
         )
         for batch, profile in found
     ]
+
+
+def _read_bench(path: str) -> dict:
+    """The JSON of ``path``; one line naming it where it is missing or malformed."""
+    try:
+        return strict_loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"--against {path}: cannot read a JSON bench ({error})") from None
 
 
 def read_costs(paths, temperature: float) -> list[tuple]:
@@ -121,6 +135,9 @@ def _concurrency(args: argparse.Namespace, found: list) -> int:
         print(json.dumps({"rows": rows, "crossover": crossover, **settings}, indent=2, allow_nan=False))
         return 0
     print("\n".join(goodput_lines(choices)))
+    if args.against:
+        measured = {batch: speedups for batch, _, speedups in _sweep(_read_bench(args.against), args.against, 0.0)}
+        print("\n".join(judged_lines(profile, measured)))
     print(
         f"vLLM num_speculative_tokens_per_batch_size (min, max, k): {settings['num_speculative_tokens_per_batch_size']}"
     )
@@ -131,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     tokens = None if args.tokens is None else as_positive_int("tokens", args.tokens)
     temperature = float(as_real("temperature", args.temperature, low=0.0))
     found = read_costs(args.costs, temperature)
+    if args.against and (not args.concurrency or args.json):
+        raise ValueError("--against goes with --concurrency, printed as text (not --json)")
     if args.concurrency:
         return _concurrency(args, found)
     rows = batch_schedule({batch: profile for batch, profile, _ in found}, tokens)

@@ -36,6 +36,8 @@ __all__ = [
     "affine_goodput_speedup",
     "profile_goodput_schedule",
     "goodput_lines",
+    "profile_goodput_costs",
+    "judged_lines",
 ]
 
 
@@ -163,15 +165,20 @@ def affine_goodput_speedup(alpha, gamma: int, batch: int, a, b, d_a=0.0, d_b=0.0
     return goodput_speedup(alpha, gamma, batch, costs)
 
 
+def profile_goodput_costs(profile: CostProfile) -> GoodputCosts:
+    """A batch-1 cost profile's costs at any batch: its verify calls at 1..N positions as the passes of 1..N tokens
+    (``measured_calls``), its draft step scaled like them (``scaled_draft``), its round's seconds."""
+    calls = measured_calls(profile.t_verify)
+    return GoodputCosts(calls, scaled_draft(profile.t_draft, calls) if profile.t_draft else None, profile.t_iteration)
+
+
 def profile_goodput_schedule(profile: CostProfile, batches) -> list:
     """``goodput_schedule`` from one batch-1 cost profile (``spectheory profile``): its verify calls at 1..N
     positions as the passes of 1..N tokens (``measured_calls``), its draft step scaled like them (``scaled_draft``),
     its round's seconds, and its acceptance per position for the tokens per iteration. At each batch size gamma is
     searched up to the profile's own gamma_max and the widest call it measured (B (gamma + 1) <= N); a batch whose
     gamma 1 would need wider calls is refused, naming the width to measure."""
-    widest = len(profile.t_verify)
-    calls = measured_calls(profile.t_verify)
-    costs = GoodputCosts(calls, scaled_draft(profile.t_draft, calls) if profile.t_draft else None, profile.t_iteration)
+    widest, costs = len(profile.t_verify), profile_goodput_costs(profile)
     choices = []
     for batch in sorted({as_positive_int("concurrency", b) for b in batches}):
         gamma_max = min(profile.gamma_max, widest // batch - 1)
@@ -198,3 +205,15 @@ def goodput_lines(schedule: list) -> list[str]:
         if crossover is None
         else f"from concurrency {crossover} on, do not speculate"
     ]
+
+
+def judged_lines(profile: CostProfile, measured: dict) -> list[str]:
+    """The goodput forecast of ``profile`` (``profile_goodput_costs``, its acceptance per position) beside a batch
+    sweep's measured speedups ``measured`` {batch: {gamma: speedup}}, row by row, with forecast / measured."""
+    costs = profile_goodput_costs(profile)
+    lines = [f"{'batch':>5} {'gamma':>5} {'forecast':>9} {'measured':>9} {'forecast/measured':>18}"]
+    for batch, speedups in sorted(measured.items()):
+        for gamma, speedup in sorted(speedups.items()):
+            ahead = goodput_speedup(None, gamma, batch, costs, tokens_per_iteration=profile.tokens_per_iteration(gamma))
+            lines.append(f"{batch:>5} {gamma:>5} {ahead:>8.3f}x {speedup:>8.3f}x {ahead / speedup:>18.3f}")
+    return lines

@@ -125,3 +125,36 @@ def test_gamma_concurrency_against_schedule(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == scheduled[:-1]  # schedule adds vLLM's setting
     assert main(["gamma", "--alpha", "0.8", "--concurrency", "4"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_concurrency_against_a_batch_sweep(tmp_path, capsys):
+    """`schedule --concurrency --against BENCH`: beside the forecast, each measured (batch, gamma) of the bench's batch
+    sweep with the forecast's goodput speedup there (``spectheory.goodput.goodput_speedup``) and their ratio."""
+    from spectheory.goodput import goodput_speedup, profile_goodput_costs
+
+    profile = CostProfile(
+        t_step=4.25e-3,
+        t_draft=4e-4,
+        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 81)),
+        t_iteration=1e-4,
+        acceptance=(0.8,) * 4,
+        batch_size=1,
+    )
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps({"kind": PROFILE_KIND, "profile": profile.as_dict()}))
+    rows = [
+        {"batch_size": b, "temperature": 0.0, "gamma": g, "speedup": 1.25} for b in (1, 16) for g in (2, 4)
+    ]  # what the sweep's reader takes of a bench (decoders.bench.documents.BatchSweep)
+    bench = tmp_path / "bench.json"
+    bench.write_text(
+        json.dumps({"batches": {"rows": rows, "profiles": {"1,0": profile.as_dict(), "16,0": profile.as_dict()}}})
+    )
+    assert main(["schedule", "--costs", str(path), "--concurrency", "1", "16", "--against", str(bench)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    costs = profile_goodput_costs(profile)
+    for b in (1, 16):
+        for g in (2, 4):
+            ahead = goodput_speedup(None, g, b, costs, tokens_per_iteration=profile.tokens_per_iteration(g))
+            assert f"{b:>5} {g:>5} {ahead:>8.3f}x {1.25:>8.3f}x {ahead / 1.25:>18.3f}" in printed
+    assert main(["schedule", "--costs", str(path), "--against", str(bench)]) == 2
+    assert "--against goes with --concurrency" in capsys.readouterr().err
