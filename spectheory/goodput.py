@@ -15,10 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from plumbing.validation import as_cost, as_int, as_positive_int, as_probability
-from spectheory.costs import CostProfile, forecast_speedup
+from spectheory.costs import CostProfile, forecast_speedup, width_priced
 from spectheory.optimum import best_choice
 from spectheory.speedup import expected_tokens
 
@@ -51,20 +49,9 @@ def affine_calls(intercept: float, slope: float) -> Callable[[float], float]:
 
 def measured_calls(t_calls) -> Callable[[float], float]:
     """t(n) from calls measured at n = 1..len(``t_calls``) tokens (a profile's t_verify(k) at batch 1: k tokens),
-    linear between them; a count outside is refused, naming the width to measure."""
+    priced as every verify call is (``width_priced``: linear between the measured widths, a count outside refused)."""
     t_calls = tuple(float(t) for t in t_calls)
-    if not t_calls or min(t_calls) <= 0:
-        raise ValueError(f"t_calls must be positive seconds, got {t_calls!r}")
-
-    def seconds(n: float) -> float:
-        if not 1 <= n <= len(t_calls):
-            raise ValueError(
-                f"a pass of {n:g} tokens lies outside the measured calls of 1..{len(t_calls)} tokens: measure wider "
-                f"calls (`spectheory profile --verify-widths {int(np.ceil(n))}`)"
-            )
-        return float(np.interp(n, np.arange(1, len(t_calls) + 1), t_calls))
-
-    return seconds
+    return lambda n: width_priced(t_calls, {n: 1.0})
 
 
 def scaled_draft(t_draft: float, calls: Callable[[float], float]) -> Callable[[float], float]:
@@ -83,11 +70,14 @@ class GoodputCosts:
     draft: Callable[[float], float] | None = None
     t_iteration: float = 0.0
 
+    def other_seconds(self, batch: int, gamma: int) -> float:
+        """An iteration's seconds beside its verify pass: gamma draft steps at ``batch`` and the round."""
+        return (gamma * self.draft(batch) if self.draft is not None and gamma else 0.0) + self.t_iteration
+
     def iteration_seconds(self, batch: int, gamma: int) -> float:
-        """A speculative iteration of ``batch`` requests at ``gamma``: gamma draft steps, one verify pass of
-        batch (gamma + 1) tokens, the round."""
-        drafting = gamma * self.draft(batch) if self.draft is not None and gamma else 0.0
-        return self.calls(batch * (gamma + 1)) + drafting + self.t_iteration
+        """A speculative iteration of ``batch`` requests at ``gamma``: its verify pass of batch (gamma + 1) tokens
+        and the rest."""
+        return self.calls(batch * (gamma + 1)) + self.other_seconds(batch, gamma)
 
 
 def goodput_speedup(alpha, gamma: int, batch: int, costs: GoodputCosts, *, tokens_per_iteration=None) -> float:
@@ -100,9 +90,8 @@ def goodput_speedup(alpha, gamma: int, batch: int, costs: GoodputCosts, *, token
         if tokens_per_iteration is None
         else float(tokens_per_iteration)
     )
-    step = costs.calls(batch)
-    other = costs.iteration_seconds(batch, gamma) - costs.calls(batch * (gamma + 1))
-    return forecast_speedup(per_request, step, costs.calls(batch * (gamma + 1)), other)
+    verify = costs.calls(batch * (gamma + 1))
+    return forecast_speedup(per_request, costs.calls(batch), verify, costs.other_seconds(batch, gamma))
 
 
 @dataclass(frozen=True)

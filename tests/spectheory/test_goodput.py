@@ -87,7 +87,7 @@ def test_schedule_against_an_exhaustive_search():
 
 
 def test_measured_calls_refuse_a_pass_they_did_not_measure():
-    with pytest.raises(ValueError, match="outside the measured calls of 1..9 tokens: measure wider calls"):
+    with pytest.raises(ValueError, match=r"outside the measured t_verify\(1..9\): measure wider calls"):
         measured_calls([1.0] * 9)(10)
 
 
