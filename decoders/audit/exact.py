@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 from decoders._loop import start
+from decoders.audit.verdict import ExactReport
 from decoders.progress import progress_bar
 from decoders.randomness import Randomness
 from decoders.sampling import History, Sampling, adjusted_probs, history_of, stop_padded
@@ -42,7 +42,6 @@ from plumbing.validation import as_positive_int
 __all__ = [
     "Enumerator",
     "Law",
-    "ExactReport",
     "BranchBudgetExceeded",
     "autoregressive_law",
     "speculative_law",
@@ -52,11 +51,9 @@ __all__ = [
     "product_law",
     "compare_laws",
     "lenience_bound_violations",
-    "TOLERANCE",
 ]
 
 Law = dict  # tuple of token ids -> probability
-TOLERANCE = 1e-9  # float64 sums over at most a few thousand branches are good to ~1e-15
 BRANCH_BATCH = 4096  # most branches the prefix programme runs in one batch (its rows' states are the memory)
 
 
@@ -306,42 +303,6 @@ def whole_run_law(
             bar.update(1)
             _over_budget(branches, max_branches, len(scripts))  # each script waiting is one more run at least
     return dict(law), branches
-
-
-@dataclass(frozen=True)
-class ExactReport:
-    """An exact law held against the target's: max |difference| and total variation over sequences."""
-
-    method: str
-    horizon: int
-    branches: int
-    sequences: int
-    total_mass: float
-    max_abs_difference: float
-    total_variation: float
-    largest_deviations: tuple  # ((tokens, law, target law), ...), the five largest |differences|
-    tolerance: float = TOLERANCE
-
-    @property
-    def passed(self) -> bool:
-        return self.max_abs_difference <= self.tolerance
-
-    def as_dict(self) -> dict:
-        return {
-            "method": self.method,
-            "horizon": self.horizon,
-            "branches": self.branches,
-            "sequences": self.sequences,
-            "total_mass": self.total_mass,
-            "max_abs_difference": self.max_abs_difference,
-            "total_variation": self.total_variation,
-            "largest_deviations": [
-                {"tokens": list(tokens), "law": law, "target": target}
-                for tokens, law, target in self.largest_deviations
-            ],
-            "tolerance": self.tolerance,
-            "passed": self.passed,
-        }
 
 
 def product_law(law: Law, copies: int) -> Law:

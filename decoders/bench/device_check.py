@@ -22,13 +22,13 @@ from decoders import zoo
 from decoders.audit import exact, mutants, setups
 from decoders.audit.request import tree_shape
 from decoders.audit.runs import AuditSample, audit_pair
+from decoders.audit.verdict import ExactReport
 from decoders.autoregressive import generate_autoregressive
 from decoders.bench.bench import BenchSettings, environment
 from decoders.bench.compiled_check import COMPILED_DRY_RUN, COMPILED_FULL, CompiledSizes, compiled_section
 from decoders.bench.device_document import (
     CallTable,
     DeviceCheckDocument,
-    ExactCase,
     GreedyEquality,
     ProfileSummary,
     Section,
@@ -265,7 +265,7 @@ def greedy_equality(target, draft, prompts: torch.Tensor, tokens: int) -> dict[s
     }
 
 
-def exact_cases(device, horizon: int) -> dict[str, ExactCase]:
+def exact_cases(device, horizon: int) -> dict[str, ExactReport]:
     """The exact audit's small cases on ``device`` (float64 TinyGPT target and draft, V = 5, prompt [1, 2]): the
     chain at T = 1 and at T = 0.8 with top-k 3, the tree ``TREE``, and the planted bug ``CONTROL_MUTANT``, which
     must fail."""
@@ -293,8 +293,8 @@ def exact_cases(device, horizon: int) -> dict[str, ExactCase]:
     return cases
 
 
-def _compared(law, reference, horizon: int, branches: int) -> ExactCase:
-    return ExactCase(**exact.compare_laws(law, reference, method="dp", horizon=horizon, branches=branches).as_dict())
+def _compared(law, reference, horizon: int, branches: int) -> ExactReport:
+    return exact.compare_laws(law, reference, method="dp", horizon=horizon, branches=branches)
 
 
 def statistical_cases(target, draft, prompt: list, n: int, seed: int = 0) -> dict[str, StatisticalCase]:

@@ -1,19 +1,19 @@
 """The device check's document, typed, in a module without torch (docs/gpu.md; ``decoders.bench.device_check``): per
 section its seconds and its result (or why it was skipped, or the error it raised), each kind of result typed: the
-exact cases (``ExactCase``), greedy equality (``GreedyEquality``), the statistical cases (``StatisticalCase``), a call
-table (``CallTable``), a profile's summary (``ProfileSummary``) and the compiled path's numbers
-(``CompiledSection``). ``as_dict`` is the JSON edge, ``from_dict`` reads every committed check (the section's name says
-its kind)."""
+exact cases (``decoders.audit.verdict.ExactReport``), greedy equality (``GreedyEquality``), the statistical cases
+(``StatisticalCase``), a call table (``CallTable``), a profile's summary (``ProfileSummary``) and the compiled path's
+numbers (``CompiledSection``). ``as_dict`` is the JSON edge, ``from_dict`` reads every committed check (the
+section's name says its kind)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from decoders.audit.verdict import ExactReport
 from decoders.results import ResultRow
 from spectheory.costs import CostProfile
 
 __all__ = [
-    "ExactCase",
     "GreedyEquality",
     "StatisticalCase",
     "CallTable",
@@ -25,23 +25,6 @@ __all__ = [
     "Section",
     "DeviceCheckDocument",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExactCase(ResultRow):
-    """One exact case: its law against the target's (``decoders.audit.exact.ExactReport``'s fields) and whether it
-    passed."""
-
-    method: str
-    horizon: int
-    branches: int
-    sequences: int
-    total_mass: float
-    max_abs_difference: float
-    total_variation: float
-    largest_deviations: list  # [{"tokens", "law", "target"}], the five largest |differences|
-    tolerance: float
-    passed: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +157,7 @@ def _one(kind):
 
 #: A section's result by the first word of its name: (read a saved one, write one).
 RESULTS = {
-    "exact": _cases(ExactCase),
+    "exact": _cases(ExactReport),
     "greedy": _groups(GreedyEquality),
     "statistical": _cases(StatisticalCase),
     "calls": _one(CallTable),

@@ -265,7 +265,7 @@ def bench_document(run: BenchRun = BenchRun()) -> BenchDocument:
     if ahead:
         ahead = checked_against_sweep(ahead, report)
         judged = tuple(judge_forecast(t, report.rows_at(t.temperature)) for t in ahead.temperatures)
-    picks = {t.temperature: t.gamma for t in ahead.temperatures if t.passed} if ahead else {}
+    picks = {t.temperature: t.pick for t in ahead.temperatures} if ahead else {}
     batches = hf = None
     if settings.batch_sizes:
         pool = text_windows(

@@ -6,10 +6,10 @@ import pytest
 
 from cli import main
 from cli.audit import tiny_target_flags
-from decoders.audit.exact import TOLERANCE
 from decoders.audit.mutants import MUTANTS, mutant
 from decoders.audit.runs import AuditRequest
 from decoders.audit.tree_mutants import TREE_MUTANTS, tree_mutant
+from decoders.audit.verdict import TOLERANCE
 from decoders.drafts import TINY, draft_names
 from decoders.policies import POLICIES
 from decoders.verification import TREE_VERIFIERS

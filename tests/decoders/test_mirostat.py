@@ -12,10 +12,11 @@ import pytest
 import torch
 from command import run
 
-from decoders.audit.exact import TOLERANCE, autoregressive_law
+from decoders.audit.exact import autoregressive_law
 from decoders.audit.mutants import mutant
 from decoders.audit.runs import AuditRequest, run_audit
 from decoders.audit.setups import tiny_target
+from decoders.audit.verdict import TOLERANCE
 from decoders.mirostat import Mirostat
 from decoders.sampling import Sampling, adjusted_probs, history_of
 

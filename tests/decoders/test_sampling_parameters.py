@@ -17,11 +17,12 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, speculative_law, whole_run_law
+from decoders.audit.exact import autoregressive_law, compare_laws, speculative_law, whole_run_law
 from decoders.audit.mutants import EXACT_SIZES, MUTANTS, mutant
 from decoders.audit.runs import AuditRequest, run_audit, tree_shape
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler
+from decoders.audit.verdict import TOLERANCE
 from decoders.autoregressive import generate_autoregressive
 from decoders.drafts import TINY, draft_names
 from decoders.grammar import GrammarSpec

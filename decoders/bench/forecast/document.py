@@ -43,6 +43,12 @@ class TemperatureForecast(ResultRow):
         """The one line that withholds it where its checks failed; '' where they passed or predate it."""
         return "" if self.checks is None else self.checks.line(f"T = {self.temperature:g}: the forecast")
 
+    @property
+    def pick(self) -> int | None:
+        """What the recommendation rule takes of it (``spectheory.recommendation.from_sweep``): its gamma where it is
+        shown, None where withheld."""
+        return None if self.withheld else self.gamma
+
     def at(self, gamma: int) -> ForecastRow:
         return next(row for row in self.speedups if row.gamma == gamma)
 
@@ -110,6 +116,12 @@ class Judgement(ResultRow):
     best_measured_gamma: int
     best_measured_speedup: float
     loss_resolved: bool | None = None  # None before it was judged
+
+    @property
+    def pick(self) -> int | None:
+        """What the recommendation rule takes of the forecast: its gamma where shown, None where withheld (as
+        ``TemperatureForecast.pick``)."""
+        return None if self.withheld else self.forecast_gamma
 
     def as_dict(self) -> dict:
         return dict(

@@ -112,8 +112,7 @@ class ReportDocument:
         for answer in map(TemperatureAnswer.from_dict, saved["recommendations"]):
             if answer.recommendation is None:
                 rows = parts["bench"].rows_at(answer.temperature)
-                pick = None if answer.withheld else answer.forecast_gamma
-                answer = replace(answer, recommendation=from_sweep(rows, pick))
+                answer = replace(answer, recommendation=from_sweep(rows, answer.pick))
             answers.append(answer)
         own = {field.name for field in fields(cls)} - {"recommendations", "alpha_text", *_PARTS}
         return cls(

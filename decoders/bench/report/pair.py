@@ -195,9 +195,10 @@ def _recommendation(bench: BenchReport, settings: ReportSettings, forecast: Temp
     calibrated = profile.optimal_gamma(tokens=tokens)
     rows = bench.rows_at(temperature)
     measured = next((row for row in rows if row.gamma == calibrated), None)
+    judged = judge_forecast(forecast, rows)
     return TemperatureAnswer(
-        **vars(judge_forecast(forecast, rows)),
-        recommendation=from_sweep(rows, forecast.gamma if forecast.passed else None),
+        **vars(judged),
+        recommendation=from_sweep(rows, judged.pick),
         optimal_gamma=calibrated,
         calibrated_speedup=profile.speedup(calibrated, tokens=tokens),
         measured_speedup_at_optimal_gamma=measured.speedup if measured else None,

@@ -186,7 +186,6 @@ def _recommended(drafts: dict, dynamic: TreeForecast | None) -> ForecastChoice:
             gamma=row.gamma,
             drafted=row.gamma,
             predicted=row.speedup,
-            measured=row.speedup,
         )
         for name, forecast in drafts.items()
         for row in forecast.speedups

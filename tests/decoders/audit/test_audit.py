@@ -32,7 +32,6 @@ from engine_standin import ZipfEngine, ZipfModel
 from scipy import stats
 
 from decoders.audit.exact import (
-    TOLERANCE,
     BranchBudgetExceeded,
     Enumerator,
     autoregressive_law,
@@ -47,6 +46,7 @@ from decoders.audit.runs import AuditRequest, _audit_samples, run_audit
 from decoders.audit.samples import write_rows
 from decoders.audit.setups import sampler, speculative_run, tiny_draft, tiny_target
 from decoders.audit.statistical import audit_sampler, conditionals, detectable_tv
+from decoders.audit.verdict import TOLERANCE
 from decoders.autoregressive import generate_autoregressive
 from decoders.blockwise import BlockwiseConfig, BlockwiseGPT, generate_blockwise
 from decoders.drafts import TINY, draft_names

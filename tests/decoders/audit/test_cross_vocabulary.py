@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from decoders.audit.cross_vocabulary import CROSS_MUTANTS, PAIRS, cross_mutant, cross_vocabulary_law, tiny_cross_pair
-from decoders.audit.exact import TOLERANCE, autoregressive_law, compare_laws, whole_run_law
+from decoders.audit.exact import autoregressive_law, compare_laws, whole_run_law
+from decoders.audit.verdict import TOLERANCE
 from decoders.cross_vocabulary import CrossVocabularyConfig, follow_text, generate_cross_vocabulary
 from decoders.randomness import seeded
 from decoders.sampling import Sampling
