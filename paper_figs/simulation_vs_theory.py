@@ -35,7 +35,7 @@ def compute(results: Path, *, progress=None) -> Path:
     ]
     for index, (process, iterations, gamma, alpha) in enumerate(progress(jobs) if progress else jobs):
         spec = SimulationSpec(process, gamma, iterations=iterations, alpha=alpha)
-        runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED).as_run())
+        runs.append(run_simulation(np.random.default_rng([SEED, index]), spec, seed=SEED))
     document = SimulationDocument(seed=SEED, runs=tuple(runs))
     return write_json(Path(results) / RESULT, document.as_dict(), command=RECOMPUTE_COMMAND)
 
@@ -47,7 +47,7 @@ def make(out: Path, results: Path) -> list[Path]:
     for color, gamma in zip(("C0", "C1", "C2"), GAMMAS):
         curves.plot(alpha, expected_tokens(alpha, gamma), color=color, label=f"Eq. 1, $\\gamma$ = {gamma}")
         for process, marker, _ in PROCESSES:
-            points = [r for r in runs if r.gamma == gamma and r.process == process]
+            points = [r for r in runs if r.spec.gamma == gamma and r.spec.process == process]
             if not points:
                 continue
             x = [r.alpha for r in points]

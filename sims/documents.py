@@ -5,10 +5,11 @@ edge, ``from_dict`` reads the committed files (the writer's ``command`` and ``pr
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+
+from sims.run import SimulationSummary
 
 __all__ = [
-    "SimulationRun",
     "SimulationDocument",
     "BudgetRow",
     "KaryPoint",
@@ -22,55 +23,18 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class SimulationRun:
-    """One simulation beside its closed form (``sims.run.SimulationSummary.as_dict``): tokens per iteration and
-    speedup, simulated with their standard errors and in theory, the accepted counts' distributions, the process,
-    gamma, c, iterations and z-score, what the process measured besides (``extra``: flat in the file) and the spec."""
-
-    seed: int | None
-    alpha: float
-    mean_tokens_per_iteration: float
-    standard_error: float
-    theory_tokens_per_iteration: float
-    speedup: float
-    speedup_standard_error: float
-    theory_speedup: float
-    accepted_distribution: list
-    theory_accepted_distribution: list | None
-    process: str
-    gamma: int
-    c: float
-    iterations: int
-    z_score: float
-    extra: dict
-    spec: dict
-
-    def as_dict(self) -> dict:
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("extra", "spec")}
-        return dict(shown, **self.extra, spec=self.spec)
-
-    @classmethod
-    def from_dict(cls, saved: dict) -> SimulationRun:
-        own = {f.name for f in fields(cls)} - {"extra"}
-        return cls(
-            **{key: value for key, value in saved.items() if key in own},
-            extra={key: value for key, value in saved.items() if key not in own},
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
 class SimulationDocument:
-    """The simulation figure's runs (``paper_figs.simulation_vs_theory``), seeded."""
+    """The simulation figure's runs (``paper_figs.simulation_vs_theory``), seeded: one ``SimulationSummary`` each."""
 
     seed: int
-    runs: tuple  # of SimulationRun
+    runs: tuple  # of sims.run.SimulationSummary
 
     def as_dict(self) -> dict:
         return {"seed": self.seed, "runs": [run.as_dict() for run in self.runs]}
 
     @classmethod
     def from_dict(cls, saved: dict) -> SimulationDocument:
-        return cls(seed=saved["seed"], runs=tuple(map(SimulationRun.from_dict, saved["runs"])))
+        return cls(seed=saved["seed"], runs=tuple(map(SimulationSummary.from_dict, saved["runs"])))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,6 @@ import numpy as np
 from plumbing.validation import as_cost, as_int, as_probability
 from sims._stats import Estimate, Moments, as_generator
 from sims.acceptance import simulate_iid, simulate_markov, simulate_positional
-from sims.documents import SimulationRun
 from sims.families import family_contexts
 from sims.token_level import simulate_speculative
 from spectheory.positional import (
@@ -135,22 +134,34 @@ class SimulationSummary:
         estimate = Estimate(self.mean_tokens_per_iteration, self.standard_error, self.spec.iterations)
         return estimate.z_score(self.theory_tokens_per_iteration)
 
-    def as_run(self) -> SimulationRun:
-        """The run as the simulation figure's document holds it (``sims.documents.SimulationRun``)."""
-        own = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
-        return SimulationRun(
-            **own,
+    #: Keys of the document that the spec and the estimates give again (``as_dict`` writes them beside the fields).
+    DERIVED = ("process", "gamma", "c", "iterations", "z_score")
+
+    def as_dict(self) -> dict:
+        """The fields flat, what the spec gives beside them (``DERIVED``), ``extra`` flat, and the spec without its
+        unset settings (the simulation figure's document holds one per run: ``sims.documents``)."""
+        document = {key: value for key, value in asdict(self).items() if key not in ("spec", "extra")}
+        document.update(
             process=self.spec.process,
             gamma=self.spec.gamma,
             c=self.spec.c,
             iterations=self.spec.iterations,
             z_score=self.z_score,
-            extra=self.extra,
-            spec={key: value for key, value in asdict(self.spec).items() if value is not None},
+            **self.extra,
         )
+        document["spec"] = {key: value for key, value in asdict(self.spec).items() if value is not None}
+        return document
 
-    def as_dict(self) -> dict:
-        return self.as_run().as_dict()
+    @classmethod
+    def from_dict(cls, saved: dict) -> SimulationSummary:
+        """A summary as ``as_dict`` wrote it: the spec rebuilt, the derived keys set aside, the rest ``extra``."""
+        own = {f.name for f in fields(cls)} - {"spec", "extra"}
+        spec = {key: tuple(value) if isinstance(value, list) else value for key, value in saved["spec"].items()}
+        return cls(
+            spec=SimulationSpec(**spec),
+            **{key: saved[key] for key in own},
+            extra={key: value for key, value in saved.items() if key not in own | {"spec", *cls.DERIVED}},
+        )
 
 
 def _chunks(total: int, size: int, progress) -> list[int]:

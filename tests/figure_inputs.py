@@ -114,8 +114,8 @@ def write_small_results(results: Path) -> Path:
             "c": 0.0,
             "iterations": 100,
             "z_score": 1.0,
-            "spec": {},
-        }  # sims.documents.SimulationRun's keys
+            "spec": {"process": p, "gamma": g, "alpha": a, "iterations": 100},
+        }  # sims.run.SimulationSummary.as_dict's keys
         for p in ("iid", "token-level")
         for g in (2, 4)
         for a in (0.3, 0.8)
