@@ -71,7 +71,7 @@ class Generation:
 
 
 class ResultRow:
-    """The base of a measurement's typed rows (``decoders.bench.rows``, ``decoders.engines.bench.EngineBenchRow``): a
+    """The base of a measurement's typed rows (``decoders.bench.rows``, ``decoders.engine_results.EngineBenchRow``): a
     frozen keyword-only dataclass becomes its document's dict only at the JSON edge (``as_dict``; the fields named in
     ``OPTIONAL`` are left out where None, as documents written before them never held them) and is read back from one
     (``from_dict``: a committed file's keys; a missing key with a default takes it, an unknown one is a TypeError)."""
