@@ -22,6 +22,7 @@ from decoders.bench.spec_bench.run import SpecBenchRun
 from decoders.jobs.bench import (
     CROSS_FORECAST_PROMPTS,
     ENGINE_PROMPT_LENGTH,
+    LOAD_REQUESTS,
     EngineBenchRun,
     decoder_bench,
     engine_bench,
@@ -30,6 +31,7 @@ from decoders.jobs.bench import (
 
 presets = spec_bench_presets  # Spec-Bench's own flags, parsed before the user's (cli)
 DEFAULTS = BenchSettings()
+LOAD_GAMMA = 4  # --concurrency's gamma where --gammas is not given
 CONTEXT_RULE = "prompt + tokens + gamma + 1 must fit the target's context (256 for the shipped target)"
 
 
@@ -130,6 +132,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=FORECAST_REPEATS,
         help=f"the cost profile's timed repeats (default {FORECAST_REPEATS})",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        metavar="B",
+        help="--engine under load: --requests Spec-Bench questions kept B in flight, plain and speculative servers "
+        "alternated, goodput forecast first from as many other questions (docs/engines.md, Under load; one gamma, "
+        "default 4)",
+    )
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=LOAD_REQUESTS,
+        metavar="N",
+        help=f"--concurrency: requests at each concurrency (default {LOAD_REQUESTS})",
+    )
     add_comparison_arguments(parser)
     parser.add_argument("--out", help="write the JSON report here")
     add_sampling_arguments(parser, temperature=False)
@@ -159,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine:
         request = EngineBenchRun(
             args.engine,
-            tuple(args.gammas or DEFAULTS.gammas),
+            tuple(args.gammas or ((LOAD_GAMMA,) if args.concurrency else DEFAULTS.gammas)),
             args.prompts,
             args.max_new_tokens,
             args.repeats,
@@ -171,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             temperature=(args.temperatures or [0.0])[0],
             forecast_prompts=args.forecast_prompts,
+            concurrency=tuple(args.concurrency or ()),
+            requests=args.requests,
         )
         _, lines = engine_bench(request, out=args.out, command=args.command_line)
     elif is_spec_bench(args.task):

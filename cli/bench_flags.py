@@ -106,6 +106,11 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
             f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
             f"flags ({sampling})"
         )
+    if args.concurrency and not args.engine:
+        raise ValueError(
+            f"--concurrency {' '.join(map(str, args.concurrency))} puts an --engine under load; our decoders' batch "
+            f"sweep is --batch-sizes"
+        )
     if args.against is not None and args.engine is None:
         raise ValueError(f"--against {args.against} is the plain server beside --engine URL: add --engine")
     sampled = any(args.temperatures or ())

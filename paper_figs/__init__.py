@@ -38,6 +38,7 @@ SCRIPTS = (
     "verifier_acceptance",
     "tree_vs_chain",
     "spec_bench",
+    "goodput_vs_concurrency",
 )
 
 

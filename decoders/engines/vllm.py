@@ -27,9 +27,19 @@ from pathlib import Path
 from decoders.engines.base import END, EngineRun, EngineSampling, check_speculate
 from decoders.engines.bench import round_residual
 from decoders.engines.build import VLLM_CPU, ensure_vllm, vllm_home
+from decoders.engines.load import LoadRequest, LoadRun, check_concurrency, streamed
 from decoders.engines.openai import in_flight, retried
 from decoders.engines.server import ServerProcess
-from decoders.engines.vllm_metrics import DECODE, PREFILL, PREFIX_HITS, counters_of, histogram_sums, spec_counters
+from decoders.engines.vllm_metrics import (
+    DECODE,
+    ITERATION_TOKENS,
+    PREFILL,
+    PREFIX_HITS,
+    counters_of,
+    histogram_counts,
+    histogram_sums,
+    spec_counters,
+)
 from decoders.engines.vllm_options import VLLMOptions
 from decoders.models.gguf import cache_root, converted_directory, is_gguf_file
 
@@ -466,6 +476,35 @@ class VLLMEngine:
             n - len(rows),
             sum(token != END for row in rows for token in row),
         )
+
+    def load_run(self, prompts: list, horizon: int, speculate: int, concurrency: int, progress=None) -> LoadRun:
+        """Greedy continuations of ``horizon`` tokens (``ignore_eos``) of every prompt of ``prompts`` (ids), streamed,
+        ``concurrency`` in flight, on the server speculating ``speculate`` tokens (docs/engines.md, "Under load"):
+        each request's times and rounds (its stream's events after the first: vLLM streams one an iteration), the run's
+        spec-decode counters and vLLM's iterations (its ``iteration_tokens_total``
+        count), the change of ``/metrics`` over the run."""
+        check_concurrency(concurrency, self.options.seqs, f"vllm:seqs={concurrency} or more")
+        server = self.server(speculate)
+        before = server.metrics()
+
+        def send(index: int) -> LoadRequest:
+            body = dict(
+                self._body(prompts[index], horizon, EngineSampling(0.0), 0, 1),
+                ignore_eos=True,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            first, seconds, events = streamed(server.url + "/v1/completions", body)
+            usage = next(event["usage"] for event in reversed(events) if event.get("usage"))
+            steps = sum(1 for event in events if event.get("choices"))  # one event an iteration: the first, then rounds
+            return LoadRequest(usage["completion_tokens"], first, seconds, steps - 1)
+
+        requests, seconds = in_flight(send, len(prompts), concurrency, progress)
+        after = server.metrics()
+        counters = spec_counters(before, after) if speculate and self.options.method else {}
+        iterations = histogram_counts(after, (ITERATION_TOKENS,))[ITERATION_TOKENS]
+        iterations -= histogram_counts(before, (ITERATION_TOKENS,))[ITERATION_TOKENS]
+        return LoadRun(concurrency, speculate, tuple(requests), seconds, counters, int(iterations))
 
     def close(self) -> None:
         for server in [*self._servers.values(), *([self._draft_server] if self._draft_server else [])]:

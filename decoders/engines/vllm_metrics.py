@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from decoders.engines.counters import counts_from_vllm
 
-__all__ = ["counters_of", "spec_counters", "histogram_sums", "PREFILL", "DECODE", "PREFIX_HITS"]
+__all__ = [
+    "counters_of",
+    "spec_counters",
+    "histogram_sums",
+    "histogram_counts",
+    "PREFILL",
+    "DECODE",
+    "PREFIX_HITS",
+    "ITERATION_TOKENS",
+]
 
 
 def counters_of(text: str, name: str) -> float:
@@ -44,18 +53,31 @@ def spec_counters(before: str, after: str) -> dict:
     }
 
 
-def histogram_sums(text: str, names) -> dict:
-    """name -> the sum of the histogram ``name``'s ``_sum`` samples over its labels, in a ``/metrics`` text."""
+def _histogram_totals(text: str, names, suffix: str) -> dict:
+    """name -> the histogram ``name``'s ``suffix`` samples (``_sum``, ``_count``) summed over its labels."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    sums = dict.fromkeys(names, 0.0)
+    totals = dict.fromkeys(names, 0.0)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name.endswith("_sum") and sample.name[:-4] in sums:
-                sums[sample.name[:-4]] += sample.value
-    return sums
+            if sample.name.endswith(suffix) and sample.name[: -len(suffix)] in totals:
+                totals[sample.name[: -len(suffix)]] += sample.value
+    return totals
+
+
+def histogram_sums(text: str, names) -> dict:
+    """name -> the sum of the histogram ``name``'s observations over its labels, in a ``/metrics`` text."""
+    return _histogram_totals(text, names, "_sum")
+
+
+def histogram_counts(text: str, names) -> dict:
+    """name -> how many observations the histogram ``name`` holds over its labels (for ``ITERATION_TOKENS``: the
+    engine's iterations, one observation each)."""
+    return _histogram_totals(text, names, "_count")
 
 
 #: vLLM's own per-request timings (engine core timestamps, no HTTP): scheduled to first token, first to last.
 PREFILL, DECODE = "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds"
 PREFIX_HITS = "vllm:prefix_cache_hits"
+#: Tokens an engine iteration scheduled (prompt and output), one observation per iteration.
+ITERATION_TOKENS = "vllm:iteration_tokens_total"

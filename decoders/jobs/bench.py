@@ -18,13 +18,15 @@ from decoders.bench.inputs import load_inputs, load_text_inputs
 from decoders.bench.policy_bench import policy_lines
 from decoders.bench.prompts import benchmark_prompts, draw_prompts
 from decoders.bench.runs import BenchRun, bench_document, policy_document, tree_document
-from decoders.bench.spec_bench.questions import is_spec_bench
+from decoders.bench.spec_bench.questions import is_spec_bench, mixed_prompts
 from decoders.bench.spec_bench.run import SpecBenchRun
 from decoders.bench.spec_bench.table import spec_bench_lines, table_lines
 from decoders.bench.tree_bench import tree_lines
 from decoders.engines import EngineSampling, open_engine, speculation_fixed
+from decoders.engines.base import DEFAULT_CONTEXT, capability
 from decoders.engines.bench import check_benchable, engine_bench_lines, server_bench
 from decoders.engines.bench import engine_bench as measure_engine
+from decoders.engines.load_bench import check_loadable, load_bench, load_lines
 from decoders.jobs.spec_bench import engine_table, measure_table
 from decoders.models.corpus import character_tokenizer
 from decoders.models.gguf import gguf_tokenizer
@@ -41,10 +43,14 @@ __all__ = [
     "engine_bench",
     "CROSS_FORECAST_PROMPTS",
     "ENGINE_PROMPT_LENGTH",
+    "LOAD_REQUESTS",
 ]
 
 #: The engine bench's prompt length: room for code after the rewrite task's framing (53 SmolLM2 tokens).
 ENGINE_PROMPT_LENGTH = 192
+#: Under load: requests at each concurrency, and the longest prompt (a longer question is cut from its front).
+LOAD_REQUESTS = 16
+LOAD_PROMPT_TOKENS = 512
 
 
 def _written(document: dict, lines: list, out: str | None, command: str | None) -> tuple:
@@ -153,8 +159,12 @@ class EngineBenchRun:
     seed: int = 0
     temperature: float = 0.0
     forecast_prompts: int = 0
+    concurrency: tuple = ()  # under load: the concurrencies, requests of Spec-Bench's questions (docs/engines.md)
+    requests: int = LOAD_REQUESTS
 
     def __post_init__(self) -> None:
+        if self.concurrency:
+            self._check_load()
         object.__setattr__(self, "task", self.task or "rewrite")
         object.__setattr__(self, "prompt_length", self.prompt_length or ENGINE_PROMPT_LENGTH)
         if speculation_fixed(self.spec) != (self.against is not None):
@@ -165,6 +175,19 @@ class EngineBenchRun:
         as_int("forecast_prompts", self.forecast_prompts, low=0, high=MAX_PROMPTS)
         if is_spec_bench(self.task):
             self.table()  # its settings checked before an engine opens
+
+    def _check_load(self) -> None:
+        """Under load: one gamma, greedy, an engine the toolkit starts, Spec-Bench's mixed questions."""
+        for c in self.concurrency:
+            as_int("concurrency", c, low=1, high=256)
+        as_int("requests", self.requests, low=1, high=240)
+        if len(self.gammas) != 1:
+            raise ValueError(f"--concurrency benches one gamma, got --gammas {' '.join(map(str, self.gammas))}")
+        if self.temperature != 0 or self.against is not None or self.task not in (None, "spec-bench"):
+            raise ValueError(
+                "--concurrency runs greedy requests of Spec-Bench's mixed questions on an engine the toolkit starts: "
+                "drop --temperatures, --against and --task"
+            )
 
     def table(self) -> SpecBenchRun:
         """Spec-Bench's categories of ``task`` on the engine, in the table's terms."""
@@ -191,6 +214,29 @@ def _engine_table(engine, run: SpecBenchRun) -> tuple:
     ]
 
 
+def _under_load(engine, run: EngineBenchRun) -> tuple:
+    """The engine under load (``decoders.engines.load_bench``): ``run.requests`` of Spec-Bench's questions across its
+    categories, the forecast's as many others, the prompts cut to leave room for the tokens."""
+    check_loadable(engine)
+    room = min(
+        LOAD_PROMPT_TOKENS, (capability(engine, "context") or DEFAULT_CONTEXT) - run.max_new_tokens - run.gammas[0] - 1
+    )
+    bench, other = mixed_prompts(gguf_tokenizer(engine.model_path), run.requests, run.seed, room)
+    total = 1 + len(run.concurrency) * (1 + run.repeats)
+    with progress_bar(None, total=total, desc="load bench", unit="run") as bar:
+        document = load_bench(
+            engine,
+            [list(p.tokens) for p in bench],
+            forecast_prompts=[list(p.tokens) for p in other],
+            concurrency=list(run.concurrency),
+            gamma=run.gammas[0],
+            max_new_tokens=run.max_new_tokens,
+            repeats=run.repeats,
+            progress=bar.update,
+        )
+    return document.as_dict(), load_lines(document)
+
+
 def engine_bench(run: EngineBenchRun, *, out=None, command=None) -> tuple:
     """The engine's speed with and without its speculation on the task's prompts as ``run`` says (docs/engines.md
     §4): two servers by URL (``run.against``), Spec-Bench's categories, or the engine bench with its cost model and our
@@ -206,6 +252,8 @@ def engine_bench(run: EngineBenchRun, *, out=None, command=None) -> tuple:
         document, lines = _two_servers(run.spec, run.against, texts, runs)
         return _written(replace(document, task=task).as_dict(), lines, out, command)
     engine = open_engine(run.spec, gguf=target)
+    if run.concurrency:
+        return _written(*_under_load(engine, run), out, command)
     check_benchable(engine)  # before any run: what the bench reads of an engine
     if is_spec_bench(task):
         return _written(*_engine_table(engine, run.table()), out, command)

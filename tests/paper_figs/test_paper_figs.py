@@ -15,6 +15,7 @@ from paper_figs import (
     fig3_optimal_gamma,
     fig4_speedup_operations,
     fig5_timelines,
+    goodput_vs_concurrency,
     iteration_time,
     measured_vs_predicted,
     simulation_vs_theory,
@@ -46,6 +47,7 @@ FIGURES = [
     tree_expected_tokens,
     verifier_acceptance,
     spec_bench,
+    goodput_vs_concurrency,
 ]
 TABLES = [table1, table3_alpha, table5_lenience, table_real_model]
 

@@ -11,10 +11,15 @@ from spectheory import symbolic
 from spectheory.costs import affine_speedup
 from spectheory.goodput import (
     GoodputCosts,
+    ServerCosts,
     affine_calls,
     affine_crossover,
     affine_goodput_speedup,
+    batched_iterations,
     crossover_batch,
+    fit_server_costs,
+    fixed_count_seconds,
+    fixed_count_speedups,
     goodput_gamma,
     goodput_schedule,
     goodput_speedup,
@@ -109,3 +114,33 @@ def test_simulated_goodput_against_theory(alpha, gamma, batch):
     assert abs(estimate.z_score(goodput_speedup(alpha, gamma, batch, costs))) < 4
     if batch == 16:
         assert abs(estimate.z_score(goodput_speedup(alpha, gamma, 1, costs))) > 20
+
+
+def test_fit_server_costs_recovers_the_costs_it_priced_against_theory():
+    """Runs priced by ``fixed_count_seconds`` at known costs give those costs back (a prefill's token from the
+    seconds to the first token at concurrency 1, the plain steps, a round's two parts from two runs)."""
+    truth = ServerCosts({1: 0.044, 4: 0.056}, 2e-4, 0.02, 0.005)
+    prompts, rounds, tokens = [12, 40, 7, 90], [5, 7, 9, 3], 10
+    first = [truth.iteration(1, n - 1, speculative=False) for n in prompts]
+    plain = {c: fixed_count_seconds(truth, [tokens] * 4, prompts, c) for c in (1, 4)}
+    speculative = [
+        (c, rounds, 1.5, fixed_count_seconds(truth, [1 + r for r in rounds], prompts, c, 1.5)) for c in (1, 4)
+    ]
+    fitted = fit_server_costs(prompts, first, tokens, plain, speculative)
+    assert fitted.token_seconds == pytest.approx(2e-4)
+    assert fitted.plain_step == pytest.approx({1: 0.044, 4: 0.056})
+    assert (fitted.round_intercept, fitted.round_per_row) == pytest.approx((0.02, 0.005))
+
+
+def test_fixed_count_speedups_of_a_round_that_emits_one_token_cost_more_than_plain_against_theory():
+    costs = ServerCosts({1: 0.05}, 0.0, 0.01)
+    speedups, plain = fixed_count_speedups(costs, [31] * 4, 0.0, [8] * 4, 32, [1])
+    assert speedups[1] == pytest.approx(32 * 0.05 / (32 * 0.06))
+    assert plain[1] == pytest.approx(1 / 0.05)
+
+
+def test_batched_iterations_refill_a_slot_in_the_next_iteration_against_theory():
+    assert batched_iterations([3, 1, 2], 2) == [(0, 1), (0, 2), (0, 2)]
+    assert len(batched_iterations([64] * 16, 16)) == 64  # as many requests as slots: the slowest's length
+    assert len(batched_iterations([64] * 16, 4)) == 256  # four waves
+    assert len(batched_iterations([10, 60, 10, 10], 4)) == 60  # the slowest request sets a single wave's length

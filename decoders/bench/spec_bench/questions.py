@@ -34,6 +34,7 @@ __all__ = [
     "load_questions",
     "select_questions",
     "spec_bench_prompts",
+    "mixed_prompts",
 ]
 
 TASK = "spec-bench"
@@ -130,6 +131,17 @@ def spec_bench_prompts(tokenizer, category: str, count: int, seed: int, max_toke
         cut = max(len(ids) - max_tokens, 0)
         prompts.append(SpecBenchPrompt(category, question["question_id"], tuple(ids[cut:]), cut))
     return prompts
+
+
+def mixed_prompts(tokenizer, count: int, seed: int, max_tokens: int) -> tuple[list, list]:
+    """Two disjoint sets of ``count`` prompts each drawn across the six categories in turn (a server's mixed load):
+    the bench's and the forecast's. Each category gives twice its share (``select_questions``), alternately to
+    one and the other, so that no question is in both."""
+    as_int("requests", count, low=1, high=QUESTIONS_PER_CATEGORY * len(CATEGORIES) // 2)
+    share = -(-count // len(CATEGORIES))
+    drawn = {category: spec_bench_prompts(tokenizer, category, 2 * share, seed, max_tokens) for category in CATEGORIES}
+    turns = [(drawn[category][2 * i], drawn[category][2 * i + 1]) for i in range(share) for category in CATEGORIES]
+    return [pair[0] for pair in turns[:count]], [pair[1] for pair in turns[:count]]
 
 
 class PromptRows(list):

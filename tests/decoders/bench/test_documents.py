@@ -4,7 +4,8 @@ against chain (``TreeBench``), the draft-length policies (``PolicyBench``), a dr
 (``CrossVocabularyBench``), a measured cost profile (``ProfileDocument``), alpha and alpha under lenience, blockwise
 decoding and the real-model table (``decoders.bench.documents``); Spec-Bench's table, an engine's rows of it and the
 report's answer on it (``decoders.bench.spec_bench.document``); the device check (``decoders.bench.device_document``);
-an engine's bench, two servers' and an engine's audits (``decoders.engine_results``); the simulators'
+an engine's bench, two servers' and an engine's audits (``decoders.engine_results``); an engine under load
+(``decoders.load_results``); the simulators'
 (``sims.documents``). Each reads back and, through the JSON edge, gives every value it held again (a key a vintage
 lacked is written with its default; a null is the same as an absent key). Controls: a lost value is named, and a
 document with a key the type does not know is refused."""
@@ -29,6 +30,7 @@ from decoders.bench.documents import (
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
 from decoders.engine_results import EngineBenchDocument, EngineGreedyAudit, EngineTwoSampleAudit, ServerBench
+from decoders.load_results import LoadBenchDocument
 from sims.documents import PolicyGains, SimulationDocument, TreesDocument
 from spectheory.costs import PROFILE_KIND
 
@@ -36,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
+    if part.get("kind") == "engine_load_bench":
+        return LoadBenchDocument
     if {"budgets", "verifiers"} <= set(part):
         return TreesDocument
     if {"peaks", "alphas", "cs", "comparisons"} <= set(part):
