@@ -138,13 +138,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="B",
         help="--engine under load: --requests Spec-Bench questions kept B in flight, plain and speculative servers "
-        "alternated, goodput forecast first from as many other questions (docs/engines.md, Under load; one gamma, "
+        "alternated, goodput forecast first from as many other questions (docs/engines-load.md; one gamma, "
         "default 4)",
     )
     parser.add_argument(
         "--requests",
         type=int,
-        default=LOAD_REQUESTS,
         metavar="N",
         help=f"--concurrency: requests at each concurrency (default {LOAD_REQUESTS})",
     )
@@ -190,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
             temperature=(args.temperatures or [0.0])[0],
             forecast_prompts=args.forecast_prompts,
             concurrency=tuple(args.concurrency or ()),
-            requests=args.requests,
+            requests=LOAD_REQUESTS if args.requests is None else args.requests,
         )
         _, lines = engine_bench(request, out=args.out, command=args.command_line)
     elif is_spec_bench(args.task):

@@ -106,6 +106,10 @@ def check_comparison(args: argparse.Namespace, sampling: Sampling) -> None:
             f"--{'hf' if args.hf else 'engine'} compares at --temperatures only: drop the other sampling "
             f"flags ({sampling})"
         )
+    if args.requests is not None and not args.concurrency:
+        raise ValueError(
+            f"--requests {args.requests} is the count of requests at each --concurrency: add --concurrency"
+        )
     if args.concurrency and not args.engine:
         raise ValueError(
             f"--concurrency {' '.join(map(str, args.concurrency))} puts an --engine under load; our decoders' batch "

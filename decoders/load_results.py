@@ -1,4 +1,4 @@
-"""What `spectheory bench --engine ... --concurrency` writes (docs/engines.md, "Under load"): per concurrency the plain
+"""What `spectheory bench --engine ... --concurrency` writes (docs/engines-load.md): per concurrency the plain
 and speculative servers' goodput, time per output token and acceptance, the goodput speedup with its spread, the
 forecast made before them, and the answer. No torch here: the documents are read back without a model."""
 

@@ -335,7 +335,7 @@ class LlamaServerEngine:
 
     def load_run(self, prompts: list, horizon: int, speculate: int, concurrency: int, progress=None) -> LoadRun:
         """Greedy continuations of ``horizon`` tokens (``ignore_eos``) of every prompt of ``prompts`` (ids), streamed,
-        ``concurrency`` in flight, on the server drafting up to ``speculate`` tokens (docs/engines.md, "Under load"):
+        ``concurrency`` in flight, on the server drafting up to ``speculate`` tokens (docs/engines-load.md):
         each request's times and its own draft counters (the last event's ``timings``), summed for the run, its rounds
         the tokens after its first less those accepted;
         llama-server counts no iterations, and no acceptance per position."""
@@ -350,9 +350,9 @@ class LlamaServerEngine:
                 "num_draft_tokens": timings.get("draft_n", 0),
                 "num_accepted_tokens": timings.get("draft_n_accepted", 0),
             }
-            return LoadRequest(
-                timings["predicted_n"], first, seconds, counters if speculate and self.options.spec else {}
-            )
+            tokens = timings["predicted_n"]
+            rounds = tokens - 1 - counters["num_accepted_tokens"]  # each round emits its accepted drafts and one
+            return LoadRequest(tokens, first, seconds, rounds, counters if speculate and self.options.spec else {})
 
         requests, seconds = in_flight(send, len(prompts), concurrency, progress)
         counters = reduce(add_counters, (request.counters for request in requests), {})

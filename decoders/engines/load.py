@@ -1,4 +1,4 @@
-"""A server under load (docs/engines.md, "Under load"): requests kept in flight at a concurrency, each streamed so
+"""A server under load (docs/engines-load.md): requests kept in flight at a concurrency, each streamed so
 that its time to the first token and its time per output token after it are its own, and the goodput (output tokens
 per second over all requests) of the whole run, a new request sent as soon as one is answered
 (``decoders.engines.openai.in_flight``). The engines' ``load_run`` (``decoders.engines.base.CAPABILITIES``) build on

@@ -1,4 +1,4 @@
-"""A serving engine's goodput under concurrency, forecast and then measured (docs/engines.md, "Under load";
+"""A serving engine's goodput under concurrency, forecast and then measured (docs/engines-load.md;
 docs/theory-goodput.md §16, "Engines").
 
 The bench: a fixed count of requests (Spec-Bench questions, greedy, ``max_new_tokens`` each) kept in flight at each

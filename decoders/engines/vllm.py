@@ -479,7 +479,7 @@ class VLLMEngine:
 
     def load_run(self, prompts: list, horizon: int, speculate: int, concurrency: int, progress=None) -> LoadRun:
         """Greedy continuations of ``horizon`` tokens (``ignore_eos``) of every prompt of ``prompts`` (ids), streamed,
-        ``concurrency`` in flight, on the server speculating ``speculate`` tokens (docs/engines.md, "Under load"):
+        ``concurrency`` in flight, on the server speculating ``speculate`` tokens (docs/engines-load.md):
         each request's times and rounds (its stream's events after the first: vLLM streams one an iteration), the run's
         spec-decode counters and vLLM's iterations (its ``iteration_tokens_total``
         count), the change of ``/metrics`` over the run."""

@@ -96,6 +96,17 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
         "its Spec-Bench table and --against servers greedy only",
     ),
     "bench --against without --engine was ignored": (["bench", "--against", "http://127.0.0.1:1"], "add --engine"),
+    "bench --concurrency without --engine": (["bench", "--concurrency", "1", "4"], "our decoders' batch sweep is"),
+    "bench --concurrency at two gammas would start two servers each": (
+        ["bench", "--engine", "vllm", "--concurrency", "1", "4", "--gammas", "2", "4"],
+        "--concurrency benches one gamma, got --gammas 2 4",
+    ),
+    "bench --concurrency sampled": (
+        ["bench", "--engine", "vllm", "--concurrency", "1", "--temperatures", "1"],
+        "--concurrency runs greedy requests",
+    ),
+    "bench --requests without --concurrency was ignored": (["bench", "--requests", "8"], "add --concurrency"),
+    "bench --concurrency 0": (["bench", "--engine", "vllm", "--concurrency", "0"], "concurrency must be"),
     "bench --forecast-prompts with --tree was ignored": (
         ["bench", "--tree", "--forecast-prompts", "2"],
         "do not take it",

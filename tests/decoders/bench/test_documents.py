@@ -138,6 +138,7 @@ def test_documents_found():
         "TreesDocument": 1,
         "PolicyGains": 1,
         "SimulationDocument": 1,
+        "LoadBenchDocument": 4,
     }
     assert all(kinds.count(kind) >= count for kind, count in committed.items()), kinds
 

@@ -224,6 +224,25 @@ def test_bench_against_plain_decoding(tmp_path, capsys, draft):
     assert costs["t_plain"] == costs["t_verify"][0] + costs["t_sample"] and "cost model's plain step" in printed
 
 
+def test_load_run_rounds_against_its_counters(draft):
+    """Under load (``load_run``, docs/engines-load.md): two requests in flight on a drafting server with two
+    slots, each streamed to its tokens, its rounds its tokens after the first less those accepted, the run's counters
+    the requests' summed; a concurrency above the slots is refused."""
+    engine = open_engine(f"llama-server:spec=draft-simple,draft={draft},np=2,completions=1,threads=1")
+    try:
+        ids = engine.tokenize(PROMPT)
+        run = engine.load_run([ids, ids[3:]], 8, 3, 2)
+        assert [request.tokens for request in run.requests] == [8, 8]
+        for request in run.requests:
+            assert request.rounds == 7 - request.counters["num_accepted_tokens"] >= 0
+            assert 0 < request.first_seconds <= request.seconds
+        assert run.counters["num_draft_tokens"] == sum(r.counters["num_draft_tokens"] for r in run.requests) > 0
+        with pytest.raises(ValueError, match="llama-server:np=3 or more"):
+            engine.load_run([ids], 8, 3, 3)
+    finally:
+        engine.close()
+
+
 def test_reported_probabilities_under_speculation_against_plain_decoding(plain, draft):
     """The probabilities check passes a plain server against itself (the control: the engine has no
     speculation, so both paths are plain) and fails the speculating one, whose verify rounds report log-probability

@@ -92,6 +92,26 @@ def test_greedy_ngram_speculation_against_autoregressive(engine):
     )
 
 
+def test_load_run_rounds_against_the_servers_iterations(engine):
+    """Under load (``load_run``, docs/engines-load.md): at concurrency 1 each streamed event is one engine
+    iteration, so the requests' rounds plus their prefills are vLLM's own iteration count; every request gets its
+    tokens; the plain server's requests take a round a token."""
+    from decoders.audit.engines.request import ENGINE_PROMPT
+
+    ids = engine.tokenize(ENGINE_PROMPT)
+    prompts = [ids, ids[5:], ids[9:]]
+    alone = engine.load_run(prompts, 12, 3, 1)
+    assert [request.tokens for request in alone.requests] == [12, 12, 12]
+    assert alone.iterations == sum(1 + request.rounds for request in alone.requests)
+    assert 0 < alone.counters["num_accepted_tokens"] <= alone.counters["num_draft_tokens"]
+    assert all(0 < request.first_seconds <= request.seconds for request in alone.requests)
+    together = engine.load_run(prompts, 12, 0, 3)
+    assert [request.rounds for request in together.requests] == [11, 11, 11]
+    assert together.goodput == pytest.approx(36 / together.seconds)
+    with pytest.raises(ValueError, match="vllm:seqs=9 or more"):
+        engine.load_run(prompts, 12, 0, 9)
+
+
 def test_close_against_leftover_processes(engine):
     """close() stops every server with its helpers (vLLM's API server, engine core and worker are one process
     group): none of the groups has a living process left (zombies, reaped by init in its time, aside)."""
