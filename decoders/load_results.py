@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from spectheory.goodput import ServerCosts
+from spectheory.goodput import GoodputChoice, ServerCosts, crossover_batch
 
 __all__ = ["SpeculativeRun", "LoadForecast", "ConcurrencyRow", "LoadBenchDocument", "crossover"]
 
@@ -140,9 +140,8 @@ class ConcurrencyRow:
 
 def crossover(speedups: dict) -> int | None:
     """The smallest concurrency from which on speculation does not pay (speedup below 1 there and at every larger
-    one), None where it pays at the largest."""
-    above = [c for c in sorted(speedups) if all(speedups[d] < 1 for d in speedups if d >= c)]
-    return above[0] if above else None
+    one), None where it pays at the largest (``spectheory.goodput.crossover_batch`` on {concurrency: speedup})."""
+    return crossover_batch([GoodputChoice(c, int(s >= 1), s) for c, s in sorted(speedups.items())])
 
 
 @dataclass(frozen=True)

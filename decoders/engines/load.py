@@ -7,7 +7,6 @@ per second over all requests) of the whole run, a new request sent as soon as on
 from __future__ import annotations
 
 import json
-import statistics
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -32,14 +31,6 @@ class LoadRequest:
         """Seconds per output token after the first (TPOT)."""
         return (self.seconds - self.first_seconds) / max(self.tokens - 1, 1)
 
-    def as_dict(self) -> dict:
-        return {
-            "tokens": self.tokens,
-            "first_seconds": self.first_seconds,
-            "seconds": self.seconds,
-            "rounds": self.rounds,
-        }
-
 
 @dataclass(frozen=True)
 class LoadRun:
@@ -62,13 +53,6 @@ class LoadRun:
     def goodput(self) -> float:
         """Output tokens per second over all requests."""
         return self.tokens / self.seconds
-
-    def tpot(self, quantile: float) -> float:
-        """The requests' time per output token at ``quantile`` (0.5: the median; 0.9: p90), interpolated."""
-        values = sorted(request.time_per_output_token for request in self.requests)
-        if len(values) == 1:
-            return values[0]
-        return statistics.quantiles(values, n=100, method="inclusive")[round(quantile * 100) - 1]
 
 
 def streamed(url: str, body: dict, timeout: float = 600.0) -> tuple[float, float, list]:

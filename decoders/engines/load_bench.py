@@ -41,11 +41,8 @@ INTERVAL_SEED = 0  # the forecast interval's draws of question sets
 
 def check_loadable(engine) -> None:
     """A one-line error where ``engine`` cannot be benched under load (it lacks ``load_run``)."""
-    missing = [name for name in ("load_run",) if capability(engine, name) is None]
-    if missing:
-        raise ValueError(
-            f"engine {engine.name} cannot be benched under load: it lacks {', '.join(missing)} (docs/engines.md §2)"
-        )
+    if capability(engine, "load_run") is None:
+        raise ValueError(f"engine {engine.name} cannot be benched under load: it lacks load_run (docs/engines.md §2)")
 
 
 def _speculative(run) -> SpeculativeRun:

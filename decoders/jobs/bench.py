@@ -183,6 +183,11 @@ class EngineBenchRun:
         as_int("requests", self.requests, low=1, high=240)
         if len(self.gammas) != 1:
             raise ValueError(f"--concurrency benches one gamma, got --gammas {' '.join(map(str, self.gammas))}")
+        if 1 not in self.concurrency:
+            raise ValueError(
+                f"--concurrency {' '.join(map(str, self.concurrency))} must include 1: the forecast times a prefill's "
+                "cost one request at a time"
+            )
         if self.temperature != 0 or self.against is not None or self.task not in (None, "spec-bench"):
             raise ValueError(
                 "--concurrency runs greedy requests of Spec-Bench's mixed questions on an engine the toolkit starts: "
@@ -222,7 +227,7 @@ def _under_load(engine, run: EngineBenchRun) -> tuple:
         LOAD_PROMPT_TOKENS, (capability(engine, "context") or DEFAULT_CONTEXT) - run.max_new_tokens - run.gammas[0] - 1
     )
     bench, other = mixed_prompts(gguf_tokenizer(engine.model_path), run.requests, run.seed, room)
-    total = 1 + len(run.concurrency) * (1 + run.repeats)
+    total = len(run.concurrency) * (1 + run.repeats)  # the forecast one run a concurrency, then the repeats
     with progress_bar(None, total=total, desc="load bench", unit="run") as bar:
         document = load_bench(
             engine,

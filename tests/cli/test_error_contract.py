@@ -106,6 +106,10 @@ CASES = {  # name -> (argv, fragment of the one line); {model:how} is a defectiv
         "--concurrency runs greedy requests",
     ),
     "bench --requests without --concurrency was ignored": (["bench", "--requests", "8"], "add --concurrency"),
+    "bench --concurrency without 1 left the forecast nothing to time a prefill by": (
+        ["bench", "--engine", "vllm", "--concurrency", "4", "8"],
+        "must include 1",
+    ),
     "bench --concurrency 0": (["bench", "--engine", "vllm", "--concurrency", "0"], "concurrency must be"),
     "bench --forecast-prompts with --tree was ignored": (
         ["bench", "--tree", "--forecast-prompts", "2"],

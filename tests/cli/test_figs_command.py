@@ -77,7 +77,7 @@ def test_figs_interrupted_at_random_points_leaves_old_or_new_output(tmp_path):
     same for all) over an existing output: afterwards the directory holds exactly the old figures or exactly the
     new ones. The new inputs differ from the old, so a mixture would show."""
     old_inputs, new_inputs = write_small_results(tmp_path / "old"), write_small_results(tmp_path / "new")
-    for path in new_inputs.iterdir():  # every measured figure and table changes
+    for path in new_inputs.rglob("*.json"):  # every measured figure and table changes (a folder's files too)
         path.write_text(json.dumps(_scaled(json.loads(path.read_text()))))
     only = ["--only", "speedup_vs_gamma", "measured_vs_predicted", "table3_alpha", "spec_bench"]  # measured ones
     command = [sys.executable, "-m", "cli", "figs", *only, "--out"]
