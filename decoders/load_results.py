@@ -4,15 +4,18 @@ forecast made before them, and the answer. No torch here: the documents are read
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
+from decoders.results import ResultRow
 from spectheory.goodput import GoodputChoice, ServerCosts, crossover_batch
 
-__all__ = ["SpeculativeRun", "LoadForecast", "ConcurrencyRow", "LoadBenchDocument", "crossover"]
+__all__ = ["SpeculativeRun", "LoadForecast", "ConcurrencyRow", "LoadBenchDocument", "crossover", "KIND"]
+
+KIND = "engine_load_bench"  # a load bench document's ``kind``
 
 
-@dataclass(frozen=True)
-class SpeculativeRun:
+@dataclass(frozen=True, kw_only=True)
+class SpeculativeRun(ResultRow):
     """One speculative run of the forecast's questions as the cost fit reads it: its concurrency, each request's
     rounds, the tokens drafted a round and its wall seconds."""
 
@@ -20,13 +23,6 @@ class SpeculativeRun:
     rounds: tuple
     drafted_per_round: float
     seconds: float
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "SpeculativeRun":
-        return cls(data["concurrency"], tuple(data["rounds"]), data["drafted_per_round"], data["seconds"])
 
 
 @dataclass(frozen=True)
@@ -85,8 +81,8 @@ class LoadForecast:
         )
 
 
-@dataclass(frozen=True)
-class ConcurrencyRow:
+@dataclass(frozen=True, kw_only=True)
+class ConcurrencyRow(ResultRow):
     """One concurrency, measured over repeats (plain and speculative alternated): each server's goodput (tokens per
     second over all requests) per repeat, their ratio's median and [min, median, max], each request's time per output
     token pooled over repeats (median and p90), the speculative server's acceptance (accepted over drafted; per
@@ -123,19 +119,13 @@ class ConcurrencyRow:
         return self.forecast_interval[0] <= self.speedup <= self.forecast_interval[1]
 
     def as_dict(self) -> dict:
-        return dict(
-            asdict(self),
-            forecast_over_measured=self.forecast_over_measured,
-            inside_forecast_interval=self.inside_forecast_interval,
-        )
+        derived = {"forecast_over_measured": self.forecast_over_measured}
+        return dict(super().as_dict(), **derived, inside_forecast_interval=self.inside_forecast_interval)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ConcurrencyRow":
         derived = ("forecast_over_measured", "inside_forecast_interval")
-        fields = {key: value for key, value in data.items() if key not in derived}
-        return cls(
-            **{key: tuple(value) if isinstance(value, list) else value for key, value in fields.items()},
-        )
+        return cls(**{key: value for key, value in data.items() if key not in derived})
 
 
 def crossover(speedups: dict) -> int | None:
@@ -179,52 +169,25 @@ class LoadBenchDocument:
         return None if self.forecast is None else crossover(self.forecast.speedups)
 
     def as_dict(self) -> dict:
-        return {
-            "kind": "engine_load_bench",
-            "engine": self.engine,
-            "model": self.model,
-            "engine_settings": self.engine_settings,
-            "engine_version": self.engine_version,
-            "task": self.task,
-            "temperature": self.temperature,
-            "device": self.device,
-            "dtype": self.dtype,
-            "batch_size": [row.concurrency for row in self.rows],
-            "gamma": self.gamma,
-            "requests": self.requests,
-            "prompt_tokens": list(self.prompt_tokens),
-            "max_new_tokens": self.max_new_tokens,
-            "repeats": self.repeats,
-            "warmup": self.warmup,
-            "rows": [row.as_dict() for row in self.rows],
-            "forecast": None if self.forecast is None else self.forecast.as_dict(),
-            "measured_crossover": self.measured_crossover,
-            "forecast_crossover": self.forecast_crossover,
-            "schedule": self.schedule,
-            "environment": self.environment,
-            "seconds": self.seconds,
-        }
+        saved = {field.name: getattr(self, field.name) for field in fields(self)}
+        return dict(
+            saved,
+            kind=KIND,
+            batch_size=[row.concurrency for row in self.rows],  # the benchmarks' common key: the concurrencies
+            rows=[row.as_dict() for row in self.rows],
+            forecast=None if self.forecast is None else self.forecast.as_dict(),
+            measured_crossover=self.measured_crossover,
+            forecast_crossover=self.forecast_crossover,
+        )
 
     @classmethod
     def from_dict(cls, data: dict) -> "LoadBenchDocument":
+        saved = {field.name: data[field.name] for field in fields(cls) if field.name in data}
+        forecast = data["forecast"]
         return cls(
-            engine=data["engine"],
-            model=data["model"],
-            engine_settings=data["engine_settings"],
-            engine_version=data["engine_version"],
-            gamma=data["gamma"],
-            requests=data["requests"],
-            prompt_tokens=tuple(data["prompt_tokens"]),
-            max_new_tokens=data["max_new_tokens"],
-            repeats=data["repeats"],
-            warmup=data["warmup"],
-            rows=tuple(ConcurrencyRow.from_dict(row) for row in data["rows"]),
-            forecast=None if data["forecast"] is None else LoadForecast.from_dict(data["forecast"]),
-            schedule=data["schedule"],
-            environment=data["environment"],
-            seconds=data["seconds"],
-            task=data["task"],
-            temperature=data["temperature"],
-            device=data["device"],
-            dtype=data["dtype"],
+            **dict(
+                saved,
+                rows=tuple(ConcurrencyRow.from_dict(row) for row in data["rows"]),
+                forecast=None if forecast is None else LoadForecast.from_dict(forecast),
+            )
         )

@@ -10,11 +10,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from decoders.load_results import LoadBenchDocument
+from decoders.load_results import KIND, LoadBenchDocument
 from paper_figs.style import FULL, plt, read_result, save
 
-RESULT = "goodput"  # a folder: every load_*.json in it whose kind is engine_load_bench
-KIND = "engine_load_bench"
+RESULT = "goodput"  # a folder: every load_*.json in it whose kind is KIND
 
 
 def documents(results: Path) -> list[LoadBenchDocument]:

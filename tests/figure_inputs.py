@@ -391,7 +391,10 @@ def small_load_document() -> LoadBenchDocument:
         for c in (1, 4)
     )
     costs = ServerCosts({1: 0.05, 4: 0.06}, 1e-4, 0.01, 0.001)
-    runs = (SpeculativeRun(1, (40, 50), 1.0, 5.0), SpeculativeRun(4, (40, 50), 1.0, 3.0))
+    runs = tuple(
+        SpeculativeRun(concurrency=c, rounds=(40, 50), drafted_per_round=1.0, seconds=s)
+        for c, s in ((1, 5.0), (4, 3.0))
+    )
     forecast = LoadForecast(
         (11, 13),
         (0.05, 0.06),

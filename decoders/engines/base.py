@@ -25,6 +25,7 @@ __all__ = [
     "CAPABILITIES",
     "DEFAULT_CONTEXT",
     "capability",
+    "recorded",
     "add_counters",
     "check_speculate",
 ]
@@ -148,6 +149,13 @@ def capability(engine, name: str):
     if name not in CAPABILITIES:
         raise KeyError(f"unknown engine capability {name!r}; they are {', '.join(CAPABILITIES)}")
     return getattr(engine, name, None)
+
+
+def recorded(engine) -> tuple[dict, str | None]:
+    """``engine``'s settings and version for a document's record (its capabilities ``settings`` and ``version``; {}
+    and None where it lacks them)."""
+    settings, version = capability(engine, "settings"), capability(engine, "version")
+    return settings() if settings else {}, version() if version else None
 
 
 def add_counters(total: dict, one: dict) -> dict:

@@ -41,7 +41,7 @@ from decoders.engine_results import (
     PlainRuns,
     ServerBench,
 )
-from decoders.engines.base import EngineSampling, add_counters, capability
+from decoders.engines.base import EngineSampling, add_counters, capability, recorded
 from plumbing.timing import host, speedup_interval, units_needed
 from plumbing.validation import as_int, as_real
 from spectheory.cost_checks import CostChecks, check_costs, sweep_check
@@ -342,15 +342,13 @@ def engine_bench(
         else None
     )
     recommended = from_sweep(rows, pick)  # docs/measuring.md, "The recommendation"
-    settings = capability(engine, "settings")
-    settings = settings() if settings else {}
-    version = capability(engine, "version")
+    settings, version = recorded(engine)
     return EngineBenchDocument(
         engine=engine.name,
         model=engine.model_path.name,
         threads=settings.get("threads"),
         engine_settings=settings,
-        engine_version=version() if version else None,
+        engine_version=version,
         temperature=sampling.temperature,
         batch_size=1,
         dtype=settings.get("dtype", "GGUF quantized (llama.cpp kernels)"),

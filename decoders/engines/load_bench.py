@@ -27,7 +27,7 @@ from functools import reduce
 
 import numpy as np
 
-from decoders.engines.base import add_counters, capability
+from decoders.engines.base import add_counters, capability, recorded
 from decoders.load_results import ConcurrencyRow, LoadBenchDocument, LoadForecast, SpeculativeRun, crossover
 from plumbing.timing import host
 from plumbing.validation import as_int
@@ -49,7 +49,7 @@ def _speculative(run) -> SpeculativeRun:
     """A speculative ``LoadRun`` as the cost fit reads it."""
     rounds = tuple(request.rounds for request in run.requests)
     drafted = run.counters.get("num_draft_tokens", 0) / sum(rounds) if sum(rounds) else 0.0
-    return SpeculativeRun(run.concurrency, rounds, drafted, run.seconds)
+    return SpeculativeRun(concurrency=run.concurrency, rounds=rounds, drafted_per_round=drafted, seconds=run.seconds)
 
 
 def _forecast(engine, prompts: list, bench_tokens: list, gamma: int, tokens: int, concurrency: list, progress):
@@ -173,14 +173,12 @@ def load_bench(
                 runs[c, speculate].append(engine.load_run(prompts, max_new_tokens, speculate, c))
             step(1)
     rows = tuple(_row(c, runs[c, 0], runs[c, gamma], ahead, (lengths, max_new_tokens)) for c in concurrency)
-    settings = capability(engine, "settings")
-    settings = settings() if settings else {}
-    version = capability(engine, "version")
+    settings, version = recorded(engine)
     return LoadBenchDocument(
         engine=engine.name,
         model=engine.model_path.name,
         engine_settings=settings,
-        engine_version=version() if version else None,
+        engine_version=version,
         gamma=gamma,
         requests=len(prompts),
         prompt_tokens=tuple(len(p) for p in prompts),

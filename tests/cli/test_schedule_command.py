@@ -20,6 +20,21 @@ def write_profile(path, batch_size, t_verify):
     return profile
 
 
+def write_affine_profile(path, widths: int, gammas: int, **record) -> CostProfile:
+    """A batch-1 profile whose passes cost 4 ms and 0.25 ms a token (compute-bound early), calls of 1..``widths``
+    tokens, acceptance 0.8 at ``gammas`` positions, written to ``path`` with ``record`` (target, draft) beside."""
+    profile = CostProfile(
+        t_step=4.25e-3,
+        t_draft=4e-4,
+        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, widths + 1)),
+        t_iteration=1e-4,
+        acceptance=(0.8,) * gammas,
+        batch_size=1,
+    )
+    path.write_text(json.dumps({"kind": PROFILE_KIND, **record, "profile": profile.as_dict()}))
+    return profile
+
+
 def test_schedule_against_the_cost_model(tmp_path, capsys):
     profiles = {
         b: write_profile(tmp_path / f"b{b}.json", b, tuple(1.0 + 0.02 * b * k for k in range(9))) for b in (1, 8, 32)
@@ -82,16 +97,8 @@ def test_concurrency_against_the_goodput_search(tmp_path, capsys):
     whose gamma 1 needs wider calls, or two profiles, exit 2 with one line."""
     from spectheory.goodput import crossover_batch, profile_goodput_schedule
 
-    profile = CostProfile(
-        t_step=4.25e-3,
-        t_draft=4e-4,
-        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 161)),
-        t_iteration=1e-4,
-        acceptance=(0.8,) * 8,
-        batch_size=1,
-    )
     path = tmp_path / "profile.json"
-    path.write_text(json.dumps({"kind": PROFILE_KIND, "profile": profile.as_dict()}))
+    profile = write_affine_profile(path, 160, 8)
     batches = ["1", "2", "4", "8", "16"]
     assert main(["schedule", "--costs", str(path), "--concurrency", *batches, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -109,16 +116,8 @@ def test_concurrency_against_the_goodput_search(tmp_path, capsys):
 def test_gamma_concurrency_against_schedule(tmp_path, capsys):
     """`gamma --costs PROFILE --concurrency ...` answers as `schedule` does (one search: the printed lines are the
     same); without measured costs it exits 2 with one line."""
-    profile = CostProfile(
-        t_step=4.25e-3,
-        t_draft=4e-4,
-        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 65)),
-        t_iteration=1e-4,
-        acceptance=(0.8,) * 6,
-        batch_size=1,
-    )
     path = tmp_path / "profile.json"
-    path.write_text(json.dumps({"kind": PROFILE_KIND, "target": "t", "draft": "d", "profile": profile.as_dict()}))
+    write_affine_profile(path, 64, 6, target="t", draft="d")
     assert main(["schedule", "--costs", str(path), "--concurrency", "1", "4", "16"]) == 0
     scheduled = capsys.readouterr().out.splitlines()
     assert main(["gamma", "--costs", str(path), "--concurrency", "1", "4", "16"]) == 0
@@ -132,16 +131,8 @@ def test_concurrency_against_a_batch_sweep(tmp_path, capsys):
     sweep with the forecast's goodput speedup there (``spectheory.goodput.goodput_speedup``) and their ratio."""
     from spectheory.goodput import goodput_speedup, profile_goodput_costs
 
-    profile = CostProfile(
-        t_step=4.25e-3,
-        t_draft=4e-4,
-        t_verify=tuple(4e-3 + 2.5e-4 * n for n in range(1, 81)),
-        t_iteration=1e-4,
-        acceptance=(0.8,) * 4,
-        batch_size=1,
-    )
     path = tmp_path / "profile.json"
-    path.write_text(json.dumps({"kind": PROFILE_KIND, "profile": profile.as_dict()}))
+    profile = write_affine_profile(path, 80, 4)
     rows = [
         {"batch_size": b, "temperature": 0.0, "gamma": g, "speedup": 1.25} for b in (1, 16) for g in (2, 4)
     ]  # what the sweep's reader takes of a bench (decoders.bench.documents.BatchSweep)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from decoders.load_results import KIND as LOAD_KIND
 from spectheory.intervals import Z95, covers, facing_half_width, forecast_interval
 
 __all__ = ["ForecastPair", "pairs_of", "run_error", "covered", "coverage_table"]
@@ -82,11 +83,11 @@ def pairs_of(document: dict) -> list:
     tree's Spec-Bench rows have no measured interval and are left out, and so is a cross-vocabulary bench (its rows
     state no bootstrap interval: ``decoders.bench.cross_bench``) and an engine bench of suffix decoding made before its
     forecast counted a second pass (its bench repeats the prompts it remembers, which the forecast's single pass did
-    not: docs/findings/forecasts-real.md). An engine under load (``engine_load_bench``) is left out too: its forecast's
-    interval is over sets of questions, not the jackknife with the run error this table judges (docs/engines-load.md;
-    judged in docs/findings/goodput.md)."""
+    not: docs/findings/forecasts-real.md). An engine under load (``decoders.load_results.KIND``) is left out too: its
+    forecast's interval is over sets of questions, not the jackknife with the run error this table judges
+    (docs/engines-load.md; judged in docs/findings/goodput.md)."""
     forecast = document.get("forecast")
-    if not forecast or "vocabularies" in document or document.get("kind") == "engine_load_bench":
+    if not forecast or "vocabularies" in document or document.get("kind") == LOAD_KIND:
         return []
     if (document.get("engine_settings") or {}).get("method") == "suffix" and forecast.get("passes", 1) < 2:
         return []  # it drafts from its earlier answers, and the bench repeats its prompts: not that forecast's workload

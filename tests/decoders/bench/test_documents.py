@@ -30,6 +30,7 @@ from decoders.bench.documents import (
 )
 from decoders.bench.spec_bench.document import EngineTable, SpecBenchAnswer, SpecBenchTable
 from decoders.engine_results import EngineBenchDocument, EngineGreedyAudit, EngineTwoSampleAudit, ServerBench
+from decoders.load_results import KIND as LOAD_KIND
 from decoders.load_results import LoadBenchDocument
 from sims.documents import PolicyGains, SimulationDocument, TreesDocument
 from spectheory.costs import PROFILE_KIND
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _kind(part: dict):
-    if part.get("kind") == "engine_load_bench":
+    if part.get("kind") == LOAD_KIND:
         return LoadBenchDocument
     if {"budgets", "verifiers"} <= set(part):
         return TreesDocument
