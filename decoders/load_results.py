@@ -29,7 +29,7 @@ class SpeculativeRun(ResultRow):
 class LoadForecast:
     """The forecast, made before the bench from other questions (``prompt_tokens`` long) alone: what was measured on
     them (each request's seconds to its first token at concurrency 1, ``first_seconds``; the plain runs' wall seconds
-    at each concurrency, ``plain_seconds``; the speculative runs at the smallest and largest), the costs fitted to it
+    at each concurrency, ``plain_seconds``; the speculative run beside each), the costs fitted to it
     (``spectheory.goodput.fit_server_costs``) and, per concurrency, the goodput speedup and the plain server's goodput
     it forecasts for the bench's requests (their prompts' lengths, the other questions' rounds at concurrency 1) with
     its 95% interval over sets of as many questions; ``seconds`` it took."""

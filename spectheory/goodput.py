@@ -12,7 +12,7 @@ above some B no gamma >= 1 pays: the crossover, above which do not speculate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -237,45 +237,51 @@ def batched_iterations(lengths, slots: int) -> list[tuple]:
 @dataclass(frozen=True)
 class ServerCosts:
     """A serving engine's iteration costs (docs/theory-goodput.md §16, "Engines"): the plain server's seconds per
-    decoding iteration at each concurrency it was run at (``plain_step``; between them linear), a token's seconds in a
-    pass beyond one a row (``token_seconds``: a prompt's tokens in its prefill, a round's drafted tokens), and a round's
-    own seconds beyond its pass (proposer, draft model, rejection sampler), ``round_intercept`` + ``round_per_row`` x
-    the rows in the iteration."""
+    decoding iteration at each concurrency it was run at (``plain_step``), a token's seconds in a pass beyond one a row
+    (``token_seconds``: a prompt's tokens in its prefill, a round's drafted tokens), and a speculative iteration's own
+    seconds beyond that pass (the proposer, a draft model, the verify pass's width beyond the prefill's price, the
+    rejection sampler) at each concurrency the speculating server was run at (``round_step``); both tables linear
+    between their concurrencies and flat outside them."""
 
     plain_step: dict  # {concurrency: seconds per iteration}
     token_seconds: float
-    round_intercept: float = 0.0
-    round_per_row: float = 0.0
+    round_step: dict = field(default_factory=dict)  # {concurrency: a round's own seconds}; empty: no round priced
 
     def step(self, rows: int) -> float:
-        """The plain server's iteration of ``rows`` requests, linear between the measured concurrencies (the nearest
-        outside them)."""
-        measured = sorted(self.plain_step)
-        low = max([c for c in measured if c <= rows], default=measured[0])
-        high = min([c for c in measured if c >= rows], default=measured[-1])
-        if low == high:
-            return self.plain_step[low]
-        share = (rows - low) / (high - low)
-        return self.plain_step[low] * (1 - share) + self.plain_step[high] * share
+        """The plain server's iteration of ``rows`` requests."""
+        return _between(self.plain_step, rows)
 
     def iteration(self, rows: int, extra_tokens: float, *, speculative: bool) -> float:
         """An iteration of ``rows`` requests whose pass carries ``extra_tokens`` beyond one a row (prefills, drafts),
         with a round's own seconds where it is ``speculative``."""
-        rounds = self.round_intercept + self.round_per_row * rows if speculative else 0.0
+        rounds = _between(self.round_step, rows) if speculative and self.round_step else 0.0
         return self.step(rows) + self.token_seconds * extra_tokens + rounds
 
     def as_dict(self) -> dict:
         return {
             "plain_step": {str(c): s for c, s in sorted(self.plain_step.items())},
             "token_seconds": self.token_seconds,
-            "round_intercept": self.round_intercept,
-            "round_per_row": self.round_per_row,
+            "round_step": {str(c): s for c, s in sorted(self.round_step.items())},
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "ServerCosts":
-        plain_step = {int(c): s for c, s in data["plain_step"].items()}
-        return cls(plain_step, data["token_seconds"], data["round_intercept"], data["round_per_row"])
+        return cls(
+            {int(c): s for c, s in data["plain_step"].items()},
+            data["token_seconds"],
+            {int(c): s for c, s in data["round_step"].items()},
+        )
+
+
+def _between(table: dict, rows: float) -> float:
+    """``table`` {concurrency: seconds} at ``rows``: linear between its concurrencies, the nearest outside them."""
+    measured = sorted(table)
+    low = max([c for c in measured if c <= rows], default=measured[0])
+    high = min([c for c in measured if c >= rows], default=measured[-1])
+    if low == high:
+        return table[low]
+    share = (rows - low) / (high - low)
+    return table[low] * (1 - share) + table[high] * share
 
 
 def fixed_count_seconds(costs: ServerCosts, lengths, prompt_tokens, slots: int, drafted: float | None = None) -> float:
@@ -341,38 +347,45 @@ def fit_server_costs(prompt_tokens, first_seconds, tokens: int, plain_seconds: d
     seconds, the slope of the requests' seconds to their first token on their prompt's length at concurrency 1
     (``first_seconds``: one request at a time, its prefill alone in its pass); the plain step at each concurrency, the
     plain run's wall seconds there (``plain_seconds``) less its prefills' tokens, over its iterations; and a round's
-    own seconds from the speculative runs (``speculative``: (concurrency, each request's rounds, tokens drafted a
-    round, wall seconds)), each run's wall seconds less its iterations priced without the round being intercept x
-    iterations + per row x rows summed over them: two runs solve it, one gives the intercept alone. No part is below
-    0 (a round costs at least its pass: a negative part says the passes were priced high); where one would be, the
-    other carries both runs' residual."""
+    own seconds at each concurrency of the speculative runs (``speculative``: (concurrency, each request's rounds,
+    tokens drafted a round, wall seconds)), from each run's wall seconds less its iterations priced without the round;
+    both solved in rising concurrency (``_per_concurrency``)."""
     lengths = [float(n) for n in prompt_tokens]
     mean_length, mean_first = sum(lengths) / len(lengths), sum(first_seconds) / len(first_seconds)
     spread = sum((n - mean_length) ** 2 for n in lengths)
     slope = sum((n - mean_length) * (f - mean_first) for n, f in zip(lengths, first_seconds)) / spread if spread else 0
     token_seconds, prefill = max(slope, 0.0), sum(n - 1 for n in lengths)
-    steps = {
-        c: (seconds - token_seconds * prefill) / len(batched_iterations([tokens] * len(lengths), c))
-        for c, seconds in plain_seconds.items()
-    }
+    plain_rows = {c: [len(a) for a in batched_iterations([tokens] * len(lengths), c)] for c in plain_seconds}
+    steps = _per_concurrency([(c, plain_rows[c], s - token_seconds * prefill) for c, s in plain_seconds.items()])
     plain = ServerCosts(steps, token_seconds)
-    equations = []
+    runs = []
     for concurrency, rounds, drafted, seconds in speculative:
         iterations = batched_iterations([1 + r for r in rounds], concurrency)
         priced = fixed_count_seconds(plain, [1 + r for r in rounds], prompt_tokens, concurrency, drafted)  # no round
-        equations.append((len(iterations), sum(map(len, iterations)), seconds - priced))
-    return ServerCosts(steps, token_seconds, *_solve_rounds(equations))
+        runs.append((concurrency, [len(active) for active in iterations], seconds - priced))
+    return ServerCosts(steps, token_seconds, _per_concurrency(runs))
 
 
-def _solve_rounds(equations: list) -> tuple:
-    """(intercept, per row) from (iterations, rows summed, residual seconds) of one run or two (fit_server_costs)."""
-    (i1, s1, r1), (i2, s2, r2) = equations[0], equations[-1]
-    determinant = i1 * s2 - i2 * s1
-    if len(equations) > 1 and abs(determinant) > 1e-9:
-        intercept, per_row = (r1 * s2 - r2 * s1) / determinant, (i1 * r2 - i2 * r1) / determinant
-        if intercept >= 0 and per_row >= 0:
-            return intercept, per_row
-        if per_row < 0:
-            return max((r1 + r2) / (i1 + i2), 0.0), 0.0
-        return 0.0, max((r1 + r2) / (s1 + s2), 0.0)
-    return max(r1 / i1, 0.0), 0.0
+def _per_concurrency(runs: list) -> dict:
+    """{concurrency: seconds an iteration} from runs (concurrency, each iteration's rows, seconds over them), solved in
+    rising concurrency: a run's iterations of fewer rows than its concurrency are priced from the values already solved
+    (linear between, as ``ServerCosts`` reads its tables), which leaves its own concurrency's value one unknown. None
+    is below 0 (a round costs at least its pass: a negative residual says the pass was priced high); a concurrency no
+    iteration reached (more slots than requests) is left out."""
+    concurrencies = [c for c, _, _ in runs]
+    if len(set(concurrencies)) != len(concurrencies):
+        raise ValueError(f"runs must be at distinct concurrencies, got {sorted(concurrencies)}")
+    solved: dict = {}
+    for concurrency, rows, residual in sorted(runs):
+        below = max(solved, default=None)
+        known, weight = 0.0, 0.0
+        for r in rows:
+            if below is not None and r <= below:
+                known += _between(solved, r)
+            else:  # between the largest solved concurrency and this one (or below it, where none is solved)
+                share = 1.0 if below is None else (r - below) / (concurrency - below)
+                known += 0.0 if below is None else (1 - share) * solved[below]
+                weight += share
+        if weight > 0:
+            solved[concurrency] = max((residual - known) / weight, 0.0)
+    return solved

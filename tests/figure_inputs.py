@@ -390,7 +390,7 @@ def small_load_document() -> LoadBenchDocument:
         )
         for c in (1, 4)
     )
-    costs = ServerCosts({1: 0.05, 4: 0.06}, 1e-4, 0.01, 0.001)
+    costs = ServerCosts({1: 0.05, 4: 0.06}, 1e-4, {1: 0.011, 4: 0.014})
     runs = tuple(
         SpeculativeRun(concurrency=c, rounds=(40, 50), drafted_per_round=1.0, seconds=s)
         for c, s in ((1, 5.0), (4, 3.0))

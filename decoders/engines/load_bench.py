@@ -11,12 +11,12 @@ The forecast, made first from other questions only, each paired with a bench req
 the largest concurrency (warmed, and an engine that remembers its answers has seen the questions, as the bench's warm-up
 lets it see its own), the plain server's runs of the other questions at each concurrency (a prefill's cost per token
 from their seconds to the first token at concurrency 1, one at a time; the plain step at each concurrency from the
-rest), and the speculating server's beside them at the smallest and largest concurrency (a round's own seconds, affine
-in the rows of its iteration, from their residuals; the rounds each question took at the smallest, and the tokens
-drafted a round). The bench's requests (their prompts' lengths, their partners' rounds) are then scheduled as the
-server batches them (``spectheory.goodput.batched_iterations``: the same count, the same concurrency) and each
-iteration priced: at the smallest and largest concurrency the costs carry the other questions' own runs; between them
-it is the cost model's."""
+rest), and the speculating server's beside each (a round's own seconds at each concurrency, from their residuals; the
+rounds each question took at the smallest, and the tokens drafted a round). The bench's requests (their prompts'
+lengths, their partners' rounds) are then scheduled as the server batches them
+(``spectheory.goodput.batched_iterations``: the same count, the same concurrency) and each iteration priced: the costs
+carry the other questions' own runs at every concurrency, and what differs is the rounds, the prompts' lengths and the
+iterations with fewer rows than slots."""
 
 from __future__ import annotations
 
@@ -60,12 +60,11 @@ def _forecast(engine, prompts: list, bench_tokens: list, gamma: int, tokens: int
     for speculate in (0, gamma):  # untimed: each server warmed, and an engine that remembers has seen the questions
         load(prompts, tokens, speculate, max(concurrency))
     plain_seconds, speculative, first = {}, [], ()
-    for c in concurrency:  # the speculative runs beside the plain ones at the ends
+    for c in concurrency:  # each speculative run beside the plain one at its concurrency
         run = load(prompts, tokens, 0, c)
         plain_seconds[c] = run.seconds
         first = first or tuple(request.first_seconds for request in run.requests)  # concurrency 1: a prefill alone
-        if c in (min(concurrency), max(concurrency)):
-            speculative.append(_speculative(load(prompts, tokens, gamma, c)))
+        speculative.append(_speculative(load(prompts, tokens, gamma, c)))
         progress(1)
     lengths = tuple(len(p) for p in prompts)
     costs = fit_server_costs(lengths, first, tokens, plain_seconds, [astuple(run) for run in speculative])
@@ -215,10 +214,12 @@ def load_lines(document: LoadBenchDocument) -> list:
     ]
     if ahead:
         lines.append(
-            f"forecast from {len(ahead.prompt_tokens)} other questions ({ahead.seconds:.0f} s): a round's own seconds "
-            f"{ahead.costs.round_intercept * 1e3:.1f} ms + {ahead.costs.round_per_row * 1e3:.2f} ms a row, a "
-            f"token beyond one a row {ahead.costs.token_seconds * 1e3:.3f} ms, plain steps "
-            + ", ".join(f"{c}: {s * 1e3:.1f}" for c, s in sorted(ahead.costs.plain_step.items()))
+            f"forecast from {len(ahead.prompt_tokens)} other questions ({ahead.seconds:.0f} s): a token beyond one a "
+            f"row {ahead.costs.token_seconds * 1e3:.3f} ms; per concurrency, plain step and a round's own seconds "
+            + ", ".join(
+                f"{c}: {s * 1e3:.1f} + {ahead.costs.round_step.get(c, float('nan')) * 1e3:.1f}"
+                for c, s in sorted(ahead.costs.plain_step.items())
+            )
             + f" ms; {ahead.drafted_per_round:.2f} tokens drafted a round"
         )
     lines.append(

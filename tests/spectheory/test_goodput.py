@@ -118,8 +118,8 @@ def test_simulated_goodput_against_theory(alpha, gamma, batch):
 
 def test_fit_server_costs_recovers_the_costs_it_priced_against_theory():
     """Runs priced by ``fixed_count_seconds`` at known costs give those costs back (a prefill's token from the
-    seconds to the first token at concurrency 1, the plain steps, a round's two parts from two runs)."""
-    truth = ServerCosts({1: 0.044, 4: 0.056}, 2e-4, 0.02, 0.005)
+    seconds to the first token at concurrency 1, the plain steps, a round's own seconds at each concurrency)."""
+    truth = ServerCosts({1: 0.044, 4: 0.056}, 2e-4, {1: 0.025, 4: 0.04})
     prompts, rounds, tokens = [12, 40, 7, 90], [5, 7, 9, 3], 10
     first = [truth.iteration(1, n - 1, speculative=False) for n in prompts]
     plain = {c: fixed_count_seconds(truth, [tokens] * 4, prompts, c) for c in (1, 4)}
@@ -129,11 +129,30 @@ def test_fit_server_costs_recovers_the_costs_it_priced_against_theory():
     fitted = fit_server_costs(prompts, first, tokens, plain, speculative)
     assert fitted.token_seconds == pytest.approx(2e-4)
     assert fitted.plain_step == pytest.approx({1: 0.044, 4: 0.056})
-    assert (fitted.round_intercept, fitted.round_per_row) == pytest.approx((0.02, 0.005))
+    assert fitted.round_step == pytest.approx({1: 0.025, 4: 0.04})
+
+
+def test_fit_server_costs_solves_a_round_that_is_not_affine_in_rising_concurrency_against_theory():
+    """Three runs whose iterations of fewer rows than slots fall between the concurrencies already solved: a round of
+    10, 30 and 35 ms at 1, 2 and 4 rows comes back exactly, and a run made faster than its passes is read as 0."""
+    truth = ServerCosts({1: 0.05, 2: 0.06, 4: 0.07}, 1e-4, {1: 0.010, 2: 0.030, 4: 0.035})
+    prompts, rounds, tokens = [9, 30, 14, 50, 21], [9, 4, 12, 6, 2], 8
+    plain = {c: fixed_count_seconds(truth, [tokens] * 5, prompts, c) for c in (1, 2, 4)}
+    speculative = [
+        (c, rounds, 2.0, fixed_count_seconds(truth, [1 + r for r in rounds], prompts, c, 2.0)) for c in (4, 1, 2)
+    ]
+    first = [truth.iteration(1, n - 1, speculative=False) for n in prompts]
+    assert fit_server_costs(prompts, first, tokens, plain, speculative).round_step == pytest.approx(
+        {1: 0.010, 2: 0.030, 4: 0.035}
+    )
+    faster = [(c, r, d, seconds * 0.5 if c == 2 else seconds) for c, r, d, seconds in speculative]
+    assert fit_server_costs(prompts, first, tokens, plain, faster).round_step[2] == 0.0
+    with pytest.raises(ValueError, match="runs must be at distinct concurrencies"):
+        fit_server_costs(prompts, first, tokens, plain, speculative + speculative[:1])
 
 
 def test_fixed_count_speedups_of_a_round_that_emits_one_token_cost_more_than_plain_against_theory():
-    costs = ServerCosts({1: 0.05}, 0.0, 0.01)
+    costs = ServerCosts({1: 0.05}, 0.0, {1: 0.01})
     speedups, plain = fixed_count_speedups(costs, [31] * 4, 0.0, [8] * 4, 32, [1])
     assert speedups[1] == pytest.approx(32 * 0.05 / (32 * 0.06))
     assert plain[1] == pytest.approx(1 / 0.05)
