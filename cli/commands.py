@@ -8,6 +8,7 @@ COMMANDS = {
     "tree": "the optimal draft tree under a node budget: expected tokens, speedup, the best chain beside it",
     "simulate": "Monte-Carlo tokens per iteration and speedup, beside their closed forms",
     "audit": "prove or test that a decoder samples exactly the target's distribution",
+    "conformance": "where speculation changes what an engine returns: greedy tokens, sampled law, logprobs, seeds",
     "train": "train the shipped target and drafts on the stdlib corpus (seeded, resumable)",
     "alpha": "measured acceptance rate alpha of the shipped drafts (Table 3 analogue)",
     "bench": "measure c, tokens per iteration and speedup of the shipped pair against Theorem 3.8",

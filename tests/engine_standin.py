@@ -159,3 +159,76 @@ class ZipfModel(HistoryModel):
 
     def _logits(self, history: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
         return self.logits[history.gather(1, ends - 1) % 3]  # [B, S, V]
+
+
+#: The defects ``DefectiveServer`` can plant, each meant to fail one conformance row kind alone.
+DEFECTS = ("law", "seed", "logprobs", "greedy")
+
+
+class DefectiveServer:
+    """A Markov-chain server (``MarkovEngine``'s table, temperature, top-k and top-p applied) that speculates exactly
+    (its speculating rows are drawn as its plain ones), with a planted ``defect`` under speculation only: ``law``
+    samples at 0.8 times the temperature asked for, ``seed`` ignores the request's seed, ``logprobs`` reports 0.0 for
+    every token (llama.cpp #27972's symptom), ``greedy`` emits the runner-up at the third greedy token; and with
+    ``refuses`` it refuses min-p under speculation (``check_sampling``)."""
+
+    def __init__(self, defect: str | None = None, *, refuses: bool = False) -> None:
+        if defect not in (None, *DEFECTS):
+            raise ValueError(f"defect must be one of {DEFECTS}, got {defect!r}")
+        self.defect, self.refuses = defect, refuses
+        self.name = f"stand-in server ({defect or 'no'} defect)"
+        self.logits = MarkovEngine().logits  # [V, V]
+
+    def tokenize(self, prompt: str) -> list:
+        return [len(prompt) % VOCABULARY]
+
+    def check_sampling(self, sampling: EngineSampling, speculate: int) -> None:
+        if self.refuses and speculate and sampling.min_p:
+            raise ValueError("min-p is not sampled under speculation (stand-in)")
+
+    def _law(self, previous: np.ndarray, sampling: EngineSampling, temperature: float) -> np.ndarray:
+        logits = self.logits[previous] / temperature  # [n, V]
+        if sampling.top_k:
+            kth = np.sort(logits, axis=1)[:, -sampling.top_k][:, None]
+            logits = np.where(logits >= kth, logits, -np.inf)
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        if sampling.top_p < 1:
+            order = np.argsort(-probs, axis=1)
+            sorted_probs = np.take_along_axis(probs, order, axis=1)
+            keep = np.cumsum(sorted_probs, axis=1) - sorted_probs < sampling.top_p
+            mask = np.zeros_like(keep)
+            np.put_along_axis(mask, order, keep, axis=1)
+            probs = np.where(mask, probs, 0.0)
+            probs /= probs.sum(axis=1, keepdims=True)
+        return probs
+
+    def generate(self, prompt, n, horizon, sampling, *, speculate=0, seed=0, progress=None) -> EngineRun:
+        self.check_sampling(sampling, speculate)
+        shifted = speculate and self.defect == "law" and sampling.temperature > 0
+        temperature = max(sampling.temperature * (0.8 if shifted else 1.0), 1e-3)
+        rng = np.random.default_rng() if speculate and self.defect == "seed" else np.random.default_rng(seed)
+        rows = np.empty((n, horizon), dtype=np.int64)
+        previous = np.full(n, self.tokenize(prompt)[0])
+        for t in range(horizon):
+            probs = self._law(previous, sampling, temperature)  # [n, V]
+            if sampling.temperature == 0:
+                ranked = np.argsort(-probs, axis=1)
+                rows[:, t] = ranked[:, 1] if speculate and self.defect == "greedy" and t == 2 else ranked[:, 0]
+            else:
+                rows[:, t] = (rng.random((n, 1)) > np.cumsum(probs, axis=1)).sum(axis=1).clip(max=VOCABULARY - 1)
+            previous = rows[:, t]
+        counters = {"num_draft_tokens": speculate * n * horizon, "num_accepted_tokens": 0} if speculate else {}
+        return EngineRun(tuple(tuple(int(x) for x in row) for row in rows), 0.0, counters, 0, n * horizon)
+
+    def token_logprobs(self, ids, horizon, sampling, *, speculate=0, seed=0, top=2) -> list:
+        """[(id, logprob, [(id, logprob)] of the top ``top``)] of the greedy tokens after ``ids``."""
+        reported, previous = [], ids[-1]
+        for _ in range(horizon):
+            logprobs = self.logits[previous] - np.logaddexp.reduce(self.logits[previous])  # [V]
+            order = np.argsort(-logprobs)
+            token = int(order[0])
+            shown = 0.0 if speculate and self.defect == "logprobs" else float(logprobs[token])
+            reported.append((token, shown, [(int(t), float(logprobs[t])) for t in order[:top]]))
+            previous = token
+        return reported

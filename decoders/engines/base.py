@@ -104,8 +104,8 @@ class Engine(Protocol):
         step, 0 decodes plainly. ``progress`` is called with the number of samples finished."""
 
 
-#: What an engine may offer beyond ``Engine``, each optional, with what the toolkit does without it (docs/engines.md
-#: §2). Code outside ``decoders/engines/`` asks ``capability(engine, NAME)``, never the engine's class.
+#: What an engine may offer beyond ``Engine``, each optional, with what the toolkit does without it (docs/extending.md,
+#: "An engine"). Code outside ``decoders/engines/`` asks ``capability(engine, NAME)``, never the engine's class.
 CAPABILITIES = {
     "version": "version() -> str, recorded in results (without: not recorded)",
     "tokenize": "tokenize(prompt) -> ids, as the engine reads a completion prompt (without: no bench, no diagnosis)",
@@ -126,6 +126,8 @@ CAPABILITIES = {
     "all_logits": "all_logits(chunks) -> logits [sum of lengths, V] after evaluating chunks of ids, one call each "
     "(without: --against model reads logits_after a position at a time, or is refused; no batch-shape "
     "numerics)",
+    "check_sampling": "check_sampling(sampling, speculate): a ValueError naming what it refuses to sample under "
+    "speculation, before any request (without: nothing is refused ahead; a conformance row it refuses fails)",
     "known_deviations": "known_deviations() -> [lines]: deviations found in this engine under its settings, with the "
     "sample size an audit needs to see them, printed beside a verdict (without: none printed)",
     "remembers_outputs": "remembers_outputs() -> bool: whether its drafts learn from its answers to earlier requests "

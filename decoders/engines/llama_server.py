@@ -26,7 +26,7 @@ from decoders.engines.build import HOME_VARIABLE, LLAMA_CPP_BIN, ensure_llama_se
 from decoders.engines.llama_server_options import ServerOptions
 from decoders.engines.load import LoadRequest, LoadRun, check_concurrency, streamed
 from decoders.engines.openai import in_flight, retried
-from decoders.engines.server import ServerProcess
+from decoders.engines.server import ServerPool, ServerProcess
 
 __all__ = [
     "LLAMA_CPP_BIN",
@@ -42,6 +42,10 @@ __all__ = [
 
 #: Seconds a starting server may take to answer /health (loading SmolLM2 takes a few).
 START_SECONDS = 120.0
+#: A server's memory beside its GGUF files and KV cache (its binary, buffers), and its KV cache a token of context in a
+#: slot (SmolLM2-135M's at f16 is 22.5 KiB: 30 layers x 3 KV heads x 64 x 2 x 2 bytes; a 7B model's with grouped
+#: queries, 128 KiB): the free-memory check's estimate, not a measurement.
+SERVER_BYTES, KV_BYTES_PER_TOKEN = 256 << 20, 32 << 10
 
 
 def server_binary() -> Path:
@@ -155,7 +159,7 @@ class LlamaServerEngine:
         self.model_path, self.options, self.retries = Path(model), options, retries
         words = [options.spec] + options.sampler_words()
         self.name = "llama-server" + (f" ({', '.join(filter(None, words))})" if any(words) else "")
-        self._servers: dict = {}
+        self._pool = ServerPool(self._start, self._needed, "llama-server")
 
     def known_deviations(self) -> list:
         """The rejection path's bugs where these options meet them (docs/upstream/llama-server-mirostat.md and
@@ -180,12 +184,18 @@ class LlamaServerEngine:
         return mirostat + adaptive
 
     def server(self, speculate: int) -> LlamaServer:
-        speculate = check_speculate(speculate) if self.options.spec else 0
-        if speculate not in self._servers:
-            self._servers[speculate] = LlamaServer(
-                self.options.arguments(str(self.model_path), speculate), binary=self.binary
-            )
-        return self._servers[speculate]
+        """The server at ``speculate`` (0: plain), at most the plain one and one other alive (``ServerPool``)."""
+        return self._pool.get(check_speculate(speculate) if self.options.spec else 0)
+
+    def _start(self, speculate: int) -> LlamaServer:
+        return LlamaServer(self.options.arguments(str(self.model_path), speculate), binary=self.binary)
+
+    def _needed(self, speculate: int) -> int:
+        """About what a server takes: its GGUF files (the draft's where it speculates with one) and its KV cache
+        (``KV_BYTES_PER_TOKEN`` a token of context in every slot) beside ``SERVER_BYTES``."""
+        files = [self.model_path] + [Path(self.options.draft)] * bool(speculate and self.options.draft)
+        tokens = self.options.context * self.options.slots
+        return SERVER_BYTES + sum(path.stat().st_size for path in files if path.is_file()) + KV_BYTES_PER_TOKEN * tokens
 
     @property
     def context(self) -> int:
@@ -359,6 +369,4 @@ class LlamaServerEngine:
         return LoadRun(concurrency, speculate, tuple(requests), seconds, counters)
 
     def close(self) -> None:
-        for server in self._servers.values():
-            server.stop()
-        self._servers.clear()
+        self._pool.close()

@@ -16,10 +16,11 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 from decoders.engines.openai import post_json
 
-__all__ = ["ServerProcess", "free_port", "group_alive"]
+__all__ = ["ServerProcess", "ServerPool", "free_port", "group_alive", "available_memory", "check_free_memory"]
 
 
 def _die_with_parent() -> None:
@@ -131,3 +132,55 @@ def group_alive(group: int) -> bool:
         if fields[0] != "Z" and int(fields[2]) == group:  # stat after the name: state, ppid, pgrp
             return True
     return False
+
+
+def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """Bytes the kernel says can be given to a new process (``MemAvailable``); None where it cannot say."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_free_memory(needed: int, what: str, available: int | None = None) -> None:
+    """A one-line error where ``what`` would need about ``needed`` bytes and fewer are available (``available``, else
+    ``available_memory()``): checked before a server starts, not found out by the kernel's OOM killer."""
+    available = available_memory() if available is None else available
+    if available is not None and available < needed:
+        raise ValueError(
+            f"not enough free memory to start {what}: it needs about {needed / 2**30:.1f} GiB and "
+            f"{available / 2**30:.1f} GiB are available (stop other servers, or give it less KV cache)"
+        )
+
+
+class ServerPool:
+    """The servers one engine starts (docs/engines.md §2): alive only while the work that asked for them lasts, at
+    most the plain one (key 0) and one other (a speculating server at its draft length, or ``"draft"``, a draft
+    model's own) at once: asking for another stops that other first. Before each start the free memory is checked
+    against ``needed(key)`` bytes; ``start(key)`` starts one, ``name`` names them in errors."""
+
+    def __init__(self, start: Callable, needed: Callable, name: str) -> None:
+        self._start, self._needed, self.name = start, needed, name
+        self._servers: dict = {}
+
+    def get(self, key):
+        """The server for ``key``, started (after the other non-plain one is stopped) where none is alive."""
+        if key not in self._servers:
+            for other in [k for k in self._servers if k != 0]:
+                self._servers.pop(other).stop()
+            role = "plain" if key == 0 else "the draft model's" if key == "draft" else f"speculating at {key}"
+            check_free_memory(self._needed(key), f"{self.name} ({role})")
+            self._servers[key] = self._start(key)
+        return self._servers[key]
+
+    def alive(self) -> dict:
+        """{key: server} of the servers alive now."""
+        return dict(self._servers)
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()

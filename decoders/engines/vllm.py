@@ -29,7 +29,7 @@ from decoders.engines.bench import round_residual
 from decoders.engines.build import VLLM_CPU, ensure_vllm, vllm_home
 from decoders.engines.load import LoadRequest, LoadRun, check_concurrency, streamed
 from decoders.engines.openai import in_flight, retried
-from decoders.engines.server import ServerProcess
+from decoders.engines.server import ServerPool, ServerProcess
 from decoders.engines.vllm_metrics import (
     DECODE,
     ITERATION_TOKENS,
@@ -58,6 +58,10 @@ START_SECONDS = 900.0
 #: KV block size: the prefix cache holds whole blocks only, and the CPU default (128) would hold nothing of a short
 #: prompt, so every sample would prefill the whole prompt again; 32 is the smallest the CPU attention takes.
 KV_BLOCK = 32
+#: A server's memory beside its weights and KV cache (its Python processes, torch, buffers): the free-memory check's
+#: estimate (a SmolLM2-135M server with 1 GiB of KV cache took about 2.8 GB here, docs/engines.md §2).
+SERVER_BYTES = 1536 << 20
+WEIGHT_FILES = (".safetensors", ".bin")
 
 
 def is_installed() -> bool:
@@ -251,8 +255,7 @@ class VLLMEngine:
             )
         self.name = f"vllm ({', '.join(options.words())})"
         self.model_path = Path(model)
-        self._servers: dict = {}
-        self._draft_server: VLLMServer | None = None
+        self._pool = ServerPool(self._start, self._needed, "vllm")
         self._logits: dict = {}  # prefix ids -> logits_after's answer
 
     @staticmethod
@@ -267,11 +270,24 @@ class VLLMEngine:
         return model
 
     def server(self, speculate: int) -> VLLMServer:
-        speculate = check_speculate(speculate) if self.options.method else 0
-        if speculate not in self._servers:
-            config = self.options.speculative_config(speculate, self.draft_directory and str(self.draft_directory))
-            self._servers[speculate] = VLLMServer(self.model_directory, self.options, config)
-        return self._servers[speculate]
+        """The server at ``speculate`` (0: plain), at most the plain one and one other alive (``ServerPool``)."""
+        return self._pool.get(check_speculate(speculate) if self.options.method else 0)
+
+    def _start(self, key) -> VLLMServer:
+        """A plain server (0), the draft model's own (``"draft"``), or one speculating at ``key`` draft tokens."""
+        if key == "draft":
+            return VLLMServer(self.draft_directory, self.options, None)
+        config = self.options.speculative_config(key, self.draft_directory and str(self.draft_directory))
+        return VLLMServer(self.model_directory, self.options, config)
+
+    def _needed(self, key) -> int:
+        """About what a server takes: its weights (float32 files; the draft's too where it speculates with a draft
+        model), its KV cache (``kv`` GiB) and ``SERVER_BYTES``."""
+        directories = {0: [self.model_directory], "draft": [self.draft_directory]}.get(
+            key, [self.model_directory] + [self.draft_directory] * bool(self.draft_directory)
+        )
+        weights = sum(f.stat().st_size for d in directories for f in Path(d).iterdir() if f.suffix in WEIGHT_FILES)
+        return SERVER_BYTES + weights + (self.options.kv << 30)
 
     @property
     def context(self) -> int:
@@ -313,7 +329,7 @@ class VLLMEngine:
     def tokenize(self, prompt: str) -> list:
         """The prompt's ids as vLLM reads a completion prompt (special tokens in the text parsed; SmolLM2 adds no
         BOS)."""
-        server = next(iter(self._servers.values()), None) or self.server(0)  # any running server tokenizes alike
+        server = next(iter(self._pool.alive().values()), None) or self.server(0)  # any running one tokenizes alike
         return server.post("/tokenize", {"model": "target", "prompt": prompt})["tokens"]
 
     def logits_after(self, chunks: list, row: int = -1):
@@ -418,11 +434,10 @@ class VLLMEngine:
             "t_sample": max(self._step_seconds(server, prompt_ids, repeats) - t_verify[0], 0.0),
         }
         if self.draft_directory is not None:
-            if self._draft_server is None:
-                self._draft_server = VLLMServer(self.draft_directory, self.options, None)
+            draft = self._pool.get("draft")
             costs.update(
-                t_draft=self._step_seconds(self._draft_server, prompt_ids, repeats),
-                t_draft_batch=self._width_seconds(self._draft_server, prompt_ids, max_tokens, repeats),
+                t_draft=self._step_seconds(draft, prompt_ids, repeats),
+                t_draft_batch=self._width_seconds(draft, prompt_ids, max_tokens, repeats),
                 first_draft_in_batch=1,
             )
         if self.options.method is not None:
@@ -507,7 +522,4 @@ class VLLMEngine:
         return LoadRun(concurrency, speculate, tuple(requests), seconds, counters, int(iterations))
 
     def close(self) -> None:
-        for server in [*self._servers.values(), *([self._draft_server] if self._draft_server else [])]:
-            server.stop()
-        self._servers.clear()
-        self._draft_server = None
+        self._pool.close()

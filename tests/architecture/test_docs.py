@@ -640,13 +640,14 @@ def _row(*cells) -> str:
 
 
 def test_extending_tables_against_the_registries():
-    """docs/extending.md's three tables list exactly the registered engines, drafts and audit tests, in order, as
-    their registries declare them (a new built-in entry needs its row)."""
+    """docs/extending.md's four tables list exactly the registered engines, drafts and audit tests, and the engines'
+    optional capabilities, in order, as their registries declare them (a new built-in entry needs its row)."""
     import decoders.audit.setups  # noqa: F401  (registers the tiny drafts)
     import decoders.audit.two_sample  # noqa: F401  (registers the two-sample tests)
     from decoders.audit.battery import AUDIT_TESTS
     from decoders.drafts import DRAFT_KINDS
     from decoders.engines import ENGINE_KINDS
+    from decoders.engines.base import CAPABILITIES
 
     text = (ROOT / "docs" / "extending.md").read_text()
     engines = [_row(f"`{k.name}`", f"`{k.usage}`", k.speculation, k.description) for k in ENGINE_KINDS.values()]
@@ -658,6 +659,8 @@ def test_extending_tables_against_the_registries():
     for header, rows in (("| engine |", engines), ("| draft |", drafts), ("| test |", tests)):
         table = text[text.index(header) :].split("\n\n")[0].splitlines()[2:]
         assert table == rows, (header, table, rows)
+    capabilities = text[text.index("| capability |") :].split("\n\n")[0].splitlines()[2:]
+    assert [re.match(r"\| `(\w+)", row).group(1) for row in capabilities] == list(CAPABILITIES)
 
 
 def test_pages_against_the_size_limit():

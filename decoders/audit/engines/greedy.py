@@ -4,6 +4,8 @@ numerics, or a bug), and the probabilities each path reports."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from decoders.audit.engines.model import numeric_tv
@@ -154,17 +156,30 @@ def greedy_audit(engine: Engine, prompt: str, horizon: int, gammas, progress=Non
     """The greedy audit's document: plain greedy tokens, a check per gamma, and for llama.cpp in-process its
     batch-shape numerics (``batch_shape_difference``); it passes when every gamma is equal to plain decoding
     or differs by batch-shape numerics alone."""
-    plain, checks = greedy_checks(engine, prompt, horizon, gammas, progress)
+    ids = list(engine.tokenize(prompt)) if capability(engine, "tokenize") else None
+    token_logprobs = capability(engine, "token_logprobs") if ids is not None else None
+    checks, reported = [], []
+    for gamma in gammas:  # a gamma's tokens and probabilities together: one speculating server at a time
+        plain, found = greedy_checks(engine, prompt, horizon, [gamma], progress)
+        checks += found
+        if token_logprobs:
+            reported.append(probabilities_check(token_logprobs, ids, horizon, [gamma]))
     explained = sum(
         not check.equal and check.diagnosis is not None and check.diagnosis.verdict.startswith("batch-shape")
         for check in checks
     )
-    ids = list(engine.tokenize(prompt)) if capability(engine, "tokenize") else None
-    shape = probabilities = None
+    shape = None
     if ids is not None and capability(engine, "all_logits"):
         shape = batch_shape_difference(engine, ids, [token for token in plain if token != END])
-    if ids is not None and capability(engine, "token_logprobs"):
-        probabilities = probabilities_check(engine.token_logprobs, ids, horizon, gammas)
+    probabilities = (
+        replace(
+            reported[0],
+            checks=tuple(check for part in reported for check in part.checks),
+            passed=all(part.passed for part in reported),
+        )
+        if reported
+        else None
+    )
     tokens_passed = explained == sum(not check.equal for check in checks)
     return EngineGreedyAudit(
         engine=engine.name,

@@ -115,7 +115,7 @@ def test_load_run_rounds_against_the_servers_iterations(engine):
 def test_close_against_leftover_processes(engine):
     """close() stops every server with its helpers (vLLM's API server, engine core and worker are one process
     group): none of the groups has a living process left (zombies, reaped by init in its time, aside)."""
-    groups = {server.process.pid for server in engine._servers.values()}
+    groups = {server.process.pid for server in engine._pool.alive().values()}
     assert groups
     engine.close()
     assert not any(group_alive(group) for group in groups)
