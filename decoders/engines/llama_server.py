@@ -193,7 +193,7 @@ class LlamaServerEngine:
     def _needed(self, speculate: int) -> int:
         """About what a server takes: its GGUF files (the draft's where it speculates with one) and its KV cache
         (``KV_BYTES_PER_TOKEN`` a token of context in every slot) beside ``SERVER_BYTES``."""
-        files = [self.model_path] + [Path(self.options.draft)] * bool(speculate and self.options.draft)
+        files = [self.model_path] + ([Path(self.options.draft)] if speculate and self.options.draft else [])
         tokens = self.options.context * self.options.slots
         return SERVER_BYTES + sum(path.stat().st_size for path in files if path.is_file()) + KV_BYTES_PER_TOKEN * tokens
 

@@ -169,7 +169,7 @@ class ServerPool:
     def get(self, key):
         """The server for ``key``, started (after the other non-plain one is stopped) where none is alive."""
         if key not in self._servers:
-            for other in [k for k in self._servers if k != 0]:
+            for other in [k for k in self._servers if k != 0 and key != 0]:  # the plain one stops no other
                 self._servers.pop(other).stop()
             role = "plain" if key == 0 else "the draft model's" if key == "draft" else f"speculating at {key}"
             check_free_memory(self._needed(key), f"{self.name} ({role})")

@@ -13,12 +13,14 @@ then another token is emitted there (the accepted draft or the residual draw).
 - adaptive-p-top-k: the same after top-k 3. Over the whole vocabulary adaptive-p at target 0.5 is nearly uniform,
   so the average is tiny whichever token moves it and the skipped average hardly shows; among three candidates the
   adapted target decides which one is drawn.
+- adaptive-p-off: adaptive-p named in the chain at target -1 (off: it samples the distribution as it is, with no
+  average to move), so only the seed defect is left: the chain still ends in adaptive-p and reports no seed.
 
 Starts two servers of one build on one model, one plain and one speculating with the model as its own draft,
 draws N seeded samples of 4 tokens from each, and compares the two samples by chi-square tests of homogeneity: their
 prefixes of 1 to 4 tokens, then the token at each position. Needs only python3 (standard library). Usage:
 
-    llama_server_rejection_repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p|adaptive-p-top-k]
+    llama_server_rejection_repro.py LLAMA_SERVER MODEL.gguf [N] [mirostat-2|adaptive-p|adaptive-p-top-k|adaptive-p-off]
                                              (LD_LIBRARY_PATH naming the build's lib folder if it needs one)
 
 Plain decoding against itself (two seed ranges) is printed first as the control; it should pass. Each server's
@@ -57,6 +59,7 @@ SAMPLERS = {
         "top_k": 3,
         "samplers": ["top_k", "temperature", "adaptive_p"],
     },
+    "adaptive-p-off": {"adaptive_target": -1.0, "samplers": ["temperature", "adaptive_p"]},
 }
 PER_REQUEST = 8
 

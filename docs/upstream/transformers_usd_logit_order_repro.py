@@ -3,7 +3,9 @@ assistant's pruned logits to the wrong target tokens, so its accept test uses an
 not follow the target's law.
 
 Run with transformers 5.24, tokenizers and torch (CPU is enough): `python transformers_usd_logit_order_repro.py`.
-Nothing else is needed: two character-level tokenizers built with `tokenizers`, two tiny random GPT-2 models.
+Nothing else is needed: two character-level tokenizers built with `tokenizers`, two tiny random GPT-2 models. The
+assistant's `get_vocab()` is forced to list its tokens by decreasing id (``UnsortedVocabulary``), an order a fast
+tokenizer may take in any process, so that every run gives the same result.
 
 `AssistantToTargetTranslator` (generation/candidate_generator.py) prunes the assistant's LM head to the tokens both
 vocabularies share, in the order of `target_to_assistant_input_ids.values()` (the insertion order of a dict built by
@@ -29,11 +31,19 @@ PROMPT = "ab"
 SAMPLES = 1500
 
 
-def tokenizer(pieces):
+class UnsortedVocabulary(PreTrainedTokenizerFast):
+    """A fast tokenizer whose ``get_vocab()`` lists its tokens by decreasing id. A fast tokenizer's own order comes
+    from a hash map and changes from process to process; fixing it here makes every run show the bug."""
+
+    def get_vocab(self):
+        return dict(sorted(super().get_vocab().items(), key=lambda item: -item[1]))
+
+
+def tokenizer(pieces, kind=PreTrainedTokenizerFast):
     core = Tokenizer(models.WordLevel({piece: i for i, piece in enumerate(pieces)}, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     core.decoder = token_decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>")
+    return kind(tokenizer_object=core, unk_token="<unk>")
 
 
 def model(vocab_size, seed):
@@ -126,7 +136,7 @@ def part_2(target_tokenizer, assistant_tokenizer, fixed):
 
 
 def main() -> int:
-    target_tokenizer, assistant_tokenizer = tokenizer(TARGET_PIECES), tokenizer(ASSISTANT_PIECES)
+    target_tokenizer, assistant_tokenizer = tokenizer(TARGET_PIECES), tokenizer(ASSISTANT_PIECES, UnsortedVocabulary)
     wrong = part_1(target_tokenizer, assistant_tokenizer)
     shipped, fixed = (part_2(target_tokenizer, assistant_tokenizer, fixed) for fixed in (False, True))
     print(f"pruned logits on the wrong target token: {wrong}; p as shipped {shipped:.3g}, with the fix {fixed:.3g}")

@@ -35,8 +35,15 @@ def test_a_gamma_sweep_keeps_at_most_two_servers_alive_against_the_ledger():
         pool.get(gamma)
         pool.get(gamma)  # asked again: the same server, no start
     pool.get("draft")
+    pool.close()
+    pool.get(4)
+    pool.get(0)  # the plain one asked after a speculating one (an engine's tokenize): both stay
+    assert set(pool.alive()) == {0, 4}
+    pool.close()
+    pool.get(0)
+    pool.get("draft")
     assert ledger.most == 2
-    assert ledger.started == [0, *range(1, 9), "draft"]
+    assert ledger.started == [0, *range(1, 9), "draft", 4, 0, 0, "draft"]
     assert set(pool.alive()) == {0, "draft"} == ledger.alive
     pool.close()
     assert not ledger.alive and not pool.alive()
