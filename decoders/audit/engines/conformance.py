@@ -18,7 +18,7 @@ needs what the engine lacks (a capability) NOT OFFERED: listed as such, never as
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 
 from decoders.audit.engines.greedy import greedy_checks, probabilities_check
@@ -128,12 +128,12 @@ def run_row(sides: Sides, row: ConformanceRow, level: float = 0.01) -> RowVerdic
     started = time.perf_counter()
     refused = _refusal(sides, row)
     if refused:
-        return _verdict(row, "the engine's own check, before any request", REFUSED, refused, started)
+        return _verdict(row, "the engine's own check, before any request", REFUSED, refused)
     verdict = {GREEDY: _greedy, LAW: _law, LOGPROBS: _logprobs, SEEDS: _seeds}[row.kind](sides, row, level)
-    return verdict(started)
+    return replace(verdict, seconds=time.perf_counter() - started)
 
 
-def _verdict(row, test, verdict, details, started, **measured):
+def _verdict(row, test, verdict, details, **measured):
     return RowVerdict(
         name=row.name,
         kind=row.kind,
@@ -142,7 +142,6 @@ def _verdict(row, test, verdict, details, started, **measured):
         verdict=verdict,
         counters=measured.pop("counters", {}),
         details=details,
-        seconds=time.perf_counter() - started,
         **measured,
     )
 
@@ -185,7 +184,7 @@ def _greedy(sides: Sides, row: ConformanceRow, level: float):
         f"; gamma {g}: differs at token {i} ({why})" for g, i, why in differences[:4]
     )
     test = "token identity with plain greedy decoding (each difference diagnosed)"
-    return lambda started: _verdict(row, test, FAIL if bugs else PASS, details, started, n=compared, counters=counters)
+    return _verdict(row, test, FAIL if bugs else PASS, details, n=compared, counters=counters)
 
 
 def _law(sides: Sides, row: ConformanceRow, level: float):
@@ -203,12 +202,11 @@ def _law(sides: Sides, row: ConformanceRow, level: float):
     p_value = min(1.0, len(reports) * min(report.p_value for _, report in reports))
     failed = [gamma for gamma, report in reports if not report.passed]
     details = "; ".join(f"gamma {gamma}: p = {report.p_value:.3g}" for gamma, report in reports)
-    return lambda started: _verdict(
+    return _verdict(
         row,
         "two-sample battery, speculating against plain samples (disjoint seeds), Bonferroni over draft lengths",
         FAIL if failed else PASS,
         details,
-        started,
         n=row.n,
         p_value=p_value,
         detectable=max(report.detectable_tv for _, report in reports),
@@ -221,8 +219,8 @@ def _logprobs(sides: Sides, row: ConformanceRow, level: float):
     token_logprobs, tokenize = capability(sides.engine, "token_logprobs"), capability(sides.engine, "tokenize")
     test = "reported log-probability of each greedy token within the tolerance, and the same top ids"
     if token_logprobs is None or tokenize is None or sides.plain is not None:
-        return lambda started: _verdict(
-            row, test, NOT_OFFERED, "the engine reports no per-token log-probabilities here (token_logprobs)", started
+        return _verdict(
+            row, test, NOT_OFFERED, "the engine reports no per-token log-probabilities here (token_logprobs)"
         )
     found = probabilities_check(token_logprobs, list(tokenize(row.prompts[0])), row.horizon, row.gammas)
     compared = sum(check.compared for check in found.checks)
@@ -234,7 +232,7 @@ def _logprobs(sides: Sides, row: ConformanceRow, level: float):
         if first
         else ""
     )
-    return lambda started: _verdict(row, test, PASS if found.passed else FAIL, details, started, n=compared)
+    return _verdict(row, test, PASS if found.passed else FAIL, details, n=compared)
 
 
 def _seeds(sides: Sides, row: ConformanceRow, level: float):
@@ -254,7 +252,7 @@ def _seeds(sides: Sides, row: ConformanceRow, level: float):
     )
     counters = reduce(add_counters, (first.counters, again.counters), {})
     test = "the same seeded requests twice: identical rows"
-    return lambda started: _verdict(row, test, FAIL if differ else PASS, details, started, n=row.n, counters=counters)
+    return _verdict(row, test, FAIL if differ else PASS, details, n=row.n, counters=counters)
 
 
 def run_battery(sides: Sides, rows: list, level: float = 0.01, progress=None, against: str | None = None):
